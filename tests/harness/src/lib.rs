@@ -1,0 +1,1 @@
+//! ZooKeeper test harness (placeholder)
