@@ -1,1 +1,37 @@
-//! placeholder
+//! # zklock-core
+//!
+//! Distributed locks on Apache ZooKeeper: an exclusive lock and a shared
+//! (read/write) lock following ZooKeeper's ephemeral-sequential queue recipe,
+//! with Apache Curator's node names so that Curator and zklock exclude each
+//! other on one path.
+//!
+//! The API is blocking; a [`Client`] drives ZooKeeper on a private runtime.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zklock_core::{Client, ClientOptions};
+//!
+//! let client = Client::connect(ClientOptions::new("127.0.0.1:2181"))?;
+//! let lock = client.lock("/jobs/nightly")?;
+//! let guard = lock.acquire(Some(Duration::from_secs(10)))?;
+//! guard.check()?; // still safely held?
+//! println!("holding {} with token {}", guard.node_path(), guard.fencing_token());
+//! guard.release()?;
+//! # Ok::<(), zklock_core::Error>(())
+//! ```
+//!
+//! Guarantees and their limits are described in the README and in the
+//! protocol document; every public item says which errors it returns and on
+//! which thread it may be called.
+
+mod client;
+mod error;
+mod lock;
+pub mod names;
+mod validate;
+
+pub use client::{Client, ClientOptions, Participant};
+pub use error::{Error, ErrorKind, Result};
+pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReleaseStatus};
+pub use names::{LockMode, NodeKind};
+pub use validate::{validate_connect_string, validate_lock_path};

@@ -1,0 +1,596 @@
+//! The blocking ZooKeeper client that locks are made from.
+//!
+//! A [`Client`] owns a private tokio runtime (one worker thread) that drives
+//! `zookeeper-client`, a supervisor that replaces an expired session with a
+//! new one, a heartbeat that keeps the safety clock of section 5 of the
+//! protocol, and one event thread that runs state-change callbacks.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Notify};
+use zookeeper_client as zk;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::{Lock, LockOptions};
+use crate::names::{self, LockMode, NodeKind};
+use crate::validate::{validate_connect_string, validate_lock_path};
+
+const RUNTIME_THREAD: &str = "zklock-runtime";
+
+/// Options for [`Client::connect`].
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub(crate) hosts: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) operation_timeout: Duration,
+    pub(crate) digest: Option<(String, String)>,
+}
+
+impl ClientOptions {
+    /// Options for the servers in `hosts`: `"host:port[,host:port...][/chroot]"`.
+    /// Defaults: session timeout 10 s, connect timeout 15 s, operation
+    /// timeout 10 s, no authentication.
+    pub fn new(hosts: impl Into<String>) -> Self {
+        ClientOptions {
+            hosts: hosts.into(),
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(15),
+            operation_timeout: Duration::from_secs(10),
+            digest: None,
+        }
+    }
+
+    /// The session timeout to ask the server for (it may negotiate another
+    /// one within its min/max bounds). Held locks are lost when the session
+    /// expires; a shorter timeout detects a dead holder sooner.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long [`Client::connect`] may try before it fails with
+    /// [`ErrorKind::ConnectionLoss`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The longest a single ZooKeeper request may take (a request sent while
+    /// disconnected waits for the reconnect). Bounds `release()` and every
+    /// step of an acquire that has no deadline of its own.
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Authenticates the session with ZooKeeper's `digest` scheme as
+    /// `user:password`. Lock nodes are still created world-accessible (as
+    /// Curator does) so that every peer can see the queue.
+    pub fn digest_auth(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.digest = Some((user.into(), password.into()));
+        self
+    }
+
+    fn validate(&self) -> Result<String> {
+        let hosts = validate_connect_string(&self.hosts)?;
+        let positive = |name: &str, d: Duration| {
+            if d.is_zero() {
+                Err(Error::invalid_argument(format!("{name} must be greater than zero")))
+            } else {
+                Ok(())
+            }
+        };
+        positive("session timeout", self.session_timeout)?;
+        positive("connect timeout", self.connect_timeout)?;
+        positive("operation timeout", self.operation_timeout)?;
+        if self.session_timeout > Duration::from_secs(3600) {
+            return Err(Error::invalid_argument("session timeout must be at most one hour"));
+        }
+        if let Some((user, _)) = &self.digest {
+            if user.is_empty() || user.contains(':') {
+                return Err(Error::invalid_argument("digest user must be non-empty and must not contain ':'"));
+            }
+        }
+        Ok(hosts)
+    }
+}
+
+/// A lock participant as seen in the queue of a lock path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Participant {
+    /// Child name, e.g. `_c_<uuid>-lock-0000000003`.
+    pub name: String,
+    /// The sequence number the server appended.
+    pub sequence: i64,
+    /// Reader or writer.
+    pub kind: NodeKind,
+    /// Whether this participant holds the lock now (by the ordering rule).
+    pub holds: bool,
+    /// The node's data (an identifier chosen by its owner; may be empty).
+    pub data: Vec<u8>,
+    /// The id of the session that owns the node.
+    pub session_id: i64,
+}
+
+/// One ZooKeeper session and its safety clock.
+pub(crate) struct Session {
+    zk: Mutex<Option<zk::Client>>,
+    states: zk::StateWatcher,
+    /// The session id (`ephemeralOwner` of our nodes).
+    pub(crate) id: i64,
+    /// The negotiated session timeout.
+    pub(crate) timeout: Duration,
+    base: Instant,
+    /// Nanoseconds after `base` at which the latest request that the server
+    /// answered was sent.
+    last_ack_sent: AtomicU64,
+    acked: Notify,
+}
+
+impl Session {
+    /// A clone of the ZooKeeper client, or `Closed` after [`Client::close`].
+    pub(crate) fn zk(&self) -> Result<zk::Client> {
+        self.zk.lock().map_err(|_| Error::internal("session mutex poisoned"))?.clone().ok_or_else(Error::closed)
+    }
+
+    /// A fresh watcher of the ZooKeeper session state.
+    pub(crate) fn states(&self) -> zk::StateWatcher {
+        self.states.clone()
+    }
+
+    /// The ZooKeeper session state now.
+    pub(crate) fn state(&self) -> zk::SessionState {
+        self.states.peek_state()
+    }
+
+    /// Records that a request sent at `sent` was answered by the server.
+    pub(crate) fn ack(&self, sent: Instant) {
+        let nanos = sent.saturating_duration_since(self.base).as_nanos() as u64;
+        self.last_ack_sent.fetch_max(nanos, Ordering::AcqRel);
+        self.acked.notify_waiters();
+    }
+
+    /// Until when a lock held by this session is safely ours: the send time
+    /// of the latest answered request plus the session timeout, minus a
+    /// margin of a tenth of it for clock-rate drift (protocol section 5).
+    pub(crate) fn safe_until(&self) -> Instant {
+        let sent = self.base + Duration::from_nanos(self.last_ack_sent.load(Ordering::Acquire));
+        sent + self.timeout - self.timeout / 10
+    }
+
+    /// Resolves at the next answered request (used to leave Suspended).
+    pub(crate) async fn next_ack(&self) {
+        self.acked.notified().await
+    }
+
+    /// Waits until the session is connected. Fails with `SessionExpired`
+    /// once it is terminated, `Timeout` at the deadline.
+    pub(crate) async fn wait_connected(&self, deadline: Option<Instant>) -> Result<()> {
+        let mut states = self.states();
+        loop {
+            match states.state() {
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(()),
+                s if s.is_terminated() => {
+                    return Err(Error::new(ErrorKind::SessionExpired, format!("session {:#x} ended: {s}", self.id)))
+                },
+                _ => {},
+            }
+            with_deadline(deadline, "waiting for the connection", states.changed()).await?;
+        }
+    }
+
+    /// Drops this session's client: once in-flight requests end, the
+    /// ZooKeeper client closes the session (its ephemeral nodes go).
+    fn close(&self) {
+        if let Ok(mut zk) = self.zk.lock() {
+            zk.take();
+        }
+    }
+}
+
+/// Awaits `fut` until `deadline` (`None`: no deadline).
+pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &str, fut: F) -> Result<F::Output> {
+    match deadline {
+        None => Ok(fut.await),
+        Some(d) => {
+            tokio::time::timeout_at(d.into(), fut).await.map_err(|_| Error::timeout(what))
+        },
+    }
+}
+
+/// State shared by the client handle and its background tasks. Tasks hold
+/// this, never the runtime, so the runtime can shut down from anywhere.
+pub(crate) struct Shared {
+    pub(crate) options: ClientOptions,
+    hosts: String,
+    pub(crate) handle: tokio::runtime::Handle,
+    session: watch::Sender<Option<Arc<Session>>>,
+    closed: watch::Sender<bool>,
+    events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+    /// Background deletions still running (tests and close() look at this).
+    pub(crate) pending_cleanups: AtomicU64,
+}
+
+impl Shared {
+    /// Whether [`Client::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Resolves when the client is closed.
+    pub(crate) async fn closed(&self) {
+        let mut rx = self.closed.subscribe();
+        // An error means the sender is gone, which also means closed.
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// The current live session, waiting (until `deadline`) while the
+    /// supervisor replaces an expired one.
+    pub(crate) async fn session(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
+        let mut rx = self.session.subscribe();
+        loop {
+            if self.is_closed() {
+                return Err(Error::closed());
+            }
+            if let Some(s) = rx.borrow_and_update().clone() {
+                if !s.state().is_terminated() {
+                    return Ok(s);
+                }
+            }
+            tokio::select! {
+                r = with_deadline(deadline, "waiting for a ZooKeeper session", rx.changed()) => {
+                    r?.map_err(|_| Error::closed())?;
+                }
+                _ = self.closed() => return Err(Error::closed()),
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+    }
+
+    /// Runs `job` on the client's event thread (state-change callbacks).
+    pub(crate) fn post_event(&self, job: Box<dyn FnOnce() + Send>) {
+        if let Ok(tx) = self.events.lock() {
+            // The event thread only stops when the client is gone.
+            let _ = tx.send(job);
+        }
+    }
+
+    /// Runs `fut` on the runtime and blocks the calling thread for its
+    /// output. Safe from any thread, also from inside another tokio runtime
+    /// (it never calls `block_on`).
+    pub(crate) fn block_on<F>(&self, fut: F) -> Result<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if std::thread::current().name() == Some(RUNTIME_THREAD) {
+            return Err(Error::internal("a blocking zklock call was made on zklock's own runtime thread"));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().map_err(|_| Error::closed())
+    }
+
+    async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
+        let mut connector = zk::Client::connector().with_session_timeout(options.session_timeout);
+        if let Some((user, password)) = &options.digest {
+            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        let connect = connector.connect(hosts);
+        let zk = match tokio::time::timeout(options.connect_timeout, connect).await {
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::ConnectionLoss,
+                    format!("could not connect to {hosts:?} within {:?}", options.connect_timeout),
+                ))
+            },
+            Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
+            Ok(Ok(zk)) => zk,
+        };
+        let base = Instant::now();
+        let session = Arc::new(Session {
+            states: zk.state_watcher(),
+            id: zk.session_id().0,
+            timeout: zk.session_timeout(),
+            zk: Mutex::new(Some(zk)),
+            base,
+            last_ack_sent: AtomicU64::new(0),
+            acked: Notify::new(),
+        });
+        Ok(session)
+    }
+
+    /// Keeps the safety clock of `session` fresh: one cheap read every sixth
+    /// of the session timeout, each given a third of it to answer.
+    async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
+        let every = session.timeout / 6;
+        let patience = session.timeout / 3;
+        loop {
+            if session.state().is_terminated() || self.is_closed() {
+                return;
+            }
+            if let Ok(zk) = session.zk() {
+                let sent = Instant::now();
+                if let Ok(Ok(_)) = tokio::time::timeout(patience, zk.check_stat("/")).await {
+                    session.ack(sent);
+                }
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// Watches the current session; when it expires, makes a new one (with
+    /// backoff) so that waiters can queue again. Ends when the client closes.
+    async fn supervise(self: Arc<Self>, first: Arc<Session>) {
+        let mut current = first;
+        loop {
+            tokio::spawn(self.clone().heartbeat(current.clone()));
+            let mut states = current.states();
+            loop {
+                let s = states.state();
+                if s.is_terminated() {
+                    break;
+                }
+                tokio::select! {
+                    _ = states.changed() => {}
+                    _ = self.closed() => { current.close(); return; }
+                }
+            }
+            log::warn!("zklock: session {:#x} ended; starting a new one", current.id);
+            let mut backoff = Duration::from_millis(50);
+            current = loop {
+                if self.is_closed() {
+                    return;
+                }
+                match Self::connect_session(&self.options, &self.hosts).await {
+                    Ok(s) => break s,
+                    Err(e) => {
+                        log::warn!("zklock: reconnect failed: {e}");
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = self.closed() => return,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(2));
+                    },
+                }
+            };
+            self.session.send_replace(Some(current.clone()));
+        }
+    }
+}
+
+struct ClientInner {
+    runtime: Option<tokio::runtime::Runtime>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.shared.closed.send_replace(true);
+        if let Some(s) = self.shared.session.borrow().clone() {
+            s.close();
+        }
+        // Never blocks and never panics, even when dropped inside a runtime.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A connection to a ZooKeeper ensemble, the factory of locks.
+///
+/// `Client` is `Send + Sync` and cheap to clone (clones share one session).
+/// Every method blocks the calling thread and may be called from any thread,
+/// including the client's event thread (state-change callbacks) and threads
+/// of another async runtime. Locks and guards keep the client alive; the
+/// session closes when [`Client::close`] is called or the last clone, lock
+/// and guard are dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("hosts", &self.inner.shared.hosts).finish()
+    }
+}
+
+impl Client {
+    /// Connects to ZooKeeper and opens a session.
+    ///
+    /// # Errors
+    /// `InvalidArgument` / `InvalidPath` for a malformed connect string or
+    /// option; `ConnectionLoss` when no server answered within the connect
+    /// timeout; `ZooKeeper` for other server refusals (e.g. failed auth).
+    pub fn connect(options: ClientOptions) -> Result<Client> {
+        let hosts = options.validate()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(RUNTIME_THREAD)
+            .enable_all()
+            .build()
+            .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?;
+        let (events_tx, events_rx) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        std::thread::Builder::new()
+            .name("zklock-events".into())
+            .spawn(move || {
+                for job in events_rx {
+                    // A panicking callback must not end the event thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })
+            .map_err(|e| Error::internal(format!("cannot start the event thread: {e}")))?;
+        let shared = Arc::new(Shared {
+            options,
+            hosts,
+            handle: runtime.handle().clone(),
+            session: watch::channel(None).0,
+            closed: watch::channel(false).0,
+            events: Mutex::new(events_tx),
+            pending_cleanups: AtomicU64::new(0),
+        });
+        let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
+        let s = shared.clone();
+        let first = shared.block_on(async move {
+            let session = Shared::connect_session(&s.options, &s.hosts).await?;
+            s.session.send_replace(Some(session.clone()));
+            tokio::spawn(s.clone().supervise(session.clone()));
+            Ok::<_, Error>(session)
+        })??;
+        log::debug!("zklock: session {:#x} established, timeout {:?}", first.id, first.timeout);
+        Ok(Client { inner })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Exclusive, LockOptions::default())
+    }
+
+    /// A lock on `path` of `mode` with `options`.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn lock_with(&self, path: &str, mode: LockMode, options: LockOptions) -> Result<Lock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        Ok(Lock::new(self.clone(), path, mode, options))
+    }
+
+    /// The participants of the lock at `path` in queue order (holders
+    /// first). Children that are not lock nodes are left out. An absent
+    /// path has no participants.
+    ///
+    /// # Errors
+    /// `InvalidPath`, `Closed`, `ConnectionLoss` / `Timeout` when ZooKeeper
+    /// does not answer within the operation timeout.
+    pub fn participants(&self, path: &str) -> Result<Vec<Participant>> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        let shared = self.shared().clone();
+        let path = path.to_owned();
+        self.shared().block_on(async move {
+            let deadline = Some(Instant::now() + shared.options.operation_timeout);
+            let session = shared.session(deadline).await?;
+            let zk = session.zk()?;
+            let children = match with_deadline(deadline, "listing the lock", zk.list_children(&path)).await? {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                Err(e) => return Err(Error::from_zk("listing the lock", e)),
+            };
+            let queue = names::queue(&children);
+            // Requests are sent when created: all reads go out pipelined.
+            let reads: Vec<_> = queue.iter().map(|n| zk.get_data(&format!("{path}/{}", n.name))).collect();
+            let mut out = Vec::with_capacity(queue.len());
+            for (node, read) in queue.iter().zip(reads) {
+                let (data, stat) = match with_deadline(deadline, "reading a lock node", read).await? {
+                    Ok(r) => r,
+                    Err(zk::Error::NoNode) => continue,
+                    Err(e) => return Err(Error::from_zk("reading a lock node", e)),
+                };
+                let mode = match node.kind {
+                    NodeKind::Reader => LockMode::Read,
+                    NodeKind::Writer => LockMode::Exclusive,
+                };
+                let holds = names::decide(mode, &children, &node.name) == names::Decision::Held;
+                out.push(Participant {
+                    name: node.name.clone(),
+                    sequence: node.sequence,
+                    kind: node.kind,
+                    holds,
+                    data,
+                    session_id: stat.ephemeral_owner,
+                });
+            }
+            Ok(out)
+        })?
+    }
+
+    /// The id of the current ZooKeeper session.
+    ///
+    /// # Errors
+    /// `Closed` after [`Client::close`].
+    pub fn session_id(&self) -> Result<i64> {
+        self.check_open()?;
+        let shared = self.shared().clone();
+        self.shared().block_on(async move { shared.session(Some(Instant::now())).await.map(|s| s.id) })?
+    }
+
+    /// The session timeout the server granted.
+    ///
+    /// # Errors
+    /// `Closed` after [`Client::close`].
+    pub fn session_timeout(&self) -> Result<Duration> {
+        self.check_open()?;
+        let s = self.inner.shared.session.borrow().clone();
+        s.map(|s| s.timeout).ok_or_else(Error::closed)
+    }
+
+    /// How many deletions of our nodes (after a timeout, cancel or a release
+    /// during a disconnect) are still being retried in the background.
+    pub fn pending_cleanups(&self) -> u64 {
+        self.shared().pending_cleanups.load(Ordering::Acquire)
+    }
+
+    /// Closes the session: every lock held through this client is lost
+    /// (its node goes with the session) and waiting acquires fail with
+    /// `Closed`. Idempotent. Waits up to the operation timeout for the
+    /// server to confirm.
+    pub fn close(&self) {
+        let shared = self.shared().clone();
+        if shared.closed.send_replace(true) {
+            return;
+        }
+        let Some(session) = shared.session.borrow().clone() else { return };
+        session.close();
+        let wait = shared.options.operation_timeout;
+        let _ = shared.block_on(async move {
+            let mut states = session.states();
+            let _ = tokio::time::timeout(wait, async {
+                while !states.state().is_terminated() {
+                    states.changed().await;
+                }
+            })
+            .await;
+        });
+    }
+
+    /// Whether [`Client::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared().is_closed()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.is_closed() {
+            Err(Error::closed())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Internal flag helper used by locks: true once set.
+#[derive(Default)]
+pub(crate) struct Flag(AtomicBool);
+
+impl Flag {
+    pub(crate) fn set(&self) -> bool {
+        self.0.swap(true, Ordering::AcqRel)
+    }
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,195 @@
+//! The one error type of zklock, shared by every binding.
+//!
+//! Every failure carries an [`ErrorKind`] (a stable code that the C, Python and
+//! Node bindings map to their own error types) and a message that names what
+//! went wrong. The kind list lives here and only here; `ErrorKind::ALL` lets the
+//! bindings' tests check that they map every kind.
+
+use std::fmt;
+
+/// What kind of failure an [`Error`] is.
+///
+/// The numeric values are part of the C ABI (`zklock_code`): they are fixed
+/// and never reused. `0` is reserved for success in C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument was invalid (empty or malformed connect string, bad option
+    /// value, null pointer in C, wrong type in Python or Node, ...).
+    InvalidArgument = 1,
+    /// A ZooKeeper path was malformed (not absolute, empty component, trailing
+    /// slash, forbidden character, reserved name, ...).
+    InvalidPath = 2,
+    /// The deadline passed before the operation completed.
+    Timeout = 3,
+    /// The operation was cancelled through a [`crate::CancelHandle`].
+    Cancelled = 4,
+    /// The connection to ZooKeeper was lost, or could not be established, and
+    /// the outcome of the operation is unknown or it could not be started.
+    ConnectionLoss = 5,
+    /// The ZooKeeper session expired.
+    SessionExpired = 6,
+    /// The lock was held but is lost (session expired, our node deleted, or
+    /// the re-check after a reconnect failed).
+    LockLost = 7,
+    /// The lock is not held by this handle or guard (for example a release of
+    /// a guard that was already released).
+    NotHeld = 8,
+    /// The client was closed.
+    Closed = 9,
+    /// ZooKeeper answered with an error that has no kind of its own (the
+    /// message names the ZooKeeper error).
+    ZooKeeper = 10,
+    /// A bug in zklock (a broken invariant or a caught panic).
+    Internal = 11,
+    /// The operation would deadlock and was refused (read-to-write upgrade on
+    /// one handle).
+    WouldDeadlock = 12,
+}
+
+impl ErrorKind {
+    /// Every kind, in code order. Bindings use this to check that they map
+    /// all of them.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::InvalidPath,
+        ErrorKind::Timeout,
+        ErrorKind::Cancelled,
+        ErrorKind::ConnectionLoss,
+        ErrorKind::SessionExpired,
+        ErrorKind::LockLost,
+        ErrorKind::NotHeld,
+        ErrorKind::Closed,
+        ErrorKind::ZooKeeper,
+        ErrorKind::Internal,
+        ErrorKind::WouldDeadlock,
+    ];
+
+    /// The stable name of the kind, as used by the C enum (`ZKLOCK_<NAME>`),
+    /// Python's `.code` and Node's `code`: for example `"TIMEOUT"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::InvalidPath => "INVALID_PATH",
+            ErrorKind::Timeout => "TIMEOUT",
+            ErrorKind::Cancelled => "CANCELLED",
+            ErrorKind::ConnectionLoss => "CONNECTION_LOSS",
+            ErrorKind::SessionExpired => "SESSION_EXPIRED",
+            ErrorKind::LockLost => "LOCK_LOST",
+            ErrorKind::NotHeld => "NOT_HELD",
+            ErrorKind::Closed => "CLOSED",
+            ErrorKind::ZooKeeper => "ZOOKEEPER",
+            ErrorKind::Internal => "INTERNAL",
+            ErrorKind::WouldDeadlock => "WOULD_DEADLOCK",
+        }
+    }
+
+    /// The fixed numeric code of the kind (the C `zklock_code` value).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A zklock failure: a kind and a human-readable message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl Error {
+    /// Makes an error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The message, without the kind.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn invalid_path(path: &str, why: &str) -> Self {
+        Error::new(ErrorKind::InvalidPath, format!("invalid path {path:?}: {why}"))
+    }
+
+    pub(crate) fn timeout(what: &str) -> Self {
+        Error::new(ErrorKind::Timeout, format!("{what}: deadline passed"))
+    }
+
+    pub(crate) fn cancelled(what: &str) -> Self {
+        Error::new(ErrorKind::Cancelled, format!("{what}: cancelled"))
+    }
+
+    pub(crate) fn closed() -> Self {
+        Error::new(ErrorKind::Closed, "the client is closed")
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal, message)
+    }
+
+    /// Maps an error of the ZooKeeper client, adding what we were doing.
+    pub(crate) fn from_zk(what: &str, err: zookeeper_client::Error) -> Self {
+        use zookeeper_client::Error as Zk;
+        let kind = match &err {
+            Zk::ConnectionLoss | Zk::Timeout | Zk::NoHosts => ErrorKind::ConnectionLoss,
+            Zk::SessionExpired | Zk::SessionMoved => ErrorKind::SessionExpired,
+            Zk::ClientClosed => ErrorKind::Closed,
+            Zk::BadArguments(_) => ErrorKind::InvalidArgument,
+            // An I/O failure of an in-flight request surfaces as a custom or
+            // unexpected error: the outcome is unknown, like a connection loss.
+            Zk::Custom(_) | Zk::UnexpectedError(_) => ErrorKind::ConnectionLoss,
+            _ => ErrorKind::ZooKeeper,
+        };
+        Error::new(kind, format!("{what}: {err}"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result with zklock's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_fixed_unique_and_all_listed() {
+        let codes: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
+        assert_eq!(codes, (1..=12).collect::<Vec<_>>());
+        let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn display_names_kind_and_message() {
+        let e = Error::invalid_path("a/b", "must start with '/'");
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        assert_eq!(e.to_string(), "INVALID_PATH: invalid path \"a/b\": must start with '/'");
+    }
+}

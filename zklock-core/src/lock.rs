@@ -1,0 +1,995 @@
+//! Lock handles, guards and the acquire engine (protocol doc sections 4 to 8).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Notify};
+use zookeeper_client as zk;
+
+use crate::client::{Client, Session, Shared};
+use crate::error::{Error, ErrorKind, Result};
+use crate::names::{self, Decision, LockMode};
+
+type ZkResult<T> = std::result::Result<T, zk::Error>;
+
+/// Options for a lock handle.
+#[derive(Clone, Debug, Default)]
+pub struct LockOptions {
+    pub(crate) data: Vec<u8>,
+}
+
+impl LockOptions {
+    /// Bytes stored in our lock node, shown to other participants (for
+    /// example a host name). Default: empty. At most 64 KiB, and never the
+    /// bytes `__REVOKE__` (Curator's revocation request).
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// Stores `"<hostname>/<pid>"` in our lock node.
+    pub fn identify_process(self) -> Self {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_else(|_| "unknown-host".to_owned());
+        self.data(format!("{host}/{}", std::process::id()))
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.data.len() > 64 * 1024 {
+            return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
+        }
+        if self.data == b"__REVOKE__" {
+            return Err(Error::invalid_argument("lock node data must not be __REVOKE__ (Curator's revocation request)"));
+        }
+        Ok(())
+    }
+}
+
+/// What a holder knows about its lock (protocol doc section 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum LockState {
+    /// Held, and the session is connected and answering.
+    Held = 1,
+    /// The connection is lost or the server stopped answering: the lock may
+    /// still be ours, but that cannot be known; act as if it is not. Goes
+    /// back to `Held` after reconnecting with the same session and finding
+    /// our node still ours.
+    Suspended = 2,
+    /// Lost for good: session expired, our node deleted, or the re-check
+    /// after a reconnect failed. Another client may hold the lock.
+    Lost = 3,
+    /// Released by us.
+    Released = 4,
+}
+
+/// The outcome of [`Guard::release`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseStatus {
+    /// Our node is deleted (or this was an inner reentrant release and the
+    /// lock stays held by the handle's other guards).
+    Released,
+    /// The delete could not be confirmed (connection trouble); it is retried
+    /// in the background until it succeeds or the session ends.
+    Pending,
+}
+
+/// Cancels the acquires in progress on one lock handle, from any thread.
+#[derive(Clone)]
+pub struct CancelHandle {
+    state: Arc<CancelState>,
+}
+
+impl CancelHandle {
+    /// Makes every acquire that is in progress on the lock handle fail with
+    /// `Cancelled` (and delete its node). An acquire that starts later is
+    /// not affected. Never blocks; safe from signal-handling threads and
+    /// callbacks.
+    pub fn cancel(&self) {
+        self.state.epoch.fetch_add(1, Ordering::AcqRel);
+        self.state.notify.notify_waiters();
+    }
+}
+
+#[derive(Default)]
+struct CancelState {
+    epoch: AtomicU64,
+    notify: Notify,
+}
+
+type Callback = Arc<dyn Fn(LockState) + Send + Sync>;
+
+struct Status {
+    state: LockState,
+    reason: Option<Error>,
+}
+
+/// One held lock node, shared by the reentrant guards of a handle.
+struct Holding {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+    lock_path: String,
+    name: String,
+    sequence: i64,
+    token: u64,
+    count: AtomicUsize,
+    status: Mutex<Status>,
+    callbacks: Mutex<Vec<Callback>>,
+    stop: watch::Sender<bool>,
+}
+
+impl Holding {
+    fn node_path(&self) -> String {
+        format!("{}/{}", self.lock_path, self.name)
+    }
+
+    fn state(&self) -> LockState {
+        self.status.lock().map(|s| s.state).unwrap_or(LockState::Lost)
+    }
+
+    fn is_live(&self) -> bool {
+        matches!(self.state(), LockState::Held | LockState::Suspended)
+    }
+
+    /// Moves to `state` (never out of Lost or Released) and tells the
+    /// callbacks on the event thread.
+    fn set_state(&self, state: LockState, reason: Option<Error>) {
+        {
+            let Ok(mut st) = self.status.lock() else { return };
+            if st.state == state || matches!(st.state, LockState::Lost | LockState::Released) {
+                return;
+            }
+            st.state = state;
+            if reason.is_some() {
+                st.reason = reason;
+            }
+        }
+        if state == LockState::Released {
+            return;
+        }
+        log::debug!("zklock: {} is now {state:?}", self.node_path());
+        let callbacks = self.callbacks.lock().map(|c| c.clone()).unwrap_or_default();
+        for cb in callbacks {
+            self.shared.post_event(Box::new(move || cb(state)));
+        }
+    }
+
+    fn lose(&self, kind: ErrorKind, why: String) {
+        let msg = format!("lock {} lost: {why}", self.node_path());
+        self.set_state(LockState::Lost, Some(Error::new(kind, msg)));
+        self.stop.send_replace(true);
+    }
+
+    fn check(&self) -> Result<()> {
+        let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
+        match st.state {
+            LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
+            LockState::Lost => Err(st
+                .reason
+                .clone()
+                .unwrap_or_else(|| Error::new(ErrorKind::LockLost, format!("lock {} lost", self.node_path())))),
+            LockState::Suspended => Err(Error::new(
+                ErrorKind::ConnectionLoss,
+                "the lock is suspended: the connection to ZooKeeper is lost, so it may already be someone else's",
+            )),
+            LockState::Held => {
+                let zs = self.session.state();
+                if !matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
+                    return Err(Error::new(ErrorKind::ConnectionLoss, format!("the session is {zs}: the lock is not safely held")));
+                }
+                if Instant::now() >= self.session.safe_until() {
+                    return Err(Error::new(
+                        ErrorKind::ConnectionLoss,
+                        "ZooKeeper has not answered for nearly a session timeout: the session may have expired",
+                    ));
+                }
+                Ok(())
+            },
+        }
+    }
+}
+
+/// Whether a ZooKeeper error leaves the outcome of a request unknown.
+fn outcome_unknown(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) | zk::Error::UnexpectedError(_))
+}
+
+/// Whether a ZooKeeper error means the session is gone.
+fn session_gone(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed)
+}
+
+/// Something to delete in the background until it is gone or the session is.
+enum Cleanup {
+    Node(String),
+    /// Our nodes under `parent` whose name starts with `prefix` and whose
+    /// owner is the session (a create whose reply was lost).
+    Prefix { parent: String, prefix: String },
+}
+
+/// Deletes one node now if the session is connected, else in the background.
+async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String) -> ReleaseStatus {
+    if session.state().is_terminated() {
+        return ReleaseStatus::Released;
+    }
+    if session.state() == zk::SessionState::SyncConnected {
+        if let Ok(zk) = session.zk() {
+            match tokio::time::timeout(shared.options.operation_timeout, zk.delete(&path, None)).await {
+                Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => return ReleaseStatus::Released,
+                Ok(Err(e)) if session_gone(&e) => return ReleaseStatus::Released,
+                Ok(Err(e)) => log::warn!("zklock: delete {path}: {e}; retrying in the background"),
+                Err(_) => log::warn!("zklock: delete {path}: no answer; retrying in the background"),
+            }
+        }
+    }
+    spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
+    ReleaseStatus::Pending
+}
+
+/// Retries `what` until it is done, the session ends, or the client closes
+/// (which ends the session).
+fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
+    shared.pending_cleanups.fetch_add(1, Ordering::AcqRel);
+    let handle = shared.handle.clone();
+    handle.spawn(async move {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let connected = tokio::select! {
+                r = session.wait_connected(None) => r.is_ok(),
+                _ = shared.closed() => false,
+            };
+            if !connected || cleanup_once(&shared, &session, &what).await {
+                break;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+        shared.pending_cleanups.fetch_sub(1, Ordering::AcqRel);
+    });
+}
+
+/// One try of a cleanup; true when nothing is left to do.
+async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
+    let Ok(zk) = session.zk() else { return true };
+    let op = shared.options.operation_timeout;
+    let done = |r: &ZkResult<()>| matches!(r, Ok(()) | Err(zk::Error::NoNode)) || r.as_ref().is_err_and(session_gone);
+    match what {
+        Cleanup::Node(path) => matches!(tokio::time::timeout(op, zk.delete(path, None)).await, Ok(r) if done(&r)),
+        Cleanup::Prefix { parent, prefix } => {
+            let children = match tokio::time::timeout(op, zk.list_children(parent)).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
+                _ => return false,
+            };
+            for node in names::own_nodes(&children, prefix) {
+                let path = format!("{parent}/{}", node.name);
+                match tokio::time::timeout(op, zk.get_data(&path)).await {
+                    Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
+                        if !matches!(tokio::time::timeout(op, zk.delete(&path, None)).await, Ok(r) if done(&r)) {
+                            return false;
+                        }
+                    },
+                    Ok(Ok(_)) | Ok(Err(zk::Error::NoNode)) => {},
+                    _ => return false,
+                }
+            }
+            true
+        },
+    }
+}
+
+/// Why an acquire attempt stopped without the lock.
+enum Step {
+    /// Our node is gone (session expired, deleted by someone): queue again.
+    Restart,
+    /// Give up with this error (our node is cleaned up).
+    Fail(Error),
+}
+
+impl From<Error> for Step {
+    fn from(e: Error) -> Self {
+        Step::Fail(e)
+    }
+}
+
+/// One acquire call: what, until when, and how to be interrupted.
+struct Ctx {
+    shared: Arc<Shared>,
+    path: String,
+    mode: LockMode,
+    data: Vec<u8>,
+    deadline: Option<Instant>,
+    try_once: bool,
+    cancel: Arc<CancelState>,
+    epoch: u64,
+}
+
+impl Ctx {
+    fn interrupted(&self) -> Result<()> {
+        if self.shared.is_closed() {
+            return Err(Error::closed());
+        }
+        if self.cancel.epoch.load(Ordering::Acquire) != self.epoch {
+            return Err(Error::cancelled("acquire"));
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::timeout(&format!("acquire {}", self.path)));
+        }
+        Ok(())
+    }
+
+    /// Awaits `fut` unless cancel, the deadline or close comes first.
+    async fn race<F: Future>(&self, fut: F) -> Result<F::Output> {
+        let notified = self.cancel.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        self.interrupted()?;
+        let deadline = async {
+            match self.deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            out = fut => Ok(out),
+            _ = notified => Err(Error::cancelled("acquire")),
+            _ = deadline => Err(Error::timeout(&format!("acquire {}", self.path))),
+            _ = self.shared.closed() => Err(Error::closed()),
+        }
+    }
+
+    /// One ZooKeeper request, also bounded by the operation timeout (which
+    /// counts as an unknown outcome). Feeds the session's safety clock.
+    async fn op<T>(&self, session: &Session, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
+        let sent = Instant::now();
+        match self.race(tokio::time::timeout(self.shared.options.operation_timeout, fut)).await? {
+            Err(_) => Ok(Err(zk::Error::ConnectionLoss)),
+            Ok(Ok(v)) => {
+                session.ack(sent);
+                Ok(Ok(v))
+            },
+            Ok(Err(e)) => Ok(Err(e)),
+        }
+    }
+
+    /// After an unknown outcome: wait for the reconnect; Restart if the
+    /// session is gone meanwhile.
+    async fn reconnected(&self, session: &Session) -> std::result::Result<(), Step> {
+        match self.race(session.wait_connected(self.deadline)).await? {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::SessionExpired => Err(Step::Restart),
+            Err(e) => Err(Step::Fail(e)),
+        }
+    }
+
+    fn zk_failure(what: &str, e: zk::Error) -> Step {
+        if session_gone(&e) {
+            Step::Restart
+        } else {
+            Step::Fail(Error::from_zk(what, e))
+        }
+    }
+}
+
+struct OwnNode {
+    name: String,
+    czxid: i64,
+}
+
+/// One attempt: one uuid, one session, at most one node of ours.
+struct Attempt {
+    session: Arc<Session>,
+    name_prefix: String,
+    protected: String,
+    node: Option<OwnNode>,
+    unknown_create: bool,
+}
+
+impl Attempt {
+    async fn run(&mut self, ctx: &Ctx) -> std::result::Result<Arc<Holding>, Step> {
+        let children = self.create(ctx).await?;
+        self.wait(ctx, children).await
+    }
+
+    /// Creates our node, pipelining a getChildren behind the create. Returns
+    /// the children when that list is known to include our node.
+    async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Vec<String>>, Step> {
+        let zk = self.session.zk()?;
+        let create_path = format!("{}/{}", ctx.path, self.name_prefix);
+        let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        loop {
+            ctx.interrupted()?;
+            // Both requests are sent now, in this order; the server answers
+            // them in order, so the list includes our node.
+            let create = zk.create(&create_path, &ctx.data, &options);
+            let list = zk.list_children(&ctx.path);
+            self.unknown_create = true;
+            match ctx.op(&self.session, create).await? {
+                Ok((stat, seq)) => {
+                    self.unknown_create = false;
+                    self.node = Some(OwnNode { name: format!("{}{seq}", self.name_prefix), czxid: stat.czxid });
+                    return Ok(ctx.op(&self.session, list).await?.ok());
+                },
+                Err(zk::Error::NoNode) => {
+                    self.unknown_create = false;
+                    drop(list);
+                    self.make_parents(ctx).await?;
+                },
+                Err(e) if outcome_unknown(&e) => {
+                    drop(list);
+                    if let Some(children) = self.recover(ctx).await? {
+                        return Ok(Some(children));
+                    }
+                },
+                Err(e) => {
+                    self.unknown_create = false;
+                    return Err(Ctx::zk_failure("creating the lock node", e));
+                },
+            }
+        }
+    }
+
+    /// The create's reply was lost: find our node by its protected prefix,
+    /// adopt it only if our session owns it, delete duplicates. `None`: no
+    /// node of ours exists, create again (same uuid).
+    async fn recover(&mut self, ctx: &Ctx) -> std::result::Result<Option<Vec<String>>, Step> {
+        let zk = self.session.zk()?;
+        loop {
+            ctx.reconnected(&self.session).await?;
+            let children = match ctx.op(&self.session, zk.list_children(&ctx.path)).await? {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => {
+                    self.unknown_create = false;
+                    return Ok(None);
+                },
+                Err(e) if outcome_unknown(&e) => continue,
+                Err(e) => return Err(Ctx::zk_failure("listing the lock after a lost create reply", e)),
+            };
+            let mut adopted: Option<OwnNode> = None;
+            let mut retry = false;
+            for node in names::own_nodes(&children, &self.protected) {
+                let path = format!("{}/{}", ctx.path, node.name);
+                match ctx.op(&self.session, zk.get_data(&path)).await? {
+                    Ok((_, stat)) if stat.ephemeral_owner == self.session.id => {
+                        if adopted.is_none() {
+                            adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
+                        } else {
+                            log::warn!("zklock: deleting duplicate lock node {path}");
+                            let _ = ctx.op(&self.session, zk.delete(&path, None)).await?;
+                        }
+                    },
+                    Ok(_) | Err(zk::Error::NoNode) => {},
+                    Err(e) if outcome_unknown(&e) => retry = true,
+                    Err(e) => return Err(Ctx::zk_failure("reading our lock node", e)),
+                }
+            }
+            if retry {
+                continue;
+            }
+            self.unknown_create = false;
+            return Ok(adopted.map(|n| {
+                log::info!("zklock: adopted {}/{} after a lost create reply", ctx.path, n.name);
+                self.node = Some(n);
+                children
+            }));
+        }
+    }
+
+    /// Creates the lock path (and missing ancestors) as containers, or as
+    /// persistent nodes on servers without containers.
+    async fn make_parents(&self, ctx: &Ctx) -> std::result::Result<(), Step> {
+        let zk = self.session.zk()?;
+        let mut mode = zk::CreateMode::Container;
+        loop {
+            let options = mode.with_acls(zk::Acls::anyone_all());
+            match ctx.op(&self.session, zk.mkdir(&ctx.path, &options)).await? {
+                Ok(()) => return Ok(()),
+                Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
+                Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
+                Err(e) => return Err(Ctx::zk_failure(&format!("creating the lock path {}", ctx.path), e)),
+            }
+        }
+    }
+
+    /// Waits in the queue until our node holds the lock (section 4, step 4).
+    async fn wait(&mut self, ctx: &Ctx, mut known: Option<Vec<String>>) -> std::result::Result<Arc<Holding>, Step> {
+        let zk = self.session.zk()?;
+        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return Err(Step::Restart) };
+        loop {
+            ctx.interrupted()?;
+            let children = match known.take() {
+                Some(c) => c,
+                None => match ctx.op(&self.session, zk.list_children(&ctx.path)).await? {
+                    Ok(c) => c,
+                    Err(zk::Error::NoNode) => Vec::new(),
+                    Err(e) if outcome_unknown(&e) => {
+                        ctx.reconnected(&self.session).await?;
+                        continue;
+                    },
+                    Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
+                },
+            };
+            match names::decide(ctx.mode, &children, &name) {
+                Decision::Gone => {
+                    log::info!("zklock: our node {}/{name} is gone; queueing again", ctx.path);
+                    self.node = None;
+                    return Err(Step::Restart);
+                },
+                Decision::Held => match self.grant(ctx, &zk, &name).await? {
+                    Some(h) => return Ok(h),
+                    None => continue,
+                },
+                Decision::WaitOn(blocker) => {
+                    if ctx.try_once {
+                        return Err(Step::Fail(Error::new(
+                            ErrorKind::Timeout,
+                            format!("acquire {}: the lock is held by another participant", ctx.path),
+                        )));
+                    }
+                    let path = format!("{}/{blocker}", ctx.path);
+                    match ctx.op(&self.session, zk.get_and_watch_data(&path)).await? {
+                        Ok((_, _, watcher)) => {
+                            let event = ctx.race(watcher.changed()).await?;
+                            if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                                return Err(Step::Restart);
+                            }
+                        },
+                        // Gone between the list and the watch: look again now.
+                        Err(zk::Error::NoNode) => {},
+                        Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
+                        Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
+                    }
+                },
+            }
+        }
+    }
+
+    /// We are first: watch our own node and hand out the holding. `None`
+    /// means look at the queue again.
+    async fn grant(&mut self, ctx: &Ctx, zk: &zk::Client, name: &str) -> std::result::Result<Option<Arc<Holding>>, Step> {
+        let path = format!("{}/{name}", ctx.path);
+        let (stat, watcher) = match ctx.op(&self.session, zk.get_and_watch_data(&path)).await? {
+            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.session.id => (stat, watcher),
+            Ok(_) | Err(zk::Error::NoNode) => {
+                self.node = None;
+                return Err(Step::Restart);
+            },
+            Err(e) if outcome_unknown(&e) => {
+                ctx.reconnected(&self.session).await?;
+                return Ok(None);
+            },
+            Err(e) => return Err(Ctx::zk_failure("watching our lock node", e)),
+        };
+        // A cancel that races with the grant wins (section 4, step 6).
+        if ctx.cancel.epoch.load(Ordering::Acquire) != ctx.epoch {
+            return Err(Step::Fail(Error::cancelled("acquire")));
+        }
+        let sequence = names::parse_child(name).map(|n| n.sequence).unwrap_or(-1);
+        let token = self.node.as_ref().map_or(stat.czxid, |n| n.czxid.max(stat.czxid));
+        let holding = Arc::new(Holding {
+            shared: ctx.shared.clone(),
+            session: self.session.clone(),
+            lock_path: ctx.path.clone(),
+            name: name.to_owned(),
+            sequence,
+            token: u64::try_from(token).unwrap_or(0),
+            count: AtomicUsize::new(1),
+            status: Mutex::new(Status { state: LockState::Held, reason: None }),
+            callbacks: Mutex::new(Vec::new()),
+            stop: watch::channel(false).0,
+        });
+        // The node now belongs to the holding: no cleanup by this attempt.
+        self.node = None;
+        tokio::spawn(monitor(holding.clone(), watcher));
+        Ok(Some(holding))
+    }
+
+    /// Deletes what this attempt left behind (timeout, cancel, error).
+    async fn cleanup(&mut self, ctx: &Ctx) {
+        if let Some(node) = self.node.take() {
+            delete_node(&ctx.shared, &self.session, format!("{}/{}", ctx.path, node.name)).await;
+        } else if self.unknown_create {
+            let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
+            spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
+        }
+    }
+}
+
+/// The whole acquire (section 4): attempts until held, failed or cancelled.
+async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
+    loop {
+        ctx.interrupted()?;
+        let session = ctx.race(ctx.shared.session(ctx.deadline)).await??;
+        let uuid = uuid::Uuid::new_v4();
+        let mut attempt = Attempt {
+            session,
+            name_prefix: names::node_name_prefix(ctx.mode, &uuid),
+            protected: names::protected_prefix(&uuid),
+            node: None,
+            unknown_create: false,
+        };
+        match attempt.run(&ctx).await {
+            Ok(holding) => return Ok(holding),
+            Err(Step::Restart) => attempt.cleanup(&ctx).await,
+            Err(Step::Fail(e)) => {
+                attempt.cleanup(&ctx).await;
+                return Err(e);
+            },
+        }
+    }
+}
+
+type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
+
+enum Wake {
+    Stop,
+    Node(zk::WatchedEvent),
+    Other,
+}
+
+/// Follows a held lock until it is released or lost (section 5): session
+/// state, deletion of our node, and the safety clock.
+async fn monitor(h: Arc<Holding>, watcher: zk::OneshotWatcher) {
+    let session = h.session.clone();
+    let mut states = session.states();
+    let mut stop = h.stop.subscribe();
+    let mut node_watch: Option<EventFuture> = Some(Box::pin(watcher.changed()));
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let zs = states.state();
+        if zs.is_terminated() {
+            let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::SessionExpired };
+            h.lose(kind, format!("the session ended ({zs})"));
+            return;
+        }
+        let connected = matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
+        let safe = Instant::now() < session.safe_until();
+        match h.state() {
+            LockState::Held if !connected || !safe => h.set_state(LockState::Suspended, None),
+            LockState::Suspended if connected && safe => match recheck(&h).await {
+                Ok(Some(w)) => {
+                    node_watch = Some(Box::pin(w.changed()));
+                    h.set_state(LockState::Held, None);
+                },
+                Ok(None) => {
+                    h.lose(ErrorKind::LockLost, "after reconnecting, our node is gone or not ours".into());
+                    return;
+                },
+                Err(()) => {},
+            },
+            LockState::Lost | LockState::Released => return,
+            _ => {},
+        }
+        let wake_at = if h.state() == LockState::Held {
+            session.safe_until()
+        } else {
+            Instant::now() + Duration::from_millis(250)
+        };
+        let wake = {
+            let node = async {
+                match node_watch.as_mut() {
+                    Some(f) => f.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => Wake::Stop,
+                ev = node => Wake::Node(ev),
+                _ = states.changed() => Wake::Other,
+                _ = tokio::time::sleep_until(wake_at.into()) => Wake::Other,
+                _ = session.next_ack() => Wake::Other,
+            }
+        };
+        match wake {
+            Wake::Stop => return,
+            Wake::Other => {},
+            Wake::Node(ev) => {
+                node_watch = None;
+                match ev.event_type {
+                    zk::EventType::NodeDeleted => {
+                        h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
+                        return;
+                    },
+                    zk::EventType::Session => {},
+                    // Data changed (someone wrote to our node): watch again.
+                    _ => match recheck(&h).await {
+                        Ok(Some(w)) => node_watch = Some(Box::pin(w.changed())),
+                        Ok(None) => {
+                            h.lose(ErrorKind::LockLost, "our lock node is gone or not ours".into());
+                            return;
+                        },
+                        Err(()) => h.set_state(LockState::Suspended, None),
+                    },
+                }
+            },
+        }
+    }
+}
+
+/// Reads our node with a watch: `Some` if it exists and our session owns it,
+/// `None` if not, `Err` if ZooKeeper did not answer.
+async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>, ()> {
+    let zk = h.session.zk().map_err(|_| ())?;
+    let path = h.node_path();
+    let sent = Instant::now();
+    match tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&path)).await {
+        Ok(Ok((_, stat, w))) => {
+            h.session.ack(sent);
+            Ok((stat.ephemeral_owner == h.session.id).then_some(w))
+        },
+        Ok(Err(zk::Error::NoNode)) => Ok(None),
+        Ok(Err(e)) if session_gone(&e) => Ok(None),
+        _ => Err(()),
+    }
+}
+
+/// A lock handle: exclusive, read or write side, on one path.
+///
+/// Ownership belongs to the handle, not to a thread: a handle that holds the
+/// lock and acquires again gets another guard on the same node (reentrant);
+/// the node is deleted when the last of its guards is released. `Lock` is
+/// `Send + Sync`; its methods block the calling thread.
+pub struct Lock {
+    client: Client,
+    path: String,
+    mode: LockMode,
+    options: LockOptions,
+    cancel: Arc<CancelState>,
+    acquiring: Arc<tokio::sync::Mutex<()>>,
+    held: Arc<Mutex<Option<Arc<Holding>>>>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("path", &self.path).field("mode", &self.mode).finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, path: &str, mode: LockMode, options: LockOptions) -> Lock {
+        Lock {
+            client,
+            path: path.to_owned(),
+            mode,
+            options,
+            cancel: Arc::default(),
+            acquiring: Arc::default(),
+            held: Arc::default(),
+        }
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The mode of this handle.
+    pub fn mode(&self) -> LockMode {
+        self.mode
+    }
+
+    /// Acquires the lock, waiting at most `timeout` in total (`None`: no
+    /// limit; zero: try once without waiting). Returns a guard; the lock is
+    /// held until every guard of this handle is released or dropped.
+    ///
+    /// One deadline covers every wait and retry. On timeout, cancel or error
+    /// our node is deleted (in the background if ZooKeeper cannot be reached
+    /// now). A session that expires while waiting costs our place: we
+    /// queue again with a new session.
+    ///
+    /// # Errors
+    /// `Timeout`, `Cancelled` (see [`Lock::cancel_handle`]), `Closed`,
+    /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
+    /// as missing permissions on the lock path.
+    pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
+        self.options.validate()?;
+        if let Some(g) = self.reenter() {
+            return Ok(g);
+        }
+        let shared = self.client.shared().clone();
+        let epoch = self.cancel.epoch.load(Ordering::Acquire);
+        let try_once = timeout == Some(Duration::ZERO);
+        let ctx = Ctx {
+            shared: shared.clone(),
+            path: self.path.clone(),
+            mode: self.mode,
+            data: self.options.data.clone(),
+            deadline: if try_once { None } else { timeout.map(|t| Instant::now() + t) },
+            try_once,
+            cancel: self.cancel.clone(),
+            epoch,
+        };
+        let acquiring = self.acquiring.clone();
+        let held = self.held.clone();
+        let holding = shared.block_on(async move {
+            // Acquires on one handle queue behind each other, then reenter.
+            let _turn = ctx.race(acquiring.lock()).await?;
+            if let Some(h) = reenter_slot(&held) {
+                return Ok(h);
+            }
+            let h = acquire(ctx).await?;
+            if let Ok(mut slot) = held.lock() {
+                *slot = Some(h.clone());
+            }
+            Ok::<_, Error>(h)
+        })??;
+        Ok(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
+    }
+
+    /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that a held lock is not an error.
+    pub fn try_acquire(&self) -> Result<Option<Guard>> {
+        match self.acquire(Some(Duration::ZERO)) {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A handle that cancels this lock's acquires in progress, from any thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle { state: self.cancel.clone() }
+    }
+
+    /// Cancels the acquires in progress on this handle (see [`CancelHandle`]).
+    pub fn cancel(&self) {
+        self.cancel_handle().cancel()
+    }
+
+    /// Whether this handle holds the lock now (held or suspended).
+    pub fn is_held(&self) -> bool {
+        self.held.lock().ok().and_then(|s| s.clone()).is_some_and(|h| h.is_live())
+    }
+
+    fn reenter(&self) -> Option<Guard> {
+        let holding = reenter_slot(&self.held)?;
+        Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
+    }
+}
+
+/// If the handle holds a live lock, counts one more guard on it.
+fn reenter_slot(slot: &Mutex<Option<Arc<Holding>>>) -> Option<Arc<Holding>> {
+    let slot = slot.lock().ok()?;
+    let h = slot.as_ref()?;
+    if !h.is_live() {
+        return None;
+    }
+    h.count.fetch_add(1, Ordering::AcqRel);
+    Some(h.clone())
+}
+
+/// Proof of holding a lock. Released by [`Guard::release`] or on drop.
+///
+/// `Guard` is `Send + Sync`: it may be released from any thread.
+pub struct Guard {
+    client: Client,
+    holding: Arc<Holding>,
+    slot: Arc<Mutex<Option<Arc<Holding>>>>,
+    released: crate::client::Flag,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("node", &self.holding.node_path())
+            .field("token", &self.holding.token)
+            .field("state", &self.holding.state())
+            .finish()
+    }
+}
+
+impl Guard {
+    /// The full path of our lock node.
+    pub fn node_path(&self) -> String {
+        self.holding.node_path()
+    }
+
+    /// The sequence number of our lock node.
+    pub fn sequence(&self) -> i64 {
+        self.holding.sequence
+    }
+
+    /// The fencing token of this grant: the creation zxid of our node. It
+    /// only grows over the ensemble's life, so successive grants of a lock
+    /// have strictly larger tokens; give it to the protected resource and
+    /// have it reject tokens smaller than the largest it has seen.
+    pub fn fencing_token(&self) -> u64 {
+        self.holding.token
+    }
+
+    /// The id of the session that holds the lock.
+    pub fn session_id(&self) -> i64 {
+        self.holding.session.id
+    }
+
+    /// The current state.
+    pub fn state(&self) -> LockState {
+        self.holding.state()
+    }
+
+    /// Ok while the lock is safely held: state `Held`, connected, and the
+    /// server answered a request sent less than a session timeout (minus a
+    /// margin) ago, so the session cannot have expired yet.
+    ///
+    /// # Errors
+    /// `ConnectionLoss` while suspended (may come back), `LockLost` once
+    /// lost, `NotHeld` after release.
+    pub fn check(&self) -> Result<()> {
+        self.holding.check()
+    }
+
+    /// Registers `callback` to be told of every state change (Held,
+    /// Suspended, Lost) of this lock. It runs on the client's event thread,
+    /// one call at a time in order; it may call any zklock function but
+    /// should return promptly (other callbacks wait). If the lock is no
+    /// longer `Held` when registering, the callback is called once soon
+    /// with the current state.
+    pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) {
+        let cb: Callback = Arc::new(callback);
+        if let Ok(mut cbs) = self.holding.callbacks.lock() {
+            cbs.push(cb.clone());
+        }
+        let state = self.holding.state();
+        if state != LockState::Held {
+            self.holding.shared.post_event(Box::new(move || cb(state)));
+        }
+    }
+
+    /// Releases this guard. The node is deleted when this is the handle's
+    /// last guard. Idempotent in effect: a second call fails with `NotHeld`.
+    ///
+    /// # Errors
+    /// `NotHeld` if this guard was already released; `LockLost` if the lock
+    /// had been lost before the release (the critical section may have run
+    /// without the lock; our node is cleaned up all the same).
+    pub fn release(&self) -> Result<ReleaseStatus> {
+        if self.released.set() {
+            return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
+        }
+        if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
+            return Ok(ReleaseStatus::Released);
+        }
+        if let Ok(mut slot) = self.slot.lock() {
+            if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, &self.holding)) {
+                *slot = None;
+            }
+        }
+        let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
+        self.holding.set_state(LockState::Released, None);
+        self.holding.stop.send_replace(true);
+        let h = self.holding.clone();
+        let status = self
+            .client
+            .shared()
+            .block_on(async move { delete_node(&h.shared, &h.session, h.node_path()).await })?;
+        match lost {
+            Some(e) => Err(e),
+            None => Ok(status),
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.released.get() {
+            let _ = self.release();
+        }
+    }
+}
+
+/// Compile-time check of the thread-safety promises in the docs.
+const _: fn() = || {
+    fn is<T: Send + Sync>() {}
+    is::<Client>();
+    is::<Lock>();
+    is::<Guard>();
+    is::<CancelHandle>();
+};

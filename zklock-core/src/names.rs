@@ -1,0 +1,328 @@
+//! Lock-node names and the ordering rule (protocol doc sections 2 and 3).
+//!
+//! Pure functions over child-name lists: which names are lock nodes, what
+//! sequence and kind they have, and for a contender whether it holds the lock
+//! or which single node it must watch. No ZooKeeper access here.
+
+use std::cmp::Ordering;
+
+/// Whether a lock node is a reader (shared) or a writer (exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
+    Reader,
+    /// An exclusive node: Curator's `lock-` and `__WRIT__`, kazoo's
+    /// `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other name that
+    /// ends in a sequence.
+    Writer,
+}
+
+/// The lock modes zklock creates nodes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockMode {
+    /// Exclusive lock (Curator `InterProcessMutex`): `_c_<uuid>-lock-<seq>`.
+    Exclusive,
+    /// Read side of a read/write lock: `_c_<uuid>-__READ__<seq>`.
+    Read,
+    /// Write side of a read/write lock: `_c_<uuid>-__WRIT__<seq>`.
+    Write,
+}
+
+impl LockMode {
+    /// The token written after the protected prefix, before the sequence.
+    fn token(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => "lock-",
+            LockMode::Read => "__READ__",
+            LockMode::Write => "__WRIT__",
+        }
+    }
+
+    /// The kind of the nodes this mode creates.
+    pub fn node_kind(self) -> NodeKind {
+        match self {
+            LockMode::Read => NodeKind::Reader,
+            LockMode::Exclusive | LockMode::Write => NodeKind::Writer,
+        }
+    }
+}
+
+/// The protected prefix `_c_<uuid>-` that identifies one acquire attempt.
+pub(crate) fn protected_prefix(uuid: &uuid::Uuid) -> String {
+    format!("_c_{}-", uuid.hyphenated())
+}
+
+/// The name (relative to the lock path, without sequence) that a contender
+/// of `mode` passes to a sequential create: `_c_<uuid>-lock-` etc.
+pub(crate) fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
+    format!("{}{}", protected_prefix(uuid), mode.token())
+}
+
+/// Tokens after which a sequence may be negative (`-` and 9 or 10 digits).
+const KNOWN_TOKENS: [&str; 5] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-"];
+
+/// A lock node found among the children of a lock path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockNode {
+    /// The child name (no parent path).
+    pub name: String,
+    /// The sequence number the server appended.
+    pub sequence: i64,
+    /// Reader or writer.
+    pub kind: NodeKind,
+}
+
+impl LockNode {
+    /// Queue order: sequence as a number, then the whole name so that equal
+    /// sequences (only possible with foreign, hand-made nodes) still have one
+    /// total order and at most one writer holds.
+    fn queue_cmp(&self, other: &LockNode) -> Ordering {
+        self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
+    }
+}
+
+/// Parses a sequence written by the server (`%010d`): exactly ten digits, or
+/// a minus sign and nine or ten digits once the parent's cversion wrapped.
+fn parse_sequence(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let ok_len = if s.starts_with('-') { digits.len() == 9 || digits.len() == 10 } else { digits.len() == 10 };
+    if !ok_len || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let value: i64 = s.parse().ok()?;
+    (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&value).then_some(value)
+}
+
+/// Classifies one child name. `None` for a child without a sequence: it
+/// never blocks and is never an error.
+pub fn parse_child(name: &str) -> Option<LockNode> {
+    let node = |sequence, kind| Some(LockNode { name: name.to_owned(), sequence, kind });
+    for token in KNOWN_TOKENS {
+        if let Some(at) = name.rfind(token) {
+            if let Some(seq) = parse_sequence(&name[at + token.len()..]) {
+                let kind = if token == "__READ__" || token == "__rlock__" { NodeKind::Reader } else { NodeKind::Writer };
+                return node(seq, kind);
+            }
+        }
+    }
+    // Unknown writers (ZooKeeper's recipe `x-<sid>-<seq>`, others): the
+    // trailing ten digits, or `--` and a negative sequence.
+    let bytes = name.as_bytes();
+    let digits = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    if digits < 9 {
+        return None;
+    }
+    let tail = &name[name.len() - digits.min(10)..];
+    let before = &name[..name.len() - tail.len()];
+    if before.ends_with("--") {
+        if let Some(seq) = parse_sequence(&name[before.len() - 1..]) {
+            return node(seq, NodeKind::Writer);
+        }
+    }
+    if digits >= 10 {
+        return node(parse_sequence(tail)?, NodeKind::Writer);
+    }
+    None
+}
+
+/// All lock nodes among `children`, in queue order. Unsequenced children are
+/// left out.
+pub fn queue(children: &[String]) -> Vec<LockNode> {
+    let mut nodes: Vec<LockNode> = children.iter().filter_map(|c| parse_child(c)).collect();
+    nodes.sort_by(LockNode::queue_cmp);
+    nodes
+}
+
+/// What a contender should do, decided from the children of the lock path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing that blocks us sorts before our node: we hold the lock.
+    Held,
+    /// Blocked: watch this one child (the blocker right before us).
+    WaitOn(String),
+    /// Our node is not among the children (deleted, or its session expired).
+    Gone,
+}
+
+/// Decides for our node `ours` (a child name) of `mode` among `children`.
+///
+/// Writers (exclusive and write modes) are blocked by every lock node before
+/// them and wait on the last of those; readers are blocked only by writers
+/// with a smaller sequence and wait on the greatest of those.
+pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
+    let Some(me) = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c)) else {
+        return Decision::Gone;
+    };
+    let blocker = children
+        .iter()
+        .filter(|c| c.as_str() != ours)
+        .filter_map(|c| parse_child(c))
+        .filter(|n| match mode.node_kind() {
+            NodeKind::Writer => n.queue_cmp(&me) == Ordering::Less,
+            NodeKind::Reader => n.kind == NodeKind::Writer && n.sequence < me.sequence,
+        })
+        .max_by(LockNode::queue_cmp);
+    match blocker {
+        None => Decision::Held,
+        Some(n) => Decision::WaitOn(n.name),
+    }
+}
+
+/// Our own nodes among `children`: names that start with `prefix` (the
+/// protected prefix of one attempt), in queue order.
+pub(crate) fn own_nodes(children: &[String], prefix: &str) -> Vec<LockNode> {
+    queue(children).into_iter().filter(|n| n.name.starts_with(prefix)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    const U1: &str = "_c_0f8e0f4b-6f7a-4f00-9a6e-1b2c3d4e5f60-";
+    const U2: &str = "_c_1a2b3c4d-0000-4000-8000-000000000002-";
+
+    #[test]
+    fn names_have_curators_format() {
+        let u = uuid::Uuid::parse_str("0f8e0f4b-6f7a-4f00-9a6e-1b2c3d4e5f60").expect("valid uuid literal");
+        assert_eq!(node_name_prefix(LockMode::Exclusive, &u), format!("{U1}lock-"));
+        assert_eq!(node_name_prefix(LockMode::Read, &u), format!("{U1}__READ__"));
+        assert_eq!(node_name_prefix(LockMode::Write, &u), format!("{U1}__WRIT__"));
+        assert_eq!(protected_prefix(&u).len(), 3 + 36 + 1);
+    }
+
+    #[test]
+    fn parses_every_known_peer_format() {
+        let cases = [
+            (format!("{U1}lock-0000000007"), 7, NodeKind::Writer),
+            (format!("{U1}__READ__0000000012"), 12, NodeKind::Reader),
+            (format!("{U1}__WRIT__0000000013"), 13, NodeKind::Writer),
+            ("0123456789abcdef0123456789abcdef__lock__0000000042".to_string(), 42, NodeKind::Writer),
+            ("0123456789abcdef0123456789abcdef__rlock__0000000043".to_string(), 43, NodeKind::Reader),
+            ("x-72057594037927936-0000000044".to_string(), 44, NodeKind::Writer),
+            ("lock-2147483647".to_string(), 2147483647, NodeKind::Writer),
+        ];
+        for (name, seq, kind) in cases {
+            let n = parse_child(&name).unwrap_or_else(|| panic!("{name} should parse"));
+            assert_eq!((n.sequence, n.kind), (seq, kind), "{name}");
+        }
+    }
+
+    #[test]
+    fn parses_negative_sequences_after_wrap() {
+        let n = parse_child(&format!("{U1}lock--000000001")).expect("negative after lock-");
+        assert_eq!(n.sequence, -1);
+        let n = parse_child(&format!("{U1}__READ__-2147483648")).expect("most negative");
+        assert_eq!((n.sequence, n.kind), (-2147483648, NodeKind::Reader));
+        let n = parse_child("x-123--000000005").expect("recipe negative");
+        assert_eq!(n.sequence, -5);
+    }
+
+    #[test]
+    fn unsequenced_and_malformed_children_are_ignored() {
+        for name in ["config", "lock-", "lock-12345", "_c_abc-lock-00000000x1", "", "leader", "lock-99999999999x"] {
+            assert_eq!(parse_child(name), None, "{name:?}");
+        }
+        // A stranger that ends in ten or more digits is taken as a writer
+        // (conservative: waiting on a stranger is safe, ignoring one is not).
+        let n = parse_child("foo01234567891").expect("trailing ten digits");
+        assert_eq!((n.sequence, n.kind), (1234567891, NodeKind::Writer));
+    }
+
+    #[test]
+    fn sequence_outside_i32_is_not_a_sequence() {
+        assert_eq!(parse_child("lock-9999999999"), None);
+    }
+
+    #[test]
+    fn sorts_by_sequence_not_by_name() {
+        // By whole name the kazoo node would sort first (ZOOKEEPER-2931).
+        let children = v(&["zzz__lock__0000000001", "_c_b-lock-0000000003", "aaa__lock__0000000002"]);
+        let q: Vec<i64> = queue(&children).iter().map(|n| n.sequence).collect();
+        assert_eq!(q, [1, 2, 3]);
+    }
+
+    #[test]
+    fn exclusive_waits_on_the_node_right_before_it() {
+        let children = v(&[
+            "config",
+            &format!("{U2}lock-0000000001"),
+            "abcd__lock__0000000004",
+            &format!("{U1}lock-0000000009"),
+            "x-99-0000000010",
+        ]);
+        let ours = format!("{U1}lock-0000000009");
+        assert_eq!(decide(LockMode::Exclusive, &children, &ours), Decision::WaitOn("abcd__lock__0000000004".into()));
+        let first = format!("{U2}lock-0000000001");
+        assert_eq!(decide(LockMode::Exclusive, &children, &first), Decision::Held);
+        assert_eq!(decide(LockMode::Exclusive, &children, "x-99-0000000010"), Decision::WaitOn(ours));
+    }
+
+    #[test]
+    fn writer_is_blocked_by_earlier_readers() {
+        let children = v(&[&format!("{U2}__READ__0000000001"), &format!("{U1}__WRIT__0000000002")]);
+        assert_eq!(
+            decide(LockMode::Write, &children, &format!("{U1}__WRIT__0000000002")),
+            Decision::WaitOn(format!("{U2}__READ__0000000001"))
+        );
+    }
+
+    #[test]
+    fn readers_share_and_ignore_later_writers() {
+        let children = v(&[
+            &format!("{U2}__READ__0000000001"),
+            "k__rlock__0000000002",
+            &format!("{U1}__READ__0000000003"),
+            &format!("{U2}__WRIT__0000000004"),
+        ]);
+        assert_eq!(decide(LockMode::Read, &children, &format!("{U1}__READ__0000000003")), Decision::Held);
+    }
+
+    #[test]
+    fn reader_waits_on_greatest_earlier_writer() {
+        let children = v(&[
+            "k__lock__0000000001",
+            &format!("{U2}__WRIT__0000000002"),
+            &format!("{U2}__READ__0000000003"),
+            &format!("{U1}__READ__0000000005"),
+            "x-1-0000000006",
+        ]);
+        assert_eq!(
+            decide(LockMode::Read, &children, &format!("{U1}__READ__0000000005")),
+            Decision::WaitOn(format!("{U2}__WRIT__0000000002"))
+        );
+    }
+
+    #[test]
+    fn equal_sequences_give_exactly_one_writer() {
+        let a = "a-lock-0000000005".to_string();
+        let b = "b-lock-0000000005".to_string();
+        let children = vec![b.clone(), a.clone()];
+        assert_eq!(decide(LockMode::Exclusive, &children, &a), Decision::Held);
+        assert_eq!(decide(LockMode::Exclusive, &children, &b), Decision::WaitOn(a));
+    }
+
+    #[test]
+    fn reader_is_not_blocked_by_writer_of_equal_sequence() {
+        // Curator 5.5+ downgrade creates the read node with the writer's sequence.
+        let children = v(&[&format!("{U2}__WRIT__0000000005"), &format!("{U2}__READ__0000000005")]);
+        assert_eq!(decide(LockMode::Read, &children, &format!("{U2}__READ__0000000005")), Decision::Held);
+    }
+
+    #[test]
+    fn missing_own_node_is_gone() {
+        let children = v(&["a-lock-0000000001"]);
+        assert_eq!(decide(LockMode::Exclusive, &children, "b-lock-0000000002"), Decision::Gone);
+        assert_eq!(decide(LockMode::Exclusive, &[], "b-lock-0000000002"), Decision::Gone);
+    }
+
+    #[test]
+    fn own_nodes_found_by_protected_prefix() {
+        let children = v(&[&format!("{U1}lock-0000000007"), &format!("{U2}lock-0000000003"), &format!("{U1}lock-0000000004")]);
+        let mine: Vec<i64> = own_nodes(&children, U1).iter().map(|n| n.sequence).collect();
+        assert_eq!(mine, [4, 7]);
+    }
+}
