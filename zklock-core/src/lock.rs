@@ -159,6 +159,9 @@ impl Holding {
     }
 
     fn lose(&self, kind: ErrorKind, why: String) {
+        // Whatever the route (node deleted, session closed), a loss caused
+        // by closing the client is reported as Closed.
+        let (kind, why) = if self.shared.is_closed() { (ErrorKind::Closed, "the client was closed".into()) } else { (kind, why) };
         let msg = format!("lock {} lost: {why}", self.node_path());
         self.set_state(LockState::Lost, Some(Error::new(kind, msg)));
         self.stop.send_replace(true);
@@ -644,8 +647,8 @@ async fn monitor(h: Arc<Holding>, watcher: zk::OneshotWatcher) {
         }
         let zs = states.state();
         if zs.is_terminated() {
-            let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::SessionExpired };
-            h.lose(kind, format!("the session ended ({zs})"));
+            let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::LockLost };
+            h.lose(kind, format!("the session {:#x} ended ({zs})", session.id));
             return;
         }
         let connected = matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);

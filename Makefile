@@ -1,0 +1,36 @@
+# zklock entry points. `make demo` runs the main job, `make test` runs every
+# test; both install what they need first (scripts/install-deps.sh).
+
+CARGO ?= cargo
+# Tests start real ZooKeeper servers; two test threads suit a 2-core machine.
+TEST_THREADS ?= 2
+
+.PHONY: all build deps demo test test-rust lint clean
+
+all: build
+
+## build: compile the workspace (release)
+build:
+	$(CARGO) build --release --workspace --locked
+
+## deps: install ZooKeeper (Debian package) and check the toolchain
+deps:
+	./scripts/install-deps.sh
+
+## demo: a private ZooKeeper and several processes taking turns on one lock
+demo: deps
+	$(CARGO) run --release --locked -p zklock-core --example demo
+
+## test: every test suite, against real ZooKeeper servers
+test: deps lint test-rust
+
+test-rust:
+	$(CARGO) test --workspace --locked -- --test-threads=$(TEST_THREADS)
+
+## lint: formatting and clippy, warnings are errors
+lint:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf .zkharness

@@ -1,0 +1,93 @@
+//! Shared pieces of the zklock-core integration tests: a real ZooKeeper
+//! (through the harness), clients with short timeouts, and a raw
+//! third-party ZooKeeper client for making foreign nodes and deleting ours.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use zklock_core::{Client, ClientOptions};
+use zklock_harness::{Cluster, ClusterOptions};
+use zookeeper_client as zk;
+
+/// A standalone server whose containers are reaped quickly.
+pub fn server() -> Cluster {
+    zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
+    Cluster::start(ClusterOptions::new().jvm_arg("-Dznode.container.checkIntervalMs=200")).expect("server starts")
+}
+
+/// Options with timeouts short enough for fault tests.
+pub fn options(hosts: &str, session: Duration) -> ClientOptions {
+    ClientOptions::new(hosts)
+        .session_timeout(session)
+        .connect_timeout(Duration::from_secs(3))
+        .operation_timeout(Duration::from_secs(1))
+}
+
+pub fn connect(hosts: &str) -> Client {
+    Client::connect(options(hosts, Duration::from_secs(4))).expect("client connects")
+}
+
+/// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Names of the lock nodes queued on `path`.
+pub fn queue(client: &Client, path: &str) -> Vec<String> {
+    client.participants(path).expect("participants").into_iter().map(|p| p.name).collect()
+}
+
+/// A plain ZooKeeper session, for acting as a third party.
+pub struct Raw {
+    rt: tokio::runtime::Runtime,
+    pub zk: zk::Client,
+}
+
+impl Raw {
+    pub fn connect(hosts: &str) -> Raw {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let zk = rt.block_on(zk::Client::connect(hosts)).expect("raw client connects");
+        Raw { rt, zk }
+    }
+
+    pub fn children(&self, path: &str) -> Vec<String> {
+        match self.rt.block_on(self.zk.list_children(path)) {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) => panic!("list {path}: {e}"),
+        }
+    }
+
+    pub fn exists(&self, path: &str) -> Option<zk::Stat> {
+        self.rt.block_on(self.zk.check_stat(path)).expect("exists")
+    }
+
+    pub fn delete(&self, path: &str) {
+        self.rt.block_on(self.zk.delete(path, None)).unwrap_or_else(|e| panic!("delete {path}: {e}"));
+    }
+
+    /// Creates `path` (parents must exist) and returns the created name.
+    pub fn create(&self, path: &str, mode: zk::CreateMode) -> String {
+        let opts = mode.with_acls(zk::Acls::anyone_all());
+        let (_, seq) = self.rt.block_on(self.zk.create(path, b"", &opts)).unwrap_or_else(|e| panic!("create {path}: {e}"));
+        let name = path.rsplit('/').next().unwrap_or_default();
+        if matches!(mode, zk::CreateMode::EphemeralSequential | zk::CreateMode::PersistentSequential) {
+            format!("{name}{seq}")
+        } else {
+            name.to_owned()
+        }
+    }
+
+    pub fn mkdir(&self, path: &str) {
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        self.rt.block_on(self.zk.mkdir(path, &opts)).expect("mkdir");
+    }
+
+    pub fn session_id(&self) -> i64 {
+        self.zk.session_id().0
+    }
+}
