@@ -1,0 +1,198 @@
+//! The exclusive lock under faults, through the harness's TCP proxy: lost
+//! create replies, session expiry while waiting and while holding, our node
+//! deleted by a third party, release / cancel / timeout during a disconnect.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{options, queue, server, wait_until, Raw};
+use zklock_core::{Client, ErrorKind, LockState, ReleaseStatus};
+use zklock_harness::Proxy;
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn via_proxy(proxy: &Proxy, session: Duration) -> Client {
+    Client::connect(options(&proxy.addr().to_string(), session)).expect("connects through the proxy")
+}
+
+#[test]
+fn create_reply_lost_is_recovered_without_leak_or_deadlock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 4 * SEC);
+    let b = common::connect(&hosts);
+    // b holds, so a has to queue after recovering its node.
+    let gb = b.lock("/lost-reply").unwrap().acquire(None).unwrap();
+    let la = Arc::new(a.lock("/lost-reply").unwrap());
+    proxy.drop_next_create_reply();
+    let l = la.clone();
+    let t = std::thread::spawn(move || l.acquire(Some(20 * SEC)));
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
+    wait_until("a is queued once", 10 * SEC, || queue(&b, "/lost-reply").len() == 2);
+    std::thread::sleep(Duration::from_millis(300));
+    let q = b.participants("/lost-reply").unwrap();
+    assert_eq!(q.len(), 2, "exactly one node of a's: {q:?}");
+    gb.release().unwrap();
+    let ga = t.join().unwrap().expect("a gets the lock after b releases");
+    assert_eq!(ga.session_id(), q[1].session_id);
+    assert_eq!(ga.node_path(), format!("/lost-reply/{}", q[1].name), "a adopted the node it created");
+    ga.release().unwrap();
+    assert!(queue(&b, "/lost-reply").is_empty());
+    // And an uncontended acquire through a lost reply also works.
+    proxy.drop_next_create_reply();
+    let g = la.acquire(Some(20 * SEC)).unwrap();
+    assert_eq!(proxy.dropped_replies(), 2);
+    assert_eq!(queue(&b, "/lost-reply").len(), 1);
+    drop(g);
+    assert!(queue(&b, "/lost-reply").is_empty());
+}
+
+#[test]
+fn session_expiry_while_waiting_requeues_with_a_new_session() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = common::connect(&hosts);
+    let b = via_proxy(&proxy, 2 * SEC);
+    let ga = a.lock("/expire-wait").unwrap().acquire(None).unwrap();
+    let old_session = b.session_id().unwrap();
+    let lb = b.lock("/expire-wait").unwrap();
+    let t = std::thread::spawn(move || lb.acquire(Some(60 * SEC)));
+    wait_until("b queued", 5 * SEC, || queue(&a, "/expire-wait").len() == 2);
+    proxy.blackhole();
+    wait_until("the server expired b's session", 15 * SEC, || queue(&a, "/expire-wait").len() == 1);
+    proxy.heal();
+    wait_until("b queued again", 20 * SEC, || queue(&a, "/expire-wait").len() == 2);
+    ga.release().unwrap();
+    let gb = t.join().unwrap().expect("b gets the lock after re-queueing");
+    assert_ne!(gb.session_id(), old_session, "a new session");
+    assert_eq!(gb.session_id(), b.session_id().unwrap());
+    gb.check().unwrap();
+}
+
+#[test]
+fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 2 * SEC);
+    let b = common::connect(&hosts);
+    let ga = Arc::new(a.lock("/expire-hold").unwrap().acquire(None).unwrap());
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let s = states.clone();
+    ga.on_state_change(move |st| s.lock().unwrap().push((st, Instant::now())));
+    // Watch check() as a careful holder would, from another thread.
+    let g = ga.clone();
+    let checker = std::thread::spawn(move || loop {
+        if g.check().is_err() {
+            return Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    });
+    let lb = b.lock("/expire-hold").unwrap();
+    let waiter = std::thread::spawn(move || {
+        let g = lb.acquire(Some(60 * SEC)).unwrap();
+        (Instant::now(), g)
+    });
+    wait_until("b queued", 5 * SEC, || queue(&b, "/expire-hold").len() == 2);
+    proxy.blackhole();
+    let (granted_at, gb) = waiter.join().unwrap();
+    let check_failed_at = checker.join().unwrap();
+    assert!(check_failed_at < granted_at, "a's check() still passed when b was granted the lock");
+    eprintln!("check() failed {:?} before b's grant", granted_at - check_failed_at);
+    gb.check().unwrap();
+    proxy.heal();
+    wait_until("a learns it lost the lock", 20 * SEC, || ga.state() == LockState::Lost);
+    assert_eq!(ga.check().unwrap_err().kind(), ErrorKind::LockLost);
+    wait_until("callbacks delivered", 5 * SEC, || states.lock().unwrap().iter().any(|(s, _)| *s == LockState::Lost));
+    let seen: Vec<LockState> = states.lock().unwrap().iter().map(|(s, _)| *s).collect();
+    assert_eq!(seen.first(), Some(&LockState::Suspended), "suspended first: {seen:?}");
+    assert_eq!(seen.last(), Some(&LockState::Lost));
+    assert!(states.lock().unwrap()[0].1 < granted_at, "Suspended reached a before b was granted");
+    assert_eq!(ga.release().unwrap_err().kind(), ErrorKind::LockLost, "release reports the loss");
+}
+
+#[test]
+fn our_node_deleted_by_a_third_party_is_lost() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let g = a.lock("/stolen").unwrap().acquire(None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    g.on_state_change(move |s| {
+        let _ = tx.send(s);
+    });
+    raw.delete(&g.node_path());
+    assert_eq!(rx.recv_timeout(10 * SEC).unwrap(), LockState::Lost);
+    let e = g.check().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost);
+    assert!(e.message().contains("deleted"), "{e}");
+}
+
+#[test]
+fn disconnect_suspends_and_reconnect_with_same_session_holds_again() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 6 * SEC);
+    let g = a.lock("/flap").unwrap().acquire(None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    g.on_state_change(move |s| {
+        let _ = tx.send(s);
+    });
+    proxy.drop_connections();
+    assert_eq!(rx.recv_timeout(10 * SEC).unwrap(), LockState::Suspended);
+    assert_eq!(rx.recv_timeout(10 * SEC).unwrap(), LockState::Held);
+    g.check().unwrap();
+}
+
+#[test]
+fn release_during_a_disconnect_is_pending_then_done() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 6 * SEC);
+    let watcher = common::connect(&hosts);
+    let session = a.session_id().unwrap();
+    let g = a.lock("/release-pending").unwrap().acquire(None).unwrap();
+    proxy.blackhole();
+    wait_until("a notices the disconnect", 10 * SEC, || g.state() == LockState::Suspended);
+    assert_eq!(g.release().unwrap(), ReleaseStatus::Pending);
+    assert_eq!(a.pending_cleanups(), 1);
+    assert_eq!(queue(&watcher, "/release-pending").len(), 1, "node still there while cut off");
+    proxy.heal();
+    wait_until("the background delete is done", 10 * SEC, || a.pending_cleanups() == 0);
+    assert!(queue(&watcher, "/release-pending").is_empty());
+    assert_eq!(a.session_id().unwrap(), session, "done by the same session, not by expiry");
+}
+
+#[test]
+fn cancel_and_timeout_during_a_disconnect_still_delete_our_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = common::connect(&hosts);
+    let b = via_proxy(&proxy, 8 * SEC);
+    let session = b.session_id().unwrap();
+    let _ga = a.lock("/cut").unwrap().acquire(None).unwrap();
+    for cancel in [true, false] {
+        let lb = Arc::new(b.lock("/cut").unwrap());
+        let l = lb.clone();
+        let timeout = if cancel { 60 * SEC } else { 2 * SEC };
+        let t = std::thread::spawn(move || l.acquire(Some(timeout)).map(drop));
+        wait_until("b queued", 5 * SEC, || queue(&a, "/cut").len() == 2);
+        proxy.blackhole();
+        if cancel {
+            lb.cancel();
+        }
+        let err = t.join().unwrap().unwrap_err();
+        assert_eq!(err.kind(), if cancel { ErrorKind::Cancelled } else { ErrorKind::Timeout });
+        assert_eq!(queue(&a, "/cut").len(), 2, "cut off: b's node cannot be deleted yet");
+        proxy.heal();
+        wait_until("b's node is deleted", 10 * SEC, || queue(&a, "/cut").len() == 1 && b.pending_cleanups() == 0);
+        assert_eq!(b.session_id().unwrap(), session, "deleted by b, not by session expiry");
+    }
+}
