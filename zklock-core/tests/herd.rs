@@ -1,0 +1,82 @@
+//! No herd effect: with 32 waiters each one watches only the node right
+//! before it, so a release notifies exactly one waiter. Measured from the
+//! server's own watch table (4-letter word `wchp`), not from our code.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{connect, server, wait_until};
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// Parses `wchp` output: watched path -> session ids watching it.
+fn watches_by_path(wchp: &str) -> HashMap<String, Vec<i64>> {
+    let mut out: HashMap<String, Vec<i64>> = HashMap::new();
+    let mut current = None;
+    for line in wchp.lines() {
+        let t = line.trim();
+        if let Some(hex) = t.strip_prefix("0x") {
+            if let (Some(p), Ok(id)) = (&current, u64::from_str_radix(hex, 16)) {
+                out.entry(String::clone(p)).or_default().push(id as i64);
+            }
+        } else if t.starts_with('/') {
+            current = Some(t.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn each_release_notifies_exactly_one_waiter() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let observer = connect(&hosts);
+    let holder = connect(&hosts);
+    let mut guard = Some(holder.lock("/herd").unwrap().acquire(None).unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut clients = Vec::new();
+    for i in 0..32 {
+        let c = connect(&hosts);
+        let lock = Arc::new(c.lock("/herd").unwrap());
+        let tx = tx.clone();
+        let l = lock.clone();
+        std::thread::spawn(move || {
+            let g = l.acquire(Some(120 * SEC)).unwrap();
+            let _ = tx.send((i, g));
+        });
+        wait_until("waiter queued", 5 * SEC, || common::queue(&observer, "/herd").len() == i + 2);
+        clients.push((c, lock));
+    }
+    let mut handoffs = 0;
+    for round in 0..33 {
+        let queue = observer.participants("/herd").unwrap();
+        // Let every waiter set its watch, then read the server's table.
+        std::thread::sleep(Duration::from_millis(200));
+        let table = watches_by_path(&zk.four_letter(0, "wchp").unwrap());
+        assert!(!table.contains_key("/herd"), "someone watches the lock path itself (herd): {table:?}");
+        for (k, node) in queue.iter().enumerate() {
+            let path = format!("/herd/{}", node.name);
+            let others: Vec<i64> =
+                table.get(&path).map(|w| w.iter().copied().filter(|s| *s != node.session_id).collect()).unwrap_or_default();
+            let expected = usize::from(k + 1 < queue.len());
+            assert_eq!(others.len(), expected, "round {round}: node {k} of {} watched by {others:?}", queue.len());
+            if expected == 1 {
+                assert_eq!(others[0], queue[k + 1].session_id, "watched by the next in line");
+            }
+        }
+        // Release the holder; exactly the next waiter gets the lock.
+        drop(guard.take());
+        if round == 32 {
+            break;
+        }
+        let (i, g) = rx.recv_timeout(10 * SEC).expect("next waiter granted");
+        assert_eq!(i, round, "granted in queue order");
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "a second waiter was granted");
+        guard = Some(g);
+        handoffs += 1;
+    }
+    assert_eq!(handoffs, 32);
+}
