@@ -1,6 +1,8 @@
 //! The exclusive lock against a real ZooKeeper: names, reentrancy, one total
 //! deadline, cancel, cleanup, foreign children, containers, bad input.
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

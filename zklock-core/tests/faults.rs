@@ -2,6 +2,8 @@
 //! create replies, session expiry while waiting and while holding, our node
 //! deleted by a third party, release / cancel / timeout during a disconnect.
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 mod common;
 
 use std::sync::{Arc, Mutex};

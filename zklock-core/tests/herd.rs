@@ -2,6 +2,8 @@
 //! before it, so a release notifies exactly one waiter. Measured from the
 //! server's own watch table (4-letter word `wchp`), not from our code.
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 mod common;
 
 use std::collections::HashMap;

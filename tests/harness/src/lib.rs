@@ -1,1 +1,52 @@
-//! ZooKeeper test harness (placeholder)
+//! Test harness for zklock: real Apache ZooKeeper servers on loopback, fault
+//! controls, and a ZooKeeper-aware TCP proxy.
+//!
+//! Every test suite of the project (Rust, C, Python, Node) uses this crate,
+//! either directly (Rust) or through the `zkharness` binary (see
+//! `src/bin/zkharness.rs` and [`cli`](#command-line-tool)).
+//!
+//! # What it provides
+//!
+//! * [`ensure_zookeeper`]: makes sure the Debian `zookeeper` package and a
+//!   `java` runtime are present (installs the package with `apt-get` if the jar
+//!   is missing, serialised across processes with a file lock).
+//! * [`Cluster`]: one standalone server or an ensemble of `n` servers, each on
+//!   free `127.0.0.1` ports with a fresh temporary data directory, plus fault
+//!   controls (`kill`, `freeze`, `resume`, `stop`, `restart`, ...). Dropping a
+//!   `Cluster` kills and reaps every server and removes the directories.
+//! * [`Proxy`] / [`ProxyGroup`]: a TCP proxy in front of a server with
+//!   switchable faults: blackhole, heal, drop every connection, and "execute
+//!   the next create on the server but drop its reply".
+//! * [`four_letter_word`]: send a ZooKeeper four-letter word (`srvr`, `wchc`, ...)
+//!   to any address.
+//!
+//! # Processes
+//!
+//! Server processes are spawned from one dedicated, never-ending thread with
+//! `PR_SET_PDEATHSIG(SIGKILL)`, so they die with the test process even if it is
+//! killed with `SIGKILL` (the death signal is tied to the spawning *thread* on
+//! Linux, which is why a dedicated thread is used). Linux only.
+//!
+//! # Environment variables
+//!
+//! * `ZKLOCK_JAVA`: java executable to use (default `java` from `PATH`).
+//! * `ZKLOCK_HARNESS_KEEP=1`: keep the temporary directories (configs, data,
+//!   `server.log`) after a [`Cluster`] is dropped; their path is printed on
+//!   stderr.
+//!
+//! # Command-line tool
+//!
+//! `zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]`
+//! prints one JSON line describing the servers, then answers one JSON line per
+//! command read from stdin. See the binary's `--help`.
+
+mod cluster;
+mod install;
+mod proxy;
+mod spawn;
+mod util;
+
+pub use cluster::{Cluster, ClusterOptions};
+pub use install::{ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
+pub use proxy::{Proxy, ProxyGroup};
+pub use util::{four_letter_word, parse_mode, process_alive};

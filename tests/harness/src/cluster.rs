@@ -1,0 +1,824 @@
+//! Real ZooKeeper servers on loopback, with fault controls.
+
+use std::fmt::Write as _;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::install::{annotate, ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
+use crate::util::{four_letter_word, free_ports, make_temp_root, parse_mode, tail_file};
+
+/// Timeout of the four-letter words the cluster sends itself.
+const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Poll period while waiting for servers.
+const POLL: Duration = Duration::from_millis(50);
+/// How long [`Cluster::stop`] waits after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Start attempts (fresh ports each) when a port turns out to be taken.
+const START_ATTEMPTS: usize = 3;
+/// Lines of `server.log` quoted in error messages.
+const LOG_TAIL_LINES: usize = 25;
+
+/// Configuration for [`Cluster::start`]; a builder.
+///
+/// Defaults: 1 server (standalone), `tickTime=200`, `forceSync=no`, no extra
+/// config lines, no extra JVM arguments, 30 s start timeout.
+///
+/// The generated `zoo.cfg` contains `tickTime`, `dataDir`, `clientPort`,
+/// `clientPortAddress=127.0.0.1`, `maxClientCnxns=0`,
+/// `admin.enableServer=false`, `minSessionTimeout` (2 ticks),
+/// `maxSessionTimeout=60000`, `4lw.commands.whitelist=*`, `forceSync`, and for
+/// an ensemble `initLimit=10`, `syncLimit=5` and the `server.N` lines; then the
+/// extra lines (a later line overrides an earlier one with the same key).
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    size: usize,
+    tick_time_ms: u32,
+    force_sync: bool,
+    extra_cfg: Vec<String>,
+    jvm_args: Vec<String>,
+    start_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            size: 1,
+            tick_time_ms: 200,
+            force_sync: false,
+            extra_cfg: Vec::new(),
+            jvm_args: Vec::new(),
+            start_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// Same as [`ClusterOptions::default`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of servers: 1 is a standalone server, `n >= 2` an ensemble
+    /// (quorum `n/2 + 1`). 0 is rejected by [`Cluster::start`].
+    pub fn size(mut self, n: usize) -> Self {
+        self.size = n;
+        self
+    }
+
+    /// ZooKeeper `tickTime` in milliseconds (default 200). Session timeouts
+    /// are clamped by the server to `[2, 20] * tickTime` unless overridden;
+    /// the harness sets `minSessionTimeout = 2 * tickTime` and
+    /// `maxSessionTimeout = 60000`.
+    pub fn tick_time_ms(mut self, ms: u32) -> Self {
+        self.tick_time_ms = ms;
+        self
+    }
+
+    /// Whether the transaction log is fsynced (`forceSync`, default `false`:
+    /// faster, and durability across machine crashes is irrelevant here).
+    pub fn force_sync(mut self, on: bool) -> Self {
+        self.force_sync = on;
+        self
+    }
+
+    /// Appends a raw `key=value` line to every server's `zoo.cfg`.
+    pub fn extra_cfg(mut self, line: impl Into<String>) -> Self {
+        self.extra_cfg.push(line.into());
+        self
+    }
+
+    /// Appends an argument to the java command line, before the main class
+    /// (e.g. `-Dzookeeper.snapCount=100`).
+    pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
+        self.jvm_args.push(arg.into());
+        self
+    }
+
+    /// How long [`Cluster::start`] and [`Cluster::restart`] wait for servers
+    /// to serve (default 30 s).
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// The configured number of servers.
+    pub fn get_size(&self) -> usize {
+        self.size
+    }
+
+    /// The configured `tickTime` in milliseconds.
+    pub fn get_tick_time_ms(&self) -> u32 {
+        self.tick_time_ms
+    }
+
+    /// The configured start timeout.
+    pub fn get_start_timeout(&self) -> Duration {
+        self.start_timeout
+    }
+}
+
+/// State of one server process.
+#[derive(Debug, Default)]
+struct Proc {
+    child: Option<Child>,
+    frozen: bool,
+    last_exit: Option<ExitStatus>,
+}
+
+impl Proc {
+    /// Reaps the child if it exited; returns whether it is still running.
+    fn refresh(&mut self) -> bool {
+        let Some(child) = self.child.as_mut() else {
+            return false;
+        };
+        match child.try_wait() {
+            Ok(None) => true,
+            Ok(Some(status)) => {
+                self.last_exit = Some(status);
+                self.child = None;
+                self.frozen = false;
+                false
+            }
+            // ECHILD cannot happen for a child we own; treat as running.
+            Err(_) => true,
+        }
+    }
+
+    fn signal(&self, sig: libc::c_int) -> io::Result<()> {
+        let Some(child) = self.child.as_ref() else {
+            return Err(not_running_err());
+        };
+        let pid =
+            libc::pid_t::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        // SAFETY: the child has not been reaped (we hold it), so `pid` is ours.
+        if unsafe { libc::kill(pid, sig) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// SIGCONT + SIGKILL + waitpid. No-op when not running.
+    fn kill_and_reap(&mut self) -> io::Result<()> {
+        if self.child.is_none() {
+            return Ok(());
+        }
+        let _ = self.signal(libc::SIGCONT);
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        self.frozen = false;
+        let _ = child.kill();
+        let status = child.wait()?;
+        self.last_exit = Some(status);
+        Ok(())
+    }
+}
+
+fn not_running_err() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "server is not running")
+}
+
+#[derive(Debug)]
+struct Member {
+    myid: usize,
+    dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+    election_port: u16,
+    proc: Mutex<Proc>,
+}
+
+impl Member {
+    fn lock(&self) -> MutexGuard<'_, Proc> {
+        self.proc.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn cfg_path(&self) -> PathBuf {
+        self.dir.join("zoo.cfg")
+    }
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("server.log")
+    }
+    fn client_addr(&self) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.client_port))
+    }
+}
+
+/// A set of real ZooKeeper server processes (one standalone server or an
+/// ensemble) on `127.0.0.1`, each with its own temporary directory
+/// (`zoo.cfg`, `data/`, `server.log`).
+///
+/// Members are indexed from 0; member `i` has ZooKeeper `myid` `i + 1`.
+///
+/// # Threads
+///
+/// `Cluster` is `Send + Sync`: all methods take `&self` and can be called from
+/// several threads at once (e.g. share it in an `Arc` and kill a server while
+/// another thread runs clients). Operations on one member are serialised by
+/// a per-member lock; blocking waits ([`wait_serving`](Cluster::wait_serving),
+/// [`restart`](Cluster::restart)) do not hold that lock while sleeping.
+///
+/// # Errors
+///
+/// Methods taking a member index return [`io::ErrorKind::InvalidInput`] for an
+/// index `>= len()`.
+///
+/// # Drop
+///
+/// Dropping sends SIGCONT then SIGKILL to every live server, reaps it, and
+/// removes the temporary directory (kept if `ZKLOCK_HARNESS_KEEP=1`).
+#[derive(Debug)]
+pub struct Cluster {
+    root: PathBuf,
+    members: Vec<Member>,
+    opts: ClusterOptions,
+}
+
+impl Cluster {
+    /// Starts one standalone server with default options and waits until it
+    /// serves. See [`Cluster::start`] for errors.
+    pub fn standalone() -> io::Result<Cluster> {
+        Cluster::start(ClusterOptions::new())
+    }
+
+    /// Starts an ensemble of `n` servers with default options and waits until
+    /// every member serves (which implies a leader was elected). `n == 1`
+    /// gives a standalone server. See [`Cluster::start`] for errors.
+    pub fn ensemble(n: usize) -> io::Result<Cluster> {
+        Cluster::start(ClusterOptions::new().size(n))
+    }
+
+    /// Starts the servers described by `opts` and waits (up to
+    /// `opts.start_timeout`) until every one of them answers `srvr` with a
+    /// `Mode:` line.
+    ///
+    /// Calls [`ensure_zookeeper`] first. Ports are chosen by binding
+    /// `127.0.0.1:0`; if a server fails because a port was taken in the
+    /// meantime, everything is torn down and retried with new ports (3
+    /// attempts).
+    ///
+    /// # Errors
+    ///
+    /// * `InvalidInput` for size 0 or tick time 0;
+    /// * installation / java errors from [`ensure_zookeeper`];
+    /// * I/O errors creating the directories or spawning java;
+    /// * a server exits or does not serve in time (`TimedOut`); the message
+    ///   quotes the tail of its `server.log`.
+    ///
+    /// On error no process is left behind and the directory is removed.
+    pub fn start(opts: ClusterOptions) -> io::Result<Cluster> {
+        if opts.size == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cluster size must be at least 1",
+            ));
+        }
+        if opts.tick_time_ms == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "tick time must be positive",
+            ));
+        }
+        ensure_zookeeper()?;
+        let mut attempt = 1;
+        loop {
+            let cluster = Cluster::prepare(&opts)?;
+            match cluster.launch_all() {
+                Ok(()) => return Ok(cluster),
+                Err(_) if attempt < START_ATTEMPTS && cluster.port_clash() => {
+                    drop(cluster);
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Creates directories, picks ports and writes configs (no process yet).
+    fn prepare(opts: &ClusterOptions) -> io::Result<Cluster> {
+        let n = opts.size;
+        let root = make_temp_root()?;
+        let mut cluster = Cluster {
+            root,
+            members: Vec::with_capacity(n),
+            opts: opts.clone(),
+        };
+        // From here on, `cluster`'s Drop removes the directory on error.
+        let ports = free_ports(if n == 1 { 1 } else { 3 * n })?;
+        for i in 0..n {
+            let dir = cluster.root.join(format!("server{}", i + 1));
+            fs::create_dir_all(dir.join("data"))
+                .map_err(|e| annotate(e, &format!("cannot create {}", dir.display())))?;
+            let (client_port, peer_port, election_port) = if n == 1 {
+                (ports[0], 0, 0)
+            } else {
+                (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2])
+            };
+            cluster.members.push(Member {
+                myid: i + 1,
+                dir,
+                client_port,
+                peer_port,
+                election_port,
+                proc: Mutex::new(Proc::default()),
+            });
+        }
+        for m in &cluster.members {
+            cluster.write_config(m)?;
+        }
+        Ok(cluster)
+    }
+
+    fn write_config(&self, m: &Member) -> io::Result<()> {
+        let o = &self.opts;
+        let data = m.dir.join("data");
+        let mut cfg = String::new();
+        // Writing to a String cannot fail.
+        let _ = writeln!(cfg, "# generated by zklock-harness");
+        let _ = writeln!(cfg, "tickTime={}", o.tick_time_ms);
+        let _ = writeln!(cfg, "dataDir={}", data.display());
+        let _ = writeln!(cfg, "clientPort={}", m.client_port);
+        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        let _ = writeln!(cfg, "maxClientCnxns=0");
+        let _ = writeln!(cfg, "admin.enableServer=false");
+        let _ = writeln!(cfg, "minSessionTimeout={}", u64::from(o.tick_time_ms) * 2);
+        let _ = writeln!(cfg, "maxSessionTimeout=60000");
+        let _ = writeln!(cfg, "4lw.commands.whitelist=*");
+        let _ = writeln!(cfg, "forceSync={}", if o.force_sync { "yes" } else { "no" });
+        if self.members.len() > 1 {
+            let _ = writeln!(cfg, "initLimit=10");
+            let _ = writeln!(cfg, "syncLimit=5");
+            for p in &self.members {
+                let _ = writeln!(
+                    cfg,
+                    "server.{}=127.0.0.1:{}:{}",
+                    p.myid, p.peer_port, p.election_port
+                );
+            }
+            fs::write(data.join("myid"), format!("{}\n", m.myid))?;
+        }
+        for line in &o.extra_cfg {
+            let _ = writeln!(cfg, "{line}");
+        }
+        fs::write(m.cfg_path(), cfg)
+            .map_err(|e| annotate(e, &format!("cannot write {}", m.cfg_path().display())))
+    }
+
+    /// Spawns every member and waits for all of them to serve.
+    fn launch_all(&self) -> io::Result<()> {
+        for i in 0..self.members.len() {
+            self.start_member(i)?;
+        }
+        let deadline = Instant::now() + self.opts.start_timeout;
+        let mut pending: Vec<usize> = (0..self.members.len()).collect();
+        loop {
+            let mut still = Vec::new();
+            for &i in &pending {
+                self.check_alive(i)?;
+                if self.mode(i).is_err() {
+                    still.push(i);
+                }
+            }
+            pending = still;
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(self.not_serving_err(pending[0]));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Whether any server log mentions a bind failure.
+    fn port_clash(&self) -> bool {
+        self.members.iter().any(|m| {
+            fs::read_to_string(m.log_path())
+                .map(|s| s.contains("Address already in use") || s.contains("BindException"))
+                .unwrap_or(false)
+        })
+    }
+
+    fn member(&self, i: usize) -> io::Result<&Member> {
+        self.members.get(i).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "no member {i}: the cluster has {} member(s)",
+                    self.members.len()
+                ),
+            )
+        })
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Always false (a cluster has at least one member); for clippy's sake.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The options the cluster was started with.
+    pub fn options(&self) -> &ClusterOptions {
+        &self.opts
+    }
+
+    /// The cluster's temporary directory (holds `serverN/zoo.cfg`,
+    /// `serverN/data/`, `serverN/server.log`).
+    pub fn dir(&self) -> &Path {
+        &self.root
+    }
+
+    /// ZooKeeper connect string of all members:
+    /// `"127.0.0.1:p1,127.0.0.1:p2,..."`.
+    pub fn connect_string(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| m.client_addr().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Client address (`127.0.0.1:port`) of member `i`.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()` (like slice indexing; use [`client_addrs`] to iterate).
+    ///
+    /// [`client_addrs`]: Cluster::client_addrs
+    pub fn client_addr(&self, i: usize) -> SocketAddr {
+        self.members[i].client_addr()
+    }
+
+    /// Client addresses of all members, in index order.
+    pub fn client_addrs(&self) -> Vec<SocketAddr> {
+        self.members.iter().map(Member::client_addr).collect()
+    }
+
+    /// Path of member `i`'s `server.log` (java's stdout and stderr; appended
+    /// to across restarts).
+    ///
+    /// # Panics
+    ///
+    /// If `i >= len()`.
+    pub fn log_path(&self, i: usize) -> PathBuf {
+        self.members[i].log_path()
+    }
+
+    /// The last `lines` lines of member `i`'s `server.log`.
+    ///
+    /// # Errors
+    ///
+    /// Bad index, or the log cannot be read.
+    pub fn log_tail(&self, i: usize, lines: usize) -> io::Result<String> {
+        tail_file(&self.member(i)?.log_path(), lines)
+    }
+
+    /// Process id of member `i`, or `None` if it is not running (never
+    /// started, killed, stopped or exited by itself) or `i` is out of range.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        let m = self.members.get(i)?;
+        let mut p = m.lock();
+        if p.refresh() {
+            p.child.as_ref().map(Child::id)
+        } else {
+            None
+        }
+    }
+
+    /// Whether member `i` has a live process (frozen counts as running).
+    /// False for an out-of-range index.
+    pub fn is_running(&self, i: usize) -> bool {
+        self.members.get(i).is_some_and(|m| m.lock().refresh())
+    }
+
+    /// Whether member `i` is currently frozen by [`freeze`](Cluster::freeze).
+    pub fn is_frozen(&self, i: usize) -> bool {
+        self.members.get(i).is_some_and(|m| {
+            let mut p = m.lock();
+            p.refresh() && p.frozen
+        })
+    }
+
+    /// Kills member `i` with SIGKILL (after SIGCONT, in case it is frozen) and
+    /// reaps it. Its data directory and ports are kept for
+    /// [`restart`](Cluster::restart). No-op if it is not running.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `waitpid` failure.
+    pub fn kill(&self, i: usize) -> io::Result<()> {
+        self.member(i)?.lock().kill_and_reap()
+    }
+
+    /// Stops member `i` gracefully: SIGCONT if frozen, SIGTERM, then waits up
+    /// to 10 s for it to exit before falling back to SIGKILL. Reaps it. No-op
+    /// if it is not running.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `waitpid` failure.
+    pub fn stop(&self, i: usize) -> io::Result<()> {
+        let m = self.member(i)?;
+        {
+            let mut p = m.lock();
+            if !p.refresh() {
+                return Ok(());
+            }
+            let _ = p.signal(libc::SIGCONT);
+            p.frozen = false;
+            p.signal(libc::SIGTERM)?;
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        loop {
+            {
+                let mut p = m.lock();
+                if !p.refresh() {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return p.kill_and_reap();
+                }
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Freezes member `i` with SIGSTOP: its sockets stay open but it answers
+    /// nothing (peers and clients see a silent server, then time out).
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `NotConnected` if it is not running.
+    pub fn freeze(&self, i: usize) -> io::Result<()> {
+        let m = self.member(i)?;
+        let mut p = m.lock();
+        if !p.refresh() {
+            return Err(not_running(i));
+        }
+        p.signal(libc::SIGSTOP)?;
+        p.frozen = true;
+        Ok(())
+    }
+
+    /// Resumes a member frozen by [`freeze`](Cluster::freeze) (SIGCONT).
+    /// Harmless on a running member that is not frozen.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `NotConnected` if it is not running.
+    pub fn resume(&self, i: usize) -> io::Result<()> {
+        let m = self.member(i)?;
+        let mut p = m.lock();
+        if !p.refresh() {
+            return Err(not_running(i));
+        }
+        p.signal(libc::SIGCONT)?;
+        p.frozen = false;
+        Ok(())
+    }
+
+    /// Starts member `i` again with the same data directory, config and ports
+    /// (killing it first if it is running), then waits until it serves (up to
+    /// the cluster's start timeout).
+    ///
+    /// In an ensemble a member only serves once it has joined a quorum; to
+    /// bring back several dead members at once, use
+    /// [`start_member`](Cluster::start_member) on each, then
+    /// [`wait_quorum`](Cluster::wait_quorum).
+    ///
+    /// # Errors
+    ///
+    /// Bad index; spawn failure; the server exits or does not serve in time
+    /// (`TimedOut`; the process is left running in that case, e.g. while no
+    /// quorum is available).
+    pub fn restart(&self, i: usize) -> io::Result<()> {
+        self.kill(i)?;
+        self.start_member(i)?;
+        self.wait_serving(i, self.opts.start_timeout)
+    }
+
+    /// Spawns member `i` without waiting for it to serve.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `AlreadyExists` if it is running; log file or spawn errors.
+    pub fn start_member(&self, i: usize) -> io::Result<()> {
+        let m = self.member(i)?;
+        let mut p = m.lock();
+        if p.refresh() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("member {i} is already running"),
+            ));
+        }
+        let log_path = m.log_path();
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| annotate(e, &format!("cannot open {}", log_path.display())))?;
+        writeln!(
+            log,
+            "=== zklock-harness: starting member {i} (myid {}) ===",
+            m.myid
+        )?;
+        let log_err = log.try_clone()?;
+        let mut cmd = Command::new(java_command());
+        cmd.arg(format!("-Dzookeeper.log.dir={}", m.dir.display()))
+            .args([
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:-UsePerfData",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+            ])
+            .args(&self.opts.jvm_args)
+            .arg("-cp")
+            .arg(format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"))
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(m.cfg_path())
+            .current_dir(&m.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        let child = crate::spawn::spawn_tied(cmd)
+            .map_err(|e| annotate(e, &format!("cannot spawn {:?}", java_command())))?;
+        p.child = Some(child);
+        p.frozen = false;
+        p.last_exit = None;
+        Ok(())
+    }
+
+    /// Errors if member `i` is not running (quoting its exit status and log).
+    fn check_alive(&self, i: usize) -> io::Result<()> {
+        let m = self.member(i)?;
+        let mut p = m.lock();
+        if p.refresh() {
+            return Ok(());
+        }
+        let status = p
+            .last_exit
+            .map_or_else(|| "never started".to_string(), |s| s.to_string());
+        drop(p);
+        Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            format!(
+                "ZooKeeper member {i} is not running ({status}); tail of {}:\n{}",
+                m.log_path().display(),
+                self.log_tail(i, LOG_TAIL_LINES).unwrap_or_default()
+            ),
+        ))
+    }
+
+    fn not_serving_err(&self, i: usize) -> io::Error {
+        let answer = match self.four_letter(i, "srvr") {
+            Ok(s) => s.trim().to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "ZooKeeper member {i} is not serving (srvr: {answer}); tail of {}:\n{}",
+                self.log_path(i).display(),
+                self.log_tail(i, LOG_TAIL_LINES).unwrap_or_default()
+            ),
+        )
+    }
+
+    /// Waits until member `i` answers `srvr` with a `Mode:` line (it serves
+    /// clients; in an ensemble this means it is part of a quorum).
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `NotConnected` if the process is not running or exits while
+    /// waiting; `TimedOut` after `timeout`. Messages quote the log tail.
+    pub fn wait_serving(&self, i: usize, timeout: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_alive(i)?;
+            if self.mode(i).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(self.not_serving_err(i));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// The `Mode:` of member `i` as reported by `srvr`: `"standalone"`,
+    /// `"leader"`, `"follower"` or `"observer"`.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; connection errors / `TimedOut` (2 s, e.g. frozen);
+    /// `Other` if it answers without a `Mode:` line (not serving).
+    pub fn mode(&self, i: usize) -> io::Result<String> {
+        let out = self.four_letter(i, "srvr")?;
+        parse_mode(&out)
+            .ok_or_else(|| io::Error::other(format!("member {i} is not serving: {}", out.trim())))
+    }
+
+    /// Index of the member whose `srvr` reports `Mode: leader` (or
+    /// `standalone` for a single server), asking only running, non-frozen
+    /// members. `None` if there is none right now (e.g. during an election).
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.members.len())
+            .filter(|&i| self.is_running(i) && !self.is_frozen(i))
+            .find(|&i| matches!(self.mode(i).as_deref(), Ok("leader" | "standalone")))
+    }
+
+    /// Waits until a leader exists and at least a majority of the members
+    /// (`len()/2 + 1`) serve; returns the leader's index.
+    ///
+    /// # Errors
+    ///
+    /// `TimedOut` after `timeout`, with the mode of each member.
+    pub fn wait_quorum(&self, timeout: Duration) -> io::Result<usize> {
+        let deadline = Instant::now() + timeout;
+        let need = self.members.len() / 2 + 1;
+        loop {
+            let mut serving = 0;
+            let mut leader = None;
+            let mut report = Vec::new();
+            for i in 0..self.members.len() {
+                if !self.is_running(i) {
+                    report.push(format!("{i}: not running"));
+                    continue;
+                }
+                if self.is_frozen(i) {
+                    report.push(format!("{i}: frozen"));
+                    continue;
+                }
+                match self.mode(i) {
+                    Ok(mode) => {
+                        serving += 1;
+                        if mode == "leader" || mode == "standalone" {
+                            leader = Some(i);
+                        }
+                        report.push(format!("{i}: {mode}"));
+                    }
+                    Err(e) => report.push(format!("{i}: {e}")),
+                }
+            }
+            if let Some(l) = leader {
+                if serving >= need {
+                    return Ok(l);
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no quorum after {timeout:?} (need {need} serving members with a leader): {}",
+                        report.join("; ")
+                    ),
+                ));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Sends the four-letter word `word` to member `i` (2 s timeout) and
+    /// returns the answer. See [`four_letter_word`].
+    ///
+    /// # Errors
+    ///
+    /// Bad index, and those of [`four_letter_word`].
+    pub fn four_letter(&self, i: usize, word: &str) -> io::Result<String> {
+        four_letter_word(self.member(i)?.client_addr(), word, FOUR_LETTER_TIMEOUT)
+    }
+}
+
+fn not_running(i: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        format!("member {i} is not running"),
+    )
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for m in &self.members {
+            let _ = m.lock().kill_and_reap();
+        }
+        let keep =
+            std::env::var_os("ZKLOCK_HARNESS_KEEP").is_some_and(|v| !v.is_empty() && v != "0");
+        if keep {
+            eprintln!("zklock-harness: keeping {}", self.root.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
+}

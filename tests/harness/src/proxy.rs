@@ -1,0 +1,775 @@
+//! A ZooKeeper-aware TCP proxy with switchable faults.
+//!
+//! Threading model: one accept thread per proxy, and per proxied connection
+//! two pump threads (client→server and server→client) using blocking sockets
+//! that share the connection through an `Arc`. The sockets are closed when the
+//! last pump exits. Control calls (blackhole, heal, drop, ...) can come from
+//! any thread at any time; closing a connection wakes its pumps with
+//! `shutdown()` and waits for them to exit.
+//!
+//! Framing: a ZooKeeper connection is a sequence of frames, each a 4-byte
+//! big-endian length followed by the body. The pumps forward whole frames as
+//! soon as they are complete (which lets them look at request types and reply
+//! xids), and fall back to forwarding raw chunks for anything that is not
+//! ZooKeeper framing (e.g. four-letter words).
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::util::{is_timeout, set_linger_zero};
+
+/// Frames longer than this are taken as "not ZooKeeper framing".
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// Socket read/write timeout of the pumps: how often a blocked pump re-checks
+/// whether its connection is being closed (data is forwarded immediately
+/// regardless).
+const PUMP_TICK: Duration = Duration::from_millis(200);
+/// Timeout for connecting to the upstream server.
+const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long closing a connection waits for its pumps to exit.
+const CLOSE_WAIT: Duration = Duration::from_secs(3);
+
+/// ZooKeeper request types whose reply `drop_next_create_reply` drops:
+/// create, create2, createContainer, createTTL.
+const CREATE_TYPES: [i32; 4] = [1, 15, 19, 21];
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An armed "drop the next create reply" fault.
+#[derive(Clone, Debug)]
+struct DropArm {
+    /// Only creates whose path starts with this prefix match.
+    prefix: Option<String>,
+}
+
+impl DropArm {
+    fn matches(&self, path: Option<&[u8]>) -> bool {
+        match (&self.prefix, path) {
+            (None, _) => true,
+            (Some(p), Some(path)) => path.starts_with(p.as_bytes()),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// Shared between the proxies of a [`ProxyGroup`] (one arm for the group).
+type SharedArm = Arc<Mutex<Option<DropArm>>>;
+
+/// Completion tracking of a connection's pumps; outlives the connection.
+#[derive(Debug, Default)]
+struct Done {
+    alive: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Done {
+    fn wait(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut alive = lock(&self.alive);
+        while *alive > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            alive = self
+                .cv
+                .wait_timeout(alive, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: u64,
+    client: TcpStream,
+    /// `None` for connections accepted while blackholed (never forwarded).
+    server: Option<TcpStream>,
+    blackholed: AtomicBool,
+    closing: AtomicBool,
+    /// Not ZooKeeper framing: forward raw chunks.
+    raw: AtomicBool,
+    /// xid of a forwarded create whose reply must be dropped.
+    drop_xid: Mutex<Option<i32>>,
+    done: Arc<Done>,
+}
+
+impl Conn {
+    /// Closes the connection abruptly: the client gets a RST (SO_LINGER 0,
+    /// no FIN: its socket is only shut down for reading, which wakes our
+    /// pump, and the RST goes out when the last pump closes it). Idempotent.
+    fn abort(&self) {
+        if self.closing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = set_linger_zero(&self.client);
+        let _ = self.client.shutdown(Shutdown::Read);
+        if let Some(s) = &self.server {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    next_id: u64,
+    conns: HashMap<u64, Arc<Conn>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    upstream: SocketAddr,
+    stop: AtomicBool,
+    /// Blackhole mode; written only with `registry` locked.
+    blackhole: AtomicBool,
+    arm: SharedArm,
+    dropped: AtomicU64,
+    registry: Mutex<Registry>,
+}
+
+impl Inner {
+    /// Removes the connections selected by `pred` from the registry, aborts
+    /// them and waits for their pumps to exit (so their sockets are closed).
+    fn close_where(&self, pred: impl Fn(&Conn) -> bool) {
+        let victims: Vec<Arc<Conn>> = {
+            let mut reg = lock(&self.registry);
+            let ids: Vec<u64> = reg
+                .conns
+                .iter()
+                .filter(|(_, c)| pred(c))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| reg.conns.remove(id)).collect()
+        };
+        let dones: Vec<Arc<Done>> = victims
+            .iter()
+            .map(|c| {
+                c.abort();
+                Arc::clone(&c.done)
+            })
+            .collect();
+        drop(victims);
+        for d in dones {
+            d.wait(CLOSE_WAIT);
+        }
+    }
+
+    /// Registers a connection and starts its pumps.
+    fn add_conn(self: &Arc<Self>, client: TcpStream, server: Option<TcpStream>) {
+        let pumps = if server.is_some() { 2 } else { 1 };
+        let done = Arc::new(Done {
+            alive: Mutex::new(pumps),
+            cv: Condvar::new(),
+        });
+        let mut reg = lock(&self.registry);
+        if server.is_none() && !self.blackhole.load(Ordering::SeqCst) {
+            // Accepted during a blackhole that has been healed since: heal
+            // closes blackholed connections, so close this one too.
+            let _ = set_linger_zero(&client);
+            return;
+        }
+        reg.next_id += 1;
+        let conn = Arc::new(Conn {
+            id: reg.next_id,
+            client,
+            blackholed: AtomicBool::new(server.is_none() || self.blackhole.load(Ordering::SeqCst)),
+            server,
+            closing: AtomicBool::new(false),
+            raw: AtomicBool::new(false),
+            drop_xid: Mutex::new(None),
+            done,
+        });
+        reg.conns.insert(conn.id, Arc::clone(&conn));
+        reg.threads.retain(|t| !t.is_finished());
+        let dirs: &[Dir] = if pumps == 2 {
+            &[Dir::ToServer, Dir::ToClient]
+        } else {
+            &[Dir::ToServer]
+        };
+        for &dir in dirs {
+            let inner = Arc::clone(self);
+            let c = Arc::clone(&conn);
+            let spawned = thread::Builder::new()
+                .name(format!("zk-proxy-{}-{:?}", conn.id, dir))
+                .spawn(move || pump(inner, c, dir));
+            match spawned {
+                Ok(h) => reg.threads.push(h),
+                Err(_) => {
+                    // Cannot forward: close the connection; account for the
+                    // pump that will never run.
+                    conn.abort();
+                    reg.conns.remove(&conn.id);
+                    let mut alive = lock(&conn.done.alive);
+                    *alive -= 1;
+                    conn.done.cv.notify_all();
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    /// Client → server (requests).
+    ToServer,
+    /// Server → client (replies).
+    ToClient,
+}
+
+/// Pump thread body: forward, then account for our exit.
+fn pump(inner: Arc<Inner>, conn: Arc<Conn>, dir: Dir) {
+    run_pump(&inner, &conn, dir);
+    let id = conn.id;
+    let done = Arc::clone(&conn.done);
+    drop(conn);
+    let last = {
+        let mut alive = lock(&done.alive);
+        *alive = alive.saturating_sub(1);
+        *alive == 0
+    };
+    if last {
+        // Drops the registry's reference, the last one: closes the sockets.
+        let removed = lock(&inner.registry).conns.remove(&id);
+        drop(removed);
+    }
+    done.cv.notify_all();
+}
+
+/// What processing the buffered bytes decided.
+enum Step {
+    Continue,
+    /// The connection was aborted (reply dropped or write failure).
+    Stop,
+}
+
+fn run_pump(inner: &Inner, conn: &Conn, dir: Dir) {
+    let (src, dst) = match dir {
+        Dir::ToServer => (&conn.client, conn.server.as_ref()),
+        Dir::ToClient => match &conn.server {
+            Some(s) => (s, Some(&conn.client)),
+            None => return,
+        },
+    };
+    let _ = src.set_read_timeout(Some(PUMP_TICK));
+    if let Some(d) = dst {
+        let _ = d.set_write_timeout(Some(PUMP_TICK));
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut first_frame = true;
+    loop {
+        if conn.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        let n = match (&*src).read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => continue,
+            Err(_) => {
+                // Reset by the peer or similar: pass the abrupt close on.
+                conn.abort();
+                return;
+            }
+        };
+        if conn.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        let blackholed = conn.blackholed.load(Ordering::SeqCst);
+        if n == 0 {
+            // EOF.
+            if blackholed {
+                // A silent peer never tells the client the server left; if
+                // the client left, there is nothing more to hide.
+                if dir == Dir::ToServer {
+                    conn.abort();
+                }
+                return;
+            }
+            if let Some(d) = dst {
+                if !buf.is_empty() && write_fully(conn, d, &buf).is_err() {
+                    conn.abort();
+                    return;
+                }
+                // Half-close, as the peer did.
+                let _ = d.shutdown(Shutdown::Write);
+            }
+            return;
+        }
+        if blackholed {
+            buf.clear();
+            continue;
+        }
+        let Some(d) = dst else {
+            continue;
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if let Step::Stop = forward_frames(inner, conn, dir, d, &mut buf, &mut first_frame) {
+            return;
+        }
+    }
+}
+
+/// Forwards every complete frame in `buf` (or everything, in raw mode),
+/// applying the drop-create-reply fault. Leaves an incomplete frame in `buf`.
+fn forward_frames(
+    inner: &Inner,
+    conn: &Conn,
+    dir: Dir,
+    dst: &TcpStream,
+    buf: &mut Vec<u8>,
+    first_frame: &mut bool,
+) -> Step {
+    let mut end = 0; // bytes of `buf` cleared for forwarding
+    let mut drop_at = None; // offset of a reply frame to drop
+    loop {
+        if conn.raw.load(Ordering::SeqCst) {
+            end = buf.len();
+            break;
+        }
+        let rest = &buf[end..];
+        if rest.len() < 4 {
+            break;
+        }
+        let len = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let Ok(len) = usize::try_from(len) else {
+            conn.raw.store(true, Ordering::SeqCst);
+            continue;
+        };
+        if len > MAX_FRAME {
+            conn.raw.store(true, Ordering::SeqCst);
+            continue;
+        }
+        if rest.len() < 4 + len {
+            break;
+        }
+        let body = &rest[4..4 + len];
+        if *first_frame {
+            // Connect request / response: never inspected.
+            *first_frame = false;
+        } else {
+            match dir {
+                Dir::ToServer => inspect_request(inner, conn, body),
+                Dir::ToClient => {
+                    if reply_is_dropped(conn, body) {
+                        drop_at = Some(end);
+                        break;
+                    }
+                }
+            }
+        }
+        end += 4 + len;
+    }
+    if end > 0 {
+        if write_fully(conn, dst, &buf[..end]).is_err() {
+            conn.abort();
+            return Step::Stop;
+        }
+        buf.drain(..end);
+    }
+    if drop_at.is_some() {
+        inner.dropped.fetch_add(1, Ordering::SeqCst);
+        conn.abort();
+        return Step::Stop;
+    }
+    Step::Continue
+}
+
+/// Arms the connection's reply drop if `body` is a create request matching
+/// the armed fault (consuming the arm).
+fn inspect_request(inner: &Inner, conn: &Conn, body: &[u8]) {
+    if body.len() < 8 {
+        return;
+    }
+    let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+    let typ = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+    if !CREATE_TYPES.contains(&typ) {
+        return;
+    }
+    let path = parse_jute_string(&body[8..]);
+    let mut arm = lock(&inner.arm);
+    if arm.as_ref().is_some_and(|a| a.matches(path)) {
+        *arm = None;
+        // Set before the request is forwarded, so before its reply can come.
+        *lock(&conn.drop_xid) = Some(xid);
+    }
+}
+
+fn parse_jute_string(b: &[u8]) -> Option<&[u8]> {
+    let len = i32::from_be_bytes(b.get(..4)?.try_into().ok()?);
+    let len = usize::try_from(len).ok()?;
+    b.get(4..4 + len)
+}
+
+fn reply_is_dropped(conn: &Conn, body: &[u8]) -> bool {
+    if body.len() < 4 {
+        return false;
+    }
+    let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+    let mut want = lock(&conn.drop_xid);
+    if *want == Some(xid) {
+        *want = None;
+        true
+    } else {
+        false
+    }
+}
+
+/// Writes all of `data`, retrying on write timeouts unless the connection is
+/// being closed.
+fn write_fully(conn: &Conn, dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        if conn.closing.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "closing"));
+        }
+        match (&*dst).write(data) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write zero")),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
+    loop {
+        let accepted = listener.accept();
+        if inner.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let client = match accepted {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                // E.g. EMFILE; do not spin.
+                thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        let _ = client.set_nodelay(true);
+        if inner.blackhole.load(Ordering::SeqCst) {
+            inner.add_conn(client, None);
+            continue;
+        }
+        match TcpStream::connect_timeout(&inner.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+            Ok(server) => {
+                let _ = server.set_nodelay(true);
+                inner.add_conn(client, Some(server));
+            }
+            Err(_) => {
+                // Upstream down: the client sees a reset, as if the server
+                // had refused it.
+                let _ = set_linger_zero(&client);
+                drop(client);
+            }
+        }
+    }
+}
+
+/// A TCP proxy on `127.0.0.1:<free port>` in front of one ZooKeeper server,
+/// with faults that can be switched at any time.
+///
+/// Modes:
+/// * pass (default): forwards both ways, frame by frame, with `TCP_NODELAY`.
+/// * [`blackhole`](Proxy::blackhole): nothing is forwarded any more, in either
+///   direction, on existing or new connections; bytes are read and discarded
+///   and sockets stay open, so clients see a silent peer.
+///   [`heal`](Proxy::heal) closes those connections and returns to pass.
+///
+/// One-shot faults: [`drop_connections`](Proxy::drop_connections) and
+/// [`drop_next_create_reply`](Proxy::drop_next_create_reply).
+///
+/// # Threads
+///
+/// `Proxy` is `Send + Sync`; every method takes `&self` and may be called from
+/// any thread. Internally: one accept thread and two threads per connection.
+///
+/// # Drop
+///
+/// Stops accepting, closes every connection (RST to clients) and joins all
+/// its threads.
+#[derive(Debug)]
+pub struct Proxy {
+    inner: Arc<Inner>,
+    addr: SocketAddr,
+    /// Clone of the listening socket, used to wake the accept thread.
+    listener: TcpListener,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Starts a proxy listening on `127.0.0.1:0` that forwards to `upstream`.
+    ///
+    /// Each accepted client gets its own upstream connection (2 s connect
+    /// timeout); if the upstream refuses, the client connection is reset.
+    ///
+    /// # Errors
+    ///
+    /// Binding the listener or spawning the accept thread fails.
+    pub fn start(upstream: SocketAddr) -> io::Result<Proxy> {
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)))
+    }
+
+    fn start_with_arm(upstream: SocketAddr, arm: SharedArm) -> io::Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let inner = Arc::new(Inner {
+            upstream,
+            stop: AtomicBool::new(false),
+            blackhole: AtomicBool::new(false),
+            arm,
+            dropped: AtomicU64::new(0),
+            registry: Mutex::new(Registry::default()),
+        });
+        let accept_listener = listener.try_clone()?;
+        let accept_inner = Arc::clone(&inner);
+        let accept = thread::Builder::new()
+            .name(format!("zk-proxy-accept-{}", addr.port()))
+            .spawn(move || accept_loop(accept_inner, accept_listener))?;
+        Ok(Proxy {
+            inner,
+            addr,
+            listener,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address clients should connect to (`127.0.0.1:port`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server this proxy forwards to.
+    pub fn upstream(&self) -> SocketAddr {
+        self.inner.upstream
+    }
+
+    /// Stops forwarding on every existing and new connection, in both
+    /// directions. Bytes are read and discarded, sockets stay open, new
+    /// connections are accepted but not connected upstream: clients see a
+    /// silent peer (their reads time out). Idempotent.
+    pub fn blackhole(&self) {
+        let reg = lock(&self.inner.registry);
+        self.inner.blackhole.store(true, Ordering::SeqCst);
+        for c in reg.conns.values() {
+            c.blackholed.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Ends a blackhole: closes (with RST) every connection that was
+    /// blackholed and forwards new connections again. Returns once those
+    /// connections are closed. Harmless when not blackholed.
+    pub fn heal(&self) {
+        {
+            let _reg = lock(&self.inner.registry);
+            self.inner.blackhole.store(false, Ordering::SeqCst);
+        }
+        self.inner
+            .close_where(|c| c.blackholed.load(Ordering::SeqCst));
+    }
+
+    /// Whether the proxy is in blackhole mode.
+    pub fn is_blackholed(&self) -> bool {
+        self.inner.blackhole.load(Ordering::SeqCst)
+    }
+
+    /// Closes every current connection now, on both sides (the client gets a
+    /// RST thanks to `SO_LINGER 0`). Returns once they are closed. The mode
+    /// is unchanged: new connections are accepted as usual.
+    pub fn drop_connections(&self) {
+        self.inner.close_where(|_| true);
+    }
+
+    /// Arms a one-shot fault: the next create request (types create 1,
+    /// create2 15, createContainer 19, createTTL 21) on any connection is
+    /// forwarded to the server, but when its reply (same xid) comes back the
+    /// reply is dropped and the connection closed both ways. The server has
+    /// executed the create; the client never learns the outcome.
+    ///
+    /// Arming again before it fired has no extra effect (one drop). A create
+    /// inside a `multi` does not count. If the connection carrying the create
+    /// closes before the reply, the fault is spent without a drop. Each
+    /// dropped reply increments [`dropped_replies`](Proxy::dropped_replies).
+    /// For a proxy inside a [`ProxyGroup`], the arm is shared by the group.
+    pub fn drop_next_create_reply(&self) {
+        *lock(&self.inner.arm) = Some(DropArm { prefix: None });
+    }
+
+    /// Like [`drop_next_create_reply`](Proxy::drop_next_create_reply), but
+    /// only a create whose path starts with `path_prefix` triggers it; other
+    /// creates pass normally.
+    pub fn drop_next_create_reply_matching(&self, path_prefix: &str) {
+        *lock(&self.inner.arm) = Some(DropArm {
+            prefix: Some(path_prefix.to_string()),
+        });
+    }
+
+    /// Disarms a pending drop-create-reply fault; returns whether one was
+    /// armed (and not yet triggered).
+    pub fn disarm_drop_create_reply(&self) -> bool {
+        lock(&self.inner.arm).take().is_some()
+    }
+
+    /// Whether a drop-create-reply fault is armed and not yet triggered.
+    pub fn drop_create_reply_armed(&self) -> bool {
+        lock(&self.inner.arm).is_some()
+    }
+
+    /// How many create replies this proxy has dropped so far.
+    pub fn dropped_replies(&self) -> u64 {
+        self.inner.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Number of currently open proxied connections (including blackholed
+    /// ones).
+    pub fn connections(&self) -> usize {
+        lock(&self.inner.registry).conns.len()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::SeqCst);
+        // Wake the blocked accept(): shutdown of a listening socket makes it
+        // fail on Linux; the connection is a fallback.
+        // SAFETY: valid listening socket fd owned by `self.listener`.
+        unsafe {
+            libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR);
+        }
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        self.inner.close_where(|_| true);
+        let threads = std::mem::take(&mut lock(&self.inner.registry).threads);
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One [`Proxy`] per member of a cluster, controlled together.
+///
+/// The drop-create-reply fault is shared: arming it on the group drops
+/// exactly one reply, on whichever proxy sees the next create first.
+///
+/// # Threads
+///
+/// `Send + Sync`; all methods take `&self`.
+///
+/// # Drop
+///
+/// Drops every proxy (see [`Proxy`]'s drop).
+#[derive(Debug)]
+pub struct ProxyGroup {
+    proxies: Vec<Proxy>,
+    arm: SharedArm,
+}
+
+impl ProxyGroup {
+    /// Starts one proxy per upstream address, in order.
+    ///
+    /// # Errors
+    ///
+    /// Any proxy failing to start (the ones already started are dropped).
+    pub fn start(upstreams: &[SocketAddr]) -> io::Result<ProxyGroup> {
+        let arm: SharedArm = Arc::new(Mutex::new(None));
+        let proxies = upstreams
+            .iter()
+            .map(|&u| Proxy::start_with_arm(u, Arc::clone(&arm)))
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(ProxyGroup { proxies, arm })
+    }
+
+    /// Starts one proxy per member of `cluster` (proxy `i` forwards to member
+    /// `i`; it keeps working across `kill`/`restart` since ports are kept).
+    ///
+    /// # Errors
+    ///
+    /// As [`ProxyGroup::start`].
+    pub fn for_cluster(cluster: &crate::Cluster) -> io::Result<ProxyGroup> {
+        ProxyGroup::start(&cluster.client_addrs())
+    }
+
+    /// Number of proxies.
+    pub fn len(&self) -> usize {
+        self.proxies.len()
+    }
+
+    /// Whether the group has no proxy.
+    pub fn is_empty(&self) -> bool {
+        self.proxies.is_empty()
+    }
+
+    /// Proxy `i` (in front of member `i`), or `None` if out of range.
+    pub fn proxy(&self, i: usize) -> Option<&Proxy> {
+        self.proxies.get(i)
+    }
+
+    /// All proxies, in member order.
+    pub fn proxies(&self) -> &[Proxy] {
+        &self.proxies
+    }
+
+    /// Connect string through the proxies: `"127.0.0.1:p1,127.0.0.1:p2,..."`.
+    pub fn connect_string(&self) -> String {
+        self.proxies
+            .iter()
+            .map(|p| p.addr().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// [`Proxy::blackhole`] on every proxy.
+    pub fn blackhole(&self) {
+        self.proxies.iter().for_each(Proxy::blackhole);
+    }
+
+    /// [`Proxy::heal`] on every proxy.
+    pub fn heal(&self) {
+        self.proxies.iter().for_each(Proxy::heal);
+    }
+
+    /// [`Proxy::drop_connections`] on every proxy.
+    pub fn drop_connections(&self) {
+        self.proxies.iter().for_each(Proxy::drop_connections);
+    }
+
+    /// Arms one drop-create-reply fault for the whole group (see
+    /// [`Proxy::drop_next_create_reply`]).
+    pub fn drop_next_create_reply(&self) {
+        *lock(&self.arm) = Some(DropArm { prefix: None });
+    }
+
+    /// Group version of [`Proxy::drop_next_create_reply_matching`].
+    pub fn drop_next_create_reply_matching(&self, path_prefix: &str) {
+        *lock(&self.arm) = Some(DropArm {
+            prefix: Some(path_prefix.to_string()),
+        });
+    }
+
+    /// Disarms the group's pending drop-create-reply fault; returns whether
+    /// one was armed.
+    pub fn disarm_drop_create_reply(&self) -> bool {
+        lock(&self.arm).take().is_some()
+    }
+
+    /// Total replies dropped by the group's proxies.
+    pub fn dropped_replies(&self) -> u64 {
+        self.proxies.iter().map(Proxy::dropped_replies).sum()
+    }
+
+    /// Total open proxied connections.
+    pub fn connections(&self) -> usize {
+        self.proxies.iter().map(Proxy::connections).sum()
+    }
+}

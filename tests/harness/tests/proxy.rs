@@ -1,0 +1,243 @@
+//! Proxy tests against a real ZooKeeper server.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use zklock_harness::{four_letter_word, parse_mode, Cluster, Proxy, ProxyGroup};
+
+const T: Duration = Duration::from_secs(5);
+
+fn wait_until(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + T;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn pass_through() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    assert_eq!(p.upstream(), c.client_addr(0));
+    assert_ne!(p.addr(), c.client_addr(0));
+
+    // Non-ZooKeeper framing (a four-letter word) is forwarded raw, and the
+    // server's close is passed on.
+    let out = four_letter_word(p.addr(), "srvr", T).expect("srvr through proxy");
+    assert_eq!(parse_mode(&out).as_deref(), Some("standalone"), "{out}");
+
+    // A ZooKeeper session through the proxy.
+    let (mut s, sid) = common::session(p.addr(), T).expect("session via proxy");
+    assert_ne!(sid, 0);
+    assert_eq!(p.connections(), 1);
+    let t0 = Instant::now();
+    for i in 0..50 {
+        let (xid, _, err) =
+            common::call(&mut s, &common::exists_request(i, "/zookeeper")).expect("exists");
+        assert_eq!((xid, err), (i, 0));
+    }
+    eprintln!("50 round trips through the proxy: {:?}", t0.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let (_, _, err) = common::call(&mut s, &common::create_request(100, "/via-proxy")).expect("c");
+    assert_eq!(err, 0);
+    assert_eq!(common::exists(c.client_addr(0), "/via-proxy"), 0);
+    drop(s);
+    assert!(
+        wait_until(|| p.connections() == 0),
+        "connection not released"
+    );
+}
+
+#[test]
+fn blackhole_then_heal() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let short = Duration::from_millis(500);
+
+    let (mut s, _) = common::session(p.addr(), T).expect("session");
+    p.blackhole();
+    assert!(p.is_blackholed());
+    s.set_read_timeout(Some(short)).expect("timeout");
+    s.write_all(&common::exists_request(1, "/")).expect("write");
+    assert!(
+        common::read_times_out(&mut s),
+        "reply leaked through the blackhole"
+    );
+
+    // New connections are accepted but get no answer.
+    let e = four_letter_word(p.addr(), "ruok", short).expect_err("blackholed 4lw");
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    let mut s2 = TcpStream::connect(p.addr()).expect("accepted while blackholed");
+    s2.set_read_timeout(Some(short)).expect("timeout");
+    s2.write_all(&common::connect_request()).expect("write");
+    assert!(common::read_times_out(&mut s2));
+    assert!(p.connections() >= 2);
+
+    p.heal();
+    assert!(!p.is_blackholed());
+    // Blackholed connections are closed, without any data.
+    assert!(
+        common::closed_without_data(&mut s),
+        "old connection not closed"
+    );
+    assert!(
+        common::closed_without_data(&mut s2),
+        "old connection not closed"
+    );
+    // New connections work again.
+    assert_eq!(four_letter_word(p.addr(), "ruok", T).expect("ruok"), "imok");
+    let (mut s3, _) = common::session(p.addr(), T).expect("session after heal");
+    assert_eq!(
+        common::call(&mut s3, &common::exists_request(1, "/"))
+            .expect("exists")
+            .2,
+        0
+    );
+}
+
+#[test]
+fn drop_connections_closes_them() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let (mut a, _) = common::session(p.addr(), T).expect("a");
+    let (mut b, _) = common::session(p.addr(), T).expect("b");
+    assert_eq!(p.connections(), 2);
+    p.drop_connections();
+    assert_eq!(p.connections(), 0);
+    // The client sees a reset (SO_LINGER 0, no FIN first), immediately.
+    a.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("t");
+    b.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("t");
+    let mut buf = [0u8; 16];
+    let e = a.read(&mut buf).expect_err("reset expected");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    assert!(common::closed_without_data(&mut b));
+    // Still accepting.
+    let (mut s, _) = common::session(p.addr(), T).expect("new session");
+    assert_eq!(
+        common::call(&mut s, &common::exists_request(1, "/"))
+            .expect("exists")
+            .2,
+        0
+    );
+}
+
+#[test]
+fn drop_next_create_reply_executes_but_hides_the_outcome() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let direct = c.client_addr(0);
+
+    // Prefix filter: a non-matching create passes.
+    p.drop_next_create_reply_matching("/locks/");
+    assert!(p.drop_create_reply_armed());
+    let (mut s, _) = common::session(p.addr(), T).expect("session");
+    let (xid, _, err) = common::call(&mut s, &common::create_request(1, "/other")).expect("c");
+    assert_eq!((xid, err), (1, 0));
+    assert!(p.drop_create_reply_armed());
+    assert!(p.disarm_drop_create_reply());
+    assert!(!p.drop_create_reply_armed());
+    assert_eq!(
+        common::call(&mut s, &common::create_request(2, "/locks"))
+            .expect("c")
+            .2,
+        0
+    );
+
+    // Armed: the create is executed, its reply dropped, the connection closed.
+    p.drop_next_create_reply();
+    // Requests before the create are answered normally.
+    assert_eq!(
+        common::call(&mut s, &common::exists_request(3, "/other"))
+            .expect("e")
+            .2,
+        0
+    );
+    s.write_all(&common::create_request(4, "/locks/n1"))
+        .expect("write create");
+    assert!(common::closed_without_data(&mut s), "reply was not dropped");
+    assert_eq!(p.dropped_replies(), 1);
+    assert!(!p.drop_create_reply_armed());
+    assert_eq!(
+        common::exists(direct, "/locks/n1"),
+        0,
+        "create not executed"
+    );
+
+    // One-shot: the next create goes through.
+    let (mut s, _) = common::session(p.addr(), T).expect("session 2");
+    assert_eq!(
+        common::call(&mut s, &common::create_request(1, "/locks/n2"))
+            .expect("c")
+            .2,
+        0
+    );
+    assert_eq!(p.dropped_replies(), 1);
+}
+
+#[test]
+fn proxy_group_and_upstream_down() {
+    let c = Cluster::standalone().expect("start");
+    let g = ProxyGroup::for_cluster(&c).expect("group");
+    assert_eq!(g.len(), 1);
+    let addr = g.proxy(0).expect("proxy 0").addr();
+    assert_eq!(g.connect_string(), addr.to_string());
+
+    g.drop_next_create_reply();
+    let (mut s, _) = common::session(addr, T).expect("session");
+    s.write_all(&common::create_request(1, "/g"))
+        .expect("write");
+    assert!(common::closed_without_data(&mut s));
+    assert_eq!(g.dropped_replies(), 1);
+    assert_eq!(common::exists(c.client_addr(0), "/g"), 0);
+
+    g.blackhole();
+    let e = four_letter_word(addr, "ruok", Duration::from_millis(300)).expect_err("blackholed");
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    g.heal();
+    assert_eq!(four_letter_word(addr, "ruok", T).expect("healed"), "imok");
+
+    let (mut s, _) = common::session(addr, T).expect("session");
+    g.drop_connections();
+    assert!(common::closed_without_data(&mut s));
+
+    // Server killed: a live proxied connection is closed, new ones are reset.
+    let (mut s, _) = common::session(addr, T).expect("session");
+    c.kill(0).expect("kill");
+    assert!(common::closed_without_data(&mut s));
+    assert!(four_letter_word(addr, "ruok", T).is_err());
+    // The proxy passed the server's FIN on and waits for the client's close.
+    assert_eq!(g.connections(), 1);
+    drop(s);
+    // Restarted on the same port: the proxy works again.
+    c.restart(0).expect("restart");
+    assert_eq!(
+        four_letter_word(addr, "ruok", T).expect("after restart"),
+        "imok"
+    );
+    assert!(wait_until(|| g.connections() == 0));
+}
+
+#[test]
+fn proxy_drop_closes_connections() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let addr = p.addr();
+    let (mut s, _) = common::session(addr, T).expect("session");
+    p.blackhole();
+    let (mut s2, _) = (TcpStream::connect(addr).expect("connect"), ());
+    s2.set_read_timeout(Some(T)).expect("t");
+    assert!(wait_until(|| p.connections() == 2));
+    drop(p);
+    assert!(common::closed_without_data(&mut s));
+    assert!(common::closed_without_data(&mut s2));
+    assert!(TcpStream::connect(addr).is_err(), "listener still open");
+}
