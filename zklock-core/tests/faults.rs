@@ -198,3 +198,58 @@ fn cancel_and_timeout_during_a_disconnect_still_delete_our_node() {
         assert_eq!(b.session_id().unwrap(), session, "deleted by b, not by session expiry");
     }
 }
+
+#[test]
+fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 4 * SEC);
+    let observer = common::connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    // A foreign holder, so that both of a's nodes exist while a recovers.
+    raw.mkdir("/dup");
+    let foreign = raw.create("/dup/ffff__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    proxy.duplicate_next_create_and_drop_reply();
+    let la = a.lock("/dup").unwrap();
+    let t = std::thread::spawn(move || la.acquire(Some(20 * SEC)).map(|g| (g.node_path(), g)));
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
+    // Recovery finds two nodes of this attempt owned by a's session and
+    // deletes the later one.
+    wait_until("one node of a's is left", 10 * SEC, || queue(&observer, "/dup").len() == 2);
+    std::thread::sleep(Duration::from_millis(300));
+    let q = observer.participants("/dup").unwrap();
+    assert_eq!(q.len(), 2, "{q:?}");
+    raw.delete(&format!("/dup/{foreign}"));
+    let (node, g) = t.join().unwrap().expect("a gets the lock");
+    assert_eq!(node, format!("/dup/{}", q[1].name), "kept the first of the duplicates");
+    drop(g);
+    assert!(queue(&observer, "/dup").is_empty());
+}
+
+#[test]
+fn session_expiring_during_recovery_of_a_lost_reply_starts_over() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 2 * SEC);
+    let observer = common::connect(&hosts);
+    let old_session = a.session_id().unwrap();
+    // The lock path exists, so the create whose reply is dropped succeeds.
+    Raw::connect(&hosts).mkdir("/recover-expired");
+    proxy.drop_next_create_reply_then_blackhole();
+    let la = a.lock("/recover-expired").unwrap();
+    let t = std::thread::spawn(move || la.acquire(Some(60 * SEC)).map(|g| (g.session_id(), g)));
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
+    assert!(proxy.is_blackholed());
+    assert_eq!(queue(&observer, "/recover-expired").len(), 1, "the create happened");
+    // The node created before the reply was lost dies with the session.
+    wait_until("the server expired a's session", 15 * SEC, || queue(&observer, "/recover-expired").is_empty());
+    proxy.heal();
+    let (session, g) = t.join().unwrap().expect("a starts over with a new session");
+    assert_ne!(session, old_session);
+    let q = observer.participants("/recover-expired").unwrap();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].session_id, session);
+    drop(g);
+}

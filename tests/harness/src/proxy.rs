@@ -44,10 +44,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// An armed "drop the next create reply" fault.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct DropArm {
     /// Only creates whose path starts with this prefix match.
     prefix: Option<String>,
+    /// Forward the create request twice (the server creates two nodes).
+    duplicate: bool,
+    /// Switch the proxy to blackhole mode when the reply is dropped, so the
+    /// client cannot reconnect until `heal`.
+    then_blackhole: bool,
 }
 
 impl DropArm {
@@ -98,8 +103,9 @@ struct Conn {
     closing: AtomicBool,
     /// Not ZooKeeper framing: forward raw chunks.
     raw: AtomicBool,
-    /// xid of a forwarded create whose reply must be dropped.
-    drop_xid: Mutex<Option<i32>>,
+    /// xid of a forwarded create whose reply must be dropped, and whether
+    /// to blackhole the proxy when it is.
+    drop_xid: Mutex<Option<(i32, bool)>>,
     done: Arc<Done>,
 }
 
@@ -357,10 +363,26 @@ fn forward_frames(
             *first_frame = false;
         } else {
             match dir {
-                Dir::ToServer => inspect_request(inner, conn, body),
+                Dir::ToServer => {
+                    if inspect_request(inner, conn, body) {
+                        // Forward everything up to and including this frame,
+                        // then the frame once more.
+                        let frame_end = end + 4 + len;
+                        let again = buf[end..frame_end].to_vec();
+                        if write_fully(conn, dst, &buf[..frame_end]).is_err()
+                            || write_fully(conn, dst, &again).is_err()
+                        {
+                            conn.abort();
+                            return Step::Stop;
+                        }
+                        buf.drain(..frame_end);
+                        end = 0;
+                        continue;
+                    }
+                }
                 Dir::ToClient => {
-                    if reply_is_dropped(conn, body) {
-                        drop_at = Some(end);
+                    if let Some(then_blackhole) = reply_is_dropped(conn, body) {
+                        drop_at = Some(then_blackhole);
                         break;
                     }
                 }
@@ -375,7 +397,11 @@ fn forward_frames(
         }
         buf.drain(..end);
     }
-    if drop_at.is_some() {
+    if let Some(then_blackhole) = drop_at {
+        if then_blackhole {
+            let _reg = lock(&inner.registry);
+            inner.blackhole.store(true, Ordering::SeqCst);
+        }
         inner.dropped.fetch_add(1, Ordering::SeqCst);
         conn.abort();
         return Step::Stop;
@@ -384,22 +410,29 @@ fn forward_frames(
 }
 
 /// Arms the connection's reply drop if `body` is a create request matching
-/// the armed fault (consuming the arm).
-fn inspect_request(inner: &Inner, conn: &Conn, body: &[u8]) {
+/// the armed fault (consuming the arm). True if the request must be sent
+/// twice.
+fn inspect_request(inner: &Inner, conn: &Conn, body: &[u8]) -> bool {
     if body.len() < 8 {
-        return;
+        return false;
     }
     let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
     let typ = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
     if !CREATE_TYPES.contains(&typ) {
-        return;
+        return false;
     }
     let path = parse_jute_string(&body[8..]);
     let mut arm = lock(&inner.arm);
-    if arm.as_ref().is_some_and(|a| a.matches(path)) {
-        *arm = None;
-        // Set before the request is forwarded, so before its reply can come.
-        *lock(&conn.drop_xid) = Some(xid);
+    match arm.take() {
+        Some(a) if a.matches(path) => {
+            // Set before the request is forwarded, so before its reply can come.
+            *lock(&conn.drop_xid) = Some((xid, a.then_blackhole));
+            a.duplicate
+        }
+        other => {
+            *arm = other;
+            false
+        }
     }
 }
 
@@ -409,17 +442,19 @@ fn parse_jute_string(b: &[u8]) -> Option<&[u8]> {
     b.get(4..4 + len)
 }
 
-fn reply_is_dropped(conn: &Conn, body: &[u8]) -> bool {
+/// `Some(then_blackhole)` if this reply is the one to drop.
+fn reply_is_dropped(conn: &Conn, body: &[u8]) -> Option<bool> {
     if body.len() < 4 {
-        return false;
+        return None;
     }
     let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
     let mut want = lock(&conn.drop_xid);
-    if *want == Some(xid) {
-        *want = None;
-        true
-    } else {
-        false
+    match *want {
+        Some((x, then_blackhole)) if x == xid => {
+            *want = None;
+            Some(then_blackhole)
+        }
+        _ => None,
     }
 }
 
@@ -601,16 +636,35 @@ impl Proxy {
     /// dropped reply increments [`dropped_replies`](Proxy::dropped_replies).
     /// For a proxy inside a [`ProxyGroup`], the arm is shared by the group.
     pub fn drop_next_create_reply(&self) {
-        *lock(&self.inner.arm) = Some(DropArm { prefix: None });
+        self.arm(None, false, false);
+    }
+
+    /// Like [`drop_next_create_reply`](Proxy::drop_next_create_reply), and
+    /// when the reply is dropped the proxy switches to blackhole mode (as if
+    /// [`blackhole`](Proxy::blackhole) was called at that instant), so the
+    /// client cannot reconnect until [`heal`](Proxy::heal): its session can
+    /// expire while the create's outcome is unknown to it.
+    pub fn drop_next_create_reply_then_blackhole(&self) {
+        self.arm(None, false, true);
+    }
+
+    /// Like [`drop_next_create_reply`](Proxy::drop_next_create_reply), but
+    /// the create request is forwarded twice, so the server creates two
+    /// nodes (two sequential nodes with the same name prefix) and the client
+    /// learns of neither: the "duplicate own nodes" case of a retried create.
+    pub fn duplicate_next_create_and_drop_reply(&self) {
+        self.arm(None, true, false);
+    }
+
+    fn arm(&self, prefix: Option<String>, duplicate: bool, then_blackhole: bool) {
+        *lock(&self.inner.arm) = Some(DropArm { prefix, duplicate, then_blackhole });
     }
 
     /// Like [`drop_next_create_reply`](Proxy::drop_next_create_reply), but
     /// only a create whose path starts with `path_prefix` triggers it; other
     /// creates pass normally.
     pub fn drop_next_create_reply_matching(&self, path_prefix: &str) {
-        *lock(&self.inner.arm) = Some(DropArm {
-            prefix: Some(path_prefix.to_string()),
-        });
+        self.arm(Some(path_prefix.to_string()), false, false);
     }
 
     /// Disarms a pending drop-create-reply fault; returns whether one was
@@ -747,14 +801,12 @@ impl ProxyGroup {
     /// Arms one drop-create-reply fault for the whole group (see
     /// [`Proxy::drop_next_create_reply`]).
     pub fn drop_next_create_reply(&self) {
-        *lock(&self.arm) = Some(DropArm { prefix: None });
+        *lock(&self.arm) = Some(DropArm::default());
     }
 
     /// Group version of [`Proxy::drop_next_create_reply_matching`].
     pub fn drop_next_create_reply_matching(&self, path_prefix: &str) {
-        *lock(&self.arm) = Some(DropArm {
-            prefix: Some(path_prefix.to_string()),
-        });
+        *lock(&self.arm) = Some(DropArm { prefix: Some(path_prefix.to_string()), ..DropArm::default() });
     }
 
     /// Disarms the group's pending drop-create-reply fault; returns whether
