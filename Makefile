@@ -5,7 +5,7 @@ CARGO ?= cargo
 # Tests start real ZooKeeper servers; two test threads suit a 2-core machine.
 TEST_THREADS ?= 2
 
-.PHONY: all build deps demo test test-rust lint clean
+.PHONY: all build deps demo test test-rust test-demo lint clean
 
 all: build
 
@@ -21,11 +21,15 @@ deps:
 demo: deps
 	$(CARGO) run --release --locked -p zklock-core --example demo
 
-## test: every test suite, against real ZooKeeper servers
-test: deps lint test-rust
+## test: every test suite, against real ZooKeeper servers, and the demo
+test: deps lint test-rust test-demo
 
 test-rust:
 	$(CARGO) test --workspace --locked -- --test-threads=$(TEST_THREADS)
+
+# The demo must keep working: run it (debug build, already built by the tests).
+test-demo:
+	$(CARGO) run --locked -p zklock-core --example demo
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -21,4 +21,4 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo not found; install Rust >= 1.89 (https://rustup.rs) and run again" >&2
   exit 1
 fi
-echo "install-deps: ZooKeeper $(unzip -p /usr/share/java/zookeeper.jar META-INF/MANIFEST.MF 2>/dev/null | sed -n 's/^Implementation-Version: //p' | tr -d '\r' || true), $(java -version 2>&1 | head -1), $(cargo --version)"
+echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '(not from apt)'); $(java -version 2>&1 | head -1); $(cargo --version)"

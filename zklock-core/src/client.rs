@@ -251,6 +251,26 @@ impl Shared {
         }
     }
 
+    /// Marks the client closed and closes the session, waiting up to `wait`
+    /// for the server to confirm (not at all on the runtime's own thread).
+    /// Idempotent.
+    fn close_session(&self, wait: Duration) {
+        if self.closed.send_replace(true) {
+            return;
+        }
+        let Some(session) = self.session.borrow().clone() else { return };
+        session.close();
+        let _ = self.block_on(async move {
+            let mut states = session.states();
+            let _ = tokio::time::timeout(wait, async {
+                while !states.state().is_terminated() {
+                    states.changed().await;
+                }
+            })
+            .await;
+        });
+    }
+
     /// Runs `job` on the client's event thread (state-change callbacks).
     pub(crate) fn post_event(&self, job: Box<dyn FnOnce() + Send>) {
         if let Ok(tx) = self.events.lock() {
@@ -372,10 +392,9 @@ struct ClientInner {
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
-        self.shared.closed.send_replace(true);
-        if let Some(s) = self.shared.session.borrow().clone() {
-            s.close();
-        }
+        // Close the session cleanly (its ephemeral nodes go at once rather
+        // than after the session timeout), waiting a moment for the server.
+        self.shared.close_session(Duration::from_secs(1));
         // Never blocks and never panics, even when dropped inside a runtime.
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
@@ -550,22 +569,8 @@ impl Client {
     /// `Closed`. Idempotent. Waits up to the operation timeout for the
     /// server to confirm.
     pub fn close(&self) {
-        let shared = self.shared().clone();
-        if shared.closed.send_replace(true) {
-            return;
-        }
-        let Some(session) = shared.session.borrow().clone() else { return };
-        session.close();
-        let wait = shared.options.operation_timeout;
-        let _ = shared.block_on(async move {
-            let mut states = session.states();
-            let _ = tokio::time::timeout(wait, async {
-                while !states.state().is_terminated() {
-                    states.changed().await;
-                }
-            })
-            .await;
-        });
+        let shared = self.shared();
+        shared.close_session(shared.options.operation_timeout);
     }
 
     /// Whether [`Client::close`] was called.

@@ -329,3 +329,19 @@ fn bad_input_gets_clear_errors() {
     let c2 = connect(&zk.connect_string());
     assert!(queue(&c2, "/closing").is_empty(), "node went with the closed session");
 }
+
+#[test]
+fn dropping_the_last_handle_closes_the_session_at_once() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let in_server = |sid: i64| zk.four_letter(0, "dump").unwrap().contains(&format!("{sid:#x}"));
+    let c = Client::connect(common::options(&hosts, Duration::from_secs(30))).unwrap();
+    let sid = c.session_id().unwrap();
+    let lock = c.lock("/drop-close").unwrap();
+    drop(lock.acquire(None).unwrap());
+    assert!(in_server(sid), "session listed by the server");
+    drop(lock);
+    drop(c);
+    // Without a clean close the server would keep the session for 30 s.
+    wait_until("the server forgot the session", 5 * SEC, || !in_server(sid));
+}
