@@ -1,6 +1,7 @@
 # zklock entry points. `make demo` runs the main job, `make test` runs every
 # test; both install what they need first (scripts/install-deps.sh).
 
+SHELL := /bin/bash
 CARGO ?= cargo
 # Tests start real ZooKeeper servers; two test threads suit a 2-core machine.
 TEST_THREADS ?= 2
@@ -23,9 +24,11 @@ demo: deps
 
 ## test: every test suite, against real ZooKeeper servers, and the demo
 test: deps lint test-rust test-demo
+	@scripts/test-summary.sh target/test-rust.log
 
 test-rust:
-	$(CARGO) test --workspace --locked -- --test-threads=$(TEST_THREADS)
+	@mkdir -p target
+	set -o pipefail; $(CARGO) test --workspace --locked -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
 
 # The demo must keep working: run it (debug build, already built by the tests).
 test-demo:

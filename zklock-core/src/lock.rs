@@ -169,6 +169,9 @@ impl Holding {
 
     fn check(&self) -> Result<()> {
         let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
+        if self.shared.is_closed() && st.state != LockState::Released {
+            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: the client was closed", self.node_path())));
+        }
         match st.state {
             LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
             LockState::Lost => Err(st
@@ -791,6 +794,9 @@ impl Lock {
     /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
     /// as missing permissions on the lock path.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
+        if self.client.is_closed() {
+            return Err(Error::closed());
+        }
         self.options.validate()?;
         if let Some(g) = self.reenter() {
             return Ok(g);

@@ -10,6 +10,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Polls `cond` every 10 ms until it holds (true) or `limit` passes
+/// (false). Blocking, on the caller's thread.
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Sends the ZooKeeper four-letter word `word` (e.g. `"srvr"`, `"wchc"`,
 /// `"mntr"`) to `addr` and returns everything the server writes back until it
 /// closes the connection.

@@ -84,14 +84,7 @@ fn string(json: &str, key: &str) -> Option<String> {
 }
 
 fn wait_gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if !process_alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    zklock_harness::wait_for(Duration::from_secs(5), || !process_alive(pid))
 }
 
 #[test]

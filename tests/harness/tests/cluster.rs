@@ -8,14 +8,7 @@ use std::time::{Duration, Instant};
 use zklock_harness::{process_alive, Cluster, ClusterOptions};
 
 fn wait_gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if !process_alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    zklock_harness::wait_for(Duration::from_secs(5), || !process_alive(pid))
 }
 
 #[test]

@@ -10,15 +10,8 @@ use zklock_harness::{four_letter_word, parse_mode, Cluster, Proxy, ProxyGroup};
 
 const T: Duration = Duration::from_secs(5);
 
-fn wait_until(mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + T;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
+fn wait_until(f: impl FnMut() -> bool) -> bool {
+    zklock_harness::wait_for(T, f)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! third-party ZooKeeper client for making foreign nodes and deleting ours.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zklock_core::{Client, ClientOptions};
 use zklock_harness::{Cluster, ClusterOptions};
@@ -28,12 +28,8 @@ pub fn connect(hosts: &str) -> Client {
 }
 
 /// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
-pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+pub fn wait_until(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    assert!(zklock_harness::wait_for(limit, cond), "timed out waiting until {what}");
 }
 
 /// Names of the lock nodes queued on `path`.
