@@ -345,3 +345,17 @@ fn dropping_the_last_handle_closes_the_session_at_once() {
     // Without a clean close the server would keep the session for 30 s.
     wait_until("the server forgot the session", 5 * SEC, || !in_server(sid));
 }
+
+#[test]
+fn digest_authenticated_session_locks() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = Client::connect(common::options(&hosts, 4 * SEC).digest_auth("alice", "s3cret")).unwrap();
+    let g = c.lock("/authed").unwrap().acquire(Some(5 * SEC)).unwrap();
+    g.check().unwrap();
+    for user in ["", "a:b"] {
+        let e = Client::connect(common::options(&hosts, 4 * SEC).digest_auth(user, "x")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{user:?}");
+        assert!(e.message().contains("digest user"), "{e}");
+    }
+}

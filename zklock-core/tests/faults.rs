@@ -253,3 +253,28 @@ fn session_expiring_during_recovery_of_a_lost_reply_starts_over() {
     assert_eq!(q[0].session_id, session);
     drop(g);
 }
+
+#[test]
+fn predecessor_gone_between_list_and_watch_is_looked_at_again() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let w = via_proxy(&proxy, 4 * SEC);
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/between");
+    let holder = raw.create("/between/aaaa__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    let before = raw.create("/between/bbbb__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    // Hold the waiter's getData (+watch) on the node before it for a second,
+    // and delete that node meanwhile: the watch then answers NoNode.
+    proxy.delay_next_request(4, SEC);
+    let lw = w.lock("/between").unwrap();
+    let t = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| g.node_path()));
+    wait_until("the waiter's node exists", 5 * SEC, || raw.children("/between").len() == 3);
+    raw.delete(&format!("/between/{before}"));
+    wait_until("the held getData went through", 5 * SEC, || proxy.delayed() == 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!t.is_finished(), "must wait for the holder, not fail or take the lock");
+    raw.delete(&format!("/between/{holder}"));
+    let node = t.join().unwrap().expect("granted once the holder goes");
+    assert!(node.starts_with("/between/_c_"));
+}

@@ -140,6 +140,9 @@ struct Inner {
     blackhole: AtomicBool,
     arm: SharedArm,
     dropped: AtomicU64,
+    /// One-shot: hold the next request of this type for this long.
+    delay: Mutex<Option<(i32, Duration)>>,
+    delayed: AtomicU64,
     registry: Mutex<Registry>,
 }
 
@@ -364,6 +367,19 @@ fn forward_frames(
         } else {
             match dir {
                 Dir::ToServer => {
+                    if let Some(pause) = take_delay(inner, body) {
+                        // Forward what came before, then hold this request
+                        // (and so every later one: order is kept).
+                        if write_fully(conn, dst, &buf[..end]).is_err() {
+                            conn.abort();
+                            return Step::Stop;
+                        }
+                        buf.drain(..end);
+                        end = 0;
+                        thread::sleep(pause);
+                        inner.delayed.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
                     if inspect_request(inner, conn, body) {
                         // Forward everything up to and including this frame,
                         // then the frame once more.
@@ -407,6 +423,20 @@ fn forward_frames(
         return Step::Stop;
     }
     Step::Continue
+}
+
+/// If a delay is armed for the type of request `body`, disarms it and
+/// returns the pause.
+fn take_delay(inner: &Inner, body: &[u8]) -> Option<Duration> {
+    let typ = i32::from_be_bytes(body.get(4..8)?.try_into().ok()?);
+    let mut delay = lock(&inner.delay);
+    match *delay {
+        Some((t, pause)) if t == typ => {
+            *delay = None;
+            Some(pause)
+        }
+        _ => None,
+    }
 }
 
 /// Arms the connection's reply drop if `body` is a create request matching
@@ -563,6 +593,8 @@ impl Proxy {
             blackhole: AtomicBool::new(false),
             arm,
             dropped: AtomicU64::new(0),
+            delay: Mutex::new(None),
+            delayed: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
         });
         let accept_listener = listener.try_clone()?;
@@ -676,6 +708,21 @@ impl Proxy {
     /// Whether a drop-create-reply fault is armed and not yet triggered.
     pub fn drop_create_reply_armed(&self) -> bool {
         lock(&self.inner.arm).is_some()
+    }
+
+    /// Arms a one-shot fault: the next client request of ZooKeeper op type
+    /// `op_type` (e.g. 4 = getData, 8 = getChildren) on any connection is
+    /// held for `pause` before it is forwarded; requests behind it on that
+    /// connection wait too (order is kept). [`delayed`](Proxy::delayed)
+    /// counts how many were held.
+    pub fn delay_next_request(&self, op_type: i32, pause: Duration) {
+        *lock(&self.inner.delay) = Some((op_type, pause));
+    }
+
+    /// How many requests [`delay_next_request`](Proxy::delay_next_request)
+    /// has held so far (counted once forwarded).
+    pub fn delayed(&self) -> u64 {
+        self.inner.delayed.load(Ordering::SeqCst)
     }
 
     /// How many create replies this proxy has dropped so far.
