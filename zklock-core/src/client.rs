@@ -6,7 +6,7 @@
 //! protocol, and one event thread that runs state-change callbacks.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -246,7 +246,6 @@ impl Shared {
                     r?.map_err(|_| Error::closed())?;
                 }
                 _ = self.closed() => return Err(Error::closed()),
-                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
             }
         }
     }
@@ -584,18 +583,5 @@ impl Client {
         } else {
             Ok(())
         }
-    }
-}
-
-/// Internal flag helper used by locks: true once set.
-#[derive(Default)]
-pub(crate) struct Flag(AtomicBool);
-
-impl Flag {
-    pub(crate) fn set(&self) -> bool {
-        self.0.swap(true, Ordering::AcqRel)
-    }
-    pub(crate) fn get(&self) -> bool {
-        self.0.load(Ordering::Acquire)
     }
 }

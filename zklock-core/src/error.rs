@@ -7,88 +7,75 @@
 
 use std::fmt;
 
-/// What kind of failure an [`Error`] is.
-///
-/// The numeric values are part of the C ABI (`zklock_code`): they are fixed
-/// and never reused. `0` is reserved for success in C.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// An argument was invalid (empty or malformed connect string, bad option
-    /// value, null pointer in C, wrong type in Python or Node, ...).
-    InvalidArgument = 1,
-    /// A ZooKeeper path was malformed (not absolute, empty component, trailing
-    /// slash, forbidden character, reserved name, ...).
-    InvalidPath = 2,
-    /// The deadline passed before the operation completed.
-    Timeout = 3,
-    /// The operation was cancelled through a [`crate::CancelHandle`].
-    Cancelled = 4,
-    /// The connection to ZooKeeper was lost, or could not be established, and
-    /// the outcome of the operation is unknown or it could not be started.
-    ConnectionLoss = 5,
-    /// The ZooKeeper session expired.
-    SessionExpired = 6,
-    /// The lock was held but is lost (session expired, our node deleted, or
-    /// the re-check after a reconnect failed).
-    LockLost = 7,
-    /// The lock is not held by this handle or guard (for example a release of
-    /// a guard that was already released).
-    NotHeld = 8,
-    /// The client was closed.
-    Closed = 9,
-    /// ZooKeeper answered with an error that has no kind of its own (the
-    /// message names the ZooKeeper error).
-    ZooKeeper = 10,
-    /// A bug in zklock (a broken invariant or a caught panic).
-    Internal = 11,
-    /// The operation would deadlock and was refused (read-to-write upgrade on
-    /// one handle).
-    WouldDeadlock = 12,
+/// Declares [`ErrorKind`] from one table: variant, fixed code, stable name,
+/// doc. `ALL`, `name()` and `code()` all come from this single list.
+macro_rules! error_kinds {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $name:literal; )*) => {
+        /// What kind of failure an [`Error`] is.
+        ///
+        /// The numeric values are part of the C ABI (`zklock_code`): they are
+        /// fixed and never reused. `0` is reserved for success in C.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(i32)]
+        #[non_exhaustive]
+        pub enum ErrorKind {
+            $( $(#[doc = $doc])* $variant = $code, )*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in code order. Bindings use this to check that
+            /// they map all of them.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$variant),*];
+
+            /// The stable name of the kind, as used by the C enum
+            /// (`ZKLOCK_<NAME>`), Python's `.code` and Node's `code`: for
+            /// example `"TIMEOUT"`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( ErrorKind::$variant => $name, )*
+                }
+            }
+
+            /// The fixed numeric code of the kind (the C `zklock_code` value).
+            pub fn code(self) -> i32 {
+                self as i32
+            }
+        }
+    };
 }
 
-impl ErrorKind {
-    /// Every kind, in code order. Bindings use this to check that they map
-    /// all of them.
-    pub const ALL: [ErrorKind; 12] = [
-        ErrorKind::InvalidArgument,
-        ErrorKind::InvalidPath,
-        ErrorKind::Timeout,
-        ErrorKind::Cancelled,
-        ErrorKind::ConnectionLoss,
-        ErrorKind::SessionExpired,
-        ErrorKind::LockLost,
-        ErrorKind::NotHeld,
-        ErrorKind::Closed,
-        ErrorKind::ZooKeeper,
-        ErrorKind::Internal,
-        ErrorKind::WouldDeadlock,
-    ];
-
-    /// The stable name of the kind, as used by the C enum (`ZKLOCK_<NAME>`),
-    /// Python's `.code` and Node's `code`: for example `"TIMEOUT"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorKind::InvalidPath => "INVALID_PATH",
-            ErrorKind::Timeout => "TIMEOUT",
-            ErrorKind::Cancelled => "CANCELLED",
-            ErrorKind::ConnectionLoss => "CONNECTION_LOSS",
-            ErrorKind::SessionExpired => "SESSION_EXPIRED",
-            ErrorKind::LockLost => "LOCK_LOST",
-            ErrorKind::NotHeld => "NOT_HELD",
-            ErrorKind::Closed => "CLOSED",
-            ErrorKind::ZooKeeper => "ZOOKEEPER",
-            ErrorKind::Internal => "INTERNAL",
-            ErrorKind::WouldDeadlock => "WOULD_DEADLOCK",
-        }
-    }
-
-    /// The fixed numeric code of the kind (the C `zklock_code` value).
-    pub fn code(self) -> i32 {
-        self as i32
-    }
+error_kinds! {
+    /// An argument was invalid (empty or malformed connect string, bad option
+    /// value, null pointer in C, wrong type in Python or Node, ...).
+    InvalidArgument = 1, "INVALID_ARGUMENT";
+    /// A ZooKeeper path was malformed (not absolute, empty component, trailing
+    /// slash, forbidden character, reserved name, ...).
+    InvalidPath = 2, "INVALID_PATH";
+    /// The deadline passed before the operation completed.
+    Timeout = 3, "TIMEOUT";
+    /// The operation was cancelled through a [`crate::CancelHandle`].
+    Cancelled = 4, "CANCELLED";
+    /// The connection to ZooKeeper was lost, or could not be established, and
+    /// the outcome of the operation is unknown or it could not be started.
+    ConnectionLoss = 5, "CONNECTION_LOSS";
+    /// The ZooKeeper session expired.
+    SessionExpired = 6, "SESSION_EXPIRED";
+    /// The lock was held but is lost (session expired, our node deleted, or
+    /// the re-check after a reconnect failed).
+    LockLost = 7, "LOCK_LOST";
+    /// The lock is not held by this handle or guard (for example a release of
+    /// a guard that was already released).
+    NotHeld = 8, "NOT_HELD";
+    /// The client was closed.
+    Closed = 9, "CLOSED";
+    /// ZooKeeper answered with an error that has no kind of its own (the
+    /// message names the ZooKeeper error).
+    ZooKeeper = 10, "ZOOKEEPER";
+    /// A bug in zklock (a broken invariant or a caught panic).
+    Internal = 11, "INTERNAL";
+    /// The operation would deadlock and was refused (read-to-write upgrade on
+    /// one handle).
+    WouldDeadlock = 12, "WOULD_DEADLOCK";
 }
 
 impl fmt::Display for ErrorKind {

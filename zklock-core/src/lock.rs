@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -219,26 +219,22 @@ enum Cleanup {
 
 /// Deletes one node now if the session is connected, else in the background.
 async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String) -> ReleaseStatus {
-    if session.state().is_terminated() {
+    let what = Cleanup::Node(path);
+    if session.state().is_terminated()
+        || (session.state() == zk::SessionState::SyncConnected && cleanup_once(shared, session, &what).await)
+    {
         return ReleaseStatus::Released;
     }
-    if session.state() == zk::SessionState::SyncConnected {
-        if let Ok(zk) = session.zk() {
-            match tokio::time::timeout(shared.options.operation_timeout, zk.delete(&path, None)).await {
-                Ok(Ok(())) | Ok(Err(zk::Error::NoNode)) => return ReleaseStatus::Released,
-                Ok(Err(e)) if session_gone(&e) => return ReleaseStatus::Released,
-                Ok(Err(e)) => log::warn!("zklock: delete {path}: {e}; retrying in the background"),
-                Err(_) => log::warn!("zklock: delete {path}: no answer; retrying in the background"),
-            }
-        }
-    }
-    spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
+    spawn_cleanup(shared.clone(), session.clone(), what);
     ReleaseStatus::Pending
 }
 
 /// Retries `what` until it is done, the session ends, or the client closes
 /// (which ends the session).
 fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
+    if let Cleanup::Node(path) = &what {
+        log::warn!("zklock: cannot delete {path} now; retrying in the background");
+    }
     shared.pending_cleanups.fetch_add(1, Ordering::AcqRel);
     let handle = shared.handle.clone();
     handle.spawn(async move {
@@ -882,7 +878,7 @@ pub struct Guard {
     client: Client,
     holding: Arc<Holding>,
     slot: Arc<Mutex<Option<Arc<Holding>>>>,
-    released: crate::client::Flag,
+    released: AtomicBool,
 }
 
 impl std::fmt::Debug for Guard {
@@ -960,7 +956,7 @@ impl Guard {
     /// had been lost before the release (the critical section may have run
     /// without the lock; our node is cleaned up all the same).
     pub fn release(&self) -> Result<ReleaseStatus> {
-        if self.released.set() {
+        if self.released.swap(true, Ordering::AcqRel) {
             return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
         }
         if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
@@ -988,7 +984,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if !self.released.get() {
+        if !self.released.load(Ordering::Acquire) {
             let _ = self.release();
         }
     }
