@@ -14,7 +14,7 @@ use tokio::sync::{watch, Notify};
 use zookeeper_client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::{Lock, LockOptions};
+use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::validate::{validate_connect_string, validate_lock_path};
 
@@ -476,6 +476,39 @@ impl Client {
     /// `InvalidPath` if `path` is not a valid lock path.
     pub fn lock(&self, path: &str) -> Result<Lock> {
         self.lock_with(path, LockMode::Exclusive, LockOptions::default())
+    }
+
+    /// The read side of a read/write lock on `path`, as an independent
+    /// handle (Curator `InterProcessReadWriteLock.readLock()` compatible).
+    /// Use [`Client::read_write_lock`] for a pair that can downgrade.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn read_lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Read, LockOptions::default())
+    }
+
+    /// The write side of a read/write lock on `path`, as an independent
+    /// handle. Two handles are two contenders: a separate read handle of the
+    /// same client that holds the lock blocks this one like anyone else's.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn write_lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Write, LockOptions::default())
+    }
+
+    /// A read/write lock pair on `path` whose sides know each other:
+    /// write-to-read downgrade, read-to-write upgrade refused
+    /// (`WouldDeadlock`). See [`ReadWriteLock`].
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path; `Closed`.
+    pub fn read_write_lock(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        options.validate()?;
+        Ok(ReadWriteLock::new(self.clone(), path, options))
     }
 
     /// A lock on `path` of `mode` with `options`.

@@ -32,6 +32,6 @@ mod validate;
 
 pub use client::{Client, ClientOptions, Participant};
 pub use error::{Error, ErrorKind, Result};
-pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReleaseStatus};
+pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus};
 pub use names::{LockMode, NodeKind};
 pub use validate::{validate_connect_string, validate_lock_path};

@@ -38,7 +38,7 @@ impl LockOptions {
         self.data(format!("{host}/{}", std::process::id()))
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.data.len() > 64 * 1024 {
             return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
         }
@@ -306,6 +306,9 @@ struct Ctx {
     data: Vec<u8>,
     deadline: Option<Instant>,
     try_once: bool,
+    /// Downgrade: the sequence of the write node this handle's pair holds;
+    /// the read node is created non-sequentially with that sequence.
+    downgrade: Option<i64>,
     cancel: Arc<CancelState>,
     epoch: u64,
 }
@@ -401,8 +404,11 @@ impl Attempt {
     /// the children when that list is known to include our node.
     async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Vec<String>>, Step> {
         let zk = self.session.zk()?;
-        let create_path = format!("{}/{}", ctx.path, self.name_prefix);
-        let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let (create_path, mode) = match ctx.downgrade {
+            Some(seq) => (format!("{}/{}{seq:010}", ctx.path, self.name_prefix), zk::CreateMode::Ephemeral),
+            None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
+        };
+        let options = mode.with_acls(zk::Acls::anyone_all());
         loop {
             ctx.interrupted()?;
             // Both requests are sent now, in this order; the server answers
@@ -413,7 +419,11 @@ impl Attempt {
             match ctx.op(&self.session, create).await? {
                 Ok((stat, seq)) => {
                     self.unknown_create = false;
-                    self.node = Some(OwnNode { name: format!("{}{seq}", self.name_prefix), czxid: stat.czxid });
+                    let name = match ctx.downgrade {
+                        Some(_) => create_path[ctx.path.len() + 1..].to_owned(),
+                        None => format!("{}{seq}", self.name_prefix),
+                    };
+                    self.node = Some(OwnNode { name, czxid: stat.czxid });
                     return Ok(ctx.op(&self.session, list).await?.ok());
                 },
                 Err(zk::Error::NoNode) => {
@@ -421,7 +431,9 @@ impl Attempt {
                     drop(list);
                     self.make_parents(ctx).await?;
                 },
-                Err(e) if outcome_unknown(&e) => {
+                // A downgrade's create retried after a lost reply finds its
+                // own node: recover it like a lost reply.
+                Err(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
                         return Ok(Some(children));
@@ -744,8 +756,12 @@ pub struct Lock {
     options: LockOptions,
     cancel: Arc<CancelState>,
     acquiring: Arc<tokio::sync::Mutex<()>>,
-    held: Arc<Mutex<Option<Arc<Holding>>>>,
+    held: HeldSlot,
+    /// The other side of a [`ReadWriteLock`] (its held slot), if any.
+    sibling: Option<HeldSlot>,
 }
+
+type HeldSlot = Arc<Mutex<Option<Arc<Holding>>>>;
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -755,6 +771,17 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Client, path: &str, mode: LockMode, options: LockOptions) -> Lock {
+        Self::with_slots(client, path, mode, options, Arc::default(), None)
+    }
+
+    fn with_slots(
+        client: Client,
+        path: &str,
+        mode: LockMode,
+        options: LockOptions,
+        held: HeldSlot,
+        sibling: Option<HeldSlot>,
+    ) -> Lock {
         Lock {
             client,
             path: path.to_owned(),
@@ -762,7 +789,28 @@ impl Lock {
             options,
             cancel: Arc::default(),
             acquiring: Arc::default(),
-            held: Arc::default(),
+            held,
+            sibling,
+        }
+    }
+
+    /// What holding the other side of this handle's read/write pair means
+    /// for an acquire: refuse an upgrade, or downgrade (the write node's
+    /// sequence).
+    fn pair_rule(&self) -> Result<Option<i64>> {
+        let Some(sibling) = &self.sibling else { return Ok(None) };
+        let other = sibling.lock().ok().and_then(|s| s.clone()).filter(|h| h.is_live());
+        match (self.mode, other) {
+            (LockMode::Write, Some(_)) => Err(Error::new(
+                ErrorKind::WouldDeadlock,
+                format!(
+                    "read-to-write upgrade on {} refused: this handle holds the read lock, and waiting for the \
+                     write lock behind it would deadlock; release the read lock first",
+                    self.path
+                ),
+            )),
+            (LockMode::Read, Some(writer)) => Ok(Some(writer.sequence)),
+            _ => Ok(None),
         }
     }
 
@@ -797,6 +845,7 @@ impl Lock {
         if let Some(g) = self.reenter() {
             return Ok(g);
         }
+        let downgrade = self.pair_rule()?;
         let shared = self.client.shared().clone();
         let epoch = self.cancel.epoch.load(Ordering::Acquire);
         let try_once = timeout == Some(Duration::ZERO);
@@ -807,6 +856,7 @@ impl Lock {
             data: self.options.data.clone(),
             deadline: if try_once { None } else { timeout.map(|t| Instant::now() + t) },
             try_once,
+            downgrade,
             cancel: self.cancel.clone(),
             epoch,
         };
@@ -857,6 +907,57 @@ impl Lock {
     fn reenter(&self) -> Option<Guard> {
         let holding = reenter_slot(&self.held)?;
         Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
+    }
+}
+
+/// A read/write lock on one path: a read side and a write side that know
+/// each other (Curator `InterProcessReadWriteLock` compatible).
+///
+/// - Readers share; a writer excludes everyone; FIFO: a reader queued after
+///   a waiting writer waits for it, so writers do not starve.
+/// - Write to read **downgrade**: acquiring the read side while holding the
+///   write side succeeds at once (the read node takes the write node's
+///   sequence, so no writer queued behind can slip in); then release the
+///   write guard.
+/// - Read to write **upgrade** is refused with `WouldDeadlock` (waiting for
+///   the write lock behind our own read node would never end).
+///
+/// Each side is reentrant on its own. `Send + Sync`; methods block.
+#[derive(Debug)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(client: Client, path: &str, options: LockOptions) -> ReadWriteLock {
+        let (read_slot, write_slot): (HeldSlot, HeldSlot) = (Arc::default(), Arc::default());
+        ReadWriteLock {
+            read: Lock::with_slots(
+                client.clone(),
+                path,
+                LockMode::Read,
+                options.clone(),
+                read_slot.clone(),
+                Some(write_slot.clone()),
+            ),
+            write: Lock::with_slots(client, path, LockMode::Write, options, write_slot, Some(read_slot)),
+        }
+    }
+
+    /// The read (shared) side.
+    pub fn read_lock(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The write (exclusive) side.
+    pub fn write_lock(&self) -> &Lock {
+        &self.write
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        self.read.path()
     }
 }
 
@@ -997,4 +1098,5 @@ const _: fn() = || {
     is::<Lock>();
     is::<Guard>();
     is::<CancelHandle>();
+    is::<ReadWriteLock>();
 };
