@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{connect, queue, server, wait_until, Raw};
+use common::{connect, lock_of, queue, server, wait_until, Raw};
 use zklock_core::{Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
 use zookeeper_client as zk;
 
@@ -82,11 +82,17 @@ fn reentrant_per_handle_not_per_thread() {
 
 #[test]
 fn try_acquire_when_held_elsewhere_leaves_no_node() {
+    for mode in common::MODES {
+        try_acquire_when_held_elsewhere_leaves_no_node_in(mode);
+    }
+}
+
+fn try_acquire_when_held_elsewhere_leaves_no_node_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let (a, b) = (connect(&hosts), connect(&hosts));
-    let ga = a.lock("/try").unwrap().acquire(None).unwrap();
-    let lb = b.lock("/try").unwrap();
+    let ga = a.write_lock("/try").unwrap().acquire(None).unwrap();
+    let lb = lock_of(&b, "/try", mode);
     assert!(lb.try_acquire().unwrap().is_none());
     let err = lb.acquire(Some(Duration::ZERO)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
@@ -97,22 +103,28 @@ fn try_acquire_when_held_elsewhere_leaves_no_node() {
 
 #[test]
 fn timeout_is_one_total_deadline_across_wakeups() {
+    for mode in common::MODES {
+        timeout_is_one_total_deadline_across_wakeups_in(mode);
+    }
+}
+
+fn timeout_is_one_total_deadline_across_wakeups_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let holder = connect(&hosts);
-    let _held = holder.lock("/deadline").unwrap().acquire(None).unwrap();
+    let _held = holder.write_lock("/deadline").unwrap().acquire(None).unwrap();
     // Five contenders queue between the holder and the waiter.
     let mut blockers = Vec::new();
     for i in 0..5 {
         let c = connect(&hosts);
-        let lock = Arc::new(c.lock("/deadline").unwrap());
+        let lock = Arc::new(c.write_lock("/deadline").unwrap());
         let l = lock.clone();
         let t = std::thread::spawn(move || l.acquire(Some(60 * SEC)).map(drop));
         wait_until("blocker queued", 5 * SEC, || queue(&holder, "/deadline").len() == 2 + i);
         blockers.push((c, lock, t));
     }
     let w = connect(&hosts);
-    let wl = w.lock("/deadline").unwrap();
+    let wl = lock_of(&w, "/deadline", mode);
     let waiter = std::thread::spawn(move || {
         let start = Instant::now();
         (wl.acquire(Some(Duration::from_millis(1500))).map(drop), start.elapsed())
@@ -134,11 +146,17 @@ fn timeout_is_one_total_deadline_across_wakeups() {
 
 #[test]
 fn timeout_and_cancel_delete_our_node() {
+    for mode in common::MODES {
+        timeout_and_cancel_delete_our_node_in(mode);
+    }
+}
+
+fn timeout_and_cancel_delete_our_node_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let (a, b) = (connect(&hosts), connect(&hosts));
-    let _held = a.lock("/cleanup").unwrap().acquire(None).unwrap();
-    let lb = Arc::new(b.lock("/cleanup").unwrap());
+    let _held = a.write_lock("/cleanup").unwrap().acquire(None).unwrap();
+    let lb = Arc::new(lock_of(&b, "/cleanup", mode));
     let err = lb.acquire(Some(Duration::from_millis(300))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert!(err.message().contains("/cleanup"), "{err}");
@@ -159,11 +177,17 @@ fn timeout_and_cancel_delete_our_node() {
 
 #[test]
 fn cancel_racing_with_grant_never_leaks_a_node() {
+    for mode in common::MODES {
+        cancel_racing_with_grant_never_leaks_a_node_in(mode);
+    }
+}
+
+fn cancel_racing_with_grant_never_leaks_a_node_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let (a, b) = (connect(&hosts), connect(&hosts));
-    let la = a.lock("/race").unwrap();
-    let lb = Arc::new(b.lock("/race").unwrap());
+    let la = a.write_lock("/race").unwrap();
+    let lb = Arc::new(lock_of(&b, "/race", mode));
     let (mut granted, mut cancelled) = (0, 0);
     for i in 0..20u64 {
         let g = la.acquire(Some(5 * SEC)).unwrap();
@@ -226,6 +250,12 @@ fn foreign_and_unsequenced_children_are_ordered_not_errors() {
 
 #[test]
 fn waiter_watches_only_the_node_before_it_and_wakes_when_it_goes() {
+    for mode in common::MODES {
+        waiter_watches_only_the_node_before_it_and_wakes_when_it_goes_in(mode);
+    }
+}
+
+fn waiter_watches_only_the_node_before_it_and_wakes_when_it_goes_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let c = connect(&hosts);
@@ -233,7 +263,7 @@ fn waiter_watches_only_the_node_before_it_and_wakes_when_it_goes() {
     raw.mkdir("/gap");
     let first = raw.create("/gap/aaaa__lock__", zk::CreateMode::EphemeralSequential);
     let second = raw.create("/gap/bbbb__lock__", zk::CreateMode::EphemeralSequential);
-    let lock = c.lock("/gap").unwrap();
+    let lock = lock_of(&c, "/gap", mode);
     let t = std::thread::spawn(move || lock.acquire(Some(20 * SEC)).map(|g| g.node_path()));
     wait_until("waiter queued", 5 * SEC, || raw.children("/gap").len() == 3);
     // Deleting the first node does not grant the lock (the second still holds

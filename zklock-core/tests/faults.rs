@@ -9,8 +9,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{options, queue, server, wait_until, Raw};
-use zklock_core::{Client, ErrorKind, LockState, ReleaseStatus};
+use common::{lock_of, options, queue, server, wait_until, Raw};
+use zklock_core::{Client, ErrorKind, LockMode, LockState, ReleaseStatus};
 use zklock_harness::Proxy;
 
 const SEC: Duration = Duration::from_secs(1);
@@ -21,14 +21,20 @@ fn via_proxy(proxy: &Proxy, session: Duration) -> Client {
 
 #[test]
 fn create_reply_lost_is_recovered_without_leak_or_deadlock() {
+    for mode in common::MODES {
+        create_reply_lost_is_recovered_without_leak_or_deadlock_in(mode);
+    }
+}
+
+fn create_reply_lost_is_recovered_without_leak_or_deadlock_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = via_proxy(&proxy, 4 * SEC);
     let b = common::connect(&hosts);
     // b holds, so a has to queue after recovering its node.
-    let gb = b.lock("/lost-reply").unwrap().acquire(None).unwrap();
-    let la = Arc::new(a.lock("/lost-reply").unwrap());
+    let gb = b.write_lock("/lost-reply").unwrap().acquire(None).unwrap();
+    let la = Arc::new(lock_of(&a, "/lost-reply", mode));
     proxy.drop_next_create_reply();
     let l = la.clone();
     let t = std::thread::spawn(move || l.acquire(Some(20 * SEC)));
@@ -54,14 +60,20 @@ fn create_reply_lost_is_recovered_without_leak_or_deadlock() {
 
 #[test]
 fn session_expiry_while_waiting_requeues_with_a_new_session() {
+    for mode in common::MODES {
+        session_expiry_while_waiting_requeues_with_a_new_session_in(mode);
+    }
+}
+
+fn session_expiry_while_waiting_requeues_with_a_new_session_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = common::connect(&hosts);
     let b = via_proxy(&proxy, 2 * SEC);
-    let ga = a.lock("/expire-wait").unwrap().acquire(None).unwrap();
+    let ga = a.write_lock("/expire-wait").unwrap().acquire(None).unwrap();
     let old_session = b.session_id().unwrap();
-    let lb = b.lock("/expire-wait").unwrap();
+    let lb = lock_of(&b, "/expire-wait", mode);
     let t = std::thread::spawn(move || lb.acquire(Some(60 * SEC)));
     wait_until("b queued", 5 * SEC, || queue(&a, "/expire-wait").len() == 2);
     proxy.blackhole();
@@ -77,12 +89,18 @@ fn session_expiry_while_waiting_requeues_with_a_new_session() {
 
 #[test]
 fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted() {
+    for mode in common::MODES {
+        session_expiry_while_holding_fails_check_before_anyone_else_is_granted_in(mode);
+    }
+}
+
+fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = via_proxy(&proxy, 2 * SEC);
     let b = common::connect(&hosts);
-    let ga = Arc::new(a.lock("/expire-hold").unwrap().acquire(None).unwrap());
+    let ga = Arc::new(lock_of(&a, "/expire-hold", mode).acquire(None).unwrap());
     let states = Arc::new(Mutex::new(Vec::new()));
     let s = states.clone();
     ga.on_state_change(move |st| s.lock().unwrap().push((st, Instant::now())));
@@ -94,7 +112,7 @@ fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted() {
         }
         std::thread::sleep(Duration::from_millis(2));
     });
-    let lb = b.lock("/expire-hold").unwrap();
+    let lb = b.write_lock("/expire-hold").unwrap();
     let waiter = std::thread::spawn(move || {
         let g = lb.acquire(Some(60 * SEC)).unwrap();
         (Instant::now(), g)
@@ -119,11 +137,17 @@ fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted() {
 
 #[test]
 fn our_node_deleted_by_a_third_party_is_lost() {
+    for mode in common::MODES {
+        our_node_deleted_by_a_third_party_is_lost_in(mode);
+    }
+}
+
+fn our_node_deleted_by_a_third_party_is_lost_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let a = common::connect(&hosts);
     let raw = Raw::connect(&hosts);
-    let g = a.lock("/stolen").unwrap().acquire(None).unwrap();
+    let g = lock_of(&a, "/stolen", mode).acquire(None).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     g.on_state_change(move |s| {
         let _ = tx.send(s);
@@ -137,10 +161,16 @@ fn our_node_deleted_by_a_third_party_is_lost() {
 
 #[test]
 fn disconnect_suspends_and_reconnect_with_same_session_holds_again() {
+    for mode in common::MODES {
+        disconnect_suspends_and_reconnect_with_same_session_holds_again_in(mode);
+    }
+}
+
+fn disconnect_suspends_and_reconnect_with_same_session_holds_again_in(mode: LockMode) {
     let zk = server();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = via_proxy(&proxy, 6 * SEC);
-    let g = a.lock("/flap").unwrap().acquire(None).unwrap();
+    let g = lock_of(&a, "/flap", mode).acquire(None).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     g.on_state_change(move |s| {
         let _ = tx.send(s);
@@ -153,13 +183,19 @@ fn disconnect_suspends_and_reconnect_with_same_session_holds_again() {
 
 #[test]
 fn release_during_a_disconnect_is_pending_then_done() {
+    for mode in common::MODES {
+        release_during_a_disconnect_is_pending_then_done_in(mode);
+    }
+}
+
+fn release_during_a_disconnect_is_pending_then_done_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = via_proxy(&proxy, 6 * SEC);
     let watcher = common::connect(&hosts);
     let session = a.session_id().unwrap();
-    let g = a.lock("/release-pending").unwrap().acquire(None).unwrap();
+    let g = lock_of(&a, "/release-pending", mode).acquire(None).unwrap();
     proxy.blackhole();
     wait_until("a notices the disconnect", 10 * SEC, || g.state() == LockState::Suspended);
     assert_eq!(g.release().unwrap(), ReleaseStatus::Pending);
@@ -173,15 +209,21 @@ fn release_during_a_disconnect_is_pending_then_done() {
 
 #[test]
 fn cancel_and_timeout_during_a_disconnect_still_delete_our_node() {
+    for mode in common::MODES {
+        cancel_and_timeout_during_a_disconnect_still_delete_our_node_in(mode);
+    }
+}
+
+fn cancel_and_timeout_during_a_disconnect_still_delete_our_node_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = common::connect(&hosts);
     let b = via_proxy(&proxy, 8 * SEC);
     let session = b.session_id().unwrap();
-    let _ga = a.lock("/cut").unwrap().acquire(None).unwrap();
+    let _ga = a.write_lock("/cut").unwrap().acquire(None).unwrap();
     for cancel in [true, false] {
-        let lb = Arc::new(b.lock("/cut").unwrap());
+        let lb = Arc::new(lock_of(&b, "/cut", mode));
         let l = lb.clone();
         let timeout = if cancel { 60 * SEC } else { 2 * SEC };
         let t = std::thread::spawn(move || l.acquire(Some(timeout)).map(drop));
@@ -201,6 +243,12 @@ fn cancel_and_timeout_during_a_disconnect_still_delete_our_node() {
 
 #[test]
 fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one() {
+    for mode in common::MODES {
+        duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one_in(mode);
+    }
+}
+
+fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
@@ -211,7 +259,7 @@ fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one() {
     raw.mkdir("/dup");
     let foreign = raw.create("/dup/ffff__lock__", zookeeper_client::CreateMode::EphemeralSequential);
     proxy.duplicate_next_create_and_drop_reply();
-    let la = a.lock("/dup").unwrap();
+    let la = lock_of(&a, "/dup", mode);
     let t = std::thread::spawn(move || la.acquire(Some(20 * SEC)).map(|g| (g.node_path(), g)));
     wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
     // Recovery finds two nodes of this attempt owned by a's session and
@@ -229,6 +277,12 @@ fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one() {
 
 #[test]
 fn session_expiring_during_recovery_of_a_lost_reply_starts_over() {
+    for mode in common::MODES {
+        session_expiring_during_recovery_of_a_lost_reply_starts_over_in(mode);
+    }
+}
+
+fn session_expiring_during_recovery_of_a_lost_reply_starts_over_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
@@ -238,7 +292,7 @@ fn session_expiring_during_recovery_of_a_lost_reply_starts_over() {
     // The lock path exists, so the create whose reply is dropped succeeds.
     Raw::connect(&hosts).mkdir("/recover-expired");
     proxy.drop_next_create_reply_then_blackhole();
-    let la = a.lock("/recover-expired").unwrap();
+    let la = lock_of(&a, "/recover-expired", mode);
     let t = std::thread::spawn(move || la.acquire(Some(60 * SEC)).map(|g| (g.session_id(), g)));
     wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
     assert!(proxy.is_blackholed());
@@ -256,6 +310,12 @@ fn session_expiring_during_recovery_of_a_lost_reply_starts_over() {
 
 #[test]
 fn predecessor_gone_between_list_and_watch_is_looked_at_again() {
+    for mode in common::MODES {
+        predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode);
+    }
+}
+
+fn predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
@@ -267,7 +327,7 @@ fn predecessor_gone_between_list_and_watch_is_looked_at_again() {
     // Hold the waiter's getData (+watch) on the node before it for a second,
     // and delete that node meanwhile: the watch then answers NoNode.
     proxy.delay_next_request(4, SEC);
-    let lw = w.lock("/between").unwrap();
+    let lw = lock_of(&w, "/between", mode);
     let t = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| g.node_path()));
     wait_until("the waiter's node exists", 5 * SEC, || raw.children("/between").len() == 3);
     raw.delete(&format!("/between/{before}"));

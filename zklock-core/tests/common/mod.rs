@@ -5,9 +5,17 @@
 
 use std::time::Duration;
 
-use zklock_core::{Client, ClientOptions};
+use zklock_core::{Client, ClientOptions, Lock, LockMode, LockOptions};
 use zklock_harness::{Cluster, ClusterOptions};
 use zookeeper_client as zk;
+
+/// The lock modes every edge-case test runs in.
+pub const MODES: [LockMode; 3] = [LockMode::Exclusive, LockMode::Read, LockMode::Write];
+
+/// A lock handle of `mode` on `path`.
+pub fn lock_of(client: &Client, path: &str, mode: LockMode) -> Lock {
+    client.lock_with(path, mode, LockOptions::default()).expect("valid lock path")
+}
 
 /// A standalone server whose containers are reaped quickly.
 pub fn server() -> Cluster {
