@@ -41,3 +41,8 @@ lint:
 clean:
 	$(CARGO) clean
 	rm -rf .zkharness
+
+.PHONY: test-interop
+## test-interop: only the interoperability tests (real Curator and kazoo peers)
+test-interop: deps
+	$(CARGO) test --locked -p zklock-core --test interop -- --test-threads=$(TEST_THREADS)

@@ -1,24 +1,56 @@
 #!/usr/bin/env bash
-# Installs what zklock's build, demo and tests need on a Debian machine:
-# ZooKeeper 3.8 (Debian package `zookeeper`, which brings Java) and checks
-# for the Rust toolchain. Safe to run again: it installs only what is missing.
+# Installs what zklock's build, demo and tests need on a Debian machine.
+# Safe to run again: it installs only what is missing.
+# - apt: ZooKeeper 3.8 (package `zookeeper`, which brings Java), a C
+#   compiler, Apache Curator 5.x and a JDK (interop tests compile a Curator
+#   peer), python3 with venv;
+# - PyPI: kazoo 2.11.0 in the project-local venv target/interop-venv;
+# - checks for the Rust toolchain.
 set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/target/interop-venv"
+kazoo_version=2.11.0
+
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing $* with apt-get"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@"
+}
 
 need_apt=()
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
-
-if [ ${#need_apt[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  echo "install-deps: installing ${need_apt[*]} with apt-get"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
-fi
+[ -f /usr/share/java/curator-recipes.jar ] || need_apt+=(libcurator-recipes-java)
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+[ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo not found; install Rust >= 1.89 (https://rustup.rs) and run again" >&2
   exit 1
 fi
-echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '(not from apt)'); $(java -version 2>&1 | head -1); $(cargo --version)"
+
+kazoo_ok() {
+  "$venv/bin/python" -c "import importlib.metadata as m, kazoo; assert m.version('kazoo') == '$kazoo_version'" >/dev/null 2>&1
+}
+if ! kazoo_ok; then
+  echo "install-deps: creating $venv with kazoo==$kazoo_version"
+  if [ ! -x "$venv/bin/pip" ]; then
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      # Debian's python3 makes venvs only with python3-venv (ensurepip).
+      rm -rf "$venv"
+      apt_install python3-venv
+      python3 -m venv "$venv"
+    fi
+  fi
+  "$venv/bin/pip" install -q "kazoo==$kazoo_version"
+  kazoo_ok || { echo "install-deps: kazoo $kazoo_version not importable from $venv" >&2; exit 1; }
+fi
+
+version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '(not from apt)'; }
+echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator-recipes-java); $(java -version 2>&1 | head -1); $(javac -version 2>&1); kazoo $kazoo_version; $(cargo --version)"
