@@ -567,6 +567,11 @@ impl Cluster {
         }
         p.signal(libc::SIGSTOP)?;
         p.frozen = true;
+        // SIGSTOP stops the threads one by one: return only once every
+        // thread is stopped, so that nothing answers after freeze() returns.
+        if let Some(pid) = p.child.as_ref().map(Child::id) {
+            wait_all_threads_stopped(pid, Duration::from_secs(2));
+        }
         Ok(())
     }
 
@@ -821,4 +826,19 @@ impl Drop for Cluster {
             let _ = fs::remove_dir_all(&self.root);
         }
     }
+}
+
+/// Waits (up to `limit`) until every thread of `pid` is in the stopped state
+/// (`T`/`t` in /proc/PID/task/TID/stat). Best effort: returns either way.
+fn wait_all_threads_stopped(pid: u32, limit: Duration) {
+    let all_stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|st| st.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['T', 't'])))
+                .unwrap_or(true)
+        })
+    };
+    crate::wait_for(limit, all_stopped);
 }
