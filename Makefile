@@ -22,9 +22,10 @@ deps:
 demo: deps
 	$(CARGO) run --release --locked -p zklock-core --example demo
 
-## test: every test suite, against real ZooKeeper servers, and the demo
-test: deps lint test-rust test-demo
-	@scripts/test-summary.sh target/test-rust.log
+## test: every test suite (Rust, C under valgrind, install), against real
+## ZooKeeper servers, and the demo
+test: deps lint test-rust test-c test-install test-demo
+	@scripts/test-summary.sh target/test-rust.log target/test-c.log
 
 test-rust:
 	@mkdir -p target
@@ -46,3 +47,78 @@ clean:
 ## test-interop: only the interoperability tests (real Curator and kazoo peers)
 test-interop: deps
 	$(CARGO) test --locked -p zklock-core --test interop -- --test-threads=$(TEST_THREADS)
+
+# ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CBINDGEN ?= cbindgen
+# The library version is the workspace version; the ABI major version (the
+# SONAME libzklock.so.0) is set in zklock-ffi/build.rs and must match.
+ZKLOCK_VERSION := $(shell sed -n 's/^version = "\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
+ZKLOCK_SOVERSION := 0
+# In zklock.pc, paths under the prefix are written relative to ${prefix}, so
+# that `pkg-config --define-prefix` can relocate them.
+pc_rel = $(patsubst $(PREFIX)%,$${prefix}%,$(1))
+
+.PHONY: ffi header check-header test-c install uninstall test-install
+
+## ffi: build libzklock.so / libzklock.a (debug) and the test harness
+ffi:
+	$(CARGO) build --locked -p zklock-ffi -p zklock-harness
+
+## header: regenerate include/zklock.h from zklock-ffi with cbindgen
+header:
+	cd zklock-ffi && $(CBINDGEN) --quiet --config cbindgen.toml --output ../include/zklock.h
+
+## check-header: fail if regenerating include/zklock.h gives a diff
+check-header:
+	@mkdir -p target
+	cd zklock-ffi && $(CBINDGEN) --quiet --config cbindgen.toml --output ../target/zklock.h.check
+	@diff -u include/zklock.h target/zklock.h.check \
+	  || { echo "include/zklock.h is out of date: run 'make header' and commit it" >&2; exit 1; }
+	@echo "check-header: include/zklock.h is up to date"
+
+## test-c: the C tests under valgrind, the header checks and the example
+test-c: check-header ffi
+	@mkdir -p target
+	set -o pipefail; zklock-ffi/tests/c/run.sh 2>&1 | tee target/test-c.log
+
+## install: header, libzklock.so.$(ZKLOCK_VERSION) (+ symlinks), libzklock.a, zklock.pc
+install:
+	$(CARGO) build --release --locked -p zklock-ffi
+	install -d "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)"
+	install -m 644 include/zklock.h "$(DESTDIR)$(INCLUDEDIR)/zklock.h"
+	install -m 755 target/release/libzklock.so "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)"
+	ln -sfn "libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)"
+	ln -sfn "libzklock.so.$(ZKLOCK_SOVERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so"
+	install -m 644 target/release/libzklock.a "$(DESTDIR)$(LIBDIR)/libzklock.a"
+	sed -e 's|@PREFIX@|$(PREFIX)|' \
+	    -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' \
+	    -e 's|@VERSION@|$(ZKLOCK_VERSION)|' \
+	    zklock-ffi/zklock.pc.in > "$(DESTDIR)$(PKGCONFIGDIR)/zklock.pc"
+	chmod 644 "$(DESTDIR)$(PKGCONFIGDIR)/zklock.pc"
+
+uninstall:
+	rm -f "$(DESTDIR)$(INCLUDEDIR)/zklock.h" "$(DESTDIR)$(PKGCONFIGDIR)/zklock.pc" \
+	  "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)" \
+	  "$(DESTDIR)$(LIBDIR)/libzklock.so" "$(DESTDIR)$(LIBDIR)/libzklock.a"
+
+## test-install: install into a temporary DESTDIR, build the example with only
+## <zklock.h> and pkg-config, and run it against a private ZooKeeper
+test-install: ffi
+	@set -euo pipefail; \
+	dest="$$(mktemp -d "$${TMPDIR:-/tmp}/zklock-install.XXXXXX")"; \
+	trap 'rm -rf "$$dest"' EXIT; \
+	$(MAKE) --no-print-directory install DESTDIR="$$dest" PREFIX=/usr/local; \
+	export PKG_CONFIG_PATH="$$dest/usr/local/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$$dest"; \
+	flags="$$(pkg-config --cflags --libs zklock)"; \
+	echo "test-install: pkg-config --cflags --libs zklock: $$flags"; \
+	ls -l "$$dest/usr/local/lib" "$$dest/usr/local/include"; \
+	$(CC) -std=c11 -Wall -Wextra -Werror zklock-ffi/examples/example.c -o "$$dest/example" $$flags; \
+	readelf -d "$$dest/example" | grep -q 'NEEDED.*\[libzklock\.so\.$(ZKLOCK_SOVERSION)\]'; \
+	LD_LIBRARY_PATH="$$dest/usr/local/lib" ldd "$$dest/example" | grep libzklock; \
+	LD_LIBRARY_PATH="$$dest/usr/local/lib" zklock-ffi/tests/c/with-zk.sh "$$dest/example"; \
+	echo "test-install: ok"

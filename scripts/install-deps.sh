@@ -54,3 +54,24 @@ fi
 
 version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '(not from apt)'; }
 echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator-recipes-java); $(java -version 2>&1 | head -1); $(javac -version 2>&1); kazoo $kazoo_version; $(cargo --version)"
+
+# C ABI (zklock-ffi, `make header`, `make check-header`, `make test-c`):
+# cbindgen generates include/zklock.h. Pinned, so that the committed header
+# and the check agree; valgrind runs the C tests; pkg-config for test-install.
+cbindgen_version=0.29.4
+if [ "$(cbindgen --version 2>/dev/null)" != "cbindgen $cbindgen_version" ]; then
+  echo "install-deps: installing cbindgen $cbindgen_version with cargo"
+  cargo install cbindgen --version "$cbindgen_version" --locked
+fi
+need_c=()
+command -v valgrind >/dev/null 2>&1 || need_c+=(valgrind)
+command -v pkg-config >/dev/null 2>&1 || need_c+=(pkg-config)
+command -v c++ >/dev/null 2>&1 || need_c+=(g++)
+if [ ${#need_c[@]} -gt 0 ]; then
+  sudo_c=""
+  [ "$(id -u)" -eq 0 ] || sudo_c="sudo"
+  echo "install-deps: installing ${need_c[*]} with apt-get"
+  $sudo_c apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_c apt-get install -y -qq "${need_c[@]}"
+fi
+echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"

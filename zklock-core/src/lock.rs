@@ -854,7 +854,8 @@ impl Lock {
             path: self.path.clone(),
             mode: self.mode,
             data: self.options.data.clone(),
-            deadline: if try_once { None } else { timeout.map(|t| Instant::now() + t) },
+            // A timeout too large to represent is no deadline at all.
+            deadline: if try_once { None } else { timeout.and_then(|t| Instant::now().checked_add(t)) },
             try_once,
             downgrade,
             cancel: self.cancel.clone(),

@@ -1,0 +1,257 @@
+//! `zklock_client`: a connection (session) to a ZooKeeper ensemble.
+
+use std::ffi::c_char;
+use std::ptr;
+use std::time::Duration;
+
+use zklock_core::{Client, ClientOptions};
+
+use crate::error::{zklock_code, zklock_error};
+use crate::participants::zklock_participants;
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, out_arg};
+
+/// A connection to a ZooKeeper ensemble (one session), the factory of locks.
+///
+/// Created by `zklock_client_new`, freed by `zklock_client_free`. Thread-safe:
+/// every function may be called on one client from several threads at once.
+/// Locks and guards made from a client keep it alive, so the client may be
+/// freed before them; the session closes when the client and every lock and
+/// guard made from it are freed, or at `zklock_client_close`.
+pub struct zklock_client {
+    pub(crate) inner: Client,
+}
+
+/// Options for `zklock_client_new`. Initialise with
+/// `zklock_client_options_init` (all zero / NULL: every default), then set
+/// what you need. zklock copies what it needs during `zklock_client_new`;
+/// the strings need not outlive that call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zklock_client_options {
+    /// The session timeout to ask the server for, in milliseconds (it may
+    /// negotiate another within its bounds; at most one hour). Held locks
+    /// are lost when the session expires. 0: 10000.
+    pub session_timeout_ms: u32,
+    /// How long `zklock_client_new` may try to connect, in milliseconds,
+    /// before it fails with `ZKLOCK_CONNECTION_LOSS`. 0: 15000.
+    pub connect_timeout_ms: u32,
+    /// The longest a single ZooKeeper request may take, in milliseconds
+    /// (bounds a release and every step of an acquire without a deadline of
+    /// its own). 0: 10000.
+    pub operation_timeout_ms: u32,
+    /// User for ZooKeeper's `digest` authentication (NUL-terminated UTF-8,
+    /// non-empty, no ':'), or NULL for none. Set both or neither of
+    /// `digest_user` and `digest_password`.
+    pub digest_user: *const c_char,
+    /// Password for `digest` authentication, or NULL for none.
+    pub digest_password: *const c_char,
+}
+
+/// Sets every field of `*opts` to its default (zero / NULL). NULL: nothing.
+///
+/// # Safety
+/// `opts` is NULL or valid for writing a `zklock_client_options`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_options) {
+    if opts.is_null() {
+        return;
+    }
+    let defaults = zklock_client_options {
+        session_timeout_ms: 0,
+        connect_timeout_ms: 0,
+        operation_timeout_ms: 0,
+        digest_user: ptr::null(),
+        digest_password: ptr::null(),
+    };
+    // SAFETY: opts is valid for writes (caller's contract); write() does not
+    // read the possibly uninitialised old value.
+    unsafe { opts.write(defaults) };
+}
+
+/// Connects to ZooKeeper and opens a session. Blocks until the session is
+/// established or the connect timeout passes.
+///
+/// `hosts` is `"host:port[,host:port...][/chroot]"`. `opts` may be NULL
+/// (every default). On success `*out` receives a new client that the caller
+/// frees with `zklock_client_free`; on failure `*out` is left unchanged.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for a NULL `hosts` or `out`, a string that is
+/// not UTF-8, an empty or malformed connect string or a bad option;
+/// `ZKLOCK_INVALID_PATH` for a malformed chroot; `ZKLOCK_CONNECTION_LOSS`
+/// when no server answered within the connect timeout; `ZKLOCK_ZOOKEEPER`
+/// for other refusals (e.g. failed authentication).
+///
+/// # Threads
+/// Any thread. Each client starts a small runtime thread and one event
+/// thread (for state-change callbacks).
+///
+/// # Safety
+/// `hosts` is NULL or a NUL-terminated string; `opts` is NULL or points to
+/// an initialised `zklock_client_options` whose string fields are NULL or
+/// NUL-terminated; `out` is NULL or valid for writing a pointer; `err` is
+/// NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_new(
+    hosts: *const c_char,
+    opts: *const zklock_client_options,
+    out: *mut *mut zklock_client,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let hosts = arg_str(hosts, F, "hosts")?;
+            let out = out_arg(out, F, "out")?;
+            let mut options = ClientOptions::new(hosts);
+            if let Some(o) = opts.as_ref() {
+                let ms = |v: u32| Duration::from_millis(u64::from(v));
+                if o.session_timeout_ms > 0 {
+                    options = options.session_timeout(ms(o.session_timeout_ms));
+                }
+                if o.connect_timeout_ms > 0 {
+                    options = options.connect_timeout(ms(o.connect_timeout_ms));
+                }
+                if o.operation_timeout_ms > 0 {
+                    options = options.operation_timeout(ms(o.operation_timeout_ms));
+                }
+                match (o.digest_user.is_null(), o.digest_password.is_null()) {
+                    (true, true) => {}
+                    (false, false) => {
+                        let user = arg_str(o.digest_user, F, "opts->digest_user")?;
+                        let password = arg_str(o.digest_password, F, "opts->digest_password")?;
+                        options = options.digest_auth(user, password);
+                    }
+                    (false, true) => {
+                        return Err(invalid_arg(
+                            F,
+                            "opts->digest_password",
+                            "is NULL but digest_user is set",
+                        ))
+                    }
+                    (true, false) => {
+                        return Err(invalid_arg(
+                            F,
+                            "opts->digest_user",
+                            "is NULL but digest_password is set",
+                        ))
+                    }
+                }
+            }
+            let client = Client::connect(options)?;
+            out.write(Box::into_raw(Box::new(zklock_client { inner: client })));
+            Ok(())
+        })
+    }
+}
+
+/// Closes the session: every lock held through this client is lost (its
+/// node goes with the session; guards turn `LOST` with code
+/// `ZKLOCK_CLOSED`), waiting acquires fail with `ZKLOCK_CLOSED`, and new
+/// locks cannot be made. Idempotent. Blocks up to the operation timeout for
+/// the server to confirm. The client must still be freed.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for a NULL `client`.
+///
+/// # Threads
+/// Any thread, also a state-change callback.
+///
+/// # Safety
+/// `client` is NULL or a live client; `err` is NULL or valid for writing a
+/// pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_close(
+    client: *const zklock_client,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_close";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            arg_ref(client, F, "client")?.inner.close();
+            Ok(())
+        })
+    }
+}
+
+/// Frees a client handle. Locks and guards made from it keep working (they
+/// hold the session); the session closes when the last of them is freed.
+/// `zklock_client_free(NULL)` does nothing. May block up to about a second
+/// when it closes the session.
+///
+/// # Safety
+/// `client` is NULL or a client that was not freed yet and that no other
+/// thread is using; it must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_free(client: *mut zklock_client) {
+    if !client.is_null() {
+        // SAFETY: client came from Box::into_raw and is freed once (caller's contract).
+        guarded((), || drop(unsafe { Box::from_raw(client) }));
+    }
+}
+
+/// The id of the current ZooKeeper session (it changes when an expired
+/// session is replaced). On success `*out` receives it.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments; `ZKLOCK_CLOSED` after
+/// `zklock_client_close`; `ZKLOCK_TIMEOUT` / `ZKLOCK_CONNECTION_LOSS` while
+/// no session is established.
+///
+/// # Safety
+/// `client` is NULL or a live client; `out` and `err` are NULL or valid for
+/// writing.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_session_id(
+    client: *const zklock_client,
+    out: *mut i64,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_session_id";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let out = out_arg(out, F, "out")?;
+            out.write(client.inner.session_id()?);
+            Ok(())
+        })
+    }
+}
+
+/// Lists the participants of the lock at `path` in queue order (holders
+/// first), including other libraries' nodes (Curator, kazoo). An absent path
+/// has none. On success `*out` receives a new list that the caller frees
+/// with `zklock_participants_free`. Blocks up to the operation timeout.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a path that is not
+/// UTF-8; `ZKLOCK_INVALID_PATH`; `ZKLOCK_CLOSED`;
+/// `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT` when ZooKeeper does not
+/// answer in time.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+/// `out` and `err` are NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_participants(
+    client: *const zklock_client,
+    path: *const c_char,
+    out: *mut *mut zklock_participants,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_participants";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let out = out_arg(out, F, "out")?;
+            let list = zklock_participants::new(client.inner.participants(path)?);
+            out.write(Box::into_raw(Box::new(list)));
+            Ok(())
+        })
+    }
+}

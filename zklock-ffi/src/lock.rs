@@ -1,0 +1,268 @@
+//! `zklock_lock`: a lock handle (exclusive, read or write side).
+
+use std::ffi::c_char;
+use std::sync::{Arc, Mutex};
+
+use zklock_core::{Lock, LockMode, LockOptions, ReadWriteLock};
+
+use crate::client::zklock_client;
+use crate::error::{zklock_code, zklock_error};
+use crate::guard::zklock_guard;
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, out_arg, timeout_from_ms};
+
+/// The kind of lock a `zklock_lock_new` handle takes.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zklock_mode {
+    /// An exclusive lock (Curator `InterProcessMutex` compatible, node
+    /// `_c_<uuid>-lock-<seq>`).
+    ZKLOCK_MODE_EXCLUSIVE = 0,
+    /// The read (shared) side of a read/write lock, as an independent handle
+    /// (node `_c_<uuid>-__READ__<seq>`). Readers share; writers exclude them.
+    ZKLOCK_MODE_READ = 1,
+    /// The write side of a read/write lock, as an independent handle (node
+    /// `_c_<uuid>-__WRIT__<seq>`). It excludes readers and writers, even a
+    /// separate read handle of the same client. Use `zklock_rwlock_new` for
+    /// a pair that can downgrade.
+    ZKLOCK_MODE_WRITE = 2,
+}
+
+/// A `zklock_mode` value passed in from C (received as a plain integer so
+/// that an out-of-range value is an ordinary input; the header spells it
+/// `zklock_mode`).
+pub type zklock_mode_arg = i32;
+
+/// A lock handle on one path: exclusive, read side or write side.
+///
+/// Ownership of a held lock belongs to the handle, not to a thread: a handle
+/// that holds the lock and acquires again gets another guard on the same node
+/// (reentrant); the node is deleted when its last guard is released. A lock
+/// keeps its client alive. Thread-safe: any function may be called on one
+/// lock from several threads at once (acquires on one handle queue behind
+/// each other). Freed with `zklock_lock_free`.
+pub struct zklock_lock {
+    side: Side,
+}
+
+enum Side {
+    Single(Lock),
+    /// One side of a read/write pair; both handles share the pair.
+    Pair {
+        pair: Arc<ReadWriteLock>,
+        write: bool,
+    },
+}
+
+impl zklock_lock {
+    fn lock(&self) -> &Lock {
+        match &self.side {
+            Side::Single(l) => l,
+            Side::Pair { pair, write: true } => pair.write_lock(),
+            Side::Pair { pair, write: false } => pair.read_lock(),
+        }
+    }
+}
+
+/// Makes a lock handle on `path` of `mode` (a `zklock_mode` value). Does not
+/// talk to ZooKeeper (the path is created on the first acquire). On success
+/// `*out` receives a new lock that the caller frees with `zklock_lock_free`.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a path that is not UTF-8 or
+/// an unknown mode; `ZKLOCK_INVALID_PATH` for a malformed path (it must be
+/// absolute, without a trailing slash or empty components);
+/// `ZKLOCK_CLOSED` after `zklock_client_close`.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+/// `out` and `err` are NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_new(
+    client: *const zklock_client,
+    path: *const c_char,
+    mode: zklock_mode_arg,
+    out: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_lock_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let out = out_arg(out, F, "out")?;
+            let mode = match mode {
+                m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => LockMode::Exclusive,
+                m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => LockMode::Read,
+                m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => LockMode::Write,
+                m => {
+                    return Err(invalid_arg(
+                        F,
+                        "mode",
+                        &format!("is not a zklock_mode ({m})"),
+                    ))
+                }
+            };
+            let lock = client.inner.lock_with(path, mode, LockOptions::default())?;
+            out.write(Box::into_raw(Box::new(zklock_lock {
+                side: Side::Single(lock),
+            })));
+            Ok(())
+        })
+    }
+}
+
+/// Makes a read/write lock pair on `path` whose sides know each other
+/// (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
+/// and `*out_write` receive the two sides; free each with `zklock_lock_free`
+/// (in any order).
+///
+/// - Readers share; a writer excludes everyone; a reader that arrives after
+///   a waiting writer queues behind it, so writers do not starve.
+/// - **Downgrade**: acquiring the read side while holding the write side
+///   succeeds at once (then release the write guard).
+/// - **Upgrade** is refused: acquiring the write side while holding only
+///   the read side fails with `ZKLOCK_WOULD_DEADLOCK`.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments (or `out_read` ==
+/// `out_write`) or a path that is not UTF-8; `ZKLOCK_INVALID_PATH`;
+/// `ZKLOCK_CLOSED`.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+/// `out_read`, `out_write` and `err` are NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_rwlock_new(
+    client: *const zklock_client,
+    path: *const c_char,
+    out_read: *mut *mut zklock_lock,
+    out_write: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_rwlock_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let out_read = out_arg(out_read, F, "out_read")?;
+            let out_write = out_arg(out_write, F, "out_write")?;
+            if out_read == out_write {
+                return Err(invalid_arg(
+                    F,
+                    "out_write",
+                    "is the same pointer as out_read",
+                ));
+            }
+            let pair = Arc::new(client.inner.read_write_lock(path, LockOptions::default())?);
+            let read = Box::new(zklock_lock {
+                side: Side::Pair {
+                    pair: pair.clone(),
+                    write: false,
+                },
+            });
+            let write = Box::new(zklock_lock {
+                side: Side::Pair { pair, write: true },
+            });
+            out_read.write(Box::into_raw(read));
+            out_write.write(Box::into_raw(write));
+            Ok(())
+        })
+    }
+}
+
+/// Acquires the lock, waiting at most `timeout_ms` milliseconds in total:
+/// `< 0` waits without limit, `0` tries once without waiting, `> 0` is one
+/// deadline for every wait and retry. On success `*out` receives a new guard
+/// (free it with `zklock_guard_free`, which releases the lock if still held).
+///
+/// On timeout, cancel or error our node is deleted (in the background if
+/// ZooKeeper cannot be reached now). A session that expires while waiting
+/// costs our place: the acquire queues again with a new session.
+///
+/// # Errors
+/// `ZKLOCK_TIMEOUT` when the deadline passed (someone else holds the lock;
+/// an ordinary outcome, `*err` is still filled when `err` is not NULL);
+/// `ZKLOCK_CANCELLED` after `zklock_lock_cancel`; `ZKLOCK_WOULD_DEADLOCK`
+/// for an upgrade on a `zklock_rwlock_new` pair; `ZKLOCK_CLOSED`;
+/// `ZKLOCK_ZOOKEEPER` for refusals such as missing permissions;
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments.
+///
+/// # Threads
+/// Blocks the calling thread; any thread, also a state-change callback
+/// (which then delays the client's other callbacks).
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `out` and `err` are NULL or valid for
+/// writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_acquire(
+    lock: *const zklock_lock,
+    timeout_ms: i64,
+    out: *mut *mut zklock_guard,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_lock_acquire";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let lock = arg_ref(lock, F, "lock")?;
+            let out = out_arg(out, F, "out")?;
+            let guard = lock.lock().acquire(timeout_from_ms(timeout_ms))?;
+            out.write(Box::into_raw(Box::new(zklock_guard {
+                inner: guard,
+                gates: Mutex::default(),
+            })));
+            Ok(())
+        })
+    }
+}
+
+/// Makes every acquire in progress on this lock handle fail with
+/// `ZKLOCK_CANCELLED` (their nodes are deleted). An acquire that starts
+/// later is not affected. NULL: nothing.
+///
+/// # Threads
+/// Any thread; never blocks (safe from a signal-handling thread or a
+/// callback, not from an async signal handler itself).
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_cancel(lock: *const zklock_lock) {
+    // SAFETY: caller's contract.
+    guarded((), || {
+        if let Some(l) = unsafe { lock.as_ref() } {
+            l.lock().cancel();
+        }
+    })
+}
+
+/// Whether this handle holds the lock now (state `HELD` or `SUSPENDED`).
+/// False for NULL.
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_is_held(lock: *const zklock_lock) -> bool {
+    // SAFETY: caller's contract.
+    guarded(false, || {
+        unsafe { lock.as_ref() }.is_some_and(|l| l.lock().is_held())
+    })
+}
+
+/// Frees a lock handle. Guards acquired through it stay valid (they hold
+/// the lock until released); the other side of a `zklock_rwlock_new` pair
+/// stays valid too. `zklock_lock_free(NULL)` does nothing.
+///
+/// # Safety
+/// `lock` is NULL or a lock that was not freed yet and that no other thread
+/// is using (no acquire in progress); it must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_free(lock: *mut zklock_lock) {
+    if !lock.is_null() {
+        // SAFETY: lock came from Box::into_raw and is freed once (caller's contract).
+        guarded((), || drop(unsafe { Box::from_raw(lock) }));
+    }
+}

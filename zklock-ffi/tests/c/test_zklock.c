@@ -1,0 +1,1083 @@
+/*
+ * C tests of libzklock against a real ZooKeeper.
+ *
+ * Run through with-zk.sh, which starts the server (zkharness) and passes
+ * ZKLOCK_TEST_CONNECT, ZKLOCK_TEST_PROXIED_CONNECT, ZKLOCK_TEST_HARNESS_IN
+ * and ZKLOCK_TEST_HARNESS_OUT in the environment:
+ *
+ *     with-zk.sh --proxy ./test_zklock [TEST...]
+ *
+ * Without arguments every test runs. The last line is
+ * "c: N passed, M failed"; the exit status is 0 only if nothing failed.
+ * `test_zklock --worker PATH LOG ITERATIONS ID` is the child process of the
+ * multi-process test (it is started from this same binary).
+ */
+#define _GNU_SOURCE
+#include <zklock.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ------------------------------------------------------------------ */
+/* A tiny test framework                                               */
+
+static char g_fail_msg[8192];
+
+#define FAIL(...)                                                              \
+    do {                                                                       \
+        snprintf(g_fail_msg, sizeof g_fail_msg, __VA_ARGS__);                  \
+        fprintf(stderr, "  %s:%d: %s\n", __FILE__, __LINE__, g_fail_msg);      \
+        return 1;                                                              \
+    } while (0)
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) FAIL("CHECK failed: %s", #cond);                          \
+    } while (0)
+
+/* Checks that `expr` returns `want`; prints the error message otherwise. */
+#define CHECK_RC(expr, want)                                                   \
+    do {                                                                       \
+        zklock_code got_ = (expr);                                             \
+        if (got_ != (want))                                                    \
+            FAIL("%s returned %s, expected %s", #expr, zklock_code_name(got_), \
+                 zklock_code_name(want));                                      \
+    } while (0)
+
+/* Calls `call` (which must end in `, &err)`), expecting code `want`; the
+ * error object must be set on failure (and its code must match), and must
+ * not be set on success. `err` is freed. */
+#define EXPECT(want, call)                                                     \
+    do {                                                                       \
+        zklock_error *err = NULL;                                              \
+        zklock_code got_ = call;                                               \
+        if (got_ != (want)) {                                                  \
+            FAIL("%s returned %s (%s), expected %s", #call,                    \
+                 zklock_code_name(got_),                                       \
+                 err ? zklock_error_message(err) : "no error object",          \
+                 zklock_code_name(want));                                      \
+        }                                                                      \
+        if ((want) == ZKLOCK_OK && err != NULL)                                \
+            FAIL("%s succeeded but set an error object", #call);               \
+        if ((want) != ZKLOCK_OK) {                                             \
+            if (err == NULL) FAIL("%s: no error object", #call);               \
+            if (zklock_error_code(err) != (want))                              \
+                FAIL("%s: error object has code %s", #call,                    \
+                     zklock_code_name(zklock_error_code(err)));                \
+            if (strlen(zklock_error_message(err)) == 0)                        \
+                FAIL("%s: empty error message", #call);                        \
+        }                                                                      \
+        zklock_error_free(err);                                                \
+    } while (0)
+
+/* Like EXPECT, and the message must contain `needle`. */
+#define EXPECT_MSG(want, needle, call)                                         \
+    do {                                                                       \
+        zklock_error *err = NULL;                                              \
+        zklock_code got_ = call;                                               \
+        if (got_ != (want) || err == NULL) {                                   \
+            FAIL("%s returned %s (%s), expected %s", #call,                    \
+                 zklock_code_name(got_),                                       \
+                 err ? zklock_error_message(err) : "no error object",          \
+                 zklock_code_name(want));                                      \
+        }                                                                      \
+        if (strstr(zklock_error_message(err), (needle)) == NULL) {             \
+            char m_[512];                                                      \
+            snprintf(m_, sizeof m_, "%s", zklock_error_message(err));          \
+            zklock_error_free(err);                                            \
+            FAIL("%s: message \"%s\" does not mention \"%s\"", #call, m_,      \
+                 needle);                                                      \
+        }                                                                      \
+        zklock_error_free(err);                                                \
+    } while (0)
+
+static const char *connect_string(void) {
+    const char *c = getenv("ZKLOCK_TEST_CONNECT");
+    return c ? c : "127.0.0.1:2181";
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+/* A unique lock path for one test. */
+static void lock_path(char *buf, size_t len, const char *name) {
+    snprintf(buf, len, "/zklock-c-tests/%s-%d", name, (int)getpid());
+}
+
+/* Connects to the direct connect string with default options. */
+static int connect_default(zklock_client **out) {
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), NULL, out, &err));
+    return 0;
+}
+
+/* The number of participants of `path` (-1 on error). */
+static long participant_count(const zklock_client *zk, const char *path) {
+    zklock_participants *p = NULL;
+    if (zklock_client_participants(zk, path, &p, NULL) != ZKLOCK_OK) return -1;
+    long n = (long)zklock_participants_len(p);
+    zklock_participants_free(p);
+    return n;
+}
+
+/* Waits up to `ms` for `path` to have `want` participants. */
+static int wait_participants(const zklock_client *zk, const char *path,
+                             long want, long ms) {
+    double end = now_s() + (double)ms / 1000.0;
+    long n = -1;
+    do {
+        n = participant_count(zk, path);
+        if (n == want) return 0;
+        sleep_ms(50);
+    } while (now_s() < end);
+    FAIL("%s has %ld participants, expected %ld", path, n, want);
+}
+
+/* ------------------------------------------------------------------ */
+/* Harness commands (blackhole, heal, ...) through with-zk.sh's FIFO    */
+
+static int count_lines(const char *file) {
+    FILE *f = fopen(file, "r");
+    if (!f) return -1;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        if (c == '\n') n++;
+    fclose(f);
+    return n;
+}
+
+/* Sends one command to the harness and waits for its answer ("ok":true). */
+static int harness(const char *cmd) {
+    const char *in = getenv("ZKLOCK_TEST_HARNESS_IN");
+    const char *out = getenv("ZKLOCK_TEST_HARNESS_OUT");
+    if (!in || !out) FAIL("not run through with-zk.sh (no harness FIFO)");
+    int before = count_lines(out);
+    int fd = open(in, O_WRONLY | O_APPEND);
+    if (fd < 0) FAIL("open %s: %s", in, strerror(errno));
+    char line[256];
+    int n = snprintf(line, sizeof line, "%s\n", cmd);
+    ssize_t w = write(fd, line, (size_t)n);
+    close(fd);
+    if (w != n) FAIL("write to the harness failed");
+    double end = now_s() + 60;
+    while (count_lines(out) <= before) {
+        if (now_s() > end) FAIL("no answer from the harness to %s", cmd);
+        sleep_ms(20);
+    }
+    FILE *f = fopen(out, "r");
+    if (!f) FAIL("open %s", out);
+    char buf[4096], last[4096] = "";
+    while (fgets(buf, sizeof buf, f)) memcpy(last, buf, sizeof last);
+    fclose(f);
+    if (!strstr(last, "\"ok\":true")) FAIL("harness %s: %.200s", cmd, last);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* State-change callback recorder                                      */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int states[64];
+    int n;
+    pthread_t thread;
+    int calls_on_caller_thread;
+} recorder;
+
+static void recorder_init(recorder *r) {
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+}
+
+static void recorder_destroy(recorder *r) {
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+}
+
+static pthread_t g_main_thread;
+
+static void record_state(void *userdata, zklock_state state) {
+    recorder *r = (recorder *)userdata;
+    pthread_mutex_lock(&r->mu);
+    if (r->n < 64) r->states[r->n++] = (int)state;
+    if (pthread_equal(pthread_self(), g_main_thread)) r->calls_on_caller_thread++;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Waits up to `ms` for the recorder to have seen `state`. */
+static int recorder_wait(recorder *r, zklock_state state, long ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        for (int i = 0; i < r->n; i++) {
+            if (r->states[i] == (int)state) {
+                pthread_mutex_unlock(&r->mu);
+                return 0;
+            }
+        }
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &deadline) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Mutual exclusion log: "enter ID TOKEN" / "exit ID" lines, O_APPEND   */
+
+static int append_line(const char *log, const char *line) {
+    int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0) return -1;
+    size_t n = strlen(line);
+    ssize_t w = write(fd, line, n);
+    close(fd);
+    return w == (ssize_t)n ? 0 : -1;
+}
+
+/* One critical section: enter, a short pause, exit. */
+static int critical_section(const zklock_guard *g, const char *log, int id) {
+    char line[128];
+    if (zklock_guard_check(g, NULL) != ZKLOCK_OK) return -1;
+    snprintf(line, sizeof line, "enter %d %" PRIu64 "\n", id,
+             zklock_guard_fencing_token(g));
+    if (append_line(log, line) != 0) return -1;
+    sleep_ms(3);
+    snprintf(line, sizeof line, "exit %d\n", id);
+    return append_line(log, line);
+}
+
+/* Checks that the log has `sections` non-interleaved sections with strictly
+ * growing fencing tokens. */
+static int check_log(const char *log, int sections) {
+    FILE *f = fopen(log, "r");
+    if (!f) FAIL("open %s: %s", log, strerror(errno));
+    char line[256];
+    int inside = -1, count = 0, lineno = 0;
+    uint64_t last_token = 0;
+    while (fgets(line, sizeof line, f)) {
+        int id;
+        uint64_t token;
+        lineno++;
+        if (sscanf(line, "enter %d %" SCNu64, &id, &token) == 2) {
+            if (inside != -1) {
+                fclose(f);
+                FAIL("line %d: %d entered while %d was inside", lineno, id, inside);
+            }
+            if (token <= last_token) {
+                fclose(f);
+                FAIL("line %d: token %" PRIu64 " not above %" PRIu64, lineno,
+                     token, last_token);
+            }
+            inside = id;
+            last_token = token;
+        } else if (sscanf(line, "exit %d", &id) == 1) {
+            if (inside != id) {
+                fclose(f);
+                FAIL("line %d: %d left but %d was inside", lineno, id, inside);
+            }
+            inside = -1;
+            count++;
+        } else {
+            fclose(f);
+            FAIL("line %d: garbage: %s", lineno, line);
+        }
+    }
+    fclose(f);
+    if (inside != -1) FAIL("%d never left", inside);
+    if (count != sections) FAIL("%d sections, expected %d", count, sections);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+
+static int test_version_and_code_names(void) {
+    CHECK(strcmp(zklock_version(), "0.1.0") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_OK), "OK") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_INVALID_ARGUMENT), "INVALID_ARGUMENT") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_TIMEOUT), "TIMEOUT") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_NOT_HELD), "NOT_HELD") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_WOULD_DEADLOCK), "WOULD_DEADLOCK") == 0);
+    CHECK(strcmp(zklock_code_name((zklock_code)99), "UNKNOWN") == 0);
+    CHECK(strcmp(zklock_code_name((zklock_code)-1), "UNKNOWN") == 0);
+    return 0;
+}
+
+static int test_lifecycle(void) {
+    char path[128];
+    lock_path(path, sizeof path, "lifecycle");
+    zklock_client *zk = NULL;
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 6000;
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
+    CHECK(zk != NULL);
+
+    int64_t sid = 0;
+    EXPECT(ZKLOCK_OK, zklock_client_session_id(zk, &sid, &err));
+    CHECK(sid != 0);
+
+    zklock_lock *lock = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    CHECK(!zklock_lock_is_held(lock));
+
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 10000, &g, &err));
+    CHECK(g != NULL);
+    CHECK(zklock_lock_is_held(lock));
+    CHECK(zklock_guard_state(g) == ZKLOCK_STATE_HELD);
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    CHECK(zklock_guard_fencing_token(g) > 0);
+    CHECK(zklock_guard_sequence(g) >= 0);
+    CHECK(zklock_guard_session_id(g) == sid);
+
+    /* node path, snprintf style */
+    size_t need = zklock_guard_node_path(g, NULL, 0);
+    CHECK(need > strlen(path) + 1);
+    char full[512];
+    CHECK(zklock_guard_node_path(g, full, sizeof full) == need);
+    CHECK(strlen(full) == need);
+    CHECK(strncmp(full, path, strlen(path)) == 0);
+    CHECK(strstr(full, "/_c_") != NULL && strstr(full, "-lock-") != NULL);
+    char small[8];
+    memset(small, 'x', sizeof small);
+    CHECK(zklock_guard_node_path(g, small, sizeof small) == need);
+    CHECK(small[7] == '\0' && strncmp(small, full, 7) == 0);
+    char one = 'x';
+    CHECK(zklock_guard_node_path(g, &one, 1) == need && one == '\0');
+
+    /* the queue shows us as the holder */
+    zklock_participants *p = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_participants(zk, path, &p, &err));
+    CHECK(zklock_participants_len(p) == 1);
+    CHECK(zklock_participants_holds(p, 0));
+    CHECK(!zklock_participants_is_reader(p, 0));
+    CHECK(zklock_participants_session_id(p, 0) == sid);
+    CHECK(zklock_participants_sequence(p, 0) == zklock_guard_sequence(g));
+    CHECK(strstr(full, zklock_participants_name(p, 0)) != NULL);
+    size_t dlen = 99;
+    CHECK(zklock_participants_data(p, 0, &dlen) != NULL && dlen == 0);
+    CHECK(zklock_participants_name(p, 1) == NULL);
+    CHECK(zklock_participants_data(p, 1, &dlen) == NULL && dlen == 0);
+    zklock_participants_free(p);
+
+    /* reentrant on one handle: the same node */
+    zklock_guard *g2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 0, &g2, &err));
+    CHECK(zklock_guard_sequence(g2) == zklock_guard_sequence(g));
+    bool pending = true;
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g2, &pending, &err));
+    CHECK(!pending);
+    zklock_guard_free(g2);
+    CHECK(zklock_guard_state(g) == ZKLOCK_STATE_HELD);
+
+    pending = true;
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, &pending, &err));
+    CHECK(!pending);
+    CHECK(zklock_guard_state(g) == ZKLOCK_STATE_RELEASED);
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_check(g, &err));
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_release(g, NULL, &err));
+    CHECK(!zklock_lock_is_held(lock));
+    CHECK(participant_count(zk, path) == 0);
+    zklock_guard_free(g);
+
+    /* err == NULL is allowed everywhere */
+    CHECK_RC(zklock_lock_acquire(lock, 5000, &g, NULL), ZKLOCK_OK);
+    CHECK_RC(zklock_guard_release(g, NULL, NULL), ZKLOCK_OK);
+    CHECK_RC(zklock_guard_release(g, NULL, NULL), ZKLOCK_NOT_HELD);
+    zklock_guard_free(g);
+
+    /* a guard freed while held releases the lock */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    zklock_guard_free(g);
+    CHECK(participant_count(zk, path) == 0);
+
+    /* locks and guards keep the client alive: free the client first */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    zklock_client_free(zk);
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    zklock_guard_free(g);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    zklock_lock_free(lock); /* the guard outlives its lock too */
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
+    return 0;
+}
+
+static int test_close(void) {
+    char path[128];
+    lock_path(path, sizeof path, "close");
+    zklock_client *zk = NULL, *other = NULL;
+    if (connect_default(&zk) || connect_default(&other)) return 1;
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    recorder rec;
+    recorder_init(&rec);
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+
+    EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err)); /* idempotent */
+    CHECK(recorder_wait(&rec, ZKLOCK_STATE_LOST, 10000) == 0);
+    EXPECT(ZKLOCK_CLOSED, zklock_guard_check(g, &err));
+    CHECK(zklock_guard_release(g, NULL, NULL) != ZKLOCK_OK);
+    zklock_lock *l2 = NULL;
+    EXPECT(ZKLOCK_CLOSED, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &l2, &err));
+    CHECK(l2 == NULL);
+    zklock_guard *g2 = NULL;
+    EXPECT(ZKLOCK_CLOSED, zklock_lock_acquire(lock, 1000, &g2, &err));
+    CHECK(g2 == NULL);
+    int64_t sid = 0;
+    EXPECT(ZKLOCK_CLOSED, zklock_client_session_id(zk, &sid, &err));
+    CHECK(sid == 0);
+    /* the node went with the session */
+    CHECK(wait_participants(other, path, 0, 10000) == 0);
+    zklock_guard_free(g);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    zklock_client_free(other);
+    CHECK(rec.calls_on_caller_thread == 0);
+    recorder_destroy(&rec);
+    return 0;
+}
+
+static int test_timeout_leaves_no_node(void) {
+    char path[128];
+    lock_path(path, sizeof path, "timeout");
+    zklock_client *zk = NULL, *zk2 = NULL;
+    if (connect_default(&zk) || connect_default(&zk2)) return 1;
+    zklock_lock *holder = NULL, *waiter = NULL;
+    zklock_guard *g = NULL, *g2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &holder, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk2, path, ZKLOCK_MODE_EXCLUSIVE, &waiter, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(holder, 5000, &g, &err));
+
+    double t0 = now_s();
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(waiter, 400, &g2, &err));
+    double waited = now_s() - t0;
+    CHECK(g2 == NULL);
+    CHECK(waited >= 0.35);
+    CHECK(participant_count(zk, path) == 1);
+
+    /* timeout_ms == 0: try once */
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(waiter, 0, &g2, &err));
+    CHECK(g2 == NULL);
+    CHECK(participant_count(zk, path) == 1);
+    /* without an error object, the code alone */
+    CHECK_RC(zklock_lock_acquire(waiter, 0, &g2, NULL), ZKLOCK_TIMEOUT);
+    CHECK(participant_count(zk, path) == 1);
+
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(waiter, 0, &g2, &err));
+    CHECK(zklock_guard_fencing_token(g2) > zklock_guard_fencing_token(g));
+    zklock_guard_free(g2);
+    zklock_guard_free(g);
+    zklock_lock_free(waiter);
+    zklock_lock_free(holder);
+    zklock_client_free(zk2);
+    zklock_client_free(zk);
+    return 0;
+}
+
+struct acquire_job {
+    zklock_lock *lock;
+    int64_t timeout_ms;
+    zklock_code rc;
+    zklock_guard *guard;
+    double seconds;
+};
+
+static void *acquire_thread(void *arg) {
+    struct acquire_job *job = (struct acquire_job *)arg;
+    double t0 = now_s();
+    job->rc = zklock_lock_acquire(job->lock, job->timeout_ms, &job->guard, NULL);
+    job->seconds = now_s() - t0;
+    return NULL;
+}
+
+static int test_cancel_from_another_thread(void) {
+    char path[128];
+    lock_path(path, sizeof path, "cancel");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *holder = NULL, *waiter = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &holder, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &waiter, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(holder, 5000, &g, &err));
+
+    struct acquire_job job = {waiter, -1, ZKLOCK_OK, NULL, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, acquire_thread, &job) == 0);
+    CHECK(wait_participants(zk, path, 2, 20000) == 0); /* it is queued */
+    zklock_lock_cancel(waiter);
+    pthread_join(t, NULL);
+    CHECK(job.rc == ZKLOCK_CANCELLED);
+    CHECK(job.guard == NULL);
+    CHECK(wait_participants(zk, path, 1, 10000) == 0);
+
+    /* a later acquire is not affected by the earlier cancel */
+    zklock_lock_cancel(NULL);
+    struct acquire_job job2 = {waiter, 20000, ZKLOCK_INTERNAL, NULL, 0};
+    CHECK(pthread_create(&t, NULL, acquire_thread, &job2) == 0);
+    CHECK(wait_participants(zk, path, 2, 20000) == 0);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err)); /* hand it over */
+    pthread_join(t, NULL);
+    CHECK(job2.rc == ZKLOCK_OK);
+    CHECK(zklock_guard_state(job2.guard) == ZKLOCK_STATE_HELD);
+    zklock_guard_free(job2.guard);
+    zklock_guard_free(g);
+    zklock_lock_free(waiter);
+    zklock_lock_free(holder);
+    zklock_client_free(zk);
+    return 0;
+}
+
+/* Several threads, each with its own lock handle on one client. */
+struct contender {
+    zklock_client *zk;
+    const char *path;
+    const char *log;
+    int id;
+    int iterations;
+    int failed;
+};
+
+static void *contender_thread(void *arg) {
+    struct contender *c = (struct contender *)arg;
+    zklock_lock *lock = NULL;
+    if (zklock_lock_new(c->zk, c->path, ZKLOCK_MODE_EXCLUSIVE, &lock, NULL) != ZKLOCK_OK) {
+        c->failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < c->iterations; i++) {
+        zklock_guard *g = NULL;
+        zklock_error *err = NULL;
+        zklock_code rc = zklock_lock_acquire(lock, 120000, &g, &err);
+        if (rc != ZKLOCK_OK) {
+            fprintf(stderr, "  contender %d: %s: %s\n", c->id, zklock_code_name(rc),
+                    zklock_error_message(err));
+            zklock_error_free(err);
+            c->failed = 1;
+            break;
+        }
+        if (critical_section(g, c->log, c->id) != 0) c->failed = 1;
+        if (zklock_guard_release(g, NULL, NULL) != ZKLOCK_OK) c->failed = 1;
+        zklock_guard_free(g);
+    }
+    zklock_lock_free(lock);
+    return NULL;
+}
+
+/* `--worker PATH LOG ITERATIONS ID`: one contending process. */
+static int worker_main(int argc, char **argv) {
+    if (argc != 6) return 2;
+    zklock_client *zk = NULL;
+    zklock_error *err = NULL;
+    if (zklock_client_new(connect_string(), NULL, &zk, &err) != ZKLOCK_OK) {
+        fprintf(stderr, "worker: %s\n", zklock_error_message(err));
+        zklock_error_free(err);
+        return 1;
+    }
+    struct contender c = {zk, argv[2], argv[3], atoi(argv[5]), atoi(argv[4]), 0};
+    contender_thread(&c);
+    zklock_client_free(zk);
+    return c.failed;
+}
+
+static const char *g_self;
+
+static int test_mutual_exclusion_threads_and_processes(void) {
+    enum { THREADS = 3, PROCS = 2, ITER = 4 };
+    char path[128], log[256];
+    lock_path(path, sizeof path, "mutex");
+    snprintf(log, sizeof log, "%s/zklock-c-mutex-%d.log",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    unlink(log);
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+
+    pid_t pids[PROCS];
+    char iters[16];
+    snprintf(iters, sizeof iters, "%d", ITER);
+    for (int i = 0; i < PROCS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "%d", 100 + i);
+        char *args[] = {(char *)g_self, "--worker", path, log, iters, id, NULL};
+        int rc = posix_spawn(&pids[i], g_self, NULL, NULL, args, environ);
+        if (rc != 0) FAIL("posix_spawn %s: %s", g_self, strerror(rc));
+    }
+    struct contender cs[THREADS];
+    pthread_t ts[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        cs[i] = (struct contender){zk, path, log, i + 1, ITER, 0};
+        CHECK(pthread_create(&ts[i], NULL, contender_thread, &cs[i]) == 0);
+    }
+    int failed = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(ts[i], NULL);
+        failed |= cs[i].failed;
+    }
+    for (int i = 0; i < PROCS; i++) {
+        int status = 0;
+        if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            failed = 1;
+    }
+    CHECK(!failed);
+    int rc = check_log(log, (THREADS + PROCS) * ITER);
+    unlink(log);
+    CHECK(rc == 0);
+    CHECK(participant_count(zk, path) == 0);
+    zklock_client_free(zk);
+    return 0;
+}
+
+static int test_read_write(void) {
+    char path[128];
+    lock_path(path, sizeof path, "rw");
+    zklock_client *zk = NULL, *zk2 = NULL;
+    if (connect_default(&zk) || connect_default(&zk2)) return 1;
+    zklock_lock *r1 = NULL, *w1 = NULL, *r2 = NULL, *w2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_rwlock_new(zk, path, &r1, &w1, &err));
+    EXPECT(ZKLOCK_OK, zklock_rwlock_new(zk2, path, &r2, &w2, &err));
+    zklock_guard *gr1 = NULL, *gr2 = NULL, *gw1 = NULL, *gw2 = NULL;
+
+    /* readers share */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(r1, 5000, &gr1, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(r2, 5000, &gr2, &err));
+    zklock_participants *p = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_participants(zk, path, &p, &err));
+    CHECK(zklock_participants_len(p) == 2);
+    CHECK(zklock_participants_is_reader(p, 0) && zklock_participants_is_reader(p, 1));
+    CHECK(zklock_participants_holds(p, 0) && zklock_participants_holds(p, 1));
+    zklock_participants_free(p);
+    /* a writer is excluded (an independent write handle: w2 would be an
+     * upgrade of r2) */
+    zklock_lock *wx = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk2, path, ZKLOCK_MODE_WRITE, &wx, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(wx, 300, &gw2, &err));
+    CHECK(gw2 == NULL);
+    zklock_lock_free(wx);
+    EXPECT(ZKLOCK_WOULD_DEADLOCK, zklock_lock_acquire(w2, 300, &gw2, &err));
+    /* upgrade refused */
+    EXPECT_MSG(ZKLOCK_WOULD_DEADLOCK, "upgrade", zklock_lock_acquire(w1, 1000, &gw1, &err));
+    CHECK(gw1 == NULL);
+    CHECK(participant_count(zk, path) == 2);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(gr1, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(gr2, NULL, &err));
+    zklock_guard_free(gr1);
+    zklock_guard_free(gr2);
+
+    /* a writer excludes readers and writers */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(w1, 5000, &gw1, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(r2, 0, &gr2, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(w2, 200, &gw2, &err));
+    /* downgrade: the pair's read side is granted at once */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(r1, 0, &gr1, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(gw1, NULL, &err));
+    zklock_guard_free(gw1);
+    /* now shared with other readers */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(r2, 5000, &gr2, &err));
+    zklock_guard_free(gr2);
+    zklock_guard_free(gr1);
+    CHECK(participant_count(zk, path) == 0);
+
+    /* independent handles from zklock_lock_new */
+    zklock_lock *rd = NULL, *wr = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_READ, &rd, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_WRITE, &wr, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(rd, 5000, &gr1, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(wr, 200, &gw1, &err));
+    zklock_guard_free(gr1);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(wr, 5000, &gw1, &err));
+    zklock_guard_free(gw1);
+    zklock_lock_free(rd);
+    zklock_lock_free(wr);
+
+    /* the sides of a pair can be freed in any order */
+    zklock_lock_free(w1);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(r1, 5000, &gr1, &err));
+    zklock_lock_free(r1);
+    zklock_guard_free(gr1);
+    zklock_lock_free(r2);
+    zklock_lock_free(w2);
+    zklock_client_free(zk2);
+    zklock_client_free(zk);
+    return 0;
+}
+
+static int test_lost_lock_callback(void) {
+    const char *proxied = getenv("ZKLOCK_TEST_PROXIED_CONNECT");
+    if (!proxied || !*proxied) FAIL("no proxied connect string (run with-zk.sh --proxy)");
+    char path[128];
+    lock_path(path, sizeof path, "lost");
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 2000;
+    opts.connect_timeout_ms = 10000;
+    zklock_client *zk = NULL, *other = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_new(proxied, &opts, &zk, &err));
+    if (connect_default(&other)) return 1;
+    zklock_lock *lock = NULL, *lock2 = NULL;
+    zklock_guard *g = NULL, *g2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 10000, &g, &err));
+    recorder rec;
+    recorder_init(&rec);
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+
+    if (harness("blackhole")) return 1;
+    /* check() fails before the server can expire the session */
+    double t0 = now_s();
+    while (zklock_guard_check(g, NULL) == ZKLOCK_OK && now_s() - t0 < 10) sleep_ms(20);
+    CHECK(zklock_guard_check(g, NULL) != ZKLOCK_OK);
+    CHECK(recorder_wait(&rec, ZKLOCK_STATE_SUSPENDED, 10000) == 0);
+    /* the server expires the session meanwhile; the lock goes to another */
+    EXPECT(ZKLOCK_OK, zklock_lock_new(other, path, ZKLOCK_MODE_EXCLUSIVE, &lock2, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock2, 20000, &g2, &err));
+    if (harness("heal")) return 1;
+    int lost = recorder_wait(&rec, ZKLOCK_STATE_LOST, 15000);
+    CHECK(lost == 0);
+    CHECK(zklock_guard_state(g) == ZKLOCK_STATE_LOST);
+    zklock_error *err = NULL;
+    zklock_code rc = zklock_guard_check(g, &err);
+    CHECK(rc == ZKLOCK_LOCK_LOST || rc == ZKLOCK_SESSION_EXPIRED);
+    CHECK(err != NULL && zklock_error_code(err) == rc);
+    zklock_error_free(err);
+    rc = zklock_guard_release(g, NULL, NULL);
+    CHECK(rc == ZKLOCK_LOCK_LOST || rc == ZKLOCK_SESSION_EXPIRED);
+    CHECK(zklock_guard_fencing_token(g2) > zklock_guard_fencing_token(g));
+    zklock_guard_free(g);
+    /* the client replaced its session and works again */
+    zklock_guard_free(g2);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 20000, &g, &err));
+    zklock_guard_free(g);
+    CHECK(rec.calls_on_caller_thread == 0);
+    zklock_lock_free(lock);
+    zklock_lock_free(lock2);
+    zklock_client_free(zk);
+    zklock_client_free(other);
+    recorder_destroy(&rec);
+    return 0;
+}
+
+/* A callback that frees its own guard (allowed: it runs on the event
+ * thread), and a guard freed while its callback would still be queued. */
+struct self_free {
+    zklock_guard *guard;
+    recorder rec;
+};
+
+static void free_own_guard(void *userdata, zklock_state state) {
+    struct self_free *s = (struct self_free *)userdata;
+    if (state == ZKLOCK_STATE_LOST && s->guard) {
+        zklock_guard_free(s->guard);
+        s->guard = NULL;
+    }
+    record_state(&s->rec, state);
+}
+
+static int test_callback_frees_its_guard(void) {
+    char path[128];
+    lock_path(path, sizeof path, "cbfree");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *lock = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    struct self_free s;
+    recorder_init(&s.rec);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &s.guard, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(s.guard, free_own_guard, &s, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
+    CHECK(recorder_wait(&s.rec, ZKLOCK_STATE_LOST, 10000) == 0);
+    CHECK(s.guard == NULL);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    recorder_destroy(&s.rec);
+    return 0;
+}
+
+/* zklock_guard_free waits for a callback of that guard that is running on
+ * the event thread, so userdata may be freed right after it returns. */
+struct slow_cb {
+    volatile int started;
+    volatile int finished;
+};
+
+static void slow_callback(void *userdata, zklock_state state) {
+    struct slow_cb *s = (struct slow_cb *)userdata;
+    (void)state;
+    __atomic_store_n(&s->started, 1, __ATOMIC_SEQ_CST);
+    sleep_ms(300);
+    __atomic_store_n(&s->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+static int test_free_waits_for_running_callback(void) {
+    char path[128];
+    lock_path(path, sizeof path, "cbwait");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    struct slow_cb *s = calloc(1, sizeof *s);
+    CHECK(s != NULL);
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, slow_callback, s, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
+    double t0 = now_s();
+    while (!__atomic_load_n(&s->started, __ATOMIC_SEQ_CST) && now_s() - t0 < 10) sleep_ms(5);
+    CHECK(__atomic_load_n(&s->started, __ATOMIC_SEQ_CST));
+    zklock_guard_free(g);
+    CHECK(__atomic_load_n(&s->finished, __ATOMIC_SEQ_CST));
+    free(s); /* no callback may touch it any more */
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    return 0;
+}
+
+static int test_bad_input(void) {
+    zklock_client *zk = NULL;
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    zklock_participants *p = NULL;
+    int64_t sid = 0;
+
+    /* connect strings */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "hosts", zklock_client_new(NULL, NULL, &zk, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new("", NULL, &zk, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(",,,", NULL, &zk, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new("host:notaport", NULL, &zk, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new("host:99999", NULL, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8", zklock_client_new("\xff\xfe:2181", NULL, &zk, &err));
+    CHECK(zklock_client_new("127.0.0.1:2181/bad//chroot", NULL, &zk, NULL) != ZKLOCK_OK);
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_client_new(connect_string(), NULL, NULL, &err));
+    CHECK(zk == NULL);
+
+    /* options */
+    zklock_client_options_init(NULL);
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    opts.digest_user = "user";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "digest_password",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.digest_password = "pw";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "digest_user",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.digest_user = "us:er";
+    opts.digest_password = "pw";
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 4000000; /* more than an hour */
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
+    CHECK(zk == NULL);
+
+    /* unreachable host: a short connect timeout */
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = 500;
+    double t0 = now_s();
+    EXPECT(ZKLOCK_CONNECTION_LOSS, zklock_client_new("127.0.0.1:1", &opts, &zk, &err));
+    CHECK(now_s() - t0 < 10);
+    CHECK(zk == NULL);
+
+    /* digest auth works against the test server */
+    zklock_client_options_init(&opts);
+    opts.digest_user = "alice";
+    opts.digest_password = "secret";
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_free(zk);
+    zk = NULL;
+
+    if (connect_default(&zk)) return 1;
+
+    /* client functions */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client", zklock_client_close(NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client", zklock_client_session_id(NULL, &sid, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_client_session_id(zk, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client", zklock_client_participants(NULL, "/a", &p, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "path", zklock_client_participants(zk, NULL, &p, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_client_participants(zk, "/a", NULL, &err));
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_client_participants(zk, "relative", &p, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_participants(zk, "/zklock-c-tests/absent", &p, &err));
+    CHECK(zklock_participants_len(p) == 0);
+    zklock_participants_free(p);
+    p = NULL;
+
+    /* lock paths and modes */
+    const char *bad_paths[] = {"", "relative", "/", "/trailing/", "/a//b", "/a/./b",
+                               "/a/../b", "/zookeeper", "/nul\x01"};
+    for (size_t i = 0; i < sizeof bad_paths / sizeof *bad_paths; i++) {
+        zklock_error *err = NULL;
+        zklock_code rc = zklock_lock_new(zk, bad_paths[i], ZKLOCK_MODE_EXCLUSIVE, &lock, &err);
+        if (rc != ZKLOCK_INVALID_PATH) {
+            char m[256];
+            snprintf(m, sizeof m, "%s", err ? zklock_error_message(err) : "");
+            zklock_error_free(err);
+            FAIL("path \"%s\": %s (%s), expected INVALID_PATH", bad_paths[i],
+                 zklock_code_name(rc), m);
+        }
+        CHECK(err != NULL);
+        zklock_error_free(err);
+        CHECK(lock == NULL);
+    }
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8",
+               zklock_lock_new(zk, "/bad\xc3(", ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode", zklock_lock_new(zk, "/ok", (zklock_mode)7, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode", zklock_lock_new(zk, "/ok", (zklock_mode)-1, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client",
+               zklock_lock_new(NULL, "/ok", ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "path",
+               zklock_lock_new(zk, NULL, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out",
+               zklock_lock_new(zk, "/ok", ZKLOCK_MODE_EXCLUSIVE, NULL, &err));
+    zklock_lock *r = NULL, *w = NULL;
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client", zklock_rwlock_new(NULL, "/ok", &r, &w, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "path", zklock_rwlock_new(zk, NULL, &r, &w, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out_read", zklock_rwlock_new(zk, "/ok", NULL, &w, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out_write", zklock_rwlock_new(zk, "/ok", &r, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out_write", zklock_rwlock_new(zk, "/ok", &r, &r, &err));
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_rwlock_new(zk, "nope", &r, &w, &err));
+    CHECK(lock == NULL && r == NULL && w == NULL);
+
+    /* lock functions */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "lock", zklock_lock_acquire(NULL, 0, &g, &err));
+    char path[128];
+    lock_path(path, sizeof path, "badinput");
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_lock_acquire(lock, 0, NULL, &err));
+    CHECK(participant_count(zk, path) == 0); /* nothing was created */
+    zklock_lock_cancel(NULL);
+    CHECK(!zklock_lock_is_held(NULL));
+
+    /* guard functions */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard", zklock_guard_release(NULL, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard", zklock_guard_check(NULL, &err));
+    CHECK(zklock_guard_state(NULL) == ZKLOCK_STATE_RELEASED);
+    CHECK(zklock_guard_fencing_token(NULL) == 0);
+    CHECK(zklock_guard_sequence(NULL) == -1);
+    CHECK(zklock_guard_session_id(NULL) == 0);
+    char buf[8] = "xxxxxxx";
+    CHECK(zklock_guard_node_path(NULL, buf, sizeof buf) == 0 && buf[0] == '\0');
+    CHECK(zklock_guard_node_path(NULL, NULL, 0) == 0);
+    recorder rec;
+    recorder_init(&rec);
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard",
+               zklock_guard_on_state_change(NULL, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "cb", zklock_guard_on_state_change(g, NULL, &rec, &err));
+    /* userdata may be NULL */
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
+
+    /* participants accessors */
+    size_t len = 7;
+    CHECK(zklock_participants_len(NULL) == 0);
+    CHECK(zklock_participants_name(NULL, 0) == NULL);
+    CHECK(zklock_participants_sequence(NULL, 0) == -1);
+    CHECK(!zklock_participants_is_reader(NULL, 0));
+    CHECK(!zklock_participants_holds(NULL, 0));
+    CHECK(zklock_participants_session_id(NULL, 0) == 0);
+    CHECK(zklock_participants_data(NULL, 0, &len) == NULL && len == 0);
+    CHECK(zklock_participants_data(NULL, 0, NULL) == NULL);
+
+    /* error accessors */
+    CHECK(zklock_error_code(NULL) == ZKLOCK_INVALID_ARGUMENT);
+    CHECK(zklock_error_message(NULL) != NULL && zklock_error_message(NULL)[0] == '\0');
+
+    /* free(NULL) is a no-op everywhere */
+    zklock_client_free(NULL);
+    zklock_lock_free(NULL);
+    zklock_guard_free(NULL);
+    zklock_participants_free(NULL);
+    zklock_error_free(NULL);
+
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    recorder_destroy(&rec);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct test {
+    const char *name;
+    int (*fn)(void);
+};
+
+static const struct test TESTS[] = {
+    {"version_and_code_names", test_version_and_code_names},
+    {"bad_input", test_bad_input},
+    {"lifecycle", test_lifecycle},
+    {"timeout_leaves_no_node", test_timeout_leaves_no_node},
+    {"cancel_from_another_thread", test_cancel_from_another_thread},
+    {"read_write", test_read_write},
+    {"mutual_exclusion_threads_and_processes", test_mutual_exclusion_threads_and_processes},
+    {"close", test_close},
+    {"callback_frees_its_guard", test_callback_frees_its_guard},
+    {"free_waits_for_running_callback", test_free_waits_for_running_callback},
+    {"lost_lock_callback", test_lost_lock_callback},
+};
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--worker") == 0) return worker_main(argc, argv);
+    g_self = argv[0];
+    g_main_thread = pthread_self();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int passed = 0, failed = 0;
+    size_t n = sizeof TESTS / sizeof *TESTS;
+    for (size_t i = 0; i < n; i++) {
+        int selected = argc == 1;
+        for (int a = 1; a < argc; a++)
+            if (strcmp(argv[a], TESTS[i].name) == 0) selected = 1;
+        if (!selected) continue;
+        double t0 = now_s();
+        int rc = TESTS[i].fn();
+        printf("%s c::%s (%.1f s)\n", rc == 0 ? "ok  " : "FAIL", TESTS[i].name, now_s() - t0);
+        if (rc == 0)
+            passed++;
+        else
+            failed++;
+    }
+    printf("test_zklock: %d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
