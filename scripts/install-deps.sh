@@ -3,8 +3,9 @@
 # Safe to run again: it installs only what is missing.
 # - apt: ZooKeeper 3.8 (package `zookeeper`, which brings Java), a C
 #   compiler, Apache Curator 5.x and a JDK (interop tests compile a Curator
-#   peer), python3 with venv;
+#   peer), python3 with venv, valgrind, pkg-config and g++ (C tests);
 # - PyPI: kazoo 2.11.0 in the project-local venv target/interop-venv;
+# - crates.io: cbindgen (pinned) for include/zklock.h;
 # - checks for the Rust toolchain.
 set -euo pipefail
 
@@ -27,6 +28,11 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 [ -f /usr/share/java/curator-recipes.jar ] || need_apt+=(libcurator-recipes-java)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
+# The C tests run under valgrind; test-install uses pkg-config; the header
+# is checked to compile as C++.
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
 [ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
 
 if ! command -v cargo >/dev/null 2>&1; then
@@ -57,21 +63,10 @@ echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator
 
 # C ABI (zklock-ffi, `make header`, `make check-header`, `make test-c`):
 # cbindgen generates include/zklock.h. Pinned, so that the committed header
-# and the check agree; valgrind runs the C tests; pkg-config for test-install.
+# and the check agree.
 cbindgen_version=0.29.4
 if [ "$(cbindgen --version 2>/dev/null)" != "cbindgen $cbindgen_version" ]; then
   echo "install-deps: installing cbindgen $cbindgen_version with cargo"
   cargo install cbindgen --version "$cbindgen_version" --locked
-fi
-need_c=()
-command -v valgrind >/dev/null 2>&1 || need_c+=(valgrind)
-command -v pkg-config >/dev/null 2>&1 || need_c+=(pkg-config)
-command -v c++ >/dev/null 2>&1 || need_c+=(g++)
-if [ ${#need_c[@]} -gt 0 ]; then
-  sudo_c=""
-  [ "$(id -u)" -eq 0 ] || sudo_c="sudo"
-  echo "install-deps: installing ${need_c[*]} with apt-get"
-  $sudo_c apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_c apt-get install -y -qq "${need_c[@]}"
 fi
 echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"
