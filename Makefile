@@ -24,8 +24,8 @@ demo: deps
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint test-rust test-c test-install test-demo
-	@scripts/test-summary.sh target/test-rust.log target/test-c.log
+test: deps lint test-rust test-c test-install test-python test-node test-demo
+	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
 
 test-rust:
 	@mkdir -p target
@@ -122,3 +122,50 @@ test-install: ffi
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" ldd "$$dest/example" | grep libzklock; \
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" zklock-ffi/tests/c/with-zk.sh "$$dest/example"; \
 	echo "test-install: ok"
+
+# ---- Python package (bindings/python): zklock, PyO3 + maturin --------------
+PYVENV := target/python-venv
+
+.PHONY: python python-venv test-python
+
+## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy, kazoo)
+python-venv:
+	bindings/python/venv.sh
+
+## python: build the sdist and the abi3 wheel (CPython >= 3.9) into target/wheels
+python: python-venv
+	cd bindings/python && ../../$(PYVENV)/bin/maturin build --release --sdist --out ../../target/wheels
+
+## test-python: install zklock from source into the venv, run stubtest and pytest
+## (built by the venv's pinned maturin: no isolated build env to download)
+test-python: deps python-venv
+	$(CARGO) build --locked -p zklock-harness
+	PATH="$(CURDIR)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/pip install -q --no-build-isolation --force-reinstall --no-deps ./bindings/python
+	$(PYVENV)/bin/python -m mypy.stubtest zklock._zklock
+	cd target && python-venv/bin/python -m mypy --strict -p zklock
+	set -o pipefail; $(PYVENV)/bin/python -m pytest bindings/python/tests 2>&1 | tee target/test-python.log
+
+# ---- Node package (bindings/node): zklock, napi-rs ---------------------------
+.PHONY: node-deps node node-pack test-node
+
+## node-deps: the pinned npm dev dependencies (@napi-rs/cli, typescript) from package-lock.json
+node-deps:
+	cd bindings/node && { cmp -s package-lock.json node_modules/.zklock-lock-stamp 2>/dev/null \
+	  || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.zklock-lock-stamp; }; }
+
+## node: build the addon (debug) next to index.js: bindings/node/zklock.<platform>.node
+node: node-deps
+	cd bindings/node && npm run --silent build
+
+## node-pack: release build and `npm pack` into target/ (the tarball holds this platform's addon)
+node-pack: node-deps
+	cd bindings/node && npm run --silent build:release && npm pack --pack-destination ../../target
+
+## test-node: build the addon, type-check test/typed-usage.ts with tsc, run `node --test`
+test-node: deps node
+	@git diff --exit-code -- bindings/node/index.d.ts bindings/node/native.js \
+	  || { echo "bindings/node/index.d.ts or native.js differ from the build: commit the regenerated files" >&2; exit 1; }
+	$(CARGO) build --locked -p zklock-harness
+	cd bindings/node && npx --no-install tsc --noEmit -p test/tsconfig.json
+	@mkdir -p target
+	set -o pipefail; cd bindings/node && node --test test/*.test.js 2>&1 | tee ../../target/test-node.log

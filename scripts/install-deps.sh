@@ -70,3 +70,26 @@ if [ "$(cbindgen --version 2>/dev/null)" != "cbindgen $cbindgen_version" ]; then
   cargo install cbindgen --version "$cbindgen_version" --locked
 fi
 echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"
+
+# Python package (bindings/python, `make test-python`): the test venv
+# target/python-venv with pinned maturin, pytest, mypy and kazoo
+# (bindings/python/requirements-test.txt); installs only what is missing.
+"$root/bindings/python/venv.sh"
+echo "install-deps: python venv $root/target/python-venv: $("$root/target/python-venv/bin/python" --version)"
+
+# Node package (bindings/node, `make test-node`): Node >= 18 (Debian's
+# `nodejs` and `npm` if missing) and the pinned dev dependencies from
+# bindings/node/package-lock.json (npm ci, only when node_modules is stale).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 18 ]; then
+  echo "install-deps: Node $(node --version) is too old; the Node package needs Node >= 18" >&2
+  exit 1
+fi
+if ! cmp -s "$root/bindings/node/package-lock.json" "$root/bindings/node/node_modules/.zklock-lock-stamp" 2>/dev/null; then
+  echo "install-deps: npm ci in bindings/node"
+  (cd "$root/bindings/node" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.zklock-lock-stamp)
+fi
+echo "install-deps: node $(node --version), npm $(npm --version 2>/dev/null)"

@@ -1,0 +1,70 @@
+
+/** The state of a held lock, as `guard.state` and state-change events give it. */
+export type LockState = 'HELD' | 'SUSPENDED' | 'LOST' | 'RELEASED'
+
+/** Every `code` of a ZkLockError: the core's error kinds (the C enum names). */
+export type ZkLockErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_PATH'
+  | 'TIMEOUT'
+  | 'CANCELLED'
+  | 'CONNECTION_LOSS'
+  | 'SESSION_EXPIRED'
+  | 'LOCK_LOST'
+  | 'NOT_HELD'
+  | 'CLOSED'
+  | 'ZOOKEEPER'
+  | 'INTERNAL'
+  | 'WOULD_DEADLOCK'
+
+/** The same list at run time, from the Rust core. */
+export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
+
+/**
+ * A zklock failure. `code` names the kind (`"TIMEOUT"`, `"LOCK_LOST"`, ...,
+ * the C enum names without `ZKLOCK_`). Bad arguments are `TypeError` /
+ * `RangeError` instead.
+ */
+export declare class ZkLockError extends Error {
+  constructor(message: string, code: ZkLockErrorCode, options?: { cause?: unknown })
+  readonly code: ZkLockErrorCode
+}
+
+export interface AcquireOptions {
+  /**
+   * Aborting it cancels this acquire: it rejects with a ZkLockError of code
+   * `"CANCELLED"` (with the signal's reason as `cause`) and leaves no node.
+   */
+  signal?: AbortSignal
+}
+
+export interface Guard {
+  /**
+   * Releases the guard (for `await using guard = await lock.acquire()`);
+   * nothing if it was already released. Rejects with `LOCK_LOST` if the
+   * lock had been lost.
+   */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export declare namespace Client {
+  /**
+   * Connects to ZooKeeper and opens a session.
+   *
+   * Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
+   * malformed connect string, `CONNECTION_LOSS` when no server answered
+   * within `connectTimeoutMs`. Throws `TypeError` / `RangeError` for bad
+   * options.
+   */
+  function connect(options: ConnectOptions): Promise<Client>
+}
+
+export interface Client {
+  /**
+   * Acquires an exclusive lock on `path`, runs `fn(guard)` and releases the
+   * lock, also when `fn` throws. Resolves with what `fn` returned; rejects
+   * with `fn`'s error, or with `LOCK_LOST` when the lock was lost while `fn`
+   * ran (so it may have run without the lock).
+   */
+  withLock<T>(path: string, fn: (guard: Guard) => T | Promise<T>, options?: AcquireOptions): Promise<T>
+}

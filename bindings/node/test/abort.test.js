@@ -1,0 +1,71 @@
+'use strict'
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const { ZkLockError } = require('..')
+const { useZooKeeper, lockPath, sleep } = require('./helpers.js')
+
+const zk = useZooKeeper()
+
+test('an AbortSignal cancels a waiting acquire and leaves no node', async () => {
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('abort')
+  const holder = await a.lock(p).acquire()
+  const ac = new AbortController()
+  const waiting = b.lock(p).acquire({ signal: ac.signal, timeoutMs: 60000 })
+  await sleep(300)
+  assert.equal((await a.participants(p)).length, 2, 'the waiter queued')
+  const t0 = Date.now()
+  ac.abort(new Error('user gave up'))
+  await assert.rejects(waiting, (e) => {
+    assert.ok(e instanceof ZkLockError)
+    assert.equal(e.code, 'CANCELLED')
+    assert.equal(e.cause.message, 'user gave up')
+    return true
+  })
+  assert.ok(Date.now() - t0 < 2000, 'the abort was prompt')
+  const left = await a.participants(p)
+  assert.equal(left.length, 1, 'the aborted waiter left no node')
+  assert.equal(left[0].sessionId, a.sessionId())
+  await holder.release()
+})
+
+test('an already aborted signal rejects at once', async () => {
+  const c = await zk.client()
+  const p = lockPath('pre-aborted')
+  await assert.rejects(c.lock(p).acquire({ signal: AbortSignal.abort() }), (e) => e.code === 'CANCELLED')
+  assert.deepEqual(await c.participants(p), [])
+})
+
+test('aborting one acquire does not cancel another on the same handle', async () => {
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('abort-one')
+  const holder = await a.lock(p).acquire()
+  const lock = b.lock(p)
+  const ac = new AbortController()
+  const first = lock.acquire({ timeoutMs: 20000 })
+  const second = lock.acquire({ signal: ac.signal })
+  await sleep(200)
+  ac.abort()
+  await assert.rejects(second, (e) => e.code === 'CANCELLED')
+  await holder.release()
+  const g = await first
+  assert.equal(g.state, 'HELD')
+  await g.release()
+  assert.deepEqual(await a.participants(p), [])
+})
+
+test('lock.cancel() cancels every acquire of the handle; a timeout after abort-free wait still works', async () => {
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('cancel')
+  const holder = await a.lock(p).acquire()
+  const lock = b.lock(p)
+  const w = lock.acquire()
+  await sleep(200)
+  lock.cancel()
+  await assert.rejects(w, (e) => e.code === 'CANCELLED')
+  assert.equal((await a.participants(p)).length, 1)
+  await holder.release()
+})

@@ -1,0 +1,77 @@
+'use strict'
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { execFile } = require('node:child_process')
+const { Worker } = require('node:worker_threads')
+const { useZooKeeper, lockPath, waitFor } = require('./helpers.js')
+
+const zk = useZooKeeper()
+const contender = path.join(__dirname, 'contender.js')
+
+function inWorker(args) {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(contender, { workerData: args })
+    w.once('message', resolve)
+    w.once('error', reject)
+  })
+}
+
+function inChild(args) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [contender, JSON.stringify(args)], (err, stdout, stderr) => {
+      if (err) return reject(new Error(`contender ${args.id} failed: ${err.message}\n${stdout}${stderr}`))
+      resolve(JSON.parse(stdout))
+    })
+  })
+}
+
+test('mutual exclusion between worker threads and child processes', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zklock-node-'))
+  try {
+    const p = lockPath('contention')
+    const rounds = 8
+    const base = { hosts: zk.connect, lockPath: p, rounds, dir }
+    const results = await Promise.all([
+      inWorker({ ...base, id: 'w1' }),
+      inWorker({ ...base, id: 'w2' }),
+      inWorker({ ...base, id: 'w3' }),
+      inChild({ ...base, id: 'c1' }),
+      inChild({ ...base, id: 'c2' }),
+      inChild({ ...base, id: 'c3' }),
+    ])
+    for (const r of results) {
+      assert.equal(r.error, undefined, r.error)
+      assert.equal(r.overlaps, 0, `${r.id} found someone inside`)
+    }
+    const log = fs.readFileSync(path.join(dir, 'log'), 'utf8').trim().split('\n')
+    assert.equal(log.length, 6 * rounds)
+    const tokens = log.map((l) => BigInt(l.split(' ')[0]))
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], 'fencing tokens grow in grant order')
+    const c = await zk.client()
+    assert.deepEqual(await c.participants(p), [])
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a child that exits without releasing: its node goes with its session', async () => {
+  const c = await zk.client()
+  const p = lockPath('exit')
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, [path.join(__dirname, 'holder-exit.js'), zk.connect, p], (err, stdout, stderr) => {
+      if (err) return reject(new Error(`${err.message}\n${stderr}`))
+      resolve(JSON.parse(stdout))
+    })
+  })
+  // Right after the exit the node may still be there (until the session
+  // expires, or at once if the server saw the connection close).
+  const before = await c.participants(p)
+  assert.ok(before.length <= 1)
+  if (before.length === 1) assert.equal(String(before[0].sessionId), out.session)
+  await waitFor(async () => (await c.participants(p)).length === 0, 15000, 'the dead holder node to go')
+  const g = await c.lock(p).acquire({ timeoutMs: 5000 })
+  await g.release()
+})

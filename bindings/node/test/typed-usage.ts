@@ -1,0 +1,44 @@
+// Type-checked by `tsc --noEmit -p test/tsconfig.json` (make test-node);
+// never run. It uses the whole public API as a TypeScript user would.
+import { Client, Guard, Lock, LockState, Participant, ZkLockError, ZkLockErrorCode, ERROR_CODES } from '..'
+
+async function usage(): Promise<bigint> {
+  const client: Client = await Client.connect({ hosts: '127.0.0.1:2181', sessionTimeoutMs: 2000, connectTimeoutMs: 5000, operationTimeoutMs: 2000 })
+  const lock: Lock = client.lock('/jobs/nightly')
+  const ac = new AbortController()
+  const guard: Guard = await lock.acquire({ timeoutMs: 10_000, signal: ac.signal })
+  guard.onStateChange((state: LockState) => {
+    if (state === 'LOST') console.error('lost')
+  })
+  guard.check()
+  const token: bigint = guard.fencingToken
+  const node: string = guard.nodePath
+  const status: 'RELEASED' | 'PENDING' = await guard.release()
+  const maybe: Guard | null = await lock.tryAcquire()
+  if (maybe) await maybe[Symbol.asyncDispose]()
+  const { read, write } = client.readWriteLock('/config')
+  const r = await read.acquire()
+  await r.release()
+  await write.acquire({ timeoutMs: 0 }).then((g) => g.release())
+  const n: number = await client.withLock('/jobs/x', async (g) => Number(g.sequence), { timeoutMs: 100 })
+  const parts: Participant[] = await client.participants('/jobs/nightly')
+  const sid: bigint = client.sessionId()
+  try {
+    await lock.acquire({ timeoutMs: 1 })
+  } catch (e) {
+    if (e instanceof ZkLockError) {
+      const code: ZkLockErrorCode = e.code
+      console.log(code === 'TIMEOUT', ERROR_CODES.includes(code))
+    }
+  }
+  await client.close()
+  void [token, node, status, n, parts, sid, lock.path, lock.mode, lock.held, client.closed]
+  return token
+}
+void usage
+
+async function scoped(client: Client): Promise<void> {
+  await using guard = await client.lock('/jobs/scoped').acquire()
+  guard.check()
+}
+void scoped

@@ -1,0 +1,510 @@
+"""zklock: distributed locks on Apache ZooKeeper, with a Rust core.
+
+zklock follows ZooKeeper's ephemeral-sequential queue recipe with Apache
+Curator's node names, so a zklock lock and a Curator ``InterProcessMutex``
+(or a kazoo ``Lock`` with ``extra_lock_patterns=["-lock-"]``) on the same
+path exclude each other.
+
+Example::
+
+    import zklock
+
+    with zklock.Client("zk1:2181,zk2:2181/myapp", session_timeout=10.0) as zk:
+        with zk.lock("/jobs/nightly", timeout=30) as lock:   # LockTimeout after 30 s
+            lock.check()                 # raises unless still safely held
+            write_to_storage(lock.fencing_token)
+
+Threads: a :class:`Client` and its locks may be used from any thread. A lock
+object is owned by the object, not by a thread: acquiring it again while it
+is held re-enters (``with lock: with lock:`` works) and any thread may
+release it. Blocking calls release the GIL; a blocking acquire in the main
+thread is interrupted by Ctrl-C (KeyboardInterrupt), which deletes the
+waiting node first.
+
+Processes: create clients after ``fork()`` (or use the ``spawn`` start
+method); a client does not survive a fork.
+
+asyncio: ``await lock.acquire_async(timeout=...)`` and ``async with
+client.lock(path):`` wait on a helper thread, so the event loop keeps
+running; cancelling the awaiting task cancels the acquire and deletes its
+node before the cancellation is re-raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import math
+import threading
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
+
+from . import _zklock
+from ._errors import (
+    Cancelled,
+    Closed,
+    ConnectionLoss,
+    InternalError,
+    InvalidArgument,
+    InvalidPath,
+    LockLost,
+    LockTimeout,
+    NotHeld,
+    SessionExpired,
+    WouldDeadlock,
+    ZkLockError,
+    ZooKeeperError,
+    error_class,
+)
+
+__all__ = [
+    "Client",
+    "Lock",
+    "ReadWriteLock",
+    "LockState",
+    "Participant",
+    "ERROR_CODES",
+    "error_class",
+    "ZkLockError",
+    "InvalidArgument",
+    "InvalidPath",
+    "LockTimeout",
+    "Cancelled",
+    "ConnectionLoss",
+    "SessionExpired",
+    "LockLost",
+    "NotHeld",
+    "Closed",
+    "ZooKeeperError",
+    "InternalError",
+    "WouldDeadlock",
+]
+
+__version__: str = _zklock.__version__
+
+#: Every error code of the core, e.g. ``"TIMEOUT"`` (the ``.code`` values).
+ERROR_CODES: Tuple[str, ...] = _zklock.ERROR_CODES
+
+_T = TypeVar("_T")
+_LockT = TypeVar("_LockT", bound="Lock")
+Identifier = Union[str, bytes, None]
+
+
+class LockState(str, enum.Enum):
+    """What a holder knows about its lock. A ``str``: ``state == "HELD"`` works."""
+
+    #: Held, and the session is connected and answering.
+    HELD = "HELD"
+    #: Connection lost or server silent: it may still be ours, but that
+    #: cannot be known; act as if it is not. May go back to HELD.
+    SUSPENDED = "SUSPENDED"
+    #: Lost for good (session expired, node deleted, client closed).
+    LOST = "LOST"
+    #: Not held by this lock object (released, or never acquired).
+    RELEASED = "RELEASED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One node in the queue of a lock path (see :meth:`Client.participants`)."""
+
+    #: Child name, e.g. ``_c_<uuid>-lock-0000000003``.
+    name: str
+    #: The sequence number the server appended.
+    sequence: int
+    #: ``"reader"`` or ``"writer"``.
+    kind: str
+    #: Whether this participant holds the lock now.
+    holds: bool
+    #: The node's data (an identifier chosen by its owner; may be empty).
+    data: bytes
+    #: The id of the session that owns the node.
+    session_id: int
+
+
+def _check_timeout(timeout: Optional[float]) -> Optional[float]:
+    """Validates a timeout in seconds: None, -1 or a number >= 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError("timeout must be a number of seconds or None, not %s" % type(timeout).__name__)
+    if math.isnan(timeout) or (timeout < 0 and timeout != -1):
+        raise InvalidArgument("timeout must be >= 0 seconds, -1 or None (no limit), got %r" % (timeout,))
+    return float(timeout)
+
+
+def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
+    """Runs ``fn(*args)`` on a new daemon thread; its outcome completes the
+    returned future on ``loop``. A thread of its own, not the loop's default
+    executor: lock waits can be long and must not starve it."""
+    fut: asyncio.Future[_T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if fut.done():
+            return
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+    def run() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome: Tuple[bool, Any] = (False, exc)
+        else:
+            outcome = (True, result)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop is closed: nobody is waiting
+            pass
+
+    threading.Thread(target=run, name="zklock-async", daemon=True).start()
+    return fut
+
+
+class Lock:
+    """A lock handle on one path: exclusive, or the read or write side.
+
+    Made by :meth:`Client.lock`, :meth:`Client.read_lock`,
+    :meth:`Client.write_lock` or :meth:`Client.read_write_lock`. Use it like
+    ``threading.Lock`` (``acquire``/``release``, ``with``), or from asyncio
+    (``acquire_async``, ``async with``).
+
+    Re-entrant per object: acquiring while held returns at once and the node
+    is deleted by the matching last ``release()``. Thread-safe; any thread
+    may release. ``timeout`` (given to ``Client.lock()``) bounds the wait of
+    ``with`` / ``async with``, which raise :class:`LockTimeout` when it
+    expires.
+    """
+
+    __slots__ = ("_native", "timeout")
+
+    def __init__(self, native: _zklock.Lock, timeout: Optional[float] = None) -> None:
+        self._native = native
+        #: The wait limit of ``with``/``async with`` in seconds (None: no limit).
+        self.timeout = _check_timeout(timeout)
+
+    # -- blocking API -------------------------------------------------------
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Acquires the lock like ``threading.Lock.acquire``.
+
+        ``blocking=False`` tries once without waiting; otherwise waits up to
+        ``timeout`` seconds in total (None or -1: no limit). Returns True
+        when acquired, False when the time ran out (our node is deleted).
+
+        Releases the GIL while waiting. In the main thread, Ctrl-C cancels
+        the wait (deleting our node) and raises KeyboardInterrupt.
+
+        Raises:
+            Cancelled: :meth:`cancel` was called meanwhile.
+            WouldDeadlock: write side of a pair while its read side is held.
+            Closed, ConnectionLoss, ZooKeeperError: client or server trouble.
+            InvalidArgument: a timeout with ``blocking=False``, or < 0.
+        """
+        return self._native.acquire(blocking, _check_timeout(timeout))
+
+    def release(self) -> bool:
+        """Releases one acquire of this object (the node goes with the last).
+
+        Returns True when done, False when ZooKeeper could not confirm the
+        delete now (it is retried in the background). Blocks without the GIL.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            LockLost: the lock had been lost before the release (the
+                critical section may have run without it); the node is
+                cleaned up all the same.
+        """
+        return self._native.release()
+
+    def cancel(self) -> None:
+        """Makes every acquire in progress on this object fail with
+        :class:`Cancelled` (their nodes are deleted). Never blocks; safe from
+        any thread, signal handler or callback."""
+        self._native.cancel()
+
+    def check(self) -> None:
+        """Raises unless the lock is safely held right now.
+
+        Raises:
+            NotHeld: not held by this object.
+            ConnectionLoss: suspended (connection trouble; may come back).
+            LockLost: lost for good; another client may hold it.
+        """
+        self._native.check()
+
+    def on_state_change(self, callback: Callable[[LockState], object]) -> None:
+        """Calls ``callback(state)`` on every state change (HELD, SUSPENDED,
+        LOST) of the current grant and of later grants of this object.
+
+        The callback runs on the client's event thread (not the caller's),
+        with the GIL taken there, one call at a time and in order. It should
+        return promptly; exceptions go to ``sys.unraisablehook``. If the lock
+        is no longer HELD when registering, it is called once soon.
+        """
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+
+        def call(state: str) -> None:
+            callback(LockState(state))
+
+        self._native.on_state_change(call)
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock now (held or suspended)."""
+        return self._native.held
+
+    @property
+    def state(self) -> LockState:
+        """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise."""
+        return LockState(self._native.state)
+
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token (creation zxid of our node) of the current or
+        latest grant: grows with every grant of the lock. Raises NotHeld if
+        never acquired."""
+        return self._native.fencing_token
+
+    @property
+    def node_path(self) -> str:
+        """The full path of our node (current or latest grant; NotHeld if never)."""
+        return self._native.node_path
+
+    @property
+    def sequence(self) -> int:
+        """The sequence number of our node (current or latest grant)."""
+        return self._native.sequence
+
+    @property
+    def session_id(self) -> int:
+        """The id of the session of the current or latest grant."""
+        return self._native.session_id
+
+    @property
+    def depth(self) -> int:
+        """How many acquires of this object are not yet released."""
+        return self._native.depth
+
+    @property
+    def path(self) -> str:
+        """The lock path."""
+        return self._native.path
+
+    @property
+    def mode(self) -> str:
+        """``"exclusive"``, ``"read"`` or ``"write"``."""
+        return self._native.mode
+
+    def __enter__(self: _LockT) -> _LockT:
+        """Acquires, waiting up to ``self.timeout``; raises LockTimeout."""
+        if not self.acquire(timeout=self.timeout):
+            raise LockTimeout("%s: not acquired within %s s" % (self.path, self.timeout), "TIMEOUT")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Releases (raises LockLost if the lock was lost meanwhile)."""
+        self.release()
+
+    # -- asyncio -------------------------------------------------------------
+
+    async def acquire_async(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """:meth:`acquire` for asyncio: waits on a helper thread, so the
+        event loop keeps running. Returns False on timeout.
+
+        Cancelling the awaiting task cancels the acquire: our node is deleted
+        (or the lock, if it was granted in the race, released) before the
+        ``CancelledError`` propagates. This also cancels other acquires in
+        progress on the same object (use one lock object per task).
+        """
+        timeout = _check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        fut = _in_thread(loop, self._native.acquire, blocking, timeout)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError as cancelled:
+            self._native.cancel()
+            while not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    continue  # cleanup first; the task is cancelled anyway
+                except BaseException:  # noqa: BLE001 - Cancelled etc.: no lock
+                    break
+            if not fut.cancelled() and fut.exception() is None and fut.result():
+                await _in_thread(loop, self._native.release)
+            raise cancelled
+
+    async def release_async(self) -> bool:
+        """:meth:`release` for asyncio (the delete waits on a helper thread)."""
+        return await _in_thread(asyncio.get_running_loop(), self._native.release)
+
+    async def __aenter__(self: _LockT) -> _LockT:
+        """Acquires without blocking the loop, up to ``self.timeout``; raises LockTimeout."""
+        if not await self.acquire_async(timeout=self.timeout):
+            raise LockTimeout("%s: not acquired within %s s" % (self.path, self.timeout), "TIMEOUT")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Releases without blocking the loop."""
+        await self.release_async()
+
+    def __repr__(self) -> str:
+        return "<zklock.Lock %s %r %s>" % (self.mode, self.path, self.state.value)
+
+
+class ReadWriteLock:
+    """A read/write lock pair on one path whose sides know each other.
+
+    ``.read`` (shared) and ``.write`` (exclusive) are :class:`Lock` objects.
+    Readers share; a writer excludes everyone; readers queue behind a waiting
+    writer. Acquiring ``.read`` while holding ``.write`` is an immediate
+    downgrade (then release ``.write``); acquiring ``.write`` while holding
+    only ``.read`` raises :class:`WouldDeadlock`.
+    """
+
+    __slots__ = ("read", "write")
+
+    def __init__(self, read: Lock, write: Lock) -> None:
+        #: The read (shared) side.
+        self.read = read
+        #: The write (exclusive) side.
+        self.write = write
+
+    @property
+    def path(self) -> str:
+        """The lock path."""
+        return self.read.path
+
+    def __repr__(self) -> str:
+        return "<zklock.ReadWriteLock %r>" % (self.path,)
+
+
+class Client:
+    """A connection to a ZooKeeper ensemble (one session), the factory of locks.
+
+    ``hosts`` is ``"host:port[,host:port...][/chroot]"``; timeouts are in
+    seconds; ``auth`` is ``(user, password)`` for ZooKeeper's digest scheme.
+    Connecting blocks (without the GIL; Ctrl-C interrupts it) until a server
+    answers or ``connect_timeout`` passes. A context manager: ``with
+    zklock.Client(...) as zk:`` closes the session on exit.
+
+    Thread-safe. Locks keep the session alive until :meth:`close` (which
+    loses every lock held through this client) or until the client and all
+    its locks are garbage.
+
+    Raises:
+        InvalidArgument, InvalidPath: malformed connect string or option.
+        ConnectionLoss: no server answered within ``connect_timeout``.
+        ZooKeeperError: other refusals (e.g. failed authentication).
+        TypeError: arguments of the wrong type.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        hosts: str,
+        session_timeout: float = 10.0,
+        connect_timeout: float = 15.0,
+        operation_timeout: float = 10.0,
+        auth: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth)
+
+    def lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+        """An exclusive lock on ``path`` (Curator ``InterProcessMutex``
+        compatible). ``timeout`` bounds ``with``/``async with`` (None: no
+        limit); ``identifier`` (str or bytes) is stored in the lock node for
+        other participants to see. Does not touch ZooKeeper.
+
+        Raises InvalidPath for a malformed path, TypeError for wrong types.
+        """
+        return Lock(self._native.lock(path, identifier), timeout)
+
+    def read_lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+        """The read side of a read/write lock on ``path``, as an independent
+        handle (Curator ``InterProcessReadWriteLock.readLock()`` compatible).
+        Arguments and errors as :meth:`lock`."""
+        return Lock(self._native.read_lock(path, identifier), timeout)
+
+    def write_lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+        """The write side of a read/write lock on ``path``, as an independent
+        handle: a separate read handle of the same client blocks it like
+        anyone else's. Arguments and errors as :meth:`lock`."""
+        return Lock(self._native.write_lock(path, identifier), timeout)
+
+    def read_write_lock(
+        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None
+    ) -> ReadWriteLock:
+        """A :class:`ReadWriteLock` pair on ``path`` (downgrade allowed,
+        upgrade refused). ``timeout`` applies to ``with`` on either side."""
+        read, write = self._native.read_write_lock(path, identifier)
+        return ReadWriteLock(Lock(read, timeout), Lock(write, timeout))
+
+    def participants(self, path: str) -> List[Participant]:
+        """The queue of the lock at ``path``, holders first, including other
+        libraries' nodes; an absent path has none. Blocks without the GIL.
+
+        Raises InvalidPath, Closed, ConnectionLoss or LockTimeout when
+        ZooKeeper does not answer within the operation timeout.
+        """
+        return [Participant(*p) for p in self._native.participants(path)]
+
+    @property
+    def session_id(self) -> int:
+        """The id of the current ZooKeeper session (raises Closed after close())."""
+        return self._native.session_id
+
+    @property
+    def session_timeout(self) -> float:
+        """The session timeout the server granted, in seconds."""
+        return self._native.session_timeout
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    @property
+    def pending_cleanups(self) -> int:
+        """How many deletions of our nodes are still retried in the background."""
+        return self._native.pending_cleanups
+
+    def close(self) -> None:
+        """Closes the session: every lock held through this client is lost
+        and waiting acquires fail with :class:`Closed`. Idempotent; blocks
+        (without the GIL) up to the operation timeout."""
+        self._native.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Closes the client."""
+        self.close()
+
+    def __repr__(self) -> str:
+        return repr(self._native).replace("zklock._zklock.", "zklock.")

@@ -1,0 +1,557 @@
+//! `zklock._zklock`: the native half of the Python package `zklock`.
+//!
+//! A thin layer over `zklock-core`: every lock decision is made by the core.
+//! This module adds what Python needs:
+//!
+//! - blocking waits that release the GIL and still honour Ctrl-C: the core
+//!   call runs on a helper thread while the caller waits on a channel in
+//!   slices of [`WAIT_SLICE`], running Python's signal handlers between
+//!   slices; an exception from a handler (KeyboardInterrupt) cancels the
+//!   core acquire through its `CancelHandle`, so no lock node is left, and
+//!   is then raised;
+//! - one lock object = one core lock handle with a stack of guards, so
+//!   `with lock: with lock:` re-enters like the core handle does;
+//! - state-change callbacks called on the client's event thread with the
+//!   GIL taken there;
+//! - errors: [`to_py_err`] hands the core's error kind name and message to
+//!   `zklock._errors._from_code`, the one place that maps a kind to its
+//!   Python exception class.
+//!
+//! The public, documented API is the pure-Python package `zklock`; this
+//! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyTuple};
+use zklock_core::{
+    Client as CoreClient, ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions,
+    LockState, NodeKind, ReadWriteLock as CoreReadWriteLock, ReleaseStatus,
+};
+
+/// How long a blocking wait sleeps (without the GIL) between two looks at
+/// Python's pending signals.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// `zklock._errors._from_code`, imported once.
+static FROM_CODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Turns a core error into the Python exception of its kind: calls
+/// `zklock._errors._from_code(kind_name, message)`, the package's single
+/// mapping from kind to class. If that import fails (a broken install),
+/// the import error itself is raised.
+fn to_py_err(py: Python<'_>, err: &Error) -> PyErr {
+    match FROM_CODE.import(py, "zklock._errors", "_from_code") {
+        Ok(from_code) => match from_code.call1((err.kind().name(), err.message())) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
+/// [`to_py_err`] from code that does not have the `Python` token at hand.
+fn py_err(err: Error) -> PyErr {
+    Python::attach(|py| to_py_err(py, &err))
+}
+
+fn invalid_argument(message: impl Into<String>) -> PyErr {
+    py_err(Error::new(ErrorKind::InvalidArgument, message))
+}
+
+fn not_held(message: impl Into<String>) -> PyErr {
+    py_err(Error::new(ErrorKind::NotHeld, message))
+}
+
+/// Locks a mutex of this module, ignoring poisoning (the data it guards
+/// stays consistent: every critical section is a push, pop or replace).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A duration option given in seconds: finite and > 0.
+fn positive_seconds(name: &str, seconds: f64) -> PyResult<Duration> {
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(invalid_argument(format!("{name} must be a finite number of seconds > 0, got {seconds}"))),
+    }
+}
+
+/// Runs `job` on a helper thread and waits for its result without the GIL,
+/// in slices of [`WAIT_SLICE`], running Python's signal handlers between
+/// slices. If a handler raises (KeyboardInterrupt on Ctrl-C), `interrupt`
+/// is called (without the GIL) with the receiver of the job's result, so
+/// that it can cancel the job and clean up after it, and the handler's
+/// exception is returned.
+fn wait_interruptibly<T, J, I>(py: Python<'_>, job: J, interrupt: I) -> PyResult<T>
+where
+    T: Send + 'static,
+    J: FnOnce() -> T + Send + 'static,
+    I: FnOnce(mpsc::Receiver<T>) + Send,
+{
+    let (tx, rx) = mpsc::sync_channel::<T>(1);
+    std::thread::Builder::new()
+        .name("zklock-py-wait".into())
+        .spawn(move || {
+            let _ = tx.send(job());
+        })
+        .map_err(|e| py_err(Error::new(ErrorKind::Internal, format!("cannot start a thread: {e}"))))?;
+    let mut rx = rx;
+    loop {
+        // The receiver moves in and out: it is Send but not Sync.
+        let (back, received) = py.detach(move || {
+            let received = rx.recv_timeout(WAIT_SLICE);
+            (rx, received)
+        });
+        rx = back;
+        match received {
+            Ok(value) => return Ok(value),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(py_err(Error::new(ErrorKind::Internal, "the waiting thread ended without a result")))
+            }
+        }
+        if let Err(signal) = py.check_signals() {
+            py.detach(move || interrupt(rx));
+            return Err(signal);
+        }
+    }
+}
+
+fn state_name(state: LockState) -> &'static str {
+    match state {
+        LockState::Held => "HELD",
+        LockState::Suspended => "SUSPENDED",
+        LockState::Lost => "LOST",
+        LockState::Released => "RELEASED",
+    }
+}
+
+/// Lock node data from `identifier`: `None`, `str` (stored as UTF-8) or
+/// `bytes`; anything else is a `TypeError`.
+fn lock_options(identifier: Option<&Bound<'_, PyAny>>) -> PyResult<LockOptions> {
+    let Some(id) = identifier else { return Ok(LockOptions::default()) };
+    if let Ok(s) = id.cast::<PyString>() {
+        let text: String = s.extract()?;
+        return Ok(LockOptions::default().data(text.into_bytes()));
+    }
+    if let Ok(b) = id.cast::<PyBytes>() {
+        return Ok(LockOptions::default().data(b.as_bytes().to_vec()));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "identifier must be str, bytes or None, not {}",
+        id.get_type().name()?
+    )))
+}
+
+/// A connection to a ZooKeeper ensemble (one session), the factory of locks.
+///
+/// Thread-safe: every method may be called from any thread. Blocking calls
+/// release the GIL.
+#[pyclass(frozen, module = "zklock._zklock")]
+struct Client {
+    inner: CoreClient,
+}
+
+#[pymethods]
+impl Client {
+    /// Connects and opens a session; blocks (without the GIL, interruptible
+    /// by Ctrl-C) until connected or `connect_timeout` seconds passed.
+    ///
+    /// Raises InvalidArgument / InvalidPath for a bad connect string or
+    /// option, ConnectionLoss when no server answered in time, ZooKeeperError
+    /// for other refusals (e.g. failed authentication).
+    #[new]
+    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, operation_timeout=10.0, auth=None))]
+    fn new(
+        py: Python<'_>,
+        hosts: &str,
+        session_timeout: f64,
+        connect_timeout: f64,
+        operation_timeout: f64,
+        auth: Option<(String, String)>,
+    ) -> PyResult<Self> {
+        let mut options = ClientOptions::new(hosts)
+            .session_timeout(positive_seconds("session_timeout", session_timeout)?)
+            .connect_timeout(positive_seconds("connect_timeout", connect_timeout)?)
+            .operation_timeout(positive_seconds("operation_timeout", operation_timeout)?);
+        if let Some((user, password)) = auth {
+            options = options.digest_auth(user, password);
+        }
+        // On Ctrl-C the connect goes on in the background and its client is
+        // dropped (which closes its session) when it ends.
+        let inner = wait_interruptibly(py, move || CoreClient::connect(options), |_| {})?.map_err(py_err)?;
+        Ok(Client { inner })
+    }
+
+    /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
+    /// `identifier` (str or bytes) is stored in the lock node.
+    #[pyo3(signature = (path, identifier=None))]
+    fn lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Exclusive, identifier)
+    }
+
+    /// The read side of a read/write lock on `path`, as an independent handle.
+    #[pyo3(signature = (path, identifier=None))]
+    fn read_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Read, identifier)
+    }
+
+    /// The write side of a read/write lock on `path`, as an independent handle.
+    #[pyo3(signature = (path, identifier=None))]
+    fn write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Write, identifier)
+    }
+
+    /// A read/write pair on `path` whose sides know each other (downgrade
+    /// allowed, upgrade refused with WouldDeadlock): `(read, write)`.
+    #[pyo3(signature = (path, identifier=None))]
+    fn read_write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<(Lock, Lock)> {
+        let options = lock_options(identifier)?;
+        let pair = Arc::new(self.inner.read_write_lock(path, options).map_err(py_err)?);
+        Ok((Lock::new(Handle::Pair(pair.clone(), false)), Lock::new(Handle::Pair(pair, true))))
+    }
+
+    /// The queue of the lock at `path`, holders first: a list of
+    /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
+    /// `"reader"` or `"writer"`. Blocks without the GIL.
+    fn participants<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let client = self.inner.clone();
+        let path = path.to_owned();
+        let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
+        list.into_iter()
+            .map(|p| {
+                let kind = match p.kind {
+                    NodeKind::Reader => "reader",
+                    NodeKind::Writer => "writer",
+                };
+                PyTuple::new(
+                    py,
+                    [
+                        p.name.into_pyobject(py)?.into_any(),
+                        p.sequence.into_pyobject(py)?.into_any(),
+                        kind.into_pyobject(py)?.into_any(),
+                        pyo3::types::PyBool::new(py, p.holds).to_owned().into_any(),
+                        PyBytes::new(py, &p.data).into_any(),
+                        p.session_id.into_pyobject(py)?.into_any(),
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    /// The id of the current ZooKeeper session (raises Closed after close()).
+    #[getter]
+    fn session_id(&self, py: Python<'_>) -> PyResult<i64> {
+        self.inner.session_id().map_err(|e| to_py_err(py, &e))
+    }
+
+    /// The session timeout the server granted, in seconds (raises Closed).
+    #[getter]
+    fn session_timeout(&self, py: Python<'_>) -> PyResult<f64> {
+        self.inner.session_timeout().map(|d| d.as_secs_f64()).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Whether close() was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// How many deletions of our nodes are still retried in the background.
+    #[getter]
+    fn pending_cleanups(&self) -> u64 {
+        self.inner.pending_cleanups()
+    }
+
+    /// Closes the session: locks held through this client are lost, waiting
+    /// acquires fail with Closed. Idempotent; blocks without the GIL up to
+    /// the operation timeout.
+    fn close(&self, py: Python<'_>) {
+        let client = self.inner.clone();
+        py.detach(move || client.close());
+    }
+
+    fn __repr__(&self) -> String {
+        match self.inner.session_id() {
+            Ok(id) => format!("<zklock._zklock.Client session=0x{id:x}>"),
+            Err(_) => "<zklock._zklock.Client closed>".to_owned(),
+        }
+    }
+}
+
+impl Client {
+    fn lock_of(&self, path: &str, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        let options = lock_options(identifier)?;
+        let lock = self.inner.lock_with(path, mode, options).map_err(py_err)?;
+        Ok(Lock::new(Handle::Single(lock)))
+    }
+}
+
+/// A core lock handle: alone, or one side of a read/write pair.
+enum Handle {
+    Single(CoreLock),
+    Pair(Arc<CoreReadWriteLock>, bool),
+}
+
+impl Handle {
+    fn get(&self) -> &CoreLock {
+        match self {
+            Handle::Single(lock) => lock,
+            Handle::Pair(pair, false) => pair.read_lock(),
+            Handle::Pair(pair, true) => pair.write_lock(),
+        }
+    }
+}
+
+/// A state-change callback, shared by the grants it is registered on.
+type PyCallback = Arc<Py<PyAny>>;
+
+/// One lock handle (exclusive, read or write) and the guards it holds.
+///
+/// Thread-safe. Ownership belongs to this object, not to a thread: any
+/// thread may release what another acquired. acquire() pushes a guard
+/// (re-entering when held), release() pops and releases the newest.
+#[pyclass(frozen, module = "zklock._zklock")]
+struct Lock {
+    handle: Arc<Handle>,
+    guards: Mutex<Vec<Arc<Guard>>>,
+    /// The newest guard ever acquired (answers for node_path & co).
+    last: Mutex<Option<Arc<Guard>>>,
+    callbacks: Mutex<Vec<PyCallback>>,
+}
+
+impl Lock {
+    fn new(handle: Handle) -> Lock {
+        Lock { handle: Arc::new(handle), guards: Mutex::default(), last: Mutex::default(), callbacks: Mutex::default() }
+    }
+
+    fn last_guard(&self, py: Python<'_>) -> PyResult<Arc<Guard>> {
+        locked(&self.last).clone().ok_or_else(|| {
+            to_py_err(py, &Error::new(ErrorKind::NotHeld, format!("{} was never acquired", self.handle.get().path())))
+        })
+    }
+}
+
+/// Registers `cb` on `guard`'s grant: called with the state's name, on the
+/// client's event thread, with the GIL taken there. An exception from the
+/// callback is reported through `sys.unraisablehook`.
+fn register(guard: &Guard, cb: PyCallback) {
+    guard.on_state_change(move |state| {
+        Python::attach(|py| {
+            if let Err(e) = cb.call1(py, (state_name(state),)) {
+                e.write_unraisable(py, Some(cb.bind(py)));
+            }
+        })
+    });
+}
+
+#[pymethods]
+impl Lock {
+    /// Acquires the lock like `threading.Lock.acquire`: `blocking=False`
+    /// tries once; otherwise waits up to `timeout` seconds in total (None or
+    /// -1: without limit). Returns False on timeout. Waits without the GIL;
+    /// Ctrl-C cancels the wait (our node is deleted) and raises
+    /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed,
+    /// ConnectionLoss, InvalidArgument for a bad timeout, ...
+    #[pyo3(signature = (blocking=true, timeout=None))]
+    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<f64>) -> PyResult<bool> {
+        let wait = match (blocking, timeout) {
+            (false, None) => Some(Duration::ZERO),
+            (false, Some(_)) => return Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
+            (true, None) => None,
+            (true, Some(t)) if t == -1.0 || t == f64::INFINITY => None,
+            (true, Some(t)) if t >= 0.0 => Some(
+                Duration::try_from_secs_f64(t)
+                    .map_err(|_| invalid_argument(format!("timeout must be a number of seconds >= 0, got {t}")))?,
+            ),
+            (true, Some(t)) => {
+                return Err(invalid_argument(format!("timeout must be >= 0 or -1 (no limit), got {t}")))
+            }
+        };
+        let handle = self.handle.clone();
+        let cancel = handle.get().cancel_handle();
+        let result = wait_interruptibly(
+            py,
+            move || handle.get().acquire(wait),
+            move |rx| {
+                cancel.cancel();
+                // The cancelled acquire returns promptly (its node is deleted,
+                // in the background if ZooKeeper cannot be reached). If it won
+                // the race, give the lock back.
+                if let Ok(Ok(guard)) = rx.recv() {
+                    let _ = guard.release();
+                }
+            },
+        )?;
+        match result {
+            Ok(guard) => {
+                let guard = Arc::new(guard);
+                let fresh = {
+                    let mut guards = locked(&self.guards);
+                    guards.push(guard.clone());
+                    guards.len() == 1
+                };
+                *locked(&self.last) = Some(guard.clone());
+                if fresh {
+                    for cb in locked(&self.callbacks).iter() {
+                        register(&guard, cb.clone());
+                    }
+                }
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// Releases the newest guard of this object (the node is deleted with
+    /// the last one). Returns True when done, False when the delete could
+    /// not be confirmed and goes on in the background. Raises NotHeld if
+    /// nothing is held, LockLost if the lock had been lost meanwhile.
+    /// Blocks without the GIL.
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        let guard = locked(&self.guards)
+            .pop()
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+        match py.detach(move || guard.release()) {
+            Ok(ReleaseStatus::Released) => Ok(true),
+            Ok(ReleaseStatus::Pending) => Ok(false),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// Makes every acquire in progress on this object fail with Cancelled
+    /// (their nodes are deleted). Never blocks; any thread.
+    fn cancel(&self) {
+        self.handle.get().cancel();
+    }
+
+    /// Raises unless the lock is safely held now: NotHeld when not held,
+    /// ConnectionLoss while suspended, LockLost once lost.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        let top = locked(&self.guards).last().cloned();
+        match top {
+            Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
+            None => Err(to_py_err(
+                py,
+                &Error::new(ErrorKind::NotHeld, format!("{} is not held by this lock object", self.handle.get().path())),
+            )),
+        }
+    }
+
+    /// Registers `callback(state: str)` for every state change (HELD,
+    /// SUSPENDED, LOST) of the current grant and of later grants of this
+    /// object. Called on the client's event thread, one at a time; it must
+    /// return promptly. Exceptions go to `sys.unraisablehook`.
+    fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        if !callback.is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err("callback must be callable"));
+        }
+        let cb: PyCallback = Arc::new(callback.unbind());
+        locked(&self.callbacks).push(cb.clone());
+        if let Some(guard) = locked(&self.guards).last() {
+            register(guard, cb);
+        }
+        Ok(())
+    }
+
+    /// Whether this object holds the lock now (held or suspended).
+    #[getter]
+    fn held(&self) -> bool {
+        !locked(&self.guards).is_empty() && self.handle.get().is_held()
+    }
+
+    /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
+    /// acquired).
+    #[getter]
+    fn state(&self) -> &'static str {
+        match (locked(&self.guards).is_empty(), locked(&self.last).as_ref()) {
+            (false, Some(guard)) => state_name(guard.state()),
+            _ => "RELEASED",
+        }
+    }
+
+    /// How many guards this object holds (re-entrant acquires).
+    #[getter]
+    fn depth(&self) -> usize {
+        locked(&self.guards).len()
+    }
+
+    /// The fencing token of the current or latest grant (NotHeld if never
+    /// acquired).
+    #[getter]
+    fn fencing_token(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.last_guard(py)?.fencing_token())
+    }
+
+    /// The full path of our node of the current or latest grant.
+    #[getter]
+    fn node_path(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.last_guard(py)?.node_path())
+    }
+
+    /// The sequence number of our node of the current or latest grant.
+    #[getter]
+    fn sequence(&self, py: Python<'_>) -> PyResult<i64> {
+        Ok(self.last_guard(py)?.sequence())
+    }
+
+    /// The session that holds (held) the current or latest grant.
+    #[getter]
+    fn session_id(&self, py: Python<'_>) -> PyResult<i64> {
+        Ok(self.last_guard(py)?.session_id())
+    }
+
+    /// The lock path.
+    #[getter]
+    fn path(&self) -> String {
+        self.handle.get().path().to_owned()
+    }
+
+    /// `"exclusive"`, `"read"` or `"write"`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        match self.handle.get().mode() {
+            LockMode::Exclusive => "exclusive",
+            LockMode::Read => "read",
+            LockMode::Write => "write",
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<zklock._zklock.Lock {} {:?} {}>", self.mode(), self.handle.get().path(), self.state())
+    }
+}
+
+impl Drop for Lock {
+    /// A lock object dropped while holding releases its guards on a helper
+    /// thread: a release may wait for ZooKeeper, and this runs with the GIL.
+    fn drop(&mut self) {
+        let guards = std::mem::take(&mut *locked(&self.guards));
+        if !guards.is_empty() {
+            let spawned = std::thread::Builder::new().name("zklock-py-release".into()).spawn(move || {
+                for guard in guards.into_iter().rev() {
+                    let _ = guard.release();
+                }
+            });
+            // Without a thread the guards were dropped (and released) here.
+            drop(spawned);
+        }
+    }
+}
+
+/// The native module. `ERROR_CODES` lists every error kind name of the core
+/// (the `.code` values of zklock's exceptions).
+#[pymodule]
+fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let codes: Vec<&'static str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+    m.add("ERROR_CODES", PyTuple::new(m.py(), codes)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Client>()?;
+    m.add_class::<Lock>()?;
+    Ok(())
+}

@@ -1,0 +1,112 @@
+"""Fixtures of zklock's Python tests: one real ZooKeeper for the session.
+
+The server comes from the project's shared harness (``zkharness serve
+--proxy``, crate tests/harness): it prints one JSON line with the connect
+strings and then takes commands on stdin (``blackhole``, ``heal``, ...).
+Set ``ZKHARNESS`` to use another binary; by default
+``target/debug/zkharness`` of the repository is used (built with cargo if
+it is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import pytest
+
+import zklock
+
+ROOT = Path(__file__).resolve().parents[3]
+HARNESS = Path(os.environ.get("ZKHARNESS", ROOT / "target" / "debug" / "zkharness"))
+
+
+class Harness:
+    """A running ``zkharness serve --proxy``: connect strings and commands."""
+
+    def __init__(self) -> None:
+        if not HARNESS.exists():
+            subprocess.run(["cargo", "build", "--locked", "-p", "zklock-harness"], cwd=ROOT, check=True)
+        self.proc = subprocess.Popen(
+            [str(HARNESS), "serve", "--proxy"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        info = json.loads(line) if line else {"ok": False, "error": "no output"}
+        if not info.get("ok"):
+            self.proc.kill()
+            raise RuntimeError("zkharness did not start: %s" % info.get("error"))
+        self.info: Dict[str, Any] = info
+        #: Direct connect string of the server.
+        self.connect: str = info["connect"]
+        #: Connect string through the harness's proxy (blackhole/heal).
+        self.proxied: str = info["proxied_connect"]
+        self._lock = threading.Lock()
+
+    def command(self, line: str) -> Dict[str, Any]:
+        """Sends one command and returns its JSON answer (fails unless ok)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with self._lock:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            answer: Dict[str, Any] = json.loads(self.proc.stdout.readline())
+        if not answer.get("ok"):
+            raise RuntimeError("zkharness %r: %s" % (line, answer.get("error")))
+        return answer
+
+    def stop(self) -> None:
+        """Stops the servers and the harness."""
+        try:
+            self.command("shutdown")
+        except Exception:  # noqa: BLE001 - fall back to a kill below
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def harness() -> Iterator[Harness]:
+    """The session's ZooKeeper server (with a proxy in front of it)."""
+    h = Harness()
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture(scope="session")
+def hosts(harness: Harness) -> str:
+    """Direct connect string of the test server."""
+    return harness.connect
+
+
+@pytest.fixture
+def client(hosts: str) -> Iterator[zklock.Client]:
+    """A connected client, closed after the test."""
+    with zklock.Client(hosts, session_timeout=10.0) as c:
+        yield c
+
+
+@pytest.fixture
+def observer(hosts: str) -> Iterator[zklock.Client]:
+    """A second client that only looks (participants)."""
+    with zklock.Client(hosts) as c:
+        yield c
+
+
+@pytest.fixture
+def path(request: pytest.FixtureRequest) -> str:
+    """A lock path of its own for each test."""
+    return "/pytest/%s-%s" % (request.node.name.replace("[", "_").replace("]", ""), uuid.uuid4().hex[:8])

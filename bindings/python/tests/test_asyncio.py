@@ -1,0 +1,103 @@
+"""asyncio: waits do not block the event loop; task cancellation leaves no node."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import List
+
+import pytest
+
+import zklock
+from support import wait_for
+
+
+async def ticker(ticks: List[float], period: float = 0.02) -> None:
+    while True:
+        ticks.append(time.monotonic())
+        await asyncio.sleep(period)
+
+
+def test_async_with_and_loop_keeps_running(client: zklock.Client, hosts: str, path: str) -> None:
+    async def main() -> None:
+        ticks: List[float] = []
+        tick_task = asyncio.ensure_future(ticker(ticks))
+        holder = client.lock(path)
+        async with holder:
+            assert holder.held
+            with zklock.Client(hosts) as other:
+                waiter = other.lock(path, timeout=10)
+                enter = asyncio.ensure_future(waiter.__aenter__())
+                await asyncio.sleep(0.3)
+                assert not enter.done()
+                before = len(ticks)
+                await asyncio.sleep(0.3)
+                # The loop ran the ticker while the acquire waited.
+                assert len(ticks) - before >= 8
+                await holder.release_async()
+                assert await asyncio.wait_for(enter, 10) is waiter
+                assert waiter.held
+                await waiter.__aexit__(None, None, None)
+                assert not waiter.held
+            await holder.acquire_async()  # so that the async with can release
+        assert not holder.held
+        gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+        assert max(gaps) < 0.5, "the event loop was blocked for %.2f s" % max(gaps)
+        tick_task.cancel()
+
+    asyncio.run(main())
+
+
+def test_acquire_async_timeout_returns_false(client: zklock.Client, hosts: str, path: str) -> None:
+    async def main() -> None:
+        async with client.lock(path):
+            with zklock.Client(hosts) as other:
+                waiter = other.lock(path)
+                start = time.monotonic()
+                assert await waiter.acquire_async(timeout=0.4) is False
+                assert time.monotonic() - start >= 0.35
+                assert await waiter.acquire_async(blocking=False) is False
+                with pytest.raises(zklock.LockTimeout):
+                    async with other.lock(path, timeout=0.2):
+                        pytest.fail("entered a held lock")
+
+    asyncio.run(main())
+
+
+def test_cancelled_task_cancels_the_acquire(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    async def main() -> None:
+        async with client.lock(path):
+            with zklock.Client(hosts) as other:
+                waiter = other.lock(path)
+                task = asyncio.ensure_future(waiter.acquire_async())
+                for _ in range(250):
+                    if len(observer.participants(path)) == 2:
+                        break
+                    await asyncio.sleep(0.02)
+                assert len(observer.participants(path)) == 2
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                # The node was deleted before the cancellation propagated.
+                parts = observer.participants(path)
+                assert [p.session_id for p in parts] == [client.session_id]
+                assert not waiter.held
+                # The handle still works afterwards (the cancel is over).
+                assert await waiter.acquire_async(blocking=False) is False
+
+    asyncio.run(main())
+
+
+def test_async_wait_for_timeout_leaves_no_node(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    async def main() -> None:
+        async with client.lock(path):
+            with zklock.Client(hosts) as other:
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(other.lock(path).acquire_async(), 0.5)
+                wait_for(lambda: len(observer.participants(path)) == 1, what="the waiter's node to go")
+
+    asyncio.run(main())
