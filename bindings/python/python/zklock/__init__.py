@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
 
-from . import _zklock
+from . import _errors, _zklock
 from ._errors import (
     Cancelled,
     Closed,
@@ -66,20 +66,9 @@ __all__ = [
     "Participant",
     "ERROR_CODES",
     "error_class",
-    "ZkLockError",
-    "InvalidArgument",
-    "InvalidPath",
-    "LockTimeout",
-    "Cancelled",
-    "ConnectionLoss",
-    "SessionExpired",
-    "LockLost",
-    "NotHeld",
-    "Closed",
-    "ZooKeeperError",
-    "InternalError",
-    "WouldDeadlock",
 ]
+# The exception classes, listed once in _errors.
+__all__ += _errors.__all__
 
 __version__: str = _zklock.__version__
 
