@@ -18,9 +18,10 @@ build:
 deps:
 	./scripts/install-deps.sh
 
-## demo: a private ZooKeeper and several processes taking turns on one lock
-demo: deps
-	$(CARGO) run --release --locked -p zklock-core --example demo
+## demo: a private ZooKeeper; a C, a Python and a Node program contend for one
+## lock and one read/write lock; prints the timeline and checks it
+demo: deps demo-workers
+	$(CARGO) run --locked -p zklock-core --example demo
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
@@ -31,9 +32,23 @@ test-rust:
 	@mkdir -p target
 	set -o pipefail; $(CARGO) test --workspace --locked -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
 
-# The demo must keep working: run it (debug build, already built by the tests).
-test-demo:
+# The demo must keep working: run it (the same builds as the C, Python and
+# Node tests; make builds each prerequisite once per run).
+test-demo: demo-workers
 	$(CARGO) run --locked -p zklock-core --example demo
+
+# ---- Demo workers: libzklock + the C worker, zklock in the venv, the Node addon
+DEMO_DIR := target/demo
+
+.PHONY: demo-workers
+## demo-workers: build what `make demo` runs (target/demo/demo_worker links
+## libzklock.so.0 from target/demo/lib, found through its rpath)
+demo-workers: ffi python-install node
+	@mkdir -p $(DEMO_DIR)/lib
+	ln -sfn ../../debug/libzklock.so $(DEMO_DIR)/lib/libzklock.so.0
+	ln -sfn libzklock.so.0 $(DEMO_DIR)/lib/libzklock.so
+	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude zklock-ffi/examples/demo_worker.c \
+	  -o $(DEMO_DIR)/demo_worker -L$(DEMO_DIR)/lib -lzklock -Wl,-rpath,'$$ORIGIN/lib'
 
 ## lint: formatting and clippy, warnings are errors
 lint:
@@ -126,21 +141,24 @@ test-install: ffi
 # ---- Python package (bindings/python): zklock, PyO3 + maturin --------------
 PYVENV := target/python-venv
 
-.PHONY: python python-venv test-python
+.PHONY: python python-venv python-install test-python
 
 ## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy, kazoo)
 python-venv:
 	bindings/python/venv.sh
+
+## python-install: install zklock from source into the venv (built by the
+## venv's pinned maturin: no isolated build env to download)
+python-install: python-venv
+	PATH="$(CURDIR)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/pip install -q --no-build-isolation --force-reinstall --no-deps ./bindings/python
 
 ## python: build the sdist and the abi3 wheel (CPython >= 3.9) into target/wheels
 python: python-venv
 	cd bindings/python && ../../$(PYVENV)/bin/maturin build --release --sdist --out ../../target/wheels
 
 ## test-python: install zklock from source into the venv, run stubtest and pytest
-## (built by the venv's pinned maturin: no isolated build env to download)
-test-python: deps python-venv
+test-python: deps python-install
 	$(CARGO) build --locked -p zklock-harness
-	PATH="$(CURDIR)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/pip install -q --no-build-isolation --force-reinstall --no-deps ./bindings/python
 	$(PYVENV)/bin/python -m mypy.stubtest zklock._zklock
 	cd target && python-venv/bin/python -m mypy --strict -p zklock
 	set -o pipefail; $(PYVENV)/bin/python -m pytest bindings/python/tests 2>&1 | tee target/test-python.log
