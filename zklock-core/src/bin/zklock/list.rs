@@ -1,0 +1,181 @@
+//! `zklock list`: the queue of a lock path, holders first.
+
+use std::io::{self, Write};
+
+use zklock_core::{Client, NodeKind, Participant};
+
+use crate::args::ListOptions;
+use crate::exit;
+
+/// Runs `zklock list` and returns the exit code.
+pub(crate) fn list(opts: ListOptions) -> i32 {
+    let hosts = match opts.connection.hosts() {
+        Ok(h) => h,
+        Err(u) => return crate::usage_error(&u.0),
+    };
+    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
+        return crate::usage_error(&format!("invalid ZooKeeper hosts: {}", e.message()));
+    }
+    if let Err(e) = zklock_core::validate_lock_path(&opts.path) {
+        return crate::usage_error(e.message());
+    }
+    let client = match Client::connect(crate::connect_options(&opts.connection, &hosts).0) {
+        Ok(c) => c,
+        Err(e) => return crate::connect_error(&hosts, &e),
+    };
+    let result = client.participants(&opts.path);
+    client.close();
+    let queue = match result {
+        Ok(q) => q,
+        Err(e) => return crate::zk_error(&format!("cannot list lock {}", opts.path), &e),
+    };
+    let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => exit::OK,
+        // A reader that went away (`zklock list ... | head -1`) is no error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => exit::OK,
+        Err(e) => {
+            note!("cannot write the output: {e}");
+            exit::INTERNAL
+        },
+    }
+}
+
+fn kind_name(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Reader => "reader",
+        NodeKind::Writer => "writer",
+    }
+}
+
+fn state_name(p: &Participant) -> &'static str {
+    if p.holds {
+        "HOLDS"
+    } else {
+        "WAITS"
+    }
+}
+
+/// Node data for the table (the last column, so it may hold spaces):
+/// invalid UTF-8 replaced, control characters escaped, `-` when empty.
+fn shown_data(data: &[u8]) -> String {
+    if data.is_empty() {
+        return "-".to_owned();
+    }
+    String::from_utf8_lossy(data)
+        .chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
+}
+
+/// One line per participant under a header, columns aligned.
+fn table(_path: &str, queue: &[Participant]) -> String {
+    let mut rows = vec![["POS", "STATE", "KIND", "SEQUENCE", "SESSION", "NODE", "DATA"].map(str::to_owned)];
+    for (i, p) in queue.iter().enumerate() {
+        rows.push([
+            (i + 1).to_string(),
+            state_name(p).to_owned(),
+            kind_name(p.kind).to_owned(),
+            p.sequence.to_string(),
+            format!("{:#x}", p.session_id),
+            p.name.clone(),
+            shown_data(&p.data),
+        ]);
+    }
+    let mut widths = [0usize; 7];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One JSON object on one line: `{"path": ..., "participants": [...]}`.
+fn json(path: &str, queue: &[Participant]) -> String {
+    let items: Vec<String> = queue
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                "{{\"position\":{},\"state\":\"{}\",\"holds\":{},\"kind\":\"{}\",\"sequence\":{},\"session_id\":{},\
+                 \"data\":{},\"node\":{},\"node_path\":{}}}",
+                i + 1,
+                state_name(p),
+                p.holds,
+                kind_name(p.kind),
+                p.sequence,
+                json_string(&format!("{:#x}", p.session_id)),
+                json_string(&String::from_utf8_lossy(&p.data)),
+                json_string(&p.name),
+                json_string(&format!("{path}/{}", p.name)),
+            )
+        })
+        .collect();
+    format!("{{\"path\":{},\"participants\":[{}]}}\n", json_string(path), items.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str, holds: bool, kind: NodeKind, data: &[u8]) -> Participant {
+        Participant { name: name.into(), sequence: 7, kind, holds, data: data.to_vec(), session_id: 0x1234 }
+    }
+
+    #[test]
+    fn json_escapes_and_shapes() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        let out = json("/l", &[p("n", true, NodeKind::Writer, b"h/1")]);
+        assert_eq!(
+            out,
+            "{\"path\":\"/l\",\"participants\":[{\"position\":1,\"state\":\"HOLDS\",\"holds\":true,\"kind\":\"writer\",\
+             \"sequence\":7,\"session_id\":\"0x1234\",\"data\":\"h/1\",\"node\":\"n\",\"node_path\":\"/l/n\"}]}\n"
+        );
+        assert_eq!(json("/l", &[]), "{\"path\":\"/l\",\"participants\":[]}\n");
+    }
+
+    #[test]
+    fn table_aligns_and_escapes() {
+        let out = table("/l", &[p("a", true, NodeKind::Reader, b"x y"), p("b", false, NodeKind::Writer, b"")]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("POS  STATE  KIND"));
+        assert!(lines[1].contains("HOLDS") && lines[1].contains("reader") && lines[1].ends_with("x y"));
+        assert!(lines[2].contains("WAITS") && lines[2].ends_with(" -"));
+        assert_eq!(table("/l", &[]).lines().count(), 1);
+    }
+}

@@ -1,0 +1,395 @@
+//! `zklock run`: take the lock, run the command while holding it, release.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions};
+
+use crate::args::{signal_name, NodeData, RunOptions};
+use crate::exit;
+use crate::signals::{self, Received};
+use crate::connect_options;
+
+/// How often the running command and the lock are looked at.
+const TICK: Duration = Duration::from_millis(50);
+
+/// What the main thread waits for.
+enum Event {
+    Signal(Received),
+    Connected(zklock_core::Result<Client>),
+    Acquired(zklock_core::Result<Guard>),
+}
+
+/// Runs `zklock run` and returns the exit code.
+pub(crate) fn run(opts: RunOptions) -> i32 {
+    let hosts = match opts.connection.hosts() {
+        Ok(h) => h,
+        Err(u) => return crate::usage_error(&u.0),
+    };
+    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
+        return crate::usage_error(&format!("invalid ZooKeeper hosts: {}", e.message()));
+    }
+    if let Err(e) = zklock_core::validate_lock_path(&opts.path) {
+        return crate::usage_error(e.message());
+    }
+    let options = match &opts.data {
+        None => LockOptions::default(),
+        Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),
+        Some(NodeData::Identify) => LockOptions::default().identify_process(),
+    };
+
+    let (tx, rx) = mpsc::channel::<Event>();
+    let signal_tx = tx.clone();
+    if let Err(e) = signals::start(move |r| signal_tx.send(Event::Signal(r)).is_ok()) {
+        note!("cannot set up signal handling: {e}");
+        return exit::INTERNAL;
+    }
+
+    // Connect on a helper thread so that a signal can end the wait.
+    let copts = connect_options(&opts.connection, &hosts);
+    let connect_limit = copts.1 + Duration::from_secs(30);
+    let t = tx.clone();
+    if let Err(e) = std::thread::Builder::new().name("zklock-connect".into()).spawn(move || {
+        let _ = t.send(Event::Connected(Client::connect(copts.0)));
+    }) {
+        note!("cannot start a thread: {e}");
+        return exit::INTERNAL;
+    }
+    let client = match wait_for(&rx, connect_limit, |ev| match ev {
+        Event::Connected(r) => Some(r),
+        _ => None,
+    }) {
+        Waited::Done(Ok(c)) => c,
+        Waited::Done(Err(e)) => return crate::connect_error(&hosts, &e),
+        Waited::Signal(sig) => {
+            note!("{} while connecting; nothing was locked", signal_name(sig));
+            return 128 + sig;
+        },
+        Waited::Gone => {
+            note!("internal error: connecting to ZooKeeper did not finish");
+            return exit::INTERNAL;
+        },
+    };
+
+    let code = hold_and_run(&opts, &client, options, &rx, &tx);
+    client.close();
+    code
+}
+
+enum Waited<T> {
+    Done(T),
+    Signal(i32),
+    Gone,
+}
+
+/// Waits up to `limit` for the event `pick` accepts, or a signal.
+fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event) -> Option<T>) -> Waited<T> {
+    let deadline = Instant::now().checked_add(limit);
+    loop {
+        let ev = match deadline {
+            Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(_) => return Waited::Gone,
+            },
+            None => match rx.recv() {
+                Ok(ev) => ev,
+                Err(_) => return Waited::Gone,
+            },
+        };
+        if let Event::Signal(r) = ev {
+            return Waited::Signal(r.signal);
+        }
+        if let Some(v) = pick(ev) {
+            return Waited::Done(v);
+        }
+    }
+}
+
+fn mode_name(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Exclusive => "exclusive",
+        LockMode::Read => "read",
+        LockMode::Write => "write",
+    }
+}
+
+/// Acquires, runs the command, releases. The caller closes the client.
+fn hold_and_run(
+    opts: &RunOptions,
+    client: &Client,
+    options: LockOptions,
+    rx: &Receiver<Event>,
+    tx: &mpsc::Sender<Event>,
+) -> i32 {
+    let lock = match client.lock_with(&opts.path, opts.mode, options) {
+        Ok(l) => Arc::new(l),
+        Err(e) => return crate::zk_error("cannot make the lock", &e),
+    };
+    let op_limit = client_op_limit(client);
+    let l = lock.clone();
+    let t = tx.clone();
+    let timeout = opts.timeout;
+    if let Err(e) = std::thread::Builder::new().name("zklock-acquire".into()).spawn(move || {
+        let _ = t.send(Event::Acquired(l.acquire(timeout)));
+    }) {
+        note!("cannot start a thread: {e}");
+        return exit::INTERNAL;
+    }
+    // The acquire ends by itself at the deadline; without one it may wait
+    // as long as the user asked (until a signal).
+    let limit = opts.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit));
+    let guard = match wait_for(rx, limit, |ev| match ev {
+        Event::Acquired(r) => Some(r),
+        _ => None,
+    }) {
+        Waited::Done(Ok(g)) => g,
+        Waited::Done(Err(e)) => return acquire_error(opts, &e),
+        Waited::Signal(sig) => return cancel_acquire(&lock, rx, op_limit, sig),
+        Waited::Gone => {
+            note!("internal error: the acquire did not finish");
+            return exit::INTERNAL;
+        },
+    };
+    if opts.verbose {
+        note!(
+            "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
+            mode_name(opts.mode),
+            opts.path,
+            guard.node_path(),
+            guard.fencing_token(),
+            guard.session_id()
+        );
+    }
+    let code = supervise(opts, client, &guard, rx);
+    match guard.release() {
+        Ok(status) if opts.verbose => note!("released {} ({status:?})", guard.node_path()),
+        Ok(_) => {},
+        // A loss is reported by `supervise` already.
+        Err(e) if opts.verbose => note!("release: {}", e.message()),
+        Err(_) => {},
+    }
+    code
+}
+
+/// The longest one ZooKeeper request may take for this client.
+fn client_op_limit(client: &Client) -> Duration {
+    crate::operation_timeout(client.session_timeout().unwrap_or(Duration::from_secs(10)))
+}
+
+fn acquire_error(opts: &RunOptions, e: &Error) -> i32 {
+    match e.kind() {
+        ErrorKind::Timeout => {
+            let waited = match opts.timeout {
+                Some(t) if t.is_zero() => "it is held (--timeout 0 tries once)".to_owned(),
+                Some(t) => format!("not granted within {t:?}"),
+                None => "deadline passed".to_owned(),
+            };
+            note!("timed out: lock {}: {waited}", opts.path);
+            exit::TIMEOUT
+        },
+        _ => crate::zk_error(&format!("cannot acquire lock {}", opts.path), e),
+    }
+}
+
+/// A signal came while waiting: cancel the acquire (our node is deleted),
+/// then exit with 128 + the signal.
+fn cancel_acquire(lock: &Lock, rx: &Receiver<Event>, op_limit: Duration, sig: i32) -> i32 {
+    lock.cancel();
+    // The cancelled acquire deletes its node before it returns; a second
+    // signal while we wait for that is ignored.
+    let deadline = Instant::now() + op_limit * 3 + Duration::from_secs(5);
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Event::Acquired(Ok(g))) => {
+                // Granted before the cancel took effect: give it back.
+                let _ = g.release();
+                break;
+            },
+            Ok(Event::Acquired(Err(_))) => break,
+            Ok(_) => {},
+            Err(_) => {
+                note!("the cancelled acquire did not finish; closing the session removes its node");
+                break;
+            },
+        }
+    }
+    note!("{} while waiting for lock {}; not acquired", signal_name(sig), lock.path());
+    128 + sig
+}
+
+/// Spawns the command and follows it and the lock until the command exits.
+fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Event>) -> i32 {
+    let program = &opts.command[0];
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&opts.command[1..])
+        .env("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env("ZKLOCK_NODE_PATH", guard.node_path())
+        .env("ZKLOCK_LOCK_PATH", &opts.path)
+        .env("ZKLOCK_LOCK_MODE", mode_name(opts.mode))
+        .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let shown = program.to_string_lossy();
+            return if e.kind() == std::io::ErrorKind::NotFound {
+                note!("command not found: {shown}");
+                exit::NOT_FOUND
+            } else {
+                note!("cannot run {shown}: {e}");
+                exit::CANNOT_EXECUTE
+            };
+        },
+    };
+    let grace = client.session_timeout().unwrap_or(opts.connection.session_timeout.unwrap_or(Duration::from_secs(10)));
+    let mut watch = LockWatch { strict: opts.signal_on_suspend, grace, suspended_since: None };
+    let mut lost: Option<String> = None;
+    let mut kill_at: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {},
+            Err(e) => {
+                note!("cannot poll the command: {e}; waiting for it to exit");
+                match child.wait() {
+                    Ok(status) => break status,
+                    Err(e) => {
+                        note!("cannot wait for the command: {e}");
+                        return exit::INTERNAL;
+                    },
+                }
+            },
+        }
+        match rx.recv_timeout(TICK) {
+            Ok(Event::Signal(r)) if !r.to_group => forward(&child, r.signal),
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {},
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(TICK),
+        }
+        if lost.is_none() {
+            if let Some(why) = watch.look(guard, opts) {
+                note!(
+                    "lock {} lost: {why}; sending {} to the command (pid {})",
+                    opts.path,
+                    signal_name(opts.lost_signal),
+                    child.id()
+                );
+                forward(&child, opts.lost_signal);
+                lost = Some(why);
+                kill_at = Some(Instant::now() + opts.kill_after);
+            }
+        }
+        if let Some(at) = kill_at {
+            if Instant::now() >= at {
+                note!("the command did not exit within --kill-after {:?}; sending SIGKILL", opts.kill_after);
+                forward(&child, libc::SIGKILL);
+                kill_at = None;
+            }
+        }
+    };
+    if lost.is_none() {
+        // Lost just before the command ended: its last steps may have run
+        // without the lock.
+        lost = watch.lost_for_good(guard);
+    }
+    let code = status_code(status);
+    match lost {
+        Some(why) => {
+            note!(
+                "lock {} was lost while the command ran ({why}); the command {}; exit status {}",
+                opts.path,
+                describe(status),
+                exit::LOST
+            );
+            exit::LOST
+        },
+        None => code,
+    }
+}
+
+fn forward(child: &Child, sig: i32) {
+    if let Err(e) = signals::send(child.id(), sig) {
+        note!("cannot send {} to the command (pid {}): {e}", signal_name(sig), child.id());
+    }
+}
+
+/// The shell's convention: the exit code, or 128 + the signal.
+fn status_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => exit::INTERNAL,
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by {}", signal_name(s)),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
+/// Decides when a held lock counts as lost for the command.
+struct LockWatch {
+    /// `--signal-on-suspend`: not safely held is lost.
+    strict: bool,
+    /// How long a suspension may last (the session timeout).
+    grace: Duration,
+    suspended_since: Option<Instant>,
+}
+
+impl LockWatch {
+    /// `Some(reason)` once the lock counts as lost.
+    fn look(&mut self, guard: &Guard, opts: &RunOptions) -> Option<String> {
+        let e = match guard.check() {
+            Ok(()) => {
+                if self.suspended_since.take().is_some() {
+                    note!("connection to ZooKeeper is back; lock {} is held again", opts.path);
+                }
+                return None;
+            },
+            Err(e) => e,
+        };
+        if e.kind() != ErrorKind::ConnectionLoss {
+            return Some(e.message().to_owned());
+        }
+        let now = Instant::now();
+        let since = match self.suspended_since {
+            Some(s) => s,
+            None => {
+                self.suspended_since = Some(now);
+                if !self.strict {
+                    note!(
+                        "lock {} suspended ({}); it counts as lost unless ZooKeeper answers within {:?}",
+                        opts.path,
+                        e.message(),
+                        self.grace
+                    );
+                }
+                now
+            },
+        };
+        if self.strict {
+            return Some(format!("suspended with --signal-on-suspend ({})", e.message()));
+        }
+        if now.duration_since(since) >= self.grace {
+            return Some(format!(
+                "ZooKeeper has not answered for the whole session timeout ({:?}): the session has expired",
+                self.grace
+            ));
+        }
+        None
+    }
+
+    /// After the command ended: lost for good (or, with
+    /// `--signal-on-suspend`, not safely held).
+    fn lost_for_good(&self, guard: &Guard) -> Option<String> {
+        match guard.check() {
+            Ok(()) => None,
+            Err(e) if e.kind() == ErrorKind::ConnectionLoss && !self.strict => None,
+            Err(e) => Some(e.message().to_owned()),
+        }
+    }
+}
