@@ -4,8 +4,8 @@
 # Expects the debug build of zklock-ffi (target/debug/libzklock.{so,a}) and
 # of the harness (target/debug/zkharness). Then:
 #   1. the header compiles on its own as C11 and as C++ (-Wall -Wextra -Werror);
-#   2. builds the tests and the example against the shared library and the
-#      example against the static library;
+#   2. builds the tests, the example and the leader example against the
+#      shared library and the example against the static library;
 #   3. starts a private ZooKeeper (with-zk.sh --proxy), runs both examples and
 #      the tests under valgrind (VALGRIND="" runs them without).
 # The last line is "c: N passed, M failed".
@@ -34,6 +34,9 @@ printf '#include <zklock.h>\nint main(void) { return zklock_version() == 0; }\n'
 echo "c: building tests and example"
 "$CC" "${CFLAGS_STRICT[@]}" -Iinclude "$here/test_zklock.c" -o "$out/test_zklock" "${libs[@]}" -lpthread
 "$CC" "${CFLAGS_STRICT[@]}" -Iinclude zklock-ffi/examples/example.c -o "$out/example" "${libs[@]}"
+"$CC" "${CFLAGS_STRICT[@]}" -Iinclude zklock-ffi/examples/leader.c -o "$out/leader" "${libs[@]}" -lpthread
+# Run as a program by the test leader_example_takeover.
+export ZKLOCK_TEST_LEADER_EXAMPLE="$root/$out/leader"
 "$CC" "${CFLAGS_STRICT[@]}" -Iinclude zklock-ffi/examples/example.c -o "$out/example-static" \
   target/debug/libzklock.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
 if readelf -d "$out/example-static" | grep -q 'libzklock'; then

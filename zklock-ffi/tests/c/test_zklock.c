@@ -796,6 +796,179 @@ static int test_lost_lock_callback(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* The leader example (zklock-ffi/examples/leader.c) as a program       */
+
+enum { LEADERS = 3 };
+
+struct leader_run {
+    char dir[128];
+    char out[LEADERS][192];
+    pid_t pid[LEADERS];
+};
+
+/* In the output of instance i: how many "is leader" lines, the last
+ * token, and whether it printed `needle`. */
+static int leader_scan(const struct leader_run *r, int i, uint64_t *token, const char *needle) {
+    FILE *f = fopen(r->out[i], "r");
+    if (!f) return 0;
+    char line[256], id[64];
+    int n = 0, found = 0;
+    uint64_t t = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "instance %63s is leader (token %" SCNu64 ")", id, &t) == 2) {
+            n++;
+            if (token) *token = t;
+        }
+        if (needle && strstr(line, needle)) found = 1;
+    }
+    fclose(f);
+    return needle ? found : n;
+}
+
+/* Waits up to `ms` for instance i's output to contain `needle`. */
+static int leader_wait_for(const struct leader_run *r, int i, const char *needle, long ms) {
+    double end = now_s() + (double)ms / 1000.0;
+    while (!leader_scan(r, i, NULL, needle)) {
+        if (now_s() > end) FAIL("instance %d did not print \"%s\" within %ld ms", i, needle, ms);
+        sleep_ms(50);
+    }
+    return 0;
+}
+
+/* Stops the instances still running (SIGTERM, then SIGKILL) and reaps
+ * them; 0 if each exited with 0 on SIGTERM. */
+static int leader_stop_all(struct leader_run *r) {
+    int bad = 0;
+    for (int i = 0; i < LEADERS; i++)
+        if (r->pid[i] > 0) kill(r->pid[i], SIGTERM);
+    for (int i = 0; i < LEADERS; i++) {
+        if (r->pid[i] <= 0) continue;
+        int status = 0;
+        double end = now_s() + 15;
+        pid_t w;
+        while ((w = waitpid(r->pid[i], &status, WNOHANG)) == 0 && now_s() < end) sleep_ms(50);
+        if (w == 0) {
+            kill(r->pid[i], SIGKILL);
+            waitpid(r->pid[i], &status, 0);
+            fprintf(stderr, "  instance %d did not stop on SIGTERM\n", i);
+            bad = 1;
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "  instance %d exited with status %d\n", i, status);
+            bad = 1;
+        }
+        r->pid[i] = 0;
+    }
+    return bad;
+}
+
+static void leader_cleanup(struct leader_run *r) {
+    leader_stop_all(r);
+    for (int i = 0; i < LEADERS; i++) unlink(r->out[i]);
+    rmdir(r->dir);
+}
+
+static int leader_takeover_body(struct leader_run *r, const char *program) {
+    const long session_ms = 2000;
+    for (int i = 0; i < LEADERS; i++) {
+        char id[16], session[16];
+        snprintf(id, sizeof id, "%d", i);
+        snprintf(session, sizeof session, "%ld", session_ms);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, r->out[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char *args[] = {(char *)program, (char *)connect_string(), id, session, NULL};
+        int rc = posix_spawn(&r->pid[i], program, &fa, NULL, args, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) {
+            r->pid[i] = 0;
+            FAIL("posix_spawn %s: %s", program, strerror(rc));
+        }
+    }
+    /* One leader, the others waiting in acquire. */
+    int leader = -1;
+    uint64_t token = 0;
+    double end = now_s() + 30;
+    while (leader < 0) {
+        for (int i = 0; i < LEADERS && leader < 0; i++)
+            if (leader_scan(r, i, &token, NULL) > 0) leader = i;
+        if (leader < 0 && now_s() > end) FAIL("no instance became leader within 30 s");
+        if (leader < 0) sleep_ms(50);
+    }
+    char polling[96];
+    snprintf(polling, sizeof polling, "leader %d polling tasks (token %" PRIu64 ")", leader, token);
+    if (leader_wait_for(r, leader, polling, 10000)) return 1;
+    for (int i = 0; i < LEADERS; i++)
+        if (i != leader && leader_wait_for(r, i, "waiting to lead", 30000)) return 1;
+    sleep_ms(500);
+    int leaders = 0;
+    for (int i = 0; i < LEADERS; i++) leaders += leader_scan(r, i, NULL, NULL);
+    if (leaders != 1) FAIL("%d \"is leader\" lines among 3 instances, expected 1", leaders);
+
+    /* Kill the leader: it cannot release, the takeover comes from the
+     * expiry of its session. */
+    CHECK(kill(r->pid[leader], SIGKILL) == 0);
+    int status = 0;
+    CHECK(waitpid(r->pid[leader], &status, 0) == r->pid[leader]);
+    r->pid[leader] = 0;
+    double killed = now_s();
+    int next = -1;
+    uint64_t next_token = 0;
+    /* A liveness bound (session timeout + 10 s), not a speed check. */
+    while (next < 0) {
+        for (int i = 0; i < LEADERS && next < 0; i++)
+            if (i != leader && leader_scan(r, i, &next_token, NULL) > 0) next = i;
+        if (next < 0 && now_s() - killed > (double)session_ms / 1000.0 + 10)
+            FAIL("no instance took over within %ld ms + 10 s of killing leader %d", session_ms, leader);
+        if (next < 0) sleep_ms(50);
+    }
+    printf("  leader %d (token %" PRIu64 ") killed; instance %d took over after %.1f s (token %" PRIu64 ")\n",
+           leader, token, next, now_s() - killed, next_token);
+    if (next_token <= token)
+        FAIL("the new leader's token %" PRIu64 " is not above %" PRIu64, next_token, token);
+    snprintf(polling, sizeof polling, "leader %d polling tasks (token %" PRIu64 ")", next, next_token);
+    if (leader_wait_for(r, next, polling, 10000)) return 1;
+    sleep_ms(500);
+    leaders = 0;
+    for (int i = 0; i < LEADERS; i++)
+        if (i != leader) leaders += leader_scan(r, i, NULL, NULL);
+    if (leaders != 1) FAIL("%d survivors claimed leadership, expected 1", leaders);
+
+    /* SIGTERM: each survivor releases (or stops waiting) and exits 0. */
+    if (leader_stop_all(r)) FAIL("the surviving instances did not exit cleanly");
+    for (int i = 0; i < LEADERS; i++)
+        if (i != leader && leader_wait_for(r, i, "exiting", 1000)) return 1;
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    int rc = wait_participants(zk, "/examples/scheduler/leader", 0, 15000);
+    zklock_client_free(zk);
+    return rc;
+}
+
+static int test_leader_example_takeover(void) {
+    const char *program = getenv("ZKLOCK_TEST_LEADER_EXAMPLE");
+    if (!program || !*program) FAIL("ZKLOCK_TEST_LEADER_EXAMPLE is not set (run.sh sets it)");
+    struct leader_run r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.dir, sizeof r.dir, "%s/zklock-c-leader.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(r.dir)) FAIL("mkdtemp: %s", strerror(errno));
+    for (int i = 0; i < LEADERS; i++) snprintf(r.out[i], sizeof r.out[i], "%s/instance-%d.out", r.dir, i);
+    int rc = leader_takeover_body(&r, program);
+    if (rc != 0) {
+        for (int i = 0; i < LEADERS; i++) {
+            FILE *f = fopen(r.out[i], "r");
+            char line[256];
+            int n = 0;
+            fprintf(stderr, "  --- instance %d output (last lines) ---\n", i);
+            while (f && fgets(line, sizeof line, f))
+                if (!strstr(line, "polling") || n++ < 3) fprintf(stderr, "  %s", line);
+            if (f) fclose(f);
+        }
+    }
+    leader_cleanup(&r);
+    return rc;
+}
+
 /* A callback that frees its own guard (allowed: it runs on the event
  * thread), and a guard freed while its callback would still be queued. */
 struct self_free {
@@ -1056,6 +1229,7 @@ static const struct test TESTS[] = {
     {"callback_frees_its_guard", test_callback_frees_its_guard},
     {"free_waits_for_running_callback", test_free_waits_for_running_callback},
     {"lost_lock_callback", test_lost_lock_callback},
+    {"leader_example_takeover", test_leader_example_takeover},
 };
 
 int main(int argc, char **argv) {
