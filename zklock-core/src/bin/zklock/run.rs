@@ -3,10 +3,11 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions};
+use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState};
 
 use crate::args::{signal_name, NodeData, RunOptions};
 use crate::exit;
@@ -230,6 +231,19 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
         .env("ZKLOCK_LOCK_PATH", &opts.path)
         .env("ZKLOCK_LOCK_MODE", mode_name(opts.mode))
         .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
+    if let Err(e) = signals::unblock_in_child(&mut cmd) {
+        note!("cannot prepare the command's signal mask: {e}");
+        return exit::INTERNAL;
+    }
+    // Every state change reaches this flag, also a suspension too short for
+    // the polling below to see (it matters with --signal-on-suspend).
+    let troubled = Arc::new(AtomicBool::new(false));
+    let flag = troubled.clone();
+    guard.on_state_change(move |state| {
+        if state != LockState::Held {
+            flag.store(true, Ordering::Release);
+        }
+    });
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -244,7 +258,8 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
         },
     };
     let grace = client.session_timeout().unwrap_or(opts.connection.session_timeout.unwrap_or(Duration::from_secs(10)));
-    let mut watch = LockWatch { strict: opts.signal_on_suspend, grace, suspended_since: None };
+    let mut watch =
+        LockWatch { path: opts.path.clone(), strict: opts.signal_on_suspend, grace, suspended_since: None, troubled };
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
@@ -268,13 +283,8 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(TICK),
         }
         if lost.is_none() {
-            if let Some(why) = watch.look(guard, opts) {
-                note!(
-                    "lock {} lost: {why}; sending {} to the command (pid {})",
-                    opts.path,
-                    signal_name(opts.lost_signal),
-                    child.id()
-                );
+            if let Some(why) = watch.look(guard) {
+                note!("{why}; sending {} to the command (pid {})", signal_name(opts.lost_signal), child.id());
                 forward(&child, opts.lost_signal);
                 lost = Some(why);
                 kill_at = Some(Instant::now() + opts.kill_after);
@@ -288,23 +298,23 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
             }
         }
     };
-    if lost.is_none() {
+    let after = if lost.is_none() {
         // Lost just before the command ended: its last steps may have run
         // without the lock.
-        lost = watch.lost_for_good(guard);
-    }
-    let code = status_code(status);
-    match lost {
+        watch.lost_for_good(guard).map(|why| format!("{why}; "))
+    } else {
+        Some(String::new())
+    };
+    match after {
         Some(why) => {
             note!(
-                "lock {} was lost while the command ran ({why}); the command {}; exit status {}",
-                opts.path,
+                "{why}the command {}; exit status {} (the lock was lost while the command ran)",
                 describe(status),
                 exit::LOST
             );
             exit::LOST
         },
-        None => code,
+        None => status_code(status),
     }
 }
 
@@ -333,20 +343,28 @@ fn describe(status: ExitStatus) -> String {
 
 /// Decides when a held lock counts as lost for the command.
 struct LockWatch {
+    /// The lock path, for messages.
+    path: String,
     /// `--signal-on-suspend`: not safely held is lost.
     strict: bool,
     /// How long a suspension may last (the session timeout).
     grace: Duration,
     suspended_since: Option<Instant>,
+    /// Set by the state-change callback on any state but Held.
+    troubled: Arc<AtomicBool>,
 }
 
 impl LockWatch {
     /// `Some(reason)` once the lock counts as lost.
-    fn look(&mut self, guard: &Guard, opts: &RunOptions) -> Option<String> {
-        let e = match guard.check() {
+    fn look(&mut self, guard: &Guard) -> Option<String> {
+        let checked = guard.check();
+        if self.strict && checked.is_ok() && self.troubled.load(Ordering::Acquire) {
+            return Some(self.was_suspended());
+        }
+        let e = match checked {
             Ok(()) => {
                 if self.suspended_since.take().is_some() {
-                    note!("connection to ZooKeeper is back; lock {} is held again", opts.path);
+                    note!("ZooKeeper answers again; lock {} is held again", self.path);
                 }
                 return None;
             },
@@ -362,8 +380,9 @@ impl LockWatch {
                 self.suspended_since = Some(now);
                 if !self.strict {
                     note!(
-                        "lock {} suspended ({}); it counts as lost unless ZooKeeper answers within {:?}",
-                        opts.path,
+                        "lock {}: {}; the command keeps running, but the lock counts as lost unless ZooKeeper \
+                         answers within {:?}",
+                        self.path,
                         e.message(),
                         self.grace
                     );
@@ -372,12 +391,13 @@ impl LockWatch {
             },
         };
         if self.strict {
-            return Some(format!("suspended with --signal-on-suspend ({})", e.message()));
+            return Some(format!("lock {} is not safely held (--signal-on-suspend): {}", self.path, e.message()));
         }
         if now.duration_since(since) >= self.grace {
             return Some(format!(
-                "ZooKeeper has not answered for the whole session timeout ({:?}): the session has expired",
-                self.grace
+                "lock {} counts as lost: ZooKeeper has not answered for a whole session timeout ({:?}), so the \
+                 session may have expired and the lock been granted to another client",
+                self.path, self.grace
             ));
         }
         None
@@ -387,9 +407,14 @@ impl LockWatch {
     /// `--signal-on-suspend`, not safely held).
     fn lost_for_good(&self, guard: &Guard) -> Option<String> {
         match guard.check() {
+            Ok(()) if self.strict && self.troubled.load(Ordering::Acquire) => Some(self.was_suspended()),
             Ok(()) => None,
             Err(e) if e.kind() == ErrorKind::ConnectionLoss && !self.strict => None,
             Err(e) => Some(e.message().to_owned()),
         }
+    }
+
+    fn was_suspended(&self) -> String {
+        format!("lock {} was suspended for a moment (--signal-on-suspend)", self.path)
     }
 }

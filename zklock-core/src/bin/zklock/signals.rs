@@ -2,9 +2,10 @@
 //!
 //! They are blocked in every thread (the mask is set before any thread
 //! starts, and threads inherit it) and taken by one thread with
-//! `sigwaitinfo`, which reports each one to a callback. The child process
-//! starts with an empty mask and default dispositions (the standard library
-//! resets both before `exec`).
+//! `sigwaitinfo`, which reports each one to a callback. The command must not
+//! inherit that mask (a shell would not die of SIGTERM, for one), and the
+//! standard library does not reset it: [`unblock_in_child`] does, between
+//! `fork` and `exec`.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -74,6 +75,26 @@ pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io
             }
         }
     })?;
+    Ok(())
+}
+
+/// Makes `cmd` unblock [`HANDLED`] in the child before `exec`, so that the
+/// command starts with the signal mask zklock was started with.
+///
+/// # Errors
+/// The OS error if the signal set cannot be built.
+pub(crate) fn unblock_in_child(cmd: &mut std::process::Command) -> io::Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let set = handled_set()?;
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // calls pthread_sigmask, which is async-signal-safe, on a set built
+    // before the fork.
+    unsafe {
+        cmd.pre_exec(move || match libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) {
+            0 => Ok(()),
+            rc => Err(io::Error::from_raw_os_error(rc)),
+        });
+    }
     Ok(())
 }
 
