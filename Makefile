@@ -58,6 +58,11 @@ clean:
 	$(CARGO) clean
 	rm -rf .zkharness
 
+.PHONY: cli
+## cli: the zklock command-line tool (release): target/release/zklock
+cli:
+	$(CARGO) build --release --locked -p zklock-core --bin zklock
+
 .PHONY: test-interop
 ## test-interop: only the interoperability tests (real Curator and kazoo peers)
 test-interop: deps
@@ -65,6 +70,7 @@ test-interop: deps
 
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
@@ -100,10 +106,12 @@ test-c: check-header ffi
 	@mkdir -p target
 	set -o pipefail; zklock-ffi/tests/c/run.sh 2>&1 | tee target/test-c.log
 
-## install: header, libzklock.so.$(ZKLOCK_VERSION) (+ symlinks), libzklock.a, zklock.pc
+## install: header, libzklock.so.$(ZKLOCK_VERSION) (+ symlinks), libzklock.a, zklock.pc, bin/zklock
 install:
 	$(CARGO) build --release --locked -p zklock-ffi
-	install -d "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)"
+	$(CARGO) build --release --locked -p zklock-core --bin zklock
+	install -d "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(BINDIR)"
+	install -m 755 target/release/zklock "$(DESTDIR)$(BINDIR)/zklock"
 	install -m 644 include/zklock.h "$(DESTDIR)$(INCLUDEDIR)/zklock.h"
 	install -m 755 target/release/libzklock.so "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)"
 	ln -sfn "libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)"
@@ -119,7 +127,7 @@ install:
 uninstall:
 	rm -f "$(DESTDIR)$(INCLUDEDIR)/zklock.h" "$(DESTDIR)$(PKGCONFIGDIR)/zklock.pc" \
 	  "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)" \
-	  "$(DESTDIR)$(LIBDIR)/libzklock.so" "$(DESTDIR)$(LIBDIR)/libzklock.a"
+	  "$(DESTDIR)$(LIBDIR)/libzklock.so" "$(DESTDIR)$(LIBDIR)/libzklock.a" "$(DESTDIR)$(BINDIR)/zklock"
 
 ## test-install: install into a temporary DESTDIR, build the example with only
 ## <zklock.h> and pkg-config, and run it against a private ZooKeeper
@@ -136,6 +144,7 @@ test-install: ffi
 	readelf -d "$$dest/example" | grep -q 'NEEDED.*\[libzklock\.so\.$(ZKLOCK_SOVERSION)\]'; \
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" ldd "$$dest/example" | grep libzklock; \
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" zklock-ffi/tests/c/with-zk.sh "$$dest/example"; \
+	"$$dest/usr/local/bin/zklock" --version; \
 	echo "test-install: ok"
 
 # ---- Python package (bindings/python): zklock, PyO3 + maturin --------------
