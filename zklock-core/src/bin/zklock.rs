@@ -38,6 +38,10 @@
 //! waits for the lock, such a signal cancels the wait (our node is deleted)
 //! and zklock exits with 128 + the signal number.
 //!
+//! Signals go to the command's process only, not to processes it started
+//! (a shell script should `exec` its long-running program or pass the
+//! signal on).
+//!
 //! A suspended lock (connection lost; it may still be ours) is tolerated for
 //! one session timeout by default; if ZooKeeper does not answer within it
 //! the session has expired and the lock counts as lost. With
@@ -167,7 +171,9 @@ SIGNALS
   ZooKeeper for a whole session timeout; with --signal-on-suspend, as soon as
   it is not safely held) the command gets --lost-signal, then SIGKILL after
   --kill-after. The lock is released and the session closed when the command
-  exits.
+  exits. Signals go to the command's process only, not to processes it
+  started: in a shell script, `exec` the long-running program (or trap the
+  signal and pass it on).
 
 EXIT STATUS
   N        the command's exit status (128+N if it was killed by signal N)

@@ -141,7 +141,8 @@ fn hold_and_run(
     }
     // The acquire ends by itself at the deadline; without one it may wait
     // as long as the user asked (until a signal).
-    let limit = opts.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit));
+    // After the deadline the acquire still deletes its node (a few requests).
+    let limit = opts.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
     let guard = match wait_for(rx, limit, |ev| match ev {
         Event::Acquired(r) => Some(r),
         _ => None,
