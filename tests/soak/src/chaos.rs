@@ -1,0 +1,213 @@
+//! The chaos schedule: two threads inject faults while the contenders run,
+//! one against the servers (kill and restart the leader or a follower,
+//! freeze a member, restart the whole ensemble) and one against the holders
+//! (blackhole the holder's connection, pause the holder's process, drop the
+//! reply to a create). A thread does not wait for the lock to be granted
+//! between its faults (faults may pile up, as they do in real outages);
+//! progress after each fault is measured afterwards from the record.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use zklock_harness::{Cluster, ProxyGroup};
+
+use crate::analysis::{Fault, FaultKind};
+use crate::clock::{mono_ns, Rng};
+use crate::resource::Resource;
+
+/// How long a server may take to come back before the run reports an error.
+const SERVE_LIMIT: Duration = Duration::from_secs(90);
+
+/// Everything the fault threads act on, and what they record.
+pub struct Chaos<'a> {
+    /// The ensemble.
+    pub cluster: &'a Cluster,
+    /// One proxy group per contender, indexed by contender id.
+    pub groups: &'a [ProxyGroup],
+    /// The resource (who holds the lock now, when the next grant came).
+    pub resource: &'a Resource,
+    /// Pid of each contender process.
+    pub worker_pids: Vec<u32>,
+    /// Contender id -> process index.
+    pub process_of: BTreeMap<u32, usize>,
+    /// How long a freeze, blackhole or pause lasts (longer than the
+    /// session timeout).
+    pub hold: Duration,
+    /// When to stop injecting.
+    pub until: Instant,
+    /// Faults injected.
+    pub faults: Mutex<Vec<Fault>>,
+    /// Faults that could not be injected or undone.
+    pub errors: Mutex<Vec<String>>,
+}
+
+type Outcome = Result<Option<Fault>, String>;
+
+fn io<T>(what: &str, r: std::io::Result<T>) -> Result<T, String> {
+    r.map_err(|e| format!("{what}: {e}"))
+}
+
+impl Chaos<'_> {
+    /// Runs the server faults and the holder faults on two threads until
+    /// `until`, then undoes whatever is still in effect.
+    pub fn run(&self, seed: u64) {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let kinds =
+                    [FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::FreezeMember, FaultKind::RestartEnsemble];
+                self.schedule(&kinds, Rng::new(seed ^ 0x5e_7e_e5))
+            });
+            s.spawn(|| {
+                let kinds = [FaultKind::BlackholeHolder, FaultKind::PauseHolder, FaultKind::DropCreateReply];
+                self.schedule(&kinds, Rng::new(seed ^ 0xc1_1e_27))
+            });
+        });
+        self.restore();
+    }
+
+    fn schedule(&self, kinds: &[FaultKind], mut rng: Rng) {
+        let mut next = 0;
+        while Instant::now() < self.until {
+            let kind = kinds[next % kinds.len()];
+            next += 1;
+            match self.inject(kind, &mut rng) {
+                Ok(Some(fault)) => self.faults.lock().unwrap_or_else(PoisonError::into_inner).push(fault),
+                Ok(None) => {},
+                Err(e) => {
+                    eprintln!("soak: {} failed: {e}", kind.name());
+                    self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("{}: {e}", kind.name()));
+                    self.restore();
+                },
+            }
+            std::thread::sleep(Duration::from_millis(rng.range(100, 1_000)));
+        }
+    }
+
+    fn inject(&self, kind: FaultKind, rng: &mut Rng) -> Outcome {
+        let fault = |start: u64, paused_process: Option<usize>| Fault { kind, start, end: mono_ns(), paused_process };
+        let c = self.cluster;
+        match kind {
+            FaultKind::KillLeader => {
+                let leader = io("waiting for a quorum", c.wait_quorum(SERVE_LIMIT))?;
+                io("killing the leader", c.kill(leader))?;
+                let start = mono_ns();
+                // The others elect a new leader while the old one starts
+                // again (a JVM takes longer to start than an election).
+                io("restarting the old leader", c.start_member(leader))?;
+                io("electing a new leader", c.wait_quorum(SERVE_LIMIT))?;
+                io("waiting for the old leader", c.wait_serving(leader, SERVE_LIMIT))?;
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::KillFollower => {
+                let leader = io("waiting for a quorum", c.wait_quorum(SERVE_LIMIT))?;
+                let followers: Vec<usize> = (0..c.len()).filter(|&i| i != leader && c.is_running(i)).collect();
+                let Some(&victim) = followers.get(rng.range(0, followers.len().max(1) as u64 - 1) as usize) else {
+                    return Ok(None);
+                };
+                io("killing a follower", c.kill(victim))?;
+                let start = mono_ns();
+                std::thread::sleep(Duration::from_millis(rng.range(100, 800)));
+                io("restarting the follower", c.start_member(victim).and_then(|()| c.wait_serving(victim, SERVE_LIMIT)))?;
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::FreezeMember => {
+                io("waiting for a quorum", c.wait_quorum(SERVE_LIMIT))?;
+                let victim = rng.range(0, c.len() as u64 - 1) as usize;
+                io("freezing a member", c.freeze(victim))?;
+                let start = mono_ns();
+                std::thread::sleep(self.hold);
+                io("resuming the member", c.resume(victim))?;
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::RestartEnsemble => {
+                for i in 0..c.len() {
+                    io("killing a member", c.kill(i))?;
+                }
+                let start = mono_ns();
+                for i in 0..c.len() {
+                    io("starting a member", c.start_member(i))?;
+                }
+                io("waiting for the restarted ensemble", c.wait_quorum(SERVE_LIMIT))?;
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::BlackholeHolder => {
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+                group.blackhole();
+                let start = mono_ns();
+                std::thread::sleep(self.hold);
+                group.heal();
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::PauseHolder => {
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(&process) = self.process_of.get(&holder) else { return Ok(None) };
+                let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
+                signal(pid, libc::SIGSTOP)?;
+                let start = mono_ns();
+                // Long enough for the session to expire AND the next holder
+                // to be granted and write: on waking, the paused holder's
+                // pending write is stale and the resource must refuse it.
+                std::thread::sleep(self.hold * 2);
+                signal(pid, libc::SIGCONT)?;
+                Ok(Some(fault(start, Some(process))))
+            },
+            FaultKind::DropCreateReply => {
+                // The holder creates a new node right after it releases:
+                // arm its proxies; otherwise any contender's.
+                let target = self.holder().unwrap_or_else(|| rng.range(0, self.groups.len() as u64 - 1) as u32);
+                let Some(group) = self.groups.get(target as usize) else { return Ok(None) };
+                let before = group.dropped_replies();
+                group.drop_next_create_reply();
+                let fired = zklock_harness::wait_for(Duration::from_secs(10), || group.dropped_replies() > before);
+                group.disarm_drop_create_reply();
+                let start = mono_ns();
+                Ok(fired.then(|| fault(start, None)))
+            },
+        }
+    }
+
+    /// The contender holding the lock now (waiting up to 10 s for one).
+    fn holder(&self) -> Option<u32> {
+        let mut found = None;
+        zklock_harness::wait_for(Duration::from_secs(10), || {
+            found = self.resource.current_holder();
+            found.is_some()
+        });
+        found
+    }
+
+    /// Undoes every fault: resumes processes and members, heals every
+    /// connection, starts dead members, waits for a quorum.
+    pub fn restore(&self) {
+        for &pid in &self.worker_pids {
+            let _ = signal(pid, libc::SIGCONT);
+        }
+        for g in self.groups {
+            g.heal();
+            g.disarm_drop_create_reply();
+        }
+        for i in 0..self.cluster.len() {
+            if self.cluster.is_frozen(i) {
+                let _ = self.cluster.resume(i);
+            }
+            if !self.cluster.is_running(i) {
+                let _ = self.cluster.start_member(i);
+            }
+        }
+        if let Err(e) = self.cluster.wait_quorum(SERVE_LIMIT) {
+            self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("restore: {e}"));
+        }
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) -> Result<(), String> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| "pid out of range".to_owned())?;
+    // SAFETY: kill(2) has no memory effects; `pid` is a child we have not reaped.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(format!("kill({pid}, {sig}): {}", std::io::Error::last_os_error()))
+    }
+}

@@ -1,0 +1,169 @@
+//! A contender process: several contenders, each with its own ZooKeeper
+//! session (its own `Client`, through its own proxies), taking one lock in
+//! a loop and writing their fencing token to the resource while they hold
+//! it. Runs until its standard input closes.
+
+use std::io::Read as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use zklock_core::{CancelHandle, Client, ClientOptions, ErrorKind, Guard, LockState};
+
+use crate::clock::{mono_ns, Rng};
+use crate::resource::ResourceClient;
+
+/// What one contender process runs.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// `host:port` of the resource.
+    pub resource: String,
+    /// The lock path.
+    pub lock_path: String,
+    /// Session timeout asked for.
+    pub session_timeout: Duration,
+    /// Contenders: id and connect string (through its own proxies).
+    pub contenders: Vec<(u32, String)>,
+    /// Seed of the contenders' timing.
+    pub seed: u64,
+}
+
+/// Runs the contenders until standard input reaches EOF; returns the exit
+/// code (0 unless the resource could not be reached).
+pub fn run(cfg: WorkerConfig) -> i32 {
+    // Die with the orchestrator even if it is killed.
+    // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    let stop = Arc::new(AtomicBool::new(false));
+    let cancels: Arc<Mutex<Vec<CancelHandle>>> = Arc::default();
+    {
+        let (stop, cancels) = (stop.clone(), cancels.clone());
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+            stop.store(true, Ordering::SeqCst);
+            for c in cancels.lock().map(|c| c.clone()).unwrap_or_default() {
+                c.cancel();
+            }
+        });
+    }
+    let threads: Vec<_> = cfg
+        .contenders
+        .iter()
+        .map(|(cid, hosts)| {
+            let (cfg, stop, cancels, cid, hosts) = (cfg.clone(), stop.clone(), cancels.clone(), *cid, hosts.clone());
+            std::thread::spawn(move || contender(&cfg, cid, &hosts, &stop, &cancels))
+        })
+        .collect();
+    let mut code = 0;
+    for t in threads {
+        if !matches!(t.join(), Ok(true)) {
+            code = 1;
+        }
+    }
+    code
+}
+
+/// One contender; false if it could not talk to the resource.
+fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cancels: &Mutex<Vec<CancelHandle>>) -> bool {
+    let Ok(mut resource) = ResourceClient::connect(&cfg.resource) else {
+        eprintln!("contender {cid}: cannot reach the resource at {}", cfg.resource);
+        return false;
+    };
+    let mut rng = Rng::new(cfg.seed ^ (u64::from(cid) << 32 | 0x5eed));
+    let options = ClientOptions::new(hosts)
+        .session_timeout(cfg.session_timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .operation_timeout(Duration::from_secs(2));
+    let client = loop {
+        if stop.load(Ordering::SeqCst) {
+            return true;
+        }
+        match Client::connect(options.clone()) {
+            Ok(c) => break c,
+            Err(e) => {
+                eprintln!("contender {cid}: connect: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            },
+        }
+    };
+    let lock = match client.lock(&cfg.lock_path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("contender {cid}: {e}");
+            return false;
+        },
+    };
+    if let Ok(mut c) = cancels.lock() {
+        c.push(lock.cancel_handle());
+    }
+    let mut ok = true;
+    while !stop.load(Ordering::SeqCst) && ok {
+        let timeout = Duration::from_millis(rng.range(1_000, 6_000));
+        match lock.acquire(Some(timeout)) {
+            Ok(guard) => ok = hold(cid, &guard, &mut resource, &mut rng),
+            Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {},
+            Err(e) => {
+                eprintln!("contender {cid}: acquire: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            },
+        }
+    }
+    client.close();
+    ok
+}
+
+/// Holds the lock for a few steps; each step waits a little (the "work"),
+/// writes to the resource, then checks that the lock is still safely held.
+/// Reports the interval. False if the resource is gone.
+fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng) -> bool {
+    let notices: Arc<Mutex<Vec<u64>>> = Arc::default();
+    {
+        let notices = notices.clone();
+        guard.on_state_change(move |s| {
+            if s != LockState::Held {
+                if let Ok(mut n) = notices.lock() {
+                    n.push(mono_ns());
+                }
+            }
+        });
+    }
+    if guard.check().is_err() {
+        let _ = guard.release();
+        return true;
+    }
+    let start = mono_ns();
+    let token = guard.fencing_token();
+    if resource.request(&format!("ENTER {cid} {token} {start}")).is_err() {
+        return false;
+    }
+    let mut end = start;
+    let mut lost = false;
+    for _ in 0..rng.range(1, 4) {
+        std::thread::sleep(Duration::from_millis(rng.range(2, 20)));
+        // The write lands some time after the last check, as real work
+        // would: a holder stopped in between writes late, with its old
+        // token, and the resource must refuse it.
+        if resource.request(&format!("WRITE {cid} {token} {start}")).is_err() {
+            return false;
+        }
+        let checked = guard.check();
+        let now = mono_ns();
+        if checked.is_err() {
+            if let Ok(mut n) = notices.lock() {
+                n.push(now);
+            }
+            lost = true;
+            break;
+        }
+        end = now;
+    }
+    let _ = guard.release();
+    // A suspension that ended (same session, node still ours) before the
+    // last good check was not a loss; the loss was learned at the first
+    // notice after it.
+    let noticed = notices.lock().ok().and_then(|n| n.iter().copied().filter(|&t| t >= end).min());
+    let noticed = noticed.map_or("-".to_owned(), |t| t.to_string());
+    let verdict = if lost { "lost" } else { "release" };
+    resource.request(&format!("INTERVAL {cid} {token} {start} {end} {noticed} {verdict}")).is_ok()
+}
