@@ -189,6 +189,7 @@ EXIT STATUS
   to tell them apart.
 ";
 
+/// Parses the command line, runs the subcommand, exits with its code.
 fn main() {
     let code = match args::parse(std::env::args_os().skip(1).collect()) {
         Ok(args::Command::Help) => print_stdout(HELP),
@@ -200,6 +201,7 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Writes `text` to stdout (a closed stdout is no error); returns 0.
 fn print_stdout(text: &str) -> i32 {
     use std::io::Write as _;
     let _ = std::io::stdout().write_all(text.as_bytes());

@@ -12,6 +12,7 @@ use zklock_core::LockMode;
 pub(crate) struct Usage(pub(crate) String);
 
 impl Usage {
+    /// A usage error with `msg`.
     fn new(msg: impl Into<String>) -> Usage {
         Usage(msg.into())
     }
@@ -123,7 +124,9 @@ pub(crate) const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(5);
 
 /// A cursor over the arguments after the subcommand.
 struct Args {
+    /// The arguments.
     items: Vec<OsString>,
+    /// Index of the next argument to read.
     next: usize,
     /// The value of a `--name=value` option being handled.
     inline: Option<String>,
@@ -192,10 +195,12 @@ fn is_option(arg: &OsString) -> bool {
     arg.to_str().is_some_and(|s| s.len() > 1 && s.starts_with('-'))
 }
 
+/// An argument as UTF-8, or a usage error naming `what`.
 fn utf8(arg: OsString, what: &str) -> Result<String, Usage> {
     arg.into_string().map_err(|_| Usage::new(format!("the {what} is not valid UTF-8")))
 }
 
+/// Parses the arguments of `zklock run`.
 fn parse_run(mut args: Args) -> Result<Command, Usage> {
     let mut connection = Connection::default();
     let mut path: Option<String> = None;
@@ -302,6 +307,7 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
     }))
 }
 
+/// Parses the arguments of `zklock list`.
 fn parse_list(mut args: Args) -> Result<Command, Usage> {
     let mut connection = Connection::default();
     let mut path: Option<String> = None;

@@ -42,6 +42,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
     }
 }
 
+/// `reader` or `writer`.
 fn kind_name(kind: NodeKind) -> &'static str {
     match kind {
         NodeKind::Reader => "reader",
@@ -49,6 +50,7 @@ fn kind_name(kind: NodeKind) -> &'static str {
     }
 }
 
+/// `HOLDS` or `WAITS`.
 fn state_name(p: &Participant) -> &'static str {
     if p.holds {
         "HOLDS"

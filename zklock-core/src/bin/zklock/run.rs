@@ -19,8 +19,11 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// What the main thread waits for.
 enum Event {
+    /// SIGINT, SIGTERM or SIGHUP reached zklock.
     Signal(Received),
+    /// `Client::connect` returned.
     Connected(zklock_core::Result<Client>),
+    /// `Lock::acquire` returned.
     Acquired(zklock_core::Result<Guard>),
 }
 
@@ -80,9 +83,13 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
     code
 }
 
+/// How [`wait_for`] ended.
 enum Waited<T> {
+    /// The awaited event came.
     Done(T),
+    /// A signal came first.
     Signal(i32),
+    /// Nothing within the limit (or the senders are gone).
     Gone,
 }
 
@@ -109,6 +116,7 @@ fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event
     }
 }
 
+/// `exclusive`, `read` or `write` (the value of `ZKLOCK_LOCK_MODE`).
 fn mode_name(mode: LockMode) -> &'static str {
     match mode {
         LockMode::Exclusive => "exclusive",
@@ -181,6 +189,7 @@ fn client_op_limit(client: &Client) -> Duration {
     crate::operation_timeout(client.session_timeout().unwrap_or(Duration::from_secs(10)))
 }
 
+/// Reports a failed acquire; returns 75 for a timeout, else per [`crate::zk_error`].
 fn acquire_error(opts: &RunOptions, e: &Error) -> i32 {
     match e.kind() {
         ErrorKind::Timeout => {
@@ -319,6 +328,7 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
     }
 }
 
+/// Sends `sig` to the command (not yet reaped), reporting a failure.
 fn forward(child: &Child, sig: i32) {
     if let Err(e) = signals::send(child.id(), sig) {
         note!("cannot send {} to the command (pid {}): {e}", signal_name(sig), child.id());
@@ -334,6 +344,7 @@ fn status_code(status: ExitStatus) -> i32 {
     }
 }
 
+/// "exited with status 3", "was killed by SIGKILL".
 fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),

@@ -27,6 +27,7 @@ pub(crate) struct Received {
     pub(crate) to_group: bool,
 }
 
+/// The signal set of [`HANDLED`].
 fn handled_set() -> io::Result<libc::sigset_t> {
     let mut set = MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigemptyset initialises the set; sigaddset only writes to it.
