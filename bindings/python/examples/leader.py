@@ -80,8 +80,10 @@ def main(argv: list[str]) -> int:
     hosts, instance = argv[1], argv[2]
     session_timeout = int(argv[3]) / 1000.0 if len(argv) == 4 else 10.0
     # SIGTERM stops it like Ctrl-C: KeyboardInterrupt cancels a waiting
-    # acquire or ends the leading loop (which releases the lock).
+    # acquire or ends the leading loop (which releases the lock). SIGINT is
+    # set too: a shell starts background jobs with SIGINT ignored.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         lead(hosts, instance, session_timeout)
     except KeyboardInterrupt:
