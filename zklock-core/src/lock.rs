@@ -120,6 +120,8 @@ struct Holding {
     status: Mutex<Status>,
     callbacks: Mutex<Vec<Callback>>,
     stop: watch::Sender<bool>,
+    /// The task that follows this holding (and owns the watch on our node).
+    monitor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Holding {
@@ -533,7 +535,7 @@ impl Attempt {
                     self.node = None;
                     return Err(Step::Restart);
                 },
-                Decision::Held => match self.grant(ctx, &zk, &name).await? {
+                Decision::Held => match self.grant(ctx, &name).await? {
                     Some(h) => return Ok(h),
                     None => continue,
                 },
@@ -562,28 +564,23 @@ impl Attempt {
         }
     }
 
-    /// We are first: watch our own node and hand out the holding. `None`
-    /// means look at the queue again.
-    async fn grant(&mut self, ctx: &Ctx, zk: &zk::Client, name: &str) -> std::result::Result<Option<Arc<Holding>>, Step> {
-        let path = format!("{}/{name}", ctx.path);
-        let (stat, watcher) = match ctx.op(&self.session, zk.get_and_watch_data(&path)).await? {
-            Ok((_, stat, watcher)) if stat.ephemeral_owner == self.session.id => (stat, watcher),
-            Ok(_) | Err(zk::Error::NoNode) => {
-                self.node = None;
-                return Err(Step::Restart);
-            },
-            Err(e) if outcome_unknown(&e) => {
-                ctx.reconnected(&self.session).await?;
-                return Ok(None);
-            },
-            Err(e) => return Err(Ctx::zk_failure("watching our lock node", e)),
-        };
+    /// We are first: hand out the holding, and have its monitor watch our
+    /// own node. `None` means look at the queue again.
+    ///
+    /// The grant does not wait for that watch: the list that put us first
+    /// already showed our node, which this session created (or `recover`
+    /// adopted after checking its owner), so the read would only confirm
+    /// it, at the cost of one more round trip per acquire. The monitor
+    /// sends the read at once; if our node is gone or not ours by then, the
+    /// lock goes to Lost, exactly as for a deletion noticed a moment later.
+    async fn grant(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<Arc<Holding>>, Step> {
         // A cancel that races with the grant wins (section 4, step 6).
         if ctx.cancel.epoch.load(Ordering::Acquire) != ctx.epoch {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
+        let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };
         let sequence = names::parse_child(name).map(|n| n.sequence).unwrap_or(-1);
-        let token = self.node.as_ref().map_or(stat.czxid, |n| n.czxid.max(stat.czxid));
+        let token = czxid;
         let holding = Arc::new(Holding {
             shared: ctx.shared.clone(),
             session: self.session.clone(),
@@ -595,10 +592,14 @@ impl Attempt {
             status: Mutex::new(Status { state: LockState::Held, reason: None }),
             callbacks: Mutex::new(Vec::new()),
             stop: watch::channel(false).0,
+            monitor: Mutex::new(None),
         });
         // The node now belongs to the holding: no cleanup by this attempt.
         self.node = None;
-        tokio::spawn(monitor(holding.clone(), watcher));
+        let task = tokio::spawn(monitor(holding.clone()));
+        if let Ok(mut slot) = holding.monitor.lock() {
+            *slot = Some(task);
+        }
         Ok(Some(holding))
     }
 
@@ -646,12 +647,45 @@ enum Wake {
 }
 
 /// Follows a held lock until it is released or lost (section 5): session
-/// state, deletion of our node, and the safety clock.
-async fn monitor(h: Arc<Holding>, watcher: zk::OneshotWatcher) {
+/// state, deletion of our node, and the safety clock. Starts by reading our
+/// node with a watch (see `Attempt::grant`). Release aborts this task, which
+/// drops the watch (the client sends removeWatches) before the delete, so a
+/// release notifies only the next waiter, not ourselves.
+async fn monitor(h: Arc<Holding>) {
     let session = h.session.clone();
     let mut states = session.states();
     let mut stop = h.stop.subscribe();
-    let mut node_watch: Option<EventFuture> = Some(Box::pin(watcher.changed()));
+    let sent = Instant::now();
+    let first = match session.zk() {
+        // Only for this read: a client kept here would keep the session
+        // open after Client::close.
+        Ok(zk) => tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            r = tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&h.node_path())) => r.ok(),
+        },
+        Err(_) => None,
+    };
+    let mut node_watch: Option<EventFuture> = match first {
+        Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
+            session.ack(sent);
+            Some(Box::pin(w.changed()))
+        },
+        Some(Ok(_)) => {
+            h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
+            return;
+        },
+        Some(Err(zk::Error::NoNode)) => {
+            h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
+            return;
+        },
+        // Session gone: the loop below reports it. Connection trouble:
+        // suspended until a recheck (which sets the watch) succeeds.
+        Some(Err(e)) if session_gone(&e) => None,
+        _ => {
+            h.set_state(LockState::Suspended, None);
+            None
+        },
+    };
     loop {
         if *stop.borrow() {
             return;
@@ -1073,10 +1107,16 @@ impl Guard {
         self.holding.set_state(LockState::Released, None);
         self.holding.stop.send_replace(true);
         let h = self.holding.clone();
-        let status = self
-            .client
-            .shared()
-            .block_on(async move { delete_node(&h.shared, &h.session, h.node_path()).await })?;
+        let monitor = h.monitor.lock().ok().and_then(|mut m| m.take());
+        let status = self.client.shared().block_on(async move {
+            // End the monitor first: dropping its watch on our node queues
+            // removeWatches ahead of the delete.
+            if let Some(task) = monitor {
+                task.abort();
+                let _ = task.await;
+            }
+            delete_node(&h.shared, &h.session, h.node_path()).await
+        })?;
         match lost {
             Some(e) => Err(e),
             None => Ok(status),
