@@ -80,6 +80,14 @@ soak: deps
 test-interop: deps
 	$(CARGO) test --locked -p zklock-core --test interop -- --test-threads=$(TEST_THREADS)
 
+.PHONY: bench
+## bench: zklock (Rust, C, Python, Node) vs Curator, kazoo and a raw-client floor on a
+## private ZooKeeper (forceSync off and on); results in bench/results/<date>.
+## BENCH_QUICK=1: a ~3-minute smoke run into bench/results/quick-<date>; BENCH_ARGS: more flags
+bench: deps
+	bench/build.sh
+	target/release/zklock-bench $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)
+
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

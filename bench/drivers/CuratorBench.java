@@ -1,0 +1,285 @@
+/**
+ * Benchmark driver for Apache Curator 5.x (InterProcessMutex and
+ * InterProcessReadWriteLock), for zklock's `make bench`. Compiled with javac
+ * against the Debian jars (libcurator-recipes-java) into target/bench/java.
+ *
+ * <pre>
+ * java CuratorBench SCENARIO HOSTS PATH [key=value ...]
+ *   uncontended  iters warmup                      one session, acquire+release cycles
+ *   contended    sessions duration_ms warmup_ms    one InterProcessMutex per session, one path
+ *   queue        sessions waiters duration_ms ...  waiters spread over sessions (round robin)
+ *   independent  sessions duration_ms warmup_ms    each session its own path
+ *   rw           readers writers hold_us ...       InterProcessReadWriteLock, one session each
+ *   herd         sessions waiters                  a holder and queued waiters; stdin-driven
+ * </pre>
+ * Prints one JSON line {"result": {...}} on stdout (the same format as every
+ * driver of bench/); herd also prints {"event": ...} lines.
+ */
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public final class CuratorBench {
+    private CuratorBench() {}
+
+    private static Map<String, String> params = new HashMap<>();
+
+    private static long num(String k, long d) {
+        String v = params.get(k);
+        return v == null ? d : Long.parseLong(v);
+    }
+
+    private static CuratorFramework connect(String hosts) throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.builder()
+            .connectString(hosts)
+            .sessionTimeoutMs(10_000)
+            .connectionTimeoutMs(15_000)
+            .retryPolicy(new ExponentialBackoffRetry(100, 3))
+            .build();
+        c.start();
+        if (!c.blockUntilConnected(15, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no connection to " + hosts);
+        }
+        return c;
+    }
+
+    private static void acquire(InterProcessLock l) throws Exception {
+        if (!l.acquire(120, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("acquire timed out");
+        }
+    }
+
+    private static void say(String s) {
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    private static String list(long[] xs) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < xs.length; i++) {
+            if (i > 0) b.append(',');
+            b.append(xs[i]);
+        }
+        return b.append(']').toString();
+    }
+
+    static String uncontended(String hosts, String path) throws Exception {
+        long iters = num("iters", 1000), warmup = num("warmup", 100);
+        CuratorFramework c = connect(hosts);
+        InterProcessMutex m = new InterProcessMutex(c, path);
+        StringBuilder lat = new StringBuilder("[");
+        for (long i = 0; i < warmup + iters; i++) {
+            long t = System.nanoTime();
+            acquire(m);
+            m.release();
+            double us = (System.nanoTime() - t) / 1000.0;
+            if (i >= warmup) {
+                if (lat.length() > 1) lat.append(',');
+                lat.append(String.format(java.util.Locale.ROOT, "%.1f", us));
+            }
+        }
+        c.close();
+        return "{\"lat_us\":" + lat + "]}";
+    }
+
+    /** contended / queue / independent. */
+    static String throughput(String hosts, String path, boolean independent) throws Exception {
+        int sessions = (int) Math.max(1, num("sessions", 2));
+        int waiters = (int) Math.max(1, num("waiters", sessions));
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(connect(hosts));
+        AtomicInteger[] inside = new AtomicInteger[independent ? waiters : 1];
+        for (int i = 0; i < inside.length; i++) inside[i] = new AtomicInteger();
+        AtomicLong violations = new AtomicLong();
+        long[] per = new long[waiters];
+        CyclicBarrier barrier = new CyclicBarrier(waiters + 1);
+        long[] window = new long[2];
+        List<Thread> threads = new ArrayList<>();
+        Throwable[] failure = new Throwable[1];
+        for (int i = 0; i < waiters; i++) {
+            final int id = i;
+            final InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), independent ? path + "/" + i : path);
+            final AtomicInteger in = inside[independent ? i : 0];
+            Thread t = new Thread(null, () -> {
+                try {
+                    barrier.await();
+                    long n = 0;
+                    while (System.nanoTime() < window[1]) {
+                        acquire(m);
+                        if (in.incrementAndGet() != 1) violations.incrementAndGet();
+                        long now = System.nanoTime();
+                        if (now >= window[0] && now < window[1]) n++;
+                        in.decrementAndGet();
+                        m.release();
+                    }
+                    per[id] = n;
+                } catch (Throwable e) {
+                    failure[0] = e;
+                }
+            }, "w" + i, 256 * 1024);
+            t.start();
+            threads.add(t);
+        }
+        long start = System.nanoTime();
+        window[0] = start + num("warmup_ms", 500) * 1_000_000L;
+        window[1] = start + num("duration_ms", 3000) * 1_000_000L;
+        barrier.await();
+        for (Thread t : threads) t.join();
+        if (failure[0] != null) throw new RuntimeException(failure[0]);
+        long total = 0;
+        for (long n : per) total += n;
+        for (CuratorFramework c : clients) c.close();
+        double w = (window[1] - window[0]) / 1e9;
+        return "{\"grants\":" + total + ",\"per_worker\":" + list(per) + ",\"violations\":" + violations.get()
+            + ",\"window_s\":" + w + "}";
+    }
+
+    static String rw(String hosts, String path) throws Exception {
+        int readers = (int) num("readers", 8), writers = (int) num("writers", 2);
+        long holdUs = num("hold_us", 1000);
+        int n = readers + writers;
+        Object mx = new Object();
+        int[] state = new int[2];
+        AtomicLong violations = new AtomicLong();
+        long[] per = new long[n];
+        CyclicBarrier barrier = new CyclicBarrier(n + 1);
+        long[] window = new long[2];
+        List<Thread> threads = new ArrayList<>();
+        List<CuratorFramework> clients = new ArrayList<>();
+        Throwable[] failure = new Throwable[1];
+        for (int i = 0; i < n; i++) {
+            final int id = i;
+            final boolean writer = i >= readers;
+            CuratorFramework c = connect(hosts);
+            clients.add(c);
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
+            final InterProcessLock l = writer ? rw.writeLock() : rw.readLock();
+            Thread t = new Thread(() -> {
+                try {
+                    barrier.await();
+                    long k = 0;
+                    while (System.nanoTime() < window[1]) {
+                        acquire(l);
+                        synchronized (mx) {
+                            state[writer ? 1 : 0]++;
+                            if (state[1] > 1 || (state[1] == 1 && state[0] > 0)) violations.incrementAndGet();
+                        }
+                        long now = System.nanoTime();
+                        if (now >= window[0] && now < window[1]) k++;
+                        TimeUnit.MICROSECONDS.sleep(holdUs);
+                        synchronized (mx) {
+                            state[writer ? 1 : 0]--;
+                        }
+                        l.release();
+                    }
+                    per[id] = k;
+                } catch (Throwable e) {
+                    failure[0] = e;
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        long start = System.nanoTime();
+        window[0] = start + num("warmup_ms", 500) * 1_000_000L;
+        window[1] = start + num("duration_ms", 3000) * 1_000_000L;
+        barrier.await();
+        for (Thread t : threads) t.join();
+        if (failure[0] != null) throw new RuntimeException(failure[0]);
+        long r = 0, w = 0;
+        for (int i = 0; i < n; i++) {
+            if (i >= readers) w += per[i]; else r += per[i];
+        }
+        for (CuratorFramework c : clients) c.close();
+        double win = (window[1] - window[0]) / 1e9;
+        return "{\"read_grants\":" + r + ",\"write_grants\":" + w + ",\"grants\":" + (r + w) + ",\"violations\":"
+            + violations.get() + ",\"window_s\":" + win + "}";
+    }
+
+    static String herd(String hosts, String path) throws Exception {
+        int sessions = (int) Math.max(2, num("sessions", 8));
+        int waiters = (int) num("waiters", 32);
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(connect(hosts));
+        CuratorFramework observer = clients.get(0);
+        BlockingQueue<CountDownLatch> granted = new LinkedBlockingQueue<>();
+        for (int i = 0; i <= waiters; i++) {
+            final InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), path);
+            Thread t = new Thread(null, () -> {
+                try {
+                    acquire(m);
+                    CountDownLatch release = new CountDownLatch(1);
+                    granted.add(release);
+                    release.await();
+                    m.release();
+                } catch (Throwable e) {
+                    // the process ends with quit
+                }
+            }, "h" + i, 256 * 1024);
+            t.setDaemon(true);
+            t.start();
+            long until = System.nanoTime() + 10_000_000_000L;
+            while (true) {
+                int have = observer.checkExists().forPath(path) == null ? 0 : observer.getChildren().forPath(path).size();
+                if (have >= i + 1) break;
+                if (System.nanoTime() > until) throw new IllegalStateException("waiter " + i + " did not queue");
+                Thread.sleep(1);
+            }
+        }
+        CountDownLatch holder = granted.poll(30, TimeUnit.SECONDS);
+        say("{\"event\":\"ready\"}");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        int rounds = 0;
+        String line;
+        while ((line = in.readLine()) != null && line.trim().equals("release")) {
+            holder.countDown();
+            holder = granted.poll(30, TimeUnit.SECONDS);
+            if (holder == null) throw new IllegalStateException("no grant after a release");
+            rounds++;
+            say("{\"event\":\"granted\"}");
+        }
+        return "{\"rounds\":" + rounds + "}";
+    }
+
+    public static void main(String[] args) throws Exception {
+        for (int i = 3; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq > 0) params.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        String out;
+        try {
+            switch (args[0]) {
+                case "uncontended": out = uncontended(args[1], args[2]); break;
+                case "contended": case "queue": out = throughput(args[1], args[2], false); break;
+                case "independent": out = throughput(args[1], args[2], true); break;
+                case "rw": out = rw(args[1], args[2]); break;
+                case "herd": out = herd(args[1], args[2]); break;
+                default: throw new IllegalArgumentException("unknown scenario " + args[0]);
+            }
+        } catch (Throwable e) {
+            e.printStackTrace();
+            System.exit(1);
+            return;
+        }
+        say("{\"result\":" + out + "}");
+        System.exit(0);
+    }
+}

@@ -1,0 +1,205 @@
+/*
+ * Benchmark driver for zklock's C library (libzklock), for `make bench`.
+ *
+ *   bench_c SCENARIO HOSTS PATH [key=value ...]
+ *
+ * Scenarios: uncontended, contended, queue, independent, rw (see
+ * bench/README.md); one pthread per waiter. Prints one JSON line
+ * {"result": {...}} on stdout.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zklock.h>
+
+static int nparams;
+static char **params;
+
+static long num(const char *key, long dflt) {
+    size_t n = strlen(key);
+    for (int i = 0; i < nparams; i++)
+        if (strncmp(params[i], key, n) == 0 && params[i][n] == '=') return atol(params[i] + n + 1);
+    return dflt;
+}
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void die(const char *what, zklock_error *err) {
+    fprintf(stderr, "bench_c: %s: %s\n", what, err ? zklock_error_message(err) : "failed");
+    exit(1);
+}
+
+static zklock_client *connect_client(const char *hosts) {
+    zklock_client *c = NULL;
+    zklock_error *err = NULL;
+    if (zklock_client_new(hosts, NULL, &c, &err) != ZKLOCK_OK) die("connect", err);
+    return c;
+}
+
+static zklock_lock *new_lock(zklock_client *c, const char *path, zklock_mode mode) {
+    zklock_lock *l = NULL;
+    zklock_error *err = NULL;
+    if (zklock_lock_new(c, path, mode, &l, &err) != ZKLOCK_OK) die("lock", err);
+    return l;
+}
+
+static zklock_guard *acquire(zklock_lock *l) {
+    zklock_guard *g = NULL;
+    zklock_error *err = NULL;
+    if (zklock_lock_acquire(l, 120000, &g, &err) != ZKLOCK_OK) die("acquire", err);
+    return g;
+}
+
+static void release(zklock_guard *g) {
+    zklock_error *err = NULL;
+    if (zklock_guard_release(g, NULL, &err) != ZKLOCK_OK) die("release", err);
+    zklock_guard_free(g);
+}
+
+static void uncontended(const char *hosts, const char *path) {
+    long iters = num("iters", 1000), warmup = num("warmup", 100);
+    zklock_client *c = connect_client(hosts);
+    zklock_lock *l = new_lock(c, path, ZKLOCK_MODE_EXCLUSIVE);
+    double *lat = calloc((size_t)iters, sizeof *lat);
+    for (long i = 0; i < warmup + iters; i++) {
+        double t = now_us();
+        release(acquire(l));
+        if (i >= warmup) lat[i - warmup] = now_us() - t;
+    }
+    printf("{\"result\":{\"lat_us\":[");
+    for (long i = 0; i < iters; i++) printf("%s%.1f", i ? "," : "", lat[i]);
+    printf("]}}\n");
+    free(lat);
+    zklock_lock_free(l);
+    zklock_client_free(c);
+}
+
+struct shared {
+    double from, end;
+    long hold_us;
+    int readers;
+    pthread_barrier_t barrier;
+    pthread_mutex_t mx;
+    int state[2];
+    atomic_long violations;
+};
+
+struct worker {
+    struct shared *s;
+    zklock_lock *lock;
+    atomic_int *inside; /* exclusive scenarios */
+    int writer;         /* rw: 1 writer, 0 reader, -1 exclusive */
+    long grants;
+};
+
+static void *run_worker(void *arg) {
+    struct worker *w = arg;
+    struct shared *s = w->s;
+    pthread_barrier_wait(&s->barrier);
+    while (now_us() < s->end) {
+        zklock_guard *g = acquire(w->lock);
+        if (w->writer < 0) {
+            if (atomic_fetch_add(w->inside, 1) != 0) atomic_fetch_add(&s->violations, 1);
+        } else {
+            pthread_mutex_lock(&s->mx);
+            s->state[w->writer]++;
+            if (s->state[1] > 1 || (s->state[1] == 1 && s->state[0] > 0)) atomic_fetch_add(&s->violations, 1);
+            pthread_mutex_unlock(&s->mx);
+        }
+        double t = now_us();
+        if (t >= s->from && t < s->end) w->grants++;
+        if (s->hold_us > 0) {
+            struct timespec d = { s->hold_us / 1000000, (s->hold_us % 1000000) * 1000 };
+            nanosleep(&d, NULL);
+        }
+        if (w->writer < 0) {
+            atomic_fetch_sub(w->inside, 1);
+        } else {
+            pthread_mutex_lock(&s->mx);
+            s->state[w->writer]--;
+            pthread_mutex_unlock(&s->mx);
+        }
+        release(g);
+    }
+    return NULL;
+}
+
+/* kind: 0 contended/queue, 1 independent, 2 rw */
+static void workers(const char *hosts, const char *path, int kind) {
+    int sessions, waiters;
+    if (kind == 2) {
+        sessions = waiters = (int)(num("readers", 8) + num("writers", 2));
+    } else {
+        sessions = (int)num("sessions", 2);
+        waiters = (int)num("waiters", sessions);
+    }
+    struct shared s;
+    memset(&s, 0, sizeof s);
+    s.readers = (int)num("readers", 8);
+    s.hold_us = kind == 2 ? num("hold_us", 1000) : 0;
+    pthread_barrier_init(&s.barrier, NULL, (unsigned)waiters + 1);
+    pthread_mutex_init(&s.mx, NULL);
+    atomic_init(&s.violations, 0);
+    zklock_client **clients = calloc((size_t)sessions, sizeof *clients);
+    for (int i = 0; i < sessions; i++) clients[i] = connect_client(hosts);
+    struct worker *ws = calloc((size_t)waiters, sizeof *ws);
+    atomic_int *inside = calloc((size_t)waiters, sizeof *inside);
+    pthread_t *th = calloc((size_t)waiters, sizeof *th);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    char p[512];
+    for (int i = 0; i < waiters; i++) {
+        ws[i].s = &s;
+        ws[i].writer = kind == 2 ? (i >= s.readers) : -1;
+        ws[i].inside = &inside[kind == 1 ? i : 0];
+        if (kind == 1) snprintf(p, sizeof p, "%s/%d", path, i); else snprintf(p, sizeof p, "%s", path);
+        zklock_mode mode = kind != 2 ? ZKLOCK_MODE_EXCLUSIVE : ws[i].writer ? ZKLOCK_MODE_WRITE : ZKLOCK_MODE_READ;
+        ws[i].lock = new_lock(clients[i % sessions], p, mode);
+        if (pthread_create(&th[i], &attr, run_worker, &ws[i]) != 0) { fprintf(stderr, "bench_c: thread\n"); exit(1); }
+    }
+    double start = now_us();
+    s.from = start + num("warmup_ms", 500) * 1e3;
+    s.end = start + num("duration_ms", 3000) * 1e3;
+    pthread_barrier_wait(&s.barrier);
+    long total = 0, reads = 0, writes = 0;
+    for (int i = 0; i < waiters; i++) {
+        pthread_join(th[i], NULL);
+        total += ws[i].grants;
+        if (ws[i].writer == 1) writes += ws[i].grants; else reads += ws[i].grants;
+        zklock_lock_free(ws[i].lock);
+    }
+    printf("{\"result\":{\"grants\":%ld,\"violations\":%ld,\"window_s\":%.6f", total,
+           (long)atomic_load(&s.violations), (s.end - s.from) / 1e6);
+    if (kind == 2) printf(",\"read_grants\":%ld,\"write_grants\":%ld", reads, writes);
+    printf(",\"per_worker\":[");
+    for (int i = 0; i < waiters; i++) printf("%s%ld", i ? "," : "", ws[i].grants);
+    printf("]}}\n");
+    for (int i = 0; i < sessions; i++) zklock_client_free(clients[i]);
+    free(clients); free(ws); free(inside); free(th);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_c SCENARIO HOSTS PATH [key=value ...]\n");
+        return 2;
+    }
+    nparams = argc - 4;
+    params = argv + 4;
+    const char *sc = argv[1];
+    if (strcmp(sc, "uncontended") == 0) uncontended(argv[2], argv[3]);
+    else if (strcmp(sc, "contended") == 0 || strcmp(sc, "queue") == 0) workers(argv[2], argv[3], 0);
+    else if (strcmp(sc, "independent") == 0) workers(argv[2], argv[3], 1);
+    else if (strcmp(sc, "rw") == 0) workers(argv[2], argv[3], 2);
+    else { fprintf(stderr, "bench_c: unknown scenario %s\n", sc); return 2; }
+    fflush(stdout);
+    return 0;
+}

@@ -1,0 +1,112 @@
+'use strict'
+// Benchmark driver for zklock's Node package (the release addon copied with
+// index.js and native.js into $ZKLOCK_NODE_PACKAGE by `make bench`).
+//   node bench.js SCENARIO HOSTS PATH [key=value ...]
+// Scenarios: uncontended, contended, queue, independent, rw (see
+// bench/README.md). Prints one JSON line {"result": {...}}.
+const { Client } = require(process.env.ZKLOCK_NODE_PACKAGE || '../../bindings/node')
+
+const [scenario, hosts, path, ...rest] = process.argv.slice(2)
+const p = {}
+for (const kv of rest) {
+  const [k, v] = kv.split('=')
+  p[k] = Number(v)
+}
+const num = (k, d) => (Number.isFinite(p[k]) ? p[k] : d)
+const now = () => Number(process.hrtime.bigint()) / 1e3 // µs
+const connect = () => Client.connect({ hosts, sessionTimeoutMs: 10000 })
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function uncontended () {
+  const c = await connect()
+  const lock = c.lock(path)
+  const warmup = num('warmup', 100)
+  const lat = []
+  for (let i = 0; i < warmup + num('iters', 1000); i++) {
+    const t = now()
+    const g = await lock.acquire({ timeoutMs: 30000 })
+    await g.release()
+    if (i >= warmup) lat.push(Math.round((now() - t) * 10) / 10)
+  }
+  await c.close()
+  return { lat_us: lat }
+}
+
+function window () {
+  const start = now()
+  return { from: start + num('warmup_ms', 500) * 1e3, end: start + num('duration_ms', 3000) * 1e3 }
+}
+
+// contended / queue / independent: every waiter is an async loop; the
+// event loop is single-threaded, so a plain counter checks exclusion.
+async function throughput (independent) {
+  const sessions = Math.max(1, num('sessions', 2))
+  const waiters = Math.max(1, num('waiters', sessions))
+  const clients = await Promise.all(Array.from({ length: sessions }, connect))
+  const inside = new Array(independent ? waiters : 1).fill(0)
+  let violations = 0
+  const per = new Array(waiters).fill(0)
+  const w = window()
+  await Promise.all(Array.from({ length: waiters }, async (_, i) => {
+    const slot = independent ? i : 0
+    const lock = clients[i % sessions].lock(independent ? `${path}/${i}` : path)
+    while (now() < w.end) {
+      const g = await lock.acquire({ timeoutMs: 120000 })
+      if (++inside[slot] !== 1) violations++
+      const t = now()
+      if (t >= w.from && t < w.end) per[i]++
+      inside[slot]--
+      await g.release()
+    }
+  }))
+  await Promise.all(clients.map((c) => c.close()))
+  return { grants: per.reduce((a, b) => a + b, 0), per_worker: per, violations, window_s: (w.end - w.from) / 1e6 }
+}
+
+async function rw () {
+  const readers = num('readers', 8)
+  const writers = num('writers', 2)
+  const holdMs = num('hold_us', 1000) / 1000
+  const n = readers + writers
+  const clients = await Promise.all(Array.from({ length: n }, connect))
+  const state = [0, 0]
+  let violations = 0
+  const per = new Array(n).fill(0)
+  const w = window()
+  await Promise.all(clients.map(async (c, i) => {
+    const writer = i >= readers
+    const lock = writer ? c.writeLock(path) : c.readLock(path)
+    while (now() < w.end) {
+      const g = await lock.acquire({ timeoutMs: 120000 })
+      state[writer ? 1 : 0]++
+      if (state[1] > 1 || (state[1] === 1 && state[0] > 0)) violations++
+      const t = now()
+      if (t >= w.from && t < w.end) per[i]++
+      await sleep(holdMs)
+      state[writer ? 1 : 0]--
+      await g.release()
+    }
+  }))
+  await Promise.all(clients.map((c) => c.close()))
+  const r = per.slice(0, readers).reduce((a, b) => a + b, 0)
+  const wr = per.slice(readers).reduce((a, b) => a + b, 0)
+  return { read_grants: r, write_grants: wr, grants: r + wr, violations, window_s: (w.end - w.from) / 1e6 }
+}
+
+const scenarios = {
+  uncontended,
+  contended: () => throughput(false),
+  queue: () => throughput(false),
+  independent: () => throughput(true),
+  rw
+}
+
+;(async () => {
+  const run = scenarios[scenario]
+  if (!run) throw new Error(`unknown scenario ${scenario}`)
+  const result = await run()
+  process.stdout.write(JSON.stringify({ result }) + '\n', () => process.exit(0))
+})().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})

@@ -1,0 +1,211 @@
+"""The scenarios of zklock's `make bench`, shared by the Python drivers
+(bench_zklock.py: zklock's Python package; bench_kazoo.py: kazoo).
+
+A backend provides: connect(hosts) -> session, lock(session, path, kind)
+with kind "mutex" | "read" | "write" -> an object with acquire() and
+release(), children(session, path) -> int, close(session). Output: one JSON
+line {"result": {...}} on stdout (herd also prints {"event": ...} lines and
+reads "release" / "quit" lines from stdin).
+"""
+import json
+import sys
+import threading
+import time
+
+
+def say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def uncontended(b, hosts, path, p):
+    s = b.connect(hosts)
+    lock = b.lock(s, path, "mutex")
+    lat = []
+    warmup = p.get("warmup", 100)
+    for i in range(warmup + p.get("iters", 1000)):
+        t = time.perf_counter()
+        lock.acquire()
+        lock.release()
+        if i >= warmup:
+            lat.append(round((time.perf_counter() - t) * 1e6, 1))
+    b.close(s)
+    return {"lat_us": lat}
+
+
+def _window(p):
+    start = time.perf_counter()
+    return start + p.get("warmup_ms", 500) / 1e3, start + p.get("duration_ms", 3000) / 1e3
+
+
+def throughput(b, hosts, path, p, independent):
+    sessions = max(1, p.get("sessions", 2))
+    waiters = max(1, p.get("waiters", sessions))
+    clients = [b.connect(hosts) for _ in range(sessions)]
+    mx = threading.Lock()
+    inside = [0] * (waiters if independent else 1)
+    stats = {"violations": 0}
+    per = [0] * waiters
+    errors = []
+    barrier = threading.Barrier(waiters + 1)
+    win = []
+
+    def worker(i):
+        try:
+            slot = i if independent else 0
+            lock = b.lock(clients[i % sessions], f"{path}/{i}" if independent else path, "mutex")
+            barrier.wait()
+            frm, end = win[0]
+            n = 0
+            while time.perf_counter() < end:
+                lock.acquire()
+                with mx:
+                    inside[slot] += 1
+                    if inside[slot] != 1:
+                        stats["violations"] += 1
+                now = time.perf_counter()
+                if frm <= now < end:
+                    n += 1
+                with mx:
+                    inside[slot] -= 1
+                lock.release()
+            per[i] = n
+        except BaseException as e:  # reported below
+            errors.append(repr(e))
+            try:
+                barrier.abort()
+            except Exception:
+                pass
+
+    threading.stack_size(512 * 1024)
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(waiters)]
+    for t in threads:
+        t.start()
+    win.append(_window(p))
+    barrier.wait()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    for s in clients:
+        b.close(s)
+    frm, end = win[0]
+    return {"grants": sum(per), "per_worker": per, "violations": stats["violations"], "window_s": end - frm}
+
+
+def rw(b, hosts, path, p):
+    readers, writers = p.get("readers", 8), p.get("writers", 2)
+    hold = p.get("hold_us", 1000) / 1e6
+    n = readers + writers
+    clients = [b.connect(hosts) for _ in range(n)]
+    mx = threading.Lock()
+    state = [0, 0]
+    stats = {"violations": 0}
+    per = [0] * n
+    errors = []
+    barrier = threading.Barrier(n + 1)
+    win = []
+
+    def worker(i):
+        try:
+            writer = i >= readers
+            lock = b.lock(clients[i], path, "write" if writer else "read")
+            barrier.wait()
+            frm, end = win[0]
+            k = 0
+            while time.perf_counter() < end:
+                lock.acquire()
+                with mx:
+                    state[1 if writer else 0] += 1
+                    if state[1] > 1 or (state[1] == 1 and state[0] > 0):
+                        stats["violations"] += 1
+                now = time.perf_counter()
+                if frm <= now < end:
+                    k += 1
+                time.sleep(hold)
+                with mx:
+                    state[1 if writer else 0] -= 1
+                lock.release()
+            per[i] = k
+        except BaseException as e:
+            errors.append(repr(e))
+            try:
+                barrier.abort()
+            except Exception:
+                pass
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    win.append(_window(p))
+    barrier.wait()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    for s in clients:
+        b.close(s)
+    frm, end = win[0]
+    r, w = sum(per[:readers]), sum(per[readers:])
+    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"],
+            "window_s": end - frm}
+
+
+def herd(b, hosts, path, p):
+    import queue
+    sessions = max(2, p.get("sessions", 8))
+    waiters = p.get("waiters", 32)
+    clients = [b.connect(hosts) for _ in range(sessions)]
+    granted = queue.Queue()
+
+    def waiter(lock):
+        try:
+            lock.acquire()
+        except Exception:
+            return
+        ev = threading.Event()
+        granted.put(ev)
+        ev.wait()
+        lock.release()
+
+    threading.stack_size(256 * 1024)
+    for i in range(waiters + 1):
+        lock = b.lock(clients[i % sessions], path, "mutex")
+        threading.Thread(target=waiter, args=(lock,), daemon=True).start()
+        until = time.monotonic() + 10
+        while b.children(clients[0], path) < i + 1:
+            if time.monotonic() > until:
+                raise RuntimeError(f"waiter {i} did not queue")
+            time.sleep(0.001)
+    holder = granted.get(timeout=30)
+    say({"event": "ready"})
+    rounds = 0
+    for line in sys.stdin:
+        if line.strip() != "release":
+            break
+        holder.set()
+        holder = granted.get(timeout=30)
+        rounds += 1
+        say({"event": "granted"})
+    return {"rounds": rounds}
+
+
+def main(backend):
+    scenario, hosts, path = sys.argv[1:4]
+    p = {}
+    for kv in sys.argv[4:]:
+        k, _, v = kv.partition("=")
+        p[k] = int(v) if v.isdigit() else v
+    fn = {
+        "uncontended": lambda: uncontended(backend, hosts, path, p),
+        "contended": lambda: throughput(backend, hosts, path, p, False),
+        "queue": lambda: throughput(backend, hosts, path, p, False),
+        "independent": lambda: throughput(backend, hosts, path, p, True),
+        "rw": lambda: rw(backend, hosts, path, p),
+        "herd": lambda: herd(backend, hosts, path, p),
+    }[scenario]
+    out = fn()
+    say({"result": out})
+    sys.stdout.flush()
+    import os
+    os._exit(0)

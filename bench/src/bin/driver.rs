@@ -1,0 +1,538 @@
+//! Benchmark driver for the zklock Rust core (`impl=zklock`) and for the
+//! raw-client floor (`impl=floor`: create + getChildren + delete with
+//! `zookeeper-client`, no lock logic).
+//!
+//! Every driver of `make bench` (this one, C, Python, Node, Curator, kazoo)
+//! speaks the same small command line, documented in `bench/README.md`:
+//!
+//! ```text
+//! zklock-bench-driver SCENARIO HOSTS PATH [key=value ...]
+//! ```
+//!
+//! and prints one JSON line `{"result": {...}}` on stdout at the end (the
+//! herd scenario also prints `{"event": ...}` lines and reads commands from
+//! stdin).
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use zklock_core::{Client, ClientOptions};
+use zookeeper_client as zk;
+
+type R<T> = Result<T, String>;
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// The `key=value` parameters, with defaults.
+struct Params(HashMap<String, String>);
+
+impl Params {
+    fn num(&self, key: &str, default: u64) -> u64 {
+        self.0
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+    fn str(&self, key: &str, default: &str) -> String {
+        self.0
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| default.to_owned())
+    }
+}
+
+fn connect(hosts: &str) -> R<Client> {
+    Client::connect(ClientOptions::new(hosts).session_timeout(Duration::from_secs(10))).map_err(err)
+}
+
+/// A raw ZooKeeper session with its own single-threaded runtime.
+struct Raw {
+    rt: tokio::runtime::Runtime,
+    zk: zk::Client,
+}
+
+impl Raw {
+    fn connect(hosts: &str) -> R<Raw> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(err)?;
+        let zk = rt
+            .block_on(
+                zk::Client::connector()
+                    .with_session_timeout(Duration::from_secs(10))
+                    .connect(hosts),
+            )
+            .map_err(err)?;
+        Ok(Raw { rt, zk })
+    }
+
+    fn ensure(&self, path: &str) -> R<()> {
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        match self.rt.block_on(self.zk.mkdir(path, &opts)) {
+            Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    /// One floor cycle: create (ephemeral sequential), list, delete, each
+    /// awaited before the next (three round trips).
+    fn cycle(&self, path: &str) -> R<()> {
+        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let zk = &self.zk;
+        self.rt.block_on(async {
+            let (_, seq) = zk
+                .create(&format!("{path}/n-"), b"", &opts)
+                .await
+                .map_err(err)?;
+            let _ = zk.list_children(path).await.map_err(err)?;
+            zk.delete(&format!("{path}/n-{seq}"), None)
+                .await
+                .map_err(err)
+        })
+    }
+
+    fn count_children(&self, path: &str) -> usize {
+        self.rt
+            .block_on(self.zk.list_children(path))
+            .map(|c| c.len())
+            .unwrap_or(0)
+    }
+}
+
+/// The mutual-exclusion check: every critical section enters and exits a
+/// shared counter; a second holder inside is a violation.
+#[derive(Default)]
+struct Exclusion {
+    inside: AtomicUsize,
+    violations: AtomicUsize,
+}
+
+impl Exclusion {
+    fn enter(&self) {
+        if self.inside.fetch_add(1, Ordering::AcqRel) != 0 {
+            self.violations.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    fn exit(&self) {
+        self.inside.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let iters = p.num("iters", 1000);
+    let warmup = p.num("warmup", 100);
+    let mut lat = Vec::with_capacity(iters as usize);
+    if p.str("impl", "zklock").starts_with("hop") {
+        // Profiling aid: the floor's cycle run on a one-worker runtime and
+        // waited for from the calling thread (as zklock's blocking API
+        // does): `hop1` one hand-over per cycle, `hop3` one per request.
+        let per_op = p.str("impl", "") == "hop3";
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(err)?;
+        let zk = rt
+            .block_on(
+                zk::Client::connector()
+                    .with_session_timeout(Duration::from_secs(10))
+                    .connect(hosts),
+            )
+            .map_err(err)?;
+        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        let _ = rt.block_on(zk.mkdir(path, &opts));
+        let hop = |f: std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + Send>>| -> R<()> {
+            let (tx, rx) = mpsc::sync_channel(1);
+            rt.spawn(async move {
+                let _ = tx.send(f.await);
+            });
+            rx.recv().map_err(err)?
+        };
+        for i in 0..warmup + iters {
+            let t = Instant::now();
+            let (zk, path) = (zk.clone(), path.to_owned());
+            if per_op {
+                let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+                let (z, pa) = (zk.clone(), path.clone());
+                let (tx, rx) = mpsc::sync_channel(1);
+                rt.spawn(async move {
+                    let _ = tx.send(
+                        z.create(&format!("{pa}/n-"), b"", &eph)
+                            .await
+                            .map(|(_, s)| s),
+                    );
+                });
+                let seq = rx.recv().map_err(err)?.map_err(err)?;
+                let (z, pa) = (zk.clone(), path.clone());
+                hop(Box::pin(async move {
+                    z.list_children(&pa).await.map(|_| ()).map_err(err)
+                }))?;
+                let (z, pa) = (zk.clone(), path.clone());
+                hop(Box::pin(async move {
+                    z.delete(&format!("{pa}/n-{seq}"), None).await.map_err(err)
+                }))?;
+            } else {
+                hop(Box::pin(async move {
+                    let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+                    let (_, seq) = zk
+                        .create(&format!("{path}/n-"), b"", &eph)
+                        .await
+                        .map_err(err)?;
+                    zk.list_children(&path).await.map_err(err)?;
+                    zk.delete(&format!("{path}/n-{seq}"), None)
+                        .await
+                        .map_err(err)
+                }))?;
+            }
+            if i >= warmup {
+                lat.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    } else if p.str("impl", "zklock") == "floor" {
+        let raw = Raw::connect(hosts)?;
+        raw.ensure(path)?;
+        for i in 0..warmup + iters {
+            let t = Instant::now();
+            raw.cycle(path)?;
+            if i >= warmup {
+                lat.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    } else {
+        let client = connect(hosts)?;
+        let lock = client.lock(path).map_err(err)?;
+        let (mut acq, mut rel) = (Vec::new(), Vec::new());
+        for i in 0..warmup + iters {
+            let t = Instant::now();
+            let g = lock.acquire(Some(Duration::from_secs(30))).map_err(err)?;
+            let t1 = Instant::now();
+            g.release().map_err(err)?;
+            if i >= warmup {
+                lat.push(t.elapsed().as_secs_f64() * 1e6);
+                acq.push((t1 - t).as_secs_f64() * 1e6);
+                rel.push(t1.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        client.close();
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        return Ok(
+            json!({ "lat_us": lat, "acquire_median_us": med(&mut acq), "release_median_us": med(&mut rel) }),
+        );
+    }
+    Ok(json!({ "lat_us": lat }))
+}
+
+/// The measurement clock shared by the workers of one run.
+#[derive(Clone, Copy)]
+struct Window {
+    from: Instant,
+    end: Instant,
+}
+
+impl Window {
+    fn new(p: &Params) -> Window {
+        let start = Instant::now();
+        Window {
+            from: start + Duration::from_millis(p.num("warmup_ms", 500)),
+            end: start + Duration::from_millis(p.num("duration_ms", 3000)),
+        }
+    }
+    fn counts(&self, t: Instant) -> bool {
+        t >= self.from && t < self.end
+    }
+    fn seconds(&self) -> f64 {
+        (self.end - self.from).as_secs_f64()
+    }
+}
+
+fn hold(us: u64) {
+    if us > 0 {
+        std::thread::sleep(Duration::from_micros(us));
+    }
+}
+
+/// contended / independent / queue: workers loop acquire, check, release
+/// until the end of the window; grants inside the window are counted.
+/// `sessions` sessions carry `waiters` workers (round robin); `independent`
+/// gives every worker its own lock path.
+fn throughput(hosts: &str, path: &str, p: &Params, independent: bool) -> R<Value> {
+    let sessions = p.num("sessions", 2).max(1) as usize;
+    let waiters = p.num("waiters", sessions as u64).max(1) as usize;
+    let hold_us = p.num("hold_us", 0);
+    let floor = p.str("impl", "zklock") == "floor";
+    let mut clients = Vec::new();
+    let mut raws = Vec::new();
+    for _ in 0..sessions {
+        if floor {
+            let raw = Raw::connect(hosts)?;
+            raw.ensure(path)?;
+            raws.push(Arc::new(raw));
+        } else {
+            clients.push(connect(hosts)?);
+        }
+    }
+    if floor {
+        for i in 0..waiters {
+            raws[0].ensure(&format!("{path}/{i}"))?;
+        }
+    }
+    let barrier = Arc::new(Barrier::new(waiters + 1));
+    let window = Arc::new(Mutex::new(None::<Window>));
+    let excl: Vec<Arc<Exclusion>> = (0..if independent { waiters } else { 1 })
+        .map(|_| Arc::default())
+        .collect();
+    let mut handles = Vec::new();
+    for i in 0..waiters {
+        let lock_path = if independent {
+            format!("{path}/{i}")
+        } else {
+            path.to_owned()
+        };
+        let ex = excl[if independent { i } else { 0 }].clone();
+        let (barrier, window) = (barrier.clone(), window.clone());
+        let client = clients.get(i % sessions).cloned();
+        let raw = raws.get(i % sessions).cloned();
+        handles.push(
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || -> R<u64> {
+                    let lock = match &client {
+                        Some(c) => Some(c.lock(&lock_path).map_err(err)?),
+                        None => None,
+                    };
+                    barrier.wait();
+                    let w = window.lock().map_err(err)?.ok_or("no window")?;
+                    let mut n = 0u64;
+                    while Instant::now() < w.end {
+                        if let Some(raw) = &raw {
+                            raw.cycle(&lock_path)?;
+                            if w.counts(Instant::now()) {
+                                n += 1;
+                            }
+                            continue;
+                        }
+                        let Some(lock) = &lock else { break };
+                        let g = lock.acquire(Some(Duration::from_secs(120))).map_err(err)?;
+                        ex.enter();
+                        if w.counts(Instant::now()) {
+                            n += 1;
+                        }
+                        hold(hold_us);
+                        ex.exit();
+                        g.release().map_err(err)?;
+                    }
+                    Ok(n)
+                })
+                .map_err(err)?,
+        );
+    }
+    let w = Window::new(p);
+    *window.lock().map_err(err)? = Some(w);
+    barrier.wait();
+    let mut per = Vec::new();
+    for h in handles {
+        per.push(h.join().map_err(|_| "worker panicked".to_owned())??);
+    }
+    let violations: usize = excl
+        .iter()
+        .map(|e| e.violations.load(Ordering::Acquire))
+        .sum();
+    for c in &clients {
+        c.close();
+    }
+    Ok(
+        json!({ "grants": per.iter().sum::<u64>(), "per_worker": per, "violations": violations, "window_s": w.seconds() }),
+    )
+}
+
+/// 8 readers and 2 writers (each its own session) on one read/write lock.
+fn rw(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let readers = p.num("readers", 8) as usize;
+    let writers = p.num("writers", 2) as usize;
+    let hold_us = p.num("hold_us", 1000);
+    let state = Arc::new(Mutex::new((0usize, 0usize)));
+    let violations = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..readers + writers {
+        clients.push(connect(hosts)?);
+    }
+    let barrier = Arc::new(Barrier::new(readers + writers + 1));
+    let window = Arc::new(Mutex::new(None::<Window>));
+    let mut handles = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        let writer = i >= readers;
+        let lock = if writer {
+            client.write_lock(path)
+        } else {
+            client.read_lock(path)
+        }
+        .map_err(err)?;
+        let (barrier, window, state, violations) = (
+            barrier.clone(),
+            window.clone(),
+            state.clone(),
+            violations.clone(),
+        );
+        handles.push(std::thread::spawn(move || -> R<(bool, u64)> {
+            barrier.wait();
+            let w = window.lock().map_err(err)?.ok_or("no window")?;
+            let mut n = 0;
+            while Instant::now() < w.end {
+                let g = lock.acquire(Some(Duration::from_secs(120))).map_err(err)?;
+                {
+                    let mut s = state.lock().map_err(err)?;
+                    if writer {
+                        s.1 += 1;
+                    } else {
+                        s.0 += 1;
+                    }
+                    if s.1 > 1 || (s.1 == 1 && s.0 > 0) {
+                        violations.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                if w.counts(Instant::now()) {
+                    n += 1;
+                }
+                hold(hold_us);
+                {
+                    let mut s = state.lock().map_err(err)?;
+                    if writer {
+                        s.1 -= 1;
+                    } else {
+                        s.0 -= 1;
+                    }
+                }
+                g.release().map_err(err)?;
+            }
+            Ok((writer, n))
+        }));
+    }
+    let w = Window::new(p);
+    *window.lock().map_err(err)? = Some(w);
+    barrier.wait();
+    let (mut r, mut wr) = (0, 0);
+    for h in handles {
+        let (writer, n) = h.join().map_err(|_| "worker panicked".to_owned())??;
+        if writer {
+            wr += n
+        } else {
+            r += n
+        }
+    }
+    for c in &clients {
+        c.close();
+    }
+    Ok(
+        json!({ "read_grants": r, "write_grants": wr, "grants": r + wr,
+        "violations": violations.load(Ordering::Acquire), "window_s": w.seconds() }),
+    )
+}
+
+fn say(v: Value) {
+    println!("{v}");
+}
+
+/// herd: a holder and `waiters` queued waiters (waiter i in session
+/// i % sessions, queued one after the other so that neighbours in the
+/// queue are in different sessions). Prints `{"event":"ready"}`, then for
+/// each `release` line on stdin releases the holder and prints
+/// `{"event":"granted"}` once the next waiter holds; `quit` ends.
+fn herd(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let sessions = p.num("sessions", 8).max(2) as usize;
+    let waiters = p.num("waiters", 32) as usize;
+    let raw = Raw::connect(hosts)?;
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(connect(hosts)?);
+    }
+    let (granted_tx, granted_rx) = mpsc::channel::<(usize, mpsc::Sender<()>)>();
+    for i in 0..=waiters {
+        let lock = clients[i % sessions].lock(path).map_err(err)?;
+        let tx = granted_tx.clone();
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                if let Ok(g) = lock.acquire(Some(Duration::from_secs(600))) {
+                    let (rel_tx, rel_rx) = mpsc::channel();
+                    let _ = tx.send((i, rel_tx));
+                    let _ = rel_rx.recv();
+                    let _ = g.release();
+                }
+            })
+            .map_err(err)?;
+        let t = Instant::now();
+        while raw.count_children(path) < i + 1 {
+            if t.elapsed() > Duration::from_secs(10) {
+                return Err(format!("waiter {i} did not queue"));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let mut holder = granted_rx
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(err)?;
+    say(json!({ "event": "ready" }));
+    let mut rounds = 0;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(err)?;
+        if line.trim() != "release" {
+            break;
+        }
+        let _ = holder.1.send(());
+        holder = granted_rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(err)?;
+        rounds += 1;
+        say(json!({ "event": "granted" }));
+    }
+    // Blocked waiters fail with Closed; their nodes go with the sessions.
+    for c in &clients {
+        c.close();
+    }
+    Ok(json!({ "rounds": rounds }))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: zklock-bench-driver SCENARIO HOSTS PATH [key=value ...]");
+        std::process::exit(2);
+    }
+    let params = Params(
+        args[4..]
+            .iter()
+            .filter_map(|a| a.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    );
+    let (scenario, hosts, path) = (args[1].as_str(), args[2].as_str(), args[3].as_str());
+    let out = match scenario {
+        "uncontended" => uncontended(hosts, path, &params),
+        "contended" | "queue" => throughput(hosts, path, &params, false),
+        "independent" => throughput(hosts, path, &params, true),
+        "rw" => rw(hosts, path, &params),
+        "herd" => herd(hosts, path, &params),
+        other => Err(format!("unknown scenario {other}")),
+    };
+    match out {
+        Ok(v) => {
+            say(json!({ "result": v }));
+            // Waiters of the herd scenario may still be blocked: do not wait.
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("zklock-bench-driver: {scenario}: {e}");
+            std::process::exit(1);
+        }
+    }
+}

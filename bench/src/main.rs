@@ -1,0 +1,682 @@
+//! `make bench`: zklock (Rust core, C, Python, Node) against Apache Curator,
+//! kazoo and a raw-client floor, side by side on one private ZooKeeper.
+//!
+//! ```text
+//! zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
+//! ```
+//!
+//! Starts a standalone server through the test harness (forceSync off, then
+//! on), runs every scenario for every implementation as a separate driver
+//! process (order rotated between repetitions), and writes `results.json`,
+//! `results.md` and `latency.svg` under `--out` (default
+//! `bench/results/<date>`). See `bench/README.md`.
+
+mod report;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use zklock_harness::{four_letter_word, Cluster, ClusterOptions};
+use zookeeper_client as zk;
+
+type R<T> = Result<T, String>;
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// How to start one implementation's driver.
+struct Imp {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    /// Scenario families it runs.
+    runs: &'static [&'static str],
+}
+
+const ALL: &[&str] = &[
+    "uncontended",
+    "contended",
+    "independent",
+    "queue",
+    "herd",
+    "rw",
+];
+const BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn implementations() -> Vec<Imp> {
+    let root = root();
+    let bench = root.join("target/bench");
+    let driver = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("zklock-bench-driver")))
+        .unwrap_or_else(|| root.join("target/release/zklock-bench-driver"));
+    let drivers = root.join("bench/drivers");
+    let s = |p: PathBuf| p.to_string_lossy().into_owned();
+    let jars = [
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+        "slf4j-nop",
+    ]
+    .iter()
+    .map(|j| format!("/usr/share/java/{j}.jar"))
+    .collect::<Vec<_>>()
+    .join(":");
+    vec![
+        Imp {
+            name: "zklock-rust",
+            program: driver.clone(),
+            args: vec![],
+            env: vec![],
+            runs: ALL,
+        },
+        Imp {
+            name: "floor",
+            program: driver,
+            args: vec![],
+            env: vec![("IMPL".into(), "floor".into())],
+            runs: &["uncontended", "independent"],
+        },
+        Imp {
+            name: "zklock-c",
+            program: bench.join("bench_c"),
+            args: vec![],
+            env: vec![],
+            runs: BINDING,
+        },
+        Imp {
+            name: "zklock-python",
+            program: root.join("target/python-venv/bin/python"),
+            args: vec![s(drivers.join("bench_zklock.py"))],
+            env: vec![("PYTHONPATH".into(), s(bench.join("pylib")))],
+            runs: BINDING,
+        },
+        Imp {
+            name: "zklock-node",
+            program: PathBuf::from("node"),
+            args: vec![s(drivers.join("bench.js"))],
+            env: vec![("ZKLOCK_NODE_PACKAGE".into(), s(bench.join("node")))],
+            runs: BINDING,
+        },
+        Imp {
+            name: "curator",
+            program: PathBuf::from("java"),
+            args: vec![
+                "-XX:+UseSerialGC".into(),
+                "-Xss512k".into(),
+                "-cp".into(),
+                format!("{}:{jars}", s(bench.join("java"))),
+                "CuratorBench".into(),
+            ],
+            env: vec![],
+            runs: ALL,
+        },
+        Imp {
+            name: "kazoo",
+            program: root.join("target/interop-venv/bin/python"),
+            args: vec![s(drivers.join("bench_kazoo.py"))],
+            env: vec![],
+            runs: ALL,
+        },
+    ]
+}
+
+/// One scenario instance: a name for the report, the driver scenario and
+/// its parameters.
+struct Scenario {
+    name: String,
+    family: &'static str,
+    params: Vec<(String, u64)>,
+    reps: usize,
+    /// Upper bound on one driver run.
+    limit: Duration,
+}
+
+fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
+    let q = |full: u64, small: u64| if quick { small } else { full };
+    let p = |v: &[(&str, u64)]| {
+        v.iter()
+            .map(|(k, n)| ((*k).to_owned(), *n))
+            .collect::<Vec<_>>()
+    };
+    let dur = q(2500, 1200);
+    let warm = q(500, 300);
+    let mut v = vec![Scenario {
+        name: "uncontended".into(),
+        family: "uncontended",
+        params: p(&[("iters", q(1000, 200)), ("warmup", q(100, 30))]),
+        reps,
+        limit: Duration::from_secs(180),
+    }];
+    let sizes: &[u64] = if fsync { &[32] } else { &[2, 8, 32] };
+    for &n in sizes {
+        v.push(Scenario {
+            name: format!("contended-{n}"),
+            family: "contended",
+            params: p(&[("sessions", n), ("duration_ms", dur), ("warmup_ms", warm)]),
+            reps,
+            limit: Duration::from_secs(120),
+        });
+    }
+    v.push(Scenario {
+        name: "independent-32".into(),
+        family: "independent",
+        params: p(&[("sessions", 32), ("duration_ms", dur), ("warmup_ms", warm)]),
+        reps,
+        limit: Duration::from_secs(120),
+    });
+    if fsync {
+        return v;
+    }
+    let long = q(1000, 200);
+    for n in [32, long] {
+        v.push(Scenario {
+            name: format!("queue-{n}"),
+            family: "queue",
+            params: p(&[
+                ("sessions", 32),
+                ("waiters", n),
+                ("duration_ms", q(6000, 3000)),
+                ("warmup_ms", q(3000, 1500)),
+            ]),
+            reps,
+            limit: Duration::from_secs(240),
+        });
+    }
+    for n in [32, long] {
+        v.push(Scenario {
+            name: format!("herd-{n}"),
+            family: "herd",
+            params: p(&[("sessions", 8), ("waiters", n), ("rounds", q(5, 3))]),
+            reps: 1,
+            limit: Duration::from_secs(300),
+        });
+    }
+    v.push(Scenario {
+        name: "rw".into(),
+        family: "rw",
+        params: p(&[
+            ("readers", 8),
+            ("writers", 2),
+            ("hold_us", 1000),
+            ("duration_ms", dur),
+            ("warmup_ms", warm),
+        ]),
+        reps,
+        limit: Duration::from_secs(120),
+    });
+    v
+}
+
+/// The runner's own raw session (herd measurements).
+struct Observer {
+    rt: tokio::runtime::Runtime,
+    zk: zk::Client,
+    addr: std::net::SocketAddr,
+}
+
+impl Observer {
+    /// The current holder of `path` (lowest sequence) and its session.
+    fn holder(&self, path: &str) -> R<(String, i64)> {
+        let zk = &self.zk;
+        self.rt.block_on(async {
+            let children = zk.list_children(path).await.map_err(err)?;
+            let seq = |n: &String| {
+                n.get(n.len().saturating_sub(10)..)
+                    .and_then(|s| s.parse::<i64>().ok())
+            };
+            let first = children
+                .iter()
+                .filter(|n| seq(n).is_some())
+                .min_by_key(|n| seq(n))
+                .ok_or("empty queue")?;
+            let node = format!("{path}/{first}");
+            let (_, stat) = zk.get_data(&node).await.map_err(err)?;
+            Ok((node, stat.ephemeral_owner))
+        })
+    }
+
+    /// Sessions watching each path (the server's `wchp`).
+    fn watches(&self) -> R<HashMap<String, Vec<i64>>> {
+        let text = four_letter_word(self.addr, "wchp", Duration::from_secs(10)).map_err(err)?;
+        let mut out: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut current: Option<String> = None;
+        for line in text.lines() {
+            let t = line.trim();
+            if let Some(hex) = t.strip_prefix("0x") {
+                if let (Some(p), Ok(id)) = (&current, u64::from_str_radix(hex, 16)) {
+                    out.entry(p.clone()).or_default().push(id as i64);
+                }
+            } else if t.starts_with('/') {
+                current = Some(t.to_owned());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A running driver: its stdout lines arrive on a channel.
+struct Driver {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    deadline: Instant,
+}
+
+impl Driver {
+    fn start(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path) -> R<Driver> {
+        let mut cmd = Command::new(&imp.program);
+        cmd.args(&imp.args).arg(sc.family).arg(hosts).arg(path);
+        for (k, v) in &sc.params {
+            cmd.arg(format!("{k}={v}"));
+        }
+        if let Some((_, v)) = imp.env.iter().find(|(k, _)| k == "IMPL") {
+            cmd.arg(format!("impl={v}"));
+        }
+        cmd.envs(imp.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let log = std::fs::File::create(log).map_err(err)?;
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", imp.program.display()))?;
+        let out = child.stdout.take().ok_or("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Driver {
+            child,
+            lines: rx,
+            deadline: Instant::now() + sc.limit,
+        })
+    }
+
+    /// The next JSON line (other output is skipped).
+    fn next(&mut self) -> R<Value> {
+        loop {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Ok(v) = serde_json::from_str::<Value>(line.trim()) {
+                        return Ok(v);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Err("driver timed out".into()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().map_err(err)?;
+                    return Err(format!("driver ended without a result ({status})"));
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, line: &str) -> R<()> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
+        writeln!(stdin, "{line}")
+            .and_then(|_| stdin.flush())
+            .map_err(err)
+    }
+
+    fn result(&mut self) -> R<Value> {
+        loop {
+            let v = self.next()?;
+            if let Some(r) = v.get("result") {
+                return Ok(r.clone());
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs one driver to its result (herd: drives the releases and reads the
+/// server's watch table before each).
+fn run_one(
+    imp: &Imp,
+    sc: &Scenario,
+    hosts: &str,
+    path: &str,
+    log: &Path,
+    obs: &Observer,
+) -> R<Value> {
+    let mut d = Driver::start(imp, sc, hosts, path, log)?;
+    if sc.family != "herd" {
+        return d.result();
+    }
+    let rounds = sc
+        .params
+        .iter()
+        .find(|(k, _)| k == "rounds")
+        .map_or(5, |(_, n)| *n);
+    let ev = d.next()?;
+    if ev.get("event").and_then(Value::as_str) != Some("ready") {
+        return Err(format!("expected ready, got {ev}"));
+    }
+    let mut notes = Vec::new();
+    for _ in 0..rounds {
+        // Let the new holder's and the waiters' watches settle, then count
+        // the sessions the next release will notify: watchers of the
+        // holder's node (data/exists) and of the lock path (children).
+        std::thread::sleep(Duration::from_millis(400));
+        let (node, owner) = obs.holder(path)?;
+        let table = obs.watches()?;
+        let on_node = table.get(&node).cloned().unwrap_or_default();
+        let on_parent = table.get(path).cloned().unwrap_or_default();
+        let waiters = on_node.iter().filter(|s| **s != owner).count()
+            + on_parent.iter().filter(|s| **s != owner).count();
+        notes.push(
+            json!({ "node": node, "total": on_node.len() + on_parent.len(), "to_waiters": waiters,
+            "on_node": on_node.len(), "on_parent": on_parent.len() }),
+        );
+        d.send("release")?;
+        let ev = d.next()?;
+        if ev.get("event").and_then(Value::as_str) != Some("granted") {
+            return Err(format!("expected granted, got {ev}"));
+        }
+    }
+    d.send("quit")?;
+    let mut r = d.result().unwrap_or_else(|_| json!({}));
+    if let Some(o) = r.as_object_mut() {
+        o.insert("notifications".into(), Value::Array(notes));
+    }
+    Ok(r)
+}
+
+fn sh(cmd: &str) -> String {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .output()
+        .map(|o| {
+            let mut s = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            if s.is_empty() {
+                s = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+            }
+            s.lines().next().unwrap_or("").to_owned()
+        })
+        .unwrap_or_default()
+}
+
+fn machine() -> Value {
+    let root = root();
+    let venv = |v: &str| {
+        root.join(format!("target/{v}/bin/python"))
+            .to_string_lossy()
+            .into_owned()
+    };
+    json!({
+        "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+        "nproc": sh("nproc"),
+        "memory": sh("free -h | awk '/^Mem:/ {print $2}'"),
+        "kernel": sh("uname -sr"),
+        "zookeeper": sh("dpkg-query -W -f='${Version}' zookeeper"),
+        "java": sh("java -version 2>&1 | head -1"),
+        "curator": sh("dpkg-query -W -f='${Version}' libcurator-recipes-java"),
+        "rust": sh("rustc --version"),
+        "python": sh(&format!("{} --version", venv("python-venv"))),
+        "kazoo": sh(&format!("{} -c 'import kazoo.version as v; print(v.__version__)'", venv("interop-venv"))),
+        "node": sh("node --version"),
+        "date": sh("date -u +%Y-%m-%dT%H:%M:%SZ"),
+        "git": sh("git -C .. rev-parse --short HEAD 2>/dev/null || git rev-parse --short HEAD"),
+        "load_before": sh("cut -d' ' -f1-3 /proc/loadavg"),
+    })
+}
+
+struct Args {
+    quick: bool,
+    reps: usize,
+    out: PathBuf,
+    only: Option<Vec<String>>,
+    scenarios: Option<Vec<String>>,
+    modes: Vec<bool>,
+}
+
+fn parse_args() -> R<Args> {
+    let date = sh("date -u +%Y-%m-%d");
+    let mut a = Args {
+        quick: std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1"),
+        reps: 3,
+        out: PathBuf::new(),
+        only: None,
+        scenarios: None,
+        modes: vec![false, true],
+    };
+    let mut out = None;
+    let mut it = std::env::args().skip(1);
+    let list = |v: Option<String>| v.map(|s| s.split(',').map(str::to_owned).collect::<Vec<_>>());
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => a.quick = true,
+            "--reps" => a.reps = it.next().and_then(|v| v.parse().ok()).ok_or("--reps N")?,
+            "--out" => out = Some(PathBuf::from(it.next().ok_or("--out DIR")?)),
+            "--only" => a.only = list(it.next()),
+            "--scenarios" => a.scenarios = list(it.next()),
+            "--fsync" => {
+                a.modes = match it.next().as_deref() {
+                    Some("on") => vec![true],
+                    Some("off") => vec![false],
+                    _ => vec![false, true],
+                }
+            }
+            "-h" | "--help" => {
+                println!("zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,..] [--scenarios NAME,..] [--fsync on|off|both]");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if a.quick && a.reps == 3 {
+        a.reps = 1;
+    }
+    a.out = out.unwrap_or_else(|| {
+        let sub = if a.quick {
+            format!("quick-{date}")
+        } else {
+            date
+        };
+        root().join("bench/results").join(sub)
+    });
+    Ok(a)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("zklock-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> R<()> {
+    let args = parse_args()?;
+    std::fs::create_dir_all(args.out.join("logs")).map_err(err)?;
+    let imps: Vec<Imp> = implementations()
+        .into_iter()
+        .filter(|i| {
+            args.only
+                .as_ref()
+                .is_none_or(|o| o.iter().any(|n| n == i.name))
+        })
+        .collect();
+    let machine = machine();
+    let started = Instant::now();
+    let mut metrics = report::Metrics::new();
+    let mut raw_runs = Vec::new();
+    let mut lat: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for &fsync in &args.modes {
+        let mode = if fsync { "fsync-on" } else { "fsync-off" };
+        eprintln!(
+            "zklock-bench: starting ZooKeeper (standalone, forceSync={})",
+            if fsync { "yes" } else { "no" }
+        );
+        let cluster = Cluster::start(ClusterOptions::new().tick_time_ms(2000).force_sync(fsync))
+            .map_err(|e| format!("ZooKeeper: {e}"))?;
+        let hosts = cluster.connect_string();
+        // A worker thread keeps the observer's session alive between reads.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(err)?;
+        let zk = rt
+            .block_on(
+                zk::Client::connector()
+                    .with_session_timeout(Duration::from_secs(30))
+                    .connect(&hosts),
+            )
+            .map_err(err)?;
+        let obs = Observer {
+            rt,
+            zk,
+            addr: cluster.client_addr(0),
+        };
+        for sc in scenarios(args.quick, args.reps, fsync) {
+            if args
+                .scenarios
+                .as_ref()
+                .is_some_and(|o| !o.iter().any(|n| *n == sc.name || n == sc.family))
+            {
+                continue;
+            }
+            let runs: Vec<&Imp> = imps
+                .iter()
+                .filter(|i| i.runs.contains(&sc.family))
+                .collect();
+            for rep in 0..sc.reps {
+                // Alternate the order: rotate by the repetition, reverse every other.
+                let mut order: Vec<&Imp> = runs.clone();
+                if !order.is_empty() {
+                    let k = rep % order.len();
+                    order.rotate_left(k);
+                }
+                if rep % 2 == 1 {
+                    order.reverse();
+                }
+                for imp in order {
+                    let path = format!("/bench/{mode}/{}/{}-{rep}", sc.name, imp.name);
+                    let log = args
+                        .out
+                        .join("logs")
+                        .join(format!("{mode}-{}-{}-{rep}.log", sc.name, imp.name));
+                    let t = Instant::now();
+                    let res = run_one(imp, &sc, &hosts, &path, &log, &obs);
+                    let wall = t.elapsed().as_secs_f64();
+                    match res {
+                        Ok(mut r) => {
+                            report::add_result(&mut metrics, mode, &sc.name, imp.name, &r);
+                            if let Some(l) = r.get("lat_us").and_then(Value::as_array) {
+                                lat.entry(mode.to_owned())
+                                    .or_default()
+                                    .entry(imp.name.to_owned())
+                                    .or_default()
+                                    .extend(l.iter().filter_map(Value::as_f64));
+                            }
+                            let summary = metrics
+                                .get(mode)
+                                .and_then(|m| m.get(&sc.name))
+                                .and_then(|m| m.get(imp.name))
+                                .map(|m| {
+                                    m.iter()
+                                        .filter_map(|(k, s)| {
+                                            s.0.last().map(|v| format!("{k}={}", report::fmt(*v)))
+                                        })
+                                        .collect::<Vec<_>>()
+                                        .join(" ")
+                                })
+                                .unwrap_or_default();
+                            eprintln!(
+                                "  {mode} {:<15} rep {rep} {:<14} {summary} ({wall:.1}s)",
+                                sc.name, imp.name
+                            );
+                            if let Some(o) = r.as_object_mut() {
+                                // Samples go to the chart and the quantiles; keep the JSON small.
+                                if let Some(Value::Array(l)) = o.remove("lat_us") {
+                                    let v: Vec<f64> = l.iter().filter_map(Value::as_f64).collect();
+                                    let qs: Vec<f64> = [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
+                                        .iter()
+                                        .filter_map(|q| report::quantile(&v, *q))
+                                        .collect();
+                                    o.insert("samples".into(), json!(v.len()));
+                                    o.insert(
+                                        "quantiles_us_0_10_50_90_99_999_100".into(),
+                                        json!(qs),
+                                    );
+                                }
+                            }
+                            raw_runs.push(json!({ "mode": mode, "scenario": sc.name, "impl": imp.name, "rep": rep,
+                                "params": sc.params.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                                "wall_s": wall, "result": r }));
+                        }
+                        Err(e) => {
+                            eprintln!(
+                                "  {mode} {:<15} rep {rep} {:<14} FAILED: {e} (log {})",
+                                sc.name,
+                                imp.name,
+                                log.display()
+                            );
+                            failures
+                                .push(format!("{mode} {} {} rep {rep}: {e}", sc.name, imp.name));
+                        }
+                    }
+                }
+            }
+        }
+        drop(obs);
+        drop(cluster);
+    }
+    let mut notes = vec![format!(
+        "Generated by `make bench`{} in {:.0} s; {} repetition(s) per scenario (herd: 1), order rotated between \
+         repetitions. Values are medians across repetitions, [min–max] the spread. Ratios divide this \
+         implementation's number by the baseline's (latency: lower is better; rates: higher is better).",
+        if args.quick { " (quick mode)" } else { "" },
+        started.elapsed().as_secs_f64(),
+        args.reps
+    )];
+    if !failures.is_empty() {
+        notes.push(format!("Failed runs: {}", failures.join("; ")));
+    }
+    let md = report::markdown(&metrics, &machine, &notes);
+    let results = json!({ "machine": machine, "runs": raw_runs, "targets": report::verdicts_json(&metrics), "failures": failures });
+    let write = |name: &str, body: &str| {
+        std::fs::write(args.out.join(name), body).map_err(|e| format!("{name}: {e}"))
+    };
+    write("results.md", &md)?;
+    write(
+        "results.json",
+        &serde_json::to_string_pretty(&results).map_err(err)?,
+    )?;
+    write("latency.svg", &report::svg(&lat))?;
+    println!("{md}");
+    eprintln!("zklock-bench: results in {}", args.out.display());
+    Ok(())
+}

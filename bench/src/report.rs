@@ -1,0 +1,588 @@
+//! The pure part of the runner: statistics, target evaluation, the markdown
+//! report and the SVG chart. No server, no processes (unit-tested).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+/// The `q` quantile (0..=1) of `xs` (nearest rank on a sorted copy).
+pub fn quantile(xs: &[f64], q: f64) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (q * (v.len() - 1) as f64).round() as usize;
+    v.get(rank.min(v.len() - 1)).copied()
+}
+
+/// Jain's fairness index of per-worker counts: 1 = perfectly even, 1/n =
+/// one worker got everything.
+pub fn jain(counts: &[f64]) -> Option<f64> {
+    let n = counts.len() as f64;
+    let sum: f64 = counts.iter().sum();
+    let sq: f64 = counts.iter().map(|c| c * c).sum();
+    (n > 0.0 && sq > 0.0).then(|| sum * sum / (n * sq))
+}
+
+/// One measured number of one (mode, scenario, implementation): the value of
+/// each repetition.
+#[derive(Clone, Debug, Default)]
+pub struct Series(pub Vec<f64>);
+
+impl Series {
+    /// The median across repetitions.
+    pub fn mid(&self) -> Option<f64> {
+        quantile(&self.0, 0.5)
+    }
+    fn spread(&self) -> String {
+        let lo = self.0.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self.0.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        match self.0.len() {
+            0 => String::new(),
+            1 => String::new(),
+            _ => format!(" [{}–{}]", fmt(lo), fmt(hi)),
+        }
+    }
+}
+
+/// A number for a table: 3 significant digits, no exponent.
+pub fn fmt(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// metrics[mode][scenario][impl][metric] = one value per repetition.
+pub type Metrics = BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeMap<String, Series>>>>;
+
+/// Extracts the metrics of one driver result (`scenario` family decides
+/// which) and appends them to `m`.
+pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result: &Value) {
+    let slot = m
+        .entry(mode.to_owned())
+        .or_default()
+        .entry(scenario.to_owned())
+        .or_default()
+        .entry(imp.to_owned())
+        .or_default();
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            slot.entry(k.to_owned()).or_default().0.push(v);
+        }
+    };
+    let nums = |k: &str| -> Vec<f64> {
+        result
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    let num = |k: &str| result.get(k).and_then(Value::as_f64);
+    if let Some(lat) = result.get("lat_us").and_then(Value::as_array) {
+        let lat: Vec<f64> = lat.iter().filter_map(Value::as_f64).collect();
+        put("median_us", quantile(&lat, 0.5));
+        put("p99_us", quantile(&lat, 0.99));
+    }
+    if let (Some(g), Some(w)) = (num("grants"), num("window_s")) {
+        if w > 0.0 {
+            put("per_s", Some(g / w));
+        }
+        put("violations", num("violations"));
+        put("fairness", jain(&nums("per_worker")));
+        if let (Some(r), Some(wr)) = (num("read_grants"), num("write_grants")) {
+            put("reads_per_s", Some(r / w));
+            put("writes_per_s", Some(wr / w));
+        }
+    }
+    if let Some(rounds) = result.get("notifications").and_then(Value::as_array) {
+        let all: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| r.get("total").and_then(Value::as_f64))
+            .collect();
+        let waiters: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| r.get("to_waiters").and_then(Value::as_f64))
+            .collect();
+        let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
+        put("notif_max", (!all.is_empty()).then(|| max(&all)));
+        put(
+            "notif_mean",
+            (!all.is_empty()).then(|| all.iter().sum::<f64>() / all.len() as f64),
+        );
+        put(
+            "notif_waiters_max",
+            (!waiters.is_empty()).then(|| max(&waiters)),
+        );
+    }
+}
+
+/// The value of one metric (median across repetitions).
+pub fn get(m: &Metrics, mode: &str, scenario: &str, imp: &str, metric: &str) -> Option<f64> {
+    m.get(mode)?.get(scenario)?.get(imp)?.get(metric)?.mid()
+}
+
+/// One target of issue 8 and how it came out.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// What the target says.
+    pub target: String,
+    /// The measured ratio or count.
+    pub measured: Option<f64>,
+    /// The limit it is compared with.
+    pub limit: f64,
+    /// Whether `measured` must be at most (true) or at least (false) `limit`.
+    pub at_most: bool,
+}
+
+impl Verdict {
+    /// Met, missed, or not measured (None).
+    pub fn met(&self) -> Option<bool> {
+        let x = self.measured?;
+        Some(if self.at_most {
+            x <= self.limit + 1e-9
+        } else {
+            x >= self.limit - 1e-9
+        })
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// The targets of issue 8 for one mode ("fsync-off" / "fsync-on"), from the
+/// metrics of that mode only (ratios measured in the same run).
+pub fn verdicts(m: &Metrics, mode: &str) -> Vec<Verdict> {
+    let g = |s: &str, i: &str, k: &str| get(m, mode, s, i, k);
+    let med = |i: &str| g("uncontended", i, "median_us");
+    let rust = med("zklock-rust");
+    let mut v = vec![
+        Verdict {
+            target: "uncontended median ≤ 0.75 × Curator".into(),
+            measured: ratio(rust, med("curator")),
+            limit: 0.75,
+            at_most: true,
+        },
+        Verdict {
+            target: "uncontended median ≤ 0.4 × kazoo".into(),
+            measured: ratio(rust, med("kazoo")),
+            limit: 0.4,
+            at_most: true,
+        },
+        Verdict {
+            target: "uncontended median ≤ 1.1 × raw floor".into(),
+            measured: ratio(rust, med("floor")),
+            limit: 1.1,
+            at_most: true,
+        },
+        Verdict {
+            target: "32-way contended throughput ≥ 1.3 × Curator".into(),
+            measured: ratio(
+                g("contended-32", "zklock-rust", "per_s"),
+                g("contended-32", "curator", "per_s"),
+            ),
+            limit: 1.3,
+            at_most: false,
+        },
+    ];
+    for herd in ["herd-32", "herd-1000"] {
+        if m.get(mode).is_some_and(|s| s.contains_key(herd)) {
+            v.push(Verdict {
+                target: format!("{herd}: watch notifications per release = 1 (max over releases)"),
+                measured: g(herd, "zklock-rust", "notif_max"),
+                limit: 1.0,
+                at_most: true,
+            });
+        }
+    }
+    let long = m.get(mode).and_then(|s| {
+        s.keys()
+            .find(|k| k.starts_with("queue-") && *k != "queue-32")
+            .cloned()
+    });
+    if let Some(long) = long {
+        v.push(Verdict {
+            target: format!("handoff rate {long} ≥ 0.7 × queue-32"),
+            measured: ratio(
+                g(&long, "zklock-rust", "per_s"),
+                g("queue-32", "zklock-rust", "per_s"),
+            ),
+            limit: 0.7,
+            at_most: false,
+        });
+    }
+    for b in ["zklock-python", "zklock-node"] {
+        v.push(Verdict {
+            target: format!("{b} uncontended median ≤ 1.15 × Rust core"),
+            measured: ratio(med(b), rust),
+            limit: 1.15,
+            at_most: true,
+        });
+    }
+    v.retain(|x| {
+        x.measured.is_some() || m.get(mode).is_some_and(|s| s.contains_key("uncontended"))
+    });
+    v
+}
+
+/// The metrics shown for a scenario family, with their table headings.
+fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
+    if scenario == "uncontended" {
+        &[("median_us", "median µs"), ("p99_us", "p99 µs")]
+    } else if scenario.starts_with("herd") {
+        &[
+            ("notif_max", "notifications/release (max)"),
+            ("notif_mean", "mean"),
+            ("notif_waiters_max", "to waiters (max)"),
+        ]
+    } else if scenario == "rw" {
+        &[
+            ("reads_per_s", "reads/s"),
+            ("writes_per_s", "writes/s"),
+            ("violations", "violations"),
+        ]
+    } else if scenario.starts_with("contended") {
+        &[
+            ("per_s", "acquisitions/s"),
+            ("fairness", "fairness (Jain)"),
+            ("violations", "violations"),
+        ]
+    } else {
+        &[("per_s", "cycles/s"), ("violations", "violations")]
+    }
+}
+
+/// Which metric the ratio columns compare (None: no ratios).
+fn ratio_metric(scenario: &str) -> Option<&'static str> {
+    if scenario == "uncontended" {
+        Some("median_us")
+    } else if scenario.starts_with("herd") {
+        None
+    } else if scenario == "rw" {
+        Some("writes_per_s")
+    } else {
+        Some("per_s")
+    }
+}
+
+/// The markdown report: machine, one table per mode and scenario, targets.
+pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# zklock benchmark results\n");
+    let _ = writeln!(s, "## Machine\n");
+    if let Some(o) = machine.as_object() {
+        for (k, v) in o {
+            let v = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            let _ = writeln!(s, "- **{k}**: {v}");
+        }
+    }
+    let _ = writeln!(s);
+    for n in notes {
+        let _ = writeln!(s, "{n}\n");
+    }
+    for (mode, scenarios) in m {
+        let _ = writeln!(s, "## Targets ({mode})\n");
+        let _ = writeln!(s, "| target | measured | limit | |\n|---|---|---|---|");
+        for v in verdicts(m, mode) {
+            let mark = match v.met() {
+                Some(true) => "met",
+                Some(false) => "**missed**",
+                None => "not measured",
+            };
+            let limit = format!("{} {}", if v.at_most { "≤" } else { "≥" }, fmt(v.limit));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {limit} | {mark} |",
+                v.target,
+                v.measured.map(fmt).unwrap_or_else(|| "–".into())
+            );
+        }
+        let _ = writeln!(s);
+        for (scenario, imps) in scenarios {
+            let _ = writeln!(s, "### {scenario} ({mode})\n");
+            let cols = columns(scenario);
+            let rm = ratio_metric(scenario);
+            let _ = write!(s, "| implementation |");
+            for (_, h) in cols {
+                let _ = write!(s, " {h} |");
+            }
+            if rm.is_some() {
+                let _ = write!(s, " × Curator | × kazoo | × floor |");
+            }
+            let _ = writeln!(s);
+            let n = cols.len() + 1 + if rm.is_some() { 3 } else { 0 };
+            let _ = writeln!(s, "|{}", "---|".repeat(n));
+            for (imp, metrics) in imps {
+                let _ = write!(s, "| {imp} |");
+                for (k, _) in cols {
+                    let cell = metrics
+                        .get(*k)
+                        .map(|x| format!("{}{}", x.mid().map(fmt).unwrap_or_default(), x.spread()));
+                    let _ = write!(s, " {} |", cell.unwrap_or_else(|| "–".into()));
+                }
+                if let Some(k) = rm {
+                    for base in ["curator", "kazoo", "floor"] {
+                        let r = ratio(
+                            get(m, mode, scenario, imp, k),
+                            get(m, mode, scenario, base, k),
+                        );
+                        let _ = write!(s, " {} |", r.map(fmt).unwrap_or_else(|| "–".into()));
+                    }
+                }
+                let _ = writeln!(s);
+            }
+            let _ = writeln!(s);
+        }
+    }
+    s
+}
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
+];
+
+/// An SVG of the uncontended cycle latency distributions: one panel per
+/// mode, one cumulative curve per implementation, logarithmic time axis.
+/// `lat[mode][impl]` holds every sample of every repetition.
+pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
+    let (w, ph, pad) = (900.0, 360.0, 60.0);
+    let h = ph * lat.len().max(1) as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    for (pi, (mode, imps)) in lat.iter().enumerate() {
+        let top = pi as f64 * ph;
+        let all: Vec<f64> = imps
+            .values()
+            .flatten()
+            .copied()
+            .filter(|x| *x > 0.0)
+            .collect();
+        let lo = quantile(&all, 0.0).unwrap_or(1.0).max(1.0).log10().floor();
+        let hi = quantile(&all, 0.999)
+            .unwrap_or(10.0)
+            .max(10.0)
+            .log10()
+            .ceil()
+            .max(lo + 1.0);
+        let (x0, x1, y0, y1) = (pad, w - 220.0, top + ph - 40.0, top + 30.0);
+        let xs = |v: f64| x0 + (v.max(1.0).log10() - lo) / (hi - lo) * (x1 - x0);
+        let ys = |q: f64| y0 - q * (y0 - y1);
+        let _ = writeln!(
+            s,
+            r#"<text x="{x0}" y="{}" font-size="14">Uncontended acquire+release cycle, {mode}: cumulative distribution</text>"#,
+            top + 18.0
+        );
+        let _ = writeln!(
+            s,
+            r##"<rect x="{x0}" y="{y1}" width="{}" height="{}" fill="none" stroke="#888"/>"##,
+            x1 - x0,
+            y0 - y1
+        );
+        let mut e = lo;
+        while e <= hi {
+            for m in [1.0, 2.0, 5.0] {
+                let v = m * 10f64.powf(e);
+                if v.log10() > hi + 1e-9 {
+                    continue;
+                }
+                let x = xs(v);
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y0}" stroke="#eee"/>"##
+                );
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                    y0 + 15.0,
+                    fmt(v)
+                );
+            }
+            e += 1.0;
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">µs (log scale)</text>"#,
+            (x0 + x1) / 2.0,
+            y0 + 32.0
+        );
+        for q in [0.0, 0.25, 0.5, 0.75, 0.99, 1.0] {
+            let y = ys(q);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#eee"/>"##
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{:.1}" text-anchor="end">{q}</text>"#,
+                x0 - 5.0,
+                y + 4.0
+            );
+        }
+        for (i, (imp, xs_raw)) in imps.iter().enumerate() {
+            let mut v = xs_raw.clone();
+            v.sort_by(f64::total_cmp);
+            if v.is_empty() {
+                continue;
+            }
+            let step = (v.len() / 300).max(1);
+            let mut pts = String::new();
+            for (k, x) in v
+                .iter()
+                .enumerate()
+                .step_by(step)
+                .chain(std::iter::once((v.len() - 1, &v[v.len() - 1])))
+            {
+                let q = (k + 1) as f64 / v.len() as f64;
+                let _ = write!(pts, "{:.1},{:.1} ", xs(*x), ys(q));
+            }
+            let c = COLORS[i % COLORS.len()];
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1.8" points="{pts}"/>"#
+            );
+            let ly = y1 + 10.0 + i as f64 * 18.0;
+            let _ = writeln!(
+                s,
+                r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"/>"#,
+                x1 + 15.0,
+                x1 + 40.0
+            );
+            let med = quantile(&v, 0.5).map(fmt).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}">{imp} (median {med})</text>"#,
+                x1 + 45.0,
+                ly + 4.0
+            );
+        }
+    }
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+/// Every verdict of every mode as JSON (for results.json).
+pub fn verdicts_json(m: &Metrics) -> Value {
+    let mut out = serde_json::Map::new();
+    for mode in m.keys() {
+        let v: Vec<Value> = verdicts(m, mode)
+            .into_iter()
+            .map(|v| json!({ "target": v.target, "measured": v.measured, "limit": v.limit, "at_most": v.at_most, "met": v.met() }))
+            .collect();
+        out.insert(mode.clone(), Value::Array(v));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn quantiles_and_fairness() {
+        let xs = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(quantile(&xs, 0.5), Some(3.0));
+        assert_eq!(quantile(&xs, 0.0), Some(1.0));
+        assert_eq!(quantile(&xs, 1.0), Some(5.0));
+        assert_eq!(quantile(&[], 0.5), None);
+        assert!((jain(&[10.0, 10.0, 10.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert!((jain(&[10.0, 0.0]).unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(fmt(1234.4), "1234");
+        assert_eq!(fmt(12.34), "12.3");
+        assert_eq!(fmt(0.734), "0.73");
+    }
+
+    fn sample() -> Metrics {
+        let mut m = Metrics::new();
+        for (imp, lat) in [
+            ("zklock-rust", 100.0),
+            ("curator", 200.0),
+            ("kazoo", 400.0),
+            ("floor", 95.0),
+            ("zklock-python", 120.0),
+        ] {
+            add_result(
+                &mut m,
+                "fsync-off",
+                "uncontended",
+                imp,
+                &json!({ "lat_us": [lat, lat, lat * 3.0] }),
+            );
+        }
+        for (imp, g) in [("zklock-rust", 300.0), ("curator", 200.0)] {
+            let r = json!({ "grants": g, "window_s": 1.0, "per_worker": [g / 2.0, g / 2.0], "violations": 0 });
+            add_result(&mut m, "fsync-off", "contended-32", imp, &r);
+        }
+        add_result(
+            &mut m,
+            "fsync-off",
+            "queue-32",
+            "zklock-rust",
+            &json!({ "grants": 100, "window_s": 1.0 }),
+        );
+        add_result(
+            &mut m,
+            "fsync-off",
+            "queue-1000",
+            "zklock-rust",
+            &json!({ "grants": 60, "window_s": 1.0 }),
+        );
+        let herd = json!({ "notifications": [{ "total": 1, "to_waiters": 1 }, { "total": 2, "to_waiters": 1 }] });
+        add_result(&mut m, "fsync-off", "herd-32", "zklock-rust", &herd);
+        m
+    }
+
+    #[test]
+    fn targets_are_evaluated_from_ratios() {
+        let m = sample();
+        let v = verdicts(&m, "fsync-off");
+        let find = |t: &str| v.iter().find(|x| x.target.contains(t)).unwrap().clone();
+        assert_eq!(find("0.75 × Curator").met(), Some(true));
+        assert_eq!(find("0.4 × kazoo").measured, Some(0.25));
+        assert_eq!(find("floor").met(), Some(true));
+        assert_eq!(find("1.3 × Curator").measured, Some(1.5));
+        assert_eq!(find("herd-32").met(), Some(false));
+        assert_eq!(find("queue-1000").met(), Some(false));
+        assert_eq!(find("zklock-python").met(), Some(false));
+        assert_eq!(find("zklock-node").met(), None);
+    }
+
+    #[test]
+    fn markdown_and_svg_render() {
+        let m = sample();
+        let md = markdown(&m, &json!({ "nproc": 2 }), &["a note".into()]);
+        assert!(
+            md.contains("| zklock-rust | 100 | 300 | 0.50 | 0.25 | 1.05 |"),
+            "{md}"
+        );
+        assert!(md.contains("**missed**"));
+        assert!(md.contains("- **nproc**: 2"));
+        let mut lat = BTreeMap::new();
+        lat.entry("fsync-off".to_owned())
+            .or_insert_with(BTreeMap::new)
+            .insert("curator".to_owned(), vec![150.0, 200.0, 900.0]);
+        let svg = svg(&lat);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("curator (median 200)"));
+    }
+}
