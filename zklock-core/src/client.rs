@@ -16,6 +16,7 @@ use zookeeper_client as zk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
+use crate::nodelay;
 use crate::validate::{validate_connect_string, validate_lock_path};
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
@@ -207,6 +208,8 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &s
 pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
     hosts: String,
+    /// The servers' socket addresses, for [`nodelay::disable_nagle`].
+    servers: Vec<std::net::SocketAddr>,
     pub(crate) handle: tokio::runtime::Handle,
     session: watch::Sender<Option<Arc<Session>>>,
     closed: watch::Sender<bool>,
@@ -356,6 +359,10 @@ impl Shared {
                 if s.is_terminated() {
                     break;
                 }
+                if s == zk::SessionState::SyncConnected {
+                    // Every (re)connect opens a new socket.
+                    nodelay::disable_nagle(&self.servers);
+                }
                 tokio::select! {
                     _ = states.changed() => {}
                     _ = self.closed() => { current.close(); return; }
@@ -445,9 +452,11 @@ impl Client {
                 }
             })
             .map_err(|e| Error::internal(format!("cannot start the event thread: {e}")))?;
+        let servers = nodelay::server_addrs(&hosts);
         let shared = Arc::new(Shared {
             options,
             hosts,
+            servers,
             handle: runtime.handle().clone(),
             session: watch::channel(None).0,
             closed: watch::channel(false).0,

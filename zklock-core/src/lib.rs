@@ -28,6 +28,7 @@ mod client;
 mod error;
 mod lock;
 pub mod names;
+mod nodelay;
 mod validate;
 
 pub use client::{Client, ClientOptions, Participant};
