@@ -82,3 +82,45 @@ fn each_release_notifies_exactly_one_waiter() {
     }
     assert_eq!(handoffs, 32);
 }
+
+/// Counted on the wire: every session talks through one proxy, which counts
+/// the watch notifications the server sends. A release must send exactly
+/// one (to the next waiter): none to the other waiters, and none to the
+/// releasing holder for its own node's watch (removed before the delete).
+#[test]
+fn each_release_sends_exactly_one_watch_notification() {
+    let zk = server();
+    let proxy = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
+    let hosts = proxy.addr().to_string();
+    let holder = connect(&hosts);
+    let mut guard = Some(holder.lock("/herd-wire").unwrap().acquire(None).unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut clients = Vec::new();
+    for i in 0..8 {
+        let c = connect(&hosts);
+        let lock = Arc::new(c.lock("/herd-wire").unwrap());
+        let (tx, l) = (tx.clone(), lock.clone());
+        std::thread::spawn(move || {
+            let g = l.acquire(Some(120 * SEC)).unwrap();
+            let _ = tx.send((i, g));
+        });
+        wait_until("waiter queued", 5 * SEC, || common::queue(&holder, "/herd-wire").len() == i + 2);
+        clients.push((c, lock));
+    }
+    for round in 0..9 {
+        // Let the holder's and the waiters' watches settle.
+        std::thread::sleep(Duration::from_millis(200));
+        let before = proxy.notifications();
+        drop(guard.take());
+        if round < 8 {
+            let (i, g) = rx.recv_timeout(10 * SEC).expect("next waiter granted");
+            assert_eq!(i, round, "granted in queue order");
+            guard = Some(g);
+        }
+        // Anything else the release set off has arrived by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = proxy.notifications() - before;
+        let expected = u64::from(round < 8);
+        assert_eq!(sent, expected, "round {round}: {sent} watch notifications for one release");
+    }
+}

@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::{is_timeout, set_linger_zero};
 
+/// The xid of a watch notification from the server.
+const NOTIFICATION_XID: i32 = -1;
 /// Frames longer than this are taken as "not ZooKeeper framing".
 const MAX_FRAME: usize = 64 * 1024 * 1024;
 /// Socket read/write timeout of the pumps: how often a blocked pump re-checks
@@ -140,6 +142,8 @@ struct Inner {
     blackhole: AtomicBool,
     arm: SharedArm,
     dropped: AtomicU64,
+    /// Watch notifications (server frames with xid -1) forwarded to clients.
+    notifications: AtomicU64,
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
@@ -397,6 +401,9 @@ fn forward_frames(
                     }
                 }
                 Dir::ToClient => {
+                    if body.get(..4) == Some(&NOTIFICATION_XID.to_be_bytes()[..]) {
+                        inner.notifications.fetch_add(1, Ordering::SeqCst);
+                    }
                     if let Some(then_blackhole) = reply_is_dropped(conn, body) {
                         drop_at = Some(then_blackhole);
                         break;
@@ -593,6 +600,7 @@ impl Proxy {
             blackhole: AtomicBool::new(false),
             arm,
             dropped: AtomicU64::new(0),
+            notifications: AtomicU64::new(0),
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
@@ -728,6 +736,13 @@ impl Proxy {
     /// How many create replies this proxy has dropped so far.
     pub fn dropped_replies(&self) -> u64 {
         self.inner.dropped.load(Ordering::SeqCst)
+    }
+
+    /// How many watch notifications (server frames with xid -1) this proxy
+    /// has forwarded to its clients so far, on every connection. Counts what
+    /// the server really sent, e.g. to measure notifications per release.
+    pub fn notifications(&self) -> u64 {
+        self.inner.notifications.load(Ordering::SeqCst)
     }
 
     /// Number of currently open proxied connections (including blackholed
