@@ -152,6 +152,34 @@ pub struct Report {
     pub losses: usize,
     /// Losses exempt from property 3 because their process was paused.
     pub paused_losses: usize,
+    /// The longest times without a grant, longest first.
+    pub gaps: Vec<Gap>,
+}
+
+/// A time without any grant, and the faults in effect during it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gap {
+    /// The last grant before the gap.
+    pub from: u64,
+    /// The first grant after it.
+    pub to: u64,
+    /// Faults that overlapped the gap.
+    pub faults: Vec<FaultKind>,
+}
+
+/// The `n` longest gaps between consecutive grants.
+pub fn longest_gaps(record: &Record, n: usize) -> Vec<Gap> {
+    let mut starts: Vec<u64> = record.writes.iter().filter(|w| w.enter).map(|w| w.grant_start).collect();
+    starts.sort_unstable();
+    let mut gaps: Vec<(u64, u64)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
+    gaps.sort_by_key(|&(a, b)| std::cmp::Reverse(b - a));
+    gaps.truncate(n);
+    gaps.into_iter()
+        .map(|(from, to)| {
+            let faults = record.faults.iter().filter(|f| f.start <= to && f.end >= from).map(|f| f.kind).collect();
+            Gap { from, to, faults }
+        })
+        .collect()
 }
 
 impl Report {
@@ -330,6 +358,7 @@ pub fn analyse(record: &Record, progress_bound_ns: u64) -> Report {
     check_leftovers(&record.leftover_nodes, &mut report.violations);
     check_progress(record, progress_bound_ns, &mut report);
     report.stale_rejected = record.writes.iter().filter(|w| !w.accepted).count();
+    report.gaps = longest_gaps(record, 5);
     report.violations.sort_by_key(|v| v.property);
     report
 }
@@ -446,6 +475,20 @@ mod tests {
         let mut report = Report::default();
         check_progress(&record, 400, &mut report);
         assert_eq!(report.count(5), 2, "a grant later than the bound does not count");
+    }
+
+    #[test]
+    fn the_longest_gaps_come_first_with_the_faults_during_them() {
+        let record = Record {
+            writes: [0u64, 10, 100, 130].iter().map(|&t| w(1, t, t, t, true, true)).collect(),
+            faults: vec![Fault { kind: FaultKind::RestartEnsemble, start: 20, end: 40, paused_process: None }],
+            ..Record::default()
+        };
+        let gaps = longest_gaps(&record, 2);
+        assert_eq!(gaps.len(), 2);
+        assert_eq!((gaps[0].from, gaps[0].to, gaps[0].faults.clone()), (10, 100, vec![FaultKind::RestartEnsemble]));
+        assert_eq!((gaps[1].from, gaps[1].to), (100, 130));
+        assert!(gaps[1].faults.is_empty());
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The chaos schedule: two threads inject faults while the contenders run,
-//! one against the servers (kill and restart the leader or a follower,
-//! freeze a member, restart the whole ensemble) and one against the holders
-//! (blackhole the holder's connection, pause the holder's process, drop the
-//! reply to a create). A thread does not wait for the lock to be granted
-//! between its faults (faults may pile up, as they do in real outages);
+//! The chaos schedule: three threads inject faults while the contenders
+//! run, one against the servers (kill and restart the leader or a follower,
+//! freeze a member, restart the whole ensemble), one against the holders'
+//! network (blackhole the holder's connection, drop the reply to a create)
+//! and one against the holders' processes (stop the holder's process past
+//! its session). The threads' faults overlap, as they do in real outages.
+//! After each server fault its thread waits up to 2 s for the next grant;
 //! progress after each fault is measured afterwards from the record.
 
 use std::collections::BTreeMap;
@@ -16,6 +17,12 @@ use crate::analysis::{Fault, FaultKind};
 use crate::clock::{mono_ns, Rng};
 use crate::resource::Resource;
 
+/// How long the server-fault thread waits for a grant after each fault
+/// before the next one. Every server fault disconnects most clients, and
+/// they take a second or two to come back (the client library's reconnect
+/// backoff); back-to-back server faults left the lock without a grant for
+/// up to 28 s at a time.
+const SERVER_BREATHER: Duration = Duration::from_secs(2);
 /// How long a server may take to come back before the run reports an error.
 const SERVE_LIMIT: Duration = Duration::from_secs(90);
 
@@ -49,30 +56,39 @@ fn io<T>(what: &str, r: std::io::Result<T>) -> Result<T, String> {
 }
 
 impl Chaos<'_> {
-    /// Runs the server faults and the holder faults on two threads until
-    /// `until`, then undoes whatever is still in effect.
-    pub fn run(&self, seed: u64) {
+    /// Runs the server, holder-network and holder-process faults among
+    /// `kinds` on three threads until `until`, then undoes whatever is
+    /// still in effect.
+    pub fn run(&self, kinds: &[FaultKind], seed: u64) {
+        let server = [FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::FreezeMember, FaultKind::RestartEnsemble];
+        let (server, holder): (Vec<FaultKind>, Vec<FaultKind>) = kinds.iter().partition(|k| server.contains(k));
+        let (pause, network): (Vec<FaultKind>, Vec<FaultKind>) = holder.iter().partition(|&&k| k == FaultKind::PauseHolder);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let kinds =
-                    [FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::FreezeMember, FaultKind::RestartEnsemble];
-                self.schedule(&kinds, Rng::new(seed ^ 0x5e_7e_e5))
-            });
-            s.spawn(|| {
-                let kinds = [FaultKind::BlackholeHolder, FaultKind::PauseHolder, FaultKind::DropCreateReply];
-                self.schedule(&kinds, Rng::new(seed ^ 0xc1_1e_27))
-            });
+            s.spawn(|| self.schedule(&server, SERVER_BREATHER, Rng::new(seed ^ 0x5e_7e_e5)));
+            s.spawn(|| self.schedule(&network, Duration::ZERO, Rng::new(seed ^ 0xc1_1e_27)));
+            s.spawn(|| self.schedule(&pause, Duration::ZERO, Rng::new(seed ^ 0x9a_05_e0)));
         });
         self.restore();
     }
 
-    fn schedule(&self, kinds: &[FaultKind], mut rng: Rng) {
+    /// Injects `kinds` in turn until `until`; after each fault waits up to
+    /// `breather` for the next grant, then 100 to 500 ms.
+    fn schedule(&self, kinds: &[FaultKind], breather: Duration, mut rng: Rng) {
+        if kinds.is_empty() {
+            return;
+        }
         let mut next = 0;
         while Instant::now() < self.until {
             let kind = kinds[next % kinds.len()];
             next += 1;
             match self.inject(kind, &mut rng) {
-                Ok(Some(fault)) => self.faults.lock().unwrap_or_else(PoisonError::into_inner).push(fault),
+                Ok(Some(fault)) => {
+                    let end = fault.end;
+                    self.faults.lock().unwrap_or_else(PoisonError::into_inner).push(fault);
+                    if !breather.is_zero() {
+                        self.resource.wait_grant_after(end, breather);
+                    }
+                },
                 Ok(None) => {},
                 Err(e) => {
                     eprintln!("soak: {} failed: {e}", kind.name());
@@ -80,7 +96,7 @@ impl Chaos<'_> {
                     self.restore();
                 },
             }
-            std::thread::sleep(Duration::from_millis(rng.range(100, 1_000)));
+            std::thread::sleep(Duration::from_millis(rng.range(100, 500)));
         }
     }
 
@@ -149,7 +165,7 @@ impl Chaos<'_> {
                 // Long enough for the session to expire AND the next holder
                 // to be granted and write: on waking, the paused holder's
                 // pending write is stale and the resource must refuse it.
-                std::thread::sleep(self.hold * 2);
+                std::thread::sleep(self.hold + Duration::from_secs(1));
                 signal(pid, libc::SIGCONT)?;
                 Ok(Some(fault(start, Some(process))))
             },

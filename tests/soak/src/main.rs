@@ -5,6 +5,7 @@
 //! zklock-soak [--duration 10m] [--processes 3] [--per-process 2]
 //!             [--session-timeout 2s] [--seed N] [--progress-bound 60s]
 //!             [--min-handoffs N] [--min-faults N] [--json FILE]
+//!             [--faults KIND,KIND...] [--self-test-ignore-check]
 //! ```
 //!
 //! It starts a 3-node ZooKeeper ensemble on loopback (through the test
@@ -13,7 +14,7 @@
 //! subcommand) with `--per-process` contenders each, every contender in a
 //! session of its own. Each contender takes one lock in a loop; while it
 //! holds it, it writes its fencing token to the resource and calls
-//! `check()`. Meanwhile two fault threads run the chaos schedule (see
+//! `check()`. Meanwhile three fault threads run the chaos schedule (see
 //! `chaos.rs`) until the duration is over. Then every fault is undone, the
 //! contenders stop and close their sessions, and the recorded run is checked
 //! against the five properties (see `analysis.rs`):
@@ -27,6 +28,10 @@
 //! It prints a summary and exits 0 only if no property is violated, the
 //! chaos schedule ran without errors, and the `--min-*` thresholds are met.
 //! Times are `CLOCK_MONOTONIC`, shared by every process of the machine.
+//!
+//! `--self-test-ignore-check` breaks the contenders on purpose (they act as
+//! if every `check()` succeeded): the run must then report violations,
+//! which shows that the checker can fail.
 
 mod analysis;
 mod chaos;
@@ -49,7 +54,10 @@ use crate::clock::mono_ns;
 const LOCK_PATH: &str = "/soak/lock";
 
 const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 2] [--session-timeout 2s]
-                   [--seed N] [--progress-bound 60s] [--min-handoffs N] [--min-faults N] [--json FILE]";
+                   [--seed N] [--progress-bound 60s] [--min-handoffs N] [--min-faults N] [--json FILE]
+                   [--faults KIND,KIND...] [--self-test-ignore-check]
+fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
+                            blackhole-holder, pause-holder, drop-create-reply";
 
 /// The orchestrator's settings.
 #[derive(Clone, Debug)]
@@ -63,6 +71,8 @@ struct Settings {
     min_handoffs: usize,
     min_faults: usize,
     json: Option<String>,
+    ignore_check: bool,
+    kinds: Vec<FaultKind>,
 }
 
 /// `500ms`, `10s`, `2m`, or a plain number of seconds.
@@ -94,6 +104,8 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
         min_handoffs: 0,
         min_faults: 0,
         json: None,
+        ignore_check: false,
+        kinds: FaultKind::ALL.to_vec(),
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -109,6 +121,16 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
             "--min-handoffs" => s.min_handoffs = number(value()?)?,
             "--min-faults" => s.min_faults = number(value()?)?,
             "--json" => s.json = Some(value()?),
+            "--self-test-ignore-check" => s.ignore_check = true,
+            "--faults" => {
+                let v = value()?;
+                s.kinds = v
+                    .split(',')
+                    .map(|name| {
+                        FaultKind::ALL.into_iter().find(|k| k.name() == name).ok_or(format!("unknown fault kind {name:?}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            },
             other => return Err(format!("unknown option {other:?}")),
         }
     }
@@ -125,6 +147,7 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
         session_timeout: Duration::from_secs(2),
         contenders: Vec::new(),
         seed: 1,
+        ignore_check: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -135,6 +158,7 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
                 cfg.session_timeout = Duration::from_millis(value.parse().map_err(|_| "--session-ms: not a number")?)
             },
             "--seed" => cfg.seed = value.parse().map_err(|_| "--seed: not a number")?,
+            "--ignore-check" => cfg.ignore_check = value == "1",
             "--contender" => {
                 let (cid, hosts) = value.split_once('@').ok_or("--contender takes ID@HOSTS")?;
                 cfg.contenders.push((cid.parse().map_err(|_| "--contender: bad id")?, hosts.to_owned()));
@@ -241,7 +265,8 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
         cmd.arg("worker")
             .args(["--resource", &resource.addr().to_string()])
             .args(["--session-ms", &s.session_timeout.as_millis().to_string()])
-            .args(["--seed", &(s.seed ^ p as u64).to_string()]);
+            .args(["--seed", &(s.seed ^ p as u64).to_string()])
+            .args(["--ignore-check", if s.ignore_check { "1" } else { "0" }]);
         for k in 0..s.per_process {
             let cid = p * s.per_process + k;
             cmd.arg("--contender").arg(format!("{cid}@{}", groups[cid].connect_string()));
@@ -269,7 +294,7 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
         faults: Mutex::default(),
         errors: Mutex::default(),
     };
-    chaos.run(s.seed);
+    chaos.run(&s.kinds, s.seed);
     // Progress after the last fault, then a quiet stop.
     resource.wait_grant_after(mono_ns(), s.progress_bound);
     std::thread::sleep(Duration::from_millis(500));
@@ -346,7 +371,7 @@ fn summarise(
     let mut short_kinds = Vec::new();
     for kind in FaultKind::ALL {
         let (count, mut rec, mut lasted) = by_kind.remove(&kind).unwrap_or_default();
-        if count < s.min_faults {
+        if count < s.min_faults && s.kinds.contains(&kind) {
             short_kinds.push(format!("{} ({count})", kind.name()));
         }
         writeln!(
@@ -363,6 +388,17 @@ fn summarise(
     let longest = report.recoveries.iter().filter_map(|r| r.next_grant_after.map(|n| (n, r.kind))).max();
     if let Some((ns, kind)) = longest {
         writeln!(out, "  longest recovery: {} ms after {}", millis(Some(ns)), kind.name())?;
+    }
+    let t0 = record.writes.first().map_or(0, |w| w.arrival);
+    for g in &report.gaps {
+        let kinds: Vec<&str> = g.faults.iter().map(|k| k.name()).collect();
+        writeln!(
+            out,
+            "  no grant for {:.1} s from t={:.1} s (faults in effect: {})",
+            (g.to - g.from) as f64 / 1e9,
+            g.from.saturating_sub(t0) as f64 / 1e9,
+            if kinds.is_empty() { "none".to_owned() } else { kinds.join(", ") }
+        )?;
     }
     let names = [
         "1 overlapping safely-held intervals",

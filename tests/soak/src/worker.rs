@@ -26,6 +26,9 @@ pub struct WorkerConfig {
     pub contenders: Vec<(u32, String)>,
     /// Seed of the contenders' timing.
     pub seed: u64,
+    /// Self-test of the checker only: act as if every `check()` succeeded
+    /// (a broken holder), so the run must report violations.
+    pub ignore_check: bool,
 }
 
 /// Runs the contenders until standard input reaches EOF; returns the exit
@@ -64,10 +67,15 @@ pub fn run(cfg: WorkerConfig) -> i32 {
     code
 }
 
+/// `CLOCK_MONOTONIC` in seconds, to stamp log lines.
+fn secs() -> f64 {
+    mono_ns() as f64 / 1e9
+}
+
 /// One contender; false if it could not talk to the resource.
 fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cancels: &Mutex<Vec<CancelHandle>>) -> bool {
     let Ok(mut resource) = ResourceClient::connect(&cfg.resource) else {
-        eprintln!("contender {cid}: cannot reach the resource at {}", cfg.resource);
+        eprintln!("{:.3} contender {cid}: cannot reach the resource at {}", secs(), cfg.resource);
         return false;
     };
     let mut rng = Rng::new(cfg.seed ^ (u64::from(cid) << 32 | 0x5eed));
@@ -82,7 +90,7 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
         match Client::connect(options.clone()) {
             Ok(c) => break c,
             Err(e) => {
-                eprintln!("contender {cid}: connect: {e}");
+                eprintln!("{:.3} contender {cid}: connect: {e}", secs());
                 std::thread::sleep(Duration::from_millis(200));
             },
         }
@@ -90,7 +98,7 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
     let lock = match client.lock(&cfg.lock_path) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("contender {cid}: {e}");
+            eprintln!("{:.3} contender {cid}: {e}", secs());
             return false;
         },
     };
@@ -101,10 +109,10 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
     while !stop.load(Ordering::SeqCst) && ok {
         let timeout = Duration::from_millis(rng.range(1_000, 6_000));
         match lock.acquire(Some(timeout)) {
-            Ok(guard) => ok = hold(cid, &guard, &mut resource, &mut rng),
+            Ok(guard) => ok = hold(cid, &guard, &mut resource, &mut rng, cfg.ignore_check),
             Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {},
             Err(e) => {
-                eprintln!("contender {cid}: acquire: {e}");
+                eprintln!("{:.3} contender {cid}: acquire: {e}", secs());
                 std::thread::sleep(Duration::from_millis(50));
             },
         }
@@ -116,7 +124,8 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
 /// Holds the lock for a few steps; each step waits a little (the "work"),
 /// writes to the resource, then checks that the lock is still safely held.
 /// Reports the interval. False if the resource is gone.
-fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng) -> bool {
+fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, ignore_check: bool) -> bool {
+    let check = || if ignore_check { Ok(()) } else { guard.check() };
     let notices: Arc<Mutex<Vec<u64>>> = Arc::default();
     {
         let notices = notices.clone();
@@ -128,7 +137,7 @@ fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng) -
             }
         });
     }
-    if guard.check().is_err() {
+    if check().is_err() {
         let _ = guard.release();
         return true;
     }
@@ -147,7 +156,7 @@ fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng) -
         if resource.request(&format!("WRITE {cid} {token} {start}")).is_err() {
             return false;
         }
-        let checked = guard.check();
+        let checked = check();
         let now = mono_ns();
         if checked.is_err() {
             if let Ok(mut n) = notices.lock() {
