@@ -547,11 +547,19 @@ impl Attempt {
                         )));
                     }
                     let path = format!("{}/{blocker}", ctx.path);
+                    let sole = names::held_once_gone(ctx.mode, &children, &name);
                     match ctx.op(&self.session, zk.get_and_watch_data(&path)).await? {
                         Ok((_, _, watcher)) => {
                             let event = ctx.race(watcher.changed()).await?;
                             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                                 return Err(Step::Restart);
+                            }
+                            // The only node before ours is gone and none
+                            // can take its place: ours is first, no need to
+                            // list again (one round trip, and a list of the
+                            // whole queue, less per handoff).
+                            if sole && event.event_type == zk::EventType::NodeDeleted {
+                                known = Some(children.into_iter().filter(|c| *c != blocker).collect());
                             }
                         },
                         // Gone between the list and the watch: look again now.
@@ -1065,6 +1073,17 @@ impl Guard {
     /// lost, `NotHeld` after release.
     pub fn check(&self) -> Result<()> {
         self.holding.check()
+    }
+
+    /// Until when the lock is safely ours even if ZooKeeper stops answering
+    /// now: the send time of the latest request the server answered, plus
+    /// the session timeout, minus a tenth of it for clock-rate drift. The
+    /// server cannot expire the session, and so grant the lock to anyone
+    /// else, before then; [`Guard::check`] fails from then on. While
+    /// connected it keeps moving forward (a heartbeat every sixth of the
+    /// session timeout). `None` once the lock is lost or released.
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.holding.is_live().then(|| self.holding.session.safe_until())
     }
 
     /// Registers `callback` to be told of every state change (Held,

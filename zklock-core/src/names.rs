@@ -150,21 +150,37 @@ pub enum Decision {
 /// them and wait on the last of those; readers are blocked only by writers
 /// with a smaller sequence and wait on the greatest of those.
 pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
-    let Some(me) = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c)) else {
-        return Decision::Gone;
-    };
-    let blocker = children
-        .iter()
-        .filter(|c| c.as_str() != ours)
-        .filter_map(|c| parse_child(c))
-        .filter(|n| match mode.node_kind() {
-            NodeKind::Writer => n.queue_cmp(&me) == Ordering::Less,
-            NodeKind::Reader => n.kind == NodeKind::Writer && n.sequence < me.sequence,
-        })
-        .max_by(LockNode::queue_cmp);
-    match blocker {
+    let Some(blockers) = blockers(mode, children, ours) else { return Decision::Gone };
+    match blockers.into_iter().max_by(LockNode::queue_cmp) {
         None => Decision::Held,
         Some(n) => Decision::WaitOn(n.name),
+    }
+}
+
+/// The nodes that block our node `ours` of `mode` among `children`; `None`
+/// if our node is not among them.
+fn blockers(mode: LockMode, children: &[String], ours: &str) -> Option<Vec<LockNode>> {
+    let me = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c))?;
+    let blocks = |n: &LockNode| match mode.node_kind() {
+        NodeKind::Writer => n.queue_cmp(&me) == Ordering::Less,
+        NodeKind::Reader => n.kind == NodeKind::Writer && n.sequence < me.sequence,
+    };
+    Some(children.iter().filter(|c| c.as_str() != ours).filter_map(|c| parse_child(c)).filter(blocks).collect())
+}
+
+/// Whether, once the node we wait on is deleted, we hold the lock without
+/// listing the children again: the node was the only one blocking us.
+///
+/// Nodes created after ours get larger sequences, so the nodes sorting
+/// before ours can only go away (protocol section 1), with one exception: a
+/// write-to-read downgrade (zklock's and Curator 5.5+'s) creates a read node
+/// with the sequence of its `__WRIT__` node, which blocks a writer queued
+/// after that node. So for a writer the sole blocker must not be a
+/// `__WRIT__` node; a reader is never blocked by a read node.
+pub fn held_once_gone(mode: LockMode, children: &[String], ours: &str) -> bool {
+    match blockers(mode, children, ours).as_deref() {
+        Some([only]) => mode.node_kind() == NodeKind::Reader || !only.name.contains("__WRIT__"),
+        _ => false,
     }
 }
 
@@ -184,6 +200,25 @@ mod tests {
 
     const U1: &str = "_c_0f8e0f4b-6f7a-4f00-9a6e-1b2c3d4e5f60-";
     const U2: &str = "_c_1a2b3c4d-0000-4000-8000-000000000002-";
+
+    #[test]
+    fn held_once_the_sole_blocker_goes_unless_it_could_downgrade() {
+        let children = v(&[
+            &format!("{U1}lock-0000000001"),
+            &format!("{U2}lock-0000000002"),
+            &format!("{U1}lock-0000000003"),
+        ]);
+        assert!(!held_once_gone(LockMode::Exclusive, &children, &children[0]), "not waiting at all");
+        assert!(held_once_gone(LockMode::Exclusive, &children, &children[1]));
+        assert!(!held_once_gone(LockMode::Exclusive, &children, &children[2]), "two nodes before it");
+        assert!(!held_once_gone(LockMode::Exclusive, &children, "absent-0000000009"));
+        let rw = v(&[&format!("{U1}__WRIT__0000000001"), &format!("{U2}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        assert!(!held_once_gone(LockMode::Write, &rw, &rw[1]), "the writer before it may downgrade to a reader");
+        assert!(!held_once_gone(LockMode::Read, &rw, &rw[2]), "two writers before it");
+        let rw = v(&[&format!("{U1}__READ__0000000001"), &format!("{U1}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        assert!(held_once_gone(LockMode::Read, &rw, &rw[2]), "a reader waits only for the writer");
+        assert!(held_once_gone(LockMode::Write, &rw, &rw[1]), "a writer behind a single reader");
+    }
 
     #[test]
     fn names_have_curators_format() {
