@@ -42,11 +42,12 @@
 //! (a shell script should `exec` its long-running program or pass the
 //! signal on).
 //!
-//! A suspended lock (connection lost; it may still be ours) is tolerated for
-//! one session timeout by default; if ZooKeeper does not answer within it
-//! the session has expired and the lock counts as lost. With
-//! `--signal-on-suspend` the command is signalled as soon as the lock is not
-//! safely held.
+//! A suspended lock (connection lost; it may still be ours) is tolerated by
+//! default while the core's safety clock says it is still safely ours; once
+//! ZooKeeper has not answered for nearly a session timeout (before the
+//! server can expire the session and grant the lock to anyone else) it
+//! counts as lost. With `--signal-on-suspend` the command is signalled as
+//! soon as the lock is suspended.
 //!
 //! # Exit status
 //!
@@ -136,9 +137,10 @@ RUN OPTIONS
   --kill-after D           SIGKILL the command if it is still running D after
                            the lost signal (default 5s)
   --signal-on-suspend      treat a suspended lock (connection to ZooKeeper lost,
-                           so it may already be someone else's) as lost at once;
-                           default: lost only if ZooKeeper does not answer
-                           again within the session timeout
+                           so it may be someone else's soon) as lost at once;
+                           default: lost once ZooKeeper has not answered for
+                           nearly a session timeout (before the server can
+                           expire the session and grant the lock to another)
   -v, --verbose            say on stderr when the lock is acquired and released
 
 LIST OPTIONS
@@ -168,8 +170,8 @@ SIGNALS
   While still waiting for the lock, they cancel the wait (no node is left)
   and zklock exits with 128 + the signal number.
   When the lock is lost (session expired, node deleted, or no answer from
-  ZooKeeper for a whole session timeout; with --signal-on-suspend, as soon as
-  it is not safely held) the command gets --lost-signal, then SIGKILL after
+  ZooKeeper for nearly a session timeout; with --signal-on-suspend, as soon as
+  it is suspended) the command gets --lost-signal, then SIGKILL after
   --kill-after. The lock is released and the session closed when the command
   exits. Signals go to the command's process only, not to processes it
   started: in a shell script, `exec` the long-running program (or trap the

@@ -173,7 +173,7 @@ fn hold_and_run(
             guard.session_id()
         );
     }
-    let code = supervise(opts, client, &guard, rx);
+    let code = supervise(opts, &guard, rx);
     match guard.release() {
         Ok(status) if opts.verbose => note!("released {} ({status:?})", guard.node_path()),
         Ok(_) => {},
@@ -232,7 +232,7 @@ fn cancel_acquire(lock: &Lock, rx: &Receiver<Event>, op_limit: Duration, sig: i3
 }
 
 /// Spawns the command and follows it and the lock until the command exits.
-fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Event>) -> i32 {
+fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
     let program = &opts.command[0];
     let mut cmd = std::process::Command::new(program);
     cmd.args(&opts.command[1..])
@@ -267,9 +267,8 @@ fn supervise(opts: &RunOptions, client: &Client, guard: &Guard, rx: &Receiver<Ev
             };
         },
     };
-    let grace = client.session_timeout().unwrap_or(opts.connection.session_timeout.unwrap_or(Duration::from_secs(10)));
     let mut watch =
-        LockWatch { path: opts.path.clone(), strict: opts.signal_on_suspend, grace, suspended_since: None, troubled };
+        LockWatch { path: opts.path.clone(), strict: opts.signal_on_suspend, suspended_since: None, troubled };
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
@@ -359,8 +358,6 @@ struct LockWatch {
     path: String,
     /// `--signal-on-suspend`: not safely held is lost.
     strict: bool,
-    /// How long a suspension may last (the session timeout).
-    grace: Duration,
     suspended_since: Option<Instant>,
     /// Set by the state-change callback on any state but Held.
     troubled: Arc<AtomicBool>,
@@ -385,31 +382,27 @@ impl LockWatch {
         if e.kind() != ErrorKind::ConnectionLoss {
             return Some(e.message().to_owned());
         }
-        let now = Instant::now();
-        let since = match self.suspended_since {
-            Some(s) => s,
-            None => {
-                self.suspended_since = Some(now);
-                if !self.strict {
-                    note!(
-                        "lock {}: {}; the command keeps running, but the lock counts as lost unless ZooKeeper \
-                         answers within {:?}",
-                        self.path,
-                        e.message(),
-                        self.grace
-                    );
-                }
-                now
-            },
-        };
+        if self.suspended_since.is_none() {
+            self.suspended_since = Some(Instant::now());
+            if !self.strict {
+                note!(
+                    "lock {}: {}; the command keeps running while the lock is still safely ours (until ZooKeeper \
+                     has not answered for nearly a session timeout)",
+                    self.path,
+                    e.message()
+                );
+            }
+        }
         if self.strict {
             return Some(format!("lock {} is not safely held (--signal-on-suspend): {}", self.path, e.message()));
         }
-        if now.duration_since(since) >= self.grace {
+        // The core's safety clock: past it, the server may have expired the
+        // session and granted the lock to another client.
+        if guard.safe_until().is_none_or(|until| Instant::now() >= until) {
             return Some(format!(
-                "lock {} counts as lost: ZooKeeper has not answered for a whole session timeout ({:?}), so the \
-                 session may have expired and the lock been granted to another client",
-                self.path, self.grace
+                "lock {} counts as lost: ZooKeeper has not answered for nearly a session timeout, so the session \
+                 may expire and the lock be granted to another client",
+                self.path
             ));
         }
         None
