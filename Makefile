@@ -190,6 +190,7 @@ test-python: deps python-install
 	$(CARGO) build --locked -p zklock-harness
 	$(PYVENV)/bin/python -m mypy.stubtest zklock._zklock
 	cd target && python-venv/bin/python -m mypy --strict -p zklock
+	$(PYVENV)/bin/python -m mypy --strict bindings/python/examples
 	set -o pipefail; $(PYVENV)/bin/python -m pytest bindings/python/tests 2>&1 | tee target/test-python.log
 
 # ---- Node package (bindings/node): zklock, napi-rs ---------------------------

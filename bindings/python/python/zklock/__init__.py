@@ -41,22 +41,22 @@ from types import TracebackType
 from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
 
 from . import _errors, _zklock
-from ._errors import (
-    Cancelled,
-    Closed,
-    ConnectionLoss,
-    InternalError,
-    InvalidArgument,
-    InvalidPath,
-    LockLost,
-    LockTimeout,
-    NotHeld,
-    SessionExpired,
-    WouldDeadlock,
-    ZkLockError,
-    ZooKeeperError,
-    error_class,
-)
+# `X as X`: an explicit re-export, which type checkers (mypy --strict)
+# follow; they do not follow the `__all__ +=` below.
+from ._errors import Cancelled as Cancelled
+from ._errors import Closed as Closed
+from ._errors import ConnectionLoss as ConnectionLoss
+from ._errors import InternalError as InternalError
+from ._errors import InvalidArgument as InvalidArgument
+from ._errors import InvalidPath as InvalidPath
+from ._errors import LockLost as LockLost
+from ._errors import LockTimeout as LockTimeout
+from ._errors import NotHeld as NotHeld
+from ._errors import SessionExpired as SessionExpired
+from ._errors import WouldDeadlock as WouldDeadlock
+from ._errors import ZkLockError as ZkLockError
+from ._errors import ZooKeeperError as ZooKeeperError
+from ._errors import error_class
 
 __all__ = [
     "Client",
