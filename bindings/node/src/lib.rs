@@ -80,31 +80,91 @@ pub fn error_codes() -> Vec<String> {
 // Promises settled from our own threads
 // ---------------------------------------------------------------------------
 
-/// Runs the blocking `work` on a new thread named `name` and returns a
-/// Promise that settles with its result on the JavaScript thread. A core
-/// error rejects through [`zk_error`]; a panic rejects with `INTERNAL`.
+/// Runs the blocking `work` on a thread of its own and returns a Promise
+/// that settles with its result on the JavaScript thread. A core error
+/// rejects through [`zk_error`]; a panic rejects with `INTERNAL`.
 ///
-/// One thread per call keeps long waits (an acquire may wait for hours) off
-/// libuv's thread pool, whose four threads also serve `fs` and `dns`.
+/// A thread per call in progress keeps long waits (an acquire may wait for
+/// hours) off libuv's thread pool, whose four threads also serve `fs` and
+/// `dns`. The threads come from [`run_on_call_thread`], which reuses idle
+/// ones: starting a thread for every short call cost more than the call.
 fn spawn_promise<T, F>(env: &Env, name: &str, work: F) -> napi::Result<JsObject>
 where
     T: ToNapiValue + Send + 'static,
     F: FnOnce() -> core::Result<T> + Send + 'static,
 {
     let (deferred, promise) = env.create_deferred()?;
-    let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+    let what = name.to_owned();
+    let spawned = run_on_call_thread(Box::new(move || {
         let result = catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| {
-            Err(core::Error::new(core::ErrorKind::Internal, "a zklock call panicked (a bug in zklock)"))
+            Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
         });
         deferred.resolve(move |env: Env| match result {
             Ok(v) => Ok(v),
             Err(e) => Err(zk_error(&env, &e)),
         });
-    });
+    }));
     match spawned {
         Ok(_) => Ok(promise),
         Err(e) => Err(zk_error(env, &core::Error::new(core::ErrorKind::Internal, format!("cannot start a thread: {e}")))),
     }
+}
+
+type CallJob = Box<dyn FnOnce() + Send>;
+
+/// How long a call thread waits for another call before it ends.
+const CALL_THREAD_IDLE: Duration = Duration::from_secs(30);
+
+/// Call threads waiting for work: an id and where to send the job.
+static IDLE_CALL_THREADS: std::sync::Mutex<Vec<(u64, std::sync::mpsc::Sender<CallJob>)>> =
+    std::sync::Mutex::new(Vec::new());
+static NEXT_CALL_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Runs `job` on an idle call thread, or on a new one (named
+/// `zklock-call`) if none is idle. There are as many threads as calls in
+/// progress; each ends after [`CALL_THREAD_IDLE`] without work.
+fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
+    let idle = IDLE_CALL_THREADS.lock().ok().and_then(|mut v| v.pop());
+    if let Some((_, tx)) = idle {
+        // Popped under the lock, so that thread cannot end before it gets
+        // this job (see below): the send cannot fail.
+        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
+            return run_on_call_thread(job);
+        }
+        return Ok(());
+    }
+    std::thread::Builder::new().name("zklock-call".into()).spawn(move || {
+        let id = NEXT_CALL_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut job = job;
+        loop {
+            job();
+            let (tx, rx) = std::sync::mpsc::channel::<CallJob>();
+            match IDLE_CALL_THREADS.lock() {
+                Ok(mut idle) => idle.push((id, tx)),
+                Err(_) => return,
+            }
+            job = match rx.recv_timeout(CALL_THREAD_IDLE) {
+                Ok(j) => j,
+                Err(_) => {
+                    // Leave only if no caller took our sender meanwhile;
+                    // one that did is about to send a job: wait for it.
+                    let still_idle = IDLE_CALL_THREADS.lock().map(|mut idle| {
+                        let before = idle.len();
+                        idle.retain(|(i, _)| *i != id);
+                        idle.len() != before
+                    });
+                    if still_idle.unwrap_or(true) {
+                        return;
+                    }
+                    match rx.recv() {
+                        Ok(j) => j,
+                        Err(_) => return,
+                    }
+                },
+            };
+        }
+    })?;
+    Ok(())
 }
 
 /// Milliseconds from JavaScript as a duration: `None` stays `None`,
