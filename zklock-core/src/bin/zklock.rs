@@ -210,6 +210,19 @@ fn print_stdout(text: &str) -> i32 {
     exit::OK
 }
 
+/// The hosts (from `--hosts` or `ZKLOCK_HOSTS`) once they and the lock
+/// `path` are valid; otherwise the usage error's exit code (64), printed.
+pub(crate) fn checked_target(c: &args::Connection, path: &str) -> Result<String, i32> {
+    let hosts = c.hosts().map_err(|u| usage_error(&u.0))?;
+    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
+        return Err(usage_error(&format!("invalid ZooKeeper hosts: {}", e.message())));
+    }
+    if let Err(e) = zklock_core::validate_lock_path(path) {
+        return Err(usage_error(e.message()));
+    }
+    Ok(hosts)
+}
+
 /// Reports a usage error; returns 64.
 pub(crate) fn usage_error(message: &str) -> i32 {
     note!("{message}");

@@ -9,16 +9,10 @@ use crate::exit;
 
 /// Runs `zklock list` and returns the exit code.
 pub(crate) fn list(opts: ListOptions) -> i32 {
-    let hosts = match opts.connection.hosts() {
+    let hosts = match crate::checked_target(&opts.connection, &opts.path) {
         Ok(h) => h,
-        Err(u) => return crate::usage_error(&u.0),
+        Err(code) => return code,
     };
-    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
-        return crate::usage_error(&format!("invalid ZooKeeper hosts: {}", e.message()));
-    }
-    if let Err(e) = zklock_core::validate_lock_path(&opts.path) {
-        return crate::usage_error(e.message());
-    }
     let client = match Client::connect(crate::connect_options(&opts.connection, &hosts).0) {
         Ok(c) => c,
         Err(e) => return crate::connect_error(&hosts, &e),

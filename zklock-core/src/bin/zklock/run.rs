@@ -29,16 +29,10 @@ enum Event {
 
 /// Runs `zklock run` and returns the exit code.
 pub(crate) fn run(opts: RunOptions) -> i32 {
-    let hosts = match opts.connection.hosts() {
+    let hosts = match crate::checked_target(&opts.connection, &opts.path) {
         Ok(h) => h,
-        Err(u) => return crate::usage_error(&u.0),
+        Err(code) => return code,
     };
-    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
-        return crate::usage_error(&format!("invalid ZooKeeper hosts: {}", e.message()));
-    }
-    if let Err(e) = zklock_core::validate_lock_path(&opts.path) {
-        return crate::usage_error(e.message());
-    }
     let options = match &opts.data {
         None => LockOptions::default(),
         Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),
