@@ -370,10 +370,13 @@ fn run_one(
     log: &Path,
     obs: &Observer,
 ) -> R<Value> {
-    let mut d = Driver::start(imp, sc, hosts, path, log)?;
     if sc.family != "herd" {
-        return d.result();
+        return Driver::start(imp, sc, hosts, path, log)?.result();
     }
+    // Herd: the driver talks through a proxy that counts the watch
+    // notifications the server really sends.
+    let proxy = zklock_harness::Proxy::start(obs.addr).map_err(err)?;
+    let mut d = Driver::start(imp, sc, &proxy.addr().to_string(), path, log)?;
     let rounds = sc
         .params
         .iter()
@@ -399,10 +402,17 @@ fn run_one(
             json!({ "node": node, "total": on_node.len() + on_parent.len(), "to_waiters": waiters,
             "on_node": on_node.len(), "on_parent": on_parent.len() }),
         );
+        let before = proxy.notifications();
         d.send("release")?;
         let ev = d.next()?;
         if ev.get("event").and_then(Value::as_str) != Some("granted") {
             return Err(format!("expected granted, got {ev}"));
+        }
+        // Anything else the release set off has arrived by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = proxy.notifications() - before;
+        if let Some(last) = notes.last_mut().and_then(Value::as_object_mut) {
+            last.insert("sent".into(), json!(sent));
         }
     }
     d.send("quit")?;
