@@ -38,38 +38,21 @@ def _window(p):
     return start + p.get("warmup_ms", 500) / 1e3, start + p.get("duration_ms", 3000) / 1e3
 
 
-def throughput(b, hosts, path, p, independent):
-    sessions = max(1, p.get("sessions", 2))
-    waiters = max(1, p.get("waiters", sessions))
-    clients = [b.connect(hosts) for _ in range(sessions)]
-    mx = threading.Lock()
-    inside = [0] * (waiters if independent else 1)
-    stats = {"violations": 0}
-    per = [0] * waiters
+def _run_workers(b, clients, n, p, setup, body):
+    """Runs ``body(i, state, frm, end) -> count`` on n threads that start
+    together (``state = setup(i)``, made before the start); closes the
+    clients. Returns (per-thread counts, measured window in seconds)."""
+    per = [0] * n
     errors = []
-    barrier = threading.Barrier(waiters + 1)
+    barrier = threading.Barrier(n + 1)
     win = []
 
     def worker(i):
         try:
-            slot = i if independent else 0
-            lock = b.lock(clients[i % sessions], f"{path}/{i}" if independent else path, "mutex")
+            state = setup(i)
             barrier.wait()
             frm, end = win[0]
-            n = 0
-            while time.perf_counter() < end:
-                lock.acquire()
-                with mx:
-                    inside[slot] += 1
-                    if inside[slot] != 1:
-                        stats["violations"] += 1
-                now = time.perf_counter()
-                if frm <= now < end:
-                    n += 1
-                with mx:
-                    inside[slot] -= 1
-                lock.release()
-            per[i] = n
+            per[i] = body(i, state, frm, end)
         except BaseException as e:  # reported below
             errors.append(repr(e))
             try:
@@ -78,62 +61,6 @@ def throughput(b, hosts, path, p, independent):
                 pass
 
     threading.stack_size(512 * 1024)
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(waiters)]
-    for t in threads:
-        t.start()
-    win.append(_window(p))
-    barrier.wait()
-    for t in threads:
-        t.join()
-    if errors:
-        raise RuntimeError(errors[0])
-    for s in clients:
-        b.close(s)
-    frm, end = win[0]
-    return {"grants": sum(per), "per_worker": per, "violations": stats["violations"], "window_s": end - frm}
-
-
-def rw(b, hosts, path, p):
-    readers, writers = p.get("readers", 8), p.get("writers", 2)
-    hold = p.get("hold_us", 1000) / 1e6
-    n = readers + writers
-    clients = [b.connect(hosts) for _ in range(n)]
-    mx = threading.Lock()
-    state = [0, 0]
-    stats = {"violations": 0}
-    per = [0] * n
-    errors = []
-    barrier = threading.Barrier(n + 1)
-    win = []
-
-    def worker(i):
-        try:
-            writer = i >= readers
-            lock = b.lock(clients[i], path, "write" if writer else "read")
-            barrier.wait()
-            frm, end = win[0]
-            k = 0
-            while time.perf_counter() < end:
-                lock.acquire()
-                with mx:
-                    state[1 if writer else 0] += 1
-                    if state[1] > 1 or (state[1] == 1 and state[0] > 0):
-                        stats["violations"] += 1
-                now = time.perf_counter()
-                if frm <= now < end:
-                    k += 1
-                time.sleep(hold)
-                with mx:
-                    state[1 if writer else 0] -= 1
-                lock.release()
-            per[i] = k
-        except BaseException as e:
-            errors.append(repr(e))
-            try:
-                barrier.abort()
-            except Exception:
-                pass
-
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
@@ -146,9 +73,75 @@ def rw(b, hosts, path, p):
     for s in clients:
         b.close(s)
     frm, end = win[0]
+    return per, end - frm
+
+
+def throughput(b, hosts, path, p, independent):
+    sessions = max(1, p.get("sessions", 2))
+    waiters = max(1, p.get("waiters", sessions))
+    clients = [b.connect(hosts) for _ in range(sessions)]
+    mx = threading.Lock()
+    inside = [0] * (waiters if independent else 1)
+    stats = {"violations": 0}
+
+    def setup(i):
+        return b.lock(clients[i % sessions], f"{path}/{i}" if independent else path, "mutex")
+
+    def body(i, lock, frm, end):
+        slot = i if independent else 0
+        n = 0
+        while time.perf_counter() < end:
+            lock.acquire()
+            with mx:
+                inside[slot] += 1
+                if inside[slot] != 1:
+                    stats["violations"] += 1
+            now = time.perf_counter()
+            if frm <= now < end:
+                n += 1
+            with mx:
+                inside[slot] -= 1
+            lock.release()
+        return n
+
+    per, window = _run_workers(b, clients, waiters, p, setup, body)
+    return {"grants": sum(per), "per_worker": per, "violations": stats["violations"], "window_s": window}
+
+
+def rw(b, hosts, path, p):
+    readers, writers = p.get("readers", 8), p.get("writers", 2)
+    hold = p.get("hold_us", 1000) / 1e6
+    n = readers + writers
+    clients = [b.connect(hosts) for _ in range(n)]
+    mx = threading.Lock()
+    state = [0, 0]
+    stats = {"violations": 0}
+
+    def setup(i):
+        return b.lock(clients[i], path, "write" if i >= readers else "read")
+
+    def body(i, lock, frm, end):
+        writer = i >= readers
+        k = 0
+        while time.perf_counter() < end:
+            lock.acquire()
+            with mx:
+                state[1 if writer else 0] += 1
+                if state[1] > 1 or (state[1] == 1 and state[0] > 0):
+                    stats["violations"] += 1
+            now = time.perf_counter()
+            if frm <= now < end:
+                k += 1
+            time.sleep(hold)
+            with mx:
+                state[1 if writer else 0] -= 1
+            lock.release()
+        return k
+
+    per, window = _run_workers(b, clients, n, p, setup, body)
     r, w = sum(per[:readers]), sum(per[readers:])
     return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"],
-            "window_s": end - frm}
+            "window_s": window}
 
 
 def herd(b, hosts, path, p):
