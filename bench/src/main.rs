@@ -11,6 +11,7 @@
 //! `results.md` and `latency.svg` under `--out` (default
 //! `bench/results/<date>`). See `bench/README.md`.
 
+mod raw;
 mod report;
 
 use std::collections::{BTreeMap, HashMap};
@@ -553,18 +554,7 @@ fn run() -> R<()> {
             .map_err(|e| format!("ZooKeeper: {e}"))?;
         let hosts = cluster.connect_string();
         // A worker thread keeps the observer's session alive between reads.
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let zk = rt
-            .block_on(
-                zk::Client::connector()
-                    .with_session_timeout(Duration::from_secs(30))
-                    .connect(&hosts),
-            )
-            .map_err(err)?;
+        let (rt, zk) = raw::connect(&hosts, Duration::from_secs(30), true)?;
         let obs = Observer {
             rt,
             zk,

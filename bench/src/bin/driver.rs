@@ -23,6 +23,9 @@ use serde_json::{json, Value};
 use zklock_core::{Client, ClientOptions};
 use zookeeper_client as zk;
 
+#[path = "../raw.rs"]
+mod raw;
+
 type R<T> = Result<T, String>;
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -59,17 +62,7 @@ struct Raw {
 
 impl Raw {
     fn connect(hosts: &str) -> R<Raw> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let zk = rt
-            .block_on(
-                zk::Client::connector()
-                    .with_session_timeout(Duration::from_secs(10))
-                    .connect(hosts),
-            )
-            .map_err(err)?;
+        let (rt, zk) = raw::connect(hosts, Duration::from_secs(10), false)?;
         Ok(Raw { rt, zk })
     }
 
@@ -134,18 +127,7 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
         // waited for from the calling thread (as zklock's blocking API
         // does): `hop1` one hand-over per cycle, `hop3` one per request.
         let per_op = p.str("impl", "") == "hop3";
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let zk = rt
-            .block_on(
-                zk::Client::connector()
-                    .with_session_timeout(Duration::from_secs(10))
-                    .connect(hosts),
-            )
-            .map_err(err)?;
+        let (rt, zk) = raw::connect(hosts, Duration::from_secs(10), true)?;
         let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
         let _ = rt.block_on(zk.mkdir(path, &opts));
         let hop = |f: std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + Send>>| -> R<()> {
