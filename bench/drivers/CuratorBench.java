@@ -138,18 +138,28 @@ public final class CuratorBench {
             t.start();
             threads.add(t);
         }
+        double w = runWorkers(threads, barrier, window, failure, clients);
+        long total = 0;
+        for (long n : per) total += n;
+        return "{\"grants\":" + total + ",\"per_worker\":" + list(per) + ",\"violations\":" + violations.get()
+            + ",\"window_s\":" + w + "}";
+    }
+
+    /**
+     * Sets the measuring window (after the warm-up), lets the started worker
+     * threads through the barrier, waits for them, rethrows a worker's failure
+     * and closes the clients. Returns the window in seconds.
+     */
+    static double runWorkers(List<Thread> threads, CyclicBarrier barrier, long[] window, Throwable[] failure,
+                             List<CuratorFramework> clients) throws Exception {
         long start = System.nanoTime();
         window[0] = start + num("warmup_ms", 500) * 1_000_000L;
         window[1] = start + num("duration_ms", 3000) * 1_000_000L;
         barrier.await();
         for (Thread t : threads) t.join();
         if (failure[0] != null) throw new RuntimeException(failure[0]);
-        long total = 0;
-        for (long n : per) total += n;
         for (CuratorFramework c : clients) c.close();
-        double w = (window[1] - window[0]) / 1e9;
-        return "{\"grants\":" + total + ",\"per_worker\":" + list(per) + ",\"violations\":" + violations.get()
-            + ",\"window_s\":" + w + "}";
+        return (window[1] - window[0]) / 1e9;
     }
 
     static String rw(String hosts, String path) throws Exception {
@@ -198,18 +208,11 @@ public final class CuratorBench {
             t.start();
             threads.add(t);
         }
-        long start = System.nanoTime();
-        window[0] = start + num("warmup_ms", 500) * 1_000_000L;
-        window[1] = start + num("duration_ms", 3000) * 1_000_000L;
-        barrier.await();
-        for (Thread t : threads) t.join();
-        if (failure[0] != null) throw new RuntimeException(failure[0]);
+        double win = runWorkers(threads, barrier, window, failure, clients);
         long r = 0, w = 0;
         for (int i = 0; i < n; i++) {
             if (i >= readers) w += per[i]; else r += per[i];
         }
-        for (CuratorFramework c : clients) c.close();
-        double win = (window[1] - window[0]) / 1e9;
         return "{\"read_grants\":" + r + ",\"write_grants\":" + w + ",\"grants\":" + (r + w) + ",\"violations\":"
             + violations.get() + ",\"window_s\":" + win + "}";
     }
