@@ -15,8 +15,9 @@
 //!   controls (`kill`, `freeze`, `resume`, `stop`, `restart`, ...). Dropping a
 //!   `Cluster` kills and reaps every server and removes the directories.
 //! * [`Proxy`] / [`ProxyGroup`]: a TCP proxy in front of a server with
-//!   switchable faults: blackhole, heal, drop every connection, and "execute
-//!   the next create on the server but drop its reply".
+//!   switchable faults: blackhole, heal, drop every connection, "execute
+//!   the next create on the server but drop its reply", and "hold a
+//!   connection's replies from the next create's reply on, until released".
 //! * [`four_letter_word`]: send a ZooKeeper four-letter word (`srvr`, `wchc`, ...)
 //!   to any address.
 //!

@@ -37,8 +37,9 @@ const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long closing a connection waits for its pumps to exit.
 const CLOSE_WAIT: Duration = Duration::from_secs(3);
 
-/// ZooKeeper request types whose reply `drop_next_create_reply` drops:
-/// create, create2, createContainer, createTTL.
+/// ZooKeeper request types whose reply `drop_next_create_reply` drops (and
+/// whose reply starts `hold_replies_from_next_create`): create, create2,
+/// createContainer, createTTL.
 const CREATE_TYPES: [i32; 4] = [1, 15, 19, 21];
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -108,6 +109,13 @@ struct Conn {
     /// xid of a forwarded create whose reply must be dropped, and whether
     /// to blackhole the proxy when it is.
     drop_xid: Mutex<Option<(i32, bool)>>,
+    /// xid of a forwarded create whose reply starts holding replies.
+    hold_xid: Mutex<Option<(i32, ())>>,
+    /// `Some` while server→client frames are held: the held frames (with
+    /// their length prefix), oldest first. Checked and filled by the
+    /// server→client pump, emptied by `release_held_replies`, under this
+    /// lock, so that frames reach the client in order.
+    held: Mutex<Option<Vec<Vec<u8>>>>,
     done: Arc<Done>,
 }
 
@@ -147,6 +155,8 @@ struct Inner {
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
+    /// One-shot: hold replies from the reply to the next create on.
+    hold_armed: AtomicBool,
     registry: Mutex<Registry>,
 }
 
@@ -177,6 +187,11 @@ impl Inner {
         }
     }
 
+    /// The open connections, at this instant.
+    fn conns(&self) -> Vec<Arc<Conn>> {
+        lock(&self.registry).conns.values().cloned().collect()
+    }
+
     /// Registers a connection and starts its pumps.
     fn add_conn(self: &Arc<Self>, client: TcpStream, server: Option<TcpStream>) {
         let pumps = if server.is_some() { 2 } else { 1 };
@@ -200,6 +215,8 @@ impl Inner {
             closing: AtomicBool::new(false),
             raw: AtomicBool::new(false),
             drop_xid: Mutex::new(None),
+            hold_xid: Mutex::new(None),
+            held: Mutex::new(None),
             done,
         });
         reg.conns.insert(conn.id, Arc::clone(&conn));
@@ -401,12 +418,26 @@ fn forward_frames(
                     }
                 }
                 Dir::ToClient => {
-                    if body.get(..4) == Some(&NOTIFICATION_XID.to_be_bytes()[..]) {
+                    let xid = reply_xid(body);
+                    if xid == Some(NOTIFICATION_XID) {
                         inner.notifications.fetch_add(1, Ordering::SeqCst);
                     }
-                    if let Some(then_blackhole) = reply_is_dropped(conn, body) {
+                    if let Some(then_blackhole) =
+                        xid.and_then(|x| take_reply_slot(&conn.drop_xid, x))
+                    {
                         drop_at = Some(then_blackhole);
                         break;
+                    }
+                    let frame_end = end + 4 + len;
+                    if hold_frame(conn, &buf[end..frame_end], xid) {
+                        // Forward what came before, keep the held frame out.
+                        if write_fully(conn, dst, &buf[..end]).is_err() {
+                            conn.abort();
+                            return Step::Stop;
+                        }
+                        buf.drain(..frame_end);
+                        end = 0;
+                        continue;
                     }
                 }
             }
@@ -446,19 +477,27 @@ fn take_delay(inner: &Inner, body: &[u8]) -> Option<Duration> {
     }
 }
 
+/// `(xid, path)` of a create request body (one of [`CREATE_TYPES`]; the path
+/// is `None` if it cannot be parsed), `None` for any other request.
+fn create_request(body: &[u8]) -> Option<(i32, Option<&[u8]>)> {
+    let xid = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
+    let typ = i32::from_be_bytes(body.get(4..8)?.try_into().ok()?);
+    CREATE_TYPES
+        .contains(&typ)
+        .then(|| (xid, parse_jute_string(&body[8..])))
+}
+
 /// Arms the connection's reply drop if `body` is a create request matching
-/// the armed fault (consuming the arm). True if the request must be sent
-/// twice.
+/// the armed fault (consuming the arm), and its reply hold if one is armed.
+/// True if the request must be sent twice.
 fn inspect_request(inner: &Inner, conn: &Conn, body: &[u8]) -> bool {
-    if body.len() < 8 {
+    let Some((xid, path)) = create_request(body) else {
         return false;
+    };
+    // Set before the request is forwarded, so before its reply can come.
+    if inner.hold_armed.swap(false, Ordering::SeqCst) {
+        *lock(&conn.hold_xid) = Some((xid, ()));
     }
-    let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-    let typ = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-    if !CREATE_TYPES.contains(&typ) {
-        return false;
-    }
-    let path = parse_jute_string(&body[8..]);
     let mut arm = lock(&inner.arm);
     match arm.take() {
         Some(a) if a.matches(path) => {
@@ -479,19 +518,38 @@ fn parse_jute_string(b: &[u8]) -> Option<&[u8]> {
     b.get(4..4 + len)
 }
 
-/// `Some(then_blackhole)` if this reply is the one to drop.
-fn reply_is_dropped(conn: &Conn, body: &[u8]) -> Option<bool> {
-    if body.len() < 4 {
-        return None;
+/// The xid of a server→client frame body (a reply, or -1 for a watch
+/// notification).
+fn reply_xid(body: &[u8]) -> Option<i32> {
+    Some(i32::from_be_bytes(body.get(..4)?.try_into().ok()?))
+}
+
+/// If `slot` waits for the reply with this `xid` (a create's xid stored by
+/// [`inspect_request`]), empties it and returns what was stored with it.
+fn take_reply_slot<T>(slot: &Mutex<Option<(i32, T)>>, xid: i32) -> Option<T> {
+    let mut want = lock(slot);
+    if want.as_ref().is_some_and(|(x, _)| *x == xid) {
+        want.take().map(|(_, v)| v)
+    } else {
+        None
     }
-    let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-    let mut want = lock(&conn.drop_xid);
-    match *want {
-        Some((x, then_blackhole)) if x == xid => {
-            *want = None;
-            Some(then_blackhole)
+}
+
+/// Queues `frame` (length prefix included, reply `xid`) on the
+/// connection's held replies if it is holding, or if it is the reply that
+/// starts holding. False if the frame must be forwarded.
+fn hold_frame(conn: &Conn, frame: &[u8], xid: Option<i32>) -> bool {
+    // Lock order: `held`, then `hold_xid` (as in `release_held_replies`).
+    let mut held = lock(&conn.held);
+    if held.is_none() && xid.is_some_and(|x| take_reply_slot(&conn.hold_xid, x).is_some()) {
+        *held = Some(Vec::new());
+    }
+    match held.as_mut() {
+        Some(frames) => {
+            frames.push(frame.to_vec());
+            true
         }
-        _ => None,
+        None => false,
     }
 }
 
@@ -557,8 +615,10 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
 ///   and sockets stay open, so clients see a silent peer.
 ///   [`heal`](Proxy::heal) closes those connections and returns to pass.
 ///
-/// One-shot faults: [`drop_connections`](Proxy::drop_connections) and
-/// [`drop_next_create_reply`](Proxy::drop_next_create_reply).
+/// One-shot faults: [`drop_connections`](Proxy::drop_connections),
+/// [`drop_next_create_reply`](Proxy::drop_next_create_reply) (and its
+/// variants), [`delay_next_request`](Proxy::delay_next_request) and
+/// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create).
 ///
 /// # Threads
 ///
@@ -603,6 +663,7 @@ impl Proxy {
             notifications: AtomicU64::new(0),
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
+            hold_armed: AtomicBool::new(false),
             registry: Mutex::new(Registry::default()),
         });
         let accept_listener = listener.try_clone()?;
@@ -731,6 +792,78 @@ impl Proxy {
     /// has held so far (counted once forwarded).
     pub fn delayed(&self) -> u64 {
         self.inner.delayed.load(Ordering::SeqCst)
+    }
+
+    /// Arms a one-shot fault: when the reply to the next create request
+    /// (same request types and xid matching as
+    /// [`drop_next_create_reply`](Proxy::drop_next_create_reply)) on any
+    /// connection comes from the server, that reply and every later
+    /// server→client frame of that connection (replies, notifications,
+    /// pings) are held in the proxy, in order, instead of being forwarded,
+    /// until [`release_held_replies`](Proxy::release_held_replies).
+    /// Client→server traffic keeps flowing.
+    ///
+    /// The create is the next one sent after this call (a create inside a
+    /// `multi` does not count); arming again before it is sent has no extra
+    /// effect. [`held_replies`](Proxy::held_replies) tells when the create's
+    /// reply is held. If the connection closes (client, server,
+    /// [`heal`](Proxy::heal), [`drop_connections`](Proxy::drop_connections)),
+    /// its held frames are discarded with it.
+    pub fn hold_replies_from_next_create(&self) {
+        self.inner.hold_armed.store(true, Ordering::SeqCst);
+    }
+
+    /// How many server→client frames are held right now by
+    /// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create),
+    /// over every open connection: 0 before the create's reply arrives, then
+    /// at least 1 (the create's reply) until
+    /// [`release_held_replies`](Proxy::release_held_replies).
+    pub fn held_replies(&self) -> u64 {
+        self.inner
+            .conns()
+            .iter()
+            .map(|c| lock(&c.held).as_ref().map_or(0, |f| f.len() as u64))
+            .sum()
+    }
+
+    /// Ends holding: writes every held frame to its client now, in order,
+    /// and lets later frames flow normally; also disarms a
+    /// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create)
+    /// that has not fired yet. Returns the number of frames written, once
+    /// they are written (they are then in the client's socket buffer, even
+    /// if the client process is stopped: the kernel buffers them).
+    ///
+    /// On a blackholed connection ([`blackhole`](Proxy::blackhole) was
+    /// called before) nothing flows: its held frames are discarded, not
+    /// written. A connection whose client cannot take the frames (write
+    /// error) is closed like on any forwarding error.
+    ///
+    /// # Threads
+    ///
+    /// Blocking while writing; the connection's server→client pump waits
+    /// meanwhile, so frames arriving from the server during the release are
+    /// written after the held ones.
+    pub fn release_held_replies(&self) -> u64 {
+        self.inner.hold_armed.store(false, Ordering::SeqCst);
+        let mut written = 0;
+        for conn in self.inner.conns() {
+            let mut held = lock(&conn.held);
+            *lock(&conn.hold_xid) = None;
+            let Some(frames) = held.take() else {
+                continue;
+            };
+            if conn.blackholed.load(Ordering::SeqCst) {
+                continue;
+            }
+            for frame in &frames {
+                if write_fully(&conn, &conn.client, frame).is_err() {
+                    conn.abort();
+                    break;
+                }
+                written += 1;
+            }
+        }
+        written
     }
 
     /// How many create replies this proxy has dropped so far.
@@ -875,6 +1008,25 @@ impl ProxyGroup {
     /// one was armed.
     pub fn disarm_drop_create_reply(&self) -> bool {
         lock(&self.arm).take().is_some()
+    }
+
+    /// [`Proxy::hold_replies_from_next_create`] on every proxy (each proxy
+    /// holds from the next create it sees).
+    pub fn hold_replies_from_next_create(&self) {
+        self.proxies
+            .iter()
+            .for_each(Proxy::hold_replies_from_next_create);
+    }
+
+    /// Total [`Proxy::held_replies`] of the group's proxies.
+    pub fn held_replies(&self) -> u64 {
+        self.proxies.iter().map(Proxy::held_replies).sum()
+    }
+
+    /// [`Proxy::release_held_replies`] on every proxy; returns the total
+    /// number of frames written.
+    pub fn release_held_replies(&self) -> u64 {
+        self.proxies.iter().map(Proxy::release_held_replies).sum()
     }
 
     /// Total replies dropped by the group's proxies.

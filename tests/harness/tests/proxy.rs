@@ -234,3 +234,88 @@ fn proxy_drop_closes_connections() {
     assert!(common::closed_without_data(&mut s2));
     assert!(TcpStream::connect(addr).is_err(), "listener still open");
 }
+
+#[test]
+fn hold_replies_from_next_create_then_release() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let direct = c.client_addr(0);
+    let (mut s, _) = common::session(p.addr(), T).expect("session");
+
+    p.hold_replies_from_next_create();
+    // Requests before the create are answered normally.
+    assert_eq!(
+        common::call(&mut s, &common::exists_request(1, "/"))
+            .expect("exists")
+            .2,
+        0
+    );
+    assert_eq!(p.held_replies(), 0);
+
+    // create + getChildren back to back: the server answers both, the
+    // client gets neither.
+    let mut both = common::create_request(2, "/held");
+    both.extend(common::get_children_request(3, "/"));
+    s.write_all(&both).expect("write create + getChildren");
+    assert!(wait_until(|| p.held_replies() >= 2), "replies not held");
+    assert_eq!(common::exists(direct, "/held"), 0, "create not executed");
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    assert!(common::read_times_out(&mut s), "a held reply leaked");
+    // Requests keep flowing to the server while replies are held.
+    s.write_all(&common::create_request(4, "/held2"))
+        .expect("write");
+    assert!(wait_until(|| common::exists(direct, "/held2") == 0));
+    assert!(wait_until(|| p.held_replies() == 3));
+
+    // Release: every reply, in order.
+    assert_eq!(p.release_held_replies(), 3);
+    assert_eq!(p.held_replies(), 0);
+    s.set_read_timeout(Some(T)).expect("timeout");
+    let (xid, _, err) = common::reply_header(&common::read_frame(&mut s).expect("create reply"));
+    assert_eq!((xid, err), (2, 0));
+    let list = common::read_frame(&mut s).expect("getChildren reply");
+    assert_eq!(common::reply_header(&list).0, 3);
+    assert!(common::children(&list).contains(&"held".to_string()));
+    let (xid, _, err) = common::reply_header(&common::read_frame(&mut s).expect("create reply"));
+    assert_eq!((xid, err), (4, 0));
+    // Later replies flow normally (one-shot).
+    assert_eq!(
+        common::call(&mut s, &common::create_request(5, "/held3"))
+            .expect("create")
+            .2,
+        0
+    );
+
+    // Release, then blackhole: the released reply is delivered, then
+    // nothing flows either way.
+    p.hold_replies_from_next_create();
+    s.write_all(&common::create_request(6, "/held4"))
+        .expect("write");
+    assert!(wait_until(|| p.held_replies() == 1));
+    assert_eq!(p.release_held_replies(), 1);
+    p.blackhole();
+    assert_eq!(
+        common::reply_header(&common::read_frame(&mut s).expect("released reply")).0,
+        6
+    );
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    s.write_all(&common::exists_request(7, "/")).expect("write");
+    assert!(common::read_times_out(&mut s));
+    p.heal();
+
+    // The group forwards to its proxies; release without arming is a no-op.
+    let g = ProxyGroup::for_cluster(&c).expect("group");
+    assert_eq!(g.release_held_replies(), 0);
+    g.hold_replies_from_next_create();
+    let (mut s, _) = common::session(g.proxies()[0].addr(), T).expect("session");
+    s.write_all(&common::create_request(1, "/held5"))
+        .expect("write");
+    assert!(wait_until(|| g.held_replies() == 1));
+    assert_eq!(g.release_held_replies(), 1);
+    assert_eq!(
+        common::reply_header(&common::read_frame(&mut s).expect("reply")).0,
+        1
+    );
+}

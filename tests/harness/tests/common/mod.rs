@@ -96,6 +96,35 @@ pub fn exists_request(xid: i32, path: &str) -> Vec<u8> {
     frame(&b)
 }
 
+/// getChildren (type 8) of `path`, no watch.
+pub fn get_children_request(xid: i32, path: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_i32(&mut b, xid);
+    put_i32(&mut b, 8);
+    put_str(&mut b, path);
+    b.push(0);
+    frame(&b)
+}
+
+/// The child names of a getChildren reply body (after its header).
+pub fn children(body: &[u8]) -> Vec<String> {
+    let mut rest = &body[16..];
+    let take_i32 = |r: &mut &[u8]| {
+        let v = i32::from_be_bytes(r[..4].try_into().expect("4 bytes"));
+        *r = &r[4..];
+        v
+    };
+    let n = take_i32(&mut rest);
+    (0..n)
+        .map(|_| {
+            let len = take_i32(&mut rest) as usize;
+            let name = String::from_utf8_lossy(&rest[..len]).into_owned();
+            rest = &rest[len..];
+            name
+        })
+        .collect()
+}
+
 /// (xid, zxid, err) of a reply body.
 pub fn reply_header(body: &[u8]) -> (i32, i64, i32) {
     assert!(body.len() >= 16, "short reply: {body:?}");
