@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use zookeeper_client as zk;
 
+use crate::clock::SafetyClock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
@@ -125,11 +126,9 @@ pub(crate) struct Session {
     pub(crate) id: i64,
     /// The negotiated session timeout.
     pub(crate) timeout: Duration,
-    base: Instant,
-    /// Nanoseconds after `base` at which the latest request that the server
-    /// answered was sent.
-    last_ack_sent: AtomicU64,
-    acked: Notify,
+    /// Until when the session is surely alive on the leader; moved only by
+    /// the heartbeat's sync replies (see `clock.rs`).
+    pub(crate) clock: SafetyClock,
 }
 
 impl Session {
@@ -148,24 +147,16 @@ impl Session {
         self.states.peek_state()
     }
 
-    /// Records that a request sent at `sent` was answered by the server.
-    pub(crate) fn ack(&self, sent: Instant) {
-        let nanos = sent.saturating_duration_since(self.base).as_nanos() as u64;
-        self.last_ack_sent.fetch_max(nanos, Ordering::AcqRel);
-        self.acked.notify_waiters();
-    }
-
-    /// Until when a lock held by this session is safely ours: the send time
-    /// of the latest answered request plus the session timeout, minus a
-    /// margin of a tenth of it for clock-rate drift (protocol section 5).
+    /// Until when a lock held by this session is safely ours (protocol
+    /// section 5; see `clock.rs` for what moves it).
     pub(crate) fn safe_until(&self) -> Instant {
-        let sent = self.base + Duration::from_nanos(self.last_ack_sent.load(Ordering::Acquire));
-        sent + self.timeout - self.timeout / 10
+        self.clock.safe_until()
     }
 
-    /// Resolves at the next answered request (used to leave Suspended).
+    /// Resolves the next time the safety clock moves forward (used to
+    /// leave Suspended).
     pub(crate) async fn next_ack(&self) {
-        self.acked.notified().await
+        self.clock.advanced().await
     }
 
     /// Waits until the session is connected. Fails with `SessionExpired`
@@ -304,6 +295,9 @@ impl Shared {
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
+        // The server creates the session after this instant: the safety
+        // clock may count from here, never from the connect's answer.
+        let connect_began = Instant::now();
         let connect = connector.connect(hosts);
         let zk = match tokio::time::timeout(options.connect_timeout, connect).await {
             Err(_) => {
@@ -315,35 +309,45 @@ impl Shared {
             Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
             Ok(Ok(zk)) => zk,
         };
-        let base = Instant::now();
         let session = Arc::new(Session {
             states: zk.state_watcher(),
             id: zk.session_id().0,
             timeout: zk.session_timeout(),
+            clock: SafetyClock::new(connect_began, zk.session_timeout()),
             zk: Mutex::new(Some(zk)),
-            base,
-            last_ack_sent: AtomicU64::new(0),
-            acked: Notify::new(),
         });
         Ok(session)
     }
 
-    /// Keeps the safety clock of `session` fresh: one cheap read every sixth
-    /// of the session timeout, each given a third of it to answer.
+    /// Keeps the safety clock of `session` fresh: a `sync` every eighth of
+    /// the session timeout (at once after a reconnect), each given a third
+    /// of it to answer. Only these replies move the clock (`clock.rs`).
     async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
-        let every = session.timeout / 6;
+        let every = session.timeout / 8;
         let patience = session.timeout / 3;
+        let mut states = session.states();
+        let mut connection = 0;
         loop {
             if session.state().is_terminated() || self.is_closed() {
                 return;
             }
             if let Ok(zk) = session.zk() {
-                let sent = Instant::now();
-                if let Ok(Ok(_)) = tokio::time::timeout(patience, zk.check_stat("/")).await {
-                    session.ack(sent);
+                if let Some(reply) = session.clock.heartbeat(&zk, &mut states, &mut connection, patience).await {
+                    session.clock.credit(reply);
                 }
             }
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                // Another connection: heartbeat as soon as it is up, to
+                // start its history (a change always means a new one).
+                mut s = states.changed() => {
+                    connection += 1;
+                    while s != zk::SessionState::SyncConnected && !s.is_terminated() && !self.is_closed() {
+                        s = states.changed().await;
+                        connection += 1;
+                    }
+                },
+            }
         }
     }
 

@@ -25,6 +25,7 @@
 //! which thread it may be called.
 
 mod client;
+mod clock;
 mod error;
 mod lock;
 pub mod names;

@@ -350,16 +350,12 @@ impl Ctx {
     }
 
     /// One ZooKeeper request, also bounded by the operation timeout (which
-    /// counts as an unknown outcome). Feeds the session's safety clock.
-    async fn op<T>(&self, session: &Session, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
-        let sent = Instant::now();
+    /// counts as an unknown outcome). Replies do not move the safety clock:
+    /// only the heartbeat's syncs do (`clock.rs`).
+    async fn op<T>(&self, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
         match self.race(tokio::time::timeout(self.shared.options.operation_timeout, fut)).await? {
             Err(_) => Ok(Err(zk::Error::ConnectionLoss)),
-            Ok(Ok(v)) => {
-                session.ack(sent);
-                Ok(Ok(v))
-            },
-            Ok(Err(e)) => Ok(Err(e)),
+            Ok(r) => Ok(r),
         }
     }
 
@@ -387,6 +383,37 @@ struct OwnNode {
     czxid: i64,
 }
 
+/// A look at the queue: the children, and a proof of our node's ownership
+/// when the list itself gives one.
+struct Look {
+    children: Vec<String>,
+    proof: Option<OwnNodeProof>,
+}
+
+/// Evidence, required by every grant, that our node exists and is owned by
+/// our session, from a reply to a request sent after the last blocker was
+/// seen gone (protocol section 4, grant rule). Only two functions make one.
+struct OwnNodeProof {
+    /// The watch on our node the proving read set, if it was a read.
+    watch: Option<zk::OneshotWatcher>,
+}
+
+impl OwnNodeProof {
+    /// A read of our node, sent after the queue showed us first, found it
+    /// owned by our session.
+    fn read(watch: zk::OneshotWatcher) -> OwnNodeProof {
+        OwnNodeProof { watch: Some(watch) }
+    }
+
+    /// The list sent right behind our create (same session, so answered
+    /// after it) shows that no child of the lock path was created or
+    /// deleted since our node (`pzxid` is still our create's zxid): our
+    /// node is the one we created. No proof if anything changed.
+    fn unchanged_since_create(czxid: i64, parent: &zk::Stat) -> Option<OwnNodeProof> {
+        (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None })
+    }
+}
+
 /// One attempt: one uuid, one session, at most one node of ours.
 struct Attempt {
     session: Arc<Session>,
@@ -398,13 +425,14 @@ struct Attempt {
 
 impl Attempt {
     async fn run(&mut self, ctx: &Ctx) -> std::result::Result<Arc<Holding>, Step> {
-        let children = self.create(ctx).await?;
-        self.wait(ctx, children).await
+        let first = self.create(ctx).await?;
+        self.wait(ctx, first).await
     }
 
-    /// Creates our node, pipelining a getChildren behind the create. Returns
-    /// the children when that list is known to include our node.
-    async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Vec<String>>, Step> {
+    /// Creates our node, pipelining a getChildren (with the lock path's
+    /// Stat) behind the create. Returns that first look at the queue when
+    /// the list is known to include our node.
+    async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Look>, Step> {
         let zk = self.session.zk()?;
         let (create_path, mode) = match ctx.downgrade {
             Some(seq) => (format!("{}/{}{seq:010}", ctx.path, self.name_prefix), zk::CreateMode::Ephemeral),
@@ -416,9 +444,9 @@ impl Attempt {
             // Both requests are sent now, in this order; the server answers
             // them in order, so the list includes our node.
             let create = zk.create(&create_path, &ctx.data, &options);
-            let list = zk.list_children(&ctx.path);
+            let list = zk.get_children(&ctx.path);
             self.unknown_create = true;
-            match ctx.op(&self.session, create).await? {
+            match ctx.op(create).await? {
                 Ok((stat, seq)) => {
                     self.unknown_create = false;
                     let name = match ctx.downgrade {
@@ -426,7 +454,13 @@ impl Attempt {
                         None => format!("{}{seq}", self.name_prefix),
                     };
                     self.node = Some(OwnNode { name, czxid: stat.czxid });
-                    return Ok(ctx.op(&self.session, list).await?.ok());
+                    return Ok(match ctx.op(list).await? {
+                        Ok((children, parent)) => {
+                            let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent);
+                            Some(Look { children, proof })
+                        },
+                        Err(_) => None,
+                    });
                 },
                 Err(zk::Error::NoNode) => {
                     self.unknown_create = false;
@@ -438,7 +472,7 @@ impl Attempt {
                 Err(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
-                        return Ok(Some(children));
+                        return Ok(Some(Look { children, proof: None }));
                     }
                 },
                 Err(e) => {
@@ -456,7 +490,7 @@ impl Attempt {
         let zk = self.session.zk()?;
         loop {
             ctx.reconnected(&self.session).await?;
-            let children = match ctx.op(&self.session, zk.list_children(&ctx.path)).await? {
+            let children = match ctx.op(zk.list_children(&ctx.path)).await? {
                 Ok(c) => c,
                 Err(zk::Error::NoNode) => {
                     self.unknown_create = false;
@@ -469,13 +503,13 @@ impl Attempt {
             let mut retry = false;
             for node in names::own_nodes(&children, &self.protected) {
                 let path = format!("{}/{}", ctx.path, node.name);
-                match ctx.op(&self.session, zk.get_data(&path)).await? {
+                match ctx.op(zk.get_data(&path)).await? {
                     Ok((_, stat)) if stat.ephemeral_owner == self.session.id => {
                         if adopted.is_none() {
                             adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
                         } else {
                             log::warn!("zklock: deleting duplicate lock node {path}");
-                            let _ = ctx.op(&self.session, zk.delete(&path, None)).await?;
+                            let _ = ctx.op(zk.delete(&path, None)).await?;
                         }
                     },
                     Ok(_) | Err(zk::Error::NoNode) => {},
@@ -502,7 +536,7 @@ impl Attempt {
         let mut mode = zk::CreateMode::Container;
         loop {
             let options = mode.with_acls(zk::Acls::anyone_all());
-            match ctx.op(&self.session, zk.mkdir(&ctx.path, &options)).await? {
+            match ctx.op(zk.mkdir(&ctx.path, &options)).await? {
                 Ok(()) => return Ok(()),
                 Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
                 Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
@@ -512,16 +546,16 @@ impl Attempt {
     }
 
     /// Waits in the queue until our node holds the lock (section 4, step 4).
-    async fn wait(&mut self, ctx: &Ctx, mut known: Option<Vec<String>>) -> std::result::Result<Arc<Holding>, Step> {
+    async fn wait(&mut self, ctx: &Ctx, mut known: Option<Look>) -> std::result::Result<Arc<Holding>, Step> {
         let zk = self.session.zk()?;
         let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return Err(Step::Restart) };
         loop {
             ctx.interrupted()?;
-            let children = match known.take() {
-                Some(c) => c,
-                None => match ctx.op(&self.session, zk.list_children(&ctx.path)).await? {
-                    Ok(c) => c,
-                    Err(zk::Error::NoNode) => Vec::new(),
+            let Look { children, proof } = match known.take() {
+                Some(look) => look,
+                None => match ctx.op(zk.list_children(&ctx.path)).await? {
+                    Ok(children) => Look { children, proof: None },
+                    Err(zk::Error::NoNode) => Look { children: Vec::new(), proof: None },
                     Err(e) if outcome_unknown(&e) => {
                         ctx.reconnected(&self.session).await?;
                         continue;
@@ -535,9 +569,20 @@ impl Attempt {
                     self.node = None;
                     return Err(Step::Restart);
                 },
-                Decision::Held => match self.grant(ctx, &name).await? {
-                    Some(h) => return Ok(h),
-                    None => continue,
+                // First in the queue as of that list: the grant needs proof
+                // that our node is still ours after it (section 4, grant
+                // rule).
+                Decision::Held => {
+                    let proof = match proof {
+                        Some(p) => p,
+                        None => match self.prove(ctx, &name).await? {
+                            Some(p) => p,
+                            None => continue,
+                        },
+                    };
+                    if let Some(h) = self.grant(ctx, &name, proof).await? {
+                        return Ok(h);
+                    }
                 },
                 Decision::WaitOn(blocker) => {
                     if ctx.try_once {
@@ -548,18 +593,23 @@ impl Attempt {
                     }
                     let path = format!("{}/{blocker}", ctx.path);
                     let sole = names::held_once_gone(ctx.mode, &children, &name);
-                    match ctx.op(&self.session, zk.get_and_watch_data(&path)).await? {
+                    match ctx.op(zk.get_and_watch_data(&path)).await? {
                         Ok((_, _, watcher)) => {
                             let event = ctx.race(watcher.changed()).await?;
                             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                                 return Err(Step::Restart);
                             }
-                            // The only node before ours is gone and none
-                            // can take its place: ours is first, no need to
-                            // list again (one round trip, and a list of the
-                            // whole queue, less per handoff).
+                            // The only node before ours is gone and none can
+                            // take its place: ours is first if it still
+                            // exists. One read (sent now, after the delete)
+                            // proves that and sets the holder's watch: no
+                            // list of the whole queue per handoff.
                             if sole && event.event_type == zk::EventType::NodeDeleted {
-                                known = Some(children.into_iter().filter(|c| *c != blocker).collect());
+                                if let Some(proof) = self.prove(ctx, &name).await? {
+                                    if let Some(h) = self.grant(ctx, &name, proof).await? {
+                                        return Ok(h);
+                                    }
+                                }
                             }
                         },
                         // Gone between the list and the watch: look again now.
@@ -572,30 +622,57 @@ impl Attempt {
         }
     }
 
-    /// We are first: hand out the holding, and have its monitor watch our
-    /// own node. `None` means look at the queue again.
-    ///
-    /// The grant does not wait for that watch: the list that put us first
-    /// already showed our node, which this session created (or `recover`
-    /// adopted after checking its owner), so the read would only confirm
-    /// it, at the cost of one more round trip per acquire. The monitor
-    /// sends the read at once; if our node is gone or not ours by then, the
-    /// lock goes to Lost, exactly as for a deletion noticed a moment later.
-    async fn grant(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<Arc<Holding>>, Step> {
+    /// Reads our node with a watch, now: a proof if it exists and our
+    /// session owns it. `Restart` if it is gone or someone else's (it is not
+    /// ours to delete); `None` if ZooKeeper did not answer (look again once
+    /// reconnected).
+    async fn prove(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
+        let zk = self.session.zk()?;
+        match ctx.op(zk.get_and_watch_data(&format!("{}/{name}", ctx.path))).await? {
+            Ok((_, stat, watch)) if stat.ephemeral_owner == self.session.id => Ok(Some(OwnNodeProof::read(watch))),
+            Ok(_) | Err(zk::Error::NoNode) => {
+                log::info!("zklock: our node {}/{name} is gone or not ours; queueing again", ctx.path);
+                self.node = None;
+                Err(Step::Restart)
+            },
+            Err(e) if outcome_unknown(&e) => {
+                ctx.reconnected(&self.session).await?;
+                Ok(None)
+            },
+            Err(e) => Err(Ctx::zk_failure("reading our lock node", e)),
+        }
+    }
+
+    /// Hands out the holding, on the proof that our first-in-line node is
+    /// ours, and only while the session is safely alive (protocol sections
+    /// 4 and 5): if the safety clock has run out (a stalled process, a
+    /// server cut off from the leader) the session may have expired and the
+    /// lock been granted to another; wait for the clock to move and look at
+    /// the queue again (`None`).
+    async fn grant(
+        &mut self,
+        ctx: &Ctx,
+        name: &str,
+        proof: OwnNodeProof,
+    ) -> std::result::Result<Option<Arc<Holding>>, Step> {
         // A cancel that races with the grant wins (section 4, step 6).
         if ctx.cancel.epoch.load(Ordering::Acquire) != ctx.epoch {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
+        if !self.session.clock.is_safe() {
+            log::info!("zklock: {}/{name} is first, but the session is not safely alive; waiting", ctx.path);
+            ctx.race(self.session.next_ack()).await?;
+            return Ok(None);
+        }
         let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };
         let sequence = names::parse_child(name).map(|n| n.sequence).unwrap_or(-1);
-        let token = czxid;
         let holding = Arc::new(Holding {
             shared: ctx.shared.clone(),
             session: self.session.clone(),
             lock_path: ctx.path.clone(),
             name: name.to_owned(),
             sequence,
-            token: u64::try_from(token).unwrap_or(0),
+            token: u64::try_from(czxid).unwrap_or(0),
             count: AtomicUsize::new(1),
             status: Mutex::new(Status { state: LockState::Held, reason: None }),
             callbacks: Mutex::new(Vec::new()),
@@ -604,7 +681,7 @@ impl Attempt {
         });
         // The node now belongs to the holding: no cleanup by this attempt.
         self.node = None;
-        let task = tokio::spawn(monitor(holding.clone()));
+        let task = tokio::spawn(monitor(holding.clone(), proof.watch));
         if let Ok(mut slot) = holding.monitor.lock() {
             *slot = Some(task);
         }
@@ -655,43 +732,47 @@ enum Wake {
 }
 
 /// Follows a held lock until it is released or lost (section 5): session
-/// state, deletion of our node, and the safety clock. Starts by reading our
-/// node with a watch (see `Attempt::grant`). Release aborts this task, which
-/// drops the watch (the client sends removeWatches) before the delete, so a
-/// release notifies only the next waiter, not ourselves.
-async fn monitor(h: Arc<Holding>) {
+/// state, deletion of our node, and the safety clock. `watch` is the watch
+/// on our node set by the read that proved the grant; without one (the
+/// grant's proof was the first list) it starts by reading our node with a
+/// watch. Release aborts this task, which drops the watch (the client sends
+/// removeWatches) before the delete, so a release notifies only the next
+/// waiter, not ourselves.
+async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
     let session = h.session.clone();
     let mut states = session.states();
     let mut stop = h.stop.subscribe();
-    let sent = Instant::now();
-    let first = match session.zk() {
-        // Only for this read: a client kept here would keep the session
-        // open after Client::close.
-        Ok(zk) => tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
-            r = tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&h.node_path())) => r.ok(),
-        },
-        Err(_) => None,
-    };
-    let mut node_watch: Option<EventFuture> = match first {
-        Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
-            session.ack(sent);
-            Some(Box::pin(w.changed()))
-        },
-        Some(Ok(_)) => {
-            h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
-            return;
-        },
-        Some(Err(zk::Error::NoNode)) => {
-            h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
-            return;
-        },
-        // Session gone: the loop below reports it. Connection trouble:
-        // suspended until a recheck (which sets the watch) succeeds.
-        Some(Err(e)) if session_gone(&e) => None,
-        _ => {
-            h.set_state(LockState::Suspended, None);
-            None
+    let mut node_watch: Option<EventFuture> = match watch {
+        Some(w) => Some(Box::pin(w.changed())),
+        None => {
+            let first = match session.zk() {
+                // Only for this read: a client kept here would keep the
+                // session open after Client::close.
+                Ok(zk) => tokio::select! {
+                    _ = stop.wait_for(|s| *s) => return,
+                    r = tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&h.node_path())) => r.ok(),
+                },
+                Err(_) => None,
+            };
+            match first {
+                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => Some(Box::pin(w.changed())),
+                Some(Ok(_)) => {
+                    h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
+                    return;
+                },
+                Some(Err(zk::Error::NoNode)) => {
+                    h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
+                    return;
+                },
+                // Session gone: the loop below reports it. Connection
+                // trouble: suspended until a recheck (which sets the
+                // watch) succeeds.
+                Some(Err(e)) if session_gone(&e) => None,
+                _ => {
+                    h.set_state(LockState::Suspended, None);
+                    None
+                },
+            }
         },
     };
     loop {
@@ -773,12 +854,8 @@ async fn monitor(h: Arc<Holding>) {
 async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>, ()> {
     let zk = h.session.zk().map_err(|_| ())?;
     let path = h.node_path();
-    let sent = Instant::now();
     match tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&path)).await {
-        Ok(Ok((_, stat, w))) => {
-            h.session.ack(sent);
-            Ok((stat.ephemeral_owner == h.session.id).then_some(w))
-        },
+        Ok(Ok((_, stat, w))) => Ok((stat.ephemeral_owner == h.session.id).then_some(w)),
         Ok(Err(zk::Error::NoNode)) => Ok(None),
         Ok(Err(e)) if session_gone(&e) => Ok(None),
         _ => Err(()),

@@ -1,0 +1,294 @@
+//! The safety clock (protocol section 5): until when a session certainly
+//! has not been expired by the ZooKeeper leader, so that a lock held by it
+//! cannot have been granted to anyone else.
+//!
+//! This module is the only place that can move the clock, and it accepts
+//! one kind of evidence: the reply to a `sync`, which a follower cannot
+//! answer without the leader. A plain read can be answered by a follower
+//! that is cut off from the leader while the leader expires the session,
+//! and the reply to any request proves nothing about the time before the
+//! request was handed to the client library. So:
+//!
+//! - [`SyncReply`] can only be made by [`SafetyClock::heartbeat`], which
+//!   reads the send time BEFORE handing the `sync` to the client library
+//!   (a stall between the two only makes the credit smaller);
+//! - [`SafetyClock::credit`] takes a `SyncReply` and nothing else.
+//!
+//! How much a sync reply proves. The leader expires a session one session
+//! timeout `T` after it last processed a report of the session's activity.
+//! A client connected to a follower is reported to the leader in the
+//! follower's answers to the leader's pings, which the leader sends every
+//! `tickTime / 2` over the same FIFO stream that carries the follower's
+//! forwarded requests (ZooKeeper's `Leader.lead`, `Learner.ping`,
+//! `LearnerHandler`); the leader does not count a forwarded request itself
+//! as activity. So when sync `k` (sent at `s_k`) is answered, the leader has
+//! processed every ping answer the follower wrote before forwarding it.
+//! Heartbeat `j` on the same connection, answered at `a_j`, touched the
+//! session at the follower before `a_j`; if a ping reached the follower
+//! between `a_j` and `s_k`, its answer reported that touch, and the leader
+//! processed it after `s_j`: the session lives at least until `s_j + T`.
+//! Pings come every `tickTime / 2 <= T / 4` (ZooKeeper's default
+//! `minSessionTimeout` is `2 * tickTime`); allowing another `T / 12` for
+//! late pings, `a_j <= s_k - T / 3` is enough. The credit is therefore the
+//! send time of the latest heartbeat `j` on the same connection with
+//! `a_j <= s_k - T / 3`. A client connected to the leader itself is touched
+//! directly, later than that: the rule stays safe. A new leader gives every
+//! session a full timeout from its start, which only extends the bound.
+//! The session's creation counts as a touch at the time the connect began.
+//!
+//! A sync reply does not prove that the session is still alive: the leader
+//! answers a sync of an expired session too (the follower closes the
+//! connection only when the expiry reaches it), and a touch of an expired
+//! session is ignored. So a sync can only extend a clock that has not run
+//! out when its reply arrives (the report it relies on was processed
+//! before that). Once the clock has run out, the heartbeat sends a write
+//! instead (a `setData` of the chroot's root with a version that never
+//! matches: it changes nothing), whose reply, unless it is
+//! `SessionExpired`, proves the session alive when the leader processed
+//! it, after every report the follower wrote before it.
+//!
+//! Leader changes: a new leader gives every session a full timeout from
+//! its start; an old leader cut off with our follower may still answer
+//! syncs for up to about a tick after the new one started. With
+//! `tickTime <= T/2` the `T/3` lag keeps the credit at most `0.07 T`
+//! after the new leader's start, within the `T/10` drift margin.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt as _;
+use tokio::sync::Notify;
+use zookeeper_client as zk;
+
+/// Heartbeats remembered per connection (more than `T / 3` worth).
+const HISTORY: usize = 16;
+
+/// Evidence that the leader heard from the session: a request was handed
+/// to the client library at `sent` and answered at `answered`, both on the
+/// connection numbered `connection`. Only [`SafetyClock::heartbeat`] makes
+/// one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SyncReply {
+    sent: Instant,
+    answered: Instant,
+    connection: u64,
+    /// A write, whose reply proves the session alive (a sync's does not).
+    write: bool,
+}
+
+/// Answered heartbeats of the current connection.
+#[derive(Debug, Default)]
+struct History {
+    connection: u64,
+    replies: VecDeque<SyncReply>,
+}
+
+/// Until when the session is safely alive; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct SafetyClock {
+    base: Instant,
+    timeout: Duration,
+    /// Nanoseconds after `base` of the latest credited time.
+    credited: AtomicU64,
+    history: Mutex<History>,
+    advanced: Notify,
+}
+
+impl SafetyClock {
+    /// The clock of a session with timeout `timeout` whose connect began at
+    /// `connect_began` (the server created the session after that).
+    pub(crate) fn new(connect_began: Instant, timeout: Duration) -> SafetyClock {
+        SafetyClock {
+            base: connect_began,
+            timeout,
+            credited: AtomicU64::new(0),
+            history: Mutex::new(History::default()),
+            advanced: Notify::new(),
+        }
+    }
+
+    /// How long before `s_k` heartbeat `j` must have been answered for its
+    /// touch to be known reported (see the module documentation).
+    fn report_lag(&self) -> Duration {
+        self.timeout / 4 + self.timeout / 12
+    }
+
+    /// Until when a lock held by this session is safely ours: the credited
+    /// time plus the session timeout, minus a tenth of it for clock-rate
+    /// drift between this machine and the servers.
+    pub(crate) fn safe_until(&self) -> Instant {
+        let credited = self.base + Duration::from_nanos(self.credited.load(Ordering::Acquire));
+        credited + self.timeout - self.timeout / 10
+    }
+
+    /// Whether the session is safely alive now.
+    pub(crate) fn is_safe(&self) -> bool {
+        Instant::now() < self.safe_until()
+    }
+
+    /// Resolves the next time the clock moves forward.
+    pub(crate) async fn advanced(&self) {
+        self.advanced.notified().await
+    }
+
+    /// Sends one `sync` (a write once the clock has run out) and waits up
+    /// to `patience` for its reply. `states` is this heartbeat task's own
+    /// watcher of the session state: any change seen since the last
+    /// heartbeat means another connection. `None` if there was no reply, or
+    /// the connection changed meanwhile.
+    pub(crate) async fn heartbeat(
+        &self,
+        zk: &zk::Client,
+        states: &mut zk::StateWatcher,
+        connection: &mut u64,
+        patience: Duration,
+    ) -> Option<SyncReply> {
+        // Consume every state change so far: a changed state since the
+        // previous heartbeat starts a new connection.
+        while states.changed().now_or_never().is_some() {
+            *connection += 1;
+        }
+        if states.state() != zk::SessionState::SyncConnected {
+            return None;
+        }
+        let before = *connection;
+        let write = !self.is_safe();
+        // Read before the request is handed over (the client library queues
+        // it synchronously when called): never later than the real send.
+        let sent = Instant::now();
+        let answered_ok = if write {
+            let probe = zk.set_data("/", &[], Some(i32::MIN));
+            matches!(
+                tokio::time::timeout(patience, probe).await,
+                Ok(Err(zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NoAuth)) | Ok(Ok(_))
+            )
+        } else {
+            matches!(tokio::time::timeout(patience, zk.sync("/")).await, Ok(Ok(())))
+        };
+        let answered = Instant::now();
+        while states.changed().now_or_never().is_some() {
+            *connection += 1;
+        }
+        (answered_ok && *connection == before).then_some(SyncReply { sent, answered, connection: before, write })
+    }
+
+    /// Moves the clock forward on the evidence of `reply` (never back).
+    pub(crate) fn credit(&self, reply: SyncReply) {
+        let Ok(mut history) = self.history.lock() else { return };
+        if history.connection != reply.connection {
+            history.connection = reply.connection;
+            history.replies.clear();
+        }
+        let lag = self.report_lag();
+        // A sync answered after the clock ran out may be an expired
+        // session's: it may neither credit nor count for later credits.
+        if !reply.write && reply.answered >= self.safe_until() {
+            return;
+        }
+        let reported = history.replies.iter().rev().find(|j| j.answered + lag <= reply.sent).map(|j| j.sent);
+        history.replies.push_back(reply);
+        if history.replies.len() > HISTORY {
+            history.replies.pop_front();
+        }
+        drop(history);
+        if let Some(sent) = reported {
+            let nanos = u64::try_from(sent.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
+            if self.credited.fetch_max(nanos, Ordering::AcqRel) < nanos {
+                self.advanced.notify_waiters();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(12);
+
+    fn reply(clock: &SafetyClock, sent_s: u64, answered_ms: u64, connection: u64) -> SyncReply {
+        let sent = clock.base + Duration::from_secs(sent_s);
+        SyncReply { sent, answered: sent + Duration::from_millis(answered_ms), connection, write: false }
+    }
+
+    fn credited_s(clock: &SafetyClock) -> f64 {
+        Duration::from_nanos(clock.credited.load(Ordering::Acquire)).as_secs_f64()
+    }
+
+    #[test]
+    fn the_session_start_counts_until_a_reported_heartbeat() {
+        let clock = SafetyClock::new(Instant::now(), T);
+        assert_eq!(clock.safe_until(), clock.base + T - T / 10);
+        // T/3 = 4 s: a heartbeat answered less than that before the
+        // latest one was sent proves nothing yet.
+        clock.credit(reply(&clock, 1, 10, 0));
+        clock.credit(reply(&clock, 3, 10, 0));
+        clock.credit(reply(&clock, 5, 10, 0));
+        assert_eq!(credited_s(&clock), 0.0);
+        // 7 s: the one answered at 3.01 s is 0.01 s too late; 1.01 s counts.
+        clock.credit(reply(&clock, 7, 10, 0));
+        assert_eq!(credited_s(&clock), 1.0);
+        clock.credit(reply(&clock, 9, 10, 0));
+        assert_eq!(credited_s(&clock), 3.0);
+    }
+
+    #[test]
+    fn a_late_answer_is_not_reported_yet() {
+        let clock = SafetyClock::new(Instant::now(), T);
+        // Sent at 1 s, answered at 4.5 s: only a heartbeat sent at 8.5 s
+        // or later can count it.
+        clock.credit(reply(&clock, 1, 3_500, 0));
+        clock.credit(reply(&clock, 8, 10, 0));
+        assert_eq!(credited_s(&clock), 0.0);
+        clock.credit(reply(&clock, 9, 10, 0));
+        assert_eq!(credited_s(&clock), 1.0);
+    }
+
+    #[test]
+    fn another_connection_starts_a_new_history() {
+        let clock = SafetyClock::new(Instant::now(), T);
+        clock.credit(reply(&clock, 1, 10, 0));
+        clock.credit(reply(&clock, 2, 10, 0));
+        // The session moved to another server: the old server may never
+        // have reported those touches (on one connection, 2 s would count).
+        clock.credit(reply(&clock, 5, 10, 1));
+        clock.credit(reply(&clock, 6, 10, 1));
+        assert_eq!(credited_s(&clock), 0.0);
+        clock.credit(reply(&clock, 10, 10, 1));
+        assert_eq!(credited_s(&clock), 5.0);
+    }
+
+    #[test]
+    fn a_sync_answered_after_the_clock_ran_out_proves_nothing_until_a_write() {
+        let clock = SafetyClock::new(Instant::now(), T);
+        // Safe until 10.8 s. A stall: the next answers come after that.
+        clock.credit(reply(&clock, 1, 10, 0));
+        clock.credit(reply(&clock, 11, 10, 0));
+        clock.credit(reply(&clock, 16, 10, 0));
+        assert_eq!(credited_s(&clock), 0.0, "syncs answered after the clock ran out");
+        // A write answered proves the session alive: the sync of 11 s was
+        // reported before it (but the late syncs were not kept).
+        let mut w = reply(&clock, 20, 10, 0);
+        w.write = true;
+        clock.credit(w);
+        assert_eq!(credited_s(&clock), 1.0, "only what was kept before the stall");
+        let mut w = reply(&clock, 25, 10, 0);
+        w.write = true;
+        clock.credit(w);
+        assert_eq!(credited_s(&clock), 20.0);
+    }
+
+    #[test]
+    fn the_clock_never_goes_back() {
+        let clock = SafetyClock::new(Instant::now(), T);
+        clock.credit(reply(&clock, 1, 10, 0));
+        clock.credit(reply(&clock, 8, 10, 0));
+        assert_eq!(credited_s(&clock), 1.0);
+        // An older reply delivered late (history of another connection).
+        clock.credit(reply(&clock, 0, 10, 1));
+        clock.credit(reply(&clock, 5, 10, 1));
+        assert_eq!(credited_s(&clock), 1.0);
+    }
+}

@@ -1,0 +1,159 @@
+//! The lock's two promises under faults that the first fault tests did not
+//! make (issue 13): at most one holder, and a holder's `check()` fails
+//! before anyone else can be granted the lock. Each test checks from
+//! outside zklock's own view: ZooKeeper's record (node owners, read with a
+//! plain client) and grants of other clients, timed on one monotonic clock.
+
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
+mod common;
+
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::{connect, lock_of, queue, server, wait_until, Raw};
+use zklock_core::{Client, Guard, LockMode, Result};
+use zklock_harness::Proxy;
+use zookeeper_client as zk;
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// A waiter whose node a third party deletes is never granted the lock on
+/// it: when the holder releases, the client that queued after the delete
+/// gets the lock, and the waiter queues again behind it (protocol section
+/// 4, grant rule). Before the fix, the list-free handoff granted the waiter
+/// on its deleted node: two holders.
+#[test]
+fn a_waiter_is_never_granted_on_its_deleted_node() {
+    use LockMode::{Exclusive, Read, Write};
+    // (holder, waiter whose node is deleted, later contender)
+    for (holder, waiter, later) in [(Exclusive, Exclusive, Exclusive), (Write, Read, Write), (Write, Write, Read)] {
+        a_waiter_is_never_granted_on_its_deleted_node_in(holder, waiter, later);
+    }
+}
+
+fn a_waiter_is_never_granted_on_its_deleted_node_in(holder: LockMode, waiter: LockMode, later: LockMode) {
+    let what = format!("{holder:?} holder, {waiter:?} waiter, {later:?} later contender");
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (a, b, c) = (connect(&hosts), connect(&hosts), connect(&hosts));
+    let raw = Raw::connect(&hosts);
+    let path = "/deleted-waiter";
+    let ga = lock_of(&a, path, holder).acquire(Some(5 * SEC)).unwrap();
+    let lb = lock_of(&b, path, waiter);
+    let tb: JoinHandle<Result<Guard>> = std::thread::spawn(move || lb.acquire(Some(30 * SEC)));
+    wait_until("b queued", 5 * SEC, || queue(&a, path).len() == 2);
+    // b is waiting on a's node; now its own node goes.
+    let b_node = queue(&a, path)[1].clone();
+    raw.delete(&format!("{path}/{b_node}"));
+    let lc = lock_of(&c, path, later);
+    let tc: JoinHandle<Result<Guard>> = std::thread::spawn(move || lc.acquire(Some(30 * SEC)));
+    wait_until("c queued", 5 * SEC, || queue(&a, path).len() == 2 && !queue(&a, path).contains(&b_node));
+    ga.release().unwrap();
+    let gc = tc.join().unwrap().unwrap_or_else(|e| panic!("{what}: c gets the lock: {e}"));
+    // While c holds, b must not hold: give a wrong grant time to show.
+    std::thread::sleep(SEC);
+    assert!(
+        !tb.is_finished(),
+        "{what}: b returned while c holds the lock ({:?}); b's deleted node was {b_node}",
+        tb.join().unwrap().map(|g| g.node_path())
+    );
+    gc.check().unwrap();
+    gc.release().unwrap();
+    let gb = tb.join().unwrap().unwrap_or_else(|e| panic!("{what}: b gets the lock after c: {e}"));
+    // ZooKeeper's record: b's granted node exists and b's session owns it.
+    let stat = raw.exists(&gb.node_path()).unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
+    assert_eq!(stat.ephemeral_owner, gb.session_id(), "{what}: b's granted node is owned by b's session");
+    assert_ne!(gb.node_path(), format!("{path}/{b_node}"), "{what}: b queued again with a new node");
+    gb.release().unwrap();
+    assert!(queue(&a, path).is_empty(), "{what}: no node left");
+}
+
+/// The uncontended grant proves ownership with the list pipelined behind
+/// the create (nothing created or deleted under the lock path since our
+/// node). Here a third party deletes our node and creates one of the same
+/// name in its own session while that list is held up: the list shows the
+/// name, but the node is not ours, so no grant may be made on it, and the
+/// stranger's node must not be deleted by us.
+#[test]
+fn a_node_of_our_name_owned_by_another_session_is_not_granted_nor_deleted() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = Client::connect(common::options(&proxy.addr().to_string(), 4 * SEC)).unwrap();
+    let raw = Raw::connect(&hosts);
+    let path = "/same-name";
+    raw.mkdir(path);
+    // Hold a's getChildren (op 12, sent right behind its create) for 2 s.
+    proxy.delay_next_request(12, 2 * SEC);
+    let la = a.lock(path).unwrap();
+    let ta: JoinHandle<Result<Guard>> = std::thread::spawn(move || la.acquire(Some(20 * SEC)));
+    wait_until("a's node exists", 5 * SEC, || raw.children(path).len() == 1);
+    let name = raw.children(path)[0].clone();
+    raw.delete(&format!("{path}/{name}"));
+    raw.create(&format!("{path}/{name}"), zk::CreateMode::Ephemeral);
+    // The stranger's node is a lock node queued before a's next one: a
+    // waits behind it, and must neither hold nor have deleted it.
+    wait_until("a queued again behind the stranger", 10 * SEC, || raw.children(path).len() == 2);
+    std::thread::sleep(SEC);
+    assert!(!ta.is_finished(), "a returned while the stranger's node is first: {:?}", ta.join().unwrap().map(|g| g.node_path()));
+    assert_eq!(proxy.delayed(), 1, "the list was held up");
+    let stranger = raw.exists(&format!("{path}/{name}")).expect("the stranger's node was not deleted");
+    assert_eq!(stranger.ephemeral_owner, raw.session_id());
+    raw.delete(&format!("{path}/{name}"));
+    let ga = ta.join().unwrap().expect("a gets the lock on a node of its own");
+    assert_ne!(ga.node_path(), format!("{path}/{name}"));
+    let stat = raw.exists(&ga.node_path()).expect("a's node exists");
+    assert_eq!(stat.ephemeral_owner, ga.session_id());
+    ga.release().unwrap();
+}
+
+/// A process that stalls between sending its requests and reading their
+/// replies must not credit those replies with the time it read them. Here
+/// the `zklock` command's create and list are answered, the replies are held
+/// by the proxy, the process is stopped, the replies are put into its
+/// socket, and the server hears nothing more from it: its session expires
+/// and another client is granted the lock. When the process resumes, it
+/// reads replies that say it is first in line, sent long ago: it must not
+/// run its command while the other client holds the lock (before the fix,
+/// the list's reply was credited with the time it was read, and the
+/// command ran).
+#[test]
+fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let dir = std::env::temp_dir().join(format!("zklock-stall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("ran");
+    let _ = std::fs::remove_file(&marker);
+    proxy.hold_replies_from_next_create();
+    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["run", "--hosts", &proxy.addr().to_string(), "--session-timeout", "2s", "--timeout", "30s", "/stall", "--"])
+        .args(["sh", "-c", &format!("touch {}", marker.display())])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = libc::pid_t::try_from(p.id()).unwrap();
+    wait_until("the create's reply is held", 10 * SEC, || proxy.held_replies() >= 1);
+    // The list's reply too (the server answers both at once).
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child, which we have not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(proxy.release_held_replies() >= 2, "the create's and the list's replies were held");
+    proxy.blackhole();
+    // The server expires p's session (2 s) and c gets the lock.
+    let c = connect(&hosts);
+    let gc = c.lock("/stall").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    std::thread::sleep(3 * SEC);
+    let ran = marker.exists();
+    gc.check().expect("c still holds the lock");
+    gc.release().unwrap();
+    let _ = p.kill();
+    let _ = p.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ran, "the stalled process ran its command while another client held the lock");
+}
