@@ -11,7 +11,9 @@
 //! big-endian length followed by the body. The pumps forward whole frames as
 //! soon as they are complete (which lets them look at request types and reply
 //! xids), and fall back to forwarding raw chunks for anything that is not
-//! ZooKeeper framing (e.g. four-letter words).
+//! ZooKeeper framing (e.g. four-letter words). A raw proxy
+//! ([`Proxy::start_raw`], e.g. for server-to-server links) forwards raw
+//! chunks from the start.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -145,6 +147,8 @@ struct Registry {
 #[derive(Debug)]
 struct Inner {
     upstream: SocketAddr,
+    /// Forward raw chunks on every connection (no frame parsing).
+    raw: bool,
     stop: AtomicBool,
     /// Blackhole mode; written only with `registry` locked.
     blackhole: AtomicBool,
@@ -213,7 +217,7 @@ impl Inner {
             blackholed: AtomicBool::new(server.is_none() || self.blackhole.load(Ordering::SeqCst)),
             server,
             closing: AtomicBool::new(false),
-            raw: AtomicBool::new(false),
+            raw: AtomicBool::new(self.raw),
             drop_xid: Mutex::new(None),
             hold_xid: Mutex::new(None),
             held: Mutex::new(None),
@@ -620,6 +624,11 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
 /// variants), [`delay_next_request`](Proxy::delay_next_request) and
 /// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create).
 ///
+/// A raw proxy ([`start_raw`](Proxy::start_raw)) forwards bytes as they come,
+/// for traffic that is not ZooKeeper client framing (e.g. the links between
+/// ensemble members); blackhole, heal and drop work the same, the faults
+/// that look at requests and replies never fire.
+///
 /// # Threads
 ///
 /// `Proxy` is `Send + Sync`; every method takes `&self` and may be called from
@@ -648,14 +657,33 @@ impl Proxy {
     ///
     /// Binding the listener or spawning the accept thread fails.
     pub fn start(upstream: SocketAddr) -> io::Result<Proxy> {
-        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)))
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), false)
     }
 
-    fn start_with_arm(upstream: SocketAddr, arm: SharedArm) -> io::Result<Proxy> {
+    /// Starts a raw proxy (a TCP relay) listening on `127.0.0.1:0` that
+    /// forwards to `upstream`: bytes are forwarded as they come, without
+    /// looking for ZooKeeper client framing, e.g. for the quorum and election
+    /// links between ensemble members.
+    ///
+    /// [`blackhole`](Proxy::blackhole), [`heal`](Proxy::heal) and
+    /// [`drop_connections`](Proxy::drop_connections) work as on
+    /// [`start`](Proxy::start)'s proxy; the create-reply, delay and hold
+    /// faults never fire (they need frames), and
+    /// [`notifications`](Proxy::notifications) stays 0.
+    ///
+    /// # Errors
+    ///
+    /// Binding the listener or spawning the accept thread fails.
+    pub fn start_raw(upstream: SocketAddr) -> io::Result<Proxy> {
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), true)
+    }
+
+    fn start_with_arm(upstream: SocketAddr, arm: SharedArm, raw: bool) -> io::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let inner = Arc::new(Inner {
             upstream,
+            raw,
             stop: AtomicBool::new(false),
             blackhole: AtomicBool::new(false),
             arm,
@@ -934,7 +962,7 @@ impl ProxyGroup {
         let arm: SharedArm = Arc::new(Mutex::new(None));
         let proxies = upstreams
             .iter()
-            .map(|&u| Proxy::start_with_arm(u, Arc::clone(&arm)))
+            .map(|&u| Proxy::start_with_arm(u, Arc::clone(&arm), false))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(ProxyGroup { proxies, arm })
     }

@@ -319,3 +319,34 @@ fn hold_replies_from_next_create_then_release() {
         1
     );
 }
+
+#[test]
+fn raw_proxy_forwards_bytes_without_looking() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start_raw(c.client_addr(0)).expect("raw proxy");
+    assert_eq!(four_letter_word(p.addr(), "ruok", T).expect("ruok"), "imok");
+    let (mut s, _) = common::session(p.addr(), T).expect("session");
+    // Frame-based faults never fire: the create reply comes through.
+    p.drop_next_create_reply();
+    p.hold_replies_from_next_create();
+    let (xid, _, err) = common::call(&mut s, &common::create_request(1, "/raw")).expect("c");
+    assert_eq!((xid, err), (1, 0));
+    assert_eq!((p.dropped_replies(), p.held_replies()), (0, 0));
+    // Blackhole and heal work as on a framing proxy.
+    p.blackhole();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    s.write_all(&common::exists_request(2, "/raw"))
+        .expect("write");
+    assert!(common::read_times_out(&mut s));
+    p.heal();
+    s.set_read_timeout(Some(T)).expect("timeout");
+    assert!(common::closed_without_data(&mut s));
+    let (mut s, _) = common::session(p.addr(), T).expect("session after heal");
+    assert_eq!(
+        common::call(&mut s, &common::exists_request(3, "/raw"))
+            .expect("exists")
+            .2,
+        0
+    );
+}
