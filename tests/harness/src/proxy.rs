@@ -36,6 +36,10 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 const PUMP_TICK: Duration = Duration::from_millis(200);
 /// Timeout for connecting to the upstream server.
 const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a raw proxy retries an upstream that refuses connections before
+/// resetting the client, and the pause between attempts.
+const RAW_REFUSED_RETRY: Duration = Duration::from_secs(1);
+const RAW_REFUSED_PAUSE: Duration = Duration::from_millis(50);
 /// How long closing a connection waits for its pumps to exit.
 const CLOSE_WAIT: Duration = Duration::from_secs(3);
 
@@ -574,6 +578,29 @@ fn write_fully(conn: &Conn, dst: &TcpStream, mut data: &[u8]) -> io::Result<()> 
     Ok(())
 }
 
+/// Connects to the upstream server. A raw proxy retries a refused connection
+/// for up to [`RAW_REFUSED_RETRY`]: its client has already been accepted, so
+/// a refusal can only reach it as a reset once connected, which ZooKeeper's
+/// peers treat as a failed session, not as a refused connection to retry
+/// (e.g. a follower that connects to its new leader a moment before the
+/// leader listens).
+fn connect_upstream(inner: &Inner) -> io::Result<TcpStream> {
+    let deadline = Instant::now() + RAW_REFUSED_RETRY;
+    loop {
+        match TcpStream::connect_timeout(&inner.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && inner.raw
+                    && Instant::now() < deadline
+                    && !inner.stop.load(Ordering::SeqCst) =>
+            {
+                thread::sleep(RAW_REFUSED_PAUSE);
+            }
+            result => return result,
+        }
+    }
+}
+
 fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
     loop {
         let accepted = listener.accept();
@@ -594,7 +621,7 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
             inner.add_conn(client, None);
             continue;
         }
-        match TcpStream::connect_timeout(&inner.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+        match connect_upstream(&inner) {
             Ok(server) => {
                 let _ = server.set_nodelay(true);
                 inner.add_conn(client, Some(server));
@@ -670,6 +697,13 @@ impl Proxy {
     /// [`start`](Proxy::start)'s proxy; the create-reply, delay and hold
     /// faults never fire (they need frames), and
     /// [`notifications`](Proxy::notifications) stays 0.
+    ///
+    /// When the upstream refuses a connection, the relay retries for up to
+    /// 1 s before resetting its client (which it has already accepted): a
+    /// server whose port opens a moment later, such as a newly elected
+    /// leader, still gets the connection, as it would have with its peers'
+    /// own retries of a refused connection. Meanwhile the proxy accepts no
+    /// other connection.
     ///
     /// # Errors
     ///
