@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::install::{annotate, ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
+use crate::proxy::Proxy;
 use crate::util::{four_letter_word, free_ports, make_temp_root, parse_mode, tail_file};
 
 /// Timeout of the four-letter words the cluster sends itself.
@@ -27,14 +28,18 @@ const LOG_TAIL_LINES: usize = 25;
 /// Configuration for [`Cluster::start`]; a builder.
 ///
 /// Defaults: 1 server (standalone), `tickTime=200`, `forceSync=no`, no extra
-/// config lines, no extra JVM arguments, 30 s start timeout.
+/// config lines, no extra JVM arguments, 30 s start timeout, not
+/// partitionable.
 ///
 /// The generated `zoo.cfg` contains `tickTime`, `dataDir`, `clientPort`,
 /// `clientPortAddress=127.0.0.1`, `maxClientCnxns=0`,
 /// `admin.enableServer=false`, `minSessionTimeout` (2 ticks),
 /// `maxSessionTimeout=60000`, `4lw.commands.whitelist=*`, `forceSync`, and for
-/// an ensemble `initLimit=10`, `syncLimit=5` and the `server.N` lines; then the
-/// extra lines (a later line overrides an earlier one with the same key).
+/// an ensemble `initLimit=10`, `syncLimit=5` and the `server.N` lines
+/// (`127.0.0.1:quorumPort:electionPort` of every member, or, when
+/// [`partitionable`](ClusterOptions::partitionable), the member itself at
+/// `0.0.0.0` and the others at relay ports); then the extra lines (a later
+/// line overrides an earlier one with the same key).
 #[derive(Clone, Debug)]
 pub struct ClusterOptions {
     size: usize,
@@ -43,6 +48,7 @@ pub struct ClusterOptions {
     extra_cfg: Vec<String>,
     jvm_args: Vec<String>,
     start_timeout: Duration,
+    partitionable: bool,
 }
 
 impl Default for ClusterOptions {
@@ -54,6 +60,7 @@ impl Default for ClusterOptions {
             extra_cfg: Vec::new(),
             jvm_args: Vec::new(),
             start_timeout: Duration::from_secs(30),
+            partitionable: false,
         }
     }
 }
@@ -107,6 +114,28 @@ impl ClusterOptions {
         self
     }
 
+    /// Whether the members of an ensemble talk to each other through relays
+    /// of the harness, so that [`Cluster::partition`] can cut one member off
+    /// from the others while its clients stay connected (default `false`).
+    /// No effect on a standalone server (size 1).
+    ///
+    /// When on, for each ordered pair of members (i, j), i != j, the harness
+    /// runs two raw relays ([`Proxy::start_raw`]) that member i uses to reach
+    /// member j's quorum port and election port: member i's `zoo.cfg` lists
+    /// every other member at the relays dedicated to i, and itself at
+    /// `0.0.0.0` with its real ports. So its quorum and election ports
+    /// listen on all interfaces (not only loopback); in exchange the election
+    /// address it advertises to a peer is a wildcard, which ZooKeeper (3.6+)
+    /// ignores: a member connecting back to a lower id uses the address in
+    /// its own `zoo.cfg`, i.e. the relay, so no link between members
+    /// bypasses the relays. (Listing itself at `127.0.0.1` would not do: the
+    /// peer would connect back directly to the address advertised.) Client
+    /// ports are not relayed.
+    pub fn partitionable(mut self, on: bool) -> Self {
+        self.partitionable = on;
+        self
+    }
+
     /// The configured number of servers.
     pub fn get_size(&self) -> usize {
         self.size
@@ -120,6 +149,11 @@ impl ClusterOptions {
     /// The configured start timeout.
     pub fn get_start_timeout(&self) -> Duration {
         self.start_timeout
+    }
+
+    /// Whether [`partitionable`](ClusterOptions::partitionable) was set.
+    pub fn get_partitionable(&self) -> bool {
+        self.partitionable
     }
 }
 
@@ -206,8 +240,35 @@ impl Member {
         self.dir.join("server.log")
     }
     fn client_addr(&self) -> SocketAddr {
-        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.client_port))
+        loopback(self.client_port)
     }
+}
+
+/// The two raw relays member `from` uses to reach member `to` (partitionable
+/// ensembles only).
+#[derive(Debug)]
+struct PeerRelay {
+    from: usize,
+    to: usize,
+    /// Forwards to `to`'s quorum port.
+    quorum: Proxy,
+    /// Forwards to `to`'s election port.
+    election: Proxy,
+}
+
+impl PeerRelay {
+    fn start(from: usize, to: &Member) -> io::Result<PeerRelay> {
+        Ok(PeerRelay {
+            from,
+            to: to.myid - 1,
+            quorum: Proxy::start_raw(loopback(to.peer_port))?,
+            election: Proxy::start_raw(loopback(to.election_port))?,
+        })
+    }
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
 }
 
 /// A set of real ZooKeeper server processes (one standalone server or an
@@ -229,15 +290,26 @@ impl Member {
 /// Methods taking a member index return [`io::ErrorKind::InvalidInput`] for an
 /// index `>= len()`.
 ///
+/// # Partitions
+///
+/// A cluster started with [`ClusterOptions::partitionable`] can cut members
+/// off from the others: [`partition`](Cluster::partition),
+/// [`heal_partition`](Cluster::heal_partition).
+///
 /// # Drop
 ///
-/// Dropping sends SIGCONT then SIGKILL to every live server, reaps it, and
-/// removes the temporary directory (kept if `ZKLOCK_HARNESS_KEEP=1`).
+/// Dropping sends SIGCONT then SIGKILL to every live server, reaps it,
+/// closes the relays of a partitionable ensemble, and removes the temporary
+/// directory (kept if `ZKLOCK_HARNESS_KEEP=1`).
 #[derive(Debug)]
 pub struct Cluster {
     root: PathBuf,
     members: Vec<Member>,
     opts: ClusterOptions,
+    /// Every ordered pair's relays; empty unless partitionable.
+    relays: Vec<PeerRelay>,
+    /// Which members are partitioned; taken while relays are switched.
+    partitioned: Mutex<Vec<bool>>,
 }
 
 impl Cluster {
@@ -308,6 +380,8 @@ impl Cluster {
             root,
             members: Vec::with_capacity(n),
             opts: opts.clone(),
+            relays: Vec::new(),
+            partitioned: Mutex::new(vec![false; n]),
         };
         // From here on, `cluster`'s Drop removes the directory on error.
         let ports = free_ports(if n == 1 { 1 } else { 3 * n })?;
@@ -329,10 +403,23 @@ impl Cluster {
                 proc: Mutex::new(Proc::default()),
             });
         }
+        if opts.partitionable && n > 1 {
+            for from in 0..n {
+                for to in cluster.members.iter().filter(|m| m.myid != from + 1) {
+                    let relay = PeerRelay::start(from, to)?;
+                    cluster.relays.push(relay);
+                }
+            }
+        }
         for m in &cluster.members {
             cluster.write_config(m)?;
         }
         Ok(cluster)
+    }
+
+    /// The relays member `from` uses to reach member `to`.
+    fn relay(&self, from: usize, to: usize) -> Option<&PeerRelay> {
+        self.relays.iter().find(|r| r.from == from && r.to == to)
     }
 
     fn write_config(&self, m: &Member) -> io::Result<()> {
@@ -355,11 +442,19 @@ impl Cluster {
             let _ = writeln!(cfg, "initLimit=10");
             let _ = writeln!(cfg, "syncLimit=5");
             for p in &self.members {
-                let _ = writeln!(
-                    cfg,
-                    "server.{}=127.0.0.1:{}:{}",
-                    p.myid, p.peer_port, p.election_port
-                );
+                let relay = self.relay(m.myid - 1, p.myid - 1);
+                let (host, quorum, election) = match relay {
+                    Some(r) => (
+                        "127.0.0.1",
+                        r.quorum.addr().port(),
+                        r.election.addr().port(),
+                    ),
+                    // Partitionable: itself at the wildcard address (see
+                    // `ClusterOptions::partitionable`).
+                    None if !self.relays.is_empty() => ("0.0.0.0", p.peer_port, p.election_port),
+                    None => ("127.0.0.1", p.peer_port, p.election_port),
+                };
+                let _ = writeln!(cfg, "server.{}={host}:{quorum}:{election}", p.myid);
             }
             fs::write(data.join("myid"), format!("{}\n", m.myid))?;
         }
@@ -795,6 +890,106 @@ impl Cluster {
         }
     }
 
+    /// Whether the cluster was started with
+    /// [`ClusterOptions::partitionable`] and is an ensemble, i.e. whether
+    /// [`partition`](Cluster::partition) works.
+    pub fn is_partitionable(&self) -> bool {
+        !self.relays.is_empty()
+    }
+
+    /// Whether member `i` is currently cut off by
+    /// [`partition`](Cluster::partition). False for an out-of-range index
+    /// or a cluster that is not partitionable.
+    pub fn is_partitioned(&self, i: usize) -> bool {
+        lock_partitioned(&self.partitioned)
+            .get(i)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Cuts member `i` off from every other member, as a dead network would,
+    /// while its clients stay connected to it.
+    ///
+    /// Every relay carrying traffic between member `i` and another member
+    /// (quorum and election links, both directions, whoever initiated them)
+    /// is blackholed ([`Proxy::blackhole`]): open links stay open but carry
+    /// nothing, new links are accepted but lead nowhere, so no server gets
+    /// a reset or a refusal; each side only sees silence. The member's
+    /// client port is untouched: its clients stay connected and it keeps
+    /// answering reads from its local copy until ZooKeeper gives up on the
+    /// silence. With the generated `syncLimit=5`: a follower gives up on its
+    /// leader about `5 * tickTime` after the last packet it got (it then
+    /// closes its client connections and answers `srvr` with "not currently
+    /// serving"); a partitioned leader steps down once its followers' acks
+    /// have been missing for about as long; the other members, if they
+    /// still form a quorum, keep their leader (or elect a new one once they
+    /// give up on a partitioned leader) and expire the sessions the
+    /// partitioned member can no longer report.
+    ///
+    /// Several members can be partitioned at once: each is then cut off from
+    /// every other member, partitioned or not (they do not form a group).
+    /// Partitioning a partitioned member again has no effect. Returns once
+    /// the relays are switched.
+    ///
+    /// # Errors
+    ///
+    /// Bad index; `Unsupported` if the cluster is not partitionable (see
+    /// [`is_partitionable`](Cluster::is_partitionable)).
+    ///
+    /// # Threads
+    ///
+    /// Callable from any thread; partition changes are serialised.
+    pub fn partition(&self, i: usize) -> io::Result<()> {
+        self.set_partitioned(i, true)
+    }
+
+    /// Ends the partition of member `i`: every blackholed relay between it
+    /// and a member that is not partitioned itself closes its links (the
+    /// initiating server gets a reset, the other side an end of stream;
+    /// see [`Proxy::heal`]) and carries new links again, so the servers
+    /// reconnect. Returns once those links are closed, not once the member
+    /// serves again: wait with [`wait_serving`](Cluster::wait_serving).
+    ///
+    /// A member that gave up during the partition is in leader election
+    /// and rejoins when it next sends its vote; ZooKeeper backs that off
+    /// while nobody answers (doubling from 200 ms up to 60 s), so after a
+    /// long partition rejoining can take that long. No effect if member `i`
+    /// is not partitioned.
+    ///
+    /// # Errors
+    ///
+    /// As [`partition`](Cluster::partition).
+    ///
+    /// # Threads
+    ///
+    /// As [`partition`](Cluster::partition).
+    pub fn heal_partition(&self, i: usize) -> io::Result<()> {
+        self.set_partitioned(i, false)
+    }
+
+    fn set_partitioned(&self, i: usize, cut: bool) -> io::Result<()> {
+        self.member(i)?;
+        if !self.is_partitionable() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the cluster is not partitionable: start an ensemble with \
+                 ClusterOptions::partitionable(true)",
+            ));
+        }
+        let mut partitioned = lock_partitioned(&self.partitioned);
+        partitioned[i] = cut;
+        for r in &self.relays {
+            if partitioned[r.from] || partitioned[r.to] {
+                r.quorum.blackhole();
+                r.election.blackhole();
+            } else if r.quorum.is_blackholed() || r.election.is_blackholed() {
+                r.quorum.heal();
+                r.election.heal();
+            }
+        }
+        Ok(())
+    }
+
     /// Sends the four-letter word `word` to member `i` (2 s timeout) and
     /// returns the answer. See [`four_letter_word`].
     ///
@@ -804,6 +999,10 @@ impl Cluster {
     pub fn four_letter(&self, i: usize, word: &str) -> io::Result<String> {
         four_letter_word(self.member(i)?.client_addr(), word, FOUR_LETTER_TIMEOUT)
     }
+}
+
+fn lock_partitioned(m: &Mutex<Vec<bool>>) -> MutexGuard<'_, Vec<bool>> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn not_running(i: usize) -> io::Error {

@@ -12,8 +12,11 @@
 //!   is missing, serialised across processes with a file lock).
 //! * [`Cluster`]: one standalone server or an ensemble of `n` servers, each on
 //!   free `127.0.0.1` ports with a fresh temporary data directory, plus fault
-//!   controls (`kill`, `freeze`, `resume`, `stop`, `restart`, ...). Dropping a
-//!   `Cluster` kills and reaps every server and removes the directories.
+//!   controls (`kill`, `freeze`, `resume`, `stop`, `restart`, ...; and for an
+//!   ensemble started with [`ClusterOptions::partitionable`], `partition`
+//!   and `heal_partition`: cut a member off from the others while its
+//!   clients stay connected). Dropping a `Cluster` kills and reaps every
+//!   server and removes the directories.
 //! * [`Proxy`] / [`ProxyGroup`]: a TCP proxy in front of a server with
 //!   switchable faults: blackhole, heal, drop every connection, "execute
 //!   the next create on the server but drop its reply", and "hold a

@@ -42,10 +42,14 @@ pub fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
 }
 
 pub fn connect_request() -> Vec<u8> {
+    connect_request_with_timeout(10_000)
+}
+
+pub fn connect_request_with_timeout(session_timeout_ms: i32) -> Vec<u8> {
     let mut b = Vec::new();
     put_i32(&mut b, 0); // protocolVersion
     put_i64(&mut b, 0); // lastZxidSeen
-    put_i32(&mut b, 10_000); // timeOut
+    put_i32(&mut b, session_timeout_ms); // timeOut
     put_i64(&mut b, 0); // sessionId
     put_i32(&mut b, 16); // passwd
     b.extend_from_slice(&[0u8; 16]);
@@ -56,10 +60,20 @@ pub fn connect_request() -> Vec<u8> {
 /// Connects to `addr` and performs the ZooKeeper handshake; returns the stream
 /// (with a read timeout of `timeout`) and the session id.
 pub fn session(addr: SocketAddr, timeout: Duration) -> io::Result<(TcpStream, i64)> {
+    session_with_timeout(addr, 10_000, timeout).map(|(s, id, _)| (s, id))
+}
+
+/// Like [`session`], asking for a session timeout of `session_timeout_ms`;
+/// also returns the negotiated session timeout (ms).
+pub fn session_with_timeout(
+    addr: SocketAddr,
+    session_timeout_ms: i32,
+    timeout: Duration,
+) -> io::Result<(TcpStream, i64, i32)> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_nodelay(true)?;
-    s.write_all(&connect_request())?;
+    s.write_all(&connect_request_with_timeout(session_timeout_ms))?;
     let body = read_frame(&mut s)?;
     if body.len() < 16 {
         return Err(io::Error::new(
@@ -67,12 +81,19 @@ pub fn session(addr: SocketAddr, timeout: Duration) -> io::Result<(TcpStream, i6
             "short connect response",
         ));
     }
+    let negotiated = i32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
     let session_id = i64::from_be_bytes(body[8..16].try_into().expect("8 bytes"));
-    Ok((s, session_id))
+    Ok((s, session_id, negotiated))
 }
 
 /// create (type 1) of `path` with empty data, world:anyone ALL, persistent.
 pub fn create_request(xid: i32, path: &str) -> Vec<u8> {
+    create_request_with_flags(xid, path, 0)
+}
+
+/// create (type 1) of `path` with empty data, world:anyone ALL and create
+/// `flags` (0 persistent, 1 ephemeral, 2 sequential, 3 both).
+pub fn create_request_with_flags(xid: i32, path: &str, flags: i32) -> Vec<u8> {
     let mut b = Vec::new();
     put_i32(&mut b, xid);
     put_i32(&mut b, 1);
@@ -82,7 +103,7 @@ pub fn create_request(xid: i32, path: &str) -> Vec<u8> {
     put_i32(&mut b, 31); // perms ALL
     put_str(&mut b, "world");
     put_str(&mut b, "anyone");
-    put_i32(&mut b, 0); // flags: persistent
+    put_i32(&mut b, flags);
     frame(&b)
 }
 
