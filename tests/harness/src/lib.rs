@@ -40,9 +40,10 @@
 //!
 //! # Command-line tool
 //!
-//! `zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]`
-//! prints one JSON line describing the servers, then answers one JSON line per
-//! command read from stdin. See the binary's `--help`.
+//! `zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]
+//! [--partitionable]` prints one JSON line describing the servers, then
+//! answers one JSON line per command read from stdin. See the binary's
+//! `--help`.
 
 mod cluster;
 mod install;

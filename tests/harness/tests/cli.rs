@@ -115,6 +115,8 @@ fn serve_commands_and_shutdown() {
     assert!(h.cmd("4lw 0 srvr").contains("Mode: standalone\\n"));
     assert!(h.cmd("4lw 7 ruok").starts_with("{\"ok\":false,\"error\":"));
     assert!(h.cmd("frobnicate").starts_with("{\"ok\":false,\"error\":"));
+    // Not started with --partitionable.
+    assert!(h.cmd("partition 0").starts_with("{\"ok\":false,\"error\":"));
     // Empty lines are ignored (no answer).
     writeln!(h.stdin.as_mut().expect("stdin")).expect("empty line");
     assert_eq!(h.cmd("leader"), "{\"ok\":true,\"leader\":0}");
@@ -141,6 +143,37 @@ fn serve_commands_and_shutdown() {
     assert!(status.success(), "{status}");
     assert!(!process_alive(new_pid), "server survived shutdown");
     assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
+}
+
+#[test]
+fn serve_partitionable_ensemble() {
+    let mut h = spawn(&[
+        "serve",
+        "--ensemble",
+        "3",
+        "--partitionable",
+        "--tick-ms",
+        "200",
+    ]);
+    assert_eq!(numbers(&h.hello, "pid").len(), 3, "{}", h.hello);
+    let serving = |h: &mut Harness| h.cmd("4lw 0 srvr").contains("Mode: ");
+    assert!(serving(&mut h));
+    assert!(h.cmd("partition 3").starts_with("{\"ok\":false,\"error\":"));
+    assert_eq!(h.cmd("partition 0"), "{\"ok\":true}");
+    // Follower or leader, member 0 gives up after syncLimit (5) ticks.
+    assert!(
+        zklock_harness::wait_for(Duration::from_secs(10), || !serving(&mut h)),
+        "member 0 still serving while partitioned"
+    );
+    let quorum = h.cmd("wait-quorum 10000");
+    assert!(quorum.starts_with("{\"ok\":true,\"leader\":"), "{quorum}");
+    assert_eq!(h.cmd("heal-partition 0"), "{\"ok\":true}");
+    assert!(
+        zklock_harness::wait_for(Duration::from_secs(20), || serving(&mut h)),
+        "member 0 not serving after heal"
+    );
+    assert_eq!(h.cmd("shutdown"), "{\"ok\":true}");
+    assert!(h.wait_exit().success());
 }
 
 #[test]

@@ -4,11 +4,12 @@
 //! ```text
 //! zkharness install
 //! zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]
-//!                 [--start-timeout-ms MS]
+//!                 [--start-timeout-ms MS] [--partitionable]
 //! ```
 //!
-//! `serve` starts the servers (and with `--proxy` one proxy per server), then
-//! prints ONE JSON line on stdout, e.g.
+//! `serve` starts the servers (and with `--proxy` one proxy per server; with
+//! `--partitionable` an ensemble's members talk through relays, see
+//! `ClusterOptions::partitionable`), then prints ONE JSON line on stdout, e.g.
 //!
 //! ```text
 //! {"ok":true,"connect":"127.0.0.1:4001,...","proxied_connect":"127.0.0.1:5001,...",
@@ -38,10 +39,13 @@
 //! | `drop-create-reply [PREFIX]` | `{"ok":true}` (arms once, group-wide) |
 //! | `dropped-replies`     | `{"ok":true,"count":N}`                  |
 //! | `connections`         | `{"ok":true,"count":N}`                  |
+//! | `partition I`         | `{"ok":true}` (cuts member I off from the others; needs `--partitionable`) |
+//! | `heal-partition I`    | `{"ok":true}` (ends it; does not wait for I to serve) |
 //! | `shutdown`            | `{"ok":true}` after everything is stopped; exits 0 |
 //!
 //! Errors answer `{"ok":false,"error":"..."}` (unknown command, bad index,
-//! proxy command without `--proxy`, ...). Empty lines are ignored.
+//! proxy command without `--proxy`, partition command without
+//! `--partitionable`, ...). Empty lines are ignored.
 //!
 //! On `shutdown`, stdin EOF, SIGTERM, SIGINT or SIGHUP it kills and reaps
 //! every server, closes the proxies, removes the temporary directory and
@@ -67,6 +71,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 const USAGE: &str = "usage:
   zkharness install
   zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync] [--start-timeout-ms MS]
+                  [--partitionable]
 see the crate docs (tests/harness/src/bin/zkharness.rs) for the stdin protocol";
 
 fn main() -> ExitCode {
@@ -137,6 +142,7 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
             }
             "--force-sync" => opts = opts.force_sync(true),
             "--proxy" => proxy = true,
+            "--partitionable" => opts = opts.partitionable(true),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -378,6 +384,8 @@ impl State {
             }
             "dropped-replies" => Ok(format!(",\"count\":{}", self.proxies()?.dropped_replies())),
             "connections" => Ok(format!(",\"count\":{}", self.proxies()?.connections())),
+            "partition" => io(c.partition(index(1)?)),
+            "heal-partition" => io(c.heal_partition(index(1)?)),
             other => Err(format!("unknown command {other:?}")),
         }
     }
