@@ -27,6 +27,7 @@
 mod client;
 mod clock;
 mod error;
+mod fault;
 mod lock;
 pub mod names;
 mod nodelay;

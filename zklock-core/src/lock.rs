@@ -454,6 +454,7 @@ impl Attempt {
                         None => format!("{}{seq}", self.name_prefix),
                     };
                     self.node = Some(OwnNode { name, czxid: stat.czxid });
+                    crate::fault::stall(crate::fault::AFTER_CREATE_REPLY);
                     return Ok(match ctx.op(list).await? {
                         Ok((children, parent)) => {
                             let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent);

@@ -157,3 +157,41 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(!ran, "the stalled process ran its command while another client held the lock");
 }
+
+/// The same fault at the one moment a signal from outside cannot hit: the
+/// `zklock` command stalls (the engine's fault point, as a GC pause would)
+/// right after reading its create's reply, with the reply of the list
+/// pipelined behind it already received. Its session expires meanwhile and
+/// another client gets the lock. The list's reply says the command is first
+/// in line; before the fix it was credited with the time it was read (after
+/// the stall), so the command ran while the other client held the lock.
+#[test]
+fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let dir = std::env::temp_dir().join(format!("zklock-stall-point-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("ran");
+    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["run", "--hosts", &hosts, "--session-timeout", "2s", "--timeout", "20s", "/stall-point", "--"])
+        .args(["sh", "-c", &format!("touch {}", marker.display())])
+        .env("ZKLOCK_FAULT_STALL", "after-create-reply")
+        .env("ZKLOCK_FAULT_STALL_MS", "6000")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let raw = Raw::connect(&hosts);
+    wait_until("p's node exists", 10 * SEC, || raw.children("/stall-point").len() == 1);
+    // c queues behind p's node and is granted when p's session expires.
+    let c = connect(&hosts);
+    let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
+    // p wakes up about 6 s after its create; hold the lock well past that.
+    std::thread::sleep(6 * SEC);
+    let ran = marker.exists();
+    gc.check().expect("c still holds the lock");
+    gc.release().unwrap();
+    let _ = p.kill();
+    let _ = p.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ran, "the stalled process ran its command while another client held the lock");
+}
