@@ -502,8 +502,9 @@ zklock_code zklock_guard_release(const struct zklock_guard *guard, bool *pending
 
 /**
  * Succeeds while the lock is safely held: state `HELD`, connected, and the
- * server answered a request sent less than a session timeout (minus a
- * margin) ago, so the session cannot have expired yet. Call it before each
+ * safety clock has not run out (the ZooKeeper leader is known to have heard
+ * of the session less than a session timeout, minus a margin, ago), so the
+ * session cannot have expired yet. Call it before each
  * step that must not run without the lock, and pass the fencing token to
  * the protected resource. Never blocks.
  *

@@ -1143,8 +1143,8 @@ impl Guard {
     }
 
     /// Ok while the lock is safely held: state `Held`, connected, and the
-    /// server answered a request sent less than a session timeout (minus a
-    /// margin) ago, so the session cannot have expired yet.
+    /// safety clock ([`Guard::safe_until`]) has not run out, so the
+    /// ZooKeeper leader cannot have expired the session yet.
     ///
     /// # Errors
     /// `ConnectionLoss` while suspended (may come back), `LockLost` once
@@ -1154,12 +1154,15 @@ impl Guard {
     }
 
     /// Until when the lock is safely ours even if ZooKeeper stops answering
-    /// now: the send time of the latest request the server answered, plus
-    /// the session timeout, minus a tenth of it for clock-rate drift. The
-    /// server cannot expire the session, and so grant the lock to anyone
-    /// else, before then; [`Guard::check`] fails from then on. While
-    /// connected it keeps moving forward (a heartbeat every sixth of the
-    /// session timeout). `None` once the lock is lost or released.
+    /// now: the latest time at which the ZooKeeper leader is known to have
+    /// processed a report of this session's activity, plus the session
+    /// timeout, minus a tenth of it for clock-rate drift (protocol document,
+    /// section 5). The leader cannot expire the session, and so grant the
+    /// lock to anyone else, before then; [`Guard::check`] fails from then
+    /// on. While connected it keeps moving forward, by the heartbeat (a
+    /// `sync` every eighth of the session timeout); it runs about half a
+    /// session timeout ahead of now. `None` once the lock is lost or
+    /// released.
     pub fn safe_until(&self) -> Option<Instant> {
         self.holding.is_live().then(|| self.holding.session.safe_until())
     }
