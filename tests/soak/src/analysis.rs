@@ -297,6 +297,10 @@ pub struct DeletedNode {
     pub czxid: u64,
     /// Waiting or holding when deleted.
     pub role: Role,
+    /// The delete's reply was lost and the node was gone afterwards: it
+    /// may have been its holder's own release. Counted as deleted all the
+    /// same (the lenient side for properties 1 and 3; see `third_party.rs`).
+    pub reply_lost: bool,
 }
 
 /// One injected fault: from the moment it took effect to the moment it was
@@ -874,7 +878,7 @@ mod tests {
     }
 
     fn delete(lock: LockId, mode: Mode, czxid: u64, role: Role, at: u64) -> Fault {
-        let deleted = DeletedNode { lock, name: format!("n{czxid}"), mode, czxid, role };
+        let deleted = DeletedNode { lock, name: format!("n{czxid}"), mode, czxid, role, reply_lost: false };
         Fault { deleted: Some(deleted), ..Fault::new(FaultKind::ThirdPartyDelete, at, at + 1) }
     }
 

@@ -409,6 +409,11 @@ fn deletes(record: &Record, role: Role, lock: Option<LockId>, mode: Option<Mode>
         .count()
 }
 
+/// Holders' nodes counted as deleted although the delete's reply was lost.
+fn reply_lost(record: &Record) -> usize {
+    record.faults.iter().filter_map(|f| f.deleted.as_ref()).filter(|d| d.reply_lost).count()
+}
+
 /// What became of the holders whose node a third party deleted, summed up.
 struct HolderDeleteStats {
     count: usize,
@@ -531,12 +536,13 @@ fn summarise(
         writeln!(
             out,
             "  third-party deletes: {} waiters' nodes ({}; granted on their deleted node afterwards: {}); {} holders' \
-             nodes ({})",
+             nodes ({}; {} with the reply lost, counted once the node was gone)",
             deletes(record, Role::Waiter, None, None),
             waiters.join("; "),
             report.deleted_waiter_grants,
             deletes(record, Role::Holder, None, None),
-            holders.join("; ")
+            holders.join("; "),
+            reply_lost(record)
         )?;
         let mut h = HolderDeleteStats::of(report);
         writeln!(
@@ -654,7 +660,7 @@ fn json(s: &Settings, record: &Record, report: &Report, handoffs: usize, errors:
     let mut h = HolderDeleteStats::of(report);
     let third_party = format!(
         "{{\"waiters\":{},\"waiters_granted_after_delete\":{},\"waiting_exclusive\":{},\"waiting_readers\":{},\"waiting_writers\":{},\"holders\":{},\
-         \"holders_exclusive\":{},\"holding_readers\":{},\"holding_writers\":{},\"holder_loss_noticed_ms\":\
+         \"holders_reply_lost\":{},\"holders_exclusive\":{},\"holding_readers\":{},\"holding_writers\":{},\"holder_loss_noticed_ms\":\
          {{\"count\":{},\"median\":{},\"max\":{}}},\"holder_released_unnoticed\":{},\"holder_next_grant_ms_median\":{},\
          \"holder_noticed_after_next_grant\":{},\"holder_overlapped_next_grant\":{}}}",
         deletes(record, Role::Waiter, None, None),
@@ -663,6 +669,7 @@ fn json(s: &Settings, record: &Record, report: &Report, handoffs: usize, errors:
         deletes(record, Role::Waiter, None, Some(Mode::Read)),
         deletes(record, Role::Waiter, None, Some(Mode::Write)),
         deletes(record, Role::Holder, None, None),
+        reply_lost(record),
         deletes(record, Role::Holder, None, Some(Mode::Exclusive)),
         deletes(record, Role::Holder, None, Some(Mode::Read)),
         deletes(record, Role::Holder, None, Some(Mode::Write)),

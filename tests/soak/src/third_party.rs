@@ -16,6 +16,14 @@
 //!   so the grant came before the delete.
 //!
 //! Every deleted node's czxid (read with getData just before) is recorded.
+//!
+//! A delete whose reply is lost (connection trouble, a server fault of
+//! another chaos thread) may or may not have happened. A waiter's is then
+//! not recorded: that can only hide a violation, never make one up. A
+//! holder's is recorded once the node is gone (its holder releases it
+//! within milliseconds anyway), marked `reply_lost`: an unrecorded delete
+//! of a holder's node would make its overlap with the next grant look like
+//! a violation.
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +38,9 @@ use crate::resource::Resource;
 const OP_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one injection looks for a suitable node before giving up.
 const SEARCH: Duration = Duration::from_secs(5);
+/// How long a holder's node may still exist after a delete whose reply was
+/// lost (the holder releases within milliseconds, or its session expires).
+const REPLY_LOST_LIMIT: Duration = Duration::from_secs(15);
 
 /// Which node to delete next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,10 +196,10 @@ impl Outsider {
                 });
                 let end = mono_ns();
                 match deleted {
-                    Ok(()) => Ok(Some(self.fault(lock, victim, czxid, Role::Waiter, start, end))),
+                    Ok(()) => Ok(Some(self.fault(lock, victim, czxid, Role::Waiter, false, start, end))),
                     // The node waited on, or ours, went meanwhile: look again.
                     Err(zk::Error::NoNode) => Ok(None),
-                    Err(e) => Err(format!("deleting {victim_path}: {e}")),
+                    Err(e) => Err(format!("deleting {victim_path} (not recorded, it may have happened): {e}")),
                 }
             },
             Target::Holder(_) => {
@@ -207,9 +218,16 @@ impl Outsider {
                     let deleted = self.raw(async |c| c.delete(&holder_path, None).await);
                     let end = mono_ns();
                     return match deleted {
-                        Ok(()) => Ok(Some(self.fault(lock, holder, czxid, Role::Holder, start, end))),
+                        Ok(()) => Ok(Some(self.fault(lock, holder, czxid, Role::Holder, false, start, end))),
                         Err(zk::Error::NoNode) => Ok(None),
-                        Err(e) => Err(format!("deleting {holder_path}: {e}")),
+                        Err(e) => {
+                            eprintln!("{:.3} soak: third party: deleting {holder_path}: {e}", mono_ns() as f64 / 1e9);
+                            if self.wait_gone(&holder_path, REPLY_LOST_LIMIT) {
+                                Ok(Some(self.fault(lock, holder, czxid, Role::Holder, true, start, mono_ns())))
+                            } else {
+                                Err(format!("{holder_path} still exists {REPLY_LOST_LIMIT:?} after a delete whose reply was lost"))
+                            }
+                        },
                     };
                 }
                 Ok(None)
@@ -217,13 +235,36 @@ impl Outsider {
         }
     }
 
-    fn fault(&self, lock: LockId, p: &Participant, czxid: i64, role: Role, start: u64, end: u64) -> Fault {
+    /// Waits up to `limit` until `path` is gone; false if it still exists.
+    fn wait_gone(&mut self, path: &str, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Err(zk::Error::NoNode) = self.raw(async |c| c.get_data(path).await.map(|_| ())) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fault(
+        &self,
+        lock: LockId,
+        p: &Participant,
+        czxid: i64,
+        role: Role,
+        reply_lost: bool,
+        start: u64,
+        end: u64,
+    ) -> Fault {
         let deleted = DeletedNode {
             lock,
             name: p.name.clone(),
             mode: mode_of(lock, p.kind),
             czxid: u64::try_from(czxid).unwrap_or(0),
             role,
+            reply_lost,
         };
         Fault { deleted: Some(deleted), ..Fault::new(FaultKind::ThirdPartyDelete, start, end) }
     }
