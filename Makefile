@@ -65,13 +65,15 @@ cli:
 	$(CARGO) build --release --locked -p zklock-core --bin zklock
 
 .PHONY: soak
-# The long fault soak (issue 7). The test command runs a one-minute soak
-# (tests/soak/tests/short.rs); this is the long one. Override e.g.
+# The long fault soak (issue 7). The test command runs a one-minute soak and
+# half a minute of third-party deletes (tests/soak/tests/short.rs); this is
+# the long one. Override e.g.
 # `make soak SOAK_ARGS="--duration 30m --seed 42"`.
 SOAK_ARGS ?= --duration 10m --min-faults 50 --min-handoffs 1000
 ## soak: chaos over a 3-node ensemble (kills, freezes, blackholes, pauses,
-## lost replies) while contenders take one lock; prints the summary and
-## writes target/soak.json; fails on any violated property
+## lost replies, third-party deletes) while contenders take an exclusive and a
+## read/write lock; prints the summary and writes target/soak.json; fails on
+## any violated property
 soak: deps
 	@mkdir -p target
 	$(CARGO) run --release --locked -p zklock-soak -- $(SOAK_ARGS) --json target/soak.json

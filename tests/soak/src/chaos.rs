@@ -1,11 +1,20 @@
-//! The chaos schedule: three threads inject faults while the contenders
-//! run, one against the servers (kill and restart the leader or a follower,
-//! freeze a member, restart the whole ensemble), one against the holders'
-//! network (blackhole the holder's connection, drop the reply to a create)
-//! and one against the holders' processes (stop the holder's process past
-//! its session). The threads' faults overlap, as they do in real outages.
-//! After each server fault its thread waits up to 1.5 s for the next grant;
-//! progress after each fault is measured afterwards from the record.
+//! The chaos schedule: one thread per lane of fault kinds
+//! ([`Lane`](crate::analysis::Lane)) injects faults while the contenders
+//! run: one against the servers (kill and restart the leader or a
+//! follower, freeze a member, restart the whole ensemble), one against the
+//! holders' network (blackhole the holder's connection, drop the reply to a
+//! create), one against the holders' processes (stop the holder's process
+//! past its session) and one for a third party (delete a waiter's or a
+//! holder's lock node, see `third_party.rs`). The threads' faults overlap,
+//! as they do in real outages. After each server fault its thread waits up
+//! to 1.5 s for the next grant; progress after each fault is measured
+//! afterwards from the record.
+//!
+//! A new fault kind (e.g. a member partitioned from the quorum while its
+//! clients stay connected, or a holder stalled between sending requests and
+//! reading their replies) is a `FaultKind` with a name and a lane, and an
+//! arm of [`Chaos::inject`]; the lanes' threads, the reports per kind and
+//! the attribution of violations to kinds follow from that.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -13,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use zklock_harness::{Cluster, ProxyGroup};
 
-use crate::analysis::{Fault, FaultKind};
+use crate::analysis::{Fault, FaultKind, Lane, LockId};
 use crate::clock::{mono_ns, Rng};
 use crate::resource::Resource;
+use crate::third_party::Outsider;
 
 /// How long the server-fault thread waits for a grant after each fault
 /// before the next one. Every server fault disconnects most clients, and
@@ -34,6 +44,10 @@ pub struct Chaos<'a> {
     pub groups: &'a [ProxyGroup],
     /// The resource (who holds the lock now, when the next grant came).
     pub resource: &'a Resource,
+    /// The locks the contenders take.
+    pub locks: Vec<LockId>,
+    /// The third party (its own sessions), for `ThirdPartyDelete`.
+    pub outsider: Mutex<Outsider>,
     /// Pid of each contender process.
     pub worker_pids: Vec<u32>,
     /// Contender id -> process index.
@@ -56,19 +70,23 @@ fn io<T>(what: &str, r: std::io::Result<T>) -> Result<T, String> {
 }
 
 impl Chaos<'_> {
-    /// Runs the server, holder-network and holder-process faults among
-    /// `kinds` on three threads until `until`, then undoes whatever is
-    /// still in effect.
+    /// Runs the faults among `kinds`, one thread per lane, until `until`,
+    /// then undoes whatever is still in effect.
     pub fn run(&self, kinds: &[FaultKind], seed: u64) {
-        let server = [FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::FreezeMember, FaultKind::RestartEnsemble];
-        let (server, holder): (Vec<FaultKind>, Vec<FaultKind>) = kinds.iter().partition(|k| server.contains(k));
-        let (pause, network): (Vec<FaultKind>, Vec<FaultKind>) = holder.iter().partition(|&&k| k == FaultKind::PauseHolder);
         std::thread::scope(|s| {
-            s.spawn(|| self.schedule(&server, SERVER_BREATHER, Rng::new(seed ^ 0x5e_7e_e5)));
-            s.spawn(|| self.schedule(&network, Duration::ZERO, Rng::new(seed ^ 0xc1_1e_27)));
-            s.spawn(|| self.schedule(&pause, Duration::ZERO, Rng::new(seed ^ 0x9a_05_e0)));
+            for lane in Lane::ALL {
+                let mine: Vec<FaultKind> = kinds.iter().copied().filter(|k| k.lane() == lane).collect();
+                let (breather, salt) = match lane {
+                    Lane::Servers => (SERVER_BREATHER, 0x5e_7e_e5),
+                    Lane::HolderNetwork => (Duration::ZERO, 0xc1_1e_27),
+                    Lane::HolderProcess => (Duration::ZERO, 0x9a_05_e0),
+                    Lane::ThirdParty => (Duration::ZERO, 0x3d_9a_27),
+                };
+                s.spawn(move || self.schedule(&mine, breather, Rng::new(seed ^ salt)));
+            }
         });
         self.restore();
+        self.outsider.lock().unwrap_or_else(PoisonError::into_inner).close();
     }
 
     /// Injects `kinds` in turn until `until`; after each fault waits up to
@@ -87,7 +105,7 @@ impl Chaos<'_> {
                     let end = fault.end;
                     self.faults.lock().unwrap_or_else(PoisonError::into_inner).push(fault);
                     if !breather.is_zero() {
-                        self.resource.wait_grant_after(end, breather);
+                        self.resource.wait_grant_after(end, breather, &self.locks);
                     }
                 },
                 Ok(None) => {},
@@ -102,7 +120,7 @@ impl Chaos<'_> {
     }
 
     fn inject(&self, kind: FaultKind, rng: &mut Rng) -> Outcome {
-        let fault = |start: u64, paused_process: Option<usize>| Fault { kind, start, end: mono_ns(), paused_process };
+        let fault = |start: u64, paused_process: Option<usize>| Fault { paused_process, ..Fault::new(kind, start, mono_ns()) };
         let c = self.cluster;
         match kind {
             FaultKind::KillLeader => {
@@ -182,10 +200,14 @@ impl Chaos<'_> {
                 let start = mono_ns();
                 Ok(fired.then(|| fault(start, None)))
             },
+            FaultKind::ThirdPartyDelete => {
+                self.outsider.lock().unwrap_or_else(PoisonError::into_inner).delete_next(self.resource, self.until)
+            },
         }
     }
 
-    /// The contender holding the lock now (waiting up to 10 s for one).
+    /// The contender that most recently announced a grant, on either lock,
+    /// and still holds it (waiting up to 10 s for one).
     fn holder(&self) -> Option<u32> {
         let mut found = None;
         zklock_harness::wait_for(Duration::from_secs(10), || {

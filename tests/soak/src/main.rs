@@ -5,29 +5,36 @@
 //! zklock-soak [--duration 10m] [--processes 3] [--per-process 2]
 //!             [--session-timeout 2s] [--seed N] [--progress-bound 60s]
 //!             [--min-handoffs N] [--min-faults N] [--json FILE]
-//!             [--faults KIND,KIND...] [--self-test-ignore-check]
+//!             [--locks exclusive,rw] [--faults KIND,KIND...]
+//!             [--self-test-ignore-check]
 //! ```
 //!
 //! It starts a 3-node ZooKeeper ensemble on loopback (through the test
 //! harness), a fenced "resource", one proxy group per contender, and
 //! `--processes` contender processes (this same program, `worker`
 //! subcommand) with `--per-process` contenders each, every contender in a
-//! session of its own. Each contender takes one lock in a loop; while it
-//! holds it, it writes its fencing token to the resource and calls
-//! `check()`. Meanwhile three fault threads run the chaos schedule (see
-//! `chaos.rs`) until the duration is over. Then every fault is undone, the
-//! contenders stop and close their sessions, and the recorded run is checked
-//! against the five properties (see `analysis.rs`):
+//! session of its own. The contenders are dealt out over the locks of
+//! `--locks` in turn (by default half on an exclusive lock, half on a
+//! read/write lock at another path, where each acquire takes the read or
+//! the write side at random). Each contender takes its lock in a loop;
+//! while it holds it, it writes its fencing token to the resource and calls
+//! `check()`. Meanwhile one fault thread per lane runs the chaos schedule
+//! (see `chaos.rs`) until the duration is over. Then every fault is undone,
+//! the contenders stop and close their sessions, and the recorded run is
+//! checked against the five properties, per lock (see `analysis.rs` for the
+//! rules of shared holding):
 //!
-//! 1. no two holders' safely-held intervals overlap;
+//! 1. no two conflicting safely-held intervals overlap, and nobody is
+//!    granted a lock on a node a third party deleted while it waited;
 //! 2. no stale token is accepted by the resource (and grants' tokens grow);
-//! 3. every loss reaches its holder before another client is granted;
+//! 3. every loss reaches its holder before a conflicting grant;
 //! 4. no lock node remains once every session is closed;
-//! 5. the lock is granted again after every fault (time reported).
+//! 5. every lock is granted again after every fault (time reported).
 //!
-//! It prints a summary and exits 0 only if no property is violated, the
-//! chaos schedule ran without errors, and the `--min-*` thresholds are met.
-//! Times are `CLOCK_MONOTONIC`, shared by every process of the machine.
+//! It prints a summary (violations per lock and per fault class) and exits
+//! 0 only if no property is violated, the chaos schedule ran without
+//! errors, and the `--min-*` thresholds are met. Times are
+//! `CLOCK_MONOTONIC`, shared by every process of the machine.
 //!
 //! `--self-test-ignore-check` breaks the contenders on purpose (they act as
 //! if every `check()` succeeded): the run must then report violations,
@@ -37,6 +44,7 @@ mod analysis;
 mod chaos;
 mod clock;
 mod resource;
+mod third_party;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -48,16 +56,15 @@ use std::time::{Duration, Instant};
 use zklock_core::{Client, ClientOptions};
 use zklock_harness::{Cluster, ClusterOptions, ProxyGroup};
 
-use crate::analysis::{FaultKind, Record, Report};
+use crate::analysis::{FaultKind, LockId, Mode, Record, Report, Role};
 use crate::clock::mono_ns;
-
-const LOCK_PATH: &str = "/soak/lock";
 
 const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 2] [--session-timeout 2s]
                    [--seed N] [--progress-bound 60s] [--min-handoffs N] [--min-faults N] [--json FILE]
-                   [--faults KIND,KIND...] [--self-test-ignore-check]
+                   [--locks exclusive,rw] [--faults KIND,KIND...] [--self-test-ignore-check]
+locks (default: both, contenders dealt out in turn): exclusive, rw
 fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
-                            blackhole-holder, pause-holder, drop-create-reply";
+                            blackhole-holder, pause-holder, drop-create-reply, third-party-delete";
 
 /// The orchestrator's settings.
 #[derive(Clone, Debug)]
@@ -72,7 +79,15 @@ struct Settings {
     min_faults: usize,
     json: Option<String>,
     ignore_check: bool,
+    locks: Vec<LockId>,
     kinds: Vec<FaultKind>,
+}
+
+impl Settings {
+    /// The lock contender `cid` takes: the locks in turn.
+    fn lock_of(&self, cid: usize) -> LockId {
+        self.locks[cid % self.locks.len()]
+    }
 }
 
 /// `500ms`, `10s`, `2m`, or a plain number of seconds.
@@ -105,6 +120,7 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
         min_faults: 0,
         json: None,
         ignore_check: false,
+        locks: LockId::ALL.to_vec(),
         kinds: FaultKind::ALL.to_vec(),
     };
     let mut it = args.iter();
@@ -122,6 +138,17 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
             "--min-faults" => s.min_faults = number(value()?)?,
             "--json" => s.json = Some(value()?),
             "--self-test-ignore-check" => s.ignore_check = true,
+            "--locks" => {
+                let v = value()?;
+                let mut locks = Vec::new();
+                for name in v.split(',') {
+                    let lock = LockId::from_name(name).ok_or(format!("unknown lock {name:?} (exclusive, rw)"))?;
+                    if !locks.contains(&lock) {
+                        locks.push(lock);
+                    }
+                }
+                s.locks = locks;
+            },
             "--faults" => {
                 let v = value()?;
                 s.kinds = v
@@ -137,13 +164,15 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
     if s.processes == 0 || s.per_process == 0 {
         return Err("--processes and --per-process must be at least 1".into());
     }
+    if s.processes * s.per_process < s.locks.len() {
+        return Err("fewer contenders than locks".into());
+    }
     Ok(s)
 }
 
 fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
     let mut cfg = worker::WorkerConfig {
         resource: String::new(),
-        lock_path: LOCK_PATH.into(),
         session_timeout: Duration::from_secs(2),
         contenders: Vec::new(),
         seed: 1,
@@ -160,8 +189,12 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
             "--seed" => cfg.seed = value.parse().map_err(|_| "--seed: not a number")?,
             "--ignore-check" => cfg.ignore_check = value == "1",
             "--contender" => {
-                let (cid, hosts) = value.split_once('@').ok_or("--contender takes ID@HOSTS")?;
-                cfg.contenders.push((cid.parse().map_err(|_| "--contender: bad id")?, hosts.to_owned()));
+                let mut parts = value.splitn(3, '@');
+                let (Some(cid), Some(lock), Some(hosts)) = (parts.next(), parts.next(), parts.next()) else {
+                    return Err("--contender takes ID@LOCK@HOSTS".into());
+                };
+                let lock = LockId::from_name(lock).ok_or("--contender: bad lock")?;
+                cfg.contenders.push((cid.parse().map_err(|_| "--contender: bad id")?, lock, hosts.to_owned()));
             },
             other => return Err(format!("unknown worker option {other:?}")),
         }
@@ -269,24 +302,35 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
             .args(["--ignore-check", if s.ignore_check { "1" } else { "0" }]);
         for k in 0..s.per_process {
             let cid = p * s.per_process + k;
-            cmd.arg("--contender").arg(format!("{cid}@{}", groups[cid].connect_string()));
+            cmd.arg("--contender").arg(format!("{cid}@{}@{}", s.lock_of(cid).name(), groups[cid].connect_string()));
             process_of.insert(cid as u32, p);
         }
         let log = std::fs::File::create(logs.join(format!("process-{p}.log")))?;
         cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(log);
         workers.children.push(cmd.spawn()?);
     }
+    let per_lock: Vec<String> = s
+        .locks
+        .iter()
+        .map(|&l| format!("{} on {} ({})", (0..contenders).filter(|&c| s.lock_of(c) == l).count(), l.name(), l.path()))
+        .collect();
     println!(
-        "soak: 3-node ensemble, {contenders} contenders in {} processes, session timeout {:?}, {:?} of chaos, seed {}",
-        s.processes, s.session_timeout, s.duration, s.seed
+        "soak: 3-node ensemble, {contenders} contenders in {} processes ({}), session timeout {:?}, {:?} of chaos, seed {}",
+        s.processes,
+        per_lock.join(", "),
+        s.session_timeout,
+        s.duration,
+        s.seed
     );
-    if resource.wait_grant_after(0, Duration::from_secs(60)).is_none() {
-        return Err("no contender got the lock within 60 s of starting".into());
+    if !resource.wait_grant_after(0, Duration::from_secs(60), &s.locks) {
+        return Err("not every lock was granted within 60 s of starting".into());
     }
     let chaos = chaos::Chaos {
         cluster: &cluster,
         groups: &groups,
         resource: &resource,
+        locks: s.locks.clone(),
+        outsider: Mutex::new(third_party::Outsider::new(cluster.connect_string(), &s.locks)),
         worker_pids: workers.children.iter().map(Child::id).collect(),
         process_of: process_of.clone(),
         hold: s.session_timeout + Duration::from_millis(500),
@@ -296,15 +340,17 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     };
     chaos.run(&s.kinds, s.seed);
     // Progress after the last fault, then a quiet stop.
-    resource.wait_grant_after(mono_ns(), s.progress_bound);
+    resource.wait_grant_after(mono_ns(), s.progress_bound, &s.locks);
     std::thread::sleep(Duration::from_millis(500));
     let stuck = workers.stop(Duration::from_secs(30));
-    let leftover_nodes = leftovers(&cluster.connect_string(), s.session_timeout * 2 + Duration::from_secs(5))?;
+    let leftover_nodes =
+        leftovers(&cluster.connect_string(), &s.locks, s.session_timeout * 2 + Duration::from_secs(5))?;
     let (intervals, writes) = resource.snapshot();
     let faults = chaos.faults.into_inner().unwrap_or_default();
     let errors = chaos.errors.into_inner().unwrap_or_default();
-    let record = Record { intervals, writes, faults, leftover_nodes, process_of };
-    let report = analysis::analyse(&record, s.progress_bound.as_nanos() as u64);
+    let record = Record { locks: s.locks.clone(), intervals, writes, faults, leftover_nodes, process_of };
+    let settle = s.session_timeout + Duration::from_secs(1);
+    let report = analysis::analyse(&record, s.progress_bound.as_nanos() as u64, settle.as_nanos() as u64);
     let ok = summarise(s, &record, &report, &errors, stuck, started.elapsed())?;
     if !ok {
         eprintln!("soak: contender logs and server logs: {} (kept with ZKLOCK_HARNESS_KEEP=1)", cluster.dir().display());
@@ -312,17 +358,20 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     Ok(ok)
 }
 
-/// Lock nodes left under the lock path once every contender closed its
+/// Lock nodes left under the locks' paths once every contender closed its
 /// session, after waiting up to `limit` for them to go.
-fn leftovers(hosts: &str, limit: Duration) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+fn leftovers(hosts: &str, locks: &[LockId], limit: Duration) -> Result<Vec<(LockId, String)>, Box<dyn std::error::Error>> {
     let client = Client::connect(ClientOptions::new(hosts).connect_timeout(Duration::from_secs(30)))?;
     let mut left = Vec::new();
-    let gone = zklock_harness::wait_for(limit, || match client.participants(LOCK_PATH) {
-        Ok(p) => {
-            left = p.into_iter().map(|p| format!("{} (session {:#x})", p.name, p.session_id)).collect();
-            left.is_empty()
-        },
-        Err(_) => false,
+    let gone = zklock_harness::wait_for(limit, || {
+        left.clear();
+        for &lock in locks {
+            match client.participants(lock.path()) {
+                Ok(p) => left.extend(p.into_iter().map(|p| (lock, format!("{} (session {:#x})", p.name, p.session_id)))),
+                Err(_) => return false,
+            }
+        }
+        left.is_empty()
     });
     client.close();
     if gone {
@@ -334,6 +383,59 @@ fn leftovers(hosts: &str, limit: Duration) -> Result<Vec<String>, Box<dyn std::e
 
 fn millis(ns: Option<u64>) -> String {
     ns.map_or("-".to_owned(), |n| format!("{:.0}", n as f64 / 1e6))
+}
+
+/// The properties' names in the summary, numbered 1 to 5.
+const PROPERTIES: [&str; 5] = [
+    "1 overlapping safely-held intervals",
+    "2 stale tokens accepted / tokens not growing",
+    "3 losses not reported before the next grant",
+    "4 lock nodes left after every session closed",
+    "5 faults without a grant afterwards",
+];
+
+/// Grants on `lock` of `mode` (any mode if `None`).
+fn grants(record: &Record, lock: LockId, mode: Option<Mode>) -> usize {
+    record.writes.iter().filter(|w| w.enter && w.mode.lock() == lock && mode.is_none_or(|m| w.mode == m)).count()
+}
+
+/// Third-party deletes of `role` on `lock` of `mode` (any if `None`).
+fn deletes(record: &Record, role: Role, lock: Option<LockId>, mode: Option<Mode>) -> usize {
+    record
+        .faults
+        .iter()
+        .filter_map(|f| f.deleted.as_ref())
+        .filter(|d| d.role == role && lock.is_none_or(|l| d.lock == l) && mode.is_none_or(|m| d.mode == m))
+        .count()
+}
+
+/// Holders' nodes counted as deleted although the delete's reply was lost.
+fn reply_lost(record: &Record) -> usize {
+    record.faults.iter().filter_map(|f| f.deleted.as_ref()).filter(|d| d.reply_lost).count()
+}
+
+/// What became of the holders whose node a third party deleted, summed up.
+struct HolderDeleteStats {
+    count: usize,
+    noticed: Vec<u64>,
+    unnoticed: usize,
+    next_grant: Vec<u64>,
+    noticed_late: usize,
+    overlapped: usize,
+}
+
+impl HolderDeleteStats {
+    fn of(report: &Report) -> HolderDeleteStats {
+        let h = &report.holder_deletes;
+        HolderDeleteStats {
+            count: h.len(),
+            noticed: h.iter().filter_map(|d| d.noticed_after).collect(),
+            unnoticed: h.iter().filter(|d| d.noticed_after.is_none()).count(),
+            next_grant: h.iter().filter_map(|d| d.next_grant_after).collect(),
+            noticed_late: h.iter().filter(|d| d.noticed_after_next_grant).count(),
+            overlapped: h.iter().filter(|d| d.overlapped).count(),
+        }
+    }
 }
 
 /// Prints the summary (and writes the JSON file); true if the run passed.
@@ -354,15 +456,36 @@ fn summarise(
         e.1.extend(r.next_grant_after);
         e.2.push(f.end.saturating_sub(f.start));
     }
+    let per_lock: Vec<String> = s
+        .locks
+        .iter()
+        .map(|&l| match l {
+            LockId::Exclusive => format!("exclusive {}", grants(record, l, None)),
+            LockId::Rw => format!(
+                "rw {}: {} as reader, {} as writer",
+                grants(record, l, None),
+                grants(record, l, Some(Mode::Read)),
+                grants(record, l, Some(Mode::Write))
+            ),
+        })
+        .collect();
     let mut out = String::new();
     writeln!(out, "\nsoak summary ({:.0} s in all)", elapsed.as_secs_f64())?;
-    writeln!(out, "  handoffs (grants): {handoffs}; writes accepted: {accepted}; stale writes rejected: {}", report.stale_rejected)?;
+    writeln!(
+        out,
+        "  handoffs (grants): {handoffs} ({}); writes accepted: {accepted}; stale writes rejected: {}",
+        per_lock.join("; "),
+        report.stale_rejected
+    )?;
     writeln!(
         out,
         "  losses: {} (of which {} while the holder's process was stopped)",
         report.losses, report.paused_losses
     )?;
-    writeln!(out, "  faults injected: how long each lasted, and the time from its end to the next grant (ms):")?;
+    writeln!(
+        out,
+        "  faults injected: how long each lasted, and the time from its end until every lock was granted again (ms):"
+    )?;
     writeln!(
         out,
         "    {:<18} {:>6} {:>10} {:>10} {:>10} {:>10}",
@@ -385,6 +508,58 @@ fn summarise(
             millis(analysis::quantile(&mut rec, 1.0)),
         )?;
     }
+    if s.kinds.contains(&FaultKind::ThirdPartyDelete) {
+        let waiters: Vec<String> = s
+            .locks
+            .iter()
+            .map(|&l| match l {
+                LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Waiter, Some(l), None)),
+                LockId::Rw => format!(
+                    "rw {} waiting readers, {} waiting writers",
+                    deletes(record, Role::Waiter, Some(l), Some(Mode::Read)),
+                    deletes(record, Role::Waiter, Some(l), Some(Mode::Write))
+                ),
+            })
+            .collect();
+        let holders: Vec<String> = s
+            .locks
+            .iter()
+            .map(|&l| match l {
+                LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Holder, Some(l), None)),
+                LockId::Rw => format!(
+                    "rw {} readers, {} writers",
+                    deletes(record, Role::Holder, Some(l), Some(Mode::Read)),
+                    deletes(record, Role::Holder, Some(l), Some(Mode::Write))
+                ),
+            })
+            .collect();
+        writeln!(
+            out,
+            "  third-party deletes: {} waiters' nodes ({}; granted on their deleted node afterwards: {}); {} holders' \
+             nodes ({}; {} with the reply lost, counted once the node was gone)",
+            deletes(record, Role::Waiter, None, None),
+            waiters.join("; "),
+            report.deleted_waiter_grants,
+            deletes(record, Role::Holder, None, None),
+            holders.join("; "),
+            reply_lost(record)
+        )?;
+        let mut h = HolderDeleteStats::of(report);
+        writeln!(
+            out,
+            "  holder's node deleted by a third party: loss noticed within {} ms median, {} ms max of the delete \
+             ({} of {}; {} released without noticing); next grant {} ms median after the delete; noticed only \
+             after it: {}; safely-held interval overlapping it: {} (exempt from properties 1 and 3)",
+            millis(analysis::quantile(&mut h.noticed, 0.5)),
+            millis(analysis::quantile(&mut h.noticed, 1.0)),
+            h.noticed.len(),
+            h.count,
+            h.unnoticed,
+            millis(analysis::quantile(&mut h.next_grant, 0.5)),
+            h.noticed_late,
+            h.overlapped
+        )?;
+    }
     let longest = report.recoveries.iter().filter_map(|r| r.next_grant_after.map(|n| (n, r.kind))).max();
     if let Some((ns, kind)) = longest {
         writeln!(out, "  longest recovery: {} ms after {}", millis(Some(ns)), kind.name())?;
@@ -394,25 +569,29 @@ fn summarise(
         let kinds: Vec<&str> = g.faults.iter().map(|k| k.name()).collect();
         writeln!(
             out,
-            "  no grant for {:.1} s from t={:.1} s (faults in effect: {})",
+            "  {}: no grant for {:.1} s from t={:.1} s (faults in effect: {})",
+            g.lock.name(),
             (g.to - g.from) as f64 / 1e9,
             g.from.saturating_sub(t0) as f64 / 1e9,
             if kinds.is_empty() { "none".to_owned() } else { kinds.join(", ") }
         )?;
     }
-    let names = [
-        "1 overlapping safely-held intervals",
-        "2 stale tokens accepted / tokens not growing",
-        "3 losses not reported before the next grant",
-        "4 lock nodes left after every session closed",
-        "5 faults without a grant afterwards",
-    ];
     writeln!(out, "  violations:")?;
-    for (p, name) in (1u8..).zip(names) {
-        writeln!(out, "    property {name}: {}", report.count(p))?;
+    for (p, name) in (1u8..).zip(PROPERTIES) {
+        let per_lock: Vec<String> = s.locks.iter().map(|&l| format!("{} {}", l.name(), report.count_on(p, l))).collect();
+        writeln!(out, "    property {name}: {} ({})", report.count(p), per_lock.join(", "))?;
+    }
+    writeln!(out, "  violations by fault class (each counts under every fault in effect during it, or none):")?;
+    writeln!(out, "    {:<18} {:>6} {:>6} {:>6} {:>6} {:>6}", "class", "1", "2", "3", "4", "5")?;
+    let classes = FaultKind::ALL.into_iter().filter(|k| s.kinds.contains(k)).map(Some).chain([None]);
+    for class in classes {
+        let counts: Vec<String> = (1..=5u8).map(|p| format!("{:>6}", report.count_for(p, class))).collect();
+        writeln!(out, "    {:<18} {}", class.map_or("none", FaultKind::name), counts.join(" "))?;
     }
     for v in report.violations.iter().take(20) {
-        writeln!(out, "    ! property {}: {}", v.property, v.detail)?;
+        let kinds: Vec<&str> = v.faults.iter().map(|k| k.name()).collect();
+        let kinds = if kinds.is_empty() { "none".to_owned() } else { kinds.join(", ") };
+        writeln!(out, "    ! property {}: {} [faults: {kinds}]", v.property, v.detail)?;
     }
     for e in errors {
         writeln!(out, "  chaos error: {e}")?;
@@ -445,31 +624,81 @@ fn summarise(
     Ok(ok)
 }
 
+/// `{"1":n1,...,"5":n5}` with `count(p)` for each property.
+fn per_property(count: impl Fn(u8) -> usize) -> String {
+    let fields: Vec<String> = (1..=5u8).map(|p| format!("\"{p}\":{}", count(p))).collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+fn ms_json(ns: Option<u64>) -> String {
+    ns.map_or("null".into(), |n| format!("{:.1}", n as f64 / 1e6))
+}
+
 /// The run's results as JSON (hand-written: no serde dependency).
 fn json(s: &Settings, record: &Record, report: &Report, handoffs: usize, errors: &[String], ok: bool) -> String {
     let faults: Vec<String> = FaultKind::ALL
         .iter()
         .map(|k| format!("\"{}\":{}", k.name(), record.faults.iter().filter(|f| f.kind == *k).count()))
         .collect();
-    let violations: Vec<String> = (1..=5u8).map(|p| format!("\"{p}\":{}", report.count(p))).collect();
+    let locks: Vec<String> = s.locks.iter().map(|l| format!("\"{}\"", l.name())).collect();
+    let handoffs_by_lock: Vec<String> =
+        s.locks.iter().map(|&l| format!("\"{}\":{}", l.name(), grants(record, l, None))).collect();
+    let by_lock: Vec<String> =
+        s.locks.iter().map(|&l| format!("\"{}\":{}", l.name(), per_property(|p| report.count_on(p, l)))).collect();
+    let by_fault: Vec<String> = FaultKind::ALL
+        .into_iter()
+        .filter(|k| s.kinds.contains(k))
+        .map(Some)
+        .chain([None])
+        .map(|k| format!("\"{}\":{}", k.map_or("none", FaultKind::name), per_property(|p| report.count_for(p, k))))
+        .collect();
     let recoveries: Vec<String> = report
         .recoveries
         .iter()
-        .map(|r| format!("{{\"kind\":\"{}\",\"ms\":{}}}", r.kind.name(), r.next_grant_after.map_or("null".into(), |n| format!("{:.1}", n as f64 / 1e6))))
+        .map(|r| format!("{{\"kind\":\"{}\",\"ms\":{}}}", r.kind.name(), ms_json(r.next_grant_after)))
         .collect();
+    let mut h = HolderDeleteStats::of(report);
+    let third_party = format!(
+        "{{\"waiters\":{},\"waiters_granted_after_delete\":{},\"waiting_exclusive\":{},\"waiting_readers\":{},\"waiting_writers\":{},\"holders\":{},\
+         \"holders_reply_lost\":{},\"holders_exclusive\":{},\"holding_readers\":{},\"holding_writers\":{},\"holder_loss_noticed_ms\":\
+         {{\"count\":{},\"median\":{},\"max\":{}}},\"holder_released_unnoticed\":{},\"holder_next_grant_ms_median\":{},\
+         \"holder_noticed_after_next_grant\":{},\"holder_overlapped_next_grant\":{}}}",
+        deletes(record, Role::Waiter, None, None),
+        report.deleted_waiter_grants,
+        deletes(record, Role::Waiter, None, Some(Mode::Exclusive)),
+        deletes(record, Role::Waiter, None, Some(Mode::Read)),
+        deletes(record, Role::Waiter, None, Some(Mode::Write)),
+        deletes(record, Role::Holder, None, None),
+        reply_lost(record),
+        deletes(record, Role::Holder, None, Some(Mode::Exclusive)),
+        deletes(record, Role::Holder, None, Some(Mode::Read)),
+        deletes(record, Role::Holder, None, Some(Mode::Write)),
+        h.noticed.len(),
+        ms_json(analysis::quantile(&mut h.noticed, 0.5)),
+        ms_json(analysis::quantile(&mut h.noticed, 1.0)),
+        h.unnoticed,
+        ms_json(analysis::quantile(&mut h.next_grant, 0.5)),
+        h.noticed_late,
+        h.overlapped
+    );
     format!(
         "{{\"passed\":{ok},\"duration_s\":{},\"processes\":{},\"per_process\":{},\"session_timeout_ms\":{},\"seed\":{},\
-         \"handoffs\":{handoffs},\"stale_writes_rejected\":{},\"losses\":{},\"faults\":{{{}}},\"violations\":{{{}}},\
-         \"chaos_errors\":{},\"recoveries\":[{}]}}\n",
+         \"locks\":[{}],\"handoffs\":{handoffs},\"handoffs_by_lock\":{{{}}},\"stale_writes_rejected\":{},\"losses\":{},\
+         \"faults\":{{{}}},\"violations\":{},\"violations_by_lock\":{{{}}},\"violations_by_fault\":{{{}}},\
+         \"third_party_deletes\":{third_party},\"chaos_errors\":{},\"recoveries\":[{}]}}\n",
         s.duration.as_secs(),
         s.processes,
         s.per_process,
         s.session_timeout.as_millis(),
         s.seed,
+        locks.join(","),
+        handoffs_by_lock.join(","),
         report.stale_rejected,
         report.losses,
         faults.join(","),
-        violations.join(","),
+        per_property(|p| report.count(p)),
+        by_lock.join(","),
+        by_fault.join(","),
         errors.len(),
         recoveries.join(",")
     )
@@ -487,6 +716,14 @@ mod tests {
         assert!(parse_duration("7 days").is_err());
         let s = parse_settings(&["--duration".into(), "90s".into(), "--min-faults".into(), "2".into()]).expect("valid");
         assert_eq!((s.duration, s.min_faults, s.processes), (Duration::from_secs(90), 2, 3));
+        assert_eq!(s.locks, LockId::ALL.to_vec());
+        assert_eq!((s.lock_of(0), s.lock_of(1), s.lock_of(2)), (LockId::Exclusive, LockId::Rw, LockId::Exclusive));
+        assert!(s.kinds.contains(&FaultKind::ThirdPartyDelete));
+        let s = parse_settings(&["--locks".into(), "rw".into(), "--faults".into(), "third-party-delete".into()])
+            .expect("valid");
+        assert_eq!((s.locks.clone(), s.kinds.clone()), (vec![LockId::Rw], vec![FaultKind::ThirdPartyDelete]));
+        assert_eq!(s.lock_of(0), LockId::Rw);
+        assert!(parse_settings(&["--locks".into(), "mutex".into()]).is_err());
         assert!(parse_settings(&["--processes".into(), "0".into()]).is_err());
         assert!(parse_settings(&["--bogus".into()]).is_err());
     }

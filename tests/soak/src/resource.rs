@@ -1,14 +1,16 @@
 //! The fenced "resource" the holders write to: a line protocol on a
-//! loopback TCP port that accepts a write only if its fencing token is at
-//! least the largest it has seen, and records every grant and write.
+//! loopback TCP port that accepts or refuses each write by its fencing
+//! token (the rule is [`Fence::offer`]), and records every grant and write.
 //!
-//! Protocol (one line each way, per request):
+//! Protocol (one line each way, per request; `<mode>` is `x` for the
+//! exclusive lock, `r` / `w` for the read / write side of the read/write
+//! lock, which has a fence of its own):
 //!
 //! | request | answer |
 //! |---|---|
-//! | `ENTER <cid> <token> <grant_start_ns>` (first write of a grant) | `OK` / `STALE` |
-//! | `WRITE <cid> <token> <grant_start_ns>` | `OK` / `STALE` |
-//! | `INTERVAL <cid> <token> <start_ns> <end_ns> <noticed_ns or -> <release or lost>` | `OK` |
+//! | `ENTER <mode> <cid> <token> <grant_start_ns>` (first write of a grant) | `OK` / `STALE` |
+//! | `WRITE <mode> <cid> <token> <grant_start_ns>` | `OK` / `STALE` |
+//! | `INTERVAL <mode> <cid> <token> <start_ns> <end_ns> <noticed_ns or -> <release or lost>` | `OK` |
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Write as _};
@@ -16,18 +18,68 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::analysis::{Interval, Write};
+use crate::analysis::{Interval, LockId, Mode, Write};
 use crate::clock::mono_ns;
+
+/// The fencing state of one lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fence {
+    /// The largest token accepted, from any grant.
+    pub max_any: u64,
+    /// The largest token accepted from an excluding grant (exclusive or
+    /// writer).
+    pub max_excluding: u64,
+}
+
+impl Fence {
+    /// Accepts or refuses a write carrying `token` from a grant of `mode`,
+    /// and remembers it if accepted.
+    ///
+    /// - An excluding write (exclusive lock, or a writer) is accepted only
+    ///   if its token is at least every token accepted so far, from anyone:
+    ///   a writer overlaps nobody, so every grant it may follow has a
+    ///   smaller token, and a larger one means a later grant exists.
+    /// - A shared write (a reader) is accepted only if its token is at least
+    ///   every token accepted so far from an *excluding* grant: readers hold
+    ///   together and their tokens are not ordered among themselves, but a
+    ///   writer granted after a reader has a larger token than that reader.
+    ///
+    /// Equal tokens are the same grant writing again.
+    pub fn offer(&mut self, mode: Mode, token: u64) -> bool {
+        let floor = if mode.excludes() { self.max_any } else { self.max_excluding };
+        if token < floor {
+            return false;
+        }
+        self.max_any = self.max_any.max(token);
+        if mode.excludes() {
+            self.max_excluding = self.max_excluding.max(token);
+        }
+        true
+    }
+}
+
+/// A grant announced to the resource and not yet finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenGrant {
+    /// Contender id.
+    pub cid: u32,
+    /// How it holds its lock.
+    pub mode: Mode,
+    /// Its fencing token.
+    pub token: u64,
+    /// Its first successful check.
+    pub start: u64,
+}
 
 #[derive(Default)]
 struct State {
-    max_token: u64,
+    fences: BTreeMap<LockId, Fence>,
     writes: Vec<Write>,
     intervals: Vec<Interval>,
-    /// Grants announced and not yet finished: cid -> (token, start).
-    open: BTreeMap<u32, (u64, u64)>,
-    /// Start of the latest announced grant.
-    last_grant: u64,
+    /// Grants announced and not yet finished, by contender.
+    open: BTreeMap<u32, OpenGrant>,
+    /// Start of the latest announced grant, per lock.
+    last_grant: BTreeMap<LockId, u64>,
 }
 
 /// The resource server. Connections are served on their own threads until
@@ -78,32 +130,31 @@ impl Resource {
         let arrival = mono_ns();
         let f: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
-        match (f.first().copied(), num(1), num(2), num(3)) {
-            (Some(verb @ ("ENTER" | "WRITE")), Some(cid), Some(token), Some(grant_start)) => {
-                let Ok(cid) = u32::try_from(cid) else { return "ERR bad cid".into() };
+        let mode = f.get(1).and_then(|m| Mode::from_code(m));
+        match (f.first().copied(), mode, num(2).and_then(|c| u32::try_from(c).ok()), num(3), num(4)) {
+            (Some(verb @ ("ENTER" | "WRITE")), Some(mode), Some(cid), Some(token), Some(grant_start)) => {
                 let enter = verb == "ENTER";
+                let lock = mode.lock();
                 let mut st = self.lock();
-                let accepted = token >= st.max_token;
-                if accepted {
-                    st.max_token = token;
-                }
-                st.writes.push(Write { cid, token, grant_start, arrival, enter, accepted });
+                let accepted = st.fences.entry(lock).or_default().offer(mode, token);
+                st.writes.push(Write { cid, mode, token, grant_start, arrival, enter, accepted });
                 if enter {
-                    st.open.insert(cid, (token, grant_start));
-                    st.last_grant = st.last_grant.max(grant_start);
+                    st.open.insert(cid, OpenGrant { cid, mode, token, start: grant_start });
+                    let last = st.last_grant.entry(lock).or_default();
+                    *last = (*last).max(grant_start);
                     self.state.1.notify_all();
                 }
                 if accepted { "OK" } else { "STALE" }.into()
             },
-            (Some("INTERVAL"), Some(cid), Some(token), Some(start)) if f.len() == 7 => {
-                let (Ok(cid), Some(end)) = (u32::try_from(cid), num(4)) else { return "ERR bad interval".into() };
-                let noticed = num(5);
-                let lost = f[6] == "lost";
+            (Some("INTERVAL"), Some(mode), Some(cid), Some(token), Some(start)) if f.len() == 8 => {
+                let Some(end) = num(5) else { return "ERR bad interval".into() };
+                let noticed = num(6);
+                let lost = f[7] == "lost";
                 let mut st = self.lock();
-                if st.open.get(&cid).is_some_and(|&(t, _)| t == token) {
+                if st.open.get(&cid).is_some_and(|g| g.token == token) {
                     st.open.remove(&cid);
                 }
-                st.intervals.push(Interval { cid, token, start, end, noticed, lost });
+                st.intervals.push(Interval { cid, mode, token, start, end, noticed, lost });
                 "OK".into()
             },
             _ => format!("ERR cannot parse {line:?}"),
@@ -113,19 +164,22 @@ impl Resource {
     /// The contender that most recently announced a grant and has not
     /// finished it, if any.
     pub fn current_holder(&self) -> Option<u32> {
-        self.lock().open.iter().max_by_key(|(_, &(_, start))| start).map(|(&cid, _)| cid)
+        self.lock().open.values().max_by_key(|g| g.start).map(|g| g.cid)
     }
 
-    /// Waits up to `limit` for a grant that started after `after`; returns
-    /// its start.
-    pub fn wait_grant_after(&self, after: u64, limit: Duration) -> Option<u64> {
+    /// Every grant announced on `lock` and not yet finished.
+    pub fn open_grants(&self, lock: LockId) -> Vec<OpenGrant> {
+        self.lock().open.values().filter(|g| g.mode.lock() == lock).copied().collect()
+    }
+
+    /// Waits up to `limit` until every lock of `locks` has had a grant that
+    /// started after `after`; returns whether they all had.
+    pub fn wait_grant_after(&self, after: u64, limit: Duration, locks: &[LockId]) -> bool {
+        let granted = |s: &State| locks.iter().all(|l| s.last_grant.get(l).is_some_and(|&t| t > after));
         let st = self.lock();
-        let (st, _) = self
-            .state
-            .1
-            .wait_timeout_while(st, limit, |s| s.last_grant <= after)
-            .unwrap_or_else(PoisonError::into_inner);
-        (st.last_grant > after).then_some(st.last_grant)
+        let (st, _) =
+            self.state.1.wait_timeout_while(st, limit, |s| !granted(s)).unwrap_or_else(PoisonError::into_inner);
+        granted(&st)
     }
 
     /// Everything recorded: (intervals, writes in arrival order).
@@ -158,5 +212,52 @@ impl ResourceClient {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the resource closed the connection"));
         }
         Ok(answer.trim().to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exclusive_fence_refuses_smaller_tokens() {
+        let mut f = Fence::default();
+        assert!(f.offer(Mode::Exclusive, 10));
+        assert!(f.offer(Mode::Exclusive, 10), "the same grant again");
+        assert!(f.offer(Mode::Exclusive, 12));
+        assert!(!f.offer(Mode::Exclusive, 11));
+    }
+
+    #[test]
+    fn a_read_write_fence_orders_writers_against_everyone_and_readers_against_writers() {
+        let mut f = Fence::default();
+        // Two readers share, writing in either order.
+        assert!(f.offer(Mode::Read, 11));
+        assert!(f.offer(Mode::Read, 10));
+        // A writer after them; a stale reader's write after it is refused.
+        assert!(f.offer(Mode::Write, 12));
+        assert!(!f.offer(Mode::Read, 10));
+        // A reader after the writer; the stale writer's write after it too.
+        assert!(f.offer(Mode::Read, 13));
+        assert!(!f.offer(Mode::Write, 12));
+        assert!(f.offer(Mode::Read, 14));
+        // A writer whose token is below a reader's: refused.
+        assert!(!f.offer(Mode::Write, 13));
+    }
+
+    #[test]
+    fn the_server_fences_each_lock_apart_and_tracks_open_grants() {
+        let r = Resource::start().expect("listens");
+        let mut c = ResourceClient::connect(&r.addr().to_string()).expect("connects");
+        assert_eq!(c.request("ENTER x 1 100 5").expect("answer"), "OK");
+        assert_eq!(c.request("ENTER r 2 50 6").expect("answer"), "OK", "the rw lock has a fence of its own");
+        assert_eq!(c.request("WRITE w 3 40 7").expect("answer"), "STALE");
+        assert_eq!(r.open_grants(LockId::Rw).len(), 1);
+        assert_eq!(c.request("INTERVAL r 2 50 6 9 - release").expect("answer"), "OK");
+        assert!(r.open_grants(LockId::Rw).is_empty());
+        assert_eq!(r.current_holder(), Some(1));
+        assert!(r.wait_grant_after(4, Duration::ZERO, &[LockId::Exclusive, LockId::Rw]));
+        assert!(!r.wait_grant_after(5, Duration::ZERO, &[LockId::Exclusive]));
+        assert!(c.request("ENTER q 1 1 1").expect("answer").starts_with("ERR"));
     }
 }

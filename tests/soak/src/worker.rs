@@ -1,7 +1,10 @@
 //! A contender process: several contenders, each with its own ZooKeeper
 //! session (its own `Client`, through its own proxies), taking one lock in
 //! a loop and writing their fencing token to the resource while they hold
-//! it. Runs until its standard input closes.
+//! it. A contender on the exclusive lock always takes it exclusively; one on
+//! the read/write lock picks the read or the write side at random for each
+//! acquire (independent handles: `Client::read_lock` / `write_lock`). Runs
+//! until its standard input closes.
 
 use std::io::Read as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +13,7 @@ use std::time::Duration;
 
 use zklock_core::{CancelHandle, Client, ClientOptions, ErrorKind, Guard, LockState};
 
+use crate::analysis::{LockId, Mode};
 use crate::clock::{mono_ns, Rng};
 use crate::resource::ResourceClient;
 
@@ -18,12 +22,11 @@ use crate::resource::ResourceClient;
 pub struct WorkerConfig {
     /// `host:port` of the resource.
     pub resource: String,
-    /// The lock path.
-    pub lock_path: String,
     /// Session timeout asked for.
     pub session_timeout: Duration,
-    /// Contenders: id and connect string (through its own proxies).
-    pub contenders: Vec<(u32, String)>,
+    /// Contenders: id, the lock it takes, and connect string (through its
+    /// own proxies).
+    pub contenders: Vec<(u32, LockId, String)>,
     /// Seed of the contenders' timing.
     pub seed: u64,
     /// Self-test of the checker only: act as if every `check()` succeeded
@@ -53,9 +56,10 @@ pub fn run(cfg: WorkerConfig) -> i32 {
     let threads: Vec<_> = cfg
         .contenders
         .iter()
-        .map(|(cid, hosts)| {
-            let (cfg, stop, cancels, cid, hosts) = (cfg.clone(), stop.clone(), cancels.clone(), *cid, hosts.clone());
-            std::thread::spawn(move || contender(&cfg, cid, &hosts, &stop, &cancels))
+        .map(|(cid, lock, hosts)| {
+            let (cfg, stop, cancels, cid, lock, hosts) =
+                (cfg.clone(), stop.clone(), cancels.clone(), *cid, *lock, hosts.clone());
+            std::thread::spawn(move || contender(&cfg, cid, lock, &hosts, &stop, &cancels))
         })
         .collect();
     let mut code = 0;
@@ -72,8 +76,15 @@ fn secs() -> f64 {
     mono_ns() as f64 / 1e9
 }
 
-/// One contender; false if it could not talk to the resource.
-fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cancels: &Mutex<Vec<CancelHandle>>) -> bool {
+/// One contender on `lock`; false if it could not talk to the resource.
+fn contender(
+    cfg: &WorkerConfig,
+    cid: u32,
+    lock_id: LockId,
+    hosts: &str,
+    stop: &AtomicBool,
+    cancels: &Mutex<Vec<CancelHandle>>,
+) -> bool {
     let Ok(mut resource) = ResourceClient::connect(&cfg.resource) else {
         eprintln!("{:.3} contender {cid}: cannot reach the resource at {}", secs(), cfg.resource);
         return false;
@@ -95,24 +106,32 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
             },
         }
     };
-    let lock = match client.lock(&cfg.lock_path) {
-        Ok(l) => l,
+    let path = lock_id.path();
+    let handles = match lock_id {
+        LockId::Exclusive => client.lock(path).map(|l| vec![(Mode::Exclusive, l)]),
+        LockId::Rw => client
+            .read_lock(path)
+            .and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)])),
+    };
+    let handles = match handles {
+        Ok(h) => h,
         Err(e) => {
             eprintln!("{:.3} contender {cid}: {e}", secs());
             return false;
         },
     };
     if let Ok(mut c) = cancels.lock() {
-        c.push(lock.cancel_handle());
+        c.extend(handles.iter().map(|(_, l)| l.cancel_handle()));
     }
     let mut ok = true;
     while !stop.load(Ordering::SeqCst) && ok {
         let timeout = Duration::from_millis(rng.range(1_000, 6_000));
+        let (mode, lock) = &handles[rng.range(0, handles.len() as u64 - 1) as usize];
         match lock.acquire(Some(timeout)) {
-            Ok(guard) => ok = hold(cid, &guard, &mut resource, &mut rng, cfg.ignore_check),
+            Ok(guard) => ok = hold(cid, *mode, &guard, &mut resource, &mut rng, cfg.ignore_check),
             Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {},
             Err(e) => {
-                eprintln!("{:.3} contender {cid}: acquire: {e}", secs());
+                eprintln!("{:.3} contender {cid}: acquire ({}): {e}", secs(), mode.name());
                 std::thread::sleep(Duration::from_millis(50));
             },
         }
@@ -124,7 +143,8 @@ fn contender(cfg: &WorkerConfig, cid: u32, hosts: &str, stop: &AtomicBool, cance
 /// Holds the lock for a few steps; each step waits a little (the "work"),
 /// writes to the resource, then checks that the lock is still safely held.
 /// Reports the interval. False if the resource is gone.
-fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, ignore_check: bool) -> bool {
+fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, ignore_check: bool) -> bool {
+    let m = mode.code();
     let check = || if ignore_check { Ok(()) } else { guard.check() };
     let notices: Arc<Mutex<Vec<u64>>> = Arc::default();
     {
@@ -143,7 +163,7 @@ fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, i
     }
     let start = mono_ns();
     let token = guard.fencing_token();
-    if resource.request(&format!("ENTER {cid} {token} {start}")).is_err() {
+    if resource.request(&format!("ENTER {m} {cid} {token} {start}")).is_err() {
         return false;
     }
     let mut end = start;
@@ -153,7 +173,7 @@ fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, i
         // The write lands some time after the last check, as real work
         // would: a holder stopped in between writes late, with its old
         // token, and the resource must refuse it.
-        if resource.request(&format!("WRITE {cid} {token} {start}")).is_err() {
+        if resource.request(&format!("WRITE {m} {cid} {token} {start}")).is_err() {
             return false;
         }
         let checked = check();
@@ -174,5 +194,5 @@ fn hold(cid: u32, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, i
     let noticed = notices.lock().ok().and_then(|n| n.iter().copied().filter(|&t| t >= end).min());
     let noticed = noticed.map_or("-".to_owned(), |t| t.to_string());
     let verdict = if lost { "lost" } else { "release" };
-    resource.request(&format!("INTERVAL {cid} {token} {start} {end} {noticed} {verdict}")).is_ok()
+    resource.request(&format!("INTERVAL {m} {cid} {token} {start} {end} {noticed} {verdict}")).is_ok()
 }
