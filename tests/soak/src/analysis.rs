@@ -232,11 +232,20 @@ pub enum FaultKind {
     /// An outside session deletes a lock node: a waiter's and a holder's,
     /// in turn, on every lock.
     ThirdPartyDelete,
+    /// Cut the member the holder is connected to off from the other
+    /// members (quorum and election links silent) while the holder stays
+    /// connected to it, for longer than the session timeout.
+    PartitionMember,
+    /// Stop the holder's process between sending its next create (and the
+    /// list behind it) and reading their replies: the proxy holds the
+    /// replies, the process is stopped, the replies are put into its
+    /// socket, and its network is blackholed past its session.
+    StallHolder,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::FreezeMember,
@@ -245,6 +254,8 @@ impl FaultKind {
         FaultKind::PauseHolder,
         FaultKind::DropCreateReply,
         FaultKind::ThirdPartyDelete,
+        FaultKind::PartitionMember,
+        FaultKind::StallHolder,
     ];
 
     /// The kind's name in reports.
@@ -258,17 +269,21 @@ impl FaultKind {
             FaultKind::PauseHolder => "pause-holder",
             FaultKind::DropCreateReply => "drop-create-reply",
             FaultKind::ThirdPartyDelete => "third-party-delete",
+            FaultKind::PartitionMember => "partition-member",
+            FaultKind::StallHolder => "stall-holder",
         }
     }
 
     /// The chaos thread that injects this kind.
     pub fn lane(self) -> Lane {
         match self {
-            FaultKind::KillLeader | FaultKind::KillFollower | FaultKind::FreezeMember | FaultKind::RestartEnsemble => {
-                Lane::Servers
-            },
+            FaultKind::KillLeader
+            | FaultKind::KillFollower
+            | FaultKind::FreezeMember
+            | FaultKind::RestartEnsemble
+            | FaultKind::PartitionMember => Lane::Servers,
             FaultKind::BlackholeHolder | FaultKind::DropCreateReply => Lane::HolderNetwork,
-            FaultKind::PauseHolder => Lane::HolderProcess,
+            FaultKind::PauseHolder | FaultKind::StallHolder => Lane::HolderProcess,
             FaultKind::ThirdPartyDelete => Lane::ThirdParty,
         }
     }
@@ -313,7 +328,8 @@ pub struct Fault {
     pub start: u64,
     /// Undone (for a delete: when its reply came).
     pub end: u64,
-    /// For `PauseHolder`: the contender process that was stopped.
+    /// For `PauseHolder` and `StallHolder`: the contender process that was
+    /// stopped.
     pub paused_process: Option<usize>,
     /// For `ThirdPartyDelete`: the node deleted.
     pub deleted: Option<DeletedNode>,

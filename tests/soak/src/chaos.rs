@@ -200,6 +200,45 @@ impl Chaos<'_> {
                 let start = mono_ns();
                 Ok(fired.then(|| fault(start, None)))
             },
+            FaultKind::PartitionMember => {
+                io("waiting for a quorum", c.wait_quorum(SERVE_LIMIT))?;
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+                // The member whose proxy carries the holder's connection.
+                let Some(member) = group.proxies().iter().position(|p| p.connections() > 0) else { return Ok(None) };
+                io("partitioning a member", c.partition(member))?;
+                let start = mono_ns();
+                // Past the session timeout and the member's own patience
+                // (syncLimit x tickTime), after which it drops its clients.
+                std::thread::sleep(self.hold + Duration::from_secs(1));
+                io("healing the partition", c.heal_partition(member))?;
+                io("waiting for the member", c.wait_serving(member, SERVE_LIMIT))?;
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::StallHolder => {
+                // The holder creates a new node right after it releases.
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+                let Some(&process) = self.process_of.get(&holder) else { return Ok(None) };
+                let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
+                group.hold_replies_from_next_create();
+                if !zklock_harness::wait_for(Duration::from_secs(10), || group.held_replies() > 0) {
+                    group.release_held_replies();
+                    return Ok(None);
+                }
+                // Let the list's reply (answered right after the create's)
+                // be held too, then stop the process before it reads them.
+                std::thread::sleep(Duration::from_millis(20));
+                signal(pid, libc::SIGSTOP)?;
+                let start = mono_ns();
+                group.release_held_replies();
+                group.blackhole();
+                std::thread::sleep(self.hold + Duration::from_secs(1));
+                signal(pid, libc::SIGCONT)?;
+                std::thread::sleep(Duration::from_millis(500));
+                group.heal();
+                Ok(Some(fault(start, Some(process))))
+            },
             FaultKind::ThirdPartyDelete => {
                 self.outsider.lock().unwrap_or_else(PoisonError::into_inner).delete_next(self.resource, self.until)
             },
@@ -224,8 +263,14 @@ impl Chaos<'_> {
             let _ = signal(pid, libc::SIGCONT);
         }
         for g in self.groups {
+            g.release_held_replies();
             g.heal();
             g.disarm_drop_create_reply();
+        }
+        for i in 0..self.cluster.len() {
+            if self.cluster.is_partitioned(i) {
+                let _ = self.cluster.heal_partition(i);
+            }
         }
         for i in 0..self.cluster.len() {
             if self.cluster.is_frozen(i) {

@@ -64,7 +64,8 @@ const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-
                    [--locks exclusive,rw] [--faults KIND,KIND...] [--self-test-ignore-check]
 locks (default: both, contenders dealt out in turn): exclusive, rw
 fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
-                            blackhole-holder, pause-holder, drop-create-reply, third-party-delete";
+                            blackhole-holder, pause-holder, drop-create-reply, third-party-delete,
+                            partition-member, stall-holder";
 
 /// The orchestrator's settings.
 #[derive(Clone, Debug)]
@@ -283,7 +284,17 @@ impl Drop for Workers {
 fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     zklock_harness::ensure_zookeeper()?;
     let started = Instant::now();
-    let cluster = Cluster::start(ClusterOptions::new().size(3).start_timeout(Duration::from_secs(90)))?;
+    // tickTime 500 ms and syncLimit 10: a member cut off from the quorum
+    // keeps serving its clients for 5 s, longer than their sessions, as
+    // with Debian's stock settings (tickTime 2 s, syncLimit 5).
+    let cluster = Cluster::start(
+        ClusterOptions::new()
+            .size(3)
+            .tick_time_ms(500)
+            .extra_cfg("syncLimit=10")
+            .partitionable(true)
+            .start_timeout(Duration::from_secs(90)),
+    )?;
     cluster.wait_quorum(Duration::from_secs(90))?;
     let resource = resource::Resource::start()?;
     let contenders = s.processes * s.per_process;
