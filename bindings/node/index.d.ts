@@ -175,8 +175,8 @@ export declare class Guard {
   release(): Promise<'RELEASED' | 'PENDING'>
   /**
    * Throws unless the lock is safely held now: state `HELD`, connected,
-   * and the server answered recently enough that the session cannot have
-   * expired. Call it before every step that must not run twice.
+   * and the ZooKeeper leader is known to have heard of the session
+   * recently enough that it cannot have expired. Call it before every step that must not run twice.
    *
    * Throws `ZkLockError` `CONNECTION_LOSS` while suspended (may come
    * back), `LOCK_LOST` once lost, `NOT_HELD` after release.
