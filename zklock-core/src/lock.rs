@@ -954,7 +954,9 @@ impl Lock {
     /// queue again with a new session.
     ///
     /// # Errors
-    /// `Timeout`, `Cancelled` (see [`Lock::cancel_handle`]), `Closed`,
+    /// `ConnectionLoss` if this handle holds the lock but it is not safely
+    /// held now (suspended: see [`Guard::check`]); `Timeout`, `Cancelled`
+    /// (see [`Lock::cancel_handle`]), `Closed`,
     /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
     /// as missing permissions on the lock path.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
@@ -962,7 +964,7 @@ impl Lock {
             return Err(Error::closed());
         }
         self.options.validate()?;
-        if let Some(g) = self.reenter() {
+        if let Some(g) = self.reenter()? {
             return Ok(g);
         }
         let downgrade = self.pair_rule()?;
@@ -986,7 +988,7 @@ impl Lock {
         let holding = shared.block_on(async move {
             // Acquires on one handle queue behind each other, then reenter.
             let _turn = ctx.race(acquiring.lock()).await?;
-            if let Some(h) = reenter_slot(&held) {
+            if let Some(h) = reenter_slot(&held)? {
                 return Ok(h);
             }
             let h = acquire(ctx).await?;
@@ -1025,9 +1027,9 @@ impl Lock {
         self.held.lock().ok().and_then(|s| s.clone()).is_some_and(|h| h.is_live())
     }
 
-    fn reenter(&self) -> Option<Guard> {
-        let holding = reenter_slot(&self.held)?;
-        Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
+    fn reenter(&self) -> Result<Option<Guard>> {
+        let Some(holding) = reenter_slot(&self.held)? else { return Ok(None) };
+        Ok(Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() }))
     }
 }
 
@@ -1082,15 +1084,21 @@ impl ReadWriteLock {
     }
 }
 
-/// If the handle holds a live lock, counts one more guard on it.
-fn reenter_slot(slot: &Mutex<Option<Arc<Holding>>>) -> Option<Arc<Holding>> {
-    let slot = slot.lock().ok()?;
-    let h = slot.as_ref()?;
+/// If the handle holds a live lock, counts one more guard on it, but only
+/// while it is safely held (a reentrant grant is a grant: it must not be
+/// made on a lock that may already be someone else's). A lock that is
+/// suspended or past its safety clock fails the acquire with the error
+/// [`Guard::check`] gives; a lost one is not reentered (`None`: acquire
+/// anew).
+fn reenter_slot(slot: &Mutex<Option<Arc<Holding>>>) -> Result<Option<Arc<Holding>>> {
+    let Ok(slot) = slot.lock() else { return Ok(None) };
+    let Some(h) = slot.as_ref() else { return Ok(None) };
     if !h.is_live() {
-        return None;
+        return Ok(None);
     }
+    h.check()?;
     h.count.fetch_add(1, Ordering::AcqRel);
-    Some(h.clone())
+    Ok(Some(h.clone()))
 }
 
 /// Proof of holding a lock. Released by [`Guard::release`] or on drop.

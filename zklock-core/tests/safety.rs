@@ -128,7 +128,7 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let marker = dir.join("ran");
     let _ = std::fs::remove_file(&marker);
     proxy.hold_replies_from_next_create();
-    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
         .args(["run", "--hosts", &proxy.addr().to_string(), "--session-timeout", "2s", "--timeout", "30s", "/stall", "--"])
         .args(["sh", "-c", &format!("touch {}", marker.display())])
         .stdin(std::process::Stdio::null())
@@ -148,14 +148,7 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let gc = c.lock("/stall").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
-    std::thread::sleep(3 * SEC);
-    let ran = marker.exists();
-    gc.check().expect("c still holds the lock");
-    gc.release().unwrap();
-    let _ = p.kill();
-    let _ = p.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(!ran, "the stalled process ran its command while another client held the lock");
+    hold_then_check_it_never_ran(gc, 3 * SEC, p, &dir);
 }
 
 /// The same fault at the one moment a signal from outside cannot hit: the
@@ -172,7 +165,7 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     let dir = std::env::temp_dir().join(format!("zklock-stall-point-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("ran");
-    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
         .args(["run", "--hosts", &hosts, "--session-timeout", "2s", "--timeout", "20s", "/stall-point", "--"])
         .args(["sh", "-c", &format!("touch {}", marker.display())])
         .env("ZKLOCK_FAULT_STALL", "after-create-reply")
@@ -186,12 +179,47 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     let c = connect(&hosts);
     let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // p wakes up about 6 s after its create; hold the lock well past that.
-    std::thread::sleep(6 * SEC);
-    let ran = marker.exists();
+    hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
+}
+
+/// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,
+/// then checks that `p`'s command (which creates `dir/ran`) never ran: it
+/// could only have run while `gc` held the lock. Kills `p`, removes `dir`.
+fn hold_then_check_it_never_ran(gc: Guard, hold: Duration, mut p: std::process::Child, dir: &std::path::Path) {
+    std::thread::sleep(hold);
+    let ran = dir.join("ran").exists();
     gc.check().expect("c still holds the lock");
     gc.release().unwrap();
     let _ = p.kill();
     let _ = p.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
     assert!(!ran, "the stalled process ran its command while another client held the lock");
+}
+
+/// A handle that holds the lock acquires again (reentrant) while its lock
+/// is suspended: that grant, too, needs the lock to be safely ours. Here the
+/// holder's network is blackholed, its session expires and another client
+/// is granted the lock; the holder's handle must not hand out another guard
+/// (found by the outside attack of this issue: it returned one at once).
+#[test]
+fn a_reentrant_acquire_on_a_suspended_lock_returns_no_guard() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let h = Client::connect(common::options(&proxy.addr().to_string(), 2 * SEC)).unwrap();
+    let b = connect(&hosts);
+    let lh = h.lock("/reenter").unwrap();
+    let gh = lh.acquire(Some(5 * SEC)).unwrap();
+    let lb = b.lock("/reenter").unwrap();
+    let tb: JoinHandle<Result<Guard>> = std::thread::spawn(move || lb.acquire(Some(20 * SEC)));
+    wait_until("b queued", 5 * SEC, || queue(&b, "/reenter").len() == 2);
+    proxy.blackhole();
+    wait_until("h's check() fails", 5 * SEC, || gh.check().is_err());
+    let again = lh.acquire(Some(SEC));
+    assert!(again.is_err(), "a suspended lock was reentered: {:?}", again.map(|g| g.node_path()));
+    assert!(lh.try_acquire().is_err(), "try_acquire reentered a suspended lock");
+    let gb = tb.join().unwrap().expect("b gets the lock once h's session expired");
+    assert!(lh.try_acquire().map_or(true, |g| g.is_none()), "h got a guard while b holds the lock");
+    gb.release().unwrap();
+    proxy.heal();
 }
