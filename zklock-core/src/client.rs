@@ -155,7 +155,7 @@ impl Session {
 
     /// Resolves the next time the safety clock moves forward (used to
     /// leave Suspended).
-    pub(crate) async fn next_ack(&self) {
+    pub(crate) async fn clock_advanced(&self) {
         self.clock.advanced().await
     }
 

@@ -662,7 +662,7 @@ impl Attempt {
         }
         if !self.session.clock.is_safe() {
             log::info!("zklock: {}/{name} is first, but the session is not safely alive; waiting", ctx.path);
-            ctx.race(self.session.next_ack()).await?;
+            ctx.race(self.session.clock_advanced()).await?;
             return Ok(None);
         }
         let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };
@@ -821,7 +821,7 @@ async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
                 ev = node => Wake::Node(ev),
                 _ = states.changed() => Wake::Other,
                 _ = tokio::time::sleep_until(wake_at.into()) => Wake::Other,
-                _ = session.next_ack() => Wake::Other,
+                _ = session.clock_advanced() => Wake::Other,
             }
         };
         match wake {
