@@ -137,9 +137,20 @@ impl Session {
         self.zk.lock().map_err(|_| Error::internal("session mutex poisoned"))?.clone().ok_or_else(Error::closed)
     }
 
-    /// A fresh watcher of the ZooKeeper session state.
+    /// A watcher of the ZooKeeper session state that has seen none of its
+    /// changes yet: its `changed()` resolves at once if the state changed
+    /// since the session began.
     pub(crate) fn states(&self) -> zk::StateWatcher {
         self.states.clone()
+    }
+
+    /// A watcher of the session state whose `changed()` resolves on the
+    /// first change after now (a fresh [`Session::states`] watcher resolves
+    /// at once if the state ever changed since the session began).
+    pub(crate) fn watch_from_now(&self) -> zk::StateWatcher {
+        let mut states = self.states();
+        states.state();
+        states
     }
 
     /// The ZooKeeper session state now.

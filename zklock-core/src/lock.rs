@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt as _;
 use tokio::sync::{watch, Notify};
 use zookeeper_client as zk;
 
@@ -396,21 +397,26 @@ struct Look {
 struct OwnNodeProof {
     /// The watch on our node the proving read set, if it was a read.
     watch: Option<zk::OneshotWatcher>,
+    /// The session state as of just before the proving request was sent
+    /// (see [`Session::watch_from_now`]): the holder's monitor starts from
+    /// it, so a disconnect after the proof is reported even when it is
+    /// over before the monitor first runs.
+    states: zk::StateWatcher,
 }
 
 impl OwnNodeProof {
     /// A read of our node, sent after the queue showed us first, found it
     /// owned by our session.
-    fn read(watch: zk::OneshotWatcher) -> OwnNodeProof {
-        OwnNodeProof { watch: Some(watch) }
+    fn read(watch: zk::OneshotWatcher, states: zk::StateWatcher) -> OwnNodeProof {
+        OwnNodeProof { watch: Some(watch), states }
     }
 
     /// The list sent right behind our create (same session, so answered
     /// after it) shows that no child of the lock path was created or
     /// deleted since our node (`pzxid` is still our create's zxid): our
     /// node is the one we created. No proof if anything changed.
-    fn unchanged_since_create(czxid: i64, parent: &zk::Stat) -> Option<OwnNodeProof> {
-        (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None })
+    fn unchanged_since_create(czxid: i64, parent: &zk::Stat, states: zk::StateWatcher) -> Option<OwnNodeProof> {
+        (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None, states })
     }
 }
 
@@ -441,6 +447,7 @@ impl Attempt {
         let options = mode.with_acls(zk::Acls::anyone_all());
         loop {
             ctx.interrupted()?;
+            let states = self.session.watch_from_now();
             // Both requests are sent now, in this order; the server answers
             // them in order, so the list includes our node.
             let create = zk.create(&create_path, &ctx.data, &options);
@@ -457,7 +464,7 @@ impl Attempt {
                     crate::fault::stall(crate::fault::AFTER_CREATE_REPLY);
                     return Ok(match ctx.op(list).await? {
                         Ok((children, parent)) => {
-                            let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent);
+                            let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
                             Some(Look { children, proof })
                         },
                         Err(_) => None,
@@ -629,8 +636,11 @@ impl Attempt {
     /// reconnected).
     async fn prove(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
         let zk = self.session.zk()?;
+        let states = self.session.watch_from_now();
         match ctx.op(zk.get_and_watch_data(&format!("{}/{name}", ctx.path))).await? {
-            Ok((_, stat, watch)) if stat.ephemeral_owner == self.session.id => Ok(Some(OwnNodeProof::read(watch))),
+            Ok((_, stat, watch)) if stat.ephemeral_owner == self.session.id => {
+                Ok(Some(OwnNodeProof::read(watch, states)))
+            },
             Ok(_) | Err(zk::Error::NoNode) => {
                 log::info!("zklock: our node {}/{name} is gone or not ours; queueing again", ctx.path);
                 self.node = None;
@@ -682,7 +692,7 @@ impl Attempt {
         });
         // The node now belongs to the holding: no cleanup by this attempt.
         self.node = None;
-        let task = tokio::spawn(monitor(holding.clone(), proof.watch));
+        let task = tokio::spawn(monitor(holding.clone(), proof));
         if let Ok(mut slot) = holding.monitor.lock() {
             *slot = Some(task);
         }
@@ -729,19 +739,23 @@ type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 enum Wake {
     Stop,
     Node(zk::WatchedEvent),
+    /// The session state changed (the connection may be another one now).
+    StateChanged,
     Other,
 }
 
 /// Follows a held lock until it is released or lost (section 5): session
-/// state, deletion of our node, and the safety clock. `watch` is the watch
-/// on our node set by the read that proved the grant; without one (the
-/// grant's proof was the first list) it starts by reading our node with a
-/// watch. Release aborts this task, which drops the watch (the client sends
-/// removeWatches) before the delete, so a release notifies only the next
-/// waiter, not ourselves.
-async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
+/// state, deletion of our node, and the safety clock. It starts from the
+/// grant's proof: its session-state watcher (any change since the proving
+/// request was sent means the connection dropped: Suspended until a
+/// recheck) and the watch on our node the proving read set; without one
+/// (the grant's proof was the first list) it starts by reading our node
+/// with a watch. Release aborts this task, which drops the watch (the
+/// client sends removeWatches) before the delete, so a release notifies
+/// only the next waiter, not ourselves.
+async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
     let session = h.session.clone();
-    let mut states = session.states();
+    let OwnNodeProof { watch, mut states } = proof;
     let mut stop = h.stop.subscribe();
     let mut node_watch: Option<EventFuture> = match watch {
         Some(w) => Some(Box::pin(w.changed())),
@@ -776,6 +790,9 @@ async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
             }
         },
     };
+    // Whether the session state changed since it was last looked at: the
+    // connection may have dropped and come back in between.
+    let mut reconnected = states.changed().now_or_never().is_some();
     loop {
         if *stop.borrow() {
             return;
@@ -789,7 +806,7 @@ async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
         let connected = matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
         let safe = Instant::now() < session.safe_until();
         match h.state() {
-            LockState::Held if !connected || !safe => h.set_state(LockState::Suspended, None),
+            LockState::Held if reconnected || !connected || !safe => h.set_state(LockState::Suspended, None),
             LockState::Suspended if connected && safe => match recheck(&h).await {
                 Ok(Some(w)) => {
                     node_watch = Some(Box::pin(w.changed()));
@@ -804,6 +821,7 @@ async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
             LockState::Lost | LockState::Released => return,
             _ => {},
         }
+        reconnected = false;
         let wake_at = if h.state() == LockState::Held {
             session.safe_until()
         } else {
@@ -819,13 +837,14 @@ async fn monitor(h: Arc<Holding>, watch: Option<zk::OneshotWatcher>) {
             tokio::select! {
                 _ = stop.wait_for(|s| *s) => Wake::Stop,
                 ev = node => Wake::Node(ev),
-                _ = states.changed() => Wake::Other,
+                _ = states.changed() => Wake::StateChanged,
                 _ = tokio::time::sleep_until(wake_at.into()) => Wake::Other,
                 _ = session.clock_advanced() => Wake::Other,
             }
         };
         match wake {
             Wake::Stop => return,
+            Wake::StateChanged => reconnected = true,
             Wake::Other => {},
             Wake::Node(ev) => {
                 node_watch = None;
