@@ -37,4 +37,7 @@ pub use client::{Client, ClientOptions, Participant};
 pub use error::{Error, ErrorKind, Result};
 pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus};
 pub use names::{LockMode, NodeKind};
-pub use validate::{validate_connect_string, validate_lock_path};
+pub use validate::{
+    acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string,
+    validate_lock_path, FOREVER, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+};

@@ -1,6 +1,8 @@
 //! Validation of user input: lock paths and connect strings. Every rejection
 //! names what was wrong.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 
 /// Checks a lock path: absolute, not the root, no empty, `.` or `..`
@@ -18,7 +20,10 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
     }
     validate_znode_path(path)?;
     if path == "/zookeeper" || path.starts_with("/zookeeper/") {
-        return Err(Error::invalid_path(path, "/zookeeper is reserved for the server"));
+        return Err(Error::invalid_path(
+            path,
+            "/zookeeper is reserved for the server",
+        ));
     }
     Ok(())
 }
@@ -34,12 +39,20 @@ fn validate_znode_path(path: &str) -> Result<()> {
     for component in path[1..].split('/') {
         match component {
             "" => return Err(Error::invalid_path(path, "empty component ('//')")),
-            "." | ".." => return Err(Error::invalid_path(path, "'.' and '..' components are not allowed")),
-            _ => {},
+            "." | ".." => {
+                return Err(Error::invalid_path(
+                    path,
+                    "'.' and '..' components are not allowed",
+                ))
+            }
+            _ => {}
         }
     }
     if let Some(c) = path.chars().find(|&c| forbidden_char(c)) {
-        return Err(Error::invalid_path(path, &format!("character U+{:04X} is not allowed", c as u32)));
+        return Err(Error::invalid_path(
+            path,
+            &format!("character U+{:04X} is not allowed", c as u32),
+        ));
     }
     Ok(())
 }
@@ -47,6 +60,62 @@ fn validate_znode_path(path: &str) -> Result<()> {
 /// Characters ZooKeeper refuses in paths (PathUtils.validatePath).
 fn forbidden_char(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+}
+
+/// The longest connect or operation timeout (one day): far beyond any
+/// real use, and small enough that no deadline computed from it overflows.
+pub const MAX_OPTION_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The longest session timeout zklock asks for (one hour; servers cap it at
+/// 20 ticks by default anyway).
+pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Acquire timeouts longer than this (about 31.7 years) wait without limit.
+pub const FOREVER: Duration = Duration::from_secs(1_000_000_000);
+
+/// A client option's timeout given as a number of seconds by a front end
+/// (Python seconds, Node and C milliseconds divided by 1000): the one rule
+/// for `session_timeout`, `connect_timeout` and `operation_timeout` in every
+/// language. It must be a finite number greater than zero and at most
+/// `max` ([`MAX_SESSION_TIMEOUT`] or [`MAX_OPTION_TIMEOUT`]).
+///
+/// # Errors
+/// [`crate::ErrorKind::InvalidArgument`] naming `option` and the value.
+pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Result<Duration> {
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(Error::invalid_argument(format!(
+            "{option} must be a finite number of seconds greater than zero, got {secs}"
+        )));
+    }
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d <= max && !d.is_zero() => Ok(d),
+        Ok(d) if d.is_zero() => Err(Error::invalid_argument(format!(
+            "{option} of {secs} s rounds to zero"
+        ))),
+        _ => Err(Error::invalid_argument(format!(
+            "{option} must be at most {} s, got {secs}",
+            max.as_secs()
+        ))),
+    }
+}
+
+/// An acquire timeout given as a number of seconds by a front end: the one
+/// rule in every language. `0` tries once; a positive number is a total
+/// deadline; positive infinity, or more than [`FOREVER`], waits without
+/// limit (`None`). (Front ends that have a "no value", such as `None`,
+/// `null` or `undefined`, also mean no limit by it.)
+///
+/// # Errors
+/// [`crate::ErrorKind::InvalidArgument`] for NaN or a negative number.
+pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
+    if secs.is_nan() || secs < 0.0 {
+        return Err(Error::invalid_argument(format!(
+            "timeout must be a number of seconds >= 0 (0 tries once; no value waits without limit), got {secs}"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| *d <= FOREVER))
 }
 
 /// Checks a connect string `host:port[,host:port...][/chroot]` and returns it
@@ -58,7 +127,9 @@ fn forbidden_char(c: char) -> bool {
 pub fn validate_connect_string(hosts: &str) -> Result<String> {
     let hosts = hosts.trim();
     if hosts.is_empty() {
-        return Err(Error::invalid_argument("connect string is empty (expected \"host:port[,host:port...][/chroot]\")"));
+        return Err(Error::invalid_argument(
+            "connect string is empty (expected \"host:port[,host:port...][/chroot]\")",
+        ));
     }
     let (servers, chroot) = match hosts.find('/') {
         Some(i) => (&hosts[..i], Some(&hosts[i..])),
@@ -70,7 +141,9 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
         }
     }
     if servers.trim().is_empty() {
-        return Err(Error::invalid_argument(format!("connect string {hosts:?} names no server")));
+        return Err(Error::invalid_argument(format!(
+            "connect string {hosts:?} names no server"
+        )));
     }
     for server in servers.split(',') {
         validate_server(hosts, server.trim())?;
@@ -79,7 +152,11 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
 }
 
 fn validate_server(all: &str, server: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid_argument(format!("connect string {all:?}: server {server:?} {why}")));
+    let bad = |why: &str| {
+        Err(Error::invalid_argument(format!(
+            "connect string {all:?}: server {server:?} {why}"
+        )))
+    };
     if server.is_empty() {
         return bad("is empty (stray ',')");
     }
@@ -145,8 +222,65 @@ mod tests {
     }
 
     #[test]
+    fn option_timeouts_follow_one_rule() {
+        let max = MAX_OPTION_TIMEOUT;
+        assert_eq!(
+            option_timeout_from_secs("t", 1.5, max).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(option_timeout_from_secs("t", 86_400.0, max).unwrap(), max);
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            86_400.001,
+            1e300,
+            f64::MAX,
+            1e-12,
+        ] {
+            let e =
+                option_timeout_from_secs("session timeout", bad, max).expect_err(&bad.to_string());
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains("session timeout"), "{e}");
+        }
+    }
+
+    #[test]
+    fn acquire_timeouts_follow_one_rule() {
+        assert_eq!(
+            acquire_timeout_from_secs(0.0).unwrap(),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            acquire_timeout_from_secs(2.5).unwrap(),
+            Some(Duration::from_millis(2500))
+        );
+        for forever in [f64::INFINITY, 1e23, 1e300, f64::MAX, 2e9] {
+            assert_eq!(
+                acquire_timeout_from_secs(forever).unwrap(),
+                None,
+                "{forever}"
+            );
+        }
+        for bad in [-1.0, -0.001, f64::NAN, f64::NEG_INFINITY] {
+            let e = acquire_timeout_from_secs(bad).expect_err(&bad.to_string());
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        }
+    }
+
+    #[test]
     fn good_connect_strings() {
-        for h in ["127.0.0.1:2181", "a:1,b:2,c:3", "h1:2181,h2:2181/chroot/app", "localhost", " h:1 ", "[::1]:2181", "h:2181/"] {
+        for h in [
+            "127.0.0.1:2181",
+            "a:1,b:2,c:3",
+            "h1:2181,h2:2181/chroot/app",
+            "localhost",
+            " h:1 ",
+            "[::1]:2181",
+            "h:2181/",
+        ] {
             validate_connect_string(h).unwrap_or_else(|e| panic!("{h}: {e}"));
         }
     }
@@ -167,7 +301,13 @@ mod tests {
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);
-            assert!(matches!(e.kind(), ErrorKind::InvalidArgument | ErrorKind::InvalidPath), "{h}");
+            assert!(
+                matches!(
+                    e.kind(),
+                    ErrorKind::InvalidArgument | ErrorKind::InvalidPath
+                ),
+                "{h}"
+            );
             assert!(e.message().contains(why), "{h:?}: {e}");
         }
     }
