@@ -19,8 +19,7 @@ use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::nodelay;
 use crate::validate::{
-    option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT,
-    MAX_SESSION_TIMEOUT,
+    option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
@@ -83,21 +82,13 @@ impl ClientOptions {
     fn validate(&self) -> Result<String> {
         let hosts = validate_connect_string(&self.hosts)?;
         // The same rule as for front ends' numbers (zero stays zero).
-        let within = |name: &str, d: Duration, max: Duration| {
-            option_timeout_from_secs(name, d.as_secs_f64(), max).map(drop)
-        };
+        let within = |name: &str, d: Duration, max: Duration| option_timeout_from_secs(name, d.as_secs_f64(), max).map(drop);
         within("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         within("connect timeout", self.connect_timeout, MAX_OPTION_TIMEOUT)?;
-        within(
-            "operation timeout",
-            self.operation_timeout,
-            MAX_OPTION_TIMEOUT,
-        )?;
+        within("operation timeout", self.operation_timeout, MAX_OPTION_TIMEOUT)?;
         if let Some((user, _)) = &self.digest {
             if user.is_empty() || user.contains(':') {
-                return Err(Error::invalid_argument(
-                    "digest user must be non-empty and must not contain ':'",
-                ));
+                return Err(Error::invalid_argument("digest user must be non-empty and must not contain ':'"));
             }
         }
         Ok(hosts)
@@ -137,11 +128,7 @@ pub(crate) struct Session {
 impl Session {
     /// A clone of the ZooKeeper client, or `Closed` after [`Client::close`].
     pub(crate) fn zk(&self) -> Result<zk::Client> {
-        self.zk
-            .lock()
-            .map_err(|_| Error::internal("session mutex poisoned"))?
-            .clone()
-            .ok_or_else(Error::closed)
+        self.zk.lock().map_err(|_| Error::internal("session mutex poisoned"))?.clone().ok_or_else(Error::closed)
     }
 
     /// A watcher of the ZooKeeper session state that has seen none of its
@@ -183,16 +170,11 @@ impl Session {
         let mut states = self.states();
         loop {
             match states.state() {
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                    return Ok(())
-                }
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(()),
                 s if s.is_terminated() => {
-                    return Err(Error::new(
-                        ErrorKind::SessionExpired,
-                        format!("session {:#x} ended: {s}", self.id),
-                    ))
-                }
-                _ => {}
+                    return Err(Error::new(ErrorKind::SessionExpired, format!("session {:#x} ended: {s}", self.id)))
+                },
+                _ => {},
             }
             with_deadline(deadline, "waiting for the connection", states.changed()).await?;
         }
@@ -208,16 +190,12 @@ impl Session {
 }
 
 /// Awaits `fut` until `deadline` (`None`: no deadline).
-pub(crate) async fn with_deadline<F: Future>(
-    deadline: Option<Instant>,
-    what: &str,
-    fut: F,
-) -> Result<F::Output> {
+pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &str, fut: F) -> Result<F::Output> {
     match deadline {
         None => Ok(fut.await),
-        Some(d) => tokio::time::timeout_at(d.into(), fut)
-            .await
-            .map_err(|_| Error::timeout(what)),
+        Some(d) => {
+            tokio::time::timeout_at(d.into(), fut).await.map_err(|_| Error::timeout(what))
+        },
     }
 }
 
@@ -278,9 +256,7 @@ impl Shared {
         if self.closed.send_replace(true) {
             return;
         }
-        let Some(session) = self.session.borrow().clone() else {
-            return;
-        };
+        let Some(session) = self.session.borrow().clone() else { return };
         session.close();
         let _ = self.block_on(async move {
             let mut states = session.states();
@@ -310,9 +286,7 @@ impl Shared {
         F::Output: Send + 'static,
     {
         if std::thread::current().name() == Some(RUNTIME_THREAD) {
-            return Err(Error::internal(
-                "a blocking zklock call was made on zklock's own runtime thread",
-            ));
+            return Err(Error::internal("a blocking zklock call was made on zklock's own runtime thread"));
         }
         let (tx, rx) = mpsc::sync_channel(1);
         self.handle.spawn(async move {
@@ -334,12 +308,9 @@ impl Shared {
             Err(_) => {
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!(
-                        "could not connect to {hosts:?} within {:?}",
-                        options.connect_timeout
-                    ),
+                    format!("could not connect to {hosts:?} within {:?}", options.connect_timeout),
                 ))
-            }
+            },
             Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
             Ok(Ok(zk)) => zk,
         };
@@ -366,11 +337,7 @@ impl Shared {
                 return;
             }
             if let Ok(zk) = session.zk() {
-                if let Some(reply) = session
-                    .clock
-                    .heartbeat(&zk, &mut states, &mut connection, patience)
-                    .await
-                {
+                if let Some(reply) = session.clock.heartbeat(&zk, &mut states, &mut connection, patience).await {
                     session.clock.credit(reply);
                 }
             }
@@ -410,10 +377,7 @@ impl Shared {
                     _ = self.closed() => { current.close(); return; }
                 }
             }
-            log::warn!(
-                "zklock: session {:#x} ended; starting a new one",
-                current.id
-            );
+            log::warn!("zklock: session {:#x} ended; starting a new one", current.id);
             let mut backoff = Duration::from_millis(50);
             current = loop {
                 if self.is_closed() {
@@ -428,7 +392,7 @@ impl Shared {
                             _ = self.closed() => return,
                         }
                         backoff = (backoff * 2).min(Duration::from_secs(2));
-                    }
+                    },
                 }
             };
             self.session.send_replace(Some(current.clone()));
@@ -468,9 +432,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("hosts", &self.inner.shared.hosts)
-            .finish()
+        f.debug_struct("Client").field("hosts", &self.inner.shared.hosts).finish()
     }
 }
 
@@ -510,10 +472,7 @@ impl Client {
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
         });
-        let inner = Arc::new(ClientInner {
-            runtime: Some(runtime),
-            shared: shared.clone(),
-        });
+        let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let s = shared.clone();
         let first = shared.block_on(async move {
             let session = Shared::connect_session(&s.options, &s.hosts).await?;
@@ -521,11 +480,7 @@ impl Client {
             tokio::spawn(s.clone().supervise(session.clone()));
             Ok::<_, Error>(session)
         })??;
-        log::debug!(
-            "zklock: session {:#x} established, timeout {:?}",
-            first.id,
-            first.timeout
-        );
+        log::debug!("zklock: session {:#x} established, timeout {:?}", first.id, first.timeout);
         Ok(Client { inner })
     }
 
@@ -600,26 +555,21 @@ impl Client {
             let deadline = Some(Instant::now() + shared.options.operation_timeout);
             let session = shared.session(deadline).await?;
             let zk = session.zk()?;
-            let children =
-                match with_deadline(deadline, "listing the lock", zk.list_children(&path)).await? {
-                    Ok(c) => c,
-                    Err(zk::Error::NoNode) => return Ok(Vec::new()),
-                    Err(e) => return Err(Error::from_zk("listing the lock", e)),
-                };
+            let children = match with_deadline(deadline, "listing the lock", zk.list_children(&path)).await? {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                Err(e) => return Err(Error::from_zk("listing the lock", e)),
+            };
             let queue = names::queue(&children);
             // Requests are sent when created: all reads go out pipelined.
-            let reads: Vec<_> = queue
-                .iter()
-                .map(|n| zk.get_data(&format!("{path}/{}", n.name)))
-                .collect();
+            let reads: Vec<_> = queue.iter().map(|n| zk.get_data(&format!("{path}/{}", n.name))).collect();
             let mut out = Vec::with_capacity(queue.len());
             for (node, read) in queue.iter().zip(reads) {
-                let (data, stat) =
-                    match with_deadline(deadline, "reading a lock node", read).await? {
-                        Ok(r) => r,
-                        Err(zk::Error::NoNode) => continue,
-                        Err(e) => return Err(Error::from_zk("reading a lock node", e)),
-                    };
+                let (data, stat) = match with_deadline(deadline, "reading a lock node", read).await? {
+                    Ok(r) => r,
+                    Err(zk::Error::NoNode) => continue,
+                    Err(e) => return Err(Error::from_zk("reading a lock node", e)),
+                };
                 let mode = match node.kind {
                     NodeKind::Reader => LockMode::Read,
                     NodeKind::Writer => LockMode::Exclusive,
@@ -645,8 +595,7 @@ impl Client {
     pub fn session_id(&self) -> Result<i64> {
         self.check_open()?;
         let shared = self.shared().clone();
-        self.shared()
-            .block_on(async move { shared.session(Some(Instant::now())).await.map(|s| s.id) })?
+        self.shared().block_on(async move { shared.session(Some(Instant::now())).await.map(|s| s.id) })?
     }
 
     /// The session timeout the server granted.

@@ -162,34 +162,21 @@ impl SafetyClock {
             let probe = zk.set_data("/", &[], Some(i32::MIN));
             matches!(
                 tokio::time::timeout(patience, probe).await,
-                Ok(Err(zk::Error::BadVersion
-                    | zk::Error::NoNode
-                    | zk::Error::NoAuth))
-                    | Ok(Ok(_))
+                Ok(Err(zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NoAuth)) | Ok(Ok(_))
             )
         } else {
-            matches!(
-                tokio::time::timeout(patience, zk.sync("/")).await,
-                Ok(Ok(()))
-            )
+            matches!(tokio::time::timeout(patience, zk.sync("/")).await, Ok(Ok(())))
         };
         let answered = Instant::now();
         while states.changed().now_or_never().is_some() {
             *connection += 1;
         }
-        (answered_ok && *connection == before).then_some(SyncReply {
-            sent,
-            answered,
-            connection: before,
-            write,
-        })
+        (answered_ok && *connection == before).then_some(SyncReply { sent, answered, connection: before, write })
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).
     pub(crate) fn credit(&self, reply: SyncReply) {
-        let Ok(mut history) = self.history.lock() else {
-            return;
-        };
+        let Ok(mut history) = self.history.lock() else { return };
         if history.connection != reply.connection {
             history.connection = reply.connection;
             history.replies.clear();
@@ -200,20 +187,14 @@ impl SafetyClock {
         if !reply.write && reply.answered >= self.safe_until() {
             return;
         }
-        let reported = history
-            .replies
-            .iter()
-            .rev()
-            .find(|j| j.answered + lag <= reply.sent)
-            .map(|j| j.sent);
+        let reported = history.replies.iter().rev().find(|j| j.answered + lag <= reply.sent).map(|j| j.sent);
         history.replies.push_back(reply);
         if history.replies.len() > HISTORY {
             history.replies.pop_front();
         }
         drop(history);
         if let Some(sent) = reported {
-            let nanos = u64::try_from(sent.saturating_duration_since(self.base).as_nanos())
-                .unwrap_or(u64::MAX);
+            let nanos = u64::try_from(sent.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
             if self.credited.fetch_max(nanos, Ordering::AcqRel) < nanos {
                 self.advanced.notify_waiters();
             }
@@ -229,12 +210,7 @@ mod tests {
 
     fn reply(clock: &SafetyClock, sent_s: u64, answered_ms: u64, connection: u64) -> SyncReply {
         let sent = clock.base + Duration::from_secs(sent_s);
-        SyncReply {
-            sent,
-            answered: sent + Duration::from_millis(answered_ms),
-            connection,
-            write: false,
-        }
+        SyncReply { sent, answered: sent + Duration::from_millis(answered_ms), connection, write: false }
     }
 
     fn credited_s(clock: &SafetyClock) -> f64 {
@@ -291,21 +267,13 @@ mod tests {
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 11, 10, 0));
         clock.credit(reply(&clock, 16, 10, 0));
-        assert_eq!(
-            credited_s(&clock),
-            0.0,
-            "syncs answered after the clock ran out"
-        );
+        assert_eq!(credited_s(&clock), 0.0, "syncs answered after the clock ran out");
         // A write answered proves the session alive: the sync of 11 s was
         // reported before it (but the late syncs were not kept).
         let mut w = reply(&clock, 20, 10, 0);
         w.write = true;
         clock.credit(w);
-        assert_eq!(
-            credited_s(&clock),
-            1.0,
-            "only what was kept before the stall"
-        );
+        assert_eq!(credited_s(&clock), 1.0, "only what was kept before the stall");
         let mut w = reply(&clock, 25, 10, 0);
         w.write = true;
         clock.credit(w);

@@ -94,10 +94,7 @@ pub struct Error {
 impl Error {
     /// Makes an error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-        }
+        Error { kind, message: message.into() }
     }
 
     /// The kind of failure.
@@ -115,10 +112,7 @@ impl Error {
     }
 
     pub(crate) fn invalid_path(path: &str, why: &str) -> Self {
-        Error::new(
-            ErrorKind::InvalidPath,
-            format!("invalid path {path:?}: {why}"),
-        )
+        Error::new(ErrorKind::InvalidPath, format!("invalid path {path:?}: {why}"))
     }
 
     pub(crate) fn timeout(what: &str) -> Self {
@@ -183,9 +177,6 @@ mod tests {
     fn display_names_kind_and_message() {
         let e = Error::invalid_path("a/b", "must start with '/'");
         assert_eq!(e.kind(), ErrorKind::InvalidPath);
-        assert_eq!(
-            e.to_string(),
-            "INVALID_PATH: invalid path \"a/b\": must start with '/'"
-        );
+        assert_eq!(e.to_string(), "INVALID_PATH: invalid path \"a/b\": must start with '/'");
     }
 }

@@ -17,15 +17,10 @@ pub(crate) const AFTER_CREATE_REPLY: &str = "after-create-reply";
 pub(crate) fn stall(point: &str) {
     use std::sync::atomic::{AtomicBool, Ordering};
     static DONE: AtomicBool = AtomicBool::new(false);
-    if std::env::var("ZKLOCK_FAULT_STALL").ok().as_deref() != Some(point)
-        || DONE.swap(true, Ordering::SeqCst)
-    {
+    if std::env::var("ZKLOCK_FAULT_STALL").ok().as_deref() != Some(point) || DONE.swap(true, Ordering::SeqCst) {
         return;
     }
-    let ms = std::env::var("ZKLOCK_FAULT_STALL_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let ms = std::env::var("ZKLOCK_FAULT_STALL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
     log::warn!("zklock: fault point {point}: stalling {ms} ms");
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }

@@ -38,6 +38,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus};
 pub use names::{LockMode, NodeKind};
 pub use validate::{
-    acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string,
-    validate_lock_path, FOREVER, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,
+    MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };

@@ -41,14 +41,10 @@ impl LockOptions {
 
     pub(crate) fn validate(&self) -> Result<()> {
         if self.data.len() > 64 * 1024 {
-            return Err(Error::invalid_argument(
-                "lock node data must be at most 64 KiB",
-            ));
+            return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
         }
         if self.data == b"__REVOKE__" {
-            return Err(Error::invalid_argument(
-                "lock node data must not be __REVOKE__ (Curator's revocation request)",
-            ));
+            return Err(Error::invalid_argument("lock node data must not be __REVOKE__ (Curator's revocation request)"));
         }
         Ok(())
     }
@@ -135,10 +131,7 @@ impl Holding {
     }
 
     fn state(&self) -> LockState {
-        self.status
-            .lock()
-            .map(|s| s.state)
-            .unwrap_or(LockState::Lost)
+        self.status.lock().map(|s| s.state).unwrap_or(LockState::Lost)
     }
 
     fn is_live(&self) -> bool {
@@ -149,9 +142,7 @@ impl Holding {
     /// callbacks on the event thread.
     fn set_state(&self, state: LockState, reason: Option<Error>) {
         {
-            let Ok(mut st) = self.status.lock() else {
-                return;
-            };
+            let Ok(mut st) = self.status.lock() else { return };
             if st.state == state || matches!(st.state, LockState::Lost | LockState::Released) {
                 return;
             }
@@ -173,26 +164,16 @@ impl Holding {
     fn lose(&self, kind: ErrorKind, why: String) {
         // Whatever the route (node deleted, session closed), a loss caused
         // by closing the client is reported as Closed.
-        let (kind, why) = if self.shared.is_closed() {
-            (ErrorKind::Closed, "the client was closed".into())
-        } else {
-            (kind, why)
-        };
+        let (kind, why) = if self.shared.is_closed() { (ErrorKind::Closed, "the client was closed".into()) } else { (kind, why) };
         let msg = format!("lock {} lost: {why}", self.node_path());
         self.set_state(LockState::Lost, Some(Error::new(kind, msg)));
         self.stop.send_replace(true);
     }
 
     fn check(&self) -> Result<()> {
-        let st = self
-            .status
-            .lock()
-            .map_err(|_| Error::internal("status mutex poisoned"))?;
+        let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
         if self.shared.is_closed() && st.state != LockState::Released {
-            return Err(Error::new(
-                ErrorKind::Closed,
-                format!("lock {} lost: the client was closed", self.node_path()),
-            ));
+            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: the client was closed", self.node_path())));
         }
         match st.state {
             LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
@@ -223,21 +204,12 @@ impl Holding {
 
 /// Whether a ZooKeeper error leaves the outcome of a request unknown.
 fn outcome_unknown(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::ConnectionLoss
-            | zk::Error::Timeout
-            | zk::Error::Custom(_)
-            | zk::Error::UnexpectedError(_)
-    )
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) | zk::Error::UnexpectedError(_))
 }
 
 /// Whether a ZooKeeper error means the session is gone.
 fn session_gone(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed
-    )
+    matches!(e, zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed)
 }
 
 /// Something to delete in the background until it is gone or the session is.
@@ -245,18 +217,14 @@ enum Cleanup {
     Node(String),
     /// Our nodes under `parent` whose name starts with `prefix` and whose
     /// owner is the session (a create whose reply was lost).
-    Prefix {
-        parent: String,
-        prefix: String,
-    },
+    Prefix { parent: String, prefix: String },
 }
 
 /// Deletes one node now if the session is connected, else in the background.
 async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String) -> ReleaseStatus {
     let what = Cleanup::Node(path);
     if session.state().is_terminated()
-        || (session.state() == zk::SessionState::SyncConnected
-            && cleanup_once(shared, session, &what).await)
+        || (session.state() == zk::SessionState::SyncConnected && cleanup_once(shared, session, &what).await)
     {
         return ReleaseStatus::Released;
     }
@@ -293,13 +261,9 @@ fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
 async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
     let Ok(zk) = session.zk() else { return true };
     let op = shared.options.operation_timeout;
-    let done = |r: &ZkResult<()>| {
-        matches!(r, Ok(()) | Err(zk::Error::NoNode)) || r.as_ref().is_err_and(session_gone)
-    };
+    let done = |r: &ZkResult<()>| matches!(r, Ok(()) | Err(zk::Error::NoNode)) || r.as_ref().is_err_and(session_gone);
     match what {
-        Cleanup::Node(path) => {
-            matches!(tokio::time::timeout(op, zk.delete(path, None)).await, Ok(r) if done(&r))
-        }
+        Cleanup::Node(path) => matches!(tokio::time::timeout(op, zk.delete(path, None)).await, Ok(r) if done(&r)),
         Cleanup::Prefix { parent, prefix } => {
             let children = match tokio::time::timeout(op, zk.list_children(parent)).await {
                 Ok(Ok(c)) => c,
@@ -310,17 +274,16 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
                 let path = format!("{parent}/{}", node.name);
                 match tokio::time::timeout(op, zk.get_data(&path)).await {
                     Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
-                        if !matches!(tokio::time::timeout(op, zk.delete(&path, None)).await, Ok(r) if done(&r))
-                        {
+                        if !matches!(tokio::time::timeout(op, zk.delete(&path, None)).await, Ok(r) if done(&r)) {
                             return false;
                         }
-                    }
-                    Ok(Ok(_)) | Ok(Err(zk::Error::NoNode)) => {}
+                    },
+                    Ok(Ok(_)) | Ok(Err(zk::Error::NoNode)) => {},
                     _ => return false,
                 }
             }
             true
-        }
+        },
     }
 }
 
@@ -391,13 +354,7 @@ impl Ctx {
     /// counts as an unknown outcome). Replies do not move the safety clock:
     /// only the heartbeat's syncs do (`clock.rs`).
     async fn op<T>(&self, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
-        match self
-            .race(tokio::time::timeout(
-                self.shared.options.operation_timeout,
-                fut,
-            ))
-            .await?
-        {
+        match self.race(tokio::time::timeout(self.shared.options.operation_timeout, fut)).await? {
             Err(_) => Ok(Err(zk::Error::ConnectionLoss)),
             Ok(r) => Ok(r),
         }
@@ -451,25 +408,15 @@ impl OwnNodeProof {
     /// A read of our node, sent after the queue showed us first, found it
     /// owned by our session.
     fn read(watch: zk::OneshotWatcher, states: zk::StateWatcher) -> OwnNodeProof {
-        OwnNodeProof {
-            watch: Some(watch),
-            states,
-        }
+        OwnNodeProof { watch: Some(watch), states }
     }
 
     /// The list sent right behind our create (same session, so answered
     /// after it) shows that no child of the lock path was created or
     /// deleted since our node (`pzxid` is still our create's zxid): our
     /// node is the one we created. No proof if anything changed.
-    fn unchanged_since_create(
-        czxid: i64,
-        parent: &zk::Stat,
-        states: zk::StateWatcher,
-    ) -> Option<OwnNodeProof> {
-        (parent.pzxid == czxid).then_some(OwnNodeProof {
-            watch: None,
-            states,
-        })
+    fn unchanged_since_create(czxid: i64, parent: &zk::Stat, states: zk::StateWatcher) -> Option<OwnNodeProof> {
+        (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None, states })
     }
 }
 
@@ -494,14 +441,8 @@ impl Attempt {
     async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Look>, Step> {
         let zk = self.session.zk()?;
         let (create_path, mode) = match ctx.downgrade {
-            Some(seq) => (
-                format!("{}/{}{seq:010}", ctx.path, self.name_prefix),
-                zk::CreateMode::Ephemeral,
-            ),
-            None => (
-                format!("{}/{}", ctx.path, self.name_prefix),
-                zk::CreateMode::EphemeralSequential,
-            ),
+            Some(seq) => (format!("{}/{}{seq:010}", ctx.path, self.name_prefix), zk::CreateMode::Ephemeral),
+            None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
         };
         let options = mode.with_acls(zk::Acls::anyone_all());
         loop {
@@ -519,43 +460,33 @@ impl Attempt {
                         Some(_) => create_path[ctx.path.len() + 1..].to_owned(),
                         None => format!("{}{seq}", self.name_prefix),
                     };
-                    self.node = Some(OwnNode {
-                        name,
-                        czxid: stat.czxid,
-                    });
+                    self.node = Some(OwnNode { name, czxid: stat.czxid });
                     crate::fault::stall(crate::fault::AFTER_CREATE_REPLY);
                     return Ok(match ctx.op(list).await? {
                         Ok((children, parent)) => {
-                            let proof =
-                                OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
+                            let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
                             Some(Look { children, proof })
-                        }
+                        },
                         Err(_) => None,
                     });
-                }
+                },
                 Err(zk::Error::NoNode) => {
                     self.unknown_create = false;
                     drop(list);
                     self.make_parents(ctx).await?;
-                }
+                },
                 // A downgrade's create retried after a lost reply finds its
                 // own node: recover it like a lost reply.
-                Err(e)
-                    if outcome_unknown(&e)
-                        || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) =>
-                {
+                Err(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
-                        return Ok(Some(Look {
-                            children,
-                            proof: None,
-                        }));
+                        return Ok(Some(Look { children, proof: None }));
                     }
-                }
+                },
                 Err(e) => {
                     self.unknown_create = false;
                     return Err(Ctx::zk_failure("creating the lock node", e));
-                }
+                },
             }
         }
     }
@@ -572,14 +503,9 @@ impl Attempt {
                 Err(zk::Error::NoNode) => {
                     self.unknown_create = false;
                     return Ok(None);
-                }
+                },
                 Err(e) if outcome_unknown(&e) => continue,
-                Err(e) => {
-                    return Err(Ctx::zk_failure(
-                        "listing the lock after a lost create reply",
-                        e,
-                    ))
-                }
+                Err(e) => return Err(Ctx::zk_failure("listing the lock after a lost create reply", e)),
             };
             let mut adopted: Option<OwnNode> = None;
             let mut retry = false;
@@ -588,16 +514,13 @@ impl Attempt {
                 match ctx.op(zk.get_data(&path)).await? {
                     Ok((_, stat)) if stat.ephemeral_owner == self.session.id => {
                         if adopted.is_none() {
-                            adopted = Some(OwnNode {
-                                name: node.name,
-                                czxid: stat.czxid,
-                            });
+                            adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
                         } else {
                             log::warn!("zklock: deleting duplicate lock node {path}");
                             let _ = ctx.op(zk.delete(&path, None)).await?;
                         }
-                    }
-                    Ok(_) | Err(zk::Error::NoNode) => {}
+                    },
+                    Ok(_) | Err(zk::Error::NoNode) => {},
                     Err(e) if outcome_unknown(&e) => retry = true,
                     Err(e) => return Err(Ctx::zk_failure("reading our lock node", e)),
                 }
@@ -607,11 +530,7 @@ impl Attempt {
             }
             self.unknown_create = false;
             return Ok(adopted.map(|n| {
-                log::info!(
-                    "zklock: adopted {}/{} after a lost create reply",
-                    ctx.path,
-                    n.name
-                );
+                log::info!("zklock: adopted {}/{} after a lost create reply", ctx.path, n.name);
                 self.node = Some(n);
                 children
             }));
@@ -627,59 +546,37 @@ impl Attempt {
             let options = mode.with_acls(zk::Acls::anyone_all());
             match ctx.op(zk.mkdir(&ctx.path, &options)).await? {
                 Ok(()) => return Ok(()),
-                Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => {
-                    mode = zk::CreateMode::Persistent
-                }
+                Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
                 Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
-                Err(e) => {
-                    return Err(Ctx::zk_failure(
-                        &format!("creating the lock path {}", ctx.path),
-                        e,
-                    ))
-                }
+                Err(e) => return Err(Ctx::zk_failure(&format!("creating the lock path {}", ctx.path), e)),
             }
         }
     }
 
     /// Waits in the queue until our node holds the lock (section 4, step 4).
-    async fn wait(
-        &mut self,
-        ctx: &Ctx,
-        mut known: Option<Look>,
-    ) -> std::result::Result<Arc<Holding>, Step> {
+    async fn wait(&mut self, ctx: &Ctx, mut known: Option<Look>) -> std::result::Result<Arc<Holding>, Step> {
         let zk = self.session.zk()?;
-        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else {
-            return Err(Step::Restart);
-        };
+        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return Err(Step::Restart) };
         loop {
             ctx.interrupted()?;
             let Look { children, proof } = match known.take() {
                 Some(look) => look,
                 None => match ctx.op(zk.list_children(&ctx.path)).await? {
-                    Ok(children) => Look {
-                        children,
-                        proof: None,
-                    },
-                    Err(zk::Error::NoNode) => Look {
-                        children: Vec::new(),
-                        proof: None,
-                    },
+                    Ok(children) => Look { children, proof: None },
+                    Err(zk::Error::NoNode) => Look { children: Vec::new(), proof: None },
                     Err(e) if outcome_unknown(&e) => {
                         ctx.reconnected(&self.session).await?;
                         continue;
-                    }
+                    },
                     Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
                 },
             };
             match names::decide(ctx.mode, &children, &name) {
                 Decision::Gone => {
-                    log::info!(
-                        "zklock: our node {}/{name} is gone; queueing again",
-                        ctx.path
-                    );
+                    log::info!("zklock: our node {}/{name} is gone; queueing again", ctx.path);
                     self.node = None;
                     return Err(Step::Restart);
-                }
+                },
                 // First in the queue as of that list: the grant needs proof
                 // that our node is still ours after it (section 4, grant
                 // rule).
@@ -694,15 +591,12 @@ impl Attempt {
                     if let Some(h) = self.grant(ctx, &name, proof).await? {
                         return Ok(h);
                     }
-                }
+                },
                 Decision::WaitOn(blocker) => {
                     if ctx.try_once {
                         return Err(Step::Fail(Error::new(
                             ErrorKind::Timeout,
-                            format!(
-                                "acquire {}: the lock is held by another participant",
-                                ctx.path
-                            ),
+                            format!("acquire {}: the lock is held by another participant", ctx.path),
                         )));
                     }
                     let path = format!("{}/{blocker}", ctx.path);
@@ -710,9 +604,7 @@ impl Attempt {
                     match ctx.op(zk.get_and_watch_data(&path)).await? {
                         Ok((_, _, watcher)) => {
                             let event = ctx.race(watcher.changed()).await?;
-                            if event.event_type == zk::EventType::Session
-                                && event.session_state.is_terminated()
-                            {
+                            if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                                 return Err(Step::Restart);
                             }
                             // The only node before ours is gone and none can
@@ -727,13 +619,13 @@ impl Attempt {
                                     }
                                 }
                             }
-                        }
+                        },
                         // Gone between the list and the watch: look again now.
-                        Err(zk::Error::NoNode) => {}
+                        Err(zk::Error::NoNode) => {},
                         Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
                         Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
                     }
-                }
+                },
             }
         }
     }
@@ -742,32 +634,22 @@ impl Attempt {
     /// session owns it. `Restart` if it is gone or someone else's (it is not
     /// ours to delete); `None` if ZooKeeper did not answer (look again once
     /// reconnected).
-    async fn prove(
-        &mut self,
-        ctx: &Ctx,
-        name: &str,
-    ) -> std::result::Result<Option<OwnNodeProof>, Step> {
+    async fn prove(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
         let zk = self.session.zk()?;
         let states = self.session.watch_from_now();
-        match ctx
-            .op(zk.get_and_watch_data(&format!("{}/{name}", ctx.path)))
-            .await?
-        {
+        match ctx.op(zk.get_and_watch_data(&format!("{}/{name}", ctx.path))).await? {
             Ok((_, stat, watch)) if stat.ephemeral_owner == self.session.id => {
                 Ok(Some(OwnNodeProof::read(watch, states)))
-            }
+            },
             Ok(_) | Err(zk::Error::NoNode) => {
-                log::info!(
-                    "zklock: our node {}/{name} is gone or not ours; queueing again",
-                    ctx.path
-                );
+                log::info!("zklock: our node {}/{name} is gone or not ours; queueing again", ctx.path);
                 self.node = None;
                 Err(Step::Restart)
-            }
+            },
             Err(e) if outcome_unknown(&e) => {
                 ctx.reconnected(&self.session).await?;
                 Ok(None)
-            }
+            },
             Err(e) => Err(Ctx::zk_failure("reading our lock node", e)),
         }
     }
@@ -789,16 +671,11 @@ impl Attempt {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
         if !self.session.clock.is_safe() {
-            log::info!(
-                "zklock: {}/{name} is first, but the session is not safely alive; waiting",
-                ctx.path
-            );
+            log::info!("zklock: {}/{name} is first, but the session is not safely alive; waiting", ctx.path);
             ctx.race(self.session.clock_advanced()).await?;
             return Ok(None);
         }
-        let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else {
-            return Err(Step::Restart);
-        };
+        let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };
         let sequence = names::parse_child(name).map(|n| n.sequence).unwrap_or(-1);
         let holding = Arc::new(Holding {
             shared: ctx.shared.clone(),
@@ -808,10 +685,7 @@ impl Attempt {
             sequence,
             token: u64::try_from(czxid).unwrap_or(0),
             count: AtomicUsize::new(1),
-            status: Mutex::new(Status {
-                state: LockState::Held,
-                reason: None,
-            }),
+            status: Mutex::new(Status { state: LockState::Held, reason: None }),
             callbacks: Mutex::new(Vec::new()),
             stop: watch::channel(false).0,
             monitor: Mutex::new(None),
@@ -828,17 +702,9 @@ impl Attempt {
     /// Deletes what this attempt left behind (timeout, cancel, error).
     async fn cleanup(&mut self, ctx: &Ctx) {
         if let Some(node) = self.node.take() {
-            delete_node(
-                &ctx.shared,
-                &self.session,
-                format!("{}/{}", ctx.path, node.name),
-            )
-            .await;
+            delete_node(&ctx.shared, &self.session, format!("{}/{}", ctx.path, node.name)).await;
         } else if self.unknown_create {
-            let what = Cleanup::Prefix {
-                parent: ctx.path.clone(),
-                prefix: self.protected.clone(),
-            };
+            let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
         }
     }
@@ -863,7 +729,7 @@ async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
             Err(Step::Fail(e)) => {
                 attempt.cleanup(&ctx).await;
                 return Err(e);
-            }
+            },
         }
     }
 }
@@ -904,20 +770,15 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
                 Err(_) => None,
             };
             match first {
-                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
-                    Some(Box::pin(w.changed()))
-                }
+                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => Some(Box::pin(w.changed())),
                 Some(Ok(_)) => {
-                    h.lose(
-                        ErrorKind::LockLost,
-                        "our lock node is owned by another session".into(),
-                    );
+                    h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
                     return;
-                }
+                },
                 Some(Err(zk::Error::NoNode)) => {
                     h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
                     return;
-                }
+                },
                 // Session gone: the loop below reports it. Connection
                 // trouble: suspended until a recheck (which sets the
                 // watch) succeeds.
@@ -925,9 +786,9 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
                 _ => {
                     h.set_state(LockState::Suspended, None);
                     None
-                }
+                },
             }
-        }
+        },
     };
     // Whether the session state changed since it was last looked at: the
     // connection may have dropped and come back in between.
@@ -938,39 +799,27 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
         }
         let zs = states.state();
         if zs.is_terminated() {
-            let kind = if zs == zk::SessionState::Closed {
-                ErrorKind::Closed
-            } else {
-                ErrorKind::LockLost
-            };
+            let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::LockLost };
             h.lose(kind, format!("the session {:#x} ended ({zs})", session.id));
             return;
         }
-        let connected = matches!(
-            zs,
-            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-        );
+        let connected = matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
         let safe = Instant::now() < session.safe_until();
         match h.state() {
-            LockState::Held if reconnected || !connected || !safe => {
-                h.set_state(LockState::Suspended, None)
-            }
+            LockState::Held if reconnected || !connected || !safe => h.set_state(LockState::Suspended, None),
             LockState::Suspended if connected && safe => match recheck(&h).await {
                 Ok(Some(w)) => {
                     node_watch = Some(Box::pin(w.changed()));
                     h.set_state(LockState::Held, None);
-                }
+                },
                 Ok(None) => {
-                    h.lose(
-                        ErrorKind::LockLost,
-                        "after reconnecting, our node is gone or not ours".into(),
-                    );
+                    h.lose(ErrorKind::LockLost, "after reconnecting, our node is gone or not ours".into());
                     return;
-                }
-                Err(()) => {}
+                },
+                Err(()) => {},
             },
             LockState::Lost | LockState::Released => return,
-            _ => {}
+            _ => {},
         }
         reconnected = false;
         let wake_at = if h.state() == LockState::Held {
@@ -996,29 +845,26 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
         match wake {
             Wake::Stop => return,
             Wake::StateChanged => reconnected = true,
-            Wake::Other => {}
+            Wake::Other => {},
             Wake::Node(ev) => {
                 node_watch = None;
                 match ev.event_type {
                     zk::EventType::NodeDeleted => {
                         h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
                         return;
-                    }
-                    zk::EventType::Session => {}
+                    },
+                    zk::EventType::Session => {},
                     // Data changed (someone wrote to our node): watch again.
                     _ => match recheck(&h).await {
                         Ok(Some(w)) => node_watch = Some(Box::pin(w.changed())),
                         Ok(None) => {
-                            h.lose(
-                                ErrorKind::LockLost,
-                                "our lock node is gone or not ours".into(),
-                            );
+                            h.lose(ErrorKind::LockLost, "our lock node is gone or not ours".into());
                             return;
-                        }
+                        },
                         Err(()) => h.set_state(LockState::Suspended, None),
                     },
                 }
-            }
+            },
         }
     }
 }
@@ -1028,12 +874,7 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
 async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>, ()> {
     let zk = h.session.zk().map_err(|_| ())?;
     let path = h.node_path();
-    match tokio::time::timeout(
-        h.shared.options.operation_timeout,
-        zk.get_and_watch_data(&path),
-    )
-    .await
-    {
+    match tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&path)).await {
         Ok(Ok((_, stat, w))) => Ok((stat.ephemeral_owner == h.session.id).then_some(w)),
         Ok(Err(zk::Error::NoNode)) => Ok(None),
         Ok(Err(e)) if session_gone(&e) => Ok(None),
@@ -1063,10 +904,7 @@ type HeldSlot = Arc<Mutex<Option<Arc<Holding>>>>;
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock")
-            .field("path", &self.path)
-            .field("mode", &self.mode)
-            .finish()
+        f.debug_struct("Lock").field("path", &self.path).field("mode", &self.mode).finish()
     }
 }
 
@@ -1099,14 +937,8 @@ impl Lock {
     /// for an acquire: refuse an upgrade, or downgrade (the write node's
     /// sequence).
     fn pair_rule(&self) -> Result<Option<i64>> {
-        let Some(sibling) = &self.sibling else {
-            return Ok(None);
-        };
-        let other = sibling
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .filter(|h| h.is_live());
+        let Some(sibling) = &self.sibling else { return Ok(None) };
+        let other = sibling.lock().ok().and_then(|s| s.clone()).filter(|h| h.is_live());
         match (self.mode, other) {
             (LockMode::Write, Some(_)) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
@@ -1164,11 +996,7 @@ impl Lock {
             mode: self.mode,
             data: self.options.data.clone(),
             // A timeout too large to represent is no deadline at all.
-            deadline: if try_once {
-                None
-            } else {
-                timeout.and_then(|t| Instant::now().checked_add(t))
-            },
+            deadline: if try_once { None } else { timeout.and_then(|t| Instant::now().checked_add(t)) },
             try_once,
             downgrade,
             cancel: self.cancel.clone(),
@@ -1188,12 +1016,7 @@ impl Lock {
             }
             Ok::<_, Error>(h)
         })??;
-        Ok(Guard {
-            client: self.client.clone(),
-            holding,
-            slot: self.held.clone(),
-            released: Default::default(),
-        })
+        Ok(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
     }
 
     /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
@@ -1210,9 +1033,7 @@ impl Lock {
 
     /// A handle that cancels this lock's acquires in progress, from any thread.
     pub fn cancel_handle(&self) -> CancelHandle {
-        CancelHandle {
-            state: self.cancel.clone(),
-        }
+        CancelHandle { state: self.cancel.clone() }
     }
 
     /// Cancels the acquires in progress on this handle (see [`CancelHandle`]).
@@ -1222,23 +1043,12 @@ impl Lock {
 
     /// Whether this handle holds the lock now (held or suspended).
     pub fn is_held(&self) -> bool {
-        self.held
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .is_some_and(|h| h.is_live())
+        self.held.lock().ok().and_then(|s| s.clone()).is_some_and(|h| h.is_live())
     }
 
     fn reenter(&self) -> Result<Option<Guard>> {
-        let Some(holding) = reenter_slot(&self.held)? else {
-            return Ok(None);
-        };
-        Ok(Some(Guard {
-            client: self.client.clone(),
-            holding,
-            slot: self.held.clone(),
-            released: Default::default(),
-        }))
+        let Some(holding) = reenter_slot(&self.held)? else { return Ok(None) };
+        Ok(Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() }))
     }
 }
 
@@ -1273,14 +1083,7 @@ impl ReadWriteLock {
                 read_slot.clone(),
                 Some(write_slot.clone()),
             ),
-            write: Lock::with_slots(
-                client,
-                path,
-                LockMode::Write,
-                options,
-                write_slot,
-                Some(read_slot),
-            ),
+            write: Lock::with_slots(client, path, LockMode::Write, options, write_slot, Some(read_slot)),
         }
     }
 
@@ -1307,12 +1110,8 @@ impl ReadWriteLock {
 /// [`Guard::check`] gives; a lost one is not reentered (`None`: acquire
 /// anew).
 fn reenter_slot(slot: &Mutex<Option<Arc<Holding>>>) -> Result<Option<Arc<Holding>>> {
-    let Ok(slot) = slot.lock() else {
-        return Ok(None);
-    };
-    let Some(h) = slot.as_ref() else {
-        return Ok(None);
-    };
+    let Ok(slot) = slot.lock() else { return Ok(None) };
+    let Some(h) = slot.as_ref() else { return Ok(None) };
     if !h.is_live() {
         return Ok(None);
     }
@@ -1392,9 +1191,7 @@ impl Guard {
     /// session timeout ahead of now. `None` once the lock is lost or
     /// released.
     pub fn safe_until(&self) -> Option<Instant> {
-        self.holding
-            .is_live()
-            .then(|| self.holding.session.safe_until())
+        self.holding.is_live().then(|| self.holding.session.safe_until())
     }
 
     /// Registers `callback` to be told of every state change (Held,
@@ -1423,10 +1220,7 @@ impl Guard {
     /// without the lock; our node is cleaned up all the same).
     pub fn release(&self) -> Result<ReleaseStatus> {
         if self.released.swap(true, Ordering::AcqRel) {
-            return Err(Error::new(
-                ErrorKind::NotHeld,
-                format!("{} was already released", self.holding.node_path()),
-            ));
+            return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
         }
         if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
             return Ok(ReleaseStatus::Released);
@@ -1436,11 +1230,7 @@ impl Guard {
                 *slot = None;
             }
         }
-        let lost = self
-            .holding
-            .check()
-            .err()
-            .filter(|e| e.kind() != ErrorKind::ConnectionLoss);
+        let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
         self.holding.set_state(LockState::Released, None);
         self.holding.stop.send_replace(true);
         let h = self.holding.clone();

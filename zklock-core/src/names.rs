@@ -77,9 +77,7 @@ impl LockNode {
     /// sequences (only possible with foreign, hand-made nodes) still have one
     /// total order and at most one writer holds.
     fn queue_cmp(&self, other: &LockNode) -> Ordering {
-        self.sequence
-            .cmp(&other.sequence)
-            .then_with(|| self.name.cmp(&other.name))
+        self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
     }
 }
 
@@ -87,38 +85,22 @@ impl LockNode {
 /// a minus sign and nine or ten digits once the parent's cversion wrapped.
 fn parse_sequence(s: &str) -> Option<i64> {
     let digits = s.strip_prefix('-').unwrap_or(s);
-    let ok_len = if s.starts_with('-') {
-        digits.len() == 9 || digits.len() == 10
-    } else {
-        digits.len() == 10
-    };
+    let ok_len = if s.starts_with('-') { digits.len() == 9 || digits.len() == 10 } else { digits.len() == 10 };
     if !ok_len || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let value: i64 = s.parse().ok()?;
-    (i64::from(i32::MIN)..=i64::from(i32::MAX))
-        .contains(&value)
-        .then_some(value)
+    (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&value).then_some(value)
 }
 
 /// Classifies one child name. `None` for a child without a sequence: it
 /// never blocks and is never an error.
 pub fn parse_child(name: &str) -> Option<LockNode> {
-    let node = |sequence, kind| {
-        Some(LockNode {
-            name: name.to_owned(),
-            sequence,
-            kind,
-        })
-    };
+    let node = |sequence, kind| Some(LockNode { name: name.to_owned(), sequence, kind });
     for token in KNOWN_TOKENS {
         if let Some(at) = name.rfind(token) {
             if let Some(seq) = parse_sequence(&name[at + token.len()..]) {
-                let kind = if token == "__READ__" || token == "__rlock__" {
-                    NodeKind::Reader
-                } else {
-                    NodeKind::Writer
-                };
+                let kind = if token == "__READ__" || token == "__rlock__" { NodeKind::Reader } else { NodeKind::Writer };
                 return node(seq, kind);
             }
         }
@@ -126,11 +108,7 @@ pub fn parse_child(name: &str) -> Option<LockNode> {
     // Unknown writers (ZooKeeper's recipe `x-<sid>-<seq>`, others): the
     // trailing ten digits, or `--` and a negative sequence.
     let bytes = name.as_bytes();
-    let digits = bytes
-        .iter()
-        .rev()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
+    let digits = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
     if digits < 9 {
         return None;
     }
@@ -172,9 +150,7 @@ pub enum Decision {
 /// them and wait on the last of those; readers are blocked only by writers
 /// with a smaller sequence and wait on the greatest of those.
 pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
-    let Some(blockers) = blockers(mode, children, ours) else {
-        return Decision::Gone;
-    };
+    let Some(blockers) = blockers(mode, children, ours) else { return Decision::Gone };
     match blockers.into_iter().max_by(LockNode::queue_cmp) {
         None => Decision::Held,
         Some(n) => Decision::WaitOn(n.name),
@@ -184,22 +160,12 @@ pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
 /// The nodes that block our node `ours` of `mode` among `children`; `None`
 /// if our node is not among them.
 fn blockers(mode: LockMode, children: &[String], ours: &str) -> Option<Vec<LockNode>> {
-    let me = children
-        .iter()
-        .find(|c| c.as_str() == ours)
-        .and_then(|c| parse_child(c))?;
+    let me = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c))?;
     let blocks = |n: &LockNode| match mode.node_kind() {
         NodeKind::Writer => n.queue_cmp(&me) == Ordering::Less,
         NodeKind::Reader => n.kind == NodeKind::Writer && n.sequence < me.sequence,
     };
-    Some(
-        children
-            .iter()
-            .filter(|c| c.as_str() != ours)
-            .filter_map(|c| parse_child(c))
-            .filter(blocks)
-            .collect(),
-    )
+    Some(children.iter().filter(|c| c.as_str() != ours).filter_map(|c| parse_child(c)).filter(blocks).collect())
 }
 
 /// Whether, once the node we wait on is deleted, we hold the lock without
@@ -221,10 +187,7 @@ pub fn held_once_gone(mode: LockMode, children: &[String], ours: &str) -> bool {
 /// Our own nodes among `children`: names that start with `prefix` (the
 /// protected prefix of one attempt), in queue order.
 pub(crate) fn own_nodes(children: &[String], prefix: &str) -> Vec<LockNode> {
-    queue(children)
-        .into_iter()
-        .filter(|n| n.name.starts_with(prefix))
-        .collect()
+    queue(children).into_iter().filter(|n| n.name.starts_with(prefix)).collect()
 }
 
 #[cfg(test)]
@@ -245,64 +208,24 @@ mod tests {
             &format!("{U2}lock-0000000002"),
             &format!("{U1}lock-0000000003"),
         ]);
-        assert!(
-            !held_once_gone(LockMode::Exclusive, &children, &children[0]),
-            "not waiting at all"
-        );
+        assert!(!held_once_gone(LockMode::Exclusive, &children, &children[0]), "not waiting at all");
         assert!(held_once_gone(LockMode::Exclusive, &children, &children[1]));
-        assert!(
-            !held_once_gone(LockMode::Exclusive, &children, &children[2]),
-            "two nodes before it"
-        );
-        assert!(!held_once_gone(
-            LockMode::Exclusive,
-            &children,
-            "absent-0000000009"
-        ));
-        let rw = v(&[
-            &format!("{U1}__WRIT__0000000001"),
-            &format!("{U2}__WRIT__0000000002"),
-            &format!("{U2}__READ__0000000003"),
-        ]);
-        assert!(
-            !held_once_gone(LockMode::Write, &rw, &rw[1]),
-            "the writer before it may downgrade to a reader"
-        );
-        assert!(
-            !held_once_gone(LockMode::Read, &rw, &rw[2]),
-            "two writers before it"
-        );
-        let rw = v(&[
-            &format!("{U1}__READ__0000000001"),
-            &format!("{U1}__WRIT__0000000002"),
-            &format!("{U2}__READ__0000000003"),
-        ]);
-        assert!(
-            held_once_gone(LockMode::Read, &rw, &rw[2]),
-            "a reader waits only for the writer"
-        );
-        assert!(
-            held_once_gone(LockMode::Write, &rw, &rw[1]),
-            "a writer behind a single reader"
-        );
+        assert!(!held_once_gone(LockMode::Exclusive, &children, &children[2]), "two nodes before it");
+        assert!(!held_once_gone(LockMode::Exclusive, &children, "absent-0000000009"));
+        let rw = v(&[&format!("{U1}__WRIT__0000000001"), &format!("{U2}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        assert!(!held_once_gone(LockMode::Write, &rw, &rw[1]), "the writer before it may downgrade to a reader");
+        assert!(!held_once_gone(LockMode::Read, &rw, &rw[2]), "two writers before it");
+        let rw = v(&[&format!("{U1}__READ__0000000001"), &format!("{U1}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        assert!(held_once_gone(LockMode::Read, &rw, &rw[2]), "a reader waits only for the writer");
+        assert!(held_once_gone(LockMode::Write, &rw, &rw[1]), "a writer behind a single reader");
     }
 
     #[test]
     fn names_have_curators_format() {
-        let u = uuid::Uuid::parse_str("0f8e0f4b-6f7a-4f00-9a6e-1b2c3d4e5f60")
-            .expect("valid uuid literal");
-        assert_eq!(
-            node_name_prefix(LockMode::Exclusive, &u),
-            format!("{U1}lock-")
-        );
-        assert_eq!(
-            node_name_prefix(LockMode::Read, &u),
-            format!("{U1}__READ__")
-        );
-        assert_eq!(
-            node_name_prefix(LockMode::Write, &u),
-            format!("{U1}__WRIT__")
-        );
+        let u = uuid::Uuid::parse_str("0f8e0f4b-6f7a-4f00-9a6e-1b2c3d4e5f60").expect("valid uuid literal");
+        assert_eq!(node_name_prefix(LockMode::Exclusive, &u), format!("{U1}lock-"));
+        assert_eq!(node_name_prefix(LockMode::Read, &u), format!("{U1}__READ__"));
+        assert_eq!(node_name_prefix(LockMode::Write, &u), format!("{U1}__WRIT__"));
         assert_eq!(protected_prefix(&u).len(), 3 + 36 + 1);
     }
 
@@ -312,21 +235,9 @@ mod tests {
             (format!("{U1}lock-0000000007"), 7, NodeKind::Writer),
             (format!("{U1}__READ__0000000012"), 12, NodeKind::Reader),
             (format!("{U1}__WRIT__0000000013"), 13, NodeKind::Writer),
-            (
-                "0123456789abcdef0123456789abcdef__lock__0000000042".to_string(),
-                42,
-                NodeKind::Writer,
-            ),
-            (
-                "0123456789abcdef0123456789abcdef__rlock__0000000043".to_string(),
-                43,
-                NodeKind::Reader,
-            ),
-            (
-                "x-72057594037927936-0000000044".to_string(),
-                44,
-                NodeKind::Writer,
-            ),
+            ("0123456789abcdef0123456789abcdef__lock__0000000042".to_string(), 42, NodeKind::Writer),
+            ("0123456789abcdef0123456789abcdef__rlock__0000000043".to_string(), 43, NodeKind::Reader),
+            ("x-72057594037927936-0000000044".to_string(), 44, NodeKind::Writer),
             ("lock-2147483647".to_string(), 2147483647, NodeKind::Writer),
         ];
         for (name, seq, kind) in cases {
@@ -347,15 +258,7 @@ mod tests {
 
     #[test]
     fn unsequenced_and_malformed_children_are_ignored() {
-        for name in [
-            "config",
-            "lock-",
-            "lock-12345",
-            "_c_abc-lock-00000000x1",
-            "",
-            "leader",
-            "lock-99999999999x",
-        ] {
+        for name in ["config", "lock-", "lock-12345", "_c_abc-lock-00000000x1", "", "leader", "lock-99999999999x"] {
             assert_eq!(parse_child(name), None, "{name:?}");
         }
         // A stranger that ends in ten or more digits is taken as a writer
@@ -372,11 +275,7 @@ mod tests {
     #[test]
     fn sorts_by_sequence_not_by_name() {
         // By whole name the kazoo node would sort first (ZOOKEEPER-2931).
-        let children = v(&[
-            "zzz__lock__0000000001",
-            "_c_b-lock-0000000003",
-            "aaa__lock__0000000002",
-        ]);
+        let children = v(&["zzz__lock__0000000001", "_c_b-lock-0000000003", "aaa__lock__0000000002"]);
         let q: Vec<i64> = queue(&children).iter().map(|n| n.sequence).collect();
         assert_eq!(q, [1, 2, 3]);
     }
@@ -391,33 +290,17 @@ mod tests {
             "x-99-0000000010",
         ]);
         let ours = format!("{U1}lock-0000000009");
-        assert_eq!(
-            decide(LockMode::Exclusive, &children, &ours),
-            Decision::WaitOn("abcd__lock__0000000004".into())
-        );
+        assert_eq!(decide(LockMode::Exclusive, &children, &ours), Decision::WaitOn("abcd__lock__0000000004".into()));
         let first = format!("{U2}lock-0000000001");
-        assert_eq!(
-            decide(LockMode::Exclusive, &children, &first),
-            Decision::Held
-        );
-        assert_eq!(
-            decide(LockMode::Exclusive, &children, "x-99-0000000010"),
-            Decision::WaitOn(ours)
-        );
+        assert_eq!(decide(LockMode::Exclusive, &children, &first), Decision::Held);
+        assert_eq!(decide(LockMode::Exclusive, &children, "x-99-0000000010"), Decision::WaitOn(ours));
     }
 
     #[test]
     fn writer_is_blocked_by_earlier_readers() {
-        let children = v(&[
-            &format!("{U2}__READ__0000000001"),
-            &format!("{U1}__WRIT__0000000002"),
-        ]);
+        let children = v(&[&format!("{U2}__READ__0000000001"), &format!("{U1}__WRIT__0000000002")]);
         assert_eq!(
-            decide(
-                LockMode::Write,
-                &children,
-                &format!("{U1}__WRIT__0000000002")
-            ),
+            decide(LockMode::Write, &children, &format!("{U1}__WRIT__0000000002")),
             Decision::WaitOn(format!("{U2}__READ__0000000001"))
         );
     }
@@ -430,14 +313,7 @@ mod tests {
             &format!("{U1}__READ__0000000003"),
             &format!("{U2}__WRIT__0000000004"),
         ]);
-        assert_eq!(
-            decide(
-                LockMode::Read,
-                &children,
-                &format!("{U1}__READ__0000000003")
-            ),
-            Decision::Held
-        );
+        assert_eq!(decide(LockMode::Read, &children, &format!("{U1}__READ__0000000003")), Decision::Held);
     }
 
     #[test]
@@ -450,11 +326,7 @@ mod tests {
             "x-1-0000000006",
         ]);
         assert_eq!(
-            decide(
-                LockMode::Read,
-                &children,
-                &format!("{U1}__READ__0000000005")
-            ),
+            decide(LockMode::Read, &children, &format!("{U1}__READ__0000000005")),
             Decision::WaitOn(format!("{U2}__WRIT__0000000002"))
         );
     }
@@ -465,53 +337,27 @@ mod tests {
         let b = "b-lock-0000000005".to_string();
         let children = vec![b.clone(), a.clone()];
         assert_eq!(decide(LockMode::Exclusive, &children, &a), Decision::Held);
-        assert_eq!(
-            decide(LockMode::Exclusive, &children, &b),
-            Decision::WaitOn(a)
-        );
+        assert_eq!(decide(LockMode::Exclusive, &children, &b), Decision::WaitOn(a));
     }
 
     #[test]
     fn reader_is_not_blocked_by_writer_of_equal_sequence() {
         // Curator 5.5+ downgrade creates the read node with the writer's sequence.
-        let children = v(&[
-            &format!("{U2}__WRIT__0000000005"),
-            &format!("{U2}__READ__0000000005"),
-        ]);
-        assert_eq!(
-            decide(
-                LockMode::Read,
-                &children,
-                &format!("{U2}__READ__0000000005")
-            ),
-            Decision::Held
-        );
+        let children = v(&[&format!("{U2}__WRIT__0000000005"), &format!("{U2}__READ__0000000005")]);
+        assert_eq!(decide(LockMode::Read, &children, &format!("{U2}__READ__0000000005")), Decision::Held);
     }
 
     #[test]
     fn missing_own_node_is_gone() {
         let children = v(&["a-lock-0000000001"]);
-        assert_eq!(
-            decide(LockMode::Exclusive, &children, "b-lock-0000000002"),
-            Decision::Gone
-        );
-        assert_eq!(
-            decide(LockMode::Exclusive, &[], "b-lock-0000000002"),
-            Decision::Gone
-        );
+        assert_eq!(decide(LockMode::Exclusive, &children, "b-lock-0000000002"), Decision::Gone);
+        assert_eq!(decide(LockMode::Exclusive, &[], "b-lock-0000000002"), Decision::Gone);
     }
 
     #[test]
     fn own_nodes_found_by_protected_prefix() {
-        let children = v(&[
-            &format!("{U1}lock-0000000007"),
-            &format!("{U2}lock-0000000003"),
-            &format!("{U1}lock-0000000004"),
-        ]);
-        let mine: Vec<i64> = own_nodes(&children, U1)
-            .iter()
-            .map(|n| n.sequence)
-            .collect();
+        let children = v(&[&format!("{U1}lock-0000000007"), &format!("{U2}lock-0000000003"), &format!("{U1}lock-0000000004")]);
+        let mine: Vec<i64> = own_nodes(&children, U1).iter().map(|n| n.sequence).collect();
         assert_eq!(mine, [4, 7]);
     }
 }

@@ -21,11 +21,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSoc
 /// block on DNS); servers that do not resolve are left out.
 pub(crate) fn server_addrs(hosts: &str) -> Vec<SocketAddr> {
     let servers = hosts.split('/').next().unwrap_or_default();
-    servers
-        .split(',')
-        .filter_map(|h| h.trim().to_socket_addrs().ok())
-        .flatten()
-        .collect()
+    servers.split(',').filter_map(|h| h.trim().to_socket_addrs().ok()).flatten().collect()
 }
 
 /// Sets `TCP_NODELAY` on every socket of this process connected to one of
@@ -34,20 +30,11 @@ pub(crate) fn disable_nagle(servers: &[SocketAddr]) -> usize {
     if servers.is_empty() {
         return 0;
     }
-    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return 0 };
     let mut set = 0;
     for entry in fds.flatten() {
-        let is_socket = std::fs::read_link(entry.path())
-            .is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"));
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<libc::c_int>().ok())
-        else {
-            continue;
-        };
+        let is_socket = std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"));
+        let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<libc::c_int>().ok()) else { continue };
         if is_socket && peer(fd).is_some_and(|p| servers.contains(&p)) && set_nodelay(fd) {
             set += 1;
         }
@@ -68,32 +55,16 @@ fn peer(fd: libc::c_int) -> Option<SocketAddr> {
     match libc::c_int::from(storage.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.
-            let a: libc::sockaddr_in = unsafe {
-                std::ptr::addr_of!(storage)
-                    .cast::<libc::sockaddr_in>()
-                    .read()
-            };
+            let a: libc::sockaddr_in = unsafe { std::ptr::addr_of!(storage).cast::<libc::sockaddr_in>().read() };
             let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-            Some(SocketAddr::V4(SocketAddrV4::new(
-                ip,
-                u16::from_be(a.sin_port),
-            )))
-        }
+            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(a.sin_port))))
+        },
         libc::AF_INET6 => {
             // SAFETY: the family says the storage holds a sockaddr_in6.
-            let a: libc::sockaddr_in6 = unsafe {
-                std::ptr::addr_of!(storage)
-                    .cast::<libc::sockaddr_in6>()
-                    .read()
-            };
+            let a: libc::sockaddr_in6 = unsafe { std::ptr::addr_of!(storage).cast::<libc::sockaddr_in6>().read() };
             let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
-            Some(SocketAddr::V6(SocketAddrV6::new(
-                ip,
-                u16::from_be(a.sin6_port),
-                a.sin6_flowinfo,
-                a.sin6_scope_id,
-            )))
-        }
+            Some(SocketAddr::V6(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), a.sin6_flowinfo, a.sin6_scope_id)))
+        },
         _ => None,
     }
 }
@@ -122,19 +93,10 @@ mod tests {
         let addr = listener.local_addr().expect("addr");
         let stream = std::net::TcpStream::connect(addr).expect("connect");
         let _accepted = listener.accept().expect("accept");
-        assert!(
-            !stream.nodelay().expect("nodelay"),
-            "Nagle is on by default"
-        );
-        assert_eq!(
-            server_addrs(&format!("{addr},127.0.0.1:1/chroot")),
-            vec![addr, "127.0.0.1:1".parse().expect("addr")]
-        );
+        assert!(!stream.nodelay().expect("nodelay"), "Nagle is on by default");
+        assert_eq!(server_addrs(&format!("{addr},127.0.0.1:1/chroot")), vec![addr, "127.0.0.1:1".parse().expect("addr")]);
         assert!(disable_nagle(&[addr]) >= 1);
-        assert!(
-            stream.nodelay().expect("nodelay"),
-            "TCP_NODELAY set on the connection to the server"
-        );
+        assert!(stream.nodelay().expect("nodelay"), "TCP_NODELAY set on the connection to the server");
         assert_eq!(disable_nagle(&[]), 0);
     }
 }

@@ -20,10 +20,7 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
     }
     validate_znode_path(path)?;
     if path == "/zookeeper" || path.starts_with("/zookeeper/") {
-        return Err(Error::invalid_path(
-            path,
-            "/zookeeper is reserved for the server",
-        ));
+        return Err(Error::invalid_path(path, "/zookeeper is reserved for the server"));
     }
     Ok(())
 }
@@ -39,20 +36,12 @@ fn validate_znode_path(path: &str) -> Result<()> {
     for component in path[1..].split('/') {
         match component {
             "" => return Err(Error::invalid_path(path, "empty component ('//')")),
-            "." | ".." => {
-                return Err(Error::invalid_path(
-                    path,
-                    "'.' and '..' components are not allowed",
-                ))
-            }
-            _ => {}
+            "." | ".." => return Err(Error::invalid_path(path, "'.' and '..' components are not allowed")),
+            _ => {},
         }
     }
     if let Some(c) = path.chars().find(|&c| forbidden_char(c)) {
-        return Err(Error::invalid_path(
-            path,
-            &format!("character U+{:04X} is not allowed", c as u32),
-        ));
+        return Err(Error::invalid_path(path, &format!("character U+{:04X} is not allowed", c as u32)));
     }
     Ok(())
 }
@@ -83,19 +72,12 @@ pub const FOREVER: Duration = Duration::from_secs(1_000_000_000);
 /// [`crate::ErrorKind::InvalidArgument`] naming `option` and the value.
 pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Result<Duration> {
     if !secs.is_finite() || secs <= 0.0 {
-        return Err(Error::invalid_argument(format!(
-            "{option} must be a finite number of seconds greater than zero, got {secs}"
-        )));
+        return Err(Error::invalid_argument(format!("{option} must be a finite number of seconds greater than zero, got {secs}")));
     }
     match Duration::try_from_secs_f64(secs) {
         Ok(d) if d <= max && !d.is_zero() => Ok(d),
-        Ok(d) if d.is_zero() => Err(Error::invalid_argument(format!(
-            "{option} of {secs} s rounds to zero"
-        ))),
-        _ => Err(Error::invalid_argument(format!(
-            "{option} must be at most {} s, got {secs}",
-            max.as_secs()
-        ))),
+        Ok(d) if d.is_zero() => Err(Error::invalid_argument(format!("{option} of {secs} s rounds to zero"))),
+        _ => Err(Error::invalid_argument(format!("{option} must be at most {} s, got {secs}", max.as_secs()))),
     }
 }
 
@@ -113,9 +95,7 @@ pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
             "timeout must be a number of seconds >= 0 (0 tries once; no value waits without limit), got {secs}"
         )));
     }
-    Ok(Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| *d <= FOREVER))
+    Ok(Duration::try_from_secs_f64(secs).ok().filter(|d| *d <= FOREVER))
 }
 
 /// Checks a connect string `host:port[,host:port...][/chroot]` and returns it
@@ -127,9 +107,7 @@ pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
 pub fn validate_connect_string(hosts: &str) -> Result<String> {
     let hosts = hosts.trim();
     if hosts.is_empty() {
-        return Err(Error::invalid_argument(
-            "connect string is empty (expected \"host:port[,host:port...][/chroot]\")",
-        ));
+        return Err(Error::invalid_argument("connect string is empty (expected \"host:port[,host:port...][/chroot]\")"));
     }
     let (servers, chroot) = match hosts.find('/') {
         Some(i) => (&hosts[..i], Some(&hosts[i..])),
@@ -141,9 +119,7 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
         }
     }
     if servers.trim().is_empty() {
-        return Err(Error::invalid_argument(format!(
-            "connect string {hosts:?} names no server"
-        )));
+        return Err(Error::invalid_argument(format!("connect string {hosts:?} names no server")));
     }
     for server in servers.split(',') {
         validate_server(hosts, server.trim())?;
@@ -152,11 +128,7 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
 }
 
 fn validate_server(all: &str, server: &str) -> Result<()> {
-    let bad = |why: &str| {
-        Err(Error::invalid_argument(format!(
-            "connect string {all:?}: server {server:?} {why}"
-        )))
-    };
+    let bad = |why: &str| Err(Error::invalid_argument(format!("connect string {all:?}: server {server:?} {why}")));
     if server.is_empty() {
         return bad("is empty (stray ',')");
     }
@@ -224,24 +196,10 @@ mod tests {
     #[test]
     fn option_timeouts_follow_one_rule() {
         let max = MAX_OPTION_TIMEOUT;
-        assert_eq!(
-            option_timeout_from_secs("t", 1.5, max).unwrap(),
-            Duration::from_millis(1500)
-        );
+        assert_eq!(option_timeout_from_secs("t", 1.5, max).unwrap(), Duration::from_millis(1500));
         assert_eq!(option_timeout_from_secs("t", 86_400.0, max).unwrap(), max);
-        for bad in [
-            0.0,
-            -1.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            86_400.001,
-            1e300,
-            f64::MAX,
-            1e-12,
-        ] {
-            let e =
-                option_timeout_from_secs("session timeout", bad, max).expect_err(&bad.to_string());
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 86_400.001, 1e300, f64::MAX, 1e-12] {
+            let e = option_timeout_from_secs("session timeout", bad, max).expect_err(&bad.to_string());
             assert_eq!(e.kind(), ErrorKind::InvalidArgument);
             assert!(e.message().contains("session timeout"), "{e}");
         }
@@ -249,20 +207,10 @@ mod tests {
 
     #[test]
     fn acquire_timeouts_follow_one_rule() {
-        assert_eq!(
-            acquire_timeout_from_secs(0.0).unwrap(),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            acquire_timeout_from_secs(2.5).unwrap(),
-            Some(Duration::from_millis(2500))
-        );
+        assert_eq!(acquire_timeout_from_secs(0.0).unwrap(), Some(Duration::ZERO));
+        assert_eq!(acquire_timeout_from_secs(2.5).unwrap(), Some(Duration::from_millis(2500)));
         for forever in [f64::INFINITY, 1e23, 1e300, f64::MAX, 2e9] {
-            assert_eq!(
-                acquire_timeout_from_secs(forever).unwrap(),
-                None,
-                "{forever}"
-            );
+            assert_eq!(acquire_timeout_from_secs(forever).unwrap(), None, "{forever}");
         }
         for bad in [-1.0, -0.001, f64::NAN, f64::NEG_INFINITY] {
             let e = acquire_timeout_from_secs(bad).expect_err(&bad.to_string());
@@ -272,15 +220,7 @@ mod tests {
 
     #[test]
     fn good_connect_strings() {
-        for h in [
-            "127.0.0.1:2181",
-            "a:1,b:2,c:3",
-            "h1:2181,h2:2181/chroot/app",
-            "localhost",
-            " h:1 ",
-            "[::1]:2181",
-            "h:2181/",
-        ] {
+        for h in ["127.0.0.1:2181", "a:1,b:2,c:3", "h1:2181,h2:2181/chroot/app", "localhost", " h:1 ", "[::1]:2181", "h:2181/"] {
             validate_connect_string(h).unwrap_or_else(|e| panic!("{h}: {e}"));
         }
     }
@@ -301,13 +241,7 @@ mod tests {
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);
-            assert!(
-                matches!(
-                    e.kind(),
-                    ErrorKind::InvalidArgument | ErrorKind::InvalidPath
-                ),
-                "{h}"
-            );
+            assert!(matches!(e.kind(), ErrorKind::InvalidArgument | ErrorKind::InvalidPath), "{h}");
             assert!(e.message().contains(why), "{h:?}: {e}");
         }
     }

@@ -88,15 +88,10 @@ impl Run {
         if !done {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            panic!(
-                "zklock did not exit within {limit:?}; stderr: {}",
-                fs::read_to_string(&self.err).unwrap_or_default()
-            );
+            panic!("zklock did not exit within {limit:?}; stderr: {}", fs::read_to_string(&self.err).unwrap_or_default());
         }
         let status = status.unwrap();
-        let code = status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap());
+        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap());
         Outcome {
             code,
             stdout: fs::read_to_string(&self.out).unwrap_or_default(),
@@ -129,11 +124,7 @@ fn spawn(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    Run {
-        child: cmd.spawn().unwrap(),
-        out,
-        err,
-    }
+    Run { child: cmd.spawn().unwrap(), out, err }
 }
 
 /// Runs `zklock ARGS` to the end (at most 30 s).
@@ -152,18 +143,11 @@ fn wait_for_file(file: &str) -> String {
 }
 
 fn env_map(text: &str) -> HashMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 fn assert_no_panic(o: &Outcome) {
-    assert!(
-        !o.stderr.contains("panicked"),
-        "zklock panicked: {}",
-        o.stderr
-    );
+    assert!(!o.stderr.contains("panicked"), "zklock panicked: {}", o.stderr);
 }
 
 #[test]
@@ -173,42 +157,22 @@ fn run_passes_the_lock_details_to_the_command() {
     let d = Dir::new("env");
     let raw = Raw::connect(&hosts);
     let observer = connect(&hosts);
-    let script = format!(
-        r#"env | grep '^ZKLOCK_' | sort > "$D/env.tmp" && mv "$D/env.tmp" "$D/env.$N"; {}"#,
-        wait_for_file("go")
-    );
+    let script = format!(r#"env | grep '^ZKLOCK_' | sort > "$D/env.tmp" && mv "$D/env.tmp" "$D/env.$N"; {}"#, wait_for_file("go"));
     let mut tokens = Vec::new();
     for n in ["1", "2"] {
-        let r = spawn(
-            &d,
-            n,
-            &[
-                "run", "--hosts", &hosts, "/cli/env", "--", "sh", "-c", &script,
-            ],
-            &[("N", n)],
-        );
+        let r = spawn(&d, n, &["run", "--hosts", &hosts, "/cli/env", "--", "sh", "-c", &script], &[("N", n)]);
         let file = format!("env.{n}");
-        wait_until("the command wrote its environment", 20 * SEC, || {
-            d.exists(&file)
-        });
+        wait_until("the command wrote its environment", 20 * SEC, || d.exists(&file));
         let env = env_map(&d.read(&file));
         let node = &env["ZKLOCK_NODE_PATH"];
         assert_eq!(env["ZKLOCK_LOCK_PATH"], "/cli/env");
         assert_eq!(env["ZKLOCK_LOCK_MODE"], "exclusive");
-        assert!(
-            node.starts_with("/cli/env/_c_") && node.contains("-lock-"),
-            "{node}"
-        );
+        assert!(node.starts_with("/cli/env/_c_") && node.contains("-lock-"), "{node}");
         let token: u64 = env["ZKLOCK_FENCING_TOKEN"].parse().unwrap();
         // The token is the czxid of our node, the session its owner.
-        let stat = raw
-            .exists(node)
-            .expect("our node exists while the command runs");
+        let stat = raw.exists(node).expect("our node exists while the command runs");
         assert_eq!(token, stat.czxid as u64);
-        assert_eq!(
-            env["ZKLOCK_SESSION_ID"],
-            format!("{:#x}", stat.ephemeral_owner)
-        );
+        assert_eq!(env["ZKLOCK_SESSION_ID"], format!("{:#x}", stat.ephemeral_owner));
         let q = observer.participants("/cli/env").unwrap();
         assert_eq!(q.len(), 1);
         assert!(q[0].holds);
@@ -218,16 +182,10 @@ fn run_passes_the_lock_details_to_the_command() {
         d.touch("go");
         let o = r.wait(20 * SEC);
         assert_eq!(o.code, 0, "{o:?}");
-        assert!(
-            queue(&observer, "/cli/env").is_empty(),
-            "released after the command exited"
-        );
+        assert!(queue(&observer, "/cli/env").is_empty(), "released after the command exited");
         fs::remove_file(d.path("go")).unwrap();
     }
-    assert!(
-        tokens[0] > 0 && tokens[1] > tokens[0],
-        "tokens grow: {tokens:?}"
-    );
+    assert!(tokens[0] > 0 && tokens[1] > tokens[0], "tokens grow: {tokens:?}");
 }
 
 #[test]
@@ -241,14 +199,9 @@ fn exit_status_of_the_command_is_passed_on() {
         args.extend_from_slice(cmd);
         zklock(&d, name, &args)
     };
-    for (i, (script, code)) in [
-        ("exit 0", 0),
-        ("exit 3", 3),
-        ("kill -KILL $$", 128 + 9),
-        ("kill -TERM $$", 128 + 15),
-    ]
-    .into_iter()
-    .enumerate()
+    for (i, (script, code)) in [("exit 0", 0), ("exit 3", 3), ("kill -KILL $$", 128 + 9), ("kill -TERM $$", 128 + 15)]
+        .into_iter()
+        .enumerate()
     {
         let o = run(&format!("s{i}"), &["sh", "-c", script]);
         assert_eq!(o.code, code, "{script}: {o:?}");
@@ -257,10 +210,7 @@ fn exit_status_of_the_command_is_passed_on() {
     // Not found and not executable, as in the shell; the lock is released.
     let o = run("notfound", &["/nonexistent/zklock-test-command"]);
     assert_eq!(o.code, 127, "{o:?}");
-    assert!(
-        o.stderr.contains("not found") && o.stderr.contains("/nonexistent/zklock-test-command"),
-        "{o:?}"
-    );
+    assert!(o.stderr.contains("not found") && o.stderr.contains("/nonexistent/zklock-test-command"), "{o:?}");
     let script = d.path("not-executable.sh");
     fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
@@ -268,19 +218,7 @@ fn exit_status_of_the_command_is_passed_on() {
     assert_eq!(o.code, 126, "{o:?}");
     assert!(o.stderr.contains("cannot run"), "{o:?}");
     // PATH lookup works without `--` too.
-    let o = zklock(
-        &d,
-        "nodash",
-        &[
-            "run",
-            "--hosts",
-            &hosts,
-            "/cli/status",
-            "sh",
-            "-c",
-            "exit 4",
-        ],
-    );
+    let o = zklock(&d, "nodash", &["run", "--hosts", &hosts, "/cli/status", "sh", "-c", "exit 4"]);
     assert_eq!(o.code, 4, "{o:?}");
     assert!(queue(&observer, "/cli/status").is_empty(), "no node left");
 }
@@ -301,16 +239,7 @@ fn concurrent_runs_exclude_each_other() {
                     let o = spawn(
                         d,
                         &format!("w{id}"),
-                        &[
-                            "run",
-                            "--hosts",
-                            hosts,
-                            "/cli/mutex",
-                            "--",
-                            "sh",
-                            "-c",
-                            script,
-                        ],
+                        &["run", "--hosts", hosts, "/cli/mutex", "--", "sh", "-c", script],
                         &[("ID", &id)],
                     )
                     .wait(60 * SEC);
@@ -343,46 +272,15 @@ fn timeout_while_held_exits_75_and_leaves_no_node() {
     let holder = connect(&hosts);
     let g = holder.lock("/cli/timeout").unwrap().acquire(None).unwrap();
     for t in ["0", "500ms"] {
-        let o = zklock(
-            &d,
-            &format!("t{t}"),
-            &[
-                "run",
-                "--hosts",
-                &hosts,
-                "--timeout",
-                t,
-                "/cli/timeout",
-                "--",
-                "sh",
-                "-c",
-                r#"touch "$D/ran""#,
-            ],
-        );
+        let o = zklock(&d, &format!("t{t}"), &["run", "--hosts", &hosts, "--timeout", t, "/cli/timeout", "--", "sh", "-c", r#"touch "$D/ran""#]);
         assert_eq!(o.code, 75, "--timeout {t}: {o:?}");
-        assert!(
-            o.stderr.contains("timed out") && o.stderr.contains("/cli/timeout"),
-            "{o:?}"
-        );
+        assert!(o.stderr.contains("timed out") && o.stderr.contains("/cli/timeout"), "{o:?}");
         let q = holder.participants("/cli/timeout").unwrap();
         assert_eq!(q.len(), 1, "only the holder's node is left: {q:?}");
     }
     assert!(!d.exists("ran"));
     g.release().unwrap();
-    let o = zklock(
-        &d,
-        "free",
-        &[
-            "run",
-            "--hosts",
-            &hosts,
-            "--timeout",
-            "0",
-            "/cli/timeout",
-            "--",
-            "true",
-        ],
-    );
+    let o = zklock(&d, "free", &["run", "--hosts", &hosts, "--timeout", "0", "/cli/timeout", "--", "true"]);
     assert_eq!(o.code, 0, "{o:?}");
 }
 
@@ -395,58 +293,21 @@ fn readers_share_and_writers_exclude() {
     let p = "/cli/rw";
     let try_once = |name: &str, mode: &str| {
         let marker = format!("ran.{name}");
-        let o = zklock(
-            &d,
-            name,
-            &[
-                "run",
-                "--hosts",
-                &hosts,
-                mode,
-                "--timeout",
-                "0",
-                p,
-                "--",
-                "sh",
-                "-c",
-                &format!(r#"touch "$D/{marker}""#),
-            ],
-        );
+        let o = zklock(&d, name, &["run", "--hosts", &hosts, mode, "--timeout", "0", p, "--", "sh", "-c", &format!(r#"touch "$D/{marker}""#)]);
         assert_no_panic(&o);
         (o.code, d.exists(&marker))
     };
     let hold = |name: &str, mode: &str, go: &str| {
         let script = format!(r#"touch "$D/held.{name}"; {}"#, wait_for_file(go));
-        let r = spawn(
-            &d,
-            name,
-            &["run", "--hosts", &hosts, mode, p, "--", "sh", "-c", &script],
-            &[],
-        );
-        wait_until("the holder runs", 20 * SEC, || {
-            d.exists(&format!("held.{name}"))
-        });
+        let r = spawn(&d, name, &["run", "--hosts", &hosts, mode, p, "--", "sh", "-c", &script], &[]);
+        wait_until("the holder runs", 20 * SEC, || d.exists(&format!("held.{name}")));
         r
     };
     // A reader holds: another reader shares, a writer and an exclusive lock wait.
     let reader = hold("reader", "--read", "go1");
     assert_eq!(try_once("r2", "--read"), (0, true));
     assert_eq!(try_once("w1", "--write"), (75, false));
-    let o = zklock(
-        &d,
-        "w2",
-        &[
-            "run",
-            "--hosts",
-            &hosts,
-            "--write",
-            "--timeout",
-            "300ms",
-            p,
-            "--",
-            "true",
-        ],
-    );
+    let o = zklock(&d, "w2", &["run", "--hosts", &hosts, "--write", "--timeout", "300ms", p, "--", "true"]);
     assert_eq!(o.code, 75, "{o:?}");
     d.touch("go1");
     assert_eq!(reader.wait(20 * SEC).code, 0);
@@ -469,81 +330,36 @@ fn lost_lock_signals_the_command_and_exits_70() {
     let d = Dir::new("lost");
     // 1. The command traps the lost signal (TERM) and exits at once.
     let script = r#"trap 'echo term > "$D/marker1"; kill $! 2>/dev/null; exit 0' TERM; touch "$D/ready1"; sleep 60 & wait"#;
-    let r = spawn(
-        &d,
-        "lost1",
-        &[
-            "run",
-            "--hosts",
-            &via,
-            "--session-timeout",
-            "2s",
-            "/cli/lost",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-        &[],
-    );
+    let r = spawn(&d, "lost1", &["run", "--hosts", &via, "--session-timeout", "2s", "/cli/lost", "--", "sh", "-c", script], &[]);
     wait_until("the command runs", 20 * SEC, || d.exists("ready1"));
     proxy.blackhole();
     let o = r.wait(30 * SEC);
     assert_eq!(o.code, 70, "{o:?}");
-    assert_eq!(
-        d.read("marker1").trim(),
-        "term",
-        "the command got SIGTERM: {o:?}"
-    );
-    assert!(
-        o.stderr.contains("lost") && o.stderr.contains("SIGTERM"),
-        "{o:?}"
-    );
+    assert_eq!(d.read("marker1").trim(), "term", "the command got SIGTERM: {o:?}");
+    assert!(o.stderr.contains("lost") && o.stderr.contains("SIGTERM"), "{o:?}");
     assert_no_panic(&o);
     // The server expired the session: the lock is free for others.
     let other = connect(&hosts);
-    let g = other
-        .lock("/cli/lost")
-        .unwrap()
-        .acquire(Some(20 * SEC))
-        .expect("free after the session expired");
+    let g = other.lock("/cli/lost").unwrap().acquire(Some(20 * SEC)).expect("free after the session expired");
     g.release().unwrap();
     proxy.heal();
 
     // 2. The command ignores the lost signal (USR1 by number): SIGKILL
     //    after --kill-after.
-    let script = r#"trap 'echo usr1 > "$D/marker2"' USR1; touch "$D/ready2"; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"#;
+    let script =
+        r#"trap 'echo usr1 > "$D/marker2"' USR1; touch "$D/ready2"; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"#;
     let r = spawn(
         &d,
         "lost2",
-        &[
-            "run",
-            "--hosts",
-            &via,
-            "--session-timeout=2s",
-            "--lost-signal",
-            "10",
-            "--kill-after",
-            "1s",
-            "/cli/lost",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
+        &["run", "--hosts", &via, "--session-timeout=2s", "--lost-signal", "10", "--kill-after", "1s", "/cli/lost", "--", "sh", "-c", script],
         &[],
     );
     wait_until("the command runs", 20 * SEC, || d.exists("ready2"));
     proxy.blackhole();
     let o = r.wait(30 * SEC);
     assert_eq!(o.code, 70, "{o:?}");
-    assert!(
-        o.stderr.contains("SIGUSR1") && o.stderr.contains("SIGKILL"),
-        "{o:?}"
-    );
-    wait_until("the trap ran", 5 * SEC, || {
-        d.read("marker2").trim() == "usr1"
-    });
+    assert!(o.stderr.contains("SIGUSR1") && o.stderr.contains("SIGKILL"), "{o:?}");
+    wait_until("the trap ran", 5 * SEC, || d.read("marker2").trim() == "usr1");
     proxy.heal();
 }
 
@@ -555,35 +371,21 @@ fn suspension_is_tolerated_unless_signal_on_suspend() {
     let via = proxy.addr().to_string();
     let d = Dir::new("suspend");
     let observer = connect(&hosts);
-    for (name, extra, code) in [
-        ("tolerant", None, 0),
-        ("strict", Some("--signal-on-suspend"), 70),
-    ] {
+    for (name, extra, code) in [("tolerant", None, 0), ("strict", Some("--signal-on-suspend"), 70)] {
         let script = format!(
             r#"trap 'echo term > "$D/term.{name}"; exit 9' TERM; touch "$D/ready.{name}"; {}"#,
             wait_for_file(&format!("go.{name}"))
         );
-        let mut args = vec![
-            "run",
-            "--hosts",
-            &via,
-            "--session-timeout",
-            "6s",
-            "/cli/suspend",
-        ];
+        let mut args = vec!["run", "--hosts", &via, "--session-timeout", "6s", "/cli/suspend"];
         args.extend(extra);
         args.extend(["--", "sh", "-c", &script]);
         let r = spawn(&d, name, &args, &[]);
-        wait_until("the command runs", 20 * SEC, || {
-            d.exists(&format!("ready.{name}"))
-        });
+        wait_until("the command runs", 20 * SEC, || d.exists(&format!("ready.{name}")));
         let session = observer.participants("/cli/suspend").unwrap()[0].session_id;
         // A dropped connection: zklock reconnects with the same session.
         proxy.drop_connections();
         if extra.is_some() {
-            wait_until("the strict run signalled the command", 20 * SEC, || {
-                d.exists(&format!("term.{name}"))
-            });
+            wait_until("the strict run signalled the command", 20 * SEC, || d.exists(&format!("term.{name}")));
         } else {
             wait_until("reconnected", 20 * SEC, || proxy.connections() > 0);
             std::thread::sleep(SEC);
@@ -595,9 +397,7 @@ fn suspension_is_tolerated_unless_signal_on_suspend() {
         let o = r.wait(30 * SEC);
         assert_eq!(o.code, code, "{name}: {o:?}");
         assert_eq!(d.exists(&format!("term.{name}")), extra.is_some(), "{o:?}");
-        wait_until("no node left", 10 * SEC, || {
-            queue(&observer, "/cli/suspend").is_empty()
-        });
+        wait_until("no node left", 10 * SEC, || queue(&observer, "/cli/suspend").is_empty());
     }
 }
 
@@ -610,24 +410,8 @@ fn signals_cancel_the_wait_or_reach_the_command() {
     // While waiting: SIGTERM cancels the acquire; no node is left.
     let holder = connect(&hosts);
     let g = holder.lock("/cli/sig").unwrap().acquire(None).unwrap();
-    let r = spawn(
-        &d,
-        "waiting",
-        &[
-            "run",
-            "--hosts",
-            &hosts,
-            "/cli/sig",
-            "--",
-            "sh",
-            "-c",
-            r#"touch "$D/ran""#,
-        ],
-        &[],
-    );
-    wait_until("zklock queued", 20 * SEC, || {
-        queue(&observer, "/cli/sig").len() == 2
-    });
+    let r = spawn(&d, "waiting", &["run", "--hosts", &hosts, "/cli/sig", "--", "sh", "-c", r#"touch "$D/ran""#], &[]);
+    wait_until("zklock queued", 20 * SEC, || queue(&observer, "/cli/sig").len() == 2);
     kill(r.pid(), libc::SIGTERM);
     let o = r.wait(20 * SEC);
     assert_eq!(o.code, 128 + libc::SIGTERM, "{o:?}");
@@ -638,14 +422,7 @@ fn signals_cancel_the_wait_or_reach_the_command() {
     g.release().unwrap();
     // While running: SIGINT is forwarded; zklock exits with the command's status.
     let script = r#"trap 'echo int > "$D/forwarded"; kill $! 2>/dev/null; exit 5' INT; touch "$D/ready"; sleep 60 & wait"#;
-    let r = spawn(
-        &d,
-        "running",
-        &[
-            "run", "--hosts", &hosts, "/cli/sig", "--", "sh", "-c", script,
-        ],
-        &[],
-    );
+    let r = spawn(&d, "running", &["run", "--hosts", &hosts, "/cli/sig", "--", "sh", "-c", script], &[]);
     wait_until("the command runs", 20 * SEC, || d.exists("ready"));
     kill(r.pid(), libc::SIGINT);
     let o = r.wait(20 * SEC);
@@ -659,160 +436,26 @@ fn signals_cancel_the_wait_or_reach_the_command() {
 fn bad_input_is_refused_with_a_message_naming_it() {
     let d = Dir::new("bad");
     // A port with nothing listening.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec![], 64, "missing subcommand"),
         (vec!["frob"], 64, "unknown subcommand"),
         (vec!["run", "/cli/job", "--", "true"], 64, "ZKLOCK_HOSTS"),
-        (
-            vec!["run", "--hosts", "", "/cli/job", "--", "true"],
-            64,
-            "empty",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "locks/job",
-                "--",
-                "true",
-            ],
-            64,
-            "must start with '/'",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "/cli/job/",
-                "--",
-                "true",
-            ],
-            64,
-            "must not end with '/'",
-        ),
-        (
-            vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job", "--"],
-            64,
-            "missing command",
-        ),
-        (
-            vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job"],
-            64,
-            "missing command",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "--frobnicate",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            64,
-            "--frobnicate",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "--timeout",
-                "10x",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            64,
-            "10x",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "--lost-signal",
-                "FOO",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            64,
-            "FOO",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "--read",
-                "--write",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            64,
-            "--read",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                "127.0.0.1:2181",
-                "--session-timeout",
-                "0",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            64,
-            "session timeout",
-        ),
-        (
-            vec!["run", "--hosts", "zk1:99999", "/cli/job", "--", "true"],
-            64,
-            "99999",
-        ),
-        (
-            vec![
-                "run",
-                "--hosts",
-                &closed,
-                "--connect-timeout",
-                "1s",
-                "/cli/job",
-                "--",
-                "true",
-            ],
-            69,
-            &closed,
-        ),
+        (vec!["run", "--hosts", "", "/cli/job", "--", "true"], 64, "empty"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "locks/job", "--", "true"], 64, "must start with '/'"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job/", "--", "true"], 64, "must not end with '/'"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job", "--"], 64, "missing command"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job"], 64, "missing command"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--frobnicate", "/cli/job", "--", "true"], 64, "--frobnicate"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "10x", "/cli/job", "--", "true"], 64, "10x"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--lost-signal", "FOO", "/cli/job", "--", "true"], 64, "FOO"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--read", "--write", "/cli/job", "--", "true"], 64, "--read"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", "0", "/cli/job", "--", "true"], 64, "session timeout"),
+        (vec!["run", "--hosts", "zk1:99999", "/cli/job", "--", "true"], 64, "99999"),
+        (vec!["run", "--hosts", &closed, "--connect-timeout", "1s", "/cli/job", "--", "true"], 69, &closed),
         (vec!["list"], 64, "missing lock path"),
-        (
-            vec!["list", "--hosts", "127.0.0.1:2181", "/a", "/b"],
-            64,
-            "/b",
-        ),
-        (
-            vec![
-                "list",
-                "--hosts",
-                &closed,
-                "--connect-timeout",
-                "500ms",
-                "/cli/job",
-            ],
-            69,
-            &closed,
-        ),
+        (vec!["list", "--hosts", "127.0.0.1:2181", "/a", "/b"], 64, "/b"),
+        (vec!["list", "--hosts", &closed, "--connect-timeout", "500ms", "/cli/job"], 69, &closed),
     ];
     for (i, (args, code, needle)) in cases.iter().enumerate() {
         let o = zklock(&d, &format!("bad{i}"), args);
@@ -820,36 +463,16 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         assert_no_panic(&o);
         let lines: Vec<&str> = o.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "one line on stderr for {args:?}: {o:?}");
-        assert!(
-            lines[0].starts_with("zklock: ") && lines[0].contains(needle),
-            "{args:?}: {o:?}"
-        );
+        assert!(lines[0].starts_with("zklock: ") && lines[0].contains(needle), "{args:?}: {o:?}");
     }
     // ZKLOCK_HOSTS is used when --hosts is absent.
-    let o = spawn(
-        &d,
-        "envhosts",
-        &[
-            "run",
-            "--connect-timeout",
-            "500ms",
-            "/cli/job",
-            "--",
-            "true",
-        ],
-        &[("ZKLOCK_HOSTS", &closed)],
-    )
-    .wait(30 * SEC);
+    let o = spawn(&d, "envhosts", &["run", "--connect-timeout", "500ms", "/cli/job", "--", "true"], &[("ZKLOCK_HOSTS", &closed)])
+        .wait(30 * SEC);
     assert_eq!(o.code, 69, "{o:?}");
     assert!(o.stderr.contains(&closed), "{o:?}");
     let o = zklock(&d, "help", &["--help"]);
     assert_eq!(o.code, 0);
-    for needle in [
-        "EXIT STATUS",
-        "ZKLOCK_FENCING_TOKEN",
-        "--lost-signal",
-        "zklock list",
-    ] {
+    for needle in ["EXIT STATUS", "ZKLOCK_FENCING_TOKEN", "--lost-signal", "zklock list"] {
         assert!(o.stdout.contains(needle), "help mentions {needle}");
     }
 }
@@ -863,17 +486,8 @@ fn list_shows_holders_then_waiters_in_order() {
     let p = "/cli/list";
     let script = format!(r#"touch "$D/held.$N"; {}"#, wait_for_file("go"));
     let mut runs = Vec::new();
-    for (n, data) in [
-        ("1", "--data=first one"),
-        ("2", "--data=second"),
-        ("3", "--identify"),
-    ] {
-        runs.push(spawn(
-            &d,
-            n,
-            &["run", "--hosts", &hosts, data, p, "--", "sh", "-c", &script],
-            &[("N", n)],
-        ));
+    for (n, data) in [("1", "--data=first one"), ("2", "--data=second"), ("3", "--identify")] {
+        runs.push(spawn(&d, n, &["run", "--hosts", &hosts, data, p, "--", "sh", "-c", &script], &[("N", n)]));
         let len: usize = n.parse().unwrap();
         wait_until("queued", 20 * SEC, || queue(&observer, p).len() == len);
     }
@@ -885,20 +499,11 @@ fn list_shows_holders_then_waiters_in_order() {
     assert_eq!(o.code, 0, "{o:?}");
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(lines.len(), 4, "{}", o.stdout);
-    assert!(
-        lines[0].starts_with("POS") && lines[0].contains("STATE") && lines[0].ends_with("DATA"),
-        "{}",
-        o.stdout
-    );
+    assert!(lines[0].starts_with("POS") && lines[0].contains("STATE") && lines[0].ends_with("DATA"), "{}", o.stdout);
     for (i, (line, part)) in lines[1..].iter().zip(&expected).enumerate() {
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[0], (i + 1).to_string());
-        assert_eq!(
-            cols[1],
-            if i == 0 { "HOLDS" } else { "WAITS" },
-            "{}",
-            o.stdout
-        );
+        assert_eq!(cols[1], if i == 0 { "HOLDS" } else { "WAITS" }, "{}", o.stdout);
         assert_eq!(cols[2], "writer");
         assert_eq!(cols[3], part.sequence.to_string());
         assert_eq!(cols[4], format!("{:#x}", part.session_id));
@@ -906,74 +511,34 @@ fn list_shows_holders_then_waiters_in_order() {
     }
     assert!(lines[1].ends_with("first one"), "{}", o.stdout);
     assert!(lines[2].ends_with("second"), "{}", o.stdout);
-    assert!(
-        lines[3].ends_with(&format!("/{third_pid}")),
-        "hostname/pid of zklock: {}",
-        o.stdout
-    );
+    assert!(lines[3].ends_with(&format!("/{third_pid}")), "hostname/pid of zklock: {}", o.stdout);
 
     let o = zklock(&d, "json", &["list", "--hosts", &hosts, "--json", p]);
     assert_eq!(o.code, 0, "{o:?}");
     let v = json::parse(o.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(v.get("path").and_then(json::Value::as_str), Some(p));
-    let parts = v
-        .get("participants")
-        .and_then(json::Value::as_array)
-        .unwrap();
+    let parts = v.get("participants").and_then(json::Value::as_array).unwrap();
     assert_eq!(parts.len(), 3);
     for (i, (j, part)) in parts.iter().zip(&expected).enumerate() {
-        assert_eq!(
-            j.get("position").and_then(json::Value::as_f64),
-            Some((i + 1) as f64)
-        );
+        assert_eq!(j.get("position").and_then(json::Value::as_f64), Some((i + 1) as f64));
         assert_eq!(j.get("holds").and_then(json::Value::as_bool), Some(i == 0));
-        assert_eq!(
-            j.get("state").and_then(json::Value::as_str),
-            Some(if i == 0 { "HOLDS" } else { "WAITS" })
-        );
+        assert_eq!(j.get("state").and_then(json::Value::as_str), Some(if i == 0 { "HOLDS" } else { "WAITS" }));
         assert_eq!(j.get("kind").and_then(json::Value::as_str), Some("writer"));
-        assert_eq!(
-            j.get("sequence").and_then(json::Value::as_f64),
-            Some(part.sequence as f64)
-        );
-        assert_eq!(
-            j.get("session_id").and_then(json::Value::as_str),
-            Some(format!("{:#x}", part.session_id).as_str())
-        );
-        assert_eq!(
-            j.get("node").and_then(json::Value::as_str),
-            Some(part.name.as_str())
-        );
-        assert_eq!(
-            j.get("node_path").and_then(json::Value::as_str),
-            Some(format!("{p}/{}", part.name).as_str())
-        );
-        assert_eq!(
-            j.get("data").and_then(json::Value::as_str),
-            Some(String::from_utf8_lossy(&part.data).as_ref())
-        );
+        assert_eq!(j.get("sequence").and_then(json::Value::as_f64), Some(part.sequence as f64));
+        assert_eq!(j.get("session_id").and_then(json::Value::as_str), Some(format!("{:#x}", part.session_id).as_str()));
+        assert_eq!(j.get("node").and_then(json::Value::as_str), Some(part.name.as_str()));
+        assert_eq!(j.get("node_path").and_then(json::Value::as_str), Some(format!("{p}/{}", part.name).as_str()));
+        assert_eq!(j.get("data").and_then(json::Value::as_str), Some(String::from_utf8_lossy(&part.data).as_ref()));
     }
-    assert_eq!(
-        parts[0].get("data").and_then(json::Value::as_str),
-        Some("first one")
-    );
+    assert_eq!(parts[0].get("data").and_then(json::Value::as_str), Some("first one"));
 
     // An absent path has an empty queue.
     let o = zklock(&d, "absent", &["list", "--hosts", &hosts, "/cli/absent"]);
     assert_eq!((o.code, o.stdout.lines().count()), (0, 1), "{o:?}");
-    let o = zklock(
-        &d,
-        "absent-json",
-        &["list", "--hosts", &hosts, "--json", "/cli/absent"],
-    );
+    let o = zklock(&d, "absent-json", &["list", "--hosts", &hosts, "--json", "/cli/absent"]);
     assert_eq!(o.code, 0, "{o:?}");
     let v = json::parse(o.stdout.trim()).unwrap();
-    assert_eq!(
-        v.get("participants")
-            .and_then(json::Value::as_array)
-            .map(Vec::len),
-        Some(0)
-    );
+    assert_eq!(v.get("participants").and_then(json::Value::as_array).map(Vec::len), Some(0));
 
     d.touch("go");
     for r in runs {
@@ -1002,40 +567,21 @@ mod json {
             }
         }
         pub fn as_str(&self) -> Option<&str> {
-            if let Value::Str(s) = self {
-                Some(s)
-            } else {
-                None
-            }
+            if let Value::Str(s) = self { Some(s) } else { None }
         }
         pub fn as_f64(&self) -> Option<f64> {
-            if let Value::Num(n) = self {
-                Some(*n)
-            } else {
-                None
-            }
+            if let Value::Num(n) = self { Some(*n) } else { None }
         }
         pub fn as_bool(&self) -> Option<bool> {
-            if let Value::Bool(b) = self {
-                Some(*b)
-            } else {
-                None
-            }
+            if let Value::Bool(b) = self { Some(*b) } else { None }
         }
         pub fn as_array(&self) -> Option<&Vec<Value>> {
-            if let Value::Arr(a) = self {
-                Some(a)
-            } else {
-                None
-            }
+            if let Value::Arr(a) = self { Some(a) } else { None }
         }
     }
 
     pub fn parse(text: &str) -> Result<Value, String> {
-        let mut p = Parser {
-            s: text.as_bytes(),
-            i: 0,
-        };
+        let mut p = Parser { s: text.as_bytes(), i: 0 };
         let v = p.value()?;
         p.ws();
         if p.i != p.s.len() {
@@ -1088,11 +634,11 @@ mod json {
                             Some(b'}') => {
                                 self.i += 1;
                                 return Ok(Value::Obj(fields));
-                            }
+                            },
                             _ => return Err(format!("bad object at {}", self.i)),
                         }
                     }
-                }
+                },
                 Some(b'[') => {
                     self.i += 1;
                     let mut items = Vec::new();
@@ -1109,38 +655,32 @@ mod json {
                             Some(b']') => {
                                 self.i += 1;
                                 return Ok(Value::Arr(items));
-                            }
+                            },
                             _ => return Err(format!("bad array at {}", self.i)),
                         }
                     }
-                }
+                },
                 Some(b'"') => Ok(Value::Str(self.string()?)),
                 Some(b't') if self.s[self.i..].starts_with(b"true") => {
                     self.i += 4;
                     Ok(Value::Bool(true))
-                }
+                },
                 Some(b'f') if self.s[self.i..].starts_with(b"false") => {
                     self.i += 5;
                     Ok(Value::Bool(false))
-                }
+                },
                 Some(b'n') if self.s[self.i..].starts_with(b"null") => {
                     self.i += 4;
                     Ok(Value::Null)
-                }
+                },
                 Some(c) if *c == b'-' || c.is_ascii_digit() => {
                     let start = self.i;
-                    while self.i < self.s.len()
-                        && matches!(
-                            self.s[self.i],
-                            b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                        )
-                    {
+                    while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
                         self.i += 1;
                     }
-                    let t =
-                        std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
+                    let t = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
                     t.parse().map(Value::Num).map_err(|e| format!("{t}: {e}"))
-                }
+                },
                 _ => Err(format!("unexpected input at {}", self.i)),
             }
         }
@@ -1152,16 +692,12 @@ mod json {
             self.i += 1;
             let mut out = Vec::new();
             loop {
-                let Some(&c) = self.s.get(self.i) else {
-                    return Err("unterminated string".into());
-                };
+                let Some(&c) = self.s.get(self.i) else { return Err("unterminated string".into()) };
                 self.i += 1;
                 match c {
                     b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
                     b'\\' => {
-                        let Some(&e) = self.s.get(self.i) else {
-                            return Err("bad escape".into());
-                        };
+                        let Some(&e) = self.s.get(self.i) else { return Err("bad escape".into()) };
                         self.i += 1;
                         let ch = match e {
                             b'"' => '"',
@@ -1175,17 +711,14 @@ mod json {
                             b'u' => {
                                 let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u")?;
                                 self.i += 4;
-                                let code = u32::from_str_radix(
-                                    std::str::from_utf8(hex).map_err(|e| e.to_string())?,
-                                    16,
-                                )
-                                .map_err(|e| e.to_string())?;
+                                let code = u32::from_str_radix(std::str::from_utf8(hex).map_err(|e| e.to_string())?, 16)
+                                    .map_err(|e| e.to_string())?;
                                 char::from_u32(code).ok_or("bad \\u")?
-                            }
+                            },
                             _ => return Err(format!("bad escape at {}", self.i)),
                         };
                         out.extend_from_slice(ch.to_string().as_bytes());
-                    }
+                    },
                     c if c < 0x20 => return Err("control character in a string".into()),
                     c => out.push(c),
                 }

@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{connect, lock_of, queue, server, wait_until, Raw};
-use zklock_core::{
-    Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus,
-};
+use zklock_core::{Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
 use zookeeper_client as zk;
 
 const SEC: Duration = Duration::from_secs(1);
@@ -21,34 +19,19 @@ const SEC: Duration = Duration::from_secs(1);
 fn acquire_release_with_curators_node_name_and_data() {
     let zk = server();
     let c = connect(&zk.connect_string());
-    let lock = c
-        .lock_with(
-            "/app/job",
-            LockMode::Exclusive,
-            LockOptions::default().data("worker-7"),
-        )
-        .unwrap();
+    let lock = c.lock_with("/app/job", LockMode::Exclusive, LockOptions::default().data("worker-7")).unwrap();
     let g = lock.acquire(Some(5 * SEC)).unwrap();
     let name = g.node_path().strip_prefix("/app/job/").unwrap().to_owned();
     // _c_<36-char uuid>-lock-<10 digits>
-    assert!(
-        name.starts_with("_c_") && name.len() == 3 + 36 + "-lock-".len() + 10,
-        "{name}"
-    );
+    assert!(name.starts_with("_c_") && name.len() == 3 + 36 + "-lock-".len() + 10, "{name}");
     assert_eq!(&name[39..45], "-lock-", "{name}");
     assert_eq!(g.state(), LockState::Held);
     g.check().unwrap();
     assert!(g.fencing_token() > 0);
     let p = c.participants("/app/job").unwrap();
     assert_eq!(p.len(), 1);
-    assert_eq!(
-        (p[0].name.as_str(), p[0].data.as_slice(), p[0].holds),
-        (name.as_str(), &b"worker-7"[..], true)
-    );
-    assert_eq!(
-        (p[0].kind, p[0].session_id),
-        (NodeKind::Writer, g.session_id())
-    );
+    assert_eq!((p[0].name.as_str(), p[0].data.as_slice(), p[0].holds), (name.as_str(), &b"worker-7"[..], true));
+    assert_eq!((p[0].kind, p[0].session_id), (NodeKind::Writer, g.session_id()));
     assert_eq!(g.release().unwrap(), ReleaseStatus::Released);
     assert_eq!(g.state(), LockState::Released);
     assert!(queue(&c, "/app/job").is_empty());
@@ -70,9 +53,7 @@ fn lock_path_is_created_as_container_and_reaped_then_recreated() {
     assert!(raw.exists("/reaped/deep/path").is_some());
     // Only a container is removed by the server once empty (the server
     // reports ephemeralOwner 0 for containers, so this is the way to tell).
-    wait_until("the empty container is reaped", 20 * SEC, || {
-        raw.exists("/reaped/deep/path").is_none()
-    });
+    wait_until("the empty container is reaped", 20 * SEC, || raw.exists("/reaped/deep/path").is_none());
     // Acquire again after the reaping: the path is made again.
     let g = lock.acquire(Some(5 * SEC)).unwrap();
     g.check().unwrap();
@@ -86,9 +67,7 @@ fn reentrant_per_handle_not_per_thread() {
     let g1 = lock.acquire(Some(5 * SEC)).unwrap();
     // Another thread, same handle: reenters instead of deadlocking.
     let l2 = lock.clone();
-    let g2 = std::thread::spawn(move || l2.acquire(Some(5 * SEC)).unwrap())
-        .join()
-        .unwrap();
+    let g2 = std::thread::spawn(move || l2.acquire(Some(5 * SEC)).unwrap()).join().unwrap();
     assert_eq!(g1.node_path(), g2.node_path());
     assert_eq!(queue(&c, "/reentrant").len(), 1);
     g1.release().unwrap();
@@ -99,12 +78,7 @@ fn reentrant_per_handle_not_per_thread() {
     assert!(queue(&c, "/reentrant").is_empty());
     // A second handle on the same path in the same process is another contender.
     let a = c.lock("/reentrant").unwrap().acquire(None).unwrap();
-    assert!(c
-        .lock("/reentrant")
-        .unwrap()
-        .try_acquire()
-        .unwrap()
-        .is_none());
+    assert!(c.lock("/reentrant").unwrap().try_acquire().unwrap().is_none());
     drop(a);
 }
 
@@ -140,11 +114,7 @@ fn timeout_is_one_total_deadline_across_wakeups_in(mode: LockMode) {
     let zk = server();
     let hosts = zk.connect_string();
     let holder = connect(&hosts);
-    let _held = holder
-        .write_lock("/deadline")
-        .unwrap()
-        .acquire(None)
-        .unwrap();
+    let _held = holder.write_lock("/deadline").unwrap().acquire(None).unwrap();
     // Five contenders queue between the holder and the waiter.
     let mut blockers = Vec::new();
     for i in 0..5 {
@@ -152,23 +122,16 @@ fn timeout_is_one_total_deadline_across_wakeups_in(mode: LockMode) {
         let lock = Arc::new(c.write_lock("/deadline").unwrap());
         let l = lock.clone();
         let t = std::thread::spawn(move || l.acquire(Some(60 * SEC)).map(drop));
-        wait_until("blocker queued", 5 * SEC, || {
-            queue(&holder, "/deadline").len() == 2 + i
-        });
+        wait_until("blocker queued", 5 * SEC, || queue(&holder, "/deadline").len() == 2 + i);
         blockers.push((c, lock, t));
     }
     let w = connect(&hosts);
     let wl = lock_of(&w, "/deadline", mode);
     let waiter = std::thread::spawn(move || {
         let start = Instant::now();
-        (
-            wl.acquire(Some(Duration::from_millis(1500))).map(drop),
-            start.elapsed(),
-        )
+        (wl.acquire(Some(Duration::from_millis(1500))).map(drop), start.elapsed())
     });
-    wait_until("waiter queued", 5 * SEC, || {
-        queue(&holder, "/deadline").len() == 7
-    });
+    wait_until("waiter queued", 5 * SEC, || queue(&holder, "/deadline").len() == 7);
     // Every 400 ms the node right before the waiter goes away and wakes it;
     // a timeout that restarted at each wake-up would run to >= 3.5 s.
     for (_, lock, t) in blockers.into_iter().rev() {
@@ -179,13 +142,8 @@ fn timeout_is_one_total_deadline_across_wakeups_in(mode: LockMode) {
     let (result, elapsed) = waiter.join().unwrap();
     assert_eq!(result.unwrap_err().kind(), ErrorKind::Timeout);
     assert!(elapsed >= Duration::from_millis(1500), "{elapsed:?}");
-    assert!(
-        elapsed < Duration::from_millis(2500),
-        "deadline restarted at a wake-up: {elapsed:?}"
-    );
-    wait_until("only the holder is left", 5 * SEC, || {
-        queue(&holder, "/deadline").len() == 1
-    });
+    assert!(elapsed < Duration::from_millis(2500), "deadline restarted at a wake-up: {elapsed:?}");
+    wait_until("only the holder is left", 5 * SEC, || queue(&holder, "/deadline").len() == 1);
 }
 
 #[test]
@@ -204,27 +162,17 @@ fn timeout_and_cancel_delete_our_node_in(mode: LockMode) {
     let err = lb.acquire(Some(Duration::from_millis(300))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
     assert!(err.message().contains("/cleanup"), "{err}");
-    assert_eq!(
-        queue(&a, "/cleanup").len(),
-        1,
-        "timed-out waiter left its node"
-    );
+    assert_eq!(queue(&a, "/cleanup").len(), 1, "timed-out waiter left its node");
 
     let l = lb.clone();
     let t = std::thread::spawn(move || l.acquire(None).map(drop));
-    wait_until("waiter queued", 5 * SEC, || {
-        queue(&a, "/cleanup").len() == 2
-    });
+    wait_until("waiter queued", 5 * SEC, || queue(&a, "/cleanup").len() == 2);
     let cancel = lb.cancel_handle();
     let start = Instant::now();
     cancel.cancel();
     assert_eq!(t.join().unwrap().unwrap_err().kind(), ErrorKind::Cancelled);
     assert!(start.elapsed() < 5 * SEC);
-    assert_eq!(
-        queue(&a, "/cleanup").len(),
-        1,
-        "cancelled waiter left its node"
-    );
+    assert_eq!(queue(&a, "/cleanup").len(), 1, "cancelled waiter left its node");
     // The handle is usable again after a cancel.
     assert!(lb.try_acquire().unwrap().is_none());
 }
@@ -257,15 +205,13 @@ fn cancel_racing_with_grant_never_leaks_a_node_in(mode: LockMode) {
                 granted += 1;
                 g.check().unwrap();
                 drop(g);
-            }
+            },
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::Cancelled);
                 cancelled += 1;
-            }
+            },
         }
-        wait_until("no node left", 5 * SEC, || {
-            queue(&a, "/race").is_empty() && b.pending_cleanups() == 0
-        });
+        wait_until("no node left", 5 * SEC, || queue(&a, "/race").is_empty() && b.pending_cleanups() == 0);
     }
     assert_eq!(granted + cancelled, 20);
     eprintln!("cancel/grant race: {granted} granted first, {cancelled} cancelled first");
@@ -280,25 +226,12 @@ fn foreign_and_unsequenced_children_are_ordered_not_errors() {
     raw.mkdir("/mixed");
     raw.create("/mixed/config", zk::CreateMode::Persistent);
     raw.create("/mixed/leader-notes", zk::CreateMode::Ephemeral);
-    let kazoo_reader = raw.create(
-        "/mixed/0123456789abcdef0123456789abcdef__rlock__",
-        zk::CreateMode::EphemeralSequential,
-    );
-    let kazoo_writer = raw.create(
-        "/mixed/fedcba9876543210fedcba9876543210__lock__",
-        zk::CreateMode::EphemeralSequential,
-    );
-    let recipe = raw.create(
-        &format!("/mixed/x-{}-", raw.session_id()),
-        zk::CreateMode::EphemeralSequential,
-    );
+    let kazoo_reader = raw.create("/mixed/0123456789abcdef0123456789abcdef__rlock__", zk::CreateMode::EphemeralSequential);
+    let kazoo_writer = raw.create("/mixed/fedcba9876543210fedcba9876543210__lock__", zk::CreateMode::EphemeralSequential);
+    let recipe = raw.create(&format!("/mixed/x-{}-", raw.session_id()), zk::CreateMode::EphemeralSequential);
     let lock = c.lock("/mixed").unwrap();
-    let kinds: Vec<(String, NodeKind, bool)> = c
-        .participants("/mixed")
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.name, p.kind, p.holds))
-        .collect();
+    let kinds: Vec<(String, NodeKind, bool)> =
+        c.participants("/mixed").unwrap().into_iter().map(|p| (p.name, p.kind, p.holds)).collect();
     assert_eq!(
         kinds,
         vec![
@@ -309,16 +242,10 @@ fn foreign_and_unsequenced_children_are_ordered_not_errors() {
     );
     // Every sequenced foreigner blocks an exclusive lock; the others never do.
     for node in [&kazoo_reader, &kazoo_writer, &recipe] {
-        assert!(
-            lock.try_acquire().unwrap().is_none(),
-            "should wait for {node}"
-        );
+        assert!(lock.try_acquire().unwrap().is_none(), "should wait for {node}");
         raw.delete(&format!("/mixed/{node}"));
     }
-    let g = lock
-        .try_acquire()
-        .unwrap()
-        .expect("free once only unsequenced children remain");
+    let g = lock.try_acquire().unwrap().expect("free once only unsequenced children remain");
     g.check().unwrap();
     assert_eq!(raw.children("/mixed").len(), 3);
 }
@@ -360,12 +287,7 @@ fn many_contenders_exclude_each_other_with_increasing_tokens() {
     let grants = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..32)
         .map(|_| {
-            let (hosts, inside, last_token, grants) = (
-                hosts.clone(),
-                inside.clone(),
-                last_token.clone(),
-                grants.clone(),
-            );
+            let (hosts, inside, last_token, grants) = (hosts.clone(), inside.clone(), last_token.clone(), grants.clone());
             std::thread::spawn(move || {
                 let c = connect(&hosts);
                 let lock = c.lock("/contended").unwrap();
@@ -375,12 +297,7 @@ fn many_contenders_exclude_each_other_with_increasing_tokens() {
                     g.check().unwrap();
                     {
                         let mut last = last_token.lock().unwrap();
-                        assert!(
-                            g.fencing_token() > *last,
-                            "token {} after {}",
-                            g.fencing_token(),
-                            *last
-                        );
+                        assert!(g.fencing_token() > *last, "token {} after {}", g.fencing_token(), *last);
                         *last = g.fencing_token();
                     }
                     std::thread::sleep(Duration::from_millis(2));
@@ -412,49 +329,24 @@ fn bad_input_gets_clear_errors() {
         let e = Client::connect(ClientOptions::new(hosts)).unwrap_err();
         assert_eq!(e.kind(), kind, "{hosts:?}: {e}");
     }
-    let e = Client::connect(ClientOptions::new("127.0.0.1:1").session_timeout(Duration::ZERO))
-        .unwrap_err();
+    let e = Client::connect(ClientOptions::new("127.0.0.1:1").session_timeout(Duration::ZERO)).unwrap_err();
     assert!(e.message().contains("session timeout"), "{e}");
     // Unreachable host: fails within the connect timeout, naming the host.
     let start = Instant::now();
-    let e = Client::connect(
-        ClientOptions::new("127.0.0.1:9").connect_timeout(Duration::from_millis(500)),
-    )
-    .unwrap_err();
+    let e = Client::connect(ClientOptions::new("127.0.0.1:9").connect_timeout(Duration::from_millis(500))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionLoss);
     assert!(e.message().contains("127.0.0.1:9"), "{e}");
     assert!(start.elapsed() < 10 * SEC);
 
     let zk = server();
     let c = connect(&zk.connect_string());
-    for path in [
-        "",
-        "/",
-        "relative",
-        "/trailing/",
-        "/a//b",
-        "/a/../b",
-        "/zookeeper/x",
-        "/nul\u{0}",
-    ] {
+    for path in ["", "/", "relative", "/trailing/", "/a//b", "/a/../b", "/zookeeper/x", "/nul\u{0}"] {
         let e = c.lock(path).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidPath, "{path:?}");
-        assert_eq!(
-            c.participants(path).unwrap_err().kind(),
-            ErrorKind::InvalidPath
-        );
+        assert_eq!(c.participants(path).unwrap_err().kind(), ErrorKind::InvalidPath);
     }
-    let revoke = c
-        .lock_with(
-            "/ok",
-            LockMode::Exclusive,
-            LockOptions::default().data("__REVOKE__"),
-        )
-        .unwrap();
-    assert_eq!(
-        revoke.acquire(None).unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
+    let revoke = c.lock_with("/ok", LockMode::Exclusive, LockOptions::default().data("__REVOKE__")).unwrap();
+    assert_eq!(revoke.acquire(None).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert!(c.participants("/never/created").unwrap().is_empty());
 
     // After close: clear Closed errors, and held locks are lost.
@@ -464,26 +356,17 @@ fn bad_input_gets_clear_errors() {
     c.close();
     assert_eq!(c.lock("/x").unwrap_err().kind(), ErrorKind::Closed);
     assert_eq!(lock.acquire(None).unwrap_err().kind(), ErrorKind::Closed);
-    wait_until("guard sees the close", 5 * SEC, || {
-        g.state() == LockState::Lost
-    });
+    wait_until("guard sees the close", 5 * SEC, || g.state() == LockState::Lost);
     assert_eq!(g.check().unwrap_err().kind(), ErrorKind::Closed);
     let c2 = connect(&zk.connect_string());
-    assert!(
-        queue(&c2, "/closing").is_empty(),
-        "node went with the closed session"
-    );
+    assert!(queue(&c2, "/closing").is_empty(), "node went with the closed session");
 }
 
 #[test]
 fn dropping_the_last_handle_closes_the_session_at_once() {
     let zk = server();
     let hosts = zk.connect_string();
-    let in_server = |sid: i64| {
-        zk.four_letter(0, "dump")
-            .unwrap()
-            .contains(&format!("{sid:#x}"))
-    };
+    let in_server = |sid: i64| zk.four_letter(0, "dump").unwrap().contains(&format!("{sid:#x}"));
     let c = Client::connect(common::options(&hosts, Duration::from_secs(30))).unwrap();
     let sid = c.session_id().unwrap();
     let lock = c.lock("/drop-close").unwrap();
@@ -499,13 +382,11 @@ fn dropping_the_last_handle_closes_the_session_at_once() {
 fn digest_authenticated_session_locks() {
     let zk = server();
     let hosts = zk.connect_string();
-    let c =
-        Client::connect(common::options(&hosts, 4 * SEC).digest_auth("alice", "s3cret")).unwrap();
+    let c = Client::connect(common::options(&hosts, 4 * SEC).digest_auth("alice", "s3cret")).unwrap();
     let g = c.lock("/authed").unwrap().acquire(Some(5 * SEC)).unwrap();
     g.check().unwrap();
     for user in ["", "a:b"] {
-        let e =
-            Client::connect(common::options(&hosts, 4 * SEC).digest_auth(user, "x")).unwrap_err();
+        let e = Client::connect(common::options(&hosts, 4 * SEC).digest_auth(user, "x")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{user:?}");
         assert!(e.message().contains("digest user"), "{e}");
     }

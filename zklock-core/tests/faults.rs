@@ -16,8 +16,7 @@ use zklock_harness::Proxy;
 const SEC: Duration = Duration::from_secs(1);
 
 fn via_proxy(proxy: &Proxy, session: Duration) -> Client {
-    Client::connect(options(&proxy.addr().to_string(), session))
-        .expect("connects through the proxy")
+    Client::connect(options(&proxy.addr().to_string(), session)).expect("connects through the proxy")
 }
 
 #[test]
@@ -39,23 +38,15 @@ fn create_reply_lost_is_recovered_without_leak_or_deadlock_in(mode: LockMode) {
     proxy.drop_next_create_reply();
     let l = la.clone();
     let t = std::thread::spawn(move || l.acquire(Some(20 * SEC)));
-    wait_until("the create reply was dropped", 10 * SEC, || {
-        proxy.dropped_replies() == 1
-    });
-    wait_until("a is queued once", 10 * SEC, || {
-        queue(&b, "/lost-reply").len() == 2
-    });
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
+    wait_until("a is queued once", 10 * SEC, || queue(&b, "/lost-reply").len() == 2);
     std::thread::sleep(Duration::from_millis(300));
     let q = b.participants("/lost-reply").unwrap();
     assert_eq!(q.len(), 2, "exactly one node of a's: {q:?}");
     gb.release().unwrap();
     let ga = t.join().unwrap().expect("a gets the lock after b releases");
     assert_eq!(ga.session_id(), q[1].session_id);
-    assert_eq!(
-        ga.node_path(),
-        format!("/lost-reply/{}", q[1].name),
-        "a adopted the node it created"
-    );
+    assert_eq!(ga.node_path(), format!("/lost-reply/{}", q[1].name), "a adopted the node it created");
     ga.release().unwrap();
     assert!(queue(&b, "/lost-reply").is_empty());
     // And an uncontended acquire through a lost reply also works.
@@ -86,18 +77,11 @@ fn session_expiry_while_waiting_requeues_with_a_new_session_in(mode: LockMode) {
     let t = std::thread::spawn(move || lb.acquire(Some(60 * SEC)));
     wait_until("b queued", 5 * SEC, || queue(&a, "/expire-wait").len() == 2);
     proxy.blackhole();
-    wait_until("the server expired b's session", 15 * SEC, || {
-        queue(&a, "/expire-wait").len() == 1
-    });
+    wait_until("the server expired b's session", 15 * SEC, || queue(&a, "/expire-wait").len() == 1);
     proxy.heal();
-    wait_until("b queued again", 20 * SEC, || {
-        queue(&a, "/expire-wait").len() == 2
-    });
+    wait_until("b queued again", 20 * SEC, || queue(&a, "/expire-wait").len() == 2);
     ga.release().unwrap();
-    let gb = t
-        .join()
-        .unwrap()
-        .expect("b gets the lock after re-queueing");
+    let gb = t.join().unwrap().expect("b gets the lock after re-queueing");
     assert_ne!(gb.session_id(), old_session, "a new session");
     assert_eq!(gb.session_id(), b.session_id().unwrap());
     gb.check().unwrap();
@@ -137,43 +121,18 @@ fn session_expiry_while_holding_fails_check_before_anyone_else_is_granted_in(mod
     proxy.blackhole();
     let (granted_at, gb) = waiter.join().unwrap();
     let check_failed_at = checker.join().unwrap();
-    assert!(
-        check_failed_at < granted_at,
-        "a's check() still passed when b was granted the lock"
-    );
-    eprintln!(
-        "check() failed {:?} before b's grant",
-        granted_at - check_failed_at
-    );
+    assert!(check_failed_at < granted_at, "a's check() still passed when b was granted the lock");
+    eprintln!("check() failed {:?} before b's grant", granted_at - check_failed_at);
     gb.check().unwrap();
     proxy.heal();
-    wait_until("a learns it lost the lock", 20 * SEC, || {
-        ga.state() == LockState::Lost
-    });
+    wait_until("a learns it lost the lock", 20 * SEC, || ga.state() == LockState::Lost);
     assert_eq!(ga.check().unwrap_err().kind(), ErrorKind::LockLost);
-    wait_until("callbacks delivered", 5 * SEC, || {
-        states
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(s, _)| *s == LockState::Lost)
-    });
+    wait_until("callbacks delivered", 5 * SEC, || states.lock().unwrap().iter().any(|(s, _)| *s == LockState::Lost));
     let seen: Vec<LockState> = states.lock().unwrap().iter().map(|(s, _)| *s).collect();
-    assert_eq!(
-        seen.first(),
-        Some(&LockState::Suspended),
-        "suspended first: {seen:?}"
-    );
+    assert_eq!(seen.first(), Some(&LockState::Suspended), "suspended first: {seen:?}");
     assert_eq!(seen.last(), Some(&LockState::Lost));
-    assert!(
-        states.lock().unwrap()[0].1 < granted_at,
-        "Suspended reached a before b was granted"
-    );
-    assert_eq!(
-        ga.release().unwrap_err().kind(),
-        ErrorKind::LockLost,
-        "release reports the loss"
-    );
+    assert!(states.lock().unwrap()[0].1 < granted_at, "Suspended reached a before b was granted");
+    assert_eq!(ga.release().unwrap_err().kind(), ErrorKind::LockLost, "release reports the loss");
 }
 
 #[test]
@@ -238,26 +197,14 @@ fn release_during_a_disconnect_is_pending_then_done_in(mode: LockMode) {
     let session = a.session_id().unwrap();
     let g = lock_of(&a, "/release-pending", mode).acquire(None).unwrap();
     proxy.blackhole();
-    wait_until("a notices the disconnect", 10 * SEC, || {
-        g.state() == LockState::Suspended
-    });
+    wait_until("a notices the disconnect", 10 * SEC, || g.state() == LockState::Suspended);
     assert_eq!(g.release().unwrap(), ReleaseStatus::Pending);
     assert_eq!(a.pending_cleanups(), 1);
-    assert_eq!(
-        queue(&watcher, "/release-pending").len(),
-        1,
-        "node still there while cut off"
-    );
+    assert_eq!(queue(&watcher, "/release-pending").len(), 1, "node still there while cut off");
     proxy.heal();
-    wait_until("the background delete is done", 10 * SEC, || {
-        a.pending_cleanups() == 0
-    });
+    wait_until("the background delete is done", 10 * SEC, || a.pending_cleanups() == 0);
     assert!(queue(&watcher, "/release-pending").is_empty());
-    assert_eq!(
-        a.session_id().unwrap(),
-        session,
-        "done by the same session, not by expiry"
-    );
+    assert_eq!(a.session_id().unwrap(), session, "done by the same session, not by expiry");
 }
 
 #[test]
@@ -286,28 +233,11 @@ fn cancel_and_timeout_during_a_disconnect_still_delete_our_node_in(mode: LockMod
             lb.cancel();
         }
         let err = t.join().unwrap().unwrap_err();
-        assert_eq!(
-            err.kind(),
-            if cancel {
-                ErrorKind::Cancelled
-            } else {
-                ErrorKind::Timeout
-            }
-        );
-        assert_eq!(
-            queue(&a, "/cut").len(),
-            2,
-            "cut off: b's node cannot be deleted yet"
-        );
+        assert_eq!(err.kind(), if cancel { ErrorKind::Cancelled } else { ErrorKind::Timeout });
+        assert_eq!(queue(&a, "/cut").len(), 2, "cut off: b's node cannot be deleted yet");
         proxy.heal();
-        wait_until("b's node is deleted", 10 * SEC, || {
-            queue(&a, "/cut").len() == 1 && b.pending_cleanups() == 0
-        });
-        assert_eq!(
-            b.session_id().unwrap(),
-            session,
-            "deleted by b, not by session expiry"
-        );
+        wait_until("b's node is deleted", 10 * SEC, || queue(&a, "/cut").len() == 1 && b.pending_cleanups() == 0);
+        assert_eq!(b.session_id().unwrap(), session, "deleted by b, not by session expiry");
     }
 }
 
@@ -327,31 +257,20 @@ fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one_in(mode: LockM
     let raw = Raw::connect(&hosts);
     // A foreign holder, so that both of a's nodes exist while a recovers.
     raw.mkdir("/dup");
-    let foreign = raw.create(
-        "/dup/ffff__lock__",
-        zookeeper_client::CreateMode::EphemeralSequential,
-    );
+    let foreign = raw.create("/dup/ffff__lock__", zookeeper_client::CreateMode::EphemeralSequential);
     proxy.duplicate_next_create_and_drop_reply();
     let la = lock_of(&a, "/dup", mode);
     let t = std::thread::spawn(move || la.acquire(Some(20 * SEC)).map(|g| (g.node_path(), g)));
-    wait_until("the create reply was dropped", 10 * SEC, || {
-        proxy.dropped_replies() == 1
-    });
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
     // Recovery finds two nodes of this attempt owned by a's session and
     // deletes the later one.
-    wait_until("one node of a's is left", 10 * SEC, || {
-        queue(&observer, "/dup").len() == 2
-    });
+    wait_until("one node of a's is left", 10 * SEC, || queue(&observer, "/dup").len() == 2);
     std::thread::sleep(Duration::from_millis(300));
     let q = observer.participants("/dup").unwrap();
     assert_eq!(q.len(), 2, "{q:?}");
     raw.delete(&format!("/dup/{foreign}"));
     let (node, g) = t.join().unwrap().expect("a gets the lock");
-    assert_eq!(
-        node,
-        format!("/dup/{}", q[1].name),
-        "kept the first of the duplicates"
-    );
+    assert_eq!(node, format!("/dup/{}", q[1].name), "kept the first of the duplicates");
     drop(g);
     assert!(queue(&observer, "/dup").is_empty());
 }
@@ -375,19 +294,11 @@ fn session_expiring_during_recovery_of_a_lost_reply_starts_over_in(mode: LockMod
     proxy.drop_next_create_reply_then_blackhole();
     let la = lock_of(&a, "/recover-expired", mode);
     let t = std::thread::spawn(move || la.acquire(Some(60 * SEC)).map(|g| (g.session_id(), g)));
-    wait_until("the create reply was dropped", 10 * SEC, || {
-        proxy.dropped_replies() == 1
-    });
+    wait_until("the create reply was dropped", 10 * SEC, || proxy.dropped_replies() == 1);
     assert!(proxy.is_blackholed());
-    assert_eq!(
-        queue(&observer, "/recover-expired").len(),
-        1,
-        "the create happened"
-    );
+    assert_eq!(queue(&observer, "/recover-expired").len(), 1, "the create happened");
     // The node created before the reply was lost dies with the session.
-    wait_until("the server expired a's session", 15 * SEC, || {
-        queue(&observer, "/recover-expired").is_empty()
-    });
+    wait_until("the server expired a's session", 15 * SEC, || queue(&observer, "/recover-expired").is_empty());
     proxy.heal();
     let (session, g) = t.join().unwrap().expect("a starts over with a new session");
     assert_ne!(session, old_session);
@@ -411,31 +322,18 @@ fn predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode: LockMode)
     let w = via_proxy(&proxy, 4 * SEC);
     let raw = Raw::connect(&hosts);
     raw.mkdir("/between");
-    let holder = raw.create(
-        "/between/aaaa__lock__",
-        zookeeper_client::CreateMode::EphemeralSequential,
-    );
-    let before = raw.create(
-        "/between/bbbb__lock__",
-        zookeeper_client::CreateMode::EphemeralSequential,
-    );
+    let holder = raw.create("/between/aaaa__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    let before = raw.create("/between/bbbb__lock__", zookeeper_client::CreateMode::EphemeralSequential);
     // Hold the waiter's getData (+watch) on the node before it for a second,
     // and delete that node meanwhile: the watch then answers NoNode.
     proxy.delay_next_request(4, SEC);
     let lw = lock_of(&w, "/between", mode);
     let t = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| g.node_path()));
-    wait_until("the waiter's node exists", 5 * SEC, || {
-        raw.children("/between").len() == 3
-    });
+    wait_until("the waiter's node exists", 5 * SEC, || raw.children("/between").len() == 3);
     raw.delete(&format!("/between/{before}"));
-    wait_until("the held getData went through", 5 * SEC, || {
-        proxy.delayed() == 1
-    });
+    wait_until("the held getData went through", 5 * SEC, || proxy.delayed() == 1);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        !t.is_finished(),
-        "must wait for the holder, not fail or take the lock"
-    );
+    assert!(!t.is_finished(), "must wait for the holder, not fail or take the lock");
     raw.delete(&format!("/between/{holder}"));
     let node = t.join().unwrap().expect("granted once the holder goes");
     assert!(node.starts_with("/between/_c_"));

@@ -49,9 +49,7 @@ fn each_release_notifies_exactly_one_waiter() {
             let g = l.acquire(Some(120 * SEC)).unwrap();
             let _ = tx.send((i, g));
         });
-        wait_until("waiter queued", 5 * SEC, || {
-            common::queue(&observer, "/herd").len() == i + 2
-        });
+        wait_until("waiter queued", 5 * SEC, || common::queue(&observer, "/herd").len() == i + 2);
         clients.push((c, lock));
     }
     let mut handoffs = 0;
@@ -60,34 +58,15 @@ fn each_release_notifies_exactly_one_waiter() {
         // Let every waiter set its watch, then read the server's table.
         std::thread::sleep(Duration::from_millis(200));
         let table = watches_by_path(&zk.four_letter(0, "wchp").unwrap());
-        assert!(
-            !table.contains_key("/herd"),
-            "someone watches the lock path itself (herd): {table:?}"
-        );
+        assert!(!table.contains_key("/herd"), "someone watches the lock path itself (herd): {table:?}");
         for (k, node) in queue.iter().enumerate() {
             let path = format!("/herd/{}", node.name);
-            let others: Vec<i64> = table
-                .get(&path)
-                .map(|w| {
-                    w.iter()
-                        .copied()
-                        .filter(|s| *s != node.session_id)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let others: Vec<i64> =
+                table.get(&path).map(|w| w.iter().copied().filter(|s| *s != node.session_id).collect()).unwrap_or_default();
             let expected = usize::from(k + 1 < queue.len());
-            assert_eq!(
-                others.len(),
-                expected,
-                "round {round}: node {k} of {} watched by {others:?}",
-                queue.len()
-            );
+            assert_eq!(others.len(), expected, "round {round}: node {k} of {} watched by {others:?}", queue.len());
             if expected == 1 {
-                assert_eq!(
-                    others[0],
-                    queue[k + 1].session_id,
-                    "watched by the next in line"
-                );
+                assert_eq!(others[0], queue[k + 1].session_id, "watched by the next in line");
             }
         }
         // Release the holder; exactly the next waiter gets the lock.
@@ -97,10 +76,7 @@ fn each_release_notifies_exactly_one_waiter() {
         }
         let (i, g) = rx.recv_timeout(10 * SEC).expect("next waiter granted");
         assert_eq!(i, round, "granted in queue order");
-        assert!(
-            rx.recv_timeout(Duration::from_millis(50)).is_err(),
-            "a second waiter was granted"
-        );
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "a second waiter was granted");
         guard = Some(g);
         handoffs += 1;
     }
@@ -128,9 +104,7 @@ fn each_release_sends_exactly_one_watch_notification() {
             let g = l.acquire(Some(120 * SEC)).unwrap();
             let _ = tx.send((i, g));
         });
-        wait_until("waiter queued", 5 * SEC, || {
-            common::queue(&holder, "/herd-wire").len() == i + 2
-        });
+        wait_until("waiter queued", 5 * SEC, || common::queue(&holder, "/herd-wire").len() == i + 2);
         clients.push((c, lock));
     }
     for round in 0..9 {
@@ -147,9 +121,6 @@ fn each_release_sends_exactly_one_watch_notification() {
         std::thread::sleep(Duration::from_millis(300));
         let sent = proxy.notifications() - before;
         let expected = u64::from(round < 8);
-        assert_eq!(
-            sent, expected,
-            "round {round}: {sent} watch notifications for one release"
-        );
+        assert_eq!(sent, expected, "round {round}: {sent} watch notifications for one release");
     }
 }

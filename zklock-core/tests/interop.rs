@@ -57,23 +57,14 @@ const CURATOR_JARS: [&str; 7] = [
 
 /// The repository root (the workspace).
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
 /// Runs `cmd`, returning its combined output, or why it failed.
 fn run(cmd: &mut Command) -> Result<String, String> {
     let what = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .map_err(|e| format!("{what}: cannot run: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = cmd.output().map_err(|e| format!("{what}: cannot run: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if out.status.success() {
         Ok(text)
     } else {
@@ -239,15 +230,7 @@ impl Peer {
     /// Starts a peer of `lib` taking a `kind` lock on `path`: `rounds` times
     /// (reporting to the checker on `port`), or once and holding it until
     /// told (`rounds` = `None`).
-    fn spawn(
-        lib: Lib,
-        hosts: &str,
-        path: &str,
-        kind: Kind,
-        rounds: Option<u32>,
-        port: u16,
-        id: &str,
-    ) -> Peer {
+    fn spawn(lib: Lib, hosts: &str, path: &str, kind: Kind, rounds: Option<u32>, port: u16, id: &str) -> Peer {
         let mut cmd = match lib {
             Lib::Curator => {
                 let mut c = Command::new(zklock_harness::java_command());
@@ -297,13 +280,7 @@ impl Peer {
             }
         });
         let stdin = child.stdin.take();
-        Peer {
-            id: id.to_owned(),
-            child,
-            stdin,
-            lines,
-            stderr,
-        }
+        Peer { id: id.to_owned(), child, stdin, lines, stderr }
     }
 
     /// What the peer wrote on stderr so far (for failure messages).
@@ -315,25 +292,13 @@ impl Peer {
     fn expect(&self, word: &str, limit: Duration) -> String {
         match self.lines.recv_timeout(limit) {
             Ok(line) if line.starts_with(word) => line,
-            Ok(line) => panic!(
-                "peer {}: expected {word}, got {line:?}; stderr:\n{}",
-                self.id,
-                self.stderr()
-            ),
+            Ok(line) => panic!("peer {}: expected {word}, got {line:?}; stderr:\n{}", self.id, self.stderr()),
             Err(RecvTimeoutError::Timeout) => {
-                panic!(
-                    "peer {}: no {word} within {limit:?}; stderr:\n{}",
-                    self.id,
-                    self.stderr()
-                )
+                panic!("peer {}: no {word} within {limit:?}; stderr:\n{}", self.id, self.stderr())
             }
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(Duration::from_millis(100)); // let stderr drain
-                panic!(
-                    "peer {}: exited before {word}; stderr:\n{}",
-                    self.id,
-                    self.stderr()
-                )
+                panic!("peer {}: exited before {word}; stderr:\n{}", self.id, self.stderr())
             }
         }
     }
@@ -349,19 +314,14 @@ impl Peer {
         match self.lines.recv_timeout(d) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(line) => panic!("peer {}: {why}, but it printed {line:?}", self.id),
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("peer {}: exited; stderr:\n{}", self.id, self.stderr())
-            }
+            Err(RecvTimeoutError::Disconnected) => panic!("peer {}: exited; stderr:\n{}", self.id, self.stderr()),
         }
     }
 
     /// Sends one line on the peer's stdin (start signal, or release in hold mode).
     fn send_line(&mut self) {
         let stdin = self.stdin.as_mut().unwrap();
-        stdin
-            .write_all(b"go\n")
-            .and_then(|()| stdin.flush())
-            .unwrap();
+        stdin.write_all(b"go\n").and_then(|()| stdin.flush()).unwrap();
     }
 
     /// Waits for the peer to exit; it must exit 0 within `limit`.
@@ -380,12 +340,7 @@ impl Peer {
             std::thread::sleep(Duration::from_millis(20));
         };
         std::thread::sleep(Duration::from_millis(50)); // let stderr drain
-        assert!(
-            status.success(),
-            "peer {} failed: {status}; stderr:\n{}",
-            self.id,
-            self.stderr()
-        );
+        assert!(status.success(), "peer {} failed: {status}; stderr:\n{}", self.id, self.stderr());
     }
 }
 
@@ -469,9 +424,7 @@ impl Checker {
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
-                let (Ok(conn), Some(checker)) = (conn, weak.upgrade()) else {
-                    continue;
-                };
+                let (Ok(conn), Some(checker)) = (conn, weak.upgrade()) else { continue };
                 std::thread::spawn(move || checker.serve(conn));
             }
         });
@@ -494,12 +447,7 @@ impl Checker {
                         self.exit(side, id);
                     }
                 }
-                _ => self
-                    .seen
-                    .lock()
-                    .unwrap()
-                    .errors
-                    .push(format!("bad line {line:?}")),
+                _ => self.seen.lock().unwrap().errors.push(format!("bad line {line:?}")),
             }
             if out.write_all(b"ok\n").is_err() {
                 break;
@@ -547,14 +495,9 @@ impl Checker {
             Some(i) => {
                 inside.remove(i);
                 *seen.rounds.entry(id.to_owned()).or_default() += 1;
-                *seen
-                    .rounds_by_side
-                    .entry(if side == Side::R { "R" } else { "W" })
-                    .or_default() += 1;
+                *seen.rounds_by_side.entry(if side == Side::R { "R" } else { "W" }).or_default() += 1;
             }
-            None => seen
-                .errors
-                .push(format!("exit {side:?} {id} without enter")),
+            None => seen.errors.push(format!("exit {side:?} {id} without enter")),
         }
     }
 }
@@ -616,18 +559,12 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
         .iter()
         .enumerate()
         .map(|(i, &k)| {
-            let (hosts, path, checker, barrier) = (
-                hosts.clone(),
-                path.to_owned(),
-                checker.clone(),
-                barrier.clone(),
-            );
+            let (hosts, path, checker, barrier) = (hosts.clone(), path.to_owned(), checker.clone(), barrier.clone());
             std::thread::spawn(move || {
                 let id = format!("zk-{}-{i}", k.arg());
                 let c = connect(&hosts);
                 let lock = k.zklock(&c, &path);
-                let mut rng =
-                    0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
+                let mut rng = 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
                 barrier.wait();
                 for round in 0..ROUNDS {
                     let g = lock
@@ -636,8 +573,7 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
                     checker.enter(k.side(), &id);
                     std::thread::sleep(jitter_ms(&mut rng, 5..=20));
                     checker.exit(k.side(), &id);
-                    g.release()
-                        .unwrap_or_else(|e| panic!("{id} round {round}: release failed: {e}"));
+                    g.release().unwrap_or_else(|e| panic!("{id} round {round}: release failed: {e}"));
                     // Time outside the lock, so that the queue order keeps
                     // changing (a fixed rotation could keep readers apart).
                     std::thread::sleep(jitter_ms(&mut rng, 0..=15));
@@ -668,47 +604,21 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
         seen.violations.is_empty(),
         "{} violations (first 10):\n{}",
         seen.violations.len(),
-        seen.violations
-            .iter()
-            .take(10)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        seen.violations.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
-    assert!(
-        seen.errors.is_empty(),
-        "checker protocol errors: {:?}",
-        seen.errors
-    );
+    assert!(seen.errors.is_empty(), "checker protocol errors: {:?}", seen.errors);
     for (i, k) in zk_kinds.iter().enumerate() {
-        assert_eq!(
-            seen.rounds.get(&format!("zk-{}-{i}", k.arg())),
-            Some(&ROUNDS),
-            "{:?}",
-            seen.rounds
-        );
+        assert_eq!(seen.rounds.get(&format!("zk-{}-{i}", k.arg())), Some(&ROUNDS), "{:?}", seen.rounds);
     }
     for p in &peers {
         assert_eq!(seen.rounds.get(&p.id), Some(&ROUNDS), "{:?}", seen.rounds);
     }
     // Both libraries were in the queue together: the holder changed between
     // zklock and the peer library many times.
-    let switches = seen
-        .order
-        .windows(2)
-        .filter(|w| w[0].starts_with("zk-") != w[1].starts_with("zk-"))
-        .count();
-    assert!(
-        switches >= 4,
-        "zklock and {lib:?} hardly alternated ({switches} switches): {:?}",
-        seen.order
-    );
+    let switches = seen.order.windows(2).filter(|w| w[0].starts_with("zk-") != w[1].starts_with("zk-")).count();
+    assert!(switches >= 4, "zklock and {lib:?} hardly alternated ({switches} switches): {:?}", seen.order);
     let raw = Raw::connect(&hosts);
-    assert!(
-        raw.children(path).is_empty(),
-        "nodes left on {path}: {:?}",
-        raw.children(path)
-    );
+    assert!(raw.children(path).is_empty(), "nodes left on {path}: {:?}", raw.children(path));
     eprintln!(
         "{lib:?} vs zklock on {path}: {} grants ({:?}), {switches} library switches, max {} readers at once ({} shared entries), \
          0 violations; peers ready after {ready:?}, rounds took {run:?}, total {:?}",
@@ -723,12 +633,7 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
 
 #[test]
 fn curator_mutex_vs_zklock_exclusive() {
-    contend(
-        Lib::Curator,
-        "/interop/curator-mutex",
-        &[Kind::Mutex; 4],
-        &[Kind::Mutex; 4],
-    );
+    contend(Lib::Curator, "/interop/curator-mutex", &[Kind::Mutex; 4], &[Kind::Mutex; 4]);
 }
 
 /// Readers and writers of each library: 3 + 2 on each side. With more
@@ -741,44 +646,21 @@ const RW_MIX: [Kind; 5] = [Kind::Read, Kind::Write, Kind::Read, Kind::Write, Kin
 fn curator_rwlock_vs_zklock_rwlock() {
     let mix = RW_MIX;
     let seen = contend(Lib::Curator, "/interop/curator-rw", &mix, &mix);
-    assert!(
-        seen.max_readers >= 2,
-        "readers never shared the lock: {:?}",
-        seen.order
-    );
-    assert_eq!(
-        seen.rounds_by_side.get("R"),
-        Some(&(6 * ROUNDS)),
-        "{:?}",
-        seen.rounds_by_side
-    );
+    assert!(seen.max_readers >= 2, "readers never shared the lock: {:?}", seen.order);
+    assert_eq!(seen.rounds_by_side.get("R"), Some(&(6 * ROUNDS)), "{:?}", seen.rounds_by_side);
 }
 
 #[test]
 fn kazoo_lock_vs_zklock_exclusive() {
-    contend(
-        Lib::Kazoo,
-        "/interop/kazoo-lock",
-        &[Kind::Mutex; 4],
-        &[Kind::Mutex; 4],
-    );
+    contend(Lib::Kazoo, "/interop/kazoo-lock", &[Kind::Mutex; 4], &[Kind::Mutex; 4]);
 }
 
 #[test]
 fn kazoo_rwlock_vs_zklock_rwlock() {
     let mix = RW_MIX;
     let seen = contend(Lib::Kazoo, "/interop/kazoo-rw", &mix, &mix);
-    assert!(
-        seen.max_readers >= 2,
-        "readers never shared the lock: {:?}",
-        seen.order
-    );
-    assert_eq!(
-        seen.rounds_by_side.get("R"),
-        Some(&(6 * ROUNDS)),
-        "{:?}",
-        seen.rounds_by_side
-    );
+    assert!(seen.max_readers >= 2, "readers never shared the lock: {:?}", seen.order);
+    assert_eq!(seen.rounds_by_side.get("R"), Some(&(6 * ROUNDS)), "{:?}", seen.rounds_by_side);
 }
 
 // ---------------------------------------------------------------------------
@@ -787,11 +669,7 @@ fn kazoo_rwlock_vs_zklock_rwlock() {
 
 /// The lock's participants as (name, kind, holds).
 fn participants(c: &Client, path: &str) -> Vec<(String, NodeKind, bool)> {
-    c.participants(path)
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.name, p.kind, p.holds))
-        .collect()
+    c.participants(path).unwrap().into_iter().map(|p| (p.name, p.kind, p.holds)).collect()
 }
 
 /// Asserts that `name` is the node name `lib` creates for `kind`.
@@ -805,9 +683,7 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
     };
     let head = &name[..name.len().saturating_sub(10)];
     let ok = match lib {
-        Lib::Curator => {
-            head.starts_with("_c_") && head.len() == 3 + 36 + token.len() && head.ends_with(token)
-        }
+        Lib::Curator => head.starts_with("_c_") && head.len() == 3 + 36 + token.len() && head.ends_with(token),
         Lib::Kazoo => head.len() == 32 + token.len() && head.ends_with(token),
     };
     assert!(ok, "{lib:?} {kind:?} node has an unexpected name: {name}");
@@ -831,44 +707,24 @@ fn handoff(lib: Lib, path: &str, peer_kind: Kind, zk_kind: Kind) {
     assert_eq!(seen.len(), 1, "{seen:?}");
     let (peer_node, peer_node_kind, holds) = seen[0].clone();
     assert_peer_name(lib, peer_kind, &peer_node);
-    let expected = if peer_kind == Kind::Read {
-        NodeKind::Reader
-    } else {
-        NodeKind::Writer
-    };
+    let expected = if peer_kind == Kind::Read { NodeKind::Reader } else { NodeKind::Writer };
     assert_eq!((peer_node_kind, holds), (expected, true), "{seen:?}");
-    let peer_czxid = raw
-        .exists(&format!("{path}/{peer_node}"))
-        .expect("peer node exists")
-        .czxid;
+    let peer_czxid = raw.exists(&format!("{path}/{peer_node}")).expect("peer node exists").czxid;
 
     let lock = Arc::new(zk_kind.zklock(&c, path));
-    assert!(
-        lock.try_acquire().unwrap().is_none(),
-        "zklock {zk_kind:?} granted while {lib:?} {peer_kind:?} holds"
-    );
+    assert!(lock.try_acquire().unwrap().is_none(), "zklock {zk_kind:?} granted while {lib:?} {peer_kind:?} holds");
     let waiting = lock.clone();
     let waiter = std::thread::spawn(move || waiting.acquire(Some(30 * SEC)));
     wait_until("zklock queued", 5 * SEC, || queue(&c, path).len() == 2);
     std::thread::sleep(STILL_WAITING);
-    assert!(
-        !waiter.is_finished(),
-        "zklock {zk_kind:?} granted while {lib:?} {peer_kind:?} holds"
-    );
+    assert!(!waiter.is_finished(), "zklock {zk_kind:?} granted while {lib:?} {peer_kind:?} holds");
     let released_at = Instant::now();
     peer.send_line();
     peer.expect("RELEASED", 10 * SEC);
-    let g = waiter
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("zklock acquire after {lib:?} released: {e}"));
+    let g = waiter.join().unwrap().unwrap_or_else(|e| panic!("zklock acquire after {lib:?} released: {e}"));
     let handoff_in = released_at.elapsed();
     g.check().unwrap();
-    assert!(
-        g.fencing_token() > peer_czxid as u64,
-        "token {} <= peer czxid {peer_czxid}",
-        g.fencing_token()
-    );
+    assert!(g.fencing_token() > peer_czxid as u64, "token {} <= peer czxid {peer_czxid}", g.fencing_token());
     peer.expect_success(10 * SEC);
     drop(peer);
 
@@ -878,21 +734,14 @@ fn handoff(lib: Lib, path: &str, peer_kind: Kind, zk_kind: Kind) {
     wait_until("peer queued", 10 * SEC, || queue(&c, path).len() == 2);
     peer.quiet_for(STILL_WAITING, "it must wait while zklock holds");
     let seen = participants(&c, path);
-    assert_eq!(
-        seen.iter().filter(|p| p.2).count(),
-        1,
-        "only zklock holds: {seen:?}"
-    );
+    assert_eq!(seen.iter().filter(|p| p.2).count(), 1, "only zklock holds: {seen:?}");
     assert!(seen[0].0.starts_with("_c_") && seen[0].2, "{seen:?}");
     assert_peer_name(lib, peer_kind, &seen[1].0);
     let released_at = Instant::now();
     g.release().unwrap();
     peer.expect("HELD", 10 * SEC);
     let reverse_in = released_at.elapsed();
-    assert!(
-        lock.try_acquire().unwrap().is_none(),
-        "zklock granted again while {lib:?} holds"
-    );
+    assert!(lock.try_acquire().unwrap().is_none(), "zklock granted again while {lib:?} holds");
     peer.send_line();
     peer.expect("RELEASED", 10 * SEC);
     peer.expect_success(10 * SEC);
@@ -911,33 +760,20 @@ fn readers_share(lib: Lib, path: &str) {
     let c = connect(&hosts);
     let mut peer = Peer::spawn(lib, &hosts, path, Kind::Read, None, 0, "reader");
     peer.expect_held(30 * SEC);
-    let r = c
-        .read_lock(path)
-        .unwrap()
-        .try_acquire()
-        .unwrap()
-        .expect("zklock reader shares with the peer's reader");
+    let r = c.read_lock(path).unwrap().try_acquire().unwrap().expect("zklock reader shares with the peer's reader");
     let other = connect(&hosts);
     let w = other.write_lock(path).unwrap();
-    assert!(
-        w.try_acquire().unwrap().is_none(),
-        "zklock writer granted while readers hold"
-    );
+    assert!(w.try_acquire().unwrap().is_none(), "zklock writer granted while readers hold");
     // zklock's reader holds, the peer's reader too: a peer writer waits.
     let mut writer = Peer::spawn(lib, &hosts, path, Kind::Write, None, 0, "writer");
     writer.expect("READY", 30 * SEC);
-    wait_until("peer writer queued", 10 * SEC, || {
-        queue(&c, path).len() == 3
-    });
+    wait_until("peer writer queued", 10 * SEC, || queue(&c, path).len() == 3);
     peer.send_line();
     peer.expect("RELEASED", 10 * SEC);
     writer.quiet_for(STILL_WAITING, "it must wait for zklock's reader");
     r.release().unwrap();
     writer.expect("HELD", 10 * SEC);
-    assert!(
-        c.read_lock(path).unwrap().try_acquire().unwrap().is_none(),
-        "zklock reader granted while a writer holds"
-    );
+    assert!(c.read_lock(path).unwrap().try_acquire().unwrap().is_none(), "zklock reader granted while a writer holds");
     writer.send_line();
     writer.expect("RELEASED", 10 * SEC);
     peer.expect_success(10 * SEC);
@@ -946,24 +782,14 @@ fn readers_share(lib: Lib, path: &str) {
 
 #[test]
 fn curator_handoff_both_ways() {
-    handoff(
-        Lib::Curator,
-        "/interop/handoff/mutex",
-        Kind::Mutex,
-        Kind::Mutex,
-    );
+    handoff(Lib::Curator, "/interop/handoff/mutex", Kind::Mutex, Kind::Mutex);
     handoff(Lib::Curator, "/interop/handoff/rw", Kind::Write, Kind::Read);
     readers_share(Lib::Curator, "/interop/share");
 }
 
 #[test]
 fn kazoo_handoff_both_ways() {
-    handoff(
-        Lib::Kazoo,
-        "/interop/handoff/mutex",
-        Kind::Mutex,
-        Kind::Mutex,
-    );
+    handoff(Lib::Kazoo, "/interop/handoff/mutex", Kind::Mutex, Kind::Mutex);
     handoff(Lib::Kazoo, "/interop/handoff/rw", Kind::Write, Kind::Read);
     readers_share(Lib::Kazoo, "/interop/share");
 }
@@ -996,10 +822,7 @@ fn foreign_children_with_real_curator_and_kazoo_holders() {
     wait_until("kazoo queued", 10 * SEC, || queue(&c, path).len() == 2);
     kazoo.quiet_for(STILL_WAITING, "kazoo must wait for Curator's -lock- node");
     // ... then a ZooKeeper-recipe node, then zklock.
-    let recipe = raw.create(
-        &format!("{path}/x-{}-", raw.session_id()),
-        zk::CreateMode::EphemeralSequential,
-    );
+    let recipe = raw.create(&format!("{path}/x-{}-", raw.session_id()), zk::CreateMode::EphemeralSequential);
     let lock = Arc::new(c.lock(path).unwrap());
     assert!(lock.try_acquire().unwrap().is_none());
     let waiting = lock.clone();
@@ -1009,19 +832,11 @@ fn foreign_children_with_real_curator_and_kazoo_holders() {
     assert_peer_name(Lib::Curator, Kind::Mutex, &seen[0].0);
     assert_peer_name(Lib::Kazoo, Kind::Mutex, &seen[1].0);
     assert_eq!(seen[2].0, recipe);
-    assert!(
-        seen[3].0.starts_with("_c_") && seen[3].0.contains("-lock-"),
-        "{seen:?}"
-    );
+    assert!(seen[3].0.starts_with("_c_") && seen[3].0.contains("-lock-"), "{seen:?}");
     let kinds: Vec<(NodeKind, bool)> = seen.iter().map(|p| (p.1, p.2)).collect();
     assert_eq!(
         kinds,
-        [
-            (NodeKind::Writer, true),
-            (NodeKind::Writer, false),
-            (NodeKind::Writer, false),
-            (NodeKind::Writer, false)
-        ]
+        [(NodeKind::Writer, true), (NodeKind::Writer, false), (NodeKind::Writer, false), (NodeKind::Writer, false)]
     );
 
     // Curator releases: kazoo gets it, zklock still waits.
@@ -1034,15 +849,9 @@ fn foreign_children_with_real_curator_and_kazoo_holders() {
     kazoo.send_line();
     kazoo.expect("RELEASED", 10 * SEC);
     std::thread::sleep(STILL_WAITING);
-    assert!(
-        !waiter.is_finished(),
-        "zklock granted while the recipe node is ahead"
-    );
+    assert!(!waiter.is_finished(), "zklock granted while the recipe node is ahead");
     raw.delete(&format!("{path}/{recipe}"));
-    let g = waiter
-        .join()
-        .unwrap()
-        .expect("zklock granted once only unsequenced children remain");
+    let g = waiter.join().unwrap().expect("zklock granted once only unsequenced children remain");
     g.check().unwrap();
     let mut left = raw.children(path);
     left.sort();

@@ -34,17 +34,9 @@ fn a_holder_on_a_server_cut_off_from_the_quorum_fails_check_before_anyone_else_i
     let cut = (0..3).find(|&i| i != leader).unwrap();
     let rest = others(&cluster, cut);
     // The holder reaches only the member that will be cut off.
-    let h = Client::connect(common::options(
-        &cluster.client_addr(cut).to_string(),
-        3 * SEC,
-    ))
-    .unwrap();
+    let h = Client::connect(common::options(&cluster.client_addr(cut).to_string(), 3 * SEC)).unwrap();
     let w = Client::connect(common::options(&rest, 3 * SEC)).unwrap();
-    let gh = h
-        .lock("/cut-holder")
-        .unwrap()
-        .acquire(Some(10 * SEC))
-        .unwrap();
+    let gh = h.lock("/cut-holder").unwrap().acquire(Some(10 * SEC)).unwrap();
     let lw = w.lock("/cut-holder").unwrap();
     let tw = std::thread::spawn(move || {
         let g = lw.acquire(Some(60 * SEC));
@@ -65,11 +57,7 @@ fn a_holder_on_a_server_cut_off_from_the_quorum_fails_check_before_anyone_else_i
         granted - partitioned
     );
     let last_ok = last_ok.expect("h's check() passed before the partition");
-    assert!(
-        last_ok < granted,
-        "h's check() passed {:?} after w was granted the lock",
-        last_ok - granted
-    );
+    assert!(last_ok < granted, "h's check() passed {:?} after w was granted the lock", last_ok - granted);
     assert!(gh.check().is_err());
     gw.release().unwrap();
     cluster.heal_partition(cut).unwrap();
@@ -87,33 +75,16 @@ fn a_waiter_on_a_server_cut_off_from_the_quorum_is_not_granted_while_another_hol
     let rest = others(&cluster, cut);
     let a = Client::connect(common::options(&rest, 3 * SEC)).unwrap();
     let c = Client::connect(common::options(&rest, 3 * SEC)).unwrap();
-    let w = Client::connect(common::options(
-        &cluster.client_addr(cut).to_string(),
-        3 * SEC,
-    ))
-    .unwrap();
-    let ga = a
-        .lock("/cut-waiter")
-        .unwrap()
-        .acquire(Some(10 * SEC))
-        .unwrap();
+    let w = Client::connect(common::options(&cluster.client_addr(cut).to_string(), 3 * SEC)).unwrap();
+    let ga = a.lock("/cut-waiter").unwrap().acquire(Some(10 * SEC)).unwrap();
     let lw = w.lock("/cut-waiter").unwrap();
-    let tw = std::thread::spawn(move || {
-        lw.acquire(Some(15 * SEC))
-            .map(|g| (g.node_path(), Instant::now()))
-    });
+    let tw = std::thread::spawn(move || lw.acquire(Some(15 * SEC)).map(|g| (g.node_path(), Instant::now())));
     wait_until("w queued", 10 * SEC, || queue(&a, "/cut-waiter").len() == 2);
     cluster.partition(cut).unwrap();
     // The leader expires w's session: its node goes (as seen by the quorum).
-    wait_until("w's node expired", 15 * SEC, || {
-        queue(&a, "/cut-waiter").len() == 1
-    });
+    wait_until("w's node expired", 15 * SEC, || queue(&a, "/cut-waiter").len() == 1);
     ga.release().unwrap();
-    let gc = c
-        .lock("/cut-waiter")
-        .unwrap()
-        .acquire(Some(10 * SEC))
-        .expect("c gets the lock");
+    let gc = c.lock("/cut-waiter").unwrap().acquire(Some(10 * SEC)).expect("c gets the lock");
     let c_granted = Instant::now();
     std::thread::sleep(3 * SEC);
     cluster.heal_partition(cut).unwrap();
@@ -134,22 +105,12 @@ fn a_waiter_on_a_server_cut_off_from_the_quorum_is_not_granted_while_another_hol
 /// session timeout the tests use (3 s), as with Debian's stock settings.
 fn partitionable_ensemble() -> Cluster {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
-    Cluster::start(
-        ClusterOptions::new()
-            .size(3)
-            .tick_time_ms(1000)
-            .partitionable(true),
-    )
-    .expect("ensemble starts")
+    Cluster::start(ClusterOptions::new().size(3).tick_time_ms(1000).partitionable(true)).expect("ensemble starts")
 }
 
 /// The connect string of every member but `cut`.
 fn others(cluster: &Cluster, cut: usize) -> String {
-    (0..cluster.len())
-        .filter(|&i| i != cut)
-        .map(|i| cluster.client_addr(i).to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    (0..cluster.len()).filter(|&i| i != cut).map(|i| cluster.client_addr(i).to_string()).collect::<Vec<_>>().join(",")
 }
 
 /// Calls `check()` on a guard every 5 ms on its own thread and remembers

@@ -19,55 +19,31 @@ fn readers_share_writers_exclude_and_later_readers_queue_behind_a_writer() {
     let zk = server();
     let hosts = zk.connect_string();
     let clients: Vec<_> = (0..4).map(|_| connect(&hosts)).collect();
-    let r1 = clients[0]
-        .read_lock("/rw/fifo")
-        .unwrap()
-        .acquire(Some(5 * SEC))
-        .unwrap();
-    let r2 = clients[1]
-        .read_lock("/rw/fifo")
-        .unwrap()
-        .acquire(Some(5 * SEC))
-        .unwrap();
+    let r1 = clients[0].read_lock("/rw/fifo").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let r2 = clients[1].read_lock("/rw/fifo").unwrap().acquire(Some(5 * SEC)).unwrap();
     let p = clients[0].participants("/rw/fifo").unwrap();
-    assert!(
-        p.iter().all(|p| p.kind == NodeKind::Reader && p.holds),
-        "{p:?}"
-    );
+    assert!(p.iter().all(|p| p.kind == NodeKind::Reader && p.holds), "{p:?}");
     assert!(p.iter().all(|p| p.name.contains("-__READ__")), "{p:?}");
     // A writer waits for the readers ...
     let w = Arc::new(clients[2].write_lock("/rw/fifo").unwrap());
     assert!(w.try_acquire().unwrap().is_none());
     let wl = w.clone();
     let writer = std::thread::spawn(move || wl.acquire(Some(20 * SEC)).unwrap());
-    wait_until("writer queued", 5 * SEC, || {
-        queue(&clients[0], "/rw/fifo").len() == 3
-    });
+    wait_until("writer queued", 5 * SEC, || queue(&clients[0], "/rw/fifo").len() == 3);
     assert!(queue(&clients[0], "/rw/fifo")[2].contains("-__WRIT__"));
     // ... and a reader arriving after the waiting writer waits for it (FIFO).
     let r3 = Arc::new(clients[3].read_lock("/rw/fifo").unwrap());
-    assert!(
-        r3.try_acquire().unwrap().is_none(),
-        "a later reader must not overtake a queued writer"
-    );
+    assert!(r3.try_acquire().unwrap().is_none(), "a later reader must not overtake a queued writer");
     let rl = r3.clone();
     let reader = std::thread::spawn(move || rl.acquire(Some(20 * SEC)).unwrap());
-    wait_until("late reader queued", 5 * SEC, || {
-        queue(&clients[0], "/rw/fifo").len() == 4
-    });
+    wait_until("late reader queued", 5 * SEC, || queue(&clients[0], "/rw/fifo").len() == 4);
     drop(r1);
     std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        !writer.is_finished(),
-        "writer granted while a reader still holds"
-    );
+    assert!(!writer.is_finished(), "writer granted while a reader still holds");
     drop(r2);
     let gw = writer.join().unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        !reader.is_finished(),
-        "reader granted while the writer holds"
-    );
+    assert!(!reader.is_finished(), "reader granted while the writer holds");
     gw.release().unwrap();
     reader.join().unwrap().check().unwrap();
 }
@@ -96,25 +72,15 @@ fn writers_do_not_starve_under_a_steady_stream_of_readers() {
             })
         })
         .collect();
-    wait_until("readers running", 10 * SEC, || {
-        reads.load(Ordering::SeqCst) >= 8
-    });
+    wait_until("readers running", 10 * SEC, || reads.load(Ordering::SeqCst) >= 8);
     let c = connect(&hosts);
     let w = c.write_lock("/rw/starve").unwrap();
     for _ in 0..3 {
         let start = Instant::now();
-        let g = w
-            .acquire(Some(10 * SEC))
-            .expect("the writer gets in despite the readers");
+        let g = w.acquire(Some(10 * SEC)).expect("the writer gets in despite the readers");
         let p = c.participants("/rw/starve").unwrap();
-        assert!(
-            p.iter().filter(|p| p.holds).count() == 1 && p[0].kind == NodeKind::Writer,
-            "{p:?}"
-        );
-        eprintln!(
-            "writer waited {:?} behind a stream of readers",
-            start.elapsed()
-        );
+        assert!(p.iter().filter(|p| p.holds).count() == 1 && p[0].kind == NodeKind::Writer, "{p:?}");
+        eprintln!("writer waited {:?} behind a stream of readers", start.elapsed());
         drop(g);
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -129,9 +95,7 @@ fn upgrade_is_refused_and_downgrade_keeps_writers_out() {
     let zk = server();
     let hosts = zk.connect_string();
     let (a, b) = (connect(&hosts), connect(&hosts));
-    let rw = a
-        .read_write_lock("/rw/grade", LockOptions::default())
-        .unwrap();
+    let rw = a.read_write_lock("/rw/grade", LockOptions::default()).unwrap();
 
     // Upgrade: refused at once with a clear error, nothing left behind.
     let r = rw.read_lock().acquire(Some(5 * SEC)).unwrap();
@@ -148,32 +112,17 @@ fn upgrade_is_refused_and_downgrade_keeps_writers_out() {
     let other_writer = Arc::new(b.write_lock("/rw/grade").unwrap());
     let ow = other_writer.clone();
     let t = std::thread::spawn(move || ow.acquire(Some(20 * SEC)).unwrap());
-    wait_until("other writer queued", 5 * SEC, || {
-        queue(&a, "/rw/grade").len() == 2
-    });
-    let r = rw
-        .read_lock()
-        .acquire(Some(Duration::ZERO))
-        .expect("downgrade is immediate");
+    wait_until("other writer queued", 5 * SEC, || queue(&a, "/rw/grade").len() == 2);
+    let r = rw.read_lock().acquire(Some(Duration::ZERO)).expect("downgrade is immediate");
     let write_seq = w.sequence();
-    assert_eq!(
-        r.sequence(),
-        write_seq,
-        "the read node takes the write node's sequence"
-    );
+    assert_eq!(r.sequence(), write_seq, "the read node takes the write node's sequence");
     assert!(r.node_path().contains("-__READ__"));
     w.release().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        !t.is_finished(),
-        "a writer got in while we still hold the downgraded read lock"
-    );
+    assert!(!t.is_finished(), "a writer got in while we still hold the downgraded read lock");
     // Another reader may share with us now.
     let br = b.read_lock("/rw/grade").unwrap();
-    assert!(
-        br.try_acquire().unwrap().is_none(),
-        "FIFO: behind the queued writer"
-    );
+    assert!(br.try_acquire().unwrap().is_none(), "FIFO: behind the queued writer");
     drop(r);
     t.join().unwrap().check().unwrap();
 }
@@ -182,9 +131,7 @@ fn upgrade_is_refused_and_downgrade_keeps_writers_out() {
 fn each_side_is_reentrant_per_handle() {
     let zk = server();
     let c = connect(&zk.connect_string());
-    let rw = c
-        .read_write_lock("/rw/reenter", LockOptions::default())
-        .unwrap();
+    let rw = c.read_write_lock("/rw/reenter", LockOptions::default()).unwrap();
     let w1 = rw.write_lock().acquire(None).unwrap();
     let w2 = rw.write_lock().acquire(None).unwrap();
     assert_eq!(w1.node_path(), w2.node_path());
@@ -208,21 +155,12 @@ fn mixed_readers_and_writers_never_overlap_wrongly() {
     let max_readers = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..8)
         .map(|i| {
-            let (hosts, readers_in, writers_in, max_readers) = (
-                hosts.clone(),
-                readers_in.clone(),
-                writers_in.clone(),
-                max_readers.clone(),
-            );
+            let (hosts, readers_in, writers_in, max_readers) =
+                (hosts.clone(), readers_in.clone(), writers_in.clone(), max_readers.clone());
             std::thread::spawn(move || {
                 let c = connect(&hosts);
                 let writer = i % 4 == 0;
-                let lock = if writer {
-                    c.write_lock("/rw/mixed")
-                } else {
-                    c.read_lock("/rw/mixed")
-                }
-                .unwrap();
+                let lock = if writer { c.write_lock("/rw/mixed") } else { c.read_lock("/rw/mixed") }.unwrap();
                 for _ in 0..8 {
                     let g = lock.acquire(Some(60 * SEC)).unwrap();
                     if writer {
@@ -247,12 +185,6 @@ fn mixed_readers_and_writers_never_overlap_wrongly() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(
-        max_readers.load(Ordering::SeqCst) >= 2,
-        "readers never shared"
-    );
-    eprintln!(
-        "max simultaneous readers: {}",
-        max_readers.load(Ordering::SeqCst)
-    );
+    assert!(max_readers.load(Ordering::SeqCst) >= 2, "readers never shared");
+    eprintln!("max simultaneous readers: {}", max_readers.load(Ordering::SeqCst));
 }

@@ -27,20 +27,12 @@ const SEC: Duration = Duration::from_secs(1);
 fn a_waiter_is_never_granted_on_its_deleted_node() {
     use LockMode::{Exclusive, Read, Write};
     // (holder, waiter whose node is deleted, later contender)
-    for (holder, waiter, later) in [
-        (Exclusive, Exclusive, Exclusive),
-        (Write, Read, Write),
-        (Write, Write, Read),
-    ] {
+    for (holder, waiter, later) in [(Exclusive, Exclusive, Exclusive), (Write, Read, Write), (Write, Write, Read)] {
         a_waiter_is_never_granted_on_its_deleted_node_in(holder, waiter, later);
     }
 }
 
-fn a_waiter_is_never_granted_on_its_deleted_node_in(
-    holder: LockMode,
-    waiter: LockMode,
-    later: LockMode,
-) {
+fn a_waiter_is_never_granted_on_its_deleted_node_in(holder: LockMode, waiter: LockMode, later: LockMode) {
     let what = format!("{holder:?} holder, {waiter:?} waiter, {later:?} later contender");
     let zk = server();
     let hosts = zk.connect_string();
@@ -56,14 +48,9 @@ fn a_waiter_is_never_granted_on_its_deleted_node_in(
     raw.delete(&format!("{path}/{b_node}"));
     let lc = lock_of(&c, path, later);
     let tc: JoinHandle<Result<Guard>> = std::thread::spawn(move || lc.acquire(Some(30 * SEC)));
-    wait_until("c queued", 5 * SEC, || {
-        queue(&a, path).len() == 2 && !queue(&a, path).contains(&b_node)
-    });
+    wait_until("c queued", 5 * SEC, || queue(&a, path).len() == 2 && !queue(&a, path).contains(&b_node));
     ga.release().unwrap();
-    let gc = tc
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{what}: c gets the lock: {e}"));
+    let gc = tc.join().unwrap().unwrap_or_else(|e| panic!("{what}: c gets the lock: {e}"));
     // While c holds, b must not hold: give a wrong grant time to show.
     std::thread::sleep(SEC);
     assert!(
@@ -73,24 +60,11 @@ fn a_waiter_is_never_granted_on_its_deleted_node_in(
     );
     gc.check().unwrap();
     gc.release().unwrap();
-    let gb = tb
-        .join()
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{what}: b gets the lock after c: {e}"));
+    let gb = tb.join().unwrap().unwrap_or_else(|e| panic!("{what}: b gets the lock after c: {e}"));
     // ZooKeeper's record: b's granted node exists and b's session owns it.
-    let stat = raw
-        .exists(&gb.node_path())
-        .unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
-    assert_eq!(
-        stat.ephemeral_owner,
-        gb.session_id(),
-        "{what}: b's granted node is owned by b's session"
-    );
-    assert_ne!(
-        gb.node_path(),
-        format!("{path}/{b_node}"),
-        "{what}: b queued again with a new node"
-    );
+    let stat = raw.exists(&gb.node_path()).unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
+    assert_eq!(stat.ephemeral_owner, gb.session_id(), "{what}: b's granted node is owned by b's session");
+    assert_ne!(gb.node_path(), format!("{path}/{b_node}"), "{what}: b queued again with a new node");
     gb.release().unwrap();
     assert!(queue(&a, path).is_empty(), "{what}: no node left");
 }
@@ -120,25 +94,14 @@ fn a_node_of_our_name_owned_by_another_session_is_not_granted_nor_deleted() {
     raw.create(&format!("{path}/{name}"), zk::CreateMode::Ephemeral);
     // The stranger's node is a lock node queued before a's next one: a
     // waits behind it, and must neither hold nor have deleted it.
-    wait_until("a queued again behind the stranger", 10 * SEC, || {
-        raw.children(path).len() == 2
-    });
+    wait_until("a queued again behind the stranger", 10 * SEC, || raw.children(path).len() == 2);
     std::thread::sleep(SEC);
-    assert!(
-        !ta.is_finished(),
-        "a returned while the stranger's node is first: {:?}",
-        ta.join().unwrap().map(|g| g.node_path())
-    );
+    assert!(!ta.is_finished(), "a returned while the stranger's node is first: {:?}", ta.join().unwrap().map(|g| g.node_path()));
     assert_eq!(proxy.delayed(), 1, "the list was held up");
-    let stranger = raw
-        .exists(&format!("{path}/{name}"))
-        .expect("the stranger's node was not deleted");
+    let stranger = raw.exists(&format!("{path}/{name}")).expect("the stranger's node was not deleted");
     assert_eq!(stranger.ephemeral_owner, raw.session_id());
     raw.delete(&format!("{path}/{name}"));
-    let ga = ta
-        .join()
-        .unwrap()
-        .expect("a gets the lock on a node of its own");
+    let ga = ta.join().unwrap().expect("a gets the lock on a node of its own");
     assert_ne!(ga.node_path(), format!("{path}/{name}"));
     let stat = raw.exists(&ga.node_path()).expect("a's node exists");
     assert_eq!(stat.ephemeral_owner, ga.session_id());
@@ -166,42 +129,23 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let _ = std::fs::remove_file(&marker);
     proxy.hold_replies_from_next_create();
     let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args([
-            "run",
-            "--hosts",
-            &proxy.addr().to_string(),
-            "--session-timeout",
-            "2s",
-            "--timeout",
-            "30s",
-            "/stall",
-            "--",
-        ])
+        .args(["run", "--hosts", &proxy.addr().to_string(), "--session-timeout", "2s", "--timeout", "30s", "/stall", "--"])
         .args(["sh", "-c", &format!("touch {}", marker.display())])
         .stdin(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid = libc::pid_t::try_from(p.id()).unwrap();
-    wait_until("the create's reply is held", 10 * SEC, || {
-        proxy.held_replies() >= 1
-    });
+    wait_until("the create's reply is held", 10 * SEC, || proxy.held_replies() >= 1);
     // The list's reply too (the server answers both at once).
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill(2) on our own child, which we have not reaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
     std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        proxy.release_held_replies() >= 2,
-        "the create's and the list's replies were held"
-    );
+    assert!(proxy.release_held_replies() >= 2, "the create's and the list's replies were held");
     proxy.blackhole();
     // The server expires p's session (2 s) and c gets the lock.
     let c = connect(&hosts);
-    let gc = c
-        .lock("/stall")
-        .unwrap()
-        .acquire(Some(20 * SEC))
-        .expect("c gets the lock once p's session expired");
+    let gc = c.lock("/stall").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
     hold_then_check_it_never_ran(gc, 3 * SEC, p, &dir);
@@ -222,17 +166,7 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("ran");
     let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args([
-            "run",
-            "--hosts",
-            &hosts,
-            "--session-timeout",
-            "2s",
-            "--timeout",
-            "20s",
-            "/stall-point",
-            "--",
-        ])
+        .args(["run", "--hosts", &hosts, "--session-timeout", "2s", "--timeout", "20s", "/stall-point", "--"])
         .args(["sh", "-c", &format!("touch {}", marker.display())])
         .env("ZKLOCK_FAULT_STALL", "after-create-reply")
         .env("ZKLOCK_FAULT_STALL_MS", "6000")
@@ -240,16 +174,10 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
         .spawn()
         .unwrap();
     let raw = Raw::connect(&hosts);
-    wait_until("p's node exists", 10 * SEC, || {
-        raw.children("/stall-point").len() == 1
-    });
+    wait_until("p's node exists", 10 * SEC, || raw.children("/stall-point").len() == 1);
     // c queues behind p's node and is granted when p's session expires.
     let c = connect(&hosts);
-    let gc = c
-        .lock("/stall-point")
-        .unwrap()
-        .acquire(Some(20 * SEC))
-        .expect("c gets the lock once p's session expired");
+    let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // p wakes up about 6 s after its create; hold the lock well past that.
     hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
 }
@@ -257,12 +185,7 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
 /// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,
 /// then checks that `p`'s command (which creates `dir/ran`) never ran: it
 /// could only have run while `gc` held the lock. Kills `p`, removes `dir`.
-fn hold_then_check_it_never_ran(
-    gc: Guard,
-    hold: Duration,
-    mut p: std::process::Child,
-    dir: &std::path::Path,
-) {
+fn hold_then_check_it_never_ran(gc: Guard, hold: Duration, mut p: std::process::Child, dir: &std::path::Path) {
     std::thread::sleep(hold);
     let ran = dir.join("ran").exists();
     gc.check().expect("c still holds the lock");
@@ -270,10 +193,7 @@ fn hold_then_check_it_never_ran(
     let _ = p.kill();
     let _ = p.wait();
     let _ = std::fs::remove_dir_all(dir);
-    assert!(
-        !ran,
-        "the stalled process ran its command while another client held the lock"
-    );
+    assert!(!ran, "the stalled process ran its command while another client held the lock");
 }
 
 /// A handle that holds the lock acquires again (reentrant) while its lock
@@ -296,23 +216,10 @@ fn a_reentrant_acquire_on_a_suspended_lock_returns_no_guard() {
     proxy.blackhole();
     wait_until("h's check() fails", 5 * SEC, || gh.check().is_err());
     let again = lh.acquire(Some(SEC));
-    assert!(
-        again.is_err(),
-        "a suspended lock was reentered: {:?}",
-        again.map(|g| g.node_path())
-    );
-    assert!(
-        lh.try_acquire().is_err(),
-        "try_acquire reentered a suspended lock"
-    );
-    let gb = tb
-        .join()
-        .unwrap()
-        .expect("b gets the lock once h's session expired");
-    assert!(
-        lh.try_acquire().map_or(true, |g| g.is_none()),
-        "h got a guard while b holds the lock"
-    );
+    assert!(again.is_err(), "a suspended lock was reentered: {:?}", again.map(|g| g.node_path()));
+    assert!(lh.try_acquire().is_err(), "try_acquire reentered a suspended lock");
+    let gb = tb.join().unwrap().expect("b gets the lock once h's session expired");
+    assert!(lh.try_acquire().map_or(true, |g| g.is_none()), "h got a guard while b holds the lock");
     gb.release().unwrap();
     proxy.heal();
 }

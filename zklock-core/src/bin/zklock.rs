@@ -195,9 +195,7 @@ EXIT STATUS
 fn main() {
     let code = match args::parse(std::env::args_os().skip(1).collect()) {
         Ok(args::Command::Help) => print_stdout(HELP),
-        Ok(args::Command::Version) => {
-            print_stdout(&format!("zklock {}\n", env!("CARGO_PKG_VERSION")))
-        }
+        Ok(args::Command::Version) => print_stdout(&format!("zklock {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(args::Command::Run(opts)) => run::run(opts),
         Ok(args::Command::List(opts)) => list::list(opts),
         Err(u) => usage_error(&u.0),
@@ -217,10 +215,7 @@ fn print_stdout(text: &str) -> i32 {
 pub(crate) fn checked_target(c: &args::Connection, path: &str) -> Result<String, i32> {
     let hosts = c.hosts().map_err(|u| usage_error(&u.0))?;
     if let Err(e) = zklock_core::validate_connect_string(&hosts) {
-        return Err(usage_error(&format!(
-            "invalid ZooKeeper hosts: {}",
-            e.message()
-        )));
+        return Err(usage_error(&format!("invalid ZooKeeper hosts: {}", e.message())));
     }
     if let Err(e) = zklock_core::validate_lock_path(path) {
         return Err(usage_error(e.message()));
@@ -262,9 +257,7 @@ pub(crate) fn operation_timeout(session_timeout: Duration) -> Duration {
 pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> (ClientOptions, Duration) {
     let mut o = ClientOptions::new(hosts);
     let session = c.session_timeout.unwrap_or(Duration::from_secs(10));
-    o = o
-        .session_timeout(session)
-        .operation_timeout(operation_timeout(session));
+    o = o.session_timeout(session).operation_timeout(operation_timeout(session));
     let connect = c.connect_timeout.unwrap_or(Duration::from_secs(15));
     (o.connect_timeout(connect), connect)
 }

@@ -14,16 +14,13 @@ pub const MODES: [LockMode; 3] = [LockMode::Exclusive, LockMode::Read, LockMode:
 
 /// A lock handle of `mode` on `path`.
 pub fn lock_of(client: &Client, path: &str, mode: LockMode) -> Lock {
-    client
-        .lock_with(path, mode, LockOptions::default())
-        .expect("valid lock path")
+    client.lock_with(path, mode, LockOptions::default()).expect("valid lock path")
 }
 
 /// A standalone server whose containers are reaped quickly.
 pub fn server() -> Cluster {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
-    Cluster::start(ClusterOptions::new().jvm_arg("-Dznode.container.checkIntervalMs=200"))
-        .expect("server starts")
+    Cluster::start(ClusterOptions::new().jvm_arg("-Dznode.container.checkIntervalMs=200")).expect("server starts")
 }
 
 /// Options with timeouts short enough for fault tests.
@@ -40,20 +37,12 @@ pub fn connect(hosts: &str) -> Client {
 
 /// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
 pub fn wait_until(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
-    assert!(
-        zklock_harness::wait_for(limit, cond),
-        "timed out waiting until {what}"
-    );
+    assert!(zklock_harness::wait_for(limit, cond), "timed out waiting until {what}");
 }
 
 /// Names of the lock nodes queued on `path`.
 pub fn queue(client: &Client, path: &str) -> Vec<String> {
-    client
-        .participants(path)
-        .expect("participants")
-        .into_iter()
-        .map(|p| p.name)
-        .collect()
+    client.participants(path).expect("participants").into_iter().map(|p| p.name).collect()
 }
 
 /// A plain ZooKeeper session, for acting as a third party.
@@ -64,14 +53,8 @@ pub struct Raw {
 
 impl Raw {
     pub fn connect(hosts: &str) -> Raw {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let zk = rt
-            .block_on(zk::Client::connect(hosts))
-            .expect("raw client connects");
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let zk = rt.block_on(zk::Client::connect(hosts)).expect("raw client connects");
         Raw { rt, zk }
     }
 
@@ -88,23 +71,15 @@ impl Raw {
     }
 
     pub fn delete(&self, path: &str) {
-        self.rt
-            .block_on(self.zk.delete(path, None))
-            .unwrap_or_else(|e| panic!("delete {path}: {e}"));
+        self.rt.block_on(self.zk.delete(path, None)).unwrap_or_else(|e| panic!("delete {path}: {e}"));
     }
 
     /// Creates `path` (parents must exist) and returns the created name.
     pub fn create(&self, path: &str, mode: zk::CreateMode) -> String {
         let opts = mode.with_acls(zk::Acls::anyone_all());
-        let (_, seq) = self
-            .rt
-            .block_on(self.zk.create(path, b"", &opts))
-            .unwrap_or_else(|e| panic!("create {path}: {e}"));
+        let (_, seq) = self.rt.block_on(self.zk.create(path, b"", &opts)).unwrap_or_else(|e| panic!("create {path}: {e}"));
         let name = path.rsplit('/').next().unwrap_or_default();
-        if matches!(
-            mode,
-            zk::CreateMode::EphemeralSequential | zk::CreateMode::PersistentSequential
-        ) {
+        if matches!(mode, zk::CreateMode::EphemeralSequential | zk::CreateMode::PersistentSequential) {
             format!("{name}{seq}")
         } else {
             name.to_owned()

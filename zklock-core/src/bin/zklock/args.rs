@@ -66,12 +66,8 @@ impl Connection {
     fn take(&mut self, name: &str, args: &mut Args) -> Result<bool, Usage> {
         match name {
             "--hosts" => self.hosts = Some(args.value(name)?),
-            "--session-timeout" => {
-                self.session_timeout = Some(parse_duration(name, &args.value(name)?)?)
-            }
-            "--connect-timeout" => {
-                self.connect_timeout = Some(parse_duration(name, &args.value(name)?)?)
-            }
+            "--session-timeout" => self.session_timeout = Some(parse_duration(name, &args.value(name)?)?),
+            "--connect-timeout" => self.connect_timeout = Some(parse_duration(name, &args.value(name)?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -146,9 +142,7 @@ impl Args {
             return Err(Usage::new(format!("option {name} needs a value")));
         };
         self.next += 1;
-        v.clone()
-            .into_string()
-            .map_err(|_| Usage::new(format!("the value of {name} is not valid UTF-8")))
+        v.clone().into_string().map_err(|_| Usage::new(format!("the value of {name} is not valid UTF-8")))
     }
 
     /// Splits an option argument into its name and inline value.
@@ -157,11 +151,11 @@ impl Args {
             Some((name, value)) if arg.starts_with("--") => {
                 self.inline = Some(value.to_owned());
                 name.to_owned()
-            }
+            },
             _ => {
                 self.inline = None;
                 arg.to_owned()
-            }
+            },
         }
     }
 
@@ -181,15 +175,9 @@ impl Args {
 pub(crate) fn parse(args: Vec<OsString>) -> Result<Command, Usage> {
     let mut it = args.into_iter();
     let Some(sub) = it.next() else {
-        return Err(Usage::new(
-            "missing subcommand: use `zklock run` or `zklock list` (see zklock --help)",
-        ));
+        return Err(Usage::new("missing subcommand: use `zklock run` or `zklock list` (see zklock --help)"));
     };
-    let rest = Args {
-        items: it.collect(),
-        next: 0,
-        inline: None,
-    };
+    let rest = Args { items: it.collect(), next: 0, inline: None };
     match sub.to_str() {
         Some("-h" | "--help" | "help") => Ok(Command::Help),
         Some("-V" | "--version") => Ok(Command::Version),
@@ -204,14 +192,12 @@ pub(crate) fn parse(args: Vec<OsString>) -> Result<Command, Usage> {
 
 /// Whether `arg` looks like an option (`-x`, `--xyz`), not a positional.
 fn is_option(arg: &OsString) -> bool {
-    arg.to_str()
-        .is_some_and(|s| s.len() > 1 && s.starts_with('-'))
+    arg.to_str().is_some_and(|s| s.len() > 1 && s.starts_with('-'))
 }
 
 /// An argument as UTF-8, or a usage error naming `what`.
 fn utf8(arg: OsString, what: &str) -> Result<String, Usage> {
-    arg.into_string()
-        .map_err(|_| Usage::new(format!("the {what} is not valid UTF-8")))
+    arg.into_string().map_err(|_| Usage::new(format!("the {what} is not valid UTF-8")))
 }
 
 /// Parses the arguments of `zklock run`.
@@ -253,38 +239,32 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
             "--read" => {
                 args.no_value(&name)?;
                 read = true
-            }
+            },
             "--write" => {
                 args.no_value(&name)?;
                 write = true
-            }
+            },
             "--identify" => {
                 args.no_value(&name)?;
                 identify = true
-            }
+            },
             "--signal-on-suspend" => {
                 args.no_value(&name)?;
                 signal_on_suspend = true
-            }
+            },
             "-v" | "--verbose" => {
                 args.no_value(&name)?;
                 verbose = true
-            }
+            },
             "--timeout" => timeout = Some(parse_duration(&name, &args.value(&name)?)?),
             "--data" => data_text = Some(args.value(&name)?),
             "--lost-signal" => lost_signal = parse_signal(&name, &args.value(&name)?)?,
             "--kill-after" => kill_after = parse_duration(&name, &args.value(&name)?)?,
-            _ => {
-                return Err(Usage::new(format!(
-                    "unknown option {name} for `zklock run` (see zklock --help)"
-                )))
-            }
+            _ => return Err(Usage::new(format!("unknown option {name} for `zklock run` (see zklock --help)"))),
         }
     }
     let Some(path) = path else {
-        return Err(Usage::new(
-            "missing lock path: zklock run [OPTIONS] PATH -- COMMAND [ARGS...]",
-        ));
+        return Err(Usage::new("missing lock path: zklock run [OPTIONS] PATH -- COMMAND [ARGS...]"));
     };
     let command = match command {
         Some(c) if !c.is_empty() => c,
@@ -358,22 +338,14 @@ fn parse_list(mut args: Args) -> Result<Command, Usage> {
             "--json" => {
                 args.no_value(&name)?;
                 json = true
-            }
-            _ => {
-                return Err(Usage::new(format!(
-                    "unknown option {name} for `zklock list` (see zklock --help)"
-                )))
-            }
+            },
+            _ => return Err(Usage::new(format!("unknown option {name} for `zklock list` (see zklock --help)"))),
         }
     }
     let Some(path) = path else {
         return Err(Usage::new("missing lock path: zklock list [OPTIONS] PATH"));
     };
-    Ok(Command::List(ListOptions {
-        connection,
-        path,
-        json,
-    }))
+    Ok(Command::List(ListOptions { connection, path, json }))
 }
 
 /// Parses `500ms`, `10s`, `2m`, `1h` or a plain number of seconds
@@ -456,9 +428,7 @@ pub(crate) fn parse_signal(option: &str, text: &str) -> Result<i32, Usage> {
     if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
         return match t.parse::<i32>() {
             Ok(n) if (1..=MAX_SIGNAL).contains(&n) => Ok(n),
-            _ => Err(Usage::new(format!(
-                "invalid signal number {t} for {option} (1 to {MAX_SIGNAL})"
-            ))),
+            _ => Err(Usage::new(format!("invalid signal number {t} for {option} (1 to {MAX_SIGNAL})"))),
         };
     }
     let upper = t.to_ascii_uppercase();
@@ -494,14 +464,10 @@ mod tests {
         assert_eq!(d("7").ok(), Some(Duration::from_secs(7)));
         assert_eq!(d("1.5").ok(), Some(Duration::from_millis(1500)));
         assert_eq!(d("0").ok(), Some(Duration::ZERO));
-        for bad in [
-            "", "s", "-1", "10x", "1e3", "1.2.3", ".", "ms", "NaN", "inf",
-        ] {
+        for bad in ["", "s", "-1", "10x", "1e3", "1.2.3", ".", "ms", "NaN", "inf"] {
             assert!(d(bad).is_err(), "{bad:?} accepted");
         }
-        assert!(d("10x")
-            .err()
-            .is_some_and(|m| m.contains("--timeout") && m.contains("10x")));
+        assert!(d("10x").err().is_some_and(|m| m.contains("--timeout") && m.contains("10x")));
     }
 
     #[test]
@@ -520,17 +486,9 @@ mod tests {
 
     #[test]
     fn run_command_lines() {
-        let Ok(Command::Run(r)) = parse(args(&[
-            "run",
-            "--hosts",
-            "h:1",
-            "/a",
-            "--timeout=10s",
-            "--read",
-            "--",
-            "echo",
-            "--x",
-        ])) else {
+        let Ok(Command::Run(r)) =
+            parse(args(&["run", "--hosts", "h:1", "/a", "--timeout=10s", "--read", "--", "echo", "--x"]))
+        else {
             panic!("not parsed")
         };
         assert_eq!(r.path, "/a");
@@ -539,9 +497,7 @@ mod tests {
         assert_eq!(r.command, args(&["echo", "--x"]));
         assert_eq!(r.connection.hosts.as_deref(), Some("h:1"));
         // Without `--`, the first word after the path starts the command.
-        let Ok(Command::Run(r)) = parse(args(&["run", "/a", "ls", "-l"])) else {
-            panic!("not parsed")
-        };
+        let Ok(Command::Run(r)) = parse(args(&["run", "/a", "ls", "-l"])) else { panic!("not parsed") };
         assert_eq!(r.command, args(&["ls", "-l"]));
         assert_eq!(r.mode, LockMode::Exclusive);
         assert_eq!(r.lost_signal, libc::SIGTERM);
@@ -559,9 +515,7 @@ mod tests {
 
     #[test]
     fn list_command_lines() {
-        let Ok(Command::List(l)) = parse(args(&["list", "/a", "--json"])) else {
-            panic!("not parsed")
-        };
+        let Ok(Command::List(l)) = parse(args(&["list", "/a", "--json"])) else { panic!("not parsed") };
         assert_eq!(l.path, "/a");
         assert!(l.json);
         assert!(parse(args(&["list", "/a", "/b"])).is_err());

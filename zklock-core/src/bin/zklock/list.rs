@@ -23,11 +23,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Ok(q) => q,
         Err(e) => return crate::zk_error(&format!("cannot list lock {}", opts.path), &e),
     };
-    let text = if opts.json {
-        json(&opts.path, &queue)
-    } else {
-        table(&opts.path, &queue)
-    };
+    let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => exit::OK,
@@ -36,7 +32,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Err(e) => {
             note!("cannot write the output: {e}");
             exit::INTERNAL
-        }
+        },
     }
 }
 
@@ -65,22 +61,13 @@ fn shown_data(data: &[u8]) -> String {
     }
     String::from_utf8_lossy(data)
         .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
         .collect()
 }
 
 /// One line per participant under a header, columns aligned.
 fn table(_path: &str, queue: &[Participant]) -> String {
-    let mut rows = vec![[
-        "POS", "STATE", "KIND", "SEQUENCE", "SESSION", "NODE", "DATA",
-    ]
-    .map(str::to_owned)];
+    let mut rows = vec![["POS", "STATE", "KIND", "SEQUENCE", "SESSION", "NODE", "DATA"].map(str::to_owned)];
     for (i, p) in queue.iter().enumerate() {
         rows.push([
             (i + 1).to_string(),
@@ -154,11 +141,7 @@ fn json(path: &str, queue: &[Participant]) -> String {
             )
         })
         .collect();
-    format!(
-        "{{\"path\":{},\"participants\":[{}]}}\n",
-        json_string(path),
-        items.join(",")
-    )
+    format!("{{\"path\":{},\"participants\":[{}]}}\n", json_string(path), items.join(","))
 }
 
 #[cfg(test)]
@@ -166,14 +149,7 @@ mod tests {
     use super::*;
 
     fn p(name: &str, holds: bool, kind: NodeKind, data: &[u8]) -> Participant {
-        Participant {
-            name: name.into(),
-            sequence: 7,
-            kind,
-            holds,
-            data: data.to_vec(),
-            session_id: 0x1234,
-        }
+        Participant { name: name.into(), sequence: 7, kind, holds, data: data.to_vec(), session_id: 0x1234 }
     }
 
     #[test]
@@ -190,19 +166,11 @@ mod tests {
 
     #[test]
     fn table_aligns_and_escapes() {
-        let out = table(
-            "/l",
-            &[
-                p("a", true, NodeKind::Reader, b"x y"),
-                p("b", false, NodeKind::Writer, b""),
-            ],
-        );
+        let out = table("/l", &[p("a", true, NodeKind::Reader, b"x y"), p("b", false, NodeKind::Writer, b"")]);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("POS  STATE  KIND"));
-        assert!(
-            lines[1].contains("HOLDS") && lines[1].contains("reader") && lines[1].ends_with("x y")
-        );
+        assert!(lines[1].contains("HOLDS") && lines[1].contains("reader") && lines[1].ends_with("x y"));
         assert!(lines[2].contains("WAITS") && lines[2].ends_with(" -"));
         assert_eq!(table("/l", &[]).lines().count(), 1);
     }

@@ -2,17 +2,17 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState};
 
 use crate::args::{signal_name, NodeData, RunOptions};
-use crate::connect_options;
 use crate::exit;
 use crate::signals::{self, Received};
+use crate::connect_options;
 
 /// How often the running command and the lock are looked at.
 const TICK: Duration = Duration::from_millis(50);
@@ -50,12 +50,9 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
     let copts = connect_options(&opts.connection, &hosts);
     let connect_limit = copts.1 + Duration::from_secs(30);
     let t = tx.clone();
-    if let Err(e) = std::thread::Builder::new()
-        .name("zklock-connect".into())
-        .spawn(move || {
-            let _ = t.send(Event::Connected(Client::connect(copts.0)));
-        })
-    {
+    if let Err(e) = std::thread::Builder::new().name("zklock-connect".into()).spawn(move || {
+        let _ = t.send(Event::Connected(Client::connect(copts.0)));
+    }) {
         note!("cannot start a thread: {e}");
         return exit::INTERNAL;
     }
@@ -68,11 +65,11 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         Waited::Signal(sig) => {
             note!("{} while connecting; nothing was locked", signal_name(sig));
             return 128 + sig;
-        }
+        },
         Waited::Gone => {
             note!("internal error: connecting to ZooKeeper did not finish");
             return exit::INTERNAL;
-        }
+        },
     };
 
     let code = hold_and_run(&opts, &client, options, &rx, &tx);
@@ -91,11 +88,7 @@ enum Waited<T> {
 }
 
 /// Waits up to `limit` for the event `pick` accepts, or a signal.
-fn wait_for<T>(
-    rx: &Receiver<Event>,
-    limit: Duration,
-    mut pick: impl FnMut(Event) -> Option<T>,
-) -> Waited<T> {
+fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event) -> Option<T>) -> Waited<T> {
     let deadline = Instant::now().checked_add(limit);
     loop {
         let ev = match deadline {
@@ -142,21 +135,16 @@ fn hold_and_run(
     let l = lock.clone();
     let t = tx.clone();
     let timeout = opts.timeout;
-    if let Err(e) = std::thread::Builder::new()
-        .name("zklock-acquire".into())
-        .spawn(move || {
-            let _ = t.send(Event::Acquired(l.acquire(timeout)));
-        })
-    {
+    if let Err(e) = std::thread::Builder::new().name("zklock-acquire".into()).spawn(move || {
+        let _ = t.send(Event::Acquired(l.acquire(timeout)));
+    }) {
         note!("cannot start a thread: {e}");
         return exit::INTERNAL;
     }
     // The acquire ends by itself at the deadline; without one it may wait
     // as long as the user asked (until a signal).
     // After the deadline the acquire still deletes its node (a few requests).
-    let limit = opts.timeout.map_or(Duration::MAX, |t| {
-        t.saturating_add(op_limit * 3 + Duration::from_secs(5))
-    });
+    let limit = opts.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
     let guard = match wait_for(rx, limit, |ev| match ev {
         Event::Acquired(r) => Some(r),
         _ => None,
@@ -167,7 +155,7 @@ fn hold_and_run(
         Waited::Gone => {
             note!("internal error: the acquire did not finish");
             return exit::INTERNAL;
-        }
+        },
     };
     if opts.verbose {
         note!(
@@ -182,10 +170,10 @@ fn hold_and_run(
     let code = supervise(opts, &guard, rx);
     match guard.release() {
         Ok(status) if opts.verbose => note!("released {} ({status:?})", guard.node_path()),
-        Ok(_) => {}
+        Ok(_) => {},
         // A loss is reported by `supervise` already.
         Err(e) if opts.verbose => note!("release: {}", e.message()),
-        Err(_) => {}
+        Err(_) => {},
     }
     code
 }
@@ -206,7 +194,7 @@ fn acquire_error(opts: &RunOptions, e: &Error) -> i32 {
             };
             note!("timed out: lock {}: {waited}", opts.path);
             exit::TIMEOUT
-        }
+        },
         _ => crate::zk_error(&format!("cannot acquire lock {}", opts.path), e),
     }
 }
@@ -224,20 +212,16 @@ fn cancel_acquire(lock: &Lock, rx: &Receiver<Event>, op_limit: Duration, sig: i3
                 // Granted before the cancel took effect: give it back.
                 let _ = g.release();
                 break;
-            }
+            },
             Ok(Event::Acquired(Err(_))) => break,
-            Ok(_) => {}
+            Ok(_) => {},
             Err(_) => {
                 note!("the cancelled acquire did not finish; closing the session removes its node");
                 break;
-            }
+            },
         }
     }
-    note!(
-        "{} while waiting for lock {}; not acquired",
-        signal_name(sig),
-        lock.path()
-    );
+    note!("{} while waiting for lock {}; not acquired", signal_name(sig), lock.path());
     128 + sig
 }
 
@@ -275,20 +259,16 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
                 note!("cannot run {shown}: {e}");
                 exit::CANNOT_EXECUTE
             };
-        }
+        },
     };
-    let mut watch = LockWatch {
-        path: opts.path.clone(),
-        strict: opts.signal_on_suspend,
-        suspended_since: None,
-        troubled,
-    };
+    let mut watch =
+        LockWatch { path: opts.path.clone(), strict: opts.signal_on_suspend, suspended_since: None, troubled };
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) => {}
+            Ok(None) => {},
             Err(e) => {
                 note!("cannot poll the command: {e}; waiting for it to exit");
                 match child.wait() {
@@ -296,22 +276,18 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
                     Err(e) => {
                         note!("cannot wait for the command: {e}");
                         return exit::INTERNAL;
-                    }
+                    },
                 }
-            }
+            },
         }
         match rx.recv_timeout(TICK) {
             Ok(Event::Signal(r)) if !r.to_group => forward(&child, r.signal),
-            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {},
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(TICK),
         }
         if lost.is_none() {
             if let Some(why) = watch.look(guard) {
-                note!(
-                    "{why}; sending {} to the command (pid {})",
-                    signal_name(opts.lost_signal),
-                    child.id()
-                );
+                note!("{why}; sending {} to the command (pid {})", signal_name(opts.lost_signal), child.id());
                 forward(&child, opts.lost_signal);
                 lost = Some(why);
                 kill_at = Some(Instant::now() + opts.kill_after);
@@ -319,10 +295,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
         }
         if let Some(at) = kill_at {
             if Instant::now() >= at {
-                note!(
-                    "the command did not exit within --kill-after {:?}; sending SIGKILL",
-                    opts.kill_after
-                );
+                note!("the command did not exit within --kill-after {:?}; sending SIGKILL", opts.kill_after);
                 forward(&child, libc::SIGKILL);
                 kill_at = None;
             }
@@ -343,7 +316,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
                 exit::LOST
             );
             exit::LOST
-        }
+        },
         None => status_code(status),
     }
 }
@@ -351,11 +324,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
 /// Sends `sig` to the command (not yet reaped), reporting a failure.
 fn forward(child: &Child, sig: i32) {
     if let Err(e) = signals::send(child.id(), sig) {
-        note!(
-            "cannot send {} to the command (pid {}): {e}",
-            signal_name(sig),
-            child.id()
-        );
+        note!("cannot send {} to the command (pid {}): {e}", signal_name(sig), child.id());
     }
 }
 
@@ -401,7 +370,7 @@ impl LockWatch {
                     note!("ZooKeeper answers again; lock {} is held again", self.path);
                 }
                 return None;
-            }
+            },
             Err(e) => e,
         };
         if e.kind() != ErrorKind::ConnectionLoss {
@@ -419,18 +388,11 @@ impl LockWatch {
             }
         }
         if self.strict {
-            return Some(format!(
-                "lock {} is not safely held (--signal-on-suspend): {}",
-                self.path,
-                e.message()
-            ));
+            return Some(format!("lock {} is not safely held (--signal-on-suspend): {}", self.path, e.message()));
         }
         // The core's safety clock: past it, the server may have expired the
         // session and granted the lock to another client.
-        if guard
-            .safe_until()
-            .is_none_or(|until| Instant::now() >= until)
-        {
+        if guard.safe_until().is_none_or(|until| Instant::now() >= until) {
             return Some(format!(
                 "lock {} counts as lost: ZooKeeper has not answered for nearly a session timeout, so the session \
                  may expire and the lock be granted to another client",
@@ -444,9 +406,7 @@ impl LockWatch {
     /// `--signal-on-suspend`, not safely held).
     fn lost_for_good(&self, guard: &Guard) -> Option<String> {
         match guard.check() {
-            Ok(()) if self.strict && self.troubled.load(Ordering::Acquire) => {
-                Some(self.was_suspended())
-            }
+            Ok(()) if self.strict && self.troubled.load(Ordering::Acquire) => Some(self.was_suspended()),
             Ok(()) => None,
             Err(e) if e.kind() == ErrorKind::ConnectionLoss && !self.strict => None,
             Err(e) => Some(e.message().to_owned()),
@@ -454,9 +414,6 @@ impl LockWatch {
     }
 
     fn was_suspended(&self) -> String {
-        format!(
-            "lock {} was suspended for a moment (--signal-on-suspend)",
-            self.path
-        )
+        format!("lock {} was suspended for a moment (--signal-on-suspend)", self.path)
     }
 }

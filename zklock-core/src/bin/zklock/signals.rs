@@ -57,30 +57,25 @@ pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
-    std::thread::Builder::new()
-        .name("zklock-signals".into())
-        .spawn(move || {
-            // Runs until the receiver is gone (`on_signal` returns false) or the
-            // process exits.
-            loop {
-                let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
-                // SAFETY: `set` is initialised and `info` is writable memory of
-                // the right type.
-                let sig = unsafe { libc::sigwaitinfo(&set, info.as_mut_ptr()) };
-                if sig < 0 {
-                    // EINTR (e.g. a stop/continue): wait again.
-                    continue;
-                }
-                // SAFETY: sigwaitinfo filled `info` (it was zeroed before).
-                let code = unsafe { info.assume_init() }.si_code;
-                if !on_signal(Received {
-                    signal: sig,
-                    to_group: code == SI_KERNEL,
-                }) {
-                    return;
-                }
+    std::thread::Builder::new().name("zklock-signals".into()).spawn(move || {
+        // Runs until the receiver is gone (`on_signal` returns false) or the
+        // process exits.
+        loop {
+            let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+            // SAFETY: `set` is initialised and `info` is writable memory of
+            // the right type.
+            let sig = unsafe { libc::sigwaitinfo(&set, info.as_mut_ptr()) };
+            if sig < 0 {
+                // EINTR (e.g. a stop/continue): wait again.
+                continue;
             }
-        })?;
+            // SAFETY: sigwaitinfo filled `info` (it was zeroed before).
+            let code = unsafe { info.assume_init() }.si_code;
+            if !on_signal(Received { signal: sig, to_group: code == SI_KERNEL }) {
+                return;
+            }
+        }
+    })?;
     Ok(())
 }
 
@@ -96,11 +91,9 @@ pub(crate) fn unblock_in_child(cmd: &mut std::process::Command) -> io::Result<()
     // calls pthread_sigmask, which is async-signal-safe, on a set built
     // before the fork.
     unsafe {
-        cmd.pre_exec(move || {
-            match libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) {
-                0 => Ok(()),
-                rc => Err(io::Error::from_raw_os_error(rc)),
-            }
+        cmd.pre_exec(move || match libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) {
+            0 => Ok(()),
+            rc => Err(io::Error::from_raw_os_error(rc)),
         });
     }
     Ok(())
@@ -108,8 +101,7 @@ pub(crate) fn unblock_in_child(cmd: &mut std::process::Command) -> io::Result<()
 
 /// Sends `sig` to process `pid`. The caller must not have reaped `pid`.
 pub(crate) fn send(pid: u32, sig: i32) -> io::Result<()> {
-    let pid =
-        libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: kill has no memory-safety preconditions.
     if unsafe { libc::kill(pid, sig) } != 0 {
         return Err(io::Error::last_os_error());
