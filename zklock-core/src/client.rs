@@ -300,19 +300,27 @@ impl Shared {
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
-        // The server creates the session after this instant: the safety
-        // clock may count from here, never from the connect's answer.
-        let connect_began = Instant::now();
-        let connect = connector.connect(hosts);
-        let zk = match tokio::time::timeout(options.connect_timeout, connect).await {
-            Err(_) => {
+        let deadline = Instant::now() + options.connect_timeout;
+        // zookeeper-client gives up on a connect after the session timeout
+        // it asked for (which may be far below what the server grants, or
+        // below the connect timeout): try again until the connect timeout.
+        let (zk, connect_began) = loop {
+            // The server creates the session after this instant: the
+            // safety clock may count from here, never from the answer.
+            let connect_began = Instant::now();
+            let last = match tokio::time::timeout_at(deadline.into(), connector.clone().connect(hosts)).await {
+                Ok(Ok(zk)) => break (zk, connect_began),
+                Ok(Err(e @ (zk::Error::Timeout | zk::Error::ConnectionLoss | zk::Error::NoHosts))) => e.to_string(),
+                Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
+                Err(_) => "no answer".to_owned(),
+            };
+            if Instant::now() >= deadline {
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!("could not connect to {hosts:?} within {:?}", options.connect_timeout),
-                ))
-            },
-            Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
-            Ok(Ok(zk)) => zk,
+                    format!("could not connect to {hosts:?} within {:?} ({last})", options.connect_timeout),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let session = Arc::new(Session {
             states: zk.state_watcher(),

@@ -111,8 +111,15 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
+    /// Names `path` (its first 100 characters if it is longer, never a
+    /// huge string) and what is wrong with it.
     pub(crate) fn invalid_path(path: &str, why: &str) -> Self {
-        Error::new(ErrorKind::InvalidPath, format!("invalid path {path:?}: {why}"))
+        const SHOWN: usize = 100;
+        if path.chars().nth(SHOWN).is_none() {
+            return Error::new(ErrorKind::InvalidPath, format!("invalid path {path:?}: {why}"));
+        }
+        let head: String = path.chars().take(SHOWN).collect();
+        Error::new(ErrorKind::InvalidPath, format!("invalid path {head:?}... ({} bytes): {why}", path.len()))
     }
 
     pub(crate) fn timeout(what: &str) -> Self {

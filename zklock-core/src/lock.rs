@@ -214,22 +214,47 @@ fn session_gone(e: &zk::Error) -> bool {
 
 /// Something to delete in the background until it is gone or the session is.
 enum Cleanup {
+    /// Our node at this path, if the session still owns it (a node of the
+    /// same name made by another session after ours was deleted is not
+    /// ours to delete).
     Node(String),
     /// Our nodes under `parent` whose name starts with `prefix` and whose
     /// owner is the session (a create whose reply was lost).
     Prefix { parent: String, prefix: String },
 }
 
-/// Deletes one node now if the session is connected, else in the background.
-async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String) -> ReleaseStatus {
-    let what = Cleanup::Node(path);
-    if session.state().is_terminated()
-        || (session.state() == zk::SessionState::SyncConnected && cleanup_once(shared, session, &what).await)
-    {
+/// Deletes our node now if the session is connected, else in the
+/// background. `known_ours`: the caller holds the lock on this node and its
+/// watch has reported nothing (the node is still ours as far as any reply
+/// has shown), so one `delete` is sent at once; otherwise the node is read
+/// first and deleted only if the session owns it (see [`Cleanup::Node`]).
+async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String, known_ours: bool) -> ReleaseStatus {
+    if session.state().is_terminated() {
         return ReleaseStatus::Released;
     }
-    spawn_cleanup(shared.clone(), session.clone(), what);
+    if session.state() == zk::SessionState::SyncConnected {
+        let done = if known_ours {
+            delete_once(shared, session, &path, None).await
+        } else {
+            cleanup_once(shared, session, &Cleanup::Node(path.clone())).await
+        };
+        if done {
+            return ReleaseStatus::Released;
+        }
+    }
+    spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
     ReleaseStatus::Pending
+}
+
+/// One `delete` of `path` (at `version`, if given); true when nothing is
+/// left to do (deleted, already gone, or the session is gone).
+async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> bool {
+    let Ok(zk) = session.zk() else { return true };
+    match tokio::time::timeout(shared.options.operation_timeout, zk.delete(path, version)).await {
+        Ok(Ok(()) | Err(zk::Error::NoNode)) => true,
+        Ok(Err(e)) => session_gone(&e),
+        Err(_) => false,
+    }
 }
 
 /// Retries `what` until it is done, the session ends, or the client closes
@@ -260,32 +285,41 @@ fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
 /// One try of a cleanup; true when nothing is left to do.
 async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
     let Ok(zk) = session.zk() else { return true };
-    let op = shared.options.operation_timeout;
-    let done = |r: &ZkResult<()>| matches!(r, Ok(()) | Err(zk::Error::NoNode)) || r.as_ref().is_err_and(session_gone);
     match what {
-        Cleanup::Node(path) => matches!(tokio::time::timeout(op, zk.delete(path, None)).await, Ok(r) if done(&r)),
+        Cleanup::Node(path) => delete_if_ours(shared, session, &zk, path).await,
         Cleanup::Prefix { parent, prefix } => {
-            let children = match tokio::time::timeout(op, zk.list_children(parent)).await {
+            let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
                 _ => return false,
             };
             for node in names::own_nodes(&children, prefix) {
-                let path = format!("{parent}/{}", node.name);
-                match tokio::time::timeout(op, zk.get_data(&path)).await {
-                    Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
-                        if !matches!(tokio::time::timeout(op, zk.delete(&path, None)).await, Ok(r) if done(&r)) {
-                            return false;
-                        }
-                    },
-                    Ok(Ok(_)) | Ok(Err(zk::Error::NoNode)) => {},
-                    _ => return false,
+                if !delete_if_ours(shared, session, &zk, &format!("{parent}/{}", node.name)).await {
+                    return false;
                 }
             }
             true
         },
     }
 }
+
+/// Reads the node at `path` and deletes it (at the version read) if the
+/// session owns it; true when nothing is left to do.
+async fn delete_if_ours(shared: &Shared, session: &Session, zk: &zk::Client, path: &str) -> bool {
+    match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
+        Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => delete_once(shared, session, path, Some(stat.version)).await,
+        Ok(Ok((_, stat))) => {
+            log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
+            true
+        },
+        Ok(Err(e)) => e == zk::Error::NoNode || session_gone(&e),
+        Err(_) => false,
+    }
+}
+
+/// How long a failed acquire waits for the deletion of its node before
+/// leaving it to the background (its deadline has passed already).
+const CLEANUP_GRACE: Duration = Duration::from_millis(250);
 
 /// Why an acquire attempt stopped without the lock.
 enum Step {
@@ -325,9 +359,26 @@ impl Ctx {
             return Err(Error::cancelled("acquire"));
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(Error::timeout(&format!("acquire {}", self.path)));
+            return Err(self.deadline_passed());
         }
         Ok(())
+    }
+
+    /// The error when the deadline passes: `Timeout` for a timeout the
+    /// caller gave; for a try-once (whose `Timeout` means "held by someone
+    /// else") `ConnectionLoss`, as ZooKeeper did not answer in time.
+    fn deadline_passed(&self) -> Error {
+        if self.try_once {
+            Error::new(
+                ErrorKind::ConnectionLoss,
+                format!(
+                    "acquire {} (try once): ZooKeeper did not answer within the operation timeout ({:?})",
+                    self.path, self.shared.options.operation_timeout
+                ),
+            )
+        } else {
+            Error::timeout(&format!("acquire {}", self.path))
+        }
     }
 
     /// Awaits `fut` unless cancel, the deadline or close comes first.
@@ -345,7 +396,7 @@ impl Ctx {
         tokio::select! {
             out = fut => Ok(out),
             _ = notified => Err(Error::cancelled("acquire")),
-            _ = deadline => Err(Error::timeout(&format!("acquire {}", self.path))),
+            _ = deadline => Err(self.deadline_passed()),
             _ = self.shared.closed() => Err(Error::closed()),
         }
     }
@@ -547,6 +598,19 @@ impl Attempt {
             match ctx.op(zk.mkdir(&ctx.path, &options)).await? {
                 Ok(()) => return Ok(()),
                 Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
+                // The chroot of the connect string does not exist: make it,
+                // as persistent nodes (as kazoo does; a namespace is not a
+                // lock parent and must not vanish when empty).
+                Err(zk::Error::NoNode) if zk.path() != "/" => {
+                    let chroot = zk.path().to_owned();
+                    let Ok(root) = zk.clone().chroot("/") else { return Err(Step::Fail(Error::internal("cannot leave the chroot"))) };
+                    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                    match ctx.op(root.mkdir(&chroot, &persistent)).await? {
+                        Ok(()) => log::info!("zklock: created the chroot {chroot} of the connect string"),
+                        Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
+                        Err(e) => return Err(Ctx::zk_failure(&format!("creating the chroot {chroot} of the connect string"), e)),
+                    }
+                },
                 Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
                 Err(e) => return Err(Ctx::zk_failure(&format!("creating the lock path {}", ctx.path), e)),
             }
@@ -699,10 +763,21 @@ impl Attempt {
         Ok(Some(holding))
     }
 
-    /// Deletes what this attempt left behind (timeout, cancel, error).
+    /// Deletes what this attempt left behind (timeout, cancel, error):
+    /// within [`CLEANUP_GRACE`] if ZooKeeper answers, else in the
+    /// background, so that a failed acquire returns promptly even while
+    /// the server is silent.
     async fn cleanup(&mut self, ctx: &Ctx) {
         if let Some(node) = self.node.take() {
-            delete_node(&ctx.shared, &self.session, format!("{}/{}", ctx.path, node.name)).await;
+            let what = Cleanup::Node(format!("{}/{}", ctx.path, node.name));
+            let done = self.session.state().is_terminated()
+                || (self.session.state() == zk::SessionState::SyncConnected
+                    && tokio::time::timeout(CLEANUP_GRACE, cleanup_once(&ctx.shared, &self.session, &what))
+                        .await
+                        .unwrap_or(false));
+            if !done {
+                spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
+            }
         } else if self.unknown_create {
             let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
@@ -995,8 +1070,14 @@ impl Lock {
             path: self.path.clone(),
             mode: self.mode,
             data: self.options.data.clone(),
-            // A timeout too large to represent is no deadline at all.
-            deadline: if try_once { None } else { timeout.and_then(|t| Instant::now().checked_add(t)) },
+            // Trying once must not wait for a silent server either: it has
+            // the operation timeout. A timeout too large to represent is no
+            // deadline at all.
+            deadline: if try_once {
+                Instant::now().checked_add(shared.options.operation_timeout)
+            } else {
+                timeout.and_then(|t| Instant::now().checked_add(t))
+            },
             try_once,
             downgrade,
             cancel: self.cancel.clone(),
@@ -1230,6 +1311,7 @@ impl Guard {
                 *slot = None;
             }
         }
+        let state = self.holding.state();
         let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
         self.holding.set_state(LockState::Released, None);
         self.holding.stop.send_replace(true);
@@ -1242,7 +1324,17 @@ impl Guard {
                 task.abort();
                 let _ = task.await;
             }
-            delete_node(&h.shared, &h.session, h.node_path()).await
+            match state {
+                // Our node was deleted, is not ours any more, or went with
+                // the session: nothing of ours to delete (a node of the same
+                // name now is someone else's).
+                LockState::Lost => ReleaseStatus::Released,
+                // Held: the holder's watch on the node has reported nothing.
+                // (A third party that deletes our node and makes another of
+                // the same name in the one round trip before our delete
+                // cannot be told apart: ZooKeeper has no delete-if-owner.)
+                _ => delete_node(&h.shared, &h.session, h.node_path(), state == LockState::Held).await,
+            }
         })?;
         match lost {
             Some(e) => Err(e),

@@ -5,9 +5,18 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+/// The longest lock path, and the longest chroot, in bytes of UTF-8 (32 KiB).
+/// ZooKeeper itself has no path limit below its packet limit (1 MiB by
+/// default, `jute.maxbuffer`), but a server that receives a larger packet
+/// drops the connection, and the client then retries the request forever;
+/// a lock path appears in several requests of one acquire. Anything longer
+/// than this is refused before any request is sent.
+pub const MAX_PATH_BYTES: usize = 32 * 1024;
+
 /// Checks a lock path: absolute, not the root, no empty, `.` or `..`
-/// components, no trailing slash, no character ZooKeeper forbids, not under
-/// the reserved `/zookeeper`.
+/// components, no trailing slash, no character ZooKeeper forbids (see
+/// [`forbidden_char`]), at most [`MAX_PATH_BYTES`], not under the reserved
+/// `/zookeeper`.
 ///
 /// # Errors
 /// [`crate::ErrorKind::InvalidPath`] naming the problem.
@@ -19,14 +28,22 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
         return Err(Error::invalid_path(path, "the root cannot be a lock path"));
     }
     validate_znode_path(path)?;
-    if path == "/zookeeper" || path.starts_with("/zookeeper/") {
+    if is_reserved(path) {
         return Err(Error::invalid_path(path, "/zookeeper is reserved for the server"));
     }
     Ok(())
 }
 
+/// Whether `path` is ZooKeeper's reserved subtree or in it.
+fn is_reserved(path: &str) -> bool {
+    path == "/zookeeper" || path.starts_with("/zookeeper/")
+}
+
 /// Checks the syntax of an absolute znode path other than "/".
 fn validate_znode_path(path: &str) -> Result<()> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(Error::invalid_path(path, &format!("at most {MAX_PATH_BYTES} bytes are allowed")));
+    }
     if !path.starts_with('/') {
         return Err(Error::invalid_path(path, "must start with '/'"));
     }
@@ -41,14 +58,22 @@ fn validate_znode_path(path: &str) -> Result<()> {
         }
     }
     if let Some(c) = path.chars().find(|&c| forbidden_char(c)) {
-        return Err(Error::invalid_path(path, &format!("character U+{:04X} is not allowed", c as u32)));
+        let why = if u32::from(c) > 0xffff {
+            format!("character U+{:04X} is not allowed (ZooKeeper refuses characters outside the Basic Multilingual Plane)", c as u32)
+        } else {
+            format!("character U+{:04X} is not allowed", c as u32)
+        };
+        return Err(Error::invalid_path(path, &why));
     }
     Ok(())
 }
 
-/// Characters ZooKeeper refuses in paths (PathUtils.validatePath).
+/// Characters ZooKeeper refuses in paths (its `PathUtils.validatePath`,
+/// which looks at UTF-16 units: control characters, U+D800 to U+F8FF, which
+/// takes in the surrogates that encode every character above U+FFFF, and
+/// U+FFF0 to U+FFFF).
 fn forbidden_char(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..)
 }
 
 /// The longest connect or operation timeout (one day): far beyond any
@@ -116,6 +141,9 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
     if let Some(chroot) = chroot {
         if chroot != "/" {
             validate_znode_path(chroot)?;
+            if is_reserved(chroot) {
+                return Err(Error::invalid_path(chroot, "a chroot under /zookeeper would put locks in the server's reserved subtree"));
+            }
         }
     }
     if servers.trim().is_empty() {
@@ -185,11 +213,29 @@ mod tests {
             ("/a\u{7}b", "U+0007"),
             ("/zookeeper", "reserved"),
             ("/zookeeper/quota", "reserved"),
+            ("/a\u{1F512}b", "Basic Multilingual Plane"),
+            ("/a\u{10FFFF}", "Basic Multilingual Plane"),
+            ("/a\u{FFFF}", "U+FFFF"),
+            ("/a\u{E000}", "U+E000"),
         ];
         for (p, why) in cases {
             let e = validate_lock_path(p).expect_err(p);
             assert_eq!(e.kind(), ErrorKind::InvalidPath, "{p}");
             assert!(e.message().contains(why), "{p:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn paths_longer_than_the_limit_are_refused_without_quoting_them() {
+        let ok = format!("/{}", "a".repeat(MAX_PATH_BYTES - 1));
+        validate_lock_path(&ok).unwrap();
+        for long in [format!("/{}", "a".repeat(MAX_PATH_BYTES)), format!("/{}", "é".repeat(2 * 1024 * 1024))] {
+            let e = validate_lock_path(&long).expect_err("too long");
+            assert_eq!(e.kind(), ErrorKind::InvalidPath);
+            assert!(e.message().contains("at most 32768 bytes"), "{e}");
+            assert!(e.message().len() < 300, "the message quotes the whole path");
+            let e = validate_connect_string(&format!("h:1{long}")).expect_err("too long chroot");
+            assert_eq!(e.kind(), ErrorKind::InvalidPath);
         }
     }
 
@@ -238,6 +284,9 @@ mod tests {
             (":2181", "no host"),
             ("[::1:2181", "unclosed"),
             ("h:1/a//b", "empty component"),
+            ("h:1/zookeeper", "reserved"),
+            ("h:1/zookeeper/quota", "reserved"),
+            ("h:1/a\u{1F600}", "Basic Multilingual Plane"),
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);

@@ -1,0 +1,267 @@
+//! Hostile input and misuse (issue 14), against a real ZooKeeper: every
+//! case ends with one clear typed error, or does what a user expects, within
+//! a bound; nothing hangs and no node that is not ours is deleted.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{options, queue, server, wait_until, Raw};
+use zklock_core::{Client, ClientOptions, Error, ErrorKind, LockState, ReleaseStatus, MAX_PATH_BYTES};
+use zklock_harness::Proxy;
+use zookeeper_client as zk;
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// Runs `f` on its own thread; panics naming `what` if it has not returned
+/// within `limit` (a hang is a failure, not a stuck test run).
+fn within<T: Send + 'static>(what: &str, limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).unwrap_or_else(|_| panic!("{what}: no answer within {limit:?}"))
+}
+
+fn expect_kind<T: std::fmt::Debug>(what: &str, r: Result<T, Error>, kind: ErrorKind, says: &str) {
+    let e = r.expect_err(what);
+    assert_eq!(e.kind(), kind, "{what}: {e}");
+    assert!(e.message().contains(says), "{what}: {e:?} does not say {says:?}");
+}
+
+#[test]
+fn an_oversized_path_is_refused_at_once_and_the_connection_is_not_disturbed() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    let g = a.lock("/beside").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = states.clone();
+    g.on_state_change(move |s| seen.lock().unwrap().push(s));
+    let long = format!("/{}", "x".repeat(2 * 1024 * 1024));
+    for mode in ["lock", "read", "write", "rw", "participants"] {
+        let (c, p) = (a.clone(), long.clone());
+        let r = within(mode, 5 * SEC, move || match mode {
+            "lock" => c.lock(&p).map(drop),
+            "read" => c.read_lock(&p).map(drop),
+            "write" => c.write_lock(&p).map(drop),
+            "rw" => c.read_write_lock(&p, Default::default()).map(drop),
+            _ => c.participants(&p).map(drop),
+        });
+        expect_kind(mode, r, ErrorKind::InvalidPath, &format!("at most {MAX_PATH_BYTES} bytes"));
+    }
+    // Just over the limit, too; and a chroot over it.
+    let over = format!("/{}", "y".repeat(MAX_PATH_BYTES));
+    expect_kind("just over", a.lock(&over).map(drop), ErrorKind::InvalidPath, "at most");
+    let r = within("long chroot", 5 * SEC, move || Client::connect(options(&format!("{hosts}{long}"), 4 * SEC)).map(drop));
+    expect_kind("long chroot", r, ErrorKind::InvalidPath, "at most");
+    g.check().unwrap();
+    assert!(states.lock().unwrap().is_empty(), "the other lock flapped: {:?}", states.lock().unwrap());
+    assert_eq!(a.pending_cleanups(), 0);
+}
+
+#[test]
+fn a_chroot_in_the_reserved_subtree_is_refused() {
+    let zk = server();
+    for chroot in ["/zookeeper", "/zookeeper/quota", "/zookeeper/x/y"] {
+        let hosts = format!("{}{chroot}", zk.connect_string());
+        let r = Client::connect(options(&hosts, 4 * SEC)).map(drop);
+        expect_kind(chroot, r, ErrorKind::InvalidPath, "reserved");
+    }
+}
+
+#[test]
+fn a_missing_chroot_is_created_as_persistent_nodes() {
+    let zk = server();
+    let raw = Raw::connect(&zk.connect_string());
+    let hosts = format!("{}/apps/team-a", zk.connect_string());
+    let a = Client::connect(options(&hosts, 4 * SEC)).expect("connects with a chroot that does not exist yet");
+    assert!(a.participants("/jobs/x").unwrap().is_empty(), "an absent lock has no participants");
+    let (a, g) = within("acquire under a missing chroot", 10 * SEC, move || {
+        let g = a.lock("/jobs/x").unwrap().acquire(Some(5 * SEC));
+        (a, g)
+    });
+    let g = g.expect("acquire creates the chroot");
+    assert!(g.node_path().starts_with("/jobs/x/"), "{}", g.node_path());
+    let stat = raw.exists("/apps/team-a").expect("the chroot exists");
+    assert_eq!(stat.ephemeral_owner, 0, "persistent");
+    assert_eq!(raw.children("/apps/team-a/jobs/x").len(), 1);
+    g.release().unwrap();
+    a.close();
+    // The chroot stays when its locks are gone (a namespace, not a lock parent).
+    std::thread::sleep(SEC);
+    assert!(raw.exists("/apps/team-a").is_some());
+}
+
+#[test]
+fn paths_outside_the_basic_multilingual_plane_are_refused_up_front() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    for path in ["/locks/\u{1F512}", "/a\u{10000}", "/emoji-\u{1F600}/x"] {
+        expect_kind(path, a.lock(path).map(drop), ErrorKind::InvalidPath, "Basic Multilingual Plane");
+        // Never an empty list for a path the server would refuse.
+        expect_kind(path, a.participants(path), ErrorKind::InvalidPath, "Basic Multilingual Plane");
+    }
+    // Characters of the Basic Multilingual Plane that ZooKeeper accepts work.
+    let g = a.lock("/ünï-код-锁").unwrap().acquire(Some(5 * SEC)).unwrap();
+    assert_eq!(a.participants("/ünï-код-锁").unwrap().len(), 1);
+    g.release().unwrap();
+}
+
+/// Deletes the holder's node and makes a node of the same name from another
+/// session: release must leave that node alone.
+#[test]
+fn release_never_deletes_a_node_of_the_same_name_made_by_another_session() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let g = a.lock("/impostor").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let path = g.node_path();
+    raw.delete(&path);
+    raw.create(&path, zk::CreateMode::Ephemeral);
+    wait_until("the holder sees its node deleted", 10 * SEC, || g.state() == LockState::Lost);
+    let e = g.release().expect_err("released a lost lock");
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    wait_until("no cleanup left", 5 * SEC, || a.pending_cleanups() == 0);
+    let stat = raw.exists(&path).expect("the other session's node is still there");
+    assert_eq!(stat.ephemeral_owner, raw.session_id());
+}
+
+/// Same, while the holder is cut off (suspended): its release is left to the
+/// background, which must read the node's owner before deleting.
+#[test]
+fn a_background_release_never_deletes_a_node_of_the_same_name_made_by_another_session() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = Client::connect(options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    let raw = Raw::connect(&hosts);
+    let g = a.lock("/impostor-bg").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let path = g.node_path();
+    proxy.blackhole();
+    wait_until("suspended", 10 * SEC, || g.state() == LockState::Suspended);
+    raw.delete(&path);
+    raw.create(&path, zk::CreateMode::Ephemeral);
+    assert_eq!(g.release().unwrap(), ReleaseStatus::Pending);
+    proxy.heal();
+    wait_until("the background release is done", 10 * SEC, || a.pending_cleanups() == 0);
+    let stat = raw.exists(&path).expect("the other session's node is still there");
+    assert_eq!(stat.ephemeral_owner, raw.session_id());
+}
+
+/// A waiter whose node was replaced by another session's node of the same
+/// name gives up (timeout): its cleanup must leave that node alone.
+#[test]
+fn a_waiters_cleanup_never_deletes_a_node_of_the_same_name_made_by_another_session() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    let b = common::connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let _ga = a.lock("/impostor-w").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let lb = b.lock("/impostor-w").unwrap();
+    let t = std::thread::spawn(move || lb.acquire(Some(3 * SEC)).map(drop));
+    wait_until("b queued", 5 * SEC, || queue(&a, "/impostor-w").len() == 2);
+    let mine = queue(&a, "/impostor-w")[1].clone();
+    let path = format!("/impostor-w/{mine}");
+    raw.delete(&path);
+    raw.create(&path, zk::CreateMode::Ephemeral);
+    let e = t.join().unwrap().expect_err("b cannot get the lock");
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    wait_until("no cleanup left", 5 * SEC, || b.pending_cleanups() == 0);
+    let stat = raw.exists(&path).expect("the other session's node is still there");
+    assert_eq!(stat.ephemeral_owner, raw.session_id());
+}
+
+#[test]
+fn a_tiny_session_timeout_is_negotiated_up_not_a_connection_loss() {
+    let zk = server();
+    for ms in [1, 10, 100] {
+        let opts = options(&zk.connect_string(), Duration::from_millis(ms));
+        let c = Client::connect(opts).unwrap_or_else(|e| panic!("session timeout {ms} ms: {e}"));
+        assert!(c.session_timeout().unwrap() >= Duration::from_millis(ms), "negotiated up to the server's minimum");
+        c.lock("/tiny").unwrap().acquire(Some(5 * SEC)).unwrap().release().unwrap();
+    }
+}
+
+#[test]
+fn the_connect_timeout_is_honoured_when_longer_than_the_session_timeout() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    proxy.blackhole();
+    let opts = ClientOptions::new(proxy.addr().to_string())
+        .session_timeout(Duration::from_millis(800))
+        .connect_timeout(4 * SEC);
+    let began = Instant::now();
+    let e = within("connect to a silent server", 15 * SEC, move || Client::connect(opts).map(drop)).unwrap_err();
+    let took = began.elapsed();
+    assert_eq!(e.kind(), ErrorKind::ConnectionLoss, "{e}");
+    assert!(e.message().contains("within 4s"), "{e}");
+    assert!(took >= Duration::from_millis(3900), "gave up after {took:?}, before the 4 s connect timeout");
+    // A server that comes back within the connect timeout is reached.
+    let opts = ClientOptions::new(proxy.addr().to_string()).session_timeout(Duration::from_millis(800)).connect_timeout(8 * SEC);
+    let t = std::thread::spawn(move || Client::connect(opts).map(drop));
+    std::thread::sleep(2 * SEC);
+    proxy.heal();
+    t.join().unwrap().expect("connects once the server answers");
+}
+
+#[test]
+fn trying_once_against_a_silent_server_fails_with_connection_loss_not_a_hang() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = Client::connect(options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    let l = a.lock("/silent-once").unwrap();
+    proxy.blackhole();
+    // The operation timeout of common::options is 1 s.
+    let (r, l) = within("try_acquire", 5 * SEC, move || (l.try_acquire().map(|g| g.is_some()), l));
+    expect_kind("try_acquire", r, ErrorKind::ConnectionLoss, "did not answer");
+    let r = within("acquire(0)", 5 * SEC, move || l.acquire(Some(Duration::ZERO)).map(drop));
+    expect_kind("acquire(0)", r, ErrorKind::ConnectionLoss, "try once");
+}
+
+#[test]
+fn a_timed_acquire_against_a_silent_server_returns_close_to_its_deadline() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = Client::connect(options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    let hosts = zk.connect_string();
+    let holder = common::connect(&hosts);
+    let _g = holder.lock("/silent").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let l = a.lock("/silent").unwrap();
+    let t = std::thread::spawn(move || {
+        let began = Instant::now();
+        (l.acquire(Some(2 * SEC)).map(drop), began.elapsed())
+    });
+    wait_until("a queued", 5 * SEC, || queue(&holder, "/silent").len() == 2);
+    proxy.blackhole();
+    let (r, took) = t.join().unwrap();
+    expect_kind("acquire", r, ErrorKind::Timeout, "deadline");
+    // The deletion of a's node waits at most 250 ms, then goes on in the
+    // background (0.5 s allows for a slow machine).
+    assert!(took < Duration::from_millis(2500), "returned {took:?} after a 2 s deadline");
+    assert!(a.pending_cleanups() <= 1);
+    proxy.heal();
+    wait_until("a's node deleted once the server answers", 10 * SEC, || queue(&holder, "/silent").len() == 1);
+}
+
+#[test]
+fn extreme_rust_durations_are_errors_or_no_deadline_never_a_panic() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    for (what, opts) in [
+        ("session", ClientOptions::new(hosts.clone()).session_timeout(Duration::MAX)),
+        ("connect", ClientOptions::new(hosts.clone()).connect_timeout(Duration::MAX)),
+        ("operation", ClientOptions::new(hosts.clone()).operation_timeout(Duration::MAX)),
+        ("zero", ClientOptions::new(hosts.clone()).operation_timeout(Duration::ZERO)),
+    ] {
+        let r = Client::connect(opts).map(drop);
+        expect_kind(what, r, ErrorKind::InvalidArgument, "timeout");
+    }
+    let a = common::connect(&hosts);
+    let g = a.lock("/forever").unwrap().acquire(Some(Duration::MAX)).expect("Duration::MAX is no deadline");
+    g.release().unwrap();
+}
