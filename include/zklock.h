@@ -294,13 +294,14 @@ typedef struct zklock_client_options {
   uint32_t session_timeout_ms;
   /**
    * How long `zklock_client_new` may try to connect, in milliseconds,
-   * before it fails with `ZKLOCK_CONNECTION_LOSS`. 0: 15000.
+   * before it fails with `ZKLOCK_CONNECTION_LOSS` (at most one day). 0:
+   * 15000.
    */
   uint32_t connect_timeout_ms;
   /**
    * The longest a single ZooKeeper request may take, in milliseconds
    * (bounds a release and every step of an acquire without a deadline of
-   * its own). 0: 10000.
+   * its own; at most one day). 0: 10000.
    */
   uint32_t operation_timeout_ms;
   /**

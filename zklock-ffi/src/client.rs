@@ -33,11 +33,12 @@ pub struct zklock_client_options {
     /// are lost when the session expires. 0: 10000.
     pub session_timeout_ms: u32,
     /// How long `zklock_client_new` may try to connect, in milliseconds,
-    /// before it fails with `ZKLOCK_CONNECTION_LOSS`. 0: 15000.
+    /// before it fails with `ZKLOCK_CONNECTION_LOSS` (at most one day). 0:
+    /// 15000.
     pub connect_timeout_ms: u32,
     /// The longest a single ZooKeeper request may take, in milliseconds
     /// (bounds a release and every step of an acquire without a deadline of
-    /// its own). 0: 10000.
+    /// its own; at most one day). 0: 10000.
     pub operation_timeout_ms: u32,
     /// User for ZooKeeper's `digest` authentication (NUL-terminated UTF-8,
     /// non-empty, no ':'), or NULL for none. Set both or neither of

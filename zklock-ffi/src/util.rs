@@ -115,14 +115,13 @@ pub(crate) unsafe fn arg_str<'a>(p: *const c_char, func: &str, name: &str) -> Re
 
 /// `timeout_ms < 0`: no limit; `0`: try once; `> 0`: a total deadline.
 pub(crate) fn timeout_from_ms(timeout_ms: i64) -> Option<Duration> {
-    // Timeouts longer than this (about 31 years) wait without limit: a
-    // deadline that far away cannot be represented on every clock.
-    const FOREVER_MS: i64 = 1_000_000_000_000;
-    if !(0..=FOREVER_MS).contains(&timeout_ms) {
-        None
-    } else {
-        Some(Duration::from_millis(timeout_ms.unsigned_abs()))
+    // Negative: C has no "no value". Otherwise the core's one rule (longer
+    // than `zklock_core::FOREVER`, about 31.7 years: no limit).
+    if timeout_ms < 0 {
+        return None;
     }
+    let timeout = Duration::from_millis(timeout_ms.unsigned_abs());
+    (timeout <= zklock_core::FOREVER).then_some(timeout)
 }
 
 #[cfg(test)]

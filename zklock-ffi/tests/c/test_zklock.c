@@ -1080,7 +1080,46 @@ static int test_bad_input(void) {
     zklock_client_options_init(&opts);
     opts.session_timeout_ms = 4000000; /* more than an hour */
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = UINT32_MAX; /* more than a day */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "connect timeout", zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.operation_timeout_ms = UINT32_MAX;
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "operation timeout", zklock_client_new(connect_string(), &opts, &zk, &err));
     CHECK(zk == NULL);
+
+    /* chroots: the reserved subtree, characters outside the BMP, too long */
+    {
+        char hosts[512];
+        const char *chroots[] = {"/zookeeper", "/zookeeper/quota", "/lock-\xf0\x9f\x94\x92"};
+        for (size_t i = 0; i < sizeof chroots / sizeof *chroots; i++) {
+            snprintf(hosts, sizeof hosts, "%s%s", connect_string(), chroots[i]);
+            EXPECT(ZKLOCK_INVALID_PATH, zklock_client_new(hosts, NULL, &zk, &err));
+        }
+        size_t n = strlen(connect_string()) + 2 * 1024 * 1024 + 2;
+        char *huge = malloc(n);
+        CHECK(huge != NULL);
+        snprintf(huge, n, "%s/", connect_string());
+        memset(huge + strlen(huge), 'c', n - strlen(huge) - 1);
+        huge[n - 1] = '\0';
+        double t1 = now_s();
+        zklock_error *err = NULL;
+        zklock_code rc = zklock_client_new(huge, NULL, &zk, &err);
+        free(huge);
+        const char *m = err ? zklock_error_message(err) : "";
+        int ok = rc == ZKLOCK_INVALID_PATH && strstr(m, "at most 32768 bytes") != NULL && strlen(m) < 400;
+        zklock_error_free(err);
+        CHECK(ok);
+        CHECK(now_s() - t1 < 5);
+        CHECK(zk == NULL);
+    }
+
+    /* a tiny session timeout is negotiated up by the server */
+    zklock_client_options_init(&opts);
+    opts.session_timeout_ms = 1;
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_free(zk);
+    zk = NULL;
 
     /* unreachable host: a short connect timeout */
     zklock_client_options_init(&opts);
@@ -1115,7 +1154,8 @@ static int test_bad_input(void) {
 
     /* lock paths and modes */
     const char *bad_paths[] = {"", "relative", "/", "/trailing/", "/a//b", "/a/./b",
-                               "/a/../b", "/zookeeper", "/nul\x01"};
+                               "/a/../b", "/zookeeper", "/nul\x01", "/lock-\xf0\x9f\x94\x92",
+                               "/a\xef\xbf\xbf"};
     for (size_t i = 0; i < sizeof bad_paths / sizeof *bad_paths; i++) {
         zklock_error *err = NULL;
         zklock_code rc = zklock_lock_new(zk, bad_paths[i], ZKLOCK_MODE_EXCLUSIVE, &lock, &err);
@@ -1129,6 +1169,28 @@ static int test_bad_input(void) {
         CHECK(err != NULL);
         zklock_error_free(err);
         CHECK(lock == NULL);
+    }
+    EXPECT_MSG(ZKLOCK_INVALID_PATH, "Basic Multilingual Plane",
+               zklock_client_participants(zk, "/lock-\xf0\x9f\x94\x92", &p, &err));
+    {
+        /* a 2 MB path: refused at once, the client stays usable */
+        size_t n = 2 * 1024 * 1024;
+        char *huge = malloc(n + 1);
+        CHECK(huge != NULL);
+        huge[0] = '/';
+        memset(huge + 1, 'x', n - 1);
+        huge[n] = '\0';
+        double t1 = now_s();
+        zklock_error *err = NULL;
+        zklock_code rc1 = zklock_lock_new(zk, huge, ZKLOCK_MODE_EXCLUSIVE, &lock, &err);
+        zklock_error_free(err);
+        err = NULL;
+        zklock_code rc2 = zklock_client_participants(zk, huge, &p, &err);
+        zklock_error_free(err);
+        free(huge);
+        CHECK(rc1 == ZKLOCK_INVALID_PATH && rc2 == ZKLOCK_INVALID_PATH);
+        CHECK(now_s() - t1 < 5);
+        CHECK(lock == NULL && p == NULL);
     }
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8",
                zklock_lock_new(zk, "/bad\xc3(", ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
@@ -1173,6 +1235,13 @@ static int test_bad_input(void) {
     recorder_init(&rec);
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard",
                zklock_guard_on_state_change(NULL, record_state, &rec, &err));
+    /* extreme timeouts: no limit, never a crash */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, INT64_MAX, &g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, INT64_MIN, &g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "cb", zklock_guard_on_state_change(g, NULL, &rec, &err));
     /* userdata may be NULL */
