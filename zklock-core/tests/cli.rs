@@ -437,6 +437,9 @@ fn bad_input_is_refused_with_a_message_naming_it() {
     let d = Dir::new("bad");
     // A port with nothing listening.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    // Over the 32 KiB limit, under the kernel's 128 KiB limit for one argument.
+    let long_path = format!("/{}", "p".repeat(100_000));
+    let long_path_hosts = format!("127.0.0.1:2181{long_path}");
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec![], 64, "missing subcommand"),
         (vec!["frob"], 64, "unknown subcommand"),
@@ -456,6 +459,15 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         (vec!["list"], 64, "missing lock path"),
         (vec!["list", "--hosts", "127.0.0.1:2181", "/a", "/b"], 64, "/b"),
         (vec!["list", "--hosts", &closed, "--connect-timeout", "500ms", "/cli/job"], 69, &closed),
+        // Issue 14: refused before anything is sent, never a hang or an empty list.
+        (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/\u{1F512}", "--", "true"], 64, "Basic Multilingual Plane"),
+        (vec!["list", "--hosts", "127.0.0.1:2181", "/cli/\u{1F512}"], 64, "Basic Multilingual Plane"),
+        (vec!["run", "--hosts", &long_path_hosts, "/cli/job", "--", "true"], 64, "at most 32768 bytes"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", &long_path, "--", "true"], 64, "at most 32768 bytes"),
+        (vec!["list", "--hosts", "127.0.0.1:2181", &long_path], 64, "at most 32768 bytes"),
+        (vec!["run", "--hosts", "127.0.0.1:2181/zookeeper", "/cli/job", "--", "true"], 64, "reserved"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--connect-timeout", "25h", "/cli/job", "--", "true"], 64, "connect timeout"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "99999999999999999999999s", "/cli/job", "--", "true"], 64, "--timeout"),
     ];
     for (i, (args, code, needle)) in cases.iter().enumerate() {
         let o = zklock(&d, &format!("bad{i}"), args);
