@@ -110,6 +110,18 @@ fn paths_outside_the_basic_multilingual_plane_are_refused_up_front() {
     g.release().unwrap();
 }
 
+/// Deletes our node at `path` and makes a node of the same name owned by
+/// `raw`'s session.
+fn replace_with_strangers_node(raw: &Raw, path: &str) {
+    raw.delete(path);
+    raw.create(path, zk::CreateMode::Ephemeral);
+}
+
+fn assert_strangers_node_left(raw: &Raw, path: &str) {
+    let stat = raw.exists(path).expect("the other session's node is still there");
+    assert_eq!(stat.ephemeral_owner, raw.session_id());
+}
+
 /// Deletes the holder's node and makes a node of the same name from another
 /// session: release must leave that node alone.
 #[test]
@@ -120,14 +132,12 @@ fn release_never_deletes_a_node_of_the_same_name_made_by_another_session() {
     let raw = Raw::connect(&hosts);
     let g = a.lock("/impostor").unwrap().acquire(Some(5 * SEC)).unwrap();
     let path = g.node_path();
-    raw.delete(&path);
-    raw.create(&path, zk::CreateMode::Ephemeral);
+    replace_with_strangers_node(&raw, &path);
     wait_until("the holder sees its node deleted", 10 * SEC, || g.state() == LockState::Lost);
     let e = g.release().expect_err("released a lost lock");
     assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
     wait_until("no cleanup left", 5 * SEC, || a.pending_cleanups() == 0);
-    let stat = raw.exists(&path).expect("the other session's node is still there");
-    assert_eq!(stat.ephemeral_owner, raw.session_id());
+    assert_strangers_node_left(&raw, &path);
 }
 
 /// Same, while the holder is cut off (suspended): its release is left to the
@@ -143,13 +153,11 @@ fn a_background_release_never_deletes_a_node_of_the_same_name_made_by_another_se
     let path = g.node_path();
     proxy.blackhole();
     wait_until("suspended", 10 * SEC, || g.state() == LockState::Suspended);
-    raw.delete(&path);
-    raw.create(&path, zk::CreateMode::Ephemeral);
+    replace_with_strangers_node(&raw, &path);
     assert_eq!(g.release().unwrap(), ReleaseStatus::Pending);
     proxy.heal();
     wait_until("the background release is done", 10 * SEC, || a.pending_cleanups() == 0);
-    let stat = raw.exists(&path).expect("the other session's node is still there");
-    assert_eq!(stat.ephemeral_owner, raw.session_id());
+    assert_strangers_node_left(&raw, &path);
 }
 
 /// A waiter whose node was replaced by another session's node of the same
@@ -167,13 +175,11 @@ fn a_waiters_cleanup_never_deletes_a_node_of_the_same_name_made_by_another_sessi
     wait_until("b queued", 5 * SEC, || queue(&a, "/impostor-w").len() == 2);
     let mine = queue(&a, "/impostor-w")[1].clone();
     let path = format!("/impostor-w/{mine}");
-    raw.delete(&path);
-    raw.create(&path, zk::CreateMode::Ephemeral);
+    replace_with_strangers_node(&raw, &path);
     let e = t.join().unwrap().expect_err("b cannot get the lock");
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
     wait_until("no cleanup left", 5 * SEC, || b.pending_cleanups() == 0);
-    let stat = raw.exists(&path).expect("the other session's node is still there");
-    assert_eq!(stat.ephemeral_owner, raw.session_id());
+    assert_strangers_node_left(&raw, &path);
 }
 
 #[test]
