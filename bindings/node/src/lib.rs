@@ -11,9 +11,10 @@
 //!
 //! Errors: [`zk_error`] is the one place that maps the core's `ErrorKind` to
 //! a JavaScript error (`code` = the kind's name, e.g. `"TIMEOUT"`); the
-//! package's `index.js` turns those into `ZkLockError`. Bad arguments become
-//! `TypeError` (`code: "ERR_INVALID_ARG_TYPE"`) and `RangeError`
-//! (`code: "ERR_OUT_OF_RANGE"`).
+//! package's `index.js` turns those into `ZkLockError`. A number out of range
+//! (a timeout) is the core's `INVALID_ARGUMENT`, by the core's one rule for
+//! every language; a value of the wrong type is napi's conversion error,
+//! which `index.js` turns into `TypeError` (`code: "ERR_INVALID_ARG_TYPE"`).
 
 #![deny(clippy::unwrap_used)]
 // `#[napi]` generates undocumented glue items next to ours (registration
@@ -167,18 +168,32 @@ fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Milliseconds from JavaScript as a duration: `None` stays `None`,
-/// `Infinity` is `None` (no limit), negative or NaN is a `RangeError`.
-fn millis(env: &Env, what: &str, ms: Option<f64>, allow_zero: bool) -> napi::Result<Option<Duration>> {
+/// Says which JavaScript option, in milliseconds, a core error about a
+/// timeout (in seconds) was about.
+fn in_millis(option: &str, ms: f64, err: core::Error) -> core::Error {
+    core::Error::new(err.kind(), format!("{option} = {ms} ms: {}", err.message()))
+}
+
+/// A client option's timeout in milliseconds, by the core's one rule
+/// ([`core::option_timeout_from_secs`]): absent keeps the default; NaN,
+/// `<= 0`, infinite or more than `max` is `INVALID_ARGUMENT` naming
+/// `option`.
+fn option_timeout(option: &str, core_name: &str, ms: Option<f64>, max: Duration) -> core::Result<Option<Duration>> {
     let Some(ms) = ms else { return Ok(None) };
-    if ms.is_nan() || ms < 0.0 || (!allow_zero && ms == 0.0) {
-        let bound = if allow_zero { ">= 0" } else { "> 0" };
-        return Err(range_error(env, format!("{what} must be a number {bound}, got {ms}")));
-    }
-    if ms.is_infinite() {
-        return Ok(None);
-    }
-    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+    core::option_timeout_from_secs(core_name, ms / 1000.0, max).map(Some).map_err(|e| in_millis(option, ms, e))
+}
+
+/// An acquire timeout in milliseconds, by the core's one rule
+/// ([`core::acquire_timeout_from_secs`]): absent, `Infinity` or more than
+/// [`core::FOREVER`] waits without limit (`None`), `0` tries once, NaN or
+/// negative is `INVALID_ARGUMENT`.
+fn acquire_timeout(ms: Option<f64>) -> core::Result<Option<Duration>> {
+    let Some(ms) = ms else { return Ok(None) };
+    // A tiny negative number divided by 1000 rounds to -0, which would try
+    // once: keep it negative.
+    let secs = ms / 1000.0;
+    let secs = if ms < 0.0 && secs == 0.0 { ms } else { secs };
+    core::acquire_timeout_from_secs(secs).map_err(|e| in_millis("timeoutMs", ms, e))
 }
 
 // ---------------------------------------------------------------------------
@@ -193,12 +208,18 @@ pub struct ConnectOptions {
     /// The session timeout to ask the server for, in milliseconds (default
     /// 10000; the server may negotiate another within its bounds). Held
     /// locks are lost when the session expires.
+    /// Must be > 0 and at most 3600000 (one hour), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub session_timeout_ms: Option<f64>,
     /// How long `connect` may try before it fails with `CONNECTION_LOSS`, in
     /// milliseconds (default 15000).
+    /// Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub connect_timeout_ms: Option<f64>,
     /// The longest a single ZooKeeper request may take, in milliseconds
     /// (default 10000). Bounds `release()`, `participants()` and `close()`.
+    /// Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub operation_timeout_ms: Option<f64>,
 }
 
@@ -218,21 +239,30 @@ impl Client {
     ///
     /// Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
     /// malformed connect string, `CONNECTION_LOSS` when no server answered
-    /// within `connectTimeoutMs`. Throws `TypeError` / `RangeError` for bad
-    /// options.
+    /// within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT`
+    /// for a timeout out of range, `TypeError` for an option of the wrong
+    /// type.
     ///
     /// (Exposed to JavaScript as `Client.connect` by `index.js`, which
     /// converts its errors.)
     #[napi(js_name = "_connect", skip_typescript)]
     pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<JsObject> {
+        let timeouts = || -> core::Result<_> {
+            Ok((
+                option_timeout("sessionTimeoutMs", "session timeout", options.session_timeout_ms, core::MAX_SESSION_TIMEOUT)?,
+                option_timeout("connectTimeoutMs", "connect timeout", options.connect_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
+                option_timeout("operationTimeoutMs", "operation timeout", options.operation_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
+            ))
+        };
+        let (session, connect, operation) = timeouts().map_err(|e| zk_error(&env, &e))?;
         let mut opts = core::ClientOptions::new(options.hosts);
-        if let Some(d) = millis(&env, "sessionTimeoutMs", options.session_timeout_ms, false)? {
+        if let Some(d) = session {
             opts = opts.session_timeout(d);
         }
-        if let Some(d) = millis(&env, "connectTimeoutMs", options.connect_timeout_ms, false)? {
+        if let Some(d) = connect {
             opts = opts.connect_timeout(d);
         }
-        if let Some(d) = millis(&env, "operationTimeoutMs", options.operation_timeout_ms, false)? {
+        if let Some(d) = operation {
             opts = opts.operation_timeout(d);
         }
         spawn_promise(&env, "zklock-connect", move || core::Client::connect(opts).map(|client| Client { client }))
@@ -401,6 +431,8 @@ pub struct AcquireOptions {
     /// The longest to wait in total, in milliseconds: `0` tries once,
     /// absent or `Infinity` waits without limit. One deadline covers every
     /// wait and retry.
+    /// More than 1e12 (about 31.7 years) waits without limit too; NaN or
+    /// negative is `INVALID_ARGUMENT` (README, "Timeouts").
     pub timeout_ms: Option<f64>,
 }
 
@@ -448,10 +480,10 @@ impl Lock {
     ///
     /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
     /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
-    /// throws `RangeError` for a negative timeout.
+    /// throws `INVALID_ARGUMENT` for a NaN or negative timeout.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>")]
     pub fn acquire(&self, env: Env, options: Option<AcquireOptions>, ticket: Option<u32>) -> napi::Result<JsObject> {
-        let timeout = millis(&env, "timeoutMs", options.and_then(|o| o.timeout_ms), true)?;
+        let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms)).map_err(|e| zk_error(&env, &e))?;
         let ticket = match ticket {
             Some(id) => {
                 let t = Arc::new(Ticket::default());
