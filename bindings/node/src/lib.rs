@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::{BigInt, Buffer, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, JsFunction, JsObject, JsRangeError, JsUnknown, Status};
+use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
 use zklock_core as core;
 
@@ -68,6 +68,23 @@ fn range_error(env: &Env, message: String) -> napi::Error {
         Ok(obj.into_unknown())
     };
     build().map(napi::Error::from).unwrap_or_else(|e| e)
+}
+
+/// A `TypeError` with `code` (Node's codes, e.g. `"ERR_ILLEGAL_CONSTRUCTOR"`).
+fn type_error(env: &Env, code: &str, message: &str) -> napi::Error {
+    let build = || -> napi::Result<JsUnknown> {
+        let v = JsTypeError::from(napi::Error::new(Status::InvalidArg, message.to_owned())).into_unknown(*env);
+        let mut obj: JsObject = v.coerce_to_object()?;
+        obj.set_named_property("code", env.create_string(code)?)?;
+        Ok(obj.into_unknown())
+    };
+    build().map(napi::Error::from).unwrap_or_else(|e| e)
+}
+
+/// The error of `new Client()`, `new Lock()`, `new Guard()`: these objects
+/// come only from the package's own functions.
+fn illegal_constructor(env: &Env, class: &str, instead: &str) -> napi::Error {
+    type_error(env, "ERR_ILLEGAL_CONSTRUCTOR", &format!("{class} has no public constructor: use {instead}"))
 }
 
 /// The names of every error kind of the core, in code order: the values
@@ -235,6 +252,13 @@ pub struct Client {
 
 #[napi]
 impl Client {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
+    /// `Client.connect()`).
+    #[napi(constructor, skip_typescript)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Client", "Client.connect()"))
+    }
+
     /// Connects to ZooKeeper and opens a session.
     ///
     /// Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
@@ -454,6 +478,13 @@ impl Lock {
 
 #[napi]
 impl Lock {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
+    /// `client.lock()` and its siblings).
+    #[napi(constructor, skip_typescript)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Lock", "client.lock(path)"))
+    }
+
     /// The lock path.
     #[napi(getter)]
     pub fn path(&self) -> String {
@@ -634,6 +665,13 @@ impl Drop for Guard {
 
 #[napi]
 impl Guard {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (guards
+    /// come from `lock.acquire()`).
+    #[napi(constructor, skip_typescript)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Guard", "lock.acquire()"))
+    }
+
     /// Test hook: the error that the binding produces for the core's error kind
     /// number `index` in `errorCodes()` (so a test can check that every kind
     /// maps to a `ZkLockError` with the right `code`).
