@@ -44,6 +44,11 @@ function convertError(err) {
   if (NAPI_TYPE_CODES.has(err.code) && !(err instanceof TypeError)) {
     return invalidArgType(err.message)
   }
+  // A panic caught at the boundary (#[napi(catch_unwind)]), or napi itself
+  // failing: either way a bug of this package, not of the caller.
+  if (err.code === 'GenericFailure') {
+    return new ZkLockError(`internal error in zklock's addon (a bug in zklock): ${err.message}`, 'INTERNAL')
+  }
   return err
 }
 
@@ -220,4 +225,5 @@ module.exports = {
   ERROR_CODES,
   errorCodes: native.errorCodes,
   __errorForKind: (i) => convertError(Guard._errorForKind(i)),
+  __panicForTest: wrapStatic(Guard._panicForTest),
 }

@@ -15,6 +15,13 @@
 //! (a timeout) is the core's `INVALID_ARGUMENT`, by the core's one rule for
 //! every language; a value of the wrong type is napi's conversion error,
 //! which `index.js` turns into `TypeError` (`code: "ERR_INVALID_ARG_TYPE"`).
+//!
+//! Panics: no panic may unwind into Node (that aborts the process). Every
+//! `#[napi]` entry point has `catch_unwind` (a panic throws an error with
+//! `code: "GenericFailure"`, which `index.js` turns into `ZkLockError`
+//! `INTERNAL`); the work of a Promise runs under `catch_unwind` on its thread
+//! and rejects with `INTERNAL`; callbacks into JavaScript and the drops that
+//! run in GC finalizers do not panic (see [`StateCallback`]).
 
 #![deny(clippy::unwrap_used)]
 // `#[napi]` generates undocumented glue items next to ours (registration
@@ -89,7 +96,7 @@ fn illegal_constructor(env: &Env, class: &str, instead: &str) -> napi::Error {
 
 /// The names of every error kind of the core, in code order: the values
 /// `ZkLockError.code` can take.
-#[napi(ts_return_type = "Array<ZkLockErrorCode>")]
+#[napi(ts_return_type = "Array<ZkLockErrorCode>", catch_unwind)]
 pub fn error_codes() -> Vec<String> {
     core::ErrorKind::ALL.iter().map(|k| k.name().to_owned()).collect()
 }
@@ -155,7 +162,9 @@ fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
         let id = NEXT_CALL_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut job = job;
         loop {
-            job();
+            // A job catches its own panics (spawn_promise); this keeps the
+            // thread's bookkeeping right should anything else panic.
+            let _ = catch_unwind(AssertUnwindSafe(job));
             let (tx, rx) = std::sync::mpsc::channel::<CallJob>();
             match IDLE_CALL_THREADS.lock() {
                 Ok(mut idle) => idle.push((id, tx)),
@@ -254,7 +263,7 @@ pub struct Client {
 impl Client {
     /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
     /// `Client.connect()`).
-    #[napi(constructor, skip_typescript)]
+    #[napi(constructor, skip_typescript, catch_unwind)]
     pub fn new_from_js(env: Env) -> napi::Result<Self> {
         Err(illegal_constructor(&env, "Client", "Client.connect()"))
     }
@@ -269,7 +278,7 @@ impl Client {
     ///
     /// (Exposed to JavaScript as `Client.connect` by `index.js`, which
     /// converts its errors.)
-    #[napi(js_name = "_connect", skip_typescript)]
+    #[napi(js_name = "_connect", skip_typescript, catch_unwind)]
     pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<JsObject> {
         let timeouts = || -> core::Result<_> {
             Ok((
@@ -295,7 +304,7 @@ impl Client {
     /// An exclusive lock on `path` (compatible with Curator's
     /// `InterProcessMutex`). Throws `ZkLockError` `INVALID_PATH` for a bad
     /// path, `CLOSED` after `close()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -304,7 +313,7 @@ impl Client {
     /// The read (shared) side of a read/write lock on `path`, as an
     /// independent handle (Curator `InterProcessReadWriteLock.readLock()`
     /// compatible). Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.read_lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -312,7 +321,7 @@ impl Client {
 
     /// The write (exclusive) side of a read/write lock on `path`, as an
     /// independent handle. Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn write_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.write_lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -322,7 +331,7 @@ impl Client {
     /// acquiring `read` while holding `write` is an immediate downgrade;
     /// acquiring `write` while holding only `read` rejects with
     /// `WOULD_DEADLOCK`. Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_write_lock(&self, env: Env, path: String) -> napi::Result<ReadWriteLock> {
         let rw = self.client.read_write_lock(&path, core::LockOptions::default()).map_err(|e| zk_error(&env, &e))?;
         let rw = Arc::new(rw);
@@ -332,7 +341,7 @@ impl Client {
     /// The participants of the lock at `path` in queue order (holders
     /// first), including other libraries' nodes. An absent path has none.
     /// Rejects with `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS`, `TIMEOUT`.
-    #[napi(ts_return_type = "Promise<Array<Participant>>")]
+    #[napi(ts_return_type = "Promise<Array<Participant>>", catch_unwind)]
     pub fn participants(&self, env: Env, path: String) -> napi::Result<JsObject> {
         let client = self.client.clone();
         spawn_promise(&env, "zklock-participants", move || {
@@ -356,13 +365,13 @@ impl Client {
 
     /// The id of the current ZooKeeper session. Throws `CLOSED` after
     /// `close()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn session_id(&self, env: Env) -> napi::Result<BigInt> {
         self.client.session_id().map(BigInt::from).map_err(|e| zk_error(&env, &e))
     }
 
     /// Whether `close()` was called.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn closed(&self) -> bool {
         self.client.is_closed()
     }
@@ -371,7 +380,7 @@ impl Client {
     /// (its nodes go with the session) and waiting acquires reject with
     /// `CLOSED`. Idempotent. Waits up to the operation timeout for the
     /// server to confirm.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(ts_return_type = "Promise<void>", catch_unwind)]
     pub fn close(&self, env: Env) -> napi::Result<JsObject> {
         let client = self.client.clone();
         spawn_promise(&env, "zklock-close", move || {
@@ -480,19 +489,19 @@ impl Lock {
 impl Lock {
     /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
     /// `client.lock()` and its siblings).
-    #[napi(constructor, skip_typescript)]
+    #[napi(constructor, skip_typescript, catch_unwind)]
     pub fn new_from_js(env: Env) -> napi::Result<Self> {
         Err(illegal_constructor(&env, "Lock", "client.lock(path)"))
     }
 
     /// The lock path.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn path(&self) -> String {
         self.shared.lock.get().path().to_owned()
     }
 
     /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
-    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'")]
+    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
     pub fn mode(&self) -> String {
         match self.shared.lock.get().mode() {
             core::LockMode::Exclusive => "EXCLUSIVE",
@@ -512,7 +521,7 @@ impl Lock {
     /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
     /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
     /// throws `INVALID_ARGUMENT` for a NaN or negative timeout.
-    #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>")]
+    #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>", catch_unwind)]
     pub fn acquire(&self, env: Env, options: Option<AcquireOptions>, ticket: Option<u32>) -> napi::Result<JsObject> {
         let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms)).map_err(|e| zk_error(&env, &e))?;
         let ticket = match ticket {
@@ -540,7 +549,7 @@ impl Lock {
 
     /// Tries once without waiting: resolves with a `Guard`, or `null` when
     /// someone else holds the lock. Rejects like `acquire()` otherwise.
-    #[napi(ts_return_type = "Promise<Guard | null>")]
+    #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
         let shared = self.shared.clone();
         spawn_promise(&env, "zklock-try-acquire", move || {
@@ -551,21 +560,21 @@ impl Lock {
     /// Cancels every acquire in progress on this handle: they reject with
     /// `CANCELLED` and leave no node. Acquires started later are not
     /// affected. (To cancel one acquire, pass it an `AbortSignal`.)
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cancel(&self) {
         self.shared.cancels.fetch_add(1, Ordering::AcqRel);
         self.shared.lock.get().cancel();
     }
 
     /// Whether this handle holds the lock now (held or suspended).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn held(&self) -> bool {
         self.shared.lock.get().is_held()
     }
 
     /// Used by `index.js` when the `AbortSignal` of the acquire with this
     /// ticket fires.
-    #[napi(js_name = "_abortAcquire", skip_typescript)]
+    #[napi(js_name = "_abortAcquire", skip_typescript, catch_unwind)]
     pub fn abort_acquire(&self, ticket: u32) {
         let t = self.shared.tickets.lock().ok().and_then(|m| m.get(&ticket).cloned());
         let Some(t) = t else { return };
@@ -655,9 +664,17 @@ impl Drop for Guard {
         // Dropping the core guard releases it if needed, which waits for
         // ZooKeeper: never on the JavaScript thread (GC finalizers run there).
         if let Some(g) = self.guard.take() {
-            if std::thread::Builder::new().name("zklock-drop".into()).spawn(move || drop(g)).is_err() {
-                // Could not start a thread: leak rather than block; the node
-                // goes with the session.
+            let slot = Arc::new(Mutex::new(Some(g)));
+            let theirs = slot.clone();
+            let spawned = std::thread::Builder::new().name("zklock-drop".into()).spawn(move || {
+                let g = theirs.lock().ok().and_then(|mut s| s.take());
+                drop(g);
+            });
+            if spawned.is_err() {
+                // Could not start a thread: leak rather than block (the
+                // closure, dropped here, held only the other handle); the
+                // node goes with the session.
+                std::mem::forget(slot);
             }
         }
     }
@@ -667,7 +684,7 @@ impl Drop for Guard {
 impl Guard {
     /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (guards
     /// come from `lock.acquire()`).
-    #[napi(constructor, skip_typescript)]
+    #[napi(constructor, skip_typescript, catch_unwind)]
     pub fn new_from_js(env: Env) -> napi::Result<Self> {
         Err(illegal_constructor(&env, "Guard", "lock.acquire()"))
     }
@@ -675,7 +692,7 @@ impl Guard {
     /// Test hook: the error that the binding produces for the core's error kind
     /// number `index` in `errorCodes()` (so a test can check that every kind
     /// maps to a `ZkLockError` with the right `code`).
-    #[napi(js_name = "_errorForKind", skip_typescript)]
+    #[napi(js_name = "_errorForKind", skip_typescript, catch_unwind)]
     pub fn error_for_kind(env: Env, index: u32) -> napi::Result<JsUnknown> {
         let kind = core::ErrorKind::ALL
             .get(index as usize)
@@ -689,6 +706,21 @@ impl Guard {
         }
     }
 
+    /// Test hook: panics on purpose, where `place` says: `"sync"` in this
+    /// call, `"promise"` in the work of the Promise it returns. Either must
+    /// end as a `ZkLockError` `INTERNAL` (thrown or rejected), never abort
+    /// the process.
+    #[napi(js_name = "_panicForTest", skip_typescript, catch_unwind)]
+    pub fn panic_for_test(env: Env, place: String) -> napi::Result<JsObject> {
+        match place.as_str() {
+            "sync" => panic!("test panic in a synchronous call"),
+            "promise" => spawn_promise(&env, "zklock-test-panic", || -> core::Result<()> {
+                panic!("test panic in the work of a Promise")
+            }),
+            _ => Err(type_error(&env, "ERR_INVALID_ARG_VALUE", "place must be \"sync\" or \"promise\"")),
+        }
+    }
+
     /// Releases this guard; resolves with `"RELEASED"`, or `"PENDING"` when
     /// the delete could not be confirmed (connection trouble; it is retried
     /// in the background until it succeeds or the session ends).
@@ -696,7 +728,7 @@ impl Guard {
     /// Rejects with `NOT_HELD` if already released, `LOCK_LOST` if the lock
     /// had been lost before (the critical section may have run without it;
     /// our node is cleaned up all the same).
-    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>")]
+    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let guard = self.guard.clone();
         spawn_promise(&env, "zklock-release", move || {
@@ -714,14 +746,14 @@ impl Guard {
     ///
     /// Throws `ZkLockError` `CONNECTION_LOSS` while suspended (may come
     /// back), `LOCK_LOST` once lost, `NOT_HELD` after release.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn check(&self, env: Env) -> napi::Result<()> {
         self.get().check().map_err(|e| zk_error(&env, &e))
     }
 
     /// The current state: `"HELD"`, `"SUSPENDED"` (connection trouble: act
     /// as if not held), `"LOST"` or `"RELEASED"`.
-    #[napi(getter, ts_return_type = "LockState")]
+    #[napi(getter, ts_return_type = "LockState", catch_unwind)]
     pub fn state(&self) -> String {
         state_name(self.get().state()).to_owned()
     }
@@ -729,25 +761,25 @@ impl Guard {
     /// The fencing token of this grant (the creation zxid of our node):
     /// successive grants of a lock have strictly larger tokens. Give it to
     /// the protected resource and have it reject smaller ones.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> BigInt {
         BigInt::from(self.get().fencing_token())
     }
 
     /// The full path of our lock node.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn node_path(&self) -> String {
         self.get().node_path()
     }
 
     /// The sequence number of our lock node.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn sequence(&self) -> i64 {
         self.get().sequence()
     }
 
     /// The id of the session that holds the lock.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn session_id(&self) -> BigInt {
         BigInt::from(self.get().session_id())
     }
@@ -757,16 +789,41 @@ impl Guard {
     /// thread. If the lock is no longer `HELD` when registering, it is
     /// called once soon with the current state. The callback does not keep
     /// the process alive.
-    #[napi(ts_args_type = "callback: (state: LockState) => void")]
+    #[napi(ts_args_type = "callback: (state: LockState) => void", catch_unwind)]
     pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
         let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> = callback
             .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
+                // Runs on the JavaScript thread, called from C: an error
+                // here (none is expected) reaches 'uncaughtException' like
+                // an exception of the callback itself.
                 Ok(vec![ctx.env.create_string(ctx.value)?])
             })?;
         tsfn.unref(&env)?;
-        self.get().on_state_change(move |state| {
-            tsfn.call(state_name(state), ThreadsafeFunctionCallMode::NonBlocking);
-        });
+        let callback = StateCallback(Some(tsfn));
+        self.get().on_state_change(move |state| callback.call(state));
         Ok(())
+    }
+}
+
+/// The threadsafe function behind `guard.onStateChange()`, called on the
+/// core's event thread. napi-rs asserts when releasing it fails (as it can
+/// while Node shuts down): the drop, wherever the core drops the callback,
+/// catches that rather than let it unwind into the core or into C.
+struct StateCallback(Option<ThreadsafeFunction<&'static str, ErrorStrategy::Fatal>>);
+
+impl StateCallback {
+    fn call(&self, state: core::LockState) {
+        if let Some(tsfn) = &self.0 {
+            // NonBlocking: fails (ignored) only when Node is going away.
+            tsfn.call(state_name(state), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+impl Drop for StateCallback {
+    fn drop(&mut self) {
+        if let Some(tsfn) = self.0.take() {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(tsfn)));
+        }
     }
 }
