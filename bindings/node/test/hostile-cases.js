@@ -8,10 +8,6 @@
 // with a given code, or (for the controls) a value. Every case must end
 // within BOUND_MS, whether the entry point throws or returns a Promise.
 //
-// Cases marked `// core fix in progress (issue 14)` wait on checks that the
-// Rust core is getting (oversized paths, non-BMP characters in paths,
-// chroot under /zookeeper); they fail until that fix is merged.
-//
 // Host names that pass the core's syntax check are looked up by the system
 // resolver, so the table keeps garbage out of host names that would reach
 // DNS: non-BMP characters and NUL go in ports and chroots, and only names
@@ -23,8 +19,6 @@ const { Client, Lock, Guard, ZkLockError } = zklock
 
 /** The longest any case may take. */
 const BOUND_MS = 5000
-
-const CORE_FIX = 'core fix in progress (issue 14)'
 
 // --- expectations -------------------------------------------------------------
 
@@ -50,7 +44,7 @@ const WRONG_TYPES = [['the string "1000"', '1000'], ['an object', {}], ['an arra
 const NON_BMP = '\u{1D11E}' // MUSICAL SYMBOL G CLEF, a surrogate pair in UTF-16
 const TWO_MB = 2 * 1024 * 1024
 
-/** Lock paths the core must reject with INVALID_PATH; [label, path, waitsOnCore]. */
+/** Lock paths the core must reject with INVALID_PATH; [label, path]. */
 const BAD_PATHS = [
   ['empty', ''],
   ['relative', 'locks/a'],
@@ -69,8 +63,8 @@ const BAD_PATHS = [
   ['U+FFFE', '/a\ufffeb'],
   ['/zookeeper', '/zookeeper'],
   ['/zookeeper/x', '/zookeeper/x'],
-  ['a non-BMP character', `/a${NON_BMP}b`, true], // core fix in progress (issue 14)
-  ['a 2 MB path', '/' + 'a'.repeat(TWO_MB), true], // core fix in progress (issue 14)
+  ['a non-BMP character', `/a${NON_BMP}b`],
+  ['a 2 MB path', '/' + 'a'.repeat(TWO_MB)],
 ]
 /** Values of the wrong type for a path. */
 const BAD_PATH_TYPES = [['a number', 5], ['undefined', undefined], ['null', null], ['an object', {}], ['a String object', new String('/a')], ['a symbol', Symbol('p')]]
@@ -82,9 +76,8 @@ const freshPath = (name) => `/node-hostile/${process.pid}-${name.replace(/[^a-z0
 // --- the table ------------------------------------------------------------------
 
 /**
- * The groups of cases. A case is `{ name, call(ctx), expect, core? }`;
- * `ctx` is made by makeContext(). `core: true` marks a case waiting on the
- * core fix.
+ * The groups of cases. A case is `{ name, call(ctx), expect }`; `ctx` is
+ * made by makeContext().
  */
 function groups() {
   const g = {}
@@ -149,7 +142,6 @@ function groups() {
       call: (ctx) => Client.connect({ hosts: ctx.hosts + chroot, ...quick }),
       expect: zkErr('INVALID_PATH'),
     })),
-    // core fix in progress (issue 14): chroot under /zookeeper, non-BMP, oversized
     ...[
       ['a chroot under /zookeeper', '/zookeeper/app'],
       ['a non-BMP character in the chroot', `/a${NON_BMP}`],
@@ -157,8 +149,7 @@ function groups() {
     ].map(([label, chroot]) => ({
       name: `connect hosts: ${label}`,
       call: (ctx) => Client.connect({ hosts: ctx.hosts + chroot, ...quick }),
-      expect: zkErr('INVALID_PATH', 'INVALID_ARGUMENT'),
-      core: true,
+      expect: zkErr('INVALID_PATH'),
     })),
     // Syntactically fine, refused by the resolver without asking DNS: the
     // core may reject them up front, or give up after connectTimeoutMs.
@@ -198,14 +189,12 @@ function groups() {
     ['withLock', (c, p) => c.withLock(p, () => 'ran')],
   ]
   for (const [entry, call] of pathEntries) {
-    for (const [label, p, core] of BAD_PATHS) {
+    for (const [label, p] of BAD_PATHS) {
       g.paths.push({
         name: `${entry}(path: ${label})`,
-        // Until the core fix, a 2 MB path reaches the server, which drops
-        // the connection: such cases get a client of their own.
-        call: async (ctx) => call(core ? await ctx.isolatedClient() : ctx.client, p),
-        expect: core ? zkErr('INVALID_PATH', 'INVALID_ARGUMENT') : zkErr('INVALID_PATH'),
-        core: Boolean(core),
+        // All on the shared client: a refused path must not disturb it.
+        call: (ctx) => call(ctx.client, p),
+        expect: zkErr('INVALID_PATH'),
       })
     }
     for (const [label, p] of BAD_PATH_TYPES) {
@@ -520,4 +509,4 @@ function check(c, r) {
   return null
 }
 
-module.exports = { BOUND_MS, CORE_FIX, groups, makeContext, run, check, describe, freshPath }
+module.exports = { BOUND_MS, groups, makeContext, run, check, describe, freshPath }

@@ -2,9 +2,7 @@
 // Issue 14, hostile input and misuse: every public entry point, given a bad
 // value or called at the wrong time, ends promptly with one typed error
 // (ZkLockError with its code, or TypeError for a value of the wrong type),
-// and the process survives. The table is in hostile-cases.js; cases that
-// wait on the core's fix have "[core fix in progress (issue 14)]" in their
-// names.
+// and the process survives. The table is in hostile-cases.js.
 const { test, describe } = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
@@ -12,7 +10,7 @@ const { execFile } = require('node:child_process')
 const fc = require('fast-check')
 const { Client, ZkLockError, Lock, Guard } = require('..')
 const { useZooKeeper } = require('./helpers.js')
-const { CORE_FIX, groups, makeContext, run, describe: describeOutcome } = require('./hostile-cases.js')
+const { groups, makeContext, run, describe: describeOutcome } = require('./hostile-cases.js')
 
 const zk = useZooKeeper()
 const table = groups()
@@ -65,7 +63,7 @@ const getCtx = () => (ctxPromise ??= makeContext(zk.connect, zk.client))
 for (const [group, cases] of Object.entries(table)) {
   describe(group, () => {
     for (const c of cases) {
-      test(c.core ? `${c.name} [${CORE_FIX}]` : c.name, async () => {
+      test(c.name, async () => {
         const r = await run(c, await getCtx())
         assert.equal(r.failure, null)
       })
@@ -145,7 +143,6 @@ test('generated lock paths of BMP characters: INVALID_PATH at once, or a lock Zo
   await pathProperty(pathsOf(fc.oneof(bmpChar, fc.constantFrom('/', '.', 'a', '\0'))))
 })
 
-test(`generated lock paths of any Unicode characters: INVALID_PATH at once, or a lock ZooKeeper accepts [${CORE_FIX}]`, async () => {
-  // core fix in progress (issue 14): non-BMP characters in paths
+test('generated lock paths of any Unicode characters: INVALID_PATH at once, or a lock ZooKeeper accepts', async () => {
   await pathProperty(pathsOf(fc.oneof(fc.constantFrom('/', 'a'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }))))
 })
