@@ -86,14 +86,22 @@ impl ClientOptions {
         within("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         within("connect timeout", self.connect_timeout, MAX_OPTION_TIMEOUT)?;
         within("operation timeout", self.operation_timeout, MAX_OPTION_TIMEOUT)?;
-        if let Some((user, _)) = &self.digest {
+        if let Some((user, password)) = &self.digest {
             if user.is_empty() || user.contains(':') {
                 return Err(Error::invalid_argument("digest user must be non-empty and must not contain ':'"));
+            }
+            if user.len() + password.len() > MAX_DIGEST_BYTES {
+                return Err(Error::invalid_argument(format!(
+                    "digest user and password must be at most {MAX_DIGEST_BYTES} bytes together (the server refuses larger packets)"
+                )));
             }
         }
         Ok(hosts)
     }
 }
+
+/// The longest digest user and password, together, in bytes.
+const MAX_DIGEST_BYTES: usize = 64 * 1024;
 
 /// A lock participant as seen in the queue of a lock path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -296,7 +304,11 @@ impl Shared {
     }
 
     async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
-        let mut connector = zk::Client::connector().with_session_timeout(options.session_timeout);
+        // The protocol counts in milliseconds: a shorter timeout (any
+        // positive one is valid) asks for 1 ms, which the server
+        // negotiates up to its minimum.
+        let asked = options.session_timeout.max(Duration::from_millis(1));
+        let mut connector = zk::Client::connector().with_session_timeout(asked);
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
@@ -568,23 +580,18 @@ impl Client {
                 Err(zk::Error::NoNode) => return Ok(Vec::new()),
                 Err(e) => return Err(Error::from_zk("listing the lock", e)),
             };
-            let queue = names::queue(&children);
+            let queue = names::queue_with_holders(&children);
             // Requests are sent when created: all reads go out pipelined.
-            let reads: Vec<_> = queue.iter().map(|n| zk.get_data(&format!("{path}/{}", n.name))).collect();
+            let reads: Vec<_> = queue.iter().map(|(n, _)| zk.get_data(&format!("{path}/{}", n.name))).collect();
             let mut out = Vec::with_capacity(queue.len());
-            for (node, read) in queue.iter().zip(reads) {
+            for ((node, holds), read) in queue.into_iter().zip(reads) {
                 let (data, stat) = match with_deadline(deadline, "reading a lock node", read).await? {
                     Ok(r) => r,
                     Err(zk::Error::NoNode) => continue,
                     Err(e) => return Err(Error::from_zk("reading a lock node", e)),
                 };
-                let mode = match node.kind {
-                    NodeKind::Reader => LockMode::Read,
-                    NodeKind::Writer => LockMode::Exclusive,
-                };
-                let holds = names::decide(mode, &children, &node.name) == names::Decision::Held;
                 out.push(Participant {
-                    name: node.name.clone(),
+                    name: node.name,
                     sequence: node.sequence,
                     kind: node.kind,
                     holds,

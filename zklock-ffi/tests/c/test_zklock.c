@@ -399,8 +399,12 @@ static int test_lifecycle(void) {
     bool pending = true;
     EXPECT(ZKLOCK_OK, zklock_guard_release(g2, &pending, &err));
     CHECK(!pending);
+    /* the released guard says so while the other keeps the lock */
+    CHECK(zklock_guard_state(g2) == ZKLOCK_STATE_RELEASED);
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_check(g2, &err));
     zklock_guard_free(g2);
     CHECK(zklock_guard_state(g) == ZKLOCK_STATE_HELD);
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
 
     pending = true;
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, &pending, &err));
