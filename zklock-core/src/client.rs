@@ -220,12 +220,41 @@ pub(crate) struct Shared {
     events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
     /// Background deletions still running (tests and close() look at this).
     pub(crate) pending_cleanups: AtomicU64,
+    /// The process that made the client: a child made by `fork()` has a
+    /// copy of it but none of its threads (see [`Shared::forked`]).
+    pid: u32,
 }
 
 impl Shared {
-    /// Whether [`Client::close`] was called.
+    /// Whether [`Client::close`] was called, or this is a forked child's
+    /// copy of the client (which acts as closed).
     pub(crate) fn is_closed(&self) -> bool {
-        *self.closed.borrow()
+        *self.closed.borrow() || self.forked()
+    }
+
+    /// Whether this process is a child made by `fork()` after the client
+    /// was made. The copy has none of the client's threads (nothing would
+    /// ever answer) and shares the parent's sockets and epoll instance:
+    /// it must fail at once and never touch them, not even to close them.
+    pub(crate) fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// `Closed`, saying why: closed, or inherited through `fork()`.
+    pub(crate) fn closed_error(&self) -> Error {
+        if self.forked() {
+            Error::new(
+                ErrorKind::Closed,
+                format!(
+                    "this client was made by process {} before fork(): it cannot be used in the child {} \
+                     (make a new client there)",
+                    self.pid,
+                    std::process::id()
+                ),
+            )
+        } else {
+            Error::closed()
+        }
     }
 
     /// Resolves when the client is closed.
@@ -295,6 +324,9 @@ impl Shared {
     {
         if std::thread::current().name() == Some(RUNTIME_THREAD) {
             return Err(Error::internal("a blocking zklock call was made on zklock's own runtime thread"));
+        }
+        if self.forked() {
+            return Err(self.closed_error());
         }
         let (tx, rx) = mpsc::sync_channel(1);
         self.handle.spawn(async move {
@@ -427,6 +459,14 @@ struct ClientInner {
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
+        if self.shared.forked() {
+            // A forked child's copy: the runtime's threads are the
+            // parent's, and its sockets and epoll instance are shared with
+            // the parent. Dropping would deregister them from the parent's
+            // epoll (or wait for threads that do not exist): leak it.
+            std::mem::forget(self.runtime.take());
+            return;
+        }
         // Close the session cleanly (its ephemeral nodes go at once rather
         // than after the session timeout), waiting a moment for the server.
         self.shared.close_session(Duration::from_secs(1));
@@ -491,6 +531,7 @@ impl Client {
             closed: watch::channel(false).0,
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
+            pid: std::process::id(),
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let s = shared.clone();
@@ -645,7 +686,7 @@ impl Client {
 
     fn check_open(&self) -> Result<()> {
         if self.is_closed() {
-            Err(Error::closed())
+            Err(self.shared().closed_error())
         } else {
             Ok(())
         }

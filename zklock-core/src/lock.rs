@@ -189,7 +189,8 @@ impl Holding {
     fn check(&self) -> Result<()> {
         let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
         if self.shared.is_closed() && st.state != LockState::Released {
-            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: the client was closed", self.node_path())));
+            let why = self.shared.closed_error();
+            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: {}", self.node_path(), why.message())));
         }
         match st.state {
             LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
@@ -1102,7 +1103,7 @@ impl Lock {
     /// as missing permissions on the lock path.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
         if self.client.is_closed() {
-            return Err(Error::closed());
+            return Err(self.client.shared().closed_error());
         }
         self.options.validate()?;
         if let Some(g) = self.reenter()? {
