@@ -593,10 +593,12 @@ impl Client {
     /// A lock on `path` of `mode` with `options`.
     ///
     /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path.
+    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
+    /// for bad options (see [`LockOptions::validate`]); `Closed`.
     pub fn lock_with(&self, path: &str, mode: LockMode, options: LockOptions) -> Result<Lock> {
         self.check_open()?;
         validate_lock_path(path)?;
+        options.validate()?;
         Ok(Lock::new(self.clone(), path, mode, options))
     }
 

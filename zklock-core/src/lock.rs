@@ -39,7 +39,12 @@ impl LockOptions {
         self.data(format!("{host}/{}", std::process::id()))
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Checks the options (the lock constructors and `acquire` do too):
+    /// for checking a user's input before connecting.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for data over 64 KiB or Curator's `__REVOKE__`.
+    pub fn validate(&self) -> Result<()> {
         if self.data.len() > 64 * 1024 {
             return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
         }
@@ -157,6 +162,11 @@ impl Holding {
     /// Moves to `state` (never out of Lost or Released) and tells the
     /// callbacks on the event thread.
     fn set_state(&self, state: LockState, reason: Option<Error>) {
+        if state == LockState::Suspended && self.shared.is_closed() {
+            // Closing makes requests fail like a lost connection; it is not
+            // one: the monitor reports Lost (Closed) instead.
+            return;
+        }
         {
             let Ok(mut st) = self.status.lock() else { return };
             if st.state == state || matches!(st.state, LockState::Lost | LockState::Released) {
@@ -915,6 +925,12 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
         if *stop.borrow() {
             return;
         }
+        if h.shared.is_closed() {
+            // Closing ends the session: lost, without passing through
+            // Suspended on the way (lose() reports it as Closed).
+            h.lose(ErrorKind::Closed, "the client was closed".into());
+            return;
+        }
         let zs = states.state();
         if zs.is_terminated() {
             let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::LockLost };
@@ -1370,7 +1386,13 @@ impl Guard {
             return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
         }
         if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
-            return Ok(ReleaseStatus::Released);
+            // An inner guard: the node stays for the others, but a loss is
+            // this guard's news too (its critical section may have run
+            // without the lock).
+            return match self.holding.check() {
+                Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
+                _ => Ok(ReleaseStatus::Released),
+            };
         }
         if let Ok(mut slot) = self.slot.lock() {
             if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, &self.holding)) {

@@ -136,11 +136,17 @@ pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
             shown_secs(secs)
         )));
     }
-    Ok(Duration::try_from_secs_f64(secs).ok().filter(|d| *d <= FOREVER))
+    // A positive number is a deadline however small (below half a
+    // nanosecond: 1 ns), never zero's "try once".
+    Ok(Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| *d <= FOREVER)
+        .map(|d| if secs > 0.0 { d.max(Duration::from_nanos(1)) } else { d }))
 }
 
 /// Checks a connect string `host:port[,host:port...][/chroot]` and returns it
-/// trimmed.
+/// as the ZooKeeper client is given it: white space around the servers
+/// removed (`" a:1, b:2 /app"` is `"a:1,b:2/app"`).
 ///
 /// # Errors
 /// [`crate::ErrorKind::InvalidArgument`] naming the bad part, or
@@ -174,10 +180,12 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
             shown(hosts)
         )));
     }
+    let mut servers_only = Vec::new();
     for server in servers.split(',') {
         validate_server(hosts, server.trim())?;
+        servers_only.push(server.trim());
     }
-    Ok(hosts.to_owned())
+    Ok(format!("{}{}", servers_only.join(","), chroot.unwrap_or_default()))
 }
 
 /// The longest list of servers in a connect string, in bytes (before the
@@ -224,7 +232,7 @@ fn validate_server(all: &str, server: &str) -> Result<()> {
     match port {
         None => Ok(()),
         Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 => Ok(()),
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
             _ => bad("has an invalid port (expected 1 to 65535)"),
         },
     }
@@ -317,7 +325,12 @@ mod tests {
         for forever in [f64::INFINITY, 1e23, 1e300, f64::MAX, 2e9] {
             assert_eq!(acquire_timeout_from_secs(forever).unwrap(), None, "{forever}");
         }
-        for bad in [-1.0, -0.001, f64::NAN, f64::NEG_INFINITY] {
+        // A positive number is a deadline however small, never "try once".
+        for tiny in [1e-10, 1e-12, 5e-324] {
+            assert_eq!(acquire_timeout_from_secs(tiny).unwrap(), Some(Duration::from_nanos(1)), "{tiny}");
+        }
+        assert_eq!(acquire_timeout_from_secs(-0.0).unwrap(), Some(Duration::ZERO));
+        for bad in [-1.0, -0.001, -5e-324, f64::NAN, f64::NEG_INFINITY] {
             let e = acquire_timeout_from_secs(bad).expect_err(&bad.to_string());
             assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         }
@@ -328,6 +341,9 @@ mod tests {
         for h in ["127.0.0.1:2181", "a:1,b:2,c:3", "h1:2181,h2:2181/chroot/app", "localhost", " h:1 ", "[::1]:2181", "h:2181/"] {
             validate_connect_string(h).unwrap_or_else(|e| panic!("{h}: {e}"));
         }
+        // White space around servers is not passed on to the client.
+        assert_eq!(validate_connect_string(" a:1 , b:2 /app").unwrap(), "a:1,b:2/app");
+        assert_eq!(validate_connect_string("127.0.0.1:1 /x").unwrap(), "127.0.0.1:1/x");
     }
 
     #[test]
@@ -351,6 +367,7 @@ mod tests {
             ("hé:1", "U+00E9"),
             ("h:1/app,h:2", "cannot contain ','"),
             ("h:1/my app", "white space"),
+            ("h:+1", "invalid port"),
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);

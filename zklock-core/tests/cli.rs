@@ -446,6 +446,7 @@ fn bad_input_is_refused_with_a_message_naming_it() {
     let long_path = format!("/{}", "p".repeat(100_000));
     let long_path_hosts = format!("127.0.0.1:2181{long_path}");
     let huge_secs = "9".repeat(400);
+    let big_data = "d".repeat(70_000);
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec![], 64, "missing subcommand"),
         (vec!["frob"], 64, "unknown subcommand"),
@@ -474,6 +475,9 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         (vec!["run", "--hosts", "127.0.0.1:2181/zookeeper", "/cli/job", "--", "true"], 64, "reserved"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--connect-timeout", "25h", "/cli/job", "--", "true"], 64, "connect timeout"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "-1s", "/cli/job", "--", "true"], 64, "--timeout"),
+        // Bad --data is refused before connecting (the port is closed).
+        (vec!["run", "--hosts", &closed, "--data", "__REVOKE__", "/cli/job", "--", "true"], 64, "__REVOKE__"),
+        (vec!["run", "--hosts", &closed, "--data", &big_data, "/cli/job", "--", "true"], 64, "64 KiB"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", &huge_secs, "/cli/job", "--", "true"], 64, "--session-timeout"),
     ];
     for (i, (args, code, needle)) in cases.iter().enumerate() {

@@ -240,18 +240,65 @@ fn a_released_reentrant_guard_is_released_while_the_other_holds() {
     }
 }
 
-/// After `close()` returns, every read of a guard says the lock is gone.
+/// After `close()` returns, every read of a guard says the lock is gone,
+/// and callbacks hear Lost (not Suspended first).
 #[test]
 fn after_close_a_guard_and_its_handle_say_the_lock_is_gone() {
     let zk = server();
-    let a = common::connect(&zk.connect_string());
-    let lock = a.lock("/closed-state").unwrap();
-    let g = lock.acquire(Some(5 * SEC)).unwrap();
+    for _ in 0..5 {
+        let a = common::connect(&zk.connect_string());
+        let lock = a.lock("/closed-state").unwrap();
+        let g = lock.acquire(Some(5 * SEC)).unwrap();
+        let (tx, rx) = mpsc::channel();
+        g.on_state_change(move |s| {
+            let _ = tx.send(s);
+        });
+        a.close();
+        assert_eq!(g.state(), LockState::Lost);
+        expect_kind("check after close", g.check(), ErrorKind::Closed, "closed");
+        assert!(g.safe_until().is_none());
+        assert!(!lock.is_held());
+        assert_eq!(rx.recv_timeout(5 * SEC).unwrap(), LockState::Lost, "the first state change after close");
+    }
+}
+
+/// Reentrant guards of a lost lock: every release says so, the inner ones
+/// too (the critical section under each may have run without the lock).
+#[test]
+fn every_release_of_a_lost_reentrant_lock_reports_the_loss() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let a = common::connect(&hosts);
+    let lock = a.lock("/lost-reentrant").unwrap();
+    let g1 = lock.acquire(Some(5 * SEC)).unwrap();
+    let g2 = lock.acquire(Some(5 * SEC)).unwrap();
+    raw.delete(&g1.node_path());
+    wait_until("lost", 10 * SEC, || g1.state() == LockState::Lost);
+    expect_kind("inner release", g1.release(), ErrorKind::LockLost, "deleted");
+    expect_kind("last release", g2.release(), ErrorKind::LockLost, "deleted");
+    // And after close: Closed from each.
+    let g1 = lock.acquire(Some(5 * SEC)).unwrap();
+    let g2 = lock.acquire(Some(5 * SEC)).unwrap();
     a.close();
-    assert_eq!(g.state(), LockState::Lost);
-    expect_kind("check after close", g.check(), ErrorKind::Closed, "closed");
-    assert!(g.safe_until().is_none());
-    assert!(!lock.is_held());
+    expect_kind("inner release after close", g2.release(), ErrorKind::Closed, "closed");
+    expect_kind("last release after close", g1.release(), ErrorKind::Closed, "closed");
+}
+
+/// Bad lock options are refused when the lock is made, before anything
+/// is sent.
+#[test]
+fn bad_lock_options_are_refused_when_the_lock_is_made() {
+    let zk = server();
+    let a = common::connect(&zk.connect_string());
+    for (what, options) in [
+        ("64 KiB + 1 of data", zklock_core::LockOptions::default().data(vec![b'x'; 64 * 1024 + 1])),
+        ("__REVOKE__", zklock_core::LockOptions::default().data(b"__REVOKE__".to_vec())),
+    ] {
+        let r = a.lock_with("/opts", zklock_core::LockMode::Exclusive, options.clone());
+        expect_kind(what, r.map(drop), ErrorKind::InvalidArgument, "data");
+        expect_kind(what, options.validate(), ErrorKind::InvalidArgument, "data");
+    }
 }
 
 /// A lock path with thousands of queued nodes: `participants()` answers

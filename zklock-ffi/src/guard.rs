@@ -24,7 +24,9 @@ pub enum zklock_state {
     /// a reconnect failed, or the client was closed. Another client may hold
     /// the lock.
     ZKLOCK_STATE_LOST = 3,
-    /// Released by us (never reported to callbacks).
+    /// Released by us. A release is not reported to callbacks as a change;
+    /// a callback registered on an already released guard is called once
+    /// with it.
     ZKLOCK_STATE_RELEASED = 4,
 }
 
@@ -41,7 +43,8 @@ impl From<LockState> for zklock_state {
 
 /// A state-change callback: `userdata` is the pointer given to
 /// `zklock_guard_on_state_change`, `state` the new state (`HELD`,
-/// `SUSPENDED` or `LOST`).
+/// `SUSPENDED` or `LOST`; `RELEASED` only when registered on a released
+/// guard).
 ///
 /// It runs on the client's event thread (never the caller's thread, never
 /// zklock's runtime thread), one callback at a time, in order. It must not
@@ -279,9 +282,11 @@ pub unsafe extern "C" fn zklock_guard_node_path(
 }
 
 /// Registers `cb` to be called with `userdata` on every state change
-/// (`HELD`, `SUSPENDED`, `LOST`) of this lock. If the lock is no longer
-/// `HELD` when registering, `cb` is called once soon with the current state.
-/// Several callbacks may be registered.
+/// (`HELD`, `SUSPENDED`, `LOST`) of this lock; closing the client makes it
+/// `LOST` (without `SUSPENDED` first). A release is not reported. If the
+/// lock is no longer `HELD` when registering, `cb` is called once soon with
+/// the current state (`RELEASED` for a released guard, and then never
+/// again). Several callbacks may be registered.
 ///
 /// The callback runs on the client's event thread, one at a time and in
 /// order (see `zklock_state_cb`); it must not block for long. It may call

@@ -38,6 +38,10 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),
         Some(NodeData::Identify) => LockOptions::default().identify_process(),
     };
+    // Bad --data is a usage error before connecting, like every other input.
+    if let Err(e) = options.validate() {
+        return crate::zk_error("bad --data", &e);
+    }
 
     let (tx, rx) = mpsc::channel::<Event>();
     let signal_tx = tx.clone();
