@@ -15,7 +15,11 @@
 //!   GIL taken there;
 //! - errors: [`to_py_err`] hands the core's error kind name and message to
 //!   `zklock._errors._from_code`, the one place that maps a kind to its
-//!   Python exception class.
+//!   Python exception class;
+//! - numbers and strings from Python turned into what the core's rules
+//!   take ([`seconds`], [`text`]): timeouts go through the core's
+//!   `option_timeout_from_secs` / `acquire_timeout_from_secs`, the one rule
+//!   of every language.
 //!
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
@@ -24,12 +28,14 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
-    Client as CoreClient, ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions,
-    LockState, NodeKind, ReadWriteLock as CoreReadWriteLock, ReleaseStatus,
+    acquire_timeout_from_secs, option_timeout_from_secs, Client as CoreClient, ClientOptions, Error, ErrorKind,
+    Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind, ReadWriteLock as CoreReadWriteLock,
+    ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -72,12 +78,76 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A duration option given in seconds: finite and > 0.
-fn positive_seconds(name: &str, seconds: f64) -> PyResult<Duration> {
-    match Duration::try_from_secs_f64(seconds) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(invalid_argument(format!("{name} must be a finite number of seconds > 0, got {seconds}"))),
+/// A number of seconds given by Python, as the `f64` the core's timeout
+/// rules take. Accepted: `int` of any size, `float`, and objects with
+/// `__float__` or `__index__` (e.g. numpy scalars, `Decimal`, `Fraction`).
+/// A number too large for a float (`10**400`) becomes an infinity of its
+/// sign, as IEEE rounding would make it; the core's rule then decides.
+///
+/// Errors: InvalidArgument naming `name` for a bool (a bool is an int in
+/// Python, but `timeout=True` is a mistake, never a number of seconds);
+/// TypeError naming `name` for anything that is not a number.
+fn seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let py = value.py();
+    if value.is_instance_of::<PyBool>() {
+        return Err(invalid_argument(format!("{name} must be a number of seconds, not a bool ({value})")));
     }
+    match value.extract::<f64>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
+            Ok(if value.lt(0)? { f64::NEG_INFINITY } else { f64::INFINITY })
+        }
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => Err(PyTypeError::new_err(format!(
+            "{name} must be a number of seconds (int or float), not {}",
+            value.get_type().name()?
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// A client option's timeout in seconds, by the core's rule for options
+/// (finite, > 0, at most `max`).
+fn option_timeout(name: &str, value: &Bound<'_, PyAny>, max: Duration) -> PyResult<Duration> {
+    option_timeout_from_secs(name, seconds(name, value)?, max).map_err(py_err)
+}
+
+/// How long an acquire may wait (`None`: without limit), from
+/// `acquire(blocking, timeout)`: `blocking=False` tries once (a timeout
+/// with it is InvalidArgument); `timeout=None` waits without limit; a
+/// number goes through the core's rule (`acquire_timeout_from_secs`: 0
+/// tries once, `inf` or more than `FOREVER` waits without limit, NaN or
+/// negative, also `threading.Lock`'s -1, is InvalidArgument).
+fn wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    match (blocking, timeout) {
+        (false, None) => Ok(Some(Duration::ZERO)),
+        (false, Some(_)) => Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
+        (true, None) => Ok(None),
+        (true, Some(t)) => acquire_timeout_from_secs(seconds("timeout", t)?).map_err(py_err),
+    }
+}
+
+/// A `str` argument as Rust text. A `str` that is not valid Unicode (a
+/// lone surrogate such as `"\ud800"`) is an error of `kind` naming `name`
+/// (InvalidPath for paths, InvalidArgument otherwise); a non-`str` is a
+/// TypeError.
+fn text(name: &str, value: &Bound<'_, PyAny>, kind: ErrorKind) -> PyResult<String> {
+    let s = value.cast::<PyString>().map_err(|_| {
+        let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        PyTypeError::new_err(format!("{name} must be str, not {type_name}"))
+    })?;
+    match s.to_cow() {
+        Ok(t) => Ok(t.into_owned()),
+        Err(_) => Err(py_err(Error::new(kind, format!("{name} is not valid Unicode text: it contains a lone surrogate")))),
+    }
+}
+
+/// [`wait_limit`] for the package: the wait of `acquire(blocking,
+/// timeout)` in seconds (`None`: without limit), or the error that acquire
+/// would raise for these arguments.
+#[pyfunction]
+#[pyo3(signature = (blocking, timeout))]
+fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+    Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
 /// Runs `job` on a helper thread and waits for its result without the GIL,
@@ -131,20 +201,18 @@ fn state_name(state: LockState) -> &'static str {
 }
 
 /// Lock node data from `identifier`: `None`, `str` (stored as UTF-8) or
-/// `bytes`; anything else is a `TypeError`.
+/// `bytes`; anything else is a `TypeError`, a `str` that is not valid
+/// Unicode InvalidArgument.
 fn lock_options(identifier: Option<&Bound<'_, PyAny>>) -> PyResult<LockOptions> {
     let Some(id) = identifier else { return Ok(LockOptions::default()) };
-    if let Ok(s) = id.cast::<PyString>() {
-        let text: String = s.extract()?;
+    if id.is_instance_of::<PyString>() {
+        let text = text("identifier", id, ErrorKind::InvalidArgument)?;
         return Ok(LockOptions::default().data(text.into_bytes()));
     }
     if let Ok(b) = id.cast::<PyBytes>() {
         return Ok(LockOptions::default().data(b.as_bytes().to_vec()));
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "identifier must be str, bytes or None, not {}",
-        id.get_type().name()?
-    )))
+    Err(PyTypeError::new_err(format!("identifier must be str, bytes or None, not {}", id.get_type().name()?)))
 }
 
 /// A connection to a ZooKeeper ensemble (one session), the factory of locks.
@@ -161,24 +229,37 @@ impl Client {
     /// Connects and opens a session; blocks (without the GIL, interruptible
     /// by Ctrl-C) until connected or `connect_timeout` seconds passed.
     ///
+    /// Timeouts are numbers of seconds (see [`seconds`]) checked by the
+    /// core's rule for options: finite, > 0, `session_timeout` at most
+    /// `MAX_SESSION_TIMEOUT`, the others at most `MAX_OPTION_TIMEOUT`.
+    ///
     /// Raises InvalidArgument / InvalidPath for a bad connect string or
-    /// option, ConnectionLoss when no server answered in time, ZooKeeperError
-    /// for other refusals (e.g. failed authentication).
+    /// option (also a bool as a timeout), ConnectionLoss when no server
+    /// answered in time, ZooKeeperError for other refusals (e.g. failed
+    /// authentication), TypeError for arguments of the wrong type.
+    /// Every argument is given by the package's `zklock.Client`, which has
+    /// the defaults.
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, operation_timeout=10.0, auth=None))]
+    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth))]
     fn new(
         py: Python<'_>,
-        hosts: &str,
-        session_timeout: f64,
-        connect_timeout: f64,
-        operation_timeout: f64,
-        auth: Option<(String, String)>,
+        hosts: &Bound<'_, PyAny>,
+        session_timeout: &Bound<'_, PyAny>,
+        connect_timeout: &Bound<'_, PyAny>,
+        operation_timeout: &Bound<'_, PyAny>,
+        auth: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
         let mut options = ClientOptions::new(hosts)
-            .session_timeout(positive_seconds("session_timeout", session_timeout)?)
-            .connect_timeout(positive_seconds("connect_timeout", connect_timeout)?)
-            .operation_timeout(positive_seconds("operation_timeout", operation_timeout)?);
-        if let Some((user, password)) = auth {
+            .session_timeout(option_timeout("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)?)
+            .connect_timeout(option_timeout("connect_timeout", connect_timeout, MAX_OPTION_TIMEOUT)?)
+            .operation_timeout(option_timeout("operation_timeout", operation_timeout, MAX_OPTION_TIMEOUT)?);
+        if let Some(auth) = auth {
+            let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = auth
+                .extract()
+                .map_err(|_| PyTypeError::new_err("auth must be a (user, password) tuple of str, or None"))?;
+            let user = text("auth user", &user, ErrorKind::InvalidArgument)?;
+            let password = text("auth password", &password, ErrorKind::InvalidArgument)?;
             options = options.digest_auth(user, password);
         }
         // On Ctrl-C the connect goes on in the background and its client is
@@ -190,37 +271,45 @@ impl Client {
     /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
     /// `identifier` (str or bytes) is stored in the lock node.
     #[pyo3(signature = (path, identifier=None))]
-    fn lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Exclusive, identifier)
     }
 
     /// The read side of a read/write lock on `path`, as an independent handle.
     #[pyo3(signature = (path, identifier=None))]
-    fn read_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn read_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Read, identifier)
     }
 
     /// The write side of a read/write lock on `path`, as an independent handle.
     #[pyo3(signature = (path, identifier=None))]
-    fn write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn write_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Write, identifier)
     }
 
     /// A read/write pair on `path` whose sides know each other (downgrade
     /// allowed, upgrade refused with WouldDeadlock): `(read, write)`.
     #[pyo3(signature = (path, identifier=None))]
-    fn read_write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<(Lock, Lock)> {
+    fn read_write_lock(
+        &self,
+        path: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Lock, Lock)> {
+        let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
-        let pair = Arc::new(self.inner.read_write_lock(path, options).map_err(py_err)?);
-        Ok((Lock::new(Handle::Pair(pair.clone(), false)), Lock::new(Handle::Pair(pair, true))))
+        let pair = Arc::new(self.inner.read_write_lock(&path, options).map_err(py_err)?);
+        Ok((
+            Lock::new(Handle::Pair(pair.clone(), false)),
+            Lock::new(Handle::Pair(pair, true)),
+        ))
     }
 
     /// The queue of the lock at `path`, holders first: a list of
     /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
     /// `"reader"` or `"writer"`. Blocks without the GIL.
-    fn participants<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let client = self.inner.clone();
-        let path = path.to_owned();
+    fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let client = CoreClient::clone(&self.inner);
         let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
         list.into_iter()
             .map(|p| {
@@ -234,7 +323,7 @@ impl Client {
                         p.name.into_pyobject(py)?.into_any(),
                         p.sequence.into_pyobject(py)?.into_any(),
                         kind.into_pyobject(py)?.into_any(),
-                        pyo3::types::PyBool::new(py, p.holds).to_owned().into_any(),
+                        PyBool::new(py, p.holds).to_owned().into_any(),
                         PyBytes::new(py, &p.data).into_any(),
                         p.session_id.into_pyobject(py)?.into_any(),
                     ],
@@ -271,7 +360,7 @@ impl Client {
     /// acquires fail with Closed. Idempotent; blocks without the GIL up to
     /// the operation timeout.
     fn close(&self, py: Python<'_>) {
-        let client = self.inner.clone();
+        let client = CoreClient::clone(&self.inner);
         py.detach(move || client.close());
     }
 
@@ -284,9 +373,10 @@ impl Client {
 }
 
 impl Client {
-    fn lock_of(&self, path: &str, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn lock_of(&self, path: &Bound<'_, PyAny>, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
-        let lock = self.inner.lock_with(path, mode, options).map_err(py_err)?;
+        let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
         Ok(Lock::new(Handle::Single(lock)))
     }
 }
@@ -352,26 +442,15 @@ fn register(guard: &Guard, cb: PyCallback) {
 #[pymethods]
 impl Lock {
     /// Acquires the lock like `threading.Lock.acquire`: `blocking=False`
-    /// tries once; otherwise waits up to `timeout` seconds in total (None or
-    /// -1: without limit). Returns False on timeout. Waits without the GIL;
+    /// tries once; otherwise waits up to `timeout` seconds in total (None:
+    /// without limit; numbers by the core's rule, see [`wait_limit`]). Returns False on timeout. Waits without the GIL;
     /// Ctrl-C cancels the wait (our node is deleted) and raises
     /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed,
-    /// ConnectionLoss, InvalidArgument for a bad timeout, ...
+    /// ConnectionLoss, InvalidArgument for a bad
+    /// timeout, TypeError for a timeout that is not a number.
     #[pyo3(signature = (blocking=true, timeout=None))]
-    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<f64>) -> PyResult<bool> {
-        let wait = match (blocking, timeout) {
-            (false, None) => Some(Duration::ZERO),
-            (false, Some(_)) => return Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
-            (true, None) => None,
-            (true, Some(t)) if t == -1.0 || t == f64::INFINITY => None,
-            (true, Some(t)) if t >= 0.0 => Some(
-                Duration::try_from_secs_f64(t)
-                    .map_err(|_| invalid_argument(format!("timeout must be a number of seconds >= 0, got {t}")))?,
-            ),
-            (true, Some(t)) => {
-                return Err(invalid_argument(format!("timeout must be >= 0 or -1 (no limit), got {t}")))
-            }
-        };
+    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let wait = wait_limit(blocking, timeout)?;
         let handle = self.handle.clone();
         let cancel = handle.get().cancel_handle();
         let result = wait_interruptibly(
@@ -411,8 +490,8 @@ impl Lock {
     /// Releases the newest guard of this object (the node is deleted with
     /// the last one). Returns True when done, False when the delete could
     /// not be confirmed and goes on in the background. Raises NotHeld if
-    /// nothing is held, LockLost if the lock had been lost meanwhile.
-    /// Blocks without the GIL.
+    /// nothing is held, LockLost if the lock had been lost meanwhile,
+    /// Closed after close(). Blocks without the GIL.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let guard = locked(&self.guards)
             .pop()
@@ -431,7 +510,8 @@ impl Lock {
     }
 
     /// Raises unless the lock is safely held now: NotHeld when not held,
-    /// ConnectionLoss while suspended, LockLost once lost.
+    /// ConnectionLoss while suspended, LockLost once lost, Closed after
+    /// close().
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         let top = locked(&self.guards).last().cloned();
         match top {
@@ -449,7 +529,7 @@ impl Lock {
     /// return promptly. Exceptions go to `sys.unraisablehook`.
     fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
         if !callback.is_callable() {
-            return Err(pyo3::exceptions::PyTypeError::new_err("callback must be callable"));
+            return Err(PyTypeError::new_err("callback must be callable"));
         }
         let cb: PyCallback = Arc::new(callback.unbind());
         locked(&self.callbacks).push(cb.clone());
@@ -553,5 +633,6 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
+    m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
     Ok(())
 }

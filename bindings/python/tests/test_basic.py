@@ -59,8 +59,12 @@ def test_acquire_release_like_threading_lock(client: zklock.Client, path: str) -
     assert lock.release() is True
     assert lock.acquire(timeout=5) is True
     assert lock.release() is True
-    assert lock.acquire(True, -1) is True
+    assert lock.acquire(True, None) is True
     lock.release()
+    # Unlike threading.Lock's, -1 is a negative timeout like any other
+    # (the rule of every zklock language).
+    with pytest.raises(zklock.InvalidArgument):
+        lock.acquire(True, -1)
 
 
 def test_fencing_tokens_grow(client: zklock.Client, path: str) -> None:

@@ -21,6 +21,15 @@ release it. Blocking calls release the GIL; a blocking acquire in the main
 thread is interrupted by Ctrl-C (KeyboardInterrupt), which deletes the
 waiting node first.
 
+Timeouts are numbers of seconds: ``int`` (any size), ``float``, or any
+object with ``__float__`` or ``__index__`` (numpy scalars, ``Decimal``,
+``Fraction``). A bool is refused (:class:`InvalidArgument`), anything else
+is a ``TypeError``. The rules are the core's, the same in every language:
+client options must be finite and > 0 (``session_timeout`` at most 3600 s,
+the others at most one day); an acquire timeout of 0 tries once, ``None``,
+``math.inf`` or more than 10**9 s (about 31.7 years) wait without limit,
+NaN and negative numbers (also ``threading.Lock``'s -1) are refused.
+
 Processes: create clients after ``fork()`` (or use the ``spawn`` start
 method); a client does not survive a fork.
 
@@ -34,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import math
 import threading
 from dataclasses import dataclass
 from types import TracebackType
@@ -115,15 +123,11 @@ class Participant:
     session_id: int
 
 
-def _check_timeout(timeout: Optional[float]) -> Optional[float]:
-    """Validates a timeout in seconds: None, -1 or a number >= 0."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError("timeout must be a number of seconds or None, not %s" % type(timeout).__name__)
-    if math.isnan(timeout) or (timeout < 0 and timeout != -1):
-        raise InvalidArgument("timeout must be >= 0 seconds, -1 or None (no limit), got %r" % (timeout,))
-    return float(timeout)
+def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
+    """The wait of ``acquire(blocking, timeout)`` in seconds (None: no
+    limit), by the core's rule; raises what acquire would raise for these
+    arguments (InvalidArgument, TypeError)."""
+    return _zklock._wait_limit(blocking, timeout)
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
@@ -175,8 +179,9 @@ class Lock:
 
     def __init__(self, native: _zklock.Lock, timeout: Optional[float] = None) -> None:
         self._native = native
-        #: The wait limit of ``with``/``async with`` in seconds (None: no limit).
-        self.timeout = _check_timeout(timeout)
+        #: The wait limit of ``with``/``async with`` in seconds (None: no
+        #: limit), as :meth:`acquire` reads ``timeout``.
+        self.timeout = _wait_limit(True, timeout)
 
     # -- blocking API -------------------------------------------------------
 
@@ -184,8 +189,11 @@ class Lock:
         """Acquires the lock like ``threading.Lock.acquire``.
 
         ``blocking=False`` tries once without waiting; otherwise waits up to
-        ``timeout`` seconds in total (None or -1: no limit). Returns True
-        when acquired, False when the time ran out (our node is deleted).
+        ``timeout`` seconds in total: 0 tries once; None, ``math.inf`` or
+        more than 10**9 s: no limit. Unlike ``threading.Lock``, -1 is not
+        "no limit" but refused, as every negative number (the rule of every
+        zklock language). Returns True when acquired, False when the time
+        ran out (our node is deleted).
 
         Releases the GIL while waiting. In the main thread, Ctrl-C cancels
         the wait (deleting our node) and raises KeyboardInterrupt.
@@ -193,10 +201,13 @@ class Lock:
         Raises:
             Cancelled: :meth:`cancel` was called meanwhile.
             WouldDeadlock: write side of a pair while its read side is held.
-            Closed, ConnectionLoss, ZooKeeperError: client or server trouble.
-            InvalidArgument: a timeout with ``blocking=False``, or < 0.
+            Closed: the client was closed.
+            ConnectionLoss, ZooKeeperError: client or server trouble.
+            InvalidArgument: a timeout with ``blocking=False``, NaN, a
+                negative number, or a bool.
+            TypeError: a timeout that is not a number.
         """
-        return self._native.acquire(blocking, _check_timeout(timeout))
+        return self._native.acquire(blocking, timeout)
 
     def release(self) -> bool:
         """Releases one acquire of this object (the node goes with the last).
@@ -209,6 +220,8 @@ class Lock:
             LockLost: the lock had been lost before the release (the
                 critical section may have run without it); the node is
                 cleaned up all the same.
+            Closed: the client was closed (the node went with the
+                session).
         """
         return self._native.release()
 
@@ -225,6 +238,7 @@ class Lock:
             NotHeld: not held by this object.
             ConnectionLoss: suspended (connection trouble; may come back).
             LockLost: lost for good; another client may hold it.
+            Closed: the client was closed.
         """
         self._native.check()
 
@@ -236,6 +250,9 @@ class Lock:
         with the GIL taken there, one call at a time and in order. It should
         return promptly; exceptions go to ``sys.unraisablehook``. If the lock
         is no longer HELD when registering, it is called once soon.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
@@ -318,7 +335,7 @@ class Lock:
         ``CancelledError`` propagates. This also cancels other acquires in
         progress on the same object (use one lock object per task).
         """
-        timeout = _check_timeout(timeout)
+        _wait_limit(blocking, timeout)  # bad arguments raise here, not on a thread
         loop = asyncio.get_running_loop()
         fut = _in_thread(loop, self._native.acquire, blocking, timeout)
         try:
@@ -390,17 +407,19 @@ class Client:
     """A connection to a ZooKeeper ensemble (one session), the factory of locks.
 
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``; timeouts are in
-    seconds; ``auth`` is ``(user, password)`` for ZooKeeper's digest scheme.
-    Connecting blocks (without the GIL; Ctrl-C interrupts it) until a server
-    answers or ``connect_timeout`` passes. A context manager: ``with
-    zklock.Client(...) as zk:`` closes the session on exit.
+    seconds (finite, > 0; ``session_timeout`` at most 3600, the others at
+    most 86400); ``auth`` is ``(user, password)`` for ZooKeeper's digest
+    scheme. Connecting blocks (without the GIL; Ctrl-C interrupts it) until
+    a server answers or ``connect_timeout`` passes. A context manager:
+    ``with zklock.Client(...) as zk:`` closes the session on exit.
 
     Thread-safe. Locks keep the session alive until :meth:`close` (which
     loses every lock held through this client) or until the client and all
     its locks are garbage.
 
     Raises:
-        InvalidArgument, InvalidPath: malformed connect string or option.
+        InvalidArgument, InvalidPath: malformed connect string or option
+            (also a bool as a timeout, or text that is not valid Unicode).
         ConnectionLoss: no server answered within ``connect_timeout``.
         ZooKeeperError: other refusals (e.g. failed authentication).
         TypeError: arguments of the wrong type.
@@ -424,7 +443,8 @@ class Client:
         limit); ``identifier`` (str or bytes) is stored in the lock node for
         other participants to see. Does not touch ZooKeeper.
 
-        Raises InvalidPath for a malformed path, TypeError for wrong types.
+        Raises InvalidPath for a malformed path (also one that is not valid
+        Unicode), Closed after :meth:`close`, TypeError for wrong types.
         """
         return Lock(self._native.lock(path, identifier), timeout)
 
