@@ -19,11 +19,15 @@
 //! - numbers and strings from Python turned into what the core's rules
 //!   take ([`seconds`], [`text`]): timeouts go through the core's
 //!   `option_timeout_from_secs` / `acquire_timeout_from_secs`, the one rule
-//!   of every language.
+//!   of every language;
+//! - interpreter shutdown: state callbacks stop at the package's atexit
+//!   hook ([`_shutdown`]), which waits for those already running, so no
+//!   callback enters Python while the interpreter finalizes.
 //!
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -139,6 +143,29 @@ fn text(name: &str, value: &Bound<'_, PyAny>, kind: ErrorKind) -> PyResult<Strin
         Ok(t) => Ok(t.into_owned()),
         Err(_) => Err(py_err(Error::new(kind, format!("{name} is not valid Unicode text: it contains a lone surrogate")))),
     }
+}
+
+/// Set by [`_shutdown`] (the package's atexit hook): state callbacks are no
+/// longer called.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// State callbacks running now (or about to look at [`SHUTTING_DOWN`]).
+static RUNNING_CALLBACKS: AtomicUsize = AtomicUsize::new(0);
+
+/// Stops state callbacks for good and waits (without the GIL) until none is
+/// running. Called by the package's atexit hook, while the interpreter
+/// still works: from then on no zklock thread enters Python, so nothing
+/// can call into an interpreter that is finalizing (which printed a PyO3
+/// panic or aborted in `PyGILState_Release`). Callbacks must return
+/// promptly; this waits for those already running.
+#[pyfunction]
+fn _shutdown(py: Python<'_>) {
+    SHUTTING_DOWN.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        while RUNNING_CALLBACKS.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }
 
 /// [`wait_limit`] for the package: the wait of `acquire(blocking,
@@ -299,8 +326,8 @@ impl Client {
         let options = lock_options(identifier)?;
         let pair = Arc::new(self.inner.read_write_lock(&path, options).map_err(py_err)?);
         Ok((
-            Lock::new(Handle::Pair(pair.clone(), false)),
-            Lock::new(Handle::Pair(pair, true)),
+            Lock::new(&self.inner, Handle::Pair(pair.clone(), false)),
+            Lock::new(&self.inner, Handle::Pair(pair, true)),
         ))
     }
 
@@ -377,7 +404,7 @@ impl Client {
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
         let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
-        Ok(Lock::new(Handle::Single(lock)))
+        Ok(Lock::new(&self.inner, Handle::Single(lock)))
     }
 }
 
@@ -407,6 +434,9 @@ type PyCallback = Arc<Py<PyAny>>;
 /// (re-entering when held), release() pops and releases the newest.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Lock {
+    /// The client the lock was made from (its `closed` decides what
+    /// `held` and `state` say right after `close()`).
+    client: CoreClient,
     handle: Arc<Handle>,
     guards: Mutex<Vec<Arc<Guard>>>,
     /// The newest guard ever acquired (answers for node_path & co).
@@ -415,8 +445,14 @@ struct Lock {
 }
 
 impl Lock {
-    fn new(handle: Handle) -> Lock {
-        Lock { handle: Arc::new(handle), guards: Mutex::default(), last: Mutex::default(), callbacks: Mutex::default() }
+    fn new(client: &CoreClient, handle: Handle) -> Lock {
+        Lock {
+            client: client.clone(),
+            handle: Arc::new(handle),
+            guards: Mutex::default(),
+            last: Mutex::default(),
+            callbacks: Mutex::default(),
+        }
     }
 
     fn last_guard(&self, py: Python<'_>) -> PyResult<Arc<Guard>> {
@@ -424,18 +460,41 @@ impl Lock {
             to_py_err(py, &Error::new(ErrorKind::NotHeld, format!("{} was never acquired", self.handle.get().path())))
         })
     }
+
+    /// Whether the grant this object holds can no longer be ours whatever
+    /// the core's monitor has noticed yet: the client was closed (close()
+    /// has returned, the monitor reports LOST a moment later).
+    fn defunct(&self) -> bool {
+        self.client.is_closed()
+    }
 }
 
 /// Registers `cb` on `guard`'s grant: called with the state's name, on the
 /// client's event thread, with the GIL taken there. An exception from the
-/// callback is reported through `sys.unraisablehook`.
+/// callback is reported through `sys.unraisablehook`. Once the interpreter
+/// shuts down ([`_shutdown`]) callbacks are no longer called.
 fn register(guard: &Guard, cb: PyCallback) {
     guard.on_state_change(move |state| {
-        Python::attach(|py| {
+        /// Counts a callback as running from before it looks at the flag
+        /// until it has left Python.
+        struct Running;
+        impl Drop for Running {
+            fn drop(&mut self) {
+                RUNNING_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        RUNNING_CALLBACKS.fetch_add(1, Ordering::SeqCst);
+        let _running = Running;
+        if SHUTTING_DOWN.load(Ordering::SeqCst) {
+            return;
+        }
+        // try_attach: never initialize or panic if the interpreter is gone
+        // (embedders that finalize without atexit hooks).
+        let _ = Python::try_attach(|py| {
             if let Err(e) = cb.call1(py, (state_name(state),)) {
                 e.write_unraisable(py, Some(cb.bind(py)));
             }
-        })
+        });
     });
 }
 
@@ -526,7 +585,8 @@ impl Lock {
     /// Registers `callback(state: str)` for every state change (HELD,
     /// SUSPENDED, LOST) of the current grant and of later grants of this
     /// object. Called on the client's event thread, one at a time; it must
-    /// return promptly. Exceptions go to `sys.unraisablehook`.
+    /// return promptly. Exceptions go to `sys.unraisablehook`. Not called
+    /// once the interpreter shuts down.
     fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
         if !callback.is_callable() {
             return Err(PyTypeError::new_err("callback must be callable"));
@@ -539,18 +599,22 @@ impl Lock {
         Ok(())
     }
 
-    /// Whether this object holds the lock now (held or suspended).
+    /// Whether this object holds the lock now (held or suspended). False
+    /// from the moment close() returns.
     #[getter]
     fn held(&self) -> bool {
-        !locked(&self.guards).is_empty() && self.handle.get().is_held()
+        !locked(&self.guards).is_empty() && !self.defunct() && self.handle.get().is_held()
     }
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
-    /// acquired).
+    /// acquired). `"LOST"` for a grant of a closed client from the moment
+    /// close() returns.
     #[getter]
     fn state(&self) -> &'static str {
-        match (locked(&self.guards).is_empty(), locked(&self.last).as_ref()) {
-            (false, Some(guard)) => state_name(guard.state()),
+        let held = !locked(&self.guards).is_empty();
+        match locked(&self.last).as_ref() {
+            Some(_) if held && self.defunct() => "LOST",
+            Some(guard) if held => state_name(guard.state()),
             _ => "RELEASED",
         }
     }
@@ -633,6 +697,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
+    m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
     Ok(())
 }

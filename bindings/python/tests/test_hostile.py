@@ -399,6 +399,31 @@ def test_methods_after_close(hosts: str, path: str) -> None:
         assert not lock.held and lock.state == "RELEASED"
 
 
+def test_held_lock_after_close(hosts: str, observer: zklock.Client, path: str) -> None:
+    zk = zklock.Client(hosts)
+    lock = zk.lock(path)
+    lock.acquire()
+    zk.close()
+    assert not lock.held and lock.state == "LOST"
+    check(lock.check, CLOSED)
+    check(lock.acquire, CLOSED)
+    check(lock.release, CLOSED)
+    check(lock.release, NOT_HELD)
+    assert lock.state == "RELEASED"
+    assert observer.participants(path) == []
+
+
+def test_state_right_after_close(hosts: str, path: str) -> None:
+    """close() returns only when every read says what it did (50 tries)."""
+    for i in range(50):
+        zk = zklock.Client(hosts)
+        lock = zk.lock("%s-%d" % (path, i))
+        lock.acquire()
+        zk.close()
+        state, held = lock.state, lock.held
+        assert (state, held) == ("LOST", False), "try %d: state %s, held %s after close()" % (i, state, held)
+
+
 def test_release_twice(client: zklock.Client, path: str) -> None:
     lock = client.lock(path)
     lock.acquire()

@@ -33,6 +33,10 @@ NaN and negative numbers (also ``threading.Lock``'s -1) are refused.
 Processes: create clients after ``fork()`` (or use the ``spawn`` start
 method); a client does not survive a fork.
 
+Interpreter shutdown: state callbacks are not called any more once the
+interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
+callbacks already running).
+
 asyncio: ``await lock.acquire_async(timeout=...)`` and ``async with
 client.lock(path):`` wait on a helper thread, so the event loop keeps
 running; cancelling the awaiting task cancels the acquire and deletes its
@@ -42,6 +46,7 @@ node before the cancellation is re-raised.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import enum
 import threading
 from dataclasses import dataclass
@@ -128,6 +133,11 @@ def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     limit), by the core's rule; raises what acquire would raise for these
     arguments (InvalidArgument, TypeError)."""
     return _zklock._wait_limit(blocking, timeout)
+
+
+# State callbacks stop when the interpreter starts to shut down; the hook
+# waits for those already running (see _zklock._shutdown).
+atexit.register(_zklock._shutdown)
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
@@ -249,7 +259,8 @@ class Lock:
         The callback runs on the client's event thread (not the caller's),
         with the GIL taken there, one call at a time and in order. It should
         return promptly; exceptions go to ``sys.unraisablehook``. If the lock
-        is no longer HELD when registering, it is called once soon.
+        is no longer HELD when registering, it is called once soon. It is
+        not called once the interpreter starts to shut down.
 
         Raises:
             TypeError: ``callback`` is not callable.
@@ -264,12 +275,14 @@ class Lock:
 
     @property
     def held(self) -> bool:
-        """Whether this object holds the lock now (held or suspended)."""
+        """Whether this object holds the lock now (held or suspended).
+        False from the moment :meth:`Client.close` returns."""
         return self._native.held
 
     @property
     def state(self) -> LockState:
-        """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise."""
+        """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise. LOST
+        from the moment :meth:`Client.close` returns."""
         return LockState(self._native.state)
 
     @property
@@ -499,8 +512,9 @@ class Client:
 
     def close(self) -> None:
         """Closes the session: every lock held through this client is lost
-        and waiting acquires fail with :class:`Closed`. Idempotent; blocks
-        (without the GIL) up to the operation timeout."""
+        and waiting acquires fail with :class:`Closed`. When it returns,
+        every lock of this client says so (``held`` False, ``state`` LOST).
+        Idempotent; blocks (without the GIL) up to the operation timeout."""
         self._native.close()
 
     def __enter__(self) -> "Client":

@@ -2,13 +2,16 @@
 
 from typing import Callable, List, Optional, Tuple, Union, final
 
-__all__ = ["ERROR_CODES", "__version__", "Client", "Lock", "_wait_limit"]
+__all__ = ["ERROR_CODES", "__version__", "Client", "Lock", "_shutdown", "_wait_limit"]
 
 __version__: str
 #: Every error kind name of the core, in code order (e.g. ``"TIMEOUT"``).
 ERROR_CODES: Tuple[str, ...]
 
 _Identifier = Union[str, bytes, None]
+
+def _shutdown() -> None:
+    """Stops state callbacks for good and waits until none runs (atexit)."""
 
 def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     """The wait of ``acquire(blocking, timeout)`` in seconds (None: no limit)."""
