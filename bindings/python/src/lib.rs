@@ -20,6 +20,11 @@
 //!   take ([`seconds`], [`text`]): timeouts go through the core's
 //!   `option_timeout_from_secs` / `acquire_timeout_from_secs`, the one rule
 //!   of every language;
+//! - fork: every object remembers the process that made it ([`Origin`]).
+//!   In a forked child an inherited object raises Closed at once and is
+//!   leaked rather than dropped: its session, runtime and threads belong to
+//!   the parent (the child has none of its threads), so touching it could
+//!   hang or disturb the parent's session;
 //! - interpreter shutdown: state callbacks stop at the package's atexit
 //!   hook ([`_shutdown`]), which waits for those already running, so no
 //!   callback enters Python while the interpreter finalizes.
@@ -27,6 +32,7 @@
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -145,6 +151,76 @@ fn text(name: &str, value: &Bound<'_, PyAny>, kind: ErrorKind) -> PyResult<Strin
     }
 }
 
+/// The process that made an object. ZooKeeper sessions, the core's runtime
+/// and its threads belong to one process: after `fork()` the child has a
+/// copy of the parent's objects but none of their threads.
+#[derive(Clone, Copy)]
+struct Origin(u32);
+
+impl Origin {
+    fn here() -> Origin {
+        Origin(std::process::id())
+    }
+
+    /// Whether this object was inherited through `fork()`.
+    fn forked(self) -> bool {
+        std::process::id() != self.0
+    }
+
+    /// Closed if this object was inherited through `fork()`.
+    fn check(self, what: &str) -> PyResult<()> {
+        if self.forked() {
+            return Err(py_err(self.inherited(what)));
+        }
+        Ok(())
+    }
+
+    fn inherited(self, what: &str) -> Error {
+        Error::new(
+            ErrorKind::Closed,
+            format!(
+                "this {what} was made in process {} and inherited through fork(); it does not work in process {} \
+                 (its ZooKeeper session and threads belong to the parent): make a new zklock.Client here",
+                self.0,
+                std::process::id()
+            ),
+        )
+    }
+}
+
+/// A core object owned by a Python object: dropped as usual in the process
+/// that made it, leaked in a forked child, where dropping it would close
+/// the parent's session or wait forever for threads the child does not
+/// have.
+struct Owned<T> {
+    value: Option<T>,
+    origin: Origin,
+}
+
+impl<T> Owned<T> {
+    fn new(value: T, origin: Origin) -> Owned<T> {
+        Owned { value: Some(value), origin }
+    }
+}
+
+impl<T> Deref for Owned<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("Owned::value is only taken by drop")
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.value.take() {
+            if self.origin.forked() {
+                std::mem::forget(value);
+            }
+        }
+    }
+}
+
 /// Set by [`_shutdown`] (the package's atexit hook): state callbacks are no
 /// longer called.
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
@@ -166,6 +242,14 @@ fn _shutdown(py: Python<'_>) {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
+}
+
+/// Called in the child after `os.fork()` (the package registers it with
+/// `os.register_at_fork`): callbacks that were running in the parent's
+/// threads do not run here.
+#[pyfunction]
+fn _after_fork_in_child() {
+    RUNNING_CALLBACKS.store(0, Ordering::SeqCst);
 }
 
 /// [`wait_limit`] for the package: the wait of `acquire(blocking,
@@ -245,10 +329,12 @@ fn lock_options(identifier: Option<&Bound<'_, PyAny>>) -> PyResult<LockOptions> 
 /// A connection to a ZooKeeper ensemble (one session), the factory of locks.
 ///
 /// Thread-safe: every method may be called from any thread. Blocking calls
-/// release the GIL.
+/// release the GIL. Belongs to the process that made it: inherited through
+/// `fork()`, it raises Closed (see [`Origin`]).
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Client {
-    inner: CoreClient,
+    inner: Owned<CoreClient>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -292,7 +378,8 @@ impl Client {
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.
         let inner = wait_interruptibly(py, move || CoreClient::connect(options), |_| {})?.map_err(py_err)?;
-        Ok(Client { inner })
+        let origin = Origin::here();
+        Ok(Client { inner: Owned::new(inner, origin), origin })
     }
 
     /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
@@ -322,12 +409,13 @@ impl Client {
         path: &Bound<'_, PyAny>,
         identifier: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Lock, Lock)> {
+        self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
         let pair = Arc::new(self.inner.read_write_lock(&path, options).map_err(py_err)?);
         Ok((
-            Lock::new(&self.inner, Handle::Pair(pair.clone(), false)),
-            Lock::new(&self.inner, Handle::Pair(pair, true)),
+            Lock::new(&self.inner, self.origin, Handle::Pair(pair.clone(), false)),
+            Lock::new(&self.inner, self.origin, Handle::Pair(pair, true)),
         ))
     }
 
@@ -335,6 +423,7 @@ impl Client {
     /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
     /// `"reader"` or `"writer"`. Blocks without the GIL.
     fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let client = CoreClient::clone(&self.inner);
         let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
@@ -359,39 +448,53 @@ impl Client {
             .collect()
     }
 
-    /// The id of the current ZooKeeper session (raises Closed after close()).
+    /// The id of the current ZooKeeper session (raises Closed after close()
+    /// or in a forked child).
     #[getter]
     fn session_id(&self, py: Python<'_>) -> PyResult<i64> {
+        self.origin.check("client")?;
         self.inner.session_id().map_err(|e| to_py_err(py, &e))
     }
 
     /// The session timeout the server granted, in seconds (raises Closed).
     #[getter]
     fn session_timeout(&self, py: Python<'_>) -> PyResult<f64> {
+        self.origin.check("client")?;
         self.inner.session_timeout().map(|d| d.as_secs_f64()).map_err(|e| to_py_err(py, &e))
     }
 
-    /// Whether close() was called.
+    /// Whether close() was called (always True in a forked child).
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_closed()
+        self.origin.forked() || self.inner.is_closed()
     }
 
-    /// How many deletions of our nodes are still retried in the background.
+    /// How many deletions of our nodes are still retried in the background
+    /// (none in a forked child: they are the parent's).
     #[getter]
     fn pending_cleanups(&self) -> u64 {
+        if self.origin.forked() {
+            return 0;
+        }
         self.inner.pending_cleanups()
     }
 
     /// Closes the session: locks held through this client are lost, waiting
     /// acquires fail with Closed. Idempotent; blocks without the GIL up to
-    /// the operation timeout.
+    /// the operation timeout. In a forked child it does nothing (the
+    /// session is the parent's).
     fn close(&self, py: Python<'_>) {
+        if self.origin.forked() {
+            return;
+        }
         let client = CoreClient::clone(&self.inner);
         py.detach(move || client.close());
     }
 
     fn __repr__(&self) -> String {
+        if self.origin.forked() {
+            return format!("<zklock._zklock.Client inherited from process {}>", self.origin.0);
+        }
         match self.inner.session_id() {
             Ok(id) => format!("<zklock._zklock.Client session=0x{id:x}>"),
             Err(_) => "<zklock._zklock.Client closed>".to_owned(),
@@ -401,10 +504,11 @@ impl Client {
 
 impl Client {
     fn lock_of(&self, path: &Bound<'_, PyAny>, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
         let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
-        Ok(Lock::new(&self.inner, Handle::Single(lock)))
+        Ok(Lock::new(&self.inner, self.origin, Handle::Single(lock)))
     }
 }
 
@@ -432,12 +536,16 @@ type PyCallback = Arc<Py<PyAny>>;
 /// Thread-safe. Ownership belongs to this object, not to a thread: any
 /// thread may release what another acquired. acquire() pushes a guard
 /// (re-entering when held), release() pops and releases the newest.
+/// Belongs to the process that made its client: inherited through
+/// `fork()`, it is not held (`held` False, `state` LOST if it was held)
+/// and its methods raise Closed without touching the parent's node.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Lock {
     /// The client the lock was made from (its `closed` decides what
     /// `held` and `state` say right after `close()`).
-    client: CoreClient,
-    handle: Arc<Handle>,
+    client: Owned<CoreClient>,
+    handle: Owned<Arc<Handle>>,
+    origin: Origin,
     guards: Mutex<Vec<Arc<Guard>>>,
     /// The newest guard ever acquired (answers for node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
@@ -445,10 +553,11 @@ struct Lock {
 }
 
 impl Lock {
-    fn new(client: &CoreClient, handle: Handle) -> Lock {
+    fn new(client: &CoreClient, origin: Origin, handle: Handle) -> Lock {
         Lock {
-            client: client.clone(),
-            handle: Arc::new(handle),
+            client: Owned::new(client.clone(), origin),
+            handle: Owned::new(Arc::new(handle), origin),
+            origin,
             guards: Mutex::default(),
             last: Mutex::default(),
             callbacks: Mutex::default(),
@@ -463,9 +572,10 @@ impl Lock {
 
     /// Whether the grant this object holds can no longer be ours whatever
     /// the core's monitor has noticed yet: the client was closed (close()
-    /// has returned, the monitor reports LOST a moment later).
+    /// has returned, the monitor reports LOST a moment later) or this
+    /// object was inherited through fork().
     fn defunct(&self) -> bool {
-        self.client.is_closed()
+        self.origin.forked() || self.client.is_closed()
     }
 }
 
@@ -504,13 +614,14 @@ impl Lock {
     /// tries once; otherwise waits up to `timeout` seconds in total (None:
     /// without limit; numbers by the core's rule, see [`wait_limit`]). Returns False on timeout. Waits without the GIL;
     /// Ctrl-C cancels the wait (our node is deleted) and raises
-    /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed,
-    /// ConnectionLoss, InvalidArgument for a bad
+    /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed
+    /// (also in a forked child), ConnectionLoss, InvalidArgument for a bad
     /// timeout, TypeError for a timeout that is not a number.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let wait = wait_limit(blocking, timeout)?;
-        let handle = self.handle.clone();
+        self.origin.check("lock")?;
+        let handle = Arc::clone(&self.handle);
         let cancel = handle.get().cancel_handle();
         let result = wait_interruptibly(
             py,
@@ -550,11 +661,16 @@ impl Lock {
     /// the last one). Returns True when done, False when the delete could
     /// not be confirmed and goes on in the background. Raises NotHeld if
     /// nothing is held, LockLost if the lock had been lost meanwhile,
-    /// Closed after close(). Blocks without the GIL.
+    /// Closed after close() or in a forked child (where the guard is
+    /// dropped without touching the parent's node). Blocks without the GIL.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let guard = locked(&self.guards)
             .pop()
             .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+        if self.origin.forked() {
+            std::mem::forget(guard);
+            return Err(py_err(self.origin.inherited("lock")));
+        }
         match py.detach(move || guard.release()) {
             Ok(ReleaseStatus::Released) => Ok(true),
             Ok(ReleaseStatus::Pending) => Ok(false),
@@ -563,17 +679,21 @@ impl Lock {
     }
 
     /// Makes every acquire in progress on this object fail with Cancelled
-    /// (their nodes are deleted). Never blocks; any thread.
+    /// (their nodes are deleted). Never blocks; any thread. Does nothing in
+    /// a forked child (no acquire of this object runs there).
     fn cancel(&self) {
-        self.handle.get().cancel();
+        if !self.origin.forked() {
+            self.handle.get().cancel();
+        }
     }
 
     /// Raises unless the lock is safely held now: NotHeld when not held,
     /// ConnectionLoss while suspended, LockLost once lost, Closed after
-    /// close().
+    /// close() or in a forked child.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         let top = locked(&self.guards).last().cloned();
         match top {
+            Some(_) if self.origin.forked() => Err(py_err(self.origin.inherited("lock"))),
             Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
             None => Err(to_py_err(
                 py,
@@ -586,11 +706,12 @@ impl Lock {
     /// SUSPENDED, LOST) of the current grant and of later grants of this
     /// object. Called on the client's event thread, one at a time; it must
     /// return promptly. Exceptions go to `sys.unraisablehook`. Not called
-    /// once the interpreter shuts down.
+    /// once the interpreter shuts down. Raises Closed in a forked child.
     fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
         if !callback.is_callable() {
             return Err(PyTypeError::new_err("callback must be callable"));
         }
+        self.origin.check("lock")?;
         let cb: PyCallback = Arc::new(callback.unbind());
         locked(&self.callbacks).push(cb.clone());
         if let Some(guard) = locked(&self.guards).last() {
@@ -600,7 +721,7 @@ impl Lock {
     }
 
     /// Whether this object holds the lock now (held or suspended). False
-    /// from the moment close() returns.
+    /// from the moment close() returns, and in a forked child.
     #[getter]
     fn held(&self) -> bool {
         !locked(&self.guards).is_empty() && !self.defunct() && self.handle.get().is_held()
@@ -608,7 +729,7 @@ impl Lock {
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
     /// acquired). `"LOST"` for a grant of a closed client from the moment
-    /// close() returns.
+    /// close() returns, and for a grant inherited through fork().
     #[getter]
     fn state(&self) -> &'static str {
         let held = !locked(&self.guards).is_empty();
@@ -674,8 +795,15 @@ impl Lock {
 impl Drop for Lock {
     /// A lock object dropped while holding releases its guards on a helper
     /// thread: a release may wait for ZooKeeper, and this runs with the GIL.
+    /// In a forked child the guards are leaked: they are the parent's.
     fn drop(&mut self) {
         let guards = std::mem::take(&mut *locked(&self.guards));
+        let last = locked(&self.last).take();
+        if self.origin.forked() {
+            std::mem::forget(guards);
+            std::mem::forget(last);
+            return;
+        }
         if !guards.is_empty() {
             let spawned = std::thread::Builder::new().name("zklock-py-release".into()).spawn(move || {
                 for guard in guards.into_iter().rev() {
@@ -698,6 +826,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
     Ok(())
 }

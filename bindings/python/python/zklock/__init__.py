@@ -30,8 +30,13 @@ the others at most one day); an acquire timeout of 0 tries once, ``None``,
 ``math.inf`` or more than 10**9 s (about 31.7 years) wait without limit,
 NaN and negative numbers (also ``threading.Lock``'s -1) are refused.
 
-Processes: create clients after ``fork()`` (or use the ``spawn`` start
-method); a client does not survive a fork.
+Processes: a client belongs to the process that made it. Objects
+inherited through ``fork()`` do not work in the child: every call raises
+:class:`Closed` at once, ``held`` is False, ``state`` is LOST for a lock
+that was held, and ``release()`` leaves the parent's node alone. A forked
+child can connect only if no client was made before the fork (the I/O
+reactor of the ZooKeeper client library is process-wide and does not
+survive a fork); otherwise use the ``spawn`` start method.
 
 Interpreter shutdown: state callbacks are not called any more once the
 interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
@@ -48,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import enum
+import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
@@ -138,6 +144,8 @@ def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
 # State callbacks stop when the interpreter starts to shut down; the hook
 # waits for those already running (see _zklock._shutdown).
 atexit.register(_zklock._shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_zklock._after_fork_in_child)
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
@@ -211,7 +219,8 @@ class Lock:
         Raises:
             Cancelled: :meth:`cancel` was called meanwhile.
             WouldDeadlock: write side of a pair while its read side is held.
-            Closed: the client was closed.
+            Closed: the client was closed, or this object was inherited
+                through ``fork()``.
             ConnectionLoss, ZooKeeperError: client or server trouble.
             InvalidArgument: a timeout with ``blocking=False``, NaN, a
                 negative number, or a bool.
@@ -231,7 +240,8 @@ class Lock:
                 critical section may have run without it); the node is
                 cleaned up all the same.
             Closed: the client was closed (the node went with the
-                session).
+                session), or this object was inherited through ``fork()``
+                (the parent's node is left alone).
         """
         return self._native.release()
 
@@ -248,7 +258,8 @@ class Lock:
             NotHeld: not held by this object.
             ConnectionLoss: suspended (connection trouble; may come back).
             LockLost: lost for good; another client may hold it.
-            Closed: the client was closed.
+            Closed: the client was closed, or this object was inherited
+                through ``fork()``.
         """
         self._native.check()
 
@@ -264,6 +275,7 @@ class Lock:
 
         Raises:
             TypeError: ``callback`` is not callable.
+            Closed: this object was inherited through ``fork()``.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
@@ -276,13 +288,15 @@ class Lock:
     @property
     def held(self) -> bool:
         """Whether this object holds the lock now (held or suspended).
-        False from the moment :meth:`Client.close` returns."""
+        False from the moment :meth:`Client.close` returns, and in a forked
+        child."""
         return self._native.held
 
     @property
     def state(self) -> LockState:
         """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise. LOST
-        from the moment :meth:`Client.close` returns."""
+        from the moment :meth:`Client.close` returns, and in a forked child
+        for a lock that was held at the fork."""
         return LockState(self._native.state)
 
     @property
@@ -428,7 +442,8 @@ class Client:
 
     Thread-safe. Locks keep the session alive until :meth:`close` (which
     loses every lock held through this client) or until the client and all
-    its locks are garbage.
+    its locks are garbage. A client belongs to the process that made it:
+    inherited through ``fork()``, its methods raise :class:`Closed`.
 
     Raises:
         InvalidArgument, InvalidPath: malformed connect string or option
@@ -457,7 +472,8 @@ class Client:
         other participants to see. Does not touch ZooKeeper.
 
         Raises InvalidPath for a malformed path (also one that is not valid
-        Unicode), Closed after :meth:`close`, TypeError for wrong types.
+        Unicode), Closed after :meth:`close` or in a forked child, TypeError
+        for wrong types.
         """
         return Lock(self._native.lock(path, identifier), timeout)
 
@@ -492,7 +508,8 @@ class Client:
 
     @property
     def session_id(self) -> int:
-        """The id of the current ZooKeeper session (raises Closed after close())."""
+        """The id of the current ZooKeeper session (raises Closed after
+        close() or in a forked child)."""
         return self._native.session_id
 
     @property
@@ -502,7 +519,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether :meth:`close` was called (always True in a forked child)."""
         return self._native.closed
 
     @property
@@ -514,7 +531,8 @@ class Client:
         """Closes the session: every lock held through this client is lost
         and waiting acquires fail with :class:`Closed`. When it returns,
         every lock of this client says so (``held`` False, ``state`` LOST).
-        Idempotent; blocks (without the GIL) up to the operation timeout."""
+        Idempotent; blocks (without the GIL) up to the operation timeout.
+        In a forked child it does nothing: the session is the parent's."""
         self._native.close()
 
     def __enter__(self) -> "Client":
