@@ -18,15 +18,6 @@ import pytest
 
 import zklock
 
-#: A child's own client cannot connect while the ZooKeeper client library's
-#: I/O reactor (async-io) and thread pool (blocking) are process-wide and
-#: do not survive fork(): the fork-safe copies of branch
-#: hostile-input-py-forkdeps (third_party/) remove this mark. Strict: it
-#: fails the run if such a test passes.
-NEEDS_FORK_SAFE_REACTOR = pytest.mark.xfail(
-    strict=True, reason="needs the fork-safe async-io and blocking (third_party/, branch hostile-input-py-forkdeps)"
-)
-
 #: Every step of a child must end well within this (seconds).
 STEP = 5.0
 
@@ -101,7 +92,6 @@ OWN_CLIENT_CHILD = """
 """
 
 
-@NEEDS_FORK_SAFE_REACTOR
 @pytest.mark.parametrize("parent_client", ["open", "closed", "open-holding", "by-name"])
 def test_child_makes_its_own_client(hosts: str, path: str, parent_client: str) -> None:
     """A client existed in the parent (open, closed, or holding a lock): the
@@ -179,7 +169,6 @@ def worker(hosts: str, path: str, index: int) -> int:
             return lock.fencing_token
 
 
-@NEEDS_FORK_SAFE_REACTOR
 def test_fork_pool_workers_make_their_own_clients(hosts: str, path: str) -> None:
     """A multiprocessing pool with the fork start method, made while the
     parent has a client holding a lock: every worker locks with a client of

@@ -30,13 +30,11 @@ the others at most one day); an acquire timeout of 0 tries once, ``None``,
 ``math.inf`` or more than 10**9 s (about 31.7 years) wait without limit,
 NaN and negative numbers (also ``threading.Lock``'s -1) are refused.
 
-Processes: a client belongs to the process that made it. Objects
-inherited through ``fork()`` do not work in the child: every call raises
-:class:`Closed` at once, ``held`` is False, ``state`` is LOST for a lock
-that was held, and ``release()`` leaves the parent's node alone. A forked
-child can connect only if no client was made before the fork (the I/O
-reactor of the ZooKeeper client library is process-wide and does not
-survive a fork); otherwise use the ``spawn`` start method.
+Processes: a client belongs to the process that made it. A child made by
+``fork()`` (or a ``fork`` multiprocessing pool) makes its own clients.
+Objects inherited through the fork do not work in the child: every call
+raises :class:`Closed` at once, ``held`` is False, ``state`` is LOST for a
+lock that was held, and ``release()`` leaves the parent's node alone.
 
 Interpreter shutdown: state callbacks are not called any more once the
 interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
