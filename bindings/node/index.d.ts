@@ -16,16 +16,22 @@ export interface ConnectOptions {
    * The session timeout to ask the server for, in milliseconds (default
    * 10000; the server may negotiate another within its bounds). Held
    * locks are lost when the session expires.
+   * Must be > 0 and at most 3600000 (one hour), else `INVALID_ARGUMENT`
+   * (README, "Timeouts").
    */
   sessionTimeoutMs?: number
   /**
    * How long `connect` may try before it fails with `CONNECTION_LOSS`, in
    * milliseconds (default 15000).
+   * Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+   * (README, "Timeouts").
    */
   connectTimeoutMs?: number
   /**
    * The longest a single ZooKeeper request may take, in milliseconds
    * (default 10000). Bounds `release()`, `participants()` and `close()`.
+   * Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+   * (README, "Timeouts").
    */
   operationTimeoutMs?: number
 }
@@ -62,6 +68,8 @@ export interface AcquireOptions {
    * The longest to wait in total, in milliseconds: `0` tries once,
    * absent or `Infinity` waits without limit. One deadline covers every
    * wait and retry.
+   * More than 1e12 (about 31.7 years) waits without limit too; NaN or
+   * negative is `INVALID_ARGUMENT` (README, "Timeouts").
    */
   timeoutMs?: number
 }
@@ -140,7 +148,7 @@ export declare class Lock {
    *
    * Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
    * (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
-   * throws `RangeError` for a negative timeout.
+   * throws `INVALID_ARGUMENT` for a NaN or negative timeout.
    */
   acquire(options?: AcquireOptions): Promise<Guard>
   /**
@@ -234,8 +242,8 @@ export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
 
 /**
  * A zklock failure. `code` names the kind (`"TIMEOUT"`, `"LOCK_LOST"`, ...,
- * the C enum names without `ZKLOCK_`). Bad arguments are `TypeError` /
- * `RangeError` instead.
+ * the C enum names without `ZKLOCK_`); a number out of range (a timeout) is
+ * `"INVALID_ARGUMENT"`. Arguments of the wrong type are `TypeError` instead.
  */
 export declare class ZkLockError extends Error {
   constructor(message: string, code: ZkLockErrorCode, options?: { cause?: unknown })
@@ -265,8 +273,8 @@ export declare namespace Client {
    *
    * Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
    * malformed connect string, `CONNECTION_LOSS` when no server answered
-   * within `connectTimeoutMs`. Throws `TypeError` / `RangeError` for bad
-   * options.
+   * within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT` for
+   * a timeout out of range, `TypeError` for an option of the wrong type.
    */
   function connect(options: ConnectOptions): Promise<Client>
 }

@@ -44,11 +44,27 @@ function convertError(err) {
   if (NAPI_TYPE_CODES.has(err.code) && !(err instanceof TypeError)) {
     return invalidArgType(err.message)
   }
+  // A panic caught at the boundary (#[napi(catch_unwind)]), or napi itself
+  // failing: either way a bug of this package, not of the caller.
+  if (err.code === 'GenericFailure') {
+    return new ZkLockError(`internal error in zklock's addon (a bug in zklock): ${err.message}`, 'INTERNAL')
+  }
   return err
 }
 
-function wrap(fn) {
+function invalidThis(what, cls, self) {
+  const e = new TypeError(`${what} called on ${self === null ? 'null' : typeof self}, not on a ${cls.name}`)
+  e.code = 'ERR_INVALID_THIS'
+  return e
+}
+
+/**
+ * Wraps a function of the addon so that its errors are converted; for a
+ * method or getter of `cls` (null: a static function), checks the receiver.
+ */
+function wrap(cls, fn, what) {
   const wrapped = function (...args) {
+    if (cls !== null && !(this instanceof cls)) throw invalidThis(what, cls, this)
     let r
     try {
       r = fn.apply(this, args)
@@ -67,22 +83,29 @@ function wrap(fn) {
 }
 
 for (const cls of [Client, Lock, Guard]) {
-  for (const target of [cls.prototype]) {
-    for (const key of Object.getOwnPropertyNames(target)) {
-      if (key === 'constructor' || key === 'prototype' || key === 'length' || key === 'name') continue
-      const d = Object.getOwnPropertyDescriptor(target, key)
-      if (d && typeof d.value === 'function') {
-        Object.defineProperty(target, key, { ...d, value: wrap(d.value) })
-      }
+  const target = cls.prototype
+  for (const key of Object.getOwnPropertyNames(target)) {
+    if (key === 'constructor') continue
+    const d = Object.getOwnPropertyDescriptor(target, key)
+    const what = `${cls.name}.prototype.${key}`
+    if (typeof d.value === 'function') {
+      Object.defineProperty(target, key, { ...d, value: wrap(cls, d.value, what) })
+    } else if (typeof d.get === 'function') {
+      Object.defineProperty(target, key, { ...d, get: wrap(cls, d.get, what) })
     }
   }
+}
+
+/** Converts the errors of a static function of the addon. */
+function wrapStatic(fn) {
+  return wrap(null, fn, fn.name)
 }
 
 // The addon defines static methods read-only: define `connect` here.
 Object.defineProperty(Client, 'connect', {
   configurable: true,
   writable: true,
-  value: wrap(function connect(options) {
+  value: wrapStatic(function connect(options) {
     if (options === null || typeof options !== 'object') {
       throw invalidArgType(`options must be an object with hosts, got ${options === null ? 'null' : typeof options}`)
     }
@@ -111,17 +134,18 @@ function abortedError(lock, signal) {
 let nextTicket = 1
 const nativeAcquire = Lock.prototype.acquire
 Lock.prototype.acquire = function acquire(options) {
+  if (!(this instanceof Lock)) throw invalidThis('Lock.prototype.acquire', Lock, this)
   if (options === undefined || options === null) return nativeAcquire.call(this)
   if (typeof options !== 'object') {
     throw invalidArgType(`options must be an object, got ${typeof options}`)
   }
-  const { signal } = options
+  const { signal, timeoutMs } = options // each read once: getters may lie
   const nativeOptions = {}
-  if (options.timeoutMs !== undefined && options.timeoutMs !== null) {
-    if (typeof options.timeoutMs !== 'number') {
-      throw invalidArgType(`timeoutMs must be a number, got ${typeof options.timeoutMs}`)
+  if (timeoutMs !== undefined && timeoutMs !== null) {
+    if (typeof timeoutMs !== 'number') {
+      throw invalidArgType(`timeoutMs must be a number, got ${typeof timeoutMs}`)
     }
-    nativeOptions.timeoutMs = options.timeoutMs
+    nativeOptions.timeoutMs = timeoutMs
   }
   if (signal === undefined || signal === null) return nativeAcquire.call(this, nativeOptions)
   if (!isAbortSignal(signal)) throw invalidArgType('signal must be an AbortSignal')
@@ -135,8 +159,16 @@ Lock.prototype.acquire = function acquire(options) {
   const ticket = nextTicket
   nextTicket = nextTicket >= 0xfffffff0 ? 1 : nextTicket + 1
   const onAbort = () => this._abortAcquire(ticket)
-  const promise = nativeAcquire.call(this, nativeOptions, ticket)
+  // Listen before starting: if the signal throws, no acquire is left
+  // running (and rejecting unhandled).
   signal.addEventListener('abort', onAbort, { once: true })
+  let promise
+  try {
+    promise = nativeAcquire.call(this, nativeOptions, ticket)
+  } catch (e) {
+    signal.removeEventListener('abort', onAbort)
+    throw e
+  }
   return promise.then(
     (guard) => {
       signal.removeEventListener('abort', onAbort)
@@ -170,6 +202,7 @@ Object.defineProperty(Guard.prototype, asyncDispose, {
 })
 
 Client.prototype.withLock = async function withLock(path, fn, options) {
+  if (!(this instanceof Client)) throw invalidThis('Client.prototype.withLock', Client, this)
   if (typeof fn !== 'function') throw invalidArgType(`fn must be a function, got ${typeof fn}`)
   const guard = await this.lock(path).acquire(options)
   let result
@@ -192,4 +225,5 @@ module.exports = {
   ERROR_CODES,
   errorCodes: native.errorCodes,
   __errorForKind: (i) => convertError(Guard._errorForKind(i)),
+  __panicForTest: wrapStatic(Guard._panicForTest),
 }

@@ -22,8 +22,8 @@ export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
 
 /**
  * A zklock failure. `code` names the kind (`"TIMEOUT"`, `"LOCK_LOST"`, ...,
- * the C enum names without `ZKLOCK_`). Bad arguments are `TypeError` /
- * `RangeError` instead.
+ * the C enum names without `ZKLOCK_`); a number out of range (a timeout) is
+ * `"INVALID_ARGUMENT"`. Arguments of the wrong type are `TypeError` instead.
  */
 export declare class ZkLockError extends Error {
   constructor(message: string, code: ZkLockErrorCode, options?: { cause?: unknown })
@@ -53,8 +53,8 @@ export declare namespace Client {
    *
    * Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
    * malformed connect string, `CONNECTION_LOSS` when no server answered
-   * within `connectTimeoutMs`. Throws `TypeError` / `RangeError` for bad
-   * options.
+   * within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT` for
+   * a timeout out of range, `TypeError` for an option of the wrong type.
    */
   function connect(options: ConnectOptions): Promise<Client>
 }

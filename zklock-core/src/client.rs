@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use zookeeper_client as zk;
 
 use crate::clock::SafetyClock;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{shown, Error, ErrorKind, Result};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::nodelay;
@@ -311,13 +311,13 @@ impl Shared {
             let last = match tokio::time::timeout_at(deadline.into(), connector.clone().connect(hosts)).await {
                 Ok(Ok(zk)) => break (zk, connect_began),
                 Ok(Err(e @ (zk::Error::Timeout | zk::Error::ConnectionLoss | zk::Error::NoHosts))) => e.to_string(),
-                Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {hosts:?}"), e)),
+                Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {}", shown(hosts)), e)),
                 Err(_) => "no answer".to_owned(),
             };
             if Instant::now() >= deadline {
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!("could not connect to {hosts:?} within {:?} ({last})", options.connect_timeout),
+                    format!("could not connect to {} within {:?} ({last})", shown(hosts), options.connect_timeout),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

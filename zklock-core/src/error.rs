@@ -111,15 +111,9 @@ impl Error {
         Error::new(ErrorKind::InvalidArgument, message)
     }
 
-    /// Names `path` (its first 100 characters if it is longer, never a
-    /// huge string) and what is wrong with it.
+    /// Names `path` (see [`shown`]) and what is wrong with it.
     pub(crate) fn invalid_path(path: &str, why: &str) -> Self {
-        const SHOWN: usize = 100;
-        if path.chars().nth(SHOWN).is_none() {
-            return Error::new(ErrorKind::InvalidPath, format!("invalid path {path:?}: {why}"));
-        }
-        let head: String = path.chars().take(SHOWN).collect();
-        Error::new(ErrorKind::InvalidPath, format!("invalid path {head:?}... ({} bytes): {why}", path.len()))
+        Error::new(ErrorKind::InvalidPath, format!("invalid path {}: {why}", shown(path)))
     }
 
     pub(crate) fn timeout(what: &str) -> Self {
@@ -165,6 +159,18 @@ impl std::error::Error for Error {}
 
 /// Result with zklock's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `s` quoted for an error message: whole if short, else its first 100
+/// characters and its length (a message never carries a huge input).
+pub(crate) fn shown(s: &str) -> String {
+    const SHOWN: usize = 100;
+    if s.chars().nth(SHOWN).is_none() {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(SHOWN).collect();
+        format!("{head:?}... ({} bytes)", s.len())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -39,5 +39,5 @@ pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReadWriteLock,
 pub use names::{LockMode, NodeKind};
 pub use validate::{
     acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,
-    MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SESSION_TIMEOUT,
+    MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SERVERS_BYTES, MAX_SESSION_TIMEOUT,
 };

@@ -228,15 +228,30 @@ enum Cleanup {
 /// watch has reported nothing (the node is still ours as far as any reply
 /// has shown), so one `delete` is sent at once; otherwise the node is read
 /// first and deleted only if the session owns it (see [`Cleanup::Node`]).
-async fn delete_node(shared: &Arc<Shared>, session: &Arc<Session>, path: String, known_ours: bool) -> ReleaseStatus {
+/// `patience` bounds the try made now (each request is bounded by the
+/// operation timeout anyway); what is not done by then goes on in the
+/// background.
+async fn delete_node(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    path: String,
+    known_ours: bool,
+    patience: Option<Duration>,
+) -> ReleaseStatus {
     if session.state().is_terminated() {
         return ReleaseStatus::Released;
     }
     if session.state() == zk::SessionState::SyncConnected {
-        let done = if known_ours {
-            delete_once(shared, session, &path, None).await
-        } else {
-            cleanup_once(shared, session, &Cleanup::Node(path.clone())).await
+        let now = async {
+            if known_ours {
+                delete_once(shared, session, &path, None).await
+            } else {
+                cleanup_once(shared, session, &Cleanup::Node(path.clone())).await
+            }
+        };
+        let done = match patience {
+            Some(p) => tokio::time::timeout(p, now).await.unwrap_or(false),
+            None => now.await,
         };
         if done {
             return ReleaseStatus::Released;
@@ -769,15 +784,8 @@ impl Attempt {
     /// the server is silent.
     async fn cleanup(&mut self, ctx: &Ctx) {
         if let Some(node) = self.node.take() {
-            let what = Cleanup::Node(format!("{}/{}", ctx.path, node.name));
-            let done = self.session.state().is_terminated()
-                || (self.session.state() == zk::SessionState::SyncConnected
-                    && tokio::time::timeout(CLEANUP_GRACE, cleanup_once(&ctx.shared, &self.session, &what))
-                        .await
-                        .unwrap_or(false));
-            if !done {
-                spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
-            }
+            let path = format!("{}/{}", ctx.path, node.name);
+            delete_node(&ctx.shared, &self.session, path, false, Some(CLEANUP_GRACE)).await;
         } else if self.unknown_create {
             let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
@@ -1333,7 +1341,7 @@ impl Guard {
                 // (A third party that deletes our node and makes another of
                 // the same name in the one round trip before our delete
                 // cannot be told apart: ZooKeeper has no delete-if-owner.)
-                _ => delete_node(&h.shared, &h.session, h.node_path(), state == LockState::Held).await,
+                _ => delete_node(&h.shared, &h.session, h.node_path(), state == LockState::Held, None).await,
             }
         })?;
         match lost {

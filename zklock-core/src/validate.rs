@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 
 /// The longest lock path, and the longest chroot, in bytes of UTF-8 (32 KiB).
 /// ZooKeeper itself has no path limit below its packet limit (1 MiB by
@@ -147,7 +147,13 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
         }
     }
     if servers.trim().is_empty() {
-        return Err(Error::invalid_argument(format!("connect string {hosts:?} names no server")));
+        return Err(Error::invalid_argument(format!("connect string {} names no server", shown(hosts))));
+    }
+    if servers.len() > MAX_SERVERS_BYTES {
+        return Err(Error::invalid_argument(format!(
+            "connect string {}: the list of servers is longer than {MAX_SERVERS_BYTES} bytes",
+            shown(hosts)
+        )));
     }
     for server in servers.split(',') {
         validate_server(hosts, server.trim())?;
@@ -155,8 +161,17 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
     Ok(hosts.to_owned())
 }
 
+/// The longest list of servers in a connect string, in bytes (before the
+/// chroot, which has [`MAX_PATH_BYTES`] of its own).
+pub const MAX_SERVERS_BYTES: usize = 64 * 1024;
+
+/// The longest host name (DNS's limit).
+const MAX_HOST_BYTES: usize = 253;
+
 fn validate_server(all: &str, server: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid_argument(format!("connect string {all:?}: server {server:?} {why}")));
+    let bad = |why: &str| {
+        Err(Error::invalid_argument(format!("connect string {}: server {} {why}", shown(all), shown(server))))
+    };
     if server.is_empty() {
         return bad("is empty (stray ',')");
     }
@@ -177,6 +192,15 @@ fn validate_server(all: &str, server: &str) -> Result<()> {
     }
     if host.contains(|c: char| c.is_whitespace() || c == ':' && !server.starts_with('[')) {
         return bad("has a malformed host name");
+    }
+    if host.len() > MAX_HOST_BYTES {
+        return bad(&format!("has a host name longer than {MAX_HOST_BYTES} bytes"));
+    }
+    if let Some(c) = host.chars().find(|c| !c.is_ascii_graphic()) {
+        return bad(&format!(
+            "has a host name with character U+{:04X} (host names are ASCII: use the xn-- form of an internationalized name)",
+            c as u32
+        ));
     }
     match port {
         None => Ok(()),
@@ -240,6 +264,18 @@ mod tests {
     }
 
     #[test]
+    fn huge_connect_strings_are_refused_without_quoting_them() {
+        let long_host = format!("{}:2181", "h".repeat(254));
+        let many = vec!["h:1"; 20_000].join(",");
+        for (hosts, why) in [(long_host.as_str(), "longer than 253 bytes"), (many.as_str(), "longer than 65536 bytes")] {
+            let e = validate_connect_string(hosts).expect_err("too long");
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains(why), "{e}");
+            assert!(e.message().len() < 600, "the message quotes the whole input: {} bytes", e.message().len());
+        }
+    }
+
+    #[test]
     fn option_timeouts_follow_one_rule() {
         let max = MAX_OPTION_TIMEOUT;
         assert_eq!(option_timeout_from_secs("t", 1.5, max).unwrap(), Duration::from_millis(1500));
@@ -287,6 +323,9 @@ mod tests {
             ("h:1/zookeeper", "reserved"),
             ("h:1/zookeeper/quota", "reserved"),
             ("h:1/a\u{1F600}", "Basic Multilingual Plane"),
+            ("h\u{0}st:1", "U+0000"),
+            ("h\u{1F600}:1", "xn--"),
+            ("hé:1", "U+00E9"),
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);

@@ -11,9 +11,17 @@
 //!
 //! Errors: [`zk_error`] is the one place that maps the core's `ErrorKind` to
 //! a JavaScript error (`code` = the kind's name, e.g. `"TIMEOUT"`); the
-//! package's `index.js` turns those into `ZkLockError`. Bad arguments become
-//! `TypeError` (`code: "ERR_INVALID_ARG_TYPE"`) and `RangeError`
-//! (`code: "ERR_OUT_OF_RANGE"`).
+//! package's `index.js` turns those into `ZkLockError`. A number out of range
+//! (a timeout) is the core's `INVALID_ARGUMENT`, by the core's one rule for
+//! every language; a value of the wrong type is napi's conversion error,
+//! which `index.js` turns into `TypeError` (`code: "ERR_INVALID_ARG_TYPE"`).
+//!
+//! Panics: no panic may unwind into Node (that aborts the process). Every
+//! `#[napi]` entry point has `catch_unwind` (a panic throws an error with
+//! `code: "GenericFailure"`, which `index.js` turns into `ZkLockError`
+//! `INTERNAL`); the work of a Promise runs under `catch_unwind` on its thread
+//! and rejects with `INTERNAL`; callbacks into JavaScript and the drops that
+//! run in GC finalizers do not panic (see [`StateCallback`]).
 
 #![deny(clippy::unwrap_used)]
 // `#[napi]` generates undocumented glue items next to ours (registration
@@ -29,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::{BigInt, Buffer, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, JsFunction, JsObject, JsRangeError, JsUnknown, Status};
+use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
 use zklock_core as core;
 
@@ -69,9 +77,26 @@ fn range_error(env: &Env, message: String) -> napi::Error {
     build().map(napi::Error::from).unwrap_or_else(|e| e)
 }
 
+/// A `TypeError` with `code` (Node's codes, e.g. `"ERR_ILLEGAL_CONSTRUCTOR"`).
+fn type_error(env: &Env, code: &str, message: &str) -> napi::Error {
+    let build = || -> napi::Result<JsUnknown> {
+        let v = JsTypeError::from(napi::Error::new(Status::InvalidArg, message.to_owned())).into_unknown(*env);
+        let mut obj: JsObject = v.coerce_to_object()?;
+        obj.set_named_property("code", env.create_string(code)?)?;
+        Ok(obj.into_unknown())
+    };
+    build().map(napi::Error::from).unwrap_or_else(|e| e)
+}
+
+/// The error of `new Client()`, `new Lock()`, `new Guard()`: these objects
+/// come only from the package's own functions.
+fn illegal_constructor(env: &Env, class: &str, instead: &str) -> napi::Error {
+    type_error(env, "ERR_ILLEGAL_CONSTRUCTOR", &format!("{class} has no public constructor: use {instead}"))
+}
+
 /// The names of every error kind of the core, in code order: the values
 /// `ZkLockError.code` can take.
-#[napi(ts_return_type = "Array<ZkLockErrorCode>")]
+#[napi(ts_return_type = "Array<ZkLockErrorCode>", catch_unwind)]
 pub fn error_codes() -> Vec<String> {
     core::ErrorKind::ALL.iter().map(|k| k.name().to_owned()).collect()
 }
@@ -137,7 +162,9 @@ fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
         let id = NEXT_CALL_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut job = job;
         loop {
-            job();
+            // A job catches its own panics (spawn_promise); this keeps the
+            // thread's bookkeeping right should anything else panic.
+            let _ = catch_unwind(AssertUnwindSafe(job));
             let (tx, rx) = std::sync::mpsc::channel::<CallJob>();
             match IDLE_CALL_THREADS.lock() {
                 Ok(mut idle) => idle.push((id, tx)),
@@ -167,18 +194,32 @@ fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Milliseconds from JavaScript as a duration: `None` stays `None`,
-/// `Infinity` is `None` (no limit), negative or NaN is a `RangeError`.
-fn millis(env: &Env, what: &str, ms: Option<f64>, allow_zero: bool) -> napi::Result<Option<Duration>> {
+/// Says which JavaScript option, in milliseconds, a core error about a
+/// timeout (in seconds) was about.
+fn in_millis(option: &str, ms: f64, err: core::Error) -> core::Error {
+    core::Error::new(err.kind(), format!("{option} = {ms} ms: {}", err.message()))
+}
+
+/// A client option's timeout in milliseconds, by the core's one rule
+/// ([`core::option_timeout_from_secs`]): absent keeps the default; NaN,
+/// `<= 0`, infinite or more than `max` is `INVALID_ARGUMENT` naming
+/// `option`.
+fn option_timeout(option: &str, core_name: &str, ms: Option<f64>, max: Duration) -> core::Result<Option<Duration>> {
     let Some(ms) = ms else { return Ok(None) };
-    if ms.is_nan() || ms < 0.0 || (!allow_zero && ms == 0.0) {
-        let bound = if allow_zero { ">= 0" } else { "> 0" };
-        return Err(range_error(env, format!("{what} must be a number {bound}, got {ms}")));
-    }
-    if ms.is_infinite() {
-        return Ok(None);
-    }
-    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+    core::option_timeout_from_secs(core_name, ms / 1000.0, max).map(Some).map_err(|e| in_millis(option, ms, e))
+}
+
+/// An acquire timeout in milliseconds, by the core's one rule
+/// ([`core::acquire_timeout_from_secs`]): absent, `Infinity` or more than
+/// [`core::FOREVER`] waits without limit (`None`), `0` tries once, NaN or
+/// negative is `INVALID_ARGUMENT`.
+fn acquire_timeout(ms: Option<f64>) -> core::Result<Option<Duration>> {
+    let Some(ms) = ms else { return Ok(None) };
+    // A tiny negative number divided by 1000 rounds to -0, which would try
+    // once: keep it negative.
+    let secs = ms / 1000.0;
+    let secs = if ms < 0.0 && secs == 0.0 { ms } else { secs };
+    core::acquire_timeout_from_secs(secs).map_err(|e| in_millis("timeoutMs", ms, e))
 }
 
 // ---------------------------------------------------------------------------
@@ -193,12 +234,18 @@ pub struct ConnectOptions {
     /// The session timeout to ask the server for, in milliseconds (default
     /// 10000; the server may negotiate another within its bounds). Held
     /// locks are lost when the session expires.
+    /// Must be > 0 and at most 3600000 (one hour), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub session_timeout_ms: Option<f64>,
     /// How long `connect` may try before it fails with `CONNECTION_LOSS`, in
     /// milliseconds (default 15000).
+    /// Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub connect_timeout_ms: Option<f64>,
     /// The longest a single ZooKeeper request may take, in milliseconds
     /// (default 10000). Bounds `release()`, `participants()` and `close()`.
+    /// Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
+    /// (README, "Timeouts").
     pub operation_timeout_ms: Option<f64>,
 }
 
@@ -214,25 +261,41 @@ pub struct Client {
 
 #[napi]
 impl Client {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
+    /// `Client.connect()`).
+    #[napi(constructor, skip_typescript, catch_unwind)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Client", "Client.connect()"))
+    }
+
     /// Connects to ZooKeeper and opens a session.
     ///
     /// Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
     /// malformed connect string, `CONNECTION_LOSS` when no server answered
-    /// within `connectTimeoutMs`. Throws `TypeError` / `RangeError` for bad
-    /// options.
+    /// within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT`
+    /// for a timeout out of range, `TypeError` for an option of the wrong
+    /// type.
     ///
     /// (Exposed to JavaScript as `Client.connect` by `index.js`, which
     /// converts its errors.)
-    #[napi(js_name = "_connect", skip_typescript)]
+    #[napi(js_name = "_connect", skip_typescript, catch_unwind)]
     pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<JsObject> {
+        let timeouts = || -> core::Result<_> {
+            Ok((
+                option_timeout("sessionTimeoutMs", "session timeout", options.session_timeout_ms, core::MAX_SESSION_TIMEOUT)?,
+                option_timeout("connectTimeoutMs", "connect timeout", options.connect_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
+                option_timeout("operationTimeoutMs", "operation timeout", options.operation_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
+            ))
+        };
+        let (session, connect, operation) = timeouts().map_err(|e| zk_error(&env, &e))?;
         let mut opts = core::ClientOptions::new(options.hosts);
-        if let Some(d) = millis(&env, "sessionTimeoutMs", options.session_timeout_ms, false)? {
+        if let Some(d) = session {
             opts = opts.session_timeout(d);
         }
-        if let Some(d) = millis(&env, "connectTimeoutMs", options.connect_timeout_ms, false)? {
+        if let Some(d) = connect {
             opts = opts.connect_timeout(d);
         }
-        if let Some(d) = millis(&env, "operationTimeoutMs", options.operation_timeout_ms, false)? {
+        if let Some(d) = operation {
             opts = opts.operation_timeout(d);
         }
         spawn_promise(&env, "zklock-connect", move || core::Client::connect(opts).map(|client| Client { client }))
@@ -241,7 +304,7 @@ impl Client {
     /// An exclusive lock on `path` (compatible with Curator's
     /// `InterProcessMutex`). Throws `ZkLockError` `INVALID_PATH` for a bad
     /// path, `CLOSED` after `close()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -250,7 +313,7 @@ impl Client {
     /// The read (shared) side of a read/write lock on `path`, as an
     /// independent handle (Curator `InterProcessReadWriteLock.readLock()`
     /// compatible). Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.read_lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -258,7 +321,7 @@ impl Client {
 
     /// The write (exclusive) side of a read/write lock on `path`, as an
     /// independent handle. Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn write_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.write_lock(&path).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
@@ -268,7 +331,7 @@ impl Client {
     /// acquiring `read` while holding `write` is an immediate downgrade;
     /// acquiring `write` while holding only `read` rejects with
     /// `WOULD_DEADLOCK`. Throws like `lock()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_write_lock(&self, env: Env, path: String) -> napi::Result<ReadWriteLock> {
         let rw = self.client.read_write_lock(&path, core::LockOptions::default()).map_err(|e| zk_error(&env, &e))?;
         let rw = Arc::new(rw);
@@ -278,7 +341,7 @@ impl Client {
     /// The participants of the lock at `path` in queue order (holders
     /// first), including other libraries' nodes. An absent path has none.
     /// Rejects with `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS`, `TIMEOUT`.
-    #[napi(ts_return_type = "Promise<Array<Participant>>")]
+    #[napi(ts_return_type = "Promise<Array<Participant>>", catch_unwind)]
     pub fn participants(&self, env: Env, path: String) -> napi::Result<JsObject> {
         let client = self.client.clone();
         spawn_promise(&env, "zklock-participants", move || {
@@ -302,13 +365,13 @@ impl Client {
 
     /// The id of the current ZooKeeper session. Throws `CLOSED` after
     /// `close()`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn session_id(&self, env: Env) -> napi::Result<BigInt> {
         self.client.session_id().map(BigInt::from).map_err(|e| zk_error(&env, &e))
     }
 
     /// Whether `close()` was called.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn closed(&self) -> bool {
         self.client.is_closed()
     }
@@ -317,7 +380,7 @@ impl Client {
     /// (its nodes go with the session) and waiting acquires reject with
     /// `CLOSED`. Idempotent. Waits up to the operation timeout for the
     /// server to confirm.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(ts_return_type = "Promise<void>", catch_unwind)]
     pub fn close(&self, env: Env) -> napi::Result<JsObject> {
         let client = self.client.clone();
         spawn_promise(&env, "zklock-close", move || {
@@ -401,6 +464,8 @@ pub struct AcquireOptions {
     /// The longest to wait in total, in milliseconds: `0` tries once,
     /// absent or `Infinity` waits without limit. One deadline covers every
     /// wait and retry.
+    /// More than 1e12 (about 31.7 years) waits without limit too; NaN or
+    /// negative is `INVALID_ARGUMENT` (README, "Timeouts").
     pub timeout_ms: Option<f64>,
 }
 
@@ -422,14 +487,21 @@ impl Lock {
 
 #[napi]
 impl Lock {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (use
+    /// `client.lock()` and its siblings).
+    #[napi(constructor, skip_typescript, catch_unwind)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Lock", "client.lock(path)"))
+    }
+
     /// The lock path.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn path(&self) -> String {
         self.shared.lock.get().path().to_owned()
     }
 
     /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
-    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'")]
+    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
     pub fn mode(&self) -> String {
         match self.shared.lock.get().mode() {
             core::LockMode::Exclusive => "EXCLUSIVE",
@@ -448,10 +520,10 @@ impl Lock {
     ///
     /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
     /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
-    /// throws `RangeError` for a negative timeout.
-    #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>")]
+    /// throws `INVALID_ARGUMENT` for a NaN or negative timeout.
+    #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>", catch_unwind)]
     pub fn acquire(&self, env: Env, options: Option<AcquireOptions>, ticket: Option<u32>) -> napi::Result<JsObject> {
-        let timeout = millis(&env, "timeoutMs", options.and_then(|o| o.timeout_ms), true)?;
+        let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms)).map_err(|e| zk_error(&env, &e))?;
         let ticket = match ticket {
             Some(id) => {
                 let t = Arc::new(Ticket::default());
@@ -477,7 +549,7 @@ impl Lock {
 
     /// Tries once without waiting: resolves with a `Guard`, or `null` when
     /// someone else holds the lock. Rejects like `acquire()` otherwise.
-    #[napi(ts_return_type = "Promise<Guard | null>")]
+    #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
         let shared = self.shared.clone();
         spawn_promise(&env, "zklock-try-acquire", move || {
@@ -488,21 +560,21 @@ impl Lock {
     /// Cancels every acquire in progress on this handle: they reject with
     /// `CANCELLED` and leave no node. Acquires started later are not
     /// affected. (To cancel one acquire, pass it an `AbortSignal`.)
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cancel(&self) {
         self.shared.cancels.fetch_add(1, Ordering::AcqRel);
         self.shared.lock.get().cancel();
     }
 
     /// Whether this handle holds the lock now (held or suspended).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn held(&self) -> bool {
         self.shared.lock.get().is_held()
     }
 
     /// Used by `index.js` when the `AbortSignal` of the acquire with this
     /// ticket fires.
-    #[napi(js_name = "_abortAcquire", skip_typescript)]
+    #[napi(js_name = "_abortAcquire", skip_typescript, catch_unwind)]
     pub fn abort_acquire(&self, ticket: u32) {
         let t = self.shared.tickets.lock().ok().and_then(|m| m.get(&ticket).cloned());
         let Some(t) = t else { return };
@@ -592,9 +664,17 @@ impl Drop for Guard {
         // Dropping the core guard releases it if needed, which waits for
         // ZooKeeper: never on the JavaScript thread (GC finalizers run there).
         if let Some(g) = self.guard.take() {
-            if std::thread::Builder::new().name("zklock-drop".into()).spawn(move || drop(g)).is_err() {
-                // Could not start a thread: leak rather than block; the node
-                // goes with the session.
+            let slot = Arc::new(Mutex::new(Some(g)));
+            let theirs = slot.clone();
+            let spawned = std::thread::Builder::new().name("zklock-drop".into()).spawn(move || {
+                let g = theirs.lock().ok().and_then(|mut s| s.take());
+                drop(g);
+            });
+            if spawned.is_err() {
+                // Could not start a thread: leak rather than block (the
+                // closure, dropped here, held only the other handle); the
+                // node goes with the session.
+                std::mem::forget(slot);
             }
         }
     }
@@ -602,10 +682,17 @@ impl Drop for Guard {
 
 #[napi]
 impl Guard {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR` (guards
+    /// come from `lock.acquire()`).
+    #[napi(constructor, skip_typescript, catch_unwind)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "Guard", "lock.acquire()"))
+    }
+
     /// Test hook: the error that the binding produces for the core's error kind
     /// number `index` in `errorCodes()` (so a test can check that every kind
     /// maps to a `ZkLockError` with the right `code`).
-    #[napi(js_name = "_errorForKind", skip_typescript)]
+    #[napi(js_name = "_errorForKind", skip_typescript, catch_unwind)]
     pub fn error_for_kind(env: Env, index: u32) -> napi::Result<JsUnknown> {
         let kind = core::ErrorKind::ALL
             .get(index as usize)
@@ -619,6 +706,21 @@ impl Guard {
         }
     }
 
+    /// Test hook: panics on purpose, where `place` says: `"sync"` in this
+    /// call, `"promise"` in the work of the Promise it returns. Either must
+    /// end as a `ZkLockError` `INTERNAL` (thrown or rejected), never abort
+    /// the process.
+    #[napi(js_name = "_panicForTest", skip_typescript, catch_unwind)]
+    pub fn panic_for_test(env: Env, place: String) -> napi::Result<JsObject> {
+        match place.as_str() {
+            "sync" => panic!("test panic in a synchronous call"),
+            "promise" => spawn_promise(&env, "zklock-test-panic", || -> core::Result<()> {
+                panic!("test panic in the work of a Promise")
+            }),
+            _ => Err(type_error(&env, "ERR_INVALID_ARG_VALUE", "place must be \"sync\" or \"promise\"")),
+        }
+    }
+
     /// Releases this guard; resolves with `"RELEASED"`, or `"PENDING"` when
     /// the delete could not be confirmed (connection trouble; it is retried
     /// in the background until it succeeds or the session ends).
@@ -626,7 +728,7 @@ impl Guard {
     /// Rejects with `NOT_HELD` if already released, `LOCK_LOST` if the lock
     /// had been lost before (the critical section may have run without it;
     /// our node is cleaned up all the same).
-    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>")]
+    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let guard = self.guard.clone();
         spawn_promise(&env, "zklock-release", move || {
@@ -644,14 +746,14 @@ impl Guard {
     ///
     /// Throws `ZkLockError` `CONNECTION_LOSS` while suspended (may come
     /// back), `LOCK_LOST` once lost, `NOT_HELD` after release.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn check(&self, env: Env) -> napi::Result<()> {
         self.get().check().map_err(|e| zk_error(&env, &e))
     }
 
     /// The current state: `"HELD"`, `"SUSPENDED"` (connection trouble: act
     /// as if not held), `"LOST"` or `"RELEASED"`.
-    #[napi(getter, ts_return_type = "LockState")]
+    #[napi(getter, ts_return_type = "LockState", catch_unwind)]
     pub fn state(&self) -> String {
         state_name(self.get().state()).to_owned()
     }
@@ -659,25 +761,25 @@ impl Guard {
     /// The fencing token of this grant (the creation zxid of our node):
     /// successive grants of a lock have strictly larger tokens. Give it to
     /// the protected resource and have it reject smaller ones.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fencing_token(&self) -> BigInt {
         BigInt::from(self.get().fencing_token())
     }
 
     /// The full path of our lock node.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn node_path(&self) -> String {
         self.get().node_path()
     }
 
     /// The sequence number of our lock node.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn sequence(&self) -> i64 {
         self.get().sequence()
     }
 
     /// The id of the session that holds the lock.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn session_id(&self) -> BigInt {
         BigInt::from(self.get().session_id())
     }
@@ -687,16 +789,41 @@ impl Guard {
     /// thread. If the lock is no longer `HELD` when registering, it is
     /// called once soon with the current state. The callback does not keep
     /// the process alive.
-    #[napi(ts_args_type = "callback: (state: LockState) => void")]
+    #[napi(ts_args_type = "callback: (state: LockState) => void", catch_unwind)]
     pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
         let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> = callback
             .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
+                // Runs on the JavaScript thread, called from C: an error
+                // here (none is expected) reaches 'uncaughtException' like
+                // an exception of the callback itself.
                 Ok(vec![ctx.env.create_string(ctx.value)?])
             })?;
         tsfn.unref(&env)?;
-        self.get().on_state_change(move |state| {
-            tsfn.call(state_name(state), ThreadsafeFunctionCallMode::NonBlocking);
-        });
+        let callback = StateCallback(Some(tsfn));
+        self.get().on_state_change(move |state| callback.call(state));
         Ok(())
+    }
+}
+
+/// The threadsafe function behind `guard.onStateChange()`, called on the
+/// core's event thread. napi-rs asserts when releasing it fails (as it can
+/// while Node shuts down): the drop, wherever the core drops the callback,
+/// catches that rather than let it unwind into the core or into C.
+struct StateCallback(Option<ThreadsafeFunction<&'static str, ErrorStrategy::Fatal>>);
+
+impl StateCallback {
+    fn call(&self, state: core::LockState) {
+        if let Some(tsfn) = &self.0 {
+            // NonBlocking: fails (ignored) only when Node is going away.
+            tsfn.call(state_name(state), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+impl Drop for StateCallback {
+    fn drop(&mut self) {
+        if let Some(tsfn) = self.0.take() {
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(tsfn)));
+        }
     }
 }
