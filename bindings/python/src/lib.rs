@@ -126,13 +126,22 @@ fn option_timeout(name: &str, value: &Bound<'_, PyAny>, max: Duration) -> PyResu
 /// with it is InvalidArgument); `timeout=None` waits without limit; a
 /// number goes through the core's rule (`acquire_timeout_from_secs`: 0
 /// tries once, `inf` or more than `FOREVER` waits without limit, NaN or
-/// negative, also `threading.Lock`'s -1, is InvalidArgument).
+/// negative, also `threading.Lock`'s -1, is InvalidArgument, whose message
+/// tells to pass `timeout=None` for no limit).
 fn wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
     match (blocking, timeout) {
         (false, None) => Ok(Some(Duration::ZERO)),
         (false, Some(_)) => Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
         (true, None) => Ok(None),
-        (true, Some(t)) => acquire_timeout_from_secs(seconds("timeout", t)?).map_err(py_err),
+        (true, Some(t)) => acquire_timeout_from_secs(seconds("timeout", t)?).map_err(|e| match e.kind() {
+            // The core's "no value" is None in Python, and -1 is what
+            // threading.Lock users try first: say so.
+            ErrorKind::InvalidArgument => invalid_argument(format!(
+                "{}; pass timeout=None to wait without limit (unlike threading.Lock, -1 does not mean no limit)",
+                e.message()
+            )),
+            _ => py_err(e),
+        }),
     }
 }
 

@@ -5,13 +5,10 @@ end within BOUND seconds (it runs on a thread of its own) with the
 package's typed error of the right code (``TypeError`` where the value is
 not of the right type at all), or with the documented result.
 
-Rows marked ``# core fix in progress (issue 14)`` need checks the Rust core
-is getting now (oversized paths, non-BMP characters in paths, chroot under
-/zookeeper); rows marked ``# core change requested (issue 14)`` (and xfail, strict)
-need one that is asked for in the Python work's report (host names with control
-characters or longer than DNS allows, 253 bytes, refused as
-INVALID_ARGUMENT; today they fail with CONNECTION_LOSS after the connect
-timeout, and the 2 MB one quotes the whole name in its message).
+The checks these tables rely on are the core's (zklock-core/src/validate.rs):
+paths and chroots at most 32 KiB and inside the Basic Multilingual Plane,
+no chroot under /zookeeper, host names ASCII and at most 253 bytes, the
+list of servers at most 64 KiB. None of the cases is expected to fail.
 """
 
 from __future__ import annotations
@@ -41,19 +38,8 @@ INVALID_ARGUMENT = "INVALID_ARGUMENT"
 INVALID_PATH = "INVALID_PATH"
 CLOSED = "CLOSED"
 NOT_HELD = "NOT_HELD"
-#: A check the core is getting: either kind, within the bound.
-BAD_INPUT = frozenset({INVALID_ARGUMENT, INVALID_PATH})
-#: Not a connect string the core refuses, but nothing answers: either.
-UNREACHABLE = frozenset({INVALID_ARGUMENT, "CONNECTION_LOSS"})
 
 BIG = 2 * 1024 * 1024  # a 2 MB string
-
-#: Cases that need the core to refuse host names with control characters or
-#: longer than DNS allows (asked for in issue 14's Python report). Strict:
-#: the mark must go when the core does it.
-CORE_CHANGE_REQUESTED = pytest.mark.xfail(
-    strict=True, reason="core change requested (issue 14): refuse host names with control characters or over 253 bytes"
-)
 
 
 class Index:
@@ -118,13 +104,16 @@ HOSTS = [
     pytest.param("127.0.0.1:2181,", INVALID_ARGUMENT, id="stray-comma"),
     pytest.param("127.0.0.1:99999", INVALID_ARGUMENT, id="port-too-big"),
     pytest.param("127.0.0.1:2181\x00", INVALID_ARGUMENT, id="nul-in-port"),
-    pytest.param("127.0.0.1\x00:2181", INVALID_ARGUMENT, marks=CORE_CHANGE_REQUESTED, id="nul-in-host"),  # core change requested (issue 14)
-    pytest.param("\x00", INVALID_ARGUMENT, marks=CORE_CHANGE_REQUESTED, id="nul-host"),  # core change requested (issue 14)
-    pytest.param("h\x07st:2181", INVALID_ARGUMENT, marks=CORE_CHANGE_REQUESTED, id="control-char-host"),  # core change requested (issue 14)
+    pytest.param("127.0.0.1\x00:2181", INVALID_ARGUMENT, id="nul-in-host"),
+    pytest.param("\x00", INVALID_ARGUMENT, id="nul-host"),
+    pytest.param("h\x07st:2181", INVALID_ARGUMENT, id="control-char-host"),
     pytest.param("127.0.0.1:2181/\ud800", INVALID_ARGUMENT, id="lone-surrogate"),
     pytest.param("\ud800:2181", INVALID_ARGUMENT, id="lone-surrogate-host"),
-    pytest.param("h" * BIG, INVALID_ARGUMENT, marks=CORE_CHANGE_REQUESTED, id="2MB-host"),  # core change requested (issue 14)
-    pytest.param("h\U0001f600st:2181", UNREACHABLE, id="non-BMP-host"),
+    pytest.param("h" * BIG, INVALID_ARGUMENT, id="2MB-host"),
+    pytest.param("h\U0001f600st:2181", INVALID_ARGUMENT, id="non-BMP-host"),
+    pytest.param("h\u00e9:2181", INVALID_ARGUMENT, id="non-ASCII-host"),
+    pytest.param("h" * 254 + ":2181", INVALID_ARGUMENT, id="254-byte-host"),
+    pytest.param(",".join(["127.0.0.1:2181"] * 5000), INVALID_ARGUMENT, id="servers-over-64KiB"),
     pytest.param(None, TypeError, id="None"),
     pytest.param(2181, TypeError, id="int"),
     pytest.param(b"127.0.0.1:2181", TypeError, id="bytes"),
@@ -142,16 +131,25 @@ CHROOTS = [
     pytest.param("/a/./b", INVALID_PATH, id="dot"),
     pytest.param("/a\x00b", INVALID_PATH, id="nul"),
     pytest.param("/a\x1fb", INVALID_PATH, id="control-char"),
-    pytest.param("/zookeeper", BAD_INPUT, id="zookeeper"),  # core fix in progress (issue 14)
-    pytest.param("/zookeeper/x", BAD_INPUT, id="under-zookeeper"),  # core fix in progress (issue 14)
-    pytest.param("/a\U0001f600", BAD_INPUT, id="non-BMP"),  # core fix in progress (issue 14)
-    pytest.param("/" + "a" * BIG, BAD_INPUT, id="2MB"),  # core fix in progress (issue 14)
+    pytest.param("/zookeeper", INVALID_PATH, id="zookeeper"),
+    pytest.param("/zookeeper/x", INVALID_PATH, id="under-zookeeper"),
+    pytest.param("/a\U0001f600", INVALID_PATH, id="non-BMP"),
+    pytest.param("/" + "a" * BIG, INVALID_PATH, id="2MB"),
+    pytest.param("/" + "a" * (32 * 1024), INVALID_PATH, id="32KiB-plus-1"),
 ]
 
 
 @pytest.mark.parametrize("chroot, expect", CHROOTS)
 def test_hostile_chroots(hosts: str, chroot: str, expect: Expect) -> None:
     check(lambda: zklock.Client(hosts + chroot, connect_timeout=2.0).close(), expect)
+
+
+def test_missing_chroot_is_created(hosts: str, observer: zklock.Client, path: str) -> None:
+    """A chroot that does not exist is made by the first acquire."""
+    with zklock.Client(hosts + path + "/chroot") as zk:
+        with zk.lock("/job") as lock:
+            assert lock.held
+            assert [p.holds for p in observer.participants(path + "/chroot/job")] == [True]
 
 
 NAN, INF = math.nan, math.inf
@@ -235,10 +233,10 @@ PATHS = [
     pytest.param("/x\uffff", INVALID_PATH, id="non-character"),
     pytest.param("/\ud800", INVALID_PATH, id="lone-surrogate"),
     pytest.param("/a\udfff/b", INVALID_PATH, id="lone-low-surrogate"),
-    pytest.param("/a\U0001f600", BAD_INPUT, id="non-BMP"),  # core fix in progress (issue 14)
-    pytest.param("/\U00010000", BAD_INPUT, id="non-BMP-first"),  # core fix in progress (issue 14)
-    pytest.param("/" + "a" * BIG, BAD_INPUT, id="2MB"),  # core fix in progress (issue 14)
-    pytest.param("/a/" + "b" * BIG, BAD_INPUT, id="2MB-component"),  # core fix in progress (issue 14)
+    pytest.param("/a\U0001f600", INVALID_PATH, id="non-BMP"),
+    pytest.param("/\U00010000", INVALID_PATH, id="non-BMP-first"),
+    pytest.param("/" + "a" * BIG, INVALID_PATH, id="2MB"),
+    pytest.param("/a/" + "b" * BIG, INVALID_PATH, id="2MB-component"),
     pytest.param(None, TypeError, id="None"),
     pytest.param(42, TypeError, id="int"),
     pytest.param(b"/x", TypeError, id="bytes"),
@@ -257,6 +255,16 @@ ENTRY_POINTS: Dict[str, Callable[[zklock.Client, Any], Any]] = {
 @pytest.mark.parametrize("bad_path, expect", PATHS)
 def test_hostile_lock_paths(client: zklock.Client, entry: str, bad_path: Any, expect: Expect) -> None:
     check(lambda: ENTRY_POINTS[entry](client, bad_path), expect)
+
+
+def test_longest_lock_path(client: zklock.Client, observer: zklock.Client, path: str) -> None:
+    """32 KiB of UTF-8 locks; one byte more is INVALID_PATH."""
+    longest = path + "/" + "a" * (32 * 1024 - len(path) - 1)
+    assert len(longest.encode()) == 32 * 1024
+    with client.lock(longest) as lock:
+        assert lock.held and [p.holds for p in observer.participants(longest)] == [True]
+    check(lambda: client.lock(longest + "a"), INVALID_PATH)
+    check(lambda: client.lock(longest[:-1] + "\u00e9"), INVALID_PATH)
 
 
 IDENTIFIERS = [
@@ -323,6 +331,16 @@ def test_hostile_acquire_timeouts(client: zklock.Client, path: str, value: Any, 
     for name, entry in acquire_entry_points(client, path).items():
         check(lambda: entry(value), expect)
     assert client.participants(path) == []
+
+
+@pytest.mark.parametrize("value", [-1, -1.0, -0.5, NAN])
+def test_refused_acquire_timeout_says_to_pass_none(client: zklock.Client, path: str, value: Any) -> None:
+    """-1 is "no limit" in threading.Lock, refused here: the message says
+    what to pass instead."""
+    for name, entry in acquire_entry_points(client, path).items():
+        _, error = outcome(lambda: entry(value))
+        assert isinstance(error, zklock.InvalidArgument), (name, error)
+        assert "timeout=None" in str(error), (name, str(error))
 
 
 @pytest.mark.parametrize("value", [0, 1, 0.5, INF, None])
@@ -526,6 +544,7 @@ def test_any_text_is_a_lock_path_or_invalid_path(client: zklock.Client, text: st
     value, error = outcome(lambda: client.lock(text), bound=1.0)
     if error is None:
         assert value.path == text and text.startswith("/")
+        assert all(ord(c) <= 0xFFFF for c in text), "a character outside the BMP was accepted: %r" % text
     else:
         assert isinstance(error, zklock.InvalidPath), (text, error)
 

@@ -28,7 +28,8 @@ is a ``TypeError``. The rules are the core's, the same in every language:
 client options must be finite and > 0 (``session_timeout`` at most 3600 s,
 the others at most one day); an acquire timeout of 0 tries once, ``None``,
 ``math.inf`` or more than 10**9 s (about 31.7 years) wait without limit,
-NaN and negative numbers (also ``threading.Lock``'s -1) are refused.
+NaN and negative numbers (also ``threading.Lock``'s -1) are refused
+(:class:`InvalidArgument`): pass ``None`` (the default) for no limit.
 
 Processes: a client belongs to the process that made it. A child made by
 ``fork()`` (or a ``fork`` multiprocessing pool) makes its own clients.
@@ -208,7 +209,8 @@ class Lock:
         ``timeout`` seconds in total: 0 tries once; None, ``math.inf`` or
         more than 10**9 s: no limit. Unlike ``threading.Lock``, -1 is not
         "no limit" but refused, as every negative number (the rule of every
-        zklock language). Returns True when acquired, False when the time
+        zklock language): pass ``timeout=None`` (the default) to wait
+        without limit. Returns True when acquired, False when the time
         ran out (our node is deleted).
 
         Releases the GIL while waiting. In the main thread, Ctrl-C cancels
@@ -466,7 +468,7 @@ class Client:
     def lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
         """An exclusive lock on ``path`` (Curator ``InterProcessMutex``
         compatible). ``timeout`` bounds ``with``/``async with`` (None: no
-        limit); ``identifier`` (str or bytes) is stored in the lock node for
+        limit; a negative number, also -1, is InvalidArgument); ``identifier`` (str or bytes) is stored in the lock node for
         other participants to see. Does not touch ZooKeeper.
 
         Raises InvalidPath for a malformed path (also one that is not valid
