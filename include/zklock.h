@@ -522,8 +522,10 @@ zklock_code zklock_guard_release(const struct zklock_guard *guard, bool *pending
 zklock_code zklock_guard_check(const struct zklock_guard *guard, struct zklock_error **err);
 
 /**
- * The current state of the lock. `ZKLOCK_STATE_RELEASED` for NULL.
- * Never blocks.
+ * The current state of this guard: `ZKLOCK_STATE_RELEASED` once this
+ * guard is released (even while other guards of its handle keep the lock)
+ * and for NULL; `ZKLOCK_STATE_LOST` once the client is closed. Never
+ * blocks.
  *
  * # Safety
  * `guard` is NULL or a live guard.

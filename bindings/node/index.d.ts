@@ -191,8 +191,10 @@ export declare class Guard {
    */
   check(): void
   /**
-   * The current state: `"HELD"`, `"SUSPENDED"` (connection trouble: act
-   * as if not held), `"LOST"` or `"RELEASED"`.
+   * The current state of this guard: `"HELD"`, `"SUSPENDED"`
+   * (connection trouble: act as if not held), `"LOST"` (also once the
+   * client is closed) or `"RELEASED"` (once this guard is released, even
+   * while other guards of its lock keep it).
    */
   get state(): LockState
   /**
@@ -209,10 +211,11 @@ export declare class Guard {
   get sessionId(): bigint
   /**
    * Calls `callback` with the new state on every change (`"SUSPENDED"`,
-   * `"HELD"` again, `"LOST"`, `"RELEASED"`), in order, on the JavaScript
-   * thread. If the lock is no longer `HELD` when registering, it is
-   * called once soon with the current state. The callback does not keep
-   * the process alive.
+   * `"HELD"` again, `"LOST"`), in order, on the JavaScript thread. A
+   * release is not reported (it is the caller's own act). If the lock is
+   * no longer `HELD` when registering, it is called once soon with the
+   * current state (`"RELEASED"` for a released guard). The callback does
+   * not keep the process alive.
    */
   onStateChange(callback: (state: LockState) => void): void
 }

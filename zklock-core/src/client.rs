@@ -86,14 +86,22 @@ impl ClientOptions {
         within("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         within("connect timeout", self.connect_timeout, MAX_OPTION_TIMEOUT)?;
         within("operation timeout", self.operation_timeout, MAX_OPTION_TIMEOUT)?;
-        if let Some((user, _)) = &self.digest {
+        if let Some((user, password)) = &self.digest {
             if user.is_empty() || user.contains(':') {
                 return Err(Error::invalid_argument("digest user must be non-empty and must not contain ':'"));
+            }
+            if user.len() + password.len() > MAX_DIGEST_BYTES {
+                return Err(Error::invalid_argument(format!(
+                    "digest user and password must be at most {MAX_DIGEST_BYTES} bytes together (the server refuses larger packets)"
+                )));
             }
         }
         Ok(hosts)
     }
 }
+
+/// The longest digest user and password, together, in bytes.
+const MAX_DIGEST_BYTES: usize = 64 * 1024;
 
 /// A lock participant as seen in the queue of a lock path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,12 +220,41 @@ pub(crate) struct Shared {
     events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
     /// Background deletions still running (tests and close() look at this).
     pub(crate) pending_cleanups: AtomicU64,
+    /// The process that made the client: a child made by `fork()` has a
+    /// copy of it but none of its threads (see [`Shared::forked`]).
+    pid: u32,
 }
 
 impl Shared {
-    /// Whether [`Client::close`] was called.
+    /// Whether [`Client::close`] was called, or this is a forked child's
+    /// copy of the client (which acts as closed).
     pub(crate) fn is_closed(&self) -> bool {
-        *self.closed.borrow()
+        *self.closed.borrow() || self.forked()
+    }
+
+    /// Whether this process is a child made by `fork()` after the client
+    /// was made. The copy has none of the client's threads (nothing would
+    /// ever answer) and shares the parent's sockets and epoll instance:
+    /// it must fail at once and never touch them, not even to close them.
+    pub(crate) fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// `Closed`, saying why: closed, or inherited through `fork()`.
+    pub(crate) fn closed_error(&self) -> Error {
+        if self.forked() {
+            Error::new(
+                ErrorKind::Closed,
+                format!(
+                    "this client was made by process {} before fork(): it cannot be used in the child {} \
+                     (make a new client there)",
+                    self.pid,
+                    std::process::id()
+                ),
+            )
+        } else {
+            Error::closed()
+        }
     }
 
     /// Resolves when the client is closed.
@@ -288,6 +325,9 @@ impl Shared {
         if std::thread::current().name() == Some(RUNTIME_THREAD) {
             return Err(Error::internal("a blocking zklock call was made on zklock's own runtime thread"));
         }
+        if self.forked() {
+            return Err(self.closed_error());
+        }
         let (tx, rx) = mpsc::sync_channel(1);
         self.handle.spawn(async move {
             let _ = tx.send(fut.await);
@@ -296,7 +336,11 @@ impl Shared {
     }
 
     async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
-        let mut connector = zk::Client::connector().with_session_timeout(options.session_timeout);
+        // The protocol counts in milliseconds: a shorter timeout (any
+        // positive one is valid) asks for 1 ms, which the server
+        // negotiates up to its minimum.
+        let asked = options.session_timeout.max(Duration::from_millis(1));
+        let mut connector = zk::Client::connector().with_session_timeout(asked);
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
@@ -415,6 +459,14 @@ struct ClientInner {
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
+        if self.shared.forked() {
+            // A forked child's copy: the runtime's threads are the
+            // parent's, and its sockets and epoll instance are shared with
+            // the parent. Dropping would deregister them from the parent's
+            // epoll (or wait for threads that do not exist): leak it.
+            std::mem::forget(self.runtime.take());
+            return;
+        }
         // Close the session cleanly (its ephemeral nodes go at once rather
         // than after the session timeout), waiting a moment for the server.
         self.shared.close_session(Duration::from_secs(1));
@@ -479,6 +531,7 @@ impl Client {
             closed: watch::channel(false).0,
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
+            pid: std::process::id(),
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let s = shared.clone();
@@ -568,23 +621,18 @@ impl Client {
                 Err(zk::Error::NoNode) => return Ok(Vec::new()),
                 Err(e) => return Err(Error::from_zk("listing the lock", e)),
             };
-            let queue = names::queue(&children);
+            let queue = names::queue_with_holders(&children);
             // Requests are sent when created: all reads go out pipelined.
-            let reads: Vec<_> = queue.iter().map(|n| zk.get_data(&format!("{path}/{}", n.name))).collect();
+            let reads: Vec<_> = queue.iter().map(|(n, _)| zk.get_data(&format!("{path}/{}", n.name))).collect();
             let mut out = Vec::with_capacity(queue.len());
-            for (node, read) in queue.iter().zip(reads) {
+            for ((node, holds), read) in queue.into_iter().zip(reads) {
                 let (data, stat) = match with_deadline(deadline, "reading a lock node", read).await? {
                     Ok(r) => r,
                     Err(zk::Error::NoNode) => continue,
                     Err(e) => return Err(Error::from_zk("reading a lock node", e)),
                 };
-                let mode = match node.kind {
-                    NodeKind::Reader => LockMode::Read,
-                    NodeKind::Writer => LockMode::Exclusive,
-                };
-                let holds = names::decide(mode, &children, &node.name) == names::Decision::Held;
                 out.push(Participant {
-                    name: node.name.clone(),
+                    name: node.name,
                     sequence: node.sequence,
                     kind: node.kind,
                     holds,
@@ -638,7 +686,7 @@ impl Client {
 
     fn check_open(&self) -> Result<()> {
         if self.is_closed() {
-            Err(Error::closed())
+            Err(self.shared().closed_error())
         } else {
             Ok(())
         }

@@ -123,6 +123,13 @@ struct Holding {
     stop: watch::Sender<bool>,
     /// The task that follows this holding (and owns the watch on our node).
     monitor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Whether the monitor's watch on our node is armed by a read that
+    /// showed the node owned by our session, and has not fired. Only then
+    /// does a release of a `Held` lock delete without reading the node
+    /// first: before that read is answered (the grant's proof was the first
+    /// list), our node may already have been replaced by someone else's of
+    /// the same name.
+    watch_armed: AtomicBool,
 }
 
 impl Holding {
@@ -136,6 +143,15 @@ impl Holding {
 
     fn is_live(&self) -> bool {
         matches!(self.state(), LockState::Held | LockState::Suspended)
+    }
+
+    /// The state as callers see it: a live lock of a closed client is lost
+    /// (its node went with the session), even before the monitor says so.
+    fn reported_state(&self) -> LockState {
+        match self.state() {
+            LockState::Held | LockState::Suspended if self.shared.is_closed() => LockState::Lost,
+            state => state,
+        }
     }
 
     /// Moves to `state` (never out of Lost or Released) and tells the
@@ -173,7 +189,8 @@ impl Holding {
     fn check(&self) -> Result<()> {
         let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
         if self.shared.is_closed() && st.state != LockState::Released {
-            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: the client was closed", self.node_path())));
+            let why = self.shared.closed_error();
+            return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: {}", self.node_path(), why.message())));
         }
         match st.state {
             LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
@@ -223,10 +240,22 @@ enum Cleanup {
     Prefix { parent: String, prefix: String },
 }
 
+/// What became of a node we set out to delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deletion {
+    /// Our delete removed it.
+    Deleted,
+    /// Nothing of ours was there to delete: the node is gone, is another
+    /// session's, or went with our session.
+    Gone,
+    /// Not done yet (no answer, or a changed version): try again.
+    Pending,
+}
+
 /// Deletes our node now if the session is connected, else in the
-/// background. `known_ours`: the caller holds the lock on this node and its
-/// watch has reported nothing (the node is still ours as far as any reply
-/// has shown), so one `delete` is sent at once; otherwise the node is read
+/// background (`Pending`). `known_ours`: the caller holds the lock on this
+/// node and a watch armed by a read that showed it ours has reported
+/// nothing, so one `delete` is sent at once; otherwise the node is read
 /// first and deleted only if the session owns it (see [`Cleanup::Node`]).
 /// `patience` bounds the try made now (each request is bounded by the
 /// operation timeout anyway); what is not done by then goes on in the
@@ -237,38 +266,40 @@ async fn delete_node(
     path: String,
     known_ours: bool,
     patience: Option<Duration>,
-) -> ReleaseStatus {
+) -> Deletion {
     if session.state().is_terminated() {
-        return ReleaseStatus::Released;
+        return Deletion::Gone;
     }
     if session.state() == zk::SessionState::SyncConnected {
         let now = async {
             if known_ours {
                 delete_once(shared, session, &path, None).await
             } else {
-                cleanup_once(shared, session, &Cleanup::Node(path.clone())).await
+                match session.zk() {
+                    Ok(zk) => delete_if_ours(shared, session, &zk, &path).await,
+                    Err(_) => Deletion::Gone,
+                }
             }
         };
         let done = match patience {
-            Some(p) => tokio::time::timeout(p, now).await.unwrap_or(false),
+            Some(p) => tokio::time::timeout(p, now).await.unwrap_or(Deletion::Pending),
             None => now.await,
         };
-        if done {
-            return ReleaseStatus::Released;
+        if done != Deletion::Pending {
+            return done;
         }
     }
     spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
-    ReleaseStatus::Pending
+    Deletion::Pending
 }
 
-/// One `delete` of `path` (at `version`, if given); true when nothing is
-/// left to do (deleted, already gone, or the session is gone).
-async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> bool {
-    let Ok(zk) = session.zk() else { return true };
+/// One `delete` of `path` (at `version`, if given).
+async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> Deletion {
+    let Ok(zk) = session.zk() else { return Deletion::Gone };
     match tokio::time::timeout(shared.options.operation_timeout, zk.delete(path, version)).await {
-        Ok(Ok(()) | Err(zk::Error::NoNode)) => true,
-        Ok(Err(e)) => session_gone(&e),
-        Err(_) => false,
+        Ok(Ok(())) => Deletion::Deleted,
+        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }
 
@@ -301,7 +332,7 @@ fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
 async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
     let Ok(zk) = session.zk() else { return true };
     match what {
-        Cleanup::Node(path) => delete_if_ours(shared, session, &zk, path).await,
+        Cleanup::Node(path) => delete_if_ours(shared, session, &zk, path).await != Deletion::Pending,
         Cleanup::Prefix { parent, prefix } => {
             let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await {
                 Ok(Ok(c)) => c,
@@ -309,7 +340,7 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
                 _ => return false,
             };
             for node in names::own_nodes(&children, prefix) {
-                if !delete_if_ours(shared, session, &zk, &format!("{parent}/{}", node.name)).await {
+                if delete_if_ours(shared, session, &zk, &format!("{parent}/{}", node.name)).await == Deletion::Pending {
                     return false;
                 }
             }
@@ -319,16 +350,16 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
 }
 
 /// Reads the node at `path` and deletes it (at the version read) if the
-/// session owns it; true when nothing is left to do.
-async fn delete_if_ours(shared: &Shared, session: &Session, zk: &zk::Client, path: &str) -> bool {
+/// session owns it.
+async fn delete_if_ours(shared: &Shared, session: &Session, zk: &zk::Client, path: &str) -> Deletion {
     match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
         Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => delete_once(shared, session, path, Some(stat.version)).await,
         Ok(Ok((_, stat))) => {
             log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
-            true
+            Deletion::Gone
         },
-        Ok(Err(e)) => e == zk::Error::NoNode || session_gone(&e),
-        Err(_) => false,
+        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }
 
@@ -768,6 +799,7 @@ impl Attempt {
             callbacks: Mutex::new(Vec::new()),
             stop: watch::channel(false).0,
             monitor: Mutex::new(None),
+            watch_armed: AtomicBool::new(proof.watch.is_some()),
         });
         // The node now belongs to the holding: no cleanup by this attempt.
         self.node = None;
@@ -853,7 +885,10 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
                 Err(_) => None,
             };
             match first {
-                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => Some(Box::pin(w.changed())),
+                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
+                    h.watch_armed.store(true, Ordering::Release);
+                    Some(Box::pin(w.changed()))
+                },
                 Some(Ok(_)) => {
                     h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
                     return;
@@ -893,6 +928,7 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
             LockState::Suspended if connected && safe => match recheck(&h).await {
                 Ok(Some(w)) => {
                     node_watch = Some(Box::pin(w.changed()));
+                    h.watch_armed.store(true, Ordering::Release);
                     h.set_state(LockState::Held, None);
                 },
                 Ok(None) => {
@@ -931,6 +967,7 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
             Wake::Other => {},
             Wake::Node(ev) => {
                 node_watch = None;
+                h.watch_armed.store(false, Ordering::Release);
                 match ev.event_type {
                     zk::EventType::NodeDeleted => {
                         h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
@@ -939,7 +976,10 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
                     zk::EventType::Session => {},
                     // Data changed (someone wrote to our node): watch again.
                     _ => match recheck(&h).await {
-                        Ok(Some(w)) => node_watch = Some(Box::pin(w.changed())),
+                        Ok(Some(w)) => {
+                            node_watch = Some(Box::pin(w.changed()));
+                            h.watch_armed.store(true, Ordering::Release);
+                        },
                         Ok(None) => {
                             h.lose(ErrorKind::LockLost, "our lock node is gone or not ours".into());
                             return;
@@ -1063,7 +1103,7 @@ impl Lock {
     /// as missing permissions on the lock path.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
         if self.client.is_closed() {
-            return Err(Error::closed());
+            return Err(self.client.shared().closed_error());
         }
         self.options.validate()?;
         if let Some(g) = self.reenter()? {
@@ -1130,9 +1170,14 @@ impl Lock {
         self.cancel_handle().cancel()
     }
 
-    /// Whether this handle holds the lock now (held or suspended).
+    /// Whether this handle holds the lock now (held or suspended; not once
+    /// the client is closed).
     pub fn is_held(&self) -> bool {
-        self.held.lock().ok().and_then(|s| s.clone()).is_some_and(|h| h.is_live())
+        self.held
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .is_some_and(|h| matches!(h.reported_state(), LockState::Held | LockState::Suspended))
     }
 
     fn reenter(&self) -> Result<Option<Guard>> {
@@ -1253,9 +1298,14 @@ impl Guard {
         self.holding.session.id
     }
 
-    /// The current state.
+    /// The current state of this guard: `Released` once this guard is
+    /// released (even while the handle's other guards keep the lock), `Lost`
+    /// once the client is closed.
     pub fn state(&self) -> LockState {
-        self.holding.state()
+        if self.released.load(Ordering::Acquire) {
+            return LockState::Released;
+        }
+        self.holding.reported_state()
     }
 
     /// Ok while the lock is safely held: state `Held`, connected, and the
@@ -1264,8 +1314,12 @@ impl Guard {
     ///
     /// # Errors
     /// `ConnectionLoss` while suspended (may come back), `LockLost` once
-    /// lost, `NotHeld` after release.
+    /// lost, `Closed` once the client is closed, `NotHeld` after this guard
+    /// is released.
     pub fn check(&self) -> Result<()> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", self.holding.node_path())));
+        }
         self.holding.check()
     }
 
@@ -1277,10 +1331,10 @@ impl Guard {
     /// lock to anyone else, before then; [`Guard::check`] fails from then
     /// on. While connected it keeps moving forward, by the heartbeat (a
     /// `sync` every eighth of the session timeout); it runs about half a
-    /// session timeout ahead of now. `None` once the lock is lost or
-    /// released.
+    /// session timeout ahead of now. `None` once the lock is lost or this
+    /// guard is released.
     pub fn safe_until(&self) -> Option<Instant> {
-        self.holding.is_live().then(|| self.holding.session.safe_until())
+        matches!(self.state(), LockState::Held | LockState::Suspended).then(|| self.holding.session.safe_until())
     }
 
     /// Registers `callback` to be told of every state change (Held,
@@ -1288,13 +1342,17 @@ impl Guard {
     /// one call at a time in order; it may call any zklock function but
     /// should return promptly (other callbacks wait). If the lock is no
     /// longer `Held` when registering, the callback is called once soon
-    /// with the current state.
+    /// with the current state (on a released guard: once, with `Released`,
+    /// and not registered). A release is not reported to callbacks: it is
+    /// the caller's own act.
     pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) {
         let cb: Callback = Arc::new(callback);
-        if let Ok(mut cbs) = self.holding.callbacks.lock() {
-            cbs.push(cb.clone());
+        if !self.released.load(Ordering::Acquire) {
+            if let Ok(mut cbs) = self.holding.callbacks.lock() {
+                cbs.push(cb.clone());
+            }
         }
-        let state = self.holding.state();
+        let state = self.state();
         if state != LockState::Held {
             self.holding.shared.post_event(Box::new(move || cb(state)));
         }
@@ -1320,12 +1378,14 @@ impl Guard {
             }
         }
         let state = self.holding.state();
+        // Read before the monitor stops (it clears this when its watch fires).
+        let known_ours = state == LockState::Held && self.holding.watch_armed.load(Ordering::Acquire);
         let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
         self.holding.set_state(LockState::Released, None);
         self.holding.stop.send_replace(true);
         let h = self.holding.clone();
         let monitor = h.monitor.lock().ok().and_then(|mut m| m.take());
-        let status = self.client.shared().block_on(async move {
+        let deletion = self.client.shared().block_on(async move {
             // End the monitor first: dropping its watch on our node queues
             // removeWatches ahead of the delete.
             if let Some(task) = monitor {
@@ -1336,17 +1396,27 @@ impl Guard {
                 // Our node was deleted, is not ours any more, or went with
                 // the session: nothing of ours to delete (a node of the same
                 // name now is someone else's).
-                LockState::Lost => ReleaseStatus::Released,
-                // Held: the holder's watch on the node has reported nothing.
-                // (A third party that deletes our node and makes another of
-                // the same name in the one round trip before our delete
-                // cannot be told apart: ZooKeeper has no delete-if-owner.)
-                _ => delete_node(&h.shared, &h.session, h.node_path(), state == LockState::Held, None).await,
+                LockState::Lost => Deletion::Gone,
+                // Held with an armed watch: one delete at once. (A third
+                // party that deletes our node and makes another of the same
+                // name in the one round trip before our delete cannot be
+                // told apart: ZooKeeper has no delete-if-owner.) Otherwise
+                // (suspended, or the watch not yet armed by a read showing
+                // the node ours) the node is read first.
+                _ => delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await,
             }
         })?;
-        match lost {
-            Some(e) => Err(e),
-            None => Ok(status),
+        match (lost, deletion) {
+            (Some(e), _) => Err(e),
+            (None, Deletion::Deleted) => Ok(ReleaseStatus::Released),
+            (None, Deletion::Pending) => Ok(ReleaseStatus::Pending),
+            (None, Deletion::Gone) => Err(Error::new(
+                ErrorKind::LockLost,
+                format!(
+                    "lock {} lost before the release: the node was gone or another session's (it was left alone)",
+                    self.holding.node_path()
+                ),
+            )),
         }
     }
 }

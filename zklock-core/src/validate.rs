@@ -97,12 +97,27 @@ pub const FOREVER: Duration = Duration::from_secs(1_000_000_000);
 /// [`crate::ErrorKind::InvalidArgument`] naming `option` and the value.
 pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Result<Duration> {
     if !secs.is_finite() || secs <= 0.0 {
-        return Err(Error::invalid_argument(format!("{option} must be a finite number of seconds greater than zero, got {secs}")));
+        return Err(Error::invalid_argument(format!(
+            "{option} must be a finite number of seconds greater than zero, got {}",
+            shown_secs(secs)
+        )));
     }
     match Duration::try_from_secs_f64(secs) {
-        Ok(d) if d <= max && !d.is_zero() => Ok(d),
-        Ok(d) if d.is_zero() => Err(Error::invalid_argument(format!("{option} of {secs} s rounds to zero"))),
-        _ => Err(Error::invalid_argument(format!("{option} must be at most {} s, got {secs}", max.as_secs()))),
+        // Less than half a nanosecond: the smallest duration (the server
+        // negotiates a session timeout up to its minimum anyway).
+        Ok(d) if d <= max => Ok(d.max(Duration::from_nanos(1))),
+        _ => Err(Error::invalid_argument(format!("{option} must be at most {} s, got {}", max.as_secs(), shown_secs(secs)))),
+    }
+}
+
+/// A number of seconds for a message: plain, or in exponent form when
+/// plain would be long (`1e300` rather than 301 digits).
+fn shown_secs(secs: f64) -> String {
+    let plain = secs.to_string();
+    if plain.len() > 24 {
+        format!("{secs:e}")
+    } else {
+        plain
     }
 }
 
@@ -117,7 +132,8 @@ pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Resul
 pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
     if secs.is_nan() || secs < 0.0 {
         return Err(Error::invalid_argument(format!(
-            "timeout must be a number of seconds >= 0 (0 tries once; no value waits without limit), got {secs}"
+            "timeout must be a number of seconds >= 0 (0 tries once; no value waits without limit), got {}",
+            shown_secs(secs)
         )));
     }
     Ok(Duration::try_from_secs_f64(secs).ok().filter(|d| *d <= FOREVER))
@@ -141,6 +157,9 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
     if let Some(chroot) = chroot {
         if chroot != "/" {
             validate_znode_path(chroot)?;
+            if chroot.contains(|c: char| c == ',' || c.is_whitespace()) {
+                return Err(Error::invalid_path(chroot, "a chroot cannot contain ',' or white space (they separate servers)"));
+            }
             if is_reserved(chroot) {
                 return Err(Error::invalid_path(chroot, "a chroot under /zookeeper would put locks in the server's reserved subtree"));
             }
@@ -280,10 +299,14 @@ mod tests {
         let max = MAX_OPTION_TIMEOUT;
         assert_eq!(option_timeout_from_secs("t", 1.5, max).unwrap(), Duration::from_millis(1500));
         assert_eq!(option_timeout_from_secs("t", 86_400.0, max).unwrap(), max);
-        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 86_400.001, 1e300, f64::MAX, 1e-12] {
+        // Any positive number is accepted: below half a nanosecond, 1 ns.
+        assert_eq!(option_timeout_from_secs("t", 1e-12, max).unwrap(), Duration::from_nanos(1));
+        assert_eq!(option_timeout_from_secs("t", f64::MIN_POSITIVE, max).unwrap(), Duration::from_nanos(1));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 86_400.001, 1e300, f64::MAX] {
             let e = option_timeout_from_secs("session timeout", bad, max).expect_err(&bad.to_string());
             assert_eq!(e.kind(), ErrorKind::InvalidArgument);
             assert!(e.message().contains("session timeout"), "{e}");
+            assert!(e.message().len() < 200, "a long number in the message: {e}");
         }
     }
 
@@ -326,6 +349,8 @@ mod tests {
             ("h\u{0}st:1", "U+0000"),
             ("h\u{1F600}:1", "xn--"),
             ("hé:1", "U+00E9"),
+            ("h:1/app,h:2", "cannot contain ','"),
+            ("h:1/my app", "white space"),
         ];
         for (h, why) in cases {
             let e = validate_connect_string(h).expect_err(h);

@@ -282,6 +282,11 @@ fn timeout_while_held_exits_75_and_leaves_no_node() {
     g.release().unwrap();
     let o = zklock(&d, "free", &["run", "--hosts", &hosts, "--timeout", "0", "/cli/timeout", "--", "true"]);
     assert_eq!(o.code, 0, "{o:?}");
+    // A timeout too large to mean anything waits without limit, as in
+    // every front end (it was a usage error, 64).
+    let huge = "9".repeat(400);
+    let o = zklock(&d, "huge", &["run", "--hosts", &hosts, "--timeout", &huge, "/cli/timeout", "--", "true"]);
+    assert_eq!(o.code, 0, "{o:?}");
 }
 
 #[test]
@@ -440,6 +445,7 @@ fn bad_input_is_refused_with_a_message_naming_it() {
     // Over the 32 KiB limit, under the kernel's 128 KiB limit for one argument.
     let long_path = format!("/{}", "p".repeat(100_000));
     let long_path_hosts = format!("127.0.0.1:2181{long_path}");
+    let huge_secs = "9".repeat(400);
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
         (vec![], 64, "missing subcommand"),
         (vec!["frob"], 64, "unknown subcommand"),
@@ -467,7 +473,8 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         (vec!["list", "--hosts", "127.0.0.1:2181", &long_path], 64, "at most 32768 bytes"),
         (vec!["run", "--hosts", "127.0.0.1:2181/zookeeper", "/cli/job", "--", "true"], 64, "reserved"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--connect-timeout", "25h", "/cli/job", "--", "true"], 64, "connect timeout"),
-        (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "99999999999999999999999s", "/cli/job", "--", "true"], 64, "--timeout"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "-1s", "/cli/job", "--", "true"], 64, "--timeout"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", &huge_secs, "/cli/job", "--", "true"], 64, "--session-timeout"),
     ];
     for (i, (args, code, needle)) in cases.iter().enumerate() {
         let o = zklock(&d, &format!("bad{i}"), args);

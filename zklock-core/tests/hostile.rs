@@ -62,6 +62,15 @@ fn an_oversized_path_is_refused_at_once_and_the_connection_is_not_disturbed() {
 }
 
 #[test]
+fn an_oversized_digest_identity_is_refused_before_connecting() {
+    let zk = server();
+    let huge = "u".repeat(2 * 1024 * 1024);
+    let opts = options(&zk.connect_string(), 4 * SEC).digest_auth(huge, "pw");
+    let r = within("a 2 MB digest user", 5 * SEC, move || Client::connect(opts).map(drop));
+    expect_kind("a 2 MB digest user", r, ErrorKind::InvalidArgument, "at most");
+}
+
+#[test]
 fn a_chroot_in_the_reserved_subtree_is_refused() {
     let zk = server();
     for chroot in ["/zookeeper", "/zookeeper/quota", "/zookeeper/x/y"] {
@@ -111,7 +120,8 @@ fn paths_outside_the_basic_multilingual_plane_are_refused_up_front() {
 }
 
 /// Deletes our node at `path` and makes a node of the same name owned by
-/// `raw`'s session.
+/// `raw`'s session. (The lock path must not be a container that is empty
+/// in between, or the server may reap it: tests make it persistent.)
 fn replace_with_strangers_node(raw: &Raw, path: &str) {
     raw.delete(path);
     raw.create(path, zk::CreateMode::Ephemeral);
@@ -130,6 +140,7 @@ fn release_never_deletes_a_node_of_the_same_name_made_by_another_session() {
     let hosts = zk.connect_string();
     let a = common::connect(&hosts);
     let raw = Raw::connect(&hosts);
+    raw.mkdir("/impostor");
     let g = a.lock("/impostor").unwrap().acquire(Some(5 * SEC)).unwrap();
     let path = g.node_path();
     replace_with_strangers_node(&raw, &path);
@@ -149,6 +160,7 @@ fn a_background_release_never_deletes_a_node_of_the_same_name_made_by_another_se
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let a = Client::connect(options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
     let raw = Raw::connect(&hosts);
+    raw.mkdir("/impostor-bg");
     let g = a.lock("/impostor-bg").unwrap().acquire(Some(5 * SEC)).unwrap();
     let path = g.node_path();
     proxy.blackhole();
@@ -158,6 +170,123 @@ fn a_background_release_never_deletes_a_node_of_the_same_name_made_by_another_se
     proxy.heal();
     wait_until("the background release is done", 10 * SEC, || a.pending_cleanups() == 0);
     assert_strangers_node_left(&raw, &path);
+}
+
+/// The grant's proof is the list sent behind the create (nothing changed
+/// since our create), so the holder's watch on its node is set by the
+/// monitor's first read. Our node is replaced by another session's node of
+/// the same name after the list was answered but before acquire returns,
+/// and that first read is held up: a release made before its answer must
+/// read the node's owner, not delete at once (the engine before this fix
+/// deleted the stranger's node here), and says the lock was lost.
+#[test]
+fn a_release_before_the_holders_watch_is_armed_never_deletes_a_node_of_the_same_name() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/armed");
+    for mode in common::MODES {
+        let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+        let a = Client::connect(options(&proxy.addr().to_string(), 8 * SEC).operation_timeout(5 * SEC)).unwrap();
+        let lock = common::lock_of(&a, "/armed", mode);
+        proxy.hold_replies_from_next_create();
+        let t = std::thread::spawn(move || lock.acquire(Some(20 * SEC)).map(|g| (g, lock)));
+        // The create's and the list's replies are held: both were answered
+        // by the server, with nothing changed since our create.
+        wait_until("the create's and the list's replies are held", 10 * SEC, || proxy.held_replies() >= 2);
+        let mine = raw.children("/armed");
+        assert_eq!(mine.len(), 1, "{mode:?}: {mine:?}");
+        let path = format!("/armed/{}", mine[0]);
+        replace_with_strangers_node(&raw, &path);
+        // Hold the monitor's first read (getData, op 4) for a while.
+        proxy.delay_next_request(4, 2 * SEC);
+        proxy.release_held_replies();
+        let (g, _lock) = t.join().unwrap().expect("granted on the list's proof");
+        let e = g.release().expect_err("released a lock whose node was someone else's");
+        assert_eq!(e.kind(), ErrorKind::LockLost, "{mode:?}: {e}");
+        assert!(proxy.delayed() >= 1, "{mode:?}: the monitor's read was not held up: the case was not made");
+        assert_eq!(a.pending_cleanups(), 0);
+        assert_strangers_node_left(&raw, &path);
+        raw.delete(&path);
+        a.close();
+    }
+}
+
+/// Reentrant guards of one handle: a released guard says so (state,
+/// `check()`, `safe_until()`), while the other keeps the lock.
+#[test]
+fn a_released_reentrant_guard_is_released_while_the_other_holds() {
+    let zk = server();
+    let a = common::connect(&zk.connect_string());
+    for mode in common::MODES {
+        let lock = common::lock_of(&a, "/reentrant-state", mode);
+        let g1 = lock.acquire(Some(5 * SEC)).unwrap();
+        let g2 = lock.acquire(Some(5 * SEC)).unwrap();
+        assert_eq!(g2.release().unwrap(), ReleaseStatus::Released);
+        assert_eq!(g2.state(), LockState::Released, "{mode:?}");
+        expect_kind("check of the released guard", g2.check(), ErrorKind::NotHeld, "released");
+        assert!(g2.safe_until().is_none(), "{mode:?}");
+        let (tx, rx) = mpsc::channel();
+        g2.on_state_change(move |s| {
+            let _ = tx.send(s);
+        });
+        assert_eq!(rx.recv_timeout(5 * SEC).unwrap(), LockState::Released, "{mode:?}");
+        assert_eq!(g1.state(), LockState::Held, "{mode:?}");
+        g1.check().unwrap();
+        assert!(lock.is_held());
+        g1.release().unwrap();
+        assert!(!lock.is_held());
+        assert!(rx.recv_timeout(SEC / 2).is_err(), "{mode:?}: a released guard's callback was called again");
+    }
+}
+
+/// After `close()` returns, every read of a guard says the lock is gone.
+#[test]
+fn after_close_a_guard_and_its_handle_say_the_lock_is_gone() {
+    let zk = server();
+    let a = common::connect(&zk.connect_string());
+    let lock = a.lock("/closed-state").unwrap();
+    let g = lock.acquire(Some(5 * SEC)).unwrap();
+    a.close();
+    assert_eq!(g.state(), LockState::Lost);
+    expect_kind("check after close", g.check(), ErrorKind::Closed, "closed");
+    assert!(g.safe_until().is_none());
+    assert!(!lock.is_held());
+}
+
+/// A lock path with thousands of queued nodes: `participants()` answers
+/// within its operation timeout (the engine before this fix decided each
+/// node against the whole list: minutes for this many), and a lock held
+/// on the same client meanwhile is not disturbed.
+#[test]
+fn participants_of_a_long_queue_answers_and_disturbs_nothing() {
+    const N: usize = 5000;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/long");
+    // Readers, one writer in the middle, readers: sent pipelined.
+    let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let paths: Vec<String> = (0..N)
+        .map(|i| format!("/long/_c_{i:08}-{}", if i == N / 2 { "__WRIT__" } else { "__READ__" }))
+        .collect();
+    let creates: Vec<_> = paths.iter().map(|p| raw.zk.create(p, b"", &opts)).collect();
+    for c in creates {
+        raw.block_on(c).expect("create");
+    }
+    let a = Client::connect(options(&hosts, 4 * SEC).operation_timeout(20 * SEC)).unwrap();
+    let g = a.lock("/beside-long").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = states.clone();
+    g.on_state_change(move |s| seen.lock().unwrap().push(s));
+    let c = a.clone();
+    let list = within("participants of a long queue", 30 * SEC, move || c.participants("/long")).expect("participants");
+    assert_eq!(list.len(), N);
+    let holders = list.iter().filter(|p| p.holds).count();
+    assert_eq!(holders, N / 2, "the readers before the writer hold");
+    assert!(list.iter().take(N / 2).all(|p| p.holds));
+    g.check().unwrap();
+    assert!(states.lock().unwrap().is_empty(), "the other lock flapped: {:?}", states.lock().unwrap());
 }
 
 /// A waiter whose node was replaced by another session's node of the same
@@ -185,10 +314,10 @@ fn a_waiters_cleanup_never_deletes_a_node_of_the_same_name_made_by_another_sessi
 #[test]
 fn a_tiny_session_timeout_is_negotiated_up_not_a_connection_loss() {
     let zk = server();
-    for ms in [1, 10, 100] {
-        let opts = options(&zk.connect_string(), Duration::from_millis(ms));
-        let c = Client::connect(opts).unwrap_or_else(|e| panic!("session timeout {ms} ms: {e}"));
-        assert!(c.session_timeout().unwrap() >= Duration::from_millis(ms), "negotiated up to the server's minimum");
+    for asked in [Duration::from_nanos(1), Duration::from_micros(10), Duration::from_millis(1), Duration::from_millis(100)] {
+        let opts = options(&zk.connect_string(), asked);
+        let c = Client::connect(opts).unwrap_or_else(|e| panic!("session timeout {asked:?}: {e}"));
+        assert!(c.session_timeout().unwrap() >= asked.max(Duration::from_millis(1)), "negotiated up to the server's minimum");
         c.lock("/tiny").unwrap().acquire(Some(5 * SEC)).unwrap().release().unwrap();
     }
 }

@@ -189,8 +189,10 @@ pub unsafe extern "C" fn zklock_guard_check(
     unsafe { call(F, err, || arg_ref(guard, F, "guard")?.inner.check()) }
 }
 
-/// The current state of the lock. `ZKLOCK_STATE_RELEASED` for NULL.
-/// Never blocks.
+/// The current state of this guard: `ZKLOCK_STATE_RELEASED` once this
+/// guard is released (even while other guards of its handle keep the lock)
+/// and for NULL; `ZKLOCK_STATE_LOST` once the client is closed. Never
+/// blocks.
 ///
 /// # Safety
 /// `guard` is NULL or a live guard.

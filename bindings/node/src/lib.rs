@@ -751,8 +751,10 @@ impl Guard {
         self.get().check().map_err(|e| zk_error(&env, &e))
     }
 
-    /// The current state: `"HELD"`, `"SUSPENDED"` (connection trouble: act
-    /// as if not held), `"LOST"` or `"RELEASED"`.
+    /// The current state of this guard: `"HELD"`, `"SUSPENDED"`
+    /// (connection trouble: act as if not held), `"LOST"` (also once the
+    /// client is closed) or `"RELEASED"` (once this guard is released, even
+    /// while other guards of its lock keep it).
     #[napi(getter, ts_return_type = "LockState", catch_unwind)]
     pub fn state(&self) -> String {
         state_name(self.get().state()).to_owned()
@@ -785,10 +787,11 @@ impl Guard {
     }
 
     /// Calls `callback` with the new state on every change (`"SUSPENDED"`,
-    /// `"HELD"` again, `"LOST"`, `"RELEASED"`), in order, on the JavaScript
-    /// thread. If the lock is no longer `HELD` when registering, it is
-    /// called once soon with the current state. The callback does not keep
-    /// the process alive.
+    /// `"HELD"` again, `"LOST"`), in order, on the JavaScript thread. A
+    /// release is not reported (it is the caller's own act). If the lock is
+    /// no longer `HELD` when registering, it is called once soon with the
+    /// current state (`"RELEASED"` for a released guard). The callback does
+    /// not keep the process alive.
     #[napi(ts_args_type = "callback: (state: LockState) => void", catch_unwind)]
     pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
         let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> = callback

@@ -35,6 +35,22 @@ test('connect, acquire, release', async () => {
   assert.deepEqual(await c.participants(lock.path), [])
 })
 
+test('reentrant guards: a released guard says so while the other keeps the lock', async () => {
+  const c = await zk.client()
+  const lock = c.lock(lockPath('reentrant'))
+  const g1 = await lock.acquire({ timeoutMs: 5000 })
+  const g2 = await lock.acquire({ timeoutMs: 5000 })
+  assert.equal(g2.nodePath, g1.nodePath)
+  assert.equal(await g2.release(), 'RELEASED')
+  assert.equal(g2.state, 'RELEASED')
+  assert.throws(() => g2.check(), (e) => e instanceof ZkLockError && e.code === 'NOT_HELD')
+  assert.equal(g1.state, 'HELD')
+  g1.check()
+  assert.equal(lock.held, true)
+  assert.equal(await g1.release(), 'RELEASED')
+  assert.equal(lock.held, false)
+})
+
 test('timeout and tryAcquire; tokens grow', async () => {
   const a = await zk.client()
   const b = await zk.client()

@@ -36,8 +36,10 @@ const isUndefined = ok('undefined', (v) => v === undefined)
 
 // --- hostile values -------------------------------------------------------------
 
-/** Numbers no timeout may accept in any option (NaN, <= 0, infinite, huge). */
-const BAD_OPTION_NUMBERS = [NaN, -1, 0, -0, Infinity, -Infinity, 1e23, 1e300, Number.MAX_VALUE, -Number.MAX_VALUE, 1e-9]
+/** Numbers no timeout may accept in any option (NaN, <= 0, infinite, huge).
+ * Any positive finite number up to the maximum is accepted, however small
+ * (below half a nanosecond it is 1 ns). */
+const BAD_OPTION_NUMBERS = [NaN, -1, 0, -0, Infinity, -Infinity, 1e23, 1e300, Number.MAX_VALUE, -Number.MAX_VALUE]
 /** Values of the wrong type for a number option. */
 const WRONG_TYPES = [['the string "1000"', '1000'], ['an object', {}], ['an array', [1000]], ['true', true], ['a bigint', 1000n], ['a symbol', Symbol('t')]]
 

@@ -738,14 +738,16 @@ impl Lock {
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
     /// acquired). `"LOST"` for a grant of a closed client from the moment
-    /// close() returns, and for a grant inherited through fork().
+    /// close() returns, and for a grant inherited through fork(). Read from
+    /// the newest guard still held (a released reentrant guard says
+    /// Released in the core while the older ones still hold the lock).
     #[getter]
     fn state(&self) -> &'static str {
-        let held = !locked(&self.guards).is_empty();
-        match locked(&self.last).as_ref() {
-            Some(_) if held && self.defunct() => "LOST",
-            Some(guard) if held => state_name(guard.state()),
-            _ => "RELEASED",
+        let top = locked(&self.guards).last().cloned();
+        match top {
+            Some(_) if self.defunct() => "LOST",
+            Some(guard) => state_name(guard.state()),
+            None => "RELEASED",
         }
     }
 

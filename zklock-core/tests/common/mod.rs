@@ -94,4 +94,9 @@ impl Raw {
     pub fn session_id(&self) -> i64 {
         self.zk.session_id().0
     }
+
+    /// Runs `f` to completion on this client's runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
 }

@@ -399,8 +399,12 @@ static int test_lifecycle(void) {
     bool pending = true;
     EXPECT(ZKLOCK_OK, zklock_guard_release(g2, &pending, &err));
     CHECK(!pending);
+    /* the released guard says so while the other keeps the lock */
+    CHECK(zklock_guard_state(g2) == ZKLOCK_STATE_RELEASED);
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_check(g2, &err));
     zklock_guard_free(g2);
     CHECK(zklock_guard_state(g) == ZKLOCK_STATE_HELD);
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
 
     pending = true;
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, &pending, &err));
@@ -619,6 +623,68 @@ static int worker_main(int argc, char **argv) {
 }
 
 static const char *g_self;
+
+/* In a child made by fork(): every inherited object fails at once with
+ * ZKLOCK_CLOSED and never reports the parent's lock as held; freeing them
+ * returns at once and leaves the parent's node alone. */
+static int fork_child_checks(zklock_client *zk, zklock_lock *lock, zklock_guard *g, const char *path) {
+    CHECK(zklock_guard_state(g) == ZKLOCK_STATE_LOST);
+    EXPECT_MSG(ZKLOCK_CLOSED, "fork()", zklock_guard_check(g, &err));
+    CHECK(!zklock_lock_is_held(lock));
+    zklock_participants *p = NULL;
+    EXPECT_MSG(ZKLOCK_CLOSED, "fork()", zklock_client_participants(zk, path, &p, &err));
+    zklock_guard *g2 = NULL;
+    EXPECT(ZKLOCK_CLOSED, zklock_lock_acquire(lock, 1000, &g2, &err));
+    int64_t sid = 0;
+    EXPECT(ZKLOCK_CLOSED, zklock_client_session_id(zk, &sid, &err));
+    CHECK(zklock_guard_release(g, NULL, NULL) == ZKLOCK_CLOSED);
+    zklock_guard_free(g);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    return 0;
+}
+
+/* `--fork-test`: runs natively (valgrind does not follow it): the child's
+ * copies are leaked on purpose (dropping them would touch the parent's
+ * sockets), which valgrind would count. */
+static int fork_test_main(void) {
+    char path[128];
+    lock_path(path, sizeof path, "fork");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        alarm(20); /* a hang is a failure, not a stuck test run */
+        _exit(fork_child_checks(zk, lock, g, path));
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the parent still holds, its node untouched */
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    CHECK(participant_count(zk, path) == 1);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    return 0;
+}
+
+static int test_objects_inherited_through_fork_fail_fast(void) {
+    char *const argv[] = {(char *)g_self, "--fork-test", NULL};
+    pid_t pid;
+    CHECK(posix_spawn(&pid, g_self, NULL, NULL, argv, environ) == 0);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return 0;
+}
 
 static int test_mutual_exclusion_threads_and_processes(void) {
     enum { THREADS = 3, PROCS = 2, ITER = 4 };
@@ -1295,6 +1361,7 @@ static const struct test TESTS[] = {
     {"read_write", test_read_write},
     {"mutual_exclusion_threads_and_processes", test_mutual_exclusion_threads_and_processes},
     {"close", test_close},
+    {"objects_inherited_through_fork_fail_fast", test_objects_inherited_through_fork_fail_fast},
     {"callback_frees_its_guard", test_callback_frees_its_guard},
     {"free_waits_for_running_callback", test_free_waits_for_running_callback},
     {"lost_lock_callback", test_lost_lock_callback},
@@ -1304,6 +1371,7 @@ static const struct test TESTS[] = {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) return worker_main(argc, argv);
     g_self = argv[0];
+    if (argc > 1 && strcmp(argv[1], "--fork-test") == 0) return fork_test_main();
     g_main_thread = pthread_self();
     setvbuf(stdout, NULL, _IOLBF, 0);
     int passed = 0, failed = 0;

@@ -92,7 +92,8 @@ pub(crate) struct RunOptions {
     pub(crate) path: String,
     /// Exclusive (default), `--read` or `--write`.
     pub(crate) mode: LockMode,
-    /// `--timeout`: `None` waits forever, zero tries once.
+    /// `--timeout`: `None` (not given, or beyond the core's FOREVER) waits
+    /// forever, zero tries once.
     pub(crate) timeout: Option<Duration>,
     /// `--data` / `--identify`.
     pub(crate) data: Option<NodeData>,
@@ -256,7 +257,7 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
                 args.no_value(&name)?;
                 verbose = true
             },
-            "--timeout" => timeout = Some(parse_duration(&name, &args.value(&name)?)?),
+            "--timeout" => timeout = parse_acquire_timeout(&name, &args.value(&name)?)?,
             "--data" => data_text = Some(args.value(&name)?),
             "--lost-signal" => lost_signal = parse_signal(&name, &args.value(&name)?)?,
             "--kill-after" => kill_after = parse_duration(&name, &args.value(&name)?)?,
@@ -354,6 +355,24 @@ fn parse_list(mut args: Args) -> Result<Command, Usage> {
 /// # Errors
 /// A usage error naming `option` and the bad value.
 pub(crate) fn parse_duration(option: &str, text: &str) -> Result<Duration, Usage> {
+    let secs = parse_seconds(option, text)?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| Usage::new(format!("the duration given for {option} is too large")))
+}
+
+/// `--timeout`: a duration as [`parse_duration`], by the core's acquire
+/// timeout rule: one too large to represent, or beyond its FOREVER, waits
+/// without limit (`None`), like in every other front end.
+///
+/// # Errors
+/// A usage error naming `option` and the bad value.
+pub(crate) fn parse_acquire_timeout(option: &str, text: &str) -> Result<Option<Duration>, Usage> {
+    let secs = parse_seconds(option, text)?;
+    zklock_core::acquire_timeout_from_secs(secs).map_err(|e| Usage::new(format!("{option}: {}", e.message())))
+}
+
+/// The number of seconds a duration in [`parse_duration`]'s forms means.
+fn parse_seconds(option: &str, text: &str) -> Result<f64, Usage> {
     let bad = || {
         Usage::new(format!(
             "invalid duration {text:?} for {option} (expected e.g. 500ms, 10s, 2m, 1h or a number of seconds)"
@@ -379,7 +398,7 @@ pub(crate) fn parse_duration(option: &str, text: &str) -> Result<Duration, Usage
         return Err(bad());
     }
     let value: f64 = number.parse().map_err(|_| bad())?;
-    Duration::try_from_secs_f64(value * unit).map_err(|_| bad())
+    Ok(value * unit)
 }
 
 /// Signal names zklock knows (Linux numbers, from libc).
@@ -468,6 +487,13 @@ mod tests {
             assert!(d(bad).is_err(), "{bad:?} accepted");
         }
         assert!(d("10x").err().is_some_and(|m| m.contains("--timeout") && m.contains("10x")));
+        // --timeout: beyond the core's FOREVER (or any f64) waits without limit.
+        let t = |s: &str| parse_acquire_timeout("--timeout", s).map_err(|e| e.0);
+        assert_eq!(t("0").ok(), Some(Some(Duration::ZERO)));
+        assert_eq!(t("2m").ok(), Some(Some(Duration::from_secs(120))));
+        assert_eq!(t(&"9".repeat(400)).ok(), Some(None));
+        assert_eq!(t("99999999999999999999h").ok(), Some(None));
+        assert!(t("-1").is_err());
     }
 
     #[test]
