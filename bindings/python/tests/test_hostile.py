@@ -5,10 +5,13 @@ end within BOUND seconds (it runs on a thread of its own) with the
 package's typed error of the right code (``TypeError`` where the value is
 not of the right type at all), or with the documented result.
 
-The checks these tables rely on are the core's (zklock-core/src/validate.rs):
+The checks these tables rely on are the core's (zklock-core/src/validate.rs,
+ClientOptions):
 paths and chroots at most 32 KiB and inside the Basic Multilingual Plane,
 no chroot under /zookeeper, host names ASCII and at most 253 bytes, the
-list of servers at most 64 KiB. None of the cases is expected to fail.
+list of servers at most 64 KiB, no ',' or white space in a chroot, digest
+user and password at most 64 KiB together. None of the cases is expected
+to fail.
 """
 
 from __future__ import annotations
@@ -136,6 +139,8 @@ CHROOTS = [
     pytest.param("/a\U0001f600", INVALID_PATH, id="non-BMP"),
     pytest.param("/" + "a" * BIG, INVALID_PATH, id="2MB"),
     pytest.param("/" + "a" * (32 * 1024), INVALID_PATH, id="32KiB-plus-1"),
+    pytest.param("/a,b", INVALID_PATH, id="comma"),
+    pytest.param("/my app", INVALID_PATH, id="space"),
 ]
 
 
@@ -211,6 +216,8 @@ AUTH = [
     pytest.param(("us:er", "pw"), INVALID_ARGUMENT, id="colon-in-user"),
     pytest.param(("u\ud800", "pw"), INVALID_ARGUMENT, id="surrogate-user"),
     pytest.param(("user", "p\udfff"), INVALID_ARGUMENT, id="surrogate-password"),
+    pytest.param(("user", "p" * (64 * 1024)), INVALID_ARGUMENT, id="over-64KiB"),
+    pytest.param(("u" * BIG, "pw"), INVALID_ARGUMENT, id="2MB-user"),
     pytest.param("user:pw", TypeError, id="str"),
     pytest.param(("user",), TypeError, id="1-tuple"),
     pytest.param(("u", "p", "x"), TypeError, id="3-tuple"),
