@@ -206,7 +206,17 @@ fn in_millis(option: &str, ms: f64, err: core::Error) -> core::Error {
 /// `option`.
 fn option_timeout(option: &str, core_name: &str, ms: Option<f64>, max: Duration) -> core::Result<Option<Duration>> {
     let Some(ms) = ms else { return Ok(None) };
-    core::option_timeout_from_secs(core_name, ms / 1000.0, max).map(Some).map_err(|e| in_millis(option, ms, e))
+    core::option_timeout_from_secs(core_name, ms_to_secs(ms), max).map(Some).map_err(|e| in_millis(option, ms, e))
+}
+
+/// Milliseconds to seconds, keeping a nonzero number nonzero (the core's
+/// rules look at the sign: a tiny negative must stay negative, a tiny
+/// positive positive, where dividing would underflow to zero).
+fn ms_to_secs(ms: f64) -> f64 {
+    match ms / 1000.0 {
+        secs if secs == 0.0 && ms != 0.0 => f64::MIN_POSITIVE.copysign(ms),
+        secs => secs,
+    }
 }
 
 /// An acquire timeout in milliseconds, by the core's one rule
@@ -215,11 +225,7 @@ fn option_timeout(option: &str, core_name: &str, ms: Option<f64>, max: Duration)
 /// negative is `INVALID_ARGUMENT`.
 fn acquire_timeout(ms: Option<f64>) -> core::Result<Option<Duration>> {
     let Some(ms) = ms else { return Ok(None) };
-    // A tiny negative number divided by 1000 rounds to -0, which would try
-    // once: keep it negative.
-    let secs = ms / 1000.0;
-    let secs = if ms < 0.0 && secs == 0.0 { ms } else { secs };
-    core::acquire_timeout_from_secs(secs).map_err(|e| in_millis("timeoutMs", ms, e))
+    core::acquire_timeout_from_secs(ms_to_secs(ms)).map_err(|e| in_millis("timeoutMs", ms, e))
 }
 
 // ---------------------------------------------------------------------------
