@@ -177,7 +177,8 @@ PYVENV := target/python-venv
 
 .PHONY: python python-venv python-install test-python
 
-## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy, kazoo)
+## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy,
+## kazoo, hypothesis and what they need: bindings/python/requirements-test.txt)
 python-venv:
 	bindings/python/venv.sh
 

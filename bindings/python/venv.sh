@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes the Python test venv target/python-venv with the pinned tools of
-# bindings/python/requirements-test.txt (maturin, pytest, mypy, kazoo).
+# bindings/python/requirements-test.txt (maturin, pytest, mypy, kazoo,
+# hypothesis, and the packages they need, pinned too).
 # Safe to run again: it creates the venv only when it is missing and
 # installs only when a pinned package is missing or has another version.
 # It does not install zklock itself (`make test-python` does, from source).

@@ -15,21 +15,37 @@
 //!   GIL taken there;
 //! - errors: [`to_py_err`] hands the core's error kind name and message to
 //!   `zklock._errors._from_code`, the one place that maps a kind to its
-//!   Python exception class.
+//!   Python exception class;
+//! - numbers and strings from Python turned into what the core's rules
+//!   take ([`seconds`], [`text`]): timeouts go through the core's
+//!   `option_timeout_from_secs` / `acquire_timeout_from_secs`, the one rule
+//!   of every language;
+//! - fork: every object remembers the process that made it ([`Origin`]).
+//!   In a forked child an inherited object raises Closed at once and is
+//!   leaked rather than dropped: its session, runtime and threads belong to
+//!   the parent (the child has none of its threads), so touching it could
+//!   hang or disturb the parent's session;
+//! - interpreter shutdown: state callbacks stop at the package's atexit
+//!   hook ([`_shutdown`]), which waits for those already running, so no
+//!   callback enters Python while the interpreter finalizes.
 //!
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
 
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
-    Client as CoreClient, ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions,
-    LockState, NodeKind, ReadWriteLock as CoreReadWriteLock, ReleaseStatus,
+    acquire_timeout_from_secs, option_timeout_from_secs, Client as CoreClient, ClientOptions, Error, ErrorKind,
+    Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind, ReadWriteLock as CoreReadWriteLock,
+    ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -72,12 +88,186 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A duration option given in seconds: finite and > 0.
-fn positive_seconds(name: &str, seconds: f64) -> PyResult<Duration> {
-    match Duration::try_from_secs_f64(seconds) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(invalid_argument(format!("{name} must be a finite number of seconds > 0, got {seconds}"))),
+/// A number of seconds given by Python, as the `f64` the core's timeout
+/// rules take. Accepted: `int` of any size, `float`, and objects with
+/// `__float__` or `__index__` (e.g. numpy scalars, `Decimal`, `Fraction`).
+/// A number too large for a float (`10**400`) becomes an infinity of its
+/// sign, as IEEE rounding would make it; the core's rule then decides.
+///
+/// Errors: InvalidArgument naming `name` for a bool (a bool is an int in
+/// Python, but `timeout=True` is a mistake, never a number of seconds);
+/// TypeError naming `name` for anything that is not a number.
+fn seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let py = value.py();
+    if value.is_instance_of::<PyBool>() {
+        return Err(invalid_argument(format!("{name} must be a number of seconds, not a bool ({value})")));
     }
+    match value.extract::<f64>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
+            Ok(if value.lt(0)? { f64::NEG_INFINITY } else { f64::INFINITY })
+        }
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => Err(PyTypeError::new_err(format!(
+            "{name} must be a number of seconds (int or float), not {}",
+            value.get_type().name()?
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// A client option's timeout in seconds, by the core's rule for options
+/// (finite, > 0, at most `max`).
+fn option_timeout(name: &str, value: &Bound<'_, PyAny>, max: Duration) -> PyResult<Duration> {
+    option_timeout_from_secs(name, seconds(name, value)?, max).map_err(py_err)
+}
+
+/// How long an acquire may wait (`None`: without limit), from
+/// `acquire(blocking, timeout)`: `blocking=False` tries once (a timeout
+/// with it is InvalidArgument); `timeout=None` waits without limit; a
+/// number goes through the core's rule (`acquire_timeout_from_secs`: 0
+/// tries once, `inf` or more than `FOREVER` waits without limit, NaN or
+/// negative, also `threading.Lock`'s -1, is InvalidArgument, whose message
+/// tells to pass `timeout=None` for no limit).
+fn wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    match (blocking, timeout) {
+        (false, None) => Ok(Some(Duration::ZERO)),
+        (false, Some(_)) => Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
+        (true, None) => Ok(None),
+        (true, Some(t)) => acquire_timeout_from_secs(seconds("timeout", t)?).map_err(|e| match e.kind() {
+            // The core's "no value" is None in Python, and -1 is what
+            // threading.Lock users try first: say so.
+            ErrorKind::InvalidArgument => invalid_argument(format!(
+                "{}; pass timeout=None to wait without limit (unlike threading.Lock, -1 does not mean no limit)",
+                e.message()
+            )),
+            _ => py_err(e),
+        }),
+    }
+}
+
+/// A `str` argument as Rust text. A `str` that is not valid Unicode (a
+/// lone surrogate such as `"\ud800"`) is an error of `kind` naming `name`
+/// (InvalidPath for paths, InvalidArgument otherwise); a non-`str` is a
+/// TypeError.
+fn text(name: &str, value: &Bound<'_, PyAny>, kind: ErrorKind) -> PyResult<String> {
+    let s = value.cast::<PyString>().map_err(|_| {
+        let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        PyTypeError::new_err(format!("{name} must be str, not {type_name}"))
+    })?;
+    match s.to_cow() {
+        Ok(t) => Ok(t.into_owned()),
+        Err(_) => Err(py_err(Error::new(kind, format!("{name} is not valid Unicode text: it contains a lone surrogate")))),
+    }
+}
+
+/// The process that made an object. ZooKeeper sessions, the core's runtime
+/// and its threads belong to one process: after `fork()` the child has a
+/// copy of the parent's objects but none of their threads.
+#[derive(Clone, Copy)]
+struct Origin(u32);
+
+impl Origin {
+    fn here() -> Origin {
+        Origin(std::process::id())
+    }
+
+    /// Whether this object was inherited through `fork()`.
+    fn forked(self) -> bool {
+        std::process::id() != self.0
+    }
+
+    /// Closed if this object was inherited through `fork()`.
+    fn check(self, what: &str) -> PyResult<()> {
+        if self.forked() {
+            return Err(py_err(self.inherited(what)));
+        }
+        Ok(())
+    }
+
+    fn inherited(self, what: &str) -> Error {
+        Error::new(
+            ErrorKind::Closed,
+            format!(
+                "this {what} was made in process {} and inherited through fork(); it does not work in process {} \
+                 (its ZooKeeper session and threads belong to the parent): make a new zklock.Client here",
+                self.0,
+                std::process::id()
+            ),
+        )
+    }
+}
+
+/// A core object owned by a Python object: dropped as usual in the process
+/// that made it, leaked in a forked child, where dropping it would close
+/// the parent's session or wait forever for threads the child does not
+/// have.
+struct Owned<T> {
+    value: Option<T>,
+    origin: Origin,
+}
+
+impl<T> Owned<T> {
+    fn new(value: T, origin: Origin) -> Owned<T> {
+        Owned { value: Some(value), origin }
+    }
+}
+
+impl<T> Deref for Owned<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("Owned::value is only taken by drop")
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.value.take() {
+            if self.origin.forked() {
+                std::mem::forget(value);
+            }
+        }
+    }
+}
+
+/// Set by [`_shutdown`] (the package's atexit hook): state callbacks are no
+/// longer called.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
+/// State callbacks running now (or about to look at [`SHUTTING_DOWN`]).
+static RUNNING_CALLBACKS: AtomicUsize = AtomicUsize::new(0);
+
+/// Stops state callbacks for good and waits (without the GIL) until none is
+/// running. Called by the package's atexit hook, while the interpreter
+/// still works: from then on no zklock thread enters Python, so nothing
+/// can call into an interpreter that is finalizing (which printed a PyO3
+/// panic or aborted in `PyGILState_Release`). Callbacks must return
+/// promptly; this waits for those already running.
+#[pyfunction]
+fn _shutdown(py: Python<'_>) {
+    SHUTTING_DOWN.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        while RUNNING_CALLBACKS.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
+
+/// Called in the child after `os.fork()` (the package registers it with
+/// `os.register_at_fork`): callbacks that were running in the parent's
+/// threads do not run here.
+#[pyfunction]
+fn _after_fork_in_child() {
+    RUNNING_CALLBACKS.store(0, Ordering::SeqCst);
+}
+
+/// [`wait_limit`] for the package: the wait of `acquire(blocking,
+/// timeout)` in seconds (`None`: without limit), or the error that acquire
+/// would raise for these arguments.
+#[pyfunction]
+#[pyo3(signature = (blocking, timeout))]
+fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+    Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
 /// Runs `job` on a helper thread and waits for its result without the GIL,
@@ -131,29 +321,29 @@ fn state_name(state: LockState) -> &'static str {
 }
 
 /// Lock node data from `identifier`: `None`, `str` (stored as UTF-8) or
-/// `bytes`; anything else is a `TypeError`.
+/// `bytes`; anything else is a `TypeError`, a `str` that is not valid
+/// Unicode InvalidArgument.
 fn lock_options(identifier: Option<&Bound<'_, PyAny>>) -> PyResult<LockOptions> {
     let Some(id) = identifier else { return Ok(LockOptions::default()) };
-    if let Ok(s) = id.cast::<PyString>() {
-        let text: String = s.extract()?;
+    if id.is_instance_of::<PyString>() {
+        let text = text("identifier", id, ErrorKind::InvalidArgument)?;
         return Ok(LockOptions::default().data(text.into_bytes()));
     }
     if let Ok(b) = id.cast::<PyBytes>() {
         return Ok(LockOptions::default().data(b.as_bytes().to_vec()));
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "identifier must be str, bytes or None, not {}",
-        id.get_type().name()?
-    )))
+    Err(PyTypeError::new_err(format!("identifier must be str, bytes or None, not {}", id.get_type().name()?)))
 }
 
 /// A connection to a ZooKeeper ensemble (one session), the factory of locks.
 ///
 /// Thread-safe: every method may be called from any thread. Blocking calls
-/// release the GIL.
+/// release the GIL. Belongs to the process that made it: inherited through
+/// `fork()`, it raises Closed (see [`Origin`]).
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Client {
-    inner: CoreClient,
+    inner: Owned<CoreClient>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -161,66 +351,90 @@ impl Client {
     /// Connects and opens a session; blocks (without the GIL, interruptible
     /// by Ctrl-C) until connected or `connect_timeout` seconds passed.
     ///
+    /// Timeouts are numbers of seconds (see [`seconds`]) checked by the
+    /// core's rule for options: finite, > 0, `session_timeout` at most
+    /// `MAX_SESSION_TIMEOUT`, the others at most `MAX_OPTION_TIMEOUT`.
+    ///
     /// Raises InvalidArgument / InvalidPath for a bad connect string or
-    /// option, ConnectionLoss when no server answered in time, ZooKeeperError
-    /// for other refusals (e.g. failed authentication).
+    /// option (also a bool as a timeout), ConnectionLoss when no server
+    /// answered in time, ZooKeeperError for other refusals (e.g. failed
+    /// authentication), TypeError for arguments of the wrong type.
+    /// Every argument is given by the package's `zklock.Client`, which has
+    /// the defaults.
     #[new]
-    #[pyo3(signature = (hosts, session_timeout=10.0, connect_timeout=15.0, operation_timeout=10.0, auth=None))]
+    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth))]
     fn new(
         py: Python<'_>,
-        hosts: &str,
-        session_timeout: f64,
-        connect_timeout: f64,
-        operation_timeout: f64,
-        auth: Option<(String, String)>,
+        hosts: &Bound<'_, PyAny>,
+        session_timeout: &Bound<'_, PyAny>,
+        connect_timeout: &Bound<'_, PyAny>,
+        operation_timeout: &Bound<'_, PyAny>,
+        auth: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
         let mut options = ClientOptions::new(hosts)
-            .session_timeout(positive_seconds("session_timeout", session_timeout)?)
-            .connect_timeout(positive_seconds("connect_timeout", connect_timeout)?)
-            .operation_timeout(positive_seconds("operation_timeout", operation_timeout)?);
-        if let Some((user, password)) = auth {
+            .session_timeout(option_timeout("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)?)
+            .connect_timeout(option_timeout("connect_timeout", connect_timeout, MAX_OPTION_TIMEOUT)?)
+            .operation_timeout(option_timeout("operation_timeout", operation_timeout, MAX_OPTION_TIMEOUT)?);
+        if let Some(auth) = auth {
+            let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = auth
+                .extract()
+                .map_err(|_| PyTypeError::new_err("auth must be a (user, password) tuple of str, or None"))?;
+            let user = text("auth user", &user, ErrorKind::InvalidArgument)?;
+            let password = text("auth password", &password, ErrorKind::InvalidArgument)?;
             options = options.digest_auth(user, password);
         }
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.
         let inner = wait_interruptibly(py, move || CoreClient::connect(options), |_| {})?.map_err(py_err)?;
-        Ok(Client { inner })
+        let origin = Origin::here();
+        Ok(Client { inner: Owned::new(inner, origin), origin })
     }
 
     /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
     /// `identifier` (str or bytes) is stored in the lock node.
     #[pyo3(signature = (path, identifier=None))]
-    fn lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Exclusive, identifier)
     }
 
     /// The read side of a read/write lock on `path`, as an independent handle.
     #[pyo3(signature = (path, identifier=None))]
-    fn read_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn read_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Read, identifier)
     }
 
     /// The write side of a read/write lock on `path`, as an independent handle.
     #[pyo3(signature = (path, identifier=None))]
-    fn write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn write_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Write, identifier)
     }
 
     /// A read/write pair on `path` whose sides know each other (downgrade
     /// allowed, upgrade refused with WouldDeadlock): `(read, write)`.
     #[pyo3(signature = (path, identifier=None))]
-    fn read_write_lock(&self, path: &str, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<(Lock, Lock)> {
+    fn read_write_lock(
+        &self,
+        path: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Lock, Lock)> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
-        let pair = Arc::new(self.inner.read_write_lock(path, options).map_err(py_err)?);
-        Ok((Lock::new(Handle::Pair(pair.clone(), false)), Lock::new(Handle::Pair(pair, true))))
+        let pair = Arc::new(self.inner.read_write_lock(&path, options).map_err(py_err)?);
+        Ok((
+            Lock::new(&self.inner, self.origin, Handle::Pair(pair.clone(), false)),
+            Lock::new(&self.inner, self.origin, Handle::Pair(pair, true)),
+        ))
     }
 
     /// The queue of the lock at `path`, holders first: a list of
     /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
     /// `"reader"` or `"writer"`. Blocks without the GIL.
-    fn participants<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let client = self.inner.clone();
-        let path = path.to_owned();
+    fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let client = CoreClient::clone(&self.inner);
         let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
         list.into_iter()
             .map(|p| {
@@ -234,7 +448,7 @@ impl Client {
                         p.name.into_pyobject(py)?.into_any(),
                         p.sequence.into_pyobject(py)?.into_any(),
                         kind.into_pyobject(py)?.into_any(),
-                        pyo3::types::PyBool::new(py, p.holds).to_owned().into_any(),
+                        PyBool::new(py, p.holds).to_owned().into_any(),
                         PyBytes::new(py, &p.data).into_any(),
                         p.session_id.into_pyobject(py)?.into_any(),
                     ],
@@ -243,39 +457,53 @@ impl Client {
             .collect()
     }
 
-    /// The id of the current ZooKeeper session (raises Closed after close()).
+    /// The id of the current ZooKeeper session (raises Closed after close()
+    /// or in a forked child).
     #[getter]
     fn session_id(&self, py: Python<'_>) -> PyResult<i64> {
+        self.origin.check("client")?;
         self.inner.session_id().map_err(|e| to_py_err(py, &e))
     }
 
     /// The session timeout the server granted, in seconds (raises Closed).
     #[getter]
     fn session_timeout(&self, py: Python<'_>) -> PyResult<f64> {
+        self.origin.check("client")?;
         self.inner.session_timeout().map(|d| d.as_secs_f64()).map_err(|e| to_py_err(py, &e))
     }
 
-    /// Whether close() was called.
+    /// Whether close() was called (always True in a forked child).
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_closed()
+        self.origin.forked() || self.inner.is_closed()
     }
 
-    /// How many deletions of our nodes are still retried in the background.
+    /// How many deletions of our nodes are still retried in the background
+    /// (none in a forked child: they are the parent's).
     #[getter]
     fn pending_cleanups(&self) -> u64 {
+        if self.origin.forked() {
+            return 0;
+        }
         self.inner.pending_cleanups()
     }
 
     /// Closes the session: locks held through this client are lost, waiting
     /// acquires fail with Closed. Idempotent; blocks without the GIL up to
-    /// the operation timeout.
+    /// the operation timeout. In a forked child it does nothing (the
+    /// session is the parent's).
     fn close(&self, py: Python<'_>) {
-        let client = self.inner.clone();
+        if self.origin.forked() {
+            return;
+        }
+        let client = CoreClient::clone(&self.inner);
         py.detach(move || client.close());
     }
 
     fn __repr__(&self) -> String {
+        if self.origin.forked() {
+            return format!("<zklock._zklock.Client inherited from process {}>", self.origin.0);
+        }
         match self.inner.session_id() {
             Ok(id) => format!("<zklock._zklock.Client session=0x{id:x}>"),
             Err(_) => "<zklock._zklock.Client closed>".to_owned(),
@@ -284,10 +512,12 @@ impl Client {
 }
 
 impl Client {
-    fn lock_of(&self, path: &str, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn lock_of(&self, path: &Bound<'_, PyAny>, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
-        let lock = self.inner.lock_with(path, mode, options).map_err(py_err)?;
-        Ok(Lock::new(Handle::Single(lock)))
+        let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
+        Ok(Lock::new(&self.inner, self.origin, Handle::Single(lock)))
     }
 }
 
@@ -315,9 +545,16 @@ type PyCallback = Arc<Py<PyAny>>;
 /// Thread-safe. Ownership belongs to this object, not to a thread: any
 /// thread may release what another acquired. acquire() pushes a guard
 /// (re-entering when held), release() pops and releases the newest.
+/// Belongs to the process that made its client: inherited through
+/// `fork()`, it is not held (`held` False, `state` LOST if it was held)
+/// and its methods raise Closed without touching the parent's node.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Lock {
-    handle: Arc<Handle>,
+    /// The client the lock was made from (its `closed` decides what
+    /// `held` and `state` say right after `close()`).
+    client: Owned<CoreClient>,
+    handle: Owned<Arc<Handle>>,
+    origin: Origin,
     guards: Mutex<Vec<Arc<Guard>>>,
     /// The newest guard ever acquired (answers for node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
@@ -325,8 +562,15 @@ struct Lock {
 }
 
 impl Lock {
-    fn new(handle: Handle) -> Lock {
-        Lock { handle: Arc::new(handle), guards: Mutex::default(), last: Mutex::default(), callbacks: Mutex::default() }
+    fn new(client: &CoreClient, origin: Origin, handle: Handle) -> Lock {
+        Lock {
+            client: Owned::new(client.clone(), origin),
+            handle: Owned::new(Arc::new(handle), origin),
+            origin,
+            guards: Mutex::default(),
+            last: Mutex::default(),
+            callbacks: Mutex::default(),
+        }
     }
 
     fn last_guard(&self, py: Python<'_>) -> PyResult<Arc<Guard>> {
@@ -334,45 +578,59 @@ impl Lock {
             to_py_err(py, &Error::new(ErrorKind::NotHeld, format!("{} was never acquired", self.handle.get().path())))
         })
     }
+
+    /// Whether the grant this object holds can no longer be ours whatever
+    /// the core's monitor has noticed yet: the client was closed (close()
+    /// has returned, the monitor reports LOST a moment later) or this
+    /// object was inherited through fork().
+    fn defunct(&self) -> bool {
+        self.origin.forked() || self.client.is_closed()
+    }
 }
 
 /// Registers `cb` on `guard`'s grant: called with the state's name, on the
 /// client's event thread, with the GIL taken there. An exception from the
-/// callback is reported through `sys.unraisablehook`.
+/// callback is reported through `sys.unraisablehook`. Once the interpreter
+/// shuts down ([`_shutdown`]) callbacks are no longer called.
 fn register(guard: &Guard, cb: PyCallback) {
     guard.on_state_change(move |state| {
-        Python::attach(|py| {
+        /// Counts a callback as running from before it looks at the flag
+        /// until it has left Python.
+        struct Running;
+        impl Drop for Running {
+            fn drop(&mut self) {
+                RUNNING_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        RUNNING_CALLBACKS.fetch_add(1, Ordering::SeqCst);
+        let _running = Running;
+        if SHUTTING_DOWN.load(Ordering::SeqCst) {
+            return;
+        }
+        // try_attach: never initialize or panic if the interpreter is gone
+        // (embedders that finalize without atexit hooks).
+        let _ = Python::try_attach(|py| {
             if let Err(e) = cb.call1(py, (state_name(state),)) {
                 e.write_unraisable(py, Some(cb.bind(py)));
             }
-        })
+        });
     });
 }
 
 #[pymethods]
 impl Lock {
     /// Acquires the lock like `threading.Lock.acquire`: `blocking=False`
-    /// tries once; otherwise waits up to `timeout` seconds in total (None or
-    /// -1: without limit). Returns False on timeout. Waits without the GIL;
+    /// tries once; otherwise waits up to `timeout` seconds in total (None:
+    /// without limit; numbers by the core's rule, see [`wait_limit`]). Returns False on timeout. Waits without the GIL;
     /// Ctrl-C cancels the wait (our node is deleted) and raises
-    /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed,
-    /// ConnectionLoss, InvalidArgument for a bad timeout, ...
+    /// KeyboardInterrupt. Raises Cancelled when cancel() is called, Closed
+    /// (also in a forked child), ConnectionLoss, InvalidArgument for a bad
+    /// timeout, TypeError for a timeout that is not a number.
     #[pyo3(signature = (blocking=true, timeout=None))]
-    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<f64>) -> PyResult<bool> {
-        let wait = match (blocking, timeout) {
-            (false, None) => Some(Duration::ZERO),
-            (false, Some(_)) => return Err(invalid_argument("a timeout cannot be given to a non-blocking acquire")),
-            (true, None) => None,
-            (true, Some(t)) if t == -1.0 || t == f64::INFINITY => None,
-            (true, Some(t)) if t >= 0.0 => Some(
-                Duration::try_from_secs_f64(t)
-                    .map_err(|_| invalid_argument(format!("timeout must be a number of seconds >= 0, got {t}")))?,
-            ),
-            (true, Some(t)) => {
-                return Err(invalid_argument(format!("timeout must be >= 0 or -1 (no limit), got {t}")))
-            }
-        };
-        let handle = self.handle.clone();
+    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let wait = wait_limit(blocking, timeout)?;
+        self.origin.check("lock")?;
+        let handle = Arc::clone(&self.handle);
         let cancel = handle.get().cancel_handle();
         let result = wait_interruptibly(
             py,
@@ -411,12 +669,17 @@ impl Lock {
     /// Releases the newest guard of this object (the node is deleted with
     /// the last one). Returns True when done, False when the delete could
     /// not be confirmed and goes on in the background. Raises NotHeld if
-    /// nothing is held, LockLost if the lock had been lost meanwhile.
-    /// Blocks without the GIL.
+    /// nothing is held, LockLost if the lock had been lost meanwhile,
+    /// Closed after close() or in a forked child (where the guard is
+    /// dropped without touching the parent's node). Blocks without the GIL.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let guard = locked(&self.guards)
             .pop()
             .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+        if self.origin.forked() {
+            std::mem::forget(guard);
+            return Err(py_err(self.origin.inherited("lock")));
+        }
         match py.detach(move || guard.release()) {
             Ok(ReleaseStatus::Released) => Ok(true),
             Ok(ReleaseStatus::Pending) => Ok(false),
@@ -425,16 +688,21 @@ impl Lock {
     }
 
     /// Makes every acquire in progress on this object fail with Cancelled
-    /// (their nodes are deleted). Never blocks; any thread.
+    /// (their nodes are deleted). Never blocks; any thread. Does nothing in
+    /// a forked child (no acquire of this object runs there).
     fn cancel(&self) {
-        self.handle.get().cancel();
+        if !self.origin.forked() {
+            self.handle.get().cancel();
+        }
     }
 
     /// Raises unless the lock is safely held now: NotHeld when not held,
-    /// ConnectionLoss while suspended, LockLost once lost.
+    /// ConnectionLoss while suspended, LockLost once lost, Closed after
+    /// close() or in a forked child.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         let top = locked(&self.guards).last().cloned();
         match top {
+            Some(_) if self.origin.forked() => Err(py_err(self.origin.inherited("lock"))),
             Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
             None => Err(to_py_err(
                 py,
@@ -446,11 +714,13 @@ impl Lock {
     /// Registers `callback(state: str)` for every state change (HELD,
     /// SUSPENDED, LOST) of the current grant and of later grants of this
     /// object. Called on the client's event thread, one at a time; it must
-    /// return promptly. Exceptions go to `sys.unraisablehook`.
+    /// return promptly. Exceptions go to `sys.unraisablehook`. Not called
+    /// once the interpreter shuts down. Raises Closed in a forked child.
     fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
         if !callback.is_callable() {
-            return Err(pyo3::exceptions::PyTypeError::new_err("callback must be callable"));
+            return Err(PyTypeError::new_err("callback must be callable"));
         }
+        self.origin.check("lock")?;
         let cb: PyCallback = Arc::new(callback.unbind());
         locked(&self.callbacks).push(cb.clone());
         if let Some(guard) = locked(&self.guards).last() {
@@ -459,19 +729,25 @@ impl Lock {
         Ok(())
     }
 
-    /// Whether this object holds the lock now (held or suspended).
+    /// Whether this object holds the lock now (held or suspended). False
+    /// from the moment close() returns, and in a forked child.
     #[getter]
     fn held(&self) -> bool {
-        !locked(&self.guards).is_empty() && self.handle.get().is_held()
+        !locked(&self.guards).is_empty() && !self.defunct() && self.handle.get().is_held()
     }
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
-    /// acquired).
+    /// acquired). `"LOST"` for a grant of a closed client from the moment
+    /// close() returns, and for a grant inherited through fork(). Read from
+    /// the newest guard still held (a released reentrant guard says
+    /// Released in the core while the older ones still hold the lock).
     #[getter]
     fn state(&self) -> &'static str {
-        match (locked(&self.guards).is_empty(), locked(&self.last).as_ref()) {
-            (false, Some(guard)) => state_name(guard.state()),
-            _ => "RELEASED",
+        let top = locked(&self.guards).last().cloned();
+        match top {
+            Some(_) if self.defunct() => "LOST",
+            Some(guard) => state_name(guard.state()),
+            None => "RELEASED",
         }
     }
 
@@ -530,8 +806,15 @@ impl Lock {
 impl Drop for Lock {
     /// A lock object dropped while holding releases its guards on a helper
     /// thread: a release may wait for ZooKeeper, and this runs with the GIL.
+    /// In a forked child the guards are leaked: they are the parent's.
     fn drop(&mut self) {
         let guards = std::mem::take(&mut *locked(&self.guards));
+        let last = locked(&self.last).take();
+        if self.origin.forked() {
+            std::mem::forget(guards);
+            std::mem::forget(last);
+            return;
+        }
         if !guards.is_empty() {
             let spawned = std::thread::Builder::new().name("zklock-py-release".into()).spawn(move || {
                 for guard in guards.into_iter().rev() {
@@ -553,5 +836,8 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
+    m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
     Ok(())
 }

@@ -59,8 +59,12 @@ def test_acquire_release_like_threading_lock(client: zklock.Client, path: str) -
     assert lock.release() is True
     assert lock.acquire(timeout=5) is True
     assert lock.release() is True
-    assert lock.acquire(True, -1) is True
+    assert lock.acquire(True, None) is True
     lock.release()
+    # Unlike threading.Lock's, -1 is a negative timeout like any other
+    # (the rule of every zklock language).
+    with pytest.raises(zklock.InvalidArgument):
+        lock.acquire(True, -1)
 
 
 def test_fencing_tokens_grow(client: zklock.Client, path: str) -> None:
@@ -81,9 +85,12 @@ def test_reentrant_per_lock_object(client: zklock.Client, observer: zklock.Clien
         with lock:
             assert lock.depth == 2
             assert lock.node_path == node
-        assert lock.held and lock.depth == 1
+        # The inner guard is released (the core says RELEASED for it); the
+        # object still holds through the outer one.
+        assert lock.held and lock.depth == 1 and lock.state == zklock.LockState.HELD
+        lock.check()
         assert len(observer.participants(path)) == 1
-    assert not lock.held and lock.depth == 0
+    assert not lock.held and lock.depth == 0 and lock.state == zklock.LockState.RELEASED
     assert observer.participants(path) == []
 
 

@@ -21,8 +21,25 @@ release it. Blocking calls release the GIL; a blocking acquire in the main
 thread is interrupted by Ctrl-C (KeyboardInterrupt), which deletes the
 waiting node first.
 
-Processes: create clients after ``fork()`` (or use the ``spawn`` start
-method); a client does not survive a fork.
+Timeouts are numbers of seconds: ``int`` (any size), ``float``, or any
+object with ``__float__`` or ``__index__`` (numpy scalars, ``Decimal``,
+``Fraction``). A bool is refused (:class:`InvalidArgument`), anything else
+is a ``TypeError``. The rules are the core's, the same in every language:
+client options must be finite and > 0 (``session_timeout`` at most 3600 s,
+the others at most one day); an acquire timeout of 0 tries once, ``None``,
+``math.inf`` or more than 10**9 s (about 31.7 years) wait without limit,
+NaN and negative numbers (also ``threading.Lock``'s -1) are refused
+(:class:`InvalidArgument`): pass ``None`` (the default) for no limit.
+
+Processes: a client belongs to the process that made it. A child made by
+``fork()`` (or a ``fork`` multiprocessing pool) makes its own clients.
+Objects inherited through the fork do not work in the child: every call
+raises :class:`Closed` at once, ``held`` is False, ``state`` is LOST for a
+lock that was held, and ``release()`` leaves the parent's node alone.
+
+Interpreter shutdown: state callbacks are not called any more once the
+interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
+callbacks already running).
 
 asyncio: ``await lock.acquire_async(timeout=...)`` and ``async with
 client.lock(path):`` wait on a helper thread, so the event loop keeps
@@ -33,8 +50,9 @@ node before the cancellation is re-raised.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import enum
-import math
+import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
@@ -115,15 +133,18 @@ class Participant:
     session_id: int
 
 
-def _check_timeout(timeout: Optional[float]) -> Optional[float]:
-    """Validates a timeout in seconds: None, -1 or a number >= 0."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError("timeout must be a number of seconds or None, not %s" % type(timeout).__name__)
-    if math.isnan(timeout) or (timeout < 0 and timeout != -1):
-        raise InvalidArgument("timeout must be >= 0 seconds, -1 or None (no limit), got %r" % (timeout,))
-    return float(timeout)
+def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
+    """The wait of ``acquire(blocking, timeout)`` in seconds (None: no
+    limit), by the core's rule; raises what acquire would raise for these
+    arguments (InvalidArgument, TypeError)."""
+    return _zklock._wait_limit(blocking, timeout)
+
+
+# State callbacks stop when the interpreter starts to shut down; the hook
+# waits for those already running (see _zklock._shutdown).
+atexit.register(_zklock._shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_zklock._after_fork_in_child)
 
 
 def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
@@ -175,8 +196,9 @@ class Lock:
 
     def __init__(self, native: _zklock.Lock, timeout: Optional[float] = None) -> None:
         self._native = native
-        #: The wait limit of ``with``/``async with`` in seconds (None: no limit).
-        self.timeout = _check_timeout(timeout)
+        #: The wait limit of ``with``/``async with`` in seconds (None: no
+        #: limit), as :meth:`acquire` reads ``timeout``.
+        self.timeout = _wait_limit(True, timeout)
 
     # -- blocking API -------------------------------------------------------
 
@@ -184,8 +206,12 @@ class Lock:
         """Acquires the lock like ``threading.Lock.acquire``.
 
         ``blocking=False`` tries once without waiting; otherwise waits up to
-        ``timeout`` seconds in total (None or -1: no limit). Returns True
-        when acquired, False when the time ran out (our node is deleted).
+        ``timeout`` seconds in total: 0 tries once; None, ``math.inf`` or
+        more than 10**9 s: no limit. Unlike ``threading.Lock``, -1 is not
+        "no limit" but refused, as every negative number (the rule of every
+        zklock language): pass ``timeout=None`` (the default) to wait
+        without limit. Returns True when acquired, False when the time
+        ran out (our node is deleted).
 
         Releases the GIL while waiting. In the main thread, Ctrl-C cancels
         the wait (deleting our node) and raises KeyboardInterrupt.
@@ -193,10 +219,14 @@ class Lock:
         Raises:
             Cancelled: :meth:`cancel` was called meanwhile.
             WouldDeadlock: write side of a pair while its read side is held.
-            Closed, ConnectionLoss, ZooKeeperError: client or server trouble.
-            InvalidArgument: a timeout with ``blocking=False``, or < 0.
+            Closed: the client was closed, or this object was inherited
+                through ``fork()``.
+            ConnectionLoss, ZooKeeperError: client or server trouble.
+            InvalidArgument: a timeout with ``blocking=False``, NaN, a
+                negative number, or a bool.
+            TypeError: a timeout that is not a number.
         """
-        return self._native.acquire(blocking, _check_timeout(timeout))
+        return self._native.acquire(blocking, timeout)
 
     def release(self) -> bool:
         """Releases one acquire of this object (the node goes with the last).
@@ -209,6 +239,9 @@ class Lock:
             LockLost: the lock had been lost before the release (the
                 critical section may have run without it); the node is
                 cleaned up all the same.
+            Closed: the client was closed (the node went with the
+                session), or this object was inherited through ``fork()``
+                (the parent's node is left alone).
         """
         return self._native.release()
 
@@ -225,6 +258,8 @@ class Lock:
             NotHeld: not held by this object.
             ConnectionLoss: suspended (connection trouble; may come back).
             LockLost: lost for good; another client may hold it.
+            Closed: the client was closed, or this object was inherited
+                through ``fork()``.
         """
         self._native.check()
 
@@ -235,7 +270,12 @@ class Lock:
         The callback runs on the client's event thread (not the caller's),
         with the GIL taken there, one call at a time and in order. It should
         return promptly; exceptions go to ``sys.unraisablehook``. If the lock
-        is no longer HELD when registering, it is called once soon.
+        is no longer HELD when registering, it is called once soon. It is
+        not called once the interpreter starts to shut down.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
+            Closed: this object was inherited through ``fork()``.
         """
         if not callable(callback):
             raise TypeError("callback must be callable")
@@ -247,12 +287,16 @@ class Lock:
 
     @property
     def held(self) -> bool:
-        """Whether this object holds the lock now (held or suspended)."""
+        """Whether this object holds the lock now (held or suspended).
+        False from the moment :meth:`Client.close` returns, and in a forked
+        child."""
         return self._native.held
 
     @property
     def state(self) -> LockState:
-        """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise."""
+        """HELD, SUSPENDED or LOST while acquired; RELEASED otherwise. LOST
+        from the moment :meth:`Client.close` returns, and in a forked child
+        for a lock that was held at the fork."""
         return LockState(self._native.state)
 
     @property
@@ -318,7 +362,7 @@ class Lock:
         ``CancelledError`` propagates. This also cancels other acquires in
         progress on the same object (use one lock object per task).
         """
-        timeout = _check_timeout(timeout)
+        _wait_limit(blocking, timeout)  # bad arguments raise here, not on a thread
         loop = asyncio.get_running_loop()
         fut = _in_thread(loop, self._native.acquire, blocking, timeout)
         try:
@@ -390,17 +434,20 @@ class Client:
     """A connection to a ZooKeeper ensemble (one session), the factory of locks.
 
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``; timeouts are in
-    seconds; ``auth`` is ``(user, password)`` for ZooKeeper's digest scheme.
-    Connecting blocks (without the GIL; Ctrl-C interrupts it) until a server
-    answers or ``connect_timeout`` passes. A context manager: ``with
-    zklock.Client(...) as zk:`` closes the session on exit.
+    seconds (finite, > 0; ``session_timeout`` at most 3600, the others at
+    most 86400); ``auth`` is ``(user, password)`` for ZooKeeper's digest
+    scheme. Connecting blocks (without the GIL; Ctrl-C interrupts it) until
+    a server answers or ``connect_timeout`` passes. A context manager:
+    ``with zklock.Client(...) as zk:`` closes the session on exit.
 
     Thread-safe. Locks keep the session alive until :meth:`close` (which
     loses every lock held through this client) or until the client and all
-    its locks are garbage.
+    its locks are garbage. A client belongs to the process that made it:
+    inherited through ``fork()``, its methods raise :class:`Closed`.
 
     Raises:
-        InvalidArgument, InvalidPath: malformed connect string or option.
+        InvalidArgument, InvalidPath: malformed connect string or option
+            (also a bool as a timeout, or text that is not valid Unicode).
         ConnectionLoss: no server answered within ``connect_timeout``.
         ZooKeeperError: other refusals (e.g. failed authentication).
         TypeError: arguments of the wrong type.
@@ -421,10 +468,12 @@ class Client:
     def lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
         """An exclusive lock on ``path`` (Curator ``InterProcessMutex``
         compatible). ``timeout`` bounds ``with``/``async with`` (None: no
-        limit); ``identifier`` (str or bytes) is stored in the lock node for
+        limit; a negative number, also -1, is InvalidArgument); ``identifier`` (str or bytes) is stored in the lock node for
         other participants to see. Does not touch ZooKeeper.
 
-        Raises InvalidPath for a malformed path, TypeError for wrong types.
+        Raises InvalidPath for a malformed path (also one that is not valid
+        Unicode), Closed after :meth:`close` or in a forked child, TypeError
+        for wrong types.
         """
         return Lock(self._native.lock(path, identifier), timeout)
 
@@ -459,7 +508,8 @@ class Client:
 
     @property
     def session_id(self) -> int:
-        """The id of the current ZooKeeper session (raises Closed after close())."""
+        """The id of the current ZooKeeper session (raises Closed after
+        close() or in a forked child)."""
         return self._native.session_id
 
     @property
@@ -469,7 +519,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether :meth:`close` was called (always True in a forked child)."""
         return self._native.closed
 
     @property
@@ -479,8 +529,10 @@ class Client:
 
     def close(self) -> None:
         """Closes the session: every lock held through this client is lost
-        and waiting acquires fail with :class:`Closed`. Idempotent; blocks
-        (without the GIL) up to the operation timeout."""
+        and waiting acquires fail with :class:`Closed`. When it returns,
+        every lock of this client says so (``held`` False, ``state`` LOST).
+        Idempotent; blocks (without the GIL) up to the operation timeout.
+        In a forked child it does nothing: the session is the parent's."""
         self._native.close()
 
     def __enter__(self) -> "Client":

@@ -2,7 +2,7 @@
 
 from typing import Callable, List, Optional, Tuple, Union, final
 
-__all__ = ["ERROR_CODES", "__version__", "Client", "Lock"]
+__all__ = ["ERROR_CODES", "__version__", "Client", "Lock", "_shutdown", "_after_fork_in_child", "_wait_limit"]
 
 __version__: str
 #: Every error kind name of the core, in code order (e.g. ``"TIMEOUT"``).
@@ -10,15 +10,24 @@ ERROR_CODES: Tuple[str, ...]
 
 _Identifier = Union[str, bytes, None]
 
+def _shutdown() -> None:
+    """Stops state callbacks for good and waits until none runs (atexit)."""
+
+def _after_fork_in_child() -> None:
+    """Forgets the parent's running callbacks (os.register_at_fork)."""
+
+def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
+    """The wait of ``acquire(blocking, timeout)`` in seconds (None: no limit)."""
+
 @final
 class Client:
     def __new__(
         cls,
         hosts: str,
-        session_timeout: float = 10.0,
-        connect_timeout: float = 15.0,
-        operation_timeout: float = 10.0,
-        auth: Optional[Tuple[str, str]] = None,
+        session_timeout: float,
+        connect_timeout: float,
+        operation_timeout: float,
+        auth: Optional[Tuple[str, str]],
     ) -> "Client": ...
     def lock(self, path: str, identifier: _Identifier = None) -> "Lock": ...
     def read_lock(self, path: str, identifier: _Identifier = None) -> "Lock": ...
