@@ -626,7 +626,7 @@ static const char *g_self;
 
 /* In a child made by fork(): every inherited object fails at once with
  * ZKLOCK_CLOSED and never reports the parent's lock as held; freeing them
- * returns at once and leaves the parent's node alone. */
+ * returns at once and leaves the parent's node alone; a new client works. */
 static int fork_child_checks(zklock_client *zk, zklock_lock *lock, zklock_guard *g, const char *path) {
     CHECK(zklock_guard_state(g) == ZKLOCK_STATE_LOST);
     EXPECT_MSG(ZKLOCK_CLOSED, "fork()", zklock_guard_check(g, &err));
@@ -641,6 +641,20 @@ static int fork_child_checks(zklock_client *zk, zklock_lock *lock, zklock_guard 
     zklock_guard_free(g);
     zklock_lock_free(lock);
     zklock_client_free(zk);
+    /* the child makes its own client, which works */
+    zklock_client *own = NULL;
+    if (connect_default(&own)) return 1;
+    char own_path[160];
+    snprintf(own_path, sizeof own_path, "%s-child", path);
+    zklock_lock *own_lock = NULL;
+    zklock_guard *own_g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(own, own_path, ZKLOCK_MODE_EXCLUSIVE, &own_lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(own_lock, 5000, &own_g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_check(own_g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(own_g, NULL, &err));
+    zklock_guard_free(own_g);
+    zklock_lock_free(own_lock);
+    zklock_client_free(own);
     return 0;
 }
 
