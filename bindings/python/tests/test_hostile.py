@@ -302,10 +302,10 @@ def test_hostile_identifiers(client: zklock.Client, path: str, identifier: Any, 
         check(lambda: make(path, identifier=identifier), expect)
 
 
-def test_oversized_identifier_is_refused_at_acquire(client: zklock.Client, path: str) -> None:
-    lock = client.lock(path, identifier=b"x" * (64 * 1024 + 1))
-    check(lock.acquire, INVALID_ARGUMENT)
-    assert not lock.held and client.participants(path) == []
+def test_oversized_identifier_is_refused_when_the_lock_is_made(client: zklock.Client, path: str) -> None:
+    for make in (client.lock, client.read_lock, client.write_lock, client.read_write_lock):
+        check(lambda: make(path, identifier=b"x" * (64 * 1024 + 1)), INVALID_ARGUMENT)
+    assert client.participants(path) == []
 
 
 # ---- Acquire timeouts ---------------------------------------------------------

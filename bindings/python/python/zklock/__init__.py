@@ -472,8 +472,9 @@ class Client:
         other participants to see. Does not touch ZooKeeper.
 
         Raises InvalidPath for a malformed path (also one that is not valid
-        Unicode), Closed after :meth:`close` or in a forked child, TypeError
-        for wrong types.
+        Unicode), InvalidArgument for an identifier over 64 KiB or
+        ``__REVOKE__``, Closed after :meth:`close` or in a forked child,
+        TypeError for wrong types.
         """
         return Lock(self._native.lock(path, identifier), timeout)
 
