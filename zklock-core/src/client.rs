@@ -220,9 +220,29 @@ pub(crate) struct Shared {
     events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
     /// Background deletions still running (tests and close() look at this).
     pub(crate) pending_cleanups: AtomicU64,
-    /// The process that made the client: a child made by `fork()` has a
-    /// copy of it but none of its threads (see [`Shared::forked`]).
+    /// The process that made the client, and its fork generation (see
+    /// [`fork_generation`]): a child made by `fork()` has a copy of it but
+    /// none of its threads (see [`Shared::forked`]).
     pid: u32,
+    generation: u64,
+}
+
+/// How many `fork()`s led to this process since the first client was made
+/// (moved by a `pthread_atfork` child handler): comparing it costs an
+/// atomic load, where comparing pids costs a system call on every
+/// `check()`.
+fn fork_generation() -> u64 {
+    static FORKS: AtomicU64 = AtomicU64::new(0);
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    extern "C" fn count_fork() {
+        // Async-signal-safe: one atomic add.
+        FORKS.fetch_add(1, Ordering::SeqCst);
+    }
+    REGISTER.call_once(|| {
+        // SAFETY: registers a handler that only does an atomic add.
+        let _ = unsafe { libc::pthread_atfork(None, None, Some(count_fork)) };
+    });
+    FORKS.load(Ordering::SeqCst)
 }
 
 impl Shared {
@@ -237,7 +257,7 @@ impl Shared {
     /// ever answer) and shares the parent's sockets and epoll instance:
     /// it must fail at once and never touch them, not even to close them.
     pub(crate) fn forked(&self) -> bool {
-        std::process::id() != self.pid
+        fork_generation() != self.generation
     }
 
     /// `Closed`, saying why: closed, or inherited through `fork()`.
@@ -532,6 +552,7 @@ impl Client {
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
             pid: std::process::id(),
+            generation: fork_generation(),
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let s = shared.clone();

@@ -285,10 +285,7 @@ async fn delete_node(
             if known_ours {
                 delete_once(shared, session, &path, None).await
             } else {
-                match session.zk() {
-                    Ok(zk) => delete_if_ours(shared, session, &zk, &path).await,
-                    Err(_) => Deletion::Gone,
-                }
+                delete_if_ours(shared, session, &path).await
             }
         };
         let done = match patience {
@@ -340,17 +337,17 @@ fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
 
 /// One try of a cleanup; true when nothing is left to do.
 async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
-    let Ok(zk) = session.zk() else { return true };
     match what {
-        Cleanup::Node(path) => delete_if_ours(shared, session, &zk, path).await != Deletion::Pending,
+        Cleanup::Node(path) => delete_if_ours(shared, session, path).await != Deletion::Pending,
         Cleanup::Prefix { parent, prefix } => {
+            let Ok(zk) = session.zk() else { return true };
             let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
                 _ => return false,
             };
             for node in names::own_nodes(&children, prefix) {
-                if delete_if_ours(shared, session, &zk, &format!("{parent}/{}", node.name)).await == Deletion::Pending {
+                if delete_if_ours(shared, session, &format!("{parent}/{}", node.name)).await == Deletion::Pending {
                     return false;
                 }
             }
@@ -361,7 +358,8 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
 
 /// Reads the node at `path` and deletes it (at the version read) if the
 /// session owns it.
-async fn delete_if_ours(shared: &Shared, session: &Session, zk: &zk::Client, path: &str) -> Deletion {
+async fn delete_if_ours(shared: &Shared, session: &Session, path: &str) -> Deletion {
+    let Ok(zk) = session.zk() else { return Deletion::Gone };
     match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
         Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => delete_once(shared, session, path, Some(stat.version)).await,
         Ok(Ok((_, stat))) => {

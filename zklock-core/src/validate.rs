@@ -102,10 +102,8 @@ pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Resul
             shown_secs(secs)
         )));
     }
-    match Duration::try_from_secs_f64(secs) {
-        // Less than half a nanosecond: the smallest duration (the server
-        // negotiates a session timeout up to its minimum anyway).
-        Ok(d) if d <= max => Ok(d.max(Duration::from_nanos(1))),
+    match positive_duration(secs) {
+        Some(d) if d <= max => Ok(d),
         _ => Err(Error::invalid_argument(format!("{option} must be at most {} s, got {}", max.as_secs(), shown_secs(secs)))),
     }
 }
@@ -136,12 +134,15 @@ pub fn acquire_timeout_from_secs(secs: f64) -> Result<Option<Duration>> {
             shown_secs(secs)
         )));
     }
-    // A positive number is a deadline however small (below half a
-    // nanosecond: 1 ns), never zero's "try once".
-    Ok(Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| *d <= FOREVER)
-        .map(|d| if secs > 0.0 { d.max(Duration::from_nanos(1)) } else { d }))
+    // A positive number is a deadline however small, never zero's "try once".
+    Ok(positive_duration(secs).filter(|d| *d <= FOREVER))
+}
+
+/// `secs` (finite, >= 0) as a duration that is zero only for zero: a
+/// positive number below half a nanosecond is 1 ns. `None` if too large.
+fn positive_duration(secs: f64) -> Option<Duration> {
+    let d = Duration::try_from_secs_f64(secs).ok()?;
+    Some(if secs > 0.0 { d.max(Duration::from_nanos(1)) } else { d })
 }
 
 /// Checks a connect string `host:port[,host:port...][/chroot]` and returns it
