@@ -65,8 +65,8 @@ cli:
 	$(CARGO) build --release --locked -p zklock-core --bin zklock
 
 .PHONY: soak
-# The long fault soak (issue 7). The test command runs a one-minute soak and
-# half a minute of third-party deletes (tests/soak/tests/short.rs); this is
+# The long fault soak (issue 7). The test command runs short soaks
+# (tests/soak/tests/short.rs); this is
 # the long one. Override e.g.
 # `make soak SOAK_ARGS="--duration 30m --seed 42"`.
 # Five server fault kinds share one chaos thread (each takes seconds to

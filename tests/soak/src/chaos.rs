@@ -1,20 +1,27 @@
 //! The chaos schedule: one thread per lane of fault kinds
 //! ([`Lane`](crate::analysis::Lane)) injects faults while the contenders
 //! run: one against the servers (kill and restart the leader or a
-//! follower, freeze a member, restart the whole ensemble), one against the
-//! holders' network (blackhole the holder's connection, drop the reply to a
-//! create), one against the holders' processes (stop the holder's process
-//! past its session) and one for a third party (delete a waiter's or a
-//! holder's lock node, see `third_party.rs`). The threads' faults overlap,
-//! as they do in real outages. After each server fault its thread waits up
-//! to 1.5 s for the next grant; progress after each fault is measured
-//! afterwards from the record.
+//! follower, freeze a member, restart the whole ensemble, cut a holder's
+//! member off from the quorum while its clients stay connected), one
+//! against the holders' network (blackhole the holder's connection, drop
+//! the reply to a create), one against the holders' processes (stop the
+//! holder's process past its session, or a contender's between its create
+//! and reading the replies) and one for a third party (delete a waiter's or
+//! a holder's lock node, see `third_party.rs`). The threads' faults
+//! overlap, as they do in real outages. After each server fault its thread
+//! waits up to 1.5 s for the next grant; progress after each fault is
+//! measured afterwards from the record.
 //!
-//! A new fault kind (e.g. a member partitioned from the quorum while its
-//! clients stay connected, or a holder stalled between sending requests and
-//! reading their replies) is a `FaultKind` with a name and a lane, and an
-//! arm of [`Chaos::inject`]; the lanes' threads, the reports per kind and
-//! the attribution of violations to kinds follow from that.
+//! Two classes need the contenders' timing shaped, through the resource
+//! (see `resource.rs`): a partitioned member's holder is asked to keep
+//! holding through the fault (a short hold would end before the leader
+//! expired its session), and the other contenders on a stalled
+//! contender's lock rest before its create, so that its create finds the
+//! lock free.
+//!
+//! A new fault kind is a `FaultKind` with a name and a lane, and an arm of
+//! [`Chaos::inject`]; the lanes' threads, the reports per kind and the
+//! attribution of violations to kinds follow from that.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -52,6 +59,8 @@ pub struct Chaos<'a> {
     pub worker_pids: Vec<u32>,
     /// Contender id -> process index.
     pub process_of: BTreeMap<u32, usize>,
+    /// Contender id -> the lock it takes.
+    pub lock_of: BTreeMap<u32, LockId>,
     /// How long a freeze, blackhole or pause lasts (longer than the
     /// session timeout).
     pub hold: Duration,
@@ -202,47 +211,97 @@ impl Chaos<'_> {
             },
             FaultKind::PartitionMember => {
                 io("waiting for a quorum", c.wait_quorum(SERVE_LIMIT))?;
-                let Some(holder) = self.holder() else { return Ok(None) };
-                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
-                // The member whose proxy carries the holder's connection.
-                let Some(member) = group.proxies().iter().position(|p| p.connections() > 0) else { return Ok(None) };
-                io("partitioning a member", c.partition(member))?;
-                let start = mono_ns();
-                // Past the session timeout and the member's own patience
-                // (syncLimit x tickTime), after which it drops its clients.
-                std::thread::sleep(self.hold + Duration::from_secs(1));
-                io("healing the partition", c.heal_partition(member))?;
-                io("waiting for the member", c.wait_serving(member, SERVE_LIMIT))?;
-                Ok(Some(fault(start, None)))
+                // A holder that goes on holding and checking through the
+                // fault: a short hold would end (its release pending) before
+                // the leader expired its session.
+                let lock = self.locks[rng.range(0, self.locks.len() as u64 - 1) as usize];
+                let Some(holder) = self.resource.keep_next_writer(lock, Duration::from_secs(10)) else { return Ok(None) };
+                let outcome = self.partition_holders_member(holder, lock);
+                self.resource.stop_keeping();
+                outcome.map(|start| start.map(|start| fault(start, None)))
             },
             FaultKind::StallHolder => {
-                // The holder creates a new node right after it releases.
-                let Some(holder) = self.holder() else { return Ok(None) };
-                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
-                let Some(&process) = self.process_of.get(&holder) else { return Ok(None) };
-                let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
-                group.hold_replies_from_next_create();
-                if !zklock_harness::wait_for(Duration::from_secs(10), || group.held_replies() > 0) {
-                    group.release_held_replies();
-                    return Ok(None);
-                }
-                // Let the list's reply (answered right after the create's)
-                // be held too, then stop the process before it reads them.
-                std::thread::sleep(Duration::from_millis(20));
-                signal(pid, libc::SIGSTOP)?;
-                let start = mono_ns();
-                group.release_held_replies();
-                group.blackhole();
-                std::thread::sleep(self.hold + Duration::from_secs(1));
-                signal(pid, libc::SIGCONT)?;
-                std::thread::sleep(Duration::from_millis(500));
-                group.heal();
-                Ok(Some(fault(start, Some(process))))
+                let target = rng.range(0, self.groups.len() as u64 - 1) as u32;
+                let outcome = self.stall_free_create(target);
+                self.resource.go();
+                self.resource.stop_keeping();
+                outcome.map(|stalled| stalled.map(|(start, process)| fault(start, Some(process))))
             },
             FaultKind::ThirdPartyDelete => {
                 self.outsider.lock().unwrap_or_else(PoisonError::into_inner).delete_next(self.resource, self.until)
             },
         }
+    }
+
+    /// Cuts the member that carries `holder`'s connection off from the
+    /// quorum while the holder stays connected to it and cannot move to
+    /// another member (its proxies to the others drop all traffic), past
+    /// the session timeout, and further until `lock` was granted again
+    /// (up to 10 s more: a cut-off leader is replaced only once the others
+    /// give up on it, after syncLimit x tickTime, and the new leader gives
+    /// every session a full timeout), then heals both. A holder kept
+    /// holding overlaps that grant unless it learned its loss. The fault's
+    /// start, or `None` if the holder was not connected.
+    fn partition_holders_member(&self, holder: u32, lock: LockId) -> Result<Option<u64>, String> {
+        let c = self.cluster;
+        let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+        let Some(member) = group.proxies().iter().position(|p| p.connections() > 0) else { return Ok(None) };
+        io("partitioning a member", c.partition(member))?;
+        let start = mono_ns();
+        let elsewhere: Vec<_> = group.proxies().iter().enumerate().filter(|&(i, _)| i != member).map(|(_, p)| p).collect();
+        for p in &elsewhere {
+            p.blackhole();
+        }
+        std::thread::sleep(self.hold + Duration::from_secs(1));
+        self.resource.wait_grant_after(start, Duration::from_secs(10), &[lock]);
+        let healed = c.heal_partition(member);
+        for p in &elsewhere {
+            p.heal();
+        }
+        io("healing the partition", healed)?;
+        io("waiting for the member", c.wait_serving(member, SERVE_LIMIT))?;
+        Ok(Some(start))
+    }
+
+    /// Stops `target`'s process between its create and reading the
+    /// replies, on a create made while nobody else is queued on its lock
+    /// (the others rest meanwhile): the list answered right behind the
+    /// create shows its node first, the case in which an engine that
+    /// credited the list's reply with a late send time granted the lock on
+    /// an expired session. Its proxies hold the replies, and drop its
+    /// traffic once it is stopped, past its session; the others come back
+    /// and are granted the lock once the session expired. When it runs
+    /// again it is asked to keep holding, if it is granted, until the
+    /// fault ends. The fault's start and the stopped process, or `None` if
+    /// the others did not come to rest or the target made no create.
+    fn stall_free_create(&self, target: u32) -> Result<Option<(u64, usize)>, String> {
+        let Some(group) = self.groups.get(target as usize) else { return Ok(None) };
+        let Some(&process) = self.process_of.get(&target) else { return Ok(None) };
+        let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
+        let Some(&lock) = self.lock_of.get(&target) else { return Ok(None) };
+        let others: Vec<u32> = self.lock_of.iter().filter(|&(&c, &l)| l == lock && c != target).map(|(&c, _)| c).collect();
+        if !self.resource.rest(&others, Duration::from_secs(15)) {
+            return Ok(None);
+        }
+        group.hold_replies_from_next_create();
+        if !zklock_harness::wait_for(Duration::from_secs(10), || group.held_replies() > 0) {
+            group.release_held_replies();
+            return Ok(None);
+        }
+        // Let the list's reply (answered right after the create's) be held
+        // too, then stop the process before it reads them.
+        std::thread::sleep(Duration::from_millis(20));
+        signal(pid, libc::SIGSTOP)?;
+        let start = mono_ns();
+        group.release_held_replies();
+        group.blackhole();
+        self.resource.go();
+        self.resource.keep(target);
+        std::thread::sleep(self.hold + Duration::from_secs(1));
+        signal(pid, libc::SIGCONT)?;
+        std::thread::sleep(Duration::from_millis(500));
+        group.heal();
+        Ok(Some((start, process)))
     }
 
     /// The contender that most recently announced a grant, on either lock,
@@ -259,6 +318,8 @@ impl Chaos<'_> {
     /// Undoes every fault: resumes processes and members, heals every
     /// connection, starts dead members, waits for a quorum.
     pub fn restore(&self) {
+        self.resource.go();
+        self.resource.stop_keeping();
         for &pid in &self.worker_pids {
             let _ = signal(pid, libc::SIGCONT);
         }

@@ -344,6 +344,7 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
         outsider: Mutex::new(third_party::Outsider::new(cluster.connect_string(), &s.locks)),
         worker_pids: workers.children.iter().map(Child::id).collect(),
         process_of: process_of.clone(),
+        lock_of: (0..contenders).map(|cid| (cid as u32, s.lock_of(cid))).collect(),
         hold: s.session_timeout + Duration::from_millis(500),
         until: Instant::now() + s.duration,
         faults: Mutex::default(),
@@ -354,11 +355,15 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     resource.wait_grant_after(mono_ns(), s.progress_bound, &s.locks);
     std::thread::sleep(Duration::from_millis(500));
     let stuck = workers.stop(Duration::from_secs(30));
-    let leftover_nodes =
-        leftovers(&cluster.connect_string(), &s.locks, s.session_timeout * 2 + Duration::from_secs(5))?;
+    let mut errors = chaos.errors.into_inner().unwrap_or_default();
+    // A failed check still lets the run's record be analysed and printed.
+    let leftover_nodes = leftovers(&cluster.connect_string(), &s.locks, s.session_timeout * 2 + Duration::from_secs(5))
+        .unwrap_or_else(|e| {
+            errors.push(format!("checking for leftover lock nodes: {e}"));
+            Vec::new()
+        });
     let (intervals, writes) = resource.snapshot();
     let faults = chaos.faults.into_inner().unwrap_or_default();
-    let errors = chaos.errors.into_inner().unwrap_or_default();
     let record = Record { locks: s.locks.clone(), intervals, writes, faults, leftover_nodes, process_of };
     let settle = s.session_timeout + Duration::from_secs(1);
     let report = analysis::analyse(&record, s.progress_bound.as_nanos() as u64, settle.as_nanos() as u64);
@@ -370,9 +375,22 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
 }
 
 /// Lock nodes left under the locks' paths once every contender closed its
-/// session, after waiting up to `limit` for them to go.
+/// session, after waiting up to `limit` for them to go. Connecting is tried
+/// again for up to a minute (the last fault may leave the ensemble slow to
+/// take new sessions).
 fn leftovers(hosts: &str, locks: &[LockId], limit: Duration) -> Result<Vec<(LockId, String)>, Box<dyn std::error::Error>> {
-    let client = Client::connect(ClientOptions::new(hosts).connect_timeout(Duration::from_secs(30)))?;
+    let options = ClientOptions::new(hosts).connect_timeout(Duration::from_secs(20));
+    let mut tries = 0;
+    let client = loop {
+        match Client::connect(options.clone()) {
+            Ok(c) => break c,
+            Err(e) if tries < 3 => {
+                tries += 1;
+                eprintln!("soak: connecting to check for leftover lock nodes: {e}; trying again");
+            },
+            Err(e) => return Err(e.into()),
+        }
+    };
     let mut left = Vec::new();
     let gone = zklock_harness::wait_for(limit, || {
         left.clear();

@@ -11,8 +11,16 @@
 //! | `ENTER <mode> <cid> <token> <grant_start_ns>` (first write of a grant) | `OK` / `STALE` |
 //! | `WRITE <mode> <cid> <token> <grant_start_ns>` | `OK` / `STALE` |
 //! | `INTERVAL <mode> <cid> <token> <start_ns> <end_ns> <noticed_ns or -> <release or lost>` | `OK` |
+//! | `READY <cid>` (before each acquire) | `GO` / `REST` |
+//!
+//! Two directives let a fault class shape the contenders' timing (see
+//! `chaos.rs`): an `ENTER` or `WRITE` answer ends in ` KEEP` while the
+//! contender is asked to keep holding (it then goes on writing and checking
+//! past its usual few steps, until the answer no longer says `KEEP` or a
+//! `check()` fails), and `READY` answers `REST` while the contender is asked
+//! not to start an acquire (it asks again a little later).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, BufReader, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -80,6 +88,24 @@ struct State {
     open: BTreeMap<u32, OpenGrant>,
     /// Start of the latest announced grant, per lock.
     last_grant: BTreeMap<LockId, u64>,
+    /// Who is asked to keep holding.
+    keep: Keep,
+    /// Contenders asked not to start an acquire.
+    rest: BTreeSet<u32>,
+    /// Contenders told `REST` since they last heard `GO`.
+    resting: BTreeSet<u32>,
+}
+
+/// Who the resource asks to keep holding (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Keep {
+    /// Nobody.
+    #[default]
+    Nobody,
+    /// The next contender that writes on this lock; it becomes `Contender`.
+    NextWriter(LockId),
+    /// This contender.
+    Contender(u32),
 }
 
 /// The resource server. Connections are served on their own threads until
@@ -142,9 +168,27 @@ impl Resource {
                     st.open.insert(cid, OpenGrant { cid, mode, token, start: grant_start });
                     let last = st.last_grant.entry(lock).or_default();
                     *last = (*last).max(grant_start);
-                    self.state.1.notify_all();
                 }
-                if accepted { "OK" } else { "STALE" }.into()
+                if st.keep == Keep::NextWriter(lock) {
+                    st.keep = Keep::Contender(cid);
+                }
+                let keep = if st.keep == Keep::Contender(cid) { " KEEP" } else { "" };
+                self.state.1.notify_all();
+                format!("{}{keep}", if accepted { "OK" } else { "STALE" })
+            },
+            (Some("READY"), _, _, _, _) => {
+                let Some(cid) = f.get(1).and_then(|c| c.parse::<u32>().ok()) else {
+                    return "ERR bad ready".into();
+                };
+                let mut st = self.lock();
+                let rest = st.rest.contains(&cid);
+                if rest {
+                    st.resting.insert(cid);
+                } else {
+                    st.resting.remove(&cid);
+                }
+                self.state.1.notify_all();
+                if rest { "REST" } else { "GO" }.into()
             },
             (Some("INTERVAL"), Some(mode), Some(cid), Some(token), Some(start)) if f.len() == 8 => {
                 let Some(end) = num(5) else { return "ERR bad interval".into() };
@@ -170,6 +214,53 @@ impl Resource {
     /// Every grant announced on `lock` and not yet finished.
     pub fn open_grants(&self, lock: LockId) -> Vec<OpenGrant> {
         self.lock().open.values().filter(|g| g.mode.lock() == lock).copied().collect()
+    }
+
+    /// Asks the next contender that writes on `lock` (first write of a
+    /// grant, or a later one) to keep holding, and waits up to `limit` for
+    /// one to; returns it, or `None` (nobody is asked then).
+    pub fn keep_next_writer(&self, lock: LockId, limit: Duration) -> Option<u32> {
+        let mut st = self.lock();
+        st.keep = Keep::NextWriter(lock);
+        let (mut st, _) = self
+            .state
+            .1
+            .wait_timeout_while(st, limit, |s| matches!(s.keep, Keep::NextWriter(_)))
+            .unwrap_or_else(PoisonError::into_inner);
+        match st.keep {
+            Keep::Contender(cid) => Some(cid),
+            _ => {
+                st.keep = Keep::Nobody;
+                None
+            },
+        }
+    }
+
+    /// Asks `cid` to keep holding (from its next write on, if it holds).
+    pub fn keep(&self, cid: u32) {
+        self.lock().keep = Keep::Contender(cid);
+    }
+
+    /// Lets whoever was asked to keep holding stop as usual.
+    pub fn stop_keeping(&self) {
+        self.lock().keep = Keep::Nobody;
+    }
+
+    /// Asks `cids` not to start an acquire, and waits up to `limit` until
+    /// each of them has been told so (it is then not in an acquire, nor
+    /// holding); returns whether they all were. Undo with [`Resource::go`].
+    pub fn rest(&self, cids: &[u32], limit: Duration) -> bool {
+        let mut st = self.lock();
+        st.rest = cids.iter().copied().collect();
+        st.resting.clear();
+        let all = |s: &State| s.rest.iter().all(|c| s.resting.contains(c));
+        let (st, _) = self.state.1.wait_timeout_while(st, limit, |s| !all(s)).unwrap_or_else(PoisonError::into_inner);
+        all(&st)
+    }
+
+    /// Lets every contender start acquires again.
+    pub fn go(&self) {
+        self.lock().rest.clear();
     }
 
     /// Waits up to `limit` until every lock of `locks` has had a grant that
@@ -259,5 +350,46 @@ mod tests {
         assert!(r.wait_grant_after(4, Duration::ZERO, &[LockId::Exclusive, LockId::Rw]));
         assert!(!r.wait_grant_after(5, Duration::ZERO, &[LockId::Exclusive]));
         assert!(c.request("ENTER q 1 1 1").expect("answer").starts_with("ERR"));
+    }
+
+    #[test]
+    fn keep_and_rest_directives_reach_the_contenders_they_name() {
+        let r = Resource::start().expect("listens");
+        let mut c = ResourceClient::connect(&r.addr().to_string()).expect("connects");
+        assert_eq!(r.keep_next_writer(LockId::Rw, Duration::from_millis(10)), None, "nobody wrote");
+        assert_eq!(c.request("WRITE r 4 50 6").expect("answer"), "OK", "nobody is asked any more");
+        let r2 = r.clone();
+        let asked = std::thread::spawn(move || r2.keep_next_writer(LockId::Rw, Duration::from_secs(10)));
+        while c.request("WRITE x 1 100 5").expect("answer") == "OK" && !asked.is_finished() {
+            // Another lock's writer is not asked; the next rw writer is.
+            if c.request("WRITE w 3 60 7").expect("answer") == "OK KEEP" {
+                break;
+            }
+        }
+        assert_eq!(asked.join().expect("joins"), Some(3));
+        assert_eq!(c.request("WRITE w 3 60 7").expect("answer"), "OK KEEP");
+        assert_eq!(c.request("WRITE r 2 40 7").expect("answer"), "STALE", "only contender 3 keeps");
+        r.stop_keeping();
+        assert_eq!(c.request("WRITE w 3 60 7").expect("answer"), "OK");
+        r.keep(2);
+        assert_eq!(c.request("ENTER r 2 70 8").expect("answer"), "OK KEEP");
+        r.stop_keeping();
+
+        assert_eq!(c.request("READY 1").expect("answer"), "GO");
+        let r2 = r.clone();
+        let rested = std::thread::spawn(move || r2.rest(&[1, 2], Duration::from_secs(10)));
+        while !rested.is_finished() {
+            for cid in [1, 2, 3] {
+                let answer = c.request(&format!("READY {cid}")).expect("answer");
+                if cid == 3 {
+                    assert_eq!(answer, "GO", "contender 3 is not asked to rest");
+                }
+            }
+        }
+        assert!(rested.join().expect("joins"));
+        assert_eq!(c.request("READY 2").expect("answer"), "REST");
+        assert!(!r.rest(&[1, 5], Duration::from_millis(10)), "contender 5 never asked");
+        r.go();
+        assert_eq!(c.request("READY 2").expect("answer"), "GO");
     }
 }

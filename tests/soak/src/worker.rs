@@ -125,6 +125,14 @@ fn contender(
     }
     let mut ok = true;
     while !stop.load(Ordering::SeqCst) && ok {
+        match resource.request(&format!("READY {cid}")) {
+            Ok(a) if a == "REST" => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            },
+            Ok(_) => {},
+            Err(_) => return false,
+        }
         let timeout = Duration::from_millis(rng.range(1_000, 6_000));
         let (mode, lock) = &handles[rng.range(0, handles.len() as u64 - 1) as usize];
         match lock.acquire(Some(timeout)) {
@@ -142,7 +150,9 @@ fn contender(
 
 /// Holds the lock for a few steps; each step waits a little (the "work"),
 /// writes to the resource, then checks that the lock is still safely held.
-/// Reports the interval. False if the resource is gone.
+/// While the resource's answers say `KEEP`, goes on with more steps (a long
+/// hold through a fault). Reports the interval. False if the resource is
+/// gone.
 fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, ignore_check: bool) -> bool {
     let m = mode.code();
     let check = || if ignore_check { Ok(()) } else { guard.check() };
@@ -163,19 +173,20 @@ fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng:
     }
     let start = mono_ns();
     let token = guard.fencing_token();
-    if resource.request(&format!("ENTER {m} {cid} {token} {start}")).is_err() {
-        return false;
-    }
+    let Ok(answer) = resource.request(&format!("ENTER {m} {cid} {token} {start}")) else { return false };
+    let mut keep = answer.ends_with("KEEP");
     let mut end = start;
     let mut lost = false;
-    for _ in 0..rng.range(1, 4) {
+    let steps = rng.range(1, 4);
+    let mut step = 0;
+    while step < steps || keep {
+        step += 1;
         std::thread::sleep(Duration::from_millis(rng.range(2, 20)));
         // The write lands some time after the last check, as real work
         // would: a holder stopped in between writes late, with its old
         // token, and the resource must refuse it.
-        if resource.request(&format!("WRITE {m} {cid} {token} {start}")).is_err() {
-            return false;
-        }
+        let Ok(answer) = resource.request(&format!("WRITE {m} {cid} {token} {start}")) else { return false };
+        keep = answer.ends_with("KEEP");
         let checked = check();
         let now = mono_ns();
         if checked.is_err() {
