@@ -135,7 +135,7 @@ impl UserData {
 ///
 /// # Errors
 /// `ZKLOCK_NOT_HELD` if this guard was already released;
-/// `ZKLOCK_LOCK_LOST` (or `ZKLOCK_CLOSED`, `ZKLOCK_SESSION_EXPIRED`) if the
+/// `ZKLOCK_LOCK_LOST` (`ZKLOCK_CLOSED` if the client was closed) if the
 /// lock had been lost before the release: the critical section may have run
 /// without the lock (the node is cleaned up all the same);
 /// `ZKLOCK_INVALID_ARGUMENT` for a NULL `guard`.
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn zklock_guard_release(
 ///
 /// # Errors
 /// `ZKLOCK_CONNECTION_LOSS` while suspended (it may come back);
-/// `ZKLOCK_LOCK_LOST` (or `ZKLOCK_CLOSED`, `ZKLOCK_SESSION_EXPIRED`) once
+/// `ZKLOCK_LOCK_LOST` (`ZKLOCK_CLOSED` if the client was closed) once
 /// lost; `ZKLOCK_NOT_HELD` after release; `ZKLOCK_INVALID_ARGUMENT` for a
 /// NULL `guard`.
 ///
