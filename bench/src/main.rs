@@ -41,14 +41,7 @@ struct Imp {
     runs: &'static [&'static str],
 }
 
-const ALL: &[&str] = &[
-    "uncontended",
-    "contended",
-    "independent",
-    "queue",
-    "herd",
-    "rw",
-];
+const ALL: &[&str] = &["uncontended", "contended", "independent", "queue", "herd", "rw"];
 const BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw"];
 
 fn root() -> PathBuf {
@@ -79,13 +72,7 @@ fn implementations() -> Vec<Imp> {
     .collect::<Vec<_>>()
     .join(":");
     vec![
-        Imp {
-            name: "zklock-rust",
-            program: driver.clone(),
-            args: vec![],
-            env: vec![],
-            runs: ALL,
-        },
+        Imp { name: "zklock-rust", program: driver.clone(), args: vec![], env: vec![], runs: ALL },
         Imp {
             name: "floor",
             program: driver,
@@ -93,13 +80,7 @@ fn implementations() -> Vec<Imp> {
             env: vec![("IMPL".into(), "floor".into())],
             runs: &["uncontended", "independent"],
         },
-        Imp {
-            name: "zklock-c",
-            program: bench.join("bench_c"),
-            args: vec![],
-            env: vec![],
-            runs: BINDING,
-        },
+        Imp { name: "zklock-c", program: bench.join("bench_c"), args: vec![], env: vec![], runs: BINDING },
         Imp {
             name: "zklock-python",
             program: root.join("target/python-venv/bin/python"),
@@ -150,11 +131,7 @@ struct Scenario {
 
 fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
     let q = |full: u64, small: u64| if quick { small } else { full };
-    let p = |v: &[(&str, u64)]| {
-        v.iter()
-            .map(|(k, n)| ((*k).to_owned(), *n))
-            .collect::<Vec<_>>()
-    };
+    let p = |v: &[(&str, u64)]| v.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect::<Vec<_>>();
     let dur = q(2500, 1200);
     let warm = q(500, 300);
     let mut v = vec![Scenario {
@@ -211,13 +188,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
     v.push(Scenario {
         name: "rw".into(),
         family: "rw",
-        params: p(&[
-            ("readers", 8),
-            ("writers", 2),
-            ("hold_us", 1000),
-            ("duration_ms", dur),
-            ("warmup_ms", warm),
-        ]),
+        params: p(&[("readers", 8), ("writers", 2), ("hold_us", 1000), ("duration_ms", dur), ("warmup_ms", warm)]),
         reps,
         limit: Duration::from_secs(120),
     });
@@ -237,15 +208,8 @@ impl Observer {
         let zk = &self.zk;
         self.rt.block_on(async {
             let children = zk.list_children(path).await.map_err(err)?;
-            let seq = |n: &String| {
-                n.get(n.len().saturating_sub(10)..)
-                    .and_then(|s| s.parse::<i64>().ok())
-            };
-            let first = children
-                .iter()
-                .filter(|n| seq(n).is_some())
-                .min_by_key(|n| seq(n))
-                .ok_or("empty queue")?;
+            let seq = |n: &String| n.get(n.len().saturating_sub(10)..).and_then(|s| s.parse::<i64>().ok());
+            let first = children.iter().filter(|n| seq(n).is_some()).min_by_key(|n| seq(n)).ok_or("empty queue")?;
             let node = format!("{path}/{first}");
             let (_, stat) = zk.get_data(&node).await.map_err(err)?;
             Ok((node, stat.ephemeral_owner))
@@ -291,9 +255,7 @@ impl Driver {
         cmd.envs(imp.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let log = std::fs::File::create(log).map_err(err)?;
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", imp.program.display()))?;
+        let mut child = cmd.spawn().map_err(|e| format!("starting {}: {e}", imp.program.display()))?;
         let out = child.stdout.take().ok_or("no stdout")?;
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -303,11 +265,7 @@ impl Driver {
                 }
             }
         });
-        Ok(Driver {
-            child,
-            lines: rx,
-            deadline: Instant::now() + sc.limit,
-        })
+        Ok(Driver { child, lines: rx, deadline: Instant::now() + sc.limit })
     }
 
     /// The next JSON line (other output is skipped).
@@ -319,21 +277,19 @@ impl Driver {
                     if let Ok(v) = serde_json::from_str::<Value>(line.trim()) {
                         return Ok(v);
                     }
-                }
+                },
                 Err(mpsc::RecvTimeoutError::Timeout) => return Err("driver timed out".into()),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = self.child.wait().map_err(err)?;
                     return Err(format!("driver ended without a result ({status})"));
-                }
+                },
             }
         }
     }
 
     fn send(&mut self, line: &str) -> R<()> {
         let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
-        writeln!(stdin, "{line}")
-            .and_then(|_| stdin.flush())
-            .map_err(err)
+        writeln!(stdin, "{line}").and_then(|_| stdin.flush()).map_err(err)
     }
 
     fn result(&mut self) -> R<Value> {
@@ -363,14 +319,7 @@ impl Drop for Driver {
 
 /// Runs one driver to its result (herd: drives the releases and reads the
 /// server's watch table before each).
-fn run_one(
-    imp: &Imp,
-    sc: &Scenario,
-    hosts: &str,
-    path: &str,
-    log: &Path,
-    obs: &Observer,
-) -> R<Value> {
+fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &Observer) -> R<Value> {
     if sc.family != "herd" {
         return Driver::start(imp, sc, hosts, path, log)?.result();
     }
@@ -378,11 +327,7 @@ fn run_one(
     // notifications the server really sends.
     let proxy = zklock_harness::Proxy::start(obs.addr).map_err(err)?;
     let mut d = Driver::start(imp, sc, &proxy.addr().to_string(), path, log)?;
-    let rounds = sc
-        .params
-        .iter()
-        .find(|(k, _)| k == "rounds")
-        .map_or(5, |(_, n)| *n);
+    let rounds = sc.params.iter().find(|(k, _)| k == "rounds").map_or(5, |(_, n)| *n);
     let ev = d.next()?;
     if ev.get("event").and_then(Value::as_str) != Some("ready") {
         return Err(format!("expected ready, got {ev}"));
@@ -397,12 +342,10 @@ fn run_one(
         let table = obs.watches()?;
         let on_node = table.get(&node).cloned().unwrap_or_default();
         let on_parent = table.get(path).cloned().unwrap_or_default();
-        let waiters = on_node.iter().filter(|s| **s != owner).count()
-            + on_parent.iter().filter(|s| **s != owner).count();
-        notes.push(
-            json!({ "node": node, "total": on_node.len() + on_parent.len(), "to_waiters": waiters,
-            "on_node": on_node.len(), "on_parent": on_parent.len() }),
-        );
+        let waiters =
+            on_node.iter().filter(|s| **s != owner).count() + on_parent.iter().filter(|s| **s != owner).count();
+        notes.push(json!({ "node": node, "total": on_node.len() + on_parent.len(), "to_waiters": waiters,
+            "on_node": on_node.len(), "on_parent": on_parent.len() }));
         let before = proxy.notifications();
         d.send("release")?;
         let ev = d.next()?;
@@ -440,11 +383,7 @@ fn sh(cmd: &str) -> String {
 
 fn machine() -> Value {
     let root = root();
-    let venv = |v: &str| {
-        root.join(format!("target/{v}/bin/python"))
-            .to_string_lossy()
-            .into_owned()
-    };
+    let venv = |v: &str| root.join(format!("target/{v}/bin/python")).to_string_lossy().into_owned();
     json!({
         "cpu": sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
         "nproc": sh("nproc"),
@@ -498,11 +437,11 @@ fn parse_args() -> R<Args> {
                     Some("off") => vec![false],
                     _ => vec![false, true],
                 }
-            }
+            },
             "-h" | "--help" => {
                 println!("zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,..] [--scenarios NAME,..] [--fsync on|off|both]");
                 std::process::exit(0);
-            }
+            },
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -510,11 +449,7 @@ fn parse_args() -> R<Args> {
         a.reps = 1;
     }
     a.out = out.unwrap_or_else(|| {
-        let sub = if a.quick {
-            format!("quick-{date}")
-        } else {
-            date
-        };
+        let sub = if a.quick { format!("quick-{date}") } else { date };
         root().join("bench/results").join(sub)
     });
     Ok(a)
@@ -532,11 +467,7 @@ fn run() -> R<()> {
     std::fs::create_dir_all(args.out.join("logs")).map_err(err)?;
     let imps: Vec<Imp> = implementations()
         .into_iter()
-        .filter(|i| {
-            args.only
-                .as_ref()
-                .is_none_or(|o| o.iter().any(|n| n == i.name))
-        })
+        .filter(|i| args.only.as_ref().is_none_or(|o| o.iter().any(|n| n == i.name)))
         .collect();
     let machine = machine();
     let started = Instant::now();
@@ -546,32 +477,18 @@ fn run() -> R<()> {
     let mut failures = Vec::new();
     for &fsync in &args.modes {
         let mode = if fsync { "fsync-on" } else { "fsync-off" };
-        eprintln!(
-            "zklock-bench: starting ZooKeeper (standalone, forceSync={})",
-            if fsync { "yes" } else { "no" }
-        );
+        eprintln!("zklock-bench: starting ZooKeeper (standalone, forceSync={})", if fsync { "yes" } else { "no" });
         let cluster = Cluster::start(ClusterOptions::new().tick_time_ms(2000).force_sync(fsync))
             .map_err(|e| format!("ZooKeeper: {e}"))?;
         let hosts = cluster.connect_string();
         // A worker thread keeps the observer's session alive between reads.
         let (rt, zk) = raw::connect(&hosts, Duration::from_secs(30), true)?;
-        let obs = Observer {
-            rt,
-            zk,
-            addr: cluster.client_addr(0),
-        };
+        let obs = Observer { rt, zk, addr: cluster.client_addr(0) };
         for sc in scenarios(args.quick, args.reps, fsync) {
-            if args
-                .scenarios
-                .as_ref()
-                .is_some_and(|o| !o.iter().any(|n| *n == sc.name || n == sc.family))
-            {
+            if args.scenarios.as_ref().is_some_and(|o| !o.iter().any(|n| *n == sc.name || n == sc.family)) {
                 continue;
             }
-            let runs: Vec<&Imp> = imps
-                .iter()
-                .filter(|i| i.runs.contains(&sc.family))
-                .collect();
+            let runs: Vec<&Imp> = imps.iter().filter(|i| i.runs.contains(&sc.family)).collect();
             for rep in 0..sc.reps {
                 // Alternate the order: rotate by the repetition, reverse every other.
                 let mut order: Vec<&Imp> = runs.clone();
@@ -584,10 +501,7 @@ fn run() -> R<()> {
                 }
                 for imp in order {
                     let path = format!("/bench/{mode}/{}/{}-{rep}", sc.name, imp.name);
-                    let log = args
-                        .out
-                        .join("logs")
-                        .join(format!("{mode}-{}-{}-{rep}.log", sc.name, imp.name));
+                    let log = args.out.join("logs").join(format!("{mode}-{}-{}-{rep}.log", sc.name, imp.name));
                     let t = Instant::now();
                     let res = run_one(imp, &sc, &hosts, &path, &log, &obs);
                     let wall = t.elapsed().as_secs_f64();
@@ -607,17 +521,12 @@ fn run() -> R<()> {
                                 .and_then(|m| m.get(imp.name))
                                 .map(|m| {
                                     m.iter()
-                                        .filter_map(|(k, s)| {
-                                            s.0.last().map(|v| format!("{k}={}", report::fmt(*v)))
-                                        })
+                                        .filter_map(|(k, s)| s.0.last().map(|v| format!("{k}={}", report::fmt(*v))))
                                         .collect::<Vec<_>>()
                                         .join(" ")
                                 })
                                 .unwrap_or_default();
-                            eprintln!(
-                                "  {mode} {:<15} rep {rep} {:<14} {summary} ({wall:.1}s)",
-                                sc.name, imp.name
-                            );
+                            eprintln!("  {mode} {:<15} rep {rep} {:<14} {summary} ({wall:.1}s)", sc.name, imp.name);
                             if let Some(o) = r.as_object_mut() {
                                 // Samples go to the chart and the quantiles; keep the JSON small.
                                 if let Some(Value::Array(l)) = o.remove("lat_us") {
@@ -627,16 +536,13 @@ fn run() -> R<()> {
                                         .filter_map(|q| report::quantile(&v, *q))
                                         .collect();
                                     o.insert("samples".into(), json!(v.len()));
-                                    o.insert(
-                                        "quantiles_us_0_10_50_90_99_999_100".into(),
-                                        json!(qs),
-                                    );
+                                    o.insert("quantiles_us_0_10_50_90_99_999_100".into(), json!(qs));
                                 }
                             }
                             raw_runs.push(json!({ "mode": mode, "scenario": sc.name, "impl": imp.name, "rep": rep,
                                 "params": sc.params.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
                                 "wall_s": wall, "result": r }));
-                        }
+                        },
                         Err(e) => {
                             eprintln!(
                                 "  {mode} {:<15} rep {rep} {:<14} FAILED: {e} (log {})",
@@ -644,9 +550,8 @@ fn run() -> R<()> {
                                 imp.name,
                                 log.display()
                             );
-                            failures
-                                .push(format!("{mode} {} {} rep {rep}: {e}", sc.name, imp.name));
-                        }
+                            failures.push(format!("{mode} {} {} rep {rep}: {e}", sc.name, imp.name));
+                        },
                     }
                 }
             }
@@ -667,14 +572,9 @@ fn run() -> R<()> {
     }
     let md = report::markdown(&metrics, &machine, &notes);
     let results = json!({ "machine": machine, "runs": raw_runs, "targets": report::verdicts_json(&metrics), "failures": failures });
-    let write = |name: &str, body: &str| {
-        std::fs::write(args.out.join(name), body).map_err(|e| format!("{name}: {e}"))
-    };
+    let write = |name: &str, body: &str| std::fs::write(args.out.join(name), body).map_err(|e| format!("{name}: {e}"));
     write("results.md", &md)?;
-    write(
-        "results.json",
-        &serde_json::to_string_pretty(&results).map_err(err)?,
-    )?;
+    write("results.json", &serde_json::to_string_pretty(&results).map_err(err)?)?;
     write("latency.svg", &report::svg(&lat))?;
     println!("{md}");
     eprintln!("zklock-bench: results in {}", args.out.display());

@@ -107,24 +107,13 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
     if let Some(rounds) = result.get("notifications").and_then(Value::as_array) {
         // Notifications counted on the wire by the proxy ("sent"); the
         // watch table before the release ("total") where that is missing.
-        let all: Vec<f64> = rounds
-            .iter()
-            .filter_map(|r| r.get("sent").or_else(|| r.get("total")).and_then(Value::as_f64))
-            .collect();
-        let waiters: Vec<f64> = rounds
-            .iter()
-            .filter_map(|r| r.get("to_waiters").and_then(Value::as_f64))
-            .collect();
+        let all: Vec<f64> =
+            rounds.iter().filter_map(|r| r.get("sent").or_else(|| r.get("total")).and_then(Value::as_f64)).collect();
+        let waiters: Vec<f64> = rounds.iter().filter_map(|r| r.get("to_waiters").and_then(Value::as_f64)).collect();
         let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
         put("notif_max", (!all.is_empty()).then(|| max(&all)));
-        put(
-            "notif_mean",
-            (!all.is_empty()).then(|| all.iter().sum::<f64>() / all.len() as f64),
-        );
-        put(
-            "notif_waiters_max",
-            (!waiters.is_empty()).then(|| max(&waiters)),
-        );
+        put("notif_mean", (!all.is_empty()).then(|| all.iter().sum::<f64>() / all.len() as f64));
+        put("notif_waiters_max", (!waiters.is_empty()).then(|| max(&waiters)));
     }
 }
 
@@ -150,11 +139,7 @@ impl Verdict {
     /// Met, missed, or not measured (None).
     pub fn met(&self) -> Option<bool> {
         let x = self.measured?;
-        Some(if self.at_most {
-            x <= self.limit + 1e-9
-        } else {
-            x >= self.limit - 1e-9
-        })
+        Some(if self.at_most { x <= self.limit + 1e-9 } else { x >= self.limit - 1e-9 })
     }
 }
 
@@ -192,10 +177,7 @@ pub fn verdicts(m: &Metrics, mode: &str) -> Vec<Verdict> {
         },
         Verdict {
             target: "32-way contended throughput ≥ 1.3 × Curator".into(),
-            measured: ratio(
-                g("contended-32", "zklock-rust", "per_s"),
-                g("contended-32", "curator", "per_s"),
-            ),
+            measured: ratio(g("contended-32", "zklock-rust", "per_s"), g("contended-32", "curator", "per_s")),
             limit: 1.3,
             at_most: false,
         },
@@ -210,18 +192,11 @@ pub fn verdicts(m: &Metrics, mode: &str) -> Vec<Verdict> {
             });
         }
     }
-    let long = m.get(mode).and_then(|s| {
-        s.keys()
-            .find(|k| k.starts_with("queue-") && *k != "queue-32")
-            .cloned()
-    });
+    let long = m.get(mode).and_then(|s| s.keys().find(|k| k.starts_with("queue-") && *k != "queue-32").cloned());
     if let Some(long) = long {
         v.push(Verdict {
             target: format!("handoff rate {long} ≥ 0.7 × queue-32"),
-            measured: ratio(
-                g(&long, "zklock-rust", "per_s"),
-                g("queue-32", "zklock-rust", "per_s"),
-            ),
+            measured: ratio(g(&long, "zklock-rust", "per_s"), g("queue-32", "zklock-rust", "per_s")),
             limit: 0.7,
             at_most: false,
         });
@@ -234,9 +209,7 @@ pub fn verdicts(m: &Metrics, mode: &str) -> Vec<Verdict> {
             at_most: true,
         });
     }
-    v.retain(|x| {
-        x.measured.is_some() || m.get(mode).is_some_and(|s| s.contains_key("uncontended"))
-    });
+    v.retain(|x| x.measured.is_some() || m.get(mode).is_some_and(|s| s.contains_key("uncontended")));
     v
 }
 
@@ -251,17 +224,9 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
             ("notif_waiters_max", "to waiters (max)"),
         ]
     } else if scenario == "rw" {
-        &[
-            ("reads_per_s", "reads/s"),
-            ("writes_per_s", "writes/s"),
-            ("violations", "violations"),
-        ]
+        &[("reads_per_s", "reads/s"), ("writes_per_s", "writes/s"), ("violations", "violations")]
     } else if scenario.starts_with("contended") {
-        &[
-            ("per_s", "acquisitions/s"),
-            ("fairness", "fairness (Jain)"),
-            ("violations", "violations"),
-        ]
+        &[("per_s", "acquisitions/s"), ("fairness", "fairness (Jain)"), ("violations", "violations")]
     } else {
         &[("per_s", "cycles/s"), ("violations", "violations")]
     }
@@ -287,10 +252,7 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
     let _ = writeln!(s, "## Machine\n");
     if let Some(o) = machine.as_object() {
         for (k, v) in o {
-            let v = v
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
+            let v = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
             let _ = writeln!(s, "- **{k}**: {v}");
         }
     }
@@ -333,17 +295,13 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
             for (imp, metrics) in imps {
                 let _ = write!(s, "| {imp} |");
                 for (k, _) in cols {
-                    let cell = metrics
-                        .get(*k)
-                        .map(|x| format!("{}{}", x.mid().map(fmt).unwrap_or_default(), x.spread()));
+                    let cell =
+                        metrics.get(*k).map(|x| format!("{}{}", x.mid().map(fmt).unwrap_or_default(), x.spread()));
                     let _ = write!(s, " {} |", cell.unwrap_or_else(|| "–".into()));
                 }
                 if let Some(k) = rm {
                     for base in ["curator", "kazoo", "floor"] {
-                        let r = ratio(
-                            get(m, mode, scenario, imp, k),
-                            get(m, mode, scenario, base, k),
-                        );
+                        let r = ratio(get(m, mode, scenario, imp, k), get(m, mode, scenario, base, k));
                         let _ = write!(s, " {} |", r.map(fmt).unwrap_or_else(|| "–".into()));
                     }
                 }
@@ -355,9 +313,7 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
     s
 }
 
-const COLORS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
-];
+const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"];
 
 /// An SVG of the uncontended cycle latency distributions: one panel per
 /// mode, one cumulative curve per implementation, logarithmic time axis.
@@ -373,19 +329,9 @@ pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
     let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
     for (pi, (mode, imps)) in lat.iter().enumerate() {
         let top = pi as f64 * ph;
-        let all: Vec<f64> = imps
-            .values()
-            .flatten()
-            .copied()
-            .filter(|x| *x > 0.0)
-            .collect();
+        let all: Vec<f64> = imps.values().flatten().copied().filter(|x| *x > 0.0).collect();
         let lo = quantile(&all, 0.0).unwrap_or(1.0).max(1.0).log10().floor();
-        let hi = quantile(&all, 0.999)
-            .unwrap_or(10.0)
-            .max(10.0)
-            .log10()
-            .ceil()
-            .max(lo + 1.0);
+        let hi = quantile(&all, 0.999).unwrap_or(10.0).max(10.0).log10().ceil().max(lo + 1.0);
         let (x0, x1, y0, y1) = (pad, w - 220.0, top + ph - 40.0, top + 30.0);
         let xs = |v: f64| x0 + (v.max(1.0).log10() - lo) / (hi - lo) * (x1 - x0);
         let ys = |q: f64| y0 - q * (y0 - y1);
@@ -408,16 +354,8 @@ pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
                     continue;
                 }
                 let x = xs(v);
-                let _ = writeln!(
-                    s,
-                    r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y0}" stroke="#eee"/>"##
-                );
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                    y0 + 15.0,
-                    fmt(v)
-                );
+                let _ = writeln!(s, r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y0}" stroke="#eee"/>"##);
+                let _ = writeln!(s, r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#, y0 + 15.0, fmt(v));
             }
             e += 1.0;
         }
@@ -429,16 +367,8 @@ pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
         );
         for q in [0.0, 0.25, 0.5, 0.75, 0.99, 1.0] {
             let y = ys(q);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#eee"/>"##
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{:.1}" text-anchor="end">{q}</text>"#,
-                x0 - 5.0,
-                y + 4.0
-            );
+            let _ = writeln!(s, r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#eee"/>"##);
+            let _ = writeln!(s, r#"<text x="{}" y="{:.1}" text-anchor="end">{q}</text>"#, x0 - 5.0, y + 4.0);
         }
         for (i, (imp, xs_raw)) in imps.iter().enumerate() {
             let mut v = xs_raw.clone();
@@ -448,20 +378,12 @@ pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
             }
             let step = (v.len() / 300).max(1);
             let mut pts = String::new();
-            for (k, x) in v
-                .iter()
-                .enumerate()
-                .step_by(step)
-                .chain(std::iter::once((v.len() - 1, &v[v.len() - 1])))
-            {
+            for (k, x) in v.iter().enumerate().step_by(step).chain(std::iter::once((v.len() - 1, &v[v.len() - 1]))) {
                 let q = (k + 1) as f64 / v.len() as f64;
                 let _ = write!(pts, "{:.1},{:.1} ", xs(*x), ys(q));
             }
             let c = COLORS[i % COLORS.len()];
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="1.8" points="{pts}"/>"#
-            );
+            let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="1.8" points="{pts}"/>"#);
             let ly = y1 + 10.0 + i as f64 * 18.0;
             let _ = writeln!(
                 s,
@@ -470,12 +392,7 @@ pub fn svg(lat: &BTreeMap<String, BTreeMap<String, Vec<f64>>>) -> String {
                 x1 + 40.0
             );
             let med = quantile(&v, 0.5).map(fmt).unwrap_or_default();
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}">{imp} (median {med})</text>"#,
-                x1 + 45.0,
-                ly + 4.0
-            );
+            let _ = writeln!(s, r#"<text x="{}" y="{}">{imp} (median {med})</text>"#, x1 + 45.0, ly + 4.0);
         }
     }
     let _ = writeln!(s, "</svg>");
@@ -516,39 +433,17 @@ mod tests {
 
     fn sample() -> Metrics {
         let mut m = Metrics::new();
-        for (imp, lat) in [
-            ("zklock-rust", 100.0),
-            ("curator", 200.0),
-            ("kazoo", 400.0),
-            ("floor", 95.0),
-            ("zklock-python", 120.0),
-        ] {
-            add_result(
-                &mut m,
-                "fsync-off",
-                "uncontended",
-                imp,
-                &json!({ "lat_us": [lat, lat, lat * 3.0] }),
-            );
+        for (imp, lat) in
+            [("zklock-rust", 100.0), ("curator", 200.0), ("kazoo", 400.0), ("floor", 95.0), ("zklock-python", 120.0)]
+        {
+            add_result(&mut m, "fsync-off", "uncontended", imp, &json!({ "lat_us": [lat, lat, lat * 3.0] }));
         }
         for (imp, g) in [("zklock-rust", 300.0), ("curator", 200.0)] {
             let r = json!({ "grants": g, "window_s": 1.0, "per_worker": [g / 2.0, g / 2.0], "violations": 0 });
             add_result(&mut m, "fsync-off", "contended-32", imp, &r);
         }
-        add_result(
-            &mut m,
-            "fsync-off",
-            "queue-32",
-            "zklock-rust",
-            &json!({ "grants": 100, "window_s": 1.0 }),
-        );
-        add_result(
-            &mut m,
-            "fsync-off",
-            "queue-1000",
-            "zklock-rust",
-            &json!({ "grants": 60, "window_s": 1.0 }),
-        );
+        add_result(&mut m, "fsync-off", "queue-32", "zklock-rust", &json!({ "grants": 100, "window_s": 1.0 }));
+        add_result(&mut m, "fsync-off", "queue-1000", "zklock-rust", &json!({ "grants": 60, "window_s": 1.0 }));
         let herd = json!({ "notifications": [{ "total": 1, "to_waiters": 1 }, { "total": 2, "to_waiters": 1 }] });
         add_result(&mut m, "fsync-off", "herd-32", "zklock-rust", &herd);
         m
@@ -573,10 +468,7 @@ mod tests {
     fn markdown_and_svg_render() {
         let m = sample();
         let md = markdown(&m, &json!({ "nproc": 2 }), &["a note".into()]);
-        assert!(
-            md.contains("| zklock-rust | 100 | 300 | 0.50 | 0.25 | 1.05 |"),
-            "{md}"
-        );
+        assert!(md.contains("| zklock-rust | 100 | 300 | 0.50 | 0.25 | 1.05 |"), "{md}");
         assert!(md.contains("**missed**"));
         assert!(md.contains("- **nproc**: 2"));
         let mut lat = BTreeMap::new();

@@ -103,23 +103,14 @@ fn workers() -> Vec<WorkerSpec> {
         },
         WorkerSpec {
             lang: "python",
-            program: env_path(
-                "ZKLOCK_DEMO_PYTHON",
-                root.join("target/python-venv/bin/python"),
-            ),
-            pre_args: vec![root
-                .join("bindings/python/examples/demo_worker.py")
-                .display()
-                .to_string()],
+            program: env_path("ZKLOCK_DEMO_PYTHON", root.join("target/python-venv/bin/python")),
+            pre_args: vec![root.join("bindings/python/examples/demo_worker.py").display().to_string()],
             rw_modes: "rrr",
         },
         WorkerSpec {
             lang: "node",
             program: env_path("ZKLOCK_DEMO_NODE", PathBuf::from("node")),
-            pre_args: vec![root
-                .join("bindings/node/examples/demo_worker.js")
-                .display()
-                .to_string()],
+            pre_args: vec![root.join("bindings/node/examples/demo_worker.js").display().to_string()],
             rw_modes: "rwr",
         },
     ]
@@ -127,12 +118,12 @@ fn workers() -> Vec<WorkerSpec> {
 
 fn main() {
     match run() {
-        Ok(true) => {}
+        Ok(true) => {},
         Ok(false) => std::process::exit(1),
         Err(e) => {
             eprintln!("demo failed: {e}");
             std::process::exit(1);
-        }
+        },
     }
 }
 
@@ -154,7 +145,9 @@ fn run() -> DemoResult<bool> {
     let hosts = cluster.connect_string();
     println!("zklock demo: a private ZooKeeper at {hosts} (stopped at the end)");
     println!("phase 1: exclusive lock {MUTEX_PATH}, {ROUNDS} rounds each, held 150 ms per grant");
-    println!("phase 2: read/write lock {RW_PATH}: c writes, reads, writes; python reads 3 times; node reads, writes, reads");
+    println!(
+        "phase 2: read/write lock {RW_PATH}: c writes, reads, writes; python reads 3 times; node reads, writes, reads"
+    );
     println!("         (reads held 300 ms, writes 150 ms)\n");
 
     let outcome = run_workers(&specs, &hosts);
@@ -163,7 +156,7 @@ fn run() -> DemoResult<bool> {
         Err(e) => {
             eprintln!("demo failed: {e}");
             false
-        }
+        },
     };
     println!("stopping ZooKeeper.");
     drop(cluster);
@@ -180,26 +173,15 @@ fn run_workers(specs: &[WorkerSpec], hosts: &str) -> DemoResult<(Vec<Event>, Vec
     for (idx, spec) in specs.iter().enumerate() {
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.pre_args)
-            .args([
-                hosts,
-                MUTEX_PATH,
-                RW_PATH,
-                &ROUNDS.to_string(),
-                spec.rw_modes,
-            ])
+            .args([hosts, MUTEX_PATH, RW_PATH, &ROUNDS.to_string(), spec.rw_modes])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
                 stop_all(&mut running);
-                return Err(format!(
-                    "cannot start the {} worker ({}): {e}",
-                    spec.lang,
-                    spec.program.display()
-                )
-                .into());
-            }
+                return Err(format!("cannot start the {} worker ({}): {e}", spec.lang, spec.program.display()).into());
+            },
         };
         let stdin = child.stdin.take();
         let Some(out) = child.stdout.take() else {
@@ -216,12 +198,7 @@ fn run_workers(specs: &[WorkerSpec], hosts: &str) -> DemoResult<(Vec<Event>, Vec
             let _ = tx.send((idx, None));
         });
         let pid = child.id();
-        running.push(Running {
-            lang: spec.lang,
-            child,
-            stdin,
-            pid,
-        });
+        running.push(Running { lang: spec.lang, child, stdin, pid });
     }
     drop(tx);
 
@@ -232,11 +209,7 @@ fn run_workers(specs: &[WorkerSpec], hosts: &str) -> DemoResult<(Vec<Event>, Vec
     while open > 0 {
         let Some(left) = RUN_LIMIT.checked_sub(started.elapsed()) else {
             stop_all(&mut running);
-            return Err(format!(
-                "the workers did not finish within {} s",
-                RUN_LIMIT.as_secs()
-            )
-            .into());
+            return Err(format!("the workers did not finish within {} s", RUN_LIMIT.as_secs()).into());
         };
         let (idx, line) = match rx.recv_timeout(left) {
             Ok(m) => m,
@@ -274,30 +247,24 @@ fn run_workers(specs: &[WorkerSpec], hosts: &str) -> DemoResult<(Vec<Event>, Vec
                         }
                     }
                 }
-            }
+            },
             Some(word @ ("HOLD" | "RELEASE")) => {
                 let kind = if word == "HOLD" { "HOLD" } else { "RELEASE" };
                 match parse_event(lang, kind, &line) {
                     Ok(e) => events.push(e),
                     Err(msg) => failures.push(format!("{lang}: {msg}: {line}")),
                 }
-            }
-            Some("DONE") => {}
+            },
+            Some("DONE") => {},
             _ => failures.push(format!("{lang}: unexpected line: {line}")),
         }
     }
     for r in &mut running {
         r.stdin = None;
         match wait_child(&mut r.child, started + RUN_LIMIT) {
-            Some(0) => {}
-            Some(code) => failures.push(format!(
-                "the {} worker (pid {}) exited with {code}",
-                r.lang, r.pid
-            )),
-            None => failures.push(format!(
-                "the {} worker (pid {}) was killed or did not exit",
-                r.lang, r.pid
-            )),
+            Some(0) => {},
+            Some(code) => failures.push(format!("the {} worker (pid {}) exited with {code}", r.lang, r.pid)),
+            None => failures.push(format!("the {} worker (pid {}) was killed or did not exit", r.lang, r.pid)),
         }
     }
     Ok((events, failures))
@@ -314,7 +281,7 @@ fn wait_child(child: &mut Child, deadline: Instant) -> Option<i32> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
-            }
+            },
         }
     }
 }
@@ -328,19 +295,13 @@ fn stop_all(running: &mut [Running]) {
 }
 
 fn fields(line: &str) -> HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    line.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 fn parse_event(lang: &'static str, kind: &'static str, line: &str) -> Result<Event, String> {
     let f = fields(line);
     let num = |key: &str| -> Result<u64, String> {
-        f.get(key)
-            .ok_or_else(|| format!("no {key}="))?
-            .parse::<u64>()
-            .map_err(|_| format!("{key}= is not a number"))
+        f.get(key).ok_or_else(|| format!("no {key}="))?.parse::<u64>().map_err(|_| format!("{key}= is not a number"))
     };
     if f.get("lang").map(String::as_str) != Some(lang) {
         return Err("lang= does not name this worker".into());
@@ -375,10 +336,7 @@ fn intervals(events: &[Event], failures: &mut Vec<String>) -> BTreeMap<String, V
                 end: e.t_ns,
             });
         } else {
-            failures.push(format!(
-                "{} released {} round {} without holding it",
-                e.lang, e.lock, e.round
-            ));
+            failures.push(format!("{} released {} round {} without holding it", e.lang, e.lock, e.round));
         }
     }
     for ((lang, lock, round), _) in open {
@@ -398,10 +356,7 @@ fn check_exclusive(list: &[Interval]) -> Vec<String> {
     for i in list {
         if let Some(p) = latest_end {
             if i.start < p.end {
-                bad.push(format!(
-                    "{} was granted the exclusive lock while {} held it",
-                    i.lang, p.lang
-                ));
+                bad.push(format!("{} was granted the exclusive lock while {} held it", i.lang, p.lang));
             }
         }
         if latest_end.is_none_or(|p| i.end > p.end) {
@@ -409,10 +364,7 @@ fn check_exclusive(list: &[Interval]) -> Vec<String> {
         }
         if let Some(p) = last_token {
             if i.token <= p.token {
-                bad.push(format!(
-                    "fencing token {} ({}) after {} ({})",
-                    i.token, i.lang, p.token, p.lang
-                ));
+                bad.push(format!("fencing token {} ({}) after {} ({})", i.token, i.lang, p.token, p.lang));
             }
         }
         last_token = Some(i);
@@ -433,20 +385,11 @@ fn check_read_write(list: &[Interval]) -> Vec<String> {
                 continue;
             }
             if x.start < w.end && w.start < x.end {
-                bad.push(format!(
-                    "{} held the {} lock while writer {} held it",
-                    x.lang, x.mode, w.lang
-                ));
+                bad.push(format!("{} held the {} lock while writer {} held it", x.lang, x.mode, w.lang));
             } else if x.end <= w.start && x.token >= w.token {
-                bad.push(format!(
-                    "writer {} (token {}) came after {} (token {})",
-                    w.lang, w.token, x.lang, x.token
-                ));
+                bad.push(format!("writer {} (token {}) came after {} (token {})", w.lang, w.token, x.lang, x.token));
             } else if w.end <= x.start && x.token <= w.token {
-                bad.push(format!(
-                    "{} (token {}) came after writer {} (token {})",
-                    x.lang, x.token, w.lang, w.token
-                ));
+                bad.push(format!("{} (token {}) came after writer {} (token {})", x.lang, x.token, w.lang, w.token));
             }
         }
     }
@@ -455,10 +398,7 @@ fn check_read_write(list: &[Interval]) -> Vec<String> {
 
 /// The largest number of grants holding at the same moment.
 fn max_concurrent(list: &[Interval]) -> usize {
-    let mut points: Vec<(u64, i32)> = list
-        .iter()
-        .flat_map(|i| [(i.start, 1), (i.end, -1)])
-        .collect();
+    let mut points: Vec<(u64, i32)> = list.iter().flat_map(|i| [(i.start, 1), (i.end, -1)]).collect();
     // Ends before starts at the same instant.
     points.sort();
     let (mut now, mut max) = (0i32, 0i32);
@@ -490,28 +430,15 @@ fn report(specs: &[WorkerSpec], events: &[Event], mut failures: Vec<String>, hos
         let list = holders.entry(&e.lock).or_default();
         let what = if e.kind == "HOLD" {
             list.push(who);
-            format!(
-                "holds    {:<9} token {:<6} waited {:>4} ms",
-                e.mode, e.token, e.waited_ms
-            )
+            format!("holds    {:<9} token {:<6} waited {:>4} ms", e.mode, e.token, e.waited_ms)
         } else {
             if let Some(pos) = list.iter().position(|h| *h == who) {
                 list.remove(pos);
             }
             format!("releases {:<9} token {:<6}", e.mode, e.token)
         };
-        let now = if list.is_empty() {
-            "-".to_owned()
-        } else {
-            list.join(" ")
-        };
-        println!(
-            "  {:>6.3}s {:<7} {:<46} {}",
-            e.t_ns.saturating_sub(t0) as f64 / 1e9,
-            e.lang,
-            what,
-            now
-        );
+        let now = if list.is_empty() { "-".to_owned() } else { list.join(" ") };
+        println!("  {:>6.3}s {:<7} {:<46} {}", e.t_ns.saturating_sub(t0) as f64 / 1e9, e.lang, what, now);
     }
     println!("\n(token = the fencing token: the creation zxid of the holder's lock node; it only grows)\n");
 
@@ -522,31 +449,17 @@ fn report(specs: &[WorkerSpec], events: &[Event], mut failures: Vec<String>, hos
     let want_mutex = specs.len() * ROUNDS;
     let want_rw: usize = specs.iter().map(|s| s.rw_modes.len()).sum();
     let writes = rw.iter().filter(|i| i.mode == "write").count();
-    let readers_at_once = max_concurrent(
-        &rw.iter()
-            .filter(|i| i.mode == "read")
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let readers_at_once = max_concurrent(&rw.iter().filter(|i| i.mode == "read").cloned().collect::<Vec<_>>());
 
     let mut checks: Vec<(String, Vec<String>)> = Vec::new();
     let langs: Vec<&str> = specs.iter().map(|s| s.lang).collect();
-    checks.push((
-        format!(
-            "every worker ({}) did all its rounds and exited with 0",
-            langs.join(", ")
-        ),
-        failures,
-    ));
+    checks.push((format!("every worker ({}) did all its rounds and exited with 0", langs.join(", ")), failures));
     let mut bad = check_exclusive(mutex);
     if mutex.len() != want_mutex {
         bad.push(format!("{} grants, expected {want_mutex}", mutex.len()));
     }
     checks.push((
-        format!(
-            "{MUTEX_PATH}: {} grants, never two holders, fencing tokens strictly increasing",
-            mutex.len()
-        ),
+        format!("{MUTEX_PATH}: {} grants, never two holders, fencing tokens strictly increasing", mutex.len()),
         bad,
     ));
     let mut bad = check_read_write(rw);
@@ -587,7 +500,7 @@ fn leftovers(hosts: &str) -> Vec<String> {
     let mut bad = Vec::new();
     for path in [MUTEX_PATH, RW_PATH] {
         match client.participants(path) {
-            Ok(p) if p.is_empty() => {}
+            Ok(p) if p.is_empty() => {},
             Ok(p) => bad.extend(p.iter().map(|n| format!("{path}/{}", n.name))),
             Err(e) => bad.push(format!("cannot list {path}: {e}")),
         }

@@ -51,7 +51,7 @@ fn main() {
         Some(_) => {
             eprintln!("SESSION_TIMEOUT_MS must be a positive number");
             std::process::exit(2);
-        }
+        },
     };
     if let Err(e) = run(&args[1], &args[2], Duration::from_millis(session_ms)) {
         eprintln!("instance {}: {e}", args[2]);
@@ -61,11 +61,7 @@ fn main() {
 
 fn run(hosts: &str, id: &str, session_timeout: Duration) -> Result<(), zklock_core::Error> {
     let client = Client::connect(ClientOptions::new(hosts).session_timeout(session_timeout))?;
-    let lock = client.lock_with(
-        LEADER_PATH,
-        LockMode::Exclusive,
-        LockOptions::default().identify_process(),
-    )?;
+    let lock = client.lock_with(LEADER_PATH, LockMode::Exclusive, LockOptions::default().identify_process())?;
 
     // A line "quit" on stdin: stop waiting, or stop leading and hand over.
     let stop = Arc::new(AtomicBool::new(false));
@@ -97,7 +93,7 @@ fn run(hosts: &str, id: &str, session_timeout: Duration) -> Result<(), zklock_co
                 eprintln!("instance {id}: acquire: {e}");
                 std::thread::sleep(Duration::from_secs(1));
                 continue;
-            }
+            },
         };
         let token = guard.fencing_token();
         println!("instance {id} is leader (token {token})");

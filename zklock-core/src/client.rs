@@ -82,7 +82,8 @@ impl ClientOptions {
     fn validate(&self) -> Result<String> {
         let hosts = validate_connect_string(&self.hosts)?;
         // The same rule as for front ends' numbers (zero stays zero).
-        let within = |name: &str, d: Duration, max: Duration| option_timeout_from_secs(name, d.as_secs_f64(), max).map(drop);
+        let within =
+            |name: &str, d: Duration, max: Duration| option_timeout_from_secs(name, d.as_secs_f64(), max).map(drop);
         within("session timeout", self.session_timeout, MAX_SESSION_TIMEOUT)?;
         within("connect timeout", self.connect_timeout, MAX_OPTION_TIMEOUT)?;
         within("operation timeout", self.operation_timeout, MAX_OPTION_TIMEOUT)?;
@@ -201,9 +202,7 @@ impl Session {
 pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &str, fut: F) -> Result<F::Output> {
     match deadline {
         None => Ok(fut.await),
-        Some(d) => {
-            tokio::time::timeout_at(d.into(), fut).await.map_err(|_| Error::timeout(what))
-        },
+        Some(d) => tokio::time::timeout_at(d.into(), fut).await.map_err(|_| Error::timeout(what)),
     }
 }
 

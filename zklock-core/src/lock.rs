@@ -49,7 +49,9 @@ impl LockOptions {
             return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
         }
         if self.data == b"__REVOKE__" {
-            return Err(Error::invalid_argument("lock node data must not be __REVOKE__ (Curator's revocation request)"));
+            return Err(Error::invalid_argument(
+                "lock node data must not be __REVOKE__ (Curator's revocation request)",
+            ));
         }
         Ok(())
     }
@@ -190,7 +192,8 @@ impl Holding {
     fn lose(&self, kind: ErrorKind, why: String) {
         // Whatever the route (node deleted, session closed), a loss caused
         // by closing the client is reported as Closed.
-        let (kind, why) = if self.shared.is_closed() { (ErrorKind::Closed, "the client was closed".into()) } else { (kind, why) };
+        let (kind, why) =
+            if self.shared.is_closed() { (ErrorKind::Closed, "the client was closed".into()) } else { (kind, why) };
         let msg = format!("lock {} lost: {why}", self.node_path());
         self.set_state(LockState::Lost, Some(Error::new(kind, msg)));
         self.stop.send_replace(true);
@@ -215,7 +218,10 @@ impl Holding {
             LockState::Held => {
                 let zs = self.session.state();
                 if !matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
-                    return Err(Error::new(ErrorKind::ConnectionLoss, format!("the session is {zs}: the lock is not safely held")));
+                    return Err(Error::new(
+                        ErrorKind::ConnectionLoss,
+                        format!("the session is {zs}: the lock is not safely held"),
+                    ));
                 }
                 if Instant::now() >= self.session.safe_until() {
                     return Err(Error::new(
@@ -341,7 +347,8 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
         Cleanup::Node(path) => delete_if_ours(shared, session, path).await != Deletion::Pending,
         Cleanup::Prefix { parent, prefix } => {
             let Ok(zk) = session.zk() else { return true };
-            let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await {
+            let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await
+            {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
                 _ => return false,
@@ -361,7 +368,9 @@ async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> boo
 async fn delete_if_ours(shared: &Shared, session: &Session, path: &str) -> Deletion {
     let Ok(zk) = session.zk() else { return Deletion::Gone };
     match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
-        Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => delete_once(shared, session, path, Some(stat.version)).await,
+        Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
+            delete_once(shared, session, path, Some(stat.version)).await
+        },
         Ok(Ok((_, stat))) => {
             log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
             Deletion::Gone
@@ -657,12 +666,19 @@ impl Attempt {
                 // lock parent and must not vanish when empty).
                 Err(zk::Error::NoNode) if zk.path() != "/" => {
                     let chroot = zk.path().to_owned();
-                    let Ok(root) = zk.clone().chroot("/") else { return Err(Step::Fail(Error::internal("cannot leave the chroot"))) };
+                    let Ok(root) = zk.clone().chroot("/") else {
+                        return Err(Step::Fail(Error::internal("cannot leave the chroot")));
+                    };
                     let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
                     match ctx.op(root.mkdir(&chroot, &persistent)).await? {
                         Ok(()) => log::info!("zklock: created the chroot {chroot} of the connect string"),
                         Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
-                        Err(e) => return Err(Ctx::zk_failure(&format!("creating the chroot {chroot} of the connect string"), e)),
+                        Err(e) => {
+                            return Err(Ctx::zk_failure(
+                                &format!("creating the chroot {chroot} of the connect string"),
+                                e,
+                            ))
+                        },
                     }
                 },
                 Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
@@ -1332,7 +1348,10 @@ impl Guard {
     /// is released.
     pub fn check(&self) -> Result<()> {
         if self.released.load(Ordering::Acquire) {
-            return Err(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", self.holding.node_path())));
+            return Err(Error::new(
+                ErrorKind::NotHeld,
+                format!("this guard of {} was released", self.holding.node_path()),
+            ));
         }
         self.holding.check()
     }

@@ -100,7 +100,8 @@ pub fn parse_child(name: &str) -> Option<LockNode> {
     for token in KNOWN_TOKENS {
         if let Some(at) = name.rfind(token) {
             if let Some(seq) = parse_sequence(&name[at + token.len()..]) {
-                let kind = if token == "__READ__" || token == "__rlock__" { NodeKind::Reader } else { NodeKind::Writer };
+                let kind =
+                    if token == "__READ__" || token == "__rlock__" { NodeKind::Reader } else { NodeKind::Writer };
                 return node(seq, kind);
             }
         }
@@ -226,19 +227,24 @@ mod tests {
 
     #[test]
     fn held_once_the_sole_blocker_goes_unless_it_could_downgrade() {
-        let children = v(&[
-            &format!("{U1}lock-0000000001"),
-            &format!("{U2}lock-0000000002"),
-            &format!("{U1}lock-0000000003"),
-        ]);
+        let children =
+            v(&[&format!("{U1}lock-0000000001"), &format!("{U2}lock-0000000002"), &format!("{U1}lock-0000000003")]);
         assert!(!held_once_gone(LockMode::Exclusive, &children, &children[0]), "not waiting at all");
         assert!(held_once_gone(LockMode::Exclusive, &children, &children[1]));
         assert!(!held_once_gone(LockMode::Exclusive, &children, &children[2]), "two nodes before it");
         assert!(!held_once_gone(LockMode::Exclusive, &children, "absent-0000000009"));
-        let rw = v(&[&format!("{U1}__WRIT__0000000001"), &format!("{U2}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        let rw = v(&[
+            &format!("{U1}__WRIT__0000000001"),
+            &format!("{U2}__WRIT__0000000002"),
+            &format!("{U2}__READ__0000000003"),
+        ]);
         assert!(!held_once_gone(LockMode::Write, &rw, &rw[1]), "the writer before it may downgrade to a reader");
         assert!(!held_once_gone(LockMode::Read, &rw, &rw[2]), "two writers before it");
-        let rw = v(&[&format!("{U1}__READ__0000000001"), &format!("{U1}__WRIT__0000000002"), &format!("{U2}__READ__0000000003")]);
+        let rw = v(&[
+            &format!("{U1}__READ__0000000001"),
+            &format!("{U1}__WRIT__0000000002"),
+            &format!("{U2}__READ__0000000003"),
+        ]);
         assert!(held_once_gone(LockMode::Read, &rw, &rw[2]), "a reader waits only for the writer");
         assert!(held_once_gone(LockMode::Write, &rw, &rw[1]), "a writer behind a single reader");
     }
@@ -379,7 +385,8 @@ mod tests {
 
     #[test]
     fn own_nodes_found_by_protected_prefix() {
-        let children = v(&[&format!("{U1}lock-0000000007"), &format!("{U2}lock-0000000003"), &format!("{U1}lock-0000000004")]);
+        let children =
+            v(&[&format!("{U1}lock-0000000007"), &format!("{U2}lock-0000000003"), &format!("{U1}lock-0000000004")]);
         let mine: Vec<i64> = own_nodes(&children, U1).iter().map(|n| n.sequence).collect();
         assert_eq!(mine, [4, 7]);
     }

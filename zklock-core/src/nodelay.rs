@@ -33,7 +33,8 @@ pub(crate) fn disable_nagle(servers: &[SocketAddr]) -> usize {
     let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return 0 };
     let mut set = 0;
     for entry in fds.flatten() {
-        let is_socket = std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"));
+        let is_socket =
+            std::fs::read_link(entry.path()).is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"));
         let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse::<libc::c_int>().ok()) else { continue };
         if is_socket && peer(fd).is_some_and(|p| servers.contains(&p)) && set_nodelay(fd) {
             set += 1;
@@ -94,7 +95,10 @@ mod tests {
         let stream = std::net::TcpStream::connect(addr).expect("connect");
         let _accepted = listener.accept().expect("accept");
         assert!(!stream.nodelay().expect("nodelay"), "Nagle is on by default");
-        assert_eq!(server_addrs(&format!("{addr},127.0.0.1:1/chroot")), vec![addr, "127.0.0.1:1".parse().expect("addr")]);
+        assert_eq!(
+            server_addrs(&format!("{addr},127.0.0.1:1/chroot")),
+            vec![addr, "127.0.0.1:1".parse().expect("addr")]
+        );
         assert!(disable_nagle(&[addr]) >= 1);
         assert!(stream.nodelay().expect("nodelay"), "TCP_NODELAY set on the connection to the server");
         assert_eq!(disable_nagle(&[]), 0);

@@ -59,7 +59,10 @@ fn validate_znode_path(path: &str) -> Result<()> {
     }
     if let Some(c) = path.chars().find(|&c| forbidden_char(c)) {
         let why = if u32::from(c) > 0xffff {
-            format!("character U+{:04X} is not allowed (ZooKeeper refuses characters outside the Basic Multilingual Plane)", c as u32)
+            format!(
+                "character U+{:04X} is not allowed (ZooKeeper refuses characters outside the Basic Multilingual Plane)",
+                c as u32
+            )
         } else {
             format!("character U+{:04X} is not allowed", c as u32)
         };
@@ -104,7 +107,11 @@ pub fn option_timeout_from_secs(option: &str, secs: f64, max: Duration) -> Resul
     }
     match positive_duration(secs) {
         Some(d) if d <= max => Ok(d),
-        _ => Err(Error::invalid_argument(format!("{option} must be at most {} s, got {}", max.as_secs(), shown_secs(secs)))),
+        _ => Err(Error::invalid_argument(format!(
+            "{option} must be at most {} s, got {}",
+            max.as_secs(),
+            shown_secs(secs)
+        ))),
     }
 }
 
@@ -155,7 +162,9 @@ fn positive_duration(secs: f64) -> Option<Duration> {
 pub fn validate_connect_string(hosts: &str) -> Result<String> {
     let hosts = hosts.trim();
     if hosts.is_empty() {
-        return Err(Error::invalid_argument("connect string is empty (expected \"host:port[,host:port...][/chroot]\")"));
+        return Err(Error::invalid_argument(
+            "connect string is empty (expected \"host:port[,host:port...][/chroot]\")",
+        ));
     }
     let (servers, chroot) = match hosts.find('/') {
         Some(i) => (&hosts[..i], Some(&hosts[i..])),
@@ -165,10 +174,16 @@ pub fn validate_connect_string(hosts: &str) -> Result<String> {
         if chroot != "/" {
             validate_znode_path(chroot)?;
             if chroot.contains(|c: char| c == ',' || c.is_whitespace()) {
-                return Err(Error::invalid_path(chroot, "a chroot cannot contain ',' or white space (they separate servers)"));
+                return Err(Error::invalid_path(
+                    chroot,
+                    "a chroot cannot contain ',' or white space (they separate servers)",
+                ));
             }
             if is_reserved(chroot) {
-                return Err(Error::invalid_path(chroot, "a chroot under /zookeeper would put locks in the server's reserved subtree"));
+                return Err(Error::invalid_path(
+                    chroot,
+                    "a chroot under /zookeeper would put locks in the server's reserved subtree",
+                ));
             }
         }
     }
@@ -295,7 +310,8 @@ mod tests {
     fn huge_connect_strings_are_refused_without_quoting_them() {
         let long_host = format!("{}:2181", "h".repeat(254));
         let many = vec!["h:1"; 20_000].join(",");
-        for (hosts, why) in [(long_host.as_str(), "longer than 253 bytes"), (many.as_str(), "longer than 65536 bytes")] {
+        for (hosts, why) in [(long_host.as_str(), "longer than 253 bytes"), (many.as_str(), "longer than 65536 bytes")]
+        {
             let e = validate_connect_string(hosts).expect_err("too long");
             assert_eq!(e.kind(), ErrorKind::InvalidArgument);
             assert!(e.message().contains(why), "{e}");
@@ -339,7 +355,15 @@ mod tests {
 
     #[test]
     fn good_connect_strings() {
-        for h in ["127.0.0.1:2181", "a:1,b:2,c:3", "h1:2181,h2:2181/chroot/app", "localhost", " h:1 ", "[::1]:2181", "h:2181/"] {
+        for h in [
+            "127.0.0.1:2181",
+            "a:1,b:2,c:3",
+            "h1:2181,h2:2181/chroot/app",
+            "localhost",
+            " h:1 ",
+            "[::1]:2181",
+            "h:2181/",
+        ] {
             validate_connect_string(h).unwrap_or_else(|e| panic!("{h}: {e}"));
         }
         // White space around servers is not passed on to the client.

@@ -88,7 +88,10 @@ impl Run {
         if !done {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            panic!("zklock did not exit within {limit:?}; stderr: {}", fs::read_to_string(&self.err).unwrap_or_default());
+            panic!(
+                "zklock did not exit within {limit:?}; stderr: {}",
+                fs::read_to_string(&self.err).unwrap_or_default()
+            );
         }
         let status = status.unwrap();
         let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap());
@@ -157,7 +160,10 @@ fn run_passes_the_lock_details_to_the_command() {
     let d = Dir::new("env");
     let raw = Raw::connect(&hosts);
     let observer = connect(&hosts);
-    let script = format!(r#"env | grep '^ZKLOCK_' | sort > "$D/env.tmp" && mv "$D/env.tmp" "$D/env.$N"; {}"#, wait_for_file("go"));
+    let script = format!(
+        r#"env | grep '^ZKLOCK_' | sort > "$D/env.tmp" && mv "$D/env.tmp" "$D/env.$N"; {}"#,
+        wait_for_file("go")
+    );
     let mut tokens = Vec::new();
     for n in ["1", "2"] {
         let r = spawn(&d, n, &["run", "--hosts", &hosts, "/cli/env", "--", "sh", "-c", &script], &[("N", n)]);
@@ -199,9 +205,8 @@ fn exit_status_of_the_command_is_passed_on() {
         args.extend_from_slice(cmd);
         zklock(&d, name, &args)
     };
-    for (i, (script, code)) in [("exit 0", 0), ("exit 3", 3), ("kill -KILL $$", 128 + 9), ("kill -TERM $$", 128 + 15)]
-        .into_iter()
-        .enumerate()
+    for (i, (script, code)) in
+        [("exit 0", 0), ("exit 3", 3), ("kill -KILL $$", 128 + 9), ("kill -TERM $$", 128 + 15)].into_iter().enumerate()
     {
         let o = run(&format!("s{i}"), &["sh", "-c", script]);
         assert_eq!(o.code, code, "{script}: {o:?}");
@@ -272,7 +277,11 @@ fn timeout_while_held_exits_75_and_leaves_no_node() {
     let holder = connect(&hosts);
     let g = holder.lock("/cli/timeout").unwrap().acquire(None).unwrap();
     for t in ["0", "500ms"] {
-        let o = zklock(&d, &format!("t{t}"), &["run", "--hosts", &hosts, "--timeout", t, "/cli/timeout", "--", "sh", "-c", r#"touch "$D/ran""#]);
+        let o = zklock(
+            &d,
+            &format!("t{t}"),
+            &["run", "--hosts", &hosts, "--timeout", t, "/cli/timeout", "--", "sh", "-c", r#"touch "$D/ran""#],
+        );
         assert_eq!(o.code, 75, "--timeout {t}: {o:?}");
         assert!(o.stderr.contains("timed out") && o.stderr.contains("/cli/timeout"), "{o:?}");
         let q = holder.participants("/cli/timeout").unwrap();
@@ -298,7 +307,23 @@ fn readers_share_and_writers_exclude() {
     let p = "/cli/rw";
     let try_once = |name: &str, mode: &str| {
         let marker = format!("ran.{name}");
-        let o = zklock(&d, name, &["run", "--hosts", &hosts, mode, "--timeout", "0", p, "--", "sh", "-c", &format!(r#"touch "$D/{marker}""#)]);
+        let o = zklock(
+            &d,
+            name,
+            &[
+                "run",
+                "--hosts",
+                &hosts,
+                mode,
+                "--timeout",
+                "0",
+                p,
+                "--",
+                "sh",
+                "-c",
+                &format!(r#"touch "$D/{marker}""#),
+            ],
+        );
         assert_no_panic(&o);
         (o.code, d.exists(&marker))
     };
@@ -334,8 +359,14 @@ fn lost_lock_signals_the_command_and_exits_70() {
     let via = proxy.addr().to_string();
     let d = Dir::new("lost");
     // 1. The command traps the lost signal (TERM) and exits at once.
-    let script = r#"trap 'echo term > "$D/marker1"; kill $! 2>/dev/null; exit 0' TERM; touch "$D/ready1"; sleep 60 & wait"#;
-    let r = spawn(&d, "lost1", &["run", "--hosts", &via, "--session-timeout", "2s", "/cli/lost", "--", "sh", "-c", script], &[]);
+    let script =
+        r#"trap 'echo term > "$D/marker1"; kill $! 2>/dev/null; exit 0' TERM; touch "$D/ready1"; sleep 60 & wait"#;
+    let r = spawn(
+        &d,
+        "lost1",
+        &["run", "--hosts", &via, "--session-timeout", "2s", "/cli/lost", "--", "sh", "-c", script],
+        &[],
+    );
     wait_until("the command runs", 20 * SEC, || d.exists("ready1"));
     proxy.blackhole();
     let o = r.wait(30 * SEC);
@@ -351,12 +382,25 @@ fn lost_lock_signals_the_command_and_exits_70() {
 
     // 2. The command ignores the lost signal (USR1 by number): SIGKILL
     //    after --kill-after.
-    let script =
-        r#"trap 'echo usr1 > "$D/marker2"' USR1; touch "$D/ready2"; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"#;
+    let script = r#"trap 'echo usr1 > "$D/marker2"' USR1; touch "$D/ready2"; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done"#;
     let r = spawn(
         &d,
         "lost2",
-        &["run", "--hosts", &via, "--session-timeout=2s", "--lost-signal", "10", "--kill-after", "1s", "/cli/lost", "--", "sh", "-c", script],
+        &[
+            "run",
+            "--hosts",
+            &via,
+            "--session-timeout=2s",
+            "--lost-signal",
+            "10",
+            "--kill-after",
+            "1s",
+            "/cli/lost",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
         &[],
     );
     wait_until("the command runs", 20 * SEC, || d.exists("ready2"));
@@ -426,7 +470,8 @@ fn signals_cancel_the_wait_or_reach_the_command() {
     assert_eq!(q[0].session_id, holder.session_id().unwrap());
     g.release().unwrap();
     // While running: SIGINT is forwarded; zklock exits with the command's status.
-    let script = r#"trap 'echo int > "$D/forwarded"; kill $! 2>/dev/null; exit 5' INT; touch "$D/ready"; sleep 60 & wait"#;
+    let script =
+        r#"trap 'echo int > "$D/forwarded"; kill $! 2>/dev/null; exit 5' INT; touch "$D/ready"; sleep 60 & wait"#;
     let r = spawn(&d, "running", &["run", "--hosts", &hosts, "/cli/sig", "--", "sh", "-c", script], &[]);
     wait_until("the command runs", 20 * SEC, || d.exists("ready"));
     kill(r.pid(), libc::SIGINT);
@@ -460,7 +505,11 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "10x", "/cli/job", "--", "true"], 64, "10x"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--lost-signal", "FOO", "/cli/job", "--", "true"], 64, "FOO"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--read", "--write", "/cli/job", "--", "true"], 64, "--read"),
-        (vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", "0", "/cli/job", "--", "true"], 64, "session timeout"),
+        (
+            vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", "0", "/cli/job", "--", "true"],
+            64,
+            "session timeout",
+        ),
         (vec!["run", "--hosts", "zk1:99999", "/cli/job", "--", "true"], 64, "99999"),
         (vec!["run", "--hosts", &closed, "--connect-timeout", "1s", "/cli/job", "--", "true"], 69, &closed),
         (vec!["list"], 64, "missing lock path"),
@@ -473,12 +522,20 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         (vec!["run", "--hosts", "127.0.0.1:2181", &long_path, "--", "true"], 64, "at most 32768 bytes"),
         (vec!["list", "--hosts", "127.0.0.1:2181", &long_path], 64, "at most 32768 bytes"),
         (vec!["run", "--hosts", "127.0.0.1:2181/zookeeper", "/cli/job", "--", "true"], 64, "reserved"),
-        (vec!["run", "--hosts", "127.0.0.1:2181", "--connect-timeout", "25h", "/cli/job", "--", "true"], 64, "connect timeout"),
+        (
+            vec!["run", "--hosts", "127.0.0.1:2181", "--connect-timeout", "25h", "/cli/job", "--", "true"],
+            64,
+            "connect timeout",
+        ),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--timeout", "-1s", "/cli/job", "--", "true"], 64, "--timeout"),
         // Bad --data is refused before connecting (the port is closed).
         (vec!["run", "--hosts", &closed, "--data", "__REVOKE__", "/cli/job", "--", "true"], 64, "__REVOKE__"),
         (vec!["run", "--hosts", &closed, "--data", &big_data, "/cli/job", "--", "true"], 64, "64 KiB"),
-        (vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", &huge_secs, "/cli/job", "--", "true"], 64, "--session-timeout"),
+        (
+            vec!["run", "--hosts", "127.0.0.1:2181", "--session-timeout", &huge_secs, "/cli/job", "--", "true"],
+            64,
+            "--session-timeout",
+        ),
     ];
     for (i, (args, code, needle)) in cases.iter().enumerate() {
         let o = zklock(&d, &format!("bad{i}"), args);
@@ -489,8 +546,13 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         assert!(lines[0].starts_with("zklock: ") && lines[0].contains(needle), "{args:?}: {o:?}");
     }
     // ZKLOCK_HOSTS is used when --hosts is absent.
-    let o = spawn(&d, "envhosts", &["run", "--connect-timeout", "500ms", "/cli/job", "--", "true"], &[("ZKLOCK_HOSTS", &closed)])
-        .wait(30 * SEC);
+    let o = spawn(
+        &d,
+        "envhosts",
+        &["run", "--connect-timeout", "500ms", "/cli/job", "--", "true"],
+        &[("ZKLOCK_HOSTS", &closed)],
+    )
+    .wait(30 * SEC);
     assert_eq!(o.code, 69, "{o:?}");
     assert!(o.stderr.contains(&closed), "{o:?}");
     let o = zklock(&d, "help", &["--help"]);
@@ -590,16 +652,32 @@ mod json {
             }
         }
         pub fn as_str(&self) -> Option<&str> {
-            if let Value::Str(s) = self { Some(s) } else { None }
+            if let Value::Str(s) = self {
+                Some(s)
+            } else {
+                None
+            }
         }
         pub fn as_f64(&self) -> Option<f64> {
-            if let Value::Num(n) = self { Some(*n) } else { None }
+            if let Value::Num(n) = self {
+                Some(*n)
+            } else {
+                None
+            }
         }
         pub fn as_bool(&self) -> Option<bool> {
-            if let Value::Bool(b) = self { Some(*b) } else { None }
+            if let Value::Bool(b) = self {
+                Some(*b)
+            } else {
+                None
+            }
         }
         pub fn as_array(&self) -> Option<&Vec<Value>> {
-            if let Value::Arr(a) = self { Some(a) } else { None }
+            if let Value::Arr(a) = self {
+                Some(a)
+            } else {
+                None
+            }
         }
     }
 
@@ -698,7 +776,9 @@ mod json {
                 },
                 Some(c) if *c == b'-' || c.is_ascii_digit() => {
                     let start = self.i;
-                    while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    while self.i < self.s.len()
+                        && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    {
                         self.i += 1;
                     }
                     let t = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
@@ -734,8 +814,9 @@ mod json {
                             b'u' => {
                                 let hex = self.s.get(self.i..self.i + 4).ok_or("short \\u")?;
                                 self.i += 4;
-                                let code = u32::from_str_radix(std::str::from_utf8(hex).map_err(|e| e.to_string())?, 16)
-                                    .map_err(|e| e.to_string())?;
+                                let code =
+                                    u32::from_str_radix(std::str::from_utf8(hex).map_err(|e| e.to_string())?, 16)
+                                        .map_err(|e| e.to_string())?;
                                 char::from_u32(code).ok_or("bad \\u")?
                             },
                             _ => return Err(format!("bad escape at {}", self.i)),

@@ -226,8 +226,10 @@ fn foreign_and_unsequenced_children_are_ordered_not_errors() {
     raw.mkdir("/mixed");
     raw.create("/mixed/config", zk::CreateMode::Persistent);
     raw.create("/mixed/leader-notes", zk::CreateMode::Ephemeral);
-    let kazoo_reader = raw.create("/mixed/0123456789abcdef0123456789abcdef__rlock__", zk::CreateMode::EphemeralSequential);
-    let kazoo_writer = raw.create("/mixed/fedcba9876543210fedcba9876543210__lock__", zk::CreateMode::EphemeralSequential);
+    let kazoo_reader =
+        raw.create("/mixed/0123456789abcdef0123456789abcdef__rlock__", zk::CreateMode::EphemeralSequential);
+    let kazoo_writer =
+        raw.create("/mixed/fedcba9876543210fedcba9876543210__lock__", zk::CreateMode::EphemeralSequential);
     let recipe = raw.create(&format!("/mixed/x-{}-", raw.session_id()), zk::CreateMode::EphemeralSequential);
     let lock = c.lock("/mixed").unwrap();
     let kinds: Vec<(String, NodeKind, bool)> =
@@ -287,7 +289,8 @@ fn many_contenders_exclude_each_other_with_increasing_tokens() {
     let grants = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..32)
         .map(|_| {
-            let (hosts, inside, last_token, grants) = (hosts.clone(), inside.clone(), last_token.clone(), grants.clone());
+            let (hosts, inside, last_token, grants) =
+                (hosts.clone(), inside.clone(), last_token.clone(), grants.clone());
             std::thread::spawn(move || {
                 let c = connect(&hosts);
                 let lock = c.lock("/contended").unwrap();

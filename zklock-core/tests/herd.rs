@@ -61,8 +61,10 @@ fn each_release_notifies_exactly_one_waiter() {
         assert!(!table.contains_key("/herd"), "someone watches the lock path itself (herd): {table:?}");
         for (k, node) in queue.iter().enumerate() {
             let path = format!("/herd/{}", node.name);
-            let others: Vec<i64> =
-                table.get(&path).map(|w| w.iter().copied().filter(|s| *s != node.session_id).collect()).unwrap_or_default();
+            let others: Vec<i64> = table
+                .get(&path)
+                .map(|w| w.iter().copied().filter(|s| *s != node.session_id).collect())
+                .unwrap_or_default();
             let expected = usize::from(k + 1 < queue.len());
             assert_eq!(others.len(), expected, "round {round}: node {k} of {} watched by {others:?}", queue.len());
             if expected == 1 {

@@ -54,7 +54,8 @@ fn an_oversized_path_is_refused_at_once_and_the_connection_is_not_disturbed() {
     // Just over the limit, too; and a chroot over it.
     let over = format!("/{}", "y".repeat(MAX_PATH_BYTES));
     expect_kind("just over", a.lock(&over).map(drop), ErrorKind::InvalidPath, "at most");
-    let r = within("long chroot", 5 * SEC, move || Client::connect(options(&format!("{hosts}{long}"), 4 * SEC)).map(drop));
+    let r =
+        within("long chroot", 5 * SEC, move || Client::connect(options(&format!("{hosts}{long}"), 4 * SEC)).map(drop));
     expect_kind("long chroot", r, ErrorKind::InvalidPath, "at most");
     g.check().unwrap();
     assert!(states.lock().unwrap().is_empty(), "the other lock flapped: {:?}", states.lock().unwrap());
@@ -314,9 +315,8 @@ fn participants_of_a_long_queue_answers_and_disturbs_nothing() {
     raw.mkdir("/long");
     // Readers, one writer in the middle, readers: sent pipelined.
     let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-    let paths: Vec<String> = (0..N)
-        .map(|i| format!("/long/_c_{i:08}-{}", if i == N / 2 { "__WRIT__" } else { "__READ__" }))
-        .collect();
+    let paths: Vec<String> =
+        (0..N).map(|i| format!("/long/_c_{i:08}-{}", if i == N / 2 { "__WRIT__" } else { "__READ__" })).collect();
     let creates: Vec<_> = paths.iter().map(|p| raw.zk.create(p, b"", &opts)).collect();
     for c in creates {
         raw.block_on(c).expect("create");
@@ -361,10 +361,15 @@ fn a_waiters_cleanup_never_deletes_a_node_of_the_same_name_made_by_another_sessi
 #[test]
 fn a_tiny_session_timeout_is_negotiated_up_not_a_connection_loss() {
     let zk = server();
-    for asked in [Duration::from_nanos(1), Duration::from_micros(10), Duration::from_millis(1), Duration::from_millis(100)] {
+    for asked in
+        [Duration::from_nanos(1), Duration::from_micros(10), Duration::from_millis(1), Duration::from_millis(100)]
+    {
         let opts = options(&zk.connect_string(), asked);
         let c = Client::connect(opts).unwrap_or_else(|e| panic!("session timeout {asked:?}: {e}"));
-        assert!(c.session_timeout().unwrap() >= asked.max(Duration::from_millis(1)), "negotiated up to the server's minimum");
+        assert!(
+            c.session_timeout().unwrap() >= asked.max(Duration::from_millis(1)),
+            "negotiated up to the server's minimum"
+        );
         c.lock("/tiny").unwrap().acquire(Some(5 * SEC)).unwrap().release().unwrap();
     }
 }
@@ -384,7 +389,9 @@ fn the_connect_timeout_is_honoured_when_longer_than_the_session_timeout() {
     assert!(e.message().contains("within 4s"), "{e}");
     assert!(took >= Duration::from_millis(3900), "gave up after {took:?}, before the 4 s connect timeout");
     // A server that comes back within the connect timeout is reached.
-    let opts = ClientOptions::new(proxy.addr().to_string()).session_timeout(Duration::from_millis(800)).connect_timeout(8 * SEC);
+    let opts = ClientOptions::new(proxy.addr().to_string())
+        .session_timeout(Duration::from_millis(800))
+        .connect_timeout(8 * SEC);
     let t = std::thread::spawn(move || Client::connect(opts).map(drop));
     std::thread::sleep(2 * SEC);
     proxy.heal();

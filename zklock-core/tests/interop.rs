@@ -244,12 +244,12 @@ impl Peer {
                     "CuratorPeer",
                 ]);
                 c
-            }
+            },
             Lib::Kazoo => {
                 let mut c = Command::new(kazoo_python());
                 c.arg("-u").arg(root().join("tests/interop/kazoo_peer.py"));
                 c
-            }
+            },
         };
         let rounds = rounds.map_or_else(|| "hold".to_owned(), |r| r.to_string());
         cmd.args([hosts, path, kind.arg(), &rounds, &port.to_string(), id]);
@@ -295,11 +295,11 @@ impl Peer {
             Ok(line) => panic!("peer {}: expected {word}, got {line:?}; stderr:\n{}", self.id, self.stderr()),
             Err(RecvTimeoutError::Timeout) => {
                 panic!("peer {}: no {word} within {limit:?}; stderr:\n{}", self.id, self.stderr())
-            }
+            },
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(Duration::from_millis(100)); // let stderr drain
                 panic!("peer {}: exited before {word}; stderr:\n{}", self.id, self.stderr())
-            }
+            },
         }
     }
 
@@ -312,7 +312,7 @@ impl Peer {
     /// Asserts the peer prints nothing for `d` (it is still waiting).
     fn quiet_for(&self, d: Duration, why: &str) {
         match self.lines.recv_timeout(d) {
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {},
             Ok(line) => panic!("peer {}: {why}, but it printed {line:?}", self.id),
             Err(RecvTimeoutError::Disconnected) => panic!("peer {}: exited; stderr:\n{}", self.id, self.stderr()),
         }
@@ -446,7 +446,7 @@ impl Checker {
                     } else {
                         self.exit(side, id);
                     }
-                }
+                },
                 _ => self.seen.lock().unwrap().errors.push(format!("bad line {line:?}")),
             }
             if out.write_all(b"ok\n").is_err() {
@@ -479,7 +479,7 @@ impl Checker {
                 }
                 seen.readers.push(id.to_owned());
                 seen.max_readers = seen.max_readers.max(seen.readers.len());
-            }
+            },
         }
         seen.order.push(id.to_owned());
     }
@@ -496,7 +496,7 @@ impl Checker {
                 inside.remove(i);
                 *seen.rounds.entry(id.to_owned()).or_default() += 1;
                 *seen.rounds_by_side.entry(if side == Side::R { "R" } else { "W" }).or_default() += 1;
-            }
+            },
             None => seen.errors.push(format!("exit {side:?} {id} without enter")),
         }
     }

@@ -21,10 +21,7 @@ const SESSION_MS: u64 = 2000;
 fn example_binary() -> PathBuf {
     // target/<profile>/deps/leader_example-<hash> -> target/<profile>/examples/leader
     let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
     let bin = profile_dir.join("examples").join("leader");
     assert!(
         bin.exists(),
@@ -56,11 +53,7 @@ impl Instance {
                 sink.lock().expect("lines lock").push(line);
             }
         });
-        Instance {
-            id: id.to_owned(),
-            child,
-            lines,
-        }
+        Instance { id: id.to_owned(), child, lines }
     }
 
     fn output(&self) -> Vec<String> {
@@ -70,10 +63,7 @@ impl Instance {
     /// Tokens of the "is leader" lines, in order.
     fn leaderships(&self) -> Vec<u64> {
         let prefix = format!("instance {} is leader (token ", self.id);
-        self.output()
-            .iter()
-            .filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(')')?.parse().ok())
-            .collect()
+        self.output().iter().filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(')')?.parse().ok()).collect()
     }
 
     fn printed(&self, text: &str) -> bool {
@@ -89,14 +79,12 @@ impl Instance {
         loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => return status.code(),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
                 _ => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
                     return None;
-                }
+                },
             }
         }
     }
@@ -112,10 +100,7 @@ impl Drop for Instance {
 fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -126,20 +111,13 @@ fn leader_example_takeover_after_sigkill() {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
     let cluster = zklock_harness::Cluster::standalone().expect("server starts");
     let hosts = cluster.connect_string();
-    let mut instances: Vec<Instance> = (0..3)
-        .map(|i| Instance::start(&bin, &hosts, &format!("rs-{i}")))
-        .collect();
+    let mut instances: Vec<Instance> = (0..3).map(|i| Instance::start(&bin, &hosts, &format!("rs-{i}"))).collect();
 
     let claims = |list: &[&Instance]| -> Vec<(usize, u64)> {
-        list.iter()
-            .enumerate()
-            .flat_map(|(i, inst)| inst.leaderships().into_iter().map(move |t| (i, t)))
-            .collect()
+        list.iter().enumerate().flat_map(|(i, inst)| inst.leaderships().into_iter().map(move |t| (i, t))).collect()
     };
     let all: Vec<&Instance> = instances.iter().collect();
-    wait_until("a leader", Duration::from_secs(30), || {
-        !claims(&all).is_empty()
-    });
+    wait_until("a leader", Duration::from_secs(30), || !claims(&all).is_empty());
     let (leader, token) = claims(&all)[0];
     let leader_id = instances[leader].id.clone();
     wait_until("the leader to poll", Duration::from_secs(10), || {
@@ -151,11 +129,7 @@ fn leader_example_takeover_after_sigkill() {
         });
     }
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        claims(&all).len(),
-        1,
-        "exactly one leader among 3 instances"
-    );
+    assert_eq!(claims(&all).len(), 1, "exactly one leader among 3 instances");
     drop(all);
 
     // SIGKILL: the leader cannot release; the takeover comes from session expiry.
@@ -165,25 +139,18 @@ fn leader_example_takeover_after_sigkill() {
     let killed = Instant::now();
     let others: Vec<&Instance> = instances.iter().collect();
     // A liveness bound (session timeout + 10 s), not a speed check.
-    wait_until(
-        "a new leader",
-        Duration::from_millis(SESSION_MS) + Duration::from_secs(10),
-        || !claims(&others).is_empty(),
-    );
+    wait_until("a new leader", Duration::from_millis(SESSION_MS) + Duration::from_secs(10), || {
+        !claims(&others).is_empty()
+    });
     let (next, next_token) = claims(&others)[0];
     let next_id = others[next].id.clone();
     println!(
         "leader {leader_id} (token {token}) killed; {next_id} took over after {:.1} s (token {next_token})",
         killed.elapsed().as_secs_f64()
     );
-    assert!(
-        next_token > token,
-        "new token {next_token} must be above {token}"
-    );
+    assert!(next_token > token, "new token {next_token} must be above {token}");
     wait_until("the new leader to poll", Duration::from_secs(10), || {
-        others[next].printed(&format!(
-            "leader {next_id} polling tasks (token {next_token})"
-        ))
+        others[next].printed(&format!("leader {next_id} polling tasks (token {next_token})"))
     });
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(claims(&others).len(), 1, "exactly one new leader");
@@ -194,17 +161,11 @@ fn leader_example_takeover_after_sigkill() {
         assert_eq!(inst.quit(), Some(0), "{} exit code", inst.id);
     }
     for inst in &instances {
-        assert_eq!(
-            inst.output().last().map(String::as_str),
-            Some(format!("instance {} exiting", inst.id).as_str())
-        );
+        assert_eq!(inst.output().last().map(String::as_str), Some(format!("instance {} exiting", inst.id).as_str()));
     }
     let client = Client::connect(ClientOptions::new(&hosts)).expect("client connects");
     wait_until("no node left", Duration::from_secs(15), || {
-        client
-            .participants("/examples/scheduler/leader")
-            .map(|p| p.is_empty())
-            .unwrap_or(false)
+        client.participants("/examples/scheduler/leader").map(|p| p.is_empty()).unwrap_or(false)
     });
     client.close();
 }

@@ -62,7 +62,8 @@ fn a_waiter_is_never_granted_on_its_deleted_node_in(holder: LockMode, waiter: Lo
     gc.release().unwrap();
     let gb = tb.join().unwrap().unwrap_or_else(|e| panic!("{what}: b gets the lock after c: {e}"));
     // ZooKeeper's record: b's granted node exists and b's session owns it.
-    let stat = raw.exists(&gb.node_path()).unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
+    let stat =
+        raw.exists(&gb.node_path()).unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
     assert_eq!(stat.ephemeral_owner, gb.session_id(), "{what}: b's granted node is owned by b's session");
     assert_ne!(gb.node_path(), format!("{path}/{b_node}"), "{what}: b queued again with a new node");
     gb.release().unwrap();
@@ -96,7 +97,11 @@ fn a_node_of_our_name_owned_by_another_session_is_not_granted_nor_deleted() {
     // waits behind it, and must neither hold nor have deleted it.
     wait_until("a queued again behind the stranger", 10 * SEC, || raw.children(path).len() == 2);
     std::thread::sleep(SEC);
-    assert!(!ta.is_finished(), "a returned while the stranger's node is first: {:?}", ta.join().unwrap().map(|g| g.node_path()));
+    assert!(
+        !ta.is_finished(),
+        "a returned while the stranger's node is first: {:?}",
+        ta.join().unwrap().map(|g| g.node_path())
+    );
     assert_eq!(proxy.delayed(), 1, "the list was held up");
     let stranger = raw.exists(&format!("{path}/{name}")).expect("the stranger's node was not deleted");
     assert_eq!(stranger.ephemeral_owner, raw.session_id());
@@ -129,7 +134,17 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let _ = std::fs::remove_file(&marker);
     proxy.hold_replies_from_next_create();
     let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args(["run", "--hosts", &proxy.addr().to_string(), "--session-timeout", "2s", "--timeout", "30s", "/stall", "--"])
+        .args([
+            "run",
+            "--hosts",
+            &proxy.addr().to_string(),
+            "--session-timeout",
+            "2s",
+            "--timeout",
+            "30s",
+            "/stall",
+            "--",
+        ])
         .args(["sh", "-c", &format!("touch {}", marker.display())])
         .stdin(std::process::Stdio::null())
         .spawn()

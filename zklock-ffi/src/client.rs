@@ -118,26 +118,18 @@ pub unsafe extern "C" fn zklock_client_new(
                     options = options.operation_timeout(ms(o.operation_timeout_ms));
                 }
                 match (o.digest_user.is_null(), o.digest_password.is_null()) {
-                    (true, true) => {}
+                    (true, true) => {},
                     (false, false) => {
                         let user = arg_str(o.digest_user, F, "opts->digest_user")?;
                         let password = arg_str(o.digest_password, F, "opts->digest_password")?;
                         options = options.digest_auth(user, password);
-                    }
+                    },
                     (false, true) => {
-                        return Err(invalid_arg(
-                            F,
-                            "opts->digest_password",
-                            "is NULL but digest_user is set",
-                        ))
-                    }
+                        return Err(invalid_arg(F, "opts->digest_password", "is NULL but digest_user is set"))
+                    },
                     (true, false) => {
-                        return Err(invalid_arg(
-                            F,
-                            "opts->digest_user",
-                            "is NULL but digest_password is set",
-                        ))
-                    }
+                        return Err(invalid_arg(F, "opts->digest_user", "is NULL but digest_password is set"))
+                    },
                 }
             }
             let client = Client::connect(options)?;
@@ -163,10 +155,7 @@ pub unsafe extern "C" fn zklock_client_new(
 /// `client` is NULL or a live client; `err` is NULL or valid for writing a
 /// pointer.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_client_close(
-    client: *const zklock_client,
-    err: *mut *mut zklock_error,
-) -> zklock_code {
+pub unsafe extern "C" fn zklock_client_close(client: *const zklock_client, err: *mut *mut zklock_error) -> zklock_code {
     const F: &str = "zklock_client_close";
     // SAFETY: pointers as documented (caller's contract).
     unsafe {

@@ -134,9 +134,7 @@ pub unsafe extern "C" fn zklock_error_code(err: *const zklock_error) -> zklock_c
 pub unsafe extern "C" fn zklock_error_message(err: *const zklock_error) -> *const c_char {
     let empty = c"".as_ptr();
     // SAFETY: caller's contract.
-    guarded(empty, || {
-        unsafe { err.as_ref() }.map_or(empty, |e| e.message.as_ptr())
-    })
+    guarded(empty, || unsafe { err.as_ref() }.map_or(empty, |e| e.message.as_ptr()))
 }
 
 /// Frees an error object. `zklock_error_free(NULL)` does nothing.
@@ -167,15 +165,9 @@ fn code_name(code: i32) -> &'static std::ffi::CStr {
         return c"OK";
     }
     let names = NAMES.get_or_init(|| {
-        ErrorKind::ALL
-            .iter()
-            .map(|k| (k.code(), CString::new(k.name()).unwrap_or_default()))
-            .collect()
+        ErrorKind::ALL.iter().map(|k| (k.code(), CString::new(k.name()).unwrap_or_default())).collect()
     });
-    names
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map_or(c"UNKNOWN", |(_, n)| n.as_c_str())
+    names.iter().find(|(c, _)| *c == code).map_or(c"UNKNOWN", |(_, n)| n.as_c_str())
 }
 
 #[cfg(test)]
@@ -189,19 +181,12 @@ mod tests {
         for &kind in ErrorKind::ALL {
             let c = zklock_code::from_kind(kind);
             assert_eq!(c as i32, kind.code(), "{kind:?}");
-            assert_eq!(
-                format!("{c:?}"),
-                format!("ZKLOCK_{}", kind.name()),
-                "{kind:?}"
-            );
+            assert_eq!(format!("{c:?}"), format!("ZKLOCK_{}", kind.name()), "{kind:?}");
             assert_eq!(code_name(kind.code()).to_str().ok(), Some(kind.name()));
         }
         assert_eq!(code_name(0).to_str().ok(), Some("OK"));
         assert_eq!(code_name(-1).to_str().ok(), Some("UNKNOWN"));
-        assert_eq!(
-            code_name(ErrorKind::ALL.len() as i32 + 1).to_str().ok(),
-            Some("UNKNOWN")
-        );
+        assert_eq!(code_name(ErrorKind::ALL.len() as i32 + 1).to_str().ok(), Some("UNKNOWN"));
     }
 
     /// The committed header declares exactly ZKLOCK_OK and one
@@ -209,9 +194,7 @@ mod tests {
     #[test]
     fn header_enum_matches_core_kinds() {
         let header = include_str!("../../include/zklock.h");
-        let start = header
-            .find("enum zklock_code")
-            .expect("the header declares enum zklock_code");
+        let start = header.find("enum zklock_code").expect("the header declares enum zklock_code");
         let body = &header[start..];
         let body = &body[..body.find("};").expect("enum zklock_code is closed")];
         let entries: Vec<(String, i32)> = body
@@ -224,11 +207,7 @@ mod tests {
             })
             .collect();
         let mut expected = vec![("ZKLOCK_OK".to_owned(), 0)];
-        expected.extend(
-            ErrorKind::ALL
-                .iter()
-                .map(|k| (format!("ZKLOCK_{}", k.name()), k.code())),
-        );
+        expected.extend(ErrorKind::ALL.iter().map(|k| (format!("ZKLOCK_{}", k.name()), k.code())));
         assert_eq!(entries, expected);
     }
 }

@@ -183,10 +183,7 @@ pub unsafe extern "C" fn zklock_guard_release(
 /// `guard` is NULL or a live guard; `err` is NULL or valid for writing a
 /// pointer.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_guard_check(
-    guard: *const zklock_guard,
-    err: *mut *mut zklock_error,
-) -> zklock_code {
+pub unsafe extern "C" fn zklock_guard_check(guard: *const zklock_guard, err: *mut *mut zklock_error) -> zklock_code {
     const F: &str = "zklock_guard_check";
     // SAFETY: pointers as documented (caller's contract).
     unsafe { call(F, err, || arg_ref(guard, F, "guard")?.inner.check()) }
@@ -203,9 +200,7 @@ pub unsafe extern "C" fn zklock_guard_check(
 pub unsafe extern "C" fn zklock_guard_state(guard: *const zklock_guard) -> zklock_state {
     let released = zklock_state::ZKLOCK_STATE_RELEASED;
     // SAFETY: caller's contract.
-    guarded(released, || {
-        unsafe { guard.as_ref() }.map_or(released, |g| g.inner.state().into())
-    })
+    guarded(released, || unsafe { guard.as_ref() }.map_or(released, |g| g.inner.state().into()))
 }
 
 /// The fencing token of this grant: the creation zxid of our node. It only
@@ -219,9 +214,7 @@ pub unsafe extern "C" fn zklock_guard_state(guard: *const zklock_guard) -> zkloc
 #[no_mangle]
 pub unsafe extern "C" fn zklock_guard_fencing_token(guard: *const zklock_guard) -> u64 {
     // SAFETY: caller's contract.
-    guarded(0, || {
-        unsafe { guard.as_ref() }.map_or(0, |g| g.inner.fencing_token())
-    })
+    guarded(0, || unsafe { guard.as_ref() }.map_or(0, |g| g.inner.fencing_token()))
 }
 
 /// The sequence number of our lock node; -1 for NULL.
@@ -231,9 +224,7 @@ pub unsafe extern "C" fn zklock_guard_fencing_token(guard: *const zklock_guard) 
 #[no_mangle]
 pub unsafe extern "C" fn zklock_guard_sequence(guard: *const zklock_guard) -> i64 {
     // SAFETY: caller's contract.
-    guarded(-1, || {
-        unsafe { guard.as_ref() }.map_or(-1, |g| g.inner.sequence())
-    })
+    guarded(-1, || unsafe { guard.as_ref() }.map_or(-1, |g| g.inner.sequence()))
 }
 
 /// The id of the session that holds the lock; 0 for NULL.
@@ -243,9 +234,7 @@ pub unsafe extern "C" fn zklock_guard_sequence(guard: *const zklock_guard) -> i6
 #[no_mangle]
 pub unsafe extern "C" fn zklock_guard_session_id(guard: *const zklock_guard) -> i64 {
     // SAFETY: caller's contract.
-    guarded(0, || {
-        unsafe { guard.as_ref() }.map_or(0, |g| g.inner.session_id())
-    })
+    guarded(0, || unsafe { guard.as_ref() }.map_or(0, |g| g.inner.session_id()))
 }
 
 /// Copies the full path of our lock node (e.g.
@@ -259,16 +248,10 @@ pub unsafe extern "C" fn zklock_guard_session_id(guard: *const zklock_guard) -> 
 /// `guard` is NULL or a live guard; `buf` is NULL or valid for writing
 /// `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_guard_node_path(
-    guard: *const zklock_guard,
-    buf: *mut c_char,
-    len: usize,
-) -> usize {
+pub unsafe extern "C" fn zklock_guard_node_path(guard: *const zklock_guard, buf: *mut c_char, len: usize) -> usize {
     guarded(0, || {
         // SAFETY: caller's contract.
-        let path = unsafe { guard.as_ref() }
-            .map(|g| g.inner.node_path())
-            .unwrap_or_default();
+        let path = unsafe { guard.as_ref() }.map(|g| g.inner.node_path()).unwrap_or_default();
         if !buf.is_null() && len > 0 {
             let n = path.len().min(len - 1);
             // SAFETY: buf is valid for len bytes and n < len (caller's contract).
@@ -315,14 +298,8 @@ pub unsafe extern "C" fn zklock_guard_on_state_change(
             let guard = arg_ref(guard, F, "guard")?;
             let cb = cb.ok_or_else(|| null_arg(F, "cb"))?;
             let gate = Arc::new(Gate::default());
-            guard
-                .gates
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(gate.clone());
-            guard
-                .inner
-                .on_state_change(callback(cb, UserData(userdata), gate));
+            guard.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate.clone());
+            guard.inner.on_state_change(callback(cb, UserData(userdata), gate));
             Ok(())
         })
     }

@@ -95,18 +95,10 @@ pub unsafe extern "C" fn zklock_lock_new(
                 m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => LockMode::Exclusive,
                 m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => LockMode::Read,
                 m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => LockMode::Write,
-                m => {
-                    return Err(invalid_arg(
-                        F,
-                        "mode",
-                        &format!("is not a zklock_mode ({m})"),
-                    ))
-                }
+                m => return Err(invalid_arg(F, "mode", &format!("is not a zklock_mode ({m})"))),
             };
             let lock = client.inner.lock_with(path, mode, LockOptions::default())?;
-            out.write(Box::into_raw(Box::new(zklock_lock {
-                side: Side::Single(lock),
-            })));
+            out.write(Box::into_raw(Box::new(zklock_lock { side: Side::Single(lock) })));
             Ok(())
         })
     }
@@ -149,22 +141,11 @@ pub unsafe extern "C" fn zklock_rwlock_new(
             let out_read = out_arg(out_read, F, "out_read")?;
             let out_write = out_arg(out_write, F, "out_write")?;
             if out_read == out_write {
-                return Err(invalid_arg(
-                    F,
-                    "out_write",
-                    "is the same pointer as out_read",
-                ));
+                return Err(invalid_arg(F, "out_write", "is the same pointer as out_read"));
             }
             let pair = Arc::new(client.inner.read_write_lock(path, LockOptions::default())?);
-            let read = Box::new(zklock_lock {
-                side: Side::Pair {
-                    pair: pair.clone(),
-                    write: false,
-                },
-            });
-            let write = Box::new(zklock_lock {
-                side: Side::Pair { pair, write: true },
-            });
+            let read = Box::new(zklock_lock { side: Side::Pair { pair: pair.clone(), write: false } });
+            let write = Box::new(zklock_lock { side: Side::Pair { pair, write: true } });
             out_read.write(Box::into_raw(read));
             out_write.write(Box::into_raw(write));
             Ok(())
@@ -210,10 +191,7 @@ pub unsafe extern "C" fn zklock_lock_acquire(
             let lock = arg_ref(lock, F, "lock")?;
             let out = out_arg(out, F, "out")?;
             let guard = lock.lock().acquire(timeout_from_ms(timeout_ms))?;
-            out.write(Box::into_raw(Box::new(zklock_guard {
-                inner: guard,
-                gates: Mutex::default(),
-            })));
+            out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
             Ok(())
         })
     }
@@ -247,9 +225,7 @@ pub unsafe extern "C" fn zklock_lock_cancel(lock: *const zklock_lock) {
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_is_held(lock: *const zklock_lock) -> bool {
     // SAFETY: caller's contract.
-    guarded(false, || {
-        unsafe { lock.as_ref() }.is_some_and(|l| l.lock().is_held())
-    })
+    guarded(false, || unsafe { lock.as_ref() }.is_some_and(|l| l.lock().is_held()))
 }
 
 /// Frees a lock handle. Guards acquired through it stay valid (they hold

@@ -16,15 +16,8 @@ pub struct zklock_participants {
 
 impl zklock_participants {
     pub(crate) fn new(list: Vec<Participant>) -> zklock_participants {
-        let items = list
-            .into_iter()
-            .map(|p| {
-                (
-                    CString::new(p.name.replace('\0', "\\0")).unwrap_or_default(),
-                    p,
-                )
-            })
-            .collect();
+        let items =
+            list.into_iter().map(|p| (CString::new(p.name.replace('\0', "\\0")).unwrap_or_default(), p)).collect();
         zklock_participants { items }
     }
 
@@ -32,10 +25,7 @@ impl zklock_participants {
     ///
     /// # Safety
     /// `p` is NULL or a live list.
-    unsafe fn at<'a>(
-        p: *const zklock_participants,
-        i: usize,
-    ) -> Option<&'a (CString, Participant)> {
+    unsafe fn at<'a>(p: *const zklock_participants, i: usize) -> Option<&'a (CString, Participant)> {
         // SAFETY: caller's contract.
         unsafe { p.as_ref() }.and_then(|p| p.items.get(i))
     }
@@ -58,14 +48,9 @@ pub unsafe extern "C" fn zklock_participants_len(p: *const zklock_participants) 
 /// # Safety
 /// `p` is NULL or a live list.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_participants_name(
-    p: *const zklock_participants,
-    i: usize,
-) -> *const c_char {
+pub unsafe extern "C" fn zklock_participants_name(p: *const zklock_participants, i: usize) -> *const c_char {
     // SAFETY: caller's contract.
-    guarded(std::ptr::null(), || {
-        unsafe { zklock_participants::at(p, i) }.map_or(std::ptr::null(), |(n, _)| n.as_ptr())
-    })
+    guarded(std::ptr::null(), || unsafe { zklock_participants::at(p, i) }.map_or(std::ptr::null(), |(n, _)| n.as_ptr()))
 }
 
 /// The sequence number of participant `i`; -1 if `p` is NULL or `i` is out
@@ -74,14 +59,9 @@ pub unsafe extern "C" fn zklock_participants_name(
 /// # Safety
 /// `p` is NULL or a live list.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_participants_sequence(
-    p: *const zklock_participants,
-    i: usize,
-) -> i64 {
+pub unsafe extern "C" fn zklock_participants_sequence(p: *const zklock_participants, i: usize) -> i64 {
     // SAFETY: caller's contract.
-    guarded(-1, || {
-        unsafe { zklock_participants::at(p, i) }.map_or(-1, |(_, x)| x.sequence)
-    })
+    guarded(-1, || unsafe { zklock_participants::at(p, i) }.map_or(-1, |(_, x)| x.sequence))
 }
 
 /// Whether participant `i` is a reader (shared); false for writers and
@@ -90,14 +70,9 @@ pub unsafe extern "C" fn zklock_participants_sequence(
 /// # Safety
 /// `p` is NULL or a live list.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_participants_is_reader(
-    p: *const zklock_participants,
-    i: usize,
-) -> bool {
+pub unsafe extern "C" fn zklock_participants_is_reader(p: *const zklock_participants, i: usize) -> bool {
     // SAFETY: caller's contract.
-    guarded(false, || {
-        unsafe { zklock_participants::at(p, i) }.is_some_and(|(_, x)| x.kind == NodeKind::Reader)
-    })
+    guarded(false, || unsafe { zklock_participants::at(p, i) }.is_some_and(|(_, x)| x.kind == NodeKind::Reader))
 }
 
 /// Whether participant `i` holds the lock (by the ordering rule, when the
@@ -106,14 +81,9 @@ pub unsafe extern "C" fn zklock_participants_is_reader(
 /// # Safety
 /// `p` is NULL or a live list.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_participants_holds(
-    p: *const zklock_participants,
-    i: usize,
-) -> bool {
+pub unsafe extern "C" fn zklock_participants_holds(p: *const zklock_participants, i: usize) -> bool {
     // SAFETY: caller's contract.
-    guarded(false, || {
-        unsafe { zklock_participants::at(p, i) }.is_some_and(|(_, x)| x.holds)
-    })
+    guarded(false, || unsafe { zklock_participants::at(p, i) }.is_some_and(|(_, x)| x.holds))
 }
 
 /// The id of the session that owns participant `i`'s node; 0 if `p` is
@@ -122,14 +92,9 @@ pub unsafe extern "C" fn zklock_participants_holds(
 /// # Safety
 /// `p` is NULL or a live list.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_participants_session_id(
-    p: *const zklock_participants,
-    i: usize,
-) -> i64 {
+pub unsafe extern "C" fn zklock_participants_session_id(p: *const zklock_participants, i: usize) -> i64 {
     // SAFETY: caller's contract.
-    guarded(0, || {
-        unsafe { zklock_participants::at(p, i) }.map_or(0, |(_, x)| x.session_id)
-    })
+    guarded(0, || unsafe { zklock_participants::at(p, i) }.map_or(0, |(_, x)| x.session_id))
 }
 
 /// The data of participant `i`'s node (chosen by its owner; may be empty;

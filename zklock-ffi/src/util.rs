@@ -18,11 +18,7 @@ pub(crate) type Result<T> = std::result::Result<T, Error>;
 ///
 /// # Safety
 /// `err` is NULL or valid for writing one pointer.
-pub(crate) unsafe fn call(
-    func: &str,
-    err: *mut *mut zklock_error,
-    body: impl FnOnce() -> Result<()>,
-) -> zklock_code {
+pub(crate) unsafe fn call(func: &str, err: *mut *mut zklock_error, body: impl FnOnce() -> Result<()>) -> zklock_code {
     let outcome = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(payload) => Err(panic_error(func, payload)),
@@ -32,15 +28,13 @@ pub(crate) unsafe fn call(
         Err(e) => {
             let code = zklock_code::from_kind(e.kind());
             if !err.is_null() {
-                if let Ok(obj) =
-                    catch_unwind(|| Box::into_raw(Box::new(zklock_error::new(code, e.message()))))
-                {
+                if let Ok(obj) = catch_unwind(|| Box::into_raw(Box::new(zklock_error::new(code, e.message())))) {
                     // SAFETY: err is not NULL and valid for writes (caller's contract).
                     unsafe { *err = obj };
                 }
             }
             code
-        }
+        },
     }
 }
 
@@ -59,26 +53,17 @@ fn panic_error(func: &str, payload: Box<dyn Any + Send>) -> Error {
     // Dropping the payload runs foreign code only for exotic payloads; keep
     // even that from unwinding.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-    Error::new(
-        ErrorKind::Internal,
-        format!("{func}: internal error (panic): {what}"),
-    )
+    Error::new(ErrorKind::Internal, format!("{func}: internal error (panic): {what}"))
 }
 
 /// The error for a NULL pointer argument.
 pub(crate) fn null_arg(func: &str, name: &str) -> Error {
-    Error::new(
-        ErrorKind::InvalidArgument,
-        format!("{func}: argument `{name}` is NULL"),
-    )
+    Error::new(ErrorKind::InvalidArgument, format!("{func}: argument `{name}` is NULL"))
 }
 
 /// An `InvalidArgument` error about argument `name` of `func`.
 pub(crate) fn invalid_arg(func: &str, name: &str, why: &str) -> Error {
-    Error::new(
-        ErrorKind::InvalidArgument,
-        format!("{func}: argument `{name}` {why}"),
-    )
+    Error::new(ErrorKind::InvalidArgument, format!("{func}: argument `{name}` {why}"))
 }
 
 /// Borrows the object behind a handle pointer, or fails naming the argument.
@@ -109,8 +94,7 @@ pub(crate) unsafe fn arg_str<'a>(p: *const c_char, func: &str, name: &str) -> Re
     }
     // SAFETY: p is a NUL-terminated string (caller's contract).
     let s = unsafe { CStr::from_ptr(p) };
-    s.to_str()
-        .map_err(|e| invalid_arg(func, name, &format!("is not valid UTF-8 ({e})")))
+    s.to_str().map_err(|e| invalid_arg(func, name, &format!("is not valid UTF-8 ({e})")))
 }
 
 /// `timeout_ms < 0`: no limit; `0`: try once; `> 0`: a total deadline.
@@ -147,10 +131,6 @@ mod tests {
         // SAFETY: err was just created by `call`.
         let e = unsafe { Box::from_raw(err) };
         assert_eq!(e.code(), zklock_code::ZKLOCK_INTERNAL);
-        assert!(
-            e.message().contains("test_fn") && e.message().contains("boom"),
-            "{}",
-            e.message()
-        );
+        assert!(e.message().contains("test_fn") && e.message().contains("boom"), "{}", e.message());
     }
 }

@@ -37,16 +37,10 @@ struct Params(HashMap<String, String>);
 
 impl Params {
     fn num(&self, key: &str, default: u64) -> u64 {
-        self.0
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+        self.0.get(key).and_then(|v| v.parse().ok()).unwrap_or(default)
     }
     fn str(&self, key: &str, default: &str) -> String {
-        self.0
-            .get(key)
-            .cloned()
-            .unwrap_or_else(|| default.to_owned())
+        self.0.get(key).cloned().unwrap_or_else(|| default.to_owned())
     }
 }
 
@@ -80,22 +74,14 @@ impl Raw {
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let zk = &self.zk;
         self.rt.block_on(async {
-            let (_, seq) = zk
-                .create(&format!("{path}/n-"), b"", &opts)
-                .await
-                .map_err(err)?;
+            let (_, seq) = zk.create(&format!("{path}/n-"), b"", &opts).await.map_err(err)?;
             let _ = zk.list_children(path).await.map_err(err)?;
-            zk.delete(&format!("{path}/n-{seq}"), None)
-                .await
-                .map_err(err)
+            zk.delete(&format!("{path}/n-{seq}"), None).await.map_err(err)
         })
     }
 
     fn count_children(&self, path: &str) -> usize {
-        self.rt
-            .block_on(self.zk.list_children(path))
-            .map(|c| c.len())
-            .unwrap_or(0)
+        self.rt.block_on(self.zk.list_children(path)).map(|c| c.len()).unwrap_or(0)
     }
 }
 
@@ -145,32 +131,19 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
                 let (z, pa) = (zk.clone(), path.clone());
                 let (tx, rx) = mpsc::sync_channel(1);
                 rt.spawn(async move {
-                    let _ = tx.send(
-                        z.create(&format!("{pa}/n-"), b"", &eph)
-                            .await
-                            .map(|(_, s)| s),
-                    );
+                    let _ = tx.send(z.create(&format!("{pa}/n-"), b"", &eph).await.map(|(_, s)| s));
                 });
                 let seq = rx.recv().map_err(err)?.map_err(err)?;
                 let (z, pa) = (zk.clone(), path.clone());
-                hop(Box::pin(async move {
-                    z.list_children(&pa).await.map(|_| ()).map_err(err)
-                }))?;
+                hop(Box::pin(async move { z.list_children(&pa).await.map(|_| ()).map_err(err) }))?;
                 let (z, pa) = (zk.clone(), path.clone());
-                hop(Box::pin(async move {
-                    z.delete(&format!("{pa}/n-{seq}"), None).await.map_err(err)
-                }))?;
+                hop(Box::pin(async move { z.delete(&format!("{pa}/n-{seq}"), None).await.map_err(err) }))?;
             } else {
                 hop(Box::pin(async move {
                     let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-                    let (_, seq) = zk
-                        .create(&format!("{path}/n-"), b"", &eph)
-                        .await
-                        .map_err(err)?;
+                    let (_, seq) = zk.create(&format!("{path}/n-"), b"", &eph).await.map_err(err)?;
                     zk.list_children(&path).await.map_err(err)?;
-                    zk.delete(&format!("{path}/n-{seq}"), None)
-                        .await
-                        .map_err(err)
+                    zk.delete(&format!("{path}/n-{seq}"), None).await.map_err(err)
                 }))?;
             }
             if i >= warmup {
@@ -207,9 +180,7 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied()
         };
-        return Ok(
-            json!({ "lat_us": lat, "acquire_median_us": med(&mut acq), "release_median_us": med(&mut rel) }),
-        );
+        return Ok(json!({ "lat_us": lat, "acquire_median_us": med(&mut acq), "release_median_us": med(&mut rel) }));
     }
     Ok(json!({ "lat_us": lat }))
 }
@@ -270,16 +241,10 @@ fn throughput(hosts: &str, path: &str, p: &Params, independent: bool) -> R<Value
     }
     let barrier = Arc::new(Barrier::new(waiters + 1));
     let window = Arc::new(Mutex::new(None::<Window>));
-    let excl: Vec<Arc<Exclusion>> = (0..if independent { waiters } else { 1 })
-        .map(|_| Arc::default())
-        .collect();
+    let excl: Vec<Arc<Exclusion>> = (0..if independent { waiters } else { 1 }).map(|_| Arc::default()).collect();
     let mut handles = Vec::new();
     for i in 0..waiters {
-        let lock_path = if independent {
-            format!("{path}/{i}")
-        } else {
-            path.to_owned()
-        };
+        let lock_path = if independent { format!("{path}/{i}") } else { path.to_owned() };
         let ex = excl[if independent { i } else { 0 }].clone();
         let (barrier, window) = (barrier.clone(), window.clone());
         let client = clients.get(i % sessions).cloned();
@@ -325,10 +290,7 @@ fn throughput(hosts: &str, path: &str, p: &Params, independent: bool) -> R<Value
     for h in handles {
         per.push(h.join().map_err(|_| "worker panicked".to_owned())??);
     }
-    let violations: usize = excl
-        .iter()
-        .map(|e| e.violations.load(Ordering::Acquire))
-        .sum();
+    let violations: usize = excl.iter().map(|e| e.violations.load(Ordering::Acquire)).sum();
     for c in &clients {
         c.close();
     }
@@ -353,18 +315,8 @@ fn rw(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let mut handles = Vec::new();
     for (i, client) in clients.iter().enumerate() {
         let writer = i >= readers;
-        let lock = if writer {
-            client.write_lock(path)
-        } else {
-            client.read_lock(path)
-        }
-        .map_err(err)?;
-        let (barrier, window, state, violations) = (
-            barrier.clone(),
-            window.clone(),
-            state.clone(),
-            violations.clone(),
-        );
+        let lock = if writer { client.write_lock(path) } else { client.read_lock(path) }.map_err(err)?;
+        let (barrier, window, state, violations) = (barrier.clone(), window.clone(), state.clone(), violations.clone());
         handles.push(std::thread::spawn(move || -> R<(bool, u64)> {
             barrier.wait();
             let w = window.lock().map_err(err)?.ok_or("no window")?;
@@ -414,10 +366,8 @@ fn rw(hosts: &str, path: &str, p: &Params) -> R<Value> {
     for c in &clients {
         c.close();
     }
-    Ok(
-        json!({ "read_grants": r, "write_grants": wr, "grants": r + wr,
-        "violations": violations.load(Ordering::Acquire), "window_s": w.seconds() }),
-    )
+    Ok(json!({ "read_grants": r, "write_grants": wr, "grants": r + wr,
+        "violations": violations.load(Ordering::Acquire), "window_s": w.seconds() }))
 }
 
 fn say(v: Value) {
@@ -460,9 +410,7 @@ fn herd(hosts: &str, path: &str, p: &Params) -> R<Value> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let mut holder = granted_rx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(err)?;
+    let mut holder = granted_rx.recv_timeout(Duration::from_secs(30)).map_err(err)?;
     say(json!({ "event": "ready" }));
     let mut rounds = 0;
     for line in std::io::stdin().lock().lines() {
@@ -471,9 +419,7 @@ fn herd(hosts: &str, path: &str, p: &Params) -> R<Value> {
             break;
         }
         let _ = holder.1.send(());
-        holder = granted_rx
-            .recv_timeout(Duration::from_secs(30))
-            .map_err(err)?;
+        holder = granted_rx.recv_timeout(Duration::from_secs(30)).map_err(err)?;
         rounds += 1;
         say(json!({ "event": "granted" }));
     }
@@ -490,13 +436,8 @@ fn main() {
         eprintln!("usage: zklock-bench-driver SCENARIO HOSTS PATH [key=value ...]");
         std::process::exit(2);
     }
-    let params = Params(
-        args[4..]
-            .iter()
-            .filter_map(|a| a.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect(),
-    );
+    let params =
+        Params(args[4..].iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect());
     let (scenario, hosts, path) = (args[1].as_str(), args[2].as_str(), args[3].as_str());
     let out = match scenario {
         "uncontended" => uncontended(hosts, path, &params),
@@ -511,10 +452,10 @@ fn main() {
             say(json!({ "result": v }));
             // Waiters of the herd scenario may still be blocked: do not wait.
             std::process::exit(0);
-        }
+        },
         Err(e) => {
             eprintln!("zklock-bench-driver: {scenario}: {e}");
             std::process::exit(1);
-        }
+        },
     }
 }

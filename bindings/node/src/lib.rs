@@ -131,7 +131,9 @@ where
     }));
     match spawned {
         Ok(_) => Ok(promise),
-        Err(e) => Err(zk_error(env, &core::Error::new(core::ErrorKind::Internal, format!("cannot start a thread: {e}")))),
+        Err(e) => {
+            Err(zk_error(env, &core::Error::new(core::ErrorKind::Internal, format!("cannot start a thread: {e}"))))
+        },
     }
 }
 
@@ -288,9 +290,24 @@ impl Client {
     pub fn connect(env: Env, options: ConnectOptions) -> napi::Result<JsObject> {
         let timeouts = || -> core::Result<_> {
             Ok((
-                option_timeout("sessionTimeoutMs", "session timeout", options.session_timeout_ms, core::MAX_SESSION_TIMEOUT)?,
-                option_timeout("connectTimeoutMs", "connect timeout", options.connect_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
-                option_timeout("operationTimeoutMs", "operation timeout", options.operation_timeout_ms, core::MAX_OPTION_TIMEOUT)?,
+                option_timeout(
+                    "sessionTimeoutMs",
+                    "session timeout",
+                    options.session_timeout_ms,
+                    core::MAX_SESSION_TIMEOUT,
+                )?,
+                option_timeout(
+                    "connectTimeoutMs",
+                    "connect timeout",
+                    options.connect_timeout_ms,
+                    core::MAX_OPTION_TIMEOUT,
+                )?,
+                option_timeout(
+                    "operationTimeoutMs",
+                    "operation timeout",
+                    options.operation_timeout_ms,
+                    core::MAX_OPTION_TIMEOUT,
+                )?,
             ))
         };
         let (session, connect, operation) = timeouts().map_err(|e| zk_error(&env, &e))?;
@@ -537,7 +554,7 @@ impl Lock {
                     map.insert(id, t.clone());
                 }
                 Some((id, t))
-            }
+            },
             None => None,
         };
         let shared = self.shared.clone();
@@ -558,9 +575,7 @@ impl Lock {
     #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
         let shared = self.shared.clone();
-        spawn_promise(&env, "zklock-try-acquire", move || {
-            Ok(shared.lock.get().try_acquire()?.map(Guard::new))
-        })
+        spawn_promise(&env, "zklock-try-acquire", move || Ok(shared.lock.get().try_acquire()?.map(Guard::new)))
     }
 
     /// Cancels every acquire in progress on this handle: they reject with
@@ -603,23 +618,29 @@ impl Lock {
 
 /// The blocking acquire behind `lock.acquire()`: retries a cancellation
 /// that was meant for another acquire of the same handle.
-fn acquire_blocking(shared: &LockShared, timeout: Option<Duration>, ticket: Option<&Ticket>) -> core::Result<core::Guard> {
+fn acquire_blocking(
+    shared: &LockShared,
+    timeout: Option<Duration>,
+    ticket: Option<&Ticket>,
+) -> core::Result<core::Guard> {
     let try_once = timeout == Some(Duration::ZERO);
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let aborted = || ticket.is_some_and(|t| t.aborted.load(Ordering::Acquire));
-    let cancelled = || core::Error::new(core::ErrorKind::Cancelled, format!("acquiring {}: aborted", shared.lock.get().path()));
+    let cancelled =
+        || core::Error::new(core::ErrorKind::Cancelled, format!("acquiring {}: aborted", shared.lock.get().path()));
     loop {
         if aborted() {
             return Err(cancelled());
         }
         let generation = shared.cancels.load(Ordering::Acquire);
-        let remaining = if try_once { Some(Duration::ZERO) } else { deadline.map(|d| d.saturating_duration_since(Instant::now())) };
+        let remaining =
+            if try_once { Some(Duration::ZERO) } else { deadline.map(|d| d.saturating_duration_since(Instant::now())) };
         match shared.lock.get().acquire(remaining) {
             Ok(guard) if aborted() => {
                 // Granted while the abort was on its way: honour the abort.
                 let _ = guard.release();
                 return Err(cancelled());
-            }
+            },
             Err(e) if e.kind() == core::ErrorKind::Cancelled => {
                 if aborted() {
                     return Err(cancelled());
@@ -628,7 +649,7 @@ fn acquire_blocking(shared: &LockShared, timeout: Option<Duration>, ticket: Opti
                     return Err(e);
                 }
                 // Cancelled for another acquire's abort: try again.
-            }
+            },
             other => return other,
         }
     }
@@ -800,8 +821,8 @@ impl Guard {
     /// not keep the process alive.
     #[napi(ts_args_type = "callback: (state: LockState) => void", catch_unwind)]
     pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
-        let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> = callback
-            .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
+        let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> =
+            callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
                 // Runs on the JavaScript thread, called from C: an error
                 // here (none is expected) reaches 'uncaughtException' like
                 // an exception of the callback itself.

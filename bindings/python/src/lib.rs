@@ -43,9 +43,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
-    acquire_timeout_from_secs, option_timeout_from_secs, Client as CoreClient, ClientOptions, Error, ErrorKind,
-    Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind, ReadWriteLock as CoreReadWriteLock,
-    ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    acquire_timeout_from_secs, option_timeout_from_secs, Client as CoreClient, ClientOptions, Error, ErrorKind, Guard,
+    Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind, ReadWriteLock as CoreReadWriteLock, ReleaseStatus,
+    MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -106,7 +106,7 @@ fn seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
         Ok(v) => Ok(v),
         Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
             Ok(if value.lt(0)? { f64::NEG_INFINITY } else { f64::INFINITY })
-        }
+        },
         Err(e) if e.is_instance_of::<PyTypeError>(py) => Err(PyTypeError::new_err(format!(
             "{name} must be a number of seconds (int or float), not {}",
             value.get_type().name()?
@@ -156,7 +156,9 @@ fn text(name: &str, value: &Bound<'_, PyAny>, kind: ErrorKind) -> PyResult<Strin
     })?;
     match s.to_cow() {
         Ok(t) => Ok(t.into_owned()),
-        Err(_) => Err(py_err(Error::new(kind, format!("{name} is not valid Unicode text: it contains a lone surrogate")))),
+        Err(_) => {
+            Err(py_err(Error::new(kind, format!("{name} is not valid Unicode text: it contains a lone surrogate"))))
+        },
     }
 }
 
@@ -299,10 +301,10 @@ where
         rx = back;
         match received {
             Ok(value) => return Ok(value),
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => {},
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(py_err(Error::new(ErrorKind::Internal, "the waiting thread ended without a result")))
-            }
+            },
         }
         if let Err(signal) = py.check_signals() {
             py.detach(move || interrupt(rx));
@@ -512,7 +514,12 @@ impl Client {
 }
 
 impl Client {
-    fn lock_of(&self, path: &Bound<'_, PyAny>, mode: LockMode, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
+    fn lock_of(
+        &self,
+        path: &Bound<'_, PyAny>,
+        mode: LockMode,
+        identifier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lock> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
@@ -660,7 +667,7 @@ impl Lock {
                     }
                 }
                 Ok(true)
-            }
+            },
             Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
             Err(e) => Err(to_py_err(py, &e)),
         }
@@ -706,7 +713,10 @@ impl Lock {
             Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
             None => Err(to_py_err(
                 py,
-                &Error::new(ErrorKind::NotHeld, format!("{} is not held by this lock object", self.handle.get().path())),
+                &Error::new(
+                    ErrorKind::NotHeld,
+                    format!("{} is not held by this lock object", self.handle.get().path()),
+                ),
             )),
         }
     }

@@ -178,7 +178,7 @@ impl Proc {
                 self.child = None;
                 self.frozen = false;
                 false
-            }
+            },
             // ECHILD cannot happen for a child we own; treat as running.
             Err(_) => true,
         }
@@ -188,8 +188,7 @@ impl Proc {
         let Some(child) = self.child.as_ref() else {
             return Err(not_running_err());
         };
-        let pid =
-            libc::pid_t::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        let pid = libc::pid_t::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         // SAFETY: the child has not been reaped (we hold it), so `pid` is ours.
         if unsafe { libc::kill(pid, sig) } == 0 {
             Ok(())
@@ -346,16 +345,10 @@ impl Cluster {
     /// On error no process is left behind and the directory is removed.
     pub fn start(opts: ClusterOptions) -> io::Result<Cluster> {
         if opts.size == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "cluster size must be at least 1",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cluster size must be at least 1"));
         }
         if opts.tick_time_ms == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "tick time must be positive",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "tick time must be positive"));
         }
         ensure_zookeeper()?;
         let mut attempt = 1;
@@ -366,7 +359,7 @@ impl Cluster {
                 Err(_) if attempt < START_ATTEMPTS && cluster.port_clash() => {
                     drop(cluster);
                     attempt += 1;
-                }
+                },
                 Err(e) => return Err(e),
             }
         }
@@ -389,11 +382,8 @@ impl Cluster {
             let dir = cluster.root.join(format!("server{}", i + 1));
             fs::create_dir_all(dir.join("data"))
                 .map_err(|e| annotate(e, &format!("cannot create {}", dir.display())))?;
-            let (client_port, peer_port, election_port) = if n == 1 {
-                (ports[0], 0, 0)
-            } else {
-                (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2])
-            };
+            let (client_port, peer_port, election_port) =
+                if n == 1 { (ports[0], 0, 0) } else { (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) };
             cluster.members.push(Member {
                 myid: i + 1,
                 dir,
@@ -444,11 +434,7 @@ impl Cluster {
             for p in &self.members {
                 let relay = self.relay(m.myid - 1, p.myid - 1);
                 let (host, quorum, election) = match relay {
-                    Some(r) => (
-                        "127.0.0.1",
-                        r.quorum.addr().port(),
-                        r.election.addr().port(),
-                    ),
+                    Some(r) => ("127.0.0.1", r.quorum.addr().port(), r.election.addr().port()),
                     // Partitionable: itself at the wildcard address (see
                     // `ClusterOptions::partitionable`).
                     None if !self.relays.is_empty() => ("0.0.0.0", p.peer_port, p.election_port),
@@ -461,8 +447,7 @@ impl Cluster {
         for line in &o.extra_cfg {
             let _ = writeln!(cfg, "{line}");
         }
-        fs::write(m.cfg_path(), cfg)
-            .map_err(|e| annotate(e, &format!("cannot write {}", m.cfg_path().display())))
+        fs::write(m.cfg_path(), cfg).map_err(|e| annotate(e, &format!("cannot write {}", m.cfg_path().display())))
     }
 
     /// Spawns every member and waits for all of them to serve.
@@ -504,10 +489,7 @@ impl Cluster {
         self.members.get(i).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "no member {i}: the cluster has {} member(s)",
-                    self.members.len()
-                ),
+                format!("no member {i}: the cluster has {} member(s)", self.members.len()),
             )
         })
     }
@@ -536,11 +518,7 @@ impl Cluster {
     /// ZooKeeper connect string of all members:
     /// `"127.0.0.1:p1,127.0.0.1:p2,..."`.
     pub fn connect_string(&self) -> String {
-        self.members
-            .iter()
-            .map(|m| m.client_addr().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        self.members.iter().map(|m| m.client_addr().to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// Client address (`127.0.0.1:port`) of member `i`.
@@ -716,10 +694,7 @@ impl Cluster {
         let m = self.member(i)?;
         let mut p = m.lock();
         if p.refresh() {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("member {i} is already running"),
-            ));
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("member {i} is already running")));
         }
         let log_path = m.log_path();
         let mut log = OpenOptions::new()
@@ -727,11 +702,7 @@ impl Cluster {
             .append(true)
             .open(&log_path)
             .map_err(|e| annotate(e, &format!("cannot open {}", log_path.display())))?;
-        writeln!(
-            log,
-            "=== zklock-harness: starting member {i} (myid {}) ===",
-            m.myid
-        )?;
+        writeln!(log, "=== zklock-harness: starting member {i} (myid {}) ===", m.myid)?;
         let log_err = log.try_clone()?;
         let mut cmd = Command::new(java_command());
         cmd.arg(format!("-Dzookeeper.log.dir={}", m.dir.display()))
@@ -752,8 +723,8 @@ impl Cluster {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
-        let child = crate::spawn::spawn_tied(cmd)
-            .map_err(|e| annotate(e, &format!("cannot spawn {:?}", java_command())))?;
+        let child =
+            crate::spawn::spawn_tied(cmd).map_err(|e| annotate(e, &format!("cannot spawn {:?}", java_command())))?;
         p.child = Some(child);
         p.frozen = false;
         p.last_exit = None;
@@ -767,9 +738,7 @@ impl Cluster {
         if p.refresh() {
             return Ok(());
         }
-        let status = p
-            .last_exit
-            .map_or_else(|| "never started".to_string(), |s| s.to_string());
+        let status = p.last_exit.map_or_else(|| "never started".to_string(), |s| s.to_string());
         drop(p);
         Err(io::Error::new(
             io::ErrorKind::NotConnected,
@@ -826,8 +795,7 @@ impl Cluster {
     /// `Other` if it answers without a `Mode:` line (not serving).
     pub fn mode(&self, i: usize) -> io::Result<String> {
         let out = self.four_letter(i, "srvr")?;
-        parse_mode(&out)
-            .ok_or_else(|| io::Error::other(format!("member {i} is not serving: {}", out.trim())))
+        parse_mode(&out).ok_or_else(|| io::Error::other(format!("member {i} is not serving: {}", out.trim())))
     }
 
     /// Index of the member whose `srvr` reports `Mode: leader` (or
@@ -868,7 +836,7 @@ impl Cluster {
                             leader = Some(i);
                         }
                         report.push(format!("{i}: {mode}"));
-                    }
+                    },
                     Err(e) => report.push(format!("{i}: {e}")),
                 }
             }
@@ -901,10 +869,7 @@ impl Cluster {
     /// [`partition`](Cluster::partition). False for an out-of-range index
     /// or a cluster that is not partitionable.
     pub fn is_partitioned(&self, i: usize) -> bool {
-        lock_partitioned(&self.partitioned)
-            .get(i)
-            .copied()
-            .unwrap_or(false)
+        lock_partitioned(&self.partitioned).get(i).copied().unwrap_or(false)
     }
 
     /// Cuts member `i` off from every other member, as a dead network would,
@@ -1006,10 +971,7 @@ fn lock_partitioned(m: &Mutex<Vec<bool>>) -> MutexGuard<'_, Vec<bool>> {
 }
 
 fn not_running(i: usize) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotConnected,
-        format!("member {i} is not running"),
-    )
+    io::Error::new(io::ErrorKind::NotConnected, format!("member {i} is not running"))
 }
 
 impl Drop for Cluster {
@@ -1017,8 +979,7 @@ impl Drop for Cluster {
         for m in &self.members {
             let _ = m.lock().kill_and_reap();
         }
-        let keep =
-            std::env::var_os("ZKLOCK_HARNESS_KEEP").is_some_and(|v| !v.is_empty() && v != "0");
+        let keep = std::env::var_os("ZKLOCK_HARNESS_KEEP").is_some_and(|v| !v.is_empty() && v != "0");
         if keep {
             eprintln!("zklock-harness: keeping {}", self.root.display());
         } else {

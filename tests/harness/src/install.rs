@@ -38,9 +38,7 @@ static JAVA_CHECK: OnceLock<Result<(), (io::ErrorKind, String)>> = OnceLock::new
 /// Never fails; whether the executable works is checked by
 /// [`ensure_zookeeper`]. Callable from any thread.
 pub fn java_command() -> OsString {
-    std::env::var_os("ZKLOCK_JAVA")
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| OsString::from("java"))
+    std::env::var_os("ZKLOCK_JAVA").filter(|s| !s.is_empty()).unwrap_or_else(|| OsString::from("java"))
 }
 
 /// Makes sure the ZooKeeper server jars and a working `java` are available.
@@ -135,9 +133,7 @@ fn run_apt(args: &[&str]) -> io::Result<()> {
         c.args(["-n", "apt-get"]);
         c
     };
-    cmd.args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null());
+    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive").stdin(Stdio::null());
     let out = cmd.output().map_err(|e| {
         let how = if root { "apt-get" } else { "sudo -n apt-get" };
         annotate(e, &format!("cannot run `{how} {}`", args.join(" ")))
@@ -156,11 +152,7 @@ fn run_apt(args: &[&str]) -> io::Result<()> {
 fn check_java() -> io::Result<()> {
     let res = JAVA_CHECK.get_or_init(|| {
         let java = java_command();
-        match Command::new(&java)
-            .arg("-version")
-            .stdin(Stdio::null())
-            .output()
-        {
+        match Command::new(&java).arg("-version").stdin(Stdio::null()).output() {
             Ok(out) if out.status.success() => Ok(()),
             Ok(out) => Err((
                 io::ErrorKind::Other,
@@ -179,10 +171,7 @@ fn check_java() -> io::Result<()> {
                     java.to_string_lossy()
                 ),
             )),
-            Err(e) => Err((
-                e.kind(),
-                format!("cannot run `{} -version`: {e}", java.to_string_lossy()),
-            )),
+            Err(e) => Err((e.kind(), format!("cannot run `{} -version`: {e}", java.to_string_lossy()))),
         }
     });
     match res {

@@ -93,11 +93,7 @@ impl Done {
             if left.is_zero() {
                 return;
             }
-            alive = self
-                .cv
-                .wait_timeout(alive, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            alive = self.cv.wait_timeout(alive, left).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 }
@@ -174,12 +170,7 @@ impl Inner {
     fn close_where(&self, pred: impl Fn(&Conn) -> bool) {
         let victims: Vec<Arc<Conn>> = {
             let mut reg = lock(&self.registry);
-            let ids: Vec<u64> = reg
-                .conns
-                .iter()
-                .filter(|(_, c)| pred(c))
-                .map(|(id, _)| *id)
-                .collect();
+            let ids: Vec<u64> = reg.conns.iter().filter(|(_, c)| pred(c)).map(|(id, _)| *id).collect();
             ids.iter().filter_map(|id| reg.conns.remove(id)).collect()
         };
         let dones: Vec<Arc<Done>> = victims
@@ -203,10 +194,7 @@ impl Inner {
     /// Registers a connection and starts its pumps.
     fn add_conn(self: &Arc<Self>, client: TcpStream, server: Option<TcpStream>) {
         let pumps = if server.is_some() { 2 } else { 1 };
-        let done = Arc::new(Done {
-            alive: Mutex::new(pumps),
-            cv: Condvar::new(),
-        });
+        let done = Arc::new(Done { alive: Mutex::new(pumps), cv: Condvar::new() });
         let mut reg = lock(&self.registry);
         if server.is_none() && !self.blackhole.load(Ordering::SeqCst) {
             // Accepted during a blackhole that has been healed since: heal
@@ -229,11 +217,7 @@ impl Inner {
         });
         reg.conns.insert(conn.id, Arc::clone(&conn));
         reg.threads.retain(|t| !t.is_finished());
-        let dirs: &[Dir] = if pumps == 2 {
-            &[Dir::ToServer, Dir::ToClient]
-        } else {
-            &[Dir::ToServer]
-        };
+        let dirs: &[Dir] = if pumps == 2 { &[Dir::ToServer, Dir::ToClient] } else { &[Dir::ToServer] };
         for &dir in dirs {
             let inner = Arc::clone(self);
             let c = Arc::clone(&conn);
@@ -250,7 +234,7 @@ impl Inner {
                     let mut alive = lock(&conn.done.alive);
                     *alive -= 1;
                     conn.done.cv.notify_all();
-                }
+                },
             }
         }
     }
@@ -316,7 +300,7 @@ fn run_pump(inner: &Inner, conn: &Conn, dir: Dir) {
                 // Reset by the peer or similar: pass the abrupt close on.
                 conn.abort();
                 return;
-            }
+            },
         };
         if conn.closing.load(Ordering::SeqCst) {
             return;
@@ -414,8 +398,7 @@ fn forward_frames(
                         // then the frame once more.
                         let frame_end = end + 4 + len;
                         let again = buf[end..frame_end].to_vec();
-                        if write_fully(conn, dst, &buf[..frame_end]).is_err()
-                            || write_fully(conn, dst, &again).is_err()
+                        if write_fully(conn, dst, &buf[..frame_end]).is_err() || write_fully(conn, dst, &again).is_err()
                         {
                             conn.abort();
                             return Step::Stop;
@@ -424,15 +407,13 @@ fn forward_frames(
                         end = 0;
                         continue;
                     }
-                }
+                },
                 Dir::ToClient => {
                     let xid = reply_xid(body);
                     if xid == Some(NOTIFICATION_XID) {
                         inner.notifications.fetch_add(1, Ordering::SeqCst);
                     }
-                    if let Some(then_blackhole) =
-                        xid.and_then(|x| take_reply_slot(&conn.drop_xid, x))
-                    {
+                    if let Some(then_blackhole) = xid.and_then(|x| take_reply_slot(&conn.drop_xid, x)) {
                         drop_at = Some(then_blackhole);
                         break;
                     }
@@ -447,7 +428,7 @@ fn forward_frames(
                         end = 0;
                         continue;
                     }
-                }
+                },
             }
         }
         end += 4 + len;
@@ -480,7 +461,7 @@ fn take_delay(inner: &Inner, body: &[u8]) -> Option<Duration> {
         Some((t, pause)) if t == typ => {
             *delay = None;
             Some(pause)
-        }
+        },
         _ => None,
     }
 }
@@ -490,9 +471,7 @@ fn take_delay(inner: &Inner, body: &[u8]) -> Option<Duration> {
 fn create_request(body: &[u8]) -> Option<(i32, Option<&[u8]>)> {
     let xid = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
     let typ = i32::from_be_bytes(body.get(4..8)?.try_into().ok()?);
-    CREATE_TYPES
-        .contains(&typ)
-        .then(|| (xid, parse_jute_string(&body[8..])))
+    CREATE_TYPES.contains(&typ).then(|| (xid, parse_jute_string(&body[8..])))
 }
 
 /// Arms the connection's reply drop if `body` is a create request matching
@@ -512,11 +491,11 @@ fn inspect_request(inner: &Inner, conn: &Conn, body: &[u8]) -> bool {
             // Set before the request is forwarded, so before its reply can come.
             *lock(&conn.drop_xid) = Some((xid, a.then_blackhole));
             a.duplicate
-        }
+        },
         other => {
             *arm = other;
             false
-        }
+        },
     }
 }
 
@@ -556,7 +535,7 @@ fn hold_frame(conn: &Conn, frame: &[u8], xid: Option<i32>) -> bool {
         Some(frames) => {
             frames.push(frame.to_vec());
             true
-        }
+        },
         None => false,
     }
 }
@@ -571,7 +550,7 @@ fn write_fully(conn: &Conn, dst: &TcpStream, mut data: &[u8]) -> io::Result<()> 
         match (&*dst).write(data) {
             Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "write zero")),
             Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => {},
             Err(e) => return Err(e),
         }
     }
@@ -595,7 +574,7 @@ fn connect_upstream(inner: &Inner) -> io::Result<TcpStream> {
                     && !inner.stop.load(Ordering::SeqCst) =>
             {
                 thread::sleep(RAW_REFUSED_PAUSE);
-            }
+            },
             result => return result,
         }
     }
@@ -614,7 +593,7 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
                 // E.g. EMFILE; do not spin.
                 thread::sleep(Duration::from_millis(20));
                 continue;
-            }
+            },
         };
         let _ = client.set_nodelay(true);
         if inner.blackhole.load(Ordering::SeqCst) {
@@ -625,13 +604,13 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
             Ok(server) => {
                 let _ = server.set_nodelay(true);
                 inner.add_conn(client, Some(server));
-            }
+            },
             Err(_) => {
                 // Upstream down: the client sees a reset, as if the server
                 // had refused it.
                 let _ = set_linger_zero(&client);
                 drop(client);
-            }
+            },
         }
     }
 }
@@ -733,12 +712,7 @@ impl Proxy {
         let accept = thread::Builder::new()
             .name(format!("zk-proxy-accept-{}", addr.port()))
             .spawn(move || accept_loop(accept_inner, accept_listener))?;
-        Ok(Proxy {
-            inner,
-            addr,
-            listener,
-            accept: Some(accept),
-        })
+        Ok(Proxy { inner, addr, listener, accept: Some(accept) })
     }
 
     /// The address clients should connect to (`127.0.0.1:port`).
@@ -771,8 +745,7 @@ impl Proxy {
             let _reg = lock(&self.inner.registry);
             self.inner.blackhole.store(false, Ordering::SeqCst);
         }
-        self.inner
-            .close_where(|c| c.blackholed.load(Ordering::SeqCst));
+        self.inner.close_where(|c| c.blackholed.load(Ordering::SeqCst));
     }
 
     /// Whether the proxy is in blackhole mode.
@@ -881,11 +854,7 @@ impl Proxy {
     /// at least 1 (the create's reply) until
     /// [`release_held_replies`](Proxy::release_held_replies).
     pub fn held_replies(&self) -> u64 {
-        self.inner
-            .conns()
-            .iter()
-            .map(|c| lock(&c.held).as_ref().map_or(0, |f| f.len() as u64))
-            .sum()
+        self.inner.conns().iter().map(|c| lock(&c.held).as_ref().map_or(0, |f| f.len() as u64)).sum()
     }
 
     /// Ends holding: writes every held frame to its client now, in order,
@@ -1033,11 +1002,7 @@ impl ProxyGroup {
 
     /// Connect string through the proxies: `"127.0.0.1:p1,127.0.0.1:p2,..."`.
     pub fn connect_string(&self) -> String {
-        self.proxies
-            .iter()
-            .map(|p| p.addr().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        self.proxies.iter().map(|p| p.addr().to_string()).collect::<Vec<_>>().join(",")
     }
 
     /// [`Proxy::blackhole`] on every proxy.
@@ -1075,9 +1040,7 @@ impl ProxyGroup {
     /// [`Proxy::hold_replies_from_next_create`] on every proxy (each proxy
     /// holds from the next create it sees).
     pub fn hold_replies_from_next_create(&self) {
-        self.proxies
-            .iter()
-            .for_each(Proxy::hold_replies_from_next_create);
+        self.proxies.iter().for_each(Proxy::hold_replies_from_next_create);
     }
 
     /// Total [`Proxy::held_replies`] of the group's proxies.

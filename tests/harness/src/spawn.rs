@@ -49,9 +49,7 @@ pub(crate) fn spawn_tied(cmd: Command) -> io::Result<Child> {
         // Spawner thread gone (cannot happen: it never exits); fall back.
         return spawn_now(&mut cmd);
     }
-    reply_rx
-        .recv()
-        .unwrap_or_else(|_| Err(io::Error::other("zklock-harness spawner thread died")))
+    reply_rx.recv().unwrap_or_else(|_| Err(io::Error::other("zklock-harness spawner thread died")))
 }
 
 fn spawn_now(cmd: &mut Command) -> io::Result<Child> {

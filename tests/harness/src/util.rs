@@ -44,10 +44,7 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// Blocking; callable from any thread.
 pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::Result<String> {
     if word.len() != 4 || !word.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("not a four-letter word: {word:?}"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a four-letter word: {word:?}")));
     }
     let deadline = Instant::now() + timeout;
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
@@ -61,7 +58,7 @@ pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {},
             Err(e) if is_timeout(&e) => return Err(timed_out(addr, word, timeout)),
             // The server closes right after writing; a reset after a complete
             // answer still means we have the answer.
@@ -90,10 +87,7 @@ fn remaining(deadline: Instant) -> io::Result<Duration> {
 
 /// True for the error kinds a socket read/write timeout produces.
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
 
 /// Extracts the value of the `Mode:` line of a `srvr`/`stat` answer
@@ -102,10 +96,7 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
 /// Returns `None` when there is no such line, e.g. when the server answers
 /// "This ZooKeeper instance is not currently serving requests".
 pub fn parse_mode(srvr_output: &str) -> Option<String> {
-    srvr_output
-        .lines()
-        .find_map(|l| l.strip_prefix("Mode:"))
-        .map(|m| m.trim().to_string())
+    srvr_output.lines().find_map(|l| l.strip_prefix("Mode:")).map(|m| m.trim().to_string())
 }
 
 /// Whether process `pid` exists and is not a zombie.
@@ -161,10 +152,7 @@ pub(crate) fn tail_file(path: &Path, n: usize) -> io::Result<String> {
 /// the clock); good enough for unique directory names.
 pub(crate) fn random_u64() -> u64 {
     let mut h = RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     h.write_u128(nanos);
     h.finish()
 }
@@ -184,12 +172,7 @@ pub(crate) fn make_temp_root() -> io::Result<PathBuf> {
         match fs::create_dir(&path) {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some(e),
-            Err(e) => {
-                return Err(crate::install::annotate(
-                    e,
-                    &format!("cannot create {}", path.display()),
-                ))
-            }
+            Err(e) => return Err(crate::install::annotate(e, &format!("cannot create {}", path.display()))),
         }
     }
     Err(last_err.unwrap_or_else(|| io::Error::new(io::ErrorKind::AlreadyExists, "temp dir")))
@@ -198,21 +181,13 @@ pub(crate) fn make_temp_root() -> io::Result<PathBuf> {
 /// `n` distinct free TCP ports on 127.0.0.1 (bound to port 0 all at once, then
 /// released). Another process may grab one before we use it; callers retry.
 pub(crate) fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<io::Result<Vec<_>>>()?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
+    let listeners = (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<io::Result<Vec<_>>>()?;
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
 /// Sets `SO_LINGER {on, 0}` so that closing the socket sends a RST.
 pub(crate) fn set_linger_zero(s: &TcpStream) -> io::Result<()> {
-    let lg = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
+    let lg = libc::linger { l_onoff: 1, l_linger: 0 };
     // SAFETY: valid fd, pointer to a properly sized linger struct.
     let rc = unsafe {
         libc::setsockopt(

@@ -25,12 +25,7 @@ fn spawn(args: &[&str]) -> Harness {
     let mut hello = String::new();
     stdout.read_line(&mut hello).expect("hello line");
     assert!(hello.starts_with("{\"ok\":true,"), "{hello}");
-    Harness {
-        child,
-        stdin: Some(stdin),
-        stdout,
-        hello,
-    }
+    Harness { child, stdin: Some(stdin), stdout, hello }
 }
 
 impl Harness {
@@ -68,9 +63,7 @@ fn numbers(json: &str, key: &str) -> Vec<u64> {
     json.match_indices(&pat)
         .filter_map(|(i, _)| {
             let rest = &json[i + pat.len()..];
-            let end = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
+            let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
             rest[..end].parse().ok()
         })
         .collect()
@@ -90,10 +83,7 @@ fn wait_gone(pid: u32) -> bool {
 #[test]
 fn serve_commands_and_shutdown() {
     let mut h = spawn(&["serve", "--proxy", "--tick-ms", "200"]);
-    let pids: Vec<u32> = numbers(&h.hello, "pid")
-        .into_iter()
-        .map(|p| p as u32)
-        .collect();
+    let pids: Vec<u32> = numbers(&h.hello, "pid").into_iter().map(|p| p as u32).collect();
     assert_eq!(pids.len(), 1, "{}", h.hello);
     assert!(process_alive(pids[0]));
     let connect = string(&h.hello, "connect").expect("connect");
@@ -101,14 +91,8 @@ fn serve_commands_and_shutdown() {
     let dir = string(&h.hello, "dir").expect("dir");
     let direct_addr = connect.parse().expect("addr");
     let proxy_addr = proxied.parse().expect("addr");
-    assert_eq!(
-        four_letter_word(direct_addr, "ruok", Duration::from_secs(5)).expect("ruok"),
-        "imok"
-    );
-    assert_eq!(
-        four_letter_word(proxy_addr, "ruok", Duration::from_secs(5)).expect("ruok"),
-        "imok"
-    );
+    assert_eq!(four_letter_word(direct_addr, "ruok", Duration::from_secs(5)).expect("ruok"), "imok");
+    assert_eq!(four_letter_word(proxy_addr, "ruok", Duration::from_secs(5)).expect("ruok"), "imok");
 
     assert_eq!(h.cmd("leader"), "{\"ok\":true,\"leader\":0}");
     assert_eq!(h.cmd("4lw 0 ruok"), "{\"ok\":true,\"output\":\"imok\"}");
@@ -147,14 +131,7 @@ fn serve_commands_and_shutdown() {
 
 #[test]
 fn serve_partitionable_ensemble() {
-    let mut h = spawn(&[
-        "serve",
-        "--ensemble",
-        "3",
-        "--partitionable",
-        "--tick-ms",
-        "200",
-    ]);
+    let mut h = spawn(&["serve", "--ensemble", "3", "--partitionable", "--tick-ms", "200"]);
     assert_eq!(numbers(&h.hello, "pid").len(), 3, "{}", h.hello);
     let serving = |h: &mut Harness| h.cmd("4lw 0 srvr").contains("Mode: ");
     assert!(serving(&mut h));
@@ -168,10 +145,7 @@ fn serve_partitionable_ensemble() {
     let quorum = h.cmd("wait-quorum 10000");
     assert!(quorum.starts_with("{\"ok\":true,\"leader\":"), "{quorum}");
     assert_eq!(h.cmd("heal-partition 0"), "{\"ok\":true}");
-    assert!(
-        zklock_harness::wait_for(Duration::from_secs(20), || serving(&mut h)),
-        "member 0 not serving after heal"
-    );
+    assert!(zklock_harness::wait_for(Duration::from_secs(20), || serving(&mut h)), "member 0 not serving after heal");
     assert_eq!(h.cmd("shutdown"), "{\"ok\":true}");
     assert!(h.wait_exit().success());
 }
@@ -206,25 +180,17 @@ fn sigkill_of_the_harness_kills_the_servers() {
     h.child.kill().expect("SIGKILL zkharness");
     h.child.wait().expect("reap zkharness");
     // PR_SET_PDEATHSIG: the server dies with its parent.
-    assert!(
-        wait_gone(pid),
-        "server {pid} outlived a SIGKILLed zkharness"
-    );
+    assert!(wait_gone(pid), "server {pid} outlived a SIGKILLed zkharness");
     // The directory is left behind in that case; clean it up.
     let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn bad_arguments() {
-    let out = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .args(["serve", "--ensemble", "zero"])
-        .output()
-        .expect("run");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_zkharness")).args(["serve", "--ensemble", "zero"]).output().expect("run");
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .arg("install")
-        .output()
-        .expect("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_zkharness")).arg("install").output().expect("run");
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{\"ok\":true}");
 }

@@ -37,8 +37,7 @@ fn standalone_start_four_letter_words_and_drop_cleans_up() {
 
 #[test]
 fn freeze_resume_kill_restart_keeps_data() {
-    let c = Cluster::start(ClusterOptions::new().extra_cfg("globalOutstandingLimit=500"))
-        .expect("start");
+    let c = Cluster::start(ClusterOptions::new().extra_cfg("globalOutstandingLimit=500")).expect("start");
     let addr = c.client_addr(0);
 
     // Some data to survive the restart.
@@ -49,15 +48,12 @@ fn freeze_resume_kill_restart_keeps_data() {
 
     c.freeze(0).expect("freeze");
     assert!(c.is_frozen(0));
-    let e = c
-        .four_letter(0, "srvr")
-        .expect_err("a frozen server must not answer");
+    let e = c.four_letter(0, "srvr").expect_err("a frozen server must not answer");
     assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
     assert_eq!(c.leader(), None);
     c.resume(0).expect("resume");
     assert!(!c.is_frozen(0));
-    c.wait_serving(0, Duration::from_secs(10))
-        .expect("serving after resume");
+    c.wait_serving(0, Duration::from_secs(10)).expect("serving after resume");
 
     let pid = c.pid(0).expect("pid");
     c.kill(0).expect("kill");
@@ -66,20 +62,13 @@ fn freeze_resume_kill_restart_keeps_data() {
     assert!(!c.is_running(0));
     assert!(c.four_letter(0, "ruok").is_err());
     c.kill(0).expect("kill is idempotent");
-    assert_eq!(
-        c.freeze(0).expect_err("not running").kind(),
-        io::ErrorKind::NotConnected
-    );
+    assert_eq!(c.freeze(0).expect_err("not running").kind(), io::ErrorKind::NotConnected);
 
     c.restart(0).expect("restart");
     let pid2 = c.pid(0).expect("pid after restart");
     assert_ne!(pid, pid2);
     assert_eq!(c.client_addr(0), addr, "same port after restart");
-    assert_eq!(
-        common::exists(addr, "/persist"),
-        0,
-        "data kept across restart"
-    );
+    assert_eq!(common::exists(addr, "/persist"), 0, "data kept across restart");
     assert_eq!(common::exists(addr, "/nope"), common::ZNONODE);
 
     let t_stop = Instant::now();
@@ -99,37 +88,22 @@ fn freeze_resume_kill_restart_keeps_data() {
     c.start_member(0).expect("start_member");
     c.wait_serving(0, Duration::from_secs(20)).expect("serving");
     assert_eq!(c.wait_quorum(Duration::from_secs(5)).expect("quorum"), 0);
-    assert_eq!(
-        c.start_member(0).expect_err("already running").kind(),
-        io::ErrorKind::AlreadyExists
-    );
-    assert_eq!(
-        c.kill(5).expect_err("bad index").kind(),
-        io::ErrorKind::InvalidInput
-    );
+    assert_eq!(c.start_member(0).expect_err("already running").kind(), io::ErrorKind::AlreadyExists);
+    assert_eq!(c.kill(5).expect_err("bad index").kind(), io::ErrorKind::InvalidInput);
     assert!(ClusterOptions::new().size(0).get_size() == 0);
-    assert_eq!(
-        Cluster::start(ClusterOptions::new().size(0))
-            .expect_err("size 0")
-            .kind(),
-        io::ErrorKind::InvalidInput
-    );
+    assert_eq!(Cluster::start(ClusterOptions::new().size(0)).expect_err("size 0").kind(), io::ErrorKind::InvalidInput);
 }
 
 #[test]
 fn cluster_outlives_the_thread_that_created_it() {
     // PR_SET_PDEATHSIG is per thread: the harness forks from a dedicated
     // thread so that a server does not die with the creating test thread.
-    let c = std::thread::spawn(|| Cluster::standalone().expect("start"))
-        .join()
-        .expect("thread");
+    let c = std::thread::spawn(|| Cluster::standalone().expect("start")).join().expect("thread");
     std::thread::sleep(Duration::from_millis(300));
     let pid = c.pid(0).expect("still running");
     assert_eq!(c.four_letter(0, "ruok").expect("ruok"), "imok");
     // Dropping from yet another thread works too.
-    std::thread::spawn(move || drop(c))
-        .join()
-        .expect("drop thread");
+    std::thread::spawn(move || drop(c)).join().expect("drop thread");
     assert!(wait_gone(pid));
 }
 
@@ -143,26 +117,13 @@ fn ensemble_failover_and_rejoin() {
     let leader = c.wait_quorum(Duration::from_secs(20)).expect("quorum");
     assert_eq!(c.leader(), Some(leader));
     let modes: Vec<String> = (0..3).map(|i| c.mode(i).expect("mode")).collect();
-    assert_eq!(
-        modes.iter().filter(|m| *m == "leader").count(),
-        1,
-        "{modes:?}"
-    );
-    assert_eq!(
-        modes.iter().filter(|m| *m == "follower").count(),
-        2,
-        "{modes:?}"
-    );
+    assert_eq!(modes.iter().filter(|m| *m == "leader").count(), 1, "{modes:?}");
+    assert_eq!(modes.iter().filter(|m| *m == "follower").count(), 2, "{modes:?}");
 
     // Write through one member, read through another.
     let follower = (leader + 1) % 3;
     let (mut s, _) = common::session(c.client_addr(follower), Duration::from_secs(5)).expect("s");
-    assert_eq!(
-        common::call(&mut s, &common::create_request(1, "/e"))
-            .expect("create")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::create_request(1, "/e")).expect("create").2, 0);
     drop(s);
 
     let old_pid = c.pid(leader).expect("leader pid");
@@ -183,13 +144,9 @@ fn ensemble_failover_and_rejoin() {
     // Freeze a follower: the ensemble keeps a quorum.
     let f = (0..3).find(|&i| i != new_leader).expect("a follower");
     c.freeze(f).expect("freeze follower");
-    assert_eq!(
-        c.wait_quorum(Duration::from_secs(10)).expect("quorum"),
-        new_leader
-    );
+    assert_eq!(c.wait_quorum(Duration::from_secs(10)).expect("quorum"), new_leader);
     c.resume(f).expect("resume");
-    c.wait_serving(f, Duration::from_secs(20))
-        .expect("follower serves again");
+    c.wait_serving(f, Duration::from_secs(20)).expect("follower serves again");
 
     let pids: Vec<u32> = (0..3).filter_map(|i| c.pid(i)).collect();
     assert_eq!(pids.len(), 3);

@@ -24,11 +24,7 @@ const POLL: Duration = Duration::from_millis(100);
 fn start() -> Cluster {
     let t0 = Instant::now();
     let c = Cluster::start(
-        ClusterOptions::new()
-            .size(3)
-            .tick_time_ms(TICK_MS)
-            .partitionable(true)
-            .start_timeout(Duration::from_secs(25)),
+        ClusterOptions::new().size(3).tick_time_ms(TICK_MS).partitionable(true).start_timeout(Duration::from_secs(25)),
     )
     .expect("start a partitionable ensemble");
     eprintln!("partitionable ensemble serving after {:?}", t0.elapsed());
@@ -49,13 +45,9 @@ fn serving(c: &Cluster, i: usize) -> Result<String, String> {
 fn real_peer_ports(c: &Cluster) -> HashSet<u16> {
     let mut ports = HashSet::new();
     for i in 0..c.len() {
-        let cfg = fs::read_to_string(c.dir().join(format!("server{}/zoo.cfg", i + 1)))
-            .expect("read zoo.cfg");
+        let cfg = fs::read_to_string(c.dir().join(format!("server{}/zoo.cfg", i + 1))).expect("read zoo.cfg");
         let own = format!("server.{}=0.0.0.0:", i + 1);
-        let line = cfg
-            .lines()
-            .find_map(|l| l.strip_prefix(&own))
-            .unwrap_or_else(|| panic!("no {own} line in {cfg}"));
+        let line = cfg.lines().find_map(|l| l.strip_prefix(&own)).unwrap_or_else(|| panic!("no {own} line in {cfg}"));
         for p in line.split(':') {
             ports.insert(p.parse().expect("port"));
         }
@@ -66,10 +58,7 @@ fn real_peer_ports(c: &Cluster) -> HashSet<u16> {
 /// Inodes of this process' sockets (the relays' upstream connections).
 fn own_socket_inodes() -> HashSet<u64> {
     let mut inodes = HashSet::new();
-    for fd in fs::read_dir("/proc/self/fd")
-        .expect("/proc/self/fd")
-        .flatten()
-    {
+    for fd in fs::read_dir("/proc/self/fd").expect("/proc/self/fd").flatten() {
         if let Ok(target) = fs::read_link(fd.path()) {
             let t = target.to_string_lossy();
             if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
@@ -96,14 +85,10 @@ fn links_bypassing_relays(c: &Cluster) -> Vec<String> {
             let (Some(remote), Some(state), Some(inode)) = (f.get(2), f.get(3), f.get(9)) else {
                 continue;
             };
-            let port = remote
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            let port = remote.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
             let inode: u64 = inode.parse().unwrap_or(0);
             // 01 = ESTABLISHED; the connecting side has the port as remote.
-            if *state == "01" && port.is_some_and(|p| ports.contains(&p)) && !ours.contains(&inode)
-            {
+            if *state == "01" && port.is_some_and(|p| ports.contains(&p)) && !ours.contains(&inode) {
                 bypass.push(line.trim().to_string());
             }
         }
@@ -113,11 +98,7 @@ fn links_bypassing_relays(c: &Cluster) -> Vec<String> {
 
 fn assert_no_bypass(c: &Cluster, when: &str) {
     let bypass = links_bypassing_relays(c);
-    assert!(
-        bypass.is_empty(),
-        "{when}: links between members bypass the relays:\n{}",
-        bypass.join("\n")
-    );
+    assert!(bypass.is_empty(), "{when}: links between members bypass the relays:\n{}", bypass.join("\n"));
 }
 
 /// exists(`path`) on an open raw session; the error code, or the I/O error
@@ -146,11 +127,8 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
     let (mut holder, sid, negotiated) =
         common::session_with_timeout(c.client_addr(f), SESSION_MS, T).expect("holder session");
     assert_eq!(negotiated, SESSION_MS);
-    let (_, _, err) = common::call(
-        &mut holder,
-        &common::create_request_with_flags(1, "/lock", 1),
-    )
-    .expect("create ephemeral");
+    let (_, _, err) =
+        common::call(&mut holder, &common::create_request_with_flags(1, "/lock", 1)).expect("create ephemeral");
     assert_eq!(err, 0);
     // An observer connected to the other follower.
     let (mut observer, _) = common::session(c.client_addr(other), T).expect("observer");
@@ -163,8 +141,8 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
     assert!(!c.is_partitioned(other));
 
     // The other two keep a leader: a write through the other follower.
-    let (_, _, err) = common::call(&mut observer, &common::create_request(2, "/written"))
-        .expect("write during the partition");
+    let (_, _, err) =
+        common::call(&mut observer, &common::create_request(2, "/written")).expect("write during the partition");
     assert_eq!(err, 0);
     let t_write = t0.elapsed();
 
@@ -175,9 +153,7 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
     let mut f_not_serving = None;
     let mut expired = None; // /lock gone as seen through the other follower
     let deadline = Instant::now() + LIMIT;
-    while (f_not_serving.is_none() || expired.is_none() || holder_closed.is_none())
-        && Instant::now() < deadline
-    {
+    while (f_not_serving.is_none() || expired.is_none() || holder_closed.is_none()) && Instant::now() < deadline {
         xid += 1;
         if holder_closed.is_none() {
             match exists_on(&mut holder, xid, "/lock") {
@@ -186,11 +162,11 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
                     if err == 0 {
                         last_stale_read = Some(t0.elapsed());
                     }
-                }
+                },
                 Err(e) => {
                     holder_closed = Some(t0.elapsed());
                     eprintln!("holder connection to member {f} ended: {e}");
-                }
+                },
             }
         }
         if f_not_serving.is_none() {
@@ -221,10 +197,7 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
     let expired = expired.expect("the leader never expired the holder's session");
     let f_not_serving = f_not_serving.expect("the partitioned follower kept serving");
     let last_stale_read = last_stale_read.expect("no read answered by the partitioned follower");
-    assert!(
-        last_stale_read >= Duration::from_secs(2),
-        "member {f} stopped answering reads after {last_stale_read:?}"
-    );
+    assert!(last_stale_read >= Duration::from_secs(2), "member {f} stopped answering reads after {last_stale_read:?}");
     // The core scenario: the session is gone for the rest of the ensemble
     // while the partitioned follower still tells its client it holds /lock.
     assert!(
@@ -238,8 +211,7 @@ fn partitioned_follower_serves_stale_reads_while_the_leader_expires_its_session(
     let t1 = Instant::now();
     c.heal_partition(f).expect("heal");
     assert!(!c.is_partitioned(f));
-    c.wait_serving(f, c.options().get_start_timeout())
-        .expect("serving again after heal");
+    c.wait_serving(f, c.options().get_start_timeout()).expect("serving again after heal");
     eprintln!("member {f} serving again {:?} after heal", t1.elapsed());
     assert_eq!(c.mode(f).expect("mode"), "follower");
     assert_eq!(c.wait_quorum(T).expect("quorum"), leader);
@@ -265,8 +237,7 @@ fn partitioned_leader_is_replaced() {
             if let [Ok(a), Ok(b)] = &modes[..] {
                 let (a, b) = (a.as_str(), b.as_str());
                 if matches!((a, b), ("leader", "follower") | ("follower", "leader")) {
-                    new_leader =
-                        Some((if a == "leader" { rest[0] } else { rest[1] }, t0.elapsed()));
+                    new_leader = Some((if a == "leader" { rest[0] } else { rest[1] }, t0.elapsed()));
                 }
             }
         }
@@ -287,37 +258,18 @@ fn partitioned_leader_is_replaced() {
     assert!(rest.contains(&new_leader));
     // About syncLimit ticks of silence plus an election; not initLimit
     // ticks more (a follower that fails to reach the new leader once).
-    assert!(
-        elected < Duration::from_secs(12),
-        "election took {elected:?}"
-    );
+    assert!(elected < Duration::from_secs(12), "election took {elected:?}");
     // A write through the new leader's follower.
-    let follower = rest
-        .iter()
-        .copied()
-        .find(|&i| i != new_leader)
-        .expect("follower");
+    let follower = rest.iter().copied().find(|&i| i != new_leader).expect("follower");
     let (mut s, _) = common::session(c.client_addr(follower), T).expect("session");
-    assert_eq!(
-        common::call(&mut s, &common::create_request(1, "/after-failover"))
-            .expect("write")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::create_request(1, "/after-failover")).expect("write").2, 0);
 
     let t1 = Instant::now();
     c.heal_partition(old).expect("heal");
-    c.wait_serving(old, c.options().get_start_timeout())
-        .expect("old leader serving again");
-    eprintln!(
-        "old leader {old} serving again {:?} after heal",
-        t1.elapsed()
-    );
+    c.wait_serving(old, c.options().get_start_timeout()).expect("old leader serving again");
+    eprintln!("old leader {old} serving again {:?} after heal", t1.elapsed());
     assert_eq!(c.mode(old).expect("mode"), "follower");
-    assert!(wait_for(T, || common::exists(
-        c.client_addr(old),
-        "/after-failover"
-    ) == 0));
+    assert!(wait_for(T, || common::exists(c.client_addr(old), "/after-failover") == 0));
     assert_no_bypass(&c, "after heal");
 }
 
@@ -327,16 +279,10 @@ fn partition_needs_a_partitionable_ensemble() {
     assert!(!c.is_partitionable());
     let e = c.partition(0).expect_err("not partitionable");
     assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
-    assert_eq!(
-        c.heal_partition(0).expect_err("not partitionable").kind(),
-        io::ErrorKind::Unsupported
-    );
+    assert_eq!(c.heal_partition(0).expect_err("not partitionable").kind(), io::ErrorKind::Unsupported);
     assert!(!c.is_partitioned(0));
     // A standalone server ignores the option.
     let c = Cluster::start(ClusterOptions::new().partitionable(true)).expect("start");
     assert!(!c.is_partitionable());
-    assert_eq!(
-        c.partition(3).expect_err("bad index").kind(),
-        io::ErrorKind::InvalidInput
-    );
+    assert_eq!(c.partition(3).expect_err("bad index").kind(), io::ErrorKind::InvalidInput);
 }

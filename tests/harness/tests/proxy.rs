@@ -32,8 +32,7 @@ fn pass_through() {
     assert_eq!(p.connections(), 1);
     let t0 = Instant::now();
     for i in 0..50 {
-        let (xid, _, err) =
-            common::call(&mut s, &common::exists_request(i, "/zookeeper")).expect("exists");
+        let (xid, _, err) = common::call(&mut s, &common::exists_request(i, "/zookeeper")).expect("exists");
         assert_eq!((xid, err), (i, 0));
     }
     eprintln!("50 round trips through the proxy: {:?}", t0.elapsed());
@@ -42,10 +41,7 @@ fn pass_through() {
     assert_eq!(err, 0);
     assert_eq!(common::exists(c.client_addr(0), "/via-proxy"), 0);
     drop(s);
-    assert!(
-        wait_until(|| p.connections() == 0),
-        "connection not released"
-    );
+    assert!(wait_until(|| p.connections() == 0), "connection not released");
 }
 
 #[test]
@@ -59,10 +55,7 @@ fn blackhole_then_heal() {
     assert!(p.is_blackholed());
     s.set_read_timeout(Some(short)).expect("timeout");
     s.write_all(&common::exists_request(1, "/")).expect("write");
-    assert!(
-        common::read_times_out(&mut s),
-        "reply leaked through the blackhole"
-    );
+    assert!(common::read_times_out(&mut s), "reply leaked through the blackhole");
 
     // New connections are accepted but get no answer.
     let e = four_letter_word(p.addr(), "ruok", short).expect_err("blackholed 4lw");
@@ -76,23 +69,12 @@ fn blackhole_then_heal() {
     p.heal();
     assert!(!p.is_blackholed());
     // Blackholed connections are closed, without any data.
-    assert!(
-        common::closed_without_data(&mut s),
-        "old connection not closed"
-    );
-    assert!(
-        common::closed_without_data(&mut s2),
-        "old connection not closed"
-    );
+    assert!(common::closed_without_data(&mut s), "old connection not closed");
+    assert!(common::closed_without_data(&mut s2), "old connection not closed");
     // New connections work again.
     assert_eq!(four_letter_word(p.addr(), "ruok", T).expect("ruok"), "imok");
     let (mut s3, _) = common::session(p.addr(), T).expect("session after heal");
-    assert_eq!(
-        common::call(&mut s3, &common::exists_request(1, "/"))
-            .expect("exists")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s3, &common::exists_request(1, "/")).expect("exists").2, 0);
 }
 
 #[test]
@@ -105,22 +87,15 @@ fn drop_connections_closes_them() {
     p.drop_connections();
     assert_eq!(p.connections(), 0);
     // The client sees a reset (SO_LINGER 0, no FIN first), immediately.
-    a.set_read_timeout(Some(Duration::from_millis(500)))
-        .expect("t");
-    b.set_read_timeout(Some(Duration::from_millis(500)))
-        .expect("t");
+    a.set_read_timeout(Some(Duration::from_millis(500))).expect("t");
+    b.set_read_timeout(Some(Duration::from_millis(500))).expect("t");
     let mut buf = [0u8; 16];
     let e = a.read(&mut buf).expect_err("reset expected");
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
     assert!(common::closed_without_data(&mut b));
     // Still accepting.
     let (mut s, _) = common::session(p.addr(), T).expect("new session");
-    assert_eq!(
-        common::call(&mut s, &common::exists_request(1, "/"))
-            .expect("exists")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::exists_request(1, "/")).expect("exists").2, 0);
 }
 
 #[test]
@@ -138,41 +113,21 @@ fn drop_next_create_reply_executes_but_hides_the_outcome() {
     assert!(p.drop_create_reply_armed());
     assert!(p.disarm_drop_create_reply());
     assert!(!p.drop_create_reply_armed());
-    assert_eq!(
-        common::call(&mut s, &common::create_request(2, "/locks"))
-            .expect("c")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::create_request(2, "/locks")).expect("c").2, 0);
 
     // Armed: the create is executed, its reply dropped, the connection closed.
     p.drop_next_create_reply();
     // Requests before the create are answered normally.
-    assert_eq!(
-        common::call(&mut s, &common::exists_request(3, "/other"))
-            .expect("e")
-            .2,
-        0
-    );
-    s.write_all(&common::create_request(4, "/locks/n1"))
-        .expect("write create");
+    assert_eq!(common::call(&mut s, &common::exists_request(3, "/other")).expect("e").2, 0);
+    s.write_all(&common::create_request(4, "/locks/n1")).expect("write create");
     assert!(common::closed_without_data(&mut s), "reply was not dropped");
     assert_eq!(p.dropped_replies(), 1);
     assert!(!p.drop_create_reply_armed());
-    assert_eq!(
-        common::exists(direct, "/locks/n1"),
-        0,
-        "create not executed"
-    );
+    assert_eq!(common::exists(direct, "/locks/n1"), 0, "create not executed");
 
     // One-shot: the next create goes through.
     let (mut s, _) = common::session(p.addr(), T).expect("session 2");
-    assert_eq!(
-        common::call(&mut s, &common::create_request(1, "/locks/n2"))
-            .expect("c")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::create_request(1, "/locks/n2")).expect("c").2, 0);
     assert_eq!(p.dropped_replies(), 1);
 }
 
@@ -186,8 +141,7 @@ fn proxy_group_and_upstream_down() {
 
     g.drop_next_create_reply();
     let (mut s, _) = common::session(addr, T).expect("session");
-    s.write_all(&common::create_request(1, "/g"))
-        .expect("write");
+    s.write_all(&common::create_request(1, "/g")).expect("write");
     assert!(common::closed_without_data(&mut s));
     assert_eq!(g.dropped_replies(), 1);
     assert_eq!(common::exists(c.client_addr(0), "/g"), 0);
@@ -212,10 +166,7 @@ fn proxy_group_and_upstream_down() {
     drop(s);
     // Restarted on the same port: the proxy works again.
     c.restart(0).expect("restart");
-    assert_eq!(
-        four_letter_word(addr, "ruok", T).expect("after restart"),
-        "imok"
-    );
+    assert_eq!(four_letter_word(addr, "ruok", T).expect("after restart"), "imok");
     assert!(wait_until(|| g.connections() == 0));
 }
 
@@ -244,12 +195,7 @@ fn hold_replies_from_next_create_then_release() {
 
     p.hold_replies_from_next_create();
     // Requests before the create are answered normally.
-    assert_eq!(
-        common::call(&mut s, &common::exists_request(1, "/"))
-            .expect("exists")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::exists_request(1, "/")).expect("exists").2, 0);
     assert_eq!(p.held_replies(), 0);
 
     // create + getChildren back to back: the server answers both, the
@@ -259,12 +205,10 @@ fn hold_replies_from_next_create_then_release() {
     s.write_all(&both).expect("write create + getChildren");
     assert!(wait_until(|| p.held_replies() >= 2), "replies not held");
     assert_eq!(common::exists(direct, "/held"), 0, "create not executed");
-    s.set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
+    s.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
     assert!(common::read_times_out(&mut s), "a held reply leaked");
     // Requests keep flowing to the server while replies are held.
-    s.write_all(&common::create_request(4, "/held2"))
-        .expect("write");
+    s.write_all(&common::create_request(4, "/held2")).expect("write");
     assert!(wait_until(|| common::exists(direct, "/held2") == 0));
     assert!(wait_until(|| p.held_replies() == 3));
 
@@ -280,27 +224,17 @@ fn hold_replies_from_next_create_then_release() {
     let (xid, _, err) = common::reply_header(&common::read_frame(&mut s).expect("create reply"));
     assert_eq!((xid, err), (4, 0));
     // Later replies flow normally (one-shot).
-    assert_eq!(
-        common::call(&mut s, &common::create_request(5, "/held3"))
-            .expect("create")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::create_request(5, "/held3")).expect("create").2, 0);
 
     // Release, then blackhole: the released reply is delivered, then
     // nothing flows either way.
     p.hold_replies_from_next_create();
-    s.write_all(&common::create_request(6, "/held4"))
-        .expect("write");
+    s.write_all(&common::create_request(6, "/held4")).expect("write");
     assert!(wait_until(|| p.held_replies() == 1));
     assert_eq!(p.release_held_replies(), 1);
     p.blackhole();
-    assert_eq!(
-        common::reply_header(&common::read_frame(&mut s).expect("released reply")).0,
-        6
-    );
-    s.set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
+    assert_eq!(common::reply_header(&common::read_frame(&mut s).expect("released reply")).0, 6);
+    s.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
     s.write_all(&common::exists_request(7, "/")).expect("write");
     assert!(common::read_times_out(&mut s));
     p.heal();
@@ -310,14 +244,10 @@ fn hold_replies_from_next_create_then_release() {
     assert_eq!(g.release_held_replies(), 0);
     g.hold_replies_from_next_create();
     let (mut s, _) = common::session(g.proxies()[0].addr(), T).expect("session");
-    s.write_all(&common::create_request(1, "/held5"))
-        .expect("write");
+    s.write_all(&common::create_request(1, "/held5")).expect("write");
     assert!(wait_until(|| g.held_replies() == 1));
     assert_eq!(g.release_held_replies(), 1);
-    assert_eq!(
-        common::reply_header(&common::read_frame(&mut s).expect("reply")).0,
-        1
-    );
+    assert_eq!(common::reply_header(&common::read_frame(&mut s).expect("reply")).0, 1);
 }
 
 #[test]
@@ -334,19 +264,12 @@ fn raw_proxy_forwards_bytes_without_looking() {
     assert_eq!((p.dropped_replies(), p.held_replies()), (0, 0));
     // Blackhole and heal work as on a framing proxy.
     p.blackhole();
-    s.set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
-    s.write_all(&common::exists_request(2, "/raw"))
-        .expect("write");
+    s.set_read_timeout(Some(Duration::from_millis(300))).expect("timeout");
+    s.write_all(&common::exists_request(2, "/raw")).expect("write");
     assert!(common::read_times_out(&mut s));
     p.heal();
     s.set_read_timeout(Some(T)).expect("timeout");
     assert!(common::closed_without_data(&mut s));
     let (mut s, _) = common::session(p.addr(), T).expect("session after heal");
-    assert_eq!(
-        common::call(&mut s, &common::exists_request(3, "/raw"))
-            .expect("exists")
-            .2,
-        0
-    );
+    assert_eq!(common::call(&mut s, &common::exists_request(3, "/raw")).expect("exists").2, 0);
 }

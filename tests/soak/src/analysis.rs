@@ -676,9 +676,7 @@ pub fn check_fencing(lock: LockId, writes: &[Write], out: &mut Vec<Violation>) {
 
 /// Whether `process` was paused at any time in `[from, to]`.
 fn paused_during(faults: &[Fault], process: Option<usize>, from: u64, to: u64) -> bool {
-    faults
-        .iter()
-        .any(|f| f.paused_process.is_some() && f.paused_process == process && f.start <= to && f.end >= from)
+    faults.iter().any(|f| f.paused_process.is_some() && f.paused_process == process && f.start <= to && f.end >= from)
 }
 
 /// The first grant on `lock` that starts after `i` started and conflicts
@@ -747,9 +745,9 @@ pub fn holder_deletes(lock: LockId, record: &Record) -> Vec<HolderDelete> {
         let next = held.and_then(|i| next_conflicting(&starts, i)).filter(|&(s, _)| s >= at).map(|(s, _)| s);
         let noticed = held.and_then(|i| i.noticed).filter(|&n| n >= at);
         let overlapped = held.is_some_and(|i| {
-            starts.iter().any(|&(s, c, t, m)| {
-                s >= at && s <= i.end && !(c == i.cid && t == i.token) && m.conflicts(i.mode)
-            })
+            starts
+                .iter()
+                .any(|&(s, c, t, m)| s >= at && s <= i.end && !(c == i.cid && t == i.token) && m.conflicts(i.mode))
         });
         out.push(HolderDelete {
             lock,
@@ -842,7 +840,8 @@ pub fn attribute(violations: &mut [Violation], faults: &[Fault], settle: u64) {
 pub fn analyse(record: &Record, progress_bound_ns: u64, settle_ns: u64) -> Report {
     let mut report = Report::default();
     let first = record.writes.first().map_or(0, |w| w.arrival);
-    let last = record.writes.iter().map(|w| w.arrival).chain(record.faults.iter().map(|f| f.end)).max().unwrap_or(first);
+    let last =
+        record.writes.iter().map(|w| w.arrival).chain(record.faults.iter().map(|f| f.end)).max().unwrap_or(first);
     for &lock in &record.locks {
         let deleted = deleted_holders(&record.faults, lock);
         check_overlap(lock, &record.intervals, &deleted, &mut report.violations);
@@ -986,7 +985,10 @@ mod tests {
 
     #[test]
     fn fencing_reports_a_stale_write_accepted_and_a_fresh_one_rejected() {
-        let v = fencing(X, &[w(1, 10, 100, 101, true, true), w(2, 11, 200, 201, true, true), w(1, 10, 100, 250, false, true)]);
+        let v = fencing(
+            X,
+            &[w(1, 10, 100, 101, true, true), w(2, 11, 200, 201, true, true), w(1, 10, 100, 250, false, true)],
+        );
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("stale write accepted"));
         let v = fencing(X, &[w(1, 10, 100, 101, true, true), w(1, 10, 100, 120, false, false)]);
@@ -1024,7 +1026,14 @@ mod tests {
         let v = fencing(RW, &[wm(1, wr, 11, 100, 101, true, true), wm(2, r, 10, 200, 201, true, false)]);
         assert!(v.iter().any(|x| x.detail.contains("not larger")), "{v:?}");
         // A stale writer's write accepted after a later reader wrote.
-        let v = fencing(RW, &[wm(1, wr, 10, 100, 101, true, true), wm(2, r, 11, 200, 201, true, true), wm(1, wr, 10, 100, 250, false, true)]);
+        let v = fencing(
+            RW,
+            &[
+                wm(1, wr, 10, 100, 101, true, true),
+                wm(2, r, 11, 200, 201, true, true),
+                wm(1, wr, 10, 100, 250, false, true),
+            ],
+        );
         assert!(v.iter().any(|x| x.detail.contains("stale write accepted")), "{v:?}");
     }
 

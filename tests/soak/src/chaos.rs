@@ -124,12 +124,17 @@ impl Chaos<'_> {
                     self.restore();
                 },
             }
-            std::thread::sleep(Duration::from_millis(if breather.is_zero() { rng.range(100, 500) } else { rng.range(50, 250) }));
+            std::thread::sleep(Duration::from_millis(if breather.is_zero() {
+                rng.range(100, 500)
+            } else {
+                rng.range(50, 250)
+            }));
         }
     }
 
     fn inject(&self, kind: FaultKind, rng: &mut Rng) -> Outcome {
-        let fault = |start: u64, paused_process: Option<usize>| Fault { paused_process, ..Fault::new(kind, start, mono_ns()) };
+        let fault =
+            |start: u64, paused_process: Option<usize>| Fault { paused_process, ..Fault::new(kind, start, mono_ns()) };
         let c = self.cluster;
         match kind {
             FaultKind::KillLeader => {
@@ -152,7 +157,10 @@ impl Chaos<'_> {
                 io("killing a follower", c.kill(victim))?;
                 let start = mono_ns();
                 std::thread::sleep(Duration::from_millis(rng.range(100, 800)));
-                io("restarting the follower", c.start_member(victim).and_then(|()| c.wait_serving(victim, SERVE_LIMIT)))?;
+                io(
+                    "restarting the follower",
+                    c.start_member(victim).and_then(|()| c.wait_serving(victim, SERVE_LIMIT)),
+                )?;
                 Ok(Some(fault(start, None)))
             },
             FaultKind::FreezeMember => {
@@ -215,7 +223,9 @@ impl Chaos<'_> {
                 // fault: a short hold would end (its release pending) before
                 // the leader expired its session.
                 let lock = self.locks[rng.range(0, self.locks.len() as u64 - 1) as usize];
-                let Some(holder) = self.resource.keep_next_writer(lock, Duration::from_secs(10)) else { return Ok(None) };
+                let Some(holder) = self.resource.keep_next_writer(lock, Duration::from_secs(10)) else {
+                    return Ok(None);
+                };
                 let outcome = self.partition_holders_member(holder, lock);
                 self.resource.stop_keeping();
                 outcome.map(|start| start.map(|start| fault(start, None)))
@@ -248,7 +258,8 @@ impl Chaos<'_> {
         let Some(member) = group.proxies().iter().position(|p| p.connections() > 0) else { return Ok(None) };
         io("partitioning a member", c.partition(member))?;
         let start = mono_ns();
-        let elsewhere: Vec<_> = group.proxies().iter().enumerate().filter(|&(i, _)| i != member).map(|(_, p)| p).collect();
+        let elsewhere: Vec<_> =
+            group.proxies().iter().enumerate().filter(|&(i, _)| i != member).map(|(_, p)| p).collect();
         for p in &elsewhere {
             p.blackhole();
         }
@@ -279,7 +290,8 @@ impl Chaos<'_> {
         let Some(&process) = self.process_of.get(&target) else { return Ok(None) };
         let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
         let Some(&lock) = self.lock_of.get(&target) else { return Ok(None) };
-        let others: Vec<u32> = self.lock_of.iter().filter(|&(&c, &l)| l == lock && c != target).map(|(&c, _)| c).collect();
+        let others: Vec<u32> =
+            self.lock_of.iter().filter(|&(&c, &l)| l == lock && c != target).map(|(&c, _)| c).collect();
         if !self.resource.rest(&others, Duration::from_secs(15)) {
             return Ok(None);
         }

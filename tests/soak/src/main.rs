@@ -155,7 +155,10 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
                 s.kinds = v
                     .split(',')
                     .map(|name| {
-                        FaultKind::ALL.into_iter().find(|k| k.name() == name).ok_or(format!("unknown fault kind {name:?}"))
+                        FaultKind::ALL
+                            .into_iter()
+                            .find(|k| k.name() == name)
+                            .ok_or(format!("unknown fault kind {name:?}"))
                     })
                     .collect::<Result<_, _>>()?;
             },
@@ -369,7 +372,10 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     let report = analysis::analyse(&record, s.progress_bound.as_nanos() as u64, settle.as_nanos() as u64);
     let ok = summarise(s, &record, &report, &errors, stuck, started.elapsed())?;
     if !ok {
-        eprintln!("soak: contender logs and server logs: {} (kept with ZKLOCK_HARNESS_KEEP=1)", cluster.dir().display());
+        eprintln!(
+            "soak: contender logs and server logs: {} (kept with ZKLOCK_HARNESS_KEEP=1)",
+            cluster.dir().display()
+        );
     }
     Ok(ok)
 }
@@ -378,7 +384,11 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
 /// session, after waiting up to `limit` for them to go. Connecting is tried
 /// again for up to a minute (the last fault may leave the ensemble slow to
 /// take new sessions).
-fn leftovers(hosts: &str, locks: &[LockId], limit: Duration) -> Result<Vec<(LockId, String)>, Box<dyn std::error::Error>> {
+fn leftovers(
+    hosts: &str,
+    locks: &[LockId],
+    limit: Duration,
+) -> Result<Vec<(LockId, String)>, Box<dyn std::error::Error>> {
     let options = ClientOptions::new(hosts).connect_timeout(Duration::from_secs(20));
     let mut tries = 0;
     let client = loop {
@@ -396,7 +406,9 @@ fn leftovers(hosts: &str, locks: &[LockId], limit: Duration) -> Result<Vec<(Lock
         left.clear();
         for &lock in locks {
             match client.participants(lock.path()) {
-                Ok(p) => left.extend(p.into_iter().map(|p| (lock, format!("{} (session {:#x})", p.name, p.session_id)))),
+                Ok(p) => {
+                    left.extend(p.into_iter().map(|p| (lock, format!("{} (session {:#x})", p.name, p.session_id))))
+                },
                 Err(_) => return false,
             }
         }
@@ -515,11 +527,7 @@ fn summarise(
         out,
         "  faults injected: how long each lasted, and the time from its end until every lock was granted again (ms):"
     )?;
-    writeln!(
-        out,
-        "    {:<18} {:>6} {:>10} {:>10} {:>10} {:>10}",
-        "kind", "count", "lasted", "median", "p99", "max"
-    )?;
+    writeln!(out, "    {:<18} {:>6} {:>10} {:>10} {:>10} {:>10}", "kind", "count", "lasted", "median", "p99", "max")?;
     let mut short_kinds = Vec::new();
     for kind in FaultKind::ALL {
         let (count, mut rec, mut lasted) = by_kind.remove(&kind).unwrap_or_default();
@@ -607,7 +615,8 @@ fn summarise(
     }
     writeln!(out, "  violations:")?;
     for (p, name) in (1u8..).zip(PROPERTIES) {
-        let per_lock: Vec<String> = s.locks.iter().map(|&l| format!("{} {}", l.name(), report.count_on(p, l))).collect();
+        let per_lock: Vec<String> =
+            s.locks.iter().map(|&l| format!("{} {}", l.name(), report.count_on(p, l))).collect();
         writeln!(out, "    property {name}: {} ({})", report.count(p), per_lock.join(", "))?;
     }
     writeln!(out, "  violations by fault class (each counts under every fault in effect during it, or none):")?;

@@ -142,7 +142,8 @@ impl Outsider {
             self.raw = Some((rt, client));
         }
         let Some((rt, client)) = self.raw.as_ref() else { return Err(zk::Error::ClientClosed) };
-        let out = rt.block_on(async { tokio::time::timeout(OP_TIMEOUT, f(client)).await }).unwrap_or(Err(zk::Error::Timeout));
+        let out =
+            rt.block_on(async { tokio::time::timeout(OP_TIMEOUT, f(client)).await }).unwrap_or(Err(zk::Error::Timeout));
         if matches!(out, Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) {
             self.raw = None;
         }
@@ -292,7 +293,10 @@ mod tests {
         assert_eq!(t.len(), 6);
         assert!(t.iter().step_by(2).all(|t| matches!(t, Target::Waiter(..))));
         assert!(t.iter().skip(1).step_by(2).all(|t| matches!(t, Target::Holder(_))));
-        assert_eq!(targets(&[LockId::Exclusive]), vec![Target::Waiter(LockId::Exclusive, None), Target::Holder(LockId::Exclusive)]);
+        assert_eq!(
+            targets(&[LockId::Exclusive]),
+            vec![Target::Waiter(LockId::Exclusive, None), Target::Holder(LockId::Exclusive)]
+        );
     }
 
     #[test]

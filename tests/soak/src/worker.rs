@@ -109,9 +109,9 @@ fn contender(
     let path = lock_id.path();
     let handles = match lock_id {
         LockId::Exclusive => client.lock(path).map(|l| vec![(Mode::Exclusive, l)]),
-        LockId::Rw => client
-            .read_lock(path)
-            .and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)])),
+        LockId::Rw => {
+            client.read_lock(path).and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)]))
+        },
     };
     let handles = match handles {
         Ok(h) => h,

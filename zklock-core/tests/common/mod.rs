@@ -77,7 +77,8 @@ impl Raw {
     /// Creates `path` (parents must exist) and returns the created name.
     pub fn create(&self, path: &str, mode: zk::CreateMode) -> String {
         let opts = mode.with_acls(zk::Acls::anyone_all());
-        let (_, seq) = self.rt.block_on(self.zk.create(path, b"", &opts)).unwrap_or_else(|e| panic!("create {path}: {e}"));
+        let (_, seq) =
+            self.rt.block_on(self.zk.create(path, b"", &opts)).unwrap_or_else(|e| panic!("create {path}: {e}"));
         let name = path.rsplit('/').next().unwrap_or_default();
         if matches!(mode, zk::CreateMode::EphemeralSequential | zk::CreateMode::PersistentSequential) {
             format!("{name}{seq}")

@@ -81,28 +81,28 @@ fn main() -> ExitCode {
             Ok(()) => {
                 println!("{{\"ok\":true}}");
                 ExitCode::SUCCESS
-            }
+            },
             Err(e) => {
                 println!("{}", err_json(&e.to_string()));
                 eprintln!("zkharness install: {e}");
                 ExitCode::FAILURE
-            }
+            },
         },
         Some("serve") => match parse_serve(&args[1..]) {
             Ok(cfg) => serve(cfg),
             Err(msg) => {
                 eprintln!("zkharness: {msg}\n{USAGE}");
                 ExitCode::from(2)
-            }
+            },
         },
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
-        }
+        },
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
-        }
+        },
     }
 }
 
@@ -118,8 +118,7 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
     while let Some(a) = it.next() {
         let mut value = |name: &str| -> Result<u64, String> {
             let v = it.next().ok_or_else(|| format!("{name} needs a value"))?;
-            v.parse::<u64>()
-                .map_err(|_| format!("{name}: not a number: {v:?}"))
+            v.parse::<u64>().map_err(|_| format!("{name}: not a number: {v:?}"))
         };
         match a.as_str() {
             "--ensemble" => {
@@ -128,18 +127,15 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
                     return Err("--ensemble must be between 1 and 15".into());
                 }
                 opts = opts.size(n as usize);
-            }
+            },
             "--tick-ms" => {
                 let t = value("--tick-ms")?;
-                let t = u32::try_from(t)
-                    .ok()
-                    .filter(|&t| t > 0)
-                    .ok_or("--tick-ms must be a positive 32-bit number")?;
+                let t = u32::try_from(t).ok().filter(|&t| t > 0).ok_or("--tick-ms must be a positive 32-bit number")?;
                 opts = opts.tick_time_ms(t);
-            }
+            },
             "--start-timeout-ms" => {
                 opts = opts.start_timeout(Duration::from_millis(value("--start-timeout-ms")?));
-            }
+            },
             "--force-sync" => opts = opts.force_sync(true),
             "--proxy" => proxy = true,
             "--partitionable" => opts = opts.partitionable(true),
@@ -177,7 +173,7 @@ fn serve(cfg: ServeConfig) -> ExitCode {
             let _ = writeln!(out, "{}", err_json(&format!("cannot start ZooKeeper: {e}")));
             let _ = out.flush();
             return ExitCode::FAILURE;
-        }
+        },
     };
     let proxies = if cfg.proxy {
         match ProxyGroup::for_cluster(&cluster) {
@@ -186,37 +182,32 @@ fn serve(cfg: ServeConfig) -> ExitCode {
                 let _ = writeln!(out, "{}", err_json(&format!("cannot start proxies: {e}")));
                 let _ = out.flush();
                 return ExitCode::FAILURE;
-            }
+            },
         }
     } else {
         None
     };
     let state = State { cluster, proxies };
-    if writeln!(out, "{}", state.hello_json())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
+    if writeln!(out, "{}", state.hello_json()).and_then(|()| out.flush()).is_err() {
         return ExitCode::SUCCESS; // Nobody is listening: clean up and leave.
     }
 
     let (tx, rx) = mpsc::channel::<Input>();
     // Detached: it may stay blocked in read() until the process exits.
-    let reader = thread::Builder::new()
-        .name("zkharness-stdin".into())
-        .spawn(move || {
-            let stdin = io::stdin();
-            for line in stdin.lock().lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(Input::Line(l)).is_err() {
-                            return;
-                        }
+    let reader = thread::Builder::new().name("zkharness-stdin".into()).spawn(move || {
+        let stdin = io::stdin();
+        for line in stdin.lock().lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(Input::Line(l)).is_err() {
+                        return;
                     }
-                    Err(_) => break,
-                }
+                },
+                Err(_) => break,
             }
-            let _ = tx.send(Input::Eof);
-        });
+        }
+        let _ = tx.send(Input::Eof);
+    });
     if reader.is_err() {
         let _ = writeln!(out, "{}", err_json("cannot start the stdin thread"));
         return ExitCode::FAILURE;
@@ -239,15 +230,12 @@ fn serve(cfg: ServeConfig) -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
                 let answer = state.command(line);
-                if writeln!(out, "{answer}")
-                    .and_then(|()| out.flush())
-                    .is_err()
-                {
+                if writeln!(out, "{answer}").and_then(|()| out.flush()).is_err() {
                     break;
                 }
-            }
+            },
             Ok(Input::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {},
         }
     }
     drop(state);
@@ -287,18 +275,14 @@ impl State {
         format!(
             "{{\"ok\":true,\"connect\":{},\"proxied_connect\":{},\"dir\":{},\"servers\":[{}]}}",
             json_str(&c.connect_string()),
-            self.proxies
-                .as_ref()
-                .map_or_else(|| "null".to_string(), |p| json_str(&p.connect_string())),
+            self.proxies.as_ref().map_or_else(|| "null".to_string(), |p| json_str(&p.connect_string())),
             json_str(&c.dir().to_string_lossy()),
             servers.join(",")
         )
     }
 
     fn proxies(&self) -> Result<&ProxyGroup, String> {
-        self.proxies
-            .as_ref()
-            .ok_or_else(|| "no proxies: start with --proxy".to_string())
+        self.proxies.as_ref().ok_or_else(|| "no proxies: start with --proxy".to_string())
     }
 
     /// Runs one command line; returns the JSON answer.
@@ -314,9 +298,7 @@ impl State {
         let words: Vec<&str> = line.split_whitespace().collect();
         let c = &self.cluster;
         let index = |k: usize| -> Result<usize, String> {
-            let w = words
-                .get(k)
-                .ok_or_else(|| format!("{}: missing server index", words[0]))?;
+            let w = words.get(k).ok_or_else(|| format!("{}: missing server index", words[0]))?;
             let i: usize = w.parse().map_err(|_| format!("bad server index {w:?}"))?;
             if i >= c.len() {
                 return Err(format!("no server {i}: there are {}", c.len()));
@@ -340,7 +322,7 @@ impl State {
                 let i = index(1)?;
                 c.restart(i).map_err(|e| e.to_string())?;
                 Ok(format!(",\"pid\":{}", opt_json(c.pid(i))))
-            }
+            },
             "pid" => Ok(format!(",\"pid\":{}", opt_json(c.pid(index(1)?)))),
             "leader" => Ok(format!(",\"leader\":{}", opt_json(c.leader()))),
             "wait-quorum" => {
@@ -348,17 +330,15 @@ impl State {
                     Some(w) => w.parse::<u64>().map_err(|_| format!("bad timeout {w:?}"))?,
                     None => 30_000,
                 };
-                let l = c
-                    .wait_quorum(Duration::from_millis(ms))
-                    .map_err(|e| e.to_string())?;
+                let l = c.wait_quorum(Duration::from_millis(ms)).map_err(|e| e.to_string())?;
                 Ok(format!(",\"leader\":{l}"))
-            }
+            },
             "4lw" => {
                 let i = index(1)?;
                 let word = words.get(2).ok_or("4lw: missing word")?;
                 let output = c.four_letter(i, word).map_err(|e| e.to_string())?;
                 Ok(format!(",\"output\":{}", json_str(&output)))
-            }
+            },
             "blackhole" | "heal" | "drop-connections" => {
                 let g = self.proxies()?;
                 let targets: Vec<&zklock_harness::Proxy> = match opt_index(1)? {
@@ -373,7 +353,7 @@ impl State {
                     }
                 }
                 Ok(String::new())
-            }
+            },
             "drop-create-reply" => {
                 let g = self.proxies()?;
                 match words.get(1) {
@@ -381,7 +361,7 @@ impl State {
                     None => g.drop_next_create_reply(),
                 }
                 Ok(String::new())
-            }
+            },
             "dropped-replies" => Ok(format!(",\"count\":{}", self.proxies()?.dropped_replies())),
             "connections" => Ok(format!(",\"count\":{}", self.proxies()?.connections())),
             "partition" => io(c.partition(index(1)?)),
@@ -412,7 +392,7 @@ fn json_str(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
                 out.push_str(&format!("\\u{:04x}", c as u32));
-            }
+            },
             c => out.push(c),
         }
     }

@@ -31,10 +31,7 @@ pub fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
     s.read_exact(&mut len)?;
     let len = i32::from_be_bytes(len);
     if !(0..=16 << 20).contains(&len) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "bad frame length",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad frame length"));
     }
     let mut body = vec![0u8; len as usize];
     s.read_exact(&mut body)?;
@@ -76,10 +73,7 @@ pub fn session_with_timeout(
     s.write_all(&connect_request_with_timeout(session_timeout_ms))?;
     let body = read_frame(&mut s)?;
     if body.len() < 16 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "short connect response",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "short connect response"));
     }
     let negotiated = i32::from_be_bytes(body[4..8].try_into().expect("4 bytes"));
     let session_id = i64::from_be_bytes(body[8..16].try_into().expect("8 bytes"));
@@ -179,14 +173,7 @@ pub fn closed_without_data(s: &mut TcpStream) -> bool {
         Ok(0) => true,
         Ok(n) => panic!("unexpected {n} bytes: {:?}", &b[..n]),
         Err(e) if e.kind() == io::ErrorKind::ConnectionReset => true,
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) =>
-        {
-            false
-        }
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => false,
         Err(e) => panic!("unexpected error: {e}"),
     }
 }

@@ -53,9 +53,7 @@ impl Connection {
             return Ok(h.clone());
         }
         match std::env::var_os("ZKLOCK_HOSTS") {
-            Some(h) => h
-                .into_string()
-                .map_err(|_| Usage::new("ZKLOCK_HOSTS is not valid UTF-8")),
+            Some(h) => h.into_string().map_err(|_| Usage::new("ZKLOCK_HOSTS is not valid UTF-8")),
             None => Err(Usage::new(
                 "no ZooKeeper hosts: pass --hosts HOST:PORT[,HOST:PORT...][/CHROOT] or set ZKLOCK_HOSTS",
             )),
@@ -356,8 +354,7 @@ fn parse_list(mut args: Args) -> Result<Command, Usage> {
 /// A usage error naming `option` and the bad value.
 pub(crate) fn parse_duration(option: &str, text: &str) -> Result<Duration, Usage> {
     let secs = parse_seconds(option, text)?;
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| Usage::new(format!("the duration given for {option} is too large")))
+    Duration::try_from_secs_f64(secs).map_err(|_| Usage::new(format!("the duration given for {option} is too large")))
 }
 
 /// `--timeout`: a duration as [`parse_duration`], by the core's acquire

@@ -2,17 +2,17 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState};
 
 use crate::args::{signal_name, NodeData, RunOptions};
+use crate::connect_options;
 use crate::exit;
 use crate::signals::{self, Received};
-use crate::connect_options;
 
 /// How often the running command and the lock are looked at.
 const TICK: Duration = Duration::from_millis(50);
