@@ -51,9 +51,11 @@ demo-workers: ffi python-install node
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude zklock-ffi/examples/demo_worker.c \
 	  -o $(DEMO_DIR)/demo_worker -L$(DEMO_DIR)/lib -lzklock -Wl,-rpath,'$$ORIGIN/lib'
 
-## lint: formatting and clippy, warnings are errors
+## lint: formatting (rustfmt.toml), clippy and the API docs, warnings are errors
 lint:
+	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked --quiet
 
 clean:
 	$(CARGO) clean

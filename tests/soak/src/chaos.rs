@@ -276,7 +276,9 @@ impl Chaos<'_> {
 
     /// Stops `target`'s process between its create and reading the
     /// replies, on a create made while nobody else is queued on its lock
-    /// (the others rest meanwhile): the list answered right behind the
+    /// (the others rest meanwhile), with a timeout longer than the fault
+    /// (a short one would end the acquire when it wakes, before anything
+    /// else could go wrong): the list answered right behind the
     /// create shows its node first, the case in which an engine that
     /// credited the list's reply with a late send time granted the lock on
     /// an expired session. Its proxies hold the replies, and drop its
@@ -290,12 +292,14 @@ impl Chaos<'_> {
         let Some(&process) = self.process_of.get(&target) else { return Ok(None) };
         let Some(&pid) = self.worker_pids.get(process) else { return Ok(None) };
         let Some(&lock) = self.lock_of.get(&target) else { return Ok(None) };
-        let others: Vec<u32> =
-            self.lock_of.iter().filter(|&(&c, &l)| l == lock && c != target).map(|(&c, _)| c).collect();
-        if !self.resource.rest(&others, Duration::from_secs(15)) {
+        // Everyone on the lock rests, the target too; then the target alone
+        // goes, once its proxies wait for its create.
+        let on_lock: Vec<u32> = self.lock_of.iter().filter(|&(_, &l)| l == lock).map(|(&c, _)| c).collect();
+        if !self.resource.rest(&on_lock, Duration::from_secs(15)) {
             return Ok(None);
         }
         group.hold_replies_from_next_create();
+        self.resource.go_patient(target);
         if !zklock_harness::wait_for(Duration::from_secs(10), || group.held_replies() > 0) {
             group.release_held_replies();
             return Ok(None);

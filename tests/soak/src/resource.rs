@@ -11,14 +11,15 @@
 //! | `ENTER <mode> <cid> <token> <grant_start_ns>` (first write of a grant) | `OK` / `STALE` |
 //! | `WRITE <mode> <cid> <token> <grant_start_ns>` | `OK` / `STALE` |
 //! | `INTERVAL <mode> <cid> <token> <start_ns> <end_ns> <noticed_ns or -> <release or lost>` | `OK` |
-//! | `READY <cid>` (before each acquire) | `GO` / `REST` |
+//! | `READY <cid>` (before each acquire) | `GO` / `GO PATIENT` / `REST` |
 //!
-//! Two directives let a fault class shape the contenders' timing (see
+//! Three directives let a fault class shape the contenders' timing (see
 //! `chaos.rs`): an `ENTER` or `WRITE` answer ends in ` KEEP` while the
 //! contender is asked to keep holding (it then goes on writing and checking
 //! past its usual few steps, until the answer no longer says `KEEP` or a
-//! `check()` fails), and `READY` answers `REST` while the contender is asked
-//! not to start an acquire (it asks again a little later).
+//! `check()` fails); `READY` answers `REST` while the contender is asked
+//! not to start an acquire (it asks again a little later), and `GO PATIENT`
+//! when its next acquire should wait longer than any fault lasts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, BufReader, Write as _};
@@ -94,6 +95,8 @@ struct State {
     rest: BTreeSet<u32>,
     /// Contenders told `REST` since they last heard `GO`.
     resting: BTreeSet<u32>,
+    /// The contender whose acquires are to be patient.
+    patient: Option<u32>,
 }
 
 /// Who the resource asks to keep holding (see the module documentation).
@@ -188,7 +191,12 @@ impl Resource {
                     st.resting.remove(&cid);
                 }
                 self.state.1.notify_all();
-                if rest { "REST" } else { "GO" }.into()
+                match (rest, st.patient == Some(cid)) {
+                    (true, _) => "REST",
+                    (false, true) => "GO PATIENT",
+                    (false, false) => "GO",
+                }
+                .into()
             },
             (Some("INTERVAL"), Some(mode), Some(cid), Some(token), Some(start)) if f.len() == 8 => {
                 let Some(end) = num(5) else { return "ERR bad interval".into() };
@@ -258,9 +266,19 @@ impl Resource {
         all(&st)
     }
 
-    /// Lets every contender start acquires again.
+    /// Lets `cid` alone (of those resting) start acquires again, patient
+    /// ones.
+    pub fn go_patient(&self, cid: u32) {
+        let mut st = self.lock();
+        st.rest.remove(&cid);
+        st.patient = Some(cid);
+    }
+
+    /// Lets every contender start acquires again, each as it usually does.
     pub fn go(&self) {
-        self.lock().rest.clear();
+        let mut st = self.lock();
+        st.rest.clear();
+        st.patient = None;
     }
 
     /// Waits up to `limit` until every lock of `locks` has had a grant that
@@ -388,6 +406,9 @@ mod tests {
         }
         assert!(rested.join().expect("joins"));
         assert_eq!(c.request("READY 2").expect("answer"), "REST");
+        r.go_patient(2);
+        assert_eq!(c.request("READY 2").expect("answer"), "GO PATIENT");
+        assert_eq!(c.request("READY 1").expect("answer"), "REST");
         assert!(!r.rest(&[1, 5], Duration::from_millis(10)), "contender 5 never asked");
         r.go();
         assert_eq!(c.request("READY 2").expect("answer"), "GO");

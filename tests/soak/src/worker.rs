@@ -125,15 +125,15 @@ fn contender(
     }
     let mut ok = true;
     while !stop.load(Ordering::SeqCst) && ok {
-        match resource.request(&format!("READY {cid}")) {
+        let patient = match resource.request(&format!("READY {cid}")) {
             Ok(a) if a == "REST" => {
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             },
-            Ok(_) => {},
+            Ok(a) => a == "GO PATIENT",
             Err(_) => return false,
-        }
-        let timeout = Duration::from_millis(rng.range(1_000, 6_000));
+        };
+        let timeout = Duration::from_millis(if patient { 30_000 } else { rng.range(1_000, 6_000) });
         let (mode, lock) = &handles[rng.range(0, handles.len() as u64 - 1) as usize];
         match lock.acquire(Some(timeout)) {
             Ok(guard) => ok = hold(cid, *mode, &guard, &mut resource, &mut rng, cfg.ignore_check),
