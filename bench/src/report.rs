@@ -62,7 +62,7 @@ pub fn fmt(x: f64) -> String {
     }
 }
 
-/// metrics[mode][scenario][impl][metric] = one value per repetition.
+/// `metrics[mode][scenario][impl][metric]` = one value per repetition.
 pub type Metrics = BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeMap<String, Series>>>>;
 
 /// Extracts the metrics of one driver result (`scenario` family decides

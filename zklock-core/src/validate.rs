@@ -14,9 +14,10 @@ use crate::error::{shown, Error, Result};
 pub const MAX_PATH_BYTES: usize = 32 * 1024;
 
 /// Checks a lock path: absolute, not the root, no empty, `.` or `..`
-/// components, no trailing slash, no character ZooKeeper forbids (see
-/// [`forbidden_char`]), at most [`MAX_PATH_BYTES`], not under the reserved
-/// `/zookeeper`.
+/// components, no trailing slash, no character ZooKeeper forbids (control
+/// characters, U+E000 to U+F8FF, and U+FFF0 and above, which takes in every
+/// character outside the Basic Multilingual Plane), at most
+/// [`MAX_PATH_BYTES`], not under the reserved `/zookeeper`.
 ///
 /// # Errors
 /// [`crate::ErrorKind::InvalidPath`] naming the problem.

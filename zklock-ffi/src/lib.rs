@@ -9,7 +9,7 @@
 //! Conventions (house style, "The C ABI"):
 //! - names `zklock_<object>_<verb>`, opaque handles with `_new` / `_free`,
 //!   `_free(NULL)` is a no-op;
-//! - fallible functions return a [`zklock_code`], write their outputs only on
+//! - fallible functions return a [`zklock_code`](error::zklock_code), write their outputs only on
 //!   success and take an optional last `zklock_error **err`;
 //! - every exported function catches panics (they become `ZKLOCK_INTERNAL`
 //!   or a documented default) and checks its pointers for NULL.

@@ -28,6 +28,9 @@
 // functions, constructors); every item written here has its doc comment,
 // which napi turns into the JSDoc of index.d.ts.
 #![allow(missing_docs)]
+// The crate's docs describe its inner workings (its public API is the
+// JavaScript one), so they link to private items.
+#![allow(rustdoc::private_intra_doc_links)]
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -26,11 +26,15 @@
 //!   the parent (the child has none of its threads), so touching it could
 //!   hang or disturb the parent's session;
 //! - interpreter shutdown: state callbacks stop at the package's atexit
-//!   hook ([`_shutdown`]), which waits for those already running, so no
+//!   hook (`_shutdown`), which waits for those already running, so no
 //!   callback enters Python while the interpreter finalizes.
 //!
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
+
+// These docs describe the module's inner workings (its public API is the
+// Python one), so they link to private items.
+#![allow(rustdoc::private_intra_doc_links)]
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -232,7 +236,7 @@ impl<T> Drop for Owned<T> {
     }
 }
 
-/// Set by [`_shutdown`] (the package's atexit hook): state callbacks are no
+/// Set by `_shutdown` (the package's atexit hook): state callbacks are no
 /// longer called.
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 
@@ -598,7 +602,7 @@ impl Lock {
 /// Registers `cb` on `guard`'s grant: called with the state's name, on the
 /// client's event thread, with the GIL taken there. An exception from the
 /// callback is reported through `sys.unraisablehook`. Once the interpreter
-/// shuts down ([`_shutdown`]) callbacks are no longer called.
+/// shuts down (`_shutdown`) callbacks are no longer called.
 fn register(guard: &Guard, cb: PyCallback) {
     guard.on_state_change(move |state| {
         /// Counts a callback as running from before it looks at the flag

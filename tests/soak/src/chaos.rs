@@ -1,5 +1,5 @@
 //! The chaos schedule: one thread per lane of fault kinds
-//! ([`Lane`](crate::analysis::Lane)) injects faults while the contenders
+//! ([`Lane`]) injects faults while the contenders
 //! run: one against the servers (kill and restart the leader or a
 //! follower, freeze a member, restart the whole ensemble, cut a holder's
 //! member off from the quorum while its clients stay connected), one
