@@ -51,11 +51,14 @@ demo-workers: ffi python-install node
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude zklock-ffi/examples/demo_worker.c \
 	  -o $(DEMO_DIR)/demo_worker -L$(DEMO_DIR)/lib -lzklock -Wl,-rpath,'$$ORIGIN/lib'
 
-## lint: formatting (rustfmt.toml), clippy and the API docs, warnings are errors
-lint:
+## lint: formatting (rustfmt.toml, ruff.toml), clippy, ruff and the API docs,
+## warnings are errors
+lint: python-venv
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked --quiet
+	$(PYVENV)/bin/ruff format --check --quiet .
+	$(PYVENV)/bin/ruff check --quiet .
 
 clean:
 	$(CARGO) clean

@@ -5,11 +5,11 @@ Every contender of a path in one run is a kazoo lock, so no
 `extra_lock_patterns` are needed (they matter only when kazoo shares a path
 with Curator or zklock nodes; see docs/lock-protocol.md section 3).
 """
+
 import logging
 
-from kazoo.client import KazooClient
-
 import pybench
+from kazoo.client import KazooClient
 
 logging.basicConfig(level=logging.CRITICAL)
 

@@ -1,8 +1,8 @@
 """Benchmark driver for zklock's Python package (the release build unpacked
 into target/bench/pylib by `make bench`); scenarios in pybench.py."""
-import zklock
 
 import pybench
+import zklock
 
 
 class _Lock:

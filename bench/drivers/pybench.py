@@ -7,6 +7,7 @@ release(), children(session, path) -> int, close(session). Output: one JSON
 line {"result": {...}} on stdout (herd also prints {"event": ...} lines and
 reads "release" / "quit" lines from stdin).
 """
+
 import json
 import sys
 import threading
@@ -140,12 +141,12 @@ def rw(b, hosts, path, p):
 
     per, window = _run_workers(b, clients, n, p, setup, body)
     r, w = sum(per[:readers]), sum(per[readers:])
-    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"],
-            "window_s": window}
+    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"], "window_s": window}
 
 
 def herd(b, hosts, path, p):
     import queue
+
     sessions = max(2, p.get("sessions", 8))
     waiters = p.get("waiters", 32)
     clients = [b.connect(hosts) for _ in range(sessions)]
@@ -201,4 +202,5 @@ def main(backend):
     say({"result": out})
     sys.stdout.flush()
     import os
+
     os._exit(0)

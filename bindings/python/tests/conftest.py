@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-
 import zklock
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,6 @@ import time
 from typing import List
 
 import pytest
-
 import zklock
 from support import wait_for
 

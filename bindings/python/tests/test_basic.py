@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 import zklock
 from support import wait_for
 

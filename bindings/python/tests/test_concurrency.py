@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import List
 
-import pytest
-
 import zklock
 from support import process_contender, wait_for
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import zklock
 from zklock import _zklock
 
@@ -53,7 +52,9 @@ def test_bad_lock_paths(client: zklock.Client, bad: str) -> None:
         assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("bad", ["", "  ", "a:1,,b:2", "127.0.0.1:notaport", "127.0.0.1:0", "127.0.0.1:2181/bad/", ":2181", "[::1:2181"])
+@pytest.mark.parametrize(
+    "bad", ["", "  ", "a:1,,b:2", "127.0.0.1:notaport", "127.0.0.1:0", "127.0.0.1:2181/bad/", ":2181", "[::1:2181"]
+)
 def test_bad_connect_strings(bad: str) -> None:
     with pytest.raises(zklock.InvalidArgument):
         zklock.Client(bad, connect_timeout=2.0)

@@ -97,7 +97,10 @@ def test_leader_example_takeover(hosts: str) -> None:
         wait_for(lambda: len(successors()) > 0, timeout=session_ms / 1000 + 10, what="a new leader (liveness bound)")
         took = time.monotonic() - killed
         successor, new_token = successors()[0]
-        print("leader %s (token %d) killed; %s took over after %.1f s (token %d)" % (leader.id, token, successor.id, took, new_token))
+        print(
+            "leader %s (token %d) killed; %s took over after %.1f s (token %d)"
+            % (leader.id, token, successor.id, took, new_token)
+        )
         assert new_token > token
         wait_for(
             lambda: successor.printed("leader %s polling tasks (token %d)" % (successor.id, new_token)),

@@ -15,7 +15,6 @@ import textwrap
 from typing import Any, Dict
 
 import pytest
-
 import zklock
 
 #: Every step of a child must end well within this (seconds).
@@ -57,10 +56,12 @@ PRELUDE = """
 def run(hosts: str, path: str, body: str, timeout: float = 60.0) -> Dict[str, Any]:
     """Runs PRELUDE + body; returns the child's report (the last JSON line)."""
     program = textwrap.dedent(PRELUDE) + textwrap.dedent(body)
-    proc = subprocess.run(
-        [sys.executable, "-c", program, hosts, path], capture_output=True, text=True, timeout=timeout
+    proc = subprocess.run([sys.executable, "-c", program, hosts, path], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, "exit status %d\nstdout:\n%s\nstderr:\n%s" % (
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
     )
-    assert proc.returncode == 0, "exit status %d\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, proc.stdout, proc.stderr)
     assert "panicked" not in proc.stderr, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, "no report from the child:\n%s\n%s" % (proc.stdout, proc.stderr)
@@ -99,7 +100,9 @@ def test_child_makes_its_own_client(hosts: str, path: str, parent_client: str) -
     to "localhost" (a name resolved on a thread pool, not an address)."""
     if parent_client == "by-name":
         hosts = hosts.replace("127.0.0.1", "localhost")
-    body = OWN_CLIENT_CHILD % {"step": STEP} + """
+    body = (
+        OWN_CLIENT_CHILD % {"step": STEP}
+        + """
     zk = zklock.Client(hosts)
     if "%(parent)s" == "open-holding":
         held = zk.lock(path + "/parent")
@@ -108,7 +111,9 @@ def test_child_makes_its_own_client(hosts: str, path: str, parent_client: str) -
         zk.close()
     status = fork_and_wait(child)
     assert status == 0, status
-    """ % {"parent": parent_client}
+    """
+        % {"parent": parent_client}
+    )
     report = run(hosts, path, body)
     assert int(ok(report, "own client")) > 0
 
@@ -151,7 +156,16 @@ def test_inherited_client_and_lock_fail_fast(hosts: str, path: str, observer: zk
     report = run(hosts, path, body)
     assert ok(report, "held") == "False"
     assert ok(report, "state") == "'LOST'"
-    for step in ("check", "acquire", "acquire-held", "on_state_change", "release", "lock", "participants", "session_id"):
+    for step in (
+        "check",
+        "acquire",
+        "acquire-held",
+        "on_state_change",
+        "release",
+        "lock",
+        "participants",
+        "session_id",
+    ):
         raises(report, step, "CLOSED")
     raises(report, "release-again", "NOT_HELD")
     assert ok(report, "closed") == "True"

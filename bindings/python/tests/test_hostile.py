@@ -25,10 +25,9 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type, Union
 
 import pytest
+import zklock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import zklock
 
 #: The longest any hostile case may take.
 BOUND = 5.0
@@ -348,7 +347,7 @@ def acquire_entry_points(client: zklock.Client, path: str) -> Dict[str, Callable
 
 @pytest.mark.parametrize("value, expect", BAD_WAITS)
 def test_hostile_acquire_timeouts(client: zklock.Client, path: str, value: Any, expect: Expect) -> None:
-    for name, entry in acquire_entry_points(client, path).items():
+    for _name, entry in acquire_entry_points(client, path).items():
         check(lambda: entry(value), expect)
     assert client.participants(path) == []
 
@@ -422,7 +421,7 @@ def test_methods_after_close(hosts: str, path: str) -> None:
     zk.close()
     check(zk.close, OK)  # idempotent
     assert zk.closed
-    for name, entry in ENTRY_POINTS.items():
+    for _name, entry in ENTRY_POINTS.items():
         check(lambda: entry(zk, path), CLOSED)
     check(lambda: zk.session_id, CLOSED)
     check(lambda: zk.session_timeout, CLOSED)

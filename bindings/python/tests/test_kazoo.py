@@ -6,11 +6,9 @@ import threading
 import time
 from typing import Iterator
 
-import pytest
-
-import zklock
-
 import kazoo.client as kazoo_client  # noqa: E402 - kazoo 2.11.0, pinned in the test venv
+import pytest
+import zklock
 from kazoo.exceptions import LockTimeout as KazooLockTimeout  # noqa: E402
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import List
 
 import pytest
-
 import zklock
 from support import wait_for
 

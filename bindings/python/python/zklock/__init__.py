@@ -59,6 +59,7 @@ from types import TracebackType
 from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
 
 from . import _errors, _zklock
+
 # `X as X`: an explicit re-export, which type checkers (mypy --strict)
 # follow; they do not follow the `__all__ +=` below.
 from ._errors import Cancelled as Cancelled
@@ -468,8 +469,9 @@ class Client:
     def lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
         """An exclusive lock on ``path`` (Curator ``InterProcessMutex``
         compatible). ``timeout`` bounds ``with``/``async with`` (None: no
-        limit; a negative number, also -1, is InvalidArgument); ``identifier`` (str or bytes) is stored in the lock node for
-        other participants to see. Does not touch ZooKeeper.
+        limit; a negative number, also -1, is InvalidArgument);
+        ``identifier`` (str or bytes) is stored in the lock node for other
+        participants to see. Does not touch ZooKeeper.
 
         Raises InvalidPath for a malformed path (also one that is not valid
         Unicode), InvalidArgument for an identifier over 64 KiB or
