@@ -503,26 +503,69 @@ struct OwnNode {
 struct Look {
     children: Vec<String>,
     proof: Option<OwnNodeProof>,
+    /// A read of our node pipelined right behind the list (so answered
+    /// after it) that showed the node ours, and armed a watch on it.
+    own: Option<OwnWatch>,
+}
+
+/// A watch on our node, armed by a read whose reply showed the node owned
+/// by our session, with the session state as of just before that read was
+/// sent. Only [`OwnWatch::armed`] makes one, from such a reply.
+///
+/// ZooKeeper sends one connection its replies and watch notifications in
+/// the order it applied the changes (writes are applied one at a time, and
+/// a change's notifications are queued while it is applied). So while this
+/// watch has not fired and the connection is the same one, any reply or
+/// notification that arrives is about a state in which our node is still
+/// the one that read saw.
+struct OwnWatch {
+    event: EventFuture,
+    states: zk::StateWatcher,
+}
+
+impl OwnWatch {
+    /// The watch from a read of our node, if its reply showed our session
+    /// as the node's owner.
+    fn armed(stat: &zk::Stat, watch: zk::OneshotWatcher, states: zk::StateWatcher, session: i64) -> Option<OwnWatch> {
+        (stat.ephemeral_owner == session).then(|| OwnWatch { event: Box::pin(watch.changed()), states })
+    }
+
+    /// `self` if nothing was reported on our node and the session stayed on
+    /// the same connection since the read that armed it; `None` otherwise
+    /// (the watch has fired, or events of another connection need not come
+    /// in order with it). Call it only after the reply or notification it
+    /// is to vouch for has been received: the client library hands out a
+    /// connection's events in the order they arrive, so one on our node
+    /// that came before is visible by then.
+    fn intact(mut self) -> Option<OwnWatch> {
+        let fired = self.event.as_mut().now_or_never().is_some();
+        let reconnected = self.states.changed().now_or_never().is_some();
+        (!fired && !reconnected).then_some(self)
+    }
 }
 
 /// Evidence, required by every grant, that our node exists and is owned by
-/// our session, from a reply to a request sent after the last blocker was
-/// seen gone (protocol section 4, grant rule). Only two functions make one.
+/// our session at a point (in ZooKeeper's order of our session's replies
+/// and notifications) after the last blocker was gone (protocol section 4,
+/// grant rule). Only the three functions below make one.
 struct OwnNodeProof {
-    /// The watch on our node the proving read set, if it was a read.
-    watch: Option<zk::OneshotWatcher>,
-    /// The session state as of just before the proving request was sent
-    /// (see [`Session::watch_from_now`]): the holder's monitor starts from
-    /// it, so a disconnect after the proof is reported even when it is
-    /// over before the monitor first runs.
+    /// The watch on our node, armed by a read that showed it ours, if the
+    /// proof has one: it becomes the holder's watch.
+    watch: Option<EventFuture>,
+    /// The session state as of just before the request that armed the
+    /// watch (or the proving list) was sent (see
+    /// [`Session::watch_from_now`]): the holder's monitor starts from it,
+    /// so a disconnect after the proof is reported even when it is over
+    /// before the monitor first runs.
     states: zk::StateWatcher,
 }
 
 impl OwnNodeProof {
-    /// A read of our node, sent after the queue showed us first, found it
-    /// owned by our session.
-    fn read(watch: zk::OneshotWatcher, states: zk::StateWatcher) -> OwnNodeProof {
-        OwnNodeProof { watch: Some(watch), states }
+    /// A read of our node, sent after the last blocker was seen gone (its
+    /// delete notification, or the reply to a list that showed us first
+    /// and that the read was pipelined behind), found it ours.
+    fn read(own: OwnWatch) -> OwnNodeProof {
+        OwnNodeProof { watch: Some(own.event), states: own.states }
     }
 
     /// The list sent right behind our create (same session, so answered
@@ -531,6 +574,18 @@ impl OwnNodeProof {
     /// node is the one we created. No proof if anything changed.
     fn unchanged_since_create(czxid: i64, parent: &zk::Stat, states: zk::StateWatcher) -> Option<OwnNodeProof> {
         (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None, states })
+    }
+
+    /// `blocker` is the delete notification of the node we waited on, our
+    /// only blocker, and `own` (armed before that wait) had not fired when
+    /// it arrived on the same connection: our node was still ours when the
+    /// blocker went (see [`OwnWatch`]). The list-free handoff: no request
+    /// between the notification and the grant.
+    fn watched_through(own: OwnWatch, blocker: &zk::WatchedEvent) -> Option<OwnNodeProof> {
+        if blocker.event_type != zk::EventType::NodeDeleted {
+            return None;
+        }
+        own.intact().map(OwnNodeProof::read)
     }
 }
 
@@ -579,7 +634,7 @@ impl Attempt {
                     return Ok(match ctx.op(list).await? {
                         Ok((children, parent)) => {
                             let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
-                            Some(Look { children, proof })
+                            Some(Look { children, proof, own: None })
                         },
                         Err(_) => None,
                     });
@@ -594,7 +649,7 @@ impl Attempt {
                 Err(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
-                        return Ok(Some(Look { children, proof: None }));
+                        return Ok(Some(Look { children, proof: None, own: None }));
                     }
                 },
                 Err(e) => {
@@ -691,33 +746,43 @@ impl Attempt {
     async fn wait(&mut self, ctx: &Ctx, mut known: Option<Look>) -> std::result::Result<Arc<Holding>, Step> {
         let zk = self.session.zk()?;
         let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return Err(Step::Restart) };
+        let own_path = format!("{}/{name}", ctx.path);
+        // Our watch on our own node, armed by a read that showed it ours;
+        // kept across waits, and handed to the holder with the grant.
+        let mut own: Option<OwnWatch> = None;
         loop {
             ctx.interrupted()?;
-            let Look { children, proof } = match known.take() {
+            let look = match known.take() {
                 Some(look) => look,
-                None => match ctx.op(zk.list_children(&ctx.path)).await? {
-                    Ok(children) => Look { children, proof: None },
-                    Err(zk::Error::NoNode) => Look { children: Vec::new(), proof: None },
-                    Err(e) if outcome_unknown(&e) => {
-                        ctx.reconnected(&self.session).await?;
-                        continue;
-                    },
-                    Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
+                None => match self.look(ctx, &own_path).await? {
+                    Some(look) => look,
+                    None => continue,
                 },
             };
-            match names::decide(ctx.mode, &children, &name) {
+            // A read pipelined behind this list: sent after the last
+            // blocker was seen gone.
+            let fresh = look.own.is_some();
+            if fresh {
+                own = look.own;
+            }
+            match names::decide(ctx.mode, &look.children, &name) {
                 Decision::Gone => {
-                    log::info!("zklock: our node {}/{name} is gone; queueing again", ctx.path);
+                    log::info!("zklock: our node {own_path} is gone; queueing again");
                     self.node = None;
                     return Err(Step::Restart);
                 },
                 // First in the queue as of that list: the grant needs proof
                 // that our node is still ours after it (section 4, grant
-                // rule).
+                // rule): the list itself (right behind our create), the
+                // read pipelined behind it, or a read now.
                 Decision::Held => {
-                    let proof = match proof {
-                        Some(p) => p,
-                        None => match self.prove(ctx, &name).await? {
+                    let proof = match (look.proof, fresh) {
+                        (Some(p), _) => p,
+                        (None, true) => match own.take() {
+                            Some(w) => OwnNodeProof::read(w),
+                            None => continue,
+                        },
+                        (None, false) => match self.prove(ctx, &own_path).await? {
                             Some(p) => p,
                             None => continue,
                         },
@@ -734,49 +799,143 @@ impl Attempt {
                         )));
                     }
                     let path = format!("{}/{blocker}", ctx.path);
-                    let sole = names::held_once_gone(ctx.mode, &children, &name);
-                    match ctx.op(zk.get_and_watch_data(&path)).await? {
-                        Ok((_, _, watcher)) => {
-                            let event = ctx.race(watcher.changed()).await?;
-                            if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                    let sole = names::held_once_gone(ctx.mode, &look.children, &name);
+                    // Watch the blocker; arm our own watch in the same round
+                    // trip if we have none that is still good.
+                    own = own.and_then(OwnWatch::intact);
+                    let states = self.session.watch_from_now();
+                    let watch_blocker = zk.get_and_watch_data(&path);
+                    let read_own = own.is_none().then(|| zk.get_and_watch_data(&own_path));
+                    let blocker_reply = ctx.op(watch_blocker).await?;
+                    if let Some(read) = read_own {
+                        match self.read_own(ctx, &own_path, read, states).await? {
+                            Some(w) => own = Some(w),
+                            None => continue,
+                        }
+                    }
+                    let watcher = match blocker_reply {
+                        Ok((_, _, watcher)) => watcher,
+                        // Gone between the list and the watch: look again now.
+                        Err(zk::Error::NoNode) => continue,
+                        Err(e) if outcome_unknown(&e) => {
+                            ctx.reconnected(&self.session).await?;
+                            continue;
+                        },
+                        Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
+                    };
+                    crate::fault::stall(crate::fault::BEFORE_WAITING);
+                    let own_event = async {
+                        match own.as_mut() {
+                            Some(w) => w.event.as_mut().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    let woken = ctx
+                        .race(async {
+                            tokio::select! {
+                                biased;
+                                ev = watcher.changed() => Ok(ev),
+                                ev = own_event => Err(ev),
+                            }
+                        })
+                        .await?;
+                    let event = match woken {
+                        Ok(event) => event,
+                        // Something happened to our node while we waited.
+                        Err(ev) => {
+                            own = None;
+                            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
                                 return Err(Step::Restart);
                             }
-                            // The only node before ours is gone and none can
-                            // take its place: ours is first if it still
-                            // exists. One read (sent now, after the delete)
-                            // proves that and sets the holder's watch: no
-                            // list of the whole queue per handoff.
-                            if sole && event.event_type == zk::EventType::NodeDeleted {
-                                if let Some(proof) = self.prove(ctx, &name).await? {
-                                    if let Some(h) = self.grant(ctx, &name, proof).await? {
-                                        return Ok(h);
-                                    }
-                                }
+                            if ev.event_type == zk::EventType::NodeDeleted {
+                                log::info!("zklock: our node {own_path} was deleted while waiting; queueing again");
+                                self.node = None;
+                                return Err(Step::Restart);
                             }
+                            continue;
                         },
-                        // Gone between the list and the watch: look again now.
-                        Err(zk::Error::NoNode) => {},
-                        Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
-                        Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
+                    };
+                    if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                        return Err(Step::Restart);
+                    }
+                    // The only node before ours is gone and none can take
+                    // its place: ours is first, and our watch, armed before
+                    // the wait and silent through the delete notification,
+                    // proves it still ours (the list-free handoff: no
+                    // request between the notification and the grant). If
+                    // the watch cannot vouch, one read now does.
+                    if sole && event.event_type == zk::EventType::NodeDeleted {
+                        let proof = match own.take().and_then(|w| OwnNodeProof::watched_through(w, &event)) {
+                            Some(p) => Some(p),
+                            None => self.prove(ctx, &own_path).await?,
+                        };
+                        if let Some(proof) = proof {
+                            if let Some(h) = self.grant(ctx, &name, proof).await? {
+                                return Ok(h);
+                            }
+                        }
                     }
                 },
             }
         }
     }
 
+    /// Lists the queue, with a read of our node (and a watch on it)
+    /// pipelined behind the list: sent after the last blocker was seen
+    /// gone, it proves the node ours if the list shows us first, and arms
+    /// our watch for the next wait if not. `Restart` if our node is gone or
+    /// someone else's; `None` if ZooKeeper did not answer (look again once
+    /// reconnected).
+    async fn look(&mut self, ctx: &Ctx, own_path: &str) -> std::result::Result<Option<Look>, Step> {
+        let zk = self.session.zk()?;
+        let states = self.session.watch_from_now();
+        let list = zk.list_children(&ctx.path);
+        let read = zk.get_and_watch_data(own_path);
+        let children = match ctx.op(list).await? {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) if outcome_unknown(&e) => {
+                ctx.reconnected(&self.session).await?;
+                return Ok(None);
+            },
+            Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
+        };
+        Ok(self.read_own(ctx, own_path, read, states).await?.map(|own| Look { children, proof: None, own: Some(own) }))
+    }
+
     /// Reads our node with a watch, now: a proof if it exists and our
     /// session owns it. `Restart` if it is gone or someone else's (it is not
     /// ours to delete); `None` if ZooKeeper did not answer (look again once
     /// reconnected).
-    async fn prove(&mut self, ctx: &Ctx, name: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
+    async fn prove(&mut self, ctx: &Ctx, own_path: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
         let zk = self.session.zk()?;
         let states = self.session.watch_from_now();
-        match ctx.op(zk.get_and_watch_data(&format!("{}/{name}", ctx.path))).await? {
-            Ok((_, stat, watch)) if stat.ephemeral_owner == self.session.id => {
-                Ok(Some(OwnNodeProof::read(watch, states)))
+        let read = zk.get_and_watch_data(own_path);
+        Ok(self.read_own(ctx, own_path, read, states).await?.map(OwnNodeProof::read))
+    }
+
+    /// The reply to a read of our node with a watch (`states` taken just
+    /// before it was sent): the armed watch if the node exists and our
+    /// session owns it. `Restart` if it is gone or someone else's; `None`
+    /// if ZooKeeper did not answer (once reconnected).
+    async fn read_own(
+        &mut self,
+        ctx: &Ctx,
+        own_path: &str,
+        read: impl Future<Output = ZkResult<(Vec<u8>, zk::Stat, zk::OneshotWatcher)>>,
+        states: zk::StateWatcher,
+    ) -> std::result::Result<Option<OwnWatch>, Step> {
+        match ctx.op(read).await? {
+            Ok((_, stat, watch)) => match OwnWatch::armed(&stat, watch, states, self.session.id) {
+                Some(own) => Ok(Some(own)),
+                None => {
+                    log::info!("zklock: our node {own_path} is another session's now; queueing again");
+                    self.node = None;
+                    Err(Step::Restart)
+                },
             },
-            Ok(_) | Err(zk::Error::NoNode) => {
-                log::info!("zklock: our node {}/{name} is gone or not ours; queueing again", ctx.path);
+            Err(zk::Error::NoNode) => {
+                log::info!("zklock: our node {own_path} is gone; queueing again");
                 self.node = None;
                 Err(Step::Restart)
             },
@@ -897,7 +1056,7 @@ async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
     let OwnNodeProof { watch, mut states } = proof;
     let mut stop = h.stop.subscribe();
     let mut node_watch: Option<EventFuture> = match watch {
-        Some(w) => Some(Box::pin(w.changed())),
+        Some(w) => Some(w),
         None => {
             let first = match session.zk() {
                 // Only for this read: a client kept here would keep the

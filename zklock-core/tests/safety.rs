@@ -19,10 +19,12 @@ use zookeeper_client as zk;
 const SEC: Duration = Duration::from_secs(1);
 
 /// A waiter whose node a third party deletes is never granted the lock on
-/// it: when the holder releases, the client that queued after the delete
-/// gets the lock, and the waiter queues again behind it (protocol section
+/// it: when the holder releases, a client that queued after the delete and
+/// the waiter (queued again with a new node, at once if its watch on its own
+/// node reports the delete, else when the holder goes) are granted one at a
+/// time, each on a node ZooKeeper says its session owns (protocol section
 /// 4, grant rule). Before the fix, the list-free handoff granted the waiter
-/// on its deleted node: two holders.
+/// on its deleted node while the later client held the lock: two holders.
 #[test]
 fn a_waiter_is_never_granted_on_its_deleted_node() {
     use LockMode::{Exclusive, Read, Write};
@@ -46,27 +48,41 @@ fn a_waiter_is_never_granted_on_its_deleted_node_in(holder: LockMode, waiter: Lo
     // b is waiting on a's node; now its own node goes.
     let b_node = queue(&a, path)[1].clone();
     raw.delete(&format!("{path}/{b_node}"));
+    // b may queue again at once (its watch on its own node fires): let it.
+    std::thread::sleep(SEC / 2);
+    let before_c = queue(&a, path).len();
     let lc = lock_of(&c, path, later);
     let tc: JoinHandle<Result<Guard>> = std::thread::spawn(move || lc.acquire(Some(30 * SEC)));
-    wait_until("c queued", 5 * SEC, || queue(&a, path).len() == 2 && !queue(&a, path).contains(&b_node));
+    wait_until("c queued", 5 * SEC, || queue(&a, path).len() == before_c + 1);
     ga.release().unwrap();
-    let gc = tc.join().unwrap().unwrap_or_else(|e| panic!("{what}: c gets the lock: {e}"));
-    // While c holds, b must not hold: give a wrong grant time to show.
+    // Whoever is granted first holds alone: the other must not return
+    // while it holds (give a wrong grant time to show).
+    let mut waiting = vec![("b", tb), ("c", tc)];
+    wait_until("b or c is granted", 10 * SEC, || waiting.iter().any(|(_, t)| t.is_finished()));
+    let first = waiting.iter().position(|(_, t)| t.is_finished()).unwrap();
+    let (who, t) = waiting.remove(first);
+    let g = t.join().unwrap().unwrap_or_else(|e| panic!("{what}: {who} gets the lock: {e}"));
     std::thread::sleep(SEC);
+    let (other, t) = waiting.pop().unwrap();
     assert!(
-        !tb.is_finished(),
-        "{what}: b returned while c holds the lock ({:?}); b's deleted node was {b_node}",
-        tb.join().unwrap().map(|g| g.node_path())
+        !t.is_finished(),
+        "{what}: {other} returned while {who} holds the lock ({:?}); b's deleted node was {b_node}",
+        t.join().unwrap().map(|g| g.node_path())
     );
-    gc.check().unwrap();
-    gc.release().unwrap();
-    let gb = tb.join().unwrap().unwrap_or_else(|e| panic!("{what}: b gets the lock after c: {e}"));
-    // ZooKeeper's record: b's granted node exists and b's session owns it.
-    let stat =
-        raw.exists(&gb.node_path()).unwrap_or_else(|| panic!("{what}: b's granted node {} exists", gb.node_path()));
-    assert_eq!(stat.ephemeral_owner, gb.session_id(), "{what}: b's granted node is owned by b's session");
-    assert_ne!(gb.node_path(), format!("{path}/{b_node}"), "{what}: b queued again with a new node");
-    gb.release().unwrap();
+    for (name, g, t) in [(who, Some(g), None), (other, None, Some(t))] {
+        let g = g.unwrap_or_else(|| {
+            t.unwrap().join().unwrap().unwrap_or_else(|e| panic!("{what}: {other} gets the lock after {who}: {e}"))
+        });
+        // ZooKeeper's record: the granted node exists and the grantee's
+        // session owns it.
+        let stat = raw
+            .exists(&g.node_path())
+            .unwrap_or_else(|| panic!("{what}: {name}'s granted node {} exists", g.node_path()));
+        assert_eq!(stat.ephemeral_owner, g.session_id(), "{what}: {name}'s granted node is owned by its session");
+        assert_ne!(g.node_path(), format!("{path}/{b_node}"), "{what}: not granted on b's deleted node");
+        g.check().unwrap();
+        g.release().unwrap();
+    }
     assert!(queue(&a, path).is_empty(), "{what}: no node left");
 }
 
@@ -195,6 +211,91 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // p wakes up about 6 s after its create; hold the lock well past that.
     hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
+}
+
+/// The list-free handoff grants a sole waiter on its blocker's delete
+/// notification when the waiter's watch on its own node has not fired
+/// (protocol section 4). Here both notifications are waiting at once: the
+/// `zklock` command stalls (fault point) right after setting its watches,
+/// and meanwhile a third party deletes its node and the holder releases.
+/// The command must see that its own watch fired first and queue again, not
+/// run its command while the client that took the lock meanwhile holds it.
+#[test]
+fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let dir = std::env::temp_dir().join(format!("zklock-stall-waiting-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("ran");
+    let path = "/stall-waiting";
+    let a = connect(&hosts);
+    let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
+    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["run", "--hosts", &hosts, "--session-timeout", "10s", "--timeout", "30s", path, "--"])
+        .args(["sh", "-c", &format!("touch {}", marker.display())])
+        .env("ZKLOCK_FAULT_STALL", "before-waiting")
+        .env("ZKLOCK_FAULT_STALL_MS", "3000")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let raw = Raw::connect(&hosts);
+    wait_until("p queued", 10 * SEC, || raw.children(path).len() == 2);
+    // p's watches are set within a round trip of its node's creation.
+    std::thread::sleep(SEC / 2);
+    let p_node = queue(&a, path)[1].clone();
+    raw.delete(&format!("{path}/{p_node}"));
+    ga.release().unwrap();
+    let c = connect(&hosts);
+    let gc = c.lock(path).unwrap().acquire(Some(5 * SEC)).expect("c gets the free lock");
+    // p wakes up 3 s after it set its watches; hold the lock well past that.
+    std::thread::sleep(5 * SEC);
+    let q = queue(&c, path);
+    assert!(q.len() == 2 && !q.contains(&p_node), "p queued again behind c with a new node: {q:?}");
+    hold_then_check_it_never_ran(gc, Duration::ZERO, p, &dir);
+}
+
+/// The same two events, reported after a reconnect: the waiter's
+/// connection goes silent, its node is deleted, the holder releases and
+/// another client takes the lock; then the waiter reconnects (same
+/// session) and the server reports both deletes as it resets the watches,
+/// in no particular order. Its watch on its own node can vouch only for
+/// events on the connection that armed it: the waiter must queue again.
+#[test]
+fn a_waiter_that_reconnects_after_its_node_and_blocker_went_queues_again() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let b = Client::connect(common::options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    let (a, c) = (connect(&hosts), connect(&hosts));
+    let raw = Raw::connect(&hosts);
+    let path = "/reconnect-waiter";
+    for round in 0..3 {
+        let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
+        let lb = b.lock(path).unwrap();
+        let tb: JoinHandle<Result<Guard>> = std::thread::spawn(move || lb.acquire(Some(30 * SEC)));
+        wait_until("b queued", 5 * SEC, || queue(&a, path).len() == 2);
+        std::thread::sleep(SEC / 2);
+        let b_node = queue(&a, path)[1].clone();
+        proxy.blackhole();
+        raw.delete(&format!("{path}/{b_node}"));
+        ga.release().unwrap();
+        let gc = c.lock(path).unwrap().acquire(Some(5 * SEC)).expect("c gets the free lock");
+        proxy.heal();
+        // b reconnects within its session and hears of both deletes.
+        wait_until("b queued again", 10 * SEC, || queue(&a, path).len() == 2 || tb.is_finished());
+        std::thread::sleep(SEC);
+        assert!(
+            !tb.is_finished(),
+            "round {round}: b returned while c holds the lock ({:?}); b's deleted node was {b_node}",
+            tb.join().unwrap().map(|g| g.node_path())
+        );
+        gc.check().unwrap();
+        gc.release().unwrap();
+        let gb = tb.join().unwrap().expect("b gets the lock after c");
+        let stat = raw.exists(&gb.node_path()).expect("b's granted node exists");
+        assert_eq!(stat.ephemeral_owner, gb.session_id(), "b's granted node is owned by b's session");
+        gb.release().unwrap();
+    }
 }
 
 /// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,
