@@ -411,6 +411,41 @@ struct Ctx {
     downgrade: Option<i64>,
     cancel: Arc<CancelState>,
     epoch: u64,
+    /// The handle's guess of the sequence our next node will get (see
+    /// [`SeqHint`]).
+    seq_hint: Arc<SeqHint>,
+}
+
+/// A handle's guess of the sequence number of its next node, so that the
+/// read of our node that arms the holder's watch can go out with the create
+/// instead of after it. On a lock path that only this handle uses, the
+/// next node's sequence is ours plus one (measured on ZooKeeper 3.8: the
+/// suffix counts creates; the `cversion` in the parent's Stat counts
+/// deletes too), so the guess is made only after a list behind our create
+/// showed our node alone. Anyone else's create makes the guess miss: the
+/// read finds no node (which sets no watch) and costs nothing but itself.
+/// A hit is checked like any read of our node (its creation zxid and
+/// owner); a guess is never evidence by itself.
+#[derive(Debug)]
+struct SeqHint(std::sync::atomic::AtomicI64);
+
+impl Default for SeqHint {
+    fn default() -> SeqHint {
+        SeqHint(std::sync::atomic::AtomicI64::new(-1))
+    }
+}
+
+impl SeqHint {
+    fn get(&self) -> Option<i64> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|s| (0..=i64::from(i32::MAX)).contains(s))
+    }
+
+    /// Learns from the list pipelined behind the create of our node `name`.
+    fn learn(&self, children: &[String], name: &str) {
+        let alone = children.len() == 1;
+        let next = names::parse_child(name).filter(|_| alone).map_or(-1, |n| n.sequence.saturating_add(1));
+        self.0.store(next, Ordering::Relaxed);
+    }
 }
 
 impl Ctx {
@@ -621,6 +656,16 @@ impl Attempt {
             // them in order, so the list includes our node.
             let create = zk.create(&create_path, &ctx.data, &options);
             let list = zk.get_children(&ctx.path);
+            // A read of the node we expect to create, if we can guess its
+            // name (see SeqHint): answered after the list.
+            let guess = match (ctx.downgrade, ctx.seq_hint.get()) {
+                (None, Some(seq)) => {
+                    let name = format!("{}{seq:010}", self.name_prefix);
+                    let read = zk.get_and_watch_data(&format!("{}/{name}", ctx.path));
+                    Some((name, read))
+                },
+                _ => None,
+            };
             self.unknown_create = true;
             match ctx.op(create).await? {
                 Ok((stat, seq)) => {
@@ -629,15 +674,32 @@ impl Attempt {
                         Some(_) => create_path[ctx.path.len() + 1..].to_owned(),
                         None => format!("{}{seq}", self.name_prefix),
                     };
-                    self.node = Some(OwnNode { name, czxid: stat.czxid });
+                    self.node = Some(OwnNode { name: name.clone(), czxid: stat.czxid });
                     crate::fault::stall(crate::fault::AFTER_CREATE_REPLY);
-                    return Ok(match ctx.op(list).await? {
-                        Ok((children, parent)) => {
-                            let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
-                            Some(Look { children, proof, own: None })
+                    let (children, parent) = match ctx.op(list).await? {
+                        Ok(reply) => reply,
+                        Err(_) => return Ok(None),
+                    };
+                    ctx.seq_hint.learn(&children, &name);
+                    let Some((guessed, read)) = guess.filter(|(guessed, _)| *guessed == name) else {
+                        let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
+                        return Ok(Some(Look { children, proof, own: None }));
+                    };
+                    // The guess was right: the read, answered after the
+                    // list, shows our node (or what became of it).
+                    let own = match ctx.op(read).await? {
+                        Ok((_, got, watch)) if got.czxid == stat.czxid => {
+                            OwnWatch::armed(&got, watch, states, self.session.id)
                         },
-                        Err(_) => None,
-                    });
+                        _ => None,
+                    };
+                    log::trace!("zklock: guessed our node {guessed}: {}", if own.is_some() { "armed" } else { "no" });
+                    // Anything but our node, unchanged: no proof from this
+                    // look; the queue is looked at again (and our node read).
+                    return Ok(Some(match own {
+                        Some(own) => Look { children, proof: None, own: Some(own) },
+                        None => Look { children, proof: None, own: None },
+                    }));
                 },
                 Err(zk::Error::NoNode) => {
                     self.unknown_create = false;
@@ -1210,6 +1272,7 @@ pub struct Lock {
     held: HeldSlot,
     /// The other side of a [`ReadWriteLock`] (its held slot), if any.
     sibling: Option<HeldSlot>,
+    seq_hint: Arc<SeqHint>,
 }
 
 type HeldSlot = Arc<Mutex<Option<Arc<Holding>>>>;
@@ -1242,6 +1305,7 @@ impl Lock {
             acquiring: Arc::default(),
             held,
             sibling,
+            seq_hint: Arc::default(),
         }
     }
 
@@ -1319,6 +1383,7 @@ impl Lock {
             downgrade,
             cancel: self.cancel.clone(),
             epoch,
+            seq_hint: self.seq_hint.clone(),
         };
         let acquiring = self.acquiring.clone();
         let held = self.held.clone();
