@@ -622,6 +622,14 @@ impl OwnNodeProof {
         }
         own.intact().map(OwnNodeProof::read)
     }
+
+    /// A list, sent after the last blocker was seen gone, has just shown us
+    /// first, and `own` (armed before it was sent) had not fired when its
+    /// reply arrived on the same connection: the name in that list is our
+    /// node, still ours (see [`OwnWatch`]). No read behind the list.
+    fn watched_through_list(own: OwnWatch) -> Option<OwnNodeProof> {
+        own.intact().map(OwnNodeProof::read)
+    }
 }
 
 /// One attempt: one uuid, one session, at most one node of ours.
@@ -816,7 +824,7 @@ impl Attempt {
             ctx.interrupted()?;
             let look = match known.take() {
                 Some(look) => look,
-                None => match self.look(ctx, &own_path).await? {
+                None => match self.look(ctx, &own_path, own.is_none()).await? {
                     Some(look) => look,
                     None => continue,
                 },
@@ -836,15 +844,18 @@ impl Attempt {
                 // First in the queue as of that list: the grant needs proof
                 // that our node is still ours after it (section 4, grant
                 // rule): the list itself (right behind our create), the
-                // read pipelined behind it, or a read now.
+                // read pipelined behind it, our watch armed before it and
+                // silent through its reply, or a read now.
                 Decision::Held => {
-                    let proof = match (look.proof, fresh) {
-                        (Some(p), _) => p,
-                        (None, true) => match own.take() {
-                            Some(w) => OwnNodeProof::read(w),
-                            None => continue,
-                        },
-                        (None, false) => match self.prove(ctx, &own_path).await? {
+                    let proof = match (look.proof, fresh, own.take()) {
+                        (Some(p), _, _) => Some(p),
+                        (None, true, Some(w)) => Some(OwnNodeProof::read(w)),
+                        (None, false, Some(w)) => OwnNodeProof::watched_through_list(w),
+                        _ => None,
+                    };
+                    let proof = match proof {
+                        Some(p) => p,
+                        None => match self.prove(ctx, &own_path).await? {
                             Some(p) => p,
                             None => continue,
                         },
@@ -942,17 +953,18 @@ impl Attempt {
         }
     }
 
-    /// Lists the queue, with a read of our node (and a watch on it)
-    /// pipelined behind the list: sent after the last blocker was seen
+    /// Lists the queue. With `read`, a read of our node (and a watch on it)
+    /// is pipelined behind the list: sent after the last blocker was seen
     /// gone, it proves the node ours if the list shows us first, and arms
-    /// our watch for the next wait if not. `Restart` if our node is gone or
+    /// our watch for the next wait if not (without, the caller's watch on
+    /// our node vouches for the list). `Restart` if our node is gone or
     /// someone else's; `None` if ZooKeeper did not answer (look again once
     /// reconnected).
-    async fn look(&mut self, ctx: &Ctx, own_path: &str) -> std::result::Result<Option<Look>, Step> {
+    async fn look(&mut self, ctx: &Ctx, own_path: &str, read: bool) -> std::result::Result<Option<Look>, Step> {
         let zk = self.session.zk()?;
         let states = self.session.watch_from_now();
         let list = zk.list_children(&ctx.path);
-        let read = zk.get_and_watch_data(own_path);
+        let read = read.then(|| zk.get_and_watch_data(own_path));
         let children = match ctx.op(list).await? {
             Ok(children) => children,
             Err(zk::Error::NoNode) => Vec::new(),
@@ -962,6 +974,7 @@ impl Attempt {
             },
             Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
         };
+        let Some(read) = read else { return Ok(Some(Look { children, proof: None, own: None })) };
         Ok(self.read_own(ctx, own_path, read, states).await?.map(|own| Look { children, proof: None, own: Some(own) }))
     }
 

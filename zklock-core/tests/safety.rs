@@ -254,6 +254,55 @@ fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
     hold_then_check_it_never_ran(gc, Duration::ZERO, p, &dir);
 }
 
+/// A waiter with two nodes before it stalls (fault point) with its watches
+/// set; meanwhile its own node is replaced by another session's node of the
+/// same name, the node it waited on goes (that waiter gives up) and the
+/// holder releases. The list it makes on waking shows "its" name first, but
+/// its watch on its own node fired before that list's reply: it must queue
+/// again, not run its command while the stranger's node is first in line.
+#[test]
+fn a_waiter_whose_node_was_replaced_is_not_granted_on_a_list_showing_its_name() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let dir = std::env::temp_dir().join(format!("zklock-stall-replaced-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("ran");
+    let path = "/stall-replaced";
+    let (a, x) = (connect(&hosts), connect(&hosts));
+    let raw = Raw::connect(&hosts);
+    let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
+    let lx = x.lock(path).unwrap();
+    let cancel_x = lx.cancel_handle();
+    let tx: JoinHandle<Result<Guard>> = std::thread::spawn(move || lx.acquire(Some(30 * SEC)));
+    wait_until("x queued", 5 * SEC, || queue(&a, path).len() == 2);
+    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["run", "--hosts", &hosts, "--session-timeout", "10s", "--timeout", "30s", path, "--"])
+        .args(["sh", "-c", &format!("touch {}", marker.display())])
+        .env("ZKLOCK_FAULT_STALL", "before-waiting")
+        .env("ZKLOCK_FAULT_STALL_MS", "3000")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("p queued", 10 * SEC, || queue(&a, path).len() == 3);
+    std::thread::sleep(SEC / 2);
+    let p_node = format!("{path}/{}", queue(&a, path)[2]);
+    raw.delete(&p_node);
+    raw.create(&p_node, zk::CreateMode::Ephemeral);
+    cancel_x.cancel();
+    assert!(tx.join().unwrap().is_err(), "x gave up");
+    ga.release().unwrap();
+    // p wakes 3 s after it set its watches.
+    std::thread::sleep(5 * SEC);
+    let ran = marker.exists();
+    let q = queue(&a, path);
+    raw.delete(&p_node);
+    let p_done = wait_for_exit(&mut p, 10 * SEC);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ran, "p ran its command on the stranger's node (queue then: {q:?})");
+    assert_eq!(q.len(), 2, "p queued again behind the stranger's node: {q:?}");
+    assert_eq!(p_done, Some(true), "p got the lock once the stranger's node went, and ran");
+}
+
 /// The same two events, reported after a reconnect: the waiter's
 /// connection goes silent, its node is deleted, the holder releases and
 /// another client takes the lock; then the waiter reconnects (same
@@ -296,6 +345,21 @@ fn a_waiter_that_reconnects_after_its_node_and_blocker_went_queues_again() {
         assert_eq!(stat.ephemeral_owner, gb.session_id(), "b's granted node is owned by b's session");
         gb.release().unwrap();
     }
+}
+
+/// Whether `p` exited successfully within `limit` (`None`: it did not exit;
+/// it is killed).
+fn wait_for_exit(p: &mut std::process::Child, limit: Duration) -> Option<bool> {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if let Some(status) = p.try_wait().unwrap() {
+            return Some(status.success());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = p.kill();
+    let _ = p.wait();
+    None
 }
 
 /// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,
