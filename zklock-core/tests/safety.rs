@@ -193,17 +193,7 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
 fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     let zk = server();
     let hosts = zk.connect_string();
-    let dir = std::env::temp_dir().join(format!("zklock-stall-point-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let marker = dir.join("ran");
-    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args(["run", "--hosts", &hosts, "--session-timeout", "2s", "--timeout", "20s", "/stall-point", "--"])
-        .args(["sh", "-c", &format!("touch {}", marker.display())])
-        .env("ZKLOCK_FAULT_STALL", "after-create-reply")
-        .env("ZKLOCK_FAULT_STALL_MS", "6000")
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (p, dir) = zklock_run_stalling(&hosts, "/stall-point", "2s", "after-create-reply", 6000);
     let raw = Raw::connect(&hosts);
     wait_until("p's node exists", 10 * SEC, || raw.children("/stall-point").len() == 1);
     // c queues behind p's node and is granted when p's session expires.
@@ -224,20 +214,10 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
 fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
     let zk = server();
     let hosts = zk.connect_string();
-    let dir = std::env::temp_dir().join(format!("zklock-stall-waiting-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let marker = dir.join("ran");
     let path = "/stall-waiting";
     let a = connect(&hosts);
     let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
-    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args(["run", "--hosts", &hosts, "--session-timeout", "10s", "--timeout", "30s", path, "--"])
-        .args(["sh", "-c", &format!("touch {}", marker.display())])
-        .env("ZKLOCK_FAULT_STALL", "before-waiting")
-        .env("ZKLOCK_FAULT_STALL_MS", "3000")
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 3000);
     let raw = Raw::connect(&hosts);
     wait_until("p queued", 10 * SEC, || raw.children(path).len() == 2);
     // p's watches are set within a round trip of its node's creation.
@@ -264,9 +244,6 @@ fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
 fn a_waiter_whose_node_was_replaced_is_not_granted_on_a_list_showing_its_name() {
     let zk = server();
     let hosts = zk.connect_string();
-    let dir = std::env::temp_dir().join(format!("zklock-stall-replaced-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let marker = dir.join("ran");
     let path = "/stall-replaced";
     let (a, x) = (connect(&hosts), connect(&hosts));
     let raw = Raw::connect(&hosts);
@@ -275,14 +252,8 @@ fn a_waiter_whose_node_was_replaced_is_not_granted_on_a_list_showing_its_name() 
     let cancel_x = lx.cancel_handle();
     let tx: JoinHandle<Result<Guard>> = std::thread::spawn(move || lx.acquire(Some(30 * SEC)));
     wait_until("x queued", 5 * SEC, || queue(&a, path).len() == 2);
-    let mut p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args(["run", "--hosts", &hosts, "--session-timeout", "10s", "--timeout", "30s", path, "--"])
-        .args(["sh", "-c", &format!("touch {}", marker.display())])
-        .env("ZKLOCK_FAULT_STALL", "before-waiting")
-        .env("ZKLOCK_FAULT_STALL_MS", "3000")
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 3000);
+    let marker = dir.join("ran");
     wait_until("p queued", 10 * SEC, || queue(&a, path).len() == 3);
     std::thread::sleep(SEC / 2);
     let p_node = format!("{path}/{}", queue(&a, path)[2]);
@@ -345,6 +316,29 @@ fn a_waiter_that_reconnects_after_its_node_and_blocker_went_queues_again() {
         assert_eq!(stat.ephemeral_owner, gb.session_id(), "b's granted node is owned by b's session");
         gb.release().unwrap();
     }
+}
+
+/// Starts `zklock run` on `path`, stalling once at the engine's fault
+/// `point` for `ms`; its command creates `ran` in the returned directory
+/// (which `hold_then_check_it_never_ran` removes).
+fn zklock_run_stalling(
+    hosts: &str,
+    path: &str,
+    session: &str,
+    point: &str,
+    ms: u32,
+) -> (std::process::Child, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("zklock{}-{}", path.replace('/', "-"), std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["run", "--hosts", hosts, "--session-timeout", session, "--timeout", "30s", path, "--"])
+        .args(["sh", "-c", &format!("touch {}", dir.join("ran").display())])
+        .env("ZKLOCK_FAULT_STALL", point)
+        .env("ZKLOCK_FAULT_STALL_MS", ms.to_string())
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (p, dir)
 }
 
 /// Whether `p` exited successfully within `limit` (`None`: it did not exit;
