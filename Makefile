@@ -51,14 +51,15 @@ demo-workers: ffi python-install node
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude zklock-ffi/examples/demo_worker.c \
 	  -o $(DEMO_DIR)/demo_worker -L$(DEMO_DIR)/lib -lzklock -Wl,-rpath,'$$ORIGIN/lib'
 
-## lint: formatting (rustfmt.toml, ruff.toml), clippy, ruff and the API docs,
+## lint: formatting (rustfmt.toml, ruff.toml, biome.json), clippy, ruff, Biome (JS/TS) and the API docs,
 ## warnings are errors
-lint: python-venv
+lint: python-venv node-deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked --quiet
 	$(PYVENV)/bin/ruff format --check --quiet .
 	$(PYVENV)/bin/ruff check --quiet .
+	bindings/node/node_modules/.bin/biome check .
 
 clean:
 	$(CARGO) clean

@@ -17,7 +17,7 @@ const now = () => Number(process.hrtime.bigint()) / 1e3 // µs
 const connect = () => Client.connect({ hosts, sessionTimeoutMs: 10000 })
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-async function uncontended () {
+async function uncontended() {
   const c = await connect()
   const lock = c.lock(path)
   const warmup = num('warmup', 100)
@@ -32,14 +32,14 @@ async function uncontended () {
   return { lat_us: lat }
 }
 
-function window () {
+function window() {
   const start = now()
   return { from: start + num('warmup_ms', 500) * 1e3, end: start + num('duration_ms', 3000) * 1e3 }
 }
 
 // contended / queue / independent: every waiter is an async loop; the
 // event loop is single-threaded, so a plain counter checks exclusion.
-async function throughput (independent) {
+async function throughput(independent) {
   const sessions = Math.max(1, num('sessions', 2))
   const waiters = Math.max(1, num('waiters', sessions))
   const clients = await Promise.all(Array.from({ length: sessions }, connect))
@@ -47,23 +47,25 @@ async function throughput (independent) {
   let violations = 0
   const per = new Array(waiters).fill(0)
   const w = window()
-  await Promise.all(Array.from({ length: waiters }, async (_, i) => {
-    const slot = independent ? i : 0
-    const lock = clients[i % sessions].lock(independent ? `${path}/${i}` : path)
-    while (now() < w.end) {
-      const g = await lock.acquire({ timeoutMs: 120000 })
-      if (++inside[slot] !== 1) violations++
-      const t = now()
-      if (t >= w.from && t < w.end) per[i]++
-      inside[slot]--
-      await g.release()
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: waiters }, async (_, i) => {
+      const slot = independent ? i : 0
+      const lock = clients[i % sessions].lock(independent ? `${path}/${i}` : path)
+      while (now() < w.end) {
+        const g = await lock.acquire({ timeoutMs: 120000 })
+        if (++inside[slot] !== 1) violations++
+        const t = now()
+        if (t >= w.from && t < w.end) per[i]++
+        inside[slot]--
+        await g.release()
+      }
+    }),
+  )
   await Promise.all(clients.map((c) => c.close()))
   return { grants: per.reduce((a, b) => a + b, 0), per_worker: per, violations, window_s: (w.end - w.from) / 1e6 }
 }
 
-async function rw () {
+async function rw() {
   const readers = num('readers', 8)
   const writers = num('writers', 2)
   const holdMs = num('hold_us', 1000) / 1000
@@ -73,20 +75,22 @@ async function rw () {
   let violations = 0
   const per = new Array(n).fill(0)
   const w = window()
-  await Promise.all(clients.map(async (c, i) => {
-    const writer = i >= readers
-    const lock = writer ? c.writeLock(path) : c.readLock(path)
-    while (now() < w.end) {
-      const g = await lock.acquire({ timeoutMs: 120000 })
-      state[writer ? 1 : 0]++
-      if (state[1] > 1 || (state[1] === 1 && state[0] > 0)) violations++
-      const t = now()
-      if (t >= w.from && t < w.end) per[i]++
-      await sleep(holdMs)
-      state[writer ? 1 : 0]--
-      await g.release()
-    }
-  }))
+  await Promise.all(
+    clients.map(async (c, i) => {
+      const writer = i >= readers
+      const lock = writer ? c.writeLock(path) : c.readLock(path)
+      while (now() < w.end) {
+        const g = await lock.acquire({ timeoutMs: 120000 })
+        state[writer ? 1 : 0]++
+        if (state[1] > 1 || (state[1] === 1 && state[0] > 0)) violations++
+        const t = now()
+        if (t >= w.from && t < w.end) per[i]++
+        await sleep(holdMs)
+        state[writer ? 1 : 0]--
+        await g.release()
+      }
+    }),
+  )
   await Promise.all(clients.map((c) => c.close()))
   const r = per.slice(0, readers).reduce((a, b) => a + b, 0)
   const wr = per.slice(readers).reduce((a, b) => a + b, 0)
@@ -98,7 +102,7 @@ const scenarios = {
   contended: () => throughput(false),
   queue: () => throughput(false),
   independent: () => throughput(true),
-  rw
+  rw,
 }
 
 ;(async () => {

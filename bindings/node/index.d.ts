@@ -221,7 +221,6 @@ export declare class Guard {
 }
 
 // ---- added by index.js (js-api.d.ts) ----
-
 /** The state of a held lock, as `guard.state` and state-change events give it. */
 export type LockState = 'HELD' | 'SUSPENDED' | 'LOST' | 'RELEASED'
 

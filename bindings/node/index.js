@@ -24,8 +24,16 @@ Object.defineProperty(ZkLockError.prototype, 'name', { value: 'ZkLockError', wri
 
 // napi-rs argument conversion failures (a string where a number belongs...).
 const NAPI_TYPE_CODES = new Set([
-  'InvalidArg', 'ObjectExpected', 'StringExpected', 'NameExpected', 'FunctionExpected',
-  'NumberExpected', 'BooleanExpected', 'ArrayExpected', 'BigintExpected', 'DateExpected',
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'BigintExpected',
+  'DateExpected',
 ])
 
 function invalidArgType(message) {
@@ -123,8 +131,13 @@ Guard.prototype.onStateChange = function onStateChange(callback) {
 // --- AbortSignal ------------------------------------------------------------
 
 function isAbortSignal(s) {
-  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' &&
-    typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function'
+  return (
+    s !== null &&
+    typeof s === 'object' &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function' &&
+    typeof s.removeEventListener === 'function'
+  )
 }
 
 function abortedError(lock, signal) {

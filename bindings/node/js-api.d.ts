@@ -1,4 +1,3 @@
-
 /** The state of a held lock, as `guard.state` and state-change events give it. */
 export type LockState = 'HELD' | 'SUSPENDED' | 'LOST' | 'RELEASED'
 

@@ -31,7 +31,10 @@ test('connect, acquire, release', async () => {
   assert.equal(g.state, 'RELEASED')
   assert.equal(lock.held, false)
   await assert.rejects(g.release(), (e) => e instanceof ZkLockError && e.code === 'NOT_HELD')
-  assert.throws(() => g.check(), (e) => e instanceof ZkLockError && e.code === 'NOT_HELD')
+  assert.throws(
+    () => g.check(),
+    (e) => e instanceof ZkLockError && e.code === 'NOT_HELD',
+  )
   assert.deepEqual(await c.participants(lock.path), [])
 })
 
@@ -43,7 +46,10 @@ test('reentrant guards: a released guard says so while the other keeps the lock'
   assert.equal(g2.nodePath, g1.nodePath)
   assert.equal(await g2.release(), 'RELEASED')
   assert.equal(g2.state, 'RELEASED')
-  assert.throws(() => g2.check(), (e) => e instanceof ZkLockError && e.code === 'NOT_HELD')
+  assert.throws(
+    () => g2.check(),
+    (e) => e instanceof ZkLockError && e.code === 'NOT_HELD',
+  )
   assert.equal(g1.state, 'HELD')
   g1.check()
   assert.equal(lock.held, true)
@@ -115,7 +121,10 @@ test('read/write locks: readers share, a writer excludes, downgrade, no upgrade'
   const rg = await rw.read.acquire({ timeoutMs: 0 }) // downgrade: immediate
   await wg.release()
   assert.equal(rg.state, 'HELD')
-  await assert.rejects(rw.write.acquire({ timeoutMs: 1000 }), (e) => e instanceof ZkLockError && e.code === 'WOULD_DEADLOCK')
+  await assert.rejects(
+    rw.write.acquire({ timeoutMs: 1000 }),
+    (e) => e instanceof ZkLockError && e.code === 'WOULD_DEADLOCK',
+  )
   await rg.release()
 })
 
@@ -142,8 +151,14 @@ test('bad input: TypeError, INVALID_ARGUMENT, INVALID_PATH, CLOSED (more in host
   assert.throws(() => c.lock(5), typeErr)
   assert.throws(() => c.lock(), typeErr)
   assert.throws(() => c.readWriteLock({}), typeErr)
-  assert.throws(() => c.lock('no-slash'), (e) => e instanceof ZkLockError && e.code === 'INVALID_PATH')
-  assert.throws(() => c.lock('/a//b'), (e) => e.code === 'INVALID_PATH')
+  assert.throws(
+    () => c.lock('no-slash'),
+    (e) => e instanceof ZkLockError && e.code === 'INVALID_PATH',
+  )
+  assert.throws(
+    () => c.lock('/a//b'),
+    (e) => e.code === 'INVALID_PATH',
+  )
   const lock = c.lock(lockPath('bad'))
   assert.throws(() => lock.acquire({ timeoutMs: -1 }), invalidArg)
   assert.throws(() => lock.acquire({ timeoutMs: NaN }), invalidArg)
@@ -160,7 +175,10 @@ test('bad input: TypeError, INVALID_ARGUMENT, INVALID_PATH, CLOSED (more in host
   assert.throws(() => g.onStateChange('nope'), typeErr)
   await c.close()
   assert.equal(c.closed, true)
-  assert.throws(() => c.lock('/x'), (e) => e instanceof ZkLockError && e.code === 'CLOSED')
+  assert.throws(
+    () => c.lock('/x'),
+    (e) => e instanceof ZkLockError && e.code === 'CLOSED',
+  )
   await assert.rejects(lock.acquire(), (e) => e.code === 'CLOSED')
   await assert.rejects(c.participants('/x'), (e) => e.code === 'CLOSED')
   assert.equal(g.state, 'LOST')

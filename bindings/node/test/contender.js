@@ -31,7 +31,10 @@ async function run({ hosts, lockPath, rounds, dir, id }) {
 }
 
 if (!isMainThread) {
-  run(workerData).then((r) => parentPort.postMessage(r), (e) => parentPort.postMessage({ error: String(e.stack || e) }))
+  run(workerData).then(
+    (r) => parentPort.postMessage(r),
+    (e) => parentPort.postMessage({ error: String(e.stack || e) }),
+  )
 } else if (require.main === module) {
   run(JSON.parse(process.argv[2])).then(
     (r) => process.stdout.write(JSON.stringify(r) + '\n'),

@@ -25,7 +25,10 @@ class Instance {
 
   /** Tokens of the "is leader" lines, in order. */
   leaderships() {
-    return this.lines.map((l) => LEADER_LINE.exec(l)).filter(Boolean).map((m) => BigInt(m[2]))
+    return this.lines
+      .map((l) => LEADER_LINE.exec(l))
+      .filter(Boolean)
+      .map((m) => BigInt(m[2]))
   }
 
   printed(text) {
@@ -49,7 +52,11 @@ test('leader example: SIGKILL the leader, another takes over through session exp
     const claims = (list) => list.flatMap((inst) => inst.leaderships().map((token) => ({ inst, token })))
     await waitFor(() => claims(instances).length > 0, 30000, 'a leader')
     const { inst: leader, token } = claims(instances)[0]
-    await waitFor(() => leader.printed(`leader ${leader.id} polling tasks (token ${token})`), 10000, 'the leader to poll')
+    await waitFor(
+      () => leader.printed(`leader ${leader.id} polling tasks (token ${token})`),
+      10000,
+      'the leader to poll',
+    )
     const others = instances.filter((i) => i !== leader)
     for (const o of others) await waitFor(() => o.printed(`instance ${o.id} waiting to lead`), 30000, 'waiting')
     await sleep(500)
@@ -62,9 +69,15 @@ test('leader example: SIGKILL the leader, another takes over through session exp
     // A liveness bound (session timeout + 10 s), not a speed check.
     await waitFor(() => claims(others).length > 0, sessionMs + 10000, 'a new leader')
     const { inst: next, token: nextToken } = claims(others)[0]
-    console.log(`leader ${leader.id} (token ${token}) killed; ${next.id} took over after ${(Date.now() - killed) / 1000} s (token ${nextToken})`)
+    console.log(
+      `leader ${leader.id} (token ${token}) killed; ${next.id} took over after ${(Date.now() - killed) / 1000} s (token ${nextToken})`,
+    )
     assert.ok(nextToken > token, `new token ${nextToken} above ${token}`)
-    await waitFor(() => next.printed(`leader ${next.id} polling tasks (token ${nextToken})`), 10000, 'the new leader to poll')
+    await waitFor(
+      () => next.printed(`leader ${next.id} polling tasks (token ${nextToken})`),
+      10000,
+      'the new leader to poll',
+    )
     await sleep(500)
     assert.equal(claims(others).length, 1, 'exactly one new leader')
 

@@ -7,7 +7,9 @@ async function main() {
   const [hosts, lockPath] = process.argv.slice(2)
   const client = await Client.connect({ hosts, sessionTimeoutMs: 2000 })
   const guard = await client.lock(lockPath).acquire({ timeoutMs: 10000 })
-  process.stdout.write(JSON.stringify({ session: String(guard.sessionId), node: guard.nodePath }) + '\n', () => process.exit(0))
+  process.stdout.write(JSON.stringify({ session: String(guard.sessionId), node: guard.nodePath }) + '\n', () =>
+    process.exit(0),
+  )
 }
 main().catch((e) => {
   console.error(e)

@@ -41,7 +41,14 @@ const isUndefined = ok('undefined', (v) => v === undefined)
  * (below half a nanosecond it is 1 ns). */
 const BAD_OPTION_NUMBERS = [NaN, -1, 0, -0, Infinity, -Infinity, 1e23, 1e300, Number.MAX_VALUE, -Number.MAX_VALUE]
 /** Values of the wrong type for a number option. */
-const WRONG_TYPES = [['the string "1000"', '1000'], ['an object', {}], ['an array', [1000]], ['true', true], ['a bigint', 1000n], ['a symbol', Symbol('t')]]
+const WRONG_TYPES = [
+  ['the string "1000"', '1000'],
+  ['an object', {}],
+  ['an array', [1000]],
+  ['true', true],
+  ['a bigint', 1000n],
+  ['a symbol', Symbol('t')],
+]
 
 const NON_BMP = '\u{1D11E}' // MUSICAL SYMBOL G CLEF, a surrogate pair in UTF-16
 const TWO_MB = 2 * 1024 * 1024
@@ -69,7 +76,14 @@ const BAD_PATHS = [
   ['a 2 MB path', '/' + 'a'.repeat(TWO_MB)],
 ]
 /** Values of the wrong type for a path. */
-const BAD_PATH_TYPES = [['a number', 5], ['undefined', undefined], ['null', null], ['an object', {}], ['a String object', new String('/a')], ['a symbol', Symbol('p')]]
+const BAD_PATH_TYPES = [
+  ['a number', 5],
+  ['undefined', undefined],
+  ['null', null],
+  ['an object', {}],
+  ['a String object', new String('/a')],
+  ['a symbol', Symbol('p')],
+]
 
 /** A fresh lock path. */
 let pathCount = 0
@@ -133,7 +147,11 @@ function groups() {
     ['a non-BMP character in the port', `127.0.0.1:21${NON_BMP}81`],
     ['NUL in the port', '127.0.0.1:21\u00001'],
     ['an unclosed [', '[::1:2181'],
-  ].map(([label, hosts]) => ({ name: `connect hosts: ${label}`, call: () => Client.connect({ hosts, ...quick }), expect: zkErr('INVALID_ARGUMENT') }))
+  ].map(([label, hosts]) => ({
+    name: `connect hosts: ${label}`,
+    call: () => Client.connect({ hosts, ...quick }),
+    expect: zkErr('INVALID_ARGUMENT'),
+  }))
   g.hosts.push(
     ...[
       ['NUL in the chroot', '/a\0b'],
@@ -170,10 +188,23 @@ function groups() {
       call: () => Client.connect({ hosts: '127.0.0.1:1', ...quick }),
       expect: zkErr('CONNECTION_LOSS'),
     },
-    ...[['a number', 2181], ['null', null], ['undefined', undefined], ['an object', {}], ['a String object', new String('127.0.0.1:1')]].map(
-      ([label, hosts]) => ({ name: `connect hosts: ${label}`, call: () => Client.connect({ hosts }), expect: typeErr() }),
-    ),
-    ...[['undefined', undefined], ['null', null], ['a string', '127.0.0.1:2181'], ['a number', 5]].map(([label, o]) => ({
+    ...[
+      ['a number', 2181],
+      ['null', null],
+      ['undefined', undefined],
+      ['an object', {}],
+      ['a String object', new String('127.0.0.1:1')],
+    ].map(([label, hosts]) => ({
+      name: `connect hosts: ${label}`,
+      call: () => Client.connect({ hosts }),
+      expect: typeErr(),
+    })),
+    ...[
+      ['undefined', undefined],
+      ['null', null],
+      ['a string', '127.0.0.1:2181'],
+      ['a number', 5],
+    ].map(([label, o]) => ({
       name: `connect options: ${label}`,
       call: () => Client.connect(o),
       expect: typeErr(),
@@ -204,7 +235,11 @@ function groups() {
     }
   }
   g.paths.push(
-    { name: 'lock(path: "/with space/ünïcode") (control: accepted)', call: (ctx) => ctx.client.lock('/with space/ünïcode'), expect: isLock },
+    {
+      name: 'lock(path: "/with space/ünïcode") (control: accepted)',
+      call: (ctx) => ctx.client.lock('/with space/ünïcode'),
+      expect: isLock,
+    },
     {
       name: 'withLock on a good path (control: runs fn)',
       call: (ctx) => ctx.client.withLock(freshPath('withlock'), () => 'ran'),
@@ -292,13 +327,21 @@ function groups() {
     ['acquire timeoutMs 1e300', (x) => x.lock.acquire({ timeoutMs: 1e300 })],
     ['tryAcquire', (x) => x.lock.tryAcquire()],
     ['guard.check', (x) => x.guard.check()],
-  ].map(([label, call]) => ({ name: `after close(): ${label}`, call: (ctx) => call(ctx.closed), expect: zkErr('CLOSED') }))
+  ].map(([label, call]) => ({
+    name: `after close(): ${label}`,
+    call: (ctx) => call(ctx.closed),
+    expect: zkErr('CLOSED'),
+  }))
   g.afterClose.push(
     { name: 'after close(): close again', call: (ctx) => ctx.closed.client.close(), expect: isUndefined },
     { name: 'after close(): closed', call: (ctx) => ctx.closed.client.closed, expect: ok('true', (v) => v === true) },
     { name: 'after close(): lock.held', call: (ctx) => ctx.closed.lock.held, expect: ok('false', (v) => v === false) },
     { name: 'after close(): lock.cancel', call: (ctx) => ctx.closed.lock.cancel(), expect: isUndefined },
-    { name: 'after close(): guard.state', call: (ctx) => ctx.closed.guard.state, expect: ok('"LOST"', (v) => v === 'LOST') },
+    {
+      name: 'after close(): guard.state',
+      call: (ctx) => ctx.closed.guard.state,
+      expect: ok('"LOST"', (v) => v === 'LOST'),
+    },
     {
       name: 'after close(): guard.release, then again',
       call: async (ctx) => {
@@ -345,7 +388,11 @@ function groups() {
       },
       expect: zkErr('WOULD_DEADLOCK'),
     },
-    ...[['a string', 'x'], ['a number', 5], ['null', null]].map(([label, cb]) => ({
+    ...[
+      ['a string', 'x'],
+      ['a number', 5],
+      ['null', null],
+    ].map(([label, cb]) => ({
       name: `onStateChange(${label})`,
       call: async (ctx) => {
         const g = await ctx.client.lock(freshPath('cb')).acquire()
@@ -357,19 +404,37 @@ function groups() {
       },
       expect: typeErr(),
     })),
-    { name: 'withLock(path, "not a function")', call: (ctx) => ctx.client.withLock(freshPath('w'), 'x'), expect: typeErr() },
-    ...[['a string', '10'], ['a number', 10], ['true', true]].map(([label, o]) => ({
+    {
+      name: 'withLock(path, "not a function")',
+      call: (ctx) => ctx.client.withLock(freshPath('w'), 'x'),
+      expect: typeErr(),
+    },
+    ...[
+      ['a string', '10'],
+      ['a number', 10],
+      ['true', true],
+    ].map(([label, o]) => ({
       name: `acquire(${label})`,
       call: (ctx) => ctx.client.lock(freshPath('o')).acquire(o),
       expect: typeErr(),
     })),
-    { name: 'acquire({ signal: {} })', call: (ctx) => ctx.client.lock(freshPath('s')).acquire({ signal: {} }), expect: typeErr() },
+    {
+      name: 'acquire({ signal: {} })',
+      call: (ctx) => ctx.client.lock(freshPath('s')).acquire({ signal: {} }),
+      expect: typeErr(),
+    },
     {
       name: 'acquire with a signal whose addEventListener throws: that error, and no acquire left running',
       call: async (ctx) => {
         const p = freshPath('fake-signal')
         const boom = new Error('addEventListener boom')
-        const signal = { aborted: false, addEventListener() { throw boom }, removeEventListener() {} }
+        const signal = {
+          aborted: false,
+          addEventListener() {
+            throw boom
+          },
+          removeEventListener() {},
+        }
         let thrown
         try {
           await ctx.client.lock(p).acquire({ signal })
@@ -381,11 +446,22 @@ function groups() {
         const left = await ctx.client.participants(p)
         return { thrown, left: left.length }
       },
-      expect: ok('the listener\'s error and no node', (v) => v.thrown?.message === 'addEventListener boom' && v.left === 0),
+      expect: ok(
+        "the listener's error and no node",
+        (v) => v.thrown?.message === 'addEventListener boom' && v.left === 0,
+      ),
     },
     // Wrong receivers, constructors.
-    { name: 'Lock.prototype.acquire on a plain object', call: () => Lock.prototype.acquire.call({}), expect: typeErr('ERR_INVALID_THIS') },
-    { name: 'Client.prototype.lock on null', call: () => Client.prototype.lock.call(null, '/a'), expect: typeErr('ERR_INVALID_THIS') },
+    {
+      name: 'Lock.prototype.acquire on a plain object',
+      call: () => Lock.prototype.acquire.call({}),
+      expect: typeErr('ERR_INVALID_THIS'),
+    },
+    {
+      name: 'Client.prototype.lock on null',
+      call: () => Client.prototype.lock.call(null, '/a'),
+      expect: typeErr('ERR_INVALID_THIS'),
+    },
     ...[
       [Lock, 'path'],
       [Lock, 'held'],
@@ -503,7 +579,8 @@ function check(c, r) {
   if (!('error' in r)) return `expected an error, ${got}`
   const e = r.error
   if (x.kind === 'zk') {
-    if (!(e instanceof ZkLockError) || !x.codes.includes(e.code)) return `expected ZkLockError ${x.codes.join(' or ')}, ${got}`
+    if (!(e instanceof ZkLockError) || !x.codes.includes(e.code))
+      return `expected ZkLockError ${x.codes.join(' or ')}, ${got}`
     if (c.message && !String(e.message).includes(c.message)) return `expected the message to name ${c.message}, ${got}`
     return null
   }

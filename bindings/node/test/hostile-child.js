@@ -52,7 +52,7 @@ async function main() {
 main().then(
   () => process.exit(0),
   (e) => {
-    process.stderr.write(`hostile-child: ${e && e.stack}\n`)
+    process.stderr.write(`hostile-child: ${e?.stack}\n`)
     process.exit(2)
   },
 )

@@ -20,7 +20,10 @@ const childJs = path.join(__dirname, 'hostile-child.js')
 function child(args) {
   return new Promise((resolve) => {
     execFile(process.execPath, [childJs, ...args], { timeout: 120_000, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
-      const lines = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+      const lines = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
       resolve({ lines, code: err ? err.code : 0, signal: err ? err.signal : null, stderr })
     })
   })
@@ -40,7 +43,11 @@ for (const group of ['connectOptions', 'acquireTimeouts', 'panics']) {
       if (r.lines.some((l) => l.done)) break
       const started = r.lines.filter((l) => 'start' in l).map((l) => l.start)
       const at = started.length ? started[started.length - 1] : first
-      const tail = r.stderr.split('\n').filter((l) => /panicked|fatal|Abort/.test(l)).slice(0, 2).join(' | ')
+      const tail = r.stderr
+        .split('\n')
+        .filter((l) => /panicked|fatal|Abort/.test(l))
+        .slice(0, 2)
+        .join(' | ')
       failures.push(`${cases[at].name}: the process died (exit code ${r.code}, signal ${r.signal}) ${tail}`)
       first = at + 1
     }
@@ -76,7 +83,19 @@ for (const [group, cases] of Object.entries(table)) {
 /** The outcome of `call(ctx)`, a synchronous call or Promise, bounded like the table's. */
 const settle = async (call) => run({ call }, await getCtx())
 
-const specials = fc.constantFrom(NaN, Infinity, -Infinity, 0, -0, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, -Number.MIN_VALUE, 1e12, 1e12 + 1)
+const specials = fc.constantFrom(
+  NaN,
+  Infinity,
+  -Infinity,
+  0,
+  -0,
+  Number.MAX_VALUE,
+  -Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  -Number.MIN_VALUE,
+  1e12,
+  1e12 + 1,
+)
 const anyNumber = fc.oneof(fc.double(), fc.integer(), specials)
 
 test('generated acquire timeouts: NaN or negative is INVALID_ARGUMENT, anything else is accepted', async () => {
@@ -85,7 +104,10 @@ test('generated acquire timeouts: NaN or negative is INVALID_ARGUMENT, anything 
     fc.asyncProperty(anyNumber, async (ms) => {
       const r = await settle((ctx) => ctx.closed.lock.acquire({ timeoutMs: ms }))
       const want = Number.isNaN(ms) || ms < 0 ? 'INVALID_ARGUMENT' : 'CLOSED'
-      assert.ok(r.error instanceof ZkLockError && r.error.code === want, `timeoutMs ${ms}: want ${want}, got ${describeOutcome(r)}`)
+      assert.ok(
+        r.error instanceof ZkLockError && r.error.code === want,
+        `timeoutMs ${ms}: want ${want}, got ${describeOutcome(r)}`,
+      )
     }),
     { numRuns: 500 },
   )
@@ -98,7 +120,10 @@ test('generated connect timeouts: outside (0, max] is INVALID_ARGUMENT naming th
       // An empty connect string: accepted options go on to fail on it
       // (INVALID_ARGUMENT too, but about the connect string), without a network.
       const r = await settle(() => Client.connect({ hosts: '', [option]: ms }))
-      assert.ok(r.error instanceof ZkLockError && r.error.code === 'INVALID_ARGUMENT', `${option} ${ms}: ${describeOutcome(r)}`)
+      assert.ok(
+        r.error instanceof ZkLockError && r.error.code === 'INVALID_ARGUMENT',
+        `${option} ${ms}: ${describeOutcome(r)}`,
+      )
       const namesOption = r.error.message.includes(option)
       // Any positive number is accepted (below half a nanosecond: 1 ns);
       // near the maximum, rounding to nanoseconds decides.
@@ -114,7 +139,11 @@ test('generated connect timeouts: outside (0, max] is INVALID_ARGUMENT naming th
 /** Strings of `unit`s: raw, absolute, or absolute with several components. */
 const pathsOf = (unit) => {
   const s = fc.string({ unit, maxLength: 8 })
-  return fc.oneof(s, s.map((x) => '/' + x), fc.array(s, { minLength: 1, maxLength: 4 }).map((xs) => '/' + xs.join('/')))
+  return fc.oneof(
+    s,
+    s.map((x) => '/' + x),
+    fc.array(s, { minLength: 1, maxLength: 4 }).map((xs) => '/' + xs.join('/')),
+  )
 }
 
 /** The property: a path is INVALID_PATH at once, or ZooKeeper takes it too. */
@@ -132,7 +161,10 @@ async function pathProperty(paths) {
       }
       assert.ok(lock instanceof Lock && lock.path === p)
       const r = await settle(() => lock.acquire({ timeoutMs: 0 }))
-      assert.ok(!('error' in r) && r.value instanceof Guard, `acquire on ${JSON.stringify(p)}, accepted by lock(): ${describeOutcome(r)}`)
+      assert.ok(
+        !('error' in r) && r.value instanceof Guard,
+        `acquire on ${JSON.stringify(p)}, accepted by lock(): ${describeOutcome(r)}`,
+      )
     }),
     { numRuns: 150 },
   )
@@ -145,5 +177,7 @@ test('generated lock paths of BMP characters: INVALID_PATH at once, or a lock Zo
 })
 
 test('generated lock paths of any Unicode characters: INVALID_PATH at once, or a lock ZooKeeper accepts', async () => {
-  await pathProperty(pathsOf(fc.oneof(fc.constantFrom('/', 'a'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }))))
+  await pathProperty(
+    pathsOf(fc.oneof(fc.constantFrom('/', 'a'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }))),
+  )
 })

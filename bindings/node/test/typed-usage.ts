@@ -1,9 +1,23 @@
 // Type-checked by `tsc --noEmit -p test/tsconfig.json` (make test-node);
 // never run. It uses the whole public API as a TypeScript user would.
-import { Client, Guard, Lock, LockState, Participant, ZkLockError, ZkLockErrorCode, ERROR_CODES } from '..'
+import {
+  Client,
+  ERROR_CODES,
+  type Guard,
+  type Lock,
+  type LockState,
+  type Participant,
+  ZkLockError,
+  type ZkLockErrorCode,
+} from '..'
 
 async function usage(): Promise<bigint> {
-  const client: Client = await Client.connect({ hosts: '127.0.0.1:2181', sessionTimeoutMs: 2000, connectTimeoutMs: 5000, operationTimeoutMs: 2000 })
+  const client: Client = await Client.connect({
+    hosts: '127.0.0.1:2181',
+    sessionTimeoutMs: 2000,
+    connectTimeoutMs: 5000,
+    operationTimeoutMs: 2000,
+  })
   const lock: Lock = client.lock('/jobs/nightly')
   const ac = new AbortController()
   const guard: Guard = await lock.acquire({ timeoutMs: 10_000, signal: ac.signal })
