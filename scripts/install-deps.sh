@@ -33,6 +33,8 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+# make lint checks the C style with it.
+command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
 [ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -111,13 +111,14 @@ static void *run_worker(void *arg) {
         } else {
             pthread_mutex_lock(&s->mx);
             s->state[w->writer]++;
-            if (s->state[1] > 1 || (s->state[1] == 1 && s->state[0] > 0)) atomic_fetch_add(&s->violations, 1);
+            if (s->state[1] > 1 || (s->state[1] == 1 && s->state[0] > 0))
+                atomic_fetch_add(&s->violations, 1);
             pthread_mutex_unlock(&s->mx);
         }
         double t = now_us();
         if (t >= s->from && t < s->end) w->grants++;
         if (s->hold_us > 0) {
-            struct timespec d = { s->hold_us / 1000000, (s->hold_us % 1000000) * 1000 };
+            struct timespec d = {s->hold_us / 1000000, (s->hold_us % 1000000) * 1000};
             nanosleep(&d, NULL);
         }
         if (w->writer < 0) {
@@ -161,10 +162,18 @@ static void workers(const char *hosts, const char *path, int kind) {
         ws[i].s = &s;
         ws[i].writer = kind == 2 ? (i >= s.readers) : -1;
         ws[i].inside = &inside[kind == 1 ? i : 0];
-        if (kind == 1) snprintf(p, sizeof p, "%s/%d", path, i); else snprintf(p, sizeof p, "%s", path);
-        zklock_mode mode = kind != 2 ? ZKLOCK_MODE_EXCLUSIVE : ws[i].writer ? ZKLOCK_MODE_WRITE : ZKLOCK_MODE_READ;
+        if (kind == 1)
+            snprintf(p, sizeof p, "%s/%d", path, i);
+        else
+            snprintf(p, sizeof p, "%s", path);
+        zklock_mode mode = kind != 2      ? ZKLOCK_MODE_EXCLUSIVE
+                           : ws[i].writer ? ZKLOCK_MODE_WRITE
+                                          : ZKLOCK_MODE_READ;
         ws[i].lock = new_lock(clients[i % sessions], p, mode);
-        if (pthread_create(&th[i], &attr, run_worker, &ws[i]) != 0) { fprintf(stderr, "bench_c: thread\n"); exit(1); }
+        if (pthread_create(&th[i], &attr, run_worker, &ws[i]) != 0) {
+            fprintf(stderr, "bench_c: thread\n");
+            exit(1);
+        }
     }
     double start = now_us();
     s.from = start + num("warmup_ms", 500) * 1e3;
@@ -174,7 +183,10 @@ static void workers(const char *hosts, const char *path, int kind) {
     for (int i = 0; i < waiters; i++) {
         pthread_join(th[i], NULL);
         total += ws[i].grants;
-        if (ws[i].writer == 1) writes += ws[i].grants; else reads += ws[i].grants;
+        if (ws[i].writer == 1)
+            writes += ws[i].grants;
+        else
+            reads += ws[i].grants;
         zklock_lock_free(ws[i].lock);
     }
     printf("{\"result\":{\"grants\":%ld,\"violations\":%ld,\"window_s\":%.6f", total,
@@ -184,7 +196,10 @@ static void workers(const char *hosts, const char *path, int kind) {
     for (int i = 0; i < waiters; i++) printf("%s%ld", i ? "," : "", ws[i].grants);
     printf("]}}\n");
     for (int i = 0; i < sessions; i++) zklock_client_free(clients[i]);
-    free(clients); free(ws); free(inside); free(th);
+    free(clients);
+    free(ws);
+    free(inside);
+    free(th);
 }
 
 int main(int argc, char **argv) {
@@ -195,11 +210,18 @@ int main(int argc, char **argv) {
     nparams = argc - 4;
     params = argv + 4;
     const char *sc = argv[1];
-    if (strcmp(sc, "uncontended") == 0) uncontended(argv[2], argv[3]);
-    else if (strcmp(sc, "contended") == 0 || strcmp(sc, "queue") == 0) workers(argv[2], argv[3], 0);
-    else if (strcmp(sc, "independent") == 0) workers(argv[2], argv[3], 1);
-    else if (strcmp(sc, "rw") == 0) workers(argv[2], argv[3], 2);
-    else { fprintf(stderr, "bench_c: unknown scenario %s\n", sc); return 2; }
+    if (strcmp(sc, "uncontended") == 0)
+        uncontended(argv[2], argv[3]);
+    else if (strcmp(sc, "contended") == 0 || strcmp(sc, "queue") == 0)
+        workers(argv[2], argv[3], 0);
+    else if (strcmp(sc, "independent") == 0)
+        workers(argv[2], argv[3], 1);
+    else if (strcmp(sc, "rw") == 0)
+        workers(argv[2], argv[3], 2);
+    else {
+        fprintf(stderr, "bench_c: unknown scenario %s\n", sc);
+        return 2;
+    }
     fflush(stdout);
     return 0;
 }

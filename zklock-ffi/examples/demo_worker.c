@@ -75,8 +75,8 @@ static int ready(const char *phase) {
 
 /* One round: acquire (no deadline: the demo bounds the whole run), hold,
  * check, release. */
-static int round_on(const zklock_lock *lock, const char *path, const char *mode,
-                    int round, long hold_ms) {
+static int round_on(const zklock_lock *lock, const char *path, const char *mode, int round,
+                    long hold_ms) {
     zklock_guard *g = NULL;
     zklock_error *err = NULL;
     long long start = now_ns();
@@ -90,8 +90,8 @@ static int round_on(const zklock_lock *lock, const char *path, const char *mode,
     int status = 0;
     /* Before acting on the work: is the lock still safely ours? */
     if ((rc = zklock_guard_check(g, &err)) != ZKLOCK_OK) status = fail("check", rc, err);
-    printf("RELEASE lang=c lock=%s mode=%s round=%d token=%" PRIu64 " t_ns=%lld\n", path,
-           mode, round, token, now_ns());
+    printf("RELEASE lang=c lock=%s mode=%s round=%d token=%" PRIu64 " t_ns=%lld\n", path, mode,
+           round, token, now_ns());
     if ((rc = zklock_guard_release(g, NULL, &err)) != ZKLOCK_OK) status = fail("release", rc, err);
     zklock_guard_free(g);
     return status;
@@ -116,7 +116,8 @@ int main(int argc, char **argv) {
     zklock_client_options opts;
     zklock_client_options_init(&opts);
     opts.session_timeout_ms = 10000;
-    if ((rc = zklock_client_new(hosts, &opts, &zk, &err)) != ZKLOCK_OK) return fail("connect", rc, err);
+    if ((rc = zklock_client_new(hosts, &opts, &zk, &err)) != ZKLOCK_OK)
+        return fail("connect", rc, err);
     if ((rc = zklock_lock_new(zk, mutex_path, ZKLOCK_MODE_EXCLUSIVE, &mutex, &err)) != ZKLOCK_OK) {
         fail("zklock_lock_new", rc, err);
         goto out;

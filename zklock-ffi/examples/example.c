@@ -78,8 +78,7 @@ int main(int argc, char **argv) {
     }
     char node[256];
     zklock_guard_node_path(guard, node, sizeof node);
-    printf("holding %s with fencing token %" PRIu64 "\n", node,
-           zklock_guard_fencing_token(guard));
+    printf("holding %s with fencing token %" PRIu64 "\n", node, zklock_guard_fencing_token(guard));
 
     bool pending = false;
     if ((rc = zklock_guard_release(guard, &pending, &err)) != ZKLOCK_OK) {

@@ -6,14 +6,15 @@
  * takes over within the session timeout; when it stops cleanly (Ctrl-C,
  * SIGTERM) it releases the lock and the next one takes over at once.
  *
- *     cc -std=c11 -Wall -Wextra -Werror leader.c $(pkg-config --cflags --libs zklock) -lpthread -o leader
+ *     cc -std=c11 -Wall -Wextra -Werror leader.c $(pkg-config --cflags --libs zklock) -lpthread -o
+ * leader
  *     ./leader 127.0.0.1:2181 node-1 [SESSION_TIMEOUT_MS]     # in several terminals
  *
  * From the repository without `make install` (after `make ffi`, which builds
  * target/debug/libzklock.so; run.sh links it as target/c/lib/libzklock.so.0):
  *
- *     cc -std=c11 -Iinclude zklock-ffi/examples/leader.c -Ltarget/c/lib -lzklock -lpthread -o leader
- *     LD_LIBRARY_PATH=target/c/lib ./leader 127.0.0.1:2181 node-1
+ *     cc -std=c11 -Iinclude zklock-ffi/examples/leader.c -Ltarget/c/lib -lzklock -lpthread -o
+ * leader LD_LIBRARY_PATH=target/c/lib ./leader 127.0.0.1:2181 node-1
  *
  * It prints, one line each:
  *
@@ -111,7 +112,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     if ((rc = zklock_lock_new(zk, LEADER_PATH, ZKLOCK_MODE_EXCLUSIVE, &lock, &err)) != ZKLOCK_OK) {
-        fprintf(stderr, "zklock_lock_new: %s: %s\n", zklock_code_name(rc), zklock_error_message(err));
+        fprintf(stderr, "zklock_lock_new: %s: %s\n", zklock_code_name(rc),
+                zklock_error_message(err));
         zklock_error_free(err);
         zklock_client_free(zk);
         return 1;

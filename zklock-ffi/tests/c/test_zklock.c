@@ -37,72 +37,66 @@ extern char **environ;
 
 static char g_fail_msg[8192];
 
-#define FAIL(...)                                                              \
-    do {                                                                       \
-        snprintf(g_fail_msg, sizeof g_fail_msg, __VA_ARGS__);                  \
-        fprintf(stderr, "  %s:%d: %s\n", __FILE__, __LINE__, g_fail_msg);      \
-        return 1;                                                              \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(g_fail_msg, sizeof g_fail_msg, __VA_ARGS__);                                      \
+        fprintf(stderr, "  %s:%d: %s\n", __FILE__, __LINE__, g_fail_msg);                          \
+        return 1;                                                                                  \
     } while (0)
 
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) FAIL("CHECK failed: %s", #cond);                          \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) FAIL("CHECK failed: %s", #cond);                                              \
     } while (0)
 
 /* Checks that `expr` returns `want`; prints the error message otherwise. */
-#define CHECK_RC(expr, want)                                                   \
-    do {                                                                       \
-        zklock_code got_ = (expr);                                             \
-        if (got_ != (want))                                                    \
-            FAIL("%s returned %s, expected %s", #expr, zklock_code_name(got_), \
-                 zklock_code_name(want));                                      \
+#define CHECK_RC(expr, want)                                                                       \
+    do {                                                                                           \
+        zklock_code got_ = (expr);                                                                 \
+        if (got_ != (want))                                                                        \
+            FAIL("%s returned %s, expected %s", #expr, zklock_code_name(got_),                     \
+                 zklock_code_name(want));                                                          \
     } while (0)
 
 /* Calls `call` (which must end in `, &err)`), expecting code `want`; the
  * error object must be set on failure (and its code must match), and must
  * not be set on success. `err` is freed. */
-#define EXPECT(want, call)                                                     \
-    do {                                                                       \
-        zklock_error *err = NULL;                                              \
-        zklock_code got_ = call;                                               \
-        if (got_ != (want)) {                                                  \
-            FAIL("%s returned %s (%s), expected %s", #call,                    \
-                 zklock_code_name(got_),                                       \
-                 err ? zklock_error_message(err) : "no error object",          \
-                 zklock_code_name(want));                                      \
-        }                                                                      \
-        if ((want) == ZKLOCK_OK && err != NULL)                                \
-            FAIL("%s succeeded but set an error object", #call);               \
-        if ((want) != ZKLOCK_OK) {                                             \
-            if (err == NULL) FAIL("%s: no error object", #call);               \
-            if (zklock_error_code(err) != (want))                              \
-                FAIL("%s: error object has code %s", #call,                    \
-                     zklock_code_name(zklock_error_code(err)));                \
-            if (strlen(zklock_error_message(err)) == 0)                        \
-                FAIL("%s: empty error message", #call);                        \
-        }                                                                      \
-        zklock_error_free(err);                                                \
+#define EXPECT(want, call)                                                                         \
+    do {                                                                                           \
+        zklock_error *err = NULL;                                                                  \
+        zklock_code got_ = call;                                                                   \
+        if (got_ != (want)) {                                                                      \
+            FAIL("%s returned %s (%s), expected %s", #call, zklock_code_name(got_),                \
+                 err ? zklock_error_message(err) : "no error object", zklock_code_name(want));     \
+        }                                                                                          \
+        if ((want) == ZKLOCK_OK && err != NULL)                                                    \
+            FAIL("%s succeeded but set an error object", #call);                                   \
+        if ((want) != ZKLOCK_OK) {                                                                 \
+            if (err == NULL) FAIL("%s: no error object", #call);                                   \
+            if (zklock_error_code(err) != (want))                                                  \
+                FAIL("%s: error object has code %s", #call,                                        \
+                     zklock_code_name(zklock_error_code(err)));                                    \
+            if (strlen(zklock_error_message(err)) == 0) FAIL("%s: empty error message", #call);    \
+        }                                                                                          \
+        zklock_error_free(err);                                                                    \
     } while (0)
 
 /* Like EXPECT, and the message must contain `needle`. */
-#define EXPECT_MSG(want, needle, call)                                         \
-    do {                                                                       \
-        zklock_error *err = NULL;                                              \
-        zklock_code got_ = call;                                               \
-        if (got_ != (want) || err == NULL) {                                   \
-            FAIL("%s returned %s (%s), expected %s", #call,                    \
-                 zklock_code_name(got_),                                       \
-                 err ? zklock_error_message(err) : "no error object",          \
-                 zklock_code_name(want));                                      \
-        }                                                                      \
-        if (strstr(zklock_error_message(err), (needle)) == NULL) {             \
-            char m_[512];                                                      \
-            snprintf(m_, sizeof m_, "%s", zklock_error_message(err));          \
-            zklock_error_free(err);                                            \
-            FAIL("%s: message \"%s\" does not mention \"%s\"", #call, m_,      \
-                 needle);                                                      \
-        }                                                                      \
-        zklock_error_free(err);                                                \
+#define EXPECT_MSG(want, needle, call)                                                             \
+    do {                                                                                           \
+        zklock_error *err = NULL;                                                                  \
+        zklock_code got_ = call;                                                                   \
+        if (got_ != (want) || err == NULL) {                                                       \
+            FAIL("%s returned %s (%s), expected %s", #call, zklock_code_name(got_),                \
+                 err ? zklock_error_message(err) : "no error object", zklock_code_name(want));     \
+        }                                                                                          \
+        if (strstr(zklock_error_message(err), (needle)) == NULL) {                                 \
+            char m_[512];                                                                          \
+            snprintf(m_, sizeof m_, "%s", zklock_error_message(err));                              \
+            zklock_error_free(err);                                                                \
+            FAIL("%s: message \"%s\" does not mention \"%s\"", #call, m_, needle);                 \
+        }                                                                                          \
+        zklock_error_free(err);                                                                    \
     } while (0)
 
 static const char *connect_string(void) {
@@ -143,8 +137,7 @@ static long participant_count(const zklock_client *zk, const char *path) {
 }
 
 /* Waits up to `ms` for `path` to have `want` participants. */
-static int wait_participants(const zklock_client *zk, const char *path,
-                             long want, long ms) {
+static int wait_participants(const zklock_client *zk, const char *path, long want, long ms) {
     double end = now_s() + (double)ms / 1000.0;
     long n = -1;
     do {
@@ -269,8 +262,7 @@ static int append_line(const char *log, const char *line) {
 static int critical_section(const zklock_guard *g, const char *log, int id) {
     char line[128];
     if (zklock_guard_check(g, NULL) != ZKLOCK_OK) return -1;
-    snprintf(line, sizeof line, "enter %d %" PRIu64 "\n", id,
-             zklock_guard_fencing_token(g));
+    snprintf(line, sizeof line, "enter %d %" PRIu64 "\n", id, zklock_guard_fencing_token(g));
     if (append_line(log, line) != 0) return -1;
     sleep_ms(3);
     snprintf(line, sizeof line, "exit %d\n", id);
@@ -296,8 +288,7 @@ static int check_log(const char *log, int sections) {
             }
             if (token <= last_token) {
                 fclose(f);
-                FAIL("line %d: token %" PRIu64 " not above %" PRIu64, lineno,
-                     token, last_token);
+                FAIL("line %d: token %" PRIu64 " not above %" PRIu64, lineno, token, last_token);
             }
             inside = id;
             last_token = token;
@@ -627,7 +618,8 @@ static const char *g_self;
 /* In a child made by fork(): every inherited object fails at once with
  * ZKLOCK_CLOSED and never reports the parent's lock as held; freeing them
  * returns at once and leaves the parent's node alone; a new client works. */
-static int fork_child_checks(zklock_client *zk, zklock_lock *lock, zklock_guard *g, const char *path) {
+static int fork_child_checks(zklock_client *zk, zklock_lock *lock, zklock_guard *g,
+                             const char *path) {
     CHECK(zklock_guard_state(g) == ZKLOCK_STATE_LOST);
     EXPECT_MSG(ZKLOCK_CLOSED, "fork()", zklock_guard_check(g, &err));
     CHECK(!zklock_lock_is_held(lock));
@@ -999,14 +991,17 @@ static int leader_takeover_body(struct leader_run *r, const char *program) {
         for (int i = 0; i < LEADERS && next < 0; i++)
             if (i != leader && leader_scan(r, i, &next_token, NULL) > 0) next = i;
         if (next < 0 && now_s() - killed > (double)session_ms / 1000.0 + 10)
-            FAIL("no instance took over within %ld ms + 10 s of killing leader %d", session_ms, leader);
+            FAIL("no instance took over within %ld ms + 10 s of killing leader %d", session_ms,
+                 leader);
         if (next < 0) sleep_ms(50);
     }
-    printf("  leader %d (token %" PRIu64 ") killed; instance %d took over after %.1f s (token %" PRIu64 ")\n",
+    printf("  leader %d (token %" PRIu64
+           ") killed; instance %d took over after %.1f s (token %" PRIu64 ")\n",
            leader, token, next, now_s() - killed, next_token);
     if (next_token <= token)
         FAIL("the new leader's token %" PRIu64 " is not above %" PRIu64, next_token, token);
-    snprintf(polling, sizeof polling, "leader %d polling tasks (token %" PRIu64 ")", next, next_token);
+    snprintf(polling, sizeof polling, "leader %d polling tasks (token %" PRIu64 ")", next,
+             next_token);
     if (leader_wait_for(r, next, polling, 10000)) return 1;
     sleep_ms(500);
     leaders = 0;
@@ -1030,9 +1025,11 @@ static int test_leader_example_takeover(void) {
     if (!program || !*program) FAIL("ZKLOCK_TEST_LEADER_EXAMPLE is not set (run.sh sets it)");
     struct leader_run r;
     memset(&r, 0, sizeof r);
-    snprintf(r.dir, sizeof r.dir, "%s/zklock-c-leader.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(r.dir, sizeof r.dir, "%s/zklock-c-leader.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(r.dir)) FAIL("mkdtemp: %s", strerror(errno));
-    for (int i = 0; i < LEADERS; i++) snprintf(r.out[i], sizeof r.out[i], "%s/instance-%d.out", r.dir, i);
+    for (int i = 0; i < LEADERS; i++)
+        snprintf(r.out[i], sizeof r.out[i], "%s/instance-%d.out", r.dir, i);
     int rc = leader_takeover_body(&r, program);
     if (rc != 0) {
         for (int i = 0; i < LEADERS; i++) {
@@ -1137,9 +1134,11 @@ static int test_bad_input(void) {
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(",,,", NULL, &zk, &err));
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new("host:notaport", NULL, &zk, &err));
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new("host:99999", NULL, &zk, &err));
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8", zklock_client_new("\xff\xfe:2181", NULL, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8",
+               zklock_client_new("\xff\xfe:2181", NULL, &zk, &err));
     CHECK(zklock_client_new("127.0.0.1:2181/bad//chroot", NULL, &zk, NULL) != ZKLOCK_OK);
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_client_new(connect_string(), NULL, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out",
+               zklock_client_new(connect_string(), NULL, NULL, &err));
     CHECK(zk == NULL);
 
     /* options */
@@ -1162,10 +1161,12 @@ static int test_bad_input(void) {
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
     zklock_client_options_init(&opts);
     opts.connect_timeout_ms = UINT32_MAX; /* more than a day */
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "connect timeout", zklock_client_new(connect_string(), &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "connect timeout",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
     zklock_client_options_init(&opts);
     opts.operation_timeout_ms = UINT32_MAX;
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "operation timeout", zklock_client_new(connect_string(), &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "operation timeout",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
     CHECK(zk == NULL);
 
     /* chroots: the reserved subtree, characters outside the BMP, too long */
@@ -1187,7 +1188,8 @@ static int test_bad_input(void) {
         zklock_code rc = zklock_client_new(huge, NULL, &zk, &err);
         free(huge);
         const char *m = err ? zklock_error_message(err) : "";
-        int ok = rc == ZKLOCK_INVALID_PATH && strstr(m, "at most 32768 bytes") != NULL && strlen(m) < 400;
+        int ok = rc == ZKLOCK_INVALID_PATH && strstr(m, "at most 32768 bytes") != NULL &&
+                 strlen(m) < 400;
         zklock_error_free(err);
         CHECK(ok);
         CHECK(now_s() - t1 < 5);
@@ -1233,8 +1235,16 @@ static int test_bad_input(void) {
     p = NULL;
 
     /* lock paths and modes */
-    const char *bad_paths[] = {"", "relative", "/", "/trailing/", "/a//b", "/a/./b",
-                               "/a/../b", "/zookeeper", "/nul\x01", "/lock-\xf0\x9f\x94\x92",
+    const char *bad_paths[] = {"",
+                               "relative",
+                               "/",
+                               "/trailing/",
+                               "/a//b",
+                               "/a/./b",
+                               "/a/../b",
+                               "/zookeeper",
+                               "/nul\x01",
+                               "/lock-\xf0\x9f\x94\x92",
                                "/a\xef\xbf\xbf"};
     for (size_t i = 0; i < sizeof bad_paths / sizeof *bad_paths; i++) {
         zklock_error *err = NULL;
@@ -1243,8 +1253,8 @@ static int test_bad_input(void) {
             char m[256];
             snprintf(m, sizeof m, "%s", err ? zklock_error_message(err) : "");
             zklock_error_free(err);
-            FAIL("path \"%s\": %s (%s), expected INVALID_PATH", bad_paths[i],
-                 zklock_code_name(rc), m);
+            FAIL("path \"%s\": %s (%s), expected INVALID_PATH", bad_paths[i], zklock_code_name(rc),
+                 m);
         }
         CHECK(err != NULL);
         zklock_error_free(err);
@@ -1274,8 +1284,10 @@ static int test_bad_input(void) {
     }
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "UTF-8",
                zklock_lock_new(zk, "/bad\xc3(", ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode", zklock_lock_new(zk, "/ok", (zklock_mode)7, &lock, &err));
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode", zklock_lock_new(zk, "/ok", (zklock_mode)-1, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode",
+               zklock_lock_new(zk, "/ok", (zklock_mode)7, &lock, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode",
+               zklock_lock_new(zk, "/ok", (zklock_mode)-1, &lock, &err));
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client",
                zklock_lock_new(NULL, "/ok", ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "path",
