@@ -1,0 +1,86 @@
+#!/bin/sh
+# Compares this checkout's engine with another commit's on this machine:
+# the Rust bench driver built twice (once over each engine), run in turns
+# against one private ZooKeeper, so that drift of a noisy machine hits both
+# alike. Prints a table of medians and the change.
+#
+#   bench/against-engine.sh COMMIT [ROUNDS] [SCENARIOS]
+#
+# ROUNDS (default 5) alternating runs per scenario; SCENARIOS a comma list of
+# uncontended, contended-2, contended-32, queue-32 (default: all four).
+# e.g. issue 13's check against the engine before it:
+#   bench/against-engine.sh c227ec0 6
+#
+# The other engine is built as tests/soak/against-engine.sh does: a
+# throwaway worktree of HEAD with COMMIT's zklock-core/src in place (the
+# driver uses only the public API, which must still compile), its own target
+# directory, removed at the end. Needs an idle machine for numbers that mean
+# anything; `make bench` is the full benchmark.
+set -eu
+[ $# -ge 1 ] || { echo "usage: $0 COMMIT [ROUNDS] [SCENARIOS]" >&2; exit 64; }
+commit=$1
+rounds=${2:-5}
+scenarios=${3:-uncontended,contended-2,contended-32,queue-32}
+repo=$(git rev-parse --show-toplevel)
+git -C "$repo" rev-parse --verify --quiet "$commit^{commit}" >/dev/null || { echo "$0: no commit $commit" >&2; exit 64; }
+tree=$(mktemp -d "${TMPDIR:-/tmp}/zklock-bench-against-XXXXXX")
+cleanup() { git -C "$repo" worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"; }
+trap cleanup EXIT INT TERM
+git -C "$repo" worktree add --detach "$tree" HEAD >/dev/null
+cp -R "$repo/bench/." "$tree/bench/"
+rm -rf "$tree/zklock-core/src"
+git -C "$repo" archive "$commit" zklock-core/src | tar -x -C "$tree"
+echo "against-engine: building the driver over this checkout's engine and over $commit's" >&2
+(cd "$repo" && cargo build --release --locked -p zklock-bench -p zklock-harness --bin zklock-bench-driver --bin zkharness)
+(cd "$tree" && CARGO_TARGET_DIR="$tree/target" cargo build --release -p zklock-bench --bin zklock-bench-driver)
+python3 - "$repo/target/release" "$tree/target/release" "$commit" "$rounds" "$scenarios" <<'EOF'
+import json, statistics, subprocess, sys
+
+now_dir, other_dir, commit, rounds, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+# scenario -> (driver scenario, parameters, what the number is, higher is better)
+SCENARIOS = {
+    "uncontended": ("uncontended", ["iters=1000", "warmup=100"], "median cycle, µs", False),
+    "contended-2": ("contended", ["sessions=2", "duration_ms=2500", "warmup_ms=500"], "grants/s", True),
+    "contended-32": ("contended", ["sessions=32", "duration_ms=2500", "warmup_ms=500"], "grants/s", True),
+    "queue-32": ("queue", ["sessions=32", "waiters=32", "duration_ms=3500", "warmup_ms=1500"], "handoffs/s", True),
+}
+wanted = [s for s in scenarios.split(",") if s]
+unknown = [s for s in wanted if s not in SCENARIOS]
+if unknown:
+    sys.exit(f"against-engine: unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+harness = subprocess.Popen([f"{now_dir}/zkharness", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+try:
+    hosts = json.loads(harness.stdout.readline())["connect"]
+    values = {}
+    for r in range(rounds):
+        # Alternate which engine goes first, round by round.
+        order = [("now", now_dir), (commit, other_dir)]
+        for who, d in order if r % 2 == 0 else order[::-1]:
+            for name in wanted:
+                scenario, params, _, _ = SCENARIOS[name]
+                path = f"/against/{name}/{r}/{who}"
+                out = subprocess.run(
+                    [f"{d}/zklock-bench-driver", scenario, hosts, path, *params], capture_output=True, text=True
+                )
+                results = [json.loads(line)["result"] for line in out.stdout.splitlines() if '"result"' in line]
+                if not results:
+                    sys.exit(f"against-engine: {who} {name} failed: {out.stderr[-500:]}")
+                res = results[0]
+                if name == "uncontended":
+                    v = statistics.median(res["lat_us"])
+                else:
+                    v = res["grants"] / res["window_s"]
+                values.setdefault((name, who), []).append(v)
+                print(f"  round {r} {who:>8} {name:<13} {v:9.0f}", file=sys.stderr, flush=True)
+finally:
+    harness.stdin.close()
+    harness.wait()
+print(f"| scenario ({rounds} alternating runs, median) | {commit} | now | change |")
+print("|---|---|---|---|")
+for name in wanted:
+    _, _, unit, higher = SCENARIOS[name]
+    old, new = statistics.median(values[(name, commit)]), statistics.median(values[(name, "now")])
+    change = 100 * (new - old) / old
+    better = change >= 0 if higher else change <= 0
+    print(f"| {name}: {unit} | {old:.0f} | {new:.0f} | {change:+.1f} % ({'better or equal' if better else 'worse'}) |")
+EOF
