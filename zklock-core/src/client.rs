@@ -309,12 +309,21 @@ impl Shared {
     /// for the server to confirm (not at all on the runtime's own thread).
     /// Idempotent.
     fn close_session(&self, wait: Duration) {
-        if self.closed.send_replace(true) {
-            return;
+        if let Some(confirmed) = self.start_close(wait) {
+            let _ = self.block_on(confirmed);
         }
-        let Some(session) = self.session.borrow().clone() else { return };
+    }
+
+    /// Marks the client closed and closes the session; returns the wait
+    /// (up to `wait`) for the server's confirmation, to run on the runtime,
+    /// or `None` if there is nothing to wait for (already closed).
+    fn start_close(&self, wait: Duration) -> Option<impl Future<Output = ()> + Send + 'static> {
+        if self.closed.send_replace(true) {
+            return None;
+        }
+        let session = self.session.borrow().clone()?;
         session.close();
-        let _ = self.block_on(async move {
+        Some(async move {
             let mut states = session.states();
             let _ = tokio::time::timeout(wait, async {
                 while !states.state().is_terminated() {
@@ -322,7 +331,7 @@ impl Shared {
                 }
             })
             .await;
-        });
+        })
     }
 
     /// Runs `job` on the client's event thread (state-change callbacks).
@@ -352,6 +361,46 @@ impl Shared {
             let _ = tx.send(fut.await);
         });
         rx.recv().map_err(|_| Error::closed())
+    }
+
+    /// Runs `fut` on the runtime; the returned future, which any executor
+    /// can await, gives its output. Dropping the returned future does not
+    /// stop `fut`.
+    pub(crate) fn run<F>(&self, fut: F) -> impl Future<Output = Result<F::Output>> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let spawned = if self.forked() {
+            Err(self.closed_error())
+        } else {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.handle.spawn(async move {
+                let _ = tx.send(fut.await);
+            });
+            Ok(rx)
+        };
+        async move { spawned?.await.map_err(|_| Error::closed()) }
+    }
+
+    /// Runs `fut` on the runtime, then `done` with its output on the event
+    /// thread (never on the runtime's thread: a slow `done` must not hold
+    /// up heartbeats). `done` runs exactly once if this returns `Ok`, never
+    /// if it returns `Err` (a forked child's copy of the client).
+    pub(crate) fn spawn_then<F>(self: &Arc<Self>, fut: F, done: impl FnOnce(F::Output) + Send + 'static) -> Result<()>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if self.forked() {
+            return Err(self.closed_error());
+        }
+        let shared = self.clone();
+        self.handle.spawn(async move {
+            let out = fut.await;
+            shared.post_event(Box::new(move || done(out)));
+        });
+        Ok(())
     }
 
     async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
@@ -499,9 +548,10 @@ impl Drop for ClientInner {
 /// A connection to a ZooKeeper ensemble, the factory of locks.
 ///
 /// `Client` is `Send + Sync` and cheap to clone (clones share one session).
-/// Every method blocks the calling thread and may be called from any thread,
-/// including the client's event thread (state-change callbacks) and threads
-/// of another async runtime. Locks and guards keep the client alive; the
+/// Methods without `_async` block the calling thread and may be called from
+/// any thread, including the client's event thread (state-change callbacks)
+/// and threads of another async runtime (where they block that thread: use
+/// the `_async` methods there, whose futures any executor can await). Locks and guards keep the client alive; the
 /// session closes when [`Client::close`] is called or the last clone, lock
 /// and guard are dropped.
 #[derive(Clone)]
@@ -523,6 +573,29 @@ impl Client {
     /// option; `ConnectionLoss` when no server answered within the connect
     /// timeout; `ZooKeeper` for other server refusals (e.g. failed auth).
     pub fn connect(options: ClientOptions) -> Result<Client> {
+        let (client, first) = Client::start(options)?;
+        client.shared().block_on(first)??;
+        Ok(client)
+    }
+
+    /// [`Client::connect`] as a future that any executor can await (the
+    /// connect runs on the client's own runtime). Dropping the future
+    /// unfinished drops the client, and with it the session.
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
+    pub fn connect_async(options: ClientOptions) -> impl Future<Output = Result<Client>> + Send + 'static {
+        let started = Client::start(options).map(|(client, first)| (client.shared().run(first), client));
+        async move {
+            let (first, client) = started?;
+            first.await??;
+            Ok(client)
+        }
+    }
+
+    /// Makes the client's runtime and event thread, and returns the work
+    /// that opens the first session (to run on the runtime).
+    fn start(options: ClientOptions) -> Result<(Client, impl Future<Output = Result<()>> + Send + 'static)> {
         let hosts = options.validate()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -554,15 +627,14 @@ impl Client {
             generation: fork_generation(),
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
-        let s = shared.clone();
-        let first = shared.block_on(async move {
-            let session = Shared::connect_session(&s.options, &s.hosts).await?;
-            s.session.send_replace(Some(session.clone()));
-            tokio::spawn(s.clone().supervise(session.clone()));
-            Ok::<_, Error>(session)
-        })??;
-        log::debug!("zklock: session {:#x} established, timeout {:?}", first.id, first.timeout);
-        Ok(Client { inner })
+        let first = async move {
+            let session = Shared::connect_session(&shared.options, &shared.hosts).await?;
+            shared.session.send_replace(Some(session.clone()));
+            tokio::spawn(shared.clone().supervise(session.clone()));
+            log::debug!("zklock: session {:#x} established, timeout {:?}", session.id, session.timeout);
+            Ok::<_, Error>(())
+        };
+        Ok((Client { inner }, first))
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -630,11 +702,27 @@ impl Client {
     /// `InvalidPath`, `Closed`, `ConnectionLoss` / `Timeout` when ZooKeeper
     /// does not answer within the operation timeout.
     pub fn participants(&self, path: &str) -> Result<Vec<Participant>> {
+        self.shared().block_on(self.start_participants(path)?)?
+    }
+
+    /// [`Client::participants`] as a future that any executor can await.
+    ///
+    /// # Errors
+    /// As [`Client::participants`].
+    pub fn participants_async(&self, path: &str) -> impl Future<Output = Result<Vec<Participant>>> + Send + 'static {
+        let started = self.start_participants(path).map(|work| self.shared().run(work));
+        async move { started?.await? }
+    }
+
+    fn start_participants(
+        &self,
+        path: &str,
+    ) -> Result<impl Future<Output = Result<Vec<Participant>>> + Send + 'static> {
         self.check_open()?;
         validate_lock_path(path)?;
         let shared = self.shared().clone();
         let path = path.to_owned();
-        self.shared().block_on(async move {
+        Ok(async move {
             let deadline = Some(Instant::now() + shared.options.operation_timeout);
             let session = shared.session(deadline).await?;
             let zk = session.zk()?;
@@ -663,7 +751,7 @@ impl Client {
                 });
             }
             Ok(out)
-        })?
+        })
     }
 
     /// The id of the current ZooKeeper session.
@@ -699,6 +787,19 @@ impl Client {
     pub fn close(&self) {
         let shared = self.shared();
         shared.close_session(shared.options.operation_timeout);
+    }
+
+    /// [`Client::close`] as a future that any executor can await: the
+    /// client is closed when this is called; the future waits for the
+    /// server's confirmation.
+    pub fn close_async(&self) -> impl Future<Output = ()> + Send + 'static {
+        let shared = self.shared();
+        let confirmed = shared.start_close(shared.options.operation_timeout).map(|c| shared.run(c));
+        async move {
+            if let Some(c) = confirmed {
+                let _ = c.await;
+            }
+        }
     }
 
     /// Whether [`Client::close`] was called.

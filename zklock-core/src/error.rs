@@ -53,7 +53,9 @@ error_kinds! {
     InvalidPath = 2, "INVALID_PATH";
     /// The deadline passed before the operation completed.
     Timeout = 3, "TIMEOUT";
-    /// The operation was cancelled through a [`crate::CancelHandle`].
+    /// The operation was cancelled: through its [`crate::CancelToken`], the
+    /// lock handle's [`crate::CancelHandle`], or (async) by dropping its
+    /// future.
     Cancelled = 4, "CANCELLED";
     /// The connection to ZooKeeper was lost, or could not be established, and
     /// the outcome of the operation is unknown or it could not be started.

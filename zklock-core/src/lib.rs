@@ -5,7 +5,13 @@
 //! with Apache Curator's node names so that Curator and zklock exclude each
 //! other on one path.
 //!
-//! The API is blocking; a [`Client`] drives ZooKeeper on a private runtime.
+//! A [`Client`] drives ZooKeeper on a private runtime. Every call comes
+//! blocking (for plain threads and C) and as a future that any executor can
+//! await (`_async`: [`Client::connect_async`], [`Lock::acquire_async`],
+//! [`Guard::release_async`], ...), and an acquire can also complete through
+//! a callback ([`Lock::acquire_then`]). Each acquire takes its own options
+//! ([`AcquireOptions`]): a timeout and a [`CancelToken`] that cancels that
+//! call only.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -35,7 +41,9 @@ mod validate;
 
 pub use client::{Client, ClientOptions, Participant};
 pub use error::{Error, ErrorKind, Result};
-pub use lock::{CancelHandle, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus};
+pub use lock::{
+    AcquireOptions, CancelHandle, CancelToken, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus,
+};
 pub use names::{LockMode, NodeKind};
 pub use validate::{
     acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,

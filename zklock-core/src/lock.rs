@@ -109,6 +109,74 @@ struct CancelState {
     notify: Notify,
 }
 
+/// Cancels the one acquire call (or calls) it is given to, from any thread
+/// (see [`AcquireOptions::cancel_token`]).
+///
+/// Make it before the call and keep a clone: [`CancelToken::cancel`] makes
+/// the calls that were given it fail with `Cancelled` (their nodes are
+/// deleted), whether they are waiting now or start later: a cancel that
+/// lands before the call starts is not lost. Other calls on the same lock
+/// handle are not affected. Cheap to clone (clones are one token);
+/// `Send + Sync`.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken {
+    token: tokio_util::sync::CancellationToken,
+}
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Cancels every call given this token, now and later. Idempotent;
+    /// never blocks; safe from signal-handling threads and callbacks.
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// Options for one acquire call: how long it may wait and how it can be
+/// cancelled. The default waits without limit and has no cancel token.
+#[derive(Clone, Debug, Default)]
+pub struct AcquireOptions {
+    timeout: Option<Duration>,
+    cancel: Option<CancelToken>,
+}
+
+impl AcquireOptions {
+    /// Waits without limit, no cancel token.
+    pub fn new() -> AcquireOptions {
+        AcquireOptions::default()
+    }
+
+    /// Waits at most `timeout` in total (`None`: no limit; zero: try once
+    /// without waiting, see [`Lock::try_acquire`]). A timeout too large to
+    /// represent as a deadline is no limit.
+    pub fn timeout(mut self, timeout: Option<Duration>) -> AcquireOptions {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The call fails with `Cancelled` once `token` is cancelled, even if
+    /// it was cancelled before the call started.
+    pub fn cancel_token(mut self, token: CancelToken) -> AcquireOptions {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+impl From<Option<Duration>> for AcquireOptions {
+    fn from(timeout: Option<Duration>) -> AcquireOptions {
+        AcquireOptions::new().timeout(timeout)
+    }
+}
+
 type Callback = Arc<dyn Fn(LockState) + Send + Sync>;
 
 struct Status {
@@ -411,6 +479,9 @@ struct Ctx {
     downgrade: Option<i64>,
     cancel: Arc<CancelState>,
     epoch: u64,
+    /// This call's own cancellation: the caller's token (a child of it),
+    /// also cancelled when an async acquire's future is dropped.
+    call: tokio_util::sync::CancellationToken,
     /// The handle's guess of the sequence our next node will get (see
     /// [`SeqHint`]).
     seq_hint: Arc<SeqHint>,
@@ -453,13 +524,19 @@ impl Ctx {
         if self.shared.is_closed() {
             return Err(Error::closed());
         }
-        if self.cancel.epoch.load(Ordering::Acquire) != self.epoch {
+        if self.cancelled() {
             return Err(Error::cancelled("acquire"));
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(self.deadline_passed());
         }
         Ok(())
+    }
+
+    /// Whether this call was cancelled: through its token (or its dropped
+    /// future) or through the handle's [`Lock::cancel`].
+    fn cancelled(&self) -> bool {
+        self.call.is_cancelled() || self.cancel.epoch.load(Ordering::Acquire) != self.epoch
     }
 
     /// The error when the deadline passes: `Timeout` for a timeout the
@@ -494,6 +571,7 @@ impl Ctx {
         tokio::select! {
             out = fut => Ok(out),
             _ = notified => Err(Error::cancelled("acquire")),
+            _ = self.call.cancelled() => Err(Error::cancelled("acquire")),
             _ = deadline => Err(self.deadline_passed()),
             _ = self.shared.closed() => Err(Error::closed()),
         }
@@ -1035,7 +1113,7 @@ impl Attempt {
         proof: OwnNodeProof,
     ) -> std::result::Result<Option<Arc<Holding>>, Step> {
         // A cancel that races with the grant wins (section 4, step 6).
-        if ctx.cancel.epoch.load(Ordering::Acquire) != ctx.epoch {
+        if ctx.cancelled() {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
         if !self.session.clock.is_safe() {
@@ -1274,7 +1352,9 @@ async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>,
 /// Ownership belongs to the handle, not to a thread: a handle that holds the
 /// lock and acquires again gets another guard on the same node (reentrant);
 /// the node is deleted when the last of its guards is released. `Lock` is
-/// `Send + Sync`; its methods block the calling thread.
+/// `Send + Sync`. Its methods without `_async` block the calling thread; the
+/// futures of the `_async` ones run on the client's runtime and can be
+/// awaited from any executor.
 pub struct Lock {
     client: Client,
     path: String,
@@ -1354,7 +1434,9 @@ impl Lock {
 
     /// Acquires the lock, waiting at most `timeout` in total (`None`: no
     /// limit; zero: try once without waiting). Returns a guard; the lock is
-    /// held until every guard of this handle is released or dropped.
+    /// held until every guard of this handle is released or dropped. Blocks
+    /// the calling thread; [`Lock::acquire_async`] is the same call as a
+    /// future. `acquire(t)` is `acquire_with(AcquireOptions::new().timeout(t))`.
     ///
     /// One deadline covers every wait and retry. On timeout, cancel or error
     /// our node is deleted (in the background if ZooKeeper cannot be reached
@@ -1368,16 +1450,98 @@ impl Lock {
     /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
     /// as missing permissions on the lock path.
     pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
+        self.acquire_with(&AcquireOptions::new().timeout(timeout))
+    }
+
+    /// [`Lock::acquire`] with per-call options: a timeout and a
+    /// [`CancelToken`] that cancels this call only (and that may be
+    /// cancelled before the call starts). Blocks the calling thread.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`]; `Cancelled` once the call's token is cancelled.
+    pub fn acquire_with(&self, options: &AcquireOptions) -> Result<Guard> {
+        let call = call_token(options);
+        let work = self.start_acquire(options, call)?;
+        self.client.shared().block_on(work)?
+    }
+
+    /// [`Lock::acquire_with`] as a future that any executor can await (the
+    /// work runs on the client's own runtime; the calling thread never
+    /// blocks). Dropping the future before it completes cancels the call:
+    /// our node is deleted as for a timeout, and a guard granted at that
+    /// moment is released.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire_with`].
+    pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<Guard>> + Send + 'static {
+        let call = call_token(&options);
+        let started = self.start_acquire(&options, call.clone()).map(|work| self.client.shared().run(work));
+        async move {
+            // Cancels the call if this future is dropped before its output.
+            let on_drop = call.drop_guard();
+            let out = started?.await;
+            on_drop.disarm();
+            out?
+        }
+    }
+
+    /// [`Lock::acquire_with`] completing through `done`, for programs with
+    /// their own event loop: returns at once, and `done` is called exactly
+    /// once with the outcome, on the client's event thread (where blocking
+    /// zklock calls are allowed; it should return promptly, as other
+    /// callbacks wait). Cancel through the options' [`CancelToken`].
+    ///
+    /// # Errors
+    /// An error found before the call starts (`Closed`, `InvalidArgument`,
+    /// a suspended reentrant hold) is returned here, and then `done` is
+    /// never called.
+    pub fn acquire_then(
+        &self,
+        options: &AcquireOptions,
+        done: impl FnOnce(Result<Guard>) + Send + 'static,
+    ) -> Result<()> {
+        let work = self.start_acquire(options, call_token(options))?;
+        self.client.shared().spawn_then(work, done)
+    }
+
+    /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire`], except that a held lock is not an error.
+    pub fn try_acquire(&self) -> Result<Option<Guard>> {
+        try_once_outcome(self.acquire(Some(Duration::ZERO)))
+    }
+
+    /// [`Lock::try_acquire`] as a future (see [`Lock::acquire_async`]).
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`].
+    pub fn try_acquire_async(&self) -> impl Future<Output = Result<Option<Guard>>> + Send + 'static {
+        let acquire = self.acquire_async(AcquireOptions::new().timeout(Some(Duration::ZERO)));
+        async move { try_once_outcome(acquire.await) }
+    }
+
+    /// Checks what can be checked at once and returns the acquire's work,
+    /// to run on the client's runtime. A reentrant acquire is done here.
+    fn start_acquire(
+        &self,
+        options: &AcquireOptions,
+        call: tokio_util::sync::CancellationToken,
+    ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
         if self.client.is_closed() {
             return Err(self.client.shared().closed_error());
         }
         self.options.validate()?;
+        if call.is_cancelled() {
+            return Err(Error::cancelled("acquire"));
+        }
         if let Some(g) = self.reenter()? {
-            return Ok(g);
+            return Ok(Box::pin(std::future::ready(Ok(g))));
         }
         let downgrade = self.pair_rule()?;
         let shared = self.client.shared().clone();
         let epoch = self.cancel.epoch.load(Ordering::Acquire);
+        let timeout = options.timeout;
         let try_once = timeout == Some(Duration::ZERO);
         let ctx = Ctx {
             shared: shared.clone(),
@@ -1396,35 +1560,27 @@ impl Lock {
             downgrade,
             cancel: self.cancel.clone(),
             epoch,
+            call,
             seq_hint: self.seq_hint.clone(),
         };
         let acquiring = self.acquiring.clone();
         let held = self.held.clone();
-        let holding = shared.block_on(async move {
+        let client = self.client.clone();
+        Ok(Box::pin(async move {
             // Acquires on one handle queue behind each other, then reenter.
             let _turn = ctx.race(acquiring.lock()).await?;
-            if let Some(h) = reenter_slot(&held)? {
-                return Ok(h);
-            }
-            let h = acquire(ctx).await?;
-            if let Ok(mut slot) = held.lock() {
-                *slot = Some(h.clone());
-            }
-            Ok::<_, Error>(h)
-        })??;
-        Ok(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() })
-    }
-
-    /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
-    ///
-    /// # Errors
-    /// As [`Lock::acquire`], except that a held lock is not an error.
-    pub fn try_acquire(&self) -> Result<Option<Guard>> {
-        match self.acquire(Some(Duration::ZERO)) {
-            Ok(g) => Ok(Some(g)),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
-            Err(e) => Err(e),
-        }
+            let holding = match reenter_slot(&held)? {
+                Some(h) => h,
+                None => {
+                    let h = acquire(ctx).await?;
+                    if let Ok(mut slot) = held.lock() {
+                        *slot = Some(h.clone());
+                    }
+                    h
+                },
+            };
+            Ok(Guard { client, holding, slot: held, released: Default::default() })
+        }))
     }
 
     /// A handle that cancels this lock's acquires in progress, from any thread.
@@ -1501,6 +1657,21 @@ impl ReadWriteLock {
     /// The lock path.
     pub fn path(&self) -> &str {
         self.read.path()
+    }
+}
+
+/// The cancellation of one acquire call: a child of the caller's token, so
+/// that the call's own cancel (a dropped future) reaches no other call.
+fn call_token(options: &AcquireOptions) -> tokio_util::sync::CancellationToken {
+    options.cancel.as_ref().map_or_else(Default::default, |t| t.token.child_token())
+}
+
+/// A try-once acquire's outcome: its `Timeout` means "held by someone else".
+fn try_once_outcome(out: Result<Guard>) -> Result<Option<Guard>> {
+    match out {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -1630,12 +1801,39 @@ impl Guard {
 
     /// Releases this guard. The node is deleted when this is the handle's
     /// last guard. Idempotent in effect: a second call fails with `NotHeld`.
+    /// Blocks the calling thread; [`Guard::release_async`] is the same call
+    /// as a future.
     ///
     /// # Errors
     /// `NotHeld` if this guard was already released; `LockLost` if the lock
     /// had been lost before the release (the critical section may have run
     /// without the lock; our node is cleaned up all the same).
     pub fn release(&self) -> Result<ReleaseStatus> {
+        match self.begin_release()? {
+            Releasing::Done(out) => out,
+            Releasing::Delete(work) => self.client.shared().block_on(work.finish())?,
+        }
+    }
+
+    /// [`Guard::release`] as a future that any executor can await. The
+    /// release happens even if the future is dropped unfinished (this guard
+    /// counts as released from the first poll's start: the call is made
+    /// when this method is called).
+    ///
+    /// # Errors
+    /// As [`Guard::release`].
+    pub fn release_async(&self) -> impl Future<Output = Result<ReleaseStatus>> + Send + 'static {
+        let started = self.begin_release().map(|r| match r {
+            Releasing::Done(out) => Box::pin(std::future::ready(Ok(out))) as Pin<Box<dyn Future<Output = _> + Send>>,
+            Releasing::Delete(work) => Box::pin(self.client.shared().run(work.finish())),
+        });
+        async move { started?.await? }
+    }
+
+    /// The part of a release done at once: mark this guard released and,
+    /// for the last guard of the node, stop following it; what remains is
+    /// the deletion (to run on the runtime).
+    fn begin_release(&self) -> Result<Releasing> {
         if self.released.swap(true, Ordering::AcqRel) {
             return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
         }
@@ -1643,10 +1841,10 @@ impl Guard {
             // An inner guard: the node stays for the others, but a loss is
             // this guard's news too (its critical section may have run
             // without the lock).
-            return match self.holding.check() {
+            return Ok(Releasing::Done(match self.holding.check() {
                 Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
                 _ => Ok(ReleaseStatus::Released),
-            };
+            }));
         }
         if let Ok(mut slot) = self.slot.lock() {
             if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, &self.holding)) {
@@ -1659,29 +1857,50 @@ impl Guard {
         let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
         self.holding.set_state(LockState::Released, None);
         self.holding.stop.send_replace(true);
-        let h = self.holding.clone();
-        let monitor = h.monitor.lock().ok().and_then(|mut m| m.take());
-        let deletion = self.client.shared().block_on(async move {
-            // End the monitor first: dropping its watch on our node queues
-            // removeWatches ahead of the delete.
-            if let Some(task) = monitor {
-                task.abort();
-                let _ = task.await;
-            }
-            match state {
-                // Our node was deleted, is not ours any more, or went with
-                // the session: nothing of ours to delete (a node of the same
-                // name now is someone else's).
-                LockState::Lost => Deletion::Gone,
-                // Held with an armed watch: one delete at once. (A third
-                // party that deletes our node and makes another of the same
-                // name in the one round trip before our delete cannot be
-                // told apart: ZooKeeper has no delete-if-owner.) Otherwise
-                // (suspended, or the watch not yet armed by a read showing
-                // the node ours) the node is read first.
-                _ => delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await,
-            }
-        })?;
+        let monitor = self.holding.monitor.lock().ok().and_then(|mut m| m.take());
+        Ok(Releasing::Delete(Deleting { holding: self.holding.clone(), state, known_ours, lost, monitor }))
+    }
+}
+
+/// What [`Guard::begin_release`] leaves to do.
+enum Releasing {
+    /// Nothing: an inner reentrant guard.
+    Done(Result<ReleaseStatus>),
+    /// Delete the node.
+    Delete(Deleting),
+}
+
+/// The deletion of a released node, with what was known at the release.
+struct Deleting {
+    holding: Arc<Holding>,
+    state: LockState,
+    known_ours: bool,
+    lost: Option<Error>,
+    monitor: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Deleting {
+    async fn finish(self) -> Result<ReleaseStatus> {
+        let Deleting { holding: h, state, known_ours, lost, monitor } = self;
+        // End the monitor first: dropping its watch on our node queues
+        // removeWatches ahead of the delete.
+        if let Some(task) = monitor {
+            task.abort();
+            let _ = task.await;
+        }
+        let deletion = match state {
+            // Our node was deleted, is not ours any more, or went with the
+            // session: nothing of ours to delete (a node of the same name
+            // now is someone else's).
+            LockState::Lost => Deletion::Gone,
+            // Held with an armed watch: one delete at once. (A third party
+            // that deletes our node and makes another of the same name in
+            // the one round trip before our delete cannot be told apart:
+            // ZooKeeper has no delete-if-owner.) Otherwise (suspended, or
+            // the watch not yet armed by a read showing the node ours) the
+            // node is read first.
+            _ => delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await,
+        };
         match (lost, deletion) {
             (Some(e), _) => Err(e),
             (None, Deletion::Deleted) => Ok(ReleaseStatus::Released),
@@ -1690,7 +1909,7 @@ impl Guard {
                 ErrorKind::LockLost,
                 format!(
                     "lock {} lost before the release: the node was gone or another session's (it was left alone)",
-                    self.holding.node_path()
+                    h.node_path()
                 ),
             )),
         }
@@ -1698,9 +1917,19 @@ impl Guard {
 }
 
 impl Drop for Guard {
+    /// Releases the guard if it was not released. Blocks until the delete
+    /// is answered, except inside an async runtime (a tokio one, or the
+    /// client's own runtime): there the delete runs in the background, so
+    /// a dropped guard never blocks an executor.
     fn drop(&mut self) {
-        if !self.released.load(Ordering::Acquire) {
-            let _ = self.release();
+        if self.released.load(Ordering::Acquire) || self.client.shared().forked() {
+            return;
+        }
+        let Ok(Releasing::Delete(work)) = self.begin_release() else { return };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            drop(self.client.shared().handle.spawn(work.finish()));
+        } else {
+            let _ = self.client.shared().block_on(work.finish());
         }
     }
 }
@@ -1712,5 +1941,7 @@ const _: fn() = || {
     is::<Lock>();
     is::<Guard>();
     is::<CancelHandle>();
+    is::<CancelToken>();
+    is::<AcquireOptions>();
     is::<ReadWriteLock>();
 };

@@ -1,0 +1,167 @@
+//! The async API and per-call cancellation: futures awaited on executors
+//! that are not the client's, a cancel token that cancels its own call
+//! only (also when cancelled before the call), a dropped acquire future
+//! that deletes its node, and the callback form's thread and outcome.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::*;
+use futures_executor::block_on;
+use zklock_core::{AcquireOptions, CancelToken, Client, ErrorKind, ReleaseStatus};
+
+const LONG: Duration = Duration::from_secs(20);
+
+#[test]
+fn every_async_call_works_on_an_executor_that_is_not_tokio() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    // futures-executor's block_on: no tokio runtime anywhere on this thread.
+    block_on(async {
+        let client = Client::connect_async(options(&hosts, Duration::from_secs(4))).await.expect("connects");
+        let lock = client.lock("/async").expect("lock");
+        let guard = lock.acquire_async(AcquireOptions::new()).await.expect("acquired");
+        let parts = client.participants_async("/async").await.expect("participants");
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].name, guard.node_path().rsplit('/').next().expect("name"));
+        let other = connect(&hosts).lock("/async").expect("lock");
+        assert!(other.try_acquire_async().await.expect("try").is_none(), "held by the first client");
+        assert_eq!(guard.release_async().await.expect("released"), ReleaseStatus::Released);
+        assert!(client.participants_async("/async").await.expect("participants").is_empty());
+        let second = guard.release_async().await.expect_err("second release");
+        assert_eq!(second.kind(), ErrorKind::NotHeld);
+        let kept = lock.acquire_async(AcquireOptions::new()).await.expect("acquired");
+        client.close_async().await;
+        assert!(client.is_closed());
+        assert_eq!(kept.check().expect_err("closed").kind(), ErrorKind::Closed);
+    });
+}
+
+#[test]
+fn a_cancel_token_cancels_its_own_call_and_no_other() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let holder = connect(&hosts);
+    let held = holder.lock("/per-call").expect("lock").acquire(Some(LONG)).expect("held");
+    let waiter = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    // Two waiters on one client, each its own handle, and 1,000 acquires
+    // sharing one handle (they queue behind each other on it).
+    let shared_handle = waiter.lock("/per-call").expect("lock");
+    let tokens: Vec<CancelToken> = (0..1000).map(|_| CancelToken::new()).collect();
+    let (tx, rx) = mpsc::channel();
+    for (i, token) in tokens.iter().enumerate() {
+        let tx = tx.clone();
+        shared_handle
+            .acquire_then(&AcquireOptions::new().timeout(Some(LONG)).cancel_token(token.clone()), move |out| {
+                let _ = tx.send((i, out));
+            })
+            .expect("started");
+    }
+    wait_until("the first shared-handle acquire queued", LONG, || raw.children("/per-call").len() == 2);
+    // Cancel the one that is queued in ZooKeeper, and one that waits for its
+    // turn on the handle.
+    tokens[0].cancel();
+    tokens[500].cancel();
+    let mut cancelled = Vec::new();
+    while cancelled.len() < 2 {
+        let (i, out) = rx.recv_timeout(LONG).expect("a cancelled call ends");
+        assert_eq!(out.expect_err("cancelled").kind(), ErrorKind::Cancelled, "call {i}");
+        cancelled.push(i);
+    }
+    cancelled.sort_unstable();
+    assert_eq!(cancelled, [0, 500]);
+    // The other 998 still wait: one of them queued in ZooKeeper.
+    wait_until("another shared-handle acquire queued", LONG, || raw.children("/per-call").len() == 2);
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "no other call ended");
+    held.release().expect("released");
+    let mut guards = Vec::new();
+    for _ in 0..998 {
+        let (i, out) = rx.recv_timeout(LONG).expect("the others are granted");
+        assert!(i != 0 && i != 500);
+        guards.push(out.expect("granted (reentrant on the shared handle)"));
+    }
+    assert_eq!(raw.children("/per-call").len(), 1, "one node for the handle");
+    drop(guards);
+    wait_until("the handle's node deleted", LONG, || raw.children("/per-call").is_empty());
+}
+
+#[test]
+fn a_token_cancelled_before_the_call_fails_it_at_once_and_creates_nothing() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let client = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let lock = client.lock("/early").expect("lock");
+    let token = CancelToken::new();
+    token.cancel();
+    let opts = AcquireOptions::new().cancel_token(token);
+    assert_eq!(lock.acquire_with(&opts).expect_err("cancelled").kind(), ErrorKind::Cancelled);
+    assert_eq!(block_on(lock.acquire_async(opts.clone())).expect_err("cancelled").kind(), ErrorKind::Cancelled);
+    assert_eq!(
+        lock.acquire_then(&opts, |_| panic!("never called")).expect_err("cancelled").kind(),
+        ErrorKind::Cancelled
+    );
+    assert!(raw.children("/early").is_empty(), "no node made");
+    // The handle is unaffected: a call with no token acquires.
+    lock.acquire(Some(LONG)).expect("acquired").release().expect("released");
+}
+
+#[test]
+fn a_dropped_acquire_future_deletes_its_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let holder = connect(&hosts);
+    let held = holder.lock("/dropped").expect("lock").acquire(Some(LONG)).expect("held");
+    let waiter = connect(&hosts).lock("/dropped").expect("lock");
+    let raw = Raw::connect(&hosts);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let acquire = waiter.acquire_async(AcquireOptions::new());
+        // The caller gives up (select/timeout): the future is dropped.
+        let out = tokio::time::timeout(Duration::from_millis(500), acquire).await;
+        assert!(out.is_err(), "still waiting behind the holder");
+    });
+    assert_eq!(raw.children("/dropped").len(), 2, "the waiter had queued");
+    wait_until("the dropped waiter's node deleted", LONG, || raw.children("/dropped").len() == 1);
+    held.release().expect("released");
+    assert!(raw.children("/dropped").is_empty());
+}
+
+#[test]
+fn a_guard_dropped_inside_a_runtime_is_released_in_the_background() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let client = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let lock = client.lock("/drop-in-async").expect("lock");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let guard = lock.acquire_async(AcquireOptions::new()).await.expect("acquired");
+        drop(guard);
+    });
+    wait_until("the dropped guard's node deleted", LONG, || raw.children("/drop-in-async").is_empty());
+    assert!(lock.try_acquire().expect("try").is_some(), "free again");
+}
+
+#[test]
+fn acquire_then_calls_back_once_on_the_event_thread() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let client = connect(&hosts);
+    let lock = client.lock("/callback").expect("lock");
+    let (tx, rx) = mpsc::channel();
+    lock.acquire_then(&AcquireOptions::new(), move |out| {
+        let thread = std::thread::current().name().map(str::to_owned);
+        // Blocking calls are allowed here.
+        let status = out.and_then(|g| g.release());
+        let _ = tx.send((thread, status));
+    })
+    .expect("started");
+    let (thread, status) = rx.recv_timeout(LONG).expect("called back");
+    assert_eq!(thread.as_deref(), Some("zklock-events"));
+    assert_eq!(status.expect("acquired and released"), ReleaseStatus::Released);
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "called once");
+}
