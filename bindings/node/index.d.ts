@@ -126,6 +126,17 @@ export declare class Client {
    */
   close(): Promise<void>
 }
+export type CancelToken = _CancelToken
+/**
+ * The cancel token of one acquire (`index.js` makes one per acquire
+ * given an `AbortSignal`, and cancels it when the signal aborts).
+ */
+export declare class _CancelToken {
+  /** A token that is not cancelled. */
+  constructor()
+  /** Cancels the acquire given this token (also if it has not started). */
+  cancel(): void
+}
 /**
  * A lock handle: exclusive, read or write side, on one path.
  *
@@ -142,9 +153,9 @@ export declare class Lock {
    * Acquires the lock and resolves with a `Guard`. Waits at most
    * `timeoutMs` in total (absent: without limit; `0`: try once) and
    * rejects with `ZkLockError` `TIMEOUT` then; an aborted `signal`
-   * rejects with `CANCELLED`. On timeout, abort or error our queue node
-   * is deleted. The wait runs on a thread of its own, not on the event
-   * loop or libuv's thread pool.
+   * rejects with `CANCELLED` (that acquire only: others on the same
+   * handle go on). On timeout, abort or error our queue node is deleted.
+   * The wait takes no thread: it is a future on the core's runtime.
    *
    * Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
    * (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);

@@ -144,7 +144,6 @@ function abortedError(lock, signal) {
   return new ZkLockError(`acquiring ${lock.path}: aborted`, 'CANCELLED', { cause: signal.reason })
 }
 
-let nextTicket = 1
 const nativeAcquire = Lock.prototype.acquire
 Lock.prototype.acquire = function acquire(options) {
   if (!(this instanceof Lock)) throw invalidThis('Lock.prototype.acquire', Lock, this)
@@ -162,22 +161,17 @@ Lock.prototype.acquire = function acquire(options) {
   }
   if (signal === undefined || signal === null) return nativeAcquire.call(this, nativeOptions)
   if (!isAbortSignal(signal)) throw invalidArgType('signal must be an AbortSignal')
-  if (signal.aborted) {
-    // Still validate the rest synchronously, like a call without a signal.
-    if (nativeOptions.timeoutMs !== undefined && !(nativeOptions.timeoutMs >= 0)) {
-      return nativeAcquire.call(this, nativeOptions)
-    }
-    return Promise.reject(abortedError(this, signal))
-  }
-  const ticket = nextTicket
-  nextTicket = nextTicket >= 0xfffffff0 ? 1 : nextTicket + 1
-  const onAbort = () => this._abortAcquire(ticket)
+  // This acquire's own cancel token: aborting cancels this call only, and
+  // a token cancelled before the call starts still cancels it.
+  const token = new native._CancelToken()
+  const onAbort = () => token.cancel()
+  if (signal.aborted) onAbort()
   // Listen before starting: if the signal throws, no acquire is left
   // running (and rejecting unhandled).
-  signal.addEventListener('abort', onAbort, { once: true })
+  else signal.addEventListener('abort', onAbort, { once: true })
   let promise
   try {
-    promise = nativeAcquire.call(this, nativeOptions, ticket)
+    promise = nativeAcquire.call(this, nativeOptions, token)
   } catch (e) {
     signal.removeEventListener('abort', onAbort)
     throw e

@@ -310,9 +310,10 @@ if (!nativeBinding) {
   throw new Error(`Failed to load native binding`)
 }
 
-const { errorCodes, Client, Lock, Guard } = nativeBinding
+const { errorCodes, Client, _CancelToken, Lock, Guard } = nativeBinding
 
 module.exports.errorCodes = errorCodes
 module.exports.Client = Client
+module.exports._CancelToken = _CancelToken
 module.exports.Lock = Lock
 module.exports.Guard = Guard

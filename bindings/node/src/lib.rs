@@ -4,10 +4,12 @@
 //! Apache ZooKeeper, with the Rust core `zklock-core` linked in directly.
 //!
 //! Threads: every call that may wait (connect, acquire, release,
-//! participants, close) runs the blocking core call on a thread of its own
-//! (never on libuv's small thread pool, never on the JavaScript thread) and
-//! settles a Promise through a napi threadsafe function. State-change
-//! callbacks come from the client's event thread the same way.
+//! participants, close) is the core's async call: its work runs on the
+//! core's own runtime, and its future is awaited on napi-rs's tokio runtime
+//! (one worker thread, made in [`init`]), which settles the Promise on the
+//! JavaScript thread. No thread per call, nothing on libuv's thread pool or
+//! on the JavaScript thread. State-change callbacks come from the client's
+//! event thread through a napi threadsafe function.
 //!
 //! Errors: [`zk_error`] is the one place that maps the core's `ErrorKind` to
 //! a JavaScript error (`code` = the kind's name, e.g. `"TIMEOUT"`); the
@@ -19,8 +21,8 @@
 //! Panics: no panic may unwind into Node (that aborts the process). Every
 //! `#[napi]` entry point has `catch_unwind` (a panic throws an error with
 //! `code: "GenericFailure"`, which `index.js` turns into `ZkLockError`
-//! `INTERNAL`); the work of a Promise runs under `catch_unwind` on its thread
-//! and rejects with `INTERNAL`; callbacks into JavaScript and the drops that
+//! `INTERNAL`); the work of a Promise runs under `catch_unwind` and rejects
+//! with `INTERNAL`; callbacks into JavaScript and the drops that
 //! run in GC finalizers do not panic (see [`StateCallback`]).
 
 #![deny(clippy::unwrap_used)]
@@ -32,13 +34,13 @@
 // JavaScript one), so they link to private items.
 #![allow(rustdoc::private_intra_doc_links)]
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use napi::bindgen_prelude::{BigInt, Buffer, ToNapiValue};
+use futures_util::FutureExt as _;
+use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
@@ -108,95 +110,39 @@ pub fn error_codes() -> Vec<String> {
 // Promises settled from our own threads
 // ---------------------------------------------------------------------------
 
-/// Runs the blocking `work` on a thread of its own and returns a Promise
-/// that settles with its result on the JavaScript thread. A core error
-/// rejects through [`zk_error`]; a panic rejects with `INTERNAL`.
-///
-/// A thread per call in progress keeps long waits (an acquire may wait for
-/// hours) off libuv's thread pool, whose four threads also serve `fs` and
-/// `dns`. The threads come from [`run_on_call_thread`], which reuses idle
-/// ones: starting a thread for every short call cost more than the call.
-fn spawn_promise<T, F>(env: &Env, name: &str, work: F) -> napi::Result<JsObject>
-where
-    T: ToNapiValue + Send + 'static,
-    F: FnOnce() -> core::Result<T> + Send + 'static,
-{
-    let (deferred, promise) = env.create_deferred()?;
-    let what = name.to_owned();
-    let spawned = run_on_call_thread(Box::new(move || {
-        let result = catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| {
-            Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
-        });
-        deferred.resolve(move |env: Env| match result {
-            Ok(v) => Ok(v),
-            Err(e) => Err(zk_error(&env, &e)),
-        });
-    }));
-    match spawned {
-        Ok(_) => Ok(promise),
-        Err(e) => {
-            Err(zk_error(env, &core::Error::new(core::ErrorKind::Internal, format!("cannot start a thread: {e}"))))
-        },
+/// The runtime that awaits the core's futures for the Promises: one
+/// worker (the work itself runs on the core's runtime; this one only waits
+/// for it and settles Promises).
+#[napi::module_init]
+fn init() {
+    if let Ok(rt) = napi::tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .thread_name("zklock-node")
+        .enable_all()
+        .build()
+    {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }
 
-type CallJob = Box<dyn FnOnce() + Send>;
-
-/// How long a call thread waits for another call before it ends.
-const CALL_THREAD_IDLE: Duration = Duration::from_secs(30);
-
-/// Call threads waiting for work: an id and where to send the job.
-static IDLE_CALL_THREADS: std::sync::Mutex<Vec<(u64, std::sync::mpsc::Sender<CallJob>)>> =
-    std::sync::Mutex::new(Vec::new());
-static NEXT_CALL_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Runs `job` on an idle call thread, or on a new one (named
-/// `zklock-call`) if none is idle. There are as many threads as calls in
-/// progress; each ends after [`CALL_THREAD_IDLE`] without work.
-fn run_on_call_thread(job: CallJob) -> std::io::Result<()> {
-    let idle = IDLE_CALL_THREADS.lock().ok().and_then(|mut v| v.pop());
-    if let Some((_, tx)) = idle {
-        // Popped under the lock, so that thread cannot end before it gets
-        // this job (see below): the send cannot fail.
-        if let Err(std::sync::mpsc::SendError(job)) = tx.send(job) {
-            return run_on_call_thread(job);
-        }
-        return Ok(());
-    }
-    std::thread::Builder::new().name("zklock-call".into()).spawn(move || {
-        let id = NEXT_CALL_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut job = job;
-        loop {
-            // A job catches its own panics (spawn_promise); this keeps the
-            // thread's bookkeeping right should anything else panic.
-            let _ = catch_unwind(AssertUnwindSafe(job));
-            let (tx, rx) = std::sync::mpsc::channel::<CallJob>();
-            match IDLE_CALL_THREADS.lock() {
-                Ok(mut idle) => idle.push((id, tx)),
-                Err(_) => return,
-            }
-            job = match rx.recv_timeout(CALL_THREAD_IDLE) {
-                Ok(j) => j,
-                Err(_) => {
-                    // Leave only if no caller took our sender meanwhile;
-                    // one that did is about to send a job: wait for it.
-                    let still_idle = IDLE_CALL_THREADS.lock().map(|mut idle| {
-                        let before = idle.len();
-                        idle.retain(|(i, _)| *i != id);
-                        idle.len() != before
-                    });
-                    if still_idle.unwrap_or(true) {
-                        return;
-                    }
-                    match rx.recv() {
-                        Ok(j) => j,
-                        Err(_) => return,
-                    }
-                },
-            };
-        }
-    })?;
-    Ok(())
+/// Awaits the core's future `work` and returns a Promise that settles with
+/// its result on the JavaScript thread. A core error rejects through
+/// [`zk_error`]; a panic rejects with `INTERNAL`.
+fn promise<T, F>(env: &Env, name: &str, work: F) -> napi::Result<JsObject>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = core::Result<T>> + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred()?;
+    let what = name.to_owned();
+    napi::bindgen_prelude::spawn(async move {
+        let result = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
+            Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
+        });
+        deferred.resolve(move |env: Env| result.map_err(|e| zk_error(&env, &e)));
+    });
+    Ok(promise)
 }
 
 /// Says which JavaScript option, in milliseconds, a core error about a
@@ -324,7 +270,8 @@ impl Client {
         if let Some(d) = operation {
             opts = opts.operation_timeout(d);
         }
-        spawn_promise(&env, "zklock-connect", move || core::Client::connect(opts).map(|client| Client { client }))
+        let connect = core::Client::connect_async(opts);
+        promise(&env, "connect", async move { connect.await.map(|client| Client { client }) })
     }
 
     /// An exclusive lock on `path` (compatible with Curator's
@@ -369,10 +316,10 @@ impl Client {
     /// Rejects with `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS`, `TIMEOUT`.
     #[napi(ts_return_type = "Promise<Array<Participant>>", catch_unwind)]
     pub fn participants(&self, env: Env, path: String) -> napi::Result<JsObject> {
-        let client = self.client.clone();
-        spawn_promise(&env, "zklock-participants", move || {
-            let list = client.participants(&path)?;
+        let list = self.client.participants_async(&path);
+        promise(&env, "participants", async move {
             Ok(list
+                .await?
                 .into_iter()
                 .map(|p| Participant {
                     name: p.name,
@@ -408,9 +355,9 @@ impl Client {
     /// server to confirm.
     #[napi(ts_return_type = "Promise<void>", catch_unwind)]
     pub fn close(&self, env: Env) -> napi::Result<JsObject> {
-        let client = self.client.clone();
-        spawn_promise(&env, "zklock-close", move || {
-            client.close();
+        let closed = self.client.close_async();
+        promise(&env, "close", async move {
+            closed.await;
             Ok(())
         })
     }
@@ -468,20 +415,26 @@ impl LockRef {
     }
 }
 
-/// One acquire that an `AbortSignal` can cancel.
-#[derive(Default)]
-struct Ticket {
-    aborted: AtomicBool,
-    done: AtomicBool,
+/// The cancel token of one acquire (`index.js` makes one per acquire
+/// given an `AbortSignal`, and cancels it when the signal aborts).
+#[napi(js_name = "_CancelToken")]
+pub struct CancelToken {
+    token: core::CancelToken,
 }
 
-struct LockShared {
-    lock: LockRef,
-    /// Bumped by `lock.cancel()`: an acquire that the core cancelled
-    /// without this changing and without its own abort was cancelled on
-    /// behalf of another acquire of the handle, and tries again.
-    cancels: AtomicU64,
-    tickets: Mutex<HashMap<u32, Arc<Ticket>>>,
+#[napi]
+impl CancelToken {
+    /// A token that is not cancelled.
+    #[napi(constructor, catch_unwind)]
+    pub fn new() -> CancelToken {
+        CancelToken { token: core::CancelToken::new() }
+    }
+
+    /// Cancels the acquire given this token (also if it has not started).
+    #[napi(catch_unwind)]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
 }
 
 /// Options of `lock.acquire()`.
@@ -502,12 +455,12 @@ pub struct AcquireOptions {
 /// node (reentrant); the node is deleted when the last guard is released.
 #[napi]
 pub struct Lock {
-    shared: Arc<LockShared>,
+    lock: LockRef,
 }
 
 impl Lock {
     fn new(lock: LockRef) -> Lock {
-        Lock { shared: Arc::new(LockShared { lock, cancels: AtomicU64::new(0), tickets: Mutex::default() }) }
+        Lock { lock }
     }
 }
 
@@ -523,13 +476,13 @@ impl Lock {
     /// The lock path.
     #[napi(getter, catch_unwind)]
     pub fn path(&self) -> String {
-        self.shared.lock.get().path().to_owned()
+        self.lock.get().path().to_owned()
     }
 
     /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
     #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
     pub fn mode(&self) -> String {
-        match self.shared.lock.get().mode() {
+        match self.lock.get().mode() {
             core::LockMode::Exclusive => "EXCLUSIVE",
             core::LockMode::Read => "READ",
             core::LockMode::Write => "WRITE",
@@ -540,45 +493,35 @@ impl Lock {
     /// Acquires the lock and resolves with a `Guard`. Waits at most
     /// `timeoutMs` in total (absent: without limit; `0`: try once) and
     /// rejects with `ZkLockError` `TIMEOUT` then; an aborted `signal`
-    /// rejects with `CANCELLED`. On timeout, abort or error our queue node
-    /// is deleted. The wait runs on a thread of its own, not on the event
-    /// loop or libuv's thread pool.
+    /// rejects with `CANCELLED` (that acquire only: others on the same
+    /// handle go on). On timeout, abort or error our queue node is deleted.
+    /// The wait takes no thread: it is a future on the core's runtime.
     ///
     /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
     /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
     /// throws `INVALID_ARGUMENT` for a NaN or negative timeout.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>", catch_unwind)]
-    pub fn acquire(&self, env: Env, options: Option<AcquireOptions>, ticket: Option<u32>) -> napi::Result<JsObject> {
+    pub fn acquire(
+        &self,
+        env: Env,
+        options: Option<AcquireOptions>,
+        token: Option<ClassInstance<CancelToken>>,
+    ) -> napi::Result<JsObject> {
         let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms)).map_err(|e| zk_error(&env, &e))?;
-        let ticket = match ticket {
-            Some(id) => {
-                let t = Arc::new(Ticket::default());
-                if let Ok(mut map) = self.shared.tickets.lock() {
-                    map.insert(id, t.clone());
-                }
-                Some((id, t))
-            },
-            None => None,
-        };
-        let shared = self.shared.clone();
-        spawn_promise(&env, "zklock-acquire", move || {
-            let result = acquire_blocking(&shared, timeout, ticket.as_ref().map(|(_, t)| &**t));
-            if let Some((id, t)) = &ticket {
-                t.done.store(true, Ordering::Release);
-                if let Ok(mut map) = shared.tickets.lock() {
-                    map.remove(id);
-                }
-            }
-            result.map(Guard::new)
-        })
+        let mut opts = core::AcquireOptions::new().timeout(timeout);
+        if let Some(t) = token {
+            opts = opts.cancel_token(t.token.clone());
+        }
+        let acquire = self.lock.get().acquire_async(opts);
+        promise(&env, "acquire", async move { acquire.await.map(Guard::new) })
     }
 
     /// Tries once without waiting: resolves with a `Guard`, or `null` when
     /// someone else holds the lock. Rejects like `acquire()` otherwise.
     #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
-        let shared = self.shared.clone();
-        spawn_promise(&env, "zklock-try-acquire", move || Ok(shared.lock.get().try_acquire()?.map(Guard::new)))
+        let attempt = self.lock.get().try_acquire_async();
+        promise(&env, "tryAcquire", async move { Ok(attempt.await?.map(Guard::new)) })
     }
 
     /// Cancels every acquire in progress on this handle: they reject with
@@ -586,75 +529,13 @@ impl Lock {
     /// affected. (To cancel one acquire, pass it an `AbortSignal`.)
     #[napi(catch_unwind)]
     pub fn cancel(&self) {
-        self.shared.cancels.fetch_add(1, Ordering::AcqRel);
-        self.shared.lock.get().cancel();
+        self.lock.get().cancel();
     }
 
     /// Whether this handle holds the lock now (held or suspended).
     #[napi(getter, catch_unwind)]
     pub fn held(&self) -> bool {
-        self.shared.lock.get().is_held()
-    }
-
-    /// Used by `index.js` when the `AbortSignal` of the acquire with this
-    /// ticket fires.
-    #[napi(js_name = "_abortAcquire", skip_typescript, catch_unwind)]
-    pub fn abort_acquire(&self, ticket: u32) {
-        let t = self.shared.tickets.lock().ok().and_then(|m| m.get(&ticket).cloned());
-        let Some(t) = t else { return };
-        t.aborted.store(true, Ordering::Release);
-        self.shared.lock.get().cancel();
-        // The core cancels the acquires in progress; one that was just
-        // about to start could miss it, so poke again until it ended.
-        let shared = self.shared.clone();
-        let _ = std::thread::Builder::new().name("zklock-abort".into()).spawn(move || {
-            for _ in 0..600 {
-                std::thread::sleep(Duration::from_millis(50));
-                if t.done.load(Ordering::Acquire) {
-                    return;
-                }
-                shared.lock.get().cancel();
-            }
-        });
-    }
-}
-
-/// The blocking acquire behind `lock.acquire()`: retries a cancellation
-/// that was meant for another acquire of the same handle.
-fn acquire_blocking(
-    shared: &LockShared,
-    timeout: Option<Duration>,
-    ticket: Option<&Ticket>,
-) -> core::Result<core::Guard> {
-    let try_once = timeout == Some(Duration::ZERO);
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    let aborted = || ticket.is_some_and(|t| t.aborted.load(Ordering::Acquire));
-    let cancelled =
-        || core::Error::new(core::ErrorKind::Cancelled, format!("acquiring {}: aborted", shared.lock.get().path()));
-    loop {
-        if aborted() {
-            return Err(cancelled());
-        }
-        let generation = shared.cancels.load(Ordering::Acquire);
-        let remaining =
-            if try_once { Some(Duration::ZERO) } else { deadline.map(|d| d.saturating_duration_since(Instant::now())) };
-        match shared.lock.get().acquire(remaining) {
-            Ok(guard) if aborted() => {
-                // Granted while the abort was on its way: honour the abort.
-                let _ = guard.release();
-                return Err(cancelled());
-            },
-            Err(e) if e.kind() == core::ErrorKind::Cancelled => {
-                if aborted() {
-                    return Err(cancelled());
-                }
-                if shared.cancels.load(Ordering::Acquire) != generation {
-                    return Err(e);
-                }
-                // Cancelled for another acquire's abort: try again.
-            },
-            other => return other,
-        }
+        self.lock.get().is_held()
     }
 }
 
@@ -676,37 +557,25 @@ fn state_name(state: core::LockState) -> &'static str {
 /// collected unreleased is released in the background.
 #[napi]
 pub struct Guard {
-    guard: Option<Arc<core::Guard>>,
+    guard: core::Guard,
 }
 
 impl Guard {
     fn new(guard: core::Guard) -> Guard {
-        Guard { guard: Some(Arc::new(guard)) }
+        Guard { guard }
     }
 
     fn get(&self) -> &core::Guard {
-        self.guard.as_ref().expect("Guard::guard is Some until drop")
+        &self.guard
     }
 }
 
 impl Drop for Guard {
+    /// Runs in the GC finalizer, on the JavaScript thread: starts the
+    /// release in the background (the core's async release does not block;
+    /// a guard already released gives `NOT_HELD`, ignored).
     fn drop(&mut self) {
-        // Dropping the core guard releases it if needed, which waits for
-        // ZooKeeper: never on the JavaScript thread (GC finalizers run there).
-        if let Some(g) = self.guard.take() {
-            let slot = Arc::new(Mutex::new(Some(g)));
-            let theirs = slot.clone();
-            let spawned = std::thread::Builder::new().name("zklock-drop".into()).spawn(move || {
-                let g = theirs.lock().ok().and_then(|mut s| s.take());
-                drop(g);
-            });
-            if spawned.is_err() {
-                // Could not start a thread: leak rather than block (the
-                // closure, dropped here, held only the other handle); the
-                // node goes with the session.
-                std::mem::forget(slot);
-            }
-        }
+        drop(self.guard.release_async());
     }
 }
 
@@ -744,9 +613,7 @@ impl Guard {
     pub fn panic_for_test(env: Env, place: String) -> napi::Result<JsObject> {
         match place.as_str() {
             "sync" => panic!("test panic in a synchronous call"),
-            "promise" => spawn_promise(&env, "zklock-test-panic", || -> core::Result<()> {
-                panic!("test panic in the work of a Promise")
-            }),
+            "promise" => promise(&env, "a test", async { panic_in_promise() }),
             _ => Err(type_error(&env, "ERR_INVALID_ARG_VALUE", "place must be \"sync\" or \"promise\"")),
         }
     }
@@ -760,10 +627,9 @@ impl Guard {
     /// our node is cleaned up all the same).
     #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
-        let guard = self.guard.clone();
-        spawn_promise(&env, "zklock-release", move || {
-            let guard = guard.ok_or_else(|| core::Error::new(core::ErrorKind::Internal, "guard already dropped"))?;
-            Ok(match guard.release()? {
+        let release = self.guard.release_async();
+        promise(&env, "release", async move {
+            Ok(match release.await? {
                 core::ReleaseStatus::Released => "RELEASED".to_owned(),
                 core::ReleaseStatus::Pending => "PENDING".to_owned(),
             })
@@ -836,6 +702,11 @@ impl Guard {
         self.get().on_state_change(move |state| callback.call(state));
         Ok(())
     }
+}
+
+/// The work of `_panicForTest("promise")`.
+fn panic_in_promise() -> core::Result<()> {
+    panic!("test panic in the work of a Promise")
 }
 
 /// The threadsafe function behind `guard.onStateChange()`, called on the

@@ -69,3 +69,35 @@ test('lock.cancel() cancels every acquire of the handle; a timeout after abort-f
   assert.equal((await a.participants(p)).length, 1)
   await holder.release()
 })
+
+test('aborting one of 1,000 acquires that share one handle leaves the other 999 waiting, on few threads', async () => {
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('abort-one-of-many')
+  const holder = await a.lock(p).acquire()
+  const lock = b.lock(p)
+  const controllers = Array.from({ length: 1000 }, () => new AbortController())
+  const outcomes = new Map()
+  const waits = controllers.map((ac, i) =>
+    lock.acquire({ signal: ac.signal }).then(
+      (g) => outcomes.set(i, g),
+      (e) => outcomes.set(i, e),
+    ),
+  )
+  await sleep(300)
+  // No thread per waiting acquire (they are futures on the core's runtime).
+  const threads = Number(/Threads:\s+(\d+)/.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8'))[1])
+  assert.ok(threads < 32, `${threads} threads with 1,000 acquires waiting`)
+  controllers[500].abort()
+  await waits[500]
+  assert.equal(outcomes.get(500).code, 'CANCELLED')
+  await sleep(200)
+  assert.equal(outcomes.size, 1, 'only the aborted acquire ended')
+  await holder.release()
+  await Promise.all(waits)
+  const guards = [...outcomes.entries()].filter(([i]) => i !== 500).map(([, g]) => g)
+  assert.equal(guards.length, 999)
+  for (const g of guards) assert.equal(g.state, 'HELD', 'granted (reentrant on the shared handle)')
+  for (const g of guards) await g.release()
+  assert.deepEqual(await a.participants(p), [])
+})

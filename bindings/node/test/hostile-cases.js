@@ -265,7 +265,14 @@ function groups() {
     })
   }
   // Accepted: 0 tries once, the rest wait (without limit from 1e12 ms on).
-  const accepted = [0, -0, 5e-324, 5000, 1e12, 1e12 + 1, 1e23, 1e300, Number.MAX_VALUE, Infinity, undefined, null]
+  // A positive timeout is a deadline however small (the core's one rule):
+  // 5e-324 ms (1 ns) has passed before the first request, even on a free lock.
+  g.acquireTimeouts.push({
+    name: 'acquire timeoutMs: 5e-324 on a free lock times out at once',
+    call: (ctx) => ctx.client.lock(freshPath('free')).acquire({ timeoutMs: 5e-324 }),
+    expect: zkErr('TIMEOUT'),
+  })
+  const accepted = [0, -0, 5000, 1e12, 1e12 + 1, 1e23, 1e300, Number.MAX_VALUE, Infinity, undefined, null]
   for (const v of accepted) {
     const label = Object.is(v, -0) ? '-0' : String(v)
     g.acquireTimeouts.push({
@@ -273,7 +280,7 @@ function groups() {
       call: (ctx) => ctx.client.lock(freshPath('free')).acquire({ timeoutMs: v }),
       expect: isGuard,
     })
-    if (v === 0 || Object.is(v, -0) || v === 5e-324) continue
+    if (v === 0 || Object.is(v, -0)) continue
     g.acquireTimeouts.push({
       name: `acquire timeoutMs: ${label} on a held lock, aborted after 200 ms`,
       call: (ctx) => ctx.client.lock(ctx.heldPath).acquire({ timeoutMs: v, signal: AbortSignal.timeout(200) }),
