@@ -422,6 +422,12 @@ pub struct CancelToken {
     token: core::CancelToken,
 }
 
+impl Default for CancelToken {
+    fn default() -> CancelToken {
+        CancelToken::new()
+    }
+}
+
 #[napi]
 impl CancelToken {
     /// A token that is not cancelled.
