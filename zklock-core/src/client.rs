@@ -789,6 +789,25 @@ impl Client {
         shared.close_session(shared.options.operation_timeout);
     }
 
+    /// Runs `future` (one of this client's `_async` calls) on the client's
+    /// runtime and then calls `done` with its output on the client's event
+    /// thread: how a program with its own event loop (C, Python's asyncio)
+    /// waits for a call without a thread of its own. `done` may make
+    /// blocking zklock calls but should return promptly (other callbacks
+    /// wait). `future` must not block (it runs on the runtime that keeps
+    /// the sessions alive).
+    ///
+    /// # Errors
+    /// `Closed` in a forked child's copy of the client; then `done` is
+    /// never called. Otherwise `done` is called exactly once.
+    pub fn spawn_then<F>(&self, future: F, done: impl FnOnce(F::Output) + Send + 'static) -> Result<()>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared().spawn_then(future, done)
+    }
+
     /// [`Client::close`] as a future that any executor can await: the
     /// client is closed when this is called; the future waits for the
     /// server's confirmation.

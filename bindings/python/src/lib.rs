@@ -4,11 +4,15 @@
 //! This module adds what Python needs:
 //!
 //! - blocking waits that release the GIL and still honour Ctrl-C: the core
-//!   call runs on a helper thread while the caller waits on a channel in
-//!   slices of [`WAIT_SLICE`], running Python's signal handlers between
-//!   slices; an exception from a handler (KeyboardInterrupt) cancels the
-//!   core acquire through its `CancelHandle`, so no lock node is left, and
-//!   is then raised;
+//!   acquire completes through its callback (connect: on a helper thread)
+//!   while the caller waits on a channel in slices of [`WAIT_SLICE`],
+//!   running Python's signal handlers between slices; an exception from a
+//!   handler (KeyboardInterrupt) cancels that call's `CancelToken`, so no
+//!   lock node is left, and is then raised;
+//! - asyncio without a thread per await: `acquire_start`/`release_start`
+//!   start the core call and hand its outcome to a Python `done(ok,
+//!   value)` on the client's event thread, which completes an asyncio
+//!   future through `loop.call_soon_threadsafe`;
 //! - one lock object = one core lock handle with a stack of guards, so
 //!   `with lock: with lock:` re-enters like the core handle does;
 //! - state-change callbacks called on the client's event thread with the
@@ -47,9 +51,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
-    acquire_timeout_from_secs, option_timeout_from_secs, Client as CoreClient, ClientOptions, Error, ErrorKind, Guard,
-    Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind, ReadWriteLock as CoreReadWriteLock, ReleaseStatus,
-    MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    acquire_timeout_from_secs, option_timeout_from_secs, AcquireOptions, CancelToken, Client as CoreClient,
+    ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind,
+    ReadWriteLock as CoreReadWriteLock, ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -276,12 +280,9 @@ fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<O
     Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
-/// Runs `job` on a helper thread and waits for its result without the GIL,
-/// in slices of [`WAIT_SLICE`], running Python's signal handlers between
-/// slices. If a handler raises (KeyboardInterrupt on Ctrl-C), `interrupt`
-/// is called (without the GIL) with the receiver of the job's result, so
-/// that it can cancel the job and clean up after it, and the handler's
-/// exception is returned.
+/// Runs `job` on a helper thread and waits for its result as
+/// [`wait_for_outcome`] does (for calls that have no completion callback:
+/// connect).
 fn wait_interruptibly<T, J, I>(py: Python<'_>, job: J, interrupt: I) -> PyResult<T>
 where
     T: Send + 'static,
@@ -295,6 +296,19 @@ where
             let _ = tx.send(job());
         })
         .map_err(|e| py_err(Error::new(ErrorKind::Internal, format!("cannot start a thread: {e}"))))?;
+    wait_for_outcome(py, rx, interrupt)
+}
+
+/// Waits for the outcome on `rx` without the GIL, in slices of
+/// [`WAIT_SLICE`], running Python's signal handlers between slices. If a
+/// handler raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called
+/// (without the GIL) with the receiver, so that it can cancel the call and
+/// clean up after it, and the handler's exception is returned.
+fn wait_for_outcome<T, I>(py: Python<'_>, rx: mpsc::Receiver<T>, interrupt: I) -> PyResult<T>
+where
+    T: Send + 'static,
+    I: FnOnce(mpsc::Receiver<T>) + Send,
+{
     let mut rx = rx;
     loop {
         // The receiver moves in and out: it is Send but not Sync.
@@ -307,13 +321,51 @@ where
             Ok(value) => return Ok(value),
             Err(RecvTimeoutError::Timeout) => {},
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(py_err(Error::new(ErrorKind::Internal, "the waiting thread ended without a result")))
+                return Err(py_err(Error::new(ErrorKind::Internal, "the call ended without a result")))
             },
         }
         if let Err(signal) = py.check_signals() {
             py.detach(move || interrupt(rx));
             return Err(signal);
         }
+    }
+}
+
+/// Enters Python from one of zklock's threads (the client's event thread):
+/// not at all once the interpreter shuts down ([`SHUTTING_DOWN`]), and
+/// counted in [`RUNNING_CALLBACKS`] meanwhile so that `_shutdown` waits.
+fn enter_python(f: impl FnOnce(Python<'_>)) {
+    /// Counts a callback as running from before it looks at the flag
+    /// until it has left Python.
+    struct Running;
+    impl Drop for Running {
+        fn drop(&mut self) {
+            RUNNING_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    RUNNING_CALLBACKS.fetch_add(1, Ordering::SeqCst);
+    let _running = Running;
+    if SHUTTING_DOWN.load(Ordering::SeqCst) {
+        return;
+    }
+    // try_attach: never initialize or panic if the interpreter is gone
+    // (embedders that finalize without atexit hooks).
+    let _ = Python::try_attach(f);
+}
+
+/// The cancel handle of one asyncio acquire or release (what
+/// `Lock.acquire_start` returns): `cancel()` cancels that call only.
+#[pyclass(frozen, module = "zklock._zklock")]
+struct Call {
+    token: CancelToken,
+}
+
+#[pymethods]
+impl Call {
+    /// Cancels this call (the acquire fails with Cancelled and leaves no
+    /// node). Never blocks; any thread; idempotent.
+    fn cancel(&self) {
+        self.token.cancel();
     }
 }
 
@@ -605,26 +657,52 @@ impl Lock {
 /// shuts down (`_shutdown`) callbacks are no longer called.
 fn register(guard: &Guard, cb: PyCallback) {
     guard.on_state_change(move |state| {
-        /// Counts a callback as running from before it looks at the flag
-        /// until it has left Python.
-        struct Running;
-        impl Drop for Running {
-            fn drop(&mut self) {
-                RUNNING_CALLBACKS.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        RUNNING_CALLBACKS.fetch_add(1, Ordering::SeqCst);
-        let _running = Running;
-        if SHUTTING_DOWN.load(Ordering::SeqCst) {
-            return;
-        }
-        // try_attach: never initialize or panic if the interpreter is gone
-        // (embedders that finalize without atexit hooks).
-        let _ = Python::try_attach(|py| {
+        enter_python(|py| {
             if let Err(e) = cb.call1(py, (state_name(state),)) {
                 e.write_unraisable(py, Some(cb.bind(py)));
             }
         });
+    });
+}
+
+impl Lock {
+    /// Keeps a granted guard: pushed on this object's stack, and the
+    /// object's callbacks registered on a fresh grant.
+    fn granted(&self, guard: Guard) {
+        let guard = Arc::new(guard);
+        let fresh = {
+            let mut guards = locked(&self.guards);
+            guards.push(guard.clone());
+            guards.len() == 1
+        };
+        *locked(&self.last) = Some(guard.clone());
+        if fresh {
+            for cb in locked(&self.callbacks).iter() {
+                register(&guard, cb.clone());
+            }
+        }
+    }
+
+    /// The options of one acquire call of `acquire(blocking, timeout)`,
+    /// with its own cancel token.
+    fn call_options(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<(AcquireOptions, CancelToken)> {
+        let wait = wait_limit(blocking, timeout)?;
+        let token = CancelToken::new();
+        Ok((AcquireOptions::new().timeout(wait).cancel_token(token.clone()), token))
+    }
+}
+
+/// Calls the Python `done(ok, value)` of an asyncio call from the event
+/// thread: `(True, value)` or `(False, exception)`.
+fn complete(done: Py<PyAny>, outcome: impl FnOnce(Python<'_>) -> PyResult<Py<PyAny>>) {
+    enter_python(|py| {
+        let args = match outcome(py) {
+            Ok(v) => (true, v),
+            Err(e) => (false, e.into_value(py).into_any()),
+        };
+        if let Err(e) = done.call1(py, args) {
+            e.write_unraisable(py, Some(done.bind(py)));
+        }
     });
 }
 
@@ -639,42 +717,96 @@ impl Lock {
     /// timeout, TypeError for a timeout that is not a number.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let wait = wait_limit(blocking, timeout)?;
+        let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("lock")?;
-        let handle = Arc::clone(&self.handle);
-        let cancel = handle.get().cancel_handle();
-        let result = wait_interruptibly(
-            py,
-            move || handle.get().acquire(wait),
-            move |rx| {
-                cancel.cancel();
-                // The cancelled acquire returns promptly (its node is deleted,
-                // in the background if ZooKeeper cannot be reached). If it won
-                // the race, give the lock back.
-                if let Ok(Ok(guard)) = rx.recv() {
-                    let _ = guard.release();
-                }
-            },
-        )?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.handle
+            .get()
+            .acquire_then(&options, move |out| {
+                let _ = tx.send(out);
+            })
+            .map_err(|e| to_py_err(py, &e))?;
+        let result = wait_for_outcome(py, rx, move |rx| {
+            token.cancel();
+            // The cancelled acquire returns promptly (its node is deleted,
+            // in the background if ZooKeeper cannot be reached). If it won
+            // the race, give the lock back.
+            if let Ok(Ok(guard)) = rx.recv() {
+                let _ = guard.release();
+            }
+        })?;
         match result {
             Ok(guard) => {
-                let guard = Arc::new(guard);
-                let fresh = {
-                    let mut guards = locked(&self.guards);
-                    guards.push(guard.clone());
-                    guards.len() == 1
-                };
-                *locked(&self.last) = Some(guard.clone());
-                if fresh {
-                    for cb in locked(&self.callbacks).iter() {
-                        register(&guard, cb.clone());
-                    }
-                }
+                self.granted(guard);
                 Ok(true)
             },
             Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
             Err(e) => Err(to_py_err(py, &e)),
         }
+    }
+
+    /// Starts `acquire(blocking, timeout)` for asyncio and returns at once
+    /// with the call's cancel handle. `done(ok, value)` is called exactly
+    /// once on the client's event thread with the GIL: `(True, True)` when
+    /// acquired (the guard is on this object's stack), `(True, False)` on
+    /// timeout, `(False, exception)` otherwise. No thread waits meanwhile.
+    /// Raises at once (and never calls `done`) for bad arguments, Closed.
+    #[pyo3(signature = (blocking, timeout, done))]
+    fn acquire_start(
+        slf: &Bound<'_, Self>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        done: Py<PyAny>,
+    ) -> PyResult<Call> {
+        let py = slf.py();
+        let (options, token) = Lock::call_options(blocking, timeout)?;
+        let this = slf.get();
+        this.origin.check("lock")?;
+        let lock: Py<Lock> = slf.clone().unbind();
+        this.handle
+            .get()
+            .acquire_then(&options, move |out| {
+                let outcome = match out {
+                    Ok(guard) => {
+                        lock.get().granted(guard);
+                        Ok(true)
+                    },
+                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+                    Err(e) => Err(e),
+                };
+                complete(done, move |py| match outcome {
+                    Ok(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
+                    Err(e) => Err(to_py_err(py, &e)),
+                });
+            })
+            .map_err(|e| to_py_err(py, &e))?;
+        Ok(Call { token })
+    }
+
+    /// Starts `release()` for asyncio: `done(ok, value)` is called once on
+    /// the client's event thread, `(True, True)` when released, `(True,
+    /// False)` when the delete goes on in the background, `(False,
+    /// exception)` otherwise. Raises at once (and never calls `done`) as
+    /// `release()` does for nothing held and in a forked child.
+    fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
+        let guard = locked(&self.guards)
+            .pop()
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+        if self.origin.forked() {
+            std::mem::forget(guard);
+            return Err(py_err(self.origin.inherited("lock")));
+        }
+        let release = guard.release_async();
+        self.client
+            .spawn_then(release, move |out| {
+                complete(done, move |py| match out {
+                    Ok(status) => {
+                        Ok((status == ReleaseStatus::Released).into_pyobject(py)?.to_owned().into_any().unbind())
+                    },
+                    Err(e) => Err(to_py_err(py, &e)),
+                })
+            })
+            .map_err(|e| to_py_err(py, &e))
     }
 
     /// Releases the newest guard of this object (the node is deleted with
@@ -850,6 +982,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<Lock>()?;
+    m.add_class::<Call>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;

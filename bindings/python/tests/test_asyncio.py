@@ -100,3 +100,46 @@ def test_async_wait_for_timeout_leaves_no_node(
                 wait_for(lambda: len(observer.participants(path)) == 1, what="the waiter's node to go")
 
     asyncio.run(main())
+
+
+def _process_threads() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads: line in /proc/self/status")
+
+
+def test_cancelling_one_of_1000_tasks_on_one_lock_object_cancels_that_acquire_only(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    async def main() -> None:
+        holder = client.lock(path)
+        assert await holder.acquire_async()
+        with zklock.Client(hosts) as other:
+            shared = other.lock(path)
+            before = _process_threads()
+            tasks = [asyncio.ensure_future(shared.acquire_async()) for _ in range(1000)]
+            for _ in range(250):
+                if len(observer.participants(path)) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(observer.participants(path)) == 2
+            # No thread per waiting acquire.
+            extra = _process_threads() - before
+            assert extra < 4, "%d more threads for 1,000 waiting acquires" % extra
+            tasks[500].cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await tasks[500]
+            await asyncio.sleep(0.3)
+            assert [t.done() for t in tasks].count(True) == 1, "only the cancelled acquire ended"
+            assert await holder.release_async()
+            # The 999 others are granted (re-entrantly on the shared object).
+            others = [t for i, t in enumerate(tasks) if i != 500]
+            assert await asyncio.wait_for(asyncio.gather(*others), 20) == [True] * 999
+            assert shared.depth == 999
+            for _ in range(999):
+                await shared.release_async()
+            assert observer.participants(path) == []
+
+    asyncio.run(main())

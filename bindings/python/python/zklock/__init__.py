@@ -53,7 +53,6 @@ import asyncio
 import atexit
 import enum
 import os
-import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
@@ -94,7 +93,6 @@ __version__: str = _zklock.__version__
 #: Every error code of the core, e.g. ``"TIMEOUT"`` (the ``.code`` values).
 ERROR_CODES: Tuple[str, ...] = _zklock.ERROR_CODES
 
-_T = TypeVar("_T")
 _LockT = TypeVar("_LockT", bound="Lock")
 Identifier = Union[str, bytes, None]
 
@@ -148,11 +146,11 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_zklock._after_fork_in_child)
 
 
-def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: Any) -> "asyncio.Future[_T]":
-    """Runs ``fn(*args)`` on a new daemon thread; its outcome completes the
-    returned future on ``loop``. A thread of its own, not the loop's default
-    executor: lock waits can be long and must not starve it."""
-    fut: asyncio.Future[_T] = loop.create_future()
+def _completion(loop: asyncio.AbstractEventLoop) -> "Tuple[asyncio.Future[Any], Callable[[bool, Any], None]]":
+    """A future on ``loop`` and the ``done(ok, value)`` that completes it
+    from the client's event thread (the native ``*_start`` calls call it
+    once): no thread waits for the call meanwhile."""
+    fut: asyncio.Future[Any] = loop.create_future()
 
     def settle(ok: bool, value: Any) -> None:
         if fut.done():
@@ -162,20 +160,13 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., _T], *args: An
         else:
             fut.set_exception(value)
 
-    def run() -> None:
+    def done(ok: bool, value: Any) -> None:
         try:
-            result = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            outcome: Tuple[bool, Any] = (False, exc)
-        else:
-            outcome = (True, result)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
+            loop.call_soon_threadsafe(settle, ok, value)
         except RuntimeError:  # the loop is closed: nobody is waiting
             pass
 
-    threading.Thread(target=run, name="zklock-async", daemon=True).start()
-    return fut
+    return fut, done
 
 
 class Lock:
@@ -355,21 +346,22 @@ class Lock:
     # -- asyncio -------------------------------------------------------------
 
     async def acquire_async(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """:meth:`acquire` for asyncio: waits on a helper thread, so the
-        event loop keeps running. Returns False on timeout.
+        """:meth:`acquire` for asyncio. Returns False on timeout. The wait
+        takes no thread: the core completes the awaited future from its
+        event thread, and the event loop keeps running.
 
-        Cancelling the awaiting task cancels the acquire: our node is deleted
-        (or the lock, if it was granted in the race, released) before the
-        ``CancelledError`` propagates. This also cancels other acquires in
-        progress on the same object (use one lock object per task).
+        Cancelling the awaiting task cancels this acquire only (other
+        acquires on the same object go on): our node is deleted (or the
+        lock, if it was granted in the race, released) before the
+        ``CancelledError`` propagates.
         """
-        _wait_limit(blocking, timeout)  # bad arguments raise here, not on a thread
         loop = asyncio.get_running_loop()
-        fut = _in_thread(loop, self._native.acquire, blocking, timeout)
+        fut, done = _completion(loop)
+        call = self._native.acquire_start(blocking, timeout, done)
         try:
-            return await asyncio.shield(fut)
+            return bool(await asyncio.shield(fut))
         except asyncio.CancelledError as cancelled:
-            self._native.cancel()
+            call.cancel()
             while not fut.done():
                 try:
                     await asyncio.shield(fut)
@@ -378,12 +370,15 @@ class Lock:
                 except BaseException:  # noqa: BLE001 - Cancelled etc.: no lock
                     break
             if not fut.cancelled() and fut.exception() is None and fut.result():
-                await _in_thread(loop, self._native.release)
+                await self.release_async()
             raise cancelled
 
     async def release_async(self) -> bool:
-        """:meth:`release` for asyncio (the delete waits on a helper thread)."""
-        return await _in_thread(asyncio.get_running_loop(), self._native.release)
+        """:meth:`release` for asyncio: the delete is awaited without a
+        thread (completed from the client's event thread)."""
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.release_start(done)
+        return bool(await fut)
 
     async def __aenter__(self: _LockT) -> _LockT:
         """Acquires without blocking the loop, up to ``self.timeout``; raises LockTimeout."""
