@@ -232,6 +232,17 @@ typedef int32_t zklock_mode;
 #endif // __cplusplus
 
 /**
+ * A cancel token: made before an acquire call, given to it
+ * (`zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
+ * to make that call fail with `ZKLOCK_CANCELLED`: that call only, not
+ * other acquires of the same lock handle, and also when the cancel comes
+ * before the call starts. One token may be given to several calls (it
+ * cancels them all). Thread-safe. Freed with `zklock_cancel_free` (a call
+ * keeps its own reference: the token may be freed while the call goes on).
+ */
+typedef struct zklock_cancel zklock_cancel;
+
+/**
  * A connection to a ZooKeeper ensemble (one session), the factory of locks.
  *
  * Created by `zklock_client_new`, freed by `zklock_client_free`. Thread-safe:
@@ -332,6 +343,16 @@ typedef struct zklock_client_options {
  */
 typedef void (*zklock_state_cb)(void *userdata, zklock_state state);
 
+/**
+ * The callback of `zklock_lock_acquire_async`, called exactly once with the
+ * outcome: `code` is `ZKLOCK_OK` and `guard` a new guard (the callee owns
+ * it: free it with `zklock_guard_free`, which releases the lock if still
+ * held), or `code` is the error and `err` a new error object (the callee
+ * owns it: free it with `zklock_error_free`); the other pointer is NULL.
+ * `user_data` is the pointer given to `zklock_lock_acquire_async`.
+ */
+typedef void (*zklock_acquire_cb)(void *user_data, zklock_code code, struct zklock_guard *guard, struct zklock_error *err);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -344,6 +365,42 @@ extern "C" {
  * Any thread.
  */
 const char *zklock_version(void);
+
+/**
+ * Makes a cancel token that is not cancelled; `*out` receives it (free it
+ * with `zklock_cancel_free`).
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL `out`.
+ *
+ * # Safety
+ * `out` and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_cancel_new(struct zklock_cancel **out, struct zklock_error **err);
+
+/**
+ * Cancels every call given this token, now and later. Idempotent. NULL:
+ * nothing.
+ *
+ * # Threads
+ * Any thread; never blocks (safe from a signal-handling thread or a
+ * callback, not from an async signal handler itself).
+ *
+ * # Safety
+ * `cancel` is NULL or a live token.
+ */
+void zklock_cancel_cancel(const struct zklock_cancel *cancel);
+
+/**
+ * Frees a cancel token. Calls it was given keep their own reference (a
+ * cancel after the free is no longer possible, the calls go on).
+ * `zklock_cancel_free(NULL)` does nothing.
+ *
+ * # Safety
+ * `cancel` is NULL or a token that was not freed yet and that no other
+ * thread is using; it must not be used afterwards.
+ */
+void zklock_cancel_free(struct zklock_cancel *cancel);
 
 /**
  * Sets every field of `*opts` to its default (zero / NULL). NULL: nothing.
@@ -685,6 +742,36 @@ zklock_code zklock_rwlock_new(const struct zklock_client *client, const char *pa
  * writing a pointer.
  */
 zklock_code zklock_lock_acquire(const struct zklock_lock *lock, int64_t timeout_ms, struct zklock_guard **out, struct zklock_error **err);
+
+/**
+ * `zklock_lock_acquire` for programs with their own event loop (libuv,
+ * libevent, epoll): starts the acquire and returns at once; `callback` is
+ * called exactly once with the outcome (see `zklock_acquire_cb`). Waits at
+ * most `timeout_ms` as `zklock_lock_acquire` does. `cancel` (may be NULL)
+ * cancels this call only: `zklock_cancel_cancel` makes it complete with
+ * `ZKLOCK_CANCELLED` and delete its node, also if cancelled before this
+ * call. The lock handle and the token may be freed while the acquire goes
+ * on (it keeps what it needs).
+ *
+ * # Errors
+ * Returned here, and then `callback` is never called: `ZKLOCK_INVALID_ARGUMENT`
+ * for a NULL `lock` or `callback`; `ZKLOCK_CLOSED`; `ZKLOCK_CANCELLED`
+ * for a token already cancelled; `ZKLOCK_CONNECTION_LOSS` if this handle
+ * holds the lock but not safely now; `ZKLOCK_WOULD_DEADLOCK`. Everything
+ * else reaches `callback` (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`, ...).
+ *
+ * # Threads
+ * Never blocks. `callback` runs on the client's event thread (where the
+ * state-change callbacks run, one at a time): it may call any zklock
+ * function, including blocking ones, but should return promptly; to wake
+ * an event loop, write to its eventfd or pipe, or use `uv_async_send`.
+ *
+ * # Safety
+ * `lock` is NULL or a live lock; `cancel` is NULL or a live token; `err`
+ * is NULL or valid for writing a pointer; `callback` is safe to call from
+ * another thread with `user_data`.
+ */
+zklock_code zklock_lock_acquire_async(const struct zklock_lock *lock, int64_t timeout_ms, const struct zklock_cancel *cancel, zklock_acquire_cb callback, void *user_data, struct zklock_error **err);
 
 /**
  * Makes every acquire in progress on this lock handle fail with

@@ -16,6 +16,7 @@
 
 #![allow(non_camel_case_types)]
 
+pub mod cancel;
 pub mod client;
 pub mod error;
 pub mod guard;

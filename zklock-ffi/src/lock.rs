@@ -1,14 +1,16 @@
 //! `zklock_lock`: a lock handle (exclusive, read or write side).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
-use zklock_core::{Lock, LockMode, LockOptions, ReadWriteLock};
+use zklock_core::{AcquireOptions, Lock, LockMode, LockOptions, ReadWriteLock};
+
+use crate::cancel::zklock_cancel;
 
 use crate::client::zklock_client;
 use crate::error::{zklock_code, zklock_error};
 use crate::guard::zklock_guard;
-use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, out_arg, timeout_from_ms};
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg, timeout_from_ms};
 
 /// The kind of lock a `zklock_lock_new` handle takes.
 #[repr(i32)]
@@ -192,6 +194,87 @@ pub unsafe extern "C" fn zklock_lock_acquire(
             let out = out_arg(out, F, "out")?;
             let guard = lock.lock().acquire(timeout_from_ms(timeout_ms))?;
             out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
+            Ok(())
+        })
+    }
+}
+
+/// The callback of `zklock_lock_acquire_async`, called exactly once with the
+/// outcome: `code` is `ZKLOCK_OK` and `guard` a new guard (the callee owns
+/// it: free it with `zklock_guard_free`, which releases the lock if still
+/// held), or `code` is the error and `err` a new error object (the callee
+/// owns it: free it with `zklock_error_free`); the other pointer is NULL.
+/// `user_data` is the pointer given to `zklock_lock_acquire_async`.
+pub type zklock_acquire_cb =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, code: zklock_code, guard: *mut zklock_guard, err: *mut zklock_error)>;
+
+/// `zklock_lock_acquire` for programs with their own event loop (libuv,
+/// libevent, epoll): starts the acquire and returns at once; `callback` is
+/// called exactly once with the outcome (see `zklock_acquire_cb`). Waits at
+/// most `timeout_ms` as `zklock_lock_acquire` does. `cancel` (may be NULL)
+/// cancels this call only: `zklock_cancel_cancel` makes it complete with
+/// `ZKLOCK_CANCELLED` and delete its node, also if cancelled before this
+/// call. The lock handle and the token may be freed while the acquire goes
+/// on (it keeps what it needs).
+///
+/// # Errors
+/// Returned here, and then `callback` is never called: `ZKLOCK_INVALID_ARGUMENT`
+/// for a NULL `lock` or `callback`; `ZKLOCK_CLOSED`; `ZKLOCK_CANCELLED`
+/// for a token already cancelled; `ZKLOCK_CONNECTION_LOSS` if this handle
+/// holds the lock but not safely now; `ZKLOCK_WOULD_DEADLOCK`. Everything
+/// else reaches `callback` (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`, ...).
+///
+/// # Threads
+/// Never blocks. `callback` runs on the client's event thread (where the
+/// state-change callbacks run, one at a time): it may call any zklock
+/// function, including blocking ones, but should return promptly; to wake
+/// an event loop, write to its eventfd or pipe, or use `uv_async_send`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `cancel` is NULL or a live token; `err`
+/// is NULL or valid for writing a pointer; `callback` is safe to call from
+/// another thread with `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_acquire_async(
+    lock: *const zklock_lock,
+    timeout_ms: i64,
+    cancel: *const zklock_cancel,
+    callback: zklock_acquire_cb,
+    user_data: *mut c_void,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_lock_acquire_async";
+    /// The caller's pointer, handed back on the event thread (the caller
+    /// promises that this is safe).
+    struct UserData(*mut c_void);
+    // SAFETY: the caller's contract: the callback may get it on another thread.
+    unsafe impl Send for UserData {}
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let lock = arg_ref(lock, F, "lock")?;
+            let Some(callback) = callback else { return Err(null_arg(F, "callback")) };
+            let mut options = AcquireOptions::new().timeout(timeout_from_ms(timeout_ms));
+            if let Some(c) = cancel.as_ref() {
+                options = options.cancel_token(c.token.clone());
+            }
+            let user_data = UserData(user_data);
+            lock.lock().acquire_then(&options, move |out| {
+                let user_data = user_data;
+                let (code, guard, error) = match out {
+                    Ok(g) => (
+                        zklock_code::ZKLOCK_OK,
+                        Box::into_raw(Box::new(zklock_guard { inner: g, gates: Mutex::default() })),
+                        std::ptr::null_mut(),
+                    ),
+                    Err(e) => {
+                        let code = zklock_code::from_kind(e.kind());
+                        (code, std::ptr::null_mut(), Box::into_raw(Box::new(zklock_error::new(code, e.message()))))
+                    },
+                };
+                // SAFETY: the caller's contract for callback and user_data.
+                callback(user_data.0, code, guard, error);
+            })?;
             Ok(())
         })
     }

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -558,6 +559,117 @@ static int test_cancel_from_another_thread(void) {
     zklock_lock_free(waiter);
     zklock_lock_free(holder);
     zklock_client_free(zk);
+    return 0;
+}
+
+/* An event loop's view of zklock_lock_acquire_async: each callback appends
+ * its outcome and writes the call's id to a pipe, which the test polls like
+ * a program's event loop would. */
+struct async_outcomes {
+    int fd_write;
+    pthread_mutex_t mu;
+    int n;
+    int ids[8];
+    zklock_code codes[8];
+    zklock_guard *guards[8];
+    int errors_set[8];
+};
+
+static struct async_outcomes *g_async;
+static int ASYNC_IDS[4] = {0, 1, 2, 3};
+
+static void async_done(void *user_data, zklock_code code, zklock_guard *guard, zklock_error *err) {
+    /* user_data points into ASYNC_IDS: the call's id. */
+    int id = *(const int *)user_data;
+    struct async_outcomes *o = g_async;
+    pthread_mutex_lock(&o->mu);
+    if (o->n < 8) {
+        o->ids[o->n] = id;
+        o->codes[o->n] = code;
+        o->guards[o->n] = guard;
+        o->errors_set[o->n] = err != NULL;
+        o->n++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    zklock_error_free(err);
+    char byte = (char)id;
+    ssize_t w = write(o->fd_write, &byte, 1);
+    (void)w;
+}
+
+/* Waits up to `ms` for one byte on `fd`: the id, or -1 when none came. */
+static int poll_id(int fd, long ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, (int)ms) <= 0) return -1;
+    char byte;
+    return read(fd, &byte, 1) == 1 ? byte : -1;
+}
+
+static int test_acquire_async_and_per_call_cancel(void) {
+    char path[128];
+    lock_path(path, sizeof path, "async");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    struct async_outcomes o;
+    memset(&o, 0, sizeof o);
+    o.fd_write = fds[1];
+    pthread_mutex_init(&o.mu, NULL);
+    g_async = &o;
+    zklock_lock *holder = NULL, *waiter = NULL;
+    zklock_guard *g = NULL;
+    zklock_cancel *t1 = NULL, *t2 = NULL, *early = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &holder, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &waiter, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(holder, 5000, &g, &err));
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&t1, &err));
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&t2, &err));
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&early, &err));
+
+    /* Refused at once, callback never called: NULL callback, a token
+     * cancelled before the call. */
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_lock_acquire_async(waiter, -1, NULL, NULL, NULL, &err));
+    zklock_cancel_cancel(early);
+    EXPECT(ZKLOCK_CANCELLED,
+           zklock_lock_acquire_async(waiter, -1, early, async_done, &ASYNC_IDS[0], &err));
+
+    /* Three acquires on one handle: two with their own tokens, one without. */
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire_async(waiter, -1, t1, async_done, &ASYNC_IDS[1], &err));
+    EXPECT(ZKLOCK_OK,
+           zklock_lock_acquire_async(waiter, 60000, t2, async_done, &ASYNC_IDS[2], &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire_async(waiter, -1, NULL, async_done, &ASYNC_IDS[3], &err));
+    zklock_cancel_free(t1); /* the call keeps its own reference */
+    CHECK(wait_participants(zk, path, 2, 20000) == 0);
+
+    /* Cancelling one call ends that call only. */
+    zklock_cancel_cancel(t2);
+    CHECK(poll_id(fds[0], 10000) == 2);
+    CHECK(o.n == 1 && o.codes[0] == ZKLOCK_CANCELLED && o.guards[0] == NULL && o.errors_set[0]);
+    CHECK(poll_id(fds[0], 300) == -1);
+
+    /* The lock handle may be freed while its acquires go on. */
+    zklock_lock_free(waiter);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    int a = poll_id(fds[0], 20000), b = poll_id(fds[0], 20000);
+    CHECK((a == 1 && b == 3) || (a == 3 && b == 1));
+    CHECK(o.n == 3);
+    for (int i = 1; i < 3; i++) {
+        CHECK(o.codes[i] == ZKLOCK_OK && o.guards[i] != NULL && !o.errors_set[i]);
+        CHECK(zklock_guard_state(o.guards[i]) == ZKLOCK_STATE_HELD);
+    }
+    CHECK(poll_id(fds[0], 200) == -1); /* the refused calls never called back */
+    zklock_guard_free(o.guards[1]);
+    zklock_guard_free(o.guards[2]);
+    CHECK(wait_participants(zk, path, 0, 10000) == 0);
+    zklock_cancel_free(t2);
+    zklock_cancel_free(early);
+    zklock_guard_free(g);
+    zklock_lock_free(holder);
+    zklock_client_free(zk);
+    close(fds[0]);
+    close(fds[1]);
+    pthread_mutex_destroy(&o.mu);
     return 0;
 }
 
@@ -1384,6 +1496,7 @@ static const struct test TESTS[] = {
     {"lifecycle", test_lifecycle},
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
+    {"acquire_async_and_per_call_cancel", test_acquire_async_and_per_call_cancel},
     {"read_write", test_read_write},
     {"mutual_exclusion_threads_and_processes", test_mutual_exclusion_threads_and_processes},
     {"close", test_close},
