@@ -593,6 +593,21 @@ impl Client {
         }
     }
 
+    /// [`Client::connect`] completing through `done`, for programs with
+    /// their own event loop: returns at once; `done` is called exactly once
+    /// with the client or the error, on the new client's event thread
+    /// (where blocking zklock calls are allowed).
+    ///
+    /// # Errors
+    /// An error found before connecting (`InvalidArgument`, `InvalidPath`
+    /// for a malformed connect string or option; `Internal` if the runtime
+    /// cannot start) is returned here, and then `done` is never called.
+    pub fn connect_then(options: ClientOptions, done: impl FnOnce(Result<Client>) + Send + 'static) -> Result<()> {
+        let (client, first) = Client::start(options)?;
+        let made = client.clone();
+        client.shared().spawn_then(first, move |r| done(r.map(|()| made)))
+    }
+
     /// Makes the client's runtime and event thread, and returns the work
     /// that opens the first session (to run on the runtime).
     fn start(options: ClientOptions) -> Result<(Client, impl Future<Output = Result<()>> + Send + 'static)> {

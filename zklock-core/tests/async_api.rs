@@ -165,3 +165,20 @@ fn acquire_then_calls_back_once_on_the_event_thread() {
     assert_eq!(status.expect("acquired and released"), ReleaseStatus::Released);
     assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "called once");
 }
+
+#[test]
+fn connect_then_calls_back_with_the_client_and_refuses_bad_input_at_once() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (tx, rx) = mpsc::channel();
+    Client::connect_then(options(&hosts, Duration::from_secs(4)), move |r| {
+        let _ = tx.send((std::thread::current().name().map(str::to_owned), r));
+    })
+    .expect("started");
+    let (thread, client) = rx.recv_timeout(LONG).expect("called back");
+    assert_eq!(thread.as_deref(), Some("zklock-events"));
+    let client = client.expect("connected");
+    assert!(client.lock("/after-connect-then").expect("lock").try_acquire().expect("try").is_some());
+    let bad = Client::connect_then(zklock_core::ClientOptions::new(""), |_| panic!("never called"));
+    assert_eq!(bad.expect_err("empty connect string").kind(), ErrorKind::InvalidArgument);
+}

@@ -205,8 +205,9 @@ pub unsafe extern "C" fn zklock_lock_acquire(
 /// held), or `code` is the error and `err` a new error object (the callee
 /// owns it: free it with `zklock_error_free`); the other pointer is NULL.
 /// `user_data` is the pointer given to `zklock_lock_acquire_async`.
-pub type zklock_acquire_cb =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, code: zklock_code, guard: *mut zklock_guard, err: *mut zklock_error)>;
+pub type zklock_acquire_cb = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, code: zklock_code, guard: *mut zklock_guard, err: *mut zklock_error),
+>;
 
 /// `zklock_lock_acquire` for programs with their own event loop (libuv,
 /// libevent, epoll): starts the acquire and returns at once; `callback` is

@@ -4,7 +4,7 @@
 //! This module adds what Python needs:
 //!
 //! - blocking waits that release the GIL and still honour Ctrl-C: the core
-//!   acquire completes through its callback (connect: on a helper thread)
+//!   call completes through its callback (`connect_then`, `acquire_then`)
 //!   while the caller waits on a channel in slices of [`WAIT_SLICE`],
 //!   running Python's signal handlers between slices; an exception from a
 //!   handler (KeyboardInterrupt) cancels that call's `CancelToken`, so no
@@ -280,25 +280,6 @@ fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<O
     Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
-/// Runs `job` on a helper thread and waits for its result as
-/// [`wait_for_outcome`] does (for calls that have no completion callback:
-/// connect).
-fn wait_interruptibly<T, J, I>(py: Python<'_>, job: J, interrupt: I) -> PyResult<T>
-where
-    T: Send + 'static,
-    J: FnOnce() -> T + Send + 'static,
-    I: FnOnce(mpsc::Receiver<T>) + Send,
-{
-    let (tx, rx) = mpsc::sync_channel::<T>(1);
-    std::thread::Builder::new()
-        .name("zklock-py-wait".into())
-        .spawn(move || {
-            let _ = tx.send(job());
-        })
-        .map_err(|e| py_err(Error::new(ErrorKind::Internal, format!("cannot start a thread: {e}"))))?;
-    wait_for_outcome(py, rx, interrupt)
-}
-
 /// Waits for the outcome on `rx` without the GIL, in slices of
 /// [`WAIT_SLICE`], running Python's signal handlers between slices. If a
 /// handler raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called
@@ -444,7 +425,13 @@ impl Client {
         }
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.
-        let inner = wait_interruptibly(py, move || CoreClient::connect(options), |_| {})?.map_err(py_err)?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        CoreClient::connect_then(options, move |r| {
+            let _ = tx.send(r);
+        })
+        .map_err(py_err)?;
+        // Ctrl-C: the client, when it comes, is dropped with the channel.
+        let inner = wait_for_outcome(py, rx, |_| {})?.map_err(py_err)?;
         let origin = Origin::here();
         Ok(Client { inner: Owned::new(inner, origin), origin })
     }

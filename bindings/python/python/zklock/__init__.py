@@ -42,9 +42,10 @@ interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
 callbacks already running).
 
 asyncio: ``await lock.acquire_async(timeout=...)`` and ``async with
-client.lock(path):`` wait on a helper thread, so the event loop keeps
-running; cancelling the awaiting task cancels the acquire and deletes its
-node before the cancellation is re-raised.
+client.lock(path):`` take no thread while they wait (the core completes
+the awaited future from its event thread), so the event loop keeps
+running; cancelling the awaiting task cancels that acquire only and
+deletes its node before the cancellation is re-raised.
 """
 
 from __future__ import annotations

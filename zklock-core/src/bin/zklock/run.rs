@@ -7,7 +7,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_core::{Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState};
+use zklock_core::{
+    AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState,
+};
 
 use crate::args::{signal_name, NodeData, RunOptions};
 use crate::connect_options;
@@ -21,9 +23,9 @@ const TICK: Duration = Duration::from_millis(50);
 enum Event {
     /// SIGINT, SIGTERM or SIGHUP reached zklock.
     Signal(Received),
-    /// `Client::connect` returned.
+    /// The connect finished.
     Connected(zklock_core::Result<Client>),
-    /// `Lock::acquire` returned.
+    /// The acquire finished.
     Acquired(zklock_core::Result<Guard>),
 }
 
@@ -50,15 +52,14 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         return exit::INTERNAL;
     }
 
-    // Connect on a helper thread so that a signal can end the wait.
+    // Connect through the core's callback, so that a signal can end the wait.
     let copts = connect_options(&opts.connection, &hosts);
     let connect_limit = copts.1 + Duration::from_secs(30);
     let t = tx.clone();
-    if let Err(e) = std::thread::Builder::new().name("zklock-connect".into()).spawn(move || {
-        let _ = t.send(Event::Connected(Client::connect(copts.0)));
+    if let Err(e) = Client::connect_then(copts.0, move |r| {
+        let _ = t.send(Event::Connected(r));
     }) {
-        note!("cannot start a thread: {e}");
-        return exit::INTERNAL;
+        return crate::connect_error(&hosts, &e);
     }
     let client = match wait_for(&rx, connect_limit, |ev| match ev {
         Event::Connected(r) => Some(r),
@@ -132,18 +133,17 @@ fn hold_and_run(
     tx: &mpsc::Sender<Event>,
 ) -> i32 {
     let lock = match client.lock_with(&opts.path, opts.mode, options) {
-        Ok(l) => Arc::new(l),
+        Ok(l) => l,
         Err(e) => return crate::zk_error("cannot make the lock", &e),
     };
     let op_limit = client_op_limit(client);
-    let l = lock.clone();
     let t = tx.clone();
-    let timeout = opts.timeout;
-    if let Err(e) = std::thread::Builder::new().name("zklock-acquire".into()).spawn(move || {
-        let _ = t.send(Event::Acquired(l.acquire(timeout)));
+    let cancel = CancelToken::new();
+    let call = AcquireOptions::new().timeout(opts.timeout).cancel_token(cancel.clone());
+    if let Err(e) = lock.acquire_then(&call, move |r| {
+        let _ = t.send(Event::Acquired(r));
     }) {
-        note!("cannot start a thread: {e}");
-        return exit::INTERNAL;
+        return acquire_error(opts, &e);
     }
     // The acquire ends by itself at the deadline; without one it may wait
     // as long as the user asked (until a signal).
@@ -155,7 +155,7 @@ fn hold_and_run(
     }) {
         Waited::Done(Ok(g)) => g,
         Waited::Done(Err(e)) => return acquire_error(opts, &e),
-        Waited::Signal(sig) => return cancel_acquire(&lock, rx, op_limit, sig),
+        Waited::Signal(sig) => return cancel_acquire(&lock, &cancel, rx, op_limit, sig),
         Waited::Gone => {
             note!("internal error: the acquire did not finish");
             return exit::INTERNAL;
@@ -205,8 +205,8 @@ fn acquire_error(opts: &RunOptions, e: &Error) -> i32 {
 
 /// A signal came while waiting: cancel the acquire (our node is deleted),
 /// then exit with 128 + the signal.
-fn cancel_acquire(lock: &Lock, rx: &Receiver<Event>, op_limit: Duration, sig: i32) -> i32 {
-    lock.cancel();
+fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_limit: Duration, sig: i32) -> i32 {
+    cancel.cancel();
     // The cancelled acquire deletes its node before it returns; a second
     // signal while we wait for that is ignored.
     let deadline = Instant::now() + op_limit * 3 + Duration::from_secs(5);
