@@ -1352,10 +1352,17 @@ async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>,
 /// Ownership belongs to the handle, not to a thread: a handle that holds the
 /// lock and acquires again gets another guard on the same node (reentrant);
 /// the node is deleted when the last of its guards is released. `Lock` is
-/// `Send + Sync`. Its methods without `_async` block the calling thread; the
-/// futures of the `_async` ones run on the client's runtime and can be
-/// awaited from any executor.
+/// `Send + Sync` and cheap to clone; clones are the same handle (one
+/// ownership, one [`Lock::cancel`]). Its methods without `_async` block the
+/// calling thread; the futures of the `_async` ones run on the client's
+/// runtime and can be awaited from any executor.
+#[derive(Clone)]
 pub struct Lock {
+    inner: Arc<LockInner>,
+}
+
+/// What the clones of one [`Lock`] share.
+struct LockInner {
     client: Client,
     path: String,
     mode: LockMode,
@@ -1372,7 +1379,7 @@ type HeldSlot = Arc<Mutex<Option<Arc<Holding>>>>;
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock").field("path", &self.path).field("mode", &self.mode).finish()
+        f.debug_struct("Lock").field("path", &self.inner.path).field("mode", &self.inner.mode).finish()
     }
 }
 
@@ -1390,15 +1397,17 @@ impl Lock {
         sibling: Option<HeldSlot>,
     ) -> Lock {
         Lock {
-            client,
-            path: path.to_owned(),
-            mode,
-            options,
-            cancel: Arc::default(),
-            acquiring: Arc::default(),
-            held,
-            sibling,
-            seq_hint: Arc::default(),
+            inner: Arc::new(LockInner {
+                client,
+                path: path.to_owned(),
+                mode,
+                options,
+                cancel: Arc::default(),
+                acquiring: Arc::default(),
+                held,
+                sibling,
+                seq_hint: Arc::default(),
+            }),
         }
     }
 
@@ -1406,15 +1415,15 @@ impl Lock {
     /// for an acquire: refuse an upgrade, or downgrade (the write node's
     /// sequence).
     fn pair_rule(&self) -> Result<Option<i64>> {
-        let Some(sibling) = &self.sibling else { return Ok(None) };
+        let Some(sibling) = &self.inner.sibling else { return Ok(None) };
         let other = sibling.lock().ok().and_then(|s| s.clone()).filter(|h| h.is_live());
-        match (self.mode, other) {
+        match (self.inner.mode, other) {
             (LockMode::Write, Some(_)) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
                 format!(
                     "read-to-write upgrade on {} refused: this handle holds the read lock, and waiting for the \
                      write lock behind it would deadlock; release the read lock first",
-                    self.path
+                    self.inner.path
                 ),
             )),
             (LockMode::Read, Some(writer)) => Ok(Some(writer.sequence)),
@@ -1424,12 +1433,12 @@ impl Lock {
 
     /// The lock path.
     pub fn path(&self) -> &str {
-        &self.path
+        &self.inner.path
     }
 
     /// The mode of this handle.
     pub fn mode(&self) -> LockMode {
-        self.mode
+        self.inner.mode
     }
 
     /// Acquires the lock, waiting at most `timeout` in total (`None`: no
@@ -1462,7 +1471,7 @@ impl Lock {
     pub fn acquire_with(&self, options: &AcquireOptions) -> Result<Guard> {
         let call = call_token(options);
         let work = self.start_acquire(options, call)?;
-        self.client.shared().block_on(work)?
+        self.inner.client.shared().block_on(work)?
     }
 
     /// [`Lock::acquire_with`] as a future that any executor can await (the
@@ -1475,7 +1484,7 @@ impl Lock {
     /// As [`Lock::acquire_with`].
     pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<Guard>> + Send + 'static {
         let call = call_token(&options);
-        let started = self.start_acquire(&options, call.clone()).map(|work| self.client.shared().run(work));
+        let started = self.start_acquire(&options, call.clone()).map(|work| self.inner.client.shared().run(work));
         async move {
             // Cancels the call if this future is dropped before its output.
             let on_drop = call.drop_guard();
@@ -1501,7 +1510,7 @@ impl Lock {
         done: impl FnOnce(Result<Guard>) + Send + 'static,
     ) -> Result<()> {
         let work = self.start_acquire(options, call_token(options))?;
-        self.client.shared().spawn_then(work, done)
+        self.inner.client.shared().spawn_then(work, done)
     }
 
     /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
@@ -1528,10 +1537,10 @@ impl Lock {
         options: &AcquireOptions,
         call: tokio_util::sync::CancellationToken,
     ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
-        if self.client.is_closed() {
-            return Err(self.client.shared().closed_error());
+        if self.inner.client.is_closed() {
+            return Err(self.inner.client.shared().closed_error());
         }
-        self.options.validate()?;
+        self.inner.options.validate()?;
         if call.is_cancelled() {
             return Err(Error::cancelled("acquire"));
         }
@@ -1539,15 +1548,15 @@ impl Lock {
             return Ok(Box::pin(std::future::ready(Ok(g))));
         }
         let downgrade = self.pair_rule()?;
-        let shared = self.client.shared().clone();
-        let epoch = self.cancel.epoch.load(Ordering::Acquire);
+        let shared = self.inner.client.shared().clone();
+        let epoch = self.inner.cancel.epoch.load(Ordering::Acquire);
         let timeout = options.timeout;
         let try_once = timeout == Some(Duration::ZERO);
         let ctx = Ctx {
             shared: shared.clone(),
-            path: self.path.clone(),
-            mode: self.mode,
-            data: self.options.data.clone(),
+            path: self.inner.path.clone(),
+            mode: self.inner.mode,
+            data: self.inner.options.data.clone(),
             // Trying once must not wait for a silent server either: it has
             // the operation timeout. A timeout too large to represent is no
             // deadline at all.
@@ -1558,14 +1567,14 @@ impl Lock {
             },
             try_once,
             downgrade,
-            cancel: self.cancel.clone(),
+            cancel: self.inner.cancel.clone(),
             epoch,
             call,
-            seq_hint: self.seq_hint.clone(),
+            seq_hint: self.inner.seq_hint.clone(),
         };
-        let acquiring = self.acquiring.clone();
-        let held = self.held.clone();
-        let client = self.client.clone();
+        let acquiring = self.inner.acquiring.clone();
+        let held = self.inner.held.clone();
+        let client = self.inner.client.clone();
         Ok(Box::pin(async move {
             // Acquires on one handle queue behind each other, then reenter.
             let _turn = ctx.race(acquiring.lock()).await?;
@@ -1585,7 +1594,7 @@ impl Lock {
 
     /// A handle that cancels this lock's acquires in progress, from any thread.
     pub fn cancel_handle(&self) -> CancelHandle {
-        CancelHandle { state: self.cancel.clone() }
+        CancelHandle { state: self.inner.cancel.clone() }
     }
 
     /// Cancels the acquires in progress on this handle (see [`CancelHandle`]).
@@ -1596,7 +1605,8 @@ impl Lock {
     /// Whether this handle holds the lock now (held or suspended; not once
     /// the client is closed).
     pub fn is_held(&self) -> bool {
-        self.held
+        self.inner
+            .held
             .lock()
             .ok()
             .and_then(|s| s.clone())
@@ -1604,8 +1614,13 @@ impl Lock {
     }
 
     fn reenter(&self) -> Result<Option<Guard>> {
-        let Some(holding) = reenter_slot(&self.held)? else { return Ok(None) };
-        Ok(Some(Guard { client: self.client.clone(), holding, slot: self.held.clone(), released: Default::default() }))
+        let Some(holding) = reenter_slot(&self.inner.held)? else { return Ok(None) };
+        Ok(Some(Guard {
+            client: self.inner.client.clone(),
+            holding,
+            slot: self.inner.held.clone(),
+            released: Default::default(),
+        }))
     }
 }
 
@@ -1621,8 +1636,9 @@ impl Lock {
 /// - Read to write **upgrade** is refused with `WouldDeadlock` (waiting for
 ///   the write lock behind our own read node would never end).
 ///
-/// Each side is reentrant on its own. `Send + Sync`; methods block.
-#[derive(Debug)]
+/// Each side is reentrant on its own. `Send + Sync`; cheap to clone (clones
+/// are the same pair).
+#[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     read: Lock,
     write: Lock,
@@ -1644,14 +1660,21 @@ impl ReadWriteLock {
         }
     }
 
-    /// The read (shared) side.
+    /// The read (shared) side. Clone it for an owned handle (see
+    /// [`ReadWriteLock::into_sides`]).
     pub fn read_lock(&self) -> &Lock {
         &self.read
     }
 
-    /// The write (exclusive) side.
+    /// The write (exclusive) side. Clone it for an owned handle.
     pub fn write_lock(&self) -> &Lock {
         &self.write
+    }
+
+    /// The two sides as owned handles, `(read, write)`: they still know
+    /// each other (downgrade, upgrade refused) when kept apart.
+    pub fn into_sides(self) -> (Lock, Lock) {
+        (self.read, self.write)
     }
 
     /// The lock path.

@@ -1,9 +1,9 @@
 //! `zklock_lock`: a lock handle (exclusive, read or write side).
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use zklock_core::{AcquireOptions, Lock, LockMode, LockOptions, ReadWriteLock};
+use zklock_core::{AcquireOptions, Lock, LockMode, LockOptions};
 
 use crate::cancel::zklock_cancel;
 
@@ -43,26 +43,7 @@ pub type zklock_mode_arg = i32;
 /// lock from several threads at once (acquires on one handle queue behind
 /// each other). Freed with `zklock_lock_free`.
 pub struct zklock_lock {
-    side: Side,
-}
-
-enum Side {
-    Single(Lock),
-    /// One side of a read/write pair; both handles share the pair.
-    Pair {
-        pair: Arc<ReadWriteLock>,
-        write: bool,
-    },
-}
-
-impl zklock_lock {
-    fn lock(&self) -> &Lock {
-        match &self.side {
-            Side::Single(l) => l,
-            Side::Pair { pair, write: true } => pair.write_lock(),
-            Side::Pair { pair, write: false } => pair.read_lock(),
-        }
-    }
+    inner: Lock,
 }
 
 /// Makes a lock handle on `path` of `mode` (a `zklock_mode` value). Does not
@@ -100,7 +81,7 @@ pub unsafe extern "C" fn zklock_lock_new(
                 m => return Err(invalid_arg(F, "mode", &format!("is not a zklock_mode ({m})"))),
             };
             let lock = client.inner.lock_with(path, mode, LockOptions::default())?;
-            out.write(Box::into_raw(Box::new(zklock_lock { side: Side::Single(lock) })));
+            out.write(Box::into_raw(Box::new(zklock_lock { inner: lock })));
             Ok(())
         })
     }
@@ -145,9 +126,9 @@ pub unsafe extern "C" fn zklock_rwlock_new(
             if out_read == out_write {
                 return Err(invalid_arg(F, "out_write", "is the same pointer as out_read"));
             }
-            let pair = Arc::new(client.inner.read_write_lock(path, LockOptions::default())?);
-            let read = Box::new(zklock_lock { side: Side::Pair { pair: pair.clone(), write: false } });
-            let write = Box::new(zklock_lock { side: Side::Pair { pair, write: true } });
+            let (read, write) = client.inner.read_write_lock(path, LockOptions::default())?.into_sides();
+            let read = Box::new(zklock_lock { inner: read });
+            let write = Box::new(zklock_lock { inner: write });
             out_read.write(Box::into_raw(read));
             out_write.write(Box::into_raw(write));
             Ok(())
@@ -192,7 +173,7 @@ pub unsafe extern "C" fn zklock_lock_acquire(
         call(F, err, || {
             let lock = arg_ref(lock, F, "lock")?;
             let out = out_arg(out, F, "out")?;
-            let guard = lock.lock().acquire(timeout_from_ms(timeout_ms))?;
+            let guard = lock.inner.acquire(timeout_from_ms(timeout_ms))?;
             out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
             Ok(())
         })
@@ -260,7 +241,7 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
                 options = options.cancel_token(c.token.clone());
             }
             let user_data = UserData(user_data);
-            lock.lock().acquire_then(&options, move |out| {
+            lock.inner.acquire_then(&options, move |out| {
                 let user_data = user_data;
                 let (code, guard, error) = match out {
                     Ok(g) => (
@@ -296,7 +277,7 @@ pub unsafe extern "C" fn zklock_lock_cancel(lock: *const zklock_lock) {
     // SAFETY: caller's contract.
     guarded((), || {
         if let Some(l) = unsafe { lock.as_ref() } {
-            l.lock().cancel();
+            l.inner.cancel();
         }
     })
 }
@@ -309,7 +290,7 @@ pub unsafe extern "C" fn zklock_lock_cancel(lock: *const zklock_lock) {
 #[no_mangle]
 pub unsafe extern "C" fn zklock_lock_is_held(lock: *const zklock_lock) -> bool {
     // SAFETY: caller's contract.
-    guarded(false, || unsafe { lock.as_ref() }.is_some_and(|l| l.lock().is_held()))
+    guarded(false, || unsafe { lock.as_ref() }.is_some_and(|l| l.inner.is_held()))
 }
 
 /// Frees a lock handle. Guards acquired through it stay valid (they hold

@@ -36,7 +36,6 @@
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
@@ -280,7 +279,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
+        Ok(Lock { lock })
     }
 
     /// The read (shared) side of a read/write lock on `path`, as an
@@ -289,7 +288,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn read_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.read_lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
+        Ok(Lock { lock })
     }
 
     /// The write (exclusive) side of a read/write lock on `path`, as an
@@ -297,7 +296,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn write_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.write_lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock::new(LockRef::Plain(Arc::new(lock))))
+        Ok(Lock { lock })
     }
 
     /// A read/write lock pair on `path` whose sides know each other:
@@ -307,8 +306,8 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn read_write_lock(&self, env: Env, path: String) -> napi::Result<ReadWriteLock> {
         let rw = self.client.read_write_lock(&path, core::LockOptions::default()).map_err(|e| zk_error(&env, &e))?;
-        let rw = Arc::new(rw);
-        Ok(ReadWriteLock { read: Lock::new(LockRef::Read(rw.clone())), write: Lock::new(LockRef::Write(rw)), path })
+        let (read, write) = rw.into_sides();
+        Ok(ReadWriteLock { read: Lock { lock: read }, write: Lock { lock: write }, path })
     }
 
     /// The participants of the lock at `path` in queue order (holders
@@ -397,24 +396,6 @@ pub struct ReadWriteLock {
 // Lock
 // ---------------------------------------------------------------------------
 
-/// A core lock handle, or one side of a read/write pair.
-#[derive(Clone)]
-enum LockRef {
-    Plain(Arc<core::Lock>),
-    Read(Arc<core::ReadWriteLock>),
-    Write(Arc<core::ReadWriteLock>),
-}
-
-impl LockRef {
-    fn get(&self) -> &core::Lock {
-        match self {
-            LockRef::Plain(l) => l,
-            LockRef::Read(rw) => rw.read_lock(),
-            LockRef::Write(rw) => rw.write_lock(),
-        }
-    }
-}
-
 /// The cancel token of one acquire (`index.js` makes one per acquire
 /// given an `AbortSignal`, and cancels it when the signal aborts).
 #[napi(js_name = "_CancelToken")]
@@ -461,13 +442,7 @@ pub struct AcquireOptions {
 /// node (reentrant); the node is deleted when the last guard is released.
 #[napi]
 pub struct Lock {
-    lock: LockRef,
-}
-
-impl Lock {
-    fn new(lock: LockRef) -> Lock {
-        Lock { lock }
-    }
+    lock: core::Lock,
 }
 
 #[napi]
@@ -482,13 +457,13 @@ impl Lock {
     /// The lock path.
     #[napi(getter, catch_unwind)]
     pub fn path(&self) -> String {
-        self.lock.get().path().to_owned()
+        self.lock.path().to_owned()
     }
 
     /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
     #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
     pub fn mode(&self) -> String {
-        match self.lock.get().mode() {
+        match self.lock.mode() {
             core::LockMode::Exclusive => "EXCLUSIVE",
             core::LockMode::Read => "READ",
             core::LockMode::Write => "WRITE",
@@ -518,7 +493,7 @@ impl Lock {
         if let Some(t) = token {
             opts = opts.cancel_token(t.token.clone());
         }
-        let acquire = self.lock.get().acquire_async(opts);
+        let acquire = self.lock.acquire_async(opts);
         promise(&env, "acquire", async move { acquire.await.map(Guard::new) })
     }
 
@@ -526,7 +501,7 @@ impl Lock {
     /// someone else holds the lock. Rejects like `acquire()` otherwise.
     #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
-        let attempt = self.lock.get().try_acquire_async();
+        let attempt = self.lock.try_acquire_async();
         promise(&env, "tryAcquire", async move { Ok(attempt.await?.map(Guard::new)) })
     }
 
@@ -535,13 +510,13 @@ impl Lock {
     /// affected. (To cancel one acquire, pass it an `AbortSignal`.)
     #[napi(catch_unwind)]
     pub fn cancel(&self) {
-        self.lock.get().cancel();
+        self.lock.cancel();
     }
 
     /// Whether this handle holds the lock now (held or suspended).
     #[napi(getter, catch_unwind)]
     pub fn held(&self) -> bool {
-        self.lock.get().is_held()
+        self.lock.is_held()
     }
 }
 

@@ -53,7 +53,7 @@ use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind,
-    ReadWriteLock as CoreReadWriteLock, ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -466,11 +466,8 @@ impl Client {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
-        let pair = Arc::new(self.inner.read_write_lock(&path, options).map_err(py_err)?);
-        Ok((
-            Lock::new(&self.inner, self.origin, Handle::Pair(pair.clone(), false)),
-            Lock::new(&self.inner, self.origin, Handle::Pair(pair, true)),
-        ))
+        let (read, write) = self.inner.read_write_lock(&path, options).map_err(py_err)?.into_sides();
+        Ok((Lock::new(&self.inner, self.origin, read), Lock::new(&self.inner, self.origin, write)))
     }
 
     /// The queue of the lock at `path`, holders first: a list of
@@ -567,23 +564,7 @@ impl Client {
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let options = lock_options(identifier)?;
         let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
-        Ok(Lock::new(&self.inner, self.origin, Handle::Single(lock)))
-    }
-}
-
-/// A core lock handle: alone, or one side of a read/write pair.
-enum Handle {
-    Single(CoreLock),
-    Pair(Arc<CoreReadWriteLock>, bool),
-}
-
-impl Handle {
-    fn get(&self) -> &CoreLock {
-        match self {
-            Handle::Single(lock) => lock,
-            Handle::Pair(pair, false) => pair.read_lock(),
-            Handle::Pair(pair, true) => pair.write_lock(),
-        }
+        Ok(Lock::new(&self.inner, self.origin, lock))
     }
 }
 
@@ -603,7 +584,7 @@ struct Lock {
     /// The client the lock was made from (its `closed` decides what
     /// `held` and `state` say right after `close()`).
     client: Owned<CoreClient>,
-    handle: Owned<Arc<Handle>>,
+    handle: Owned<CoreLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<Guard>>>,
     /// The newest guard ever acquired (answers for node_path & co).
@@ -612,10 +593,10 @@ struct Lock {
 }
 
 impl Lock {
-    fn new(client: &CoreClient, origin: Origin, handle: Handle) -> Lock {
+    fn new(client: &CoreClient, origin: Origin, handle: CoreLock) -> Lock {
         Lock {
             client: Owned::new(client.clone(), origin),
-            handle: Owned::new(Arc::new(handle), origin),
+            handle: Owned::new(handle, origin),
             origin,
             guards: Mutex::default(),
             last: Mutex::default(),
@@ -625,7 +606,7 @@ impl Lock {
 
     fn last_guard(&self, py: Python<'_>) -> PyResult<Arc<Guard>> {
         locked(&self.last).clone().ok_or_else(|| {
-            to_py_err(py, &Error::new(ErrorKind::NotHeld, format!("{} was never acquired", self.handle.get().path())))
+            to_py_err(py, &Error::new(ErrorKind::NotHeld, format!("{} was never acquired", self.handle.path())))
         })
     }
 
@@ -708,7 +689,6 @@ impl Lock {
         self.origin.check("lock")?;
         let (tx, rx) = mpsc::sync_channel(1);
         self.handle
-            .get()
             .acquire_then(&options, move |out| {
                 let _ = tx.send(out);
             })
@@ -751,7 +731,6 @@ impl Lock {
         this.origin.check("lock")?;
         let lock: Py<Lock> = slf.clone().unbind();
         this.handle
-            .get()
             .acquire_then(&options, move |out| {
                 let outcome = match out {
                     Ok(guard) => {
@@ -778,7 +757,7 @@ impl Lock {
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
         let guard = locked(&self.guards)
             .pop()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
         if self.origin.forked() {
             std::mem::forget(guard);
             return Err(py_err(self.origin.inherited("lock")));
@@ -805,7 +784,7 @@ impl Lock {
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let guard = locked(&self.guards)
             .pop()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.get().path())))?;
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
         if self.origin.forked() {
             std::mem::forget(guard);
             return Err(py_err(self.origin.inherited("lock")));
@@ -822,7 +801,7 @@ impl Lock {
     /// a forked child (no acquire of this object runs there).
     fn cancel(&self) {
         if !self.origin.forked() {
-            self.handle.get().cancel();
+            self.handle.cancel();
         }
     }
 
@@ -836,10 +815,7 @@ impl Lock {
             Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
             None => Err(to_py_err(
                 py,
-                &Error::new(
-                    ErrorKind::NotHeld,
-                    format!("{} is not held by this lock object", self.handle.get().path()),
-                ),
+                &Error::new(ErrorKind::NotHeld, format!("{} is not held by this lock object", self.handle.path())),
             )),
         }
     }
@@ -866,7 +842,7 @@ impl Lock {
     /// from the moment close() returns, and in a forked child.
     #[getter]
     fn held(&self) -> bool {
-        !locked(&self.guards).is_empty() && !self.defunct() && self.handle.get().is_held()
+        !locked(&self.guards).is_empty() && !self.defunct() && self.handle.is_held()
     }
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
@@ -918,13 +894,13 @@ impl Lock {
     /// The lock path.
     #[getter]
     fn path(&self) -> String {
-        self.handle.get().path().to_owned()
+        self.handle.path().to_owned()
     }
 
     /// `"exclusive"`, `"read"` or `"write"`.
     #[getter]
     fn mode(&self) -> &'static str {
-        match self.handle.get().mode() {
+        match self.handle.mode() {
             LockMode::Exclusive => "exclusive",
             LockMode::Read => "read",
             LockMode::Write => "write",
@@ -932,7 +908,7 @@ impl Lock {
     }
 
     fn __repr__(&self) -> String {
-        format!("<zklock._zklock.Lock {} {:?} {}>", self.mode(), self.handle.get().path(), self.state())
+        format!("<zklock._zklock.Lock {} {:?} {}>", self.mode(), self.handle.path(), self.state())
     }
 }
 
