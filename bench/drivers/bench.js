@@ -2,7 +2,7 @@
 // Benchmark driver for zklock's Node package (the release addon copied with
 // index.js and native.js into $ZKLOCK_NODE_PACKAGE by `make bench`).
 //   node bench.js SCENARIO HOSTS PATH [key=value ...]
-// Scenarios: uncontended, contended, queue, independent, rw (see
+// Scenarios: uncontended, contended, queue, independent, rw, waiters (see
 // bench/README.md). Prints one JSON line {"result": {...}}.
 const { Client } = require(process.env.ZKLOCK_NODE_PACKAGE || '../../bindings/node')
 
@@ -97,12 +97,69 @@ async function rw() {
   return { read_grants: r, write_grants: wr, grants: r + wr, violations, window_s: (w.end - w.from) / 1e6 }
 }
 
+// The process's thread count and resident memory (bytes), from /proc.
+function processStatus() {
+  const status = require('node:fs').readFileSync('/proc/self/status', 'utf8')
+  const field = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)[1])
+  return { threads: field('Threads'), rss: field('VmRSS') * 1024 }
+}
+
+// waiters: paths x per_path acquires waiting at once in this process, each
+// its own lock handle (its own node), behind one holder per path. Reports
+// the thread count and the memory per waiter while they all wait, then
+// how fast they drain once the holders release (each waiter releases at
+// once when granted).
+async function waiters() {
+  const paths = num('paths', 100)
+  const perPath = num('per_path', 100)
+  const sessions = Math.max(1, num('sessions', 16))
+  const clients = await Promise.all(Array.from({ length: sessions }, connect))
+  const lockPath = (i) => `${path}/${i}`
+  const holders = await Promise.all(Array.from({ length: paths }, (_, i) => clients[0].lock(lockPath(i)).acquire()))
+  global.gc?.()
+  const before = processStatus()
+  const t0 = now()
+  let threadsMax = before.threads
+  const done = []
+  for (let i = 0; i < paths * perPath; i++) {
+    const lock = clients[i % sessions].lock(lockPath(i % paths))
+    done.push(lock.acquire({ timeoutMs: 600000 }).then((g) => g.release()))
+  }
+  const want = perPath + 1
+  for (;;) {
+    const counts = await Promise.all(Array.from({ length: paths }, (_, i) => clients[0].participants(lockPath(i))))
+    threadsMax = Math.max(threadsMax, processStatus().threads)
+    if (counts.every((c) => c.length === want)) break
+    await sleep(200)
+  }
+  const queuedS = (now() - t0) / 1e6
+  global.gc?.()
+  const queued = processStatus()
+  threadsMax = Math.max(threadsMax, queued.threads)
+  const t1 = now()
+  await Promise.all(holders.map((g) => g.release()))
+  await Promise.all(done)
+  const drainS = (now() - t1) / 1e6
+  await Promise.all(clients.map((c) => c.close()))
+  const n = paths * perPath
+  return {
+    waiters: n,
+    threads_before: before.threads,
+    threads_max: threadsMax,
+    rss_per_waiter_bytes: Math.round((queued.rss - before.rss) / n),
+    queued_s: queuedS,
+    grants: n,
+    window_s: drainS,
+  }
+}
+
 const scenarios = {
   uncontended,
   contended: () => throughput(false),
   queue: () => throughput(false),
   independent: () => throughput(true),
   rw,
+  waiters,
 }
 
 ;(async () => {

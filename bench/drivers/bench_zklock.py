@@ -1,6 +1,10 @@
 """Benchmark driver for zklock's Python package (the release build unpacked
 into target/bench/pylib by `make bench`); scenarios in pybench.py."""
 
+import asyncio
+import gc
+import time
+
 import pybench
 import zklock
 
@@ -37,5 +41,76 @@ class Zk:
         c.close()
 
 
+def _process_status():
+    """The process's thread count and resident memory (bytes), from /proc."""
+    fields = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()
+    return int(fields["Threads"][0]), int(fields["VmRSS"][0]) * 1024
+
+
+def waiters(hosts, path, p):
+    """paths x per_path asyncio acquires waiting at once, each its own lock
+    object (its own node), behind one holder per path: the thread count and
+    memory per waiter while they wait, then how fast they drain once the
+    holders release (each waiter releases at once when granted)."""
+    paths, per_path = p.get("paths", 100), p.get("per_path", 100)
+    sessions = max(1, p.get("sessions", 16))
+    clients = [zklock.Client(hosts, session_timeout=10.0) for _ in range(sessions)]
+
+    def lock_path(i):
+        return f"{path}/{i}"
+
+    holders = [clients[0].lock(lock_path(i)) for i in range(paths)]
+    for h in holders:
+        h.acquire()
+
+    async def one(lock):
+        assert await lock.acquire_async(timeout=600)
+        await lock.release_async()
+
+    async def run():
+        gc.collect()
+        threads_before, rss_before = _process_status()
+        threads_max = threads_before
+        t0 = time.perf_counter()
+        tasks = [
+            asyncio.ensure_future(one(clients[i % sessions].lock(lock_path(i % paths))))
+            for i in range(paths * per_path)
+        ]
+        while True:
+            counts = [len(clients[0].participants(lock_path(i))) for i in range(paths)]
+            threads_max = max(threads_max, _process_status()[0])
+            if all(c == per_path + 1 for c in counts):
+                break
+            await asyncio.sleep(0.2)
+        queued_s = time.perf_counter() - t0
+        gc.collect()
+        threads, rss = _process_status()
+        threads_max = max(threads_max, threads)
+        t1 = time.perf_counter()
+        for h in holders:
+            await h.release_async()
+        await asyncio.gather(*tasks)
+        drain_s = time.perf_counter() - t1
+        n = paths * per_path
+        return {
+            "waiters": n,
+            "threads_before": threads_before,
+            "threads_max": threads_max,
+            "rss_per_waiter_bytes": round((rss - rss_before) / n),
+            "queued_s": queued_s,
+            "grants": n,
+            "window_s": drain_s,
+        }
+
+    out = asyncio.run(run())
+    for c in clients:
+        c.close()
+    return out
+
+
 if __name__ == "__main__":
-    pybench.main(Zk)
+    pybench.main(Zk, extra={"waiters": waiters})

@@ -184,7 +184,9 @@ def herd(b, hosts, path, p):
     return {"rounds": rounds}
 
 
-def main(backend):
+def main(backend, extra=None):
+    """Runs the scenario named on the command line; ``extra`` maps more
+    scenario names to ``fn(hosts, path, params)`` (a backend's own)."""
     scenario, hosts, path = sys.argv[1:4]
     p = {}
     for kv in sys.argv[4:]:
@@ -197,6 +199,7 @@ def main(backend):
         "independent": lambda: throughput(backend, hosts, path, p, True),
         "rw": lambda: rw(backend, hosts, path, p),
         "herd": lambda: herd(backend, hosts, path, p),
+        **{name: (lambda f=f: f(hosts, path, p)) for name, f in (extra or {}).items()},
     }[scenario]
     out = fn()
     say({"result": out})

@@ -43,6 +43,9 @@ struct Imp {
 
 const ALL: &[&str] = &["uncontended", "contended", "independent", "queue", "herd", "rw"];
 const BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw"];
+/// The bindings whose waits take no thread (Python asyncio, Node) also run
+/// the 10,000-waiter scenario.
+const ASYNC_BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw", "waiters"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -86,14 +89,14 @@ fn implementations() -> Vec<Imp> {
             program: root.join("target/python-venv/bin/python"),
             args: vec![s(drivers.join("bench_zklock.py"))],
             env: vec![("PYTHONPATH".into(), s(bench.join("pylib")))],
-            runs: BINDING,
+            runs: ASYNC_BINDING,
         },
         Imp {
             name: "zklock-node",
             program: PathBuf::from("node"),
             args: vec![s(drivers.join("bench.js"))],
             env: vec![("ZKLOCK_NODE_PACKAGE".into(), s(bench.join("node")))],
-            runs: BINDING,
+            runs: ASYNC_BINDING,
         },
         Imp {
             name: "curator",
@@ -185,6 +188,16 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             limit: Duration::from_secs(300),
         });
     }
+    // 10,000 acquires waiting at once in one process (100 paths x 100, on 4
+    // sessions): threads, memory per waiter, then the drain rate.
+    let (paths, per_path) = (q(100, 20), q(100, 50));
+    v.push(Scenario {
+        name: format!("waiters-{}", paths * per_path),
+        family: "waiters",
+        params: p(&[("paths", paths), ("per_path", per_path), ("sessions", 4)]),
+        reps: 1,
+        limit: Duration::from_secs(300),
+    });
     v.push(Scenario {
         name: "rw".into(),
         family: "rw",

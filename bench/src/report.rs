@@ -104,6 +104,8 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
             put("writes_per_s", Some(wr / w));
         }
     }
+    put("threads_max", num("threads_max"));
+    put("rss_per_waiter", num("rss_per_waiter_bytes"));
     if let Some(rounds) = result.get("notifications").and_then(Value::as_array) {
         // Notifications counted on the wire by the proxy ("sent"); the
         // watch table before the release ("total") where that is missing.
@@ -225,6 +227,8 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
         ]
     } else if scenario == "rw" {
         &[("reads_per_s", "reads/s"), ("writes_per_s", "writes/s"), ("violations", "violations")]
+    } else if scenario.starts_with("waiters") {
+        &[("threads_max", "threads (max)"), ("rss_per_waiter", "bytes per waiter"), ("per_s", "drain grants/s")]
     } else if scenario.starts_with("contended") {
         &[("per_s", "acquisitions/s"), ("fairness", "fairness (Jain)"), ("violations", "violations")]
     } else {
@@ -236,7 +240,7 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
 fn ratio_metric(scenario: &str) -> Option<&'static str> {
     if scenario == "uncontended" {
         Some("median_us")
-    } else if scenario.starts_with("herd") {
+    } else if scenario.starts_with("herd") || scenario.starts_with("waiters") {
         None
     } else if scenario == "rw" {
         Some("writes_per_s")
@@ -446,6 +450,8 @@ mod tests {
         add_result(&mut m, "fsync-off", "queue-1000", "zklock-rust", &json!({ "grants": 60, "window_s": 1.0 }));
         let herd = json!({ "notifications": [{ "total": 1, "to_waiters": 1 }, { "total": 2, "to_waiters": 1 }] });
         add_result(&mut m, "fsync-off", "herd-32", "zklock-rust", &herd);
+        let waiters = json!({ "grants": 10000, "window_s": 4.0, "threads_max": 17, "rss_per_waiter_bytes": 17000 });
+        add_result(&mut m, "fsync-off", "waiters-10000", "zklock-node", &waiters);
         m
     }
 
@@ -471,6 +477,7 @@ mod tests {
         assert!(md.contains("| zklock-rust | 100 | 300 | 0.50 | 0.25 | 1.05 |"), "{md}");
         assert!(md.contains("**missed**"));
         assert!(md.contains("- **nproc**: 2"));
+        assert!(md.contains("| zklock-node | 17.0 | 17000 | 2500 |"), "{md}");
         let mut lat = BTreeMap::new();
         lat.entry("fsync-off".to_owned())
             .or_insert_with(BTreeMap::new)
