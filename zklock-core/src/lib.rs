@@ -30,10 +30,14 @@
 //! protocol document; every public item says which errors it returns and on
 //! which thread it may be called.
 
+mod acquire;
+mod cleanup;
 mod client;
 mod clock;
+mod driver;
 mod error;
 mod fault;
+mod holding;
 mod lock;
 pub mod names;
 mod nodelay;
@@ -41,8 +45,10 @@ mod validate;
 
 pub use client::{Client, ClientOptions, Participant};
 pub use error::{Error, ErrorKind, Result};
+pub use holding::Guard;
 pub use lock::{
-    AcquireOptions, CancelHandle, CancelToken, Guard, Lock, LockOptions, LockState, ReadWriteLock, ReleaseStatus,
+    AcquireOptions, CancelHandle, CancelToken, Lock, LockOptions, LockState, PendingAcquire, ReadWriteLock,
+    ReleaseStatus,
 };
 pub use names::{LockMode, NodeKind};
 pub use validate::{

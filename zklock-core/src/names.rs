@@ -6,6 +6,8 @@
 
 use std::cmp::Ordering;
 
+use crate::driver::{self, Driver};
+
 /// Whether a lock node is a reader (shared) or a writer (exclusive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeKind {
@@ -28,22 +30,40 @@ pub enum LockMode {
     Write,
 }
 
-impl LockMode {
-    /// The token written after the protected prefix, before the sequence.
-    fn token(self) -> &'static str {
+impl NodeKind {
+    /// `"READER"` or `"WRITER"`, the name every front end shows (Python
+    /// and the CLI in lower case).
+    pub fn name(self) -> &'static str {
         match self {
-            LockMode::Exclusive => "lock-",
-            LockMode::Read => "__READ__",
-            LockMode::Write => "__WRIT__",
+            NodeKind::Reader => "READER",
+            NodeKind::Writer => "WRITER",
+        }
+    }
+}
+
+impl LockMode {
+    /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`, the name every front end shows
+    /// (Python and the CLI in lower case).
+    pub fn name(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => "EXCLUSIVE",
+            LockMode::Read => "READ",
+            LockMode::Write => "WRITE",
+        }
+    }
+
+    /// The driver of this kind of lock: its node names and queue rules.
+    pub(crate) fn driver(self) -> &'static dyn Driver {
+        match self {
+            LockMode::Exclusive => driver::EXCLUSIVE,
+            LockMode::Read => driver::READ,
+            LockMode::Write => driver::WRITE,
         }
     }
 
     /// The kind of the nodes this mode creates.
     pub fn node_kind(self) -> NodeKind {
-        match self {
-            LockMode::Read => NodeKind::Reader,
-            LockMode::Exclusive | LockMode::Write => NodeKind::Writer,
-        }
+        self.driver().node_kind()
     }
 }
 
@@ -55,7 +75,7 @@ pub(crate) fn protected_prefix(uuid: &uuid::Uuid) -> String {
 /// The name (relative to the lock path, without sequence) that a contender
 /// of `mode` passes to a sequential create: `_c_<uuid>-lock-` etc.
 pub(crate) fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
-    format!("{}{}", protected_prefix(uuid), mode.token())
+    format!("{}{}", protected_prefix(uuid), mode.driver().token())
 }
 
 /// Tokens after which a sequence may be negative (`-` and 9 or 10 digits).
@@ -76,7 +96,7 @@ impl LockNode {
     /// Queue order: sequence as a number, then the whole name so that equal
     /// sequences (only possible with foreign, hand-made nodes) still have one
     /// total order and at most one writer holds.
-    fn queue_cmp(&self, other: &LockNode) -> Ordering {
+    pub(crate) fn queue_cmp(&self, other: &LockNode) -> Ordering {
         self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
     }
 }
@@ -162,10 +182,8 @@ pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
 /// if our node is not among them.
 fn blockers(mode: LockMode, children: &[String], ours: &str) -> Option<Vec<LockNode>> {
     let me = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c))?;
-    let blocks = |n: &LockNode| match mode.node_kind() {
-        NodeKind::Writer => n.queue_cmp(&me) == Ordering::Less,
-        NodeKind::Reader => n.kind == NodeKind::Writer && n.sequence < me.sequence,
-    };
+    let driver = mode.driver();
+    let blocks = |n: &LockNode| driver.blocks(&me, n);
     Some(children.iter().filter(|c| c.as_str() != ours).filter_map(|c| parse_child(c)).filter(blocks).collect())
 }
 
@@ -193,17 +211,14 @@ pub fn queue_with_holders(children: &[String]) -> Vec<(LockNode, bool)> {
 }
 
 /// Whether, once the node we wait on is deleted, we hold the lock without
-/// listing the children again: the node was the only one blocking us.
-///
-/// Nodes created after ours get larger sequences, so the nodes sorting
-/// before ours can only go away (protocol section 1), with one exception: a
-/// write-to-read downgrade (zklock's and Curator 5.5+'s) creates a read node
-/// with the sequence of its `__WRIT__` node, which blocks a writer queued
-/// after that node. So for a writer the sole blocker must not be a
-/// `__WRIT__` node; a reader is never blocked by a read node.
+/// listing the children again: the node was the only one blocking us, and
+/// the driver of `mode` says no new node can sort before ours then (see
+/// `Driver::held_once_sole_blocker_gone`: a writer's sole blocker must not
+/// be a `__WRIT__` node, which a downgrade can follow with a read node of
+/// its sequence; a reader is never blocked by a read node).
 pub fn held_once_gone(mode: LockMode, children: &[String], ours: &str) -> bool {
     match blockers(mode, children, ours).as_deref() {
-        Some([only]) => mode.node_kind() == NodeKind::Reader || !only.name.contains("__WRIT__"),
+        Some([only]) => mode.driver().held_once_sole_blocker_gone(only),
         _ => false,
     }
 }

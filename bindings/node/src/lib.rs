@@ -323,10 +323,7 @@ impl Client {
                 .map(|p| Participant {
                     name: p.name,
                     sequence: p.sequence,
-                    kind: match p.kind {
-                        core::NodeKind::Reader => "READER".to_owned(),
-                        core::NodeKind::Writer => "WRITER".to_owned(),
-                    },
+                    kind: p.kind.name().to_owned(),
                     holds: p.holds,
                     data: p.data.into(),
                     session_id: BigInt::from(p.session_id),
@@ -463,12 +460,7 @@ impl Lock {
     /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
     #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
     pub fn mode(&self) -> String {
-        match self.lock.mode() {
-            core::LockMode::Exclusive => "EXCLUSIVE",
-            core::LockMode::Read => "READ",
-            core::LockMode::Write => "WRITE",
-        }
-        .to_owned()
+        self.lock.mode().name().to_owned()
     }
 
     /// Acquires the lock and resolves with a `Guard`. Waits at most
@@ -523,15 +515,6 @@ impl Lock {
 // ---------------------------------------------------------------------------
 // Guard
 // ---------------------------------------------------------------------------
-
-fn state_name(state: core::LockState) -> &'static str {
-    match state {
-        core::LockState::Held => "HELD",
-        core::LockState::Suspended => "SUSPENDED",
-        core::LockState::Lost => "LOST",
-        core::LockState::Released => "RELEASED",
-    }
-}
 
 /// Proof of holding a lock. Release it with `await guard.release()` (or
 /// `await using guard = await lock.acquire()`); a guard that is garbage
@@ -609,12 +592,7 @@ impl Guard {
     #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let release = self.guard.release_async();
-        promise(&env, "release", async move {
-            Ok(match release.await? {
-                core::ReleaseStatus::Released => "RELEASED".to_owned(),
-                core::ReleaseStatus::Pending => "PENDING".to_owned(),
-            })
-        })
+        promise(&env, "release", async move { Ok(release.await?.name().to_owned()) })
     }
 
     /// Throws unless the lock is safely held now: state `HELD`, connected,
@@ -634,7 +612,7 @@ impl Guard {
     /// while other guards of its lock keep it).
     #[napi(getter, ts_return_type = "LockState", catch_unwind)]
     pub fn state(&self) -> String {
-        state_name(self.get().state()).to_owned()
+        self.get().state().name().to_owned()
     }
 
     /// The fencing token of this grant (the creation zxid of our node):
@@ -700,7 +678,7 @@ impl StateCallback {
     fn call(&self, state: core::LockState) {
         if let Some(tsfn) = &self.0 {
             // NonBlocking: fails (ignored) only when Node is going away.
-            tsfn.call(state_name(state), ThreadsafeFunctionCallMode::NonBlocking);
+            tsfn.call(state.name(), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 }

@@ -4,8 +4,8 @@
 //! This module adds what Python needs:
 //!
 //! - blocking waits that release the GIL and still honour Ctrl-C: the core
-//!   call completes through its callback (`connect_then`, `acquire_then`)
-//!   while the caller waits on a channel in slices of [`WAIT_SLICE`],
+//!   call runs on the core's runtime (`begin_acquire`; connect through
+//!   `connect_then`) while the caller waits on a channel in slices of [`WAIT_SLICE`],
 //!   running Python's signal handlers between slices; an exception from a
 //!   handler (KeyboardInterrupt) cancels that call's `CancelToken`, so no
 //!   lock node is left, and is then raised;
@@ -52,7 +52,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, AcquireOptions, CancelToken, Client as CoreClient,
-    ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, NodeKind,
+    ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, PendingAcquire,
     ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
@@ -280,33 +280,62 @@ fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<O
     Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
-/// Waits for the outcome on `rx` without the GIL, in slices of
-/// [`WAIT_SLICE`], running Python's signal handlers between slices. If a
-/// handler raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called
-/// (without the GIL) with the receiver, so that it can cancel the call and
-/// clean up after it, and the handler's exception is returned.
-fn wait_for_outcome<T, I>(py: Python<'_>, rx: mpsc::Receiver<T>, interrupt: I) -> PyResult<T>
-where
-    T: Send + 'static,
-    I: FnOnce(mpsc::Receiver<T>) + Send,
-{
-    let mut rx = rx;
-    loop {
-        // The receiver moves in and out: it is Send but not Sync.
-        let (back, received) = py.detach(move || {
-            let received = rx.recv_timeout(WAIT_SLICE);
-            (rx, received)
-        });
-        rx = back;
-        match received {
-            Ok(value) => return Ok(value),
-            Err(RecvTimeoutError::Timeout) => {},
+/// A call in progress whose outcome a blocking method waits for in slices.
+trait Awaited: Send {
+    type Output: Send;
+    /// Waits up to `slice`: `None` while the call goes on.
+    fn wait(&mut self, slice: Duration) -> Option<Self::Output>;
+}
+
+/// A core call that completes through a callback into this channel.
+impl<X: Send> Awaited for mpsc::Receiver<zklock_core::Result<X>> {
+    type Output = zklock_core::Result<X>;
+
+    fn wait(&mut self, slice: Duration) -> Option<Self::Output> {
+        match self.recv_timeout(slice) {
+            Ok(out) => Some(out),
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(py_err(Error::new(ErrorKind::Internal, "the call ended without a result")))
+                Some(Err(Error::new(ErrorKind::Internal, "the call ended without a result")))
             },
         }
+    }
+}
+
+/// An acquire started with `begin_acquire`: its outcome comes straight
+/// from the core's runtime, never through the client's event thread, so a
+/// blocking acquire may be made from a state-change callback.
+impl Awaited for PendingAcquire {
+    type Output = zklock_core::Result<Guard>;
+
+    fn wait(&mut self, slice: Duration) -> Option<Self::Output> {
+        self.wait_timeout(slice)
+    }
+}
+
+/// Waits for the outcome of `call` without the GIL, in slices of
+/// [`WAIT_SLICE`], running Python's signal handlers between slices. If a
+/// handler raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called
+/// (without the GIL) with the call, so that it can cancel it and clean up
+/// after it, and the handler's exception is returned.
+fn wait_for_outcome<A, I>(py: Python<'_>, call: A, interrupt: I) -> PyResult<A::Output>
+where
+    A: Awaited,
+    I: FnOnce(A) + Send,
+{
+    let mut call = call;
+    loop {
+        // The call moves in and out: it is Send but not Sync.
+        let (back, outcome) = py.detach(move || {
+            let outcome = call.wait(WAIT_SLICE);
+            (call, outcome)
+        });
+        call = back;
+        if let Some(out) = outcome {
+            return Ok(out);
+        }
         if let Err(signal) = py.check_signals() {
-            py.detach(move || interrupt(rx));
+            py.detach(move || interrupt(call));
             return Err(signal);
         }
     }
@@ -347,15 +376,6 @@ impl Call {
     /// node). Never blocks; any thread; idempotent.
     fn cancel(&self) {
         self.token.cancel();
-    }
-}
-
-fn state_name(state: LockState) -> &'static str {
-    match state {
-        LockState::Held => "HELD",
-        LockState::Suspended => "SUSPENDED",
-        LockState::Lost => "LOST",
-        LockState::Released => "RELEASED",
     }
 }
 
@@ -480,10 +500,7 @@ impl Client {
         let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
         list.into_iter()
             .map(|p| {
-                let kind = match p.kind {
-                    NodeKind::Reader => "reader",
-                    NodeKind::Writer => "writer",
-                };
+                let kind = p.kind.name().to_ascii_lowercase();
                 PyTuple::new(
                     py,
                     [
@@ -626,7 +643,7 @@ impl Lock {
 fn register(guard: &Guard, cb: PyCallback) {
     guard.on_state_change(move |state| {
         enter_python(|py| {
-            if let Err(e) = cb.call1(py, (state_name(state),)) {
+            if let Err(e) = cb.call1(py, (LockState::name(state),)) {
                 e.write_unraisable(py, Some(cb.bind(py)));
             }
         });
@@ -687,18 +704,13 @@ impl Lock {
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("lock")?;
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.handle
-            .acquire_then(&options, move |out| {
-                let _ = tx.send(out);
-            })
-            .map_err(|e| to_py_err(py, &e))?;
-        let result = wait_for_outcome(py, rx, move |rx| {
+        let pending = self.handle.begin_acquire(&options).map_err(|e| to_py_err(py, &e))?;
+        let result = wait_for_outcome(py, pending, move |mut pending| {
             token.cancel();
             // The cancelled acquire returns promptly (its node is deleted,
             // in the background if ZooKeeper cannot be reached). If it won
             // the race, give the lock back.
-            if let Ok(Ok(guard)) = rx.recv() {
+            if let Some(Ok(guard)) = pending.wait_timeout(Duration::MAX) {
                 let _ = guard.release();
             }
         })?;
@@ -855,7 +867,7 @@ impl Lock {
         let top = locked(&self.guards).last().cloned();
         match top {
             Some(_) if self.defunct() => "LOST",
-            Some(guard) => state_name(guard.state()),
+            Some(guard) => LockState::name(guard.state()),
             None => "RELEASED",
         }
     }
@@ -899,12 +911,8 @@ impl Lock {
 
     /// `"exclusive"`, `"read"` or `"write"`.
     #[getter]
-    fn mode(&self) -> &'static str {
-        match self.handle.mode() {
-            LockMode::Exclusive => "exclusive",
-            LockMode::Read => "read",
-            LockMode::Write => "write",
-        }
+    fn mode(&self) -> String {
+        self.handle.mode().name().to_ascii_lowercase()
     }
 
     fn __repr__(&self) -> String {

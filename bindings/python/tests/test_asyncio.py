@@ -143,3 +143,25 @@ def test_cancelling_one_of_1000_tasks_on_one_lock_object_cancels_that_acquire_on
             assert observer.participants(path) == []
 
     asyncio.run(main())
+
+
+def test_a_blocking_acquire_from_the_event_thread_does_not_hang(client: zklock.Client, path: str) -> None:
+    """The native completion of an asyncio acquire runs on the client's
+    event thread (as state-change callbacks do); a blocking acquire made
+    there must not wait for that same thread."""
+    import queue
+
+    outcome: "queue.Queue[object]" = queue.Queue()
+    first, second = client.lock(path + "/a"), client.lock(path + "/b")
+
+    def done(ok: bool, value: object) -> None:
+        try:
+            outcome.put(("inner", second._native.acquire(True, 5.0)))
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            outcome.put(("inner", e))
+
+    first._native.acquire_start(True, 5.0, done)
+    assert outcome.get(timeout=20) == ("inner", True)
+    assert second.held
+    second.release()
+    first.release()

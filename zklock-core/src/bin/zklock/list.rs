@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use zklock_core::{Client, NodeKind, Participant};
+use zklock_core::{Client, Participant};
 
 use crate::args::ListOptions;
 use crate::exit;
@@ -36,14 +36,6 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
     }
 }
 
-/// `reader` or `writer`.
-fn kind_name(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Reader => "reader",
-        NodeKind::Writer => "writer",
-    }
-}
-
 /// `HOLDS` or `WAITS`.
 fn state_name(p: &Participant) -> &'static str {
     if p.holds {
@@ -72,7 +64,7 @@ fn table(_path: &str, queue: &[Participant]) -> String {
         rows.push([
             (i + 1).to_string(),
             state_name(p).to_owned(),
-            kind_name(p.kind).to_owned(),
+            p.kind.name().to_ascii_lowercase(),
             p.sequence.to_string(),
             format!("{:#x}", p.session_id),
             p.name.clone(),
@@ -132,7 +124,7 @@ fn json(path: &str, queue: &[Participant]) -> String {
                 i + 1,
                 state_name(p),
                 p.holds,
-                kind_name(p.kind),
+                p.kind.name().to_ascii_lowercase(),
                 p.sequence,
                 json_string(&format!("{:#x}", p.session_id)),
                 json_string(&String::from_utf8_lossy(&p.data)),
@@ -147,6 +139,7 @@ fn json(path: &str, queue: &[Participant]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zklock_core::NodeKind;
 
     fn p(name: &str, holds: bool, kind: NodeKind, data: &[u8]) -> Participant {
         Participant { name: name.into(), sequence: 7, kind, holds, data: data.to_vec(), session_id: 0x1234 }

@@ -7,9 +7,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_core::{
-    AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState,
-};
+use zklock_core::{AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockOptions, LockState};
 
 use crate::args::{signal_name, NodeData, RunOptions};
 use crate::connect_options;
@@ -115,15 +113,6 @@ fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event
     }
 }
 
-/// `exclusive`, `read` or `write` (the value of `ZKLOCK_LOCK_MODE`).
-fn mode_name(mode: LockMode) -> &'static str {
-    match mode {
-        LockMode::Exclusive => "exclusive",
-        LockMode::Read => "read",
-        LockMode::Write => "write",
-    }
-}
-
 /// Acquires, runs the command, releases. The caller closes the client.
 fn hold_and_run(
     opts: &RunOptions,
@@ -164,7 +153,7 @@ fn hold_and_run(
     if opts.verbose {
         note!(
             "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
-            mode_name(opts.mode),
+            opts.mode.name().to_ascii_lowercase(),
             opts.path,
             guard.node_path(),
             guard.fencing_token(),
@@ -237,7 +226,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
         .env("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
         .env("ZKLOCK_NODE_PATH", guard.node_path())
         .env("ZKLOCK_LOCK_PATH", &opts.path)
-        .env("ZKLOCK_LOCK_MODE", mode_name(opts.mode))
+        .env("ZKLOCK_LOCK_MODE", opts.mode.name().to_ascii_lowercase())
         .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
     if let Err(e) = signals::unblock_in_child(&mut cmd) {
         note!("cannot prepare the command's signal mask: {e}");

@@ -1,0 +1,161 @@
+//! Deleting our nodes (protocol doc sections 6 and 7): after a release, a
+//! timeout, a cancel or an error; at once or in the background; and only
+//! nodes that are still ours.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::client::{Session, Shared};
+use crate::names::{self};
+
+/// Whether a ZooKeeper error leaves the outcome of a request unknown.
+pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) | zk::Error::UnexpectedError(_))
+}
+
+/// Whether a ZooKeeper error means the session is gone.
+pub(crate) fn session_gone(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed)
+}
+
+/// Something to delete in the background until it is gone or the session is.
+pub(crate) enum Cleanup {
+    /// Our node at this path, if the session still owns it (a node of the
+    /// same name made by another session after ours was deleted is not
+    /// ours to delete).
+    Node(String),
+    /// Our nodes under `parent` whose name starts with `prefix` and whose
+    /// owner is the session (a create whose reply was lost).
+    Prefix { parent: String, prefix: String },
+}
+
+/// What became of a node we set out to delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// Our delete removed it.
+    Deleted,
+    /// Nothing of ours was there to delete: the node is gone, is another
+    /// session's, or went with our session.
+    Gone,
+    /// Not done yet (no answer, or a changed version): try again.
+    Pending,
+}
+
+/// Deletes our node now if the session is connected, else in the
+/// background (`Pending`). `known_ours`: the caller holds the lock on this
+/// node and a watch armed by a read that showed it ours has reported
+/// nothing, so one `delete` is sent at once; otherwise the node is read
+/// first and deleted only if the session owns it (see [`Cleanup::Node`]).
+/// `patience` bounds the try made now (each request is bounded by the
+/// operation timeout anyway); what is not done by then goes on in the
+/// background.
+pub(crate) async fn delete_node(
+    shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    path: String,
+    known_ours: bool,
+    patience: Option<Duration>,
+) -> Deletion {
+    if session.state().is_terminated() {
+        return Deletion::Gone;
+    }
+    if session.state() == zk::SessionState::SyncConnected {
+        let now = async {
+            if known_ours {
+                delete_once(shared, session, &path, None).await
+            } else {
+                delete_if_ours(shared, session, &path).await
+            }
+        };
+        let done = match patience {
+            Some(p) => tokio::time::timeout(p, now).await.unwrap_or(Deletion::Pending),
+            None => now.await,
+        };
+        if done != Deletion::Pending {
+            return done;
+        }
+    }
+    spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
+    Deletion::Pending
+}
+
+/// One `delete` of `path` (at `version`, if given).
+pub(crate) async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> Deletion {
+    let Ok(zk) = session.zk() else { return Deletion::Gone };
+    match tokio::time::timeout(shared.options.operation_timeout, zk.delete(path, version)).await {
+        Ok(Ok(())) => Deletion::Deleted,
+        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(_)) | Err(_) => Deletion::Pending,
+    }
+}
+
+/// Retries `what` until it is done, the session ends, or the client closes
+/// (which ends the session).
+pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
+    if let Cleanup::Node(path) = &what {
+        log::warn!("zklock: cannot delete {path} now; retrying in the background");
+    }
+    shared.pending_cleanups.fetch_add(1, Ordering::AcqRel);
+    let handle = shared.handle.clone();
+    handle.spawn(async move {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let connected = tokio::select! {
+                r = session.wait_connected(None) => r.is_ok(),
+                _ = shared.closed() => false,
+            };
+            if !connected || cleanup_once(&shared, &session, &what).await {
+                break;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+        shared.pending_cleanups.fetch_sub(1, Ordering::AcqRel);
+    });
+}
+
+/// One try of a cleanup; true when nothing is left to do.
+pub(crate) async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
+    match what {
+        Cleanup::Node(path) => delete_if_ours(shared, session, path).await != Deletion::Pending,
+        Cleanup::Prefix { parent, prefix } => {
+            let Ok(zk) = session.zk() else { return true };
+            let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await
+            {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
+                _ => return false,
+            };
+            for node in names::own_nodes(&children, prefix) {
+                if delete_if_ours(shared, session, &format!("{parent}/{}", node.name)).await == Deletion::Pending {
+                    return false;
+                }
+            }
+            true
+        },
+    }
+}
+
+/// Reads the node at `path` and deletes it (at the version read) if the
+/// session owns it.
+pub(crate) async fn delete_if_ours(shared: &Shared, session: &Session, path: &str) -> Deletion {
+    let Ok(zk) = session.zk() else { return Deletion::Gone };
+    match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
+        Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
+            delete_once(shared, session, path, Some(stat.version)).await
+        },
+        Ok(Ok((_, stat))) => {
+            log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
+            Deletion::Gone
+        },
+        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(_)) | Err(_) => Deletion::Pending,
+    }
+}
+
+/// How long a failed acquire waits for the deletion of its node before
+/// leaving it to the background (its deadline has passed already).
+pub(crate) const CLEANUP_GRACE: Duration = Duration::from_millis(250);
