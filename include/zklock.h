@@ -44,8 +44,11 @@
  * - Blocking calls (zklock_client_new, _close, _participants, _session_id,
  *   zklock_lock_acquire, zklock_guard_release, zklock_guard_free) block only
  *   the calling thread; each client runs its own runtime thread.
- * - zklock_lock_cancel never blocks and may be called from any thread to
- *   end a waiting acquire with ZKLOCK_CANCELLED.
+ * - zklock_lock_cancel and zklock_cancel_cancel never block and may be
+ *   called from any thread to end waiting acquires with ZKLOCK_CANCELLED
+ *   (every acquire of a handle, or the calls given that token).
+ * - zklock_lock_acquire_async never blocks; its callback runs once on the
+ *   client's event thread, like the state-change callbacks.
  * - State-change callbacks run on the client's event thread, one at a time;
  *   they must not block for long and must not throw. They may call zklock
  *   functions (the event thread is not zklock's runtime thread).
@@ -60,7 +63,11 @@
  * closes when the client and everything made from it are freed.
  * zklock_client_close ends the session at once: every lock held through it
  * is lost and waiting acquires fail with ZKLOCK_CLOSED; the handles must
- * still be freed.
+ * still be freed. An acquire started with zklock_lock_acquire_async keeps
+ * the client alive until it ends, and its callback runs exactly once when
+ * it ends (freeing the handles does not end it; a cancel, a close or its
+ * timeout does): before freeing what its user_data points to, cancel it
+ * (zklock_cancel_cancel, or zklock_client_close) and wait for the callback.
  */
 
 #ifndef ZKLOCK_H

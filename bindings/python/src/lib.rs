@@ -668,6 +668,20 @@ impl Lock {
         }
     }
 
+    /// Takes the newest guard off this object's stack, for a release.
+    /// NotHeld if there is none; Closed in a forked child (where the guard
+    /// is dropped without touching the parent's node).
+    fn pop_guard(&self) -> PyResult<Arc<Guard>> {
+        let guard = locked(&self.guards)
+            .pop()
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
+        if self.origin.forked() {
+            std::mem::forget(guard);
+            return Err(py_err(self.origin.inherited("lock")));
+        }
+        Ok(guard)
+    }
+
     /// The options of one acquire call of `acquire(blocking, timeout)`,
     /// with its own cancel token.
     fn call_options(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<(AcquireOptions, CancelToken)> {
@@ -767,13 +781,7 @@ impl Lock {
     /// exception)` otherwise. Raises at once (and never calls `done`) as
     /// `release()` does for nothing held and in a forked child.
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = locked(&self.guards)
-            .pop()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
-        if self.origin.forked() {
-            std::mem::forget(guard);
-            return Err(py_err(self.origin.inherited("lock")));
-        }
+        let guard = self.pop_guard()?;
         let release = guard.release_async();
         self.client
             .spawn_then(release, move |out| {
@@ -794,13 +802,7 @@ impl Lock {
     /// Closed after close() or in a forked child (where the guard is
     /// dropped without touching the parent's node). Blocks without the GIL.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let guard = locked(&self.guards)
-            .pop()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
-        if self.origin.forked() {
-            std::mem::forget(guard);
-            return Err(py_err(self.origin.inherited("lock")));
-        }
+        let guard = self.pop_guard()?;
         match py.detach(move || guard.release()) {
             Ok(ReleaseStatus::Released) => Ok(true),
             Ok(ReleaseStatus::Pending) => Ok(false),
