@@ -240,7 +240,7 @@ typedef int32_t zklock_mode;
 
 /**
  * A cancel token: made before an acquire call, given to it
- * (`zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
+ * (`zklock_lock_acquire_cancellable`, `zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
  * to make that call fail with `ZKLOCK_CANCELLED`: that call only, not
  * other acquires of the same lock handle, and also when the cancel comes
  * before the call starts. One token may be given to several calls (it
@@ -749,6 +749,26 @@ zklock_code zklock_rwlock_new(const struct zklock_client *client, const char *pa
  * writing a pointer.
  */
 zklock_code zklock_lock_acquire(const struct zklock_lock *lock, int64_t timeout_ms, struct zklock_guard **out, struct zklock_error **err);
+
+/**
+ * `zklock_lock_acquire` with a cancel token for this call: `cancel` (may
+ * be NULL) cancels this call only. `zklock_cancel_cancel` from another
+ * thread makes it return `ZKLOCK_CANCELLED` (its node is deleted), also
+ * when cancelled before this call; other acquires of the same handle go
+ * on. Otherwise as `zklock_lock_acquire`.
+ *
+ * # Errors
+ * As `zklock_lock_acquire`; `ZKLOCK_CANCELLED` once the token is
+ * cancelled.
+ *
+ * # Threads
+ * Blocks the calling thread, as `zklock_lock_acquire`.
+ *
+ * # Safety
+ * `lock` is NULL or a live lock; `cancel` is NULL or a live token; `out`
+ * and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_lock_acquire_cancellable(const struct zklock_lock *lock, int64_t timeout_ms, const struct zklock_cancel *cancel, struct zklock_guard **out, struct zklock_error **err);
 
 /**
  * `zklock_lock_acquire` for programs with their own event loop (libuv,

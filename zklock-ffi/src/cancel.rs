@@ -6,7 +6,7 @@ use crate::error::{zklock_code, zklock_error};
 use crate::util::{call, guarded, out_arg};
 
 /// A cancel token: made before an acquire call, given to it
-/// (`zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
+/// (`zklock_lock_acquire_cancellable`, `zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
 /// to make that call fail with `ZKLOCK_CANCELLED`: that call only, not
 /// other acquires of the same lock handle, and also when the cancel comes
 /// before the call starts. One token may be given to several calls (it

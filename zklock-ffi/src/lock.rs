@@ -180,6 +180,57 @@ pub unsafe extern "C" fn zklock_lock_acquire(
     }
 }
 
+/// `zklock_lock_acquire` with a cancel token for this call: `cancel` (may
+/// be NULL) cancels this call only. `zklock_cancel_cancel` from another
+/// thread makes it return `ZKLOCK_CANCELLED` (its node is deleted), also
+/// when cancelled before this call; other acquires of the same handle go
+/// on. Otherwise as `zklock_lock_acquire`.
+///
+/// # Errors
+/// As `zklock_lock_acquire`; `ZKLOCK_CANCELLED` once the token is
+/// cancelled.
+///
+/// # Threads
+/// Blocks the calling thread, as `zklock_lock_acquire`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `cancel` is NULL or a live token; `out`
+/// and `err` are NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_acquire_cancellable(
+    lock: *const zklock_lock,
+    timeout_ms: i64,
+    cancel: *const zklock_cancel,
+    out: *mut *mut zklock_guard,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_lock_acquire_cancellable";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let lock = arg_ref(lock, F, "lock")?;
+            let out = out_arg(out, F, "out")?;
+            let guard = lock.inner.acquire_with(&call_options(timeout_ms, cancel))?;
+            out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
+            Ok(())
+        })
+    }
+}
+
+/// The options of one acquire call from C: `timeout_ms` by the C rule and
+/// the token, if any.
+///
+/// # Safety
+/// `cancel` is NULL or a live token.
+unsafe fn call_options(timeout_ms: i64, cancel: *const zklock_cancel) -> AcquireOptions {
+    let options = AcquireOptions::new().timeout(timeout_from_ms(timeout_ms));
+    // SAFETY: caller's contract.
+    match unsafe { cancel.as_ref() } {
+        Some(c) => options.cancel_token(c.token.clone()),
+        None => options,
+    }
+}
+
 /// The callback of `zklock_lock_acquire_async`, called exactly once with the
 /// outcome: `code` is `ZKLOCK_OK` and `guard` a new guard (the callee owns
 /// it: free it with `zklock_guard_free`, which releases the lock if still
@@ -236,10 +287,7 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
         call(F, err, || {
             let lock = arg_ref(lock, F, "lock")?;
             let Some(callback) = callback else { return Err(null_arg(F, "callback")) };
-            let mut options = AcquireOptions::new().timeout(timeout_from_ms(timeout_ms));
-            if let Some(c) = cancel.as_ref() {
-                options = options.cancel_token(c.token.clone());
-            }
+            let options = call_options(timeout_ms, cancel);
             let user_data = UserData(user_data);
             lock.inner.acquire_then(&options, move |out| {
                 let user_data = user_data;

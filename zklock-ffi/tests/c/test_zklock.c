@@ -514,14 +514,70 @@ struct acquire_job {
     zklock_code rc;
     zklock_guard *guard;
     double seconds;
+    zklock_cancel *cancel; /* NULL: zklock_lock_acquire */
 };
 
 static void *acquire_thread(void *arg) {
     struct acquire_job *job = (struct acquire_job *)arg;
     double t0 = now_s();
-    job->rc = zklock_lock_acquire(job->lock, job->timeout_ms, &job->guard, NULL);
+    if (job->cancel)
+        job->rc = zklock_lock_acquire_cancellable(job->lock, job->timeout_ms, job->cancel,
+                                                  &job->guard, NULL);
+    else
+        job->rc = zklock_lock_acquire(job->lock, job->timeout_ms, &job->guard, NULL);
     job->seconds = now_s() - t0;
     return NULL;
+}
+
+/* Two threads block in acquires of one handle, each with its own token:
+ * cancelling one ends that call only. */
+static int test_cancel_one_blocking_call(void) {
+    char path[128];
+    lock_path(path, sizeof path, "cancel-one");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *holder = NULL, *waiter = NULL;
+    zklock_guard *g = NULL;
+    zklock_cancel *c1 = NULL, *c2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &holder, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &waiter, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(holder, 5000, &g, &err));
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&c1, &err));
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&c2, &err));
+
+    /* A token cancelled before the call: ZKLOCK_CANCELLED at once, no node. */
+    zklock_cancel *early = NULL;
+    zklock_guard *none = NULL;
+    EXPECT(ZKLOCK_OK, zklock_cancel_new(&early, &err));
+    zklock_cancel_cancel(early);
+    EXPECT(ZKLOCK_CANCELLED, zklock_lock_acquire_cancellable(waiter, -1, early, &none, &err));
+    CHECK(none == NULL);
+    CHECK(participant_count(zk, path) == 1);
+
+    struct acquire_job j1 = {waiter, -1, ZKLOCK_INTERNAL, NULL, 0, c1};
+    struct acquire_job j2 = {waiter, 60000, ZKLOCK_INTERNAL, NULL, 0, c2};
+    pthread_t t1, t2;
+    CHECK(pthread_create(&t1, NULL, acquire_thread, &j1) == 0);
+    CHECK(wait_participants(zk, path, 2, 20000) == 0);
+    CHECK(pthread_create(&t2, NULL, acquire_thread, &j2) == 0);
+    sleep_ms(300);
+    zklock_cancel_cancel(c2);
+    pthread_join(t2, NULL);
+    CHECK(j2.rc == ZKLOCK_CANCELLED && j2.guard == NULL);
+    CHECK(j1.rc == ZKLOCK_INTERNAL); /* still waiting */
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    pthread_join(t1, NULL);
+    CHECK(j1.rc == ZKLOCK_OK && zklock_guard_state(j1.guard) == ZKLOCK_STATE_HELD);
+    zklock_guard_free(j1.guard);
+    CHECK(wait_participants(zk, path, 0, 10000) == 0);
+    zklock_cancel_free(early);
+    zklock_cancel_free(c1);
+    zklock_cancel_free(c2);
+    zklock_guard_free(g);
+    zklock_lock_free(waiter);
+    zklock_lock_free(holder);
+    zklock_client_free(zk);
+    return 0;
 }
 
 static int test_cancel_from_another_thread(void) {
@@ -535,7 +591,7 @@ static int test_cancel_from_another_thread(void) {
     EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &waiter, &err));
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(holder, 5000, &g, &err));
 
-    struct acquire_job job = {waiter, -1, ZKLOCK_OK, NULL, 0};
+    struct acquire_job job = {waiter, -1, ZKLOCK_OK, NULL, 0, NULL};
     pthread_t t;
     CHECK(pthread_create(&t, NULL, acquire_thread, &job) == 0);
     CHECK(wait_participants(zk, path, 2, 20000) == 0); /* it is queued */
@@ -547,7 +603,7 @@ static int test_cancel_from_another_thread(void) {
 
     /* a later acquire is not affected by the earlier cancel */
     zklock_lock_cancel(NULL);
-    struct acquire_job job2 = {waiter, 20000, ZKLOCK_INTERNAL, NULL, 0};
+    struct acquire_job job2 = {waiter, 20000, ZKLOCK_INTERNAL, NULL, 0, NULL};
     CHECK(pthread_create(&t, NULL, acquire_thread, &job2) == 0);
     CHECK(wait_participants(zk, path, 2, 20000) == 0);
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err)); /* hand it over */
@@ -1496,6 +1552,7 @@ static const struct test TESTS[] = {
     {"lifecycle", test_lifecycle},
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
+    {"cancel_one_blocking_call", test_cancel_one_blocking_call},
     {"acquire_async_and_per_call_cancel", test_acquire_async_and_per_call_cancel},
     {"read_write", test_read_write},
     {"mutual_exclusion_threads_and_processes", test_mutual_exclusion_threads_and_processes},
