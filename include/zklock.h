@@ -282,12 +282,13 @@ typedef struct zklock_guard zklock_guard;
 /**
  * A lock handle on one path: exclusive, read side or write side.
  *
- * Ownership of a held lock belongs to the handle, not to a thread: a handle
- * that holds the lock and acquires again gets another guard on the same node
- * (reentrant); the node is deleted when its last guard is released. A lock
- * keeps its client alive. Thread-safe: any function may be called on one
- * lock from several threads at once (acquires on one handle queue behind
- * each other). Freed with `zklock_lock_free`.
+ * Every acquire is its own contender (its own node and guard): threads
+ * that share one handle exclude each other, and a thread that acquires a
+ * lock it holds waits behind itself, unless the handle was made with
+ * `zklock_lock_new_reentrant` (then a thread's blocking acquires while it
+ * holds the lock get another guard on its node). A lock keeps its client
+ * alive. Thread-safe: any function may be called on one lock from several
+ * threads at once. Freed with `zklock_lock_free`.
  */
 typedef struct zklock_lock zklock_lock;
 
@@ -543,12 +544,35 @@ void zklock_error_free(struct zklock_error *err);
 const char *zklock_code_name(zklock_code code);
 
 /**
- * Releases the guard. The lock node is deleted when this is the handle's
- * last guard (reentrant acquires share one node). Blocks up to the
+ * Write to read downgrade: `*out` receives a new read guard of the same
+ * `zklock_rwlock_new` pair whose node takes this write node's sequence,
+ * granted at once (no writer queued behind can slip in); then release
+ * this guard to let other readers in. Free the new guard with
+ * `zklock_guard_free`.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a guard that is not a
+ * write guard of a `zklock_rwlock_new` pair; `ZKLOCK_NOT_HELD` once
+ * released; what `zklock_guard_check` gives if the write lock is not
+ * safely held.
+ *
+ * # Threads
+ * Blocks the calling thread for one request; any thread.
+ *
+ * # Safety
+ * `guard` is NULL or a live guard; `out` and `err` are NULL or valid for
+ * writing a pointer.
+ */
+zklock_code zklock_guard_downgrade(const struct zklock_guard *guard, struct zklock_guard **out, struct zklock_error **err);
+
+/**
+ * Releases the guard. The lock node is deleted when this is the last
+ * guard of its node (a reentrant handle's acquires by one thread share
+ * one node). Blocks up to the
  * operation timeout. The guard must still be freed.
  *
  * On success `*pending` (if `pending` is not NULL) is set to false when the
- * node is deleted (or other guards of the handle still hold it), and to true
+ * node is deleted (or other guards of its node still hold it), and to true
  * when the delete could not be confirmed because of connection trouble; it
  * is then retried in the background until it succeeds or the session ends.
  *
@@ -699,6 +723,22 @@ void zklock_guard_free(struct zklock_guard *guard);
 zklock_code zklock_lock_new(const struct zklock_client *client, const char *path, zklock_mode mode, struct zklock_lock **out, struct zklock_error **err);
 
 /**
+ * `zklock_lock_new` for a handle that is reentrant per thread (Curator's
+ * `InterProcessMutex`): a blocking acquire (`zklock_lock_acquire`,
+ * `zklock_lock_acquire_cancellable`) by a thread that holds the lock
+ * through this handle gets another guard on the same node at once; the
+ * node is deleted when the last of them is released. Other threads, and
+ * `zklock_lock_acquire_async` calls, are contenders like anyone else.
+ *
+ * # Errors
+ * As `zklock_lock_new`.
+ *
+ * # Safety
+ * As `zklock_lock_new`.
+ */
+zklock_code zklock_lock_new_reentrant(const struct zklock_client *client, const char *path, zklock_mode mode, struct zklock_lock **out, struct zklock_error **err);
+
+/**
  * Makes a read/write lock pair on `path` whose sides know each other
  * (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
  * and `*out_write` receive the two sides; free each with `zklock_lock_free`
@@ -706,10 +746,11 @@ zklock_code zklock_lock_new(const struct zklock_client *client, const char *path
  *
  * - Readers share; a writer excludes everyone; a reader that arrives after
  *   a waiting writer queues behind it, so writers do not starve.
- * - **Downgrade**: acquiring the read side while holding the write side
- *   succeeds at once (then release the write guard).
- * - **Upgrade** is refused: acquiring the write side while holding only
- *   the read side fails with `ZKLOCK_WOULD_DEADLOCK`.
+ * - **Downgrade**: `zklock_guard_downgrade` on a write guard of the pair,
+ *   or a blocking acquire of the read side by the thread that holds the
+ *   write side, succeeds at once (then release the write guard).
+ * - **Upgrade** is refused: a blocking acquire of the write side by the
+ *   thread that holds the read side fails with `ZKLOCK_WOULD_DEADLOCK`.
  *
  * # Errors
  * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments (or `out_read` ==

@@ -140,9 +140,12 @@ export declare class _CancelToken {
 /**
  * A lock handle: exclusive, read or write side, on one path.
  *
- * Ownership belongs to the handle, not to a thread or a callback: a handle
- * that holds the lock and acquires again gets another guard on the same
- * node (reentrant); the node is deleted when the last guard is released.
+ * Every `acquire()` is its own contender: its own node and guard. Two
+ * acquires of one handle exclude each other like two clients do (a second
+ * acquire while you hold the lock waits behind you until its timeout), so
+ * one handle can be shared by every part of a program. There is no
+ * reentrancy (JavaScript has no threads to go by) and no implicit
+ * downgrade: use `guard.downgrade()`.
  */
 export declare class Lock {
   /** The lock path. */
@@ -192,6 +195,17 @@ export declare class Guard {
    * our node is cleaned up all the same).
    */
   release(): Promise<'RELEASED' | 'PENDING'>
+  /**
+   * Write to read downgrade, for a write guard of `client.readWriteLock()`:
+   * resolves with a read guard of the same pair whose node takes this
+   * write node's sequence, granted at once (no writer queued behind can
+   * slip in); then release this guard to let other readers in.
+   *
+   * Rejects with `INVALID_ARGUMENT` for a guard that is not the write
+   * side of a pair, `NOT_HELD` once released, what `check()` throws if
+   * the write lock is not safely held.
+   */
+  downgrade(): Promise<Guard>
   /**
    * Throws unless the lock is safely held now: state `HELD`, connected,
    * and the ZooKeeper leader is known to have heard of the session

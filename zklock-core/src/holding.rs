@@ -16,7 +16,7 @@ use crate::acquire::OwnNodeProof;
 use crate::cleanup::{delete_node, session_gone, Deletion};
 use crate::client::{Client, Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::{LockState, ReleaseStatus};
+use crate::lock::{AcquireOptions, HeldSlot, Lock, LockState, ReleaseStatus};
 
 pub(crate) type Callback = Arc<dyn Fn(LockState) + Send + Sync>;
 
@@ -25,7 +25,8 @@ pub(crate) struct Status {
     pub(crate) reason: Option<Error>,
 }
 
-/// One held lock node, shared by the reentrant guards of a handle.
+/// One held lock node, shared by the guards of its node (more than one on a
+/// reentrant handle).
 pub(crate) struct Holding {
     pub(crate) shared: Arc<Shared>,
     pub(crate) session: Arc<Session>,
@@ -312,7 +313,10 @@ pub(crate) async fn recheck(h: &Holding) -> std::result::Result<Option<zk::Onesh
 pub struct Guard {
     pub(crate) client: Client,
     pub(crate) holding: Arc<Holding>,
-    pub(crate) slot: Arc<Mutex<Option<Arc<Holding>>>>,
+    /// The nodes its handle holds (this one leaves it at the last release).
+    pub(crate) slot: HeldSlot,
+    /// For a write guard of a read/write pair: the pair's read side.
+    pub(crate) pair_read: Option<Lock>,
     pub(crate) released: AtomicBool,
 }
 
@@ -413,8 +417,48 @@ impl Guard {
         }
     }
 
-    /// Releases this guard. The node is deleted when this is the handle's
-    /// last guard. Idempotent in effect: a second call fails with `NotHeld`.
+    /// Write to read downgrade: a read guard of the same pair whose node
+    /// takes this write node's sequence, granted at once (no writer queued
+    /// behind this one can slip in between); then release this guard to
+    /// let other readers in. Blocks the calling thread for one request.
+    ///
+    /// # Errors
+    /// `InvalidArgument` unless this is a write guard of a
+    /// [`crate::ReadWriteLock`]; `NotHeld` once released; what
+    /// [`Guard::check`] gives if the write lock is not safely held; as
+    /// [`crate::Lock::acquire`] otherwise.
+    pub fn downgrade(&self) -> Result<Guard> {
+        let work = self.start_downgrade(Some(std::thread::current().id()))?;
+        self.client.shared().block_on(work)?
+    }
+
+    /// [`Guard::downgrade`] as a future that any executor can await.
+    ///
+    /// # Errors
+    /// As [`Guard::downgrade`].
+    pub fn downgrade_async(&self) -> impl Future<Output = Result<Guard>> + Send + 'static {
+        let started = self.start_downgrade(None).map(|work| self.client.shared().run(work));
+        async move { started?.await? }
+    }
+
+    fn start_downgrade(
+        &self,
+        owner: Option<std::thread::ThreadId>,
+    ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
+        let Some(read) = &self.pair_read else {
+            return Err(Error::invalid_argument(format!(
+                "{}: only a write guard of a read/write pair can downgrade",
+                self.holding.node_path()
+            )));
+        };
+        self.check()?;
+        let call = tokio_util::sync::CancellationToken::new();
+        read.start_acquire(&AcquireOptions::new(), call, owner, Some(self.holding.sequence))
+    }
+
+    /// Releases this guard. The node is deleted when this is the last guard
+    /// of its node (a reentrant handle gives one per acquire of a thread).
+    /// Idempotent in effect: a second call fails with `NotHeld`.
     /// Blocks the calling thread; [`Guard::release_async`] is the same call
     /// as a future.
     ///
@@ -460,10 +504,8 @@ impl Guard {
                 _ => Ok(ReleaseStatus::Released),
             }));
         }
-        if let Ok(mut slot) = self.slot.lock() {
-            if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, &self.holding)) {
-                *slot = None;
-            }
+        if let Ok(mut held) = self.slot.lock() {
+            held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
         }
         let state = self.holding.state();
         // Read before the monitor stops (it clears this when its watch fires).

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -22,9 +23,24 @@ use crate::names::LockMode;
 #[derive(Clone, Debug, Default)]
 pub struct LockOptions {
     pub(crate) data: Vec<u8>,
+    pub(crate) reentrant: bool,
 }
 
 impl LockOptions {
+    /// Makes the handle reentrant per thread, as Curator's
+    /// `InterProcessMutex`: a blocking acquire (`acquire`, `acquire_with`,
+    /// `try_acquire`, `begin_acquire`) by a thread that holds the lock
+    /// through this handle (or a clone) gets another guard on the same node
+    /// at once; the node is deleted when the last of them is released.
+    /// Other threads, and every async or callback acquire (which may
+    /// complete on any thread), are contenders like anyone else. Default:
+    /// not reentrant (a thread that acquires twice waits behind itself, as
+    /// with `std::sync::Mutex`).
+    pub fn reentrant(mut self) -> Self {
+        self.reentrant = true;
+        self
+    }
+
     /// Bytes stored in our lock node, shown to other participants (for
     /// example a host name). Default: empty. At most 64 KiB, and never the
     /// bytes `__REVOKE__` (Curator's revocation request).
@@ -205,12 +221,14 @@ impl From<Option<Duration>> for AcquireOptions {
 
 /// A lock handle: exclusive, read or write side, on one path.
 ///
-/// Ownership belongs to the handle, not to a thread: a handle that holds the
-/// lock and acquires again gets another guard on the same node (reentrant);
-/// the node is deleted when the last of its guards is released. `Lock` is
+/// Every acquire is its own contender: its own node in the queue, its own
+/// guard. Threads and tasks that share one handle (or its clones) exclude
+/// each other like separate clients do, and a thread that acquires a lock
+/// it holds waits behind itself, unless the handle was made reentrant
+/// ([`LockOptions::reentrant`]: per thread, blocking calls). `Lock` is
 /// `Send + Sync` and cheap to clone; clones are the same handle (one
-/// ownership, one [`Lock::cancel`]). Its methods without `_async` block the
-/// calling thread; the futures of the `_async` ones run on the client's
+/// [`Lock::cancel`], one reentrancy). Its methods without `_async` block
+/// the calling thread; the futures of the `_async` ones run on the client's
 /// runtime and can be awaited from any executor.
 #[derive(Clone)]
 pub struct Lock {
@@ -224,14 +242,25 @@ struct LockInner {
     mode: LockMode,
     options: LockOptions,
     cancel: Arc<CancelState>,
-    acquiring: Arc<tokio::sync::Mutex<()>>,
     held: HeldSlot,
     /// The other side of a [`ReadWriteLock`] (its held slot), if any.
     sibling: Option<HeldSlot>,
+    /// The write side of a pair: its read side, for [`Guard::downgrade`].
+    pair_read: Option<Lock>,
     seq_hint: Arc<SeqHint>,
 }
 
-type HeldSlot = Arc<Mutex<Option<Arc<Holding>>>>;
+/// The nodes a handle holds now, each with the thread whose blocking
+/// acquire was granted it (for reentrancy and the pair's rules).
+pub(crate) type HeldSlot = Arc<Mutex<Vec<Held>>>;
+
+/// One node a handle holds.
+pub(crate) struct Held {
+    /// The thread of the blocking acquire that was granted it; `None` for
+    /// an async or callback acquire.
+    pub(crate) owner: Option<ThreadId>,
+    pub(crate) holding: Arc<Holding>,
+}
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,7 +270,7 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Client, path: &str, mode: LockMode, options: LockOptions) -> Lock {
-        Self::with_slots(client, path, mode, options, Arc::default(), None)
+        Self::with_slots(client, path, mode, options, Arc::default(), None, None)
     }
 
     fn with_slots(
@@ -251,6 +280,7 @@ impl Lock {
         options: LockOptions,
         held: HeldSlot,
         sibling: Option<HeldSlot>,
+        pair_read: Option<Lock>,
     ) -> Lock {
         Lock {
             inner: Arc::new(LockInner {
@@ -259,30 +289,34 @@ impl Lock {
                 mode,
                 options,
                 cancel: Arc::default(),
-                acquiring: Arc::default(),
                 held,
                 sibling,
+                pair_read,
                 seq_hint: Arc::default(),
             }),
         }
     }
 
-    /// What holding the other side of this handle's read/write pair means
-    /// for an acquire: refuse an upgrade, or downgrade (the write node's
-    /// sequence).
-    fn pair_rule(&self) -> Result<Option<i64>> {
-        let Some(sibling) = &self.inner.sibling else { return Ok(None) };
-        let other = sibling.lock().ok().and_then(|s| s.clone()).filter(|h| h.is_live());
+    /// What the calling thread's hold of the other side of this handle's
+    /// read/write pair means for its blocking acquire: refuse an upgrade,
+    /// or downgrade (the write node's sequence). Async and callback
+    /// acquires (`owner` None) have no thread: no rule (an explicit
+    /// downgrade is [`Guard::downgrade`]).
+    fn pair_rule(&self, owner: Option<ThreadId>) -> Result<Option<i64>> {
+        let (Some(sibling), Some(owner)) = (&self.inner.sibling, owner) else { return Ok(None) };
+        let other = sibling.lock().ok().and_then(|held| {
+            held.iter().find(|h| h.owner == Some(owner) && h.holding.is_live()).map(|h| h.holding.sequence)
+        });
         match (self.inner.mode, other) {
             (LockMode::Write, Some(_)) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
                 format!(
-                    "read-to-write upgrade on {} refused: this handle holds the read lock, and waiting for the \
+                    "read-to-write upgrade on {} refused: this thread holds the read lock, and waiting for the \
                      write lock behind it would deadlock; release the read lock first",
                     self.inner.path
                 ),
             )),
-            (LockMode::Read, Some(writer)) => Ok(Some(writer.sequence)),
+            (LockMode::Read, Some(sequence)) => Ok(Some(sequence)),
             _ => Ok(None),
         }
     }
@@ -299,8 +333,8 @@ impl Lock {
 
     /// Acquires the lock, waiting at most `timeout` in total (`None`: no
     /// limit; zero: try once without waiting). Returns a guard; the lock is
-    /// held until every guard of this handle is released or dropped. Blocks
-    /// the calling thread; [`Lock::acquire_async`] is the same call as a
+    /// held until it is released or dropped (on a reentrant handle: until
+    /// every guard of its node is). Blocks the calling thread; [`Lock::acquire_async`] is the same call as a
     /// future. `acquire(t)` is `acquire_with(AcquireOptions::new().timeout(t))`.
     ///
     /// One deadline covers every wait and retry. On timeout, cancel or error
@@ -309,8 +343,10 @@ impl Lock {
     /// queue again with a new session.
     ///
     /// # Errors
-    /// `ConnectionLoss` if this handle holds the lock but it is not safely
-    /// held now (suspended: see [`Guard::check`]); `Timeout`, `Cancelled`
+    /// `ConnectionLoss` if this thread holds the lock through a reentrant
+    /// handle but it is not safely held now (suspended: see
+    /// [`Guard::check`]); `WouldDeadlock` for a read-to-write upgrade on a
+    /// pair (see [`ReadWriteLock`]); `Timeout`, `Cancelled`
     /// (see [`Lock::cancel_handle`]), `Closed`,
     /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
     /// as missing permissions on the lock path.
@@ -326,7 +362,7 @@ impl Lock {
     /// As [`Lock::acquire`]; `Cancelled` once the call's token is cancelled.
     pub fn acquire_with(&self, options: &AcquireOptions) -> Result<Guard> {
         let call = call_token(options);
-        let work = self.start_acquire(options, call)?;
+        let work = self.start_acquire(options, call, Some(std::thread::current().id()), None)?;
         self.inner.client.shared().block_on(work)?
     }
 
@@ -334,13 +370,15 @@ impl Lock {
     /// work runs on the client's own runtime; the calling thread never
     /// blocks). Dropping the future before it completes cancels the call:
     /// our node is deleted as for a timeout, and a guard granted at that
-    /// moment is released.
+    /// moment is released. Never reentrant, and no implicit downgrade on a
+    /// pair (a future has no thread): use [`Guard::downgrade_async`].
     ///
     /// # Errors
     /// As [`Lock::acquire_with`].
     pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<Guard>> + Send + 'static {
         let call = call_token(&options);
-        let started = self.start_acquire(&options, call.clone()).map(|work| self.inner.client.shared().run(work));
+        let started =
+            self.start_acquire(&options, call.clone(), None, None).map(|work| self.inner.client.shared().run(work));
         async move {
             // Cancels the call if this future is dropped before its output.
             let on_drop = call.drop_guard();
@@ -354,7 +392,8 @@ impl Lock {
     /// their own event loop: returns at once, and `done` is called exactly
     /// once with the outcome, on the client's event thread (where blocking
     /// zklock calls are allowed; it should return promptly, as other
-    /// callbacks wait). Cancel through the options' [`CancelToken`].
+    /// callbacks wait). Cancel through the options' [`CancelToken`]. Never
+    /// reentrant, as [`Lock::acquire_async`].
     ///
     /// # Errors
     /// An error found before the call starts (`Closed`, `InvalidArgument`,
@@ -365,7 +404,7 @@ impl Lock {
         options: &AcquireOptions,
         done: impl FnOnce(Result<Guard>) + Send + 'static,
     ) -> Result<()> {
-        let work = self.start_acquire(options, call_token(options))?;
+        let work = self.start_acquire(options, call_token(options), None, None)?;
         self.inner.client.shared().spawn_then(work, done)
     }
 
@@ -374,7 +413,8 @@ impl Lock {
     /// waits (Python checks for Ctrl-C between slices of the wait): wait
     /// for the outcome in slices with [`PendingAcquire::wait_timeout`].
     /// Nothing but the caller's own thread waits (no callback thread is
-    /// involved, so this may be used from the client's event thread).
+    /// involved, so this may be used from the client's event thread). A
+    /// blocking call of the calling thread: reentrant on a reentrant handle.
     ///
     /// # Errors
     /// An error found before the call starts (`Closed`, `InvalidArgument`,
@@ -382,7 +422,7 @@ impl Lock {
     /// outcome.
     pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire> {
         let call = call_token(options);
-        let work = self.start_acquire(options, call.clone())?;
+        let work = self.start_acquire(options, call.clone(), Some(std::thread::current().id()), None)?;
         let shared = self.inner.client.shared();
         if shared.forked() {
             return Err(shared.closed_error());
@@ -412,11 +452,15 @@ impl Lock {
     }
 
     /// Checks what can be checked at once and returns the acquire's work,
-    /// to run on the client's runtime. A reentrant acquire is done here.
-    fn start_acquire(
+    /// to run on the client's runtime. `owner`: the thread of a blocking
+    /// call (reentrancy, the pair's rules); `downgrade`: an explicit
+    /// downgrade from the write node of this sequence.
+    pub(crate) fn start_acquire(
         &self,
         options: &AcquireOptions,
         call: tokio_util::sync::CancellationToken,
+        owner: Option<ThreadId>,
+        downgrade: Option<i64>,
     ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
         if self.inner.client.is_closed() {
             return Err(self.inner.client.shared().closed_error());
@@ -425,10 +469,13 @@ impl Lock {
         if call.is_cancelled() {
             return Err(Error::cancelled("acquire"));
         }
-        if let Some(g) = self.reenter()? {
+        if let Some(g) = self.reenter(owner)? {
             return Ok(Box::pin(std::future::ready(Ok(g))));
         }
-        let downgrade = self.pair_rule()?;
+        let downgrade = match downgrade {
+            Some(sequence) => Some(sequence),
+            None => self.pair_rule(owner)?,
+        };
         let shared = self.inner.client.shared().clone();
         let epoch = self.inner.cancel.epoch.load(Ordering::Acquire);
         let timeout = options.timeout;
@@ -453,24 +500,25 @@ impl Lock {
             call,
             seq_hint: self.inner.seq_hint.clone(),
         };
-        let acquiring = self.inner.acquiring.clone();
-        let held = self.inner.held.clone();
-        let client = self.inner.client.clone();
+        let lock = self.clone();
         Ok(Box::pin(async move {
-            // Acquires on one handle queue behind each other, then reenter.
-            let _turn = ctx.race(acquiring.lock()).await?;
-            let holding = match reenter_slot(&held)? {
-                Some(h) => h,
-                None => {
-                    let h = acquire(ctx).await?;
-                    if let Ok(mut slot) = held.lock() {
-                        *slot = Some(h.clone());
-                    }
-                    h
-                },
-            };
-            Ok(Guard { client, holding, slot: held, released: Default::default() })
+            let holding = acquire(ctx).await?;
+            if let Ok(mut held) = lock.inner.held.lock() {
+                held.push(Held { owner, holding: holding.clone() });
+            }
+            Ok(lock.guard(holding))
         }))
+    }
+
+    /// A new guard of this handle on `holding`.
+    fn guard(&self, holding: Arc<Holding>) -> Guard {
+        Guard {
+            client: self.inner.client.clone(),
+            holding,
+            slot: self.inner.held.clone(),
+            pair_read: self.inner.pair_read.clone(),
+            released: Default::default(),
+        }
     }
 
     /// A handle that cancels this lock's acquires in progress, from any thread.
@@ -483,25 +531,33 @@ impl Lock {
         self.cancel_handle().cancel()
     }
 
-    /// Whether this handle holds the lock now (held or suspended; not once
-    /// the client is closed).
+    /// Whether an acquire through this handle (or a clone) holds the lock
+    /// now (held or suspended; not once the client is closed).
     pub fn is_held(&self) -> bool {
-        self.inner
-            .held
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .is_some_and(|h| matches!(h.reported_state(), LockState::Held | LockState::Suspended))
+        self.inner.held.lock().is_ok_and(|held| {
+            held.iter().any(|h| matches!(h.holding.reported_state(), LockState::Held | LockState::Suspended))
+        })
     }
 
-    fn reenter(&self) -> Result<Option<Guard>> {
-        let Some(holding) = reenter_slot(&self.inner.held)? else { return Ok(None) };
-        Ok(Some(Guard {
-            client: self.inner.client.clone(),
-            holding,
-            slot: self.inner.held.clone(),
-            released: Default::default(),
-        }))
+    /// On a reentrant handle, a blocking acquire by a thread that holds a
+    /// live node of it counts one more guard on that node, but only while
+    /// it is safely held (a reentrant grant is a grant: it must not be made
+    /// on a lock that may already be someone else's). A lock that is
+    /// suspended or past its safety clock fails the acquire with the error
+    /// [`Guard::check`] gives; a lost one is not reentered (`None`: acquire
+    /// anew).
+    fn reenter(&self, owner: Option<ThreadId>) -> Result<Option<Guard>> {
+        let Some(owner) = owner.filter(|_| self.inner.options.reentrant) else { return Ok(None) };
+        let holding = {
+            let Ok(held) = self.inner.held.lock() else { return Ok(None) };
+            let Some(h) = held.iter().find(|h| h.owner == Some(owner) && h.holding.is_live()) else {
+                return Ok(None);
+            };
+            h.holding.check()?;
+            h.holding.count.fetch_add(1, Ordering::AcqRel);
+            h.holding.clone()
+        };
+        Ok(Some(self.guard(holding)))
     }
 }
 
@@ -510,15 +566,18 @@ impl Lock {
 ///
 /// - Readers share; a writer excludes everyone; FIFO: a reader queued after
 ///   a waiting writer waits for it, so writers do not starve.
-/// - Write to read **downgrade**: acquiring the read side while holding the
-///   write side succeeds at once (the read node takes the write node's
-///   sequence, so no writer queued behind can slip in); then release the
-///   write guard.
-/// - Read to write **upgrade** is refused with `WouldDeadlock` (waiting for
-///   the write lock behind our own read node would never end).
+/// - Write to read **downgrade**: [`Guard::downgrade`] on a write guard of
+///   the pair, or a blocking acquire of the read side by the thread that
+///   holds the write side (Curator's rule), succeeds at once (the read
+///   node takes the write node's sequence, so no writer queued behind can
+///   slip in); then release the write guard.
+/// - Read to write **upgrade** by the thread that holds the read side is
+///   refused with `WouldDeadlock` (waiting for the write lock behind its
+///   own read node would never end).
 ///
-/// Each side is reentrant on its own. `Send + Sync`; cheap to clone (clones
-/// are the same pair).
+/// Every acquire of either side is its own contender, as for [`Lock`]
+/// (reentrant per thread with [`LockOptions::reentrant`]). `Send + Sync`;
+/// cheap to clone (clones are the same pair).
 #[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     read: Lock,
@@ -528,17 +587,18 @@ pub struct ReadWriteLock {
 impl ReadWriteLock {
     pub(crate) fn new(client: Client, path: &str, options: LockOptions) -> ReadWriteLock {
         let (read_slot, write_slot): (HeldSlot, HeldSlot) = (Arc::default(), Arc::default());
-        ReadWriteLock {
-            read: Lock::with_slots(
-                client.clone(),
-                path,
-                LockMode::Read,
-                options.clone(),
-                read_slot.clone(),
-                Some(write_slot.clone()),
-            ),
-            write: Lock::with_slots(client, path, LockMode::Write, options, write_slot, Some(read_slot)),
-        }
+        let read = Lock::with_slots(
+            client.clone(),
+            path,
+            LockMode::Read,
+            options.clone(),
+            read_slot.clone(),
+            Some(write_slot.clone()),
+            None,
+        );
+        let write =
+            Lock::with_slots(client, path, LockMode::Write, options, write_slot, Some(read_slot), Some(read.clone()));
+        ReadWriteLock { read, write }
     }
 
     /// The read (shared) side. Clone it for an owned handle (see
@@ -618,23 +678,6 @@ fn try_once_outcome(out: Result<Guard>) -> Result<Option<Guard>> {
         Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// If the handle holds a live lock, counts one more guard on it, but only
-/// while it is safely held (a reentrant grant is a grant: it must not be
-/// made on a lock that may already be someone else's). A lock that is
-/// suspended or past its safety clock fails the acquire with the error
-/// [`Guard::check`] gives; a lost one is not reentered (`None`: acquire
-/// anew).
-fn reenter_slot(slot: &Mutex<Option<Arc<Holding>>>) -> Result<Option<Arc<Holding>>> {
-    let Ok(slot) = slot.lock() else { return Ok(None) };
-    let Some(h) = slot.as_ref() else { return Ok(None) };
-    if !h.is_live() {
-        return Ok(None);
-    }
-    h.check()?;
-    h.count.fetch_add(1, Ordering::AcqRel);
-    Ok(Some(h.clone()))
 }
 
 /// Compile-time check of the thread-safety promises in the docs.

@@ -59,27 +59,76 @@ fn lock_path_is_created_as_container_and_reaped_then_recreated() {
     g.check().unwrap();
 }
 
+/// Every acquire is its own contender: threads that share one handle (or
+/// its clones) exclude each other, and a thread that acquires again waits
+/// behind itself (issue 15: in a port of kazoo's many-threads test, 20
+/// threads sharing one lock object were all inside at once).
 #[test]
-fn reentrant_per_handle_not_per_thread() {
+fn threads_that_share_a_handle_exclude_each_other() {
     let zk = server();
     let c = connect(&zk.connect_string());
-    let lock = Arc::new(c.lock("/reentrant").unwrap());
+    let lock = c.lock("/contenders").unwrap();
     let g1 = lock.acquire(Some(5 * SEC)).unwrap();
-    // Another thread, same handle: reenters instead of deadlocking.
     let l2 = lock.clone();
-    let g2 = std::thread::spawn(move || l2.acquire(Some(5 * SEC)).unwrap()).join().unwrap();
+    let t = std::thread::spawn(move || l2.acquire(Some(20 * SEC)).unwrap());
+    wait_until("the other thread queued", 5 * SEC, || queue(&c, "/contenders").len() == 2);
+    assert!(!t.is_finished(), "another thread of the same handle got in");
+    let again = lock.acquire(Some(SEC / 2));
+    assert_eq!(again.map(drop).unwrap_err().kind(), ErrorKind::Timeout, "the holder's own second acquire waits");
+    assert!(lock.is_held());
+    let first = g1.node_path();
+    g1.release().unwrap();
+    let g2 = t.join().unwrap();
+    assert_ne!(g2.node_path(), first);
+    drop(g2);
+    assert!(!lock.is_held());
+    assert!(queue(&c, "/contenders").is_empty());
+
+    // 20 threads on one handle, each in and out 3 times: never two inside.
+    let inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..20)
+        .map(|_| {
+            let (lock, inside) = (lock.clone(), inside.clone());
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    let g = lock.acquire(Some(60 * SEC)).unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two threads inside");
+                    std::thread::sleep(Duration::from_millis(2));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    g.release().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(queue(&c, "/contenders").is_empty());
+}
+
+/// Reentrancy is asked for: per thread, for blocking acquires (Curator's
+/// `InterProcessMutex`). Other threads and async acquires of the same
+/// handle are contenders.
+#[test]
+fn a_reentrant_handle_reenters_per_thread() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let lock = common::reentrant_lock_of(&c, "/reentrant", LockMode::Exclusive);
+    let g1 = lock.acquire(Some(5 * SEC)).unwrap();
+    let g2 = lock.acquire(Some(5 * SEC)).unwrap();
     assert_eq!(g1.node_path(), g2.node_path());
     assert_eq!(queue(&c, "/reentrant").len(), 1);
+    let l2 = lock.clone();
+    let other = std::thread::spawn(move || l2.acquire(Some(SEC / 2)).map(drop)).join().unwrap();
+    assert_eq!(other.unwrap_err().kind(), ErrorKind::Timeout, "another thread reentered");
+    let asynchronous = futures_executor::block_on(lock.try_acquire_async()).unwrap();
+    assert!(asynchronous.is_none(), "an async acquire reentered");
     g1.release().unwrap();
     assert!(lock.is_held(), "still held by the second guard");
     assert_eq!(queue(&c, "/reentrant").len(), 1);
     drop(g2);
     assert!(!lock.is_held());
     assert!(queue(&c, "/reentrant").is_empty());
-    // A second handle on the same path in the same process is another contender.
-    let a = c.lock("/reentrant").unwrap().acquire(None).unwrap();
-    assert!(c.lock("/reentrant").unwrap().try_acquire().unwrap().is_none());
-    drop(a);
 }
 
 #[test]

@@ -220,7 +220,7 @@ fn a_released_reentrant_guard_is_released_while_the_other_holds() {
     let zk = server();
     let a = common::connect(&zk.connect_string());
     for mode in common::MODES {
-        let lock = common::lock_of(&a, "/reentrant-state", mode);
+        let lock = common::reentrant_lock_of(&a, "/reentrant-state", mode);
         let g1 = lock.acquire(Some(5 * SEC)).unwrap();
         let g2 = lock.acquire(Some(5 * SEC)).unwrap();
         assert_eq!(g2.release().unwrap(), ReleaseStatus::Released);
@@ -271,7 +271,7 @@ fn every_release_of_a_lost_reentrant_lock_reports_the_loss() {
     let hosts = zk.connect_string();
     let raw = Raw::connect(&hosts);
     let a = common::connect(&hosts);
-    let lock = a.lock("/lost-reentrant").unwrap();
+    let lock = common::reentrant_lock_of(&a, "/lost-reentrant", zklock_core::LockMode::Exclusive);
     let g1 = lock.acquire(Some(5 * SEC)).unwrap();
     let g2 = lock.acquire(Some(5 * SEC)).unwrap();
     raw.delete(&g1.node_path());

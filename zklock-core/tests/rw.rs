@@ -107,7 +107,8 @@ fn upgrade_is_refused_and_downgrade_keeps_writers_out() {
     assert_eq!(queue(&a, "/rw/grade").len(), 1);
     drop(r);
 
-    // Downgrade: hold write, take read (at once), release write.
+    // Downgrade: hold write, take read (at once: the thread that holds the
+    // write side; or Guard::downgrade, below), release write.
     let w = rw.write_lock().acquire(Some(5 * SEC)).unwrap();
     let other_writer = Arc::new(b.write_lock("/rw/grade").unwrap());
     let ow = other_writer.clone();
@@ -127,11 +128,36 @@ fn upgrade_is_refused_and_downgrade_keeps_writers_out() {
     t.join().unwrap().check().unwrap();
 }
 
+/// The pair's rules are the thread's (Curator's): another thread that
+/// shares the pair waits like anyone else, and an explicit downgrade works
+/// from anywhere, async too.
 #[test]
-fn each_side_is_reentrant_per_handle() {
+fn downgrade_is_the_holding_threads_or_explicit() {
     let zk = server();
     let c = connect(&zk.connect_string());
-    let rw = c.read_write_lock("/rw/reenter", LockOptions::default()).unwrap();
+    let (read, write) = c.read_write_lock("/rw/explicit", LockOptions::default()).unwrap().into_sides();
+    let w = write.acquire(Some(5 * SEC)).unwrap();
+    let r2 = read.clone();
+    let other = std::thread::spawn(move || r2.acquire(Some(SEC / 2)).map(drop)).join().unwrap();
+    assert_eq!(other.unwrap_err().kind(), ErrorKind::Timeout, "another thread was let in as a downgrade");
+    let r = futures_executor::block_on(w.downgrade_async()).unwrap();
+    assert_eq!(r.sequence(), w.sequence());
+    assert!(r.node_path().contains("-__READ__"));
+    w.release().unwrap();
+    r.check().unwrap();
+    let e = r.downgrade().map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "a read guard cannot downgrade: {e}");
+    let plain = c.write_lock("/rw/plain").unwrap().acquire(Some(5 * SEC)).unwrap();
+    assert_eq!(plain.downgrade().map(drop).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    drop((r, plain));
+    assert!(queue(&c, "/rw/explicit").is_empty());
+}
+
+#[test]
+fn each_side_is_reentrant_per_thread_when_asked() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let rw = c.read_write_lock("/rw/reenter", LockOptions::default().reentrant()).unwrap();
     let w1 = rw.write_lock().acquire(None).unwrap();
     let w2 = rw.write_lock().acquire(None).unwrap();
     assert_eq!(w1.node_path(), w2.node_path());

@@ -370,7 +370,7 @@ fn hold_then_check_it_never_ran(gc: Guard, hold: Duration, mut p: std::process::
     assert!(!ran, "the stalled process ran its command while another client held the lock");
 }
 
-/// A handle that holds the lock acquires again (reentrant) while its lock
+/// A reentrant handle that holds the lock acquires again while its lock
 /// is suspended: that grant, too, needs the lock to be safely ours. Here the
 /// holder's network is blackholed, its session expires and another client
 /// is granted the lock; the holder's handle must not hand out another guard
@@ -382,7 +382,7 @@ fn a_reentrant_acquire_on_a_suspended_lock_returns_no_guard() {
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
     let h = Client::connect(common::options(&proxy.addr().to_string(), 2 * SEC)).unwrap();
     let b = connect(&hosts);
-    let lh = h.lock("/reenter").unwrap();
+    let lh = common::reentrant_lock_of(&h, "/reenter", zklock_core::LockMode::Exclusive);
     let gh = lh.acquire(Some(5 * SEC)).unwrap();
     let lb = b.lock("/reenter").unwrap();
     let tb: JoinHandle<Result<Guard>> = std::thread::spawn(move || lb.acquire(Some(20 * SEC)));

@@ -7,7 +7,7 @@ use std::thread::{self, ThreadId};
 use zklock_core::{Guard, LockState, ReleaseStatus};
 
 use crate::error::{zklock_code, zklock_error};
-use crate::util::{arg_ref, call, guarded, null_arg};
+use crate::util::{arg_ref, call, guarded, null_arg, out_arg};
 
 /// What a holder knows about its lock.
 #[repr(i32)]
@@ -124,12 +124,50 @@ impl UserData {
     }
 }
 
-/// Releases the guard. The lock node is deleted when this is the handle's
-/// last guard (reentrant acquires share one node). Blocks up to the
+/// Write to read downgrade: `*out` receives a new read guard of the same
+/// `zklock_rwlock_new` pair whose node takes this write node's sequence,
+/// granted at once (no writer queued behind can slip in); then release
+/// this guard to let other readers in. Free the new guard with
+/// `zklock_guard_free`.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a guard that is not a
+/// write guard of a `zklock_rwlock_new` pair; `ZKLOCK_NOT_HELD` once
+/// released; what `zklock_guard_check` gives if the write lock is not
+/// safely held.
+///
+/// # Threads
+/// Blocks the calling thread for one request; any thread.
+///
+/// # Safety
+/// `guard` is NULL or a live guard; `out` and `err` are NULL or valid for
+/// writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_guard_downgrade(
+    guard: *const zklock_guard,
+    out: *mut *mut zklock_guard,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_guard_downgrade";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let guard = arg_ref(guard, F, "guard")?;
+            let out = out_arg(out, F, "out")?;
+            let read = guard.inner.downgrade()?;
+            out.write(Box::into_raw(Box::new(zklock_guard { inner: read, gates: Mutex::default() })));
+            Ok(())
+        })
+    }
+}
+
+/// Releases the guard. The lock node is deleted when this is the last
+/// guard of its node (a reentrant handle's acquires by one thread share
+/// one node). Blocks up to the
 /// operation timeout. The guard must still be freed.
 ///
 /// On success `*pending` (if `pending` is not NULL) is set to false when the
-/// node is deleted (or other guards of the handle still hold it), and to true
+/// node is deleted (or other guards of its node still hold it), and to true
 /// when the delete could not be confirmed because of connection trouble; it
 /// is then retried in the background until it succeeds or the session ends.
 ///

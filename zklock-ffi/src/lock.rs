@@ -36,12 +36,13 @@ pub type zklock_mode_arg = i32;
 
 /// A lock handle on one path: exclusive, read side or write side.
 ///
-/// Ownership of a held lock belongs to the handle, not to a thread: a handle
-/// that holds the lock and acquires again gets another guard on the same node
-/// (reentrant); the node is deleted when its last guard is released. A lock
-/// keeps its client alive. Thread-safe: any function may be called on one
-/// lock from several threads at once (acquires on one handle queue behind
-/// each other). Freed with `zklock_lock_free`.
+/// Every acquire is its own contender (its own node and guard): threads
+/// that share one handle exclude each other, and a thread that acquires a
+/// lock it holds waits behind itself, unless the handle was made with
+/// `zklock_lock_new_reentrant` (then a thread's blocking acquires while it
+/// holds the lock get another guard on its node). A lock keeps its client
+/// alive. Thread-safe: any function may be called on one lock from several
+/// threads at once. Freed with `zklock_lock_free`.
 pub struct zklock_lock {
     inner: Lock,
 }
@@ -67,24 +68,64 @@ pub unsafe extern "C" fn zklock_lock_new(
     out: *mut *mut zklock_lock,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_lock_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe { new_lock("zklock_lock_new", client, path, mode, LockOptions::default(), out, err) }
+}
+
+/// The body of `zklock_lock_new` and `zklock_lock_new_reentrant`.
+///
+/// # Safety
+/// As `zklock_lock_new`.
+unsafe fn new_lock(
+    f: &str,
+    client: *const zklock_client,
+    path: *const c_char,
+    mode: zklock_mode_arg,
+    options: LockOptions,
+    out: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let client = arg_ref(client, F, "client")?;
-            let path = arg_str(path, F, "path")?;
-            let out = out_arg(out, F, "out")?;
+        call(f, err, || {
+            let client = arg_ref(client, f, "client")?;
+            let path = arg_str(path, f, "path")?;
+            let out = out_arg(out, f, "out")?;
             let mode = match mode {
                 m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => LockMode::Exclusive,
                 m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => LockMode::Read,
                 m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => LockMode::Write,
-                m => return Err(invalid_arg(F, "mode", &format!("is not a zklock_mode ({m})"))),
+                m => return Err(invalid_arg(f, "mode", &format!("is not a zklock_mode ({m})"))),
             };
-            let lock = client.inner.lock_with(path, mode, LockOptions::default())?;
+            let lock = client.inner.lock_with(path, mode, options)?;
             out.write(Box::into_raw(Box::new(zklock_lock { inner: lock })));
             Ok(())
         })
     }
+}
+
+/// `zklock_lock_new` for a handle that is reentrant per thread (Curator's
+/// `InterProcessMutex`): a blocking acquire (`zklock_lock_acquire`,
+/// `zklock_lock_acquire_cancellable`) by a thread that holds the lock
+/// through this handle gets another guard on the same node at once; the
+/// node is deleted when the last of them is released. Other threads, and
+/// `zklock_lock_acquire_async` calls, are contenders like anyone else.
+///
+/// # Errors
+/// As `zklock_lock_new`.
+///
+/// # Safety
+/// As `zklock_lock_new`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_lock_new_reentrant(
+    client: *const zklock_client,
+    path: *const c_char,
+    mode: zklock_mode_arg,
+    out: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe { new_lock("zklock_lock_new_reentrant", client, path, mode, LockOptions::default().reentrant(), out, err) }
 }
 
 /// Makes a read/write lock pair on `path` whose sides know each other
@@ -94,10 +135,11 @@ pub unsafe extern "C" fn zklock_lock_new(
 ///
 /// - Readers share; a writer excludes everyone; a reader that arrives after
 ///   a waiting writer queues behind it, so writers do not starve.
-/// - **Downgrade**: acquiring the read side while holding the write side
-///   succeeds at once (then release the write guard).
-/// - **Upgrade** is refused: acquiring the write side while holding only
-///   the read side fails with `ZKLOCK_WOULD_DEADLOCK`.
+/// - **Downgrade**: `zklock_guard_downgrade` on a write guard of the pair,
+///   or a blocking acquire of the read side by the thread that holds the
+///   write side, succeeds at once (then release the write guard).
+/// - **Upgrade** is refused: a blocking acquire of the write side by the
+///   thread that holds the read side fails with `ZKLOCK_WOULD_DEADLOCK`.
 ///
 /// # Errors
 /// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments (or `out_read` ==

@@ -5,7 +5,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const zklock = require('..')
 const { Client, Guard, ZkLockError, ERROR_CODES } = zklock
-const { useZooKeeper, lockPath } = require('./helpers.js')
+const { useZooKeeper, lockPath, sleep } = require('./helpers.js')
 
 const zk = useZooKeeper()
 
@@ -38,23 +38,42 @@ test('connect, acquire, release', async () => {
   assert.deepEqual(await c.participants(lock.path), [])
 })
 
-test('reentrant guards: a released guard says so while the other keeps the lock', async () => {
+test('acquires of one handle exclude each other; a released guard says so', async () => {
   const c = await zk.client()
-  const lock = c.lock(lockPath('reentrant'))
+  const lock = c.lock(lockPath('contenders'))
   const g1 = await lock.acquire({ timeoutMs: 5000 })
-  const g2 = await lock.acquire({ timeoutMs: 5000 })
-  assert.equal(g2.nodePath, g1.nodePath)
-  assert.equal(await g2.release(), 'RELEASED')
-  assert.equal(g2.state, 'RELEASED')
+  await assert.rejects(lock.acquire({ timeoutMs: 300 }), (e) => e instanceof ZkLockError && e.code === 'TIMEOUT')
+  const second = lock.acquire({ timeoutMs: 10000 })
+  await sleep(200)
+  assert.equal((await c.participants(lock.path)).length, 2, 'the second acquire has its own node')
+  assert.equal(await g1.release(), 'RELEASED')
+  assert.equal(g1.state, 'RELEASED')
   assert.throws(
-    () => g2.check(),
+    () => g1.check(),
     (e) => e instanceof ZkLockError && e.code === 'NOT_HELD',
   )
-  assert.equal(g1.state, 'HELD')
-  g1.check()
+  const g2 = await second
+  assert.notEqual(g2.nodePath, g1.nodePath)
+  assert.equal(g2.state, 'HELD')
+  g2.check()
   assert.equal(lock.held, true)
-  assert.equal(await g1.release(), 'RELEASED')
+  assert.equal(await g2.release(), 'RELEASED')
   assert.equal(lock.held, false)
+  // Many async flows sharing one handle: never two inside.
+  let inside = 0
+  let most = 0
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      for (let i = 0; i < 3; i++) {
+        const g = await lock.acquire({ timeoutMs: 60000 })
+        most = Math.max(most, ++inside)
+        await sleep(2)
+        inside--
+        await g.release()
+      }
+    }),
+  )
+  assert.equal(most, 1, `${most} flows of one handle were inside at once`)
 })
 
 test('timeout and tryAcquire; tokens grow', async () => {
@@ -118,13 +137,13 @@ test('read/write locks: readers share, a writer excludes, downgrade, no upgrade'
   assert.equal(rw.read.mode, 'READ')
   assert.equal(rw.write.mode, 'WRITE')
   const wg = await rw.write.acquire({ timeoutMs: 5000 })
-  const rg = await rw.read.acquire({ timeoutMs: 0 }) // downgrade: immediate
+  const rg = await wg.downgrade() // immediate, with the write node's sequence
+  assert.equal(rg.sequence, wg.sequence)
   await wg.release()
   assert.equal(rg.state, 'HELD')
-  await assert.rejects(
-    rw.write.acquire({ timeoutMs: 1000 }),
-    (e) => e instanceof ZkLockError && e.code === 'WOULD_DEADLOCK',
-  )
+  await assert.rejects(rg.downgrade(), (e) => e instanceof ZkLockError && e.code === 'INVALID_ARGUMENT')
+  // No implicit upgrade or downgrade: the write side waits behind our read.
+  await assert.rejects(rw.write.acquire({ timeoutMs: 300 }), (e) => e instanceof ZkLockError && e.code === 'TIMEOUT')
   await rg.release()
 })
 

@@ -379,17 +379,18 @@ impl Call {
     }
 }
 
-/// Lock node data from `identifier`: `None`, `str` (stored as UTF-8) or
-/// `bytes`; anything else is a `TypeError`, a `str` that is not valid
-/// Unicode InvalidArgument.
-fn lock_options(identifier: Option<&Bound<'_, PyAny>>) -> PyResult<LockOptions> {
-    let Some(id) = identifier else { return Ok(LockOptions::default()) };
+/// Lock options: node data from `identifier` (`None`, `str` stored as
+/// UTF-8, or `bytes`; anything else is a `TypeError`, a `str` that is not
+/// valid Unicode InvalidArgument) and reentrancy per thread.
+fn lock_options(identifier: Option<&Bound<'_, PyAny>>, reentrant: bool) -> PyResult<LockOptions> {
+    let options = if reentrant { LockOptions::default().reentrant() } else { LockOptions::default() };
+    let Some(id) = identifier else { return Ok(options) };
     if id.is_instance_of::<PyString>() {
         let text = text("identifier", id, ErrorKind::InvalidArgument)?;
-        return Ok(LockOptions::default().data(text.into_bytes()));
+        return Ok(options.data(text.into_bytes()));
     }
     if let Ok(b) = id.cast::<PyBytes>() {
-        return Ok(LockOptions::default().data(b.as_bytes().to_vec()));
+        return Ok(options.data(b.as_bytes().to_vec()));
     }
     Err(PyTypeError::new_err(format!("identifier must be str, bytes or None, not {}", id.get_type().name()?)))
 }
@@ -458,34 +459,45 @@ impl Client {
 
     /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
     /// `identifier` (str or bytes) is stored in the lock node.
-    #[pyo3(signature = (path, identifier=None))]
-    fn lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
-        self.lock_of(path, LockMode::Exclusive, identifier)
+    #[pyo3(signature = (path, identifier=None, reentrant=false))]
+    fn lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>, reentrant: bool) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Exclusive, identifier, reentrant)
     }
 
     /// The read side of a read/write lock on `path`, as an independent handle.
-    #[pyo3(signature = (path, identifier=None))]
-    fn read_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
-        self.lock_of(path, LockMode::Read, identifier)
+    #[pyo3(signature = (path, identifier=None, reentrant=false))]
+    fn read_lock(
+        &self,
+        path: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+        reentrant: bool,
+    ) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Read, identifier, reentrant)
     }
 
     /// The write side of a read/write lock on `path`, as an independent handle.
-    #[pyo3(signature = (path, identifier=None))]
-    fn write_lock(&self, path: &Bound<'_, PyAny>, identifier: Option<&Bound<'_, PyAny>>) -> PyResult<Lock> {
-        self.lock_of(path, LockMode::Write, identifier)
+    #[pyo3(signature = (path, identifier=None, reentrant=false))]
+    fn write_lock(
+        &self,
+        path: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+        reentrant: bool,
+    ) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Write, identifier, reentrant)
     }
 
     /// A read/write pair on `path` whose sides know each other (downgrade
     /// allowed, upgrade refused with WouldDeadlock): `(read, write)`.
-    #[pyo3(signature = (path, identifier=None))]
+    #[pyo3(signature = (path, identifier=None, reentrant=false))]
     fn read_write_lock(
         &self,
         path: &Bound<'_, PyAny>,
         identifier: Option<&Bound<'_, PyAny>>,
+        reentrant: bool,
     ) -> PyResult<(Lock, Lock)> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
-        let options = lock_options(identifier)?;
+        let options = lock_options(identifier, reentrant)?;
         let (read, write) = self.inner.read_write_lock(&path, options).map_err(py_err)?.into_sides();
         Ok((Lock::new(&self.inner, self.origin, read), Lock::new(&self.inner, self.origin, write)))
     }
@@ -576,10 +588,11 @@ impl Client {
         path: &Bound<'_, PyAny>,
         mode: LockMode,
         identifier: Option<&Bound<'_, PyAny>>,
+        reentrant: bool,
     ) -> PyResult<Lock> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
-        let options = lock_options(identifier)?;
+        let options = lock_options(identifier, reentrant)?;
         let lock = self.inner.lock_with(&path, mode, options).map_err(py_err)?;
         Ok(Lock::new(&self.inner, self.origin, lock))
     }
@@ -590,9 +603,10 @@ type PyCallback = Arc<Py<PyAny>>;
 
 /// One lock handle (exclusive, read or write) and the guards it holds.
 ///
-/// Thread-safe. Ownership belongs to this object, not to a thread: any
-/// thread may release what another acquired. acquire() pushes a guard
-/// (re-entering when held), release() pops and releases the newest.
+/// Thread-safe. Every acquire is its own contender (threads and tasks that
+/// share the object exclude each other), unless the handle is reentrant
+/// (per thread, blocking acquires). acquire() pushes its guard, release()
+/// pops and releases the newest, whichever thread acquired it.
 /// Belongs to the process that made its client: inherited through
 /// `fork()`, it is not held (`held` False, `state` LOST if it was held)
 /// and its methods raise Closed without touching the parent's node.
@@ -666,6 +680,21 @@ impl Lock {
                 register(&guard, cb.clone());
             }
         }
+    }
+
+    /// The newest guard of this object, to downgrade into `read`.
+    fn top_guard_for_downgrade(&self, read: &Bound<'_, Lock>) -> PyResult<Arc<Guard>> {
+        self.origin.check("lock")?;
+        if read.get().handle.mode() != LockMode::Read || read.get().handle.path() != self.handle.path() {
+            return Err(py_err(Error::new(
+                ErrorKind::InvalidArgument,
+                "downgrade: `read` must be the read side of this pair",
+            )));
+        }
+        locked(&self.guards)
+            .last()
+            .cloned()
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))
     }
 
     /// Takes the newest guard off this object's stack, for a release.
@@ -773,6 +802,37 @@ impl Lock {
             })
             .map_err(|e| to_py_err(py, &e))?;
         Ok(Call { token })
+    }
+
+    /// Write to read downgrade: a read guard of the same pair, granted at
+    /// once with this write node's sequence, pushed on `read` (this pair's
+    /// read side). This object keeps its write guard (release it next).
+    /// Raises InvalidArgument unless this is the write side of a pair and
+    /// `read` its read side, NotHeld when nothing is held. Blocks (one
+    /// request) without the GIL.
+    fn downgrade(&self, py: Python<'_>, read: &Bound<'_, Lock>) -> PyResult<()> {
+        let write = self.top_guard_for_downgrade(read)?;
+        let guard = py.detach(move || write.downgrade()).map_err(|e| to_py_err(py, &e))?;
+        read.get().granted(guard);
+        Ok(())
+    }
+
+    /// `downgrade(read)` for asyncio: `done(ok, value)` is called once on
+    /// the client's event thread, `(True, True)` when the read guard is on
+    /// `read`'s stack, `(False, exception)` otherwise. Raises at once (and
+    /// never calls `done`) as `downgrade` does for bad arguments.
+    fn downgrade_start(&self, py: Python<'_>, read: &Bound<'_, Lock>, done: Py<PyAny>) -> PyResult<()> {
+        let write = self.top_guard_for_downgrade(read)?;
+        let target: Py<Lock> = read.clone().unbind();
+        self.client
+            .spawn_then(write.downgrade_async(), move |out| {
+                let out = out.map(|guard| target.get().granted(guard));
+                complete(done, move |py| match out {
+                    Ok(()) => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
+                    Err(e) => Err(to_py_err(py, &e)),
+                })
+            })
+            .map_err(|e| to_py_err(py, &e))
     }
 
     /// Starts `release()` for asyncio: `done(ok, value)` is called once on

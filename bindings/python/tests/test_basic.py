@@ -77,8 +77,8 @@ def test_fencing_tokens_grow(client: zklock.Client, path: str) -> None:
     assert lock.fencing_token == tokens[-1]
 
 
-def test_reentrant_per_lock_object(client: zklock.Client, observer: zklock.Client, path: str) -> None:
-    lock = client.lock(path)
+def test_reentrant_per_thread_when_asked(client: zklock.Client, observer: zklock.Client, path: str) -> None:
+    lock = client.lock(path, reentrant=True)
     with lock:
         node = lock.node_path
         with lock:
@@ -90,6 +90,40 @@ def test_reentrant_per_lock_object(client: zklock.Client, observer: zklock.Clien
         lock.check()
         assert len(observer.participants(path)) == 1
     assert not lock.held and lock.depth == 0 and lock.state == zklock.LockState.RELEASED
+    assert observer.participants(path) == []
+
+
+def test_threads_that_share_a_lock_object_exclude_each_other(
+    client: zklock.Client, observer: zklock.Client, path: str
+) -> None:
+    """kazoo's many-threads test, ported: 20 threads share one lock object
+    and are never two inside (before issue 15 they were all inside at
+    once). A thread that holds it and acquires again waits behind itself."""
+    import threading
+
+    lock = client.lock(path)
+    inside = []
+    most = [0]
+    mutex = threading.Lock()
+
+    def work() -> None:
+        for _ in range(3):
+            with lock:
+                with mutex:
+                    inside.append(1)
+                    most[0] = max(most[0], len(inside))
+                time.sleep(0.002)
+                with mutex:
+                    inside.pop()
+
+    threads = [threading.Thread(target=work) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert most[0] == 1, "%d threads were inside at once" % most[0]
+    with lock:
+        assert lock.acquire(timeout=0.3) is False, "the holding thread re-entered a lock that is not reentrant"
     assert observer.participants(path) == []
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import zklock
 
@@ -41,4 +43,20 @@ def test_pair_downgrade_and_refused_upgrade(client: zklock.Client, observer: zkl
         rw.write.acquire()
     assert info.value.code == "WOULD_DEADLOCK"
     rw.read.release()
+    assert observer.participants(path) == []
+    # Explicit downgrade, blocking and asyncio.
+    with rw.write:
+        rw.downgrade()
+        assert rw.read.held and rw.read.sequence == rw.write.sequence
+    rw.read.release()
+
+    async def main() -> None:
+        async with rw.write:
+            await rw.downgrade_async()
+            assert rw.read.held and rw.read.sequence == rw.write.sequence
+        await rw.read.release_async()
+
+    asyncio.run(main())
+    with pytest.raises(zklock.NotHeld):
+        rw.downgrade()
     assert observer.participants(path) == []

@@ -17,6 +17,11 @@ pub fn lock_of(client: &Client, path: &str, mode: LockMode) -> Lock {
     client.lock_with(path, mode, LockOptions::default()).expect("valid lock path")
 }
 
+/// A reentrant (per thread) lock handle of `mode` on `path`.
+pub fn reentrant_lock_of(client: &Client, path: &str, mode: LockMode) -> Lock {
+    client.lock_with(path, mode, LockOptions::default().reentrant()).expect("valid lock path")
+}
+
 /// A standalone server whose containers are reaped quickly.
 pub fn server() -> Cluster {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");

@@ -341,7 +341,7 @@ static int test_lifecycle(void) {
     CHECK(sid != 0);
 
     zklock_lock *lock = NULL;
-    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new_reentrant(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
     CHECK(!zklock_lock_is_held(lock));
 
     zklock_guard *g = NULL;
@@ -384,7 +384,20 @@ static int test_lifecycle(void) {
     CHECK(zklock_participants_data(p, 1, &dlen) == NULL && dlen == 0);
     zklock_participants_free(p);
 
-    /* reentrant on one handle: the same node */
+    /* a handle from zklock_lock_new: a second acquire is a contender, even
+     * from the holding thread */
+    zklock_lock *plain = NULL;
+    zklock_guard *pg = NULL, *pg2 = NULL;
+    char path2[160];
+    snprintf(path2, sizeof path2, "%s-plain", path);
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path2, ZKLOCK_MODE_EXCLUSIVE, &plain, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(plain, 5000, &pg, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(plain, 0, &pg2, &err));
+    CHECK(pg2 == NULL);
+    zklock_guard_free(pg);
+    zklock_lock_free(plain);
+
+    /* reentrant per thread (zklock_lock_new_reentrant): the same node */
     zklock_guard *g2 = NULL;
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 0, &g2, &err));
     CHECK(zklock_guard_sequence(g2) == zklock_guard_sequence(g));
@@ -690,32 +703,37 @@ static int test_acquire_async_and_per_call_cancel(void) {
     EXPECT(ZKLOCK_CANCELLED,
            zklock_lock_acquire_async(waiter, -1, early, async_done, &ASYNC_IDS[0], &err));
 
-    /* Three acquires on one handle: two with their own tokens, one without. */
+    /* Three acquires on one handle, each its own contender: two with their
+     * own tokens, one without. */
     EXPECT(ZKLOCK_OK, zklock_lock_acquire_async(waiter, -1, t1, async_done, &ASYNC_IDS[1], &err));
     EXPECT(ZKLOCK_OK,
            zklock_lock_acquire_async(waiter, 60000, t2, async_done, &ASYNC_IDS[2], &err));
     EXPECT(ZKLOCK_OK, zklock_lock_acquire_async(waiter, -1, NULL, async_done, &ASYNC_IDS[3], &err));
     zklock_cancel_free(t1); /* the call keeps its own reference */
-    CHECK(wait_participants(zk, path, 2, 20000) == 0);
+    CHECK(wait_participants(zk, path, 4, 20000) == 0);
 
     /* Cancelling one call ends that call only. */
     zklock_cancel_cancel(t2);
     CHECK(poll_id(fds[0], 10000) == 2);
     CHECK(o.n == 1 && o.codes[0] == ZKLOCK_CANCELLED && o.guards[0] == NULL && o.errors_set[0]);
     CHECK(poll_id(fds[0], 300) == -1);
+    CHECK(wait_participants(zk, path, 3, 10000) == 0);
 
-    /* The lock handle may be freed while its acquires go on. */
+    /* The lock handle may be freed while its acquires go on. They are
+     * granted one after the other. */
     zklock_lock_free(waiter);
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
-    int a = poll_id(fds[0], 20000), b = poll_id(fds[0], 20000);
-    CHECK((a == 1 && b == 3) || (a == 3 && b == 1));
-    CHECK(o.n == 3);
-    for (int i = 1; i < 3; i++) {
-        CHECK(o.codes[i] == ZKLOCK_OK && o.guards[i] != NULL && !o.errors_set[i]);
-        CHECK(zklock_guard_state(o.guards[i]) == ZKLOCK_STATE_HELD);
-    }
-    CHECK(poll_id(fds[0], 200) == -1); /* the refused calls never called back */
+    int a = poll_id(fds[0], 20000);
+    CHECK(a == 1 || a == 3);
+    CHECK(o.n == 2 && o.codes[1] == ZKLOCK_OK && o.guards[1] != NULL && !o.errors_set[1]);
+    CHECK(zklock_guard_state(o.guards[1]) == ZKLOCK_STATE_HELD);
+    CHECK(poll_id(fds[0], 300) == -1); /* the other waits behind it */
     zklock_guard_free(o.guards[1]);
+    int b = poll_id(fds[0], 20000);
+    CHECK(b == 4 - a);
+    CHECK(o.n == 3 && o.codes[2] == ZKLOCK_OK && o.guards[2] != NULL && !o.errors_set[2]);
+    CHECK(zklock_guard_state(o.guards[2]) == ZKLOCK_STATE_HELD);
+    CHECK(poll_id(fds[0], 200) == -1); /* the refused calls never called back */
     zklock_guard_free(o.guards[2]);
     CHECK(wait_participants(zk, path, 0, 10000) == 0);
     zklock_cancel_free(t2);
@@ -946,8 +964,15 @@ static int test_read_write(void) {
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(w1, 5000, &gw1, &err));
     EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(r2, 0, &gr2, &err));
     EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(w2, 200, &gw2, &err));
-    /* downgrade: the pair's read side is granted at once */
+    /* downgrade: the pair's read side is granted at once to the thread that
+     * holds the write side */
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(r1, 0, &gr1, &err));
+    /* and explicitly, from the write guard */
+    zklock_guard *gd = NULL, *none = NULL;
+    EXPECT(ZKLOCK_OK, zklock_guard_downgrade(gw1, &gd, &err));
+    CHECK(zklock_guard_sequence(gd) == zklock_guard_sequence(gw1));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_guard_downgrade(gd, &none, &err));
+    zklock_guard_free(gd);
     EXPECT(ZKLOCK_OK, zklock_guard_release(gw1, NULL, &err));
     zklock_guard_free(gw1);
     /* now shared with other readers */

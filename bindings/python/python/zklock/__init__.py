@@ -178,11 +178,18 @@ class Lock:
     ``threading.Lock`` (``acquire``/``release``, ``with``), or from asyncio
     (``acquire_async``, ``async with``).
 
-    Re-entrant per object: acquiring while held returns at once and the node
-    is deleted by the matching last ``release()``. Thread-safe; any thread
-    may release. ``timeout`` (given to ``Client.lock()``) bounds the wait of
-    ``with`` / ``async with``, which raise :class:`LockTimeout` when it
-    expires.
+    Every acquire is its own contender, as with ``threading.Lock``: threads
+    and tasks that share one lock object exclude each other, and a thread
+    that acquires a lock it holds waits behind itself. With
+    ``reentrant=True`` (``Client.lock(path, reentrant=True)``) it is like
+    ``threading.RLock``: a thread's blocking ``acquire()`` while it holds
+    the lock returns at once, and the node is deleted by the matching last
+    ``release()``; asyncio acquires are never re-entrant (tasks share the
+    loop's thread, and a task must not get in because another holds).
+    Thread-safe; ``release()`` releases the newest acquire of the object,
+    whichever thread made it. ``timeout`` (given to ``Client.lock()``)
+    bounds the wait of ``with`` / ``async with``, which raise
+    :class:`LockTimeout` when it expires.
     """
 
     __slots__ = ("_native", "timeout")
@@ -405,9 +412,11 @@ class ReadWriteLock:
 
     ``.read`` (shared) and ``.write`` (exclusive) are :class:`Lock` objects.
     Readers share; a writer excludes everyone; readers queue behind a waiting
-    writer. Acquiring ``.read`` while holding ``.write`` is an immediate
-    downgrade (then release ``.write``); acquiring ``.write`` while holding
-    only ``.read`` raises :class:`WouldDeadlock`.
+    writer. Downgrade: :meth:`downgrade` (or ``await downgrade_async()``),
+    or ``.read.acquire()`` by the thread that holds ``.write``, gives a read
+    lock at once (then release ``.write``); ``.write.acquire()`` by the
+    thread that holds only ``.read`` raises :class:`WouldDeadlock`. In
+    asyncio there is no thread to go by: use :meth:`downgrade_async`.
     """
 
     __slots__ = ("read", "write")
@@ -422,6 +431,20 @@ class ReadWriteLock:
     def path(self) -> str:
         """The lock path."""
         return self.read.path
+
+    def downgrade(self) -> None:
+        """Takes the read lock at once while ``.write`` is held (its node
+        gets the write node's sequence, so no writer queued behind can slip
+        in); then release ``.write`` to let other readers in. Raises
+        NotHeld if ``.write`` is not held, what ``check()`` raises if it is
+        not safely held. Blocks (one request) without the GIL."""
+        self.write._native.downgrade(self.read._native)
+
+    async def downgrade_async(self) -> None:
+        """:meth:`downgrade` for asyncio (no thread waits)."""
+        fut, done = _completion(asyncio.get_running_loop())
+        self.write._native.downgrade_start(self.read._native, done)
+        await fut
 
     def __repr__(self) -> str:
         return "<zklock.ReadWriteLock %r>" % (self.path,)
@@ -462,38 +485,46 @@ class Client:
     ) -> None:
         self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth)
 
-    def lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+    def lock(
+        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
+    ) -> Lock:
         """An exclusive lock on ``path`` (Curator ``InterProcessMutex``
         compatible). ``timeout`` bounds ``with``/``async with`` (None: no
         limit; a negative number, also -1, is InvalidArgument);
         ``identifier`` (str or bytes) is stored in the lock node for other
-        participants to see. Does not touch ZooKeeper.
+        participants to see; ``reentrant=True`` lets a thread that holds it
+        acquire it again (like ``threading.RLock``; see :class:`Lock`).
+        Does not touch ZooKeeper.
 
         Raises InvalidPath for a malformed path (also one that is not valid
         Unicode), InvalidArgument for an identifier over 64 KiB or
         ``__REVOKE__``, Closed after :meth:`close` or in a forked child,
         TypeError for wrong types.
         """
-        return Lock(self._native.lock(path, identifier), timeout)
+        return Lock(self._native.lock(path, identifier, reentrant), timeout)
 
-    def read_lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+    def read_lock(
+        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
+    ) -> Lock:
         """The read side of a read/write lock on ``path``, as an independent
         handle (Curator ``InterProcessReadWriteLock.readLock()`` compatible).
         Arguments and errors as :meth:`lock`."""
-        return Lock(self._native.read_lock(path, identifier), timeout)
+        return Lock(self._native.read_lock(path, identifier, reentrant), timeout)
 
-    def write_lock(self, path: str, timeout: Optional[float] = None, identifier: Identifier = None) -> Lock:
+    def write_lock(
+        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
+    ) -> Lock:
         """The write side of a read/write lock on ``path``, as an independent
         handle: a separate read handle of the same client blocks it like
         anyone else's. Arguments and errors as :meth:`lock`."""
-        return Lock(self._native.write_lock(path, identifier), timeout)
+        return Lock(self._native.write_lock(path, identifier, reentrant), timeout)
 
     def read_write_lock(
-        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None
+        self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
     ) -> ReadWriteLock:
         """A :class:`ReadWriteLock` pair on ``path`` (downgrade allowed,
         upgrade refused). ``timeout`` applies to ``with`` on either side."""
-        read, write = self._native.read_write_lock(path, identifier)
+        read, write = self._native.read_write_lock(path, identifier, reentrant)
         return ReadWriteLock(Lock(read, timeout), Lock(write, timeout))
 
     def participants(self, path: str) -> List[Participant]:
