@@ -209,17 +209,8 @@ pub unsafe extern "C" fn zklock_lock_acquire(
     out: *mut *mut zklock_guard,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_lock_acquire";
     // SAFETY: pointers as documented (caller's contract).
-    unsafe {
-        call(F, err, || {
-            let lock = arg_ref(lock, F, "lock")?;
-            let out = out_arg(out, F, "out")?;
-            let guard = lock.inner.acquire(timeout_from_ms(timeout_ms))?;
-            out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
-            Ok(())
-        })
-    }
+    unsafe { acquire_blocking("zklock_lock_acquire", lock, timeout_ms, std::ptr::null(), out, err) }
 }
 
 /// `zklock_lock_acquire` with a cancel token for this call: `cancel` (may
@@ -246,12 +237,27 @@ pub unsafe extern "C" fn zklock_lock_acquire_cancellable(
     out: *mut *mut zklock_guard,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_lock_acquire_cancellable";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe { acquire_blocking("zklock_lock_acquire_cancellable", lock, timeout_ms, cancel, out, err) }
+}
+
+/// The body of the blocking acquires, as function `f`.
+///
+/// # Safety
+/// As `zklock_lock_acquire_cancellable`.
+unsafe fn acquire_blocking(
+    f: &str,
+    lock: *const zklock_lock,
+    timeout_ms: i64,
+    cancel: *const zklock_cancel,
+    out: *mut *mut zklock_guard,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let lock = arg_ref(lock, F, "lock")?;
-            let out = out_arg(out, F, "out")?;
+        call(f, err, || {
+            let lock = arg_ref(lock, f, "lock")?;
+            let out = out_arg(out, f, "out")?;
             let guard = lock.inner.acquire_with(&call_options(timeout_ms, cancel))?;
             out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
             Ok(())
