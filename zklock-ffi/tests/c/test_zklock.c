@@ -1502,6 +1502,21 @@ static int test_bad_input(void) {
     lock_path(path, sizeof path, "badinput");
     EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_lock_acquire(lock, 0, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "zklock_lock_acquire_cancellable: argument `lock`",
+               zklock_lock_acquire_cancellable(NULL, 0, NULL, &g, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out",
+               zklock_lock_acquire_cancellable(lock, 0, NULL, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "lock",
+               zklock_lock_acquire_async(NULL, 0, NULL, async_done, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "callback",
+               zklock_lock_acquire_async(lock, 0, NULL, NULL, NULL, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "client",
+               zklock_lock_new_reentrant(NULL, "/ok", ZKLOCK_MODE_EXCLUSIVE, &r, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "mode",
+               zklock_lock_new_reentrant(zk, "/ok", (zklock_mode)9, &r, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "out", zklock_cancel_new(NULL, &err));
+    zklock_cancel_cancel(NULL);
+    zklock_cancel_free(NULL);
     CHECK(participant_count(zk, path) == 0); /* nothing was created */
     zklock_lock_cancel(NULL);
     CHECK(!zklock_lock_is_held(NULL));
@@ -1509,6 +1524,9 @@ static int test_bad_input(void) {
     /* guard functions */
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard", zklock_guard_release(NULL, NULL, &err));
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard", zklock_guard_check(NULL, &err));
+    zklock_guard *dg = NULL;
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard", zklock_guard_downgrade(NULL, &dg, &err));
+    CHECK(dg == NULL);
     CHECK(zklock_guard_state(NULL) == ZKLOCK_STATE_RELEASED);
     CHECK(zklock_guard_fencing_token(NULL) == 0);
     CHECK(zklock_guard_sequence(NULL) == -1);
