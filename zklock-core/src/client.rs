@@ -596,7 +596,8 @@ impl Client {
     /// [`Client::connect`] completing through `done`, for programs with
     /// their own event loop: returns at once; `done` is called exactly once
     /// with the client or the error, on the new client's event thread
-    /// (where blocking zklock calls are allowed).
+    /// (where blocking zklock calls are allowed; it is a new thread, so
+    /// waiting for `done` in another client's callback is safe).
     ///
     /// # Errors
     /// An error found before connecting (`InvalidArgument`, `InvalidPath`
@@ -810,7 +811,8 @@ impl Client {
     /// waits for a call without a thread of its own. `done` may make
     /// blocking zklock calls but should return promptly (other callbacks
     /// wait). `future` must not block (it runs on the runtime that keeps
-    /// the sessions alive).
+    /// the sessions alive). Do not wait for `done` on the event thread
+    /// itself (in a callback): it would wait for itself.
     ///
     /// # Errors
     /// `Closed` in a forked child's copy of the client; then `done` is

@@ -393,7 +393,9 @@ impl Lock {
     /// once with the outcome, on the client's event thread (where blocking
     /// zklock calls are allowed; it should return promptly, as other
     /// callbacks wait). Cancel through the options' [`CancelToken`]. Never
-    /// reentrant, as [`Lock::acquire_async`].
+    /// reentrant, as [`Lock::acquire_async`]. Do not wait for `done` on
+    /// the event thread itself (in a state-change or completion callback):
+    /// it would wait for itself; use [`Lock::begin_acquire`] there.
     ///
     /// # Errors
     /// An error found before the call starts (`Closed`, `InvalidArgument`,

@@ -310,6 +310,8 @@ pub type zklock_acquire_cb = Option<
 /// state-change callbacks run, one at a time): it may call any zklock
 /// function, including blocking ones, but should return promptly; to wake
 /// an event loop, write to its eventfd or pipe, or use `uv_async_send`.
+/// Do not wait for the callback inside another callback of the same
+/// client (a state-change or acquire callback): it would wait for itself.
 ///
 /// # Safety
 /// `lock` is NULL or a live lock; `cancel` is NULL or a live token; `err`
