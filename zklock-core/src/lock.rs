@@ -379,9 +379,10 @@ impl Lock {
         let call = call_token(&options);
         let started =
             self.start_acquire(&options, call.clone(), None, None).map(|work| self.inner.client.shared().run(work));
+        // Cancels the call if this future is dropped before its output, also
+        // if it is dropped without ever being polled.
+        let on_drop = call.drop_guard();
         async move {
-            // Cancels the call if this future is dropped before its output.
-            let on_drop = call.drop_guard();
             let out = started?.await;
             on_drop.disarm();
             out?

@@ -122,6 +122,12 @@ fn a_dropped_acquire_future_deletes_its_node() {
     });
     assert_eq!(raw.children("/dropped").len(), 2, "the waiter had queued");
     wait_until("the dropped waiter's node deleted", LONG, || raw.children("/dropped").len() == 1);
+    // A future dropped without ever being polled: its call had started (the
+    // work runs on the client's runtime) and is cancelled too.
+    let unpolled = waiter.acquire_async(AcquireOptions::new());
+    wait_until("the unpolled acquire queued", LONG, || raw.children("/dropped").len() == 2);
+    drop(unpolled);
+    wait_until("the unpolled acquire's node deleted", LONG, || raw.children("/dropped").len() == 1);
     held.release().expect("released");
     assert!(raw.children("/dropped").is_empty());
 }
@@ -177,4 +183,49 @@ fn connect_then_calls_back_with_the_client_and_refuses_bad_input_at_once() {
     assert!(client.lock("/after-connect-then").expect("lock").try_acquire().expect("try").is_some());
     let bad = Client::connect_then(zklock_core::ClientOptions::new(""), |_| panic!("never called"));
     assert_eq!(bad.expect_err("empty connect string").kind(), ErrorKind::InvalidArgument);
+}
+
+/// A per-call cancel or a dropped future racing with the grant ends in a
+/// guard or in `Cancelled`, and leaves no node behind either way.
+#[test]
+fn a_cancel_racing_with_the_grant_leaves_no_node() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let holder = connect(&hosts).lock("/race").expect("lock");
+    let waiter = connect(&hosts).lock("/race").expect("lock");
+    let raw = Raw::connect(&hosts);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let (mut granted, mut cancelled) = (0, 0);
+    for i in 0..60 {
+        let held = holder.acquire(Some(LONG)).expect("held");
+        let token = CancelToken::new();
+        let acquire = waiter.acquire_async(AcquireOptions::new().cancel_token(token.clone()));
+        let acquire = rt.spawn(acquire);
+        wait_until("queued", LONG, || raw.children("/race").len() == 2);
+        // Release and cancel at once; every third round drops the future instead.
+        drop(held);
+        let out = if i % 3 == 2 {
+            acquire.abort();
+            // Drive the runtime so that the aborted task is dropped (if the
+            // grant won, its guard comes back here and is released).
+            drop(rt.block_on(acquire));
+            None
+        } else {
+            token.cancel();
+            Some(rt.block_on(acquire).expect("joined"))
+        };
+        match out {
+            Some(Ok(g)) => {
+                granted += 1;
+                g.release().expect("released");
+            },
+            Some(Err(e)) => {
+                assert_eq!(e.kind(), ErrorKind::Cancelled, "round {i}: {e}");
+                cancelled += 1;
+            },
+            None => {},
+        }
+        wait_until("no node left", LONG, || raw.children("/race").is_empty());
+    }
+    assert!(granted + cancelled == 40, "{granted} granted, {cancelled} cancelled");
 }
