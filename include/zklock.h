@@ -818,7 +818,8 @@ zklock_code zklock_lock_acquire_cancellable(const struct zklock_lock *lock, int6
  * most `timeout_ms` as `zklock_lock_acquire` does. `cancel` (may be NULL)
  * cancels this call only: `zklock_cancel_cancel` makes it complete with
  * `ZKLOCK_CANCELLED` and delete its node, also if cancelled before this
- * call. The lock handle and the token may be freed while the acquire goes
+ * call; a cancel that comes after the grant is too late, and the callback
+ * gets the guard (free it). The lock handle and the token may be freed while the acquire goes
  * on (it keeps what it needs).
  *
  * # Errors

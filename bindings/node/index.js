@@ -177,8 +177,14 @@ Lock.prototype.acquire = function acquire(options) {
     throw e
   }
   return promise.then(
-    (guard) => {
+    async (guard) => {
       signal.removeEventListener('abort', onAbort)
+      if (signal.aborted) {
+        // Granted while the abort was on its way: honour the abort (the
+        // caller has moved on and would never release this guard).
+        await guard.release().catch(() => {})
+        throw abortedError(this, signal)
+      }
       return guard
     },
     (err) => {

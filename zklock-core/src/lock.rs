@@ -157,7 +157,9 @@ pub(crate) struct CancelState {
 /// Make it before the call and keep a clone: [`CancelToken::cancel`] makes
 /// the calls that were given it fail with `Cancelled` (their nodes are
 /// deleted), whether they are waiting now or start later: a cancel that
-/// lands before the call starts is not lost. Other calls on the same lock
+/// lands before the call starts is not lost. A cancel that comes after the
+/// grant is too late: the call returns its guard (a dropped future releases
+/// it). Other calls on the same lock
 /// handle are not affected. Cheap to clone (clones are one token);
 /// `Send + Sync`.
 #[derive(Clone, Debug, Default)]

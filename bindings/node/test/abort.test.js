@@ -2,7 +2,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { ZkLockError } = require('..')
-const { useZooKeeper, lockPath, sleep } = require('./helpers.js')
+const { useZooKeeper, lockPath, sleep, waitFor } = require('./helpers.js')
 
 const zk = useZooKeeper()
 
@@ -109,4 +109,43 @@ test('aborting one of 1,000 acquires that share one handle leaves the other 999 
   await Promise.all(all)
   assert.equal(granted, 999)
   assert.deepEqual(await a.participants(p), [])
+})
+
+test('an abort racing with the grant never leaves a guard or a node behind', async () => {
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('abort-race')
+  const holder = a.lock(p)
+  const waiter = b.lock(p)
+  let granted = 0
+  let cancelled = 0
+  for (let i = 0; i < 30; i++) {
+    const g = await holder.acquire()
+    const ac = new AbortController()
+    // What the caller sees: a guard only if it came before the abort.
+    const outcome = waiter.acquire({ signal: ac.signal }).then(
+      (guard) => ({ guard, afterAbort: ac.signal.aborted }),
+      (e) => ({ code: e.code }),
+    )
+    await waitFor(async () => (await a.participants(p)).length === 2, 10000, 'queued')
+    // Abort at moments around the grant: at once, or a little after the
+    // release was answered (the grant is on its way or already made).
+    const released = g.release()
+    if (i % 3 === 0) ac.abort()
+    await released
+    if (i % 3 === 1) ac.abort()
+    await new Promise((r) => setImmediate(r))
+    ac.abort()
+    const got = await outcome
+    if (got.guard) {
+      assert.equal(got.afterAbort, false, 'a guard was delivered after the abort')
+      granted++
+      await got.guard.release()
+    } else {
+      assert.equal(got.code, 'CANCELLED')
+      cancelled++
+    }
+    await waitFor(async () => (await a.participants(p)).length === 0, 10000, 'no node left')
+  }
+  assert.equal(granted + cancelled, 30)
 })
