@@ -166,3 +166,40 @@ def test_a_blocking_acquire_from_the_event_thread_does_not_hang(client: zklock.C
     assert second.held
     second.release()
     first.release()
+
+
+def test_a_task_cancelled_around_its_grant_leaves_no_lock_and_no_node(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    async def main() -> None:
+        holder = client.lock(path)
+        with zklock.Client(hosts) as other:
+            waiter = other.lock(path)
+            for i in range(30):
+                assert await holder.acquire_async()
+                task = asyncio.ensure_future(waiter.acquire_async())
+                for _ in range(500):
+                    if len(observer.participants(path)) == 2:
+                        break
+                    await asyncio.sleep(0.01)
+                released = asyncio.ensure_future(holder.release_async())
+                if i % 3 == 0:
+                    task.cancel()
+                await released
+                for _ in range(i % 3):
+                    await asyncio.sleep(0)
+                task.cancel()
+                try:
+                    got = await task
+                except asyncio.CancelledError:
+                    got = None
+                if got:  # granted before the cancel reached it
+                    await waiter.release_async()
+                assert waiter.depth == 0
+                for _ in range(500):
+                    if not observer.participants(path):
+                        break
+                    await asyncio.sleep(0.01)
+                assert observer.participants(path) == [], "round %d left a node" % i
+
+    asyncio.run(main())
