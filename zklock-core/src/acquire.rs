@@ -716,6 +716,7 @@ impl Attempt {
             status: Mutex::new(Status { state: LockState::Held, reason: None }),
             callbacks: Mutex::new(Vec::new()),
             stop: watch::channel(false).0,
+            changes: watch::channel(0).0,
             monitor: Mutex::new(None),
             watch_armed: AtomicBool::new(proof.watch.is_some()),
         });

@@ -38,6 +38,9 @@ pub(crate) struct Holding {
     pub(crate) status: Mutex<Status>,
     pub(crate) callbacks: Mutex<Vec<Callback>>,
     pub(crate) stop: watch::Sender<bool>,
+    /// Moves on every state change and every release of one of its guards
+    /// (what [`Guard::lost`] waits for).
+    pub(crate) changes: watch::Sender<u64>,
     /// The task that follows this holding (and owns the watch on our node).
     pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Whether the monitor's watch on our node is armed by a read that
@@ -89,6 +92,7 @@ impl Holding {
                 st.reason = reason;
             }
         }
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
         if state == LockState::Released {
             return;
         }
@@ -317,7 +321,7 @@ pub struct Guard {
     pub(crate) slot: HeldSlot,
     /// For a write guard of a read/write pair: the pair's read side.
     pub(crate) pair_read: Option<Lock>,
-    pub(crate) released: AtomicBool,
+    pub(crate) released: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Guard {
@@ -417,6 +421,45 @@ impl Guard {
         }
     }
 
+    /// Resolves, with the error [`Guard::check`] gives then, once this
+    /// guard is no longer safely held: lost, suspended, past its safety
+    /// clock, released, or its client closed. It wakes on every state change
+    /// of the lock, every change of the session's connection and when the
+    /// safety clock runs out, so it fires no later than `check()` starts to
+    /// fail. A "stop now" signal for work done under the lock: select on it
+    /// next to the work. Any executor can await it (it runs on the client's
+    /// runtime); dropping it stops nothing.
+    pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
+        let holding = self.holding.clone();
+        let released = self.released.clone();
+        let watching = async move {
+            let mut changes = holding.changes.subscribe();
+            let mut states = holding.session.states();
+            loop {
+                // Mark what is seen now as seen: only later changes wake us.
+                changes.borrow_and_update();
+                let _ = states.state();
+                let failure = if released.load(Ordering::Acquire) {
+                    Some(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", holding.node_path())))
+                } else {
+                    holding.check().err()
+                };
+                if let Some(e) = failure {
+                    return e;
+                }
+                let until = holding.session.safe_until();
+                tokio::select! {
+                    _ = changes.changed() => {},
+                    _ = states.changed() => {},
+                    () = tokio::time::sleep_until(until.into()) => {},
+                    () = holding.shared.closed() => {},
+                }
+            }
+        };
+        let lost = self.client.shared().run(watching);
+        async move { lost.await.unwrap_or_else(|e| e) }
+    }
+
     /// Write to read downgrade: a read guard of the same pair whose node
     /// takes this write node's sequence, granted at once (no writer queued
     /// behind this one can slip in between); then release this guard to
@@ -495,6 +538,9 @@ impl Guard {
         if self.released.swap(true, Ordering::AcqRel) {
             return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
         }
+        // Wakes this guard's `lost()` (an inner guard's release changes no
+        // state of the lock).
+        self.holding.changes.send_modify(|n| *n = n.wrapping_add(1));
         if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
             // An inner guard: the node stays for the others, but a loss is
             // this guard's news too (its critical section may have run

@@ -229,3 +229,72 @@ fn a_cancel_racing_with_the_grant_leaves_no_node() {
     }
     assert!(granted + cancelled == 40, "{granted} granted, {cancelled} cancelled");
 }
+
+/// Awaits `fut` on `rt` for at most [`LONG`] (a hang is a failure).
+fn within<F: std::future::Future>(rt: &tokio::runtime::Runtime, fut: F) -> F::Output {
+    rt.block_on(async { tokio::time::timeout(LONG, fut).await.expect("resolved in time") })
+}
+
+/// `Guard::lost` resolves once the guard is no longer safely held, with
+/// the error `check()` gives: released (also an inner reentrant guard),
+/// the node deleted by a third party, the server gone silent, the client
+/// closed. And it does not resolve while the lock is safely held.
+#[test]
+fn lost_resolves_when_check_would_fail() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let client = connect(&hosts);
+
+    // Held: no resolution; released from another thread: NotHeld.
+    let lock = client.lock("/lost").expect("lock");
+    let guard = lock.acquire(Some(LONG)).expect("held");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let quiet = rt.block_on(async { tokio::time::timeout(Duration::from_millis(500), guard.lost()).await });
+    assert!(quiet.is_err(), "lost() resolved while the lock was held: {quiet:?}");
+    let lost = guard.lost();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        guard.release().expect("released");
+    });
+    assert_eq!(within(&rt, lost).kind(), ErrorKind::NotHeld);
+    releaser.join().expect("joined");
+
+    // An inner guard of a reentrant handle: its own release (no state of
+    // the lock changes; the release wakes lost()).
+    let reentrant = reentrant_lock_of(&client, "/lost-inner", zklock_core::LockMode::Exclusive);
+    let (outer, inner) = (reentrant.acquire(Some(LONG)).expect("held"), reentrant.acquire(Some(LONG)).expect("again"));
+    let lost = inner.lost();
+    inner.release().expect("released");
+    assert_eq!(within(&rt, lost).kind(), ErrorKind::NotHeld);
+    outer.check().expect("the outer guard still holds");
+    drop(outer);
+
+    // The node deleted by a third party: LockLost.
+    let outer = client.lock("/lost-deleted").expect("lock").acquire(Some(LONG)).expect("held");
+
+    // The node deleted by a third party: LockLost.
+    let lost = outer.lost();
+    raw.delete(&outer.node_path());
+    let e = within(&rt, lost);
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(outer.check().is_err());
+    drop(outer);
+
+    // The server silent (blackholed): ConnectionLoss, and check() fails too.
+    let proxy = zklock_harness::Proxy::start(zk.client_addr(0)).expect("proxy");
+    let silent = Client::connect(options(&proxy.addr().to_string(), Duration::from_secs(2))).expect("connects");
+    let g = silent.lock("/lost-silent").expect("lock").acquire(Some(LONG)).expect("held");
+    let lost = g.lost();
+    proxy.blackhole();
+    let e = within(&rt, lost);
+    assert_eq!(e.kind(), ErrorKind::ConnectionLoss, "{e}");
+    assert!(g.check().is_err(), "lost() resolved while check() still passed");
+    proxy.heal();
+
+    // The client closed: Closed.
+    let g = client.lock("/lost-closed").expect("lock").acquire(Some(LONG)).expect("held");
+    let lost = g.lost();
+    client.close();
+    assert_eq!(within(&rt, lost).kind(), ErrorKind::Closed);
+}
