@@ -265,8 +265,13 @@ fn lost_resolves_when_check_would_fail() {
     let reentrant = reentrant_lock_of(&client, "/lost-inner", zklock_core::LockMode::Exclusive);
     let (outer, inner) = (reentrant.acquire(Some(LONG)).expect("held"), reentrant.acquire(Some(LONG)).expect("again"));
     let lost = inner.lost();
+    // Let its watch start waiting first (it runs on the client's runtime):
+    // then the release itself must wake it, well before the safety clock
+    // (some 3 s ahead on the test server's 4 s sessions) would.
+    std::thread::sleep(Duration::from_millis(300));
     inner.release().expect("released");
-    assert_eq!(within(&rt, lost).kind(), ErrorKind::NotHeld);
+    let e = rt.block_on(async { tokio::time::timeout(Duration::from_secs(1), lost).await });
+    assert_eq!(e.expect("the inner release woke lost()").kind(), ErrorKind::NotHeld);
     outer.check().expect("the outer guard still holds");
     drop(outer);
 
@@ -295,6 +300,7 @@ fn lost_resolves_when_check_would_fail() {
     // The client closed: Closed.
     let g = client.lock("/lost-closed").expect("lock").acquire(Some(LONG)).expect("held");
     let lost = g.lost();
+    std::thread::sleep(Duration::from_millis(300));
     client.close();
     assert_eq!(within(&rt, lost).kind(), ErrorKind::Closed);
 }
