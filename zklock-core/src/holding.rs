@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt as _;
@@ -423,15 +424,29 @@ impl Guard {
 
     /// Resolves, with the error [`Guard::check`] gives then, once this
     /// guard is no longer safely held: lost, suspended, past its safety
-    /// clock, released, or its client closed. It wakes on every state change
-    /// of the lock, every change of the session's connection and when the
-    /// safety clock runs out, so it fires no later than `check()` starts to
-    /// fail. A "stop now" signal for work done under the lock: select on it
-    /// next to the work. Any executor can await it (it runs on the client's
-    /// runtime); dropping it stops nothing.
+    /// clock, released, or its client closed. Every poll asks what
+    /// `check()` says first, so a poll after `check()` started to fail
+    /// resolves; and a watcher on the client's runtime wakes the future on
+    /// every state change of the lock, every change of the session's
+    /// connection and when the safety clock runs out (the wake reaches the
+    /// awaiting task a moment after `check()` starts to fail: the time of a
+    /// task switch). A "stop now" signal for work done under the lock:
+    /// select on it next to the work. Any executor can await it; dropping
+    /// it stops nothing.
     pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
+        let failure = {
+            let holding = self.holding.clone();
+            let released = self.released.clone();
+            move || {
+                if released.load(Ordering::Acquire) {
+                    Some(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", holding.node_path())))
+                } else {
+                    holding.check().err()
+                }
+            }
+        };
         let holding = self.holding.clone();
-        let released = self.released.clone();
+        let watch_failure = failure.clone();
         let watching = async move {
             let mut changes = holding.changes.subscribe();
             let mut states = holding.session.states();
@@ -439,12 +454,7 @@ impl Guard {
                 // Mark what is seen now as seen: only later changes wake us.
                 changes.borrow_and_update();
                 let _ = states.state();
-                let failure = if released.load(Ordering::Acquire) {
-                    Some(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", holding.node_path())))
-                } else {
-                    holding.check().err()
-                };
-                if let Some(e) = failure {
+                if let Some(e) = watch_failure() {
                     return e;
                 }
                 let until = holding.session.safe_until();
@@ -456,8 +466,13 @@ impl Guard {
                 }
             }
         };
-        let lost = self.client.shared().run(watching);
-        async move { lost.await.unwrap_or_else(|e| e) }
+        let mut watcher = Box::pin(self.client.shared().run(watching));
+        std::future::poll_fn(move |cx| {
+            if let Some(e) = failure() {
+                return Poll::Ready(e);
+            }
+            watcher.as_mut().poll(cx).map(|out| out.unwrap_or_else(|e| e))
+        })
     }
 
     /// Write to read downgrade: a read guard of the same pair whose node
