@@ -277,8 +277,6 @@ fn lost_resolves_when_check_would_fail() {
 
     // The node deleted by a third party: LockLost.
     let outer = client.lock("/lost-deleted").expect("lock").acquire(Some(LONG)).expect("held");
-
-    // The node deleted by a third party: LockLost.
     let lost = outer.lost();
     raw.delete(&outer.node_path());
     let e = within(&rt, lost);
@@ -303,4 +301,41 @@ fn lost_resolves_when_check_would_fail() {
     std::thread::sleep(Duration::from_millis(300));
     client.close();
     assert_eq!(within(&rt, lost).kind(), ErrorKind::Closed);
+}
+
+/// The order of the two signals, seen from one thread: once `check()`
+/// fails, the next poll of a `lost()` future that was pending resolves (an
+/// outside tester found it pending up to a millisecond later, its wake
+/// still on the way through the client's runtime): for a third-party
+/// delete, a release by another thread and a close.
+#[test]
+fn a_poll_after_check_fails_resolves_lost() {
+    use futures_util::FutureExt as _;
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    type Cause = fn(&Raw, &Client, &zklock_core::Guard);
+    let causes: [(&str, Cause); 3] = [
+        ("third-party delete", |raw, _, g| raw.delete(&g.node_path())),
+        ("release by another thread", |_, _, g| {
+            std::thread::scope(|s| s.spawn(|| g.release().expect("released")).join().expect("joined"));
+        }),
+        ("close", |_, c, _| c.close()),
+    ];
+    for (what, cause) in causes {
+        for round in 0..15 {
+            let client = connect(&hosts);
+            let guard = client.lock("/lost-order").expect("lock").acquire(Some(LONG)).expect("held");
+            let mut lost = Box::pin(guard.lost());
+            assert!(lost.as_mut().now_or_never().is_none(), "{what}: lost() resolved while held");
+            cause(&raw, &client, &guard);
+            let limit = std::time::Instant::now() + LONG;
+            while guard.check().is_ok() {
+                assert!(std::time::Instant::now() < limit, "{what}: check() never failed");
+                std::hint::spin_loop();
+            }
+            assert!(lost.as_mut().now_or_never().is_some(), "{what}, round {round}: check() fails, lost() pending");
+            client.close();
+        }
+    }
 }
