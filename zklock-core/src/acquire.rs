@@ -196,9 +196,11 @@ pub(crate) struct Look {
 /// ZooKeeper sends one connection its replies and watch notifications in
 /// the order it applied the changes (writes are applied one at a time, and
 /// a change's notifications are queued while it is applied). So while this
-/// watch has not fired and the connection is the same one, any reply or
-/// notification that arrives is about a state in which our node is still
-/// the one that read saw.
+/// watch has not fired and the connection is the same one, the reply to a
+/// request sent after the read is about a state in which our node is still
+/// the one that read saw. A notification is not: one transaction (a multi)
+/// can delete another node and then ours, and the notification of ours
+/// comes after the other's.
 pub(crate) struct OwnWatch {
     pub(crate) event: EventFuture,
     pub(crate) states: zk::StateWatcher,
@@ -264,18 +266,6 @@ impl OwnNodeProof {
         states: zk::StateWatcher,
     ) -> Option<OwnNodeProof> {
         (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None, states })
-    }
-
-    /// `blocker` is the delete notification of the node we waited on, our
-    /// only blocker, and `own` (armed before that wait) had not fired when
-    /// it arrived on the same connection: our node was still ours when the
-    /// blocker went (see [`OwnWatch`]). The list-free handoff: no request
-    /// between the notification and the grant.
-    pub(crate) fn watched_through(own: OwnWatch, blocker: &zk::WatchedEvent) -> Option<OwnNodeProof> {
-        if blocker.event_type != zk::EventType::NodeDeleted {
-            return None;
-        }
-        own.intact().map(OwnNodeProof::read)
     }
 
     /// A list, sent after the last blocker was seen gone, has just shown us
@@ -587,17 +577,18 @@ impl Attempt {
                         return Err(Step::Restart);
                     }
                     // The only node before ours is gone and none can take
-                    // its place: ours is first, and our watch, armed before
-                    // the wait and silent through the delete notification,
-                    // proves it still ours (the list-free handoff: no
-                    // request between the notification and the grant). If
-                    // the watch cannot vouch, one read now does.
+                    // its place: ours is first if it still exists. Our
+                    // watch on it, silent through the delete notification,
+                    // does not show that: one transaction (a multi) may
+                    // delete the blocker and then our node, and its second
+                    // notification comes after the first (an outside tester
+                    // got a grant on a deleted node that way). A read sent
+                    // now is answered after every notification of that
+                    // transaction: it proves the node ours, or sends us to
+                    // the back of the queue (protocol section 4, grant rule).
                     if sole && event.event_type == zk::EventType::NodeDeleted {
-                        let proof = match own.take().and_then(|w| OwnNodeProof::watched_through(w, &event)) {
-                            Some(p) => Some(p),
-                            None => self.prove(ctx, &own_path).await?,
-                        };
-                        if let Some(proof) = proof {
+                        own = None;
+                        if let Some(proof) = self.prove(ctx, &own_path).await? {
                             if let Some(h) = self.grant(ctx, &name, proof).await? {
                                 return Ok(h);
                             }

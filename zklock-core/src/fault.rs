@@ -14,7 +14,8 @@ pub(crate) const AFTER_CREATE_REPLY: &str = "after-create-reply";
 
 /// In the queue, with the watches on the blocker and on our own node set,
 /// before the wait for their events: events that arrive meanwhile are all
-/// there when the waiter looks (issue 13, the list-free handoff).
+/// there when the waiter looks (issue 13: the handoff on the blocker's
+/// delete notification).
 pub(crate) const BEFORE_WAITING: &str = "before-waiting";
 
 /// Stalls here if the environment names `point` (see the module docs).
