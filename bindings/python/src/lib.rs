@@ -759,6 +759,18 @@ impl Lock {
         })?;
         match result {
             Ok(guard) => {
+                // A Ctrl-C that came during the last slice, while the grant
+                // was on its way, would be raised by Python just after we
+                // return, with the lock held and no `with` block to release
+                // it (an outside tester got that in every round). The
+                // cancel wins (protocol section 4, rule 6): give the lock
+                // back and raise it here.
+                if let Err(signal) = py.check_signals() {
+                    py.detach(move || {
+                        let _ = guard.release();
+                    });
+                    return Err(signal);
+                }
                 self.granted(guard);
                 Ok(true)
             },

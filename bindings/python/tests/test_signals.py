@@ -80,3 +80,60 @@ def test_blocking_acquire_releases_the_gil(client: zklock.Client, hosts: str, pa
                 count += 1
             t.join(10)
             assert count > 10000, "the waiting thread held the GIL (only %d iterations)" % count
+
+
+RACE_CHILD = textwrap.dedent(
+    """
+    import sys, zklock
+    hosts, path = sys.argv[1:3]
+    zk = zklock.Client(hosts)
+    lock = zk.lock(path)
+    print("WAITING", flush=True)
+    try:
+        got = lock.acquire(timeout=30)
+        outcome = "ACQUIRED %s" % got
+    except KeyboardInterrupt:
+        outcome = "INTERRUPTED"
+    mine = [p for p in zk.participants(path) if p.session_id == zk.session_id]
+    print("%s held=%s nodes=%d" % (outcome, lock.held, len(mine)), flush=True)
+    sys.stdin.readline()
+    zk.close()
+    """
+)
+
+
+def test_ctrl_c_while_the_grant_is_on_its_way_leaves_nothing_held(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    # SIGINT lands a few ms before the holder releases: within the wait's
+    # last slice, while the grant comes. An acquire that raises
+    # KeyboardInterrupt must hold nothing (an outside tester found the lock
+    # held after the exception in every such round). An acquire that
+    # returned True before the signal holds the lock; never both.
+    lock = client.lock(path)
+    for round_, lead in enumerate([0.0, 0.005, 0.01, 0.02, 0.03, 0.04] * 2):
+        assert lock.acquire(timeout=5)
+        child = subprocess.Popen(
+            [sys.executable, "-c", RACE_CHILD, hosts, path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().strip() == "WAITING"
+            wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
+            time.sleep(0.1)
+            child.send_signal(signal.SIGINT)
+            time.sleep(lead)
+            lock.release()
+            line = child.stdout.readline().strip()
+            assert line in ("INTERRUPTED held=False nodes=0", "ACQUIRED True held=True nodes=1"), (round_, lead, line)
+            child.stdin.write("\n")
+            child.stdin.flush()
+            child.wait(10)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        wait_for(lambda: observer.participants(path) == [], what="the child's session to end")
