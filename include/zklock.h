@@ -739,6 +739,28 @@ zklock_code zklock_lock_new(const struct zklock_client *client, const char *path
 zklock_code zklock_lock_new_reentrant(const struct zklock_client *client, const char *path, zklock_mode mode, struct zklock_lock **out, struct zklock_error **err);
 
 /**
+ * Makes a participant with the id `id` of the leader election on `path`
+ * (Curator `LeaderLatch` compatible: Curator latches and zklock
+ * participants on one path elect one leader between them). Acquiring it
+ * (`zklock_lock_acquire` and the other acquire functions) joins the
+ * election and returns once it leads: the guard is the leadership, with
+ * states, `zklock_guard_check`, state callbacks and a fencing token as for
+ * a lock; releasing it resigns. Lost leadership is not taken back by
+ * itself: acquire again to rejoin. `zklock_participants` lists the
+ * participants (each one's data is its id; the one that holds leads).
+ * Free with `zklock_lock_free`.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL argument, an id that is not UTF-8,
+ * over 64 KiB or `__REVOKE__`; `ZKLOCK_INVALID_PATH`; `ZKLOCK_CLOSED`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `path` and `id` are NULL or
+ * NUL-terminated; `out` and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_election_new(const struct zklock_client *client, const char *path, const char *id, struct zklock_lock **out, struct zklock_error **err);
+
+/**
  * Makes a read/write lock pair on `path` whose sides know each other
  * (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
  * and `*out_write` receive the two sides; free each with `zklock_lock_free`

@@ -10,7 +10,9 @@
  * <pre>
  * java CuratorPeer HOSTS LOCK_PATH KIND ROUNDS CHECKER_PORT PEER_ID
  *   KIND          mutex (InterProcessMutex),
- *                 read | write (InterProcessReadWriteLock.readLock() / writeLock())
+ *                 read | write (InterProcessReadWriteLock.readLock() / writeLock()),
+ *                 latch (LeaderLatch with id PEER_ID: "acquire" is start() and
+ *                 await() until leader, "release" is close())
  *   ROUNDS        number of rounds, or the word "hold"
  *   CHECKER_PORT  TCP port of the test's checker on 127.0.0.1 (0: none, hold mode only)
  *   PEER_ID       name used in the checker's messages
@@ -41,6 +43,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -66,6 +69,52 @@ public final class CuratorPeer {
         }
         System.err.flush();
         Runtime.getRuntime().halt(code);
+    }
+
+    /** What a round takes and gives back: a lock, or a leadership. */
+    private interface Taken {
+        /** Waits at most {@code seconds}; false when the time ran out. */
+        boolean acquire(long seconds) throws Exception;
+
+        void release() throws Exception;
+    }
+
+    /** A Curator lock as a {@link Taken}. */
+    private static Taken ofLock(InterProcessMutex lock) {
+        return new Taken() {
+            @Override
+            public boolean acquire(long seconds) throws Exception {
+                return lock.acquire(seconds, TimeUnit.SECONDS);
+            }
+
+            @Override
+            public void release() throws Exception {
+                lock.release();
+            }
+        };
+    }
+
+    /** Leadership of a new LeaderLatch per round as a {@link Taken}. */
+    private static Taken ofLatch(CuratorFramework client, String path, String id) {
+        return new Taken() {
+            private LeaderLatch latch;
+
+            @Override
+            public boolean acquire(long seconds) throws Exception {
+                latch = new LeaderLatch(client, path, id);
+                latch.start();
+                if (latch.await(seconds, TimeUnit.SECONDS)) {
+                    return true;
+                }
+                latch.close();
+                return false;
+            }
+
+            @Override
+            public void release() throws Exception {
+                latch.close();
+            }
+        };
     }
 
     /** The test's checker: one line per message, each answered "ok". */
@@ -102,7 +151,7 @@ public final class CuratorPeer {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 6) {
-            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write ROUNDS|hold CHECKER_PORT PEER_ID", null);
+            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch ROUNDS|hold CHECKER_PORT PEER_ID", null);
         }
         String hosts = args[0];
         String path = args[1];
@@ -135,19 +184,22 @@ public final class CuratorPeer {
             fail(3, id + ": could not connect to " + hosts, null);
         }
 
-        InterProcessMutex lock;
+        Taken lock;
         switch (kind) {
             case "mutex":
-                lock = new InterProcessMutex(client, path);
+                lock = ofLock(new InterProcessMutex(client, path));
                 break;
             case "read":
-                lock = new InterProcessReadWriteLock(client, path).readLock();
+                lock = ofLock(new InterProcessReadWriteLock(client, path).readLock());
                 break;
             case "write":
-                lock = new InterProcessReadWriteLock(client, path).writeLock();
+                lock = ofLock(new InterProcessReadWriteLock(client, path).writeLock());
+                break;
+            case "latch":
+                lock = ofLatch(client, path, id);
                 break;
             default:
-                fail(2, "unknown kind " + kind + " (mutex, read or write)", null);
+                fail(2, "unknown kind " + kind + " (mutex, read, write or latch)", null);
                 return;
         }
         Checker checker = port == 0 ? null : new Checker(port);
@@ -155,7 +207,7 @@ public final class CuratorPeer {
 
         say("READY");
         if (hold) {
-            if (!lock.acquire(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) {
+            if (!lock.acquire(ACQUIRE_TIMEOUT_S)) {
                 fail(4, id + ": " + kind + " lock on " + path + " not acquired within " + ACQUIRE_TIMEOUT_S + " s", null);
             }
             if (checker != null) {
@@ -186,7 +238,7 @@ public final class CuratorPeer {
             eof.setDaemon(true);
             eof.start();
             for (int round = 0; round < rounds; round++) {
-                if (!lock.acquire(ACQUIRE_TIMEOUT_S, TimeUnit.SECONDS)) {
+                if (!lock.acquire(ACQUIRE_TIMEOUT_S)) {
                     fail(4, id + ": round " + round + ": " + kind + " lock on " + path + " not acquired within "
                             + ACQUIRE_TIMEOUT_S + " s", null);
                 }

@@ -1,9 +1,10 @@
 //! A leader-style task with zklock: several scheduler nodes run this same
-//! program; the one holding the lock `/examples/scheduler/leader` is the
-//! leader and polls task status every 200 ms; the others wait in
-//! `acquire`. When the leader dies, its session expires and another
-//! instance takes over within the session timeout. Typing `quit` (a line on
-//! stdin) hands over at once and exits.
+//! program and join the election `/examples/scheduler/leader`
+//! ([`Client::election`], Curator `LeaderLatch` layout); the leader polls
+//! task status every 200 ms, the others wait in `acquire`. When the leader
+//! dies, its session expires and another instance takes over within the
+//! session timeout. Typing `quit` (a line on stdin) resigns at once and
+//! exits.
 //!
 //! ```sh
 //! cargo run -p zklock-core --example leader -- 127.0.0.1:2181 node-1 [SESSION_TIMEOUT_MS]
@@ -28,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zklock_core::{Client, ClientOptions, ErrorKind, LockMode, LockOptions};
+use zklock_core::{Client, ClientOptions, ErrorKind};
 
 const LEADER_PATH: &str = "/examples/scheduler/leader";
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
@@ -61,7 +62,8 @@ fn main() {
 
 fn run(hosts: &str, id: &str, session_timeout: Duration) -> Result<(), zklock_core::Error> {
     let client = Client::connect(ClientOptions::new(hosts).session_timeout(session_timeout))?;
-    let lock = client.lock_with(LEADER_PATH, LockMode::Exclusive, LockOptions::default().identify_process())?;
+    // Our participant, with our id in its node: acquiring it waits until we lead.
+    let lock = client.election(LEADER_PATH, format!("scheduler {id}"))?;
 
     // A line "quit" on stdin: stop waiting, or stop leading and hand over.
     let stop = Arc::new(AtomicBool::new(false));

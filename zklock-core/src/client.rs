@@ -698,6 +698,43 @@ impl Client {
         Ok(ReadWriteLock::new(self.clone(), path, options))
     }
 
+    /// A participant of the leader election on `path` with the id `id`
+    /// (Curator `LeaderLatch` compatible: Curator latches and zklock
+    /// participants on one path elect one leader between them). An acquire
+    /// of the returned handle joins the election and waits until it leads:
+    /// its guard is the leadership, with the states, `check()`,
+    /// [`crate::Guard::lost`] and fencing token of a lock; releasing it resigns.
+    /// Waiting participants are the queue (see [`Client::participants`];
+    /// each one's data is its id); [`Client::leader`] names the leader.
+    /// Leadership that is lost is not taken back by itself: acquire again
+    /// to rejoin.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
+    /// for an id over 64 KiB or equal to `__REVOKE__`; `Closed`.
+    pub fn election(&self, path: &str, id: impl Into<Vec<u8>>) -> Result<Lock> {
+        self.lock_with(path, LockMode::Leader, LockOptions::default().data(id))
+    }
+
+    /// The leader of the election on `path` (see [`Client::election`]): the
+    /// first participant of its queue, with its id as `data`; `None` when
+    /// nobody takes part.
+    ///
+    /// # Errors
+    /// As [`Client::participants`].
+    pub fn leader(&self, path: &str) -> Result<Option<Participant>> {
+        Ok(self.participants(path)?.into_iter().find(|p| p.holds))
+    }
+
+    /// [`Client::leader`] as a future that any executor can await.
+    ///
+    /// # Errors
+    /// As [`Client::participants`].
+    pub fn leader_async(&self, path: &str) -> impl Future<Output = Result<Option<Participant>>> + Send + 'static {
+        let participants = self.participants_async(path);
+        async move { Ok(participants.await?.into_iter().find(|p| p.holds)) }
+    }
+
     /// A lock on `path` of `mode` with `options`.
     ///
     /// # Errors

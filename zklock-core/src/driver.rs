@@ -84,3 +84,6 @@ pub(crate) static EXCLUSIVE: &dyn Driver = &Writer("lock-");
 pub(crate) static READ: &dyn Driver = &Reader;
 /// The write side of Curator's `InterProcessReadWriteLock`: `__WRIT__`.
 pub(crate) static WRITE: &dyn Driver = &Writer("__WRIT__");
+/// A participant of Curator's `LeaderLatch`: `latch-`; the first in the
+/// queue leads, the others wait on the one before them, as writers do.
+pub(crate) static LEADER: &dyn Driver = &Writer("latch-");

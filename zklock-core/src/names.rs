@@ -13,7 +13,7 @@ use crate::driver::{self, Driver};
 pub enum NodeKind {
     /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
     Reader,
-    /// An exclusive node: Curator's `lock-` and `__WRIT__`, kazoo's
+    /// An exclusive node: Curator's `lock-`, `__WRIT__` and `latch-`, kazoo's
     /// `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other name that
     /// ends in a sequence.
     Writer,
@@ -28,6 +28,10 @@ pub enum LockMode {
     Read,
     /// Write side of a read/write lock: `_c_<uuid>-__WRIT__<seq>`.
     Write,
+    /// A participant of a leader election (Curator `LeaderLatch`):
+    /// `_c_<uuid>-latch-<seq>` holding the participant's id; the first in
+    /// the queue is the leader (see [`crate::Client::election`]).
+    Leader,
 }
 
 impl NodeKind {
@@ -42,13 +46,14 @@ impl NodeKind {
 }
 
 impl LockMode {
-    /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`, the name every front end shows
+    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"`, the name every front end shows
     /// (Python and the CLI in lower case).
     pub fn name(self) -> &'static str {
         match self {
             LockMode::Exclusive => "EXCLUSIVE",
             LockMode::Read => "READ",
             LockMode::Write => "WRITE",
+            LockMode::Leader => "LEADER",
         }
     }
 
@@ -58,6 +63,7 @@ impl LockMode {
             LockMode::Exclusive => driver::EXCLUSIVE,
             LockMode::Read => driver::READ,
             LockMode::Write => driver::WRITE,
+            LockMode::Leader => driver::LEADER,
         }
     }
 
@@ -79,7 +85,7 @@ pub(crate) fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
 }
 
 /// Tokens after which a sequence may be negative (`-` and 9 or 10 digits).
-const KNOWN_TOKENS: [&str; 5] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-"];
+const KNOWN_TOKENS: [&str; 6] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-", "latch-"];
 
 /// A lock node found among the children of a lock path.
 #[derive(Clone, Debug, PartialEq, Eq)]

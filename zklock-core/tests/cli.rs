@@ -830,3 +830,56 @@ mod json {
         }
     }
 }
+
+/// `zklock lead`: the command runs while zklock leads; a participant that
+/// loses leadership (its node deleted) stops its command and joins again,
+/// behind the one that leads now; a leader that is told to stop resigns
+/// and the next one leads.
+#[test]
+fn lead_runs_the_command_while_leading_and_rejoins_after_losing() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let d = Dir::new("lead");
+    let script = r#"echo "start $ID $ZKLOCK_LOCK_MODE" >> "$D/log"; trap 'echo "stop $ID" >> "$D/log"; exit 0' TERM; while :; do sleep 0.05; done"#;
+    let lead = |name: &str, id: &str| {
+        spawn(&d, name, &["lead", "--hosts", &hosts, "--id", id, "/cli/lead", "--", "sh", "-c", script], &[("ID", id)])
+    };
+    let log = || d.read("log");
+    let a = lead("a", "a");
+    wait_until("a leads", 20 * SEC, || log().contains("start a leader"));
+    let b = lead("b", "b");
+    wait_until("b joins", 20 * SEC, || raw.children("/cli/lead").len() == 2);
+    let o = zklock(&d, "list", &["list", "--hosts", &hosts, "/cli/lead", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.find("\"a\"").expect("a listed") < o.stdout.find("\"b\"").expect("b listed"), "{}", o.stdout);
+    assert!(!log().contains("start b"), "b runs while a leads: {}", log());
+
+    // a loses leadership: its command is stopped, b leads, a waits again.
+    let observer = connect(&hosts);
+    let leader = observer.leader("/cli/lead").unwrap().expect("a leader");
+    assert_eq!(leader.data, b"a");
+    raw.delete(&format!("/cli/lead/{}", leader.name));
+    wait_until("a's command stopped and b leads", 20 * SEC, || log().contains("stop a") && log().contains("start b"));
+    wait_until("a joined again", 20 * SEC, || raw.children("/cli/lead").len() == 2);
+    let parts = observer.participants("/cli/lead").unwrap();
+    assert_eq!((parts[0].data.as_slice(), parts[1].data.as_slice()), (&b"b"[..], &b"a"[..]));
+
+    // b is told to stop: its command ends, b resigns and exits with the
+    // command's status; a leads again.
+    kill(b.pid(), libc::SIGTERM);
+    let o = b.wait(20 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_no_panic(&o);
+    wait_until("a leads again", 20 * SEC, || log().matches("start a").count() == 2);
+    kill(a.pid(), libc::SIGTERM);
+    let o = a.wait(20 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("rejoining"), "{o:?}");
+    wait_until("no participant left", 10 * SEC, || raw.children("/cli/lead").is_empty());
+    let log = log();
+    let mut lines: Vec<&str> = log.lines().map(str::trim).collect();
+    // a's command is signalled while b is being granted: either may log first.
+    lines[1..3].sort_unstable();
+    assert_eq!(lines, ["start a leader", "start b leader", "stop a", "stop b", "start a leader", "stop a"], "{log}");
+}

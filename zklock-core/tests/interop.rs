@@ -181,6 +181,8 @@ enum Kind {
     Read,
     /// Write side of a read/write lock.
     Write,
+    /// Leadership: zklock `election`, Curator `LeaderLatch` (not kazoo).
+    Latch,
 }
 
 impl Kind {
@@ -190,6 +192,7 @@ impl Kind {
             Kind::Mutex => "mutex",
             Kind::Read => "read",
             Kind::Write => "write",
+            Kind::Latch => "latch",
         }
     }
 
@@ -208,6 +211,7 @@ impl Kind {
             Kind::Mutex => c.lock(path),
             Kind::Read => c.read_lock(path),
             Kind::Write => c.write_lock(path),
+            Kind::Latch => c.election(path, "zklock"),
         }
         .unwrap()
     }
@@ -650,6 +654,13 @@ fn curator_rwlock_vs_zklock_rwlock() {
     assert_eq!(seen.rounds_by_side.get("R"), Some(&(6 * ROUNDS)), "{:?}", seen.rounds_by_side);
 }
 
+/// Curator `LeaderLatch` participants and zklock election participants on
+/// one path elect one leader at a time between them.
+#[test]
+fn curator_leader_latch_vs_zklock_election() {
+    contend(Lib::Curator, "/interop/curator-latch", &[Kind::Latch; 4], &[Kind::Latch; 4]);
+}
+
 #[test]
 fn kazoo_lock_vs_zklock_exclusive() {
     contend(Lib::Kazoo, "/interop/kazoo-lock", &[Kind::Mutex; 4], &[Kind::Mutex; 4]);
@@ -678,6 +689,8 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
         (Lib::Curator, Kind::Mutex) => "-lock-",
         (Lib::Curator, Kind::Read) => "-__READ__",
         (Lib::Curator, Kind::Write) => "-__WRIT__",
+        (Lib::Curator, Kind::Latch) => "-latch-",
+        (Lib::Kazoo, Kind::Latch) => unreachable!("kazoo has no LeaderLatch"),
         (Lib::Kazoo, Kind::Mutex | Kind::Write) => "__lock__",
         (Lib::Kazoo, Kind::Read) => "__rlock__",
     };
@@ -710,6 +723,11 @@ fn handoff(lib: Lib, path: &str, peer_kind: Kind, zk_kind: Kind) {
     let expected = if peer_kind == Kind::Read { NodeKind::Reader } else { NodeKind::Writer };
     assert_eq!((peer_node_kind, holds), (expected, true), "{seen:?}");
     let peer_czxid = raw.exists(&format!("{path}/{peer_node}")).expect("peer node exists").czxid;
+    if peer_kind == Kind::Latch {
+        // zklock names Curator's leader by the id the latch stores.
+        let leader = c.leader(path).unwrap().expect("Curator's latch leads");
+        assert_eq!((leader.name.as_str(), leader.data.as_slice()), (peer_node.as_str(), &b"holder"[..]));
+    }
 
     let lock = Arc::new(zk_kind.zklock(&c, path));
     assert!(lock.try_acquire().unwrap().is_none(), "zklock {zk_kind:?} granted while {lib:?} {peer_kind:?} holds");
@@ -784,6 +802,7 @@ fn readers_share(lib: Lib, path: &str) {
 fn curator_handoff_both_ways() {
     handoff(Lib::Curator, "/interop/handoff/mutex", Kind::Mutex, Kind::Mutex);
     handoff(Lib::Curator, "/interop/handoff/rw", Kind::Write, Kind::Read);
+    handoff(Lib::Curator, "/interop/handoff/latch", Kind::Latch, Kind::Latch);
     readers_share(Lib::Curator, "/interop/share");
 }
 

@@ -1,10 +1,10 @@
 /*
  * leader.c - a leader-style task with libzklock: several scheduler nodes run
- * this same program; the one holding the lock /examples/scheduler/leader is
- * the leader and polls task status every 200 ms; the others wait in
- * acquire. When the leader dies, its session expires and another instance
- * takes over within the session timeout; when it stops cleanly (Ctrl-C,
- * SIGTERM) it releases the lock and the next one takes over at once.
+ * this same program and join the election /examples/scheduler/leader
+ * (zklock_election_new); the leader polls task status every 200 ms, the
+ * others wait in acquire. When the leader dies, its session expires and
+ * another instance takes over within the session timeout; when it stops
+ * cleanly (Ctrl-C, SIGTERM) it resigns and the next one takes over at once.
  *
  *     cc -std=c11 -Wall -Wextra -Werror leader.c $(pkg-config --cflags --libs zklock) -lpthread -o
  * leader
@@ -111,8 +111,10 @@ int main(int argc, char **argv) {
         zklock_error_free(err);
         return 1;
     }
-    if ((rc = zklock_lock_new(zk, LEADER_PATH, ZKLOCK_MODE_EXCLUSIVE, &lock, &err)) != ZKLOCK_OK) {
-        fprintf(stderr, "zklock_lock_new: %s: %s\n", zklock_code_name(rc),
+    /* A participant of the election (Curator LeaderLatch layout), with our
+     * id stored in its node: acquiring it waits until we lead. */
+    if ((rc = zklock_election_new(zk, LEADER_PATH, id, &lock, &err)) != ZKLOCK_OK) {
+        fprintf(stderr, "zklock_election_new: %s: %s\n", zklock_code_name(rc),
                 zklock_error_message(err));
         zklock_error_free(err);
         zklock_client_free(zk);

@@ -128,6 +128,47 @@ pub unsafe extern "C" fn zklock_lock_new_reentrant(
     unsafe { new_lock("zklock_lock_new_reentrant", client, path, mode, LockOptions::default().reentrant(), out, err) }
 }
 
+/// Makes a participant with the id `id` of the leader election on `path`
+/// (Curator `LeaderLatch` compatible: Curator latches and zklock
+/// participants on one path elect one leader between them). Acquiring it
+/// (`zklock_lock_acquire` and the other acquire functions) joins the
+/// election and returns once it leads: the guard is the leadership, with
+/// states, `zklock_guard_check`, state callbacks and a fencing token as for
+/// a lock; releasing it resigns. Lost leadership is not taken back by
+/// itself: acquire again to rejoin. `zklock_participants` lists the
+/// participants (each one's data is its id; the one that holds leads).
+/// Free with `zklock_lock_free`.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for a NULL argument, an id that is not UTF-8,
+/// over 64 KiB or `__REVOKE__`; `ZKLOCK_INVALID_PATH`; `ZKLOCK_CLOSED`.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` and `id` are NULL or
+/// NUL-terminated; `out` and `err` are NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_election_new(
+    client: *const zklock_client,
+    path: *const c_char,
+    id: *const c_char,
+    out: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_election_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let id = arg_str(id, F, "id")?;
+            let out = out_arg(out, F, "out")?;
+            let lock = client.inner.election(path, id)?;
+            out.write(Box::into_raw(Box::new(zklock_lock { inner: lock })));
+            Ok(())
+        })
+    }
+}
+
 /// Makes a read/write lock pair on `path` whose sides know each other
 /// (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
 /// and `*out_write` receive the two sides; free each with `zklock_lock_free`

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! zklock run  [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
+//! zklock lead [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
 //! zklock list [--hosts H] PATH [--json]
 //! ```
 //!
@@ -14,6 +15,12 @@
 //! command runs, the command gets `--lost-signal` (SIGTERM), then SIGKILL
 //! after `--kill-after` (5 s), and zklock exits with 70.
 //!
+//! `zklock lead` is `zklock run` on a leader election (Curator
+//! `LeaderLatch` compatible): the command runs while zklock leads; when
+//! leadership is lost the command is signalled as above and, once it has
+//! exited, zklock joins the election again (`--id` sets the participant
+//! id, by default `<hostname>/<pid>`).
+//!
 //! `zklock list` prints the participants of a lock in queue order, holders
 //! first (a table, or one JSON object with `--json`).
 //!
@@ -24,7 +31,7 @@
 //! | `ZKLOCK_FENCING_TOKEN` | the fencing token (czxid of our node), decimal |
 //! | `ZKLOCK_NODE_PATH` | our lock node, e.g. `/locks/job/_c_<uuid>-lock-0000000004` |
 //! | `ZKLOCK_LOCK_PATH` | the lock path as given |
-//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read` or `write` |
+//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write` or `leader` |
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
 //!
 //! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent.
@@ -56,7 +63,7 @@
 //! | the command's | the command ran and exited (128 + N if killed by signal N) |
 //! | 64 | usage error: bad option or duration, invalid lock path, no or empty hosts |
 //! | 69 | cannot connect to ZooKeeper, or ZooKeeper failed, before the command ran |
-//! | 70 | the lock was lost while the command ran (wins over the command's status) |
+//! | 70 | the lock was lost while the command ran (wins over the command's status; `lead` rejoins instead) |
 //! | 71 | internal error (e.g. no thread could be started) |
 //! | 75 | timeout: the lock was not granted within `--timeout` |
 //! | 126 | the command was found but cannot be executed |
@@ -106,10 +113,12 @@ mod exit {
 }
 
 const HELP: &str = "\
-zklock - run a command while holding a ZooKeeper lock, list a lock's queue
+zklock - run a command while holding a ZooKeeper lock or leading an
+election, list a lock's queue
 
 USAGE
   zklock run  [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
+  zklock lead [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
   zklock list [--hosts H] PATH [--json]
   zklock --help | --version
 
@@ -143,6 +152,17 @@ RUN OPTIONS
                            expire the session and grant the lock to another)
   -v, --verbose            say on stderr when the lock is acquired and released
 
+LEAD
+  `lead` joins the leader election at PATH (Curator LeaderLatch compatible)
+  and runs the command while it leads, with the options of `run` except
+  --read and --write. When leadership is lost, the command gets
+  --lost-signal (then SIGKILL after --kill-after) and, once it has exited,
+  zklock joins the election again and runs the command again when it leads
+  again. When the command exits by itself, zklock resigns and exits with its
+  status. --timeout bounds each wait to lead.
+  --id ID                  our participant id, stored in our node and shown by
+                           `list` (default: \"<hostname>/<pid of zklock>\")
+
 LIST OPTIONS
   --json                   one JSON object: {\"path\":...,\"participants\":[{\"position\",
                            \"state\",\"holds\",\"kind\",\"sequence\",\"session_id\",\"data\",
@@ -160,7 +180,7 @@ ENVIRONMENT OF THE COMMAND
                            grows with every grant: pass it to the resource
   ZKLOCK_NODE_PATH         our lock node, e.g. /locks/job/_c_<uuid>-lock-0000000004
   ZKLOCK_LOCK_PATH         the lock path
-  ZKLOCK_LOCK_MODE         exclusive, read or write
+  ZKLOCK_LOCK_MODE         exclusive, read, write or leader
   ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)
 
 SIGNALS
@@ -181,7 +201,8 @@ EXIT STATUS
   N        the command's exit status (128+N if it was killed by signal N)
   64       usage error (bad option or duration, invalid lock path, no or empty hosts)
   69       cannot connect to ZooKeeper, or a ZooKeeper error before the command ran
-  70       the lock was lost while the command ran (this wins over the command's status)
+  70       the lock was lost while the command ran (this wins over the command's status;
+           `lead` rejoins instead)
   71       internal error
   75       timeout: the lock was not granted within --timeout
   126      the command cannot be executed

@@ -521,6 +521,61 @@ static int test_timeout_leaves_no_node(void) {
     return 0;
 }
 
+/* The data of the participant of `path` that holds (leads) into `buf`;
+ * 0 when found. */
+static int leader_id(const zklock_client *zk, const char *path, char *buf, size_t len) {
+    zklock_participants *p = NULL;
+    if (zklock_client_participants(zk, path, &p, NULL) != ZKLOCK_OK) return -1;
+    int rc = -1;
+    for (size_t i = 0; i < zklock_participants_len(p); i++) {
+        if (!zklock_participants_holds(p, i)) continue;
+        size_t n = 0;
+        const uint8_t *data = zklock_participants_data(p, i, &n);
+        if (n < len) {
+            memcpy(buf, data, n);
+            buf[n] = '\0';
+            rc = 0;
+        }
+        break;
+    }
+    zklock_participants_free(p);
+    return rc;
+}
+
+/* Leader election: the first participant leads (its id is its node's
+ * data); a second waits; resigning hands over; bad ids are refused. */
+static int test_election(void) {
+    char path[128], id[64];
+    lock_path(path, sizeof path, "election");
+    zklock_client *zk = NULL, *zk2 = NULL;
+    if (connect_default(&zk) || connect_default(&zk2)) return 1;
+    zklock_lock *a = NULL, *b = NULL, *bad = NULL;
+    zklock_guard *ga = NULL, *gb = NULL;
+    EXPECT(ZKLOCK_OK, zklock_election_new(zk, path, "node-a", &a, &err));
+    EXPECT(ZKLOCK_OK, zklock_election_new(zk2, path, "node-b", &b, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_election_new(zk, path, NULL, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_election_new(zk, path, "__REVOKE__", &bad, &err));
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_election_new(zk, "relative", "x", &bad, &err));
+    CHECK(bad == NULL);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(a, 5000, &ga, &err));
+    CHECK(leader_id(zk2, path, id, sizeof id) == 0 && strcmp(id, "node-a") == 0);
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(b, 300, &gb, &err));
+    CHECK(participant_count(zk, path) == 1);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(ga, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(b, 5000, &gb, &err));
+    CHECK(leader_id(zk, path, id, sizeof id) == 0 && strcmp(id, "node-b") == 0);
+    CHECK(zklock_guard_fencing_token(gb) > zklock_guard_fencing_token(ga));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(gb, NULL, &err));
+    CHECK(participant_count(zk, path) == 0);
+    zklock_guard_free(gb);
+    zklock_guard_free(ga);
+    zklock_lock_free(b);
+    zklock_lock_free(a);
+    zklock_client_free(zk2);
+    zklock_client_free(zk);
+    return 0;
+}
+
 struct acquire_job {
     zklock_lock *lock;
     int64_t timeout_ms;
@@ -1594,6 +1649,7 @@ static const struct test TESTS[] = {
     {"bad_input", test_bad_input},
     {"lifecycle", test_lifecycle},
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
+    {"election", test_election},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
     {"cancel_one_blocking_call", test_cancel_one_blocking_call},
     {"acquire_async_and_per_call_cancel", test_acquire_async_and_per_call_cancel},

@@ -25,7 +25,7 @@ pub(crate) enum Command {
     Help,
     /// Print the version.
     Version,
-    /// `zklock run`.
+    /// `zklock run`, or `zklock lead` (an election; `rejoin` set).
     Run(RunOptions),
     /// `zklock list`.
     List(ListOptions),
@@ -105,6 +105,9 @@ pub(crate) struct RunOptions {
     pub(crate) verbose: bool,
     /// The command and its arguments (never empty).
     pub(crate) command: Vec<OsString>,
+    /// `zklock lead`: after the leadership is lost (and the command has
+    /// exited), join the election again and run the command again.
+    pub(crate) rejoin: bool,
 }
 
 /// Options of `zklock list`.
@@ -174,16 +177,19 @@ impl Args {
 pub(crate) fn parse(args: Vec<OsString>) -> Result<Command, Usage> {
     let mut it = args.into_iter();
     let Some(sub) = it.next() else {
-        return Err(Usage::new("missing subcommand: use `zklock run` or `zklock list` (see zklock --help)"));
+        return Err(Usage::new(
+            "missing subcommand: use `zklock run`, `zklock lead` or `zklock list` (see zklock --help)",
+        ));
     };
     let rest = Args { items: it.collect(), next: 0, inline: None };
     match sub.to_str() {
         Some("-h" | "--help" | "help") => Ok(Command::Help),
         Some("-V" | "--version") => Ok(Command::Version),
-        Some("run") => parse_run(rest),
+        Some("run") => parse_run(rest, false),
+        Some("lead") => parse_run(rest, true),
         Some("list") => parse_list(rest),
         _ => Err(Usage::new(format!(
-            "unknown subcommand {:?}: use `zklock run` or `zklock list` (see zklock --help)",
+            "unknown subcommand {:?}: use `zklock run`, `zklock lead` or `zklock list` (see zklock --help)",
             sub.to_string_lossy()
         ))),
     }
@@ -199,8 +205,10 @@ fn utf8(arg: OsString, what: &str) -> Result<String, Usage> {
     arg.into_string().map_err(|_| Usage::new(format!("the {what} is not valid UTF-8")))
 }
 
-/// Parses the arguments of `zklock run`.
-fn parse_run(mut args: Args) -> Result<Command, Usage> {
+/// Parses the arguments of `zklock run`, or with `lead` of `zklock lead`
+/// (the same options, but `--id` instead of `--read` / `--write`).
+fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
+    let sub = if lead { "zklock lead" } else { "zklock run" };
     let mut connection = Connection::default();
     let mut path: Option<String> = None;
     let mut read = false;
@@ -235,11 +243,11 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
         }
         match name.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
-            "--read" => {
+            "--read" if !lead => {
                 args.no_value(&name)?;
                 read = true
             },
-            "--write" => {
+            "--write" if !lead => {
                 args.no_value(&name)?;
                 write = true
             },
@@ -257,19 +265,20 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
             },
             "--timeout" => timeout = parse_acquire_timeout(&name, &args.value(&name)?)?,
             "--data" => data_text = Some(args.value(&name)?),
+            "--id" if lead => data_text = Some(args.value(&name)?),
             "--lost-signal" => lost_signal = parse_signal(&name, &args.value(&name)?)?,
             "--kill-after" => kill_after = parse_duration(&name, &args.value(&name)?)?,
-            _ => return Err(Usage::new(format!("unknown option {name} for `zklock run` (see zklock --help)"))),
+            _ => return Err(Usage::new(format!("unknown option {name} for `{sub}` (see zklock --help)"))),
         }
     }
     let Some(path) = path else {
-        return Err(Usage::new("missing lock path: zklock run [OPTIONS] PATH -- COMMAND [ARGS...]"));
+        return Err(Usage::new(format!("missing lock path: {sub} [OPTIONS] PATH -- COMMAND [ARGS...]")));
     };
     let command = match command {
         Some(c) if !c.is_empty() => c,
         _ => {
             return Err(Usage::new(format!(
-                "missing command to run after the lock path: zklock run [OPTIONS] {path} -- COMMAND [ARGS...]"
+                "missing command to run after the lock path: {sub} [OPTIONS] {path} -- COMMAND [ARGS...]"
             )))
         },
     };
@@ -279,7 +288,9 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
     if read && write {
         return Err(Usage::new("--read and --write exclude each other"));
     }
-    let mode = if read {
+    let mode = if lead {
+        LockMode::Leader
+    } else if read {
         LockMode::Read
     } else if write {
         LockMode::Write
@@ -287,9 +298,11 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
         LockMode::Exclusive
     };
     let data = match (data_text, identify) {
-        (Some(_), true) => return Err(Usage::new("--data and --identify exclude each other")),
+        (Some(_), true) => return Err(Usage::new("--data (--id) and --identify exclude each other")),
         (Some(text), false) => Some(NodeData::Text(text)),
+        // A participant's id tells who leads: by default, who we are.
         (None, true) => Some(NodeData::Identify),
+        (None, false) if lead => Some(NodeData::Identify),
         (None, false) => None,
     };
     Ok(Command::Run(RunOptions {
@@ -303,6 +316,7 @@ fn parse_run(mut args: Args) -> Result<Command, Usage> {
         signal_on_suspend,
         verbose,
         command,
+        rejoin: lead,
     }))
 }
 

@@ -1,4 +1,6 @@
 //! `zklock run`: take the lock, run the command while holding it, release.
+//! `zklock lead`: the same with leadership of an election, again and
+//! again while leadership is lost (rejoin).
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
@@ -75,7 +77,14 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         },
     };
 
-    let code = hold_and_run(&opts, &client, options, &rx, &tx);
+    let code = loop {
+        let code = hold_and_run(&opts, &client, options.clone(), &rx, &tx);
+        if !(opts.rejoin && code == exit::LOST) {
+            break code;
+        }
+        // `zklock lead`: the command has exited; stand again.
+        note!("leadership of {} lost; rejoining the election", opts.path);
+    };
     client.close();
     code
 }
