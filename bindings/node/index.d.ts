@@ -112,6 +112,21 @@ export declare class Client {
    */
   participants(path: string): Promise<Array<Participant>>
   /**
+   * A participant with the id `id` of the leader election on `path`
+   * (Curator `LeaderLatch` compatible): `acquire()` joins the election
+   * and resolves once it leads; the guard is the leadership (`check()`,
+   * `state`, `signal`, fencing token); `release()` resigns. Lost
+   * leadership is not taken back by itself: acquire again to rejoin.
+   * Throws `INVALID_PATH` for a bad path, `INVALID_ARGUMENT` for an id
+   * over 64 KiB or `__REVOKE__`, `CLOSED` after `close()`.
+   */
+  election(path: string, id: string | Buffer): Lock
+  /**
+   * The leader of the election on `path` (its `data` is its id), or
+   * `null` when nobody takes part. Rejects like `participants()`.
+   */
+  leader(path: string): Promise<Participant | null>
+  /**
    * The id of the current ZooKeeper session. Throws `CLOSED` after
    * `close()`.
    */
@@ -138,7 +153,8 @@ export declare class _CancelToken {
   cancel(): void
 }
 /**
- * A lock handle: exclusive, read or write side, on one path.
+ * A lock handle: exclusive, read or write side, or an election
+ * participant, on one path.
  *
  * Every `acquire()` is its own contender: its own node and guard. Two
  * acquires of one handle exclude each other like two clients do (a second
@@ -150,8 +166,8 @@ export declare class _CancelToken {
 export declare class Lock {
   /** The lock path. */
   get path(): string
-  /** `"EXCLUSIVE"`, `"READ"` or `"WRITE"`. */
-  get mode(): 'EXCLUSIVE' | 'READ' | 'WRITE'
+  /** `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"` (an election participant). */
+  get mode(): 'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'
   /**
    * Acquires the lock and resolves with a `Guard`. Waits at most
    * `timeoutMs` in total (absent: without limit; `0`: try once) and
@@ -287,6 +303,16 @@ export interface AcquireOptions {
 
 export interface Guard {
   /**
+   * The "stop now" signal of work done under this guard: aborted once the
+   * lock is no longer safely held (lost, suspended, past the safety clock,
+   * released, or the client closed), no later than `check()` starts to
+   * throw (a moment after, handed over to the JavaScript thread), with the
+   * `ZkLockError` that `check()` throws then as its `reason`. Pass it to
+   * `fetch`, timers or child processes. One signal per guard, made on
+   * first use; it does not keep Node running.
+   */
+  readonly signal: AbortSignal
+  /**
    * Releases the guard (for `await using guard = await lock.acquire()`);
    * nothing if it was already released. Rejects with `LOCK_LOST` if the
    * lock had been lost.
@@ -308,10 +334,30 @@ export declare namespace Client {
 
 export interface Client {
   /**
-   * Acquires an exclusive lock on `path`, runs `fn(guard)` and releases the
-   * lock, also when `fn` throws. Resolves with what `fn` returned; rejects
-   * with `fn`'s error, or with `LOCK_LOST` when the lock was lost while `fn`
-   * ran (so it may have run without the lock).
+   * Acquires an exclusive lock on `path`, runs `fn(guard, signal)` and
+   * releases the lock, also when `fn` throws. `signal` is `guard.signal`:
+   * aborted when the lock is no longer safely held, so `fn` can stop.
+   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
+   * `LOCK_LOST` when the lock was lost while `fn` ran (so it may have run
+   * without the lock).
    */
-  withLock<T>(path: string, fn: (guard: Guard) => T | Promise<T>, options?: AcquireOptions): Promise<T>
+  withLock<T>(
+    path: string,
+    fn: (guard: Guard, signal: AbortSignal) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T>
+  /**
+   * Joins the leader election on `path` with the id `id`, waits until it
+   * leads, runs `fn(guard, signal)` and resigns when `fn` ends (also when
+   * it throws). `signal` aborts when leadership is lost, so `fn` can stop.
+   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
+   * `LOCK_LOST` when leadership was lost while `fn` ran. To stand again
+   * after losing, call it again.
+   */
+  withLeadership<T>(
+    path: string,
+    id: string | Buffer,
+    fn: (guard: Guard, signal: AbortSignal) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T>
 }

@@ -197,6 +197,34 @@ Lock.prototype.acquire = function acquire(options) {
   )
 }
 
+// --- guard.signal ------------------------------------------------------------
+
+const nativeOnLost = Guard.prototype._onLost
+const signals = new WeakMap()
+
+// The guard's "stop now" signal, made on first use (one per guard): the
+// core's Guard::lost fires it with check()'s error; it is aborted at once
+// if check() throws already.
+Object.defineProperty(Guard.prototype, 'signal', {
+  configurable: true,
+  get: function signal() {
+    if (!(this instanceof Guard)) throw invalidThis('Guard.prototype.signal', Guard, this)
+    let s = signals.get(this)
+    if (s === undefined) {
+      const controller = new AbortController()
+      nativeOnLost.call(this, (err) => controller.abort(convertError(err)))
+      try {
+        this.check()
+      } catch (e) {
+        controller.abort(e)
+      }
+      s = controller.signal
+      signals.set(this, s)
+    }
+    return s
+  },
+})
+
 // --- Symbol.asyncDispose, withLock ------------------------------------------
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -217,10 +245,14 @@ Object.defineProperty(Guard.prototype, asyncDispose, {
 Client.prototype.withLock = async function withLock(path, fn, options) {
   if (!(this instanceof Client)) throw invalidThis('Client.prototype.withLock', Client, this)
   if (typeof fn !== 'function') throw invalidArgType(`fn must be a function, got ${typeof fn}`)
-  const guard = await this.lock(path).acquire(options)
+  return runHolding(await this.lock(path).acquire(options), fn)
+}
+
+/** Runs `fn(guard, guard.signal)`, then releases (also when fn throws). */
+async function runHolding(guard, fn) {
   let result
   try {
-    result = await fn(guard)
+    result = await fn(guard, guard.signal)
   } catch (e) {
     await guard.release().catch(() => {})
     throw e
@@ -228,6 +260,12 @@ Client.prototype.withLock = async function withLock(path, fn, options) {
   // LOCK_LOST rejects here: fn may have run without the lock.
   await guard.release()
   return result
+}
+
+Client.prototype.withLeadership = async function withLeadership(path, id, fn, options) {
+  if (!(this instanceof Client)) throw invalidThis('Client.prototype.withLeadership', Client, this)
+  if (typeof fn !== 'function') throw invalidArgType(`fn must be a function, got ${typeof fn}`)
+  return runHolding(await this.election(path, id).acquire(options), fn)
 }
 
 module.exports = {

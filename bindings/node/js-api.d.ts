@@ -39,6 +39,16 @@ export interface AcquireOptions {
 
 export interface Guard {
   /**
+   * The "stop now" signal of work done under this guard: aborted once the
+   * lock is no longer safely held (lost, suspended, past the safety clock,
+   * released, or the client closed), no later than `check()` starts to
+   * throw (a moment after, handed over to the JavaScript thread), with the
+   * `ZkLockError` that `check()` throws then as its `reason`. Pass it to
+   * `fetch`, timers or child processes. One signal per guard, made on
+   * first use; it does not keep Node running.
+   */
+  readonly signal: AbortSignal
+  /**
    * Releases the guard (for `await using guard = await lock.acquire()`);
    * nothing if it was already released. Rejects with `LOCK_LOST` if the
    * lock had been lost.
@@ -60,10 +70,30 @@ export declare namespace Client {
 
 export interface Client {
   /**
-   * Acquires an exclusive lock on `path`, runs `fn(guard)` and releases the
-   * lock, also when `fn` throws. Resolves with what `fn` returned; rejects
-   * with `fn`'s error, or with `LOCK_LOST` when the lock was lost while `fn`
-   * ran (so it may have run without the lock).
+   * Acquires an exclusive lock on `path`, runs `fn(guard, signal)` and
+   * releases the lock, also when `fn` throws. `signal` is `guard.signal`:
+   * aborted when the lock is no longer safely held, so `fn` can stop.
+   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
+   * `LOCK_LOST` when the lock was lost while `fn` ran (so it may have run
+   * without the lock).
    */
-  withLock<T>(path: string, fn: (guard: Guard) => T | Promise<T>, options?: AcquireOptions): Promise<T>
+  withLock<T>(
+    path: string,
+    fn: (guard: Guard, signal: AbortSignal) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T>
+  /**
+   * Joins the leader election on `path` with the id `id`, waits until it
+   * leads, runs `fn(guard, signal)` and resigns when `fn` ends (also when
+   * it throws). `signal` aborts when leadership is lost, so `fn` can stop.
+   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
+   * `LOCK_LOST` when leadership was lost while `fn` ran. To stand again
+   * after losing, call it again.
+   */
+  withLeadership<T>(
+    path: string,
+    id: string | Buffer,
+    fn: (guard: Guard, signal: AbortSignal) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T>
 }

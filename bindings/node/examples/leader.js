@@ -1,10 +1,11 @@
 'use strict'
 // leader.js - a leader-style task with zklock: several scheduler nodes run
-// this same program; the one holding the lock /examples/scheduler/leader is
-// the leader and polls task status every 200 ms; the others wait in
-// acquire. When the leader dies, its session expires and another instance
-// takes over within the session timeout; when it stops cleanly (Ctrl-C,
-// SIGTERM) it releases the lock and the next one takes over at once.
+// this same program and join the election /examples/scheduler/leader
+// (client.election, Curator LeaderLatch layout); the leader polls task
+// status every 200 ms, the others wait in acquire. When the leader dies, its
+// session expires and another instance takes over within the session
+// timeout; when it stops cleanly (Ctrl-C, SIGTERM) it resigns and the next
+// one takes over at once.
 //
 // Run from the repository after `make node` (which builds the addon next to
 // bindings/node/index.js), in several terminals:
@@ -52,7 +53,7 @@ async function main(argv) {
 
   const client = await Client.connect({ hosts, sessionTimeoutMs })
   try {
-    const lock = client.lock(LEADER_PATH)
+    const lock = client.election(LEADER_PATH, `scheduler ${id}`)
     while (!stop.signal.aborted) {
       console.log(`instance ${id} waiting to lead`)
       let guard
@@ -76,7 +77,8 @@ async function main(argv) {
             break
           }
           pollTasks(id, token)
-          await pause(POLL_MS, stop.signal)
+          // Wakes at once when we stop or leadership is lost.
+          await pause(POLL_MS, AbortSignal.any([stop.signal, guard.signal]))
         }
       } finally {
         await guard.release().catch(() => {}) // hand over (a lost lock has nothing to hand over)

@@ -23,7 +23,7 @@
 //! `code: "GenericFailure"`, which `index.js` turns into `ZkLockError`
 //! `INTERNAL`); the work of a Promise runs under `catch_unwind` and rejects
 //! with `INTERNAL`; callbacks into JavaScript and the drops that
-//! run in GC finalizers do not panic (see [`StateCallback`]).
+//! run in GC finalizers do not panic (see [`JsCallback`]).
 
 #![deny(clippy::unwrap_used)]
 // `#[napi]` generates undocumented glue items next to ours (registration
@@ -39,7 +39,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
-use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, ToNapiValue};
+use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, Either, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
@@ -316,20 +316,36 @@ impl Client {
     #[napi(ts_return_type = "Promise<Array<Participant>>", catch_unwind)]
     pub fn participants(&self, env: Env, path: String) -> napi::Result<JsObject> {
         let list = self.client.participants_async(&path);
-        promise(&env, "participants", async move {
-            Ok(list
-                .await?
-                .into_iter()
-                .map(|p| Participant {
-                    name: p.name,
-                    sequence: p.sequence,
-                    kind: p.kind.name().to_owned(),
-                    holds: p.holds,
-                    data: p.data.into(),
-                    session_id: BigInt::from(p.session_id),
-                })
-                .collect::<Vec<_>>())
-        })
+        promise(
+            &env,
+            "participants",
+            async move { Ok(list.await?.into_iter().map(Participant::from).collect::<Vec<_>>()) },
+        )
+    }
+
+    /// A participant with the id `id` of the leader election on `path`
+    /// (Curator `LeaderLatch` compatible): `acquire()` joins the election
+    /// and resolves once it leads; the guard is the leadership (`check()`,
+    /// `state`, `signal`, fencing token); `release()` resigns. Lost
+    /// leadership is not taken back by itself: acquire again to rejoin.
+    /// Throws `INVALID_PATH` for a bad path, `INVALID_ARGUMENT` for an id
+    /// over 64 KiB or `__REVOKE__`, `CLOSED` after `close()`.
+    #[napi(catch_unwind)]
+    pub fn election(&self, env: Env, path: String, id: Either<String, Buffer>) -> napi::Result<Lock> {
+        let id: Vec<u8> = match id {
+            Either::A(text) => text.into_bytes(),
+            Either::B(bytes) => bytes.to_vec(),
+        };
+        let lock = self.client.election(&path, id).map_err(|e| zk_error(&env, &e))?;
+        Ok(Lock { lock })
+    }
+
+    /// The leader of the election on `path` (its `data` is its id), or
+    /// `null` when nobody takes part. Rejects like `participants()`.
+    #[napi(ts_return_type = "Promise<Participant | null>", catch_unwind)]
+    pub fn leader(&self, env: Env, path: String) -> napi::Result<JsObject> {
+        let leader = self.client.leader_async(&path);
+        promise(&env, "leader", async move { Ok(leader.await?.map(Participant::from)) })
     }
 
     /// The id of the current ZooKeeper session. Throws `CLOSED` after
@@ -376,6 +392,19 @@ pub struct Participant {
     /// The id of the session that owns the node (compare with
     /// `client.sessionId()`).
     pub session_id: BigInt,
+}
+
+impl From<core::Participant> for Participant {
+    fn from(p: core::Participant) -> Participant {
+        Participant {
+            name: p.name,
+            sequence: p.sequence,
+            kind: p.kind.name().to_owned(),
+            holds: p.holds,
+            data: p.data.into(),
+            session_id: BigInt::from(p.session_id),
+        }
+    }
 }
 
 /// The two sides of `client.readWriteLock(path)`.
@@ -432,7 +461,8 @@ pub struct AcquireOptions {
     pub timeout_ms: Option<f64>,
 }
 
-/// A lock handle: exclusive, read or write side, on one path.
+/// A lock handle: exclusive, read or write side, or an election
+/// participant, on one path.
 ///
 /// Every `acquire()` is its own contender: its own node and guard. Two
 /// acquires of one handle exclude each other like two clients do (a second
@@ -460,8 +490,8 @@ impl Lock {
         self.lock.path().to_owned()
     }
 
-    /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"`.
-    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE'", catch_unwind)]
+    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"` (an election participant).
+    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'", catch_unwind)]
     pub fn mode(&self) -> String {
         self.lock.mode().name().to_owned()
     }
@@ -674,8 +704,32 @@ impl Guard {
                 Ok(vec![ctx.env.create_string(ctx.value)?])
             })?;
         tsfn.unref(&env)?;
-        let callback = StateCallback(Some(tsfn));
-        self.get().on_state_change(move |state| callback.call(state));
+        let callback = JsCallback(Some(tsfn));
+        self.get().on_state_change(move |state| callback.call(state.name()));
+        Ok(())
+    }
+
+    /// Calls `callback(error)` once, on the JavaScript thread, when this
+    /// guard is no longer safely held (the core's `Guard::lost`: lost,
+    /// suspended, past its safety clock, released, or its client closed),
+    /// with the error `check()` throws then. Behind `guard.signal`
+    /// (index.js). Does not keep Node running.
+    #[napi(js_name = "_onLost", skip_typescript, catch_unwind)]
+    pub fn on_lost(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
+        let mut tsfn: ThreadsafeFunction<core::Error, ErrorStrategy::Fatal> =
+            callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::Error>| {
+                // A napi::Error made from a JS value converts back to that value.
+                let err = zk_error(&ctx.env, &ctx.value);
+                let value = unsafe {
+                    let raw = <napi::Error as ToNapiValue>::to_napi_value(ctx.env.raw(), err)?;
+                    <JsUnknown as napi::NapiValue>::from_raw_unchecked(ctx.env.raw(), raw)
+                };
+                Ok(vec![value])
+            })?;
+        tsfn.unref(&env)?;
+        let callback = JsCallback(Some(tsfn));
+        let lost = self.get().lost();
+        napi::bindgen_prelude::spawn(async move { callback.call(lost.await) });
         Ok(())
     }
 }
@@ -685,22 +739,25 @@ fn panic_in_promise() -> core::Result<()> {
     panic!("test panic in the work of a Promise")
 }
 
-/// The threadsafe function behind `guard.onStateChange()`, called on the
-/// core's event thread. napi-rs asserts when releasing it fails (as it can
-/// while Node shuts down): the drop, wherever the core drops the callback,
-/// catches that rather than let it unwind into the core or into C.
-struct StateCallback(Option<ThreadsafeFunction<&'static str, ErrorStrategy::Fatal>>);
+/// A JavaScript callback called from the core's threads (`T` is what it
+/// is given): behind `guard.onStateChange()` (the state's name, on the
+/// core's event thread) and `guard.signal` (the error of `Guard::lost`).
+/// Unreferenced: it does not keep Node running. napi-rs asserts when
+/// releasing it fails (as it can while Node shuts down): the drop,
+/// wherever the core drops the callback, catches that rather than let it
+/// unwind into the core or into C.
+struct JsCallback<T: 'static>(Option<ThreadsafeFunction<T, ErrorStrategy::Fatal>>);
 
-impl StateCallback {
-    fn call(&self, state: core::LockState) {
+impl<T: 'static> JsCallback<T> {
+    fn call(&self, value: T) {
         if let Some(tsfn) = &self.0 {
             // NonBlocking: fails (ignored) only when Node is going away.
-            tsfn.call(state.name(), ThreadsafeFunctionCallMode::NonBlocking);
+            tsfn.call(value, ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
 }
 
-impl Drop for StateCallback {
+impl<T: 'static> Drop for JsCallback<T> {
     fn drop(&mut self) {
         if let Some(tsfn) = self.0.take() {
             let _ = catch_unwind(AssertUnwindSafe(move || drop(tsfn)));

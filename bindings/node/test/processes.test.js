@@ -75,3 +75,21 @@ test('a child that exits without releasing: its node goes with its session', asy
   const g = await c.lock(p).acquire({ timeoutMs: 5000 })
   await g.release()
 })
+
+test('a held guard whose signal is in use does not keep Node running', async () => {
+  const p = lockPath('signal-exit')
+  const script = `
+    const { Client } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    Client.connect({ hosts: process.argv[1] }).then(async (c) => {
+      const g = await c.lock(process.argv[2]).acquire({ timeoutMs: 10000 })
+      g.signal.addEventListener('abort', () => {})
+      process.stdout.write('held\\n')
+    })`
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, zk.connect, p], { timeout: 20000 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`${err.message}\n${stderr}`))
+      resolve(stdout)
+    })
+  })
+  assert.equal(out, 'held\n')
+})

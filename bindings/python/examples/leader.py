@@ -1,11 +1,11 @@
 """A leader-style task with zklock.
 
-Several scheduler nodes run this same program. The one holding the lock
-``/examples/scheduler/leader`` is the leader and polls task status every
-200 ms; the others wait in ``acquire``. When the leader dies, its session
-expires and another instance takes over within the session timeout; when it
-stops cleanly (Ctrl-C, SIGTERM) it releases the lock and the next one takes
-over at once.
+Several scheduler nodes run this same program and join the election
+``/examples/scheduler/leader`` (``Client.election``, Curator ``LeaderLatch``
+layout). The leader polls task status every 200 ms; the others wait in
+``acquire``. When the leader dies, its session expires and another instance
+takes over within the session timeout; when it stops cleanly (Ctrl-C,
+SIGTERM) it resigns and the next one takes over at once.
 
 Run (zklock installed from this repository: ``pip install ./bindings/python``,
 or the wheel from ``make python``; the ``zklock`` on PyPI is an unrelated
@@ -46,7 +46,7 @@ def poll_tasks(instance: str, token: int) -> None:
 def lead(hosts: str, instance: str, session_timeout: float) -> None:
     """Contends for leadership and leads, until interrupted."""
     with zklock.Client(hosts, session_timeout=session_timeout) as zk:
-        lock = zk.lock(LEADER_PATH, identifier="scheduler %s" % instance)
+        lock = zk.election(LEADER_PATH, "scheduler %s" % instance)
         while True:
             print("instance %s waiting to lead" % instance, flush=True)
             try:

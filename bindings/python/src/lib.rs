@@ -486,6 +486,14 @@ impl Client {
         self.lock_of(path, LockMode::Write, identifier, reentrant)
     }
 
+    /// A participant with the id `identifier` (str or bytes) of the leader
+    /// election on `path` (Curator `LeaderLatch` compatible): an acquire
+    /// joins and waits until it leads; releasing resigns.
+    #[pyo3(signature = (path, identifier))]
+    fn election(&self, path: &Bound<'_, PyAny>, identifier: &Bound<'_, PyAny>) -> PyResult<Lock> {
+        self.lock_of(path, LockMode::Leader, Some(identifier), false)
+    }
+
     /// A read/write pair on `path` whose sides know each other (downgrade
     /// allowed, upgrade refused with WouldDeadlock): `(read, write)`.
     #[pyo3(signature = (path, identifier=None, reentrant=false))]
@@ -904,6 +912,26 @@ impl Lock {
                 &Error::new(ErrorKind::NotHeld, format!("{} is not held by this lock object", self.handle.path())),
             )),
         }
+    }
+
+    /// Starts waiting for the newest acquire of this object to be no longer
+    /// safely held (the core's `Guard::lost`): `done(True, exception)` is
+    /// called once on the client's event thread with the exception
+    /// `check()` raises then (LockLost, ConnectionLoss, NotHeld once that
+    /// acquire is released, Closed), no later than `check()` starts to
+    /// raise. Nothing waits on a thread meanwhile. Raises at once (and never
+    /// calls `done`) NotHeld when nothing is held, Closed in a forked child.
+    fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
+        self.origin.check("lock")?;
+        let guard = locked(&self.guards)
+            .last()
+            .cloned()
+            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
+        self.client
+            .spawn_then(guard.lost(), move |e| {
+                complete(done, move |py| Ok(to_py_err(py, &e).into_value(py).into_any()))
+            })
+            .map_err(|e| to_py_err(py, &e))
     }
 
     /// Registers `callback(state: str)` for every state change (HELD,

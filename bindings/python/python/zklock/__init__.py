@@ -54,6 +54,7 @@ import asyncio
 import atexit
 import enum
 import os
+import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
@@ -263,6 +264,65 @@ class Lock:
         """
         self._native.check()
 
+    def lost_event(self) -> threading.Event:
+        """A ``threading.Event`` that is set once the newest acquire of this
+        object is no longer safely held: lost, suspended (connection
+        trouble), past its safety clock, released, or its client closed. The
+        core fires it no later than :meth:`check` starts to raise; the
+        client's event thread sets the Event a moment after (and it is set
+        at once if :meth:`check` already raises). Work done under the lock
+        can poll ``event.is_set()`` or wait on it as its "stop now" signal.
+        Each call makes a new Event; nothing waits on a thread of yours
+        meanwhile. The Event can be set while :meth:`check` passes again
+        later (a suspension that ended): stop all the same.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+        """
+        event = threading.Event()
+        self._native.lost_start(lambda ok, error: event.set())
+        if self._check_error() is not None:
+            event.set()  # already: no need to wait for the event thread
+        return event
+
+    def _check_error(self) -> Optional[ZkLockError]:
+        """What :meth:`check` raises now, or None."""
+        try:
+            self._native.check()
+        except ZkLockError as e:
+            return e
+        return None
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ZkLockError]:
+        """Waits until the newest acquire of this object is no longer safely
+        held (see :meth:`lost_event`), at most ``timeout`` seconds (None: no
+        limit; numbers as :meth:`acquire` takes them). Returns the exception
+        :meth:`check` raises then (:class:`LockLost`,
+        :class:`ConnectionLoss`, :class:`NotHeld` once released,
+        :class:`Closed`), or None if the time ran out first. In the main
+        thread, Ctrl-C interrupts the wait.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+            InvalidArgument, TypeError: a bad timeout.
+        """
+        limit = _wait_limit(True, timeout)
+        event = threading.Event()
+        errors: List[ZkLockError] = []
+
+        def done(ok: bool, error: ZkLockError) -> None:
+            errors.append(error)
+            event.set()
+
+        self._native.lost_start(done)
+        now = self._check_error()
+        if now is not None:
+            return now
+        event.wait(limit)
+        return errors[0] if errors else self._check_error()
+
     def on_state_change(self, callback: Callable[[LockState], object]) -> None:
         """Calls ``callback(state)`` on every state change (HELD, SUSPENDED,
         LOST) of the current grant and of later grants of this object.
@@ -333,7 +393,7 @@ class Lock:
 
     @property
     def mode(self) -> str:
-        """``"exclusive"``, ``"read"`` or ``"write"``."""
+        """``"exclusive"``, ``"read"``, ``"write"`` or ``"leader"``."""
         return self._native.mode
 
     def __enter__(self: _LockT) -> _LockT:
@@ -380,6 +440,25 @@ class Lock:
             if not fut.cancelled() and fut.exception() is None and fut.result():
                 await self.release_async()
             raise cancelled
+
+    async def wait_lost_async(self) -> ZkLockError:
+        """:meth:`wait_lost` for asyncio, without a time limit (wrap it in
+        ``asyncio.wait_for`` or a ``TaskGroup`` next to the work): returns
+        the exception :meth:`check` raises once the newest acquire of this
+        object is no longer safely held. The wait takes no thread.
+        Cancelling the awaiting task stops nothing.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+        """
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.lost_start(done)
+        now = self._check_error()
+        if now is not None:
+            return now
+        error: ZkLockError = await fut
+        return error
 
     async def release_async(self) -> bool:
         """:meth:`release` for asyncio: the delete is awaited without a
@@ -518,6 +597,36 @@ class Client:
         handle: a separate read handle of the same client blocks it like
         anyone else's. Arguments and errors as :meth:`lock`."""
         return Lock(self._native.write_lock(path, identifier, reentrant), timeout)
+
+    def election(self, path: str, identifier: Union[str, bytes], timeout: Optional[float] = None) -> Lock:
+        """A participant of the leader election on ``path`` with the id
+        ``identifier`` (Curator ``LeaderLatch`` compatible: Curator latches
+        and zklock participants on one path elect one leader between them).
+
+        Acquiring it joins the election and waits until it leads; holding
+        it is leading (``check()``, ``state``, ``fencing_token``,
+        :meth:`Lock.lost_event` as for a lock); releasing it resigns. Run
+        work while leading and stop it when leadership is lost::
+
+            with client.election("/jobs/scheduler", "host-1") as leading:
+                stop = leading.lost_event()
+                while not stop.is_set():
+                    do_one_step()
+
+        Lost leadership is not taken back by itself: acquire again to rejoin.
+        ``timeout`` bounds ``with``/``async with`` as for :meth:`lock`. Does
+        not touch ZooKeeper.
+
+        Raises InvalidPath for a malformed path, InvalidArgument for an id
+        over 64 KiB or ``__REVOKE__``, Closed after :meth:`close` or in a
+        forked child, TypeError for wrong types.
+        """
+        return Lock(self._native.election(path, identifier), timeout)
+
+    def leader(self, path: str) -> Optional[Participant]:
+        """The leader of the election on ``path`` (its ``data`` is its id),
+        or None when nobody takes part. Errors as :meth:`participants`."""
+        return next((p for p in self.participants(path) if p.holds), None)
 
     def read_write_lock(
         self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
