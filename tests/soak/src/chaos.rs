@@ -74,6 +74,10 @@ pub struct Chaos<'a> {
 
 type Outcome = Result<Option<Fault>, String>;
 
+/// What one injection did: one fault per deleted node for a third-party
+/// delete, else at most one.
+type Injected = Result<Vec<Fault>, String>;
+
 fn io<T>(what: &str, r: std::io::Result<T>) -> Result<T, String> {
     r.map_err(|e| format!("{what}: {e}"))
 }
@@ -110,14 +114,13 @@ impl Chaos<'_> {
             let kind = kinds[next % kinds.len()];
             next += 1;
             match self.inject(kind, &mut rng) {
-                Ok(Some(fault)) => {
-                    let end = fault.end;
-                    self.faults.lock().unwrap_or_else(PoisonError::into_inner).push(fault);
-                    if !breather.is_zero() {
+                Ok(faults) => {
+                    let end = faults.iter().map(|f| f.end).max();
+                    self.faults.lock().unwrap_or_else(PoisonError::into_inner).extend(faults);
+                    if let Some(end) = end.filter(|_| !breather.is_zero()) {
                         self.resource.wait_grant_after(end, breather, &self.locks);
                     }
                 },
-                Ok(None) => {},
                 Err(e) => {
                     eprintln!("soak: {} failed: {e}", kind.name());
                     self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("{}: {e}", kind.name()));
@@ -132,7 +135,15 @@ impl Chaos<'_> {
         }
     }
 
-    fn inject(&self, kind: FaultKind, rng: &mut Rng) -> Outcome {
+    fn inject(&self, kind: FaultKind, rng: &mut Rng) -> Injected {
+        if kind == FaultKind::ThirdPartyDelete {
+            return self.outsider.lock().unwrap_or_else(PoisonError::into_inner).delete_next(self.resource, self.until);
+        }
+        self.inject_one(kind, rng).map(|fault| fault.into_iter().collect())
+    }
+
+    /// Injects a fault of any kind but a third-party delete.
+    fn inject_one(&self, kind: FaultKind, rng: &mut Rng) -> Outcome {
         let fault =
             |start: u64, paused_process: Option<usize>| Fault { paused_process, ..Fault::new(kind, start, mono_ns()) };
         let c = self.cluster;
@@ -237,9 +248,7 @@ impl Chaos<'_> {
                 self.resource.stop_keeping();
                 outcome.map(|stalled| stalled.map(|(start, process)| fault(start, Some(process))))
             },
-            FaultKind::ThirdPartyDelete => {
-                self.outsider.lock().unwrap_or_else(PoisonError::into_inner).delete_next(self.resource, self.until)
-            },
+            FaultKind::ThirdPartyDelete => Ok(None), // in `inject`
         }
     }
 

@@ -450,6 +450,20 @@ fn deletes(record: &Record, role: Role, lock: Option<LockId>, mode: Option<Mode>
         .count()
 }
 
+/// Waiters' nodes deleted in one transaction with their holder's (the two
+/// faults of one injection start together).
+fn deleted_with_holder(record: &Record) -> usize {
+    let deleted: Vec<(u64, &analysis::DeletedNode)> =
+        record.faults.iter().filter_map(|f| f.deleted.as_ref().map(|d| (f.start, d))).collect();
+    deleted
+        .iter()
+        .filter(|(start, d)| {
+            d.role == Role::Waiter
+                && deleted.iter().any(|(s, h)| s == start && h.role == Role::Holder && h.lock == d.lock)
+        })
+        .count()
+}
+
 /// Holders' nodes counted as deleted although the delete's reply was lost.
 fn reply_lost(record: &Record) -> usize {
     record.faults.iter().filter_map(|f| f.deleted.as_ref()).filter(|d| d.reply_lost).count()
@@ -572,10 +586,12 @@ fn summarise(
             .collect();
         writeln!(
             out,
-            "  third-party deletes: {} waiters' nodes ({}; granted on their deleted node afterwards: {}); {} holders' \
-             nodes ({}; {} with the reply lost, counted once the node was gone)",
+            "  third-party deletes: {} waiters' nodes ({}; {} in one transaction with their holder's; granted on \
+             their deleted node afterwards: {}); {} holders' nodes ({}; {} with the reply lost, counted once the \
+             node was gone)",
             deletes(record, Role::Waiter, None, None),
             waiters.join("; "),
+            deleted_with_holder(record),
             report.deleted_waiter_grants,
             deletes(record, Role::Holder, None, None),
             holders.join("; "),

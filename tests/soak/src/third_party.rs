@@ -14,6 +14,11 @@
 //! - A **holder**'s node is deleted only once its holder has announced
 //!   the grant to the resource (its czxid is the token of an open grant),
 //!   so the grant came before the delete.
+//! - A **holder and the waiter behind it** go in one transaction, the
+//!   holder's node first: the waiter gets the notification of its blocker's
+//!   delete while that of its own node is still on the way, and its node
+//!   never exists with the blocker gone (issue 13's outside attack: grants
+//!   on the deleted node). Recorded as both deletes above.
 //!
 //! Every deleted node's czxid (read with getData just before) is recorded.
 //!
@@ -49,20 +54,26 @@ pub enum Target {
     Waiter(LockId, Option<NodeKind>),
     /// The node of a holder that announced its grant, on `lock`.
     Holder(LockId),
+    /// That holder's node and then the node waiting right behind it, in one
+    /// transaction, on `lock`.
+    HolderAndWaiter(LockId),
 }
 
-/// The rotation of targets over `locks`: waiter and holder in turn; on the
-/// read/write lock the waiter is a reader behind a writer, then a writer.
+/// The rotation of targets over `locks`: waiter, holder, and holder with
+/// its waiter in turn; on the read/write lock the waiter is a reader behind
+/// a writer, then a writer.
 pub fn targets(locks: &[LockId]) -> Vec<Target> {
     let mut out = Vec::new();
     for &lock in locks {
         match lock {
-            LockId::Exclusive => out.extend([Target::Waiter(lock, None), Target::Holder(lock)]),
+            LockId::Exclusive => {
+                out.extend([Target::Waiter(lock, None), Target::Holder(lock), Target::HolderAndWaiter(lock)])
+            },
             LockId::Rw => out.extend([
                 Target::Waiter(lock, Some(NodeKind::Reader)),
                 Target::Holder(lock),
                 Target::Waiter(lock, Some(NodeKind::Writer)),
-                Target::Holder(lock),
+                Target::HolderAndWaiter(lock),
             ]),
         }
     }
@@ -150,16 +161,17 @@ impl Outsider {
         out
     }
 
-    /// Deletes the next target's node: looks for a suitable node for up to
-    /// a few seconds (or until `until`). `Ok(None)` if none turned up.
-    pub fn delete_next(&mut self, resource: &Resource, until: Instant) -> Result<Option<Fault>, String> {
-        let Some(&target) = self.rotation.get(self.next % self.rotation.len().max(1)) else { return Ok(None) };
+    /// Deletes the next target's node (or nodes): looks for a suitable one
+    /// for up to a few seconds (or until `until`). One fault per deleted
+    /// node; none if none turned up.
+    pub fn delete_next(&mut self, resource: &Resource, until: Instant) -> Result<Vec<Fault>, String> {
+        let Some(&target) = self.rotation.get(self.next % self.rotation.len().max(1)) else { return Ok(Vec::new()) };
         self.next += 1;
         let deadline = (Instant::now() + SEARCH).min(until.max(Instant::now() + Duration::from_millis(500)));
         while Instant::now() < deadline {
             match self.try_delete(target, resource) {
-                Ok(Some(fault)) => return Ok(Some(fault)),
-                Ok(None) => {},
+                Ok(faults) if !faults.is_empty() => return Ok(faults),
+                Ok(_) => {},
                 Err(e) => {
                     // The servers may be down (another fault thread): not an error of the run.
                     eprintln!("{:.3} soak: third party: {e}", mono_ns() as f64 / 1e9);
@@ -168,24 +180,24 @@ impl Outsider {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(None)
+        Ok(Vec::new())
     }
 
     /// One look at the queue and, if it has a suitable node, its delete.
-    fn try_delete(&mut self, target: Target, resource: &Resource) -> Result<Option<Fault>, String> {
+    fn try_delete(&mut self, target: Target, resource: &Resource) -> Result<Vec<Fault>, String> {
         let lock = match target {
-            Target::Waiter(lock, _) | Target::Holder(lock) => lock,
+            Target::Waiter(lock, _) | Target::Holder(lock) | Target::HolderAndWaiter(lock) => lock,
         };
         let path = lock.path();
         let queue = self.lister()?.participants(path).map_err(|e| format!("listing {path}: {e}"))?;
         let node = |name: &str| format!("{path}/{name}");
         match target {
             Target::Waiter(_, kind) => {
-                let Some((victim, waits_on)) = pick_waiter(&queue, kind) else { return Ok(None) };
+                let Some((victim, waits_on)) = pick_waiter(&queue, kind) else { return Ok(Vec::new()) };
                 let (victim_path, waits_on_path) = (node(&victim.name), node(&waits_on.name));
                 let czxid = match self.raw(async |c| c.get_data(&victim_path).await.map(|(_, stat)| stat.czxid)) {
                     Ok(z) => z,
-                    Err(zk::Error::NoNode) => return Ok(None),
+                    Err(zk::Error::NoNode) => return Ok(Vec::new()),
                     Err(e) => return Err(format!("reading {victim_path}: {e}")),
                 };
                 let start = mono_ns();
@@ -197,9 +209,9 @@ impl Outsider {
                 });
                 let end = mono_ns();
                 match deleted {
-                    Ok(()) => Ok(Some(self.fault(lock, victim, czxid, Role::Waiter, false, start, end))),
+                    Ok(()) => Ok(vec![self.fault(lock, victim, czxid, Role::Waiter, false, start, end)]),
                     // The node waited on, or ours, went meanwhile: look again.
-                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(zk::Error::NoNode) => Ok(Vec::new()),
                     Err(e) => Err(format!("deleting {victim_path} (not recorded, it may have happened): {e}")),
                 }
             },
@@ -219,20 +231,74 @@ impl Outsider {
                     let deleted = self.raw(async |c| c.delete(&holder_path, None).await);
                     let end = mono_ns();
                     return match deleted {
-                        Ok(()) => Ok(Some(self.fault(lock, holder, czxid, Role::Holder, false, start, end))),
-                        Err(zk::Error::NoNode) => Ok(None),
-                        Err(e) => {
-                            eprintln!("{:.3} soak: third party: deleting {holder_path}: {e}", mono_ns() as f64 / 1e9);
-                            if self.wait_gone(&holder_path, REPLY_LOST_LIMIT) {
-                                Ok(Some(self.fault(lock, holder, czxid, Role::Holder, true, start, mono_ns())))
-                            } else {
-                                Err(format!("{holder_path} still exists {REPLY_LOST_LIMIT:?} after a delete whose reply was lost"))
-                            }
-                        },
+                        Ok(()) => Ok(vec![self.fault(lock, holder, czxid, Role::Holder, false, start, end)]),
+                        Err(zk::Error::NoNode) => Ok(Vec::new()),
+                        Err(e) => self.holder_reply_lost(lock, holder, czxid, start, &e).map(|f| vec![f]),
                     };
                 }
-                Ok(None)
+                Ok(Vec::new())
             },
+            Target::HolderAndWaiter(_) => {
+                // The first waiter, blocked by a holder that announced its
+                // grant: while the holder's node exists the waiter cannot
+                // hold, so deleting both in one transaction deletes a
+                // waiter that never held.
+                let Some((victim, holder)) = pick_waiter(&queue, None) else { return Ok(Vec::new()) };
+                if !holder.holds {
+                    return Ok(Vec::new());
+                }
+                let (victim_path, holder_path) = (node(&victim.name), node(&holder.name));
+                let czxids = self.raw(async |c| {
+                    let (_, h) = c.get_data(&holder_path).await?;
+                    let (_, v) = c.get_data(&victim_path).await?;
+                    Ok((h.czxid, v.czxid))
+                });
+                let (holder_czxid, victim_czxid) = match czxids {
+                    Ok(z) => z,
+                    Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                    Err(e) => return Err(format!("reading {holder_path} and {victim_path}: {e}")),
+                };
+                if !resource.open_grants(lock).iter().any(|g| i64::try_from(g.token) == Ok(holder_czxid)) {
+                    return Ok(Vec::new());
+                }
+                let start = mono_ns();
+                let deleted = self.raw(async |c| {
+                    let mut multi = c.new_multi_writer();
+                    multi.add_delete(&holder_path, None)?;
+                    multi.add_delete(&victim_path, None)?;
+                    multi.commit().await.map(|_| ()).map_err(zk::Error::from)
+                });
+                let end = mono_ns();
+                match deleted {
+                    Ok(()) => Ok(vec![
+                        self.fault(lock, holder, holder_czxid, Role::Holder, false, start, end),
+                        self.fault(lock, victim, victim_czxid, Role::Waiter, false, start, end),
+                    ]),
+                    Err(zk::Error::NoNode) => Ok(Vec::new()),
+                    // The waiter's delete is not recorded (that can only
+                    // hide a violation); the holder's must be once done.
+                    Err(e) => self.holder_reply_lost(lock, holder, holder_czxid, start, &e).map(|f| vec![f]),
+                }
+            },
+        }
+    }
+
+    /// A holder's delete whose reply was lost: recorded (as `reply_lost`)
+    /// once the node is gone, an error if it still exists after a while.
+    fn holder_reply_lost(
+        &mut self,
+        lock: LockId,
+        holder: &Participant,
+        czxid: i64,
+        start: u64,
+        e: &zk::Error,
+    ) -> Result<Fault, String> {
+        let holder_path = format!("{}/{}", lock.path(), holder.name);
+        eprintln!("{:.3} soak: third party: deleting {holder_path}: {e}", mono_ns() as f64 / 1e9);
+        if self.wait_gone(&holder_path, REPLY_LOST_LIMIT) {
+            Ok(self.fault(lock, holder, czxid, Role::Holder, true, start, mono_ns()))
+        } else {
+            Err(format!("{holder_path} still exists {REPLY_LOST_LIMIT:?} after a delete whose reply was lost"))
         }
     }
 
@@ -288,15 +354,23 @@ mod tests {
     }
 
     #[test]
-    fn the_rotation_alternates_waiters_and_holders_on_every_lock() {
+    fn the_rotation_takes_waiters_holders_and_both_on_every_lock() {
         let t = targets(&[LockId::Exclusive, LockId::Rw]);
-        assert_eq!(t.len(), 6);
-        assert!(t.iter().step_by(2).all(|t| matches!(t, Target::Waiter(..))));
-        assert!(t.iter().skip(1).step_by(2).all(|t| matches!(t, Target::Holder(_))));
+        assert_eq!(t.len(), 7);
         assert_eq!(
             targets(&[LockId::Exclusive]),
-            vec![Target::Waiter(LockId::Exclusive, None), Target::Holder(LockId::Exclusive)]
+            vec![
+                Target::Waiter(LockId::Exclusive, None),
+                Target::Holder(LockId::Exclusive),
+                Target::HolderAndWaiter(LockId::Exclusive)
+            ]
         );
+        for lock in [LockId::Exclusive, LockId::Rw] {
+            let mine: Vec<_> = t.iter().filter(|t| matches!(t, Target::Waiter(l, _) | Target::Holder(l) | Target::HolderAndWaiter(l) if *l == lock)).collect();
+            assert!(mine.iter().any(|t| matches!(t, Target::Waiter(..))), "{lock:?}");
+            assert!(mine.iter().any(|t| matches!(t, Target::Holder(_))), "{lock:?}");
+            assert!(mine.iter().any(|t| matches!(t, Target::HolderAndWaiter(_))), "{lock:?}");
+        }
     }
 
     #[test]

@@ -78,6 +78,14 @@ fn third_party_deletes_violate_no_property() {
         .and_then(|n| n.parse::<usize>().ok())
         .expect("a count of holders' nodes deleted");
     assert!(waiters >= 3 && holders >= 3, "too few deletes: {waiters} waiters, {holders} holders:\n{stdout}");
+    let with_holder = stdout
+        .lines()
+        .find(|l| l.trim().starts_with("third-party deletes:"))
+        .and_then(|l| l.split(" in one transaction with their holder's").next())
+        .and_then(|before| before.split_whitespace().last())
+        .and_then(|n| n.parse::<usize>().ok())
+        .expect("a count of waiters deleted with their holder");
+    assert!(with_holder >= 1, "no waiter deleted in one transaction with its holder:\n{stdout}");
 }
 
 /// A member cut off from the quorum while its clients stay connected, with
