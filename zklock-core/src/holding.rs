@@ -478,7 +478,10 @@ impl Guard {
     /// Write to read downgrade: a read guard of the same pair whose node
     /// takes this write node's sequence, granted at once (no writer queued
     /// behind this one can slip in between); then release this guard to
-    /// let other readers in. Blocks the calling thread for one request.
+    /// let other readers in. Each call makes one more read guard (calling
+    /// it twice gives two read nodes of that sequence, each to release,
+    /// as two read acquires would). Blocks the calling thread for one
+    /// request.
     ///
     /// # Errors
     /// `InvalidArgument` unless this is a write guard of a
