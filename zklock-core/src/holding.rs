@@ -354,6 +354,11 @@ impl Guard {
         self.holding.token
     }
 
+    /// The client this guard's lock belongs to.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The id of the session that holds the lock.
     pub fn session_id(&self) -> i64 {
         self.holding.session.id

@@ -39,6 +39,7 @@ mod error;
 mod fault;
 mod holding;
 mod lock;
+mod multi;
 pub mod names;
 mod nodelay;
 mod validate;
@@ -50,6 +51,7 @@ pub use lock::{
     AcquireOptions, CancelHandle, CancelToken, Lock, LockOptions, LockState, PendingAcquire, ReadWriteLock,
     ReleaseStatus,
 };
+pub use multi::{MultiGuard, MultiLock};
 pub use names::{LockMode, NodeKind};
 pub use validate::{
     acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,

@@ -213,6 +213,11 @@ impl AcquireOptions {
         self.cancel = Some(token);
         self
     }
+
+    /// The wait limit given to [`AcquireOptions::timeout`].
+    pub(crate) fn wait_limit(&self) -> Option<Duration> {
+        self.timeout
+    }
 }
 
 impl From<Option<Duration>> for AcquireOptions {
@@ -326,6 +331,11 @@ impl Lock {
     /// The lock path.
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// The client this handle belongs to.
+    pub(crate) fn client(&self) -> &Client {
+        &self.inner.client
     }
 
     /// The mode of this handle.

@@ -1,0 +1,239 @@
+//! Multi-locks: several locks taken all or none ([`MultiLock`],
+//! [`MultiGuard`]), a composition of lock handles, not a lock kind of its
+//! own: each member is an ordinary lock on its path (its own node, queue,
+//! states and fencing token), taken one after another in one canonical
+//! order under one deadline and one cancel, so that two multi-locks over
+//! overlapping paths never wait for each other in a cycle.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures_util::future::select_all;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorKind, Result};
+use crate::holding::Guard;
+use crate::lock::{AcquireOptions, Lock, LockState, ReleaseStatus};
+use crate::names::LockMode;
+
+/// Several locks (any mix of exclusive, read and write, on distinct paths)
+/// taken all or none: made by [`Client::multi_lock`].
+///
+/// An acquire takes the members one after another in the canonical order
+/// (by path), each waiting as long as the one deadline leaves; if one fails
+/// (timeout, cancel, error) every member taken so far is released and the
+/// call fails with that member's error. Every acquire of a multi-lock that
+/// shares a path with another takes the shared paths in the same order, so
+/// the two never deadlock. `Send + Sync`, cheap to clone; methods without
+/// `_async` block the calling thread.
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    /// The members in the canonical order.
+    members: Vec<Lock>,
+}
+
+impl MultiLock {
+    /// The member locks, in the order an acquire takes them (by path).
+    pub fn locks(&self) -> &[Lock] {
+        &self.members
+    }
+
+    /// Takes every member, waiting at most `timeout` in total (`None`: no
+    /// limit; zero: try each once). Returns one guard for the set.
+    ///
+    /// # Errors
+    /// The first failing member's error (`Timeout`, `Cancelled`, `Closed`,
+    /// `ZooKeeper`, ...), after every member taken so far was released.
+    pub fn acquire(&self, timeout: Option<Duration>) -> Result<MultiGuard> {
+        self.acquire_with(&AcquireOptions::new().timeout(timeout))
+    }
+
+    /// [`MultiLock::acquire`] with per-call options: the timeout covers the
+    /// whole set; the cancel token cancels the member being waited for
+    /// (and so the call).
+    ///
+    /// # Errors
+    /// As [`MultiLock::acquire`].
+    pub fn acquire_with(&self, options: &AcquireOptions) -> Result<MultiGuard> {
+        let Some(first) = self.members.first() else { return Err(empty()) };
+        first.client().shared().block_on(self.acquire_async(options.clone()))?
+    }
+
+    /// [`MultiLock::acquire_with`] as a future that any executor can await.
+    /// Dropping it before it completes cancels the member being waited for
+    /// and releases the members already taken.
+    ///
+    /// # Errors
+    /// As [`MultiLock::acquire`].
+    pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<MultiGuard>> + Send + 'static {
+        let members = self.members.clone();
+        let started = Instant::now();
+        async move {
+            let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
+            for lock in &members {
+                // One deadline for the set: each member waits what is left
+                // (zero stays zero: try each once).
+                let left = options.wait_limit().map(|t| t.saturating_sub(started.elapsed()));
+                match lock.acquire_async(options.clone().timeout(left)).await {
+                    Ok(guard) => taken.push(guard),
+                    Err(e) => {
+                        let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
+                        return Err(member_error(lock.path(), &e));
+                    },
+                }
+            }
+            let paths = members.iter().map(|l| l.path().to_owned()).collect();
+            Ok(MultiGuard { guards: taken, paths })
+        }
+    }
+
+    /// Tries each member once, without waiting: `None` (nothing held) if
+    /// one of them is held by someone else.
+    ///
+    /// # Errors
+    /// As [`MultiLock::acquire`], but never `Timeout`.
+    pub fn try_acquire(&self) -> Result<Option<MultiGuard>> {
+        match self.acquire(Some(Duration::ZERO)) {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Awaits `releases` one after another, each to the end: the first error,
+/// if any (after all), else `Pending` if any delete is not confirmed.
+async fn settle(
+    releases: impl IntoIterator<Item = impl Future<Output = Result<ReleaseStatus>>>,
+) -> Result<ReleaseStatus> {
+    let mut status = ReleaseStatus::Released;
+    let mut first_error = None;
+    for release in releases {
+        match release.await {
+            Ok(ReleaseStatus::Pending) => status = ReleaseStatus::Pending,
+            Ok(ReleaseStatus::Released) => {},
+            Err(e) => {
+                first_error.get_or_insert(e);
+            },
+        }
+    }
+    first_error.map_or(Ok(status), Err)
+}
+
+fn empty() -> Error {
+    Error::new(ErrorKind::InvalidArgument, "a multi-lock needs at least one member")
+}
+
+/// The guard of a [`MultiLock`]: every member held. `Send + Sync`.
+/// Dropping it releases every member (as dropping each [`Guard`] does).
+#[derive(Debug)]
+pub struct MultiGuard {
+    /// One guard per member, in the canonical order.
+    guards: Vec<Guard>,
+    /// Their lock paths.
+    paths: Vec<String>,
+}
+
+impl MultiGuard {
+    /// The members' guards, in the order of [`MultiLock::locks`] (each
+    /// with its node, fencing token and state).
+    pub fn guards(&self) -> &[Guard] {
+        &self.guards
+    }
+
+    /// Succeeds only while every member is safely held.
+    ///
+    /// # Errors
+    /// The first member's error that is not safely held (see
+    /// [`Guard::check`]), naming its path.
+    pub fn check(&self) -> Result<()> {
+        for (guard, path) in self.guards.iter().zip(&self.paths) {
+            guard.check().map_err(|e| member_error(path, &e))?;
+        }
+        Ok(())
+    }
+
+    /// The state of the set: `Released` once released, `Lost` if any member
+    /// is lost, else `Suspended` if any is suspended, else `Held`.
+    pub fn state(&self) -> LockState {
+        let states: Vec<LockState> = self.guards.iter().map(Guard::state).collect();
+        [LockState::Released, LockState::Lost, LockState::Suspended]
+            .into_iter()
+            .find(|s| states.contains(s))
+            .unwrap_or(LockState::Held)
+    }
+
+    /// Resolves, with the error [`MultiGuard::check`] gives then, once any
+    /// member is no longer safely held (see [`Guard::lost`]). Any executor
+    /// can await it; dropping it stops nothing.
+    pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
+        let paths = self.paths.clone();
+        let each: Vec<_> = self.guards.iter().map(|g| Box::pin(g.lost())).collect();
+        async move {
+            let (e, i, _) = select_all(each).await;
+            member_error(&paths[i], &e)
+        }
+    }
+
+    /// Releases every member (newest first, each to the end). Blocks the
+    /// calling thread.
+    ///
+    /// # Errors
+    /// The first member's error (`LockLost` if it had been lost, `NotHeld`
+    /// if already released), after every member was released.
+    pub fn release(&self) -> Result<ReleaseStatus> {
+        let Some(first) = self.guards.first() else { return Ok(ReleaseStatus::Released) };
+        first.client().shared().block_on(self.release_async())?
+    }
+
+    /// [`MultiGuard::release`] as a future that any executor can await.
+    ///
+    /// # Errors
+    /// As [`MultiGuard::release`].
+    pub fn release_async(&self) -> impl Future<Output = Result<ReleaseStatus>> + Send + 'static {
+        let each: Vec<_> = self.guards.iter().rev().map(Guard::release_async).collect();
+        settle(each)
+    }
+}
+
+/// A member's error, naming its path.
+fn member_error(path: &str, e: &Error) -> Error {
+    Error::new(e.kind(), format!("multi-lock, member {}: {}", crate::error::shown(path), e.message()))
+}
+
+impl Client {
+    /// A multi-lock over `members` (path and mode each: exclusive, read or
+    /// write), taken all or none in the canonical order (see
+    /// [`MultiLock`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for no member, a path named twice (it would wait
+    /// behind itself) or a `Leader` member; `InvalidPath` for a bad path;
+    /// `Closed`.
+    pub fn multi_lock(&self, members: &[(&str, LockMode)]) -> Result<MultiLock> {
+        if members.is_empty() {
+            return Err(empty());
+        }
+        let mut locks = Vec::with_capacity(members.len());
+        for &(path, mode) in members {
+            if mode == LockMode::Leader {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("multi-lock member {}: an election is not a lock", crate::error::shown(path)),
+                ));
+            }
+            locks.push(self.lock_with(path, mode, crate::lock::LockOptions::default())?);
+        }
+        locks.sort_by(|a, b| a.path().cmp(b.path()));
+        if let Some(w) = locks.windows(2).find(|w| w[0].path() == w[1].path()) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "multi-lock: path {} named twice (it would wait behind itself)",
+                    crate::error::shown(w[0].path())
+                ),
+            ));
+        }
+        Ok(MultiLock { members: locks })
+    }
+}

@@ -1,0 +1,140 @@
+//! Multi-locks: all or none under one deadline and one cancel, a canonical
+//! order that keeps overlapping multi-locks from deadlocking, one guard
+//! whose check() fails when any member is not safely held.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use zklock_core::{AcquireOptions, CancelToken, ErrorKind, LockMode, LockState, ReleaseStatus};
+
+const LONG: Duration = Duration::from_secs(20);
+
+#[test]
+fn overlapping_multi_locks_in_opposite_orders_exclude_each_other_and_never_deadlock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = [["/m/a", "/m/b", "/m/c"], ["/m/c", "/m/b", "/m/a"], ["/m/b", "/m/a", "/m/c"]]
+        .into_iter()
+        .map(|paths| {
+            let (hosts, inside) = (hosts.clone(), inside.clone());
+            std::thread::spawn(move || {
+                let client = connect(&hosts);
+                let members: Vec<(&str, LockMode)> = paths.iter().map(|p| (*p, LockMode::Exclusive)).collect();
+                let multi = client.multi_lock(&members).expect("multi-lock");
+                assert_eq!(multi.locks().iter().map(|l| l.path()).collect::<Vec<_>>(), ["/m/a", "/m/b", "/m/c"]);
+                for _ in 0..15 {
+                    let g = multi.acquire(Some(LONG)).expect("acquired (a deadlock would time out)");
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two multi-locks hold /m/a at once");
+                    g.check().expect("held");
+                    std::thread::sleep(Duration::from_millis(2));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    assert_eq!(g.release().expect("released"), ReleaseStatus::Released);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no contender failed");
+    }
+    let raw = Raw::connect(&hosts);
+    for p in ["/m/a", "/m/b", "/m/c"] {
+        assert!(raw.children(p).is_empty(), "node left on {p}");
+    }
+}
+
+#[test]
+fn all_or_none_under_one_deadline_and_one_cancel() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let (a, b) = (connect(&hosts), connect(&hosts));
+    // /n/z is held by someone else: a multi-lock over /n/x, /n/y, /n/z
+    // takes /n/x and /n/y, waits on /n/z, and gives everything back.
+    let held = b.lock("/n/z").expect("lock").acquire(Some(LONG)).expect("held");
+    let multi = a
+        .multi_lock(&[("/n/z", LockMode::Exclusive), ("/n/x", LockMode::Write), ("/n/y", LockMode::Read)])
+        .expect("ok");
+    let started = std::time::Instant::now();
+    let err = multi.acquire(Some(Duration::from_millis(400))).expect_err("/n/z is held");
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.message().contains("/n/z"), "names the member: {err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "one deadline for the set: {:?}", started.elapsed());
+    assert!(raw.children("/n/x").is_empty() && raw.children("/n/y").is_empty(), "members taken were released");
+    assert!(multi.try_acquire().expect("try").is_none());
+    assert!(raw.children("/n/x").is_empty() && raw.children("/n/y").is_empty());
+
+    // A cancel while waiting on the last member: Cancelled, nothing held.
+    let token = CancelToken::new();
+    let waiting = {
+        let (multi, token) = (multi.clone(), token.clone());
+        std::thread::spawn(move || multi.acquire_with(&AcquireOptions::new().cancel_token(token)))
+    };
+    wait_until("waiting on /n/z", LONG, || raw.children("/n/z").len() == 2);
+    token.cancel();
+    assert_eq!(waiting.join().expect("joined").expect_err("cancelled").kind(), ErrorKind::Cancelled);
+    wait_until("everything given back", LONG, || {
+        raw.children("/n/x").is_empty() && raw.children("/n/y").is_empty() && raw.children("/n/z").len() == 1
+    });
+
+    // A dropped acquire future (the task awaiting it aborted): the same.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let task = rt.spawn(multi.acquire_async(AcquireOptions::new()));
+    wait_until("waiting on /n/z", LONG, || raw.children("/n/z").len() == 2);
+    task.abort();
+    assert!(rt.block_on(task).expect_err("aborted").is_cancelled());
+    wait_until("everything given back", LONG, || {
+        raw.children("/n/x").is_empty() && raw.children("/n/y").is_empty() && raw.children("/n/z").len() == 1
+    });
+
+    // Once free: all of them, one guard; a reader of /n/y elsewhere shares.
+    held.release().expect("released");
+    let other_reader = b.read_lock("/n/y").expect("lock").acquire(Some(LONG)).expect("reader");
+    let g = multi.acquire(Some(LONG)).expect("all free");
+    assert_eq!(g.guards().len(), 3);
+    assert_eq!(g.guards()[0].node_path().rsplit_once('/').map(|(p, _)| p), Some("/n/x"));
+    assert_eq!(g.state(), LockState::Held);
+    other_reader.release().expect("released");
+    assert_eq!(g.release().expect("released"), ReleaseStatus::Released);
+    assert_eq!(g.state(), LockState::Released);
+    assert_eq!(g.release().expect_err("twice").kind(), ErrorKind::NotHeld);
+}
+
+#[test]
+fn check_and_lost_fail_when_any_member_is_lost() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let client = connect(&hosts);
+    let multi = client.multi_lock(&[("/o/a", LockMode::Exclusive), ("/o/b", LockMode::Exclusive)]).expect("ok");
+    let g = multi.acquire(Some(LONG)).expect("held");
+    g.check().expect("held");
+    let lost = g.lost();
+    raw.delete(&g.guards()[1].node_path());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let e = rt.block_on(async { tokio::time::timeout(LONG, lost).await }).expect("lost() resolved");
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("/o/b"), "{e}");
+    let e = g.check().expect_err("a member is lost");
+    assert_eq!(e.kind(), ErrorKind::LockLost);
+    assert!(e.message().contains("/o/b"), "{e}");
+    assert_eq!(g.state(), LockState::Lost);
+    // Releasing gives every member back and reports the loss.
+    assert_eq!(g.release().expect_err("lost").kind(), ErrorKind::LockLost);
+    assert!(raw.children("/o/a").is_empty());
+}
+
+#[test]
+fn bad_members_are_refused_at_once() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let kind = |r: zklock_core::Result<zklock_core::MultiLock>| r.expect_err("refused").kind();
+    assert_eq!(kind(c.multi_lock(&[])), ErrorKind::InvalidArgument);
+    assert_eq!(kind(c.multi_lock(&[("/p", LockMode::Read), ("/p", LockMode::Write)])), ErrorKind::InvalidArgument);
+    assert_eq!(kind(c.multi_lock(&[("/p", LockMode::Leader)])), ErrorKind::InvalidArgument);
+    assert_eq!(kind(c.multi_lock(&[("/p", LockMode::Exclusive), ("p", LockMode::Exclusive)])), ErrorKind::InvalidPath);
+}
