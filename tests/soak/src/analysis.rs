@@ -65,17 +65,21 @@ pub enum LockId {
     /// A read/write lock (`Client::read_lock` / `write_lock`, Curator
     /// `__READ__` / `__WRIT__` nodes).
     Rw,
+    /// A leader election (`Client::election`, Curator `latch-` nodes): at
+    /// most one leader, as an exclusive lock.
+    Election,
 }
 
 impl LockId {
     /// Every lock, in report order.
-    pub const ALL: [LockId; 2] = [LockId::Exclusive, LockId::Rw];
+    pub const ALL: [LockId; 3] = [LockId::Exclusive, LockId::Rw, LockId::Election];
 
     /// The lock's name in reports and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             LockId::Exclusive => "exclusive",
             LockId::Rw => "rw",
+            LockId::Election => "election",
         }
     }
 
@@ -84,6 +88,7 @@ impl LockId {
         match self {
             LockId::Exclusive => "/soak/lock",
             LockId::Rw => "/soak/rwlock",
+            LockId::Election => "/soak/election",
         }
     }
 
@@ -102,6 +107,8 @@ pub enum Mode {
     Read,
     /// The write side of the read/write lock (excluding).
     Write,
+    /// Leadership of the election (excluding).
+    Leader,
 }
 
 impl Mode {
@@ -110,6 +117,7 @@ impl Mode {
         match self {
             Mode::Exclusive => LockId::Exclusive,
             Mode::Read | Mode::Write => LockId::Rw,
+            Mode::Leader => LockId::Election,
         }
     }
 
@@ -130,12 +138,13 @@ impl Mode {
             Mode::Exclusive => "x",
             Mode::Read => "r",
             Mode::Write => "w",
+            Mode::Leader => "l",
         }
     }
 
     /// The mode with code `code`.
     pub fn from_code(code: &str) -> Option<Mode> {
-        [Mode::Exclusive, Mode::Read, Mode::Write].into_iter().find(|m| m.code() == code)
+        [Mode::Exclusive, Mode::Read, Mode::Write, Mode::Leader].into_iter().find(|m| m.code() == code)
     }
 
     /// The mode's name in reports.
@@ -144,6 +153,7 @@ impl Mode {
             Mode::Exclusive => "exclusive",
             Mode::Read => "reader",
             Mode::Write => "writer",
+            Mode::Leader => "leader",
         }
     }
 }

@@ -143,7 +143,8 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
                 let v = value()?;
                 let mut locks = Vec::new();
                 for name in v.split(',') {
-                    let lock = LockId::from_name(name).ok_or(format!("unknown lock {name:?} (exclusive, rw)"))?;
+                    let lock =
+                        LockId::from_name(name).ok_or(format!("unknown lock {name:?} (exclusive, rw, election)"))?;
                     if !locks.contains(&lock) {
                         locks.push(lock);
                     }
@@ -516,6 +517,7 @@ fn summarise(
         .iter()
         .map(|&l| match l {
             LockId::Exclusive => format!("exclusive {}", grants(record, l, None)),
+            LockId::Election => format!("election {} leaderships", grants(record, l, None)),
             LockId::Rw => format!(
                 "rw {}: {} as reader, {} as writer",
                 grants(record, l, None),
@@ -565,6 +567,7 @@ fn summarise(
             .iter()
             .map(|&l| match l {
                 LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Waiter, Some(l), None)),
+                LockId::Election => format!("election {}", deletes(record, Role::Waiter, Some(l), None)),
                 LockId::Rw => format!(
                     "rw {} waiting readers, {} waiting writers",
                     deletes(record, Role::Waiter, Some(l), Some(Mode::Read)),
@@ -577,6 +580,7 @@ fn summarise(
             .iter()
             .map(|&l| match l {
                 LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Holder, Some(l), None)),
+                LockId::Election => format!("election {}", deletes(record, Role::Holder, Some(l), None)),
                 LockId::Rw => format!(
                     "rw {} readers, {} writers",
                     deletes(record, Role::Holder, Some(l), Some(Mode::Read)),
@@ -771,7 +775,10 @@ mod tests {
         let s = parse_settings(&["--duration".into(), "90s".into(), "--min-faults".into(), "2".into()]).expect("valid");
         assert_eq!((s.duration, s.min_faults, s.processes), (Duration::from_secs(90), 2, 3));
         assert_eq!(s.locks, LockId::ALL.to_vec());
-        assert_eq!((s.lock_of(0), s.lock_of(1), s.lock_of(2)), (LockId::Exclusive, LockId::Rw, LockId::Exclusive));
+        assert_eq!(
+            (s.lock_of(0), s.lock_of(1), s.lock_of(2), s.lock_of(3)),
+            (LockId::Exclusive, LockId::Rw, LockId::Election, LockId::Exclusive)
+        );
         assert!(s.kinds.contains(&FaultKind::ThirdPartyDelete));
         let s = parse_settings(&["--locks".into(), "rw".into(), "--faults".into(), "third-party-delete".into()])
             .expect("valid");

@@ -66,7 +66,7 @@ pub fn targets(locks: &[LockId]) -> Vec<Target> {
     let mut out = Vec::new();
     for &lock in locks {
         match lock {
-            LockId::Exclusive => {
+            LockId::Exclusive | LockId::Election => {
                 out.extend([Target::Waiter(lock, None), Target::Holder(lock), Target::HolderAndWaiter(lock)])
             },
             LockId::Rw => out.extend([
@@ -98,6 +98,7 @@ pub fn pick_waiter(queue: &[Participant], kind: Option<NodeKind>) -> Option<(&Pa
 fn mode_of(lock: LockId, kind: NodeKind) -> Mode {
     match (lock, kind) {
         (LockId::Exclusive, _) => Mode::Exclusive,
+        (LockId::Election, _) => Mode::Leader,
         (LockId::Rw, NodeKind::Reader) => Mode::Read,
         (LockId::Rw, NodeKind::Writer) => Mode::Write,
     }
@@ -357,6 +358,7 @@ mod tests {
     fn the_rotation_takes_waiters_holders_and_both_on_every_lock() {
         let t = targets(&[LockId::Exclusive, LockId::Rw]);
         assert_eq!(t.len(), 7);
+        assert_eq!(targets(&[LockId::Election]).len(), 3);
         assert_eq!(
             targets(&[LockId::Exclusive]),
             vec![

@@ -112,6 +112,7 @@ fn contender(
         LockId::Rw => {
             client.read_lock(path).and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)]))
         },
+        LockId::Election => client.election(path, format!("contender {cid}")).map(|l| vec![(Mode::Leader, l)]),
     };
     let handles = match handles {
         Ok(h) => h,
