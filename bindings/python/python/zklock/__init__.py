@@ -396,20 +396,16 @@ class Lock:
         """``"exclusive"``, ``"read"``, ``"write"`` or ``"leader"``."""
         return self._native.mode
 
-    def __enter__(self: _LockT) -> _LockT:
-        """Acquires, waiting up to ``self.timeout``; raises LockTimeout."""
-        if not self.acquire(timeout=self.timeout):
-            raise LockTimeout("%s: not acquired within %s s" % (self.path, self.timeout), "TIMEOUT")
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        """Releases (raises LockLost if the lock was lost meanwhile)."""
-        self.release()
+    #: ``with lock:`` acquires, waiting up to ``self.timeout``, and raises
+    #: LockTimeout when the time runs out; the end of the block releases
+    #: (raising LockLost if the lock was lost meanwhile). Both are native
+    #: code, so no Python code runs between the grant and the block, nor
+    #: between leaving the block and the release: a Ctrl-C cannot leave the
+    #: lock held (one that lands during the grant gives it back and is
+    #: raised; a later one is raised inside the block, and the release
+    #: runs).
+    __enter__ = _zklock.WithBlock(False)
+    __exit__ = _zklock.WithBlock(True)
 
     # -- asyncio -------------------------------------------------------------
 

@@ -2,7 +2,17 @@
 
 from typing import Any, Callable, List, Optional, Tuple, Union, final
 
-__all__ = ["ERROR_CODES", "__version__", "Client", "Lock", "Call", "_shutdown", "_after_fork_in_child", "_wait_limit"]
+__all__ = [
+    "ERROR_CODES",
+    "__version__",
+    "Client",
+    "Lock",
+    "Call",
+    "WithBlock",
+    "_shutdown",
+    "_after_fork_in_child",
+    "_wait_limit",
+]
 
 __version__: str
 #: Every error kind name of the core, in code order (e.g. ``"TIMEOUT"``).
@@ -81,3 +91,10 @@ class Lock:
     def path(self) -> str: ...
     @property
     def mode(self) -> str: ...
+
+@final
+class WithBlock:
+    """``zklock.Lock.__enter__`` (``WithBlock(False)``) and ``__exit__``
+    (``WithBlock(True)``) in native code (see the ``zklock.Lock`` class)."""
+    def __new__(cls, exit: bool) -> "WithBlock": ...
+    def __get__(self, instance: Any, owner: Any = None, /) -> Callable[..., Any]: ...
