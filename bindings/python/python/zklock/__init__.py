@@ -215,7 +215,12 @@ class Lock:
         ran out (our node is deleted).
 
         Releases the GIL while waiting. In the main thread, Ctrl-C cancels
-        the wait (deleting our node) and raises KeyboardInterrupt.
+        the wait (deleting our node) and raises KeyboardInterrupt; one that
+        lands while the grant comes gives the lock back and is raised. As
+        with ``threading.Lock``, a Ctrl-C just after ``acquire()`` returned
+        True is raised before your next line runs, with the lock held: use
+        ``with lock:``, which cannot be interrupted between the grant and
+        its block, nor between the block and the release.
 
         Raises:
             Cancelled: :meth:`cancel` was called meanwhile.
