@@ -73,6 +73,13 @@ export interface AcquireOptions {
    */
   timeoutMs?: number
 }
+/** A member of `client.multiLock()`. */
+export interface MultiLockMember {
+  /** The lock path. */
+  path: string
+  /** `"EXCLUSIVE"` (the default), `"READ"` or `"WRITE"`. */
+  mode?: 'EXCLUSIVE' | 'READ' | 'WRITE'
+}
 /**
  * A connection (one ZooKeeper session) to an ensemble, the factory of locks.
  *
@@ -121,6 +128,15 @@ export declare class Client {
    * over 64 KiB or `__REVOKE__`, `CLOSED` after `close()`.
    */
   election(path: string, id: string | Buffer): Lock
+  /**
+   * A multi-lock over `members` (each a path and a mode, `"EXCLUSIVE"`
+   * by default): `acquire()` takes all of them or none, in one order
+   * (by path) so that two multi-locks sharing paths never deadlock,
+   * under one deadline and one `AbortSignal`. Throws `INVALID_ARGUMENT`
+   * for no member, a path named twice or an unknown mode,
+   * `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
+   */
+  multiLock(members: Array<MultiLockMember>): MultiLock
   /**
    * The leader of the election on `path` (its `data` is its id), or
    * `null` when nobody takes part. Rejects like `participants()`.
@@ -260,6 +276,56 @@ export declare class Guard {
    */
   onStateChange(callback: (state: LockState) => void): void
 }
+/**
+ * Several locks taken all or none (from `client.multiLock()`): each
+ * member is an ordinary lock on its path, taken one after another in one
+ * order (by path).
+ */
+export declare class MultiLock {
+  /** The member paths, in the order an acquire takes them. */
+  get paths(): Array<string>
+  /**
+   * Takes every member: resolves with one `MultiGuard`, or rejects with
+   * the first failing member's error (`TIMEOUT` when `timeoutMs`, which
+   * covers the whole set, runs out; `CANCELLED` when the `signal`
+   * aborts) after giving back every member taken so far.
+   */
+  acquire(options?: AcquireOptions): Promise<MultiGuard>
+  /**
+   * Tries each member once: resolves with a `MultiGuard`, or `null`
+   * (nothing held) when one of them is held by someone else.
+   */
+  tryAcquire(): Promise<MultiGuard | null>
+}
+/**
+ * Every member of a multi-lock held. Release it with `await
+ * guard.release()` (or `await using`); one that is garbage collected
+ * unreleased is released in the background.
+ */
+export declare class MultiGuard {
+  /**
+   * Throws unless every member is safely held now: the first failing
+   * member's error (`CONNECTION_LOSS`, `LOCK_LOST`, `NOT_HELD`,
+   * `CLOSED`), naming its path.
+   */
+  check(): void
+  /**
+   * `"RELEASED"` once released, `"LOST"` if any member is lost, else
+   * `"SUSPENDED"` if any is suspended, else `"HELD"`.
+   */
+  get state(): LockState
+  /** Each member's fencing token, in the order of `multiLock.paths`. */
+  get fencingTokens(): Array<bigint>
+  /** Each member's lock node, in the order of `multiLock.paths`. */
+  get nodePaths(): Array<string>
+  /**
+   * Releases every member; resolves with `"RELEASED"`, or `"PENDING"`
+   * when a delete could not be confirmed (retried in the background).
+   * Rejects with the first member's error (`LOCK_LOST` if it had been
+   * lost, `NOT_HELD` if already released) after releasing every member.
+   */
+  release(): Promise<'RELEASED' | 'PENDING'>
+}
 
 // ---- added by index.js (js-api.d.ts) ----
 /** The state of a held lock, as `guard.state` and state-change events give it. */
@@ -317,6 +383,16 @@ export interface Guard {
    * nothing if it was already released. Rejects with `LOCK_LOST` if the
    * lock had been lost.
    */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface MultiGuard {
+  /**
+   * As `Guard.signal`: aborted once any member is no longer safely held,
+   * with the `ZkLockError` that `check()` throws then (naming the member).
+   */
+  readonly signal: AbortSignal
+  /** Releases every member (for `await using`); nothing if already released. */
   [Symbol.asyncDispose](): Promise<void>
 }
 

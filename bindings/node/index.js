@@ -7,7 +7,7 @@
 
 const native = require('./native.js')
 
-const { Client, Lock, Guard } = native
+const { Client, Lock, Guard, MultiLock, MultiGuard } = native
 
 /** Every `code` a ZkLockError can have: the core's error kinds. */
 const ERROR_CODES = Object.freeze(native.errorCodes())
@@ -90,7 +90,7 @@ function wrap(cls, fn, what) {
   return wrapped
 }
 
-for (const cls of [Client, Lock, Guard]) {
+for (const cls of [Client, Lock, Guard, MultiLock, MultiGuard]) {
   const target = cls.prototype
   for (const key of Object.getOwnPropertyNames(target)) {
     if (key === 'constructor') continue
@@ -140,14 +140,25 @@ function isAbortSignal(s) {
   )
 }
 
-function abortedError(lock, signal) {
-  return new ZkLockError(`acquiring ${lock.path}: aborted`, 'CANCELLED', { cause: signal.reason })
+function abortedError(what, signal) {
+  return new ZkLockError(`acquiring ${what}: aborted`, 'CANCELLED', { cause: signal.reason })
 }
 
-const nativeAcquire = Lock.prototype.acquire
-Lock.prototype.acquire = function acquire(options) {
-  if (!(this instanceof Lock)) throw invalidThis('Lock.prototype.acquire', Lock, this)
-  if (options === undefined || options === null) return nativeAcquire.call(this)
+// acquire(options) with an AbortSignal, for Lock and MultiLock: `describe`
+// names what is acquired in the CANCELLED error.
+for (const [cls, describe] of [
+  [Lock, (l) => l.path],
+  [MultiLock, (m) => m.paths.join(', ')],
+]) {
+  const nativeAcquire = cls.prototype.acquire
+  cls.prototype.acquire = function acquire(options) {
+    if (!(this instanceof cls)) throw invalidThis(`${cls.name}.prototype.acquire`, cls, this)
+    return acquireWithSignal(this, nativeAcquire, options, describe)
+  }
+}
+
+function acquireWithSignal(self, nativeAcquire, options, describe) {
+  if (options === undefined || options === null) return nativeAcquire.call(self)
   if (typeof options !== 'object') {
     throw invalidArgType(`options must be an object, got ${typeof options}`)
   }
@@ -159,7 +170,7 @@ Lock.prototype.acquire = function acquire(options) {
     }
     nativeOptions.timeoutMs = timeoutMs
   }
-  if (signal === undefined || signal === null) return nativeAcquire.call(this, nativeOptions)
+  if (signal === undefined || signal === null) return nativeAcquire.call(self, nativeOptions)
   if (!isAbortSignal(signal)) throw invalidArgType('signal must be an AbortSignal')
   // This acquire's own cancel token: aborting cancels this call only, and
   // a token cancelled before the call starts still cancels it.
@@ -171,7 +182,7 @@ Lock.prototype.acquire = function acquire(options) {
   else signal.addEventListener('abort', onAbort, { once: true })
   let promise
   try {
-    promise = nativeAcquire.call(this, nativeOptions, token)
+    promise = nativeAcquire.call(self, nativeOptions, token)
   } catch (e) {
     signal.removeEventListener('abort', onAbort)
     throw e
@@ -183,64 +194,64 @@ Lock.prototype.acquire = function acquire(options) {
         // Granted while the abort was on its way: honour the abort (the
         // caller has moved on and would never release this guard).
         await guard.release().catch(() => {})
-        throw abortedError(this, signal)
+        throw abortedError(describe(self), signal)
       }
       return guard
     },
     (err) => {
       signal.removeEventListener('abort', onAbort)
       if (err instanceof ZkLockError && err.code === 'CANCELLED' && signal.aborted) {
-        throw abortedError(this, signal)
+        throw abortedError(describe(self), signal)
       }
       throw err
     },
   )
 }
 
-// --- guard.signal ------------------------------------------------------------
+// --- guard.signal, Symbol.asyncDispose (Guard and MultiGuard) ---------------
 
-const nativeOnLost = Guard.prototype._onLost
 const signals = new WeakMap()
-
-// The guard's "stop now" signal, made on first use (one per guard): the
-// core's Guard::lost fires it with check()'s error; it is aborted at once
-// if check() throws already.
-Object.defineProperty(Guard.prototype, 'signal', {
-  configurable: true,
-  get: function signal() {
-    if (!(this instanceof Guard)) throw invalidThis('Guard.prototype.signal', Guard, this)
-    let s = signals.get(this)
-    if (s === undefined) {
-      const controller = new AbortController()
-      nativeOnLost.call(this, (err) => controller.abort(convertError(err)))
-      try {
-        this.check()
-      } catch (e) {
-        controller.abort(e)
-      }
-      s = controller.signal
-      signals.set(this, s)
-    }
-    return s
-  },
-})
-
-// --- Symbol.asyncDispose, withLock ------------------------------------------
-
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 
-Object.defineProperty(Guard.prototype, asyncDispose, {
-  configurable: true,
-  writable: true,
-  value: async function dispose() {
-    if (this.state === 'RELEASED') return
-    try {
-      await this.release()
-    } catch (e) {
-      if (!(e instanceof ZkLockError && e.code === 'NOT_HELD')) throw e
-    }
-  },
-})
+for (const cls of [Guard, MultiGuard]) {
+  const nativeOnLost = cls.prototype._onLost
+  // The guard's "stop now" signal, made on first use (one per guard): the
+  // core's lost() fires it with check()'s error; it is aborted at once if
+  // check() throws already.
+  Object.defineProperty(cls.prototype, 'signal', {
+    configurable: true,
+    get: function signal() {
+      if (!(this instanceof cls)) throw invalidThis(`${cls.name}.prototype.signal`, cls, this)
+      let s = signals.get(this)
+      if (s === undefined) {
+        const controller = new AbortController()
+        nativeOnLost.call(this, (err) => controller.abort(convertError(err)))
+        try {
+          this.check()
+        } catch (e) {
+          controller.abort(e)
+        }
+        s = controller.signal
+        signals.set(this, s)
+      }
+      return s
+    },
+  })
+  Object.defineProperty(cls.prototype, asyncDispose, {
+    configurable: true,
+    writable: true,
+    value: async function dispose() {
+      if (this.state === 'RELEASED') return
+      try {
+        await this.release()
+      } catch (e) {
+        if (!(e instanceof ZkLockError && e.code === 'NOT_HELD')) throw e
+      }
+    },
+  })
+}
+
+// --- withLock, withLeadership ------------------------------------------------
 
 Client.prototype.withLock = async function withLock(path, fn, options) {
   if (!(this instanceof Client)) throw invalidThis('Client.prototype.withLock', Client, this)
@@ -272,6 +283,8 @@ module.exports = {
   Client,
   Lock,
   Guard,
+  MultiLock,
+  MultiGuard,
   ZkLockError,
   ERROR_CODES,
   errorCodes: native.errorCodes,

@@ -56,6 +56,16 @@ export interface Guard {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+export interface MultiGuard {
+  /**
+   * As `Guard.signal`: aborted once any member is no longer safely held,
+   * with the `ZkLockError` that `check()` throws then (naming the member).
+   */
+  readonly signal: AbortSignal
+  /** Releases every member (for `await using`); nothing if already released. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
 export declare namespace Client {
   /**
    * Connects to ZooKeeper and opens a session.

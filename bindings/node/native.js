@@ -310,10 +310,12 @@ if (!nativeBinding) {
   throw new Error(`Failed to load native binding`)
 }
 
-const { errorCodes, Client, _CancelToken, Lock, Guard } = nativeBinding
+const { errorCodes, Client, _CancelToken, Lock, Guard, MultiLock, MultiGuard } = nativeBinding
 
 module.exports.errorCodes = errorCodes
 module.exports.Client = Client
 module.exports._CancelToken = _CancelToken
 module.exports.Lock = Lock
 module.exports.Guard = Guard
+module.exports.MultiLock = MultiLock
+module.exports.MultiGuard = MultiGuard

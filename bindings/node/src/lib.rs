@@ -178,6 +178,20 @@ fn acquire_timeout(ms: Option<f64>) -> core::Result<Option<Duration>> {
     core::acquire_timeout_from_secs(ms_to_secs(ms)).map_err(|e| in_millis("timeoutMs", ms, e))
 }
 
+/// The core's options of one acquire (`lock.acquire()`,
+/// `multiLock.acquire()`): the timeout and the call's own cancel token.
+fn core_acquire_options(
+    options: Option<AcquireOptions>,
+    token: Option<ClassInstance<CancelToken>>,
+) -> core::Result<core::AcquireOptions> {
+    let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms))?;
+    let opts = core::AcquireOptions::new().timeout(timeout);
+    Ok(match token {
+        Some(t) => opts.cancel_token(t.token.clone()),
+        None => opts,
+    })
+}
+
 // ---------------------------------------------------------------------------
 // Client
 // ---------------------------------------------------------------------------
@@ -338,6 +352,32 @@ impl Client {
         };
         let lock = self.client.election(&path, id).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock { lock })
+    }
+
+    /// A multi-lock over `members` (each a path and a mode, `"EXCLUSIVE"`
+    /// by default): `acquire()` takes all of them or none, in one order
+    /// (by path) so that two multi-locks sharing paths never deadlock,
+    /// under one deadline and one `AbortSignal`. Throws `INVALID_ARGUMENT`
+    /// for no member, a path named twice or an unknown mode,
+    /// `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
+    #[napi(catch_unwind)]
+    pub fn multi_lock(&self, env: Env, members: Vec<MultiLockMember>) -> napi::Result<MultiLock> {
+        let mut list = Vec::with_capacity(members.len());
+        for m in &members {
+            let mode = match m.mode.as_deref() {
+                None | Some("EXCLUSIVE") => core::LockMode::Exclusive,
+                Some("READ") => core::LockMode::Read,
+                Some("WRITE") => core::LockMode::Write,
+                Some(other) => {
+                    let message =
+                        format!("multi-lock member {}: mode must be EXCLUSIVE, READ or WRITE, got {other:?}", m.path);
+                    return Err(zk_error(&env, &core::Error::new(core::ErrorKind::InvalidArgument, message)));
+                },
+            };
+            list.push((m.path.as_str(), mode));
+        }
+        let multi = self.client.multi_lock(&list).map_err(|e| zk_error(&env, &e))?;
+        Ok(MultiLock { multi })
     }
 
     /// The leader of the election on `path` (its `data` is its id), or
@@ -513,11 +553,7 @@ impl Lock {
         options: Option<AcquireOptions>,
         token: Option<ClassInstance<CancelToken>>,
     ) -> napi::Result<JsObject> {
-        let timeout = acquire_timeout(options.and_then(|o| o.timeout_ms)).map_err(|e| zk_error(&env, &e))?;
-        let mut opts = core::AcquireOptions::new().timeout(timeout);
-        if let Some(t) = token {
-            opts = opts.cancel_token(t.token.clone());
-        }
+        let opts = core_acquire_options(options, token).map_err(|e| zk_error(&env, &e))?;
         let acquire = self.lock.acquire_async(opts);
         promise(&env, "acquire", async move { acquire.await.map(Guard::new) })
     }
@@ -716,19 +752,141 @@ impl Guard {
     /// (index.js). Does not keep Node running.
     #[napi(js_name = "_onLost", skip_typescript, catch_unwind)]
     pub fn on_lost(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
-        let mut tsfn: ThreadsafeFunction<core::Error, ErrorStrategy::Fatal> =
-            callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::Error>| {
-                // A napi::Error made from a JS value converts back to that value.
-                let err = zk_error(&ctx.env, &ctx.value);
-                let value = unsafe {
-                    let raw = <napi::Error as ToNapiValue>::to_napi_value(ctx.env.raw(), err)?;
-                    <JsUnknown as napi::NapiValue>::from_raw_unchecked(ctx.env.raw(), raw)
-                };
-                Ok(vec![value])
-            })?;
-        tsfn.unref(&env)?;
-        let callback = JsCallback(Some(tsfn));
+        let callback = lost_callback(&env, callback)?;
         let lost = self.get().lost();
+        napi::bindgen_prelude::spawn(async move { callback.call(lost.await) });
+        Ok(())
+    }
+}
+
+/// A member of `client.multiLock()`.
+#[napi(object)]
+pub struct MultiLockMember {
+    /// The lock path.
+    pub path: String,
+    /// `"EXCLUSIVE"` (the default), `"READ"` or `"WRITE"`.
+    #[napi(ts_type = "'EXCLUSIVE' | 'READ' | 'WRITE'")]
+    pub mode: Option<String>,
+}
+
+/// Several locks taken all or none (from `client.multiLock()`): each
+/// member is an ordinary lock on its path, taken one after another in one
+/// order (by path).
+#[napi]
+pub struct MultiLock {
+    multi: core::MultiLock,
+}
+
+#[napi]
+impl MultiLock {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR`.
+    #[napi(constructor, skip_typescript, catch_unwind)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "MultiLock", "client.multiLock()"))
+    }
+
+    /// The member paths, in the order an acquire takes them.
+    #[napi(getter, catch_unwind)]
+    pub fn paths(&self) -> Vec<String> {
+        self.multi.locks().iter().map(|l| l.path().to_owned()).collect()
+    }
+
+    /// Takes every member: resolves with one `MultiGuard`, or rejects with
+    /// the first failing member's error (`TIMEOUT` when `timeoutMs`, which
+    /// covers the whole set, runs out; `CANCELLED` when the `signal`
+    /// aborts) after giving back every member taken so far.
+    #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<MultiGuard>", catch_unwind)]
+    pub fn acquire(
+        &self,
+        env: Env,
+        options: Option<AcquireOptions>,
+        token: Option<ClassInstance<CancelToken>>,
+    ) -> napi::Result<JsObject> {
+        let opts = core_acquire_options(options, token).map_err(|e| zk_error(&env, &e))?;
+        let acquire = self.multi.acquire_async(opts);
+        promise(&env, "acquire", async move { acquire.await.map(|guard| MultiGuard { guard }) })
+    }
+
+    /// Tries each member once: resolves with a `MultiGuard`, or `null`
+    /// (nothing held) when one of them is held by someone else.
+    #[napi(ts_return_type = "Promise<MultiGuard | null>", catch_unwind)]
+    pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
+        let attempt = self.multi.acquire_async(core::AcquireOptions::new().timeout(Some(Duration::ZERO)));
+        promise(&env, "tryAcquire", async move {
+            match attempt.await {
+                Ok(guard) => Ok(Some(MultiGuard { guard })),
+                Err(e) if e.kind() == core::ErrorKind::Timeout => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+/// Every member of a multi-lock held. Release it with `await
+/// guard.release()` (or `await using`); one that is garbage collected
+/// unreleased is released in the background.
+#[napi]
+pub struct MultiGuard {
+    guard: core::MultiGuard,
+}
+
+impl Drop for MultiGuard {
+    /// As `Guard`'s: starts the release in the background.
+    fn drop(&mut self) {
+        drop(self.guard.release_async());
+    }
+}
+
+#[napi]
+impl MultiGuard {
+    /// Not callable: throws `TypeError` `ERR_ILLEGAL_CONSTRUCTOR`.
+    #[napi(constructor, skip_typescript, catch_unwind)]
+    pub fn new_from_js(env: Env) -> napi::Result<Self> {
+        Err(illegal_constructor(&env, "MultiGuard", "multiLock.acquire()"))
+    }
+
+    /// Throws unless every member is safely held now: the first failing
+    /// member's error (`CONNECTION_LOSS`, `LOCK_LOST`, `NOT_HELD`,
+    /// `CLOSED`), naming its path.
+    #[napi(catch_unwind)]
+    pub fn check(&self, env: Env) -> napi::Result<()> {
+        self.guard.check().map_err(|e| zk_error(&env, &e))
+    }
+
+    /// `"RELEASED"` once released, `"LOST"` if any member is lost, else
+    /// `"SUSPENDED"` if any is suspended, else `"HELD"`.
+    #[napi(getter, ts_return_type = "LockState", catch_unwind)]
+    pub fn state(&self) -> String {
+        self.guard.state().name().to_owned()
+    }
+
+    /// Each member's fencing token, in the order of `multiLock.paths`.
+    #[napi(getter, catch_unwind)]
+    pub fn fencing_tokens(&self) -> Vec<BigInt> {
+        self.guard.guards().iter().map(|g| BigInt::from(g.fencing_token())).collect()
+    }
+
+    /// Each member's lock node, in the order of `multiLock.paths`.
+    #[napi(getter, catch_unwind)]
+    pub fn node_paths(&self) -> Vec<String> {
+        self.guard.guards().iter().map(core::Guard::node_path).collect()
+    }
+
+    /// Releases every member; resolves with `"RELEASED"`, or `"PENDING"`
+    /// when a delete could not be confirmed (retried in the background).
+    /// Rejects with the first member's error (`LOCK_LOST` if it had been
+    /// lost, `NOT_HELD` if already released) after releasing every member.
+    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
+    pub fn release(&self, env: Env) -> napi::Result<JsObject> {
+        let release = self.guard.release_async();
+        promise(&env, "release", async move { Ok(release.await?.name().to_owned()) })
+    }
+
+    /// As `Guard._onLost`, for any member (behind `multiGuard.signal`).
+    #[napi(js_name = "_onLost", skip_typescript, catch_unwind)]
+    pub fn on_lost(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
+        let callback = lost_callback(&env, callback)?;
+        let lost = self.guard.lost();
         napi::bindgen_prelude::spawn(async move { callback.call(lost.await) });
         Ok(())
     }
@@ -737,6 +895,23 @@ impl Guard {
 /// The work of `_panicForTest("promise")`.
 fn panic_in_promise() -> core::Result<()> {
     panic!("test panic in the work of a Promise")
+}
+
+/// `callback(error)` as an unreferenced [`JsCallback`] of core errors
+/// (behind `guard.signal` and `multiGuard.signal`).
+fn lost_callback(env: &Env, callback: JsFunction) -> napi::Result<JsCallback<core::Error>> {
+    let mut tsfn: ThreadsafeFunction<core::Error, ErrorStrategy::Fatal> =
+        callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::Error>| {
+            // A napi::Error made from a JS value converts back to that value.
+            let err = zk_error(&ctx.env, &ctx.value);
+            let value = unsafe {
+                let raw = <napi::Error as ToNapiValue>::to_napi_value(ctx.env.raw(), err)?;
+                <JsUnknown as napi::NapiValue>::from_raw_unchecked(ctx.env.raw(), raw)
+            };
+            Ok(vec![value])
+        })?;
+    tsfn.unref(env)?;
+    Ok(JsCallback(Some(tsfn)))
 }
 
 /// A JavaScript callback called from the core's threads (`T` is what it
