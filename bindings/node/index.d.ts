@@ -41,7 +41,10 @@ export interface Participant {
   name: string
   /** The sequence number the server appended. */
   sequence: number
-  /** `"READER"` or `"WRITER"`. */
+  /**
+   * `"READER"` or `"WRITER"` (exclusive locks, write sides and election
+   * participants are writers).
+   */
   kind: 'READER' | 'WRITER'
   /** Whether this participant holds the lock now. */
   holds: boolean

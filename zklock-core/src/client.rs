@@ -111,7 +111,8 @@ pub struct Participant {
     pub name: String,
     /// The sequence number the server appended.
     pub sequence: i64,
-    /// Reader or writer.
+    /// Reader or writer (exclusive locks, write sides and election
+    /// participants are writers: each excludes every other).
     pub kind: NodeKind,
     /// Whether this participant holds the lock now (by the ordering rule).
     pub holds: bool,

@@ -875,7 +875,11 @@ fn lead_runs_the_command_while_leading_and_rejoins_after_losing() {
     kill(a.pid(), libc::SIGTERM);
     let o = a.wait(20 * SEC);
     assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stderr.contains("rejoining"), "{o:?}");
+    assert!(o.stderr.contains("rejoining") && o.stderr.contains("leadership was lost"), "{o:?}");
+    assert!(!o.stderr.contains("exit status 70"), "lead does not exit 70 on a loss: {o:?}");
+    let o = zklock(&d, "bad-id", &["lead", "--hosts", &hosts, "--id", "__REVOKE__", "/cli/lead", "--", "true"]);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("--id"), "names the option given: {o:?}");
     wait_until("no participant left", 10 * SEC, || raw.children("/cli/lead").is_empty());
     let log = log();
     let mut lines: Vec<&str> = log.lines().map(str::trim).collect();

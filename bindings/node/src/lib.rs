@@ -422,7 +422,8 @@ pub struct Participant {
     pub name: String,
     /// The sequence number the server appended.
     pub sequence: i64,
-    /// `"READER"` or `"WRITER"`.
+    /// `"READER"` or `"WRITER"` (exclusive locks, write sides and election
+    /// participants are writers).
     #[napi(ts_type = "'READER' | 'WRITER'")]
     pub kind: String,
     /// Whether this participant holds the lock now.

@@ -42,7 +42,7 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
     };
     // Bad --data is a usage error before connecting, like every other input.
     if let Err(e) = options.validate() {
-        return crate::zk_error("bad --data", &e);
+        return crate::zk_error(if opts.rejoin { "bad --id (or --data)" } else { "bad --data" }, &e);
     }
 
     let (tx, rx) = mpsc::channel::<Event>();
@@ -312,11 +312,15 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
     };
     match after {
         Some(why) => {
-            note!(
-                "{why}the command {}; exit status {} (the lock was lost while the command ran)",
-                describe(status),
-                exit::LOST
-            );
+            if opts.rejoin {
+                note!("{why}the command {} (leadership was lost while it ran)", describe(status));
+            } else {
+                note!(
+                    "{why}the command {}; exit status {} (the lock was lost while the command ran)",
+                    describe(status),
+                    exit::LOST
+                );
+            }
             exit::LOST
         },
         None => status_code(status),
