@@ -293,6 +293,19 @@ typedef struct zklock_guard zklock_guard;
 typedef struct zklock_lock zklock_lock;
 
 /**
+ * Several locks taken all or none (from `zklock_multi_new`). Thread-safe;
+ * free with `zklock_multi_free`.
+ */
+typedef struct zklock_multi zklock_multi;
+
+/**
+ * Every member of a multi-lock held (from `zklock_multi_acquire`).
+ * Thread-safe; free with `zklock_multi_guard_free`, which releases every
+ * member still held.
+ */
+typedef struct zklock_multi_guard zklock_multi_guard;
+
+/**
  * A snapshot of the participants of a lock path, in queue order (holders
  * first), from `zklock_client_participants`. Immutable: may be read from
  * any thread. Every string and byte pointer it returns is owned by it and
@@ -899,6 +912,132 @@ bool zklock_lock_is_held(const struct zklock_lock *lock);
  * is using (no acquire in progress); it must not be used afterwards.
  */
 void zklock_lock_free(struct zklock_lock *lock);
+
+/**
+ * Makes a multi-lock over the `n` paths `paths[0..n]`, member `i` of mode
+ * `modes[i]` (a `zklock_mode` value; `modes` NULL: every member
+ * exclusive). An acquire takes the members one after another in one order
+ * (by path), so two multi-locks sharing paths never deadlock, under one
+ * deadline and one cancel token; if a member fails, the members taken so
+ * far are released. Does not talk to ZooKeeper. On success `*out`
+ * receives a new multi-lock that the caller frees with
+ * `zklock_multi_free`.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL argument (`paths`, a path,
+ * `client`, `out`), `n` = 0, a path named twice or a bad mode;
+ * `ZKLOCK_INVALID_PATH`; `ZKLOCK_CLOSED`.
+ *
+ * # Threads
+ * Any thread.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `paths` is NULL or points to `n`
+ * pointers, each NULL or NUL-terminated; `modes` is NULL or points to `n`
+ * values; `out` and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_multi_new(const struct zklock_client *client, const char *const *paths, const zklock_mode *modes, size_t n, struct zklock_multi **out, struct zklock_error **err);
+
+/**
+ * Takes every member of `multi`, waiting at most `timeout_ms` in total
+ * (< 0: no limit; 0: try each once). `cancel` (may be NULL) cancels this
+ * call only. On success `*out` receives a new multi-guard that the
+ * caller frees with `zklock_multi_guard_free`.
+ *
+ * # Errors
+ * The first failing member's error (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`,
+ * `ZKLOCK_CLOSED`, ...; the message names its path), after every member
+ * taken so far was released; `ZKLOCK_INVALID_ARGUMENT` for a NULL
+ * `multi` or `out`.
+ *
+ * # Threads
+ * Blocks the calling thread; do not call it from a state-change callback.
+ *
+ * # Safety
+ * `multi` is NULL or a live multi-lock; `cancel` is NULL or a live
+ * token; `out` and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_multi_acquire(const struct zklock_multi *multi, int64_t timeout_ms, const struct zklock_cancel *cancel, struct zklock_multi_guard **out, struct zklock_error **err);
+
+/**
+ * Frees a multi-lock (acquires in progress on it go on; their guards stay
+ * valid). `zklock_multi_free(NULL)` does nothing.
+ *
+ * # Safety
+ * `multi` is NULL or a multi-lock not yet freed.
+ */
+void zklock_multi_free(struct zklock_multi *multi);
+
+/**
+ * Succeeds while every member is safely held (see `zklock_guard_check`).
+ * Never blocks.
+ *
+ * # Errors
+ * The first failing member's error (`ZKLOCK_CONNECTION_LOSS`,
+ * `ZKLOCK_LOCK_LOST`, `ZKLOCK_NOT_HELD`, `ZKLOCK_CLOSED`; the message
+ * names its path); `ZKLOCK_INVALID_ARGUMENT` for NULL.
+ *
+ * # Safety
+ * `guard` is NULL or a live multi-guard; `err` is NULL or valid for
+ * writing a pointer.
+ */
+zklock_code zklock_multi_guard_check(const struct zklock_multi_guard *guard, struct zklock_error **err);
+
+/**
+ * The state of the set: `ZKLOCK_STATE_RELEASED` once released (and for
+ * NULL), `ZKLOCK_STATE_LOST` if any member is lost, else
+ * `ZKLOCK_STATE_SUSPENDED` if any is suspended, else `ZKLOCK_STATE_HELD`.
+ *
+ * # Safety
+ * `guard` is NULL or a live multi-guard.
+ */
+zklock_state zklock_multi_guard_state(const struct zklock_multi_guard *guard);
+
+/**
+ * The number of members (0 for NULL).
+ *
+ * # Safety
+ * `guard` is NULL or a live multi-guard.
+ */
+size_t zklock_multi_guard_len(const struct zklock_multi_guard *guard);
+
+/**
+ * The fencing token of member `i` (in path order, see
+ * `zklock_multi_new`); 0 for NULL or `i` out of range (never a valid
+ * token).
+ *
+ * # Safety
+ * `guard` is NULL or a live multi-guard.
+ */
+uint64_t zklock_multi_guard_fencing_token(const struct zklock_multi_guard *guard, size_t i);
+
+/**
+ * Releases every member (newest first, each to the end). `*pending` (if
+ * not NULL) is set to whether a delete could not be confirmed now (it is
+ * retried in the background). The multi-guard stays valid (to free).
+ *
+ * # Errors
+ * The first member's error (`ZKLOCK_LOCK_LOST` if it had been lost,
+ * `ZKLOCK_NOT_HELD` if already released), after every member was
+ * released; `ZKLOCK_INVALID_ARGUMENT` for NULL.
+ *
+ * # Threads
+ * Blocks the calling thread.
+ *
+ * # Safety
+ * `guard` is NULL or a live multi-guard; `pending` and `err` are NULL or
+ * valid for writing.
+ */
+zklock_code zklock_multi_guard_release(const struct zklock_multi_guard *guard, bool *pending, struct zklock_error **err);
+
+/**
+ * Frees a multi-guard, releasing every member still held (blocking for
+ * the deletes). `zklock_multi_guard_free(NULL)` does nothing.
+ *
+ * # Safety
+ * `guard` is NULL or a multi-guard not yet freed.
+ */
+void zklock_multi_guard_free(struct zklock_multi_guard *guard);
 
 /**
  * The number of participants (0 for NULL).

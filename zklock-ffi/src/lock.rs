@@ -91,16 +91,22 @@ unsafe fn new_lock(
             let client = arg_ref(client, f, "client")?;
             let path = arg_str(path, f, "path")?;
             let out = out_arg(out, f, "out")?;
-            let mode = match mode {
-                m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => LockMode::Exclusive,
-                m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => LockMode::Read,
-                m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => LockMode::Write,
-                m => return Err(invalid_arg(f, "mode", &format!("is not a zklock_mode ({m})"))),
-            };
+            let mode = mode_of(f, "mode", mode)?;
             let lock = client.inner.lock_with(path, mode, options)?;
             out.write(Box::into_raw(Box::new(zklock_lock { inner: lock })));
             Ok(())
         })
+    }
+}
+
+/// The lock mode a `zklock_mode` value given as argument `name` of `f`
+/// stands for.
+pub(crate) fn mode_of(f: &str, name: &str, mode: zklock_mode_arg) -> zklock_core::Result<LockMode> {
+    match mode {
+        m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => Ok(LockMode::Exclusive),
+        m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => Ok(LockMode::Read),
+        m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => Ok(LockMode::Write),
+        m => Err(invalid_arg(f, name, &format!("is not a zklock_mode ({m})"))),
     }
 }
 
@@ -311,7 +317,7 @@ unsafe fn acquire_blocking(
 ///
 /// # Safety
 /// `cancel` is NULL or a live token.
-unsafe fn call_options(timeout_ms: i64, cancel: *const zklock_cancel) -> AcquireOptions {
+pub(crate) unsafe fn call_options(timeout_ms: i64, cancel: *const zklock_cancel) -> AcquireOptions {
     let options = AcquireOptions::new().timeout(timeout_from_ms(timeout_ms));
     // SAFETY: caller's contract.
     match unsafe { cancel.as_ref() } {

@@ -576,6 +576,66 @@ static int test_election(void) {
     return 0;
 }
 
+/* Multi-locks: all or none under one deadline; the guard covers every
+ * member; bad members refused at once. */
+static int test_multi_lock(void) {
+    char a[128], b[128];
+    lock_path(a, sizeof a, "multi-a");
+    lock_path(b, sizeof b, "multi-b");
+    zklock_client *zk = NULL, *zk2 = NULL;
+    if (connect_default(&zk) || connect_default(&zk2)) return 1;
+    zklock_lock *other = NULL;
+    zklock_guard *held = NULL;
+    zklock_multi *multi = NULL, *bad = NULL;
+    zklock_multi_guard *mg = NULL;
+    const char *paths[] = {b, a};
+    const zklock_mode modes[] = {ZKLOCK_MODE_WRITE, ZKLOCK_MODE_EXCLUSIVE};
+    EXPECT(ZKLOCK_OK, zklock_multi_new(zk, paths, modes, 2, &multi, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_multi_new(zk, paths, modes, 0, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_multi_new(zk, NULL, modes, 2, &bad, &err));
+    const char *twice[] = {a, a};
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_multi_new(zk, twice, NULL, 2, &bad, &err));
+    const zklock_mode wrong[] = {ZKLOCK_MODE_READ, 42};
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_multi_new(zk, paths, wrong, 2, &bad, &err));
+    const char *relative[] = {a, "relative"};
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_multi_new(zk, relative, NULL, 2, &bad, &err));
+    CHECK(bad == NULL);
+
+    /* b is held elsewhere: nothing is taken. */
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk2, b, ZKLOCK_MODE_EXCLUSIVE, &other, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(other, 5000, &held, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_multi_acquire(multi, 300, NULL, &mg, &err));
+    CHECK(mg == NULL);
+    CHECK(participant_count(zk, a) == 0);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(held, NULL, &err));
+
+    EXPECT(ZKLOCK_OK, zklock_multi_acquire(multi, 5000, NULL, &mg, &err));
+    CHECK(zklock_multi_guard_len(mg) == 2);
+    CHECK(zklock_multi_guard_fencing_token(mg, 0) > 0 &&
+          zklock_multi_guard_fencing_token(mg, 1) > 0);
+    CHECK(zklock_multi_guard_fencing_token(mg, 2) == 0);
+    CHECK(zklock_multi_guard_state(mg) == ZKLOCK_STATE_HELD);
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_check(mg, &err));
+    CHECK(participant_count(zk, a) == 1 && participant_count(zk, b) == 1);
+    bool pending = true;
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_release(mg, &pending, &err));
+    CHECK(!pending);
+    CHECK(zklock_multi_guard_state(mg) == ZKLOCK_STATE_RELEASED);
+    EXPECT(ZKLOCK_NOT_HELD, zklock_multi_guard_check(mg, &err));
+    CHECK(participant_count(zk, a) == 0 && participant_count(zk, b) == 0);
+    CHECK(zklock_multi_guard_state(NULL) == ZKLOCK_STATE_RELEASED &&
+          zklock_multi_guard_len(NULL) == 0);
+    zklock_multi_guard_free(mg);
+    zklock_multi_guard_free(NULL);
+    zklock_multi_free(multi);
+    zklock_multi_free(NULL);
+    zklock_guard_free(held);
+    zklock_lock_free(other);
+    zklock_client_free(zk2);
+    zklock_client_free(zk);
+    return 0;
+}
+
 struct acquire_job {
     zklock_lock *lock;
     int64_t timeout_ms;
@@ -1650,6 +1710,7 @@ static const struct test TESTS[] = {
     {"lifecycle", test_lifecycle},
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
     {"election", test_election},
+    {"multi_lock", test_multi_lock},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
     {"cancel_one_blocking_call", test_cancel_one_blocking_call},
     {"acquire_async_and_per_call_cancel", test_acquire_async_and_per_call_cancel},
