@@ -52,8 +52,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, AcquireOptions, CancelToken, Client as CoreClient,
-    ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, PendingAcquire,
-    ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, MultiGuard,
+    MultiLock as CoreMultiLock, PendingAcquire, ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -492,6 +492,40 @@ impl Client {
     #[pyo3(signature = (path, identifier))]
     fn election(&self, path: &Bound<'_, PyAny>, identifier: &Bound<'_, PyAny>) -> PyResult<Lock> {
         self.lock_of(path, LockMode::Leader, Some(identifier), false)
+    }
+
+    /// A multi-lock over `members`, `(path, mode)` pairs with mode
+    /// `"exclusive"`, `"read"` or `"write"`: acquires take all or none, in
+    /// one order (by path). InvalidArgument for no member, a path named
+    /// twice or an unknown mode; InvalidPath; Closed.
+    fn multi_lock(&self, py: Python<'_>, members: Vec<(Bound<'_, PyAny>, String)>) -> PyResult<MultiLock> {
+        self.origin.check("client")?;
+        let mut owned = Vec::with_capacity(members.len());
+        for (path, mode) in &members {
+            let path = text("path", path, ErrorKind::InvalidPath)?;
+            let mode = match mode.as_str() {
+                "exclusive" => LockMode::Exclusive,
+                "read" => LockMode::Read,
+                "write" => LockMode::Write,
+                other => {
+                    return Err(py_err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                        "multi-lock member {path:?}: mode must be \"exclusive\", \"read\" or \"write\", not {other:?}"
+                    ),
+                    )))
+                },
+            };
+            owned.push((path, mode));
+        }
+        let list: Vec<(&str, LockMode)> = owned.iter().map(|(p, m)| (p.as_str(), *m)).collect();
+        let handle = self.inner.multi_lock(&list).map_err(|e| to_py_err(py, &e))?;
+        Ok(MultiLock {
+            client: Owned::new(self.inner.clone(), self.origin),
+            handle: Owned::new(handle, self.origin),
+            origin: self.origin,
+            guards: Mutex::default(),
+        })
     }
 
     /// A read/write pair on `path` whose sides know each other (downgrade
@@ -1048,6 +1082,197 @@ impl Drop for Lock {
 
 /// The native module. `ERROR_CODES` lists every error kind name of the core
 /// (the `.code` values of zklock's exceptions).
+/// A multi-lock (several locks taken all or none, see the core's
+/// `MultiLock`) and the guards of its acquires not yet released, newest
+/// last. Thread-safe; `release()` releases the newest acquire. Belongs to
+/// the process that made its client (see [`Origin`]).
+#[pyclass(frozen, module = "zklock._zklock")]
+struct MultiLock {
+    client: Owned<CoreClient>,
+    handle: Owned<CoreMultiLock>,
+    origin: Origin,
+    guards: Mutex<Vec<Arc<MultiGuard>>>,
+}
+
+impl MultiLock {
+    fn not_held(&self) -> PyErr {
+        let paths: Vec<&str> = self.handle.locks().iter().map(|l| l.path()).collect();
+        not_held(format!("multi-lock {} is not held by this object", paths.join(", ")))
+    }
+
+    /// The newest guard (NotHeld if none; Closed in a forked child).
+    fn top(&self) -> PyResult<Arc<MultiGuard>> {
+        self.origin.check("multi-lock")?;
+        locked(&self.guards).last().cloned().ok_or_else(|| self.not_held())
+    }
+
+    /// Takes the newest guard off the stack, for a release (Closed in a
+    /// forked child, where it is dropped without touching the parent's
+    /// nodes).
+    fn pop(&self) -> PyResult<Arc<MultiGuard>> {
+        let guard = locked(&self.guards).pop().ok_or_else(|| self.not_held())?;
+        if self.origin.forked() {
+            std::mem::forget(guard);
+            return Err(py_err(self.origin.inherited("multi-lock")));
+        }
+        Ok(guard)
+    }
+}
+
+#[pymethods]
+impl MultiLock {
+    /// Takes every member, as `Lock.acquire` takes one lock (`timeout`
+    /// covers the whole set): True, or False when the time ran out (nothing
+    /// is held then). Waits without the GIL; Ctrl-C cancels the wait (every
+    /// member taken is given back) and raises KeyboardInterrupt. Not from a
+    /// state-change callback (it waits for the client's event thread).
+    #[pyo3(signature = (blocking=true, timeout=None))]
+    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let (options, token) = Lock::call_options(blocking, timeout)?;
+        self.origin.check("multi-lock")?;
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.client
+            .spawn_then(self.handle.acquire_async(options), move |r| {
+                let _ = tx.send(r);
+            })
+            .map_err(|e| to_py_err(py, &e))?;
+        let result = wait_for_outcome(py, rx, move |rx| {
+            token.cancel();
+            if let Ok(Ok(guard)) = rx.recv() {
+                let _ = guard.release();
+            }
+        })?;
+        match result {
+            Ok(guard) => {
+                // As Lock.acquire: a Ctrl-C that came with the grant wins.
+                if let Err(signal) = py.check_signals() {
+                    py.detach(move || {
+                        let _ = guard.release();
+                    });
+                    return Err(signal);
+                }
+                locked(&self.guards).push(Arc::new(guard));
+                Ok(true)
+            },
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// Starts `acquire(blocking, timeout)` for asyncio, as
+    /// `Lock.acquire_start`.
+    #[pyo3(signature = (blocking, timeout, done))]
+    fn acquire_start(
+        slf: &Bound<'_, Self>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        done: Py<PyAny>,
+    ) -> PyResult<Call> {
+        let py = slf.py();
+        let (options, token) = Lock::call_options(blocking, timeout)?;
+        let this = slf.get();
+        this.origin.check("multi-lock")?;
+        let me: Py<MultiLock> = slf.clone().unbind();
+        this.client
+            .spawn_then(this.handle.acquire_async(options), move |out| {
+                let outcome = match out {
+                    Ok(guard) => {
+                        locked(&me.get().guards).push(Arc::new(guard));
+                        Ok(true)
+                    },
+                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+                    Err(e) => Err(e),
+                };
+                complete(done, move |py| match outcome {
+                    Ok(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
+                    Err(e) => Err(to_py_err(py, &e)),
+                });
+            })
+            .map_err(|e| to_py_err(py, &e))?;
+        Ok(Call { token })
+    }
+
+    /// Releases the newest acquire's members: True when done, False when a
+    /// delete goes on in the background. Raises NotHeld if nothing is held,
+    /// LockLost if a member had been lost, Closed in a forked child.
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        let guard = self.pop()?;
+        match py.detach(move || guard.release()) {
+            Ok(status) => Ok(status == ReleaseStatus::Released),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// Starts `release()` for asyncio, as `Lock.release_start`.
+    fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
+        let guard = self.pop()?;
+        self.client
+            .spawn_then(guard.release_async(), move |out| {
+                complete(done, move |py| match out {
+                    Ok(status) => {
+                        Ok((status == ReleaseStatus::Released).into_pyobject(py)?.to_owned().into_any().unbind())
+                    },
+                    Err(e) => Err(to_py_err(py, &e)),
+                })
+            })
+            .map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Raises unless every member of the newest acquire is safely held.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.top()?.check().map_err(|e| to_py_err(py, &e))
+    }
+
+    /// As `Lock.lost_start`, for any member of the newest acquire.
+    fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
+        let guard = self.top()?;
+        self.client
+            .spawn_then(guard.lost(), move |e| {
+                complete(done, move |py| Ok(to_py_err(py, &e).into_value(py).into_any()))
+            })
+            .map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Whether this object holds every member now (held or suspended).
+    #[getter]
+    fn held(&self) -> bool {
+        let top = locked(&self.guards).last().cloned();
+        !self.origin.forked()
+            && !self.client.is_closed()
+            && top.is_some_and(|g| matches!(g.state(), LockState::Held | LockState::Suspended))
+    }
+
+    /// The state of the newest acquire's set (see the core's
+    /// `MultiGuard::state`), `"RELEASED"` when nothing is held.
+    #[getter]
+    fn state(&self) -> &'static str {
+        let top = locked(&self.guards).last().cloned();
+        match top {
+            Some(_) if self.origin.forked() || self.client.is_closed() => "LOST",
+            Some(guard) => LockState::name(guard.state()),
+            None => "RELEASED",
+        }
+    }
+
+    /// How many acquires of this object are not yet released.
+    #[getter]
+    fn depth(&self) -> usize {
+        locked(&self.guards).len()
+    }
+
+    /// The newest acquire's fencing tokens, in the order of `paths`.
+    #[getter]
+    fn fencing_tokens(&self) -> PyResult<Vec<u64>> {
+        Ok(self.top()?.guards().iter().map(Guard::fencing_token).collect())
+    }
+
+    /// The member paths, in the order an acquire takes them.
+    #[getter]
+    fn paths(&self) -> Vec<String> {
+        self.handle.locks().iter().map(|l| l.path().to_owned()).collect()
+    }
+}
+
 /// `zklock.Lock.__enter__` and `__exit__`, in native code. A Python
 /// `__enter__` runs Python code between the grant and the `with` block,
 /// and a Python `__exit__` between entering it and the release: a Ctrl-C
@@ -1103,19 +1328,27 @@ impl BoundWithBlock {
     fn __call__(&self, py: Python<'_>, _exc_info: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let obj = self.obj.bind(py);
         let native = obj.getattr(pyo3::intern!(py, "_native"))?;
-        let lock = native.cast::<Lock>()?.get();
+        let (lock, multi) = (native.cast::<Lock>().ok(), native.cast::<MultiLock>().ok());
         if self.exit {
-            lock.release(py)?;
+            match (lock, multi) {
+                (Some(l), _) => l.get().release(py)?,
+                (_, Some(m)) => m.get().release(py)?,
+                _ => return Err(PyTypeError::new_err("not a zklock lock")),
+            };
             return Ok(py.None());
         }
         let timeout = obj.getattr(pyo3::intern!(py, "timeout"))?;
         let limit = (!timeout.is_none()).then_some(&timeout);
-        if lock.acquire(py, true, limit)? {
+        let (acquired, what) = match (lock, multi) {
+            (Some(l), _) => (l.get().acquire(py, true, limit)?, l.get().handle.path().to_owned()),
+            (_, Some(m)) => (m.get().acquire(py, true, limit)?, m.get().paths().join(", ")),
+            _ => return Err(PyTypeError::new_err("not a zklock lock")),
+        };
+        if acquired {
             return Ok(self.obj.clone_ref(py));
         }
         let shown = if timeout.is_none() { "None".to_owned() } else { timeout.str()?.to_string() };
-        let message = format!("{}: not acquired within {shown} s", lock.handle.path());
-        Err(to_py_err(py, &Error::new(ErrorKind::Timeout, message)))
+        Err(to_py_err(py, &Error::new(ErrorKind::Timeout, format!("{what}: not acquired within {shown} s"))))
     }
 }
 
@@ -1128,6 +1361,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Lock>()?;
     m.add_class::<Call>()?;
     m.add_class::<WithBlock>()?;
+    m.add_class::<MultiLock>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;

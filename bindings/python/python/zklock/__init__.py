@@ -81,6 +81,7 @@ from ._errors import error_class
 __all__ = [
     "Client",
     "Lock",
+    "MultiLock",
     "ReadWriteLock",
     "LockState",
     "Participant",
@@ -95,7 +96,7 @@ __version__: str = _zklock.__version__
 #: Every error code of the core, e.g. ``"TIMEOUT"`` (the ``.code`` values).
 ERROR_CODES: Tuple[str, ...] = _zklock.ERROR_CODES
 
-_LockT = TypeVar("_LockT", bound="Lock")
+_LockT = TypeVar("_LockT", bound="_Held")
 Identifier = Union[str, bytes, None]
 
 
@@ -171,7 +172,166 @@ def _completion(loop: asyncio.AbstractEventLoop) -> "Tuple[asyncio.Future[Any], 
     return fut, done
 
 
-class Lock:
+class _Held:
+    """What :class:`Lock` and :class:`MultiLock` share: the stop-now
+    signals, ``with``/``async with`` and the asyncio calls, over a native
+    object (``_native``) with the same methods."""
+
+    __slots__ = ()
+    _native: "Union[_zklock.Lock, _zklock.MultiLock]"
+    timeout: Optional[float]
+
+    def _what(self) -> str:
+        """What is locked, for messages."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raises unless held safely right now (see :meth:`Lock.check`)."""
+        self._native.check()
+
+    def lost_event(self) -> threading.Event:
+        """A ``threading.Event`` that is set once the newest acquire of this
+        object is no longer safely held: lost, suspended (connection
+        trouble), past its safety clock, released, or its client closed. The
+        core fires it no later than :meth:`check` starts to raise; the
+        client's event thread sets the Event a moment after (and it is set
+        at once if :meth:`check` already raises). Work done under the lock
+        can poll ``event.is_set()`` or wait on it as its "stop now" signal.
+        Each call makes a new Event; nothing waits on a thread of yours
+        meanwhile. The Event can be set while :meth:`check` passes again
+        later (a suspension that ended): stop all the same.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+        """
+        event = threading.Event()
+        self._native.lost_start(lambda ok, error: event.set())
+        if self._check_error() is not None:
+            event.set()  # already: no need to wait for the event thread
+        return event
+
+    def _check_error(self) -> Optional[ZkLockError]:
+        """What :meth:`check` raises now, or None."""
+        try:
+            self._native.check()
+        except ZkLockError as e:
+            return e
+        return None
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ZkLockError]:
+        """Waits until the newest acquire of this object is no longer safely
+        held (see :meth:`lost_event`), at most ``timeout`` seconds (None: no
+        limit; numbers as :meth:`acquire` takes them). Returns the exception
+        :meth:`check` raises then (:class:`LockLost`,
+        :class:`ConnectionLoss`, :class:`NotHeld` once released,
+        :class:`Closed`), or None if the time ran out first. In the main
+        thread, Ctrl-C interrupts the wait.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+            InvalidArgument, TypeError: a bad timeout.
+        """
+        limit = _wait_limit(True, timeout)
+        event = threading.Event()
+        errors: List[ZkLockError] = []
+
+        def done(ok: bool, error: ZkLockError) -> None:
+            errors.append(error)
+            event.set()
+
+        self._native.lost_start(done)
+        now = self._check_error()
+        if now is not None:
+            return now
+        event.wait(limit)
+        return errors[0] if errors else self._check_error()
+
+    #: ``with lock:`` acquires, waiting up to ``self.timeout``, and raises
+    #: LockTimeout when the time runs out; the end of the block releases
+    #: (raising LockLost if the lock was lost meanwhile). Both are native
+    #: code, so no Python code runs between the grant and the block, nor
+    #: between leaving the block and the release: a Ctrl-C cannot leave the
+    #: lock held (one that lands during the grant gives it back and is
+    #: raised; a later one is raised inside the block, and the release
+    #: runs).
+    __enter__ = _zklock.WithBlock(False)
+    __exit__ = _zklock.WithBlock(True)
+
+    # -- asyncio -------------------------------------------------------------
+
+    async def acquire_async(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """:meth:`acquire` for asyncio. Returns False on timeout. The wait
+        takes no thread: the core completes the awaited future from its
+        event thread, and the event loop keeps running.
+
+        Cancelling the awaiting task cancels this acquire only (other
+        acquires on the same object go on): our node is deleted (or the
+        lock, if it was granted in the race, released) before the
+        ``CancelledError`` propagates.
+        """
+        loop = asyncio.get_running_loop()
+        fut, done = _completion(loop)
+        call = self._native.acquire_start(blocking, timeout, done)
+        try:
+            return bool(await asyncio.shield(fut))
+        except asyncio.CancelledError as cancelled:
+            call.cancel()
+            while not fut.done():
+                try:
+                    await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    continue  # cleanup first; the task is cancelled anyway
+                except BaseException:  # noqa: BLE001 - Cancelled etc.: no lock
+                    break
+            if not fut.cancelled() and fut.exception() is None and fut.result():
+                await self.release_async()
+            raise cancelled
+
+    async def wait_lost_async(self) -> ZkLockError:
+        """:meth:`wait_lost` for asyncio, without a time limit (wrap it in
+        ``asyncio.wait_for`` or a ``TaskGroup`` next to the work): returns
+        the exception :meth:`check` raises once the newest acquire of this
+        object is no longer safely held. The wait takes no thread.
+        Cancelling the awaiting task stops nothing.
+
+        Raises:
+            NotHeld: this object does not hold the lock.
+            Closed: this object was inherited through ``fork()``.
+        """
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.lost_start(done)
+        now = self._check_error()
+        if now is not None:
+            return now
+        error: ZkLockError = await fut
+        return error
+
+    async def release_async(self) -> bool:
+        """:meth:`release` for asyncio: the delete is awaited without a
+        thread (completed from the client's event thread)."""
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.release_start(done)
+        return bool(await fut)
+
+    async def __aenter__(self: _LockT) -> _LockT:
+        """Acquires without blocking the loop, up to ``self.timeout``; raises LockTimeout."""
+        if not await self.acquire_async(timeout=self.timeout):
+            raise LockTimeout("%s: not acquired within %s s" % (self._what(), self.timeout), "TIMEOUT")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Releases without blocking the loop."""
+        await self.release_async()
+
+
+class Lock(_Held):
     """A lock handle on one path: exclusive, or the read or write side.
 
     Made by :meth:`Client.lock`, :meth:`Client.read_lock`,
@@ -194,6 +354,7 @@ class Lock:
     """
 
     __slots__ = ("_native", "timeout")
+    _native: _zklock.Lock
 
     def __init__(self, native: _zklock.Lock, timeout: Optional[float] = None) -> None:
         self._native = native
@@ -269,65 +430,6 @@ class Lock:
         """
         self._native.check()
 
-    def lost_event(self) -> threading.Event:
-        """A ``threading.Event`` that is set once the newest acquire of this
-        object is no longer safely held: lost, suspended (connection
-        trouble), past its safety clock, released, or its client closed. The
-        core fires it no later than :meth:`check` starts to raise; the
-        client's event thread sets the Event a moment after (and it is set
-        at once if :meth:`check` already raises). Work done under the lock
-        can poll ``event.is_set()`` or wait on it as its "stop now" signal.
-        Each call makes a new Event; nothing waits on a thread of yours
-        meanwhile. The Event can be set while :meth:`check` passes again
-        later (a suspension that ended): stop all the same.
-
-        Raises:
-            NotHeld: this object does not hold the lock.
-            Closed: this object was inherited through ``fork()``.
-        """
-        event = threading.Event()
-        self._native.lost_start(lambda ok, error: event.set())
-        if self._check_error() is not None:
-            event.set()  # already: no need to wait for the event thread
-        return event
-
-    def _check_error(self) -> Optional[ZkLockError]:
-        """What :meth:`check` raises now, or None."""
-        try:
-            self._native.check()
-        except ZkLockError as e:
-            return e
-        return None
-
-    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ZkLockError]:
-        """Waits until the newest acquire of this object is no longer safely
-        held (see :meth:`lost_event`), at most ``timeout`` seconds (None: no
-        limit; numbers as :meth:`acquire` takes them). Returns the exception
-        :meth:`check` raises then (:class:`LockLost`,
-        :class:`ConnectionLoss`, :class:`NotHeld` once released,
-        :class:`Closed`), or None if the time ran out first. In the main
-        thread, Ctrl-C interrupts the wait.
-
-        Raises:
-            NotHeld: this object does not hold the lock.
-            Closed: this object was inherited through ``fork()``.
-            InvalidArgument, TypeError: a bad timeout.
-        """
-        limit = _wait_limit(True, timeout)
-        event = threading.Event()
-        errors: List[ZkLockError] = []
-
-        def done(ok: bool, error: ZkLockError) -> None:
-            errors.append(error)
-            event.set()
-
-        self._native.lost_start(done)
-        now = self._check_error()
-        if now is not None:
-            return now
-        event.wait(limit)
-        return errors[0] if errors else self._check_error()
-
     def on_state_change(self, callback: Callable[[LockState], object]) -> None:
         """Calls ``callback(state)`` on every state change (HELD, SUSPENDED,
         LOST) of the current grant and of later grants of this object.
@@ -401,90 +503,95 @@ class Lock:
         """``"exclusive"``, ``"read"``, ``"write"`` or ``"leader"``."""
         return self._native.mode
 
-    #: ``with lock:`` acquires, waiting up to ``self.timeout``, and raises
-    #: LockTimeout when the time runs out; the end of the block releases
-    #: (raising LockLost if the lock was lost meanwhile). Both are native
-    #: code, so no Python code runs between the grant and the block, nor
-    #: between leaving the block and the release: a Ctrl-C cannot leave the
-    #: lock held (one that lands during the grant gives it back and is
-    #: raised; a later one is raised inside the block, and the release
-    #: runs).
-    __enter__ = _zklock.WithBlock(False)
-    __exit__ = _zklock.WithBlock(True)
-
-    # -- asyncio -------------------------------------------------------------
-
-    async def acquire_async(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """:meth:`acquire` for asyncio. Returns False on timeout. The wait
-        takes no thread: the core completes the awaited future from its
-        event thread, and the event loop keeps running.
-
-        Cancelling the awaiting task cancels this acquire only (other
-        acquires on the same object go on): our node is deleted (or the
-        lock, if it was granted in the race, released) before the
-        ``CancelledError`` propagates.
-        """
-        loop = asyncio.get_running_loop()
-        fut, done = _completion(loop)
-        call = self._native.acquire_start(blocking, timeout, done)
-        try:
-            return bool(await asyncio.shield(fut))
-        except asyncio.CancelledError as cancelled:
-            call.cancel()
-            while not fut.done():
-                try:
-                    await asyncio.shield(fut)
-                except asyncio.CancelledError:
-                    continue  # cleanup first; the task is cancelled anyway
-                except BaseException:  # noqa: BLE001 - Cancelled etc.: no lock
-                    break
-            if not fut.cancelled() and fut.exception() is None and fut.result():
-                await self.release_async()
-            raise cancelled
-
-    async def wait_lost_async(self) -> ZkLockError:
-        """:meth:`wait_lost` for asyncio, without a time limit (wrap it in
-        ``asyncio.wait_for`` or a ``TaskGroup`` next to the work): returns
-        the exception :meth:`check` raises once the newest acquire of this
-        object is no longer safely held. The wait takes no thread.
-        Cancelling the awaiting task stops nothing.
-
-        Raises:
-            NotHeld: this object does not hold the lock.
-            Closed: this object was inherited through ``fork()``.
-        """
-        fut, done = _completion(asyncio.get_running_loop())
-        self._native.lost_start(done)
-        now = self._check_error()
-        if now is not None:
-            return now
-        error: ZkLockError = await fut
-        return error
-
-    async def release_async(self) -> bool:
-        """:meth:`release` for asyncio: the delete is awaited without a
-        thread (completed from the client's event thread)."""
-        fut, done = _completion(asyncio.get_running_loop())
-        self._native.release_start(done)
-        return bool(await fut)
-
-    async def __aenter__(self: _LockT) -> _LockT:
-        """Acquires without blocking the loop, up to ``self.timeout``; raises LockTimeout."""
-        if not await self.acquire_async(timeout=self.timeout):
-            raise LockTimeout("%s: not acquired within %s s" % (self.path, self.timeout), "TIMEOUT")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        """Releases without blocking the loop."""
-        await self.release_async()
+    def _what(self) -> str:
+        return self.path
 
     def __repr__(self) -> str:
         return "<zklock.Lock %s %r %s>" % (self.mode, self.path, self.state.value)
+
+
+class MultiLock(_Held):
+    """Several locks (any mix of exclusive, read and write, on distinct
+    paths) taken all or none: made by :meth:`Client.multi_lock`.
+
+    An acquire takes the members one after another in one order (by path),
+    so two multi-locks that share paths never deadlock; ``timeout`` covers
+    the whole set, and if a member cannot be taken every member taken so far
+    is given back. Used like :class:`Lock`: ``with multi:``, ``async with
+    multi:``, ``acquire``/``release``, ``check()`` (raises once any member
+    is not safely held), :meth:`lost_event`, :meth:`wait_lost`. Each member
+    is an ordinary lock on its path. Thread-safe; ``release()`` releases the
+    newest acquire of the object.
+    """
+
+    __slots__ = ("_native", "timeout")
+    _native: _zklock.MultiLock
+
+    def __init__(self, native: _zklock.MultiLock, timeout: Optional[float] = None) -> None:
+        self._native = native
+        #: The wait limit of ``with``/``async with`` in seconds (None: no limit).
+        self.timeout = _wait_limit(True, timeout)
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Takes every member, as :meth:`Lock.acquire` takes one lock:
+        True, or False when the time ran out (nothing is held then). Do not
+        call it from a state-change callback (use ``Lock`` there).
+
+        Raises:
+            Cancelled, Closed, ConnectionLoss, ZooKeeperError: as
+                :meth:`Lock.acquire` (the message names the member).
+            InvalidArgument, TypeError: a bad timeout.
+        """
+        return self._native.acquire(blocking, timeout)
+
+    def release(self) -> bool:
+        """Releases every member of the newest acquire: True when done,
+        False when a delete goes on in the background.
+
+        Raises:
+            NotHeld: nothing is held by this object.
+            LockLost: a member had been lost (all are released all the same).
+            Closed: this object was inherited through ``fork()``.
+        """
+        return self._native.release()
+
+    def check(self) -> None:
+        """Raises unless every member is safely held right now (the error
+        of the first member that is not, naming its path)."""
+        self._native.check()
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds every member now (held or suspended)."""
+        return self._native.held
+
+    @property
+    def state(self) -> LockState:
+        """The set's state: LOST if a member is lost, else SUSPENDED if one
+        is suspended, else HELD; RELEASED when nothing is held."""
+        return LockState(self._native.state)
+
+    @property
+    def depth(self) -> int:
+        """How many acquires of this object are not yet released."""
+        return self._native.depth
+
+    @property
+    def fencing_tokens(self) -> List[int]:
+        """The newest acquire's fencing tokens, in the order of :attr:`paths`
+        (NotHeld if nothing is held)."""
+        return self._native.fencing_tokens
+
+    @property
+    def paths(self) -> List[str]:
+        """The member paths, in the order an acquire takes them."""
+        return self._native.paths
+
+    def _what(self) -> str:
+        return ", ".join(self.paths)
+
+    def __repr__(self) -> str:
+        return "<zklock.MultiLock %r %s>" % (self.paths, self.state.value)
 
 
 class ReadWriteLock:
@@ -628,6 +735,23 @@ class Client:
         """The leader of the election on ``path`` (its ``data`` is its id),
         or None when nobody takes part. Errors as :meth:`participants`."""
         return next((p for p in self.participants(path) if p.holds), None)
+
+    def multi_lock(self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None) -> MultiLock:
+        """A multi-lock over ``members``: paths (exclusive) or ``(path,
+        mode)`` pairs with mode ``"exclusive"``, ``"read"`` or ``"write"``,
+        taken all or none (see :class:`MultiLock`)::
+
+            with zk.multi_lock([("/accounts/a", "write"), ("/accounts/b", "write")]) as both:
+                transfer(both.fencing_tokens)
+
+        ``timeout`` bounds ``with``/``async with``. Does not touch ZooKeeper.
+
+        Raises InvalidArgument for no member, a path named twice or an
+        unknown mode, InvalidPath for a bad path, Closed after
+        :meth:`close` or in a forked child, TypeError for wrong types.
+        """
+        pairs = [(m, "exclusive") if isinstance(m, str) else m for m in members]
+        return MultiLock(self._native.multi_lock(pairs), timeout)
 
     def read_write_lock(
         self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False

@@ -1,0 +1,90 @@
+"""Multi-locks: all or none, one order (no deadlock), one deadline; the
+set's check(), signals and release."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+import zklock
+
+
+def test_overlapping_multi_locks_in_opposite_orders_never_deadlock(hosts: str, path: str) -> None:
+    a, b, c = path + "/a", path + "/b", path + "/c"
+    inside = []
+    errors = []
+
+    def contend(members: list) -> None:
+        try:
+            with zklock.Client(hosts) as zk:
+                multi = zk.multi_lock(members, timeout=20)
+                assert multi.paths == [a, b, c]
+                for _ in range(10):
+                    with multi:
+                        assert not inside, "two holders"
+                        inside.append(1)
+                        multi.check()
+                        time.sleep(0.002)
+                        inside.pop()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=contend, args=([a, (b, "exclusive"), c],)),
+        threading.Thread(target=contend, args=([c, b, (a, "exclusive")],)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+
+
+def test_all_or_none_and_the_sets_guard(client: zklock.Client, observer: zklock.Client, hosts: str, path: str) -> None:
+    x, y, z = path + "/x", path + "/y", path + "/z"
+    with zklock.Client(hosts) as other:
+        blocker = other.lock(z)
+        assert blocker.acquire(timeout=5)
+        multi = client.multi_lock([(z, "exclusive"), (x, "write"), (y, "read")])
+        assert multi.acquire(timeout=0.3) is False
+        assert observer.participants(x) == [] and observer.participants(y) == []
+        with pytest.raises(zklock.LockTimeout):
+            with zklock.Client(hosts).multi_lock([z], timeout=0.2):
+                pass
+        blocker.release()
+        with multi as held:
+            assert held is multi and multi.held and multi.state == zklock.LockState.HELD
+            assert len(multi.fencing_tokens) == 3
+            stop = multi.lost_event()
+            assert multi.wait_lost(0.1) is None
+        assert stop.wait(5)
+        assert not multi.held and multi.state == zklock.LockState.RELEASED
+        with pytest.raises(zklock.NotHeld):
+            multi.release()
+
+        async def main() -> None:
+            async with multi:
+                multi.check()
+                waiting = asyncio.ensure_future(multi.wait_lost_async())
+                await asyncio.sleep(0.1)
+                assert not waiting.done()
+            assert isinstance(await asyncio.wait_for(waiting, 10), zklock.NotHeld)
+
+        asyncio.run(main())
+        for p in (x, y, z):
+            assert observer.participants(p) == []
+
+
+def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> None:
+    with pytest.raises(zklock.InvalidArgument):
+        client.multi_lock([])
+    with pytest.raises(zklock.InvalidArgument):
+        client.multi_lock([path, (path, "read")])
+    with pytest.raises(zklock.InvalidArgument):
+        client.multi_lock([(path, "leader")])
+    with pytest.raises(zklock.InvalidPath):
+        client.multi_lock(["relative"])
+    with pytest.raises(TypeError):
+        client.multi_lock([5])  # type: ignore[list-item]
