@@ -4,10 +4,10 @@ use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 
-use zklock_core::{Guard, LockState, ReleaseStatus};
+use zklock_core::{Guard, LockState};
 
 use crate::error::{zklock_code, zklock_error};
-use crate::util::{arg_ref, call, guarded, null_arg, out_arg};
+use crate::util::{arg_ref, call, guarded, null_arg, out_arg, write_pending};
 
 /// What a holder knows about its lock.
 #[repr(i32)]
@@ -196,9 +196,7 @@ pub unsafe extern "C" fn zklock_guard_release(
         call(F, err, || {
             let guard = arg_ref(guard, F, "guard")?;
             let status = guard.inner.release()?;
-            if !pending.is_null() {
-                pending.write(status == ReleaseStatus::Pending);
-            }
+            write_pending(pending, status);
             Ok(())
         })
     }

@@ -3,14 +3,14 @@
 
 use std::ffi::c_char;
 
-use zklock_core::{LockMode, MultiGuard, MultiLock, ReleaseStatus};
+use zklock_core::{LockMode, MultiGuard, MultiLock};
 
 use crate::cancel::zklock_cancel;
 use crate::client::zklock_client;
 use crate::error::{zklock_code, zklock_error};
 use crate::guard::zklock_state;
 use crate::lock::{call_options, mode_of, zklock_mode_arg};
-use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg};
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg, write_pending};
 
 /// Several locks taken all or none (from `zklock_multi_new`). Thread-safe;
 /// free with `zklock_multi_free`.
@@ -219,9 +219,7 @@ pub unsafe extern "C" fn zklock_multi_guard_release(
         call(F, err, || {
             let guard = arg_ref(guard, F, "guard")?;
             let status = guard.inner.release()?;
-            if !pending.is_null() {
-                pending.write(status == ReleaseStatus::Pending);
-            }
+            write_pending(pending, status);
             Ok(())
         })
     }

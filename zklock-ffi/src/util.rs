@@ -108,6 +108,18 @@ pub(crate) fn timeout_from_ms(timeout_ms: i64) -> Option<Duration> {
     (timeout <= zklock_core::FOREVER).then_some(timeout)
 }
 
+/// Writes to `pending` (if not NULL) whether a release's delete is still
+/// to be confirmed.
+///
+/// # Safety
+/// `pending` is NULL or valid for writing.
+pub(crate) unsafe fn write_pending(pending: *mut bool, status: zklock_core::ReleaseStatus) {
+    if !pending.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { pending.write(status == zklock_core::ReleaseStatus::Pending) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

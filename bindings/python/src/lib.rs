@@ -776,6 +776,67 @@ fn complete(done: Py<PyAny>, outcome: impl FnOnce(Python<'_>) -> PyResult<Py<PyA
     });
 }
 
+/// The outcome of a blocking acquire (of a lock or a multi-lock): the
+/// guard is kept by `keep` and True returned; False on timeout. A Ctrl-C
+/// that came during the last slice of the wait, while the grant was on its
+/// way, would be raised by Python just after we return, with the lock held
+/// and no `with` block to release it (an outside tester got that in every
+/// round): the cancel wins (protocol section 4, rule 6): `release` gives
+/// the lock back (without the GIL) and the signal is raised here.
+fn blocking_outcome<G: Send>(
+    py: Python<'_>,
+    result: zklock_core::Result<G>,
+    release: impl FnOnce(G) + Send,
+    keep: impl FnOnce(G),
+) -> PyResult<bool> {
+    match result {
+        Ok(guard) => {
+            if let Err(signal) = py.check_signals() {
+                py.detach(move || release(guard));
+                return Err(signal);
+            }
+            keep(guard);
+            Ok(true)
+        },
+        Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+        Err(e) => Err(to_py_err(py, &e)),
+    }
+}
+
+/// Hands the outcome of an asyncio acquire to `done` (see
+/// [`complete`]): `(True, True)` once `keep` took the guard, `(True,
+/// False)` on timeout, `(False, exception)` otherwise.
+fn acquire_done<G>(out: zklock_core::Result<G>, keep: impl FnOnce(G), done: Py<PyAny>) {
+    let outcome = match out {
+        Ok(guard) => {
+            keep(guard);
+            Ok(true)
+        },
+        Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+        Err(e) => Err(e),
+    };
+    complete(done, move |py| match outcome {
+        Ok(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
+        Err(e) => Err(to_py_err(py, &e)),
+    });
+}
+
+/// Hands the outcome of an asyncio release to `done`: `(True, True)` when
+/// released, `(True, False)` when the delete goes on in the background,
+/// `(False, exception)` otherwise.
+fn release_done(out: zklock_core::Result<ReleaseStatus>, done: Py<PyAny>) {
+    complete(done, move |py| match out {
+        Ok(status) => Ok((status == ReleaseStatus::Released).into_pyobject(py)?.to_owned().into_any().unbind()),
+        Err(e) => Err(to_py_err(py, &e)),
+    })
+}
+
+/// Calls `done(True, exception)` with the exception of the error a
+/// `lost()` future gave.
+fn lost_done(e: Error, done: Py<PyAny>) {
+    complete(done, move |py| Ok(to_py_err(py, &e).into_value(py).into_any()))
+}
+
 #[pymethods]
 impl Lock {
     /// Acquires the lock like `threading.Lock.acquire`: `blocking=False`
@@ -799,26 +860,14 @@ impl Lock {
                 let _ = guard.release();
             }
         })?;
-        match result {
-            Ok(guard) => {
-                // A Ctrl-C that came during the last slice, while the grant
-                // was on its way, would be raised by Python just after we
-                // return, with the lock held and no `with` block to release
-                // it (an outside tester got that in every round). The
-                // cancel wins (protocol section 4, rule 6): give the lock
-                // back and raise it here.
-                if let Err(signal) = py.check_signals() {
-                    py.detach(move || {
-                        let _ = guard.release();
-                    });
-                    return Err(signal);
-                }
-                self.granted(guard);
-                Ok(true)
+        blocking_outcome(
+            py,
+            result,
+            |guard| {
+                let _ = guard.release();
             },
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-            Err(e) => Err(to_py_err(py, &e)),
-        }
+            |guard| self.granted(guard),
+        )
     }
 
     /// Starts `acquire(blocking, timeout)` for asyncio and returns at once
@@ -840,20 +889,7 @@ impl Lock {
         this.origin.check("lock")?;
         let lock: Py<Lock> = slf.clone().unbind();
         this.handle
-            .acquire_then(&options, move |out| {
-                let outcome = match out {
-                    Ok(guard) => {
-                        lock.get().granted(guard);
-                        Ok(true)
-                    },
-                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-                    Err(e) => Err(e),
-                };
-                complete(done, move |py| match outcome {
-                    Ok(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
-                    Err(e) => Err(to_py_err(py, &e)),
-                });
-            })
+            .acquire_then(&options, move |out| acquire_done(out, |guard| lock.get().granted(guard), done))
             .map_err(|e| to_py_err(py, &e))?;
         Ok(Call { token })
     }
@@ -880,11 +916,7 @@ impl Lock {
         let target: Py<Lock> = read.clone().unbind();
         self.client
             .spawn_then(write.downgrade_async(), move |out| {
-                let out = out.map(|guard| target.get().granted(guard));
-                complete(done, move |py| match out {
-                    Ok(()) => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
-                    Err(e) => Err(to_py_err(py, &e)),
-                })
+                acquire_done(out, |guard| target.get().granted(guard), done)
             })
             .map_err(|e| to_py_err(py, &e))
     }
@@ -897,16 +929,7 @@ impl Lock {
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
         let guard = self.pop_guard()?;
         let release = guard.release_async();
-        self.client
-            .spawn_then(release, move |out| {
-                complete(done, move |py| match out {
-                    Ok(status) => {
-                        Ok((status == ReleaseStatus::Released).into_pyobject(py)?.to_owned().into_any().unbind())
-                    },
-                    Err(e) => Err(to_py_err(py, &e)),
-                })
-            })
-            .map_err(|e| to_py_err(py, &e))
+        self.client.spawn_then(release, move |out| release_done(out, done)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Releases the newest guard of this object (the node is deleted with
@@ -961,11 +984,7 @@ impl Lock {
             .last()
             .cloned()
             .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
-        self.client
-            .spawn_then(guard.lost(), move |e| {
-                complete(done, move |py| Ok(to_py_err(py, &e).into_value(py).into_any()))
-            })
-            .map_err(|e| to_py_err(py, &e))
+        self.client.spawn_then(guard.lost(), move |e| lost_done(e, done)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Registers `callback(state: str)` for every state change (HELD,
@@ -1142,21 +1161,14 @@ impl MultiLock {
                 let _ = guard.release();
             }
         })?;
-        match result {
-            Ok(guard) => {
-                // As Lock.acquire: a Ctrl-C that came with the grant wins.
-                if let Err(signal) = py.check_signals() {
-                    py.detach(move || {
-                        let _ = guard.release();
-                    });
-                    return Err(signal);
-                }
-                locked(&self.guards).push(Arc::new(guard));
-                Ok(true)
+        blocking_outcome(
+            py,
+            result,
+            |guard| {
+                let _ = guard.release();
             },
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-            Err(e) => Err(to_py_err(py, &e)),
-        }
+            |guard| locked(&self.guards).push(Arc::new(guard)),
+        )
     }
 
     /// Starts `acquire(blocking, timeout)` for asyncio, as
@@ -1175,18 +1187,7 @@ impl MultiLock {
         let me: Py<MultiLock> = slf.clone().unbind();
         this.client
             .spawn_then(this.handle.acquire_async(options), move |out| {
-                let outcome = match out {
-                    Ok(guard) => {
-                        locked(&me.get().guards).push(Arc::new(guard));
-                        Ok(true)
-                    },
-                    Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-                    Err(e) => Err(e),
-                };
-                complete(done, move |py| match outcome {
-                    Ok(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
-                    Err(e) => Err(to_py_err(py, &e)),
-                });
+                acquire_done(out, |guard| locked(&me.get().guards).push(Arc::new(guard)), done)
             })
             .map_err(|e| to_py_err(py, &e))?;
         Ok(Call { token })
@@ -1206,16 +1207,7 @@ impl MultiLock {
     /// Starts `release()` for asyncio, as `Lock.release_start`.
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
         let guard = self.pop()?;
-        self.client
-            .spawn_then(guard.release_async(), move |out| {
-                complete(done, move |py| match out {
-                    Ok(status) => {
-                        Ok((status == ReleaseStatus::Released).into_pyobject(py)?.to_owned().into_any().unbind())
-                    },
-                    Err(e) => Err(to_py_err(py, &e)),
-                })
-            })
-            .map_err(|e| to_py_err(py, &e))
+        self.client.spawn_then(guard.release_async(), move |out| release_done(out, done)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Raises unless every member of the newest acquire is safely held.
@@ -1226,11 +1218,7 @@ impl MultiLock {
     /// As `Lock.lost_start`, for any member of the newest acquire.
     fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
         let guard = self.top()?;
-        self.client
-            .spawn_then(guard.lost(), move |e| {
-                complete(done, move |py| Ok(to_py_err(py, &e).into_value(py).into_any()))
-            })
-            .map_err(|e| to_py_err(py, &e))
+        self.client.spawn_then(guard.lost(), move |e| lost_done(e, done)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Whether this object holds every member now (held or suspended).
