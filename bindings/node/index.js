@@ -128,6 +128,16 @@ Guard.prototype.onStateChange = function onStateChange(callback) {
   return nativeOnStateChange.call(this, callback)
 }
 
+// A string id must be well-formed Unicode: napi would store a lone
+// surrogate as U+FFFD, so that distinct ids collapse (Python refuses it too).
+const nativeElection = Client.prototype.election
+Client.prototype.election = function election(path, id) {
+  if (typeof id === 'string' && !id.isWellFormed()) {
+    throw new ZkLockError('id is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
+  }
+  return nativeElection.call(this, path, id)
+}
+
 // --- AbortSignal ------------------------------------------------------------
 
 function isAbortSignal(s) {

@@ -84,6 +84,10 @@ test('bad ids and paths are refused at once', async () => {
     (e) => e instanceof ZkLockError && e.code === 'INVALID_PATH',
   )
   assert.throws(
+    () => c.election(p, 'a\udc00b'),
+    (e) => e instanceof ZkLockError && e.code === 'INVALID_ARGUMENT',
+  )
+  assert.throws(
     () => c.election(p, 5),
     (e) => e instanceof TypeError,
   )
