@@ -759,7 +759,7 @@ zklock_code zklock_lock_new_reentrant(const struct zklock_client *client, const 
  * election and returns once it leads: the guard is the leadership, with
  * states, `zklock_guard_check`, state callbacks and a fencing token as for
  * a lock; releasing it resigns. Lost leadership is not taken back by
- * itself: acquire again to rejoin. `zklock_participants` lists the
+ * itself: acquire again to rejoin. `zklock_client_participants` lists the
  * participants (each one's data is its id; the one that holds leads).
  * Free with `zklock_lock_free`.
  *

@@ -278,7 +278,10 @@ async function runHolding(guard, fn) {
     await guard.release().catch(() => {})
     throw e
   }
-  // LOCK_LOST rejects here: fn may have run without the lock.
+  // fn may have released the guard itself: nothing left to do.
+  if (guard.state === 'RELEASED') return result
+  // LOCK_LOST (CLOSED if the client was closed) rejects here: fn may have
+  // run without the lock.
   await guard.release()
   return result
 }

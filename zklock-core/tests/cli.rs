@@ -887,3 +887,27 @@ fn lead_runs_the_command_while_leading_and_rejoins_after_losing() {
     lines[1..3].sort_unstable();
     assert_eq!(lines, ["start a leader", "start b leader", "stop a", "stop b", "start a leader", "stop a"], "{log}");
 }
+
+/// A stop signal to `zklock lead` while leadership is being lost (the
+/// command still cleaning up after the lost signal) ends zklock: it does
+/// not stand again and start the command anew (an outside tester's find).
+#[test]
+fn lead_does_not_rejoin_after_a_stop_signal_during_a_loss() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let d = Dir::new("lead-stop");
+    // On TERM the command takes a second to clean up, then exits 0.
+    let script = r#"echo start >> "$D/log"; trap 'echo stopping >> "$D/log"; sleep 1; echo stopped >> "$D/log"; exit 0' TERM; while :; do sleep 0.05; done"#;
+    let r = spawn(&d, "lead", &["lead", "--hosts", &hosts, "/cli/lead-stop", "--", "sh", "-c", script], &[]);
+    wait_until("it leads", 20 * SEC, || d.read("log").contains("start"));
+    let node = raw.children("/cli/lead-stop").pop().expect("its node");
+    raw.delete(&format!("/cli/lead-stop/{node}"));
+    wait_until("the command got the lost signal", 20 * SEC, || d.read("log").contains("stopping"));
+    kill(r.pid(), libc::SIGTERM);
+    let o = r.wait(20 * SEC);
+    assert_eq!(o.code, 70, "{o:?}");
+    assert!(o.stderr.contains("not rejoining"), "{o:?}");
+    assert_eq!(d.read("log").matches("start").count(), 1, "the command ran once: {}", d.read("log"));
+    assert!(raw.children("/cli/lead-stop").is_empty(), "no node left");
+}

@@ -49,6 +49,12 @@ test('withLeadership runs fn while leading; its signal aborts when leadership is
     return 42
   })
   assert.equal(result, 42)
+  // fn may resign itself: its result still comes back.
+  const resigned = await c.withLeadership(p, 'me', async (guard) => {
+    await guard.release()
+    return 7
+  })
+  assert.equal(resigned, 7)
   assert.equal(await other.leader(p), null, 'resigned after fn')
   // Leadership lost while fn runs (our node deleted by a third party: here
   // a zklock lock handle cannot delete, so expire it by closing the client).

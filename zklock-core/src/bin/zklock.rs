@@ -19,7 +19,8 @@
 //! `LeaderLatch` compatible): the command runs while zklock leads; when
 //! leadership is lost the command is signalled as above and, once it has
 //! exited, zklock joins the election again (`--id` sets the participant
-//! id, by default `<hostname>/<pid>`).
+//! id, by default `<hostname>/<pid>`), unless zklock got SIGINT, SIGTERM
+//! or SIGHUP meanwhile.
 //!
 //! `zklock list` prints the participants of a lock in queue order, holders
 //! first (a table, or one JSON object with `--json`).
@@ -159,7 +160,8 @@ LEAD
   --lost-signal (then SIGKILL after --kill-after) and, once it has exited,
   zklock joins the election again and runs the command again when it leads
   again. When the command exits by itself, zklock resigns and exits with its
-  status. --timeout bounds each wait to lead.
+  status; after a signal to zklock (SIGINT, SIGTERM, SIGHUP) it does not
+  stand again (a loss meanwhile: exit 70). --timeout bounds each wait to lead.
   --id ID                  our participant id, stored in our node and shown by
                            `list` (default: \"<hostname>/<pid of zklock>\")
 

@@ -77,9 +77,15 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         },
     };
 
+    // A signal to zklock while the command runs: no rejoining after it.
+    let stopping = AtomicBool::new(false);
     let code = loop {
-        let code = hold_and_run(&opts, &client, options.clone(), &rx, &tx);
+        let code = hold_and_run(&opts, &client, options.clone(), &rx, &tx, &stopping);
         if !(opts.rejoin && code == exit::LOST) {
+            break code;
+        }
+        if stopping.load(Ordering::Acquire) {
+            note!("leadership of {} lost while stopping; not rejoining", opts.path);
             break code;
         }
         // `zklock lead`: the command has exited; stand again.
@@ -129,6 +135,7 @@ fn hold_and_run(
     options: LockOptions,
     rx: &Receiver<Event>,
     tx: &mpsc::Sender<Event>,
+    stopping: &AtomicBool,
 ) -> i32 {
     let lock = match client.lock_with(&opts.path, opts.mode, options) {
         Ok(l) => l,
@@ -169,7 +176,7 @@ fn hold_and_run(
             guard.session_id()
         );
     }
-    let code = supervise(opts, &guard, rx);
+    let code = supervise(opts, &guard, rx, stopping);
     match guard.release() {
         Ok(status) if opts.verbose => note!("released {} ({status:?})", guard.node_path()),
         Ok(_) => {},
@@ -228,7 +235,9 @@ fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_li
 }
 
 /// Spawns the command and follows it and the lock until the command exits.
-fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
+/// A SIGINT, SIGTERM or SIGHUP to zklock sets `stopping` (forwarded to the
+/// command unless the whole group got it).
+fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &AtomicBool) -> i32 {
     let program = &opts.command[0];
     let mut cmd = std::process::Command::new(program);
     cmd.args(&opts.command[1..])
@@ -283,7 +292,12 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>) -> i32 {
             },
         }
         match rx.recv_timeout(TICK) {
-            Ok(Event::Signal(r)) if !r.to_group => forward(&child, r.signal),
+            Ok(Event::Signal(r)) => {
+                stopping.store(true, Ordering::Release);
+                if !r.to_group {
+                    forward(&child, r.signal);
+                }
+            },
             Ok(_) | Err(RecvTimeoutError::Timeout) => {},
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(TICK),
         }
