@@ -416,9 +416,10 @@ export interface Client {
    * Acquires an exclusive lock on `path`, runs `fn(guard, signal)` and
    * releases the lock, also when `fn` throws. `signal` is `guard.signal`:
    * aborted when the lock is no longer safely held, so `fn` can stop.
-   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
-   * `LOCK_LOST` when the lock was lost while `fn` ran (so it may have run
-   * without the lock).
+   * Resolves with what `fn` returned (also when `fn` released the guard
+   * itself); rejects with `fn`'s error, or with `LOCK_LOST` (`CLOSED` if
+   * the client was closed) when the lock was lost while `fn` ran (so it
+   * may have run without the lock).
    */
   withLock<T>(
     path: string,
@@ -429,8 +430,9 @@ export interface Client {
    * Joins the leader election on `path` with the id `id`, waits until it
    * leads, runs `fn(guard, signal)` and resigns when `fn` ends (also when
    * it throws). `signal` aborts when leadership is lost, so `fn` can stop.
-   * Resolves with what `fn` returned; rejects with `fn`'s error, or with
-   * `LOCK_LOST` when leadership was lost while `fn` ran. To stand again
+   * Resolves with what `fn` returned (also when `fn` resigned itself);
+   * rejects with `fn`'s error, or with `LOCK_LOST` (`CLOSED` if the client
+   * was closed) when leadership was lost while `fn` ran. To stand again
    * after losing, call it again.
    */
   withLeadership<T>(
