@@ -12,7 +12,8 @@
  *   KIND          mutex (InterProcessMutex),
  *                 read | write (InterProcessReadWriteLock.readLock() / writeLock()),
  *                 latch (LeaderLatch with id PEER_ID: "acquire" is start() and
- *                 await() until leader, "release" is close())
+ *                 await() until leader, "release" is close()),
+ *                 multi (InterProcessMultiLock over LOCK_PATH/a and LOCK_PATH/b)
  *   ROUNDS        number of rounds, or the word "hold"
  *   CHECKER_PORT  TCP port of the test's checker on 127.0.0.1 (0: none, hold mode only)
  *   PEER_ID       name used in the checker's messages
@@ -38,12 +39,15 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -80,7 +84,7 @@ public final class CuratorPeer {
     }
 
     /** A Curator lock as a {@link Taken}. */
-    private static Taken ofLock(InterProcessMutex lock) {
+    private static Taken ofLock(InterProcessLock lock) {
         return new Taken() {
             @Override
             public boolean acquire(long seconds) throws Exception {
@@ -151,7 +155,7 @@ public final class CuratorPeer {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 6) {
-            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch ROUNDS|hold CHECKER_PORT PEER_ID", null);
+            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi ROUNDS|hold CHECKER_PORT PEER_ID", null);
         }
         String hosts = args[0];
         String path = args[1];
@@ -198,8 +202,11 @@ public final class CuratorPeer {
             case "latch":
                 lock = ofLatch(client, path, id);
                 break;
+            case "multi":
+                lock = ofLock(new InterProcessMultiLock(client, Arrays.asList(path + "/a", path + "/b")));
+                break;
             default:
-                fail(2, "unknown kind " + kind + " (mutex, read, write or latch)", null);
+                fail(2, "unknown kind " + kind + " (mutex, read, write, latch or multi)", null);
                 return;
         }
         Checker checker = port == 0 ? null : new Checker(port);

@@ -183,6 +183,9 @@ enum Kind {
     Write,
     /// Leadership: zklock `election`, Curator `LeaderLatch` (not kazoo).
     Latch,
+    /// Curator's `InterProcessMultiLock` over `PATH/a` and `PATH/b` (hold
+    /// mode only; zklock's side is a `MultiLock`, not a `Lock`).
+    Multi,
 }
 
 impl Kind {
@@ -193,6 +196,7 @@ impl Kind {
             Kind::Read => "read",
             Kind::Write => "write",
             Kind::Latch => "latch",
+            Kind::Multi => "multi",
         }
     }
 
@@ -212,6 +216,7 @@ impl Kind {
             Kind::Read => c.read_lock(path),
             Kind::Write => c.write_lock(path),
             Kind::Latch => c.election(path, "zklock"),
+            Kind::Multi => unreachable!("a multi-lock is not one Lock"),
         }
         .unwrap()
     }
@@ -661,6 +666,54 @@ fn curator_leader_latch_vs_zklock_election() {
     contend(Lib::Curator, "/interop/curator-latch", &[Kind::Latch; 4], &[Kind::Latch; 4]);
 }
 
+/// Curator's `InterProcessMultiLock` and zklock's multi-lock over the same
+/// two paths exclude each other both ways (each member is an ordinary mutex
+/// on its path; Curator takes them in the order given, sorted here as
+/// zklock sorts them).
+#[test]
+fn curator_multi_lock_vs_zklock_multi_lock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let path = "/interop/multi";
+    let (a, b) = (format!("{path}/a"), format!("{path}/b"));
+    let multi =
+        c.multi_lock(&[(&b, zklock_core::LockMode::Exclusive), (&a, zklock_core::LockMode::Exclusive)]).unwrap();
+
+    // Curator holds both: zklock's multi-lock gets neither.
+    let mut peer = Peer::spawn(Lib::Curator, &hosts, path, Kind::Multi, None, 0, "holder");
+    peer.expect_held(30 * SEC);
+    for p in [&a, &b] {
+        let seen = participants(&c, p);
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_peer_name(Lib::Curator, Kind::Multi, &seen[0].0);
+    }
+    assert!(multi.try_acquire().unwrap().is_none(), "zklock's multi-lock granted while Curator's holds");
+    let waiting = {
+        let multi = multi.clone();
+        std::thread::spawn(move || multi.acquire(Some(30 * SEC)))
+    };
+    std::thread::sleep(STILL_WAITING);
+    assert!(!waiting.is_finished(), "zklock's multi-lock granted while Curator's holds");
+    peer.send_line();
+    peer.expect("RELEASED", 10 * SEC);
+    let g = waiting.join().unwrap().unwrap_or_else(|e| panic!("zklock's multi-lock after Curator released: {e}"));
+    g.check().unwrap();
+    peer.expect_success(10 * SEC);
+    drop(peer);
+
+    // zklock holds both: Curator's multi-lock waits until zklock releases.
+    let mut peer = Peer::spawn(Lib::Curator, &hosts, path, Kind::Multi, None, 0, "waiter");
+    peer.expect("READY", 30 * SEC);
+    peer.quiet_for(STILL_WAITING, "it must wait while zklock holds both");
+    g.release().unwrap();
+    peer.expect("HELD", 10 * SEC);
+    assert!(multi.try_acquire().unwrap().is_none(), "zklock's multi-lock granted again while Curator's holds");
+    peer.send_line();
+    peer.expect("RELEASED", 10 * SEC);
+    peer.expect_success(10 * SEC);
+}
+
 #[test]
 fn kazoo_lock_vs_zklock_exclusive() {
     contend(Lib::Kazoo, "/interop/kazoo-lock", &[Kind::Mutex; 4], &[Kind::Mutex; 4]);
@@ -690,7 +743,8 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
         (Lib::Curator, Kind::Read) => "-__READ__",
         (Lib::Curator, Kind::Write) => "-__WRIT__",
         (Lib::Curator, Kind::Latch) => "-latch-",
-        (Lib::Kazoo, Kind::Latch) => unreachable!("kazoo has no LeaderLatch"),
+        (Lib::Curator, Kind::Multi) => "-lock-",
+        (Lib::Kazoo, Kind::Latch | Kind::Multi) => unreachable!("not a kazoo peer kind"),
         (Lib::Kazoo, Kind::Mutex | Kind::Write) => "__lock__",
         (Lib::Kazoo, Kind::Read) => "__rlock__",
     };
