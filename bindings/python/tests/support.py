@@ -18,6 +18,20 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "
         time.sleep(0.02)
 
 
+def delete_as_third_party(hosts: str, node: str) -> None:
+    """Deletes ``node`` through a session of another library (kazoo 2.11.0,
+    pinned in the test venv): a third party's delete."""
+    import kazoo.client as kazoo_client  # noqa: PLC0415 - not needed by process children
+
+    kz = kazoo_client.KazooClient(hosts=hosts, timeout=10.0)
+    kz.start(timeout=20)
+    try:
+        kz.delete(node)
+    finally:
+        kz.stop()
+        kz.close()
+
+
 def process_contender(hosts: str, path: str, marker: str, rounds: int, worker: int) -> Tuple[int, List[int], List[str]]:
     """Body of one contending process: ``rounds`` turns on the lock.
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import kazoo.client as kazoo_client  # kazoo 2.11.0, pinned in the test venv
 import pytest
 import zklock
-from support import wait_for
+from support import delete_as_third_party, wait_for
 
 
 def test_one_leader_at_a_time_in_join_order(client: zklock.Client, hosts: str, path: str) -> None:
@@ -49,13 +48,7 @@ def test_a_leader_whose_node_is_deleted_is_told_and_the_next_leads(
         leading = client.election(path, "a")
         assert leading.acquire(timeout=5)
         stop = leading.lost_event()
-        kz = kazoo_client.KazooClient(hosts=hosts, timeout=10.0)
-        kz.start(timeout=20)
-        try:
-            kz.delete(leading.node_path)
-        finally:
-            kz.stop()
-            kz.close()
+        delete_as_third_party(hosts, leading.node_path)
         assert stop.wait(10), "the lost leader was not told"
         with pytest.raises(zklock.LockLost):
             leading.check()

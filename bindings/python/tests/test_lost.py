@@ -7,9 +7,9 @@ import asyncio
 import threading
 import time
 
-import kazoo.client as kazoo_client  # kazoo 2.11.0, pinned in the test venv
 import pytest
 import zklock
+from support import delete_as_third_party
 
 
 def test_wait_lost_returns_none_while_held_and_not_held_after_release(client: zklock.Client, path: str) -> None:
@@ -67,13 +67,7 @@ def test_the_event_is_set_by_the_time_check_raises(client: zklock.Client, hosts:
     assert lock.acquire(timeout=5)
     event = lock.lost_event()
     # A third party (kazoo) deletes our node: the lock is LOST.
-    kz = kazoo_client.KazooClient(hosts=hosts, timeout=10.0)
-    kz.start(timeout=20)
-    try:
-        kz.delete(lock.node_path)
-    finally:
-        kz.stop()
-        kz.close()
+    delete_as_third_party(hosts, lock.node_path)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
