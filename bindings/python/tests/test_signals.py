@@ -149,9 +149,11 @@ WITH_CHILD = textwrap.dedent(
     def report():
         mine = [p for p in zk.participants(path) if p.session_id == zk.session_id]
         return "KI held=%s nodes=%d" % (lock.held, len(mine))
-    print("READY", flush=True)
     while True:
         try:
+            # READY inside the try: the Ctrl-C that follows it may be
+            # raised as soon as print() returns.
+            print("READY", flush=True)
             while True:
                 with lock:
                     pass
@@ -160,7 +162,6 @@ WITH_CHILD = textwrap.dedent(
         print(report(), flush=True)
         if sys.stdin.readline().strip() != "go":
             break
-        print("READY", flush=True)
     zk.close()
     """
 )
