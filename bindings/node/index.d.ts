@@ -415,7 +415,9 @@ export interface Client {
   /**
    * Acquires an exclusive lock on `path`, runs `fn(guard, signal)` and
    * releases the lock, also when `fn` throws. `signal` is `guard.signal`:
-   * aborted when the lock is no longer safely held, so `fn` can stop.
+   * aborted when the lock is no longer safely held, so `fn` can stop. It is
+   * made (a watcher per call) only when `fn` declares a second parameter;
+   * otherwise it is `undefined` and `guard.signal` gives it on demand.
    * Resolves with what `fn` returned (also when `fn` released the guard
    * itself); rejects with `fn`'s error, or with `LOCK_LOST` (`CLOSED` if
    * the client was closed) when the lock was lost while `fn` ran (so it
@@ -429,7 +431,8 @@ export interface Client {
   /**
    * Joins the leader election on `path` with the id `id`, waits until it
    * leads, runs `fn(guard, signal)` and resigns when `fn` ends (also when
-   * it throws). `signal` aborts when leadership is lost, so `fn` can stop.
+   * it throws). `signal` aborts when leadership is lost, so `fn` can stop
+   * (made only when `fn` declares a second parameter, as for `withLock`).
    * Resolves with what `fn` returned (also when `fn` resigned itself);
    * rejects with `fn`'s error, or with `LOCK_LOST` (`CLOSED` if the client
    * was closed) when leadership was lost while `fn` ran. To stand again

@@ -100,6 +100,11 @@ test('guard.signal aborts NOT_HELD on release, at once for a guard already relea
     assert.equal(s.aborted, false)
   })
   await waitFor(() => seen.aborted, 5000, 'the signal aborted after withLock released')
+  // A fn that declares no second parameter gets no signal made for it.
+  await c.withLock(p, async (g, ...rest) => {
+    assert.equal(rest[0], undefined)
+    assert.ok(g.signal instanceof AbortSignal, 'guard.signal on demand')
+  })
   assert.throws(
     () => Object.getOwnPropertyDescriptor(Object.getPrototypeOf(guard), 'signal').get.call({}),
     (e) => e.code === 'ERR_INVALID_THIS',
