@@ -23,7 +23,7 @@ const SEC: Duration = Duration::from_secs(1);
 /// the waiter (queued again with a new node, at once if its watch on its own
 /// node reports the delete, else when the holder goes) are granted one at a
 /// time, each on a node ZooKeeper says its session owns (protocol section
-/// 4, grant rule). Before the fix, the list-free handoff granted the waiter
+/// 4, grant rule). Before the fix, the handoff without a list granted the waiter
 /// on its deleted node while the later client held the lock: two holders.
 #[test]
 fn a_waiter_is_never_granted_on_its_deleted_node() {
@@ -250,13 +250,13 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
 }
 
-/// The list-free handoff grants a sole waiter on its blocker's delete
-/// notification when the waiter's watch on its own node has not fired
-/// (protocol section 4). Here both notifications are waiting at once: the
-/// `zklock` command stalls (fault point) right after setting its watches,
-/// and meanwhile a third party deletes its node and the holder releases.
-/// The command must see that its own watch fired first and queue again, not
-/// run its command while the client that took the lock meanwhile holds it.
+/// A sole waiter whose blocker's delete notification comes is granted only
+/// once a read of its own node, sent then, shows it ours (protocol section
+/// 4). Here both notifications are waiting at once: the `zklock` command
+/// stalls (fault point) right after setting its watches, and meanwhile a
+/// third party deletes its node and the holder releases. The command must
+/// queue again, not run its command while the client that took the lock
+/// meanwhile holds it.
 #[test]
 fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
     let zk = server();
