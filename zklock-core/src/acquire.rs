@@ -53,6 +53,12 @@ pub(crate) struct Ctx {
     /// The handle's guess of the sequence our next node will get (see
     /// [`SeqHint`]).
     pub(crate) seq_hint: Arc<SeqHint>,
+    /// How many contenders hold at once: 1 for a lock, a semaphore's
+    /// permits.
+    pub(crate) permits: usize,
+    /// For a serialised kind (see `driver::Layout`): the path of the mutex
+    /// taken while our node is created and waits.
+    pub(crate) mutex: Option<String>,
 }
 
 /// A handle's guess of the sequence number of its next node, so that the
@@ -88,6 +94,26 @@ impl SeqHint {
 }
 
 impl Ctx {
+    /// The acquire of the mutex that serialises this call's kind: an
+    /// exclusive lock on `path` under this call's deadline and cancels.
+    fn for_mutex(&self, path: String) -> Ctx {
+        Ctx {
+            shared: self.shared.clone(),
+            path,
+            mode: LockMode::Exclusive,
+            data: Vec::new(),
+            deadline: self.deadline,
+            try_once: self.try_once,
+            downgrade: None,
+            cancel: self.cancel.clone(),
+            epoch: self.epoch,
+            call: self.call.clone(),
+            seq_hint: Arc::default(),
+            permits: 1,
+            mutex: None,
+        }
+    }
+
     pub(crate) fn interrupted(&self) -> Result<()> {
         if self.shared.is_closed() {
             return Err(Error::closed());
@@ -480,7 +506,7 @@ impl Attempt {
             if fresh {
                 own = look.own;
             }
-            match names::decide(ctx.mode, &look.children, &name) {
+            match names::decide_with_permits(ctx.mode, ctx.permits, &look.children, &name) {
                 Decision::Gone => {
                     log::info!("zklock: our node {own_path} is gone; queueing again");
                     self.node = None;
@@ -509,12 +535,72 @@ impl Attempt {
                         return Ok(h);
                     }
                 },
+                Decision::WaitOnChildren => {
+                    if ctx.try_once {
+                        return Err(Step::Fail(held_by_others(ctx)));
+                    }
+                    // List again with a watch on the children (and a read
+                    // of our node behind it when we have no good watch on
+                    // it): any change to the queue wakes us to look again.
+                    own = own.and_then(OwnWatch::intact);
+                    let states = self.session.watch_from_now();
+                    let list = zk.list_and_watch_children(&ctx.path);
+                    let read_own = own.is_none().then(|| zk.get_and_watch_data(&own_path));
+                    let (children, watcher) = match ctx.op(list).await? {
+                        Ok((children, watcher)) => (children, Some(watcher)),
+                        Err(zk::Error::NoNode) => (Vec::new(), None),
+                        Err(e) if outcome_unknown(&e) => {
+                            ctx.reconnected(&self.session).await?;
+                            continue;
+                        },
+                        Err(e) => return Err(Ctx::zk_failure("watching the queue", e)),
+                    };
+                    let fresh = match read_own {
+                        Some(read) => match self.read_own(ctx, &own_path, read, states).await? {
+                            Some(w) => Some(w),
+                            None => continue,
+                        },
+                        None => None,
+                    };
+                    let blocked =
+                        names::decide_with_permits(ctx.mode, ctx.permits, &children, &name) == Decision::WaitOnChildren;
+                    let Some(watcher) = watcher.filter(|_| blocked) else {
+                        // Not blocked any more (or gone): decide on this
+                        // list, with the read sent behind it as its proof.
+                        known = Some(Look { children, proof: None, own: fresh });
+                        continue;
+                    };
+                    if fresh.is_some() {
+                        own = fresh;
+                    }
+                    crate::fault::stall(crate::fault::BEFORE_WAITING);
+                    let own_event = async {
+                        match own.as_mut() {
+                            Some(w) => w.event.as_mut().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    let woken = ctx
+                        .race(async {
+                            tokio::select! {
+                                biased;
+                                ev = own_event => Err(ev),
+                                ev = watcher.changed() => Ok(ev),
+                            }
+                        })
+                        .await?;
+                    if let Err(ev) = woken {
+                        own = None;
+                        if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                            return Err(Step::Restart);
+                        }
+                    }
+                    // Look at the queue again (the list decides; no
+                    // notification is a grant).
+                },
                 Decision::WaitOn(blocker) => {
                     if ctx.try_once {
-                        return Err(Step::Fail(Error::new(
-                            ErrorKind::Timeout,
-                            format!("acquire {}: the lock is held by another participant", ctx.path),
-                        )));
+                        return Err(Step::Fail(held_by_others(ctx)));
                     }
                     let path = format!("{}/{blocker}", ctx.path);
                     let sole = names::held_once_gone(ctx.mode, &look.children, &name);
@@ -735,26 +821,58 @@ impl Attempt {
     }
 }
 
+/// A try-once acquire's `Timeout`: held by others now.
+fn held_by_others(ctx: &Ctx) -> Error {
+    Error::new(ErrorKind::Timeout, format!("acquire {}: the lock is held by another participant", ctx.path))
+}
+
 /// The whole acquire (section 4): attempts until held, failed or cancelled.
+/// A serialised kind (a semaphore) takes its mutex before each attempt and
+/// releases it after, whatever the outcome (protocol section 8c).
 pub(crate) async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
     loop {
-        ctx.interrupted()?;
-        let session = ctx.race(ctx.shared.session(ctx.deadline)).await??;
-        let uuid = uuid::Uuid::new_v4();
-        let mut attempt = Attempt {
-            session,
-            name_prefix: names::node_name_prefix(ctx.mode, &uuid),
-            protected: names::protected_prefix(&uuid),
-            node: None,
-            unknown_create: false,
+        let mutex = match &ctx.mutex {
+            Some(path) => Some(Box::pin(acquire(ctx.for_mutex(path.clone()))).await?),
+            None => None,
         };
-        match attempt.run(&ctx).await {
-            Ok(holding) => return Ok(holding),
-            Err(Step::Restart) => attempt.cleanup(&ctx).await,
-            Err(Step::Fail(e)) => {
-                attempt.cleanup(&ctx).await;
-                return Err(e);
-            },
+        let out = attempt(&ctx).await;
+        if let Some(mutex) = mutex {
+            let _ = mutex.begin_delete().finish().await;
         }
+        match out {
+            Some(out) => return out,
+            None => continue,
+        }
+    }
+}
+
+/// One attempt (a new uuid and node): `None` when it must start over (our
+/// node went, with its session or by someone's delete).
+async fn attempt(ctx: &Ctx) -> Option<Result<Arc<Holding>>> {
+    if let Err(e) = ctx.interrupted() {
+        return Some(Err(e));
+    }
+    let session = match ctx.race(ctx.shared.session(ctx.deadline)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) | Err(e) => return Some(Err(e)),
+    };
+    let uuid = uuid::Uuid::new_v4();
+    let mut attempt = Attempt {
+        session,
+        name_prefix: names::node_name_prefix(ctx.mode, &uuid),
+        protected: names::protected_prefix(&uuid),
+        node: None,
+        unknown_create: false,
+    };
+    match attempt.run(ctx).await {
+        Ok(holding) => Some(Ok(holding)),
+        Err(Step::Restart) => {
+            attempt.cleanup(ctx).await;
+            None
+        },
+        Err(Step::Fail(e)) => {
+            attempt.cleanup(ctx).await;
+            Some(Err(e))
+        },
     }
 }

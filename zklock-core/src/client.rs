@@ -745,7 +745,45 @@ impl Client {
         self.check_open()?;
         validate_lock_path(path)?;
         options.validate()?;
+        if mode == LockMode::Lease {
+            return Err(Error::invalid_argument(
+                "a lease needs the semaphore's permits: use Client::semaphore, not a lock of mode Lease",
+            ));
+        }
         Ok(Lock::new(self.clone(), path, mode, options))
+    }
+
+    /// A counting semaphore on `path` with `permits` leases (Curator
+    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
+    /// ones on one path with the same permits share the leases). An acquire
+    /// of the returned handle takes one lease: at most `permits` acquires
+    /// hold at once. Its guard is the lease, with the states, `check()`,
+    /// [`crate::Guard::lost`], fencing token and cleanup of a lock; releasing
+    /// it returns the lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>`
+    /// (holding `options`' data); a contender takes the exclusive lock
+    /// `<path>/locks` while it waits for a lease (protocol doc section 8c).
+    /// Every participant must use the same `permits`, as with Curator.
+    /// Not reentrant: each acquire takes a lease of its own.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for `permits` of 0 or over 2^31 - 1 (Curator's
+    /// limit), for a reentrant `options` or bad data (see
+    /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
+    /// lock path; `Closed`.
+    pub fn semaphore(&self, path: &str, permits: usize, options: LockOptions) -> Result<Lock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        options.validate()?;
+        if permits == 0 || permits > i32::MAX as usize {
+            return Err(Error::invalid_argument(format!(
+                "semaphore permits must be between 1 and {} (got {permits})",
+                i32::MAX
+            )));
+        }
+        if options.reentrant {
+            return Err(Error::invalid_argument("a semaphore is not reentrant: each acquire takes a lease of its own"));
+        }
+        Ok(Lock::semaphore(self.clone(), path, permits, options))
     }
 
     /// The participants of the lock at `path` in queue order (holders

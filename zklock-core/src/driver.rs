@@ -29,6 +29,31 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// can only go away (protocol section 1), unless a new node can sort
     /// before ours.
     fn held_once_sole_blocker_gone(&self, blocker: &LockNode) -> bool;
+
+    /// Whether a blocked contender watches the children of the queue
+    /// instead of the one blocker before it: for kinds held by several at
+    /// once (a semaphore), where any blocker's deletion may grant us.
+    fn waits_on_children(&self) -> bool {
+        false
+    }
+
+    /// For a kind whose contenders queue under a child of the path they
+    /// name, one at a time through a mutex on another child (Curator's
+    /// semaphore: `leases` and `locks`): those two children, queue first.
+    fn layout(&self) -> Option<Layout> {
+        None
+    }
+}
+
+/// Where a serialised kind keeps its queue and its mutex, below the path
+/// the user names.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    /// The child holding the queue (our nodes).
+    pub(crate) queue: &'static str,
+    /// The child holding the exclusive lock a contender takes while it
+    /// creates its node and waits (released once it holds or gives up).
+    pub(crate) mutex: &'static str,
 }
 
 /// A writer (exclusive lock, write side): blocked by every lock node
@@ -78,6 +103,40 @@ impl Driver for Reader {
     }
 }
 
+/// A lease of Curator's `InterProcessSemaphoreV2`: every other lease node
+/// blocks it, and it holds while fewer of them exist than the semaphore has
+/// permits (Curator: "children ≤ permits"). Only a holder of the mutex
+/// `<path>/locks` creates lease nodes and waits, so waiters do not crowd
+/// each other out; the count alone keeps the holders at most the permits
+/// (protocol doc section 8c).
+struct Lease;
+
+impl Driver for Lease {
+    fn token(&self) -> &'static str {
+        "lease-"
+    }
+
+    fn node_kind(&self) -> NodeKind {
+        NodeKind::Writer
+    }
+
+    fn blocks(&self, _me: &LockNode, _other: &LockNode) -> bool {
+        true
+    }
+
+    fn held_once_sole_blocker_gone(&self, _blocker: &LockNode) -> bool {
+        false
+    }
+
+    fn waits_on_children(&self) -> bool {
+        true
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        Some(Layout { queue: "leases", mutex: "locks" })
+    }
+}
+
 /// Curator's `InterProcessMutex`: `_c_<uuid>-lock-<seq>`.
 pub(crate) static EXCLUSIVE: &dyn Driver = &Writer("lock-");
 /// The read side of Curator's `InterProcessReadWriteLock`: `__READ__`.
@@ -87,3 +146,6 @@ pub(crate) static WRITE: &dyn Driver = &Writer("__WRIT__");
 /// A participant of Curator's `LeaderLatch`: `latch-`; the first in the
 /// queue leads, the others wait on the one before them, as writers do.
 pub(crate) static LEADER: &dyn Driver = &Writer("latch-");
+/// A lease of Curator's `InterProcessSemaphoreV2`: `_c_<uuid>-lease-<seq>`
+/// under `<path>/leases`.
+pub(crate) static LEASE: &dyn Driver = &Lease;

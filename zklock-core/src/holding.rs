@@ -576,14 +576,23 @@ impl Guard {
         if let Ok(mut held) = self.slot.lock() {
             held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
         }
-        let state = self.holding.state();
+        Ok(Releasing::Delete(self.holding.begin_delete()))
+    }
+}
+
+impl Holding {
+    /// Ends this holding (Released) and stops following it; what remains
+    /// is the deletion of its node. For the last guard's release, and for
+    /// the mutex a semaphore's acquire holds while it waits (no guard).
+    pub(crate) fn begin_delete(self: &Arc<Self>) -> Deleting {
+        let state = self.state();
         // Read before the monitor stops (it clears this when its watch fires).
-        let known_ours = state == LockState::Held && self.holding.watch_armed.load(Ordering::Acquire);
-        let lost = self.holding.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
-        self.holding.set_state(LockState::Released, None);
-        self.holding.stop.send_replace(true);
-        let monitor = self.holding.monitor.lock().ok().and_then(|mut m| m.take());
-        Ok(Releasing::Delete(Deleting { holding: self.holding.clone(), state, known_ours, lost, monitor }))
+        let known_ours = state == LockState::Held && self.watch_armed.load(Ordering::Acquire);
+        let lost = self.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
+        self.set_state(LockState::Released, None);
+        self.stop.send_replace(true);
+        let monitor = self.monitor.lock().ok().and_then(|mut m| m.take());
+        Deleting { holding: self.clone(), state, known_ours, lost, monitor }
     }
 }
 

@@ -255,6 +255,8 @@ struct LockInner {
     /// The write side of a pair: its read side, for [`Guard::downgrade`].
     pair_read: Option<Lock>,
     seq_hint: Arc<SeqHint>,
+    /// How many hold at once: 1, or a semaphore's permits.
+    permits: usize,
 }
 
 /// The nodes a handle holds now, each with the thread whose blocking
@@ -280,6 +282,15 @@ impl Lock {
         Self::with_slots(client, path, mode, options, Arc::default(), None, None)
     }
 
+    /// A semaphore's handle: leases of `permits` on `path`.
+    pub(crate) fn semaphore(client: Client, path: &str, permits: usize, options: LockOptions) -> Lock {
+        let mut lock = Self::new(client, path, LockMode::Lease, options);
+        if let Some(inner) = Arc::get_mut(&mut lock.inner) {
+            inner.permits = permits;
+        }
+        lock
+    }
+
     fn with_slots(
         client: Client,
         path: &str,
@@ -300,6 +311,7 @@ impl Lock {
                 sibling,
                 pair_read,
                 seq_hint: Arc::default(),
+                permits: 1,
             }),
         }
     }
@@ -341,6 +353,12 @@ impl Lock {
     /// The mode of this handle.
     pub fn mode(&self) -> LockMode {
         self.inner.mode
+    }
+
+    /// How many acquires of this kind hold at once: a semaphore's permits
+    /// (see [`Client::semaphore`]); 1 for every lock and an election.
+    pub fn permits(&self) -> usize {
+        self.inner.permits
     }
 
     /// Acquires the lock, waiting at most `timeout` in total (`None`: no
@@ -495,9 +513,15 @@ impl Lock {
         let epoch = self.inner.cancel.epoch.load(Ordering::Acquire);
         let timeout = options.timeout;
         let try_once = timeout == Some(Duration::ZERO);
+        // A serialised kind (a semaphore) queues under one child of the path
+        // and takes a mutex on another (driver::Layout).
+        let (path, mutex) = match self.inner.mode.driver().layout() {
+            Some(l) => (format!("{}/{}", self.inner.path, l.queue), Some(format!("{}/{}", self.inner.path, l.mutex))),
+            None => (self.inner.path.clone(), None),
+        };
         let ctx = Ctx {
             shared: shared.clone(),
-            path: self.inner.path.clone(),
+            path,
             mode: self.inner.mode,
             data: self.inner.options.data.clone(),
             // Trying once must not wait for a silent server either: it has
@@ -514,6 +538,8 @@ impl Lock {
             epoch,
             call,
             seq_hint: self.inner.seq_hint.clone(),
+            permits: self.inner.permits,
+            mutex,
         };
         let lock = self.clone();
         Ok(Box::pin(async move {

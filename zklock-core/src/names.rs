@@ -32,6 +32,11 @@ pub enum LockMode {
     /// `_c_<uuid>-latch-<seq>` holding the participant's id; the first in
     /// the queue is the leader (see [`crate::Client::election`]).
     Leader,
+    /// A lease of a counting semaphore (Curator `InterProcessSemaphoreV2`):
+    /// `<path>/leases/_c_<uuid>-lease-<seq>`, taken while holding the
+    /// mutex `<path>/locks`; held while at most the semaphore's permits
+    /// lease nodes exist (see [`crate::Client::semaphore`]).
+    Lease,
 }
 
 impl NodeKind {
@@ -46,14 +51,15 @@ impl NodeKind {
 }
 
 impl LockMode {
-    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"`, the name every front end shows
-    /// (Python and the CLI in lower case).
+    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` or `"LEASE"`, the
+    /// name every front end shows (Python and the CLI in lower case).
     pub fn name(self) -> &'static str {
         match self {
             LockMode::Exclusive => "EXCLUSIVE",
             LockMode::Read => "READ",
             LockMode::Write => "WRITE",
             LockMode::Leader => "LEADER",
+            LockMode::Lease => "LEASE",
         }
     }
 
@@ -64,6 +70,7 @@ impl LockMode {
             LockMode::Read => driver::READ,
             LockMode::Write => driver::WRITE,
             LockMode::Leader => driver::LEADER,
+            LockMode::Lease => driver::LEASE,
         }
     }
 
@@ -85,7 +92,7 @@ pub(crate) fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
 }
 
 /// Tokens after which a sequence may be negative (`-` and 9 or 10 digits).
-const KNOWN_TOKENS: [&str; 6] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-", "latch-"];
+const KNOWN_TOKENS: [&str; 7] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-", "latch-", "lease-"];
 
 /// A lock node found among the children of a lock path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +174,9 @@ pub enum Decision {
     Held,
     /// Blocked: watch this one child (the blocker right before us).
     WaitOn(String),
+    /// Blocked by as many nodes as there are permits, any of whose
+    /// deletion may let us hold (a semaphore's leases): watch the children.
+    WaitOnChildren,
     /// Our node is not among the children (deleted, or its session expired).
     Gone,
 }
@@ -177,7 +187,21 @@ pub enum Decision {
 /// them and wait on the last of those; readers are blocked only by writers
 /// with a smaller sequence and wait on the greatest of those.
 pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
+    decide_with_permits(mode, 1, children, ours)
+}
+
+/// [`decide`] for a kind that `permits` contenders hold at once: held while
+/// fewer than `permits` nodes block us. A lock (one permit) waits on the
+/// last of its blockers; a kind whose driver says so (a semaphore) waits
+/// on the children, as any of its blockers may be the one to go.
+pub(crate) fn decide_with_permits(mode: LockMode, permits: usize, children: &[String], ours: &str) -> Decision {
     let Some(blockers) = blockers(mode, children, ours) else { return Decision::Gone };
+    if blockers.len() < permits {
+        return Decision::Held;
+    }
+    if mode.driver().waits_on_children() {
+        return Decision::WaitOnChildren;
+    }
     match blockers.into_iter().max_by(LockNode::queue_cmp) {
         None => Decision::Held,
         Some(n) => Decision::WaitOn(n.name),
@@ -395,6 +419,20 @@ mod tests {
         // Curator 5.5+ downgrade creates the read node with the writer's sequence.
         let children = v(&[&format!("{U2}__WRIT__0000000005"), &format!("{U2}__READ__0000000005")]);
         assert_eq!(decide(LockMode::Read, &children, &format!("{U2}__READ__0000000005")), Decision::Held);
+    }
+
+    #[test]
+    fn a_lease_holds_while_fewer_nodes_than_permits_block_it_and_waits_on_the_children() {
+        let lease = |u: &str, seq: u32| format!("{u}lease-{seq:010}");
+        let children = v(&[&lease(U1, 1), &lease(U2, 2), "junk", &lease(U1, 3)]);
+        // Every other lease node blocks, whatever its sequence; junk does not.
+        assert_eq!(decide_with_permits(LockMode::Lease, 3, &children, &lease(U1, 3)), Decision::Held);
+        assert_eq!(decide_with_permits(LockMode::Lease, 3, &children, &lease(U1, 1)), Decision::Held);
+        assert_eq!(decide_with_permits(LockMode::Lease, 2, &children, &lease(U1, 1)), Decision::WaitOnChildren);
+        assert_eq!(decide_with_permits(LockMode::Lease, 1, &children, &lease(U2, 2)), Decision::WaitOnChildren);
+        assert_eq!(decide_with_permits(LockMode::Lease, 1, &v(&[&lease(U2, 2)]), &lease(U2, 2)), Decision::Held);
+        assert_eq!(decide_with_permits(LockMode::Lease, 5, &children, &lease(U2, 9)), Decision::Gone);
+        assert_eq!(parse_child(&format!("{U1}lease--000000005")).map(|n| n.sequence), Some(-5));
     }
 
     #[test]
