@@ -13,7 +13,9 @@
  *                 read | write (InterProcessReadWriteLock.readLock() / writeLock()),
  *                 latch (LeaderLatch with id PEER_ID: "acquire" is start() and
  *                 await() until leader, "release" is close()),
- *                 multi (InterProcessMultiLock over LOCK_PATH/a and LOCK_PATH/b)
+ *                 multi (InterProcessMultiLock over LOCK_PATH/a and LOCK_PATH/b),
+ *                 lease (InterProcessSemaphoreV2 with 2 leases: "acquire" takes
+ *                 one lease, "release" returns it; reports as side S)
  *   ROUNDS        number of rounds, or the word "hold"
  *   CHECKER_PORT  TCP port of the test's checker on 127.0.0.1 (0: none, hold mode only)
  *   PEER_ID       name used in the checker's messages
@@ -50,6 +52,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -121,6 +125,24 @@ public final class CuratorPeer {
         };
     }
 
+    /** One lease of a semaphore per round as a {@link Taken}. */
+    private static Taken ofLease(InterProcessSemaphoreV2 semaphore) {
+        return new Taken() {
+            private Lease lease;
+
+            @Override
+            public boolean acquire(long seconds) throws Exception {
+                lease = semaphore.acquire(seconds, TimeUnit.SECONDS);
+                return lease != null;
+            }
+
+            @Override
+            public void release() throws Exception {
+                semaphore.returnLease(lease);
+            }
+        };
+    }
+
     /** The test's checker: one line per message, each answered "ok". */
     private static final class Checker {
         private final Socket socket;
@@ -155,7 +177,7 @@ public final class CuratorPeer {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 6) {
-            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi ROUNDS|hold CHECKER_PORT PEER_ID", null);
+            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi|lease ROUNDS|hold CHECKER_PORT PEER_ID", null);
         }
         String hosts = args[0];
         String path = args[1];
@@ -164,7 +186,7 @@ public final class CuratorPeer {
         int rounds = hold ? 1 : Integer.parseInt(args[3]);
         int port = Integer.parseInt(args[4]);
         String id = args[5];
-        String side = kind.equals("read") ? "R" : "W";
+        String side = kind.equals("read") ? "R" : kind.equals("lease") ? "S" : "W";
 
         Thread watchdog = new Thread(() -> {
             try {
@@ -205,8 +227,11 @@ public final class CuratorPeer {
             case "multi":
                 lock = ofLock(new InterProcessMultiLock(client, Arrays.asList(path + "/a", path + "/b")));
                 break;
+            case "lease":
+                lock = ofLease(new InterProcessSemaphoreV2(client, path, 2));
+                break;
             default:
-                fail(2, "unknown kind " + kind + " (mutex, read, write, latch or multi)", null);
+                fail(2, "unknown kind " + kind + " (mutex, read, write, latch, multi or lease)", null);
                 return;
         }
         Checker checker = port == 0 ? null : new Checker(port);

@@ -186,7 +186,13 @@ enum Kind {
     /// Curator's `InterProcessMultiLock` over `PATH/a` and `PATH/b` (hold
     /// mode only; zklock's side is a `MultiLock`, not a `Lock`).
     Multi,
+    /// A lease of a semaphore with [`PERMITS`] leases: zklock `semaphore`,
+    /// Curator `InterProcessSemaphoreV2` (not kazoo).
+    Lease,
 }
+
+/// The leases of the semaphore the `Lease` contenders share.
+const PERMITS: usize = 2;
 
 impl Kind {
     /// The peers' command-line name of this kind.
@@ -197,15 +203,16 @@ impl Kind {
             Kind::Write => "write",
             Kind::Latch => "latch",
             Kind::Multi => "multi",
+            Kind::Lease => "lease",
         }
     }
 
     /// How this kind reports to the checker.
     fn side(self) -> Side {
-        if self == Kind::Read {
-            Side::R
-        } else {
-            Side::W
+        match self {
+            Kind::Read => Side::R,
+            Kind::Lease => Side::S,
+            _ => Side::W,
         }
     }
 
@@ -216,6 +223,7 @@ impl Kind {
             Kind::Read => c.read_lock(path),
             Kind::Write => c.write_lock(path),
             Kind::Latch => c.election(path, "zklock"),
+            Kind::Lease => c.semaphore(path, PERMITS, zklock_core::LockOptions::default()),
             Kind::Multi => unreachable!("a multi-lock is not one Lock"),
         }
         .unwrap()
@@ -374,6 +382,8 @@ enum Side {
     R,
     /// A writer (or exclusive holder): shares with no one.
     W,
+    /// A semaphore's lease holder: at most [`PERMITS`] at once.
+    S,
 }
 
 /// What the checker saw.
@@ -388,6 +398,10 @@ struct Seen {
     violations: Vec<String>,
     /// Most readers inside at once.
     max_readers: usize,
+    /// Lease holders inside now.
+    leases: Vec<String>,
+    /// Most lease holders inside at once.
+    max_leases: usize,
     /// How often a reader entered while another reader was inside.
     shared_entries: u32,
     /// Completed rounds (exits) per contender id.
@@ -448,8 +462,12 @@ impl Checker {
             let Ok(line) = line else { break };
             let mut words = line.split_whitespace();
             match (words.next(), words.next(), words.next()) {
-                (Some(op @ ("enter" | "exit")), Some(side @ ("R" | "W")), Some(id)) => {
-                    let side = if side == "R" { Side::R } else { Side::W };
+                (Some(op @ ("enter" | "exit")), Some(side @ ("R" | "W" | "S")), Some(id)) => {
+                    let side = match side {
+                        "R" => Side::R,
+                        "S" => Side::S,
+                        _ => Side::W,
+                    };
                     if op == "enter" {
                         self.enter(side, id);
                     } else {
@@ -470,18 +488,24 @@ impl Checker {
         let bad = match side {
             Side::W => !seen.writers.is_empty() || !seen.readers.is_empty(),
             Side::R => !seen.writers.is_empty(),
+            Side::S => seen.leases.len() >= PERMITS,
         };
         if bad {
             let msg = format!(
-                "{side:?} {id} entered while writers {:?} and readers {:?} were inside; queue: {}",
+                "{side:?} {id} entered while writers {:?}, readers {:?} and lease holders {:?} were inside; queue: {}",
                 seen.writers,
                 seen.readers,
+                seen.leases,
                 (self.snapshot)()
             );
             seen.violations.push(msg);
         }
         match side {
             Side::W => seen.writers.push(id.to_owned()),
+            Side::S => {
+                seen.leases.push(id.to_owned());
+                seen.max_leases = seen.max_leases.max(seen.leases.len());
+            },
             Side::R => {
                 if !seen.readers.is_empty() {
                     seen.shared_entries += 1;
@@ -499,12 +523,18 @@ impl Checker {
         let inside = match side {
             Side::W => &mut seen.writers,
             Side::R => &mut seen.readers,
+            Side::S => &mut seen.leases,
         };
         match inside.iter().position(|x| x == id) {
             Some(i) => {
                 inside.remove(i);
                 *seen.rounds.entry(id.to_owned()).or_default() += 1;
-                *seen.rounds_by_side.entry(if side == Side::R { "R" } else { "W" }).or_default() += 1;
+                let name = match side {
+                    Side::R => "R",
+                    Side::W => "W",
+                    Side::S => "S",
+                };
+                *seen.rounds_by_side.entry(name).or_default() += 1;
             },
             None => seen.errors.push(format!("exit {side:?} {id} without enter")),
         }
@@ -552,7 +582,9 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
     let zk = server();
     let hosts = zk.connect_string();
     let observer = connect(&hosts);
-    let snap_path = path.to_owned();
+    // A semaphore's queue is its leases.
+    let semaphore = zk_kinds.contains(&Kind::Lease);
+    let snap_path = if semaphore { format!("{path}/leases") } else { path.to_owned() };
     let checker = Checker::start(move || describe_queue(&observer, &snap_path));
 
     let mut peers: Vec<Peer> = peer_kinds
@@ -627,7 +659,11 @@ fn contend(lib: Lib, path: &str, zk_kinds: &[Kind], peer_kinds: &[Kind]) -> Seen
     let switches = seen.order.windows(2).filter(|w| w[0].starts_with("zk-") != w[1].starts_with("zk-")).count();
     assert!(switches >= 4, "zklock and {lib:?} hardly alternated ({switches} switches): {:?}", seen.order);
     let raw = Raw::connect(&hosts);
-    assert!(raw.children(path).is_empty(), "nodes left on {path}: {:?}", raw.children(path));
+    let queues =
+        if semaphore { vec![format!("{path}/leases"), format!("{path}/locks")] } else { vec![path.to_owned()] };
+    for q in queues {
+        assert!(raw.children(&q).is_empty(), "nodes left on {q}: {:?}", raw.children(&q));
+    }
     eprintln!(
         "{lib:?} vs zklock on {path}: {} grants ({:?}), {switches} library switches, max {} readers at once ({} shared entries), \
          0 violations; peers ready after {ready:?}, rounds took {run:?}, total {:?}",
@@ -714,6 +750,15 @@ fn curator_multi_lock_vs_zklock_multi_lock() {
     peer.expect_success(10 * SEC);
 }
 
+/// Curator's `InterProcessSemaphoreV2` and zklock's semaphore share the
+/// leases of one path: never more than the permits hold at once, both
+/// libraries take turns, and leases were held together.
+#[test]
+fn curator_semaphore_vs_zklock_semaphore() {
+    let seen = contend(Lib::Curator, "/interop/curator-sem", &[Kind::Lease; 4], &[Kind::Lease; 4]);
+    assert_eq!(seen.max_leases, PERMITS, "leases were never held together: {:?}", seen.order);
+}
+
 #[test]
 fn kazoo_lock_vs_zklock_exclusive() {
     contend(Lib::Kazoo, "/interop/kazoo-lock", &[Kind::Mutex; 4], &[Kind::Mutex; 4]);
@@ -744,7 +789,8 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
         (Lib::Curator, Kind::Write) => "-__WRIT__",
         (Lib::Curator, Kind::Latch) => "-latch-",
         (Lib::Curator, Kind::Multi) => "-lock-",
-        (Lib::Kazoo, Kind::Latch | Kind::Multi) => unreachable!("not a kazoo peer kind"),
+        (Lib::Curator, Kind::Lease) => "-lease-",
+        (Lib::Kazoo, Kind::Latch | Kind::Multi | Kind::Lease) => unreachable!("not a kazoo peer kind"),
         (Lib::Kazoo, Kind::Mutex | Kind::Write) => "__lock__",
         (Lib::Kazoo, Kind::Read) => "__rlock__",
     };
