@@ -774,6 +774,30 @@ zklock_code zklock_lock_new_reentrant(const struct zklock_client *client, const 
 zklock_code zklock_election_new(const struct zklock_client *client, const char *path, const char *id, struct zklock_lock **out, struct zklock_error **err);
 
 /**
+ * Makes a counting semaphore on `path` with `permits` leases (Curator
+ * `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock ones
+ * on one path with the same permits share the leases). Each acquire of it
+ * (`zklock_lock_acquire` and the other acquire functions) takes one lease
+ * and returns once it holds it: at most `permits` acquires hold at once.
+ * The guard is the lease, with states, `zklock_guard_check`, state
+ * callbacks and a fencing token as for a lock; releasing it returns the
+ * lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>` holding
+ * `data` (NULL: none); a contender holds the lock `<path>/locks` while it
+ * waits. Every participant must use the same `permits`. Not reentrant.
+ * Free with `zklock_lock_free`.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL `client`, `path` or `out`, `permits`
+ * of 0 or over 2147483647, `data` that is not UTF-8, over 64 KiB or
+ * `__REVOKE__`; `ZKLOCK_INVALID_PATH`; `ZKLOCK_CLOSED`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `path` and `data` are NULL or
+ * NUL-terminated; `out` and `err` are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_semaphore_new(const struct zklock_client *client, const char *path, uint32_t permits, const char *data, struct zklock_lock **out, struct zklock_error **err);
+
+/**
  * Makes a read/write lock pair on `path` whose sides know each other
  * (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
  * and `*out_write` receive the two sides; free each with `zklock_lock_free`

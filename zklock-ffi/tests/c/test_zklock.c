@@ -576,6 +576,49 @@ static int test_election(void) {
     return 0;
 }
 
+/* Semaphores: two leases held at once, a third waits (timeout), a
+ * returned lease goes to the waiter; lease nodes under <path>/leases;
+ * bad permits refused at once. */
+static int test_semaphore(void) {
+    char path[128], leases[160], node[256];
+    lock_path(path, sizeof path, "semaphore");
+    snprintf(leases, sizeof leases, "%s/leases/", path);
+    zklock_client *zk = NULL, *zk2 = NULL;
+    if (connect_default(&zk) || connect_default(&zk2)) return 1;
+    zklock_lock *a = NULL, *b = NULL, *bad = NULL;
+    zklock_guard *g1 = NULL, *g2 = NULL, *g3 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_semaphore_new(zk, path, 2, "host-a", &a, &err));
+    EXPECT(ZKLOCK_OK, zklock_semaphore_new(zk2, path, 2, NULL, &b, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_semaphore_new(zk, path, 0, NULL, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_semaphore_new(zk, path, 2147483648u, NULL, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_semaphore_new(zk, path, 2, "__REVOKE__", &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_semaphore_new(NULL, path, 2, NULL, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_semaphore_new(zk, "relative", 2, NULL, &bad, &err));
+    CHECK(bad == NULL);
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(a, 5000, &g1, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(a, 5000, &g2, &err));
+    CHECK(zklock_guard_node_path(g1, node, sizeof node) > 0);
+    CHECK(strncmp(node, leases, strlen(leases)) == 0 && strstr(node, "-lease-") != NULL);
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(b, 300, &g3, &err));
+    CHECK(g3 == NULL);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g1, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(b, 5000, &g3, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g3, &err));
+    CHECK(zklock_guard_fencing_token(g3) > zklock_guard_fencing_token(g2));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g2, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g3, NULL, &err));
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    CHECK(participant_count(zk, leases) == 0);
+    zklock_guard_free(g3);
+    zklock_guard_free(g2);
+    zklock_guard_free(g1);
+    zklock_lock_free(b);
+    zklock_lock_free(a);
+    zklock_client_free(zk2);
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* Multi-locks: all or none under one deadline; the guard covers every
  * member; bad members refused at once. */
 static int test_multi_lock(void) {
@@ -1710,6 +1753,7 @@ static const struct test TESTS[] = {
     {"lifecycle", test_lifecycle},
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
     {"election", test_election},
+    {"semaphore", test_semaphore},
     {"multi_lock", test_multi_lock},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
     {"cancel_one_blocking_call", test_cancel_one_blocking_call},
