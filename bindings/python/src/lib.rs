@@ -494,6 +494,39 @@ impl Client {
         self.lock_of(path, LockMode::Leader, Some(identifier), false)
     }
 
+    /// A counting semaphore on `path` with `permits` leases (Curator
+    /// `InterProcessSemaphoreV2` compatible): each acquire takes one lease;
+    /// `identifier` (str or bytes) is stored in the lease node.
+    /// InvalidArgument for permits that are not between 1 and 2**31 - 1 (or
+    /// a bool), TypeError for a permits that is not an int.
+    #[pyo3(signature = (path, permits, identifier=None))]
+    fn semaphore(
+        &self,
+        path: &Bound<'_, PyAny>,
+        permits: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lock> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let range = || invalid_argument(format!("permits must be an int between 1 and 2147483647, not {permits}"));
+        if permits.is_instance_of::<PyBool>() {
+            return Err(range());
+        }
+        let count = match permits.extract::<i64>() {
+            Ok(n) => usize::try_from(n).map_err(|_| range())?,
+            Err(e) if e.is_instance_of::<PyOverflowError>(permits.py()) => return Err(range()),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "permits must be an int, not {}",
+                    permits.get_type().name()?
+                )))
+            },
+        };
+        let options = lock_options(identifier, false)?;
+        let lock = self.inner.semaphore(&path, count, options).map_err(py_err)?;
+        Ok(Lock::new(&self.inner, self.origin, lock))
+    }
+
     /// A multi-lock over `members`, `(path, mode)` pairs with mode
     /// `"exclusive"`, `"read"` or `"write"`: acquires take all or none, in
     /// one order (by path). InvalidArgument for no member, a path named

@@ -500,7 +500,7 @@ class Lock(_Held):
 
     @property
     def mode(self) -> str:
-        """``"exclusive"``, ``"read"``, ``"write"`` or ``"leader"``."""
+        """``"exclusive"``, ``"read"``, ``"write"``, ``"leader"`` or ``"lease"``."""
         return self._native.mode
 
     def _what(self) -> str:
@@ -735,6 +735,35 @@ class Client:
         """The leader of the election on ``path`` (its ``data`` is its id),
         or None when nobody takes part. Errors as :meth:`participants`."""
         return next((p for p in self.participants(path) if p.holds), None)
+
+    def semaphore(
+        self, path: str, permits: int, timeout: Optional[float] = None, identifier: Identifier = None
+    ) -> Lock:
+        """A counting semaphore on ``path`` with ``permits`` leases (Curator
+        ``InterProcessSemaphoreV2`` compatible: Curator semaphores and zklock
+        ones on one path with the same permits share the leases).
+
+        Each acquire of the returned :class:`Lock` takes one lease: at most
+        ``permits`` acquires hold at once (one object may hold several). A
+        held lease is a lock in every other way (``check()``, ``state``,
+        ``fencing_token``, :meth:`Lock.lost_event`); releasing it returns
+        the lease::
+
+            with client.semaphore("/pools/db", 4) as lease:
+                run_query(lease.fencing_token)
+
+        Lease nodes are ``<path>/leases/_c_<uuid>-lease-<seq>`` (holding
+        ``identifier``); a contender holds the lock ``<path>/locks`` while it
+        waits. Every participant must use the same ``permits``. Not
+        reentrant. ``timeout`` bounds ``with``/``async with`` as for
+        :meth:`lock`. Does not touch ZooKeeper.
+
+        Raises InvalidArgument for permits not between 1 and 2**31 - 1 (or
+        a bool) and for an identifier over 64 KiB or ``__REVOKE__``,
+        InvalidPath for a malformed path, Closed after :meth:`close` or in a
+        forked child, TypeError for wrong types.
+        """
+        return Lock(self._native.semaphore(path, permits, identifier), timeout)
 
     def multi_lock(self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None) -> MultiLock:
         """A multi-lock over ``members``: paths (exclusive) or ``(path,
