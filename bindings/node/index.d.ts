@@ -132,6 +132,18 @@ export declare class Client {
    */
   election(path: string, id: string | Buffer): Lock
   /**
+   * A counting semaphore on `path` with `permits` leases (Curator
+   * `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
+   * ones on one path with the same permits share the leases). Each
+   * `acquire()` takes one lease (at most `permits` hold at once); the
+   * guard is the lease (`check()`, `state`, `signal`, fencing token);
+   * `release()` returns it. `data` is stored in the lease node. Throws
+   * `INVALID_ARGUMENT` for permits that are not an integer from 1 to
+   * 2147483647 and for data over 64 KiB or `__REVOKE__`,
+   * `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
+   */
+  semaphore(path: string, permits: number, data?: string | Buffer | undefined | null): Lock
+  /**
    * A multi-lock over `members` (each a path and a mode, `"EXCLUSIVE"`
    * by default): `acquire()` takes all of them or none, in one order
    * (by path) so that two multi-locks sharing paths never deadlock,
@@ -185,7 +197,10 @@ export declare class _CancelToken {
 export declare class Lock {
   /** The lock path. */
   get path(): string
-  /** `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"` (an election participant). */
+  /**
+   * `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` (an election
+   * participant) or `"LEASE"` (a semaphore).
+   */
   get mode(): 'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'
   /**
    * Acquires the lock and resolves with a `Guard`. Waits at most

@@ -138,6 +138,17 @@ Client.prototype.election = function election(path, id) {
   return nativeElection.call(this, path, id)
 }
 
+// permits must be a number (napi would throw a plain Error for anything
+// else), and a string data well-formed Unicode, as an election's id.
+const nativeSemaphore = Client.prototype.semaphore
+Client.prototype.semaphore = function semaphore(path, permits, data) {
+  if (typeof permits !== 'number') throw invalidArgType(`permits must be a number, got ${typeof permits}`)
+  if (typeof data === 'string' && !data.isWellFormed()) {
+    throw new ZkLockError('data is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
+  }
+  return nativeSemaphore.call(this, path, permits, data ?? undefined)
+}
+
 // --- AbortSignal ------------------------------------------------------------
 
 function isAbortSignal(s) {

@@ -354,6 +354,42 @@ impl Client {
         Ok(Lock { lock })
     }
 
+    /// A counting semaphore on `path` with `permits` leases (Curator
+    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
+    /// ones on one path with the same permits share the leases). Each
+    /// `acquire()` takes one lease (at most `permits` hold at once); the
+    /// guard is the lease (`check()`, `state`, `signal`, fencing token);
+    /// `release()` returns it. `data` is stored in the lease node. Throws
+    /// `INVALID_ARGUMENT` for permits that are not an integer from 1 to
+    /// 2147483647 and for data over 64 KiB or `__REVOKE__`,
+    /// `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
+    #[napi(catch_unwind)]
+    pub fn semaphore(
+        &self,
+        env: Env,
+        path: String,
+        permits: f64,
+        data: Option<Either<String, Buffer>>,
+    ) -> napi::Result<Lock> {
+        if !(permits.fract() == 0.0 && (1.0..=f64::from(i32::MAX)).contains(&permits)) {
+            let e = core::Error::new(
+                core::ErrorKind::InvalidArgument,
+                format!("permits must be an integer from 1 to 2147483647, got {permits}"),
+            );
+            return Err(zk_error(&env, &e));
+        }
+        let data: Vec<u8> = match data {
+            Some(Either::A(text)) => text.into_bytes(),
+            Some(Either::B(bytes)) => bytes.to_vec(),
+            None => Vec::new(),
+        };
+        let options = core::LockOptions::default().data(data);
+        // A whole number in range, checked above.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let lock = self.client.semaphore(&path, permits as usize, options).map_err(|e| zk_error(&env, &e))?;
+        Ok(Lock { lock })
+    }
+
     /// A multi-lock over `members` (each a path and a mode, `"EXCLUSIVE"`
     /// by default): `acquire()` takes all of them or none, in one order
     /// (by path) so that two multi-locks sharing paths never deadlock,
@@ -531,7 +567,8 @@ impl Lock {
         self.lock.path().to_owned()
     }
 
-    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"` or `"LEADER"` (an election participant).
+    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` (an election
+    /// participant) or `"LEASE"` (a semaphore).
     #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'", catch_unwind)]
     pub fn mode(&self) -> String {
         self.lock.mode().name().to_owned()
