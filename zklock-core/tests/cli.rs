@@ -269,6 +269,63 @@ fn concurrent_runs_exclude_each_other() {
     }
 }
 
+/// `--permits N`: up to N commands run at once on one semaphore (times
+/// the commands took themselves, inside their leases, overlap at most N
+/// deep), each with its lease's details; bad counts are usage errors.
+#[test]
+fn permits_let_that_many_commands_run_at_once() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("permits");
+    let script = r#"echo "start $(date +%s%N) $ZKLOCK_LOCK_MODE $ZKLOCK_NODE_PATH" >> "$D/log"; sleep 0.3; echo "end $(date +%s%N)" >> "$D/log""#;
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let (d, hosts) = (&d, &hosts);
+            s.spawn(move || {
+                for r in 0..2 {
+                    let args = ["run", "--hosts", hosts, "--permits", "2", "/cli/sem", "--", "sh", "-c", script];
+                    let o = spawn(d, &format!("w{w}.{r}"), &args, &[]).wait(60 * SEC);
+                    assert_eq!(o.code, 0, "{o:?}");
+                }
+            });
+        }
+    });
+    let log = d.read("log");
+    let mut events: Vec<(u128, i32)> = Vec::new();
+    for line in log.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        let at: u128 = words[1].parse().unwrap();
+        if words[0] == "start" {
+            assert_eq!(words[2], "lease", "{line}");
+            assert!(words[3].starts_with("/cli/sem/leases/_c_") && words[3].contains("-lease-"), "{line}");
+            events.push((at, 1));
+        } else {
+            events.push((at, -1));
+        }
+    }
+    assert_eq!(events.len(), 16, "{log}");
+    // Ends before starts at the same instant: touching is not overlapping.
+    events.sort();
+    let (mut inside, mut most) = (0, 0);
+    for (_, step) in events {
+        inside += step;
+        most = most.max(inside);
+    }
+    assert_eq!(most, 2, "two commands at once, never three:\n{log}");
+    let observer = connect(&hosts);
+    assert!(queue(&observer, "/cli/sem/leases").is_empty() && queue(&observer, "/cli/sem/locks").is_empty());
+    for (bad, says) in [("0", "--permits"), ("x", "--permits"), ("2147483648", "--permits")] {
+        let o =
+            zklock(&d, &format!("bad{bad}"), &["run", "--hosts", &hosts, "--permits", bad, "/cli/sem", "--", "true"]);
+        assert_eq!(o.code, 64, "{o:?}");
+        assert!(o.stderr.contains(says), "{o:?}");
+    }
+    let o = zklock(&d, "rw", &["run", "--hosts", &hosts, "--permits", "2", "--read", "/cli/sem", "--", "true"]);
+    assert!(o.code == 64 && o.stderr.contains("excludes"), "{o:?}");
+    let o = zklock(&d, "lead", &["lead", "--hosts", &hosts, "--permits", "2", "/cli/sem", "--", "true"]);
+    assert!(o.code == 64 && o.stderr.contains("--permits"), "{o:?}");
+}
+
 #[test]
 fn timeout_while_held_exits_75_and_leaves_no_node() {
     let zk = server();

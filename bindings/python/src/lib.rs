@@ -516,10 +516,7 @@ impl Client {
             Ok(n) => usize::try_from(n).map_err(|_| range())?,
             Err(e) if e.is_instance_of::<PyOverflowError>(permits.py()) => return Err(range()),
             Err(_) => {
-                return Err(PyTypeError::new_err(format!(
-                    "permits must be an int, not {}",
-                    permits.get_type().name()?
-                )))
+                return Err(PyTypeError::new_err(format!("permits must be an int, not {}", permits.get_type().name()?)))
             },
         };
         let options = lock_options(identifier, false)?;

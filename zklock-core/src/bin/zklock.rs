@@ -8,8 +8,8 @@
 //! ```
 //!
 //! `zklock run` connects, takes the lock at `PATH` (exclusive by default,
-//! `--read` / `--write` for the two sides of a read/write lock, Curator's
-//! node names), runs the command with the lock details in its environment,
+//! `--read` / `--write` for the two sides of a read/write lock, `--permits N`
+//! for one lease of a counting semaphore; Curator's node names), runs the command with the lock details in its environment,
 //! and when the command exits releases the lock and closes the session (so
 //! no node is left behind, whatever happened). If the lock is lost while the
 //! command runs, the command gets `--lost-signal` (SIGTERM), then SIGKILL
@@ -32,7 +32,7 @@
 //! | `ZKLOCK_FENCING_TOKEN` | the fencing token (czxid of our node), decimal |
 //! | `ZKLOCK_NODE_PATH` | our lock node, e.g. `/locks/job/_c_<uuid>-lock-0000000004` |
 //! | `ZKLOCK_LOCK_PATH` | the lock path as given |
-//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write` or `leader` |
+//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write`, `leader` or `lease` |
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
 //!
 //! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent.
@@ -140,6 +140,9 @@ RUN OPTIONS
   --read                   take the read (shared) side of a read/write lock
   --write                  take the write side of a read/write lock
                            (default: an exclusive lock; Curator node names)
+  --permits N              take one lease of a counting semaphore with N
+                           permits (Curator InterProcessSemaphoreV2): up to N
+                           commands run at once; every user must give the same N
   --data STRING            store STRING in the lock node (shown by `list`)
   --identify               store \"<hostname>/<pid of zklock>\" in the lock node
   --lost-signal SIG        signal for the command when the lock is lost
@@ -182,7 +185,7 @@ ENVIRONMENT OF THE COMMAND
                            grows with every grant: pass it to the resource
   ZKLOCK_NODE_PATH         our lock node, e.g. /locks/job/_c_<uuid>-lock-0000000004
   ZKLOCK_LOCK_PATH         the lock path
-  ZKLOCK_LOCK_MODE         exclusive, read, write or leader
+  ZKLOCK_LOCK_MODE         exclusive, read, write, leader or lease
   ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)
 
 SIGNALS

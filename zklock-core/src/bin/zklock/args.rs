@@ -88,8 +88,11 @@ pub(crate) struct RunOptions {
     pub(crate) connection: Connection,
     /// The lock path.
     pub(crate) path: String,
-    /// Exclusive (default), `--read` or `--write`.
+    /// Exclusive (default), `--read`, `--write`, a lease (`--permits`) or
+    /// an election (`zklock lead`).
     pub(crate) mode: LockMode,
+    /// `--permits N`: a lease of a semaphore with N permits (mode `Lease`).
+    pub(crate) permits: Option<usize>,
     /// `--timeout`: `None` (not given, or beyond the core's FOREVER) waits
     /// forever, zero tries once.
     pub(crate) timeout: Option<Duration>,
@@ -205,6 +208,14 @@ fn utf8(arg: OsString, what: &str) -> Result<String, Usage> {
     arg.into_string().map_err(|_| Usage::new(format!("the {what} is not valid UTF-8")))
 }
 
+/// `--permits N`: a whole number from 1 to 2147483647 (Curator's limit).
+fn parse_permits(name: &str, value: &str) -> Result<usize, Usage> {
+    match value.parse::<usize>() {
+        Ok(n) if (1..=i32::MAX as usize).contains(&n) => Ok(n),
+        _ => Err(Usage::new(format!("{name} must be a whole number from 1 to 2147483647, not {value:?}"))),
+    }
+}
+
 /// Parses the arguments of `zklock run`, or with `lead` of `zklock lead`
 /// (the same options, but `--id` instead of `--read` / `--write`).
 fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
@@ -213,6 +224,7 @@ fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
     let mut path: Option<String> = None;
     let mut read = false;
     let mut write = false;
+    let mut permits: Option<usize> = None;
     let mut timeout = None;
     let mut data_text: Option<String> = None;
     let mut identify = false;
@@ -263,6 +275,7 @@ fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
                 args.no_value(&name)?;
                 verbose = true
             },
+            "--permits" if !lead => permits = Some(parse_permits(&name, &args.value(&name)?)?),
             "--timeout" => timeout = parse_acquire_timeout(&name, &args.value(&name)?)?,
             "--data" => data_text = Some(args.value(&name)?),
             "--id" if lead => data_text = Some(args.value(&name)?),
@@ -288,8 +301,13 @@ fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
     if read && write {
         return Err(Usage::new("--read and --write exclude each other"));
     }
+    if permits.is_some() && (read || write) {
+        return Err(Usage::new("--permits (a semaphore) excludes --read and --write"));
+    }
     let mode = if lead {
         LockMode::Leader
+    } else if permits.is_some() {
+        LockMode::Lease
     } else if read {
         LockMode::Read
     } else if write {
@@ -309,6 +327,7 @@ fn parse_run(mut args: Args, lead: bool) -> Result<Command, Usage> {
         connection,
         path,
         mode,
+        permits,
         timeout,
         data,
         lost_signal,
@@ -546,6 +565,12 @@ mod tests {
         assert!(err(&["run", "/a", "--read", "--write", "--", "x"]).contains("exclude"));
         assert!(err(&["run", "/a", "--timeout"]).contains("needs a value"));
         assert!(err(&["run", "/a", "--read=1", "--", "x"]).contains("takes no value"));
+        let Ok(Command::Run(r)) = parse(args(&["run", "/a", "--permits=3", "x"])) else { panic!("not parsed") };
+        assert_eq!((r.mode, r.permits), (LockMode::Lease, Some(3)));
+        assert!(err(&["run", "/a", "--permits", "0", "x"]).contains("whole number"));
+        assert!(err(&["run", "/a", "--permits", "-1", "x"]).contains("whole number"));
+        assert!(err(&["run", "/a", "--permits", "2", "--write", "x"]).contains("excludes"));
+        assert!(err(&["lead", "/a", "--permits", "2", "x"]).contains("--permits"));
         assert!(err(&[]).contains("missing subcommand"));
         assert!(err(&["frob"]).contains("unknown subcommand"));
     }

@@ -137,7 +137,11 @@ fn hold_and_run(
     tx: &mpsc::Sender<Event>,
     stopping: &AtomicBool,
 ) -> i32 {
-    let lock = match client.lock_with(&opts.path, opts.mode, options) {
+    let made = match opts.permits {
+        Some(permits) => client.semaphore(&opts.path, permits, options),
+        None => client.lock_with(&opts.path, opts.mode, options),
+    };
+    let lock = match made {
         Ok(l) => l,
         Err(e) => return crate::zk_error("cannot make the lock", &e),
     };
