@@ -7,15 +7,20 @@
 //!
 //! # Locks and shared holding
 //!
-//! A run has up to two locks ([`LockId`]): an exclusive lock and a
-//! read/write lock at another path. Every grant has a [`Mode`]: exclusive,
-//! read or write. A grant *excludes* (exclusive and write grants) or is
-//! *shared* (read grants). Two grants on the same lock *conflict* unless
-//! both are shared. Every property is evaluated per lock, with these rules:
+//! A run has up to four locks ([`LockId`]): an exclusive lock, a
+//! read/write lock, a leader election and a counting semaphore of
+//! [`SEMAPHORE_PERMITS`] leases, each at its own path. Every grant has a
+//! [`Mode`]: exclusive, read, write, leader or lease. A grant *excludes*
+//! (exclusive, write and leader grants) or is *shared* (read grants and
+//! leases). Two grants on the same lock *conflict* unless both are shared;
+//! leases do not conflict pairwise, but no more of them than the permits
+//! may be safely held at once. Every property is evaluated per lock, with
+//! these rules:
 //!
 //! 1. No two conflicting safely-held intervals overlap: readers may overlap
 //!    readers, a writer's interval overlaps no other holder's (reader or
-//!    writer). And no contender is granted a lock on a node that a third
+//!    writer); no more lease intervals overlap at one instant than the
+//!    semaphore has permits. And no contender is granted a lock on a node that a third
 //!    party deleted while it waited (its token is that node's czxid): the
 //!    node no longer exists, so whoever comes next is granted too.
 //! 2. Fencing. Tokens are the czxids of the lock nodes, and a node's queue
@@ -32,8 +37,9 @@
 //!    Checked from the record: no write is accepted once a later
 //!    conflicting grant has written, no write of a grant that no later
 //!    conflicting grant has announced yet is refused.
-//! 3. Every loss reaches its holder before a conflicting grant starts
-//!    (exempt: the holder's process was stopped, or a third party deleted
+//! 3. Every loss reaches its holder before a conflicting grant starts (for
+//!    a lease: a grant that, with the lost one, would make more holders
+//!    than permits) (exempt: the holder's process was stopped, or a third party deleted
 //!    the holder's node; both are counted apart).
 //! 4. No lock node remains once every session is closed.
 //! 5. Every lock is granted again after every fault.
@@ -68,11 +74,17 @@ pub enum LockId {
     /// A leader election (`Client::election`, Curator `latch-` nodes): at
     /// most one leader, as an exclusive lock.
     Election,
+    /// A counting semaphore (`Client::semaphore`, Curator
+    /// `InterProcessSemaphoreV2` layout) of [`SEMAPHORE_PERMITS`] leases.
+    Semaphore,
 }
+
+/// The leases of the soak's semaphore.
+pub const SEMAPHORE_PERMITS: usize = 2;
 
 impl LockId {
     /// Every lock, in report order.
-    pub const ALL: [LockId; 3] = [LockId::Exclusive, LockId::Rw, LockId::Election];
+    pub const ALL: [LockId; 4] = [LockId::Exclusive, LockId::Rw, LockId::Election, LockId::Semaphore];
 
     /// The lock's name in reports and on the command line.
     pub fn name(self) -> &'static str {
@@ -80,6 +92,7 @@ impl LockId {
             LockId::Exclusive => "exclusive",
             LockId::Rw => "rw",
             LockId::Election => "election",
+            LockId::Semaphore => "semaphore",
         }
     }
 
@@ -89,7 +102,31 @@ impl LockId {
             LockId::Exclusive => "/soak/lock",
             LockId::Rw => "/soak/rwlock",
             LockId::Election => "/soak/election",
+            LockId::Semaphore => "/soak/semaphore",
         }
+    }
+
+    /// Where the lock's nodes queue: its path, or a semaphore's `leases`.
+    pub fn queue_path(self) -> String {
+        match self {
+            LockId::Semaphore => format!("{}/leases", self.path()),
+            _ => self.path().to_owned(),
+        }
+    }
+
+    /// Every path the lock keeps nodes under: its queue, and a semaphore's
+    /// mutex `locks` too.
+    pub fn node_paths(self) -> Vec<String> {
+        match self {
+            LockId::Semaphore => vec![self.queue_path(), format!("{}/locks", self.path())],
+            _ => vec![self.queue_path()],
+        }
+    }
+
+    /// How many may hold at once, for a lock whose holders share up to a
+    /// count (the semaphore).
+    pub fn permits(self) -> Option<usize> {
+        (self == LockId::Semaphore).then_some(SEMAPHORE_PERMITS)
     }
 
     /// The lock called `name`.
@@ -109,6 +146,8 @@ pub enum Mode {
     Write,
     /// Leadership of the election (excluding).
     Leader,
+    /// A lease of the semaphore (shared up to its permits).
+    Lease,
 }
 
 impl Mode {
@@ -118,12 +157,13 @@ impl Mode {
             Mode::Exclusive => LockId::Exclusive,
             Mode::Read | Mode::Write => LockId::Rw,
             Mode::Leader => LockId::Election,
+            Mode::Lease => LockId::Semaphore,
         }
     }
 
     /// Whether a grant of this mode excludes every other holder.
     pub fn excludes(self) -> bool {
-        self != Mode::Read
+        !matches!(self, Mode::Read | Mode::Lease)
     }
 
     /// Whether grants of modes `self` and `other` on one lock may not
@@ -139,12 +179,13 @@ impl Mode {
             Mode::Read => "r",
             Mode::Write => "w",
             Mode::Leader => "l",
+            Mode::Lease => "s",
         }
     }
 
     /// The mode with code `code`.
     pub fn from_code(code: &str) -> Option<Mode> {
-        [Mode::Exclusive, Mode::Read, Mode::Write, Mode::Leader].into_iter().find(|m| m.code() == code)
+        [Mode::Exclusive, Mode::Read, Mode::Write, Mode::Leader, Mode::Lease].into_iter().find(|m| m.code() == code)
     }
 
     /// The mode's name in reports.
@@ -154,6 +195,7 @@ impl Mode {
             Mode::Read => "reader",
             Mode::Write => "writer",
             Mode::Leader => "leader",
+            Mode::Lease => "lease",
         }
     }
 }
@@ -531,6 +573,35 @@ pub fn check_overlap(lock: LockId, intervals: &[Interval], deleted: &BTreeMap<u6
     let mut active: Vec<&Interval> = Vec::new();
     for i in sorted {
         active.retain(|a| a.end >= i.start);
+        if let Some(permits) = lock.permits() {
+            let sharing: Vec<&&Interval> =
+                active.iter().filter(|a| !freed_by_delete(deleted, a.token, i.start)).collect();
+            if sharing.len() >= permits {
+                let until = sharing.iter().map(|a| a.end).min().unwrap_or(i.start).min(i.end);
+                out.push(Violation::new(
+                    1,
+                    lock,
+                    (i.start, until),
+                    sharing.iter().map(|a| a.token).chain([i.token]).collect(),
+                    format!(
+                        "{}: contender {} ({}, token {}) was safely holding from {:.3} ms while {} others (of {} \
+                         permits) still were: {}",
+                        lock.name(),
+                        i.cid,
+                        i.mode.name(),
+                        i.token,
+                        ms(i.start),
+                        sharing.len(),
+                        permits,
+                        sharing
+                            .iter()
+                            .map(|a| format!("contender {} token {} until {:.3} ms", a.cid, a.token, ms(a.end)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
         for prev in &active {
             if !prev.mode.conflicts(i.mode) || freed_by_delete(deleted, prev.token, i.start) {
                 continue;
@@ -557,6 +628,23 @@ pub fn check_overlap(lock: LockId, intervals: &[Interval], deleted: &BTreeMap<u6
         }
         active.push(i);
     }
+}
+
+/// The most safely-held intervals on `lock` at one instant (an interval
+/// that ends when another starts does not overlap it).
+pub fn most_at_once(lock: LockId, intervals: &[Interval]) -> usize {
+    let mut events: Vec<(u64, i64)> = intervals
+        .iter()
+        .filter(|i| i.mode.lock() == lock)
+        .flat_map(|i| [(i.start, 1), (i.end.saturating_add(1), -1)])
+        .collect();
+    events.sort_by_key(|&(t, step)| (t, step));
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    usize::try_from(most).unwrap_or(0)
 }
 
 /// Property 1, the other half: no grant on a node that a third party
@@ -691,10 +779,31 @@ fn paused_during(faults: &[Fault], process: Option<usize>, from: u64, to: u64) -
 
 /// The first grant on `lock` that starts after `i` started and conflicts
 /// with it (not `i` itself): (start, cid).
-fn next_conflicting(starts: &[(u64, u32, u64, Mode)], i: &Interval) -> Option<(u64, u32)> {
+///
+/// On a lock held by up to `permits` (a semaphore), a grant "conflicts"
+/// when, with `i` still held, it makes more holders than permits: at least
+/// `permits - 1` other intervals of `intervals` are safely held when it
+/// starts.
+fn next_conflicting(
+    starts: &[(u64, u32, u64, Mode)],
+    intervals: &[&Interval],
+    permits: Option<usize>,
+    i: &Interval,
+) -> Option<(u64, u32)> {
+    let over = |s: u64, c: u32, t: u64| match permits {
+        None => false,
+        Some(n) => {
+            let others = intervals
+                .iter()
+                .filter(|o| !(o.cid == i.cid && o.token == i.token) && !(o.cid == c && o.token == t))
+                .filter(|o| o.start <= s && o.end >= s)
+                .count();
+            others + 1 >= n
+        },
+    };
     starts
         .iter()
-        .find(|(s, c, t, m)| *s > i.start && !(*c == i.cid && *t == i.token) && m.conflicts(i.mode))
+        .find(|&&(s, c, t, m)| s > i.start && !(c == i.cid && t == i.token) && (m.conflicts(i.mode) || over(s, c, t)))
         .map(|&(s, c, _, _)| (s, c))
 }
 
@@ -707,12 +816,12 @@ fn next_conflicting(starts: &[(u64, u32, u64, Mode)], i: &Interval) -> Option<(u
 /// their token; property 2 covers the second).
 pub fn check_loss_reported(lock: LockId, record: &Record, report: &mut Report) {
     let deleted = deleted_holders(&record.faults, lock);
-    let mut starts: Vec<(u64, u32, u64, Mode)> =
-        record.intervals.iter().filter(|i| i.mode.lock() == lock).map(|i| (i.start, i.cid, i.token, i.mode)).collect();
+    let on_lock: Vec<&Interval> = record.intervals.iter().filter(|i| i.mode.lock() == lock).collect();
+    let mut starts: Vec<(u64, u32, u64, Mode)> = on_lock.iter().map(|i| (i.start, i.cid, i.token, i.mode)).collect();
     starts.sort();
     for i in record.intervals.iter().filter(|i| i.lost && i.mode.lock() == lock) {
         report.losses += 1;
-        let Some((next_start, next_cid)) = next_conflicting(&starts, i) else { continue };
+        let Some((next_start, next_cid)) = next_conflicting(&starts, &on_lock, lock.permits(), i) else { continue };
         let noticed = i.noticed.unwrap_or(u64::MAX);
         if noticed < next_start || freed_by_delete(&deleted, i.token, next_start) {
             continue;
@@ -742,8 +851,8 @@ pub fn check_loss_reported(lock: LockId, record: &Record, report: &mut Report) {
 
 /// What became of every holder on `lock` whose node a third party deleted.
 pub fn holder_deletes(lock: LockId, record: &Record) -> Vec<HolderDelete> {
-    let mut starts: Vec<(u64, u32, u64, Mode)> =
-        record.intervals.iter().filter(|i| i.mode.lock() == lock).map(|i| (i.start, i.cid, i.token, i.mode)).collect();
+    let on_lock: Vec<&Interval> = record.intervals.iter().filter(|i| i.mode.lock() == lock).collect();
+    let mut starts: Vec<(u64, u32, u64, Mode)> = on_lock.iter().map(|i| (i.start, i.cid, i.token, i.mode)).collect();
     starts.sort();
     let mut out = Vec::new();
     for (f, d) in record.faults.iter().filter_map(|f| f.deleted.as_ref().map(|d| (f, d))) {
@@ -752,7 +861,10 @@ pub fn holder_deletes(lock: LockId, record: &Record) -> Vec<HolderDelete> {
         }
         let at = f.start;
         let held = record.intervals.iter().find(|i| i.mode.lock() == lock && i.token == d.czxid);
-        let next = held.and_then(|i| next_conflicting(&starts, i)).filter(|&(s, _)| s >= at).map(|(s, _)| s);
+        let next = held
+            .and_then(|i| next_conflicting(&starts, &on_lock, lock.permits(), i))
+            .filter(|&(s, _)| s >= at)
+            .map(|(s, _)| s);
         let noticed = held.and_then(|i| i.noticed).filter(|&n| n >= at);
         let overlapped = held.is_some_and(|i| {
             starts
@@ -1069,6 +1181,43 @@ mod tests {
         let mut report = Report::default();
         check_loss_reported(X, &record, &mut report);
         assert_eq!((report.count(3), report.paused_losses), (0, 1));
+    }
+
+    #[test]
+    fn leases_overlap_up_to_the_permits_and_a_lost_one_must_be_noticed_before_one_too_many() {
+        const S: LockId = LockId::Semaphore;
+        let l = Mode::Lease;
+        // Two at a time, in any pattern: fine; a third at once: reported.
+        assert!(overlaps(S, &[ivm(1, l, 10, 0, 50), ivm(2, l, 11, 10, 60), ivm(3, l, 12, 55, 90)]).is_empty());
+        let three = [ivm(1, l, 10, 0, 50), ivm(2, l, 11, 10, 60), ivm(3, l, 12, 40, 90)];
+        assert_eq!(most_at_once(S, &three), 3);
+        assert_eq!(most_at_once(S, &[ivm(1, l, 10, 0, 50), ivm(2, l, 11, 50, 60)]), 2, "the same instant");
+        assert_eq!(most_at_once(S, &[ivm(1, l, 10, 0, 50), ivm(2, l, 11, 51, 60)]), 1);
+        let v = overlaps(S, &three);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("2 others (of 2 permits)"), "{v:?}");
+        // A third party deleted holder 1's lease before 3 was granted: no
+        // violation (as for locks).
+        let deleted = BTreeMap::from([(10, 30)]);
+        let mut v = Vec::new();
+        check_overlap(S, &[ivm(1, l, 10, 0, 50), ivm(2, l, 11, 10, 60), ivm(3, l, 12, 40, 90)], &deleted, &mut v);
+        assert!(v.is_empty(), "{v:?}");
+
+        // Lease 10 is lost at 100 and noticed at 350. A grant at 300 while
+        // nobody else holds is not one too many; one at 300 while lease 11
+        // holds is.
+        let mut lost = ivm(1, l, 10, 0, 100);
+        lost.lost = true;
+        lost.noticed = Some(350);
+        let alone = Record { intervals: vec![lost.clone(), ivm(3, l, 12, 300, 400)], ..Record::default() };
+        let mut report = Report::default();
+        check_loss_reported(S, &alone, &mut report);
+        assert_eq!(report.count(3), 0, "{:?}", report.violations);
+        let crowded =
+            Record { intervals: vec![lost, ivm(2, l, 11, 50, 500), ivm(3, l, 12, 300, 400)], ..Record::default() };
+        let mut report = Report::default();
+        check_loss_reported(S, &crowded, &mut report);
+        assert_eq!(report.count(3), 1, "{:?}", report.violations);
     }
 
     #[test]

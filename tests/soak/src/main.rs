@@ -2,10 +2,10 @@
 //! server and network failures, measured (issue 7).
 //!
 //! ```text
-//! zklock-soak [--duration 10m] [--processes 3] [--per-process 2]
+//! zklock-soak [--duration 10m] [--processes 3] [--per-process 4]
 //!             [--session-timeout 2s] [--seed N] [--progress-bound 60s]
 //!             [--min-handoffs N] [--min-faults N] [--json FILE]
-//!             [--locks exclusive,rw] [--faults KIND,KIND...]
+//!             [--locks exclusive,rw,election,semaphore] [--faults KIND,KIND...]
 //!             [--self-test-ignore-check]
 //! ```
 //!
@@ -14,9 +14,10 @@
 //! `--processes` contender processes (this same program, `worker`
 //! subcommand) with `--per-process` contenders each, every contender in a
 //! session of its own. The contenders are dealt out over the locks of
-//! `--locks` in turn (by default half on an exclusive lock, half on a
-//! read/write lock at another path, where each acquire takes the read or
-//! the write side at random). Each contender takes its lock in a loop;
+//! `--locks` in turn (by default a quarter each on an exclusive lock, a
+//! read/write lock, where each acquire takes the read or the write side at
+//! random, a leader election and a semaphore of 2 leases, each at its own
+//! path). Each contender takes its lock in a loop;
 //! while it holds it, it writes its fencing token to the resource and calls
 //! `check()`. Meanwhile one fault thread per lane runs the chaos schedule
 //! (see `chaos.rs`) until the duration is over. Then every fault is undone,
@@ -24,10 +25,12 @@
 //! checked against the five properties, per lock (see `analysis.rs` for the
 //! rules of shared holding):
 //!
-//! 1. no two conflicting safely-held intervals overlap, and nobody is
+//! 1. no two conflicting safely-held intervals overlap (no more leases
+//!    than permits at once), and nobody is
 //!    granted a lock on a node a third party deleted while it waited;
 //! 2. no stale token is accepted by the resource (and grants' tokens grow);
-//! 3. every loss reaches its holder before a conflicting grant;
+//! 3. every loss reaches its holder before a conflicting grant (for a
+//!    lease, one that would make more holders than permits);
 //! 4. no lock node remains once every session is closed;
 //! 5. every lock is granted again after every fault (time reported).
 //!
@@ -59,10 +62,10 @@ use zklock_harness::{Cluster, ClusterOptions, ProxyGroup};
 use crate::analysis::{FaultKind, LockId, Mode, Record, Report, Role};
 use crate::clock::mono_ns;
 
-const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 2] [--session-timeout 2s]
+const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 4] [--session-timeout 2s]
                    [--seed N] [--progress-bound 60s] [--min-handoffs N] [--min-faults N] [--json FILE]
-                   [--locks exclusive,rw] [--faults KIND,KIND...] [--self-test-ignore-check]
-locks (default: both, contenders dealt out in turn): exclusive, rw
+                   [--locks exclusive,rw,election,semaphore] [--faults KIND,KIND...] [--self-test-ignore-check]
+locks (default: all, contenders dealt out in turn): exclusive, rw, election, semaphore
 fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
                             blackhole-holder, pause-holder, drop-create-reply, third-party-delete,
                             partition-member, stall-holder";
@@ -113,7 +116,7 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
     let mut s = Settings {
         duration: Duration::from_secs(600),
         processes: 3,
-        per_process: 2,
+        per_process: 4,
         session_timeout: Duration::from_secs(2),
         seed: mono_ns(),
         progress_bound: Duration::from_secs(60),
@@ -143,8 +146,8 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
                 let v = value()?;
                 let mut locks = Vec::new();
                 for name in v.split(',') {
-                    let lock =
-                        LockId::from_name(name).ok_or(format!("unknown lock {name:?} (exclusive, rw, election)"))?;
+                    let lock = LockId::from_name(name)
+                        .ok_or(format!("unknown lock {name:?} (exclusive, rw, election, semaphore)"))?;
                     if !locks.contains(&lock) {
                         locks.push(lock);
                     }
@@ -406,11 +409,13 @@ fn leftovers(
     let gone = zklock_harness::wait_for(limit, || {
         left.clear();
         for &lock in locks {
-            match client.participants(lock.path()) {
-                Ok(p) => {
-                    left.extend(p.into_iter().map(|p| (lock, format!("{} (session {:#x})", p.name, p.session_id))))
-                },
-                Err(_) => return false,
+            for path in lock.node_paths() {
+                match client.participants(&path) {
+                    Ok(p) => left.extend(
+                        p.into_iter().map(|p| (lock, format!("{path}/{} (session {:#x})", p.name, p.session_id))),
+                    ),
+                    Err(_) => return false,
+                }
             }
         }
         left.is_empty()
@@ -518,6 +523,11 @@ fn summarise(
         .map(|&l| match l {
             LockId::Exclusive => format!("exclusive {}", grants(record, l, None)),
             LockId::Election => format!("election {} leaderships", grants(record, l, None)),
+            LockId::Semaphore => format!(
+                "semaphore {} leases, at most {} held at once",
+                grants(record, l, None),
+                analysis::most_at_once(l, &record.intervals)
+            ),
             LockId::Rw => format!(
                 "rw {}: {} as reader, {} as writer",
                 grants(record, l, None),
@@ -567,7 +577,9 @@ fn summarise(
             .iter()
             .map(|&l| match l {
                 LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Waiter, Some(l), None)),
-                LockId::Election => format!("election {}", deletes(record, Role::Waiter, Some(l), None)),
+                LockId::Election | LockId::Semaphore => {
+                    format!("{} {}", l.name(), deletes(record, Role::Waiter, Some(l), None))
+                },
                 LockId::Rw => format!(
                     "rw {} waiting readers, {} waiting writers",
                     deletes(record, Role::Waiter, Some(l), Some(Mode::Read)),
@@ -580,7 +592,9 @@ fn summarise(
             .iter()
             .map(|&l| match l {
                 LockId::Exclusive => format!("exclusive {}", deletes(record, Role::Holder, Some(l), None)),
-                LockId::Election => format!("election {}", deletes(record, Role::Holder, Some(l), None)),
+                LockId::Election | LockId::Semaphore => {
+                    format!("{} {}", l.name(), deletes(record, Role::Holder, Some(l), None))
+                },
                 LockId::Rw => format!(
                     "rw {} readers, {} writers",
                     deletes(record, Role::Holder, Some(l), Some(Mode::Read)),
@@ -776,9 +790,12 @@ mod tests {
         assert_eq!((s.duration, s.min_faults, s.processes), (Duration::from_secs(90), 2, 3));
         assert_eq!(s.locks, LockId::ALL.to_vec());
         assert_eq!(
-            (s.lock_of(0), s.lock_of(1), s.lock_of(2), s.lock_of(3)),
-            (LockId::Exclusive, LockId::Rw, LockId::Election, LockId::Exclusive)
+            (s.lock_of(0), s.lock_of(1), s.lock_of(2), s.lock_of(3), s.lock_of(4)),
+            (LockId::Exclusive, LockId::Rw, LockId::Election, LockId::Semaphore, LockId::Exclusive)
         );
+        // 12 contenders: three on each lock, one more than the semaphore's
+        // permits.
+        assert_eq!(s.processes * s.per_process, 12);
         assert!(s.kinds.contains(&FaultKind::ThirdPartyDelete));
         let s = parse_settings(&["--locks".into(), "rw".into(), "--faults".into(), "third-party-delete".into()])
             .expect("valid");

@@ -75,6 +75,10 @@ pub fn targets(locks: &[LockId]) -> Vec<Target> {
                 Target::Waiter(lock, Some(NodeKind::Writer)),
                 Target::HolderAndWaiter(lock),
             ]),
+            // A lease node that waits cannot be told from one granted but
+            // not yet announced (no node it waits on to check in the same
+            // transaction): only holders' leases are deleted.
+            LockId::Semaphore => out.push(Target::Holder(lock)),
         }
     }
     out
@@ -101,6 +105,7 @@ fn mode_of(lock: LockId, kind: NodeKind) -> Mode {
         (LockId::Election, _) => Mode::Leader,
         (LockId::Rw, NodeKind::Reader) => Mode::Read,
         (LockId::Rw, NodeKind::Writer) => Mode::Write,
+        (LockId::Semaphore, _) => Mode::Lease,
     }
 }
 
@@ -189,8 +194,8 @@ impl Outsider {
         let lock = match target {
             Target::Waiter(lock, _) | Target::Holder(lock) | Target::HolderAndWaiter(lock) => lock,
         };
-        let path = lock.path();
-        let queue = self.lister()?.participants(path).map_err(|e| format!("listing {path}: {e}"))?;
+        let path = lock.queue_path();
+        let queue = self.lister()?.participants(&path).map_err(|e| format!("listing {path}: {e}"))?;
         let node = |name: &str| format!("{path}/{name}");
         match target {
             Target::Waiter(_, kind) => {
@@ -218,7 +223,8 @@ impl Outsider {
             },
             Target::Holder(_) => {
                 let open = resource.open_grants(lock);
-                for holder in queue.iter().filter(|p| p.holds) {
+                // Every lease node may hold; the open grants tell which do.
+                for holder in queue.iter().filter(|p| p.holds || lock.permits().is_some()) {
                     let holder_path = node(&holder.name);
                     let czxid = match self.raw(async |c| c.get_data(&holder_path).await.map(|(_, stat)| stat.czxid)) {
                         Ok(z) => z,
@@ -294,7 +300,7 @@ impl Outsider {
         start: u64,
         e: &zk::Error,
     ) -> Result<Fault, String> {
-        let holder_path = format!("{}/{}", lock.path(), holder.name);
+        let holder_path = format!("{}/{}", lock.queue_path(), holder.name);
         eprintln!("{:.3} soak: third party: deleting {holder_path}: {e}", mono_ns() as f64 / 1e9);
         if self.wait_gone(&holder_path, REPLY_LOST_LIMIT) {
             Ok(self.fault(lock, holder, czxid, Role::Holder, true, start, mono_ns()))

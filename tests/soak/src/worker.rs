@@ -3,7 +3,8 @@
 //! a loop and writing their fencing token to the resource while they hold
 //! it. A contender on the exclusive lock always takes it exclusively; one on
 //! the read/write lock picks the read or the write side at random for each
-//! acquire (independent handles: `Client::read_lock` / `write_lock`). Runs
+//! acquire (independent handles: `Client::read_lock` / `write_lock`); one on
+//! the election stands for leadership; one on the semaphore takes a lease. Runs
 //! until its standard input closes.
 
 use std::io::Read as _;
@@ -11,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zklock_core::{CancelHandle, Client, ClientOptions, ErrorKind, Guard, LockState};
+use zklock_core::{CancelHandle, Client, ClientOptions, ErrorKind, Guard, LockOptions, LockState};
 
-use crate::analysis::{LockId, Mode};
+use crate::analysis::{LockId, Mode, SEMAPHORE_PERMITS};
 use crate::clock::{mono_ns, Rng};
 use crate::resource::ResourceClient;
 
@@ -113,6 +114,9 @@ fn contender(
             client.read_lock(path).and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)]))
         },
         LockId::Election => client.election(path, format!("contender {cid}")).map(|l| vec![(Mode::Leader, l)]),
+        LockId::Semaphore => client
+            .semaphore(path, SEMAPHORE_PERMITS, LockOptions::default().data(format!("contender {cid}")))
+            .map(|l| vec![(Mode::Lease, l)]),
     };
     let handles = match handles {
         Ok(h) => h,

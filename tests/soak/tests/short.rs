@@ -59,6 +59,10 @@ fn assert_passed(out: &Output, stdout: &str) {
 fn chaos_of_every_kind_violates_no_property() {
     let (out, stdout) = soak(&["--duration", "80s", "--min-faults", "2", "--min-handoffs", "50"]);
     assert_passed(&out, &stdout);
+    // The semaphore's leases were shared (and never by more: property 1).
+    assert!(stdout.contains("held at once"), "no semaphore in the run:\n{stdout}");
+    let most = stdout.split(" leases, at most ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
+    assert_eq!(most, Some(2), "the semaphore's two leases were never held together:\n{stdout}");
 }
 
 /// An outside client deletes waiters' and holders' nodes on both locks: no
@@ -124,6 +128,18 @@ fn the_checker_catches_holders_that_ignore_check_on_a_partitioned_member() {
     assert!(!out.status.success(), "a run with broken holders passed:\n{stdout}");
     let row = class_row(&stdout, "partition-member");
     assert!(row.first().is_some_and(|&n| n > 0), "no overlap reported under partition-member ({row:?}):\n{stdout}");
+}
+
+/// The semaphore's count is checked: lease holders that ignore `check()`
+/// keep "holding" after their process was stopped past its session while
+/// the next takes their lease, and the run must report more holders than
+/// permits.
+#[test]
+fn the_checker_catches_lease_holders_that_ignore_check() {
+    let (out, stdout) =
+        soak(&["--duration", "20s", "--locks", "semaphore", "--faults", "pause-holder", "--self-test-ignore-check"]);
+    assert!(!out.status.success(), "a run with broken lease holders passed:\n{stdout}");
+    assert!(stdout.contains("others (of 2 permits)"), "no lease held beyond the permits reported:\n{stdout}");
 }
 
 /// The checker can fail: contenders that ignore `check()` keep "holding"
