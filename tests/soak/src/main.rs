@@ -2,7 +2,7 @@
 //! server and network failures, measured (issue 7).
 //!
 //! ```text
-//! zklock-soak [--duration 10m] [--processes 3] [--per-process 4]
+//! zklock-soak [--duration 10m] [--processes 3] [--per-process 4] [--multi 2]
 //!             [--session-timeout 2s] [--seed N] [--progress-bound 60s]
 //!             [--min-handoffs N] [--min-faults N] [--json FILE]
 //!             [--locks exclusive,rw,election,semaphore] [--faults KIND,KIND...]
@@ -17,7 +17,9 @@
 //! `--locks` in turn (by default a quarter each on an exclusive lock, a
 //! read/write lock, where each acquire takes the read or the write side at
 //! random, a leader election and a semaphore of 2 leases, each at its own
-//! path). Each contender takes its lock in a loop;
+//! path); `--multi` more contenders take the exclusive lock and one side of
+//! the read/write lock together, as a multi-lock (each member announced
+//! and checked as a grant of its lock). Each contender takes its lock in a loop;
 //! while it holds it, it writes its fencing token to the resource and calls
 //! `check()`. Meanwhile one fault thread per lane runs the chaos schedule
 //! (see `chaos.rs`) until the duration is over. Then every fault is undone,
@@ -62,7 +64,8 @@ use zklock_harness::{Cluster, ClusterOptions, ProxyGroup};
 use crate::analysis::{FaultKind, LockId, Mode, Record, Report, Role};
 use crate::clock::mono_ns;
 
-const USAGE: &str = "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 4] [--session-timeout 2s]
+const USAGE: &str =
+    "usage: zklock-soak [--duration 10m] [--processes 3] [--per-process 4] [--multi 2] [--session-timeout 2s]
                    [--seed N] [--progress-bound 60s] [--min-handoffs N] [--min-faults N] [--json FILE]
                    [--locks exclusive,rw,election,semaphore] [--faults KIND,KIND...] [--self-test-ignore-check]
 locks (default: all, contenders dealt out in turn): exclusive, rw, election, semaphore
@@ -76,6 +79,9 @@ struct Settings {
     duration: Duration,
     processes: usize,
     per_process: usize,
+    /// `--multi`: contenders taking the exclusive and the read/write lock
+    /// together (a multi-lock), besides those of `--per-process`.
+    multi: usize,
     session_timeout: Duration,
     seed: u64,
     progress_bound: Duration,
@@ -91,6 +97,41 @@ impl Settings {
     /// The lock contender `cid` takes: the locks in turn.
     fn lock_of(&self, cid: usize) -> LockId {
         self.locks[cid % self.locks.len()]
+    }
+
+    /// How many contenders take one lock each.
+    fn lock_contenders(&self) -> usize {
+        self.processes * self.per_process
+    }
+
+    /// The multi-lock contenders: `--multi`, when the run has both the
+    /// exclusive and the read/write lock (their members); none otherwise.
+    fn multi_contenders(&self) -> usize {
+        let both = self.locks.contains(&LockId::Exclusive) && self.locks.contains(&LockId::Rw);
+        if both {
+            self.multi
+        } else {
+            0
+        }
+    }
+
+    /// What contender `cid` takes: the lock contenders come first, then
+    /// the multi-lock ones.
+    fn takes_of(&self, cid: usize) -> worker::Takes {
+        if cid < self.lock_contenders() {
+            worker::Takes::Lock(self.lock_of(cid))
+        } else {
+            worker::Takes::Multi
+        }
+    }
+
+    /// The process contender `cid` runs in.
+    fn process_of(&self, cid: usize) -> usize {
+        if cid < self.lock_contenders() {
+            cid / self.per_process
+        } else {
+            (cid - self.lock_contenders()) % self.processes
+        }
     }
 }
 
@@ -117,6 +158,7 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
         duration: Duration::from_secs(600),
         processes: 3,
         per_process: 4,
+        multi: 2,
         session_timeout: Duration::from_secs(2),
         seed: mono_ns(),
         progress_bound: Duration::from_secs(60),
@@ -135,6 +177,7 @@ fn parse_settings(args: &[String]) -> Result<Settings, String> {
             "--duration" => s.duration = parse_duration(&value()?)?,
             "--processes" => s.processes = number(value()?)?,
             "--per-process" => s.per_process = number(value()?)?,
+            "--multi" => s.multi = number(value()?)?,
             "--session-timeout" => s.session_timeout = parse_duration(&value()?)?,
             "--seed" => s.seed = value()?.parse().map_err(|_| "--seed: not a number".to_owned())?,
             "--progress-bound" => s.progress_bound = parse_duration(&value()?)?,
@@ -201,8 +244,8 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
                 let (Some(cid), Some(lock), Some(hosts)) = (parts.next(), parts.next(), parts.next()) else {
                     return Err("--contender takes ID@LOCK@HOSTS".into());
                 };
-                let lock = LockId::from_name(lock).ok_or("--contender: bad lock")?;
-                cfg.contenders.push((cid.parse().map_err(|_| "--contender: bad id")?, lock, hosts.to_owned()));
+                let takes = worker::Takes::from_name(lock).ok_or("--contender: bad lock")?;
+                cfg.contenders.push((cid.parse().map_err(|_| "--contender: bad id")?, takes, hosts.to_owned()));
             },
             other => return Err(format!("unknown worker option {other:?}")),
         }
@@ -304,7 +347,7 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     )?;
     cluster.wait_quorum(Duration::from_secs(90))?;
     let resource = resource::Resource::start()?;
-    let contenders = s.processes * s.per_process;
+    let contenders = s.lock_contenders() + s.multi_contenders();
     let groups = (0..contenders).map(|_| ProxyGroup::for_cluster(&cluster)).collect::<Result<Vec<_>, _>>()?;
     let logs = cluster.dir().join("contenders");
     std::fs::create_dir_all(&logs)?;
@@ -318,9 +361,8 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
             .args(["--session-ms", &s.session_timeout.as_millis().to_string()])
             .args(["--seed", &(s.seed ^ p as u64).to_string()])
             .args(["--ignore-check", if s.ignore_check { "1" } else { "0" }]);
-        for k in 0..s.per_process {
-            let cid = p * s.per_process + k;
-            cmd.arg("--contender").arg(format!("{cid}@{}@{}", s.lock_of(cid).name(), groups[cid].connect_string()));
+        for cid in (0..contenders).filter(|&c| s.process_of(c) == p) {
+            cmd.arg("--contender").arg(format!("{cid}@{}@{}", s.takes_of(cid).name(), groups[cid].connect_string()));
             process_of.insert(cid as u32, p);
         }
         let log = std::fs::File::create(logs.join(format!("process-{p}.log")))?;
@@ -330,7 +372,13 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     let per_lock: Vec<String> = s
         .locks
         .iter()
-        .map(|&l| format!("{} on {} ({})", (0..contenders).filter(|&c| s.lock_of(c) == l).count(), l.name(), l.path()))
+        .map(|&l| {
+            let on = (0..s.lock_contenders()).filter(|&c| s.lock_of(c) == l).count();
+            format!("{on} on {} ({})", l.name(), l.path())
+        })
+        .chain(
+            (s.multi_contenders() > 0).then(|| format!("{} on a multi-lock of exclusive and rw", s.multi_contenders())),
+        )
         .collect();
     println!(
         "soak: 3-node ensemble, {contenders} contenders in {} processes ({}), session timeout {:?}, {:?} of chaos, seed {}",
@@ -351,7 +399,7 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
         outsider: Mutex::new(third_party::Outsider::new(cluster.connect_string(), &s.locks)),
         worker_pids: workers.children.iter().map(Child::id).collect(),
         process_of: process_of.clone(),
-        lock_of: (0..contenders).map(|cid| (cid as u32, s.lock_of(cid))).collect(),
+        lock_of: (0..s.lock_contenders()).map(|cid| (cid as u32, s.lock_of(cid))).collect(),
         hold: s.session_timeout + Duration::from_millis(500),
         until: Instant::now() + s.duration,
         faults: Mutex::default(),
@@ -535,6 +583,11 @@ fn summarise(
                 grants(record, l, Some(Mode::Write))
             ),
         })
+        .chain((s.multi_contenders() > 0).then(|| {
+            let multi = |c: u32| c as usize >= s.lock_contenders();
+            let sets = record.writes.iter().filter(|w| w.enter && multi(w.cid) && w.mode == Mode::Exclusive).count();
+            format!("multi-lock {sets} (each counted above on both its locks)")
+        }))
         .collect();
     let mut out = String::new();
     writeln!(out, "\nsoak summary ({:.0} s in all)", elapsed.as_secs_f64())?;
@@ -796,10 +849,17 @@ mod tests {
         // 12 contenders: three on each lock, one more than the semaphore's
         // permits.
         assert_eq!(s.processes * s.per_process, 12);
+        // And two multi-lock contenders, one in each of the first two processes.
+        assert_eq!(
+            (s.multi_contenders(), s.takes_of(12), s.takes_of(11)),
+            (2, worker::Takes::Multi, worker::Takes::Lock(LockId::Semaphore))
+        );
+        assert_eq!((s.process_of(11), s.process_of(12), s.process_of(13)), (2, 0, 1));
         assert!(s.kinds.contains(&FaultKind::ThirdPartyDelete));
         let s = parse_settings(&["--locks".into(), "rw".into(), "--faults".into(), "third-party-delete".into()])
             .expect("valid");
         assert_eq!((s.locks.clone(), s.kinds.clone()), (vec![LockId::Rw], vec![FaultKind::ThirdPartyDelete]));
+        assert_eq!(s.multi_contenders(), 0, "a multi-lock needs both the exclusive and the rw lock");
         assert_eq!(s.lock_of(0), LockId::Rw);
         assert!(parse_settings(&["--locks".into(), "mutex".into()]).is_err());
         assert!(parse_settings(&["--processes".into(), "0".into()]).is_err());

@@ -85,8 +85,9 @@ struct State {
     fences: BTreeMap<LockId, Fence>,
     writes: Vec<Write>,
     intervals: Vec<Interval>,
-    /// Grants announced and not yet finished, by contender.
-    open: BTreeMap<u32, OpenGrant>,
+    /// Grants announced and not yet finished, by contender and lock (a
+    /// multi-lock contender holds two).
+    open: BTreeMap<(u32, LockId), OpenGrant>,
     /// Start of the latest announced grant, per lock.
     last_grant: BTreeMap<LockId, u64>,
     /// Who is asked to keep holding.
@@ -168,7 +169,7 @@ impl Resource {
                 let accepted = st.fences.entry(lock).or_default().offer(mode, token);
                 st.writes.push(Write { cid, mode, token, grant_start, arrival, enter, accepted });
                 if enter {
-                    st.open.insert(cid, OpenGrant { cid, mode, token, start: grant_start });
+                    st.open.insert((cid, lock), OpenGrant { cid, mode, token, start: grant_start });
                     let last = st.last_grant.entry(lock).or_default();
                     *last = (*last).max(grant_start);
                 }
@@ -203,8 +204,8 @@ impl Resource {
                 let noticed = num(6);
                 let lost = f[7] == "lost";
                 let mut st = self.lock();
-                if st.open.get(&cid).is_some_and(|g| g.token == token) {
-                    st.open.remove(&cid);
+                if st.open.get(&(cid, mode.lock())).is_some_and(|g| g.token == token) {
+                    st.open.remove(&(cid, mode.lock()));
                 }
                 st.intervals.push(Interval { cid, mode, token, start, end, noticed, lost });
                 "OK".into()

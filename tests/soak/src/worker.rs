@@ -4,7 +4,9 @@
 //! it. A contender on the exclusive lock always takes it exclusively; one on
 //! the read/write lock picks the read or the write side at random for each
 //! acquire (independent handles: `Client::read_lock` / `write_lock`); one on
-//! the election stands for leadership; one on the semaphore takes a lease. Runs
+//! the election stands for leadership; one on the semaphore takes a lease;
+//! a multi-lock contender takes the exclusive lock and one side of the
+//! read/write lock together. Runs
 //! until its standard input closes.
 
 use std::io::Read as _;
@@ -12,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zklock_core::{CancelHandle, Client, ClientOptions, ErrorKind, Guard, LockOptions, LockState};
+use zklock_core::{
+    CancelHandle, Client, ClientOptions, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState, MultiLock,
+};
 
 use crate::analysis::{LockId, Mode, SEMAPHORE_PERMITS};
 use crate::clock::{mono_ns, Rng};
@@ -25,14 +29,88 @@ pub struct WorkerConfig {
     pub resource: String,
     /// Session timeout asked for.
     pub session_timeout: Duration,
-    /// Contenders: id, the lock it takes, and connect string (through its
-    /// own proxies).
-    pub contenders: Vec<(u32, LockId, String)>,
+    /// Contenders: id, what it takes, and connect string (through its own
+    /// proxies).
+    pub contenders: Vec<(u32, Takes, String)>,
     /// Seed of the contenders' timing.
     pub seed: u64,
     /// Self-test of the checker only: act as if every `check()` succeeded
     /// (a broken holder), so the run must report violations.
     pub ignore_check: bool,
+}
+
+/// What a contender takes in each round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// One lock.
+    Lock(LockId),
+    /// A multi-lock over the exclusive lock and the read/write lock (its
+    /// read or write side at random, each round), all or none.
+    Multi,
+}
+
+impl Takes {
+    /// The name on the worker's command line: a lock's name, or `multi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Takes::Lock(lock) => lock.name(),
+            Takes::Multi => "multi",
+        }
+    }
+
+    /// What `name` names.
+    pub fn from_name(name: &str) -> Option<Takes> {
+        if name == "multi" {
+            return Some(Takes::Multi);
+        }
+        LockId::from_name(name).map(Takes::Lock)
+    }
+}
+
+/// The lock handles a contender picks from each round: one lock per mode,
+/// or multi-locks (one per combination of members' modes).
+enum Handles {
+    Locks(Vec<(Mode, Lock)>),
+    Multi(Vec<(Vec<Mode>, MultiLock)>),
+}
+
+impl Handles {
+    fn new(client: &Client, cid: u32, takes: Takes) -> zklock_core::Result<Handles> {
+        let lock = |lock_id: LockId| -> zklock_core::Result<Vec<(Mode, Lock)>> {
+            let path = lock_id.path();
+            Ok(match lock_id {
+                LockId::Exclusive => vec![(Mode::Exclusive, client.lock(path)?)],
+                LockId::Rw => vec![(Mode::Read, client.read_lock(path)?), (Mode::Write, client.write_lock(path)?)],
+                LockId::Election => vec![(Mode::Leader, client.election(path, format!("contender {cid}"))?)],
+                LockId::Semaphore => {
+                    let data = LockOptions::default().data(format!("contender {cid}"));
+                    vec![(Mode::Lease, client.semaphore(path, SEMAPHORE_PERMITS, data)?)]
+                },
+            })
+        };
+        Ok(match takes {
+            Takes::Lock(lock_id) => Handles::Locks(lock(lock_id)?),
+            Takes::Multi => {
+                let (x, rw) = (LockId::Exclusive.path(), LockId::Rw.path());
+                let mut multis = Vec::new();
+                for (mode, core_mode) in [(Mode::Read, LockMode::Read), (Mode::Write, LockMode::Write)] {
+                    // The members in the canonical order (by path).
+                    let multi = client.multi_lock(&[(x, LockMode::Exclusive), (rw, core_mode)])?;
+                    multis.push((vec![Mode::Exclusive, mode], multi));
+                }
+                Handles::Multi(multis)
+            },
+        })
+    }
+
+    fn cancel_handles(&self) -> Vec<CancelHandle> {
+        match self {
+            Handles::Locks(locks) => locks.iter().map(|(_, l)| l.cancel_handle()).collect(),
+            Handles::Multi(multis) => {
+                multis.iter().flat_map(|(_, m)| m.locks().iter().map(Lock::cancel_handle)).collect()
+            },
+        }
+    }
 }
 
 /// Runs the contenders until standard input reaches EOF; returns the exit
@@ -57,10 +135,10 @@ pub fn run(cfg: WorkerConfig) -> i32 {
     let threads: Vec<_> = cfg
         .contenders
         .iter()
-        .map(|(cid, lock, hosts)| {
-            let (cfg, stop, cancels, cid, lock, hosts) =
-                (cfg.clone(), stop.clone(), cancels.clone(), *cid, *lock, hosts.clone());
-            std::thread::spawn(move || contender(&cfg, cid, lock, &hosts, &stop, &cancels))
+        .map(|(cid, takes, hosts)| {
+            let (cfg, stop, cancels, cid, takes, hosts) =
+                (cfg.clone(), stop.clone(), cancels.clone(), *cid, *takes, hosts.clone());
+            std::thread::spawn(move || contender(&cfg, cid, takes, &hosts, &stop, &cancels))
         })
         .collect();
     let mut code = 0;
@@ -77,11 +155,11 @@ fn secs() -> f64 {
     mono_ns() as f64 / 1e9
 }
 
-/// One contender on `lock`; false if it could not talk to the resource.
+/// One contender taking `takes`; false if it could not talk to the resource.
 fn contender(
     cfg: &WorkerConfig,
     cid: u32,
-    lock_id: LockId,
+    takes: Takes,
     hosts: &str,
     stop: &AtomicBool,
     cancels: &Mutex<Vec<CancelHandle>>,
@@ -107,18 +185,7 @@ fn contender(
             },
         }
     };
-    let path = lock_id.path();
-    let handles = match lock_id {
-        LockId::Exclusive => client.lock(path).map(|l| vec![(Mode::Exclusive, l)]),
-        LockId::Rw => {
-            client.read_lock(path).and_then(|r| Ok(vec![(Mode::Read, r), (Mode::Write, client.write_lock(path)?)]))
-        },
-        LockId::Election => client.election(path, format!("contender {cid}")).map(|l| vec![(Mode::Leader, l)]),
-        LockId::Semaphore => client
-            .semaphore(path, SEMAPHORE_PERMITS, LockOptions::default().data(format!("contender {cid}")))
-            .map(|l| vec![(Mode::Lease, l)]),
-    };
-    let handles = match handles {
+    let handles = match Handles::new(&client, cid, takes) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{:.3} contender {cid}: {e}", secs());
@@ -126,7 +193,7 @@ fn contender(
         },
     };
     if let Ok(mut c) = cancels.lock() {
-        c.extend(handles.iter().map(|(_, l)| l.cancel_handle()));
+        c.extend(handles.cancel_handles());
     }
     let mut ok = true;
     while !stop.load(Ordering::SeqCst) && ok {
@@ -139,12 +206,34 @@ fn contender(
             Err(_) => return false,
         };
         let timeout = Duration::from_millis(if patient { 30_000 } else { rng.range(1_000, 6_000) });
-        let (mode, lock) = &handles[rng.range(0, handles.len() as u64 - 1) as usize];
-        match lock.acquire(Some(timeout)) {
-            Ok(guard) => ok = hold(cid, *mode, &guard, &mut resource, &mut rng, cfg.ignore_check),
+        let acquired = match &handles {
+            Handles::Locks(locks) => {
+                let (mode, lock) = &locks[rng.range(0, locks.len() as u64 - 1) as usize];
+                lock.acquire(Some(timeout)).map(|guard| {
+                    let check = || guard.check();
+                    let release = || {
+                        let _ = guard.release();
+                    };
+                    hold(cid, &[(*mode, &guard)], &check, &release, &mut resource, &mut rng, cfg.ignore_check)
+                })
+            },
+            Handles::Multi(multis) => {
+                let (modes, multi) = &multis[rng.range(0, multis.len() as u64 - 1) as usize];
+                multi.acquire(Some(timeout)).map(|guard| {
+                    let members: Vec<(Mode, &Guard)> = modes.iter().copied().zip(guard.guards()).collect();
+                    let check = || guard.check();
+                    let release = || {
+                        let _ = guard.release();
+                    };
+                    hold(cid, &members, &check, &release, &mut resource, &mut rng, cfg.ignore_check)
+                })
+            },
+        };
+        match acquired {
+            Ok(still) => ok = still,
             Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::Cancelled) => {},
             Err(e) => {
-                eprintln!("{:.3} contender {cid}: acquire ({}): {e}", secs(), mode.name());
+                eprintln!("{:.3} contender {cid}: acquire ({}): {e}", secs(), takes.name());
                 std::thread::sleep(Duration::from_millis(50));
             },
         }
@@ -157,12 +246,21 @@ fn contender(
 /// writes to the resource, then checks that the lock is still safely held.
 /// While the resource's answers say `KEEP`, goes on with more steps (a long
 /// hold through a fault). Reports the interval. False if the resource is
-/// gone.
-fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng: &mut Rng, ignore_check: bool) -> bool {
-    let m = mode.code();
-    let check = || if ignore_check { Ok(()) } else { guard.check() };
+/// gone. A multi-lock's `members` (one guard per lock) are announced,
+/// written and reported each as a grant of its own lock, with the one
+/// `check` of the set.
+fn hold(
+    cid: u32,
+    members: &[(Mode, &Guard)],
+    check: &dyn Fn() -> zklock_core::Result<()>,
+    release: &dyn Fn(),
+    resource: &mut ResourceClient,
+    rng: &mut Rng,
+    ignore_check: bool,
+) -> bool {
+    let check = || if ignore_check { Ok(()) } else { check() };
     let notices: Arc<Mutex<Vec<u64>>> = Arc::default();
-    {
+    for (_, guard) in members {
         let notices = notices.clone();
         guard.on_state_change(move |s| {
             if s != LockState::Held {
@@ -173,13 +271,16 @@ fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng:
         });
     }
     if check().is_err() {
-        let _ = guard.release();
+        release();
         return true;
     }
     let start = mono_ns();
-    let token = guard.fencing_token();
-    let Ok(answer) = resource.request(&format!("ENTER {m} {cid} {token} {start}")) else { return false };
-    let mut keep = answer.ends_with("KEEP");
+    let mut keep = false;
+    for (mode, guard) in members {
+        let (m, token) = (mode.code(), guard.fencing_token());
+        let Ok(answer) = resource.request(&format!("ENTER {m} {cid} {token} {start}")) else { return false };
+        keep |= answer.ends_with("KEEP");
+    }
     let mut end = start;
     let mut lost = false;
     let steps = rng.range(1, 4);
@@ -190,8 +291,12 @@ fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng:
         // The write lands some time after the last check, as real work
         // would: a holder stopped in between writes late, with its old
         // token, and the resource must refuse it.
-        let Ok(answer) = resource.request(&format!("WRITE {m} {cid} {token} {start}")) else { return false };
-        keep = answer.ends_with("KEEP");
+        keep = false;
+        for (mode, guard) in members {
+            let (m, token) = (mode.code(), guard.fencing_token());
+            let Ok(answer) = resource.request(&format!("WRITE {m} {cid} {token} {start}")) else { return false };
+            keep |= answer.ends_with("KEEP");
+        }
         let checked = check();
         let now = mono_ns();
         if checked.is_err() {
@@ -203,12 +308,15 @@ fn hold(cid: u32, mode: Mode, guard: &Guard, resource: &mut ResourceClient, rng:
         }
         end = now;
     }
-    let _ = guard.release();
+    release();
     // A suspension that ended (same session, node still ours) before the
     // last good check was not a loss; the loss was learned at the first
     // notice after it.
     let noticed = notices.lock().ok().and_then(|n| n.iter().copied().filter(|&t| t >= end).min());
     let noticed = noticed.map_or("-".to_owned(), |t| t.to_string());
     let verdict = if lost { "lost" } else { "release" };
-    resource.request(&format!("INTERVAL {m} {cid} {token} {start} {end} {noticed} {verdict}")).is_ok()
+    members.iter().all(|(mode, guard)| {
+        let (m, token) = (mode.code(), guard.fencing_token());
+        resource.request(&format!("INTERVAL {m} {cid} {token} {start} {end} {noticed} {verdict}")).is_ok()
+    })
 }

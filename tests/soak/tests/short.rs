@@ -63,6 +63,10 @@ fn chaos_of_every_kind_violates_no_property() {
     assert!(stdout.contains("held at once"), "no semaphore in the run:\n{stdout}");
     let most = stdout.split(" leases, at most ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
     assert_eq!(most, Some(2), "the semaphore's two leases were never held together:\n{stdout}");
+    // Multi-locks took the exclusive and the rw lock together among the
+    // others (their members count under properties 1 to 3 of each lock).
+    let sets = stdout.split("; multi-lock ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
+    assert!(sets.is_some_and(|n: usize| n >= 5), "too few multi-lock grants:\n{stdout}");
 }
 
 /// An outside client deletes waiters' and holders' nodes on both locks: no
