@@ -795,7 +795,7 @@ fn next_conflicting(
         Some(n) => {
             let others = intervals
                 .iter()
-                .filter(|o| !(o.cid == i.cid && o.token == i.token) && !(o.cid == c && o.token == t))
+                .filter(|o| !((o.cid == i.cid && o.token == i.token) || (o.cid == c && o.token == t)))
                 .filter(|o| o.start <= s && o.end >= s)
                 .count();
             others + 1 >= n
