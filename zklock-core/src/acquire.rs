@@ -354,7 +354,7 @@ impl Attempt {
                         None => format!("{}{seq}", self.name_prefix),
                     };
                     self.node = Some(OwnNode { name: name.clone(), czxid: stat.czxid });
-                    crate::fault::stall(crate::fault::AFTER_CREATE_REPLY);
+                    crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
                     let (children, parent) = match ctx.op(list).await? {
                         Ok(reply) => reply,
                         Err(_) => return Ok(None),
@@ -573,7 +573,7 @@ impl Attempt {
                     if fresh.is_some() {
                         own = fresh;
                     }
-                    crate::fault::stall(crate::fault::BEFORE_WAITING);
+                    crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path);
                     let own_event = async {
                         match own.as_mut() {
                             Some(w) => w.event.as_mut().await,
@@ -627,7 +627,7 @@ impl Attempt {
                         },
                         Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
                     };
-                    crate::fault::stall(crate::fault::BEFORE_WAITING);
+                    crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path);
                     let own_event = async {
                         match own.as_mut() {
                             Some(w) => w.event.as_mut().await,

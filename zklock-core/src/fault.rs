@@ -3,7 +3,9 @@
 //! signal from outside cannot hit. Compiled only with the `fault-points`
 //! feature (the test command enables it; builds for users do not), and even
 //! then inert unless `ZKLOCK_FAULT_STALL=<point>` is set in the environment,
-//! with `ZKLOCK_FAULT_STALL_MS` (default 3000). Each point stalls once per
+//! with `ZKLOCK_FAULT_STALL_MS` (default 3000), and, if
+//! `ZKLOCK_FAULT_STALL_UNDER=<path>` is set, only for nodes under that path
+//! (a semaphore's leases, not its mutex). Each point stalls once per
 //! process. The stall blocks the calling thread, the client's runtime
 //! thread included: nothing of the process runs meanwhile, as in a real
 //! pause.
@@ -18,12 +20,19 @@ pub(crate) const AFTER_CREATE_REPLY: &str = "after-create-reply";
 /// delete notification).
 pub(crate) const BEFORE_WAITING: &str = "before-waiting";
 
-/// Stalls here if the environment names `point` (see the module docs).
+/// Stalls here, in the queue at `path`, if the environment names `point`
+/// (and a path `path` is under, if any: see the module docs).
 #[cfg(feature = "fault-points")]
-pub(crate) fn stall(point: &str) {
+pub(crate) fn stall(point: &str, path: &str) {
     use std::sync::atomic::{AtomicBool, Ordering};
     static DONE: AtomicBool = AtomicBool::new(false);
-    if std::env::var("ZKLOCK_FAULT_STALL").ok().as_deref() != Some(point) || DONE.swap(true, Ordering::SeqCst) {
+    if std::env::var("ZKLOCK_FAULT_STALL").ok().as_deref() != Some(point) {
+        return;
+    }
+    if std::env::var("ZKLOCK_FAULT_STALL_UNDER").is_ok_and(|under| !path.starts_with(&under)) {
+        return;
+    }
+    if DONE.swap(true, Ordering::SeqCst) {
         return;
     }
     let ms = std::env::var("ZKLOCK_FAULT_STALL_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
@@ -33,4 +42,4 @@ pub(crate) fn stall(point: &str) {
 
 /// Without the `fault-points` feature: nothing.
 #[cfg(not(feature = "fault-points"))]
-pub(crate) fn stall(_point: &str) {}
+pub(crate) fn stall(_point: &str, _path: &str) {}

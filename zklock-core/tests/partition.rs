@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{queue, wait_until};
-use zklock_core::{Client, Guard};
+use zklock_core::{Client, Guard, Lock, LockOptions};
 use zklock_harness::{Cluster, ClusterOptions};
 
 const SEC: Duration = Duration::from_secs(1);
@@ -29,6 +29,19 @@ const SEC: Duration = Duration::from_secs(1);
 /// heartbeat was a read the follower answered by itself).
 #[test]
 fn a_holder_on_a_server_cut_off_from_the_quorum_fails_check_before_anyone_else_is_granted() {
+    holder_cut_off("/cut-holder", |c| c.lock("/cut-holder").unwrap());
+}
+
+/// The same for a semaphore's lease (one lease: the waiter's grant is the
+/// one that would make two holders).
+#[test]
+fn a_lease_holder_on_a_server_cut_off_from_the_quorum_fails_check_before_its_lease_is_taken() {
+    holder_cut_off("/cut-lease/leases", |c| c.semaphore("/cut-lease", 1, LockOptions::default()).unwrap());
+}
+
+/// The holder of `make`'s lock (whose nodes queue under `queue_path`) on a
+/// member that is cut off, a waiter on the others.
+fn holder_cut_off(queue_path: &str, make: impl Fn(&Client) -> Lock) {
     let cluster = partitionable_ensemble();
     let leader = cluster.wait_quorum(30 * SEC).unwrap();
     let cut = (0..3).find(|&i| i != leader).unwrap();
@@ -36,13 +49,13 @@ fn a_holder_on_a_server_cut_off_from_the_quorum_fails_check_before_anyone_else_i
     // The holder reaches only the member that will be cut off.
     let h = Client::connect(common::options(&cluster.client_addr(cut).to_string(), 3 * SEC)).unwrap();
     let w = Client::connect(common::options(&rest, 3 * SEC)).unwrap();
-    let gh = h.lock("/cut-holder").unwrap().acquire(Some(10 * SEC)).unwrap();
-    let lw = w.lock("/cut-holder").unwrap();
+    let gh = make(&h).acquire(Some(10 * SEC)).unwrap();
+    let lw = make(&w);
     let tw = std::thread::spawn(move || {
         let g = lw.acquire(Some(60 * SEC));
         (g, Instant::now())
     });
-    wait_until("w queued", 10 * SEC, || queue(&w, "/cut-holder").len() == 2);
+    wait_until("w queued", 10 * SEC, || queue(&w, queue_path).len() == 2);
     let checker = Checker::start(gh);
     cluster.partition(cut).unwrap();
     let partitioned = Instant::now();

@@ -250,6 +250,30 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
 }
 
+/// The same for a semaphore's lease (one lease): the `zklock run --permits 1`
+/// command stalls right after its lease node's create reply (its mutex
+/// taken, the list behind the create showing its lease the only one). Its
+/// session expires meanwhile and another client takes the lease.
+#[test]
+fn a_process_stalled_after_its_lease_create_reply_does_not_take_the_lease() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (p, dir) = zklock_run_stalling_with(
+        &hosts,
+        &["--permits", "1", "/stall-lease"],
+        "2s",
+        "after-create-reply",
+        6000,
+        Some("/stall-lease/leases"),
+    );
+    let raw = Raw::connect(&hosts);
+    wait_until("p's lease node exists", 10 * SEC, || raw.children("/stall-lease/leases").len() == 1);
+    let c = connect(&hosts);
+    let sem = c.semaphore("/stall-lease", 1, zklock_core::LockOptions::default()).unwrap();
+    let gc = sem.acquire(Some(20 * SEC)).expect("c gets the lease once p's session expired");
+    hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
+}
+
 /// A sole waiter whose blocker's delete notification comes is granted only
 /// once a read of its own node, sent then, shows it ours (protocol section
 /// 4). Here both notifications are waiting at once: the `zklock` command
@@ -375,17 +399,34 @@ fn zklock_run_stalling(
     point: &str,
     ms: u32,
 ) -> (std::process::Child, std::path::PathBuf) {
+    zklock_run_stalling_with(hosts, &[path], session, point, ms, None)
+}
+
+/// [`zklock_run_stalling`] with `zklock run` arguments `run_args` (options
+/// and the path, last), stalling only under `under` if given.
+fn zklock_run_stalling_with(
+    hosts: &str,
+    run_args: &[&str],
+    session: &str,
+    point: &str,
+    ms: u32,
+    under: Option<&str>,
+) -> (std::process::Child, std::path::PathBuf) {
+    let path = run_args.last().copied().unwrap_or("/");
     let dir = std::env::temp_dir().join(format!("zklock{}-{}", path.replace('/', "-"), std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
-        .args(["run", "--hosts", hosts, "--session-timeout", session, "--timeout", "30s", path, "--"])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"));
+    cmd.args(["run", "--hosts", hosts, "--session-timeout", session, "--timeout", "30s"])
+        .args(run_args)
+        .arg("--")
         .args(["sh", "-c", &format!("touch {}", dir.join("ran").display())])
         .env("ZKLOCK_FAULT_STALL", point)
         .env("ZKLOCK_FAULT_STALL_MS", ms.to_string())
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    (p, dir)
+        .stdin(std::process::Stdio::null());
+    if let Some(under) = under {
+        cmd.env("ZKLOCK_FAULT_STALL_UNDER", under);
+    }
+    (cmd.spawn().unwrap(), dir)
 }
 
 /// Whether `p` exited successfully within `limit` (`None`: it did not exit;
