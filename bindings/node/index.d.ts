@@ -201,7 +201,7 @@ export declare class Lock {
    * `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` (an election
    * participant) or `"LEASE"` (a semaphore).
    */
-  get mode(): 'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'
+  get mode(): 'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER' | 'LEASE'
   /**
    * Acquires the lock and resolves with a `Guard`. Waits at most
    * `timeoutMs` in total (absent: without limit; `0`: try once) and

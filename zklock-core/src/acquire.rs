@@ -310,6 +310,11 @@ pub(crate) struct Attempt {
     pub(crate) protected: String,
     pub(crate) node: Option<OwnNode>,
     pub(crate) unknown_create: bool,
+    /// For a serialised kind: the mutex this attempt holds while it waits.
+    /// If it is lost (its node deleted, by a third party say), another
+    /// contender may take it and queue too, and waiters that each count
+    /// the other could wait for ever: the attempt starts over.
+    pub(crate) mutex: Option<Arc<Holding>>,
 }
 
 impl Attempt {
@@ -573,6 +578,11 @@ impl Attempt {
                     if fresh.is_some() {
                         own = fresh;
                     }
+                    let mutex = self.mutex.clone();
+                    if mutex.as_ref().is_some_and(|m| !m.is_live()) {
+                        log::info!("zklock: the mutex of {} is lost while we wait; starting over", ctx.path);
+                        return Err(Step::Restart);
+                    }
                     crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path);
                     let own_event = async {
                         match own.as_mut() {
@@ -580,20 +590,33 @@ impl Attempt {
                             None => std::future::pending().await,
                         }
                     };
+                    let mutex_ended = async {
+                        match &mutex {
+                            Some(m) => m.ended().await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     let woken = ctx
                         .race(async {
                             tokio::select! {
                                 biased;
-                                ev = own_event => Err(ev),
-                                ev = watcher.changed() => Ok(ev),
+                                ev = own_event => Some(Err(ev)),
+                                ev = watcher.changed() => Some(Ok(ev)),
+                                () = mutex_ended => None,
                             }
                         })
                         .await?;
-                    if let Err(ev) = woken {
-                        own = None;
-                        if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
-                            return Err(Step::Restart);
-                        }
+                    match woken {
+                        Some(Err(ev)) => {
+                            own = None;
+                            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                                return Err(Step::Restart);
+                            }
+                        },
+                        Some(Ok(_)) => {},
+                        // Starts over at the next look, unless that look
+                        // grants us.
+                        None => {},
                     }
                     // Look at the queue again (the list decides; no
                     // notification is a grant).
@@ -835,7 +858,7 @@ pub(crate) async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
             Some(path) => Some(Box::pin(acquire(ctx.for_mutex(path.clone()))).await?),
             None => None,
         };
-        let out = attempt(&ctx).await;
+        let out = attempt(&ctx, mutex.clone()).await;
         if let Some(mutex) = mutex {
             let _ = mutex.begin_delete().finish().await;
         }
@@ -848,7 +871,7 @@ pub(crate) async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
 
 /// One attempt (a new uuid and node): `None` when it must start over (our
 /// node went, with its session or by someone's delete).
-async fn attempt(ctx: &Ctx) -> Option<Result<Arc<Holding>>> {
+async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Holding>>> {
     if let Err(e) = ctx.interrupted() {
         return Some(Err(e));
     }
@@ -863,6 +886,7 @@ async fn attempt(ctx: &Ctx) -> Option<Result<Arc<Holding>>> {
         protected: names::protected_prefix(&uuid),
         node: None,
         unknown_create: false,
+        mutex,
     };
     match attempt.run(ctx).await {
         Ok(holding) => Some(Ok(holding)),

@@ -104,6 +104,17 @@ impl Holding {
         }
     }
 
+    /// Resolves once this holding is no longer live (lost or released);
+    /// a suspension does not end it.
+    pub(crate) async fn ended(&self) {
+        let mut changes = self.changes.subscribe();
+        while self.is_live() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     pub(crate) fn lose(&self, kind: ErrorKind, why: String) {
         // Whatever the route (node deleted, session closed), a loss caused
         // by closing the client is reported as Closed.

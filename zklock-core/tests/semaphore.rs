@@ -211,6 +211,39 @@ fn a_waiter_whose_session_expires_queues_again_and_a_lost_create_reply_is_recove
     assert_eq!(nodes(&raw, "/sem-wait"), (vec![], vec![]));
 }
 
+/// A third party deletes the mutex node of a waiter (found by the outside
+/// attack: the waiter went on waiting with its lease node, the next one took
+/// the mutex and queued too, and with one permit each counted the other:
+/// nobody was granted once the holder released). A waiter whose mutex is
+/// lost starts over, so both get the lease in turn.
+#[test]
+fn a_waiter_whose_mutex_node_is_deleted_starts_over_and_nobody_is_stuck() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let held = semaphore(&connect(&hosts), "/sem-mutex", 1).acquire(Some(LONG)).unwrap();
+    let mut waiters = Vec::new();
+    for i in 0..2 {
+        let sem = semaphore(&connect(&hosts), "/sem-mutex", 1);
+        waiters.push(std::thread::spawn(move || {
+            let lease = sem.acquire(Some(LONG)).unwrap_or_else(|e| panic!("waiter {i}: {e}"));
+            std::thread::sleep(Duration::from_millis(100));
+            lease.release().unwrap();
+        }));
+        wait_until("the waiter holds the mutex or queues on it", LONG, || nodes(&raw, "/sem-mutex").1.len() == i + 1);
+    }
+    let mut mutex = nodes(&raw, "/sem-mutex").1;
+    mutex.sort_by_key(|n| n[n.len() - 10..].to_owned());
+    raw.delete(&format!("/sem-mutex/locks/{}", mutex[0]));
+    // The second waiter takes the mutex and queues its lease node.
+    wait_until("the second waiter's lease node", LONG, || nodes(&raw, "/sem-mutex").0.len() >= 2);
+    held.release().unwrap();
+    for w in waiters {
+        w.join().unwrap();
+    }
+    wait_until("nothing left", LONG, || nodes(&raw, "/sem-mutex") == (vec![], vec![]));
+}
+
 #[test]
 fn bad_semaphore_arguments_are_refused_at_once() {
     let zk = server();

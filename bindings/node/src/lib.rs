@@ -569,7 +569,7 @@ impl Lock {
 
     /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` (an election
     /// participant) or `"LEASE"` (a semaphore).
-    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER'", catch_unwind)]
+    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER' | 'LEASE'", catch_unwind)]
     pub fn mode(&self) -> String {
         self.lock.mode().name().to_owned()
     }
