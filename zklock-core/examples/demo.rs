@@ -1,5 +1,7 @@
 //! `make demo`: a private ZooKeeper and three programs, in C, Python and
-//! Node, contending for one exclusive lock and then for one read/write lock.
+//! Node, contending for one exclusive lock, then for one read/write lock,
+//! then standing in one leader election, then sharing a semaphore of two
+//! leases.
 //!
 //! It starts a standalone server (through the test harness), spawns the
 //! workers
@@ -16,8 +18,9 @@
 //! CLOCK_MONOTONIC timestamp), prints one merged timeline, and checks:
 //! exclusive grants never overlap and their fencing tokens strictly grow, a
 //! writer never overlaps anyone (and its token orders it against every grant
-//! it does not overlap), every worker did all its rounds and exited with 0,
-//! and no lock node was left behind. It exits with 1 on any violation and
+//! it does not overlap), one leader at a time (each worker leads once, in
+//! token order), never more than two leases held, every worker did all its
+//! rounds and exited with 0, and no lock node was left behind. It exits with 1 on any violation and
 //! always stops the server.
 //!
 //! Run it with `make demo` (which builds the three workers first). By hand,
@@ -37,6 +40,10 @@ use zklock_core::{Client, ClientOptions};
 
 const MUTEX_PATH: &str = "/demo/mutex";
 const RW_PATH: &str = "/demo/rw";
+const ELECTION_PATH: &str = "/demo/leader";
+const SEMAPHORE_PATH: &str = "/demo/pool";
+/// The semaphore's leases (the workers use the same number).
+const PERMITS: usize = 2;
 /// Rounds of each worker on the exclusive lock.
 const ROUNDS: usize = 3;
 /// The whole run (start-up included) must end within this.
@@ -148,7 +155,9 @@ fn run() -> DemoResult<bool> {
     println!(
         "phase 2: read/write lock {RW_PATH}: c writes, reads, writes; python reads 3 times; node reads, writes, reads"
     );
-    println!("         (reads held 300 ms, writes 150 ms)\n");
+    println!("         (reads held 300 ms, writes 150 ms)");
+    println!("phase 3: leader election {ELECTION_PATH}: each leads once for 150 ms, then resigns");
+    println!("phase 4: semaphore {SEMAPHORE_PATH} of {PERMITS} leases, {ROUNDS} rounds each, held 300 ms per lease\n");
 
     let outcome = run_workers(&specs, &hosts);
     let ok = match outcome {
@@ -173,7 +182,7 @@ fn run_workers(specs: &[WorkerSpec], hosts: &str) -> DemoResult<(Vec<Event>, Vec
     for (idx, spec) in specs.iter().enumerate() {
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.pre_args)
-            .args([hosts, MUTEX_PATH, RW_PATH, &ROUNDS.to_string(), spec.rw_modes])
+            .args([hosts, MUTEX_PATH, RW_PATH, &ROUNDS.to_string(), spec.rw_modes, ELECTION_PATH, SEMAPHORE_PATH])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
         let mut child = match cmd.spawn() {
@@ -473,6 +482,28 @@ fn report(specs: &[WorkerSpec], events: &[Event], mut failures: Vec<String>, hos
         ),
         bad,
     ));
+    let leaders = by_lock.get(ELECTION_PATH).unwrap_or(&empty);
+    let mut bad = check_exclusive(leaders);
+    if leaders.len() != specs.len() {
+        bad.push(format!("{} leaderships, expected {}", leaders.len(), specs.len()));
+    }
+    checks.push((
+        format!("{ELECTION_PATH}: {} leaderships, one leader at a time, fencing tokens increasing", leaders.len()),
+        bad,
+    ));
+    let leases = by_lock.get(SEMAPHORE_PATH).unwrap_or(&empty);
+    let leases_at_once = max_concurrent(leases);
+    let mut bad = Vec::new();
+    if leases_at_once > PERMITS {
+        bad.push(format!("{leases_at_once} leases held at once, of {PERMITS}"));
+    }
+    if leases.len() != want_mutex {
+        bad.push(format!("{} leases, expected {want_mutex}", leases.len()));
+    }
+    checks.push((
+        format!("{SEMAPHORE_PATH}: {} leases, at most {leases_at_once} held at once (of {PERMITS})", leases.len()),
+        bad,
+    ));
     checks.push(("no lock node left behind".to_owned(), leftovers(hosts)));
 
     println!("checks:");
@@ -498,8 +529,9 @@ fn leftovers(hosts: &str) -> Vec<String> {
         Err(e) => return vec![format!("cannot connect to look: {e}")],
     };
     let mut bad = Vec::new();
-    for path in [MUTEX_PATH, RW_PATH] {
-        match client.participants(path) {
+    let semaphore = [format!("{SEMAPHORE_PATH}/leases"), format!("{SEMAPHORE_PATH}/locks")];
+    for path in [MUTEX_PATH, RW_PATH, ELECTION_PATH].into_iter().map(str::to_owned).chain(semaphore) {
+        match client.participants(&path) {
             Ok(p) if p.is_empty() => {},
             Ok(p) => bad.extend(p.iter().map(|n| format!("{path}/{}", n.name))),
             Err(e) => bad.push(format!("cannot list {path}: {e}")),

@@ -2,13 +2,18 @@
  * demo_worker.c - the C worker of `make demo` (zklock-core/examples/demo.rs
  * starts it next to the Python, Node and Rust workers, all on one ZooKeeper).
  *
- * It takes turns on an exclusive lock, then on a read/write lock, and prints
- * one line per event on stdout for the demo to merge into a timeline:
+ * It takes turns on an exclusive lock, then on a read/write lock, stands once
+ * in a leader election (leads, then resigns), and takes leases of a semaphore
+ * of 2, and prints one line per event on stdout for the demo to merge into a
+ * timeline:
  *
- *     READY lang=c pid=P phase=mutex|rw t_ns=T     (then waits for a line on stdin)
- *     HOLD lang=c lock=PATH mode=exclusive|read|write round=R token=N waited_ms=W t_ns=T
- *     RELEASE lang=c lock=PATH mode=... round=R token=N t_ns=T
+ *     READY lang=c pid=P phase=PHASE t_ns=T     (then waits for a line on stdin)
+ *     HOLD lang=c lock=PATH mode=MODE round=R token=N waited_ms=W t_ns=T
+ *     RELEASE lang=c lock=PATH mode=MODE round=R token=N t_ns=T
  *     DONE lang=c t_ns=T
+ *
+ * PHASE is mutex, rw, election or semaphore; MODE exclusive, read, write,
+ * leader or lease.
  *
  * t_ns is CLOCK_MONOTONIC (the same clock in every process of the machine).
  * HOLD is printed after the acquire returned, RELEASE before the release is
@@ -18,14 +23,16 @@
  *
  *     cc -std=c11 -Wall -Wextra -Werror -Iinclude zklock-ffi/examples/demo_worker.c \
  *        -o demo_worker -Ltarget/demo/lib -lzklock
- *     LD_LIBRARY_PATH=target/demo/lib ./demo_worker 127.0.0.1:2181 /demo/mutex /demo/rw 3 wrw
+ *     LD_LIBRARY_PATH=target/demo/lib ./demo_worker 127.0.0.1:2181 /demo/mutex /demo/rw 3 wrw \
+ *         /demo/leader /demo/pool
  *
  * (target/demo/lib holds the symlink libzklock.so.0 -> ../../debug/libzklock.so
  * that `make demo` makes; with an installed libzklock use
  * `$(pkg-config --cflags --libs zklock)` instead.) Arguments: connect string,
- * exclusive lock path, read/write lock path, rounds on the exclusive lock,
- * and one letter per round on the read/write lock (r = read, w = write).
- * Exit status 0 when every round went through, 1 otherwise.
+ * exclusive lock path, read/write lock path, rounds on the exclusive lock
+ * (and on the semaphore), one letter per round on the read/write lock
+ * (r = read, w = write), election path, semaphore path. Exit status 0 when
+ * every round went through, 1 otherwise.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <zklock.h>
@@ -42,6 +49,10 @@
 #define HOLD_EXCLUSIVE_MS 150
 #define HOLD_READ_MS 300
 #define HOLD_WRITE_MS 150
+#define HOLD_LEADER_MS 150
+#define HOLD_LEASE_MS 300
+/* The semaphore's leases (the same in every demo worker). */
+#define PERMITS 2
 
 static long long now_ns(void) {
     struct timespec ts;
@@ -98,17 +109,20 @@ static int round_on(const zklock_lock *lock, const char *path, const char *mode,
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s HOSTS MUTEX_PATH RW_PATH ROUNDS RW_MODES (e.g. wrw)\n", argv[0]);
+    if (argc != 8) {
+        fprintf(stderr,
+                "usage: %s HOSTS MUTEX_PATH RW_PATH ROUNDS RW_MODES ELECTION_PATH SEMAPHORE_PATH "
+                "(e.g. wrw)\n",
+                argv[0]);
         return 2;
     }
     const char *hosts = argv[1], *mutex_path = argv[2], *rw_path = argv[3];
     int rounds = atoi(argv[4]);
-    const char *rw_modes = argv[5];
+    const char *rw_modes = argv[5], *election_path = argv[6], *semaphore_path = argv[7];
     setvbuf(stdout, NULL, _IOLBF, 0); /* one line per event, also into a pipe */
 
     zklock_client *zk = NULL;
-    zklock_lock *mutex = NULL, *rd = NULL, *wr = NULL;
+    zklock_lock *mutex = NULL, *rd = NULL, *wr = NULL, *election = NULL, *pool = NULL;
     zklock_error *err = NULL;
     zklock_code rc;
     int status = 1;
@@ -126,6 +140,14 @@ int main(int argc, char **argv) {
         fail("zklock_rwlock_new", rc, err);
         goto out;
     }
+    if ((rc = zklock_election_new(zk, election_path, "c", &election, &err)) != ZKLOCK_OK) {
+        fail("zklock_election_new", rc, err);
+        goto out;
+    }
+    if ((rc = zklock_semaphore_new(zk, semaphore_path, PERMITS, NULL, &pool, &err)) != ZKLOCK_OK) {
+        fail("zklock_semaphore_new", rc, err);
+        goto out;
+    }
 
     if (ready("mutex")) goto out;
     for (int r = 1; r <= rounds; r++)
@@ -138,6 +160,14 @@ int main(int argc, char **argv) {
                      write ? HOLD_WRITE_MS : HOLD_READ_MS))
             goto out;
     }
+
+    if (ready("election")) goto out;
+    /* Leads once, then resigns. */
+    if (round_on(election, election_path, "leader", 1, HOLD_LEADER_MS)) goto out;
+
+    if (ready("semaphore")) goto out;
+    for (int r = 1; r <= rounds; r++)
+        if (round_on(pool, semaphore_path, "lease", r, HOLD_LEASE_MS)) goto out;
     printf("DONE lang=c t_ns=%lld\n", now_ns());
     status = 0;
 
@@ -145,6 +175,8 @@ out:
     zklock_lock_free(mutex);
     zklock_lock_free(rd);
     zklock_lock_free(wr);
+    zklock_lock_free(election);
+    zklock_lock_free(pool);
     zklock_client_free(zk);
     return status;
 }

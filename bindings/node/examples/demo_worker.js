@@ -3,11 +3,12 @@
 //
 // zklock-core/examples/demo.rs starts it next to the C, Python and Rust
 // workers, all on one private ZooKeeper. It takes turns on an exclusive lock,
-// then on a read/write lock, and prints one line per event on stdout for the
-// demo to merge into a timeline:
+// then on a read/write lock, stands once in a leader election (leads, then
+// resigns), and takes leases of a semaphore of 2, and prints one line per
+// event on stdout for the demo to merge into a timeline:
 //
-//   READY lang=node pid=P phase=mutex|rw t_ns=T     (then waits for a line on stdin)
-//   HOLD lang=node lock=PATH mode=exclusive|read|write round=R token=N waited_ms=W t_ns=T
+//   READY lang=node pid=P phase=mutex|rw|election|semaphore t_ns=T     (then waits for a line on stdin)
+//   HOLD lang=node lock=PATH mode=exclusive|read|write|leader|lease round=R token=N waited_ms=W t_ns=T
 //   RELEASE lang=node lock=PATH mode=... round=R token=N t_ns=T
 //   DONE lang=node t_ns=T
 //
@@ -18,28 +19,33 @@
 // Run by hand from the repository, after `make node` (which builds the addon
 // next to bindings/node/index.js):
 //
-//   node bindings/node/examples/demo_worker.js 127.0.0.1:2181 /demo/mutex /demo/rw 3 rrw
+//   node bindings/node/examples/demo_worker.js 127.0.0.1:2181 /demo/mutex /demo/rw 3 rrw /demo/leader /demo/pool
 //
 // Arguments: connect string, exclusive lock path, read/write lock path,
-// rounds on the exclusive lock, one letter per round on the read/write lock
-// (r = read, w = write). Exit status 0 when every round went through.
+// rounds on the exclusive lock (and on the semaphore), one letter per round
+// on the read/write lock (r = read, w = write), election path, semaphore
+// path. Exit status 0 when every round went through.
 
 // In your own project: require('zklock'). Here: the package of this repository.
 const { Client } = require('..')
 const readline = require('node:readline')
 
 // How long each grant is held (the same in every demo worker), in ms.
-const HOLD_MS = { exclusive: 150, read: 300, write: 150 }
+const HOLD_MS = { exclusive: 150, read: 300, write: 150, leader: 150, lease: 300 }
+// The semaphore's leases (the same in every demo worker).
+const PERMITS = 2
 
 const emit = (line) => process.stdout.write(`${line} t_ns=${process.hrtime.bigint()}\n`)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function main(argv) {
-  if (argv.length !== 5) {
-    console.error('usage: demo_worker.js HOSTS MUTEX_PATH RW_PATH ROUNDS RW_MODES (e.g. rrw)')
+  if (argv.length !== 7) {
+    console.error(
+      'usage: demo_worker.js HOSTS MUTEX_PATH RW_PATH ROUNDS RW_MODES ELECTION_PATH SEMAPHORE_PATH (e.g. rrw)',
+    )
     return 2
   }
-  const [hosts, mutexPath, rwPath, rounds, rwModes] = argv
+  const [hosts, mutexPath, rwPath, rounds, rwModes, electionPath, semaphorePath] = argv
   // The demo's "go" lines, one per phase.
   const stdin = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]()
   const ready = async (phase) => {
@@ -75,6 +81,11 @@ async function main(argv) {
       if (letter === 'w') await oneRound(write, rwPath, 'write', r)
       else await oneRound(read, rwPath, 'read', r)
     }
+    await ready('election')
+    await oneRound(client.election(electionPath, 'node'), electionPath, 'leader', 1) // leads once, then resigns
+    await ready('semaphore')
+    const pool = client.semaphore(semaphorePath, PERMITS)
+    for (let r = 1; r <= Number(rounds); r++) await oneRound(pool, semaphorePath, 'lease', r)
   } finally {
     await client.close()
   }
