@@ -205,6 +205,49 @@ typedef int32_t zklock_state;
 #endif // __cplusplus
 
 /**
+ * How much of the core's logging reaches the logger: a level lets its
+ * own records and every more severe ones through.
+ */
+enum zklock_log_level
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Nothing.
+   */
+  ZKLOCK_LOG_OFF = 0,
+  /**
+   * Errors.
+   */
+  ZKLOCK_LOG_ERROR = 1,
+  /**
+   * Warnings: a session that ended, a lost lock, a cleanup left to the
+   * background (the default, on stderr).
+   */
+  ZKLOCK_LOG_WARN = 2,
+  /**
+   * Connects, reconnects, suspensions, re-queues, cleanups done.
+   */
+  ZKLOCK_LOG_INFO = 3,
+  /**
+   * Every grant too.
+   */
+  ZKLOCK_LOG_DEBUG = 4,
+  /**
+   * Everything.
+   */
+  ZKLOCK_LOG_TRACE = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zklock_log_level zklock_log_level;
+#else
+typedef int32_t zklock_log_level;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * The kind of lock a `zklock_lock_new` handle takes.
  */
 enum zklock_mode
@@ -373,6 +416,15 @@ typedef void (*zklock_state_cb)(void *userdata, zklock_state state);
  * `user_data` is the pointer given to `zklock_lock_acquire_async`.
  */
 typedef void (*zklock_acquire_cb)(void *user_data, zklock_code code, struct zklock_guard *guard, struct zklock_error *err);
+
+/**
+ * A logger: called with the caller's `userdata`, the record's level (never
+ * `ZKLOCK_LOG_OFF`) and its message (NUL-terminated UTF-8, valid during
+ * the call only), on zklock's `zklock-log` thread, one record at a time.
+ * It may call zklock functions; it should return promptly (records that
+ * do not fit a queue of 1,024 meanwhile are dropped and counted).
+ */
+typedef void (*zklock_log_cb)(void *userdata, zklock_log_level level, const char *message);
 
 #ifdef __cplusplus
 extern "C" {
@@ -936,6 +988,29 @@ bool zklock_lock_is_held(const struct zklock_lock *lock);
  * is using (no acquire in progress); it must not be used afterwards.
  */
 void zklock_lock_free(struct zklock_lock *lock);
+
+/**
+ * Sends the core's log records of `level` and more severe to `cb` (see
+ * `zklock_log_cb`), replacing the logger set before; `cb` NULL writes
+ * them to stderr instead (`"zklock WARN: ..."`). Until this is called,
+ * warnings go to stderr. Process-wide: one logger for every client. The
+ * records are connects, reconnects, suspensions, session expiries,
+ * re-queues and background cleanups, each naming its lock path and
+ * session id.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a level that is not a `zklock_log_level`;
+ * `ZKLOCK_INTERNAL` if the logging thread cannot be started.
+ *
+ * # Threads
+ * Any thread, also from the logger itself (the new logger takes over from
+ * the next record). `userdata` must stay valid until another logger
+ * replaces this one and the record being delivered (if any) returns.
+ *
+ * # Safety
+ * `err` is NULL or valid for writing a pointer.
+ */
+zklock_code zklock_set_logger(zklock_log_cb cb, void *userdata, zklock_log_level level, struct zklock_error **err);
 
 /**
  * Makes a multi-lock over the `n` paths `paths[0..n]`, member `i` of mode

@@ -8,6 +8,17 @@
  * `ZkLockError.code` can take.
  */
 export declare function errorCodes(): Array<ZkLockErrorCode>
+/**
+ * Sends the core's log records of `level` and more severe (`"error"`,
+ * `"warn"`, `"info"` (default), `"debug"`, `"trace"`, `"off"`) to
+ * `logger(level, message)`, called on the JavaScript thread (it does not
+ * keep the process alive); `null` goes back to the default: warnings on
+ * stderr. The records are connects, reconnects, suspensions, session
+ * expiries, re-queues and background cleanups, each naming its lock path
+ * and session id. Process-wide (one logger for every client). Throws
+ * `INVALID_ARGUMENT` for an unknown level.
+ */
+export declare function setLogger(logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'off'): void
 /** Options of `Client.connect`. */
 export interface ConnectOptions {
   /** The servers: `"host:port[,host:port...][/chroot]"`. */

@@ -307,8 +307,20 @@ Client.prototype.withLeadership = async function withLeadership(path, id, fn, op
   return runHolding(await this.election(path, id).acquire(options), fn)
 }
 
+// The addon does not check that the logger is a function.
+const nativeSetLogger = wrapStatic(native.setLogger)
+function setLogger(logger, level) {
+  if (logger !== null && typeof logger !== 'function') {
+    throw invalidArgType(`logger must be a function or null, got ${typeof logger}`)
+  }
+  if (level !== undefined && typeof level !== 'string')
+    throw invalidArgType(`level must be a string, got ${typeof level}`)
+  return nativeSetLogger(logger, level)
+}
+
 module.exports = {
   Client,
+  setLogger,
   Lock,
   Guard,
   MultiLock,

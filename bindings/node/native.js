@@ -310,9 +310,10 @@ if (!nativeBinding) {
   throw new Error(`Failed to load native binding`)
 }
 
-const { errorCodes, Client, _CancelToken, Lock, Guard, MultiLock, MultiGuard } = nativeBinding
+const { errorCodes, setLogger, Client, _CancelToken, Lock, Guard, MultiLock, MultiGuard } = nativeBinding
 
 module.exports.errorCodes = errorCodes
+module.exports.setLogger = setLogger
 module.exports.Client = Client
 module.exports._CancelToken = _CancelToken
 module.exports.Lock = Lock

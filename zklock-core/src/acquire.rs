@@ -513,7 +513,7 @@ impl Attempt {
             }
             match names::decide_with_permits(ctx.mode, ctx.permits, &look.children, &name) {
                 Decision::Gone => {
-                    log::info!("zklock: our node {own_path} is gone; queueing again");
+                    log::info!("zklock: our node {own_path} is gone (session {:#x}); queueing again", self.session.id);
                     self.node = None;
                     return Err(Step::Restart);
                 },
@@ -675,7 +675,10 @@ impl Attempt {
                                 return Err(Step::Restart);
                             }
                             if ev.event_type == zk::EventType::NodeDeleted {
-                                log::info!("zklock: our node {own_path} was deleted while waiting; queueing again");
+                                log::info!(
+                                    "zklock: our node {own_path} was deleted while waiting (session {:#x}); queueing again",
+                                    self.session.id
+                                );
                                 self.node = None;
                                 return Err(Step::Restart);
                             }
@@ -764,13 +767,16 @@ impl Attempt {
             Ok((_, stat, watch)) => match OwnWatch::armed(&stat, watch, states, self.session.id) {
                 Some(own) => Ok(Some(own)),
                 None => {
-                    log::info!("zklock: our node {own_path} is another session's now; queueing again");
+                    log::info!(
+                        "zklock: our node {own_path} is another session's now (ours is {:#x}); queueing again",
+                        self.session.id
+                    );
                     self.node = None;
                     Err(Step::Restart)
                 },
             },
             Err(zk::Error::NoNode) => {
-                log::info!("zklock: our node {own_path} is gone; queueing again");
+                log::info!("zklock: our node {own_path} is gone (session {:#x}); queueing again", self.session.id);
                 self.node = None;
                 Err(Step::Restart)
             },
@@ -799,7 +805,11 @@ impl Attempt {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
         if !self.session.clock.is_safe() {
-            log::info!("zklock: {}/{name} is first, but the session is not safely alive; waiting", ctx.path);
+            log::info!(
+                "zklock: {}/{name} is first, but session {:#x} is not safely alive; waiting",
+                ctx.path,
+                self.session.id
+            );
             ctx.race(self.session.clock_advanced()).await?;
             return Ok(None);
         }
@@ -822,6 +832,7 @@ impl Attempt {
         });
         // The node now belongs to the holding: no cleanup by this attempt.
         self.node = None;
+        log::debug!("zklock: granted {}/{name} (session {:#x}, token {czxid})", ctx.path, self.session.id);
         let task = tokio::spawn(monitor(holding.clone(), proof));
         if let Ok(mut slot) = holding.monitor.lock() {
             *slot = Some(task);

@@ -22,6 +22,7 @@ pub(crate) fn session_gone(e: &zk::Error) -> bool {
 }
 
 /// Something to delete in the background until it is gone or the session is.
+#[derive(Debug)]
 pub(crate) enum Cleanup {
     /// Our node at this path, if the session still owns it (a node of the
     /// same name made by another session after ours was deleted is not
@@ -95,8 +96,14 @@ pub(crate) async fn delete_once(shared: &Shared, session: &Session, path: &str, 
 /// Retries `what` until it is done, the session ends, or the client closes
 /// (which ends the session).
 pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
-    if let Cleanup::Node(path) = &what {
-        log::warn!("zklock: cannot delete {path} now; retrying in the background");
+    match &what {
+        Cleanup::Node(path) => {
+            log::warn!("zklock: cannot delete {path} now (session {:#x}); retrying in the background", session.id)
+        },
+        Cleanup::Prefix { parent, prefix } => log::warn!(
+            "zklock: a create under {parent} lost its reply (session {:#x}); looking for {prefix}* in the background",
+            session.id
+        ),
     }
     shared.pending_cleanups.fetch_add(1, Ordering::AcqRel);
     let handle = shared.handle.clone();
@@ -107,7 +114,15 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
                 r = session.wait_connected(None) => r.is_ok(),
                 _ = shared.closed() => false,
             };
-            if !connected || cleanup_once(&shared, &session, &what).await {
+            if !connected {
+                log::info!(
+                    "zklock: background cleanup {what:?} ends with session {:#x} (its nodes go with it)",
+                    session.id
+                );
+                break;
+            }
+            if cleanup_once(&shared, &session, &what).await {
+                log::info!("zklock: background cleanup {what:?} done (session {:#x})", session.id);
                 break;
             }
             tokio::time::sleep(backoff).await;

@@ -484,6 +484,7 @@ impl Shared {
         loop {
             tokio::spawn(self.clone().heartbeat(current.clone()));
             let mut states = current.states();
+            let mut was = zk::SessionState::SyncConnected;
             loop {
                 let s = states.state();
                 if s.is_terminated() {
@@ -492,20 +493,37 @@ impl Shared {
                 if s == zk::SessionState::SyncConnected {
                     // Every (re)connect opens a new socket.
                     nodelay::disable_nagle(&self.servers);
+                    if was != zk::SessionState::SyncConnected {
+                        log::info!("zklock: session {:#x} reconnected; its locks are held again", current.id);
+                    }
+                } else if was == zk::SessionState::SyncConnected && !self.is_closed() {
+                    log::warn!(
+                        "zklock: session {:#x} lost its connection ({s}); its locks are suspended until it \
+                         reconnects, lost if it expires",
+                        current.id
+                    );
                 }
+                was = s;
                 tokio::select! {
                     _ = states.changed() => {}
                     _ = self.closed() => { current.close(); return; }
                 }
             }
-            log::warn!("zklock: session {:#x} ended; starting a new one", current.id);
+            log::warn!(
+                "zklock: session {:#x} ended ({}); its locks are lost; starting a new session",
+                current.id,
+                current.state()
+            );
             let mut backoff = Duration::from_millis(50);
             current = loop {
                 if self.is_closed() {
                     return;
                 }
                 match Self::connect_session(&self.options, &self.hosts).await {
-                    Ok(s) => break s,
+                    Ok(s) => {
+                        log::info!("zklock: new session {:#x}, timeout {:?}", s.id, s.timeout);
+                        break s;
+                    },
                     Err(e) => {
                         log::warn!("zklock: reconnect failed: {e}");
                         tokio::select! {
@@ -648,7 +666,12 @@ impl Client {
             let session = Shared::connect_session(&shared.options, &shared.hosts).await?;
             shared.session.send_replace(Some(session.clone()));
             tokio::spawn(shared.clone().supervise(session.clone()));
-            log::debug!("zklock: session {:#x} established, timeout {:?}", session.id, session.timeout);
+            log::info!(
+                "zklock: connected to {}: session {:#x}, timeout {:?}",
+                shown(&shared.hosts),
+                session.id,
+                session.timeout
+            );
             Ok::<_, Error>(())
         };
         Ok((Client { inner }, first))

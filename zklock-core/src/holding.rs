@@ -97,7 +97,14 @@ impl Holding {
         if state == LockState::Released {
             return;
         }
-        log::debug!("zklock: {} is now {state:?}", self.node_path());
+        let session = self.session.id;
+        match state {
+            LockState::Lost => log::warn!("zklock: lock {} (session {session:#x}) is lost", self.node_path()),
+            LockState::Suspended => {
+                log::info!("zklock: lock {} (session {session:#x}) is suspended", self.node_path())
+            },
+            _ => log::info!("zklock: lock {} (session {session:#x}) is {state:?} again", self.node_path()),
+        }
         let callbacks = self.callbacks.lock().map(|c| c.clone()).unwrap_or_default();
         for cb in callbacks {
             self.shared.post_event(Box::new(move || cb(state)));

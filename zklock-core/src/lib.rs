@@ -26,6 +26,11 @@
 //! # Ok::<(), zklock_core::Error>(())
 //! ```
 //!
+//! The core logs through the `log` facade: connects, reconnects,
+//! suspensions, session expiries, re-queues and background cleanups, each
+//! with its lock path and session id; install any `log` logger to see them
+//! (the bindings forward them to their language's logging: [`logging`]).
+//!
 //! Guarantees and their limits are described in the README and in the
 //! protocol document; every public item says which errors it returns and on
 //! which thread it may be called.
@@ -39,6 +44,7 @@ mod error;
 mod fault;
 mod holding;
 mod lock;
+pub mod logging;
 mod multi;
 pub mod names;
 mod nodelay;

@@ -120,6 +120,7 @@ fn spawn(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env_remove("ZKLOCK_HOSTS")
+        .env_remove("ZKLOCK_LOG")
         .env("D", &dir.0)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out).unwrap())
@@ -324,6 +325,28 @@ fn permits_let_that_many_commands_run_at_once() {
     assert!(o.code == 64 && o.stderr.contains("excludes"), "{o:?}");
     let o = zklock(&d, "lead", &["lead", "--hosts", &hosts, "--permits", "2", "/cli/sem", "--", "true"]);
     assert!(o.code == 64 && o.stderr.contains("--permits"), "{o:?}");
+}
+
+/// zklock's own log records on stderr: none by default on a quiet run,
+/// the connect with its session id at `ZKLOCK_LOG=info` and with `-v`,
+/// every grant at `debug`.
+#[test]
+fn log_records_follow_zklock_log_and_verbose() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("logging");
+    let args = ["run", "--hosts", &hosts, "/cli/logging", "--", "true"];
+    let quiet = zklock(&d, "quiet", &args);
+    assert_eq!(quiet.code, 0, "{quiet:?}");
+    assert!(!quiet.stderr.contains("zklock INFO"), "{quiet:?}");
+    let info = spawn(&d, "info", &args, &[("ZKLOCK_LOG", "info")]).wait(30 * SEC);
+    assert_eq!(info.code, 0, "{info:?}");
+    assert!(info.stderr.contains("zklock INFO: connected to") && info.stderr.contains("session 0x"), "{info:?}");
+    assert!(!info.stderr.contains("zklock DEBUG"), "{info:?}");
+    let verbose = zklock(&d, "verbose", &["run", "-v", "--hosts", &hosts, "/cli/logging", "--", "true"]);
+    assert!(verbose.stderr.contains("zklock INFO: connected to"), "{verbose:?}");
+    let debug = spawn(&d, "debug", &args, &[("ZKLOCK_LOG", "debug")]).wait(30 * SEC);
+    assert!(debug.stderr.contains("zklock DEBUG: granted /cli/logging/"), "{debug:?}");
 }
 
 #[test]

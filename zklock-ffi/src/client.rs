@@ -105,6 +105,7 @@ pub unsafe extern "C" fn zklock_client_new(
         call(F, err, || {
             let hosts = arg_str(hosts, F, "hosts")?;
             let out = out_arg(out, F, "out")?;
+            crate::logger::ensure_default();
             let mut options = ClientOptions::new(hosts);
             if let Some(o) = opts.as_ref() {
                 let ms = |v: u32| Duration::from_millis(u64::from(v));

@@ -21,6 +21,7 @@ pub mod client;
 pub mod error;
 pub mod guard;
 pub mod lock;
+pub mod logger;
 pub mod multi;
 pub mod participants;
 mod util;

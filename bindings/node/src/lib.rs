@@ -106,6 +106,52 @@ pub fn error_codes() -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------
+// Logging
+// ---------------------------------------------------------------------------
+
+/// The default destination of the core's log records: stderr.
+fn log_to_stderr(record: core::logging::LogRecord) {
+    eprintln!("zklock {}: {}", record.level, record.message);
+}
+
+/// Sends the core's log records of `level` and more severe (`"error"`,
+/// `"warn"`, `"info"` (default), `"debug"`, `"trace"`, `"off"`) to
+/// `logger(level, message)`, called on the JavaScript thread (it does not
+/// keep the process alive); `null` goes back to the default: warnings on
+/// stderr. The records are connects, reconnects, suspensions, session
+/// expiries, re-queues and background cleanups, each naming its lock path
+/// and session id. Process-wide (one logger for every client). Throws
+/// `INVALID_ARGUMENT` for an unknown level.
+#[napi(
+    ts_args_type = "logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'off'",
+    catch_unwind
+)]
+pub fn set_logger(env: Env, logger: Option<JsFunction>, level: Option<String>) -> napi::Result<()> {
+    let level_name = level.as_deref().unwrap_or(if logger.is_some() { "info" } else { "warn" });
+    let Some(filter) = core::logging::level_filter(level_name) else {
+        let e = core::Error::new(
+            core::ErrorKind::InvalidArgument,
+            format!("log level must be error, warn, info, debug, trace or off, not {level_name:?}"),
+        );
+        return Err(zk_error(&env, &e));
+    };
+    let installed = match logger {
+        None => core::logging::set_log_sink(filter, log_to_stderr),
+        Some(logger) => {
+            let mut tsfn: ThreadsafeFunction<core::logging::LogRecord, ErrorStrategy::Fatal> = logger
+                .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::logging::LogRecord>| {
+                    let level = ctx.value.level.as_str().to_ascii_lowercase();
+                    Ok(vec![ctx.env.create_string(&level)?, ctx.env.create_string(&ctx.value.message)?])
+                })?;
+            tsfn.unref(&env)?;
+            let callback = JsCallback(Some(tsfn));
+            core::logging::set_log_sink(filter, move |record| callback.call(record))
+        },
+    };
+    installed.map_err(|e| zk_error(&env, &e))
+}
+
+// ---------------------------------------------------------------------------
 // Promises settled from our own threads
 // ---------------------------------------------------------------------------
 
@@ -114,6 +160,8 @@ pub fn error_codes() -> Vec<String> {
 /// for it and settles Promises).
 #[napi::module_init]
 fn init() {
+    // Until setLogger() says otherwise: the core's warnings on stderr.
+    let _ = core::logging::set_log_sink(log::LevelFilter::Warn, log_to_stderr);
     if let Ok(rt) = napi::tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(1)

@@ -1370,8 +1370,45 @@ impl BoundWithBlock {
     }
 }
 
+/// Hands one of the core's log records to the Python logger `zklock` (on
+/// the core's `zklock-log` thread; not once the interpreter shuts down).
+fn forward_to_logging(record: zklock_core::logging::LogRecord) {
+    enter_python(|py| {
+        let level = match record.level {
+            log::Level::Error => 40,
+            log::Level::Warn => 30,
+            log::Level::Info => 20,
+            log::Level::Debug => 10,
+            log::Level::Trace => 5,
+        };
+        let logger = py.import("logging").and_then(|l| l.call_method1("getLogger", ("zklock",)));
+        if let Ok(logger) = logger {
+            let _ = logger.call_method1("log", (level, "%s", record.message));
+        }
+    });
+}
+
+/// Which of the core's log records reach the Python logger `zklock`: this
+/// level and more severe (`"ERROR"`, `"WARNING"`/`"WARN"`, `"INFO"`,
+/// `"DEBUG"`, `"TRACE"` or `"OFF"`). InvalidArgument for another name.
+#[pyfunction]
+fn _set_log_level(py: Python<'_>, level: &str) -> PyResult<()> {
+    let name = if level.eq_ignore_ascii_case("warning") { "warn" } else { level };
+    let Some(filter) = zklock_core::logging::level_filter(name) else {
+        return Err(invalid_argument(format!(
+            "log level must be ERROR, WARNING, INFO, DEBUG, TRACE or OFF, not {level:?}"
+        )));
+    };
+    // Without the GIL: the replacement waits for a record being handed to
+    // Python, which needs the GIL.
+    py.detach(|| zklock_core::logging::set_log_sink(filter, forward_to_logging)).map_err(py_err)
+}
+
 #[pymodule]
 fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The core's records reach `logging.getLogger("zklock")`; INFO and up by
+    // default (Python's logging shows WARNING and up unless configured).
+    m.py().detach(|| zklock_core::logging::set_log_sink(log::LevelFilter::Info, forward_to_logging)).map_err(py_err)?;
     let codes: Vec<&'static str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
     m.add("ERROR_CODES", PyTuple::new(m.py(), codes)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -1383,5 +1420,6 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_log_level, m)?)?;
     Ok(())
 }

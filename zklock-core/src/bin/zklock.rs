@@ -35,7 +35,8 @@
 //! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write`, `leader` or `lease` |
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
 //!
-//! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent.
+//! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent, `ZKLOCK_LOG`
+//! for the level of zklock's log records on stderr (default `warn`).
 //!
 //! # Signals
 //!
@@ -154,7 +155,10 @@ RUN OPTIONS
                            default: lost once ZooKeeper has not answered for
                            nearly a session timeout (before the server can
                            expire the session and grant the lock to another)
-  -v, --verbose            say on stderr when the lock is acquired and released
+  -v, --verbose            say on stderr when the lock is acquired and released,
+                           and show zklock's INFO log records (reconnects,
+                           suspensions, re-queues; $ZKLOCK_LOG sets the level:
+                           error, warn (default), info, debug, trace, off)
 
 LEAD
   `lead` joins the leader election at PATH (Curator LeaderLatch compatible)
@@ -219,7 +223,10 @@ EXIT STATUS
 
 /// Parses the command line, runs the subcommand, exits with its code.
 fn main() {
-    let code = match args::parse(std::env::args_os().skip(1).collect()) {
+    let parsed = args::parse(std::env::args_os().skip(1).collect());
+    let verbose = matches!(&parsed, Ok(args::Command::Run(o)) if o.verbose);
+    log_to_stderr(verbose);
+    let code = match parsed {
         Ok(args::Command::Help) => print_stdout(HELP),
         Ok(args::Command::Version) => print_stdout(&format!("zklock {}\n", env!("CARGO_PKG_VERSION"))),
         Ok(args::Command::Run(opts)) => run::run(opts),
@@ -227,6 +234,18 @@ fn main() {
         Err(u) => usage_error(&u.0),
     };
     std::process::exit(code);
+}
+
+/// The core's log records on stderr: `$ZKLOCK_LOG` (`error`, `warn`,
+/// `info`, `debug`, `trace`, `off`) or warnings, and at least `info` with
+/// `-v`.
+fn log_to_stderr(verbose: bool) {
+    let asked = std::env::var("ZKLOCK_LOG").ok().and_then(|v| zklock_core::logging::level_filter(&v));
+    let mut level = asked.unwrap_or(log::LevelFilter::Warn);
+    if verbose {
+        level = level.max(log::LevelFilter::Info);
+    }
+    let _ = zklock_core::logging::set_log_sink(level, |r| eprintln!("zklock {}: {}", r.level, r.message));
 }
 
 /// Writes `text` to stdout (a closed stdout is no error); returns 0.

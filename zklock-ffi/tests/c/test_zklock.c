@@ -619,6 +619,52 @@ static int test_semaphore(void) {
     return 0;
 }
 
+/* What the test logger saw: the INFO records of connects, the last one. */
+typedef struct {
+    pthread_mutex_t mu;
+    int connects;
+    char last[256];
+} log_seen;
+
+static void collect_log(void *userdata, zklock_log_level level, const char *message) {
+    log_seen *seen = userdata;
+    pthread_mutex_lock(&seen->mu);
+    if (level == ZKLOCK_LOG_INFO && strstr(message, "connected to") != NULL) {
+        seen->connects++;
+        snprintf(seen->last, sizeof seen->last, "%s", message);
+    }
+    pthread_mutex_unlock(&seen->mu);
+}
+
+/* zklock_set_logger: a connect is told at INFO with its session id; a bad
+ * level is refused; NULL goes back to stderr. */
+static int test_logger(void) {
+    log_seen seen = {.connects = 0, .last = ""};
+    pthread_mutex_init(&seen.mu, NULL);
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_set_logger(collect_log, &seen, 9, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_set_logger(collect_log, &seen, -1, &err));
+    EXPECT(ZKLOCK_OK, zklock_set_logger(collect_log, &seen, ZKLOCK_LOG_INFO, &err));
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    int64_t session = 0;
+    EXPECT(ZKLOCK_OK, zklock_client_session_id(zk, &session, &err));
+    char wanted[64];
+    snprintf(wanted, sizeof wanted, "session %#" PRIx64 ",", (uint64_t)session);
+    int found = 0;
+    for (int i = 0; i < 250 && !found; i++) {
+        pthread_mutex_lock(&seen.mu);
+        found = seen.connects == 1 && strstr(seen.last, wanted) != NULL;
+        pthread_mutex_unlock(&seen.mu);
+        if (!found) sleep_ms(20);
+    }
+    zklock_client_free(zk);
+    /* Back to stderr: the logger (and `seen`) are not used any more. */
+    EXPECT(ZKLOCK_OK, zklock_set_logger(NULL, NULL, ZKLOCK_LOG_WARN, &err));
+    CHECK(found);
+    pthread_mutex_destroy(&seen.mu);
+    return 0;
+}
+
 /* Multi-locks: all or none under one deadline; the guard covers every
  * member; bad members refused at once. */
 static int test_multi_lock(void) {
@@ -1754,6 +1800,7 @@ static const struct test TESTS[] = {
     {"timeout_leaves_no_node", test_timeout_leaves_no_node},
     {"election", test_election},
     {"semaphore", test_semaphore},
+    {"logger", test_logger},
     {"multi_lock", test_multi_lock},
     {"cancel_from_another_thread", test_cancel_from_another_thread},
     {"cancel_one_blocking_call", test_cancel_one_blocking_call},

@@ -87,6 +87,7 @@ __all__ = [
     "Participant",
     "ERROR_CODES",
     "error_class",
+    "set_log_level",
 ]
 # The exception classes, listed once in _errors.
 __all__ += _errors.__all__
@@ -95,6 +96,32 @@ __version__: str = _zklock.__version__
 
 #: Every error code of the core, e.g. ``"TIMEOUT"`` (the ``.code`` values).
 ERROR_CODES: Tuple[str, ...] = _zklock.ERROR_CODES
+
+
+
+def set_log_level(level: Union[int, str]) -> None:
+    """Chooses which of the core's log records reach the standard
+    ``logging`` logger ``"zklock"``: records of ``level`` and more severe
+    (``logging.DEBUG``, ``"INFO"``, ...; ``"OFF"`` for none). The default is
+    INFO: connects, reconnects, suspensions, session expiries, re-queues
+    and background cleanups, each naming its lock path and session id;
+    Python's logging then shows what its configuration lets through
+    (WARNING and up unless configured)::
+
+        logging.basicConfig(level=logging.INFO)   # see INFO records too
+        zklock.set_log_level(logging.DEBUG)       # also every grant
+
+    The records are handed over from a thread of zklock's (``zklock-log``),
+    never from the thread that waits for a lock. Raises InvalidArgument for
+    an unknown level name, TypeError for another type.
+    """
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise TypeError("level must be a logging level (int) or its name, not %s" % type(level).__name__)
+    if isinstance(level, int):
+        names = [(40, "ERROR"), (30, "WARN"), (20, "INFO"), (10, "DEBUG"), (0, "TRACE")]
+        level = next(name for floor, name in names if level >= floor) if level >= 0 else "TRACE"
+    _zklock._set_log_level(level)
+
 
 _LockT = TypeVar("_LockT", bound="_Held")
 Identifier = Union[str, bytes, None]

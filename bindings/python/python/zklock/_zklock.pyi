@@ -13,6 +13,7 @@ __all__ = [
     "_shutdown",
     "_after_fork_in_child",
     "_wait_limit",
+    "_set_log_level",
 ]
 
 __version__: str
@@ -29,6 +30,9 @@ def _after_fork_in_child() -> None:
 
 def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     """The wait of ``acquire(blocking, timeout)`` in seconds (None: no limit)."""
+
+def _set_log_level(level: str) -> None:
+    """Which core log records reach the ``zklock`` logger (this level and up)."""
 
 @final
 class Client:

@@ -1,0 +1,146 @@
+//! Where the core's log records go when a front end (the C, Python and Node
+//! bindings, the CLI) asks for them: [`set_log_sink`].
+//!
+//! The core logs through the `log` facade (target `zklock`): connects,
+//! reconnects, suspensions, session expiries, re-queues, background
+//! cleanups, each with the lock path and session id it concerns. A Rust
+//! program sees the records through whatever `log` logger it installs (for
+//! example `env_logger`), and needs nothing from this module. A binding is
+//! a library of its own with its own copy of the facade: it installs a sink
+//! here, which hands the records to the host language's logging.
+//!
+//! The sink runs on a thread of its own (`zklock-log`), never on the thread
+//! that logs: the client's runtime thread must never wait for Python's GIL,
+//! Node's event loop or a C callback. Records wait in a queue of
+//! [`QUEUE`]; when a slow sink lets it fill up, further records are
+//! dropped (and counted: the next record delivered says how many).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+
+/// Records that may wait for the sink before new ones are dropped.
+pub const QUEUE: usize = 1024;
+
+/// One log record, as a sink receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    /// Its level.
+    pub level: log::Level,
+    /// Where it comes from: `zklock` for the core's records.
+    pub target: String,
+    /// The message, with the lock path and session id it concerns (without
+    /// the `zklock: ` the core's messages start with for plain loggers).
+    pub message: String,
+}
+
+/// A sink: called with each record, on the `zklock-log` thread.
+type Sink = Arc<dyn Fn(LogRecord) + Send + Sync>;
+
+/// The process-wide logger this module installs (once).
+struct Forwarder {
+    /// The queue to the sink thread, and the sink it calls.
+    queue: Mutex<Option<SyncSender<LogRecord>>>,
+    sink: Mutex<Option<Sink>>,
+    /// Held by the sink thread while it calls the sink: a replacement waits
+    /// for the call in progress (its userdata may be freed after).
+    delivering: Mutex<()>,
+    dropped: AtomicU64,
+}
+
+impl log::Log for Forwarder {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let Ok(queue) = self.queue.lock() else { return };
+        let Some(queue) = queue.as_ref() else { return };
+        let message = record.args().to_string();
+        // The core's messages start with "zklock: " for plain stderr
+        // loggers; the host's logger names zklock itself.
+        let message = message.strip_prefix("zklock: ").map(str::to_owned).unwrap_or(message);
+        let record = LogRecord { level: record.level(), target: record.target().to_owned(), message };
+        if let Err(TrySendError::Full(_)) = queue.try_send(record) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static FORWARDER: OnceLock<Forwarder> = OnceLock::new();
+
+/// Sends the records at `max_level` and more severe to `sink`, on the
+/// `zklock-log` thread (see the module docs), replacing any sink set
+/// before (and waiting for a call of it in progress to return, unless
+/// called from that sink); `max_level` `Off` stops forwarding. For bindings: call it once
+/// at load time with the host's default (warnings), and again when the
+/// user asks for more, less or another destination.
+///
+/// # Errors
+/// `Internal` if another `log` logger is already installed in this
+/// library (a Rust program uses its own logger instead), or the thread
+/// cannot be started.
+pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send + Sync + 'static) -> Result<()> {
+    let forwarder = FORWARDER.get_or_init(|| Forwarder {
+        queue: Mutex::new(None),
+        sink: Mutex::new(None),
+        delivering: Mutex::new(()),
+        dropped: AtomicU64::new(0),
+    });
+    if let Ok(mut slot) = forwarder.sink.lock() {
+        *slot = Some(Arc::new(sink));
+    }
+    let mut queue = forwarder.queue.lock().map_err(|_| Error::internal("log queue mutex poisoned"))?;
+    if queue.is_none() {
+        // First call: the logger and its thread.
+        match log::set_logger(forwarder) {
+            Ok(()) => {},
+            Err(_) => return Err(Error::internal("another `log` logger is installed in this library")),
+        }
+        let (tx, rx) = mpsc::sync_channel::<LogRecord>(QUEUE);
+        std::thread::Builder::new()
+            .name(LOG_THREAD.into())
+            .spawn(move || {
+                for mut record in rx {
+                    let Some(forwarder) = FORWARDER.get() else { return };
+                    let dropped = forwarder.dropped.swap(0, Ordering::Relaxed);
+                    if dropped > 0 {
+                        record.message =
+                            format!("{} ({dropped} earlier records dropped: the sink was slow)", record.message);
+                    }
+                    let _delivering = forwarder.delivering.lock();
+                    let sink = forwarder.sink.lock().ok().and_then(|s| s.clone());
+                    if let Some(sink) = sink {
+                        // A sink that panics loses its record, not the thread.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(record)));
+                    }
+                }
+            })
+            .map_err(|e| Error::internal(format!("cannot start the zklock-log thread: {e}")))?;
+        *queue = Some(tx);
+    }
+    drop(queue);
+    log::set_max_level(max_level);
+    // The old sink may be running: wait for it to return (unless this is
+    // the sink itself replacing itself), so that what it uses may go.
+    if std::thread::current().name() != Some(LOG_THREAD) {
+        drop(forwarder.delivering.lock());
+    }
+    Ok(())
+}
+
+/// The name of the thread that calls the sinks.
+const LOG_THREAD: &str = "zklock-log";
+
+/// `"ERROR"`, `"WARN"`, `"INFO"`, `"DEBUG"`, `"TRACE"` or `"OFF"` (any
+/// case) as a level filter; `None` for anything else.
+pub fn level_filter(name: &str) -> Option<log::LevelFilter> {
+    name.parse().ok()
+}

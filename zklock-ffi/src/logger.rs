@@ -1,0 +1,146 @@
+//! Where the core's log records go from C: `zklock_set_logger`.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use zklock_core::logging::{set_log_sink, LogRecord};
+use zklock_core::Error;
+
+use crate::error::{zklock_code, zklock_error};
+use crate::util::{call, invalid_arg};
+
+/// How much of the core's logging reaches the logger: a level lets its
+/// own records and every more severe ones through.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zklock_log_level {
+    /// Nothing.
+    ZKLOCK_LOG_OFF = 0,
+    /// Errors.
+    ZKLOCK_LOG_ERROR = 1,
+    /// Warnings: a session that ended, a lost lock, a cleanup left to the
+    /// background (the default, on stderr).
+    ZKLOCK_LOG_WARN = 2,
+    /// Connects, reconnects, suspensions, re-queues, cleanups done.
+    ZKLOCK_LOG_INFO = 3,
+    /// Every grant too.
+    ZKLOCK_LOG_DEBUG = 4,
+    /// Everything.
+    ZKLOCK_LOG_TRACE = 5,
+}
+
+/// A `zklock_log_level` value passed in from C (a plain integer, so that
+/// an out-of-range value is an ordinary input; the header spells it
+/// `zklock_log_level`).
+pub type zklock_log_level_arg = i32;
+
+/// A logger: called with the caller's `userdata`, the record's level (never
+/// `ZKLOCK_LOG_OFF`) and its message (NUL-terminated UTF-8, valid during
+/// the call only), on zklock's `zklock-log` thread, one record at a time.
+/// It may call zklock functions; it should return promptly (records that
+/// do not fit a queue of 1,024 meanwhile are dropped and counted).
+pub type zklock_log_cb =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, level: zklock_log_level, message: *const c_char)>;
+
+/// The C caller's userdata; the caller promises it may be used from the
+/// `zklock-log` thread.
+struct UserData(*mut c_void);
+// SAFETY: zklock only passes the pointer back to the caller's logger, on
+// the zklock-log thread, as the header documents.
+unsafe impl Send for UserData {}
+// SAFETY: as above; zklock never dereferences it.
+unsafe impl Sync for UserData {}
+impl UserData {
+    /// The pointer (a method, so that closures capture the whole wrapper).
+    fn get(&self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// Whether the program chose a logger (then no default is installed).
+static CHOSEN: AtomicBool = AtomicBool::new(false);
+
+/// The default until `zklock_set_logger` is called: warnings on stderr.
+fn to_stderr(record: LogRecord) {
+    eprintln!("zklock {}: {}", record.level, record.message);
+}
+
+/// Installs the default logger unless the program chose one (called when a
+/// client is made).
+pub(crate) fn ensure_default() {
+    if !CHOSEN.load(Ordering::Acquire) {
+        let _ = set_log_sink(log::LevelFilter::Warn, to_stderr);
+    }
+}
+
+fn level_of(level: log::Level) -> zklock_log_level {
+    match level {
+        log::Level::Error => zklock_log_level::ZKLOCK_LOG_ERROR,
+        log::Level::Warn => zklock_log_level::ZKLOCK_LOG_WARN,
+        log::Level::Info => zklock_log_level::ZKLOCK_LOG_INFO,
+        log::Level::Debug => zklock_log_level::ZKLOCK_LOG_DEBUG,
+        log::Level::Trace => zklock_log_level::ZKLOCK_LOG_TRACE,
+    }
+}
+
+/// The sink that calls the C logger `cb` with `data`.
+fn c_sink(
+    cb: unsafe extern "C" fn(userdata: *mut c_void, level: zklock_log_level, message: *const c_char),
+    data: UserData,
+) -> impl Fn(LogRecord) + Send + Sync + 'static {
+    move |record| {
+        let message = CString::new(record.message.replace('\0', "\u{FFFD}")).unwrap_or_default();
+        // SAFETY: the caller's logger, with its userdata and a message
+        // valid during the call (zklock_set_logger's contract).
+        unsafe { cb(data.get(), level_of(record.level), message.as_ptr()) }
+    }
+}
+
+/// Sends the core's log records of `level` and more severe to `cb` (see
+/// `zklock_log_cb`), replacing the logger set before; `cb` NULL writes
+/// them to stderr instead (`"zklock WARN: ..."`). Until this is called,
+/// warnings go to stderr. Process-wide: one logger for every client. The
+/// records are connects, reconnects, suspensions, session expiries,
+/// re-queues and background cleanups, each naming its lock path and
+/// session id.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for a level that is not a `zklock_log_level`;
+/// `ZKLOCK_INTERNAL` if the logging thread cannot be started.
+///
+/// # Threads
+/// Any thread, also from the logger itself (the new logger takes over from
+/// the next record). `userdata` must stay valid until another logger
+/// replaces this one and the record being delivered (if any) returns.
+///
+/// # Safety
+/// `err` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_set_logger(
+    cb: zklock_log_cb,
+    userdata: *mut c_void,
+    level: zklock_log_level_arg,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_set_logger";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let filter = match level {
+                0 => log::LevelFilter::Off,
+                1 => log::LevelFilter::Error,
+                2 => log::LevelFilter::Warn,
+                3 => log::LevelFilter::Info,
+                4 => log::LevelFilter::Debug,
+                5 => log::LevelFilter::Trace,
+                _ => return Err(invalid_arg(F, "level", &format!("is not a zklock_log_level ({level})"))),
+            };
+            CHOSEN.store(true, Ordering::Release);
+            let installed: Result<(), Error> = match cb {
+                None => set_log_sink(filter, to_stderr),
+                Some(cb) => set_log_sink(filter, c_sink(cb, UserData(userdata))),
+            };
+            installed
+        })
+    }
+}
