@@ -98,7 +98,6 @@ __version__: str = _zklock.__version__
 ERROR_CODES: Tuple[str, ...] = _zklock.ERROR_CODES
 
 
-
 def set_log_level(level: Union[int, str]) -> None:
     """Chooses which of the core's log records reach the standard
     ``logging`` logger ``"zklock"``: records of ``level`` and more severe
