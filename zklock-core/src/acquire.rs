@@ -150,6 +150,19 @@ impl Ctx {
         }
     }
 
+    /// `e`, unless it is a wait that ran into this call's deadline (a
+    /// `Timeout` of [`crate::client::with_deadline`]): then the error of the
+    /// deadline, which for a try-once is `ConnectionLoss`, never "held by
+    /// another participant" (an outside tester got that answer from a
+    /// silent server once the connection was known lost).
+    fn deadline_error(&self, e: Error) -> Error {
+        if e.kind() == ErrorKind::Timeout {
+            self.deadline_passed()
+        } else {
+            e
+        }
+    }
+
     /// Awaits `fut` unless cancel, the deadline or close comes first.
     pub(crate) async fn race<F: Future>(&self, fut: F) -> Result<F::Output> {
         let notified = self.cancel.notify.notified();
@@ -187,7 +200,7 @@ impl Ctx {
         match self.race(session.wait_connected(self.deadline)).await? {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::SessionExpired => Err(Step::Restart),
-            Err(e) => Err(Step::Fail(e)),
+            Err(e) => Err(Step::Fail(self.deadline_error(e))),
         }
     }
 
@@ -888,7 +901,8 @@ async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Ho
     }
     let session = match ctx.race(ctx.shared.session(ctx.deadline)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) | Err(e) => return Some(Err(e)),
+        Ok(Err(e)) => return Some(Err(ctx.deadline_error(e))),
+        Err(e) => return Some(Err(e)),
     };
     let uuid = uuid::Uuid::new_v4();
     let mut attempt = Attempt {

@@ -412,6 +412,36 @@ fn trying_once_against_a_silent_server_fails_with_connection_loss_not_a_hang() {
     expect_kind("acquire(0)", r, ErrorKind::ConnectionLoss, "try once");
 }
 
+/// Found by an outside tester: once the client library had seen the
+/// connection drop (a while into the silence), trying once answered "held
+/// by someone else" (`Ok(None)`) after the operation timeout: the wait for
+/// the reconnect ran into the try's deadline and that was taken for the
+/// lock being held. The try must say the server did not answer, also when
+/// the lock is free at the server.
+#[test]
+fn trying_once_while_the_connection_is_known_lost_is_connection_loss_not_held() {
+    for round in 0..2 {
+        let zk = server();
+        let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+        let other = common::connect(&zk.connect_string());
+        let held = other.lock("/silent-known").unwrap().acquire(Some(5 * SEC)).unwrap();
+        let a = Client::connect(options(&proxy.addr().to_string(), 6 * SEC)).unwrap();
+        let lock = a.lock("/silent-known").unwrap();
+        assert!(lock.try_acquire().unwrap().is_none(), "held by the other client");
+        proxy.blackhole();
+        // Free at the server now: a try that says "held" is doubly wrong.
+        held.release().unwrap();
+        // The library has noticed the silence by now (its pings go every
+        // third of the session timeout).
+        std::thread::sleep(Duration::from_millis(2500));
+        match lock.try_acquire().map(|g| g.is_some()) {
+            Err(e) if e.kind() == ErrorKind::ConnectionLoss => {},
+            r => panic!("round {round}: trying once 2.5 s into the silence: {r:?}"),
+        }
+        proxy.heal();
+    }
+}
+
 #[test]
 fn a_timed_acquire_against_a_silent_server_returns_close_to_its_deadline() {
     let zk = server();

@@ -690,7 +690,8 @@ struct Lock {
     handle: Owned<CoreLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<Guard>>>,
-    /// The newest guard ever acquired (answers for node_path & co).
+    /// The newest guard still held, or the last one released (answers for
+    /// node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
     callbacks: Mutex<Vec<PyCallback>>,
 }
@@ -773,9 +774,18 @@ impl Lock {
     /// NotHeld if there is none; Closed in a forked child (where the guard
     /// is dropped without touching the parent's node).
     fn pop_guard(&self) -> PyResult<Arc<Guard>> {
-        let guard = locked(&self.guards)
-            .pop()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
+        let guard = {
+            let mut guards = locked(&self.guards);
+            let guard = guards
+                .pop()
+                .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
+            // node_path & co follow the newest grant still held (the one
+            // check() and state answer for), the released one once none is.
+            if let Some(newest) = guards.last() {
+                *locked(&self.last) = Some(newest.clone());
+            }
+            guard
+        };
         if self.origin.forked() {
             std::mem::forget(guard);
             return Err(py_err(self.origin.inherited("lock")));
@@ -1063,8 +1073,8 @@ impl Lock {
         locked(&self.guards).len()
     }
 
-    /// The fencing token of the current or latest grant (NotHeld if never
-    /// acquired).
+    /// The fencing token of the newest grant still held, or of the last one
+    /// released (NotHeld if never acquired).
     #[getter]
     fn fencing_token(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.last_guard(py)?.fencing_token())

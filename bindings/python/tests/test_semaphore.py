@@ -49,7 +49,15 @@ def test_at_most_permits_hold_at_once(hosts: str, path: str, observer: zklock.Cl
 def test_a_lease_is_a_lock_in_every_other_way(client: zklock.Client, hosts: str, path: str) -> None:
     sem = client.semaphore(path, 2, identifier=b"me")
     assert sem.mode == "lease"
-    assert sem.acquire(timeout=10) and sem.acquire(timeout=10), "one object, two leases"
+    assert sem.acquire(timeout=10)
+    first = (sem.fencing_token, sem.node_path)
+    assert sem.acquire(timeout=10), "one object, two leases"
+    assert sem.fencing_token > first[0]
+    # Releasing the newer lease: the properties follow the one still held.
+    sem.release()
+    assert (sem.fencing_token, sem.node_path) == first
+    sem.check()
+    assert sem.acquire(timeout=10)
     with zklock.Client(hosts) as other:
         waiter = other.semaphore(path, 2)
         assert not waiter.acquire(timeout=0.3), "a third lease"

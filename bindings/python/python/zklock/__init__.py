@@ -494,9 +494,9 @@ class Lock(_Held):
 
     @property
     def fencing_token(self) -> int:
-        """The fencing token (creation zxid of our node) of the current or
-        latest grant: grows with every grant of the lock. Raises NotHeld if
-        never acquired."""
+        """The fencing token (creation zxid of our node) of the newest grant
+        this object still holds, or of the last one released: grows with
+        every grant of the lock. Raises NotHeld if never acquired."""
         return self._native.fencing_token
 
     @property
