@@ -105,9 +105,11 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
             Err(_) => return Err(Error::internal("another `log` logger is installed in this library")),
         }
         let (tx, rx) = mpsc::sync_channel::<LogRecord>(QUEUE);
-        std::thread::Builder::new()
-            .name(LOG_THREAD.into())
-            .spawn(move || {
+        // The thread takes no process signal (it starts with every signal
+        // blocked): a program that waits for signals on a thread of its
+        // own, as the CLI does, must not have them end up here.
+        let spawned = without_signals(|| {
+            std::thread::Builder::new().name(LOG_THREAD.into()).spawn(move || {
                 for mut record in rx {
                     let Some(forwarder) = FORWARDER.get() else { return };
                     let dropped = forwarder.dropped.swap(0, Ordering::Relaxed);
@@ -123,7 +125,8 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
                     }
                 }
             })
-            .map_err(|e| Error::internal(format!("cannot start the zklock-log thread: {e}")))?;
+        });
+        spawned.map_err(|e| Error::internal(format!("cannot start the zklock-log thread: {e}")))?;
         *queue = Some(tx);
     }
     drop(queue);
@@ -134,6 +137,26 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
         drop(forwarder.delivering.lock());
     }
     Ok(())
+}
+
+/// Runs `f` (which starts a thread) with every signal blocked in the
+/// calling thread, so that the new thread inherits that mask; restores the
+/// caller's mask after.
+fn without_signals<T>(f: impl FnOnce() -> T) -> T {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initialises `all`; pthread_sigmask reads it and
+    // writes the old mask into `old`, which is only read back if it did.
+    let blocked = unsafe {
+        libc::sigfillset(all.as_mut_ptr()) == 0
+            && libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
+    let out = f();
+    if blocked {
+        // SAFETY: `old` was written by the successful call above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    }
+    out
 }
 
 /// The name of the thread that calls the sinks.
