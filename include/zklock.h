@@ -205,6 +205,43 @@ typedef int32_t zklock_state;
 #endif // __cplusplus
 
 /**
+ * A change of a client's connection to ZooKeeper.
+ */
+enum zklock_connection_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The connection was lost; the session may still be alive: the
+   * client's locks are `SUSPENDED`.
+   */
+  ZKLOCK_CONNECTION_SUSPENDED = 1,
+  /**
+   * The same session is connected again: locks not lost meanwhile are
+   * `HELD` again.
+   */
+  ZKLOCK_CONNECTION_RECONNECTED = 2,
+  /**
+   * The session ended (expired): every lock of the client is `LOST`; the
+   * client starts a new session.
+   */
+  ZKLOCK_CONNECTION_LOST = 3,
+  /**
+   * A new session is connected (after `LOST`); lost locks are not taken
+   * back: acquire again.
+   */
+  ZKLOCK_CONNECTION_CONNECTED = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zklock_connection_state zklock_connection_state;
+#else
+typedef int32_t zklock_connection_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * How much of the core's logging reaches the logger: a level lets its
  * own records and every more severe ones through.
  */
@@ -357,6 +394,12 @@ typedef struct zklock_multi_guard zklock_multi_guard;
 typedef struct zklock_participants zklock_participants;
 
 /**
+ * A registered connection listener; `zklock_subscription_free` takes it
+ * back. Thread-safe.
+ */
+typedef struct zklock_subscription zklock_subscription;
+
+/**
  * Options for `zklock_client_new`. Initialise with
  * `zklock_client_options_init` (all zero / NULL: every default), then set
  * what you need. zklock copies what it needs during `zklock_client_new`;
@@ -406,6 +449,16 @@ typedef struct zklock_client_options {
  * `zklock_guard_release` / `zklock_guard_free` of its own guard.
  */
 typedef void (*zklock_state_cb)(void *userdata, zklock_state state);
+
+/**
+ * A connection listener: `userdata` as given to
+ * `zklock_client_on_connection_state`, `state` the change. It runs on the
+ * client's event thread, one callback at a time, in order (with the
+ * locks' state callbacks); it must not block for long and must not unwind.
+ * It may call zklock functions, `zklock_subscription_free` of its own
+ * subscription included.
+ */
+typedef void (*zklock_connection_cb)(void *userdata, zklock_connection_state state);
 
 /**
  * The callback of `zklock_lock_acquire_async`, called exactly once with the
@@ -769,6 +822,34 @@ zklock_code zklock_guard_on_state_change(const struct zklock_guard *guard, zkloc
  * thread is using; it must not be used afterwards.
  */
 void zklock_guard_free(struct zklock_guard *guard);
+
+/**
+ * Registers `cb` to be called with `userdata` on every change of the
+ * client's connection (see `zklock_connection_state`): lost (suspended),
+ * back with the same session, session lost, new session. `*out` receives
+ * the subscription: `zklock_subscription_free` takes the listener back.
+ * Not called once the client is closed.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL `client`, `cb` or `out`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `userdata` must stay usable by `cb`
+ * on the event thread until the subscription is freed; `out` and `err`
+ * are NULL or valid for writing a pointer.
+ */
+zklock_code zklock_client_on_connection_state(const struct zklock_client *client, zklock_connection_cb cb, void *userdata, struct zklock_subscription **out, struct zklock_error **err);
+
+/**
+ * Takes the listener back and frees the subscription: the callback is
+ * never called after this returns (it waits for a call in progress on
+ * another thread; from the callback itself it returns at once), so its
+ * `userdata` may be freed then. NULL: nothing.
+ *
+ * # Safety
+ * `sub` is NULL or a subscription not yet freed.
+ */
+void zklock_subscription_free(struct zklock_subscription *sub);
 
 /**
  * Makes a lock handle on `path` of `mode` (a `zklock_mode` value). Does not

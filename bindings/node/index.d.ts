@@ -169,6 +169,16 @@ export declare class Client {
    */
   leader(path: string): Promise<Participant | null>
   /**
+   * Calls `callback(state)` on the JavaScript thread on every change of
+   * this client's connection: `"SUSPENDED"` (connection lost, locks
+   * suspended), `"RECONNECTED"` (same session back), `"LOST"` (session
+   * expired: every lock lost), `"CONNECTED"` (a new session). It does not
+   * keep the process alive and is not called once the client is closed.
+   * Returns the subscription whose `cancel()` takes it back. Throws
+   * `CLOSED` after `close()`.
+   */
+  onConnectionState(callback: (state: 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'CONNECTED') => void): Subscription
+  /**
    * The id of the current ZooKeeper session. Throws `CLOSED` after
    * `close()`.
    */
@@ -301,9 +311,10 @@ export declare class Guard {
    * release is not reported (it is the caller's own act). If the lock is
    * no longer `HELD` when registering, it is called once soon with the
    * current state (`"RELEASED"` for a released guard). The callback does
-   * not keep the process alive.
+   * not keep the process alive. Returns the subscription whose
+   * `cancel()` takes the callback back.
    */
-  onStateChange(callback: (state: LockState) => void): void
+  onStateChange(callback: (state: LockState) => void): Subscription
 }
 /**
  * Several locks taken all or none (from `client.multiLock()`): each
@@ -354,6 +365,17 @@ export declare class MultiGuard {
    * lost, `NOT_HELD` if already released) after releasing every member.
    */
   release(): Promise<'RELEASED' | 'PENDING'>
+}
+/**
+ * A registered callback (`guard.onStateChange`,
+ * `client.onConnectionState`): `cancel()` takes it back.
+ */
+export declare class Subscription {
+  /**
+   * Takes the callback back: it is not called after this returns.
+   * Idempotent.
+   */
+  cancel(): void
 }
 
 // ---- added by index.js (js-api.d.ts) ----

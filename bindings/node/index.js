@@ -122,6 +122,11 @@ Object.defineProperty(Client, 'connect', {
 })
 
 // The addon does not check that a callback is a function.
+const nativeOnConnectionState = Client.prototype.onConnectionState
+Client.prototype.onConnectionState = function onConnectionState(callback) {
+  if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
+  return nativeOnConnectionState.call(this, callback)
+}
 const nativeOnStateChange = Guard.prototype.onStateChange
 Guard.prototype.onStateChange = function onStateChange(callback) {
   if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
@@ -321,6 +326,7 @@ function setLogger(logger, level) {
 module.exports = {
   Client,
   setLogger,
+  Subscription: native.Subscription,
   Lock,
   Guard,
   MultiLock,

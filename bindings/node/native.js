@@ -310,7 +310,7 @@ if (!nativeBinding) {
   throw new Error(`Failed to load native binding`)
 }
 
-const { errorCodes, setLogger, Client, _CancelToken, Lock, Guard, MultiLock, MultiGuard } = nativeBinding
+const { errorCodes, setLogger, Client, _CancelToken, Lock, Guard, MultiLock, MultiGuard, Subscription } = nativeBinding
 
 module.exports.errorCodes = errorCodes
 module.exports.setLogger = setLogger
@@ -320,3 +320,4 @@ module.exports.Lock = Lock
 module.exports.Guard = Guard
 module.exports.MultiLock = MultiLock
 module.exports.MultiGuard = MultiGuard
+module.exports.Subscription = Subscription

@@ -837,7 +837,7 @@ impl Attempt {
             token: u64::try_from(czxid).unwrap_or(0),
             count: AtomicUsize::new(1),
             status: Mutex::new(Status { state: LockState::Held, reason: None }),
-            callbacks: Mutex::new(Vec::new()),
+            callbacks: Arc::default(),
             stop: watch::channel(false).0,
             changes: watch::channel(0).0,
             monitor: Mutex::new(None),

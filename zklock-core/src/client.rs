@@ -15,6 +15,7 @@ use zookeeper_client as zk;
 
 use crate::clock::SafetyClock;
 use crate::error::{shown, Error, ErrorKind, Result};
+use crate::listeners::{Listeners, Subscription};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::nodelay;
@@ -103,6 +104,38 @@ impl ClientOptions {
 
 /// The longest digest user and password, together, in bytes.
 const MAX_DIGEST_BYTES: usize = 64 * 1024;
+
+/// What the connection listeners of a client are told (see
+/// [`Client::on_connection_state`]), as Curator's
+/// `ConnectionStateListener` and kazoo's listeners are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// The connection to ZooKeeper was lost; the session may still be
+    /// alive. The client's locks are suspended (see [`crate::Guard::check`]).
+    Suspended,
+    /// The same session is connected again: locks not lost meanwhile are
+    /// held again.
+    Reconnected,
+    /// The session ended (the server expired it): every lock of this
+    /// client is lost; the client starts a new session.
+    Lost,
+    /// A new session is connected (after `Lost`). Lost locks are not taken
+    /// back: acquire again.
+    Connected,
+}
+
+impl ConnectionState {
+    /// `"SUSPENDED"`, `"RECONNECTED"`, `"LOST"` or `"CONNECTED"`, the name
+    /// every front end shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectionState::Suspended => "SUSPENDED",
+            ConnectionState::Reconnected => "RECONNECTED",
+            ConnectionState::Lost => "LOST",
+            ConnectionState::Connected => "CONNECTED",
+        }
+    }
+}
 
 /// A lock participant as seen in the queue of a lock path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,6 +253,8 @@ pub(crate) struct Shared {
     events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
     /// Background deletions still running (tests and close() look at this).
     pub(crate) pending_cleanups: AtomicU64,
+    /// The listeners of [`Client::on_connection_state`].
+    connection: Arc<Listeners<ConnectionState>>,
     /// The process that made the client, and its fork generation (see
     /// [`fork_generation`]): a child made by `fork()` has a copy of it but
     /// none of its threads (see [`Shared::forked`]).
@@ -333,6 +368,11 @@ impl Shared {
             })
             .await;
         })
+    }
+
+    /// Tells the connection listeners `state` (on the event thread).
+    fn tell(&self, state: ConnectionState) {
+        self.connection.notify(state, |job| self.post_event(job));
     }
 
     /// Runs `job` on the client's event thread (state-change callbacks).
@@ -495,6 +535,7 @@ impl Shared {
                     nodelay::disable_nagle(&self.servers);
                     if was != zk::SessionState::SyncConnected {
                         log::info!("zklock: session {:#x} reconnected; its locks are held again", current.id);
+                        self.tell(ConnectionState::Reconnected);
                     }
                 } else if was == zk::SessionState::SyncConnected && !self.is_closed() {
                     log::warn!(
@@ -502,6 +543,7 @@ impl Shared {
                          reconnects, lost if it expires",
                         current.id
                     );
+                    self.tell(ConnectionState::Suspended);
                 }
                 was = s;
                 tokio::select! {
@@ -514,6 +556,9 @@ impl Shared {
                 current.id,
                 current.state()
             );
+            if !self.is_closed() {
+                self.tell(ConnectionState::Lost);
+            }
             let mut backoff = Duration::from_millis(50);
             current = loop {
                 if self.is_closed() {
@@ -522,6 +567,7 @@ impl Shared {
                 match Self::connect_session(&self.options, &self.hosts).await {
                     Ok(s) => {
                         log::info!("zklock: new session {:#x}, timeout {:?}", s.id, s.timeout);
+                        self.tell(ConnectionState::Connected);
                         break s;
                     },
                     Err(e) => {
@@ -658,6 +704,7 @@ impl Client {
             closed: watch::channel(false).0,
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
+            connection: Arc::default(),
             pid: std::process::id(),
             generation: fork_generation(),
         });
@@ -809,6 +856,17 @@ impl Client {
         Ok(Lock::semaphore(self.clone(), path, permits, options))
     }
 
+    /// Registers `callback` to be told of every change of this client's
+    /// connection to ZooKeeper ([`ConnectionState`]): lost (suspended),
+    /// back with the same session, session lost, new session. It runs on
+    /// the client's event thread, one call at a time in order (with the
+    /// locks' state callbacks); it may call any zklock function but should
+    /// return promptly. The returned [`Subscription`] takes it back. Not
+    /// called once the client is closed.
+    pub fn on_connection_state(&self, callback: impl Fn(ConnectionState) + Send + Sync + 'static) -> Subscription {
+        self.inner.shared.connection.add(Arc::new(callback))
+    }
+
     /// The participants of the lock at `path` in queue order (holders
     /// first). Children that are not lock nodes are left out. An absent
     /// path has no participants.
@@ -901,6 +959,7 @@ impl Client {
     /// server to confirm.
     pub fn close(&self) {
         let shared = self.shared();
+        shared.connection.clear();
         shared.close_session(shared.options.operation_timeout);
     }
 

@@ -17,9 +17,10 @@ use crate::acquire::OwnNodeProof;
 use crate::cleanup::{delete_node, session_gone, Deletion};
 use crate::client::{Client, Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
+use crate::listeners::{Listener, Listeners, Subscription};
 use crate::lock::{AcquireOptions, HeldSlot, Lock, LockState, ReleaseStatus};
 
-pub(crate) type Callback = Arc<dyn Fn(LockState) + Send + Sync>;
+pub(crate) type Callback = Listener<LockState>;
 
 pub(crate) struct Status {
     pub(crate) state: LockState,
@@ -37,7 +38,7 @@ pub(crate) struct Holding {
     pub(crate) token: u64,
     pub(crate) count: AtomicUsize,
     pub(crate) status: Mutex<Status>,
-    pub(crate) callbacks: Mutex<Vec<Callback>>,
+    pub(crate) callbacks: Arc<Listeners<LockState>>,
     pub(crate) stop: watch::Sender<bool>,
     /// Moves on every state change and every release of one of its guards
     /// (what [`Guard::lost`] waits for).
@@ -105,10 +106,8 @@ impl Holding {
             },
             _ => log::info!("zklock: lock {} (session {session:#x}) is {state:?} again", self.node_path()),
         }
-        let callbacks = self.callbacks.lock().map(|c| c.clone()).unwrap_or_default();
-        for cb in callbacks {
-            self.shared.post_event(Box::new(move || cb(state)));
-        }
+        let shared = &self.shared;
+        self.callbacks.notify(state, |job| shared.post_event(job));
     }
 
     /// Resolves once this holding is no longer live (lost or released);
@@ -431,18 +430,25 @@ impl Guard {
     /// longer `Held` when registering, the callback is called once soon
     /// with the current state (on a released guard: once, with `Released`,
     /// and not registered). A release is not reported to callbacks: it is
-    /// the caller's own act.
-    pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) {
+    /// the caller's own act. The returned [`Subscription`] takes the
+    /// callback back (ignore it to keep the callback as long as the lock).
+    pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) -> Subscription {
         let cb: Callback = Arc::new(callback);
-        if !self.released.load(Ordering::Acquire) {
-            if let Ok(mut cbs) = self.holding.callbacks.lock() {
-                cbs.push(cb.clone());
-            }
+        // A released guard's callback is told once and not kept: registered
+        // and taken back at once.
+        let (subscription, id) = self.holding.callbacks.add_with_id(cb.clone());
+        if self.released.load(Ordering::Acquire) {
+            subscription.cancel();
+            let state = self.state();
+            self.holding.shared.post_event(Box::new(move || cb(state)));
+            return subscription;
         }
         let state = self.state();
         if state != LockState::Held {
-            self.holding.shared.post_event(Box::new(move || cb(state)));
+            let shared = &self.holding.shared;
+            self.holding.callbacks.post_one(id, cb, state, &|job| shared.post_event(job));
         }
+        subscription
     }
 
     /// Resolves, with the error [`Guard::check`] gives then, once this

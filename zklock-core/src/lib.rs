@@ -43,6 +43,7 @@ mod driver;
 mod error;
 mod fault;
 mod holding;
+mod listeners;
 mod lock;
 pub mod logging;
 mod multi;
@@ -50,9 +51,10 @@ pub mod names;
 mod nodelay;
 mod validate;
 
-pub use client::{Client, ClientOptions, Participant};
+pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, Result};
 pub use holding::Guard;
+pub use listeners::Subscription;
 pub use lock::{
     AcquireOptions, CancelHandle, CancelToken, Lock, LockOptions, LockState, PendingAcquire, ReadWriteLock,
     ReleaseStatus,

@@ -85,7 +85,7 @@ impl Gate {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn run(&self, f: impl FnOnce()) {
+    pub(crate) fn run(&self, f: impl FnOnce()) {
         {
             let mut st = self.state();
             if st.closed {
@@ -100,7 +100,7 @@ impl Gate {
 
     /// Closes the gate and waits for a run in progress on another thread
     /// (a callback that frees its own guard does not wait for itself).
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         let me = thread::current().id();
         let mut st = self.state();
         st.closed = true;

@@ -20,6 +20,7 @@ pub mod cancel;
 pub mod client;
 pub mod error;
 pub mod guard;
+pub mod listener;
 pub mod lock;
 pub mod logger;
 pub mod multi;

@@ -472,6 +472,26 @@ impl Client {
         promise(&env, "leader", async move { Ok(leader.await?.map(Participant::from)) })
     }
 
+    /// Calls `callback(state)` on the JavaScript thread on every change of
+    /// this client's connection: `"SUSPENDED"` (connection lost, locks
+    /// suspended), `"RECONNECTED"` (same session back), `"LOST"` (session
+    /// expired: every lock lost), `"CONNECTED"` (a new session). It does not
+    /// keep the process alive and is not called once the client is closed.
+    /// Returns the subscription whose `cancel()` takes it back. Throws
+    /// `CLOSED` after `close()`.
+    #[napi(
+        ts_args_type = "callback: (state: 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'CONNECTED') => void",
+        catch_unwind
+    )]
+    pub fn on_connection_state(&self, env: Env, callback: JsFunction) -> napi::Result<Subscription> {
+        if self.client.is_closed() {
+            let e = core::Error::new(core::ErrorKind::Closed, "the client is closed");
+            return Err(zk_error(&env, &e));
+        }
+        let callback = string_callback(&env, callback)?;
+        Ok(Subscription { inner: self.client.on_connection_state(move |state| callback.call(state.name())) })
+    }
+
     /// The id of the current ZooKeeper session. Throws `CLOSED` after
     /// `close()`.
     #[napi(catch_unwind)]
@@ -815,20 +835,12 @@ impl Guard {
     /// release is not reported (it is the caller's own act). If the lock is
     /// no longer `HELD` when registering, it is called once soon with the
     /// current state (`"RELEASED"` for a released guard). The callback does
-    /// not keep the process alive.
+    /// not keep the process alive. Returns the subscription whose
+    /// `cancel()` takes the callback back.
     #[napi(ts_args_type = "callback: (state: LockState) => void", catch_unwind)]
-    pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<()> {
-        let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> =
-            callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
-                // Runs on the JavaScript thread, called from C: an error
-                // here (none is expected) reaches 'uncaughtException' like
-                // an exception of the callback itself.
-                Ok(vec![ctx.env.create_string(ctx.value)?])
-            })?;
-        tsfn.unref(&env)?;
-        let callback = JsCallback(Some(tsfn));
-        self.get().on_state_change(move |state| callback.call(state.name()));
-        Ok(())
+    pub fn on_state_change(&self, env: Env, callback: JsFunction) -> napi::Result<Subscription> {
+        let callback = string_callback(&env, callback)?;
+        Ok(Subscription { inner: self.get().on_state_change(move |state| callback.call(state.name())) })
     }
 
     /// Calls `callback(error)` once, on the JavaScript thread, when this
@@ -1008,6 +1020,37 @@ fn lost_callback(env: &Env, callback: JsFunction) -> napi::Result<JsCallback<cor
 /// wherever the core drops the callback, catches that rather than let it
 /// unwind into the core or into C.
 struct JsCallback<T: 'static>(Option<ThreadsafeFunction<T, ErrorStrategy::Fatal>>);
+
+/// A JavaScript function called with one string from zklock's threads (it
+/// does not keep the process alive).
+fn string_callback(env: &Env, callback: JsFunction) -> napi::Result<JsCallback<&'static str>> {
+    let mut tsfn: ThreadsafeFunction<&'static str, ErrorStrategy::Fatal> =
+        callback.create_threadsafe_function(0, |ctx: ThreadSafeCallContext<&'static str>| {
+            // Runs on the JavaScript thread, called from C: an error here
+            // (none is expected) reaches 'uncaughtException' like an
+            // exception of the callback itself.
+            Ok(vec![ctx.env.create_string(ctx.value)?])
+        })?;
+    tsfn.unref(env)?;
+    Ok(JsCallback(Some(tsfn)))
+}
+
+/// A registered callback (`guard.onStateChange`,
+/// `client.onConnectionState`): `cancel()` takes it back.
+#[napi]
+pub struct Subscription {
+    inner: core::Subscription,
+}
+
+#[napi]
+impl Subscription {
+    /// Takes the callback back: it is not called after this returns.
+    /// Idempotent.
+    #[napi(catch_unwind)]
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+}
 
 impl<T: 'static> JsCallback<T> {
     fn call(&self, value: T) {

@@ -524,6 +524,27 @@ impl Client {
         Ok(Lock::new(&self.inner, self.origin, lock))
     }
 
+    /// Calls `callback(state)` (`"SUSPENDED"`, `"RECONNECTED"`, `"LOST"`,
+    /// `"CONNECTED"`) on every change of this client's connection, on the
+    /// client's event thread with the GIL taken there; exceptions go to
+    /// `sys.unraisablehook`. Returns the subscription that takes it back.
+    /// Closed after close() or in a forked child.
+    fn on_connection_state(&self, callback: Py<PyAny>) -> PyResult<Subscription> {
+        self.origin.check("client")?;
+        if self.inner.is_closed() {
+            return Err(py_err(Error::new(ErrorKind::Closed, "the client is closed")));
+        }
+        let cb: PyCallback = Arc::new(callback);
+        let inner = self.inner.on_connection_state(move |state| {
+            enter_python(|py| {
+                if let Err(e) = cb.call1(py, (state.name(),)) {
+                    e.write_unraisable(py, Some(cb.bind(py)));
+                }
+            });
+        });
+        Ok(Subscription { inner })
+    }
+
     /// A multi-lock over `members`, `(path, mode)` pairs with mode
     /// `"exclusive"`, `"read"` or `"write"`: acquires take all or none, in
     /// one order (by path). InvalidArgument for no member, a path named
@@ -720,6 +741,22 @@ impl Lock {
     /// object was inherited through fork().
     fn defunct(&self) -> bool {
         self.origin.forked() || self.client.is_closed()
+    }
+}
+
+/// A connection listener of a client (`Client.on_connection_state`):
+/// `cancel()` takes it back. Thread-safe.
+#[pyclass(frozen, module = "zklock._zklock")]
+struct Subscription {
+    inner: zklock_core::Subscription,
+}
+
+#[pymethods]
+impl Subscription {
+    /// Takes the listener back: not called after this returns (a call
+    /// running on the event thread then finishes). Idempotent; never blocks.
+    fn cancel(&self) {
+        self.inner.cancel();
     }
 }
 
@@ -1427,6 +1464,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Call>()?;
     m.add_class::<WithBlock>()?;
     m.add_class::<MultiLock>()?;
+    m.add_class::<Subscription>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;

@@ -223,6 +223,11 @@ static void record_state(void *userdata, zklock_state state) {
     pthread_mutex_unlock(&r->mu);
 }
 
+/* A connection listener: records the client's connection states. */
+static void record_connection(void *userdata, zklock_connection_state state) {
+    record_state(userdata, (zklock_state)state);
+}
+
 /* Waits up to `ms` for the recorder to have seen `state`. */
 static int recorder_wait(recorder *r, zklock_state state, long ms) {
     struct timespec deadline;
@@ -1225,10 +1230,14 @@ static int test_lost_lock_callback(void) {
     zklock_guard *g = NULL, *g2 = NULL;
     EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 10000, &g, &err));
-    recorder rec;
+    recorder rec, conn;
     recorder_init(&rec);
+    recorder_init(&conn);
     EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    zklock_subscription *sub = NULL;
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_on_connection_state(zk, NULL, &conn, &sub, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_on_connection_state(zk, record_connection, &conn, &sub, &err));
 
     if (harness("blackhole")) return 1;
     /* check() fails before the server can expire the session */
@@ -1242,6 +1251,14 @@ static int test_lost_lock_callback(void) {
     if (harness("heal")) return 1;
     int lost = recorder_wait(&rec, ZKLOCK_STATE_LOST, 15000);
     CHECK(lost == 0);
+    /* The client's listener: suspended, session lost, a new session. */
+    CHECK(recorder_wait(&conn, (zklock_state)ZKLOCK_CONNECTION_CONNECTED, 15000) == 0);
+    pthread_mutex_lock(&conn.mu);
+    CHECK(conn.n == 3 && conn.states[0] == ZKLOCK_CONNECTION_SUSPENDED &&
+          conn.states[1] == ZKLOCK_CONNECTION_LOST && conn.states[2] == ZKLOCK_CONNECTION_CONNECTED);
+    pthread_mutex_unlock(&conn.mu);
+    zklock_subscription_free(sub);
+    zklock_subscription_free(NULL);
     CHECK(zklock_guard_state(g) == ZKLOCK_STATE_LOST);
     zklock_error *err = NULL;
     zklock_code rc = zklock_guard_check(g, &err);
@@ -1262,6 +1279,7 @@ static int test_lost_lock_callback(void) {
     zklock_client_free(zk);
     zklock_client_free(other);
     recorder_destroy(&rec);
+    recorder_destroy(&conn);
     return 0;
 }
 

@@ -80,6 +80,7 @@ from ._errors import error_class
 
 __all__ = [
     "Client",
+    "ConnectionState",
     "Lock",
     "MultiLock",
     "ReadWriteLock",
@@ -138,6 +139,28 @@ class LockState(str, enum.Enum):
     LOST = "LOST"
     #: Not held by this lock object (released, or never acquired).
     RELEASED = "RELEASED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class ConnectionState(str, enum.Enum):
+    """A change of a client's connection, as :meth:`Client.add_listener`
+    tells it (kazoo's ``KazooState``, Curator's ``ConnectionState``). A
+    ``str``."""
+
+    #: The connection was lost; the session may still be alive: the
+    #: client's locks are SUSPENDED.
+    SUSPENDED = "SUSPENDED"
+    #: The same session is connected again: locks not lost meanwhile are
+    #: HELD again.
+    RECONNECTED = "RECONNECTED"
+    #: The session ended (expired): every lock of the client is LOST; the
+    #: client starts a new session.
+    LOST = "LOST"
+    #: A new session is connected (after LOST); lost locks are not taken
+    #: back: acquire again.
+    CONNECTED = "CONNECTED"
 
     def __str__(self) -> str:
         return self.value
@@ -686,7 +709,7 @@ class Client:
         TypeError: arguments of the wrong type.
     """
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_listeners", "_listeners_lock")
 
     def __init__(
         self,
@@ -697,6 +720,41 @@ class Client:
         auth: Optional[Tuple[str, str]] = None,
     ) -> None:
         self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth)
+        self._listeners: "List[Tuple[Callable[[ConnectionState], object], _zklock.Subscription]]" = []
+        self._listeners_lock = threading.Lock()
+
+    def add_listener(self, listener: Callable[[ConnectionState], object]) -> None:
+        """Calls ``listener(state)`` on every change of this client's
+        connection (:class:`ConnectionState`: SUSPENDED, RECONNECTED, LOST,
+        CONNECTED), as kazoo's ``add_listener``. It runs on the client's
+        event thread with the GIL taken there, one call at a time and in
+        order (with the locks' state callbacks); it should return promptly;
+        exceptions go to ``sys.unraisablehook``. Not called once the client
+        is closed. :meth:`remove_listener` takes it back.
+
+        Raises TypeError if ``listener`` is not callable, Closed after
+        :meth:`close` or in a forked child.
+        """
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+
+        def call(state: str) -> None:
+            listener(ConnectionState(state))
+
+        subscription = self._native.on_connection_state(call)
+        with self._listeners_lock:
+            self._listeners.append((listener, subscription))
+
+    def remove_listener(self, listener: Callable[[ConnectionState], object]) -> None:
+        """Takes back a listener given to :meth:`add_listener` (each time it
+        was added): it is not called after this returns (a call running on
+        the event thread then finishes). A listener never added is
+        ignored, as kazoo does."""
+        with self._listeners_lock:
+            gone = [sub for cb, sub in self._listeners if cb == listener]
+            self._listeners = [(cb, sub) for cb, sub in self._listeners if cb != listener]
+        for subscription in gone:
+            subscription.cancel()
 
     def lock(
         self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False

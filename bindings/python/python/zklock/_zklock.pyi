@@ -10,6 +10,7 @@ __all__ = [
     "Call",
     "WithBlock",
     "MultiLock",
+    "Subscription",
     "_shutdown",
     "_after_fork_in_child",
     "_wait_limit",
@@ -63,6 +64,11 @@ class Client:
     @property
     def pending_cleanups(self) -> int: ...
     def close(self) -> None: ...
+    def on_connection_state(self, callback: Callable[[str], object]) -> "Subscription": ...
+
+@final
+class Subscription:
+    def cancel(self) -> None: ...
 
 @final
 class Call:
