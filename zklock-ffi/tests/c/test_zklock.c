@@ -1255,7 +1255,8 @@ static int test_lost_lock_callback(void) {
     CHECK(recorder_wait(&conn, (zklock_state)ZKLOCK_CONNECTION_CONNECTED, 15000) == 0);
     pthread_mutex_lock(&conn.mu);
     CHECK(conn.n == 3 && conn.states[0] == ZKLOCK_CONNECTION_SUSPENDED &&
-          conn.states[1] == ZKLOCK_CONNECTION_LOST && conn.states[2] == ZKLOCK_CONNECTION_CONNECTED);
+          conn.states[1] == ZKLOCK_CONNECTION_LOST &&
+          conn.states[2] == ZKLOCK_CONNECTION_CONNECTED);
     pthread_mutex_unlock(&conn.mu);
     zklock_subscription_free(sub);
     zklock_subscription_free(NULL);
