@@ -45,6 +45,20 @@ export interface ConnectOptions {
    * (README, "Timeouts").
    */
   operationTimeoutMs?: number
+  /**
+   * Authenticates the session with ZooKeeper's `digest` scheme as
+   * `user:password` (lock nodes are still created world-accessible, as
+   * Curator does). `INVALID_ARGUMENT` for an empty user, a user with `:`
+   * or more than 64 KiB together.
+   */
+  auth?: DigestAuth
+}
+/** ZooKeeper `digest` credentials for [`ConnectOptions::auth`]. */
+export interface DigestAuth {
+  /** The user (non-empty, no `:`). */
+  user: string
+  /** The password. */
+  password: string
 }
 /** A lock participant as seen in the queue of a lock path. */
 export interface Participant {

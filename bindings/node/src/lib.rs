@@ -265,6 +265,20 @@ pub struct ConnectOptions {
     /// Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
     /// (README, "Timeouts").
     pub operation_timeout_ms: Option<f64>,
+    /// Authenticates the session with ZooKeeper's `digest` scheme as
+    /// `user:password` (lock nodes are still created world-accessible, as
+    /// Curator does). `INVALID_ARGUMENT` for an empty user, a user with `:`
+    /// or more than 64 KiB together.
+    pub auth: Option<DigestAuth>,
+}
+
+/// ZooKeeper `digest` credentials for [`ConnectOptions::auth`].
+#[napi(object)]
+pub struct DigestAuth {
+    /// The user (non-empty, no `:`).
+    pub user: String,
+    /// The password.
+    pub password: String,
 }
 
 /// A connection (one ZooKeeper session) to an ensemble, the factory of locks.
@@ -322,6 +336,9 @@ impl Client {
         };
         let (session, connect, operation) = timeouts().map_err(|e| zk_error(&env, &e))?;
         let mut opts = core::ClientOptions::new(options.hosts);
+        if let Some(auth) = options.auth {
+            opts = opts.digest_auth(auth.user, auth.password);
+        }
         if let Some(d) = session {
             opts = opts.session_timeout(d);
         }
