@@ -7,7 +7,7 @@ use std::thread::{self, ThreadId};
 use zklock_core::{Guard, LockState};
 
 use crate::error::{zklock_code, zklock_error};
-use crate::util::{arg_ref, call, guarded, null_arg, out_arg, write_pending};
+use crate::util::{arg_ref, call, guarded, null_arg, out_arg, write_pending, UserData};
 
 /// What a holder knows about its lock.
 #[repr(i32)]
@@ -107,20 +107,6 @@ impl Gate {
         while st.running.is_some_and(|t| t != me) {
             st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-    }
-}
-
-/// The C caller's userdata pointer; the caller promises it may be used from
-/// the event thread.
-struct UserData(*mut c_void);
-// SAFETY: zklock only passes the pointer back to the caller's callback; the
-// header documents that it is used on the event thread.
-unsafe impl Send for UserData {}
-// SAFETY: as above; zklock never dereferences it.
-unsafe impl Sync for UserData {}
-impl UserData {
-    fn get(&self) -> *mut c_void {
-        self.0
     }
 }
 

@@ -9,7 +9,7 @@ use zklock_core::{ConnectionState, Subscription};
 use crate::client::zklock_client;
 use crate::error::{zklock_code, zklock_error};
 use crate::guard::Gate;
-use crate::util::{arg_ref, call, null_arg, out_arg};
+use crate::util::{arg_ref, call, null_arg, out_arg, UserData};
 
 /// A change of a client's connection to ZooKeeper.
 #[repr(i32)]
@@ -53,21 +53,6 @@ pub type zklock_connection_cb = Option<unsafe extern "C" fn(userdata: *mut c_voi
 pub struct zklock_subscription {
     sub: Subscription,
     gate: Arc<Gate>,
-}
-
-/// The C caller's userdata; the caller promises it may be used from the
-/// event thread.
-struct UserData(*mut c_void);
-// SAFETY: zklock only passes the pointer back to the caller's callback, on
-// the event thread, as the header documents.
-unsafe impl Send for UserData {}
-// SAFETY: as above; zklock never dereferences it.
-unsafe impl Sync for UserData {}
-impl UserData {
-    /// The pointer (a method, so that closures capture the whole wrapper).
-    fn get(&self) -> *mut c_void {
-        self.0
-    }
 }
 
 /// Registers `cb` to be called with `userdata` on every change of the

@@ -10,7 +10,7 @@ use crate::cancel::zklock_cancel;
 use crate::client::zklock_client;
 use crate::error::{zklock_code, zklock_error};
 use crate::guard::zklock_guard;
-use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg, timeout_from_ms};
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg, timeout_from_ms, UserData};
 
 /// The kind of lock a `zklock_lock_new` handle takes.
 #[repr(i32)]
@@ -420,11 +420,6 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
     err: *mut *mut zklock_error,
 ) -> zklock_code {
     const F: &str = "zklock_lock_acquire_async";
-    /// The caller's pointer, handed back on the event thread (the caller
-    /// promises that this is safe).
-    struct UserData(*mut c_void);
-    // SAFETY: the caller's contract: the callback may get it on another thread.
-    unsafe impl Send for UserData {}
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
         call(F, err, || {
@@ -446,7 +441,7 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
                     },
                 };
                 // SAFETY: the caller's contract for callback and user_data.
-                callback(user_data.0, code, guard, error);
+                callback(user_data.get(), code, guard, error);
             })?;
             Ok(())
         })

@@ -7,7 +7,7 @@ use zklock_core::logging::{set_log_sink, LogRecord};
 use zklock_core::Error;
 
 use crate::error::{zklock_code, zklock_error};
-use crate::util::{call, invalid_arg};
+use crate::util::{call, invalid_arg, UserData};
 
 /// How much of the core's logging reaches the logger: a level lets its
 /// own records and every more severe ones through.
@@ -41,21 +41,6 @@ pub type zklock_log_level_arg = i32;
 /// do not fit a queue of 1,024 meanwhile are dropped and counted).
 pub type zklock_log_cb =
     Option<unsafe extern "C" fn(userdata: *mut c_void, level: zklock_log_level, message: *const c_char)>;
-
-/// The C caller's userdata; the caller promises it may be used from the
-/// `zklock-log` thread.
-struct UserData(*mut c_void);
-// SAFETY: zklock only passes the pointer back to the caller's logger, on
-// the zklock-log thread, as the header documents.
-unsafe impl Send for UserData {}
-// SAFETY: as above; zklock never dereferences it.
-unsafe impl Sync for UserData {}
-impl UserData {
-    /// The pointer (a method, so that closures capture the whole wrapper).
-    fn get(&self) -> *mut c_void {
-        self.0
-    }
-}
 
 /// Whether the program chose a logger (then no default is installed).
 static CHOSEN: AtomicBool = AtomicBool::new(false);

@@ -120,6 +120,22 @@ pub(crate) unsafe fn write_pending(pending: *mut bool, status: zklock_core::Rele
     }
 }
 
+/// The C caller's userdata pointer, handed back to the caller's callback on
+/// another thread (the event thread, the `zklock-log` thread): the caller
+/// promises that this is safe (each function's header comment says where).
+pub(crate) struct UserData(pub(crate) *mut std::ffi::c_void);
+// SAFETY: zklock only passes the pointer back to the caller's callback, on
+// the thread the header documents for it.
+unsafe impl Send for UserData {}
+// SAFETY: as above; zklock never dereferences it.
+unsafe impl Sync for UserData {}
+impl UserData {
+    /// The pointer (a method, so that closures capture the whole wrapper).
+    pub(crate) fn get(&self) -> *mut std::ffi::c_void {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
