@@ -122,15 +122,32 @@ Object.defineProperty(Client, 'connect', {
 })
 
 // The addon does not check that a callback is a function.
+// Calls already queued for the JavaScript thread when cancel() is called
+// are dropped here: the addon's cancel only stops new ones.
+function subscribe(native, target, callback) {
+  if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
+  let live = true
+  const sub = native.call(target, (state) => {
+    if (live) callback(state)
+  })
+  const cancel = sub.cancel
+  Object.defineProperty(sub, 'cancel', {
+    configurable: true,
+    writable: true,
+    value: function cancelSubscription() {
+      live = false
+      return cancel.call(sub)
+    },
+  })
+  return sub
+}
 const nativeOnConnectionState = Client.prototype.onConnectionState
 Client.prototype.onConnectionState = function onConnectionState(callback) {
-  if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
-  return nativeOnConnectionState.call(this, callback)
+  return subscribe(nativeOnConnectionState, this, callback)
 }
 const nativeOnStateChange = Guard.prototype.onStateChange
 Guard.prototype.onStateChange = function onStateChange(callback) {
-  if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
-  return nativeOnStateChange.call(this, callback)
+  return subscribe(nativeOnStateChange, this, callback)
 }
 
 // A string id must be well-formed Unicode: napi would store a lone

@@ -1,7 +1,8 @@
 //! Where the core's log records go when a front end (the C, Python and Node
 //! bindings, the CLI) asks for them: [`set_log_sink`].
 //!
-//! The core logs through the `log` facade (target `zklock`): connects,
+//! The core logs through the `log` facade (targets `zklock_core::...`, the
+//! module that logs): connects,
 //! reconnects, suspensions, session expiries, re-queues, background
 //! cleanups, each with the lock path and session id it concerns. A Rust
 //! program sees the records through whatever `log` logger it installs (for
@@ -29,7 +30,8 @@ pub const QUEUE: usize = 1024;
 pub struct LogRecord {
     /// Its level.
     pub level: log::Level,
-    /// Where it comes from: `zklock` for the core's records.
+    /// Where it comes from: the module path, `zklock_core::client` and the
+    /// like for the core's records.
     pub target: String,
     /// The message, with the lock path and session id it concerns (without
     /// the `zklock: ` the core's messages start with for plain loggers).
@@ -78,8 +80,9 @@ static FORWARDER: OnceLock<Forwarder> = OnceLock::new();
 
 /// Sends the records at `max_level` and more severe to `sink`, on the
 /// `zklock-log` thread (see the module docs), replacing any sink set
-/// before (and waiting for a call of it in progress to return, unless
-/// called from that sink); `max_level` `Off` stops forwarding. For bindings: call it once
+/// before (waiting for a call of the old sink in progress to return,
+/// unless called from that sink; the new one gets no record queued under a
+/// lower level than `max_level`); `max_level` `Off` stops forwarding. For bindings: call it once
 /// at load time with the host's default (warnings), and again when the
 /// user asks for more, less or another destination.
 ///
@@ -94,8 +97,16 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
         delivering: Mutex::new(()),
         dropped: AtomicU64::new(0),
     });
-    if let Ok(mut slot) = forwarder.sink.lock() {
-        *slot = Some(Arc::new(sink));
+    {
+        // Wait for a call of the old sink in progress to return before the
+        // new one takes over (unless this is that call: a sink replacing
+        // itself), so that what the old one uses may go once this returns
+        // and the new one is not called before.
+        let _delivering = (std::thread::current().name() != Some(LOG_THREAD)).then(|| forwarder.delivering.lock());
+        if let Ok(mut slot) = forwarder.sink.lock() {
+            *slot = Some(Arc::new(sink));
+        }
+        log::set_max_level(max_level);
     }
     let mut queue = forwarder.queue.lock().map_err(|_| Error::internal("log queue mutex poisoned"))?;
     if queue.is_none() {
@@ -112,12 +123,17 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
             std::thread::Builder::new().name(LOG_THREAD.into()).spawn(move || {
                 for mut record in rx {
                     let Some(forwarder) = FORWARDER.get() else { return };
+                    let _delivering = forwarder.delivering.lock();
+                    // Queued under a lower level than the sink's now: not
+                    // for this sink.
+                    if record.level > log::max_level() {
+                        continue;
+                    }
                     let dropped = forwarder.dropped.swap(0, Ordering::Relaxed);
                     if dropped > 0 {
                         record.message =
-                            format!("{} ({dropped} earlier records dropped: the sink was slow)", record.message);
+                            format!("{} ({dropped} other records were dropped: the sink was slow)", record.message);
                     }
-                    let _delivering = forwarder.delivering.lock();
                     let sink = forwarder.sink.lock().ok().and_then(|s| s.clone());
                     if let Some(sink) = sink {
                         // A sink that panics loses its record, not the thread.
@@ -130,12 +146,6 @@ pub fn set_log_sink(max_level: log::LevelFilter, sink: impl Fn(LogRecord) + Send
         *queue = Some(tx);
     }
     drop(queue);
-    log::set_max_level(max_level);
-    // The old sink may be running: wait for it to return (unless this is
-    // the sink itself replacing itself), so that what it uses may go.
-    if std::thread::current().name() != Some(LOG_THREAD) {
-        drop(forwarder.delivering.lock());
-    }
     Ok(())
 }
 
@@ -163,7 +173,15 @@ fn without_signals<T>(f: impl FnOnce() -> T) -> T {
 const LOG_THREAD: &str = "zklock-log";
 
 /// `"ERROR"`, `"WARN"`, `"INFO"`, `"DEBUG"`, `"TRACE"` or `"OFF"` (any
-/// case) as a level filter; `None` for anything else.
+/// case; also `"WARNING"` and `"CRITICAL"`, Python's names for warn and
+/// error) as a level filter; `None` for anything else. Every front end
+/// takes these names.
 pub fn level_filter(name: &str) -> Option<log::LevelFilter> {
+    if name.eq_ignore_ascii_case("warning") {
+        return Some(log::LevelFilter::Warn);
+    }
+    if name.eq_ignore_ascii_case("critical") {
+        return Some(log::LevelFilter::Error);
+    }
     name.parse().ok()
 }

@@ -40,6 +40,36 @@ test('connection listeners hear suspension, loss and the new session until cance
   assert.equal(seen.length, 3, 'a cancelled listener was called')
 })
 
+test('a listener that cancels itself on its first call gets no other, queued or not', async () => {
+  const c = await Client.connect({ hosts: zk.proxiedConnect, sessionTimeoutMs: 4000 })
+  zk.clients.push(c)
+  const once = []
+  const all = []
+  const sub = c.onConnectionState((s) => {
+    once.push(s)
+    sub.cancel()
+  })
+  c.onConnectionState((s) => all.push(s))
+  await zk.harness.command('drop-connections')
+  await waitFor(() => all.includes('RECONNECTED'), 10000, 'reconnected')
+  await sleep(200)
+  assert.deepEqual(once, ['SUSPENDED'], 'a call after cancel()')
+  // Calls already queued for this thread when cancel() is called are not
+  // made: the connection drops while the thread is busy, then cancel().
+  const late = []
+  const lateSub = c.onConnectionState((s) => late.push(s))
+  const dropped = zk.harness.command('drop-connections')
+  const busyUntil = Date.now() + 1500
+  while (Date.now() < busyUntil) {
+    // the JavaScript thread is busy: the states queue up meanwhile
+  }
+  lateSub.cancel()
+  await dropped
+  await waitFor(() => all.filter((s) => s === 'RECONNECTED').length >= 2, 10000, 'reconnected again')
+  await sleep(200)
+  assert.deepEqual(late, [], 'queued calls were made after cancel()')
+})
+
 test('bad listeners are refused', async () => {
   const c = await zk.client()
   assert.throws(() => c.onConnectionState('nope'), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' })

@@ -1436,12 +1436,12 @@ fn forward_to_logging(record: zklock_core::logging::LogRecord) {
 }
 
 /// Which of the core's log records reach the Python logger `zklock`: this
-/// level and more severe (`"ERROR"`, `"WARNING"`/`"WARN"`, `"INFO"`,
-/// `"DEBUG"`, `"TRACE"` or `"OFF"`). InvalidArgument for another name.
+/// level and more severe (`"CRITICAL"`/`"ERROR"`, `"WARNING"`/`"WARN"`,
+/// `"INFO"`, `"DEBUG"`, `"TRACE"` or `"OFF"`). InvalidArgument for another
+/// name.
 #[pyfunction]
 fn _set_log_level(py: Python<'_>, level: &str) -> PyResult<()> {
-    let name = if level.eq_ignore_ascii_case("warning") { "warn" } else { level };
-    let Some(filter) = zklock_core::logging::level_filter(name) else {
+    let Some(filter) = zklock_core::logging::level_filter(level) else {
         return Err(invalid_argument(format!(
             "log level must be ERROR, WARNING, INFO, DEBUG, TRACE or OFF, not {level:?}"
         )));

@@ -240,7 +240,13 @@ fn main() {
 /// `info`, `debug`, `trace`, `off`) or warnings, and at least `info` with
 /// `-v`.
 fn log_to_stderr(verbose: bool) {
-    let asked = std::env::var("ZKLOCK_LOG").ok().and_then(|v| zklock_core::logging::level_filter(&v));
+    let asked = std::env::var("ZKLOCK_LOG").ok().and_then(|v| {
+        let level = zklock_core::logging::level_filter(&v);
+        if level.is_none() {
+            eprintln!("zklock: ZKLOCK_LOG={v:?} is not a log level (error, warn, info, debug, trace, off); using warn");
+        }
+        level
+    });
     let mut level = asked.unwrap_or(log::LevelFilter::Warn);
     if verbose {
         level = level.max(log::LevelFilter::Info);
