@@ -279,23 +279,21 @@ impl std::fmt::Debug for Lock {
 
 impl Lock {
     pub(crate) fn new(client: Client, path: &str, mode: LockMode, options: LockOptions) -> Lock {
-        Self::with_slots(client, path, mode, options, Arc::default(), None, None)
+        Self::with_slots(client, path, mode, options, 1, Arc::default(), None, None)
     }
 
     /// A semaphore's handle: leases of `permits` on `path`.
     pub(crate) fn semaphore(client: Client, path: &str, permits: usize, options: LockOptions) -> Lock {
-        let mut lock = Self::new(client, path, LockMode::Lease, options);
-        if let Some(inner) = Arc::get_mut(&mut lock.inner) {
-            inner.permits = permits;
-        }
-        lock
+        Self::with_slots(client, path, LockMode::Lease, options, permits, Arc::default(), None, None)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn with_slots(
         client: Client,
         path: &str,
         mode: LockMode,
         options: LockOptions,
+        permits: usize,
         held: HeldSlot,
         sibling: Option<HeldSlot>,
         pair_read: Option<Lock>,
@@ -311,7 +309,7 @@ impl Lock {
                 sibling,
                 pair_read,
                 seq_hint: Arc::default(),
-                permits: 1,
+                permits,
             }),
         }
     }
@@ -633,12 +631,21 @@ impl ReadWriteLock {
             path,
             LockMode::Read,
             options.clone(),
+            1,
             read_slot.clone(),
             Some(write_slot.clone()),
             None,
         );
-        let write =
-            Lock::with_slots(client, path, LockMode::Write, options, write_slot, Some(read_slot), Some(read.clone()));
+        let write = Lock::with_slots(
+            client,
+            path,
+            LockMode::Write,
+            options,
+            1,
+            write_slot,
+            Some(read_slot),
+            Some(read.clone()),
+        );
         ReadWriteLock { read, write }
     }
 

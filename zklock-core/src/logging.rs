@@ -172,6 +172,12 @@ fn without_signals<T>(f: impl FnOnce() -> T) -> T {
 /// The name of the thread that calls the sinks.
 const LOG_THREAD: &str = "zklock-log";
 
+/// The plain sink of every front end without a logger of its own: the
+/// record on stderr as `zklock WARN: message`.
+pub fn to_stderr(record: LogRecord) {
+    eprintln!("zklock {}: {}", record.level, record.message);
+}
+
 /// `"ERROR"`, `"WARN"`, `"INFO"`, `"DEBUG"`, `"TRACE"` or `"OFF"` (any
 /// case; also `"WARNING"` and `"CRITICAL"`, Python's names for warn and
 /// error) as a level filter; `None` for anything else. Every front end

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use zklock_core::logging::{set_log_sink, LogRecord};
+use zklock_core::logging::{set_log_sink, to_stderr, LogRecord};
 use zklock_core::Error;
 
 use crate::error::{zklock_code, zklock_error};
@@ -45,17 +45,15 @@ pub type zklock_log_cb =
 /// Whether the program chose a logger (then no default is installed).
 static CHOSEN: AtomicBool = AtomicBool::new(false);
 
-/// The default until `zklock_set_logger` is called: warnings on stderr.
-fn to_stderr(record: LogRecord) {
-    eprintln!("zklock {}: {}", record.level, record.message);
-}
-
-/// Installs the default logger unless the program chose one (called when a
-/// client is made).
+/// Installs the default logger (warnings on stderr) unless the program
+/// chose one; once per process (called when a client is made).
 pub(crate) fn ensure_default() {
-    if !CHOSEN.load(Ordering::Acquire) {
-        let _ = set_log_sink(log::LevelFilter::Warn, to_stderr);
-    }
+    static DEFAULT: std::sync::Once = std::sync::Once::new();
+    DEFAULT.call_once(|| {
+        if !CHOSEN.load(Ordering::Acquire) {
+            let _ = set_log_sink(log::LevelFilter::Warn, to_stderr);
+        }
+    });
 }
 
 fn level_of(level: log::Level) -> zklock_log_level {

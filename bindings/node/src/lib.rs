@@ -109,11 +109,6 @@ pub fn error_codes() -> Vec<String> {
 // Logging
 // ---------------------------------------------------------------------------
 
-/// The default destination of the core's log records: stderr.
-fn log_to_stderr(record: core::logging::LogRecord) {
-    eprintln!("zklock {}: {}", record.level, record.message);
-}
-
 /// Sends the core's log records of `level` and more severe (`"error"`,
 /// `"warn"`, `"info"` (default), `"debug"`, `"trace"`, `"off"`) to
 /// `logger(level, message)`, called on the JavaScript thread (it does not
@@ -136,7 +131,7 @@ pub fn set_logger(env: Env, logger: Option<JsFunction>, level: Option<String>) -
         return Err(zk_error(&env, &e));
     };
     let installed = match logger {
-        None => core::logging::set_log_sink(filter, log_to_stderr),
+        None => core::logging::set_log_sink(filter, core::logging::to_stderr),
         Some(logger) => {
             let mut tsfn: ThreadsafeFunction<core::logging::LogRecord, ErrorStrategy::Fatal> = logger
                 .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::logging::LogRecord>| {
@@ -161,7 +156,7 @@ pub fn set_logger(env: Env, logger: Option<JsFunction>, level: Option<String>) -
 #[napi::module_init]
 fn init() {
     // Until setLogger() says otherwise: the core's warnings on stderr.
-    let _ = core::logging::set_log_sink(log::LevelFilter::Warn, log_to_stderr);
+    let _ = core::logging::set_log_sink(log::LevelFilter::Warn, core::logging::to_stderr);
     if let Ok(rt) = napi::tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(1)

@@ -251,7 +251,7 @@ fn log_to_stderr(verbose: bool) {
     if verbose {
         level = level.max(log::LevelFilter::Info);
     }
-    let _ = zklock_core::logging::set_log_sink(level, |r| eprintln!("zklock {}: {}", r.level, r.message));
+    let _ = zklock_core::logging::set_log_sink(level, zklock_core::logging::to_stderr);
 }
 
 /// Writes `text` to stdout (a closed stdout is no error); returns 0.
