@@ -345,7 +345,7 @@ impl Attempt {
             Some(seq) => (format!("{}/{}{seq:010}", ctx.path, self.name_prefix), zk::CreateMode::Ephemeral),
             None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
         };
-        let options = mode.with_acls(zk::Acls::anyone_all());
+        let options = ctx.shared.create_options(mode);
         loop {
             ctx.interrupted()?;
             let states = self.session.watch_from_now();
@@ -471,7 +471,7 @@ impl Attempt {
         let zk = self.session.zk()?;
         let mut mode = zk::CreateMode::Container;
         loop {
-            let options = mode.with_acls(zk::Acls::anyone_all());
+            let options = ctx.shared.create_options(mode);
             match ctx.op(zk.mkdir(&ctx.path, &options)).await? {
                 Ok(()) => return Ok(()),
                 Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
@@ -483,7 +483,7 @@ impl Attempt {
                     let Ok(root) = zk.clone().chroot("/") else {
                         return Err(Step::Fail(Error::internal("cannot leave the chroot")));
                     };
-                    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+                    let persistent = ctx.shared.create_options(zk::CreateMode::Persistent);
                     match ctx.op(root.mkdir(&chroot, &persistent)).await? {
                         Ok(()) => log::info!("zklock: created the chroot {chroot} of the connect string"),
                         Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,

@@ -19,11 +19,15 @@ use crate::listeners::{Listeners, Subscription};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::nodelay;
+use crate::security::{Acl, TlsOptions, Verdict};
 use crate::validate::{
     option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
+
+/// How long the TLS probe waits for each server's handshake.
+const PROBE_PATIENCE: Duration = Duration::from_secs(3);
 
 /// Options for [`Client::connect`].
 #[derive(Clone, Debug)]
@@ -33,12 +37,14 @@ pub struct ClientOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) operation_timeout: Duration,
     pub(crate) digest: Option<(String, String)>,
+    pub(crate) acl: Acl,
+    pub(crate) tls: Option<TlsOptions>,
 }
 
 impl ClientOptions {
     /// Options for the servers in `hosts`: `"host:port[,host:port...][/chroot]"`.
     /// Defaults: session timeout 10 s, connect timeout 15 s, operation
-    /// timeout 10 s, no authentication.
+    /// timeout 10 s, no authentication, [`Acl::open`], no TLS.
     pub fn new(hosts: impl Into<String>) -> Self {
         ClientOptions {
             hosts: hosts.into(),
@@ -46,6 +52,8 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(15),
             operation_timeout: Duration::from_secs(10),
             digest: None,
+            acl: Acl::open(),
+            tls: None,
         }
     }
 
@@ -73,10 +81,27 @@ impl ClientOptions {
     }
 
     /// Authenticates the session with ZooKeeper's `digest` scheme as
-    /// `user:password`. Lock nodes are still created world-accessible (as
-    /// Curator does) so that every peer can see the queue.
+    /// `user:password` (the identity `digest:user:base64(sha1(user:password))`
+    /// that ACLs name). Nodes are still created with the [`ClientOptions::acl`]
+    /// given, world-open by default (as Curator does).
     pub fn digest_auth(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.digest = Some((user.into(), password.into()));
+        self
+    }
+
+    /// The ACL of every node this client creates (lock nodes, lock paths and
+    /// their missing ancestors); [`Acl::open`] by default. See [`Acl`].
+    pub fn acl(mut self, acl: Acl) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// Connects to every server over TLS (see [`TlsOptions`]): the connect
+    /// string names the servers' `secureClientPort`s. A server whose
+    /// certificate does not verify is never used; when none verifies,
+    /// [`Client::connect`] fails at once with `ConnectionLoss` saying why.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -244,6 +269,8 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &s
 /// this, never the runtime, so the runtime can shut down from anywhere.
 pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
+    /// `options.acl` as the ZooKeeper client takes it.
+    acl: Vec<zk::Acl>,
     hosts: String,
     /// The servers' socket addresses, for [`nodelay::disable_nagle`].
     servers: Vec<std::net::SocketAddr>,
@@ -260,6 +287,14 @@ pub(crate) struct Shared {
     /// none of its threads (see [`Shared::forked`]).
     pid: u32,
     generation: u64,
+}
+
+impl Shared {
+    /// How every node of this client is created: `mode`, with the client's
+    /// ACL.
+    pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'_> {
+        mode.with_acls(zk::Acls::new(&self.acl))
+    }
 }
 
 /// How many `fork()`s led to this process since the first client was made
@@ -453,6 +488,18 @@ impl Shared {
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }
+        // With TLS, a handshake of our own runs beside the first attempt:
+        // the client only ever says it could not connect.
+        let mut probe = None;
+        if let Some(tls) = &options.tls {
+            let (zk_tls, check) = tls.prepare()?;
+            connector = connector.with_tls(zk_tls);
+            let servers: Vec<String> =
+                hosts.split('/').next().unwrap_or_default().split(',').map(str::to_owned).collect();
+            probe = Some(tokio::task::spawn_blocking(move || check.check(&servers, PROBE_PATIENCE)));
+        }
+        let secure = options.tls.is_some();
+        let mut tls_doubt: Option<String> = None;
         let deadline = Instant::now() + options.connect_timeout;
         // zookeeper-client gives up on a connect after the session timeout
         // it asked for (which may be far below what the server grants, or
@@ -461,16 +508,43 @@ impl Shared {
             // The server creates the session after this instant: the
             // safety clock may count from here, never from the answer.
             let connect_began = Instant::now();
-            let last = match tokio::time::timeout_at(deadline.into(), connector.clone().connect(hosts)).await {
+            let attempt = connector.clone();
+            let attempt = async move {
+                if secure {
+                    attempt.secure_connect(hosts).await
+                } else {
+                    attempt.connect(hosts).await
+                }
+            };
+            let attempt = tokio::time::timeout_at(deadline.into(), attempt);
+            tokio::pin!(attempt);
+            let outcome = loop {
+                tokio::select! {
+                    outcome = &mut attempt => break outcome,
+                    verdict = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
+                        probe = None;
+                        match verdict {
+                            Ok(Verdict::Refused(why)) => return Err(Error::new(
+                                ErrorKind::ConnectionLoss,
+                                format!("no TLS connection to {} can be made: {why}", shown(hosts)),
+                            )),
+                            Ok(Verdict::Doubt(why)) => tls_doubt = Some(why),
+                            Ok(Verdict::Works) | Err(_) => {},
+                        }
+                    },
+                }
+            };
+            let last = match outcome {
                 Ok(Ok(zk)) => break (zk, connect_began),
                 Ok(Err(e @ (zk::Error::Timeout | zk::Error::ConnectionLoss | zk::Error::NoHosts))) => e.to_string(),
                 Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {}", shown(hosts)), e)),
                 Err(_) => "no answer".to_owned(),
             };
             if Instant::now() >= deadline {
+                let tls = tls_doubt.as_deref().map(|why| format!("; TLS: {why}")).unwrap_or_default();
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!("could not connect to {} within {:?} ({last})", shown(hosts), options.connect_timeout),
+                    format!("could not connect to {} within {:?} ({last}{tls})", shown(hosts), options.connect_timeout),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -696,6 +770,7 @@ impl Client {
             .map_err(|e| Error::internal(format!("cannot start the event thread: {e}")))?;
         let servers = nodelay::server_addrs(&hosts);
         let shared = Arc::new(Shared {
+            acl: options.acl.to_zk(),
             options,
             hosts,
             servers,

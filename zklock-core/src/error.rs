@@ -78,6 +78,10 @@ error_kinds! {
     /// The operation would deadlock and was refused (read-to-write upgrade on
     /// one handle).
     WouldDeadlock = 12, "WOULD_DEADLOCK";
+    /// ZooKeeper refused for lack of permission: the ACL of a node, or of
+    /// its parent, does not allow this session (`NoAuth`), or the server
+    /// refused the session's credentials (`AuthFailed`).
+    NoAuth = 13, "NO_AUTH";
 }
 
 impl fmt::Display for ErrorKind {
@@ -137,6 +141,9 @@ impl Error {
     /// Maps an error of the ZooKeeper client, adding what we were doing.
     pub(crate) fn from_zk(what: &str, err: zookeeper_client::Error) -> Self {
         use zookeeper_client::Error as Zk;
+        if let Some(refused) = crate::security::refusal(what, &err) {
+            return refused;
+        }
         let kind = match &err {
             Zk::ConnectionLoss | Zk::Timeout | Zk::NoHosts => ErrorKind::ConnectionLoss,
             Zk::SessionExpired | Zk::SessionMoved => ErrorKind::SessionExpired,

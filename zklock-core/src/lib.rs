@@ -49,6 +49,7 @@ pub mod logging;
 mod multi;
 pub mod names;
 mod nodelay;
+mod security;
 mod validate;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
@@ -61,6 +62,7 @@ pub use lock::{
 };
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{LockMode, NodeKind};
+pub use security::{Acl, TlsOptions};
 pub use validate::{
     acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,
     MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SERVERS_BYTES, MAX_SESSION_TIMEOUT,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::install::{annotate, ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
 use crate::proxy::Proxy;
+use crate::tls::TestCerts;
 use crate::util::{four_letter_word, free_ports, make_temp_root, parse_mode, tail_file};
 
 /// Timeout of the four-letter words the cluster sends itself.
@@ -22,6 +23,9 @@ const POLL: Duration = Duration::from_millis(50);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Start attempts (fresh ports each) when a port turns out to be taken.
 const START_ATTEMPTS: usize = 3;
+/// Jars a TLS server needs beyond the ZooKeeper jar's manifest (Debian's
+/// libnetty-java).
+const NETTY_TLS_JARS: [&str; 2] = ["/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
 /// Lines of `server.log` quoted in error messages.
 const LOG_TAIL_LINES: usize = 25;
 
@@ -49,6 +53,7 @@ pub struct ClusterOptions {
     jvm_args: Vec<String>,
     start_timeout: Duration,
     partitionable: bool,
+    tls: bool,
 }
 
 impl Default for ClusterOptions {
@@ -61,6 +66,7 @@ impl Default for ClusterOptions {
             jvm_args: Vec::new(),
             start_timeout: Duration::from_secs(30),
             partitionable: false,
+            tls: false,
         }
     }
 }
@@ -133,6 +139,17 @@ impl ClusterOptions {
     /// ports are not relayed.
     pub fn partitionable(mut self, on: bool) -> Self {
         self.partitionable = on;
+        self
+    }
+
+    /// Whether every member also serves TLS on a `secureClientPort` of its
+    /// own (default `false`), with certificates made for the cluster
+    /// ([`Cluster::tls_certs`], [`Cluster::secure_connect_string`]). The
+    /// servers ask clients for a certificate but do not need one (add
+    /// `ssl.clientAuth=need` with [`ClusterOptions::extra_cfg`] for that),
+    /// and map a client certificate to the identity `x509:<subject DN>`.
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
         self
     }
 
@@ -225,6 +242,8 @@ struct Member {
     client_port: u16,
     peer_port: u16,
     election_port: u16,
+    /// The TLS client port (0: none).
+    secure_port: u16,
     proc: Mutex<Proc>,
 }
 
@@ -309,6 +328,8 @@ pub struct Cluster {
     relays: Vec<PeerRelay>,
     /// Which members are partitioned; taken while relays are switched.
     partitioned: Mutex<Vec<bool>>,
+    /// The certificates of a TLS cluster.
+    certs: Option<TestCerts>,
 }
 
 impl Cluster {
@@ -375,9 +396,17 @@ impl Cluster {
             opts: opts.clone(),
             relays: Vec::new(),
             partitioned: Mutex::new(vec![false; n]),
+            certs: None,
         };
+        if opts.tls {
+            cluster.certs = Some(TestCerts::make(&cluster.root.join("tls"))?);
+        }
+
         // From here on, `cluster`'s Drop removes the directory on error.
-        let ports = free_ports(if n == 1 { 1 } else { 3 * n })?;
+        // One call, so that no two ports are the same.
+        let base = if n == 1 { 1 } else { 3 * n };
+        let ports = free_ports(base + if opts.tls { n } else { 0 })?;
+        let secure_ports = &ports[base..];
         for i in 0..n {
             let dir = cluster.root.join(format!("server{}", i + 1));
             fs::create_dir_all(dir.join("data"))
@@ -390,6 +419,7 @@ impl Cluster {
                 client_port,
                 peer_port,
                 election_port,
+                secure_port: secure_ports.get(i).copied().unwrap_or(0),
                 proc: Mutex::new(Proc::default()),
             });
         }
@@ -444,10 +474,29 @@ impl Cluster {
             }
             fs::write(data.join("myid"), format!("{}\n", m.myid))?;
         }
+        if let Some(certs) = &self.certs {
+            for line in certs.server_config(m.secure_port) {
+                let _ = writeln!(cfg, "{line}");
+            }
+        }
         for line in &o.extra_cfg {
             let _ = writeln!(cfg, "{line}");
         }
         fs::write(m.cfg_path(), cfg).map_err(|e| annotate(e, &format!("cannot write {}", m.cfg_path().display())))
+    }
+
+    /// The server's classpath: the jar (whose manifest names the rest) and
+    /// the log binding; for TLS also the Netty codec and resolver, which
+    /// Debian's manifest leaves out but Netty's TLS handler needs.
+    fn classpath(&self) -> String {
+        let mut cp = format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}");
+        if self.certs.is_some() {
+            for jar in NETTY_TLS_JARS {
+                cp.push(':');
+                cp.push_str(jar);
+            }
+        }
+        cp
     }
 
     /// Spawns every member and waits for all of them to serve.
@@ -519,6 +568,21 @@ impl Cluster {
     /// `"127.0.0.1:p1,127.0.0.1:p2,..."`.
     pub fn connect_string(&self) -> String {
         self.members.iter().map(|m| m.client_addr().to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The connect string of every member's TLS port
+    /// (`"127.0.0.1:s1,127.0.0.1:s2,..."`); empty unless started with
+    /// [`ClusterOptions::tls`].
+    pub fn secure_connect_string(&self) -> String {
+        if self.certs.is_none() {
+            return String::new();
+        }
+        self.members.iter().map(|m| loopback(m.secure_port).to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The certificates of a cluster started with [`ClusterOptions::tls`].
+    pub fn tls_certs(&self) -> Option<&TestCerts> {
+        self.certs.as_ref()
     }
 
     /// Client address (`127.0.0.1:port`) of member `i`.
@@ -716,7 +780,7 @@ impl Cluster {
             ])
             .args(&self.opts.jvm_args)
             .arg("-cp")
-            .arg(format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}"))
+            .arg(self.classpath())
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(m.cfg_path())
             .current_dir(&m.dir)

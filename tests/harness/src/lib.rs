@@ -49,9 +49,11 @@ mod cluster;
 mod install;
 mod proxy;
 mod spawn;
+mod tls;
 mod util;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use install::{ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
 pub use proxy::{Proxy, ProxyGroup};
+pub use tls::TestCerts;
 pub use util::{four_letter_word, parse_mode, process_alive, wait_for};

@@ -52,7 +52,7 @@ pub fn queue(client: &Client, path: &str) -> Vec<String> {
 
 /// A plain ZooKeeper session, for acting as a third party.
 pub struct Raw {
-    rt: tokio::runtime::Runtime,
+    pub rt: tokio::runtime::Runtime,
     pub zk: zk::Client,
 }
 

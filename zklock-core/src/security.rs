@@ -1,0 +1,526 @@
+//! What zklock gives a ZooKeeper ensemble that is not open: the ACL of the
+//! nodes it creates ([`Acl`]) and TLS to the servers ([`TlsOptions`]).
+//! Authentication itself is [`crate::ClientOptions::digest_auth`] (or a TLS
+//! client certificate, where the server maps certificates to identities).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::error::{shown, Error, ErrorKind, Result};
+
+/// The most entries an [`Acl`] may have, and the longest spec in bytes: an
+/// ACL travels in every create request, and ZooKeeper drops a connection
+/// whose packet is too large (the client would then retry forever).
+const MAX_ACL_ENTRIES: usize = 64;
+const MAX_ACL_SPEC_BYTES: usize = 16 * 1024;
+
+/// ZooKeeper's permission letters, in the order `zkCli.sh` prints them.
+const PERMS: [(char, zk::Permission); 5] = [
+    ('c', zk::Permission::CREATE),
+    ('d', zk::Permission::DELETE),
+    ('r', zk::Permission::READ),
+    ('w', zk::Permission::WRITE),
+    ('a', zk::Permission::ADMIN),
+];
+
+/// One ACL entry: who (`scheme:id`) may do what (`cdrwa` letters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct AclEntry {
+    perms: String,
+    scheme: String,
+    id: String,
+}
+
+/// The ACL zklock gives every node it creates: lock nodes, the lock path
+/// and its missing ancestors, a semaphore's `leases` and `locks` nodes.
+/// Nodes that exist already keep their ACL (zklock never changes one).
+///
+/// The default, [`Acl::open`], is ZooKeeper's `OPEN_ACL_UNSAFE` (what
+/// Curator and kazoo use unless told otherwise). [`Acl::creator_all`] gives
+/// every right to the identities the creating session authenticated as
+/// (digest auth, or a TLS client certificate mapped by the server) and none
+/// to anyone else: others can then neither list the queue nor create in it,
+/// nor delete a holder's node (ZooKeeper checks a delete against the
+/// parent's ACL).
+///
+/// Every contender of one lock must be allowed to read the others' nodes
+/// (a waiter reads the node it waits on) and to list and create in the lock
+/// path: give them one identity, or list each of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acl {
+    entries: Vec<AclEntry>,
+}
+
+impl Acl {
+    /// `world:anyone:cdrwa`: everyone may do everything (the default).
+    pub fn open() -> Acl {
+        Acl { entries: vec![AclEntry { perms: "cdrwa".into(), scheme: "world".into(), id: "anyone".into() }] }
+    }
+
+    /// `auth::cdrwa`: every right for the identities of the creating
+    /// session, nothing for anyone else. Needs an authenticated session:
+    /// otherwise ZooKeeper refuses the first create and the acquire fails
+    /// with [`ErrorKind::InvalidArgument`] saying so.
+    pub fn creator_all() -> Acl {
+        Acl { entries: vec![AclEntry { perms: "cdrwa".into(), scheme: "auth".into(), id: String::new() }] }
+    }
+
+    /// Parses an ACL written as `zkCli.sh`'s `setAcl` writes one: entries
+    /// `scheme:id:perms` separated by commas, where `perms` are letters of
+    /// `cdrwa` (create, delete, read, write, admin), for example
+    /// `digest:app:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa,world:anyone:r`. The id
+    /// is everything between the first and the last colon, so digest ids
+    /// (`user:base64(sha1(user:password))`) and IPv6 addresses keep theirs.
+    /// Two words stand for whole entries: `open` ([`Acl::open`]) and
+    /// `creator` ([`Acl::creator_all`]).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the entry and what is wrong:
+    /// empty, no scheme or permissions, an unknown permission letter, a
+    /// `world` id other than `anyone`, a digest id without its hash, more
+    /// than 64 entries or 16 KiB.
+    pub fn parse(spec: &str) -> Result<Acl> {
+        if spec.len() > MAX_ACL_SPEC_BYTES {
+            return Err(Error::invalid_argument(format!(
+                "ACL {}: longer than {MAX_ACL_SPEC_BYTES} bytes",
+                shown(spec)
+            )));
+        }
+        let mut entries = Vec::new();
+        for part in spec.split(',').map(str::trim) {
+            match part {
+                "open" => entries.extend(Acl::open().entries),
+                "creator" => entries.extend(Acl::creator_all().entries),
+                _ => entries.push(parse_entry(spec, part)?),
+            }
+        }
+        if entries.len() > MAX_ACL_ENTRIES {
+            return Err(Error::invalid_argument(format!("ACL {}: more than {MAX_ACL_ENTRIES} entries", shown(spec))));
+        }
+        Ok(Acl { entries })
+    }
+
+    /// Whether this is [`Acl::open`].
+    pub fn is_open(&self) -> bool {
+        *self == Acl::open()
+    }
+
+    /// The entries as the ZooKeeper client takes them.
+    pub(crate) fn to_zk(&self) -> Vec<zk::Acl> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let perms = PERMS
+                    .iter()
+                    .filter(|(c, _)| e.perms.contains(*c))
+                    .fold(zk::Permission::NONE, |all, (_, p)| all | *p);
+                zk::Acl::new(perms, zk::AuthId::new(&e.scheme, &e.id))
+            })
+            .collect()
+    }
+}
+
+impl Default for Acl {
+    /// [`Acl::open`].
+    fn default() -> Self {
+        Acl::open()
+    }
+}
+
+impl fmt::Display for Acl {
+    /// The spec [`Acl::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.entries.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep}{}:{}:{}", e.scheme, e.id, e.perms)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_entry(spec: &str, entry: &str) -> Result<AclEntry> {
+    let bad = |why: &str| Error::invalid_argument(format!("ACL {}: entry {}: {why}", shown(spec), shown(entry)));
+    if entry.is_empty() {
+        return Err(bad("empty entry (expected scheme:id:perms, 'open' or 'creator')"));
+    }
+    let (Some(first), Some(last)) = (entry.find(':'), entry.rfind(':')) else {
+        return Err(bad("expected scheme:id:perms, 'open' or 'creator'"));
+    };
+    if first == last {
+        return Err(bad("expected scheme:id:perms (the id may be empty, as in auth::cdrwa)"));
+    }
+    let (scheme, id, letters) = (&entry[..first], &entry[first + 1..last], &entry[last + 1..]);
+    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(bad("the scheme must be a non-empty word (world, auth, digest, ip, x509, sasl, ...)"));
+    }
+    if letters.is_empty() {
+        return Err(bad("no permissions (give letters of cdrwa)"));
+    }
+    if let Some(c) = letters.chars().find(|c| !"cdrwa".contains(*c)) {
+        return Err(bad(&format!("unknown permission {c:?} (letters of cdrwa: create, delete, read, write, admin)")));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(bad("the id contains a control character"));
+    }
+    match scheme {
+        "world" if id != "anyone" => return Err(bad("the world scheme's only id is 'anyone'")),
+        "auth" if !id.is_empty() => return Err(bad("the auth scheme takes no id (auth::perms)")),
+        "digest" if !is_digest_id(id) => {
+            return Err(bad("a digest id is user:base64(sha1(user:password)), not the password itself (e.g. \
+                 `echo -n user:password | openssl dgst -binary -sha1 | openssl base64`)"))
+        },
+        _ => {},
+    }
+    // One letter once, in zkCli's order.
+    let perms = PERMS.iter().map(|(c, _)| *c).filter(|c| letters.contains(*c)).collect();
+    Ok(AclEntry { perms, scheme: scheme.to_owned(), id: id.to_owned() })
+}
+
+/// `user:hash` where hash is the 28-character base64 of a SHA-1 digest.
+fn is_digest_id(id: &str) -> bool {
+    let Some((user, hash)) = id.rsplit_once(':') else { return false };
+    !user.is_empty()
+        && hash.len() == 28
+        && hash.ends_with('=')
+        && hash[..27].chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+}
+
+/// Where a PEM text comes from.
+#[derive(Clone, Debug)]
+enum Pem {
+    File(PathBuf),
+    Text(Arc<str>),
+}
+
+impl Pem {
+    fn load(&self, what: &str) -> Result<String> {
+        let text = match self {
+            Pem::Text(text) => text.to_string(),
+            Pem::File(path) => std::fs::read_to_string(path).map_err(|e| {
+                Error::invalid_argument(format!("cannot read the TLS {what} file {}: {e}", shown_path(path)))
+            })?,
+        };
+        if !text.contains("-----BEGIN ") {
+            return Err(Error::invalid_argument(format!("the TLS {what} {} holds no PEM block", self.named())));
+        }
+        Ok(text)
+    }
+
+    fn named(&self) -> String {
+        match self {
+            Pem::File(path) => format!("file {}", shown_path(path)),
+            Pem::Text(_) => "text".to_owned(),
+        }
+    }
+}
+
+fn shown_path(path: &Path) -> String {
+    shown(&path.to_string_lossy())
+}
+
+/// TLS between the client and every server of the connect string: the
+/// servers' certificates are checked against the given certificate
+/// authorities and against the host name (or IP address) the connect
+/// string names them by; a client certificate is shown when the server asks
+/// for one. There is no fallback to plaintext: a server that does not speak
+/// TLS, or whose certificate does not verify, is never used.
+///
+/// ZooKeeper serves TLS on its `secureClientPort` (with the Netty connection
+/// factory): name that port in the connect string.
+#[derive(Clone, Debug)]
+pub struct TlsOptions {
+    ca: Pem,
+    identity: Option<(Pem, Pem)>,
+}
+
+impl TlsOptions {
+    /// Trusts the certificate authorities in the PEM file at `path` (read at
+    /// each connect, so a replaced file is used by the next session).
+    pub fn ca_file(path: impl Into<PathBuf>) -> TlsOptions {
+        TlsOptions { ca: Pem::File(path.into()), identity: None }
+    }
+
+    /// Trusts the certificate authorities in `pem` (PEM text).
+    pub fn ca_pem(pem: impl Into<String>) -> TlsOptions {
+        TlsOptions { ca: Pem::Text(pem.into().into()), identity: None }
+    }
+
+    /// Shows the client certificate (chain) in the PEM file `cert` with the
+    /// private key in the PEM file `key` (PKCS#8, PKCS#1 or SEC1) when the
+    /// server asks for one.
+    pub fn identity_files(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> TlsOptions {
+        self.identity = Some((Pem::File(cert.into()), Pem::File(key.into())));
+        self
+    }
+
+    /// [`TlsOptions::identity_files`] with the PEM texts themselves.
+    pub fn identity_pem(mut self, cert: impl Into<String>, key: impl Into<String>) -> TlsOptions {
+        self.identity = Some((Pem::Text(cert.into().into()), Pem::Text(key.into().into())));
+        self
+    }
+
+    /// Reads the PEM texts: `(ca, identity)`.
+    fn load(&self) -> Result<Loaded> {
+        let ca = self.ca.load("CA")?;
+        let identity = match &self.identity {
+            None => None,
+            Some((cert, key)) => Some((cert.load("certificate")?, key.load("key")?)),
+        };
+        Ok(Loaded { ca, identity })
+    }
+
+    /// The ZooKeeper client's options, and a probe that explains a failed
+    /// handshake. Reads the files now.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the file or text that cannot be read or
+    /// holds no usable certificate or key.
+    pub(crate) fn prepare(&self) -> Result<(zk::TlsOptions, Probe)> {
+        let loaded = self.load()?;
+        let mut options = zk::TlsOptions::new()
+            .with_pem_ca(&loaded.ca)
+            .map_err(|e| Error::invalid_argument(format!("the TLS CA {} is not usable: {e}", self.ca.named())))?;
+        if let Some((cert, key)) = &loaded.identity {
+            let named = self.identity.as_ref().map(|(c, k)| format!("{} and key {}", c.named(), k.named()));
+            options = options.with_pem_identity(cert, key).map_err(|e| {
+                Error::invalid_argument(format!(
+                    "the TLS certificate {} are not usable: {e}",
+                    named.unwrap_or_default()
+                ))
+            })?;
+        }
+        let probe = Probe::new(&loaded)?;
+        Ok((options, probe))
+    }
+}
+
+struct Loaded {
+    ca: String,
+    identity: Option<(String, String)>,
+}
+
+/// A TLS handshake of zklock's own, with the same trust and identity as the
+/// ZooKeeper client's, made beside a connect: the client only says that it
+/// could not connect, while the probe's error says why (unknown issuer,
+/// name mismatch, not TLS at all).
+#[derive(Clone)]
+pub(crate) struct Probe {
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl Probe {
+    fn new(loaded: &Loaded) -> Result<Probe> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let bad = |what: &str, e: &dyn fmt::Display| Error::invalid_argument(format!("the TLS {what}: {e}"));
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(loaded.ca.as_bytes()) {
+            let cert = cert.map_err(|e| bad("CA", &e))?;
+            roots.add(cert).map_err(|e| bad("CA", &e))?;
+        }
+        if roots.is_empty() {
+            return Err(Error::invalid_argument("the TLS CA holds no certificate"));
+        }
+        let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+        let config = match &loaded.identity {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| bad("certificate", &e))?;
+                let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| bad("key", &e))?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| bad("certificate and key", &e))?
+            },
+        };
+        Ok(Probe { config: Arc::new(config) })
+    }
+
+    /// Makes a handshake with every server of `servers` (`host:port`),
+    /// blocking, each within `patience`.
+    pub(crate) fn check(&self, servers: &[String], patience: Duration) -> Verdict {
+        let mut reasons = Vec::new();
+        let mut refused = 0;
+        for server in servers {
+            let Some((host, port)) = split_host_port(server) else { continue };
+            match self.handshake(host, port, patience) {
+                Handshake::Done => return Verdict::Works,
+                Handshake::Refused(why) => {
+                    refused += 1;
+                    reasons.push(format!("{server}: {why}"));
+                },
+                Handshake::Doubt(why) => reasons.push(format!("{server}: {why}")),
+                Handshake::Unreachable => {},
+            }
+        }
+        match (refused, reasons.is_empty()) {
+            (n, false) if n == servers.len() => Verdict::Refused(reasons.join("; ")),
+            (_, false) => Verdict::Doubt(reasons.join("; ")),
+            (_, true) => Verdict::Works,
+        }
+    }
+
+    /// Connects to `host:port` and makes a handshake within `patience`.
+    fn handshake(&self, host: &str, port: u16, patience: Duration) -> Handshake {
+        use std::io::{ErrorKind as Io, Read, Write};
+        use std::net::ToSocketAddrs;
+        let Ok(name) = rustls::pki_types::ServerName::try_from(host.to_owned()) else {
+            return Handshake::Refused(format!("{host:?} is no name a certificate can be checked against"));
+        };
+        let Some(addr) = (host, port).to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+            return Handshake::Unreachable;
+        };
+        let Ok(mut tcp) = std::net::TcpStream::connect_timeout(&addr, patience) else { return Handshake::Unreachable };
+        let _ = tcp.set_read_timeout(Some(patience));
+        let _ = tcp.set_write_timeout(Some(patience));
+        let Ok(mut conn) = rustls::ClientConnection::new(self.config.clone(), name) else {
+            return Handshake::Unreachable;
+        };
+        let judged = |e: std::io::Error| match e.kind() {
+            // rustls's own verdict (certificate, protocol, alert).
+            Io::InvalidData => Handshake::Refused(format!("TLS handshake failed: {e}")),
+            Io::UnexpectedEof | Io::ConnectionReset | Io::ConnectionAborted => Handshake::Doubt(
+                "the server ended the connection during the TLS handshake (is this ZooKeeper's secureClientPort?)"
+                    .to_owned(),
+            ),
+            _ => Handshake::Unreachable,
+        };
+        // An empty write drives the handshake to its end (or its error).
+        if let Err(e) = rustls::Stream::new(&mut conn, &mut tcp).write(&[]) {
+            return judged(e);
+        }
+        // A refused client certificate shows only in the server's answer.
+        let _ = tcp.set_read_timeout(Some(Duration::from_millis(300)));
+        let mut byte = [0u8; 1];
+        match rustls::Stream::new(&mut conn, &mut tcp).read(&mut byte) {
+            Err(e) if e.kind() == Io::InvalidData => judged(e),
+            _ => Handshake::Done,
+        }
+    }
+}
+
+/// What a handshake with one server showed.
+enum Handshake {
+    Done,
+    /// The certificates do not verify: trying again cannot help.
+    Refused(String),
+    /// Something went wrong that might not be TLS's fault.
+    Doubt(String),
+    Unreachable,
+}
+
+/// What the probe of all servers showed.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// A handshake completed, or nothing could be learnt.
+    Works,
+    /// Every server's handshake failed on the certificates.
+    Refused(String),
+    /// Some failed in a way that may explain a failing connect.
+    Doubt(String),
+}
+
+/// `host[:port]` or `[ipv6][:port]` split (ZooKeeper's port by default).
+fn split_host_port(server: &str) -> Option<(&str, u16)> {
+    const DEFAULT_PORT: u16 = 2181;
+    let server = server.trim();
+    let (host, port) = match server.strip_prefix('[') {
+        Some(rest) => {
+            let (host, after) = rest.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        },
+        None => match server.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (server, None),
+        },
+    };
+    Some((host, port.map_or(Some(DEFAULT_PORT), |p| p.parse().ok())?))
+}
+
+impl fmt::Debug for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Probe")
+    }
+}
+
+/// The kind and message for ZooKeeper's refusals that have to do with
+/// permissions, or `None` for every other error.
+pub(crate) fn refusal(what: &str, err: &zk::Error) -> Option<Error> {
+    Some(match err {
+        zk::Error::NoAuth => Error::new(
+            ErrorKind::NoAuth,
+            format!(
+                "{what}: not authorized (NoAuth): the ACL of the node or of its parent does not allow this \
+                 session; authenticate (digest auth or a TLS client certificate) as an identity the ACL names"
+            ),
+        ),
+        zk::Error::AuthFailed => Error::new(
+            ErrorKind::NoAuth,
+            format!("{what}: authentication failed (AuthFailed): the server refused the credentials"),
+        ),
+        zk::Error::InvalidAcl => Error::invalid_argument(format!(
+            "{what}: ZooKeeper refused the ACL (InvalidACL): an `auth` entry (creator) needs an \
+             authenticated session, and each scheme needs a provider on the server"
+        )),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_round_trips() {
+        let spec = "digest:app:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa,world:anyone:r,ip:::1:rw";
+        let acl = Acl::parse(spec).unwrap();
+        assert_eq!(acl.to_string(), "digest:app:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa,world:anyone:r,ip:::1:rw");
+        assert_eq!(Acl::parse(&acl.to_string()).unwrap(), acl);
+        assert_eq!(Acl::parse("creator").unwrap(), Acl::creator_all());
+        assert_eq!(Acl::parse("open").unwrap(), Acl::open());
+        assert_eq!(Acl::parse("auth::acdrw").unwrap().to_string(), "auth::cdrwa");
+        assert_eq!(Acl::parse("creator, world:anyone:r").unwrap().to_string(), "auth::cdrwa,world:anyone:r");
+        assert!(Acl::open().is_open() && !Acl::creator_all().is_open());
+    }
+
+    #[test]
+    fn parse_names_what_is_wrong() {
+        for (spec, says) in [
+            ("", "empty entry"),
+            ("world:anyone", "expected scheme:id:perms"),
+            ("world:anyone:", "no permissions"),
+            ("world:anyone:rx", "unknown permission 'x'"),
+            ("world:everyone:r", "only id is 'anyone'"),
+            ("auth:bob:cdrwa", "takes no id"),
+            ("digest:bob:secret:cdrwa", "not the password itself"),
+            (":x:r", "non-empty word"),
+            ("open,", "empty entry"),
+        ] {
+            let e = Acl::parse(spec).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{spec}");
+            assert!(e.message().contains(says), "{spec}: {e}");
+        }
+        let many = vec!["world:anyone:r"; 65].join(",");
+        assert!(Acl::parse(&many).unwrap_err().message().contains("more than 64"));
+        assert!(Acl::parse(&"x".repeat(20_000)).unwrap_err().message().contains("longer than"));
+    }
+
+    #[test]
+    fn perms_become_bits() {
+        let acl = Acl::parse("world:anyone:rc").unwrap().to_zk();
+        assert_eq!(acl[0].permission(), zk::Permission::READ | zk::Permission::CREATE);
+        assert_eq!(Acl::open().to_zk()[0].permission(), zk::Permission::ALL);
+    }
+
+    #[test]
+    fn tls_files_are_named_when_missing() {
+        let e = TlsOptions::ca_file("/nonexistent/ca.pem").prepare().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
+        let e = TlsOptions::ca_pem("not pem").prepare().unwrap_err();
+        assert!(e.message().contains("no PEM block"), "{e}");
+    }
+}

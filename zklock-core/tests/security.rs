@@ -1,0 +1,292 @@
+//! ACLs and TLS against a real ZooKeeper (issue 18 items 1 and 2).
+//!
+//! ACLs: nodes get the client's ACL (read back from the server with
+//! getACL); with `creator`, a session of another identity, or none, can
+//! neither see the queue, nor take the lock, nor delete a holder's node,
+//! and zklock says NO_AUTH at once; every contender of one identity, or of
+//! an ACL that lists each, still locks; an `auth` ACL on an unauthenticated
+//! session is refused with a message and leaves nothing behind.
+//!
+//! TLS: a client with the right CA locks through the server's
+//! `secureClientPort`; a wrong CA, a host name the certificate does not
+//! name, a plaintext port, or a missing client certificate where the server
+//! needs one fail with a message that says why, and never connect in
+//! plaintext.
+
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{options, server, Raw};
+use zklock_core::{Acl, Client, ClientOptions, ErrorKind, LockOptions, TlsOptions};
+use zklock_harness::{Cluster, ClusterOptions};
+use zookeeper_client as zk;
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// A raw session authenticated as `user` (or not at all).
+fn raw_as(hosts: &str, user: Option<&str>) -> Raw {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let mut connector = zk::Client::connector();
+    if let Some(user) = user {
+        connector = connector.with_auth("digest", format!("{user}:pw-{user}").as_bytes());
+    }
+    let zk = rt.block_on(connector.connect(hosts)).unwrap();
+    Raw { rt, zk }
+}
+
+fn client_as(hosts: &str, user: Option<&str>, acl: Acl) -> Client {
+    let mut opts = options(hosts, 4 * SEC).acl(acl);
+    if let Some(user) = user {
+        opts = opts.digest_auth(user, format!("pw-{user}"));
+    }
+    Client::connect(opts).unwrap()
+}
+
+/// The ACL ZooKeeper keeps for `path`, as `scheme:id:perms` strings.
+fn acl_of(raw: &Raw, path: &str) -> Vec<String> {
+    let (acl, _) = raw.block_on(raw.zk.get_acl(path)).unwrap();
+    acl.iter()
+        .map(|a| {
+            let p = a.permission();
+            let letters: String = [
+                (zk::Permission::CREATE, 'c'),
+                (zk::Permission::DELETE, 'd'),
+                (zk::Permission::READ, 'r'),
+                (zk::Permission::WRITE, 'w'),
+                (zk::Permission::ADMIN, 'a'),
+            ]
+            .iter()
+            .filter(|(bit, _)| p.has(*bit))
+            .map(|(_, c)| *c)
+            .collect();
+            format!("{}:{}:{letters}", a.scheme(), a.id())
+        })
+        .collect()
+}
+
+/// `digest:<user>:<hash>` as the server computes it for `user`'s password.
+fn digest_id(hosts: &str, user: &str) -> String {
+    let raw = raw_as(hosts, Some(user));
+    let probe = format!("/digest-of-{user}");
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
+    raw.block_on(raw.zk.create(&probe, b"", &opts)).unwrap();
+    let acl = acl_of(&raw, &probe);
+    raw.block_on(raw.zk.delete(&probe, None)).unwrap();
+    acl[0].rsplit_once(':').unwrap().0.to_owned()
+}
+
+#[test]
+fn creator_acl_shuts_out_other_identities_and_says_no_auth() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
+    let guard = alice.lock("/secure/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let node = guard.node_path().to_owned();
+
+    // ZooKeeper's own record: the lock path and our node are alice's only.
+    let raw_alice = raw_as(&hosts, Some("alice"));
+    let alice_id = digest_id(&hosts, "alice");
+    assert_eq!(acl_of(&raw_alice, "/secure/job"), vec![format!("{alice_id}:cdrwa")]);
+    assert_eq!(acl_of(&raw_alice, &node), vec![format!("{alice_id}:cdrwa")]);
+    assert_eq!(acl_of(&raw_alice, "/secure"), vec![format!("{alice_id}:cdrwa")], "ancestors too");
+
+    // Another identity, and no identity, as a raw third party: no list, no
+    // create, no delete of the holder's node.
+    for user in [None, Some("mallory")] {
+        let raw = raw_as(&hosts, user);
+        assert_eq!(raw.block_on(raw.zk.list_children("/secure/job")).unwrap_err(), zk::Error::NoAuth);
+        let create = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+        assert_eq!(raw.block_on(raw.zk.create("/secure/job/x", b"", &create)).unwrap_err(), zk::Error::NoAuth);
+        assert_eq!(raw.block_on(raw.zk.delete(&node, None)).unwrap_err(), zk::Error::NoAuth);
+    }
+    guard.check().expect("still held after the refused delete");
+
+    // ... and through zklock: NO_AUTH at once (not a hang, not a retry).
+    // (An unauthenticated session cannot ask for a creator ACL: it asks
+    // for the open one, which changes nothing for the existing path.)
+    for (user, acl) in [(None, Acl::open()), (Some("mallory"), Acl::creator_all())] {
+        let c = client_as(&hosts, user, acl);
+        let began = Instant::now();
+        let e = c.lock("/secure/job").unwrap().acquire(Some(10 * SEC)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+        assert!(e.message().contains("NoAuth") && e.message().contains("ACL"), "{e}");
+        assert!(began.elapsed() < 3 * SEC, "refused at once, took {:?}", began.elapsed());
+        let e = c.lock("/secure/job").unwrap().try_acquire().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    }
+    assert_eq!(raw_alice.children("/secure/job"), vec![node[node.rfind('/').unwrap() + 1..].to_owned()]);
+
+    // A second session of alice contends as usual.
+    let alice2 = client_as(&hosts, Some("alice"), Acl::creator_all());
+    let lock2 = alice2.lock("/secure/job").unwrap();
+    assert!(lock2.try_acquire().unwrap().is_none(), "held by the first");
+    guard.release().unwrap();
+    let g2 = lock2.acquire(Some(10 * SEC)).unwrap();
+    g2.release().unwrap();
+}
+
+#[test]
+fn a_listed_acl_lets_each_listed_identity_contend() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (alice_id, bob_id) = (digest_id(&hosts, "alice"), digest_id(&hosts, "bob"));
+    let spec = format!("{alice_id}:cdrwa,{bob_id}:cdrwa,world:anyone:r");
+    let acl = Acl::parse(&spec).unwrap();
+    let alice = client_as(&hosts, Some("alice"), acl.clone());
+    let bob = client_as(&hosts, Some("bob"), acl.clone());
+    let ga = alice.lock("/listed").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let bob_lock = bob.lock("/listed").unwrap();
+    let waiter = std::thread::spawn(move || {
+        let g = bob_lock.acquire(Some(10 * SEC)).unwrap();
+        let token = g.fencing_token();
+        g.release().unwrap();
+        token
+    });
+    std::thread::sleep(SEC / 2);
+    // Read as alice: ZooKeeper shows digest hashes only to a session with
+    // the ADMIN right.
+    let raw = raw_as(&hosts, Some("alice"));
+    for node in raw.children("/listed") {
+        assert_eq!(acl_of(&raw, &format!("/listed/{node}")), spec.split(',').collect::<Vec<_>>());
+    }
+    assert_eq!(raw.children("/listed").len(), 2, "bob queued behind alice");
+    let token_a = ga.fencing_token();
+    ga.release().unwrap();
+    assert!(waiter.join().unwrap() > token_a, "bob got it after alice");
+    // world:anyone:r lets a monitor see the queue, not take the lock.
+    let monitor = client_as(&hosts, None, Acl::open());
+    assert!(monitor.participants("/listed").is_ok());
+    assert_eq!(monitor.lock("/listed").unwrap().try_acquire().unwrap_err().kind(), ErrorKind::NoAuth);
+}
+
+#[test]
+fn an_auth_acl_without_authentication_is_refused_and_leaves_nothing() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/open");
+    let c = client_as(&hosts, None, Acl::creator_all());
+    let e = c.lock("/open/job").unwrap().acquire(Some(5 * SEC)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("InvalidACL") && e.message().contains("authenticated"), "{e}");
+    assert!(raw.exists("/open/job").is_none(), "no lock path made");
+    assert!(raw.children("/open").is_empty());
+}
+
+#[test]
+fn a_semaphore_and_an_election_make_their_nodes_with_the_acl() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
+    let alice_id = digest_id(&hosts, "alice");
+    let lease = alice.semaphore("/sem", 2, LockOptions::default()).unwrap().acquire(Some(10 * SEC)).unwrap();
+    let leader = alice.election("/elect", "me").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let raw = raw_as(&hosts, Some("alice"));
+    let want = vec![format!("{alice_id}:cdrwa")];
+    for path in ["/sem", "/sem/leases", &lease.node_path(), "/elect", &leader.node_path()] {
+        assert_eq!(acl_of(&raw, path), want, "{path}");
+    }
+    let stranger = client_as(&hosts, Some("eve"), Acl::creator_all());
+    let e = stranger.semaphore("/sem", 2, LockOptions::default()).unwrap().try_acquire().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    lease.release().unwrap();
+    leader.release().unwrap();
+}
+
+fn tls_server(extra: &[&str]) -> Cluster {
+    zklock_harness::ensure_zookeeper().unwrap();
+    let mut opts = ClusterOptions::new().tls(true);
+    for line in extra {
+        opts = opts.extra_cfg(*line);
+    }
+    Cluster::start(opts).unwrap()
+}
+
+fn tls_options(hosts: &str, tls: TlsOptions) -> ClientOptions {
+    ClientOptions::new(hosts).session_timeout(4 * SEC).connect_timeout(8 * SEC).tls(tls)
+}
+
+#[test]
+fn tls_with_the_right_ca_locks_and_plaintext_is_never_used() {
+    let zk = tls_server(&[]);
+    let certs = zk.tls_certs().unwrap();
+    let secure = zk.secure_connect_string();
+    let c = Client::connect(tls_options(&secure, TlsOptions::ca_file(certs.ca()))).unwrap();
+    let g = c.lock("/tls/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    // From outside: the node is there, seen through the plaintext port.
+    let raw = Raw::connect(&zk.connect_string());
+    assert!(raw.exists(&g.node_path()).is_some());
+    // A plaintext client on the TLS port gets nowhere: the port speaks
+    // only TLS, so our client's session above was TLS.
+    let plain = ClientOptions::new(&secure).connect_timeout(2 * SEC);
+    assert_eq!(Client::connect(plain).unwrap_err().kind(), ErrorKind::ConnectionLoss);
+    g.release().unwrap();
+
+    // PEM texts instead of files work the same.
+    let ca = std::fs::read_to_string(certs.ca()).unwrap();
+    let c2 = Client::connect(tls_options(&secure, TlsOptions::ca_pem(ca))).unwrap();
+    c2.lock("/tls/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
+}
+
+/// `Client::connect` fails with ConnectionLoss and a message containing
+/// every one of `says`, before `within`.
+fn refused(opts: ClientOptions, within: Duration, says: &[&str]) {
+    let began = Instant::now();
+    let e = Client::connect(opts).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionLoss, "{e}");
+    for s in says {
+        assert!(e.message().contains(s), "{e} should say {s:?}");
+    }
+    assert!(began.elapsed() < within, "took {:?}: {e}", began.elapsed());
+    eprintln!("refused after {:?}: {e}", began.elapsed());
+}
+
+#[test]
+fn tls_refuses_a_wrong_ca_a_wrong_name_and_a_plaintext_port_saying_why() {
+    let zk = tls_server(&[]);
+    let certs = zk.tls_certs().unwrap();
+    let secure = zk.secure_connect_string();
+    // Fails at once (not after the connect timeout of 8 s).
+    refused(tls_options(&secure, TlsOptions::ca_file(certs.other_ca())), 6 * SEC, &["TLS", "UnknownIssuer"]);
+    let port = secure.rsplit_once(':').unwrap().1;
+    refused(tls_options(&format!("localhost:{port}"), TlsOptions::ca_file(certs.ca())), 6 * SEC, &["TLS", "localhost"]);
+    // A plaintext port: the handshake is cut off; after the connect timeout.
+    let opts = tls_options(&zk.connect_string(), TlsOptions::ca_file(certs.ca())).connect_timeout(3 * SEC);
+    refused(opts, 10 * SEC, &["secureClientPort"]);
+    // Files that are not there or not PEM: InvalidArgument naming them.
+    let e = Client::connect(tls_options(&secure, TlsOptions::ca_file("/nonexistent/ca.pem"))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
+    let (cert, _) = certs.client();
+    let e = Client::connect(tls_options(&secure, TlsOptions::ca_file(certs.ca()).identity_files(&cert, &cert)))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("key"), "{e}");
+}
+
+#[test]
+fn tls_client_certificate_where_the_server_needs_one() {
+    let zk = tls_server(&["ssl.clientAuth=need"]);
+    let certs = zk.tls_certs().unwrap();
+    let secure = zk.secure_connect_string();
+    let (cert, key) = certs.client();
+    let ok = TlsOptions::ca_file(certs.ca()).identity_files(&cert, &key);
+    let c = Client::connect(tls_options(&secure, ok)).unwrap();
+    // The certificate is also an identity: an x509 ACL names it.
+    let acl = Acl::parse("x509:CN=zklock-test-client:cdrwa").unwrap();
+    drop(c);
+    let c = Client::connect(tls_options(&secure, TlsOptions::ca_file(certs.ca()).identity_files(&cert, &key)).acl(acl))
+        .unwrap();
+    let g = c.lock("/x509/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let raw = Raw::connect(&zk.connect_string());
+    assert_eq!(raw.block_on(raw.zk.list_children("/x509/job")).unwrap_err(), zk::Error::NoAuth);
+    g.release().unwrap();
+
+    refused(tls_options(&secure, TlsOptions::ca_file(certs.ca())).connect_timeout(3 * SEC), 10 * SEC, &["TLS"]);
+    let (other, other_key) = certs.other_client();
+    let wrong = TlsOptions::ca_file(certs.ca()).identity_files(&other, &other_key);
+    refused(tls_options(&secure, wrong).connect_timeout(3 * SEC), 10 * SEC, &["TLS"]);
+}
