@@ -143,7 +143,7 @@ enum zklock_code
   ZKLOCK_CLOSED = 9,
   /**
    * ZooKeeper answered with an error that has no code of its own (the
-   * message names it), for example missing permissions.
+   * message names it).
    */
   ZKLOCK_ZOOKEEPER = 10,
   /**
@@ -155,6 +155,12 @@ enum zklock_code
    * side of a `zklock_rwlock_new` pair while holding its read side.
    */
   ZKLOCK_WOULD_DEADLOCK = 12,
+  /**
+   * ZooKeeper refused for lack of permission: an ACL does not allow this
+   * session (`NoAuth`: e.g. a lock path created with the `creator` ACL
+   * of another identity), or the server refused the credentials.
+   */
+  ZKLOCK_NO_AUTH = 13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -434,6 +440,29 @@ typedef struct zklock_client_options {
    * Password for `digest` authentication, or NULL for none.
    */
   const char *digest_password;
+  /**
+   * The ACL of every node the client creates, written as `zkCli.sh`
+   * writes one: `scheme:id:perms` entries separated by commas (perms
+   * letters of `cdrwa`), or the words `open` and `creator` (every right
+   * for the session's authenticated identities only). NULL: `open`.
+   */
+  const char *acl;
+  /**
+   * A PEM file of the certificate authorities to trust: set, the client
+   * speaks TLS to every server (name their `secureClientPort`s in
+   * `hosts`), never plaintext. NULL: no TLS.
+   */
+  const char *tls_ca_file;
+  /**
+   * A PEM file with the client certificate (chain) shown when the server
+   * asks for one, or NULL. Set both or neither of `tls_cert_file` and
+   * `tls_key_file`; they need `tls_ca_file`.
+   */
+  const char *tls_cert_file;
+  /**
+   * A PEM file with the client certificate's private key, or NULL.
+   */
+  const char *tls_key_file;
 } zklock_client_options;
 
 /**
@@ -548,8 +577,11 @@ void zklock_client_options_init(struct zklock_client_options *opts);
  * `ZKLOCK_INVALID_ARGUMENT` for a NULL `hosts` or `out`, a string that is
  * not UTF-8, an empty or malformed connect string or a bad option;
  * `ZKLOCK_INVALID_PATH` for a malformed chroot; `ZKLOCK_CONNECTION_LOSS`
- * when no server answered within the connect timeout; `ZKLOCK_ZOOKEEPER`
- * for other refusals (e.g. failed authentication).
+ * when no server answered within the connect timeout, or (at once) when
+ * no server's TLS certificate verifies (the message says why);
+ * `ZKLOCK_NO_AUTH` when the server refused the credentials;
+ * `ZKLOCK_ZOOKEEPER` for other refusals. An unreadable TLS file or a
+ * malformed ACL is `ZKLOCK_INVALID_ARGUMENT` naming it.
  *
  * # Threads
  * Any thread. Each client starts a small runtime thread and one event

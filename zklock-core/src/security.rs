@@ -263,6 +263,29 @@ impl TlsOptions {
         self
     }
 
+    /// The TLS options front ends make from three optional PEM file names
+    /// (C, Python, Node and the CLI take them so): `None` when all three are
+    /// absent (no TLS).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a certificate without its key or the other way
+    /// round, or either without a CA.
+    pub fn from_file_names(ca: Option<&str>, cert: Option<&str>, key: Option<&str>) -> Result<Option<TlsOptions>> {
+        let identity = match (cert, key) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some((cert, key)),
+            _ => return Err(Error::invalid_argument("a TLS client certificate needs its key, and a key its certificate")),
+        };
+        match (ca, identity) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => {
+                Err(Error::invalid_argument("a TLS client certificate needs a CA file to check the server against"))
+            },
+            (Some(ca), None) => Ok(Some(TlsOptions::ca_file(ca))),
+            (Some(ca), Some((cert, key))) => Ok(Some(TlsOptions::ca_file(ca).identity_files(cert, key))),
+        }
+    }
+
     /// Reads the PEM texts: `(ca, identity)`.
     fn load(&self) -> Result<Loaded> {
         let ca = self.ca.load("CA")?;

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::ptr;
 use std::time::Duration;
 
-use zklock_core::{Client, ClientOptions};
+use zklock_core::{Acl, Client, ClientOptions, TlsOptions};
 
 use crate::error::{zklock_code, zklock_error};
 use crate::participants::zklock_participants;
@@ -46,6 +46,21 @@ pub struct zklock_client_options {
     pub digest_user: *const c_char,
     /// Password for `digest` authentication, or NULL for none.
     pub digest_password: *const c_char,
+    /// The ACL of every node the client creates, written as `zkCli.sh`
+    /// writes one: `scheme:id:perms` entries separated by commas (perms
+    /// letters of `cdrwa`), or the words `open` and `creator` (every right
+    /// for the session's authenticated identities only). NULL: `open`.
+    pub acl: *const c_char,
+    /// A PEM file of the certificate authorities to trust: set, the client
+    /// speaks TLS to every server (name their `secureClientPort`s in
+    /// `hosts`), never plaintext. NULL: no TLS.
+    pub tls_ca_file: *const c_char,
+    /// A PEM file with the client certificate (chain) shown when the server
+    /// asks for one, or NULL. Set both or neither of `tls_cert_file` and
+    /// `tls_key_file`; they need `tls_ca_file`.
+    pub tls_cert_file: *const c_char,
+    /// A PEM file with the client certificate's private key, or NULL.
+    pub tls_key_file: *const c_char,
 }
 
 /// Sets every field of `*opts` to its default (zero / NULL). NULL: nothing.
@@ -63,6 +78,10 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
         operation_timeout_ms: 0,
         digest_user: ptr::null(),
         digest_password: ptr::null(),
+        acl: ptr::null(),
+        tls_ca_file: ptr::null(),
+        tls_cert_file: ptr::null(),
+        tls_key_file: ptr::null(),
     };
     // SAFETY: opts is valid for writes (caller's contract); write() does not
     // read the possibly uninitialised old value.
@@ -80,8 +99,11 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
 /// `ZKLOCK_INVALID_ARGUMENT` for a NULL `hosts` or `out`, a string that is
 /// not UTF-8, an empty or malformed connect string or a bad option;
 /// `ZKLOCK_INVALID_PATH` for a malformed chroot; `ZKLOCK_CONNECTION_LOSS`
-/// when no server answered within the connect timeout; `ZKLOCK_ZOOKEEPER`
-/// for other refusals (e.g. failed authentication).
+/// when no server answered within the connect timeout, or (at once) when
+/// no server's TLS certificate verifies (the message says why);
+/// `ZKLOCK_NO_AUTH` when the server refused the credentials;
+/// `ZKLOCK_ZOOKEEPER` for other refusals. An unreadable TLS file or a
+/// malformed ACL is `ZKLOCK_INVALID_ARGUMENT` naming it.
 ///
 /// # Threads
 /// Any thread. Each client starts a small runtime thread and one event
@@ -131,6 +153,18 @@ pub unsafe extern "C" fn zklock_client_new(
                     (true, false) => {
                         return Err(invalid_arg(F, "opts->digest_user", "is NULL but digest_password is set"))
                     },
+                }
+                let optional = |p: *const c_char, name: &str| (!p.is_null()).then(|| arg_str(p, F, name)).transpose();
+                if let Some(acl) = optional(o.acl, "opts->acl")? {
+                    options = options.acl(Acl::parse(acl)?);
+                }
+                let tls = TlsOptions::from_file_names(
+                    optional(o.tls_ca_file, "opts->tls_ca_file")?,
+                    optional(o.tls_cert_file, "opts->tls_cert_file")?,
+                    optional(o.tls_key_file, "opts->tls_key_file")?,
+                )?;
+                if let Some(tls) = tls {
+                    options = options.tls(tls);
                 }
             }
             let client = Client::connect(options)?;

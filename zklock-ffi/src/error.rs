@@ -46,13 +46,17 @@ pub enum zklock_code {
     /// The client was closed (`zklock_client_close`).
     ZKLOCK_CLOSED = 9,
     /// ZooKeeper answered with an error that has no code of its own (the
-    /// message names it), for example missing permissions.
+    /// message names it).
     ZKLOCK_ZOOKEEPER = 10,
     /// A bug in zklock (a broken invariant or a caught panic).
     ZKLOCK_INTERNAL = 11,
     /// The operation would deadlock and was refused: acquiring the write
     /// side of a `zklock_rwlock_new` pair while holding its read side.
     ZKLOCK_WOULD_DEADLOCK = 12,
+    /// ZooKeeper refused for lack of permission: an ACL does not allow this
+    /// session (`NoAuth`: e.g. a lock path created with the `creator` ACL
+    /// of another identity), or the server refused the credentials.
+    ZKLOCK_NO_AUTH = 13,
 }
 
 impl zklock_code {
@@ -72,6 +76,7 @@ impl zklock_code {
             ErrorKind::ZooKeeper => ZKLOCK_ZOOKEEPER,
             ErrorKind::Internal => ZKLOCK_INTERNAL,
             ErrorKind::WouldDeadlock => ZKLOCK_WOULD_DEADLOCK,
+            ErrorKind::NoAuth => ZKLOCK_NO_AUTH,
             // A kind added to the core but not here: the unit test
             // `every_core_kind_has_its_c_code` fails until it is mapped.
             _ => ZKLOCK_INTERNAL,

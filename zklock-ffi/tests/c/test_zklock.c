@@ -326,6 +326,7 @@ static int test_version_and_code_names(void) {
     CHECK(strcmp(zklock_code_name(ZKLOCK_TIMEOUT), "TIMEOUT") == 0);
     CHECK(strcmp(zklock_code_name(ZKLOCK_NOT_HELD), "NOT_HELD") == 0);
     CHECK(strcmp(zklock_code_name(ZKLOCK_WOULD_DEADLOCK), "WOULD_DEADLOCK") == 0);
+    CHECK(strcmp(zklock_code_name(ZKLOCK_NO_AUTH), "NO_AUTH") == 0);
     CHECK(strcmp(zklock_code_name((zklock_code)99), "UNKNOWN") == 0);
     CHECK(strcmp(zklock_code_name((zklock_code)-1), "UNKNOWN") == 0);
     return 0;
@@ -1812,6 +1813,117 @@ struct test {
     int (*fn)(void);
 };
 
+
+/* ACLs: a lock path made with the `creator` ACL of alice shuts out a
+ * session without identity and one of another identity (ZKLOCK_NO_AUTH at
+ * once), while a second session of alice contends; a malformed ACL is
+ * refused by zklock_client_new naming the entry. */
+static int test_acl_creator_and_no_auth(void) {
+    char path[128];
+    lock_path(path, sizeof path, "acl");
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    zklock_client *bad = NULL;
+    opts.acl = "world:anyone:rx";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "unknown permission", zklock_client_new(connect_string(), &opts, &bad, &err));
+    CHECK(bad == NULL);
+
+    zklock_client *alice = NULL, *alice2 = NULL, *mallory = NULL, *nobody = NULL;
+    opts.acl = "creator";
+    opts.digest_user = "alice";
+    opts.digest_password = "pw-alice";
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &alice, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &alice2, &err));
+    opts.digest_user = "mallory";
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &mallory, &err));
+    if (connect_default(&nobody)) return 1;
+
+    zklock_lock *la = NULL, *la2 = NULL, *lm = NULL, *ln = NULL;
+    zklock_guard *g = NULL, *g2 = NULL, *none = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(alice, path, ZKLOCK_MODE_EXCLUSIVE, &la, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(alice2, path, ZKLOCK_MODE_EXCLUSIVE, &la2, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(mallory, path, ZKLOCK_MODE_EXCLUSIVE, &lm, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(nobody, path, ZKLOCK_MODE_EXCLUSIVE, &ln, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(la, 10000, &g, &err));
+    double t0 = now_s();
+    EXPECT_MSG(ZKLOCK_NO_AUTH, "NoAuth", zklock_lock_acquire(lm, 10000, &none, &err));
+    EXPECT_MSG(ZKLOCK_NO_AUTH, "NoAuth", zklock_lock_acquire(ln, 10000, &none, &err));
+    CHECK(now_s() - t0 < 5);
+    CHECK(none == NULL);
+    /* alice's second session waits its turn. */
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(la2, 200, &g2, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(la2, 10000, &g2, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g2, NULL, &err));
+    zklock_guard_free(g);
+    zklock_guard_free(g2);
+    zklock_lock_free(la);
+    zklock_lock_free(la2);
+    zklock_lock_free(lm);
+    zklock_lock_free(ln);
+    zklock_client_free(alice);
+    zklock_client_free(alice2);
+    zklock_client_free(mallory);
+    zklock_client_free(nobody);
+    return 0;
+}
+
+/* TLS (run.sh runs this test again against a server with a TLS port; in
+ * the main pass, without ZKLOCK_TEST_SECURE_CONNECT, only the option
+ * checks run): the right CA locks; another CA fails at once saying why;
+ * bad file combinations are INVALID_ARGUMENT. */
+static int test_tls(void) {
+    zklock_client_options opts;
+    zklock_client_options_init(&opts);
+    zklock_client *zk = NULL;
+    opts.tls_cert_file = "/nonexistent/client.pem";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs its key", zklock_client_new(connect_string(), &opts, &zk, &err));
+    opts.tls_key_file = "/nonexistent/client-key.pem";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs a CA", zklock_client_new(connect_string(), &opts, &zk, &err));
+    zklock_client_options_init(&opts);
+    opts.tls_ca_file = "/nonexistent/ca.pem";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "/nonexistent/ca.pem", zklock_client_new(connect_string(), &opts, &zk, &err));
+    CHECK(zk == NULL);
+
+    const char *secure = getenv("ZKLOCK_TEST_SECURE_CONNECT");
+    const char *dir = getenv("ZKLOCK_TEST_TLS_DIR");
+    if (!secure || !*secure || !dir || !*dir) {
+        printf("     (tls: no TLS server in this pass; run.sh runs it with one)\n");
+        return 0;
+    }
+    char ca[1024], other[1024], cert[1024], key[1024], path[128];
+    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+    snprintf(other, sizeof other, "%s/other-ca.pem", dir);
+    snprintf(cert, sizeof cert, "%s/client.pem", dir);
+    snprintf(key, sizeof key, "%s/client-key.pem", dir);
+    lock_path(path, sizeof path, "tls");
+
+    zklock_client_options_init(&opts);
+    opts.connect_timeout_ms = 8000;
+    opts.tls_ca_file = other;
+    double t0 = now_s();
+    EXPECT_MSG(ZKLOCK_CONNECTION_LOSS, "UnknownIssuer", zklock_client_new(secure, &opts, &zk, &err));
+    CHECK(now_s() - t0 < 6);
+    opts.tls_ca_file = ca;
+    opts.tls_cert_file = cert;
+    opts.tls_key_file = key;
+    EXPECT(ZKLOCK_OK, zklock_client_new(secure, &opts, &zk, &err));
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 10000, &g, &err));
+    /* Seen from outside, through the plaintext port. */
+    zklock_client *plain = NULL;
+    if (connect_default(&plain)) return 1;
+    CHECK(participant_count(plain, path) == 1);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_guard_free(g);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    zklock_client_free(plain);
+    return 0;
+}
+
 static const struct test TESTS[] = {
     {"version_and_code_names", test_version_and_code_names},
     {"bad_input", test_bad_input},
@@ -1832,6 +1944,8 @@ static const struct test TESTS[] = {
     {"free_waits_for_running_callback", test_free_waits_for_running_callback},
     {"lost_lock_callback", test_lost_lock_callback},
     {"leader_example_takeover", test_leader_example_takeover},
+    {"acl_creator_and_no_auth", test_acl_creator_and_no_auth},
+    {"tls", test_tls},
 };
 
 int main(int argc, char **argv) {

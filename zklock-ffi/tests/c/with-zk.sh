@@ -2,12 +2,15 @@
 # with-zk.sh: runs a command against a private ZooKeeper started by the test
 # harness (`zkharness serve`), then stops the server again.
 #
-#   with-zk.sh [--proxy] CMD [ARGS...]
+#   with-zk.sh [--proxy] [--tls] CMD [ARGS...]
 #
 # CMD sees these environment variables:
 #   ZKLOCK_TEST_CONNECT          connect string of the server
 #   ZKLOCK_TEST_PROXIED_CONNECT  the same through the harness's TCP proxy
 #                                (only with --proxy; empty otherwise)
+#   ZKLOCK_TEST_SECURE_CONNECT   the server's TLS port (only with --tls)
+#   ZKLOCK_TEST_TLS_DIR          its certificates: ca.pem, client.pem, ...
+#                                (only with --tls; see zkharness --tls)
 #   ZKLOCK_TEST_HARNESS_IN       a FIFO: write harness commands to it, one per
 #                                line (blackhole, heal, drop-connections, ...)
 #   ZKLOCK_TEST_HARNESS_OUT      a file with the harness's JSON answers, one
@@ -21,11 +24,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 harness="${ZKHARNESS:-$root/target/debug/zkharness}"
 serve_args=(serve)
-if [ "${1:-}" = "--proxy" ]; then
-  serve_args+=(--proxy)
+while [ "${1:-}" = "--proxy" ] || [ "${1:-}" = "--tls" ]; do
+  serve_args+=("$1")
   shift
-fi
-[ $# -gt 0 ] || { echo "usage: $0 [--proxy] CMD [ARGS...]" >&2; exit 2; }
+done
+[ $# -gt 0 ] || { echo "usage: $0 [--proxy] [--tls] CMD [ARGS...]" >&2; exit 2; }
 [ -x "$harness" ] || { echo "with-zk: $harness not found (cargo build -p zklock-harness)" >&2; exit 2; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/zklock-c.XXXXXX")"
@@ -89,6 +92,8 @@ esac
 json_field() { printf '%s' "$hello" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 export ZKLOCK_TEST_CONNECT="$(json_field connect)"
 export ZKLOCK_TEST_PROXIED_CONNECT="$(json_field proxied_connect)"
+export ZKLOCK_TEST_SECURE_CONNECT="$(json_field secure_connect)"
+export ZKLOCK_TEST_TLS_DIR="$(json_field tls_dir)"
 export ZKLOCK_TEST_HARNESS_IN="$fifo"
 export ZKLOCK_TEST_HARNESS_OUT="$out"
 [ -n "$ZKLOCK_TEST_CONNECT" ] || { echo "with-zk: no connect string in: $hello" >&2; exit 1; }

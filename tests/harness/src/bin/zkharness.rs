@@ -4,8 +4,15 @@
 //! ```text
 //! zkharness install
 //! zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]
-//!                 [--start-timeout-ms MS] [--partitionable]
+//!                 [--start-timeout-ms MS] [--partitionable] [--tls] [--cfg LINE]...
 //! ```
+//!
+//! `--tls` makes every member also serve TLS (`ClusterOptions::tls`): the
+//! hello line then has `"secure_connect"` (the TLS ports) and `"tls_dir"`
+//! (the certificates: `ca.pem`, `other-ca.pem`, `client.pem`,
+//! `client-key.pem`, `other-client.pem`, `other-client-key.pem`; see
+//! `TestCerts`), both `null` otherwise. `--cfg LINE` appends a `zoo.cfg`
+//! line (e.g. `--cfg ssl.clientAuth=need`).
 //!
 //! `serve` starts the servers (and with `--proxy` one proxy per server; with
 //! `--partitionable` an ensemble's members talk through relays, see
@@ -71,7 +78,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 const USAGE: &str = "usage:
   zkharness install
   zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync] [--start-timeout-ms MS]
-                  [--partitionable]
+                  [--partitionable] [--tls] [--cfg LINE]...
 see the crate docs (tests/harness/src/bin/zkharness.rs) for the stdin protocol";
 
 fn main() -> ExitCode {
@@ -139,6 +146,8 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
             "--force-sync" => opts = opts.force_sync(true),
             "--proxy" => proxy = true,
             "--partitionable" => opts = opts.partitionable(true),
+            "--tls" => opts = opts.tls(true),
+            "--cfg" => opts = opts.extra_cfg(it.next().ok_or("--cfg needs a zoo.cfg line")?.as_str()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -273,9 +282,11 @@ impl State {
             })
             .collect();
         format!(
-            "{{\"ok\":true,\"connect\":{},\"proxied_connect\":{},\"dir\":{},\"servers\":[{}]}}",
+            "{{\"ok\":true,\"connect\":{},\"proxied_connect\":{},\"secure_connect\":{},\"tls_dir\":{},\"dir\":{},\"servers\":[{}]}}",
             json_str(&c.connect_string()),
             self.proxies.as_ref().map_or_else(|| "null".to_string(), |p| json_str(&p.connect_string())),
+            c.tls_certs().map_or_else(|| "null".to_string(), |_| json_str(&c.secure_connect_string())),
+            c.tls_certs().map_or_else(|| "null".to_string(), |t| json_str(&t.dir().to_string_lossy())),
             json_str(&c.dir().to_string_lossy()),
             servers.join(",")
         )
