@@ -51,9 +51,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 use zklock_core::{
-    acquire_timeout_from_secs, option_timeout_from_secs, AcquireOptions, CancelToken, Client as CoreClient,
+    acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, MultiGuard,
-    MultiLock as CoreMultiLock, PendingAcquire, ReleaseStatus, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    MultiLock as CoreMultiLock, PendingAcquire, ReleaseStatus, TlsOptions, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -422,7 +422,8 @@ impl Client {
     /// Every argument is given by the package's `zklock.Client`, which has
     /// the defaults.
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth))]
+    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth, acl, tls_ca, tls_cert, tls_key))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of zklock.Client
     fn new(
         py: Python<'_>,
         hosts: &Bound<'_, PyAny>,
@@ -430,6 +431,10 @@ impl Client {
         connect_timeout: &Bound<'_, PyAny>,
         operation_timeout: &Bound<'_, PyAny>,
         auth: Option<&Bound<'_, PyAny>>,
+        acl: Option<&Bound<'_, PyAny>>,
+        tls_ca: Option<&Bound<'_, PyAny>>,
+        tls_cert: Option<&Bound<'_, PyAny>>,
+        tls_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
         let mut options = ClientOptions::new(hosts)
@@ -443,6 +448,20 @@ impl Client {
             let user = text("auth user", &user, ErrorKind::InvalidArgument)?;
             let password = text("auth password", &password, ErrorKind::InvalidArgument)?;
             options = options.digest_auth(user, password);
+        }
+        if let Some(acl) = acl {
+            options = options.acl(Acl::parse(&text("acl", acl, ErrorKind::InvalidArgument)?).map_err(py_err)?);
+        }
+        let file =
+            |name: &str, f: Option<&Bound<'_, PyAny>>| f.map(|f| text(name, f, ErrorKind::InvalidArgument)).transpose();
+        let tls = TlsOptions::from_file_names(
+            file("tls_ca", tls_ca)?.as_deref(),
+            file("tls_cert", tls_cert)?.as_deref(),
+            file("tls_key", tls_key)?.as_deref(),
+        )
+        .map_err(py_err)?;
+        if let Some(tls) = tls {
+            options = options.tls(tls);
         }
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
 import pytest
 import zklock
@@ -26,13 +26,14 @@ HARNESS = Path(os.environ.get("ZKHARNESS", ROOT / "target" / "debug" / "zkharnes
 
 
 class Harness:
-    """A running ``zkharness serve --proxy``: connect strings and commands."""
+    """A running ``zkharness serve --proxy``: connect strings and commands.
+    ``args`` are more ``serve`` arguments (e.g. ``--tls``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
         if not HARNESS.exists():
             subprocess.run(["cargo", "build", "--locked", "-p", "zklock-harness"], cwd=ROOT, check=True)
         self.proc = subprocess.Popen(
-            [str(HARNESS), "serve", "--proxy"],
+            [str(HARNESS), "serve", "--proxy", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -49,6 +50,9 @@ class Harness:
         self.connect: str = info["connect"]
         #: Connect string through the harness's proxy (blackhole/heal).
         self.proxied: str = info["proxied_connect"]
+        #: With ``--tls``: the TLS ports, and the certificates' directory.
+        self.secure: Optional[str] = info.get("secure_connect")
+        self.tls_dir: Optional[str] = info.get("tls_dir")
         self._lock = threading.Lock()
 
     def command(self, line: str) -> Dict[str, Any]:

@@ -71,6 +71,7 @@ from ._errors import InvalidArgument as InvalidArgument
 from ._errors import InvalidPath as InvalidPath
 from ._errors import LockLost as LockLost
 from ._errors import LockTimeout as LockTimeout
+from ._errors import NoAuth as NoAuth
 from ._errors import NotHeld as NotHeld
 from ._errors import SessionExpired as SessionExpired
 from ._errors import WouldDeadlock as WouldDeadlock
@@ -125,6 +126,8 @@ def set_log_level(level: Union[int, str]) -> None:
 
 _LockT = TypeVar("_LockT", bound="_Held")
 Identifier = Union[str, bytes, None]
+#: A file name: ``str`` or an ``os.PathLike`` (e.g. ``pathlib.Path``).
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class LockState(str, enum.Enum):
@@ -692,7 +695,23 @@ class Client:
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``; timeouts are in
     seconds (finite, > 0; ``session_timeout`` at most 3600, the others at
     most 86400); ``auth`` is ``(user, password)`` for ZooKeeper's digest
-    scheme. Connecting blocks (without the GIL; Ctrl-C interrupts it) until
+    scheme.
+
+    ``acl`` is the ACL of every node the client creates (lock nodes, lock
+    paths and their missing ancestors), written as ``zkCli.sh`` writes one:
+    ``"scheme:id:perms"`` entries separated by commas (perms letters of
+    ``cdrwa``), or the words ``"open"`` (the default: everyone may do
+    everything) and ``"creator"`` (every right for the session's
+    authenticated identities, nothing for anyone else), e.g.
+    ``acl="creator,world:anyone:r"``. Existing nodes keep their ACL.
+
+    ``tls_ca`` (a PEM file of certificate authorities) turns TLS on: every
+    server of ``hosts`` (name their ``secureClientPort``) must show a
+    certificate signed by them for the name ``hosts`` gives it; there is no
+    plaintext fallback. ``tls_cert`` and ``tls_key`` (PEM files, together)
+    are the client certificate shown when the server asks for one.
+
+    Connecting blocks (without the GIL; Ctrl-C interrupts it) until
     a server answers or ``connect_timeout`` passes. A context manager:
     ``with zklock.Client(...) as zk:`` closes the session on exit.
 
@@ -704,9 +723,14 @@ class Client:
     Raises:
         InvalidArgument, InvalidPath: malformed connect string or option
             (also a bool as a timeout, or text that is not valid Unicode).
-        ConnectionLoss: no server answered within ``connect_timeout``.
-        ZooKeeperError: other refusals (e.g. failed authentication).
+        ConnectionLoss: no server answered within ``connect_timeout``,
+            or (at once) no server's TLS certificate verifies; the message
+            says why (e.g. ``UnknownIssuer``).
+        NoAuth: the server refused the credentials.
+        ZooKeeperError: other refusals.
         TypeError: arguments of the wrong type.
+        InvalidArgument also for a malformed ``acl`` (naming the entry), an
+        unreadable TLS file (naming it), or a certificate without its key.
     """
 
     __slots__ = ("_native", "_listeners", "_listeners_lock")
@@ -718,8 +742,13 @@ class Client:
         connect_timeout: float = 15.0,
         operation_timeout: float = 10.0,
         auth: Optional[Tuple[str, str]] = None,
+        acl: Optional[str] = None,
+        tls_ca: Optional[PathLike] = None,
+        tls_cert: Optional[PathLike] = None,
+        tls_key: Optional[PathLike] = None,
     ) -> None:
-        self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth)
+        tls = tuple(None if f is None else os.fspath(f) for f in (tls_ca, tls_cert, tls_key))
+        self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth, acl, *tls)
         self._listeners: "List[Tuple[Callable[[ConnectionState], object], _zklock.Subscription]]" = []
         self._listeners_lock = threading.Lock()
 

@@ -25,6 +25,7 @@ __all__ = [
     "ZooKeeperError",
     "InternalError",
     "WouldDeadlock",
+    "NoAuth",
 ]
 
 
@@ -123,6 +124,14 @@ class WouldDeadlock(ZkLockError):
     code = "WOULD_DEADLOCK"
 
 
+class NoAuth(ZkLockError, PermissionError):
+    """ZooKeeper refused for lack of permission: an ACL does not allow this
+    session (e.g. a lock path made with the ``creator`` ACL of another
+    identity), or the server refused the credentials."""
+
+    code = "NO_AUTH"
+
+
 #: The one mapping from the core's error code to its exception class.
 _CLASS_BY_CODE: Dict[str, Type[ZkLockError]] = {
     cls.code: cls
@@ -139,6 +148,7 @@ _CLASS_BY_CODE: Dict[str, Type[ZkLockError]] = {
         ZooKeeperError,
         InternalError,
         WouldDeadlock,
+        NoAuth,
     )
 }
 

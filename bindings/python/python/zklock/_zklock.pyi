@@ -44,6 +44,10 @@ class Client:
         connect_timeout: float,
         operation_timeout: float,
         auth: Optional[Tuple[str, str]],
+        acl: Optional[str],
+        tls_ca: Optional[str],
+        tls_cert: Optional[str],
+        tls_key: Optional[str],
     ) -> "Client": ...
     def lock(self, path: str, identifier: _Identifier = None, reentrant: bool = False) -> "Lock": ...
     def election(self, path: str, identifier: Union[str, bytes]) -> "Lock": ...
