@@ -47,11 +47,41 @@ export interface ConnectOptions {
   operationTimeoutMs?: number
   /**
    * Authenticates the session with ZooKeeper's `digest` scheme as
-   * `user:password` (lock nodes are still created world-accessible, as
-   * Curator does). `INVALID_ARGUMENT` for an empty user, a user with `:`
-   * or more than 64 KiB together.
+   * `user:password` (nodes are still created with `acl`, world-open by
+   * default, as Curator does). `INVALID_ARGUMENT` for an empty user, a
+   * user with `:` or more than 64 KiB together.
    */
   auth?: DigestAuth
+  /**
+   * The ACL of every node the client creates (lock nodes, lock paths and
+   * their missing ancestors), written as `zkCli.sh` writes one:
+   * `scheme:id:perms` entries separated by commas (perms letters of
+   * `cdrwa`), or the words `open` (the default) and `creator` (every
+   * right for the session's authenticated identities, nothing for anyone
+   * else), e.g. `'creator,world:anyone:r'`. `INVALID_ARGUMENT` naming
+   * the entry for a malformed one.
+   */
+  acl?: string
+  /**
+   * TLS to every server (name their `secureClientPort`s in `hosts`);
+   * never a plaintext fallback.
+   */
+  tls?: TlsFiles
+}
+/** PEM files for [`ConnectOptions::tls`]. */
+export interface TlsFiles {
+  /**
+   * The certificate authorities to check the servers' certificates
+   * against (and their names against `hosts`).
+   */
+  ca: string
+  /**
+   * The client certificate (chain) shown when the server asks for one;
+   * give `key` with it.
+   */
+  cert?: string
+  /** The client certificate's private key. */
+  key?: string
 }
 /** ZooKeeper `digest` credentials for [`ConnectOptions::auth`]. */
 export interface DigestAuth {
@@ -410,6 +440,7 @@ export type ZkLockErrorCode =
   | 'ZOOKEEPER'
   | 'INTERNAL'
   | 'WOULD_DEADLOCK'
+  | 'NO_AUTH'
 
 /** The same list at run time, from the Rust core. */
 export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>

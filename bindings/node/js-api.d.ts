@@ -15,6 +15,7 @@ export type ZkLockErrorCode =
   | 'ZOOKEEPER'
   | 'INTERNAL'
   | 'WOULD_DEADLOCK'
+  | 'NO_AUTH'
 
 /** The same list at run time, from the Rust core. */
 export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>

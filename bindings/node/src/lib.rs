@@ -261,10 +261,34 @@ pub struct ConnectOptions {
     /// (README, "Timeouts").
     pub operation_timeout_ms: Option<f64>,
     /// Authenticates the session with ZooKeeper's `digest` scheme as
-    /// `user:password` (lock nodes are still created world-accessible, as
-    /// Curator does). `INVALID_ARGUMENT` for an empty user, a user with `:`
-    /// or more than 64 KiB together.
+    /// `user:password` (nodes are still created with `acl`, world-open by
+    /// default, as Curator does). `INVALID_ARGUMENT` for an empty user, a
+    /// user with `:` or more than 64 KiB together.
     pub auth: Option<DigestAuth>,
+    /// The ACL of every node the client creates (lock nodes, lock paths and
+    /// their missing ancestors), written as `zkCli.sh` writes one:
+    /// `scheme:id:perms` entries separated by commas (perms letters of
+    /// `cdrwa`), or the words `open` (the default) and `creator` (every
+    /// right for the session's authenticated identities, nothing for anyone
+    /// else), e.g. `'creator,world:anyone:r'`. `INVALID_ARGUMENT` naming
+    /// the entry for a malformed one.
+    pub acl: Option<String>,
+    /// TLS to every server (name their `secureClientPort`s in `hosts`);
+    /// never a plaintext fallback.
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files for [`ConnectOptions::tls`].
+#[napi(object)]
+pub struct TlsFiles {
+    /// The certificate authorities to check the servers' certificates
+    /// against (and their names against `hosts`).
+    pub ca: String,
+    /// The client certificate (chain) shown when the server asks for one;
+    /// give `key` with it.
+    pub cert: Option<String>,
+    /// The client certificate's private key.
+    pub key: Option<String>,
 }
 
 /// ZooKeeper `digest` credentials for [`ConnectOptions::auth`].
@@ -298,8 +322,12 @@ impl Client {
     /// Connects to ZooKeeper and opens a session.
     ///
     /// Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
-    /// malformed connect string, `CONNECTION_LOSS` when no server answered
-    /// within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT`
+    /// malformed connect string, a malformed `acl`, an unreadable TLS file
+    /// (naming it) or a certificate without its key; `CONNECTION_LOSS` when
+    /// no server answered within `connectTimeoutMs`, or at once when no
+    /// server's TLS certificate verifies (the message says why, e.g.
+    /// `UnknownIssuer`); `NO_AUTH` when the server refused the
+    /// credentials. Throws `ZkLockError` `INVALID_ARGUMENT`
     /// for a timeout out of range, `TypeError` for an option of the wrong
     /// type.
     ///
@@ -334,6 +362,19 @@ impl Client {
         if let Some(auth) = options.auth {
             opts = opts.digest_auth(auth.user, auth.password);
         }
+        let security = |mut opts: core::ClientOptions| -> core::Result<core::ClientOptions> {
+            if let Some(acl) = &options.acl {
+                opts = opts.acl(core::Acl::parse(acl)?);
+            }
+            if let Some(t) = &options.tls {
+                if let Some(tls) = core::TlsOptions::from_file_names(Some(&t.ca), t.cert.as_deref(), t.key.as_deref())?
+                {
+                    opts = opts.tls(tls);
+                }
+            }
+            Ok(opts)
+        };
+        let mut opts = security(opts).map_err(|e| zk_error(&env, &e))?;
         if let Some(d) = session {
             opts = opts.session_timeout(d);
         }

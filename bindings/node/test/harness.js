@@ -22,6 +22,9 @@ class Harness {
     if (!first.ok) throw new Error(`zkharness failed to start: ${first.error}`)
     h.connect = first.connect
     h.proxiedConnect = first.proxied_connect
+    // With --tls: the TLS ports and the certificates' directory.
+    h.secureConnect = first.secure_connect
+    h.tlsDir = first.tls_dir
     return h
   }
 

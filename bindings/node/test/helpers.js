@@ -5,15 +5,19 @@ const { Harness } = require('./harness.js')
 /**
  * Starts one ZooKeeper (with a proxy) for the test file: `zk.connect`,
  * `zk.proxiedConnect`, `zk.harness.command(...)`; stopped in after().
- * Clients made with `zk.client(opts)` are closed in after() too.
+ * Clients made with `zk.client(opts)` are closed in after() too. `args`
+ * are the harness's `serve` arguments (with `--tls`: `zk.secureConnect`,
+ * `zk.tlsDir`).
  */
-function useZooKeeper() {
+function useZooKeeper(args = ['--proxy']) {
   const { Client } = require('..')
   const zk = { clients: [] }
   before(async () => {
-    zk.harness = await Harness.start(['--proxy'])
+    zk.harness = await Harness.start(args)
     zk.connect = zk.harness.connect
     zk.proxiedConnect = zk.harness.proxiedConnect
+    zk.secureConnect = zk.harness.secureConnect
+    zk.tlsDir = zk.harness.tlsDir
   })
   after(async () => {
     for (const c of zk.clients) await c.close().catch(() => {})
