@@ -37,6 +37,7 @@ pub struct ClientOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) operation_timeout: Duration,
     pub(crate) digest: Option<(String, String)>,
+    pub(crate) sasl: Option<(String, String)>,
     pub(crate) acl: Acl,
     pub(crate) tls: Option<TlsOptions>,
 }
@@ -52,6 +53,7 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(15),
             operation_timeout: Duration::from_secs(10),
             digest: None,
+            sasl: None,
             acl: Acl::open(),
             tls: None,
         }
@@ -89,6 +91,18 @@ impl ClientOptions {
         self
     }
 
+    /// Authenticates the session with SASL `DIGEST-MD5` as `user` (the
+    /// identity `sasl:user` that ACLs name), for servers configured with
+    /// `authProvider.sasl` and a JAAS `Server` section that lists the
+    /// user. A wrong user or password fails [`Client::connect`] with
+    /// [`ErrorKind::NoAuth`]. Kerberos (`GSSAPI`) is not offered: the
+    /// ZooKeeper client supports it only through a system Kerberos
+    /// library and ticket cache, which zklock does not link.
+    pub fn sasl_digest_md5(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl = Some((user.into(), password.into()));
+        self
+    }
+
     /// The ACL of every node this client creates (lock nodes, lock paths and
     /// their missing ancestors); [`Acl::open`] by default. See [`Acl`].
     pub fn acl(mut self, acl: Acl) -> Self {
@@ -120,6 +134,16 @@ impl ClientOptions {
             if user.len() + password.len() > MAX_DIGEST_BYTES {
                 return Err(Error::invalid_argument(format!(
                     "digest user and password must be at most {MAX_DIGEST_BYTES} bytes together (the server refuses larger packets)"
+                )));
+            }
+        }
+        if let Some((user, password)) = &self.sasl {
+            if user.is_empty() {
+                return Err(Error::invalid_argument("SASL user must be non-empty"));
+            }
+            if user.len() + password.len() > MAX_DIGEST_BYTES {
+                return Err(Error::invalid_argument(format!(
+                    "SASL user and password must be at most {MAX_DIGEST_BYTES} bytes together"
                 )));
             }
         }
@@ -487,6 +511,9 @@ impl Shared {
         let mut connector = zk::Client::connector().with_session_timeout(asked);
         if let Some((user, password)) = &options.digest {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        if let Some((user, password)) = &options.sasl {
+            connector = connector.with_sasl(zk::SaslOptions::digest_md5(user.clone(), password.clone()));
         }
         // With TLS, a handshake of our own runs beside the first attempt:
         // the client only ever says it could not connect.

@@ -274,7 +274,11 @@ impl TlsOptions {
         let identity = match (cert, key) {
             (None, None) => None,
             (Some(cert), Some(key)) => Some((cert, key)),
-            _ => return Err(Error::invalid_argument("a TLS client certificate needs its key, and a key its certificate")),
+            _ => {
+                return Err(Error::invalid_argument(
+                    "a TLS client certificate needs its key, and a key its certificate",
+                ))
+            },
         };
         match (ca, identity) {
             (None, None) => Ok(None),

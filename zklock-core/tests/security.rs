@@ -12,6 +12,9 @@
 //! name, a plaintext port, or a missing client certificate where the server
 //! needs one fail with a message that says why, and never connect in
 //! plaintext.
+//!
+//! SASL: DIGEST-MD5 logs in as the identity `sasl:user` that ACLs name; a
+//! wrong password is NO_AUTH at connect.
 
 #![allow(clippy::unwrap_used)] // tests assert by panicking
 
@@ -289,4 +292,50 @@ fn tls_client_certificate_where_the_server_needs_one() {
     let (other, other_key) = certs.other_client();
     let wrong = TlsOptions::ca_file(certs.ca()).identity_files(&other, &other_key);
     refused(tls_options(&secure, wrong).connect_timeout(3 * SEC), 10 * SEC, &["TLS"]);
+}
+
+/// A server that takes SASL DIGEST-MD5 logins of alice (password
+/// `pw-alice`).
+fn sasl_server() -> Cluster {
+    zklock_harness::ensure_zookeeper().unwrap();
+    let jaas = std::env::temp_dir().join(format!("zklock-jaas-{}.conf", std::process::id()));
+    std::fs::write(
+        &jaas,
+        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_alice=\"pw-alice\";\n};\n",
+    )
+    .unwrap();
+    Cluster::start(
+        ClusterOptions::new()
+            .jvm_arg(format!("-Djava.security.auth.login.config={}", jaas.display()))
+            .extra_cfg("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn sasl_digest_md5_authenticates_and_names_the_acl_identity() {
+    let zk = sasl_server();
+    let hosts = zk.connect_string();
+    let alice =
+        Client::connect(options(&hosts, 4 * SEC).sasl_digest_md5("alice", "pw-alice").acl(Acl::creator_all())).unwrap();
+    let g = alice.lock("/sasl/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    // The creator ACL became the SASL identity.
+    let raw = Raw::connect(&hosts);
+    assert_eq!(raw.block_on(raw.zk.list_children("/sasl/job")).unwrap_err(), zk::Error::NoAuth);
+    let named = Client::connect(
+        options(&hosts, 4 * SEC).sasl_digest_md5("alice", "pw-alice").acl(Acl::parse("sasl:alice:cdrwa").unwrap()),
+    )
+    .unwrap();
+    let lock2 = named.lock("/sasl/job").unwrap();
+    assert!(lock2.try_acquire().unwrap().is_none(), "alice's second session may list and queue");
+    g.release().unwrap();
+    lock2.acquire(Some(10 * SEC)).unwrap().release().unwrap();
+
+    // A wrong password: NO_AUTH, within the connect timeout.
+    let began = Instant::now();
+    let e = Client::connect(options(&hosts, 4 * SEC).sasl_digest_md5("alice", "wrong")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    assert!(e.message().contains("AuthFailed"), "{e}");
+    assert!(began.elapsed() < 5 * SEC, "{:?}", began.elapsed());
+    eprintln!("wrong SASL password: {e}");
 }
