@@ -441,6 +441,17 @@ typedef struct zklock_client_options {
    */
   const char *digest_password;
   /**
+   * User for SASL `DIGEST-MD5` authentication (the identity `sasl:user`
+   * that ACLs name), or NULL for none. Set both or neither of
+   * `sasl_user` and `sasl_password`. A refused login fails
+   * `zklock_client_new` with `ZKLOCK_NO_AUTH`.
+   */
+  const char *sasl_user;
+  /**
+   * Password for SASL `DIGEST-MD5`, or NULL for none.
+   */
+  const char *sasl_password;
+  /**
    * The ACL of every node the client creates, written as `zkCli.sh`
    * writes one: `scheme:id:perms` entries separated by commas (perms
    * letters of `cdrwa`), or the words `open` and `creator` (every right

@@ -53,6 +53,12 @@ export interface ConnectOptions {
    */
   auth?: DigestAuth
   /**
+   * Authenticates the session with SASL `DIGEST-MD5` (the identity
+   * `sasl:user` that ACLs name); a refused login rejects `connect` with
+   * `NO_AUTH`. Kerberos is not offered.
+   */
+  sasl?: DigestAuth
+  /**
    * The ACL of every node the client creates (lock nodes, lock paths and
    * their missing ancestors), written as `zkCli.sh` writes one:
    * `scheme:id:perms` entries separated by commas (perms letters of
@@ -83,7 +89,10 @@ export interface TlsFiles {
   /** The client certificate's private key. */
   key?: string
 }
-/** ZooKeeper `digest` credentials for [`ConnectOptions::auth`]. */
+/**
+ * A user and password: ZooKeeper `digest` credentials for
+ * [`ConnectOptions::auth`], SASL ones for [`ConnectOptions::sasl`].
+ */
 export interface DigestAuth {
   /** The user (non-empty, no `:`). */
   user: string

@@ -298,18 +298,7 @@ fn tls_client_certificate_where_the_server_needs_one() {
 /// `pw-alice`).
 fn sasl_server() -> Cluster {
     zklock_harness::ensure_zookeeper().unwrap();
-    let jaas = std::env::temp_dir().join(format!("zklock-jaas-{}.conf", std::process::id()));
-    std::fs::write(
-        &jaas,
-        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_alice=\"pw-alice\";\n};\n",
-    )
-    .unwrap();
-    Cluster::start(
-        ClusterOptions::new()
-            .jvm_arg(format!("-Djava.security.auth.login.config={}", jaas.display()))
-            .extra_cfg("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"),
-    )
-    .unwrap()
+    Cluster::start(ClusterOptions::new().sasl_user("alice", "pw-alice")).unwrap()
 }
 
 #[test]

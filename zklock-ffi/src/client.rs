@@ -46,6 +46,13 @@ pub struct zklock_client_options {
     pub digest_user: *const c_char,
     /// Password for `digest` authentication, or NULL for none.
     pub digest_password: *const c_char,
+    /// User for SASL `DIGEST-MD5` authentication (the identity `sasl:user`
+    /// that ACLs name), or NULL for none. Set both or neither of
+    /// `sasl_user` and `sasl_password`. A refused login fails
+    /// `zklock_client_new` with `ZKLOCK_NO_AUTH`.
+    pub sasl_user: *const c_char,
+    /// Password for SASL `DIGEST-MD5`, or NULL for none.
+    pub sasl_password: *const c_char,
     /// The ACL of every node the client creates, written as `zkCli.sh`
     /// writes one: `scheme:id:perms` entries separated by commas (perms
     /// letters of `cdrwa`), or the words `open` and `creator` (every right
@@ -78,6 +85,8 @@ pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_opt
         operation_timeout_ms: 0,
         digest_user: ptr::null(),
         digest_password: ptr::null(),
+        sasl_user: ptr::null(),
+        sasl_password: ptr::null(),
         acl: ptr::null(),
         tls_ca_file: ptr::null(),
         tls_cert_file: ptr::null(),
@@ -155,6 +164,16 @@ pub unsafe extern "C" fn zklock_client_new(
                     },
                 }
                 let optional = |p: *const c_char, name: &str| (!p.is_null()).then(|| arg_str(p, F, name)).transpose();
+                match (optional(o.sasl_user, "opts->sasl_user")?, optional(o.sasl_password, "opts->sasl_password")?) {
+                    (None, None) => {},
+                    (Some(user), Some(password)) => options = options.sasl_digest_md5(user, password),
+                    (Some(_), None) => {
+                        return Err(invalid_arg(F, "opts->sasl_password", "is NULL but sasl_user is set"))
+                    },
+                    (None, Some(_)) => {
+                        return Err(invalid_arg(F, "opts->sasl_user", "is NULL but sasl_password is set"))
+                    },
+                }
                 if let Some(acl) = optional(o.acl, "opts->acl")? {
                     options = options.acl(Acl::parse(acl)?);
                 }

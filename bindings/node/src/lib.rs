@@ -265,6 +265,10 @@ pub struct ConnectOptions {
     /// default, as Curator does). `INVALID_ARGUMENT` for an empty user, a
     /// user with `:` or more than 64 KiB together.
     pub auth: Option<DigestAuth>,
+    /// Authenticates the session with SASL `DIGEST-MD5` (the identity
+    /// `sasl:user` that ACLs name); a refused login rejects `connect` with
+    /// `NO_AUTH`. Kerberos is not offered.
+    pub sasl: Option<DigestAuth>,
     /// The ACL of every node the client creates (lock nodes, lock paths and
     /// their missing ancestors), written as `zkCli.sh` writes one:
     /// `scheme:id:perms` entries separated by commas (perms letters of
@@ -291,7 +295,8 @@ pub struct TlsFiles {
     pub key: Option<String>,
 }
 
-/// ZooKeeper `digest` credentials for [`ConnectOptions::auth`].
+/// A user and password: ZooKeeper `digest` credentials for
+/// [`ConnectOptions::auth`], SASL ones for [`ConnectOptions::sasl`].
 #[napi(object)]
 pub struct DigestAuth {
     /// The user (non-empty, no `:`).
@@ -361,6 +366,9 @@ impl Client {
         let mut opts = core::ClientOptions::new(options.hosts);
         if let Some(auth) = options.auth {
             opts = opts.digest_auth(auth.user, auth.password);
+        }
+        if let Some(sasl) = options.sasl {
+            opts = opts.sasl_digest_md5(sasl.user, sasl.password);
         }
         let security = |mut opts: core::ClientOptions| -> core::Result<core::ClientOptions> {
             if let Some(acl) = &options.acl {

@@ -10,7 +10,7 @@ const path = require('node:path')
 const { Client, ZkLockError } = require('..')
 const { useZooKeeper, lockPath } = require('./helpers.js')
 
-const zk = useZooKeeper(['--proxy', '--tls'])
+const zk = useZooKeeper(['--proxy', '--tls', '--sasl', 'alice:pw-alice'])
 
 test('a digest-authenticated client takes locks', async () => {
   const c = await Client.connect({ hosts: zk.connect, auth: { user: 'alice', password: 's3cret' } })
@@ -91,4 +91,14 @@ test('TLS with the right CA locks; another CA fails at once saying why', async (
     async () => Client.connect({ hosts: zk.secureConnect, tls: { ca: '/nonexistent/ca.pem' } }),
     (e) => e instanceof ZkLockError && /\/nonexistent\/ca\.pem/.test(e.message),
   )
+})
+
+test('SASL DIGEST-MD5: a wrong password is NO_AUTH, the right one locks', async () => {
+  await assert.rejects(
+    Client.connect({ hosts: zk.connect, sasl: { user: 'alice', password: 'wrong' } }),
+    (e) => e instanceof ZkLockError && e.code === 'NO_AUTH' && /AuthFailed/.test(e.message),
+  )
+  const c = await zk.client({ sasl: { user: 'alice', password: 'pw-alice' }, acl: 'sasl:alice:cdrwa' })
+  const g = await c.lock(lockPath('sasl')).acquire({ timeoutMs: 10000 })
+  await g.release()
 })

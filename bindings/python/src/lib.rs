@@ -422,7 +422,7 @@ impl Client {
     /// Every argument is given by the package's `zklock.Client`, which has
     /// the defaults.
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth, acl, tls_ca, tls_cert, tls_key))]
+    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, tls_ca, tls_cert, tls_key))]
     #[allow(clippy::too_many_arguments)] // the keyword arguments of zklock.Client
     fn new(
         py: Python<'_>,
@@ -431,6 +431,7 @@ impl Client {
         connect_timeout: &Bound<'_, PyAny>,
         operation_timeout: &Bound<'_, PyAny>,
         auth: Option<&Bound<'_, PyAny>>,
+        sasl: Option<&Bound<'_, PyAny>>,
         acl: Option<&Bound<'_, PyAny>>,
         tls_ca: Option<&Bound<'_, PyAny>>,
         tls_cert: Option<&Bound<'_, PyAny>>,
@@ -441,13 +442,22 @@ impl Client {
             .session_timeout(option_timeout("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)?)
             .connect_timeout(option_timeout("connect_timeout", connect_timeout, MAX_OPTION_TIMEOUT)?)
             .operation_timeout(option_timeout("operation_timeout", operation_timeout, MAX_OPTION_TIMEOUT)?);
+        let credentials = |name: &str, pair: &Bound<'_, PyAny>| -> PyResult<(String, String)> {
+            let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
+                PyTypeError::new_err(format!("{name} must be a (user, password) tuple of str, or None"))
+            })?;
+            Ok((
+                text(&format!("{name} user"), &user, ErrorKind::InvalidArgument)?,
+                text(&format!("{name} password"), &password, ErrorKind::InvalidArgument)?,
+            ))
+        };
         if let Some(auth) = auth {
-            let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = auth
-                .extract()
-                .map_err(|_| PyTypeError::new_err("auth must be a (user, password) tuple of str, or None"))?;
-            let user = text("auth user", &user, ErrorKind::InvalidArgument)?;
-            let password = text("auth password", &password, ErrorKind::InvalidArgument)?;
+            let (user, password) = credentials("auth", auth)?;
             options = options.digest_auth(user, password);
+        }
+        if let Some(sasl) = sasl {
+            let (user, password) = credentials("sasl", sasl)?;
+            options = options.sasl_digest_md5(user, password);
         }
         if let Some(acl) = acl {
             options = options.acl(Acl::parse(&text("acl", acl, ErrorKind::InvalidArgument)?).map_err(py_err)?);

@@ -18,8 +18,9 @@ from conftest import Harness
 
 @pytest.fixture(scope="module")
 def tls_harness() -> Iterator[Harness]:
-    """A server of its own that also serves TLS."""
-    h = Harness("--tls")
+    """A server of its own that also serves TLS and lets alice log in with
+    SASL (password ``pw-alice``)."""
+    h = Harness("--tls", "--sasl", "alice:pw-alice")
     try:
         yield h
     finally:
@@ -89,3 +90,13 @@ def test_tls_refuses_another_ca_at_once_saying_why(tls_harness: Harness) -> None
         zklock.Client(tls_harness.secure, tls_ca=os.path.join(tls_harness.tls_dir, "ca.pem"), tls_cert="x.pem")
     with pytest.raises(zklock.InvalidArgument, match="/nonexistent/ca.pem"):
         zklock.Client(tls_harness.secure, tls_ca="/nonexistent/ca.pem")
+
+
+def test_sasl_digest_md5(tls_harness: Harness, path: str) -> None:
+    with pytest.raises(zklock.NoAuth, match="AuthFailed"):
+        zklock.Client(tls_harness.connect, sasl=("alice", "wrong"))
+    with pytest.raises(TypeError):
+        zklock.Client(tls_harness.connect, sasl="alice")  # type: ignore[arg-type]
+    with zklock.Client(tls_harness.connect, sasl=("alice", "pw-alice"), acl="sasl:alice:cdrwa") as zk:
+        with zk.lock(path, timeout=10):
+            pass

@@ -54,6 +54,7 @@ pub struct ClusterOptions {
     start_timeout: Duration,
     partitionable: bool,
     tls: bool,
+    sasl_users: Vec<(String, String)>,
 }
 
 impl Default for ClusterOptions {
@@ -67,6 +68,7 @@ impl Default for ClusterOptions {
             start_timeout: Duration::from_secs(30),
             partitionable: false,
             tls: false,
+            sasl_users: Vec::new(),
         }
     }
 }
@@ -150,6 +152,14 @@ impl ClusterOptions {
     /// and map a client certificate to the identity `x509:<subject DN>`.
     pub fn tls(mut self, on: bool) -> Self {
         self.tls = on;
+        self
+    }
+
+    /// Lets `user` log in with SASL `DIGEST-MD5` and `password` (the
+    /// identity `sasl:user` in ACLs): the servers get a JAAS `Server`
+    /// section listing every such user, and the SASL provider.
+    pub fn sasl_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl_users.push((user.into(), password.into()));
         self
     }
 
@@ -401,6 +411,12 @@ impl Cluster {
         if opts.tls {
             cluster.certs = Some(TestCerts::make(&cluster.root.join("tls"))?);
         }
+        if !opts.sasl_users.is_empty() {
+            let users: String = opts.sasl_users.iter().map(|(u, p)| format!("\n  user_{u}={p:?}")).collect();
+            let jaas =
+                format!("Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n");
+            fs::write(cluster.jaas_path(), jaas)?;
+        }
 
         // From here on, `cluster`'s Drop removes the directory on error.
         // One call, so that no two ports are the same.
@@ -474,6 +490,9 @@ impl Cluster {
             }
             fs::write(data.join("myid"), format!("{}\n", m.myid))?;
         }
+        if !o.sasl_users.is_empty() {
+            let _ = writeln!(cfg, "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider");
+        }
         if let Some(certs) = &self.certs {
             for line in certs.server_config(m.secure_port) {
                 let _ = writeln!(cfg, "{line}");
@@ -483,6 +502,10 @@ impl Cluster {
             let _ = writeln!(cfg, "{line}");
         }
         fs::write(m.cfg_path(), cfg).map_err(|e| annotate(e, &format!("cannot write {}", m.cfg_path().display())))
+    }
+
+    fn jaas_path(&self) -> PathBuf {
+        self.root.join("jaas.conf")
     }
 
     /// The server's classpath: the jar (whose manifest names the rest) and
@@ -778,6 +801,10 @@ impl Cluster {
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",
                 "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
             ])
+            .args(
+                (!self.opts.sasl_users.is_empty())
+                    .then(|| format!("-Djava.security.auth.login.config={}", self.jaas_path().display())),
+            )
             .args(&self.opts.jvm_args)
             .arg("-cp")
             .arg(self.classpath())

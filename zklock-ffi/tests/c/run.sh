@@ -6,7 +6,7 @@
 #   1. the header compiles on its own as C11 and as C++ (-Wall -Wextra -Werror);
 #   2. builds the tests, the example and the leader example against the
 #      shared library and the example against the static library;
-#   3. starts a private ZooKeeper with a TLS port (with-zk.sh --proxy --tls), runs both examples and
+#   3. starts a private ZooKeeper with a TLS port and a SASL user (with-zk.sh --proxy --tls --sasl alice:pw-alice), runs both examples and
 #      the tests under valgrind (VALGRIND="" runs them without).
 # The last line is "c: N passed, M failed".
 set -euo pipefail
@@ -46,7 +46,7 @@ fi
 
 # Inside the ZooKeeper session.
 if [ "${1:-}" != "--inside" ]; then
-  exec "$here/with-zk.sh" --proxy --tls "$0" --inside "$@"
+  exec "$here/with-zk.sh" --proxy --tls --sasl alice:pw-alice "$0" --inside "$@"
 fi
 shift
 

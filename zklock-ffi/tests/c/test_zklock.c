@@ -1813,19 +1813,22 @@ struct test {
     int (*fn)(void);
 };
 
-
 /* ACLs: a lock path made with the `creator` ACL of alice shuts out a
  * session without identity and one of another identity (ZKLOCK_NO_AUTH at
  * once), while a second session of alice contends; a malformed ACL is
- * refused by zklock_client_new naming the entry. */
+ * refused by zklock_client_new naming the entry. SASL: a wrong password is
+ * ZKLOCK_NO_AUTH, the right one locks under an ACL naming sasl:alice. */
 static int test_acl_creator_and_no_auth(void) {
+    /* A root of its own: missing ancestors get the ACL too, and the other
+     * tests' /zklock-c-tests must stay open. */
     char path[128];
-    lock_path(path, sizeof path, "acl");
+    snprintf(path, sizeof path, "/zklock-c-acl-%d/job", (int)getpid());
     zklock_client_options opts;
     zklock_client_options_init(&opts);
     zklock_client *bad = NULL;
     opts.acl = "world:anyone:rx";
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "unknown permission", zklock_client_new(connect_string(), &opts, &bad, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "unknown permission",
+               zklock_client_new(connect_string(), &opts, &bad, &err));
     CHECK(bad == NULL);
 
     zklock_client *alice = NULL, *alice2 = NULL, *mallory = NULL, *nobody = NULL;
@@ -1865,6 +1868,30 @@ static int test_acl_creator_and_no_auth(void) {
     zklock_client_free(alice2);
     zklock_client_free(mallory);
     zklock_client_free(nobody);
+
+    /* SASL DIGEST-MD5 (run.sh's server lets alice in with pw-alice). */
+    zklock_client_options_init(&opts);
+    opts.sasl_user = "alice";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "sasl_password",
+               zklock_client_new(connect_string(), &opts, &bad, &err));
+    opts.sasl_password = "wrong";
+    EXPECT_MSG(ZKLOCK_NO_AUTH, "AuthFailed",
+               zklock_client_new(connect_string(), &opts, &bad, &err));
+    CHECK(bad == NULL);
+    opts.sasl_password = "pw-alice";
+    opts.acl = "sasl:alice:cdrwa";
+    zklock_client *sasl = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &sasl, &err));
+    zklock_lock *ls = NULL;
+    zklock_guard *gs = NULL;
+    char spath[140];
+    snprintf(spath, sizeof spath, "/zklock-c-sasl-%d/job", (int)getpid());
+    EXPECT(ZKLOCK_OK, zklock_lock_new(sasl, spath, ZKLOCK_MODE_EXCLUSIVE, &ls, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(ls, 10000, &gs, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(gs, NULL, &err));
+    zklock_guard_free(gs);
+    zklock_lock_free(ls);
+    zklock_client_free(sasl);
     return 0;
 }
 
@@ -1877,12 +1904,15 @@ static int test_tls(void) {
     zklock_client_options_init(&opts);
     zklock_client *zk = NULL;
     opts.tls_cert_file = "/nonexistent/client.pem";
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs its key", zklock_client_new(connect_string(), &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs its key",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
     opts.tls_key_file = "/nonexistent/client-key.pem";
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs a CA", zklock_client_new(connect_string(), &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs a CA",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
     zklock_client_options_init(&opts);
     opts.tls_ca_file = "/nonexistent/ca.pem";
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "/nonexistent/ca.pem", zklock_client_new(connect_string(), &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "/nonexistent/ca.pem",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
     CHECK(zk == NULL);
 
     const char *secure = getenv("ZKLOCK_TEST_SECURE_CONNECT");
@@ -1902,7 +1932,8 @@ static int test_tls(void) {
     opts.connect_timeout_ms = 8000;
     opts.tls_ca_file = other;
     double t0 = now_s();
-    EXPECT_MSG(ZKLOCK_CONNECTION_LOSS, "UnknownIssuer", zklock_client_new(secure, &opts, &zk, &err));
+    EXPECT_MSG(ZKLOCK_CONNECTION_LOSS, "UnknownIssuer",
+               zklock_client_new(secure, &opts, &zk, &err));
     CHECK(now_s() - t0 < 6);
     opts.tls_ca_file = ca;
     opts.tls_cert_file = cert;

@@ -2,7 +2,7 @@
 # with-zk.sh: runs a command against a private ZooKeeper started by the test
 # harness (`zkharness serve`), then stops the server again.
 #
-#   with-zk.sh [--proxy] [--tls] CMD [ARGS...]
+#   with-zk.sh [--proxy] [--tls] [--sasl USER:PASSWORD] CMD [ARGS...]
 #
 # CMD sees these environment variables:
 #   ZKLOCK_TEST_CONNECT          connect string of the server
@@ -24,11 +24,14 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 harness="${ZKHARNESS:-$root/target/debug/zkharness}"
 serve_args=(serve)
-while [ "${1:-}" = "--proxy" ] || [ "${1:-}" = "--tls" ]; do
-  serve_args+=("$1")
-  shift
+while true; do
+  case "${1:-}" in
+    --proxy | --tls) serve_args+=("$1"); shift ;;
+    --sasl) serve_args+=("$1" "$2"); shift 2 ;;
+    *) break ;;
+  esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--proxy] [--tls] CMD [ARGS...]" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--proxy] [--tls] [--sasl USER:PASSWORD] CMD [ARGS...]" >&2; exit 2; }
 [ -x "$harness" ] || { echo "with-zk: $harness not found (cargo build -p zklock-harness)" >&2; exit 2; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/zklock-c.XXXXXX")"

@@ -695,7 +695,8 @@ class Client:
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``; timeouts are in
     seconds (finite, > 0; ``session_timeout`` at most 3600, the others at
     most 86400); ``auth`` is ``(user, password)`` for ZooKeeper's digest
-    scheme.
+    scheme, ``sasl`` is ``(user, password)`` for a SASL ``DIGEST-MD5``
+    login (the identity ``sasl:user``; Kerberos is not offered).
 
     ``acl`` is the ACL of every node the client creates (lock nodes, lock
     paths and their missing ancestors), written as ``zkCli.sh`` writes one:
@@ -726,7 +727,8 @@ class Client:
         ConnectionLoss: no server answered within ``connect_timeout``,
             or (at once) no server's TLS certificate verifies; the message
             says why (e.g. ``UnknownIssuer``).
-        NoAuth: the server refused the credentials.
+        NoAuth: the server refused the credentials (e.g. a wrong SASL
+            password).
         ZooKeeperError: other refusals.
         TypeError: arguments of the wrong type.
         InvalidArgument also for a malformed ``acl`` (naming the entry), an
@@ -742,13 +744,14 @@ class Client:
         connect_timeout: float = 15.0,
         operation_timeout: float = 10.0,
         auth: Optional[Tuple[str, str]] = None,
+        sasl: Optional[Tuple[str, str]] = None,
         acl: Optional[str] = None,
         tls_ca: Optional[PathLike] = None,
         tls_cert: Optional[PathLike] = None,
         tls_key: Optional[PathLike] = None,
     ) -> None:
         tls = tuple(None if f is None else os.fspath(f) for f in (tls_ca, tls_cert, tls_key))
-        self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth, acl, *tls)
+        self._native = _zklock.Client(hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, *tls)
         self._listeners: "List[Tuple[Callable[[ConnectionState], object], _zklock.Subscription]]" = []
         self._listeners_lock = threading.Lock()
 

@@ -44,6 +44,7 @@ class Client:
         connect_timeout: float,
         operation_timeout: float,
         auth: Optional[Tuple[str, str]],
+        sasl: Optional[Tuple[str, str]],
         acl: Optional[str],
         tls_ca: Optional[str],
         tls_cert: Optional[str],

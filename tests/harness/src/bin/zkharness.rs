@@ -5,6 +5,7 @@
 //! zkharness install
 //! zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]
 //!                 [--start-timeout-ms MS] [--partitionable] [--tls] [--cfg LINE]...
+//!                 [--sasl USER:PASSWORD]...
 //! ```
 //!
 //! `--tls` makes every member also serve TLS (`ClusterOptions::tls`): the
@@ -12,7 +13,8 @@
 //! (the certificates: `ca.pem`, `other-ca.pem`, `client.pem`,
 //! `client-key.pem`, `other-client.pem`, `other-client-key.pem`; see
 //! `TestCerts`), both `null` otherwise. `--cfg LINE` appends a `zoo.cfg`
-//! line (e.g. `--cfg ssl.clientAuth=need`).
+//! line (e.g. `--cfg ssl.clientAuth=need`). `--sasl USER:PASSWORD` lets
+//! that user log in with SASL DIGEST-MD5 (`ClusterOptions::sasl_user`).
 //!
 //! `serve` starts the servers (and with `--proxy` one proxy per server; with
 //! `--partitionable` an ensemble's members talk through relays, see
@@ -78,7 +80,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 const USAGE: &str = "usage:
   zkharness install
   zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync] [--start-timeout-ms MS]
-                  [--partitionable] [--tls] [--cfg LINE]...
+                  [--partitionable] [--tls] [--cfg LINE]... [--sasl USER:PASSWORD]...
 see the crate docs (tests/harness/src/bin/zkharness.rs) for the stdin protocol";
 
 fn main() -> ExitCode {
@@ -147,6 +149,11 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
             "--proxy" => proxy = true,
             "--partitionable" => opts = opts.partitionable(true),
             "--tls" => opts = opts.tls(true),
+            "--sasl" => {
+                let login = it.next().ok_or("--sasl needs USER:PASSWORD")?;
+                let (user, password) = login.split_once(':').ok_or("--sasl needs USER:PASSWORD")?;
+                opts = opts.sasl_user(user, password);
+            },
             "--cfg" => opts = opts.extra_cfg(it.next().ok_or("--cfg needs a zoo.cfg line")?.as_str()),
             other => return Err(format!("unknown argument {other:?}")),
         }
