@@ -400,8 +400,8 @@ typedef struct zklock_multi_guard zklock_multi_guard;
 typedef struct zklock_participants zklock_participants;
 
 /**
- * A registered connection listener; `zklock_subscription_free` takes it
- * back. Thread-safe.
+ * A registered connection listener or state callback;
+ * `zklock_subscription_free` takes it back. Thread-safe.
  */
 typedef struct zklock_subscription zklock_subscription;
 
@@ -834,6 +834,10 @@ size_t zklock_guard_node_path(const struct zklock_guard *guard, char *buf, size_
  * the current state (`RELEASED` for a released guard, and then never
  * again). Several callbacks may be registered.
  *
+ * `out` may be NULL (the callback stays as long as the guard); otherwise
+ * `*out` receives a subscription that `zklock_subscription_free` takes the
+ * callback back with (freeing it after the guard is fine too).
+ *
  * The callback runs on the client's event thread, one at a time and in
  * order (see `zklock_state_cb`); it must not block for long. It may call
  * zklock functions. It is never called after `zklock_guard_free` of this
@@ -845,10 +849,10 @@ size_t zklock_guard_node_path(const struct zklock_guard *guard, char *buf, size_
  *
  * # Safety
  * `guard` is NULL or a live guard; `userdata` must stay usable by `cb` on
- * the event thread until the guard is freed; `err` is NULL or valid for
- * writing a pointer.
+ * the event thread until the guard or the subscription is freed; `out`
+ * and `err` are NULL or valid for writing a pointer.
  */
-zklock_code zklock_guard_on_state_change(const struct zklock_guard *guard, zklock_state_cb cb, void *userdata, struct zklock_error **err);
+zklock_code zklock_guard_on_state_change(const struct zklock_guard *guard, zklock_state_cb cb, void *userdata, struct zklock_subscription **out, struct zklock_error **err);
 
 /**
  * Frees a guard, releasing the lock first if this guard still holds it

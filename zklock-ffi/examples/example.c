@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
         report("acquire", rc, err);
         goto out;
     }
-    if ((rc = zklock_guard_on_state_change(guard, on_state, (void *)path, &err)) != ZKLOCK_OK) {
+    if ((rc = zklock_guard_on_state_change(guard, on_state, (void *)path, NULL, &err)) !=
+        ZKLOCK_OK) {
         report("zklock_guard_on_state_change", rc, err);
         goto out;
     }

@@ -7,6 +7,7 @@ use std::thread::{self, ThreadId};
 use zklock_core::{Guard, LockState};
 
 use crate::error::{zklock_code, zklock_error};
+use crate::listener::zklock_subscription;
 use crate::util::{arg_ref, call, guarded, null_arg, out_arg, write_pending, UserData};
 
 /// What a holder knows about its lock.
@@ -293,6 +294,10 @@ pub unsafe extern "C" fn zklock_guard_node_path(guard: *const zklock_guard, buf:
 /// the current state (`RELEASED` for a released guard, and then never
 /// again). Several callbacks may be registered.
 ///
+/// `out` may be NULL (the callback stays as long as the guard); otherwise
+/// `*out` receives a subscription that `zklock_subscription_free` takes the
+/// callback back with (freeing it after the guard is fine too).
+///
 /// The callback runs on the client's event thread, one at a time and in
 /// order (see `zklock_state_cb`); it must not block for long. It may call
 /// zklock functions. It is never called after `zklock_guard_free` of this
@@ -304,13 +309,14 @@ pub unsafe extern "C" fn zklock_guard_node_path(guard: *const zklock_guard, buf:
 ///
 /// # Safety
 /// `guard` is NULL or a live guard; `userdata` must stay usable by `cb` on
-/// the event thread until the guard is freed; `err` is NULL or valid for
-/// writing a pointer.
+/// the event thread until the guard or the subscription is freed; `out`
+/// and `err` are NULL or valid for writing a pointer.
 #[no_mangle]
 pub unsafe extern "C" fn zklock_guard_on_state_change(
     guard: *const zklock_guard,
     cb: zklock_state_cb,
     userdata: *mut c_void,
+    out: *mut *mut zklock_subscription,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
     const F: &str = "zklock_guard_on_state_change";
@@ -321,7 +327,10 @@ pub unsafe extern "C" fn zklock_guard_on_state_change(
             let cb = cb.ok_or_else(|| null_arg(F, "cb"))?;
             let gate = Arc::new(Gate::default());
             guard.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate.clone());
-            guard.inner.on_state_change(callback(cb, UserData(userdata), gate));
+            let sub = guard.inner.on_state_change(callback(cb, UserData(userdata), gate.clone()));
+            if let Some(out) = out.as_mut() {
+                *out = zklock_subscription::new(sub, gate);
+            }
             Ok(())
         })
     }

@@ -1,5 +1,6 @@
 //! `zklock_subscription`: a client's connection listener
-//! (`zklock_client_on_connection_state`), taken back by freeing it.
+//! (`zklock_client_on_connection_state`) or a guard's state callback
+//! (`zklock_guard_on_state_change`), taken back by freeing it.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -48,11 +49,19 @@ impl From<ConnectionState> for zklock_connection_state {
 /// subscription included.
 pub type zklock_connection_cb = Option<unsafe extern "C" fn(userdata: *mut c_void, state: zklock_connection_state)>;
 
-/// A registered connection listener; `zklock_subscription_free` takes it
-/// back. Thread-safe.
+/// A registered connection listener or state callback;
+/// `zklock_subscription_free` takes it back. Thread-safe.
 pub struct zklock_subscription {
     sub: Subscription,
     gate: Arc<Gate>,
+}
+
+impl zklock_subscription {
+    /// A new subscription for the caller to free: `sub` taken back and
+    /// `gate` closed by `zklock_subscription_free`.
+    pub(crate) fn new(sub: Subscription, gate: Arc<Gate>) -> *mut zklock_subscription {
+        Box::into_raw(Box::new(zklock_subscription { sub, gate }))
+    }
 }
 
 /// Registers `cb` to be called with `userdata` on every change of the
@@ -85,7 +94,7 @@ pub unsafe extern "C" fn zklock_client_on_connection_state(
             let out = out_arg(out, F, "out")?;
             let gate = Arc::new(Gate::default());
             let sub = client.inner.on_connection_state(listener(cb, UserData(userdata), gate.clone()));
-            out.write(Box::into_raw(Box::new(zklock_subscription { sub, gate })));
+            out.write(zklock_subscription::new(sub, gate));
             Ok(())
         })
     }

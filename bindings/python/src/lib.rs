@@ -571,7 +571,7 @@ impl Client {
                 }
             });
         });
-        Ok(Subscription { inner })
+        Ok(Subscription { cancel: Box::new(move || inner.cancel()) })
     }
 
     /// A multi-lock over `members`, `(path, mode)` pairs with mode
@@ -743,7 +743,14 @@ struct Lock {
     /// The newest guard still held, or the last one released (answers for
     /// node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
-    callbacks: Mutex<Vec<PyCallback>>,
+    callbacks: Arc<Mutex<Vec<Arc<StateCallback>>>>,
+}
+
+/// A state callback of a `Lock` object and its registrations on the grants
+/// it was registered on (taken back by its `Subscription`).
+struct StateCallback {
+    cb: PyCallback,
+    registrations: Mutex<Vec<zklock_core::Subscription>>,
 }
 
 impl Lock {
@@ -754,7 +761,7 @@ impl Lock {
             origin,
             guards: Mutex::default(),
             last: Mutex::default(),
-            callbacks: Mutex::default(),
+            callbacks: Arc::default(),
         }
     }
 
@@ -773,34 +780,37 @@ impl Lock {
     }
 }
 
-/// A connection listener of a client (`Client.on_connection_state`):
-/// `cancel()` takes it back. Thread-safe.
+/// A callback registered with `Client.on_connection_state` or
+/// `Lock.on_state_change`: `cancel()` takes it back. Thread-safe.
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Subscription {
-    inner: zklock_core::Subscription,
+    cancel: Box<dyn Fn() + Send + Sync>,
 }
 
 #[pymethods]
 impl Subscription {
-    /// Takes the listener back: not called after this returns (a call
+    /// Takes the callback back: not called after this returns (a call
     /// running on the event thread then finishes). Idempotent; never blocks.
     fn cancel(&self) {
-        self.inner.cancel();
+        (self.cancel)();
     }
 }
 
-/// Registers `cb` on `guard`'s grant: called with the state's name, on the
-/// client's event thread, with the GIL taken there. An exception from the
-/// callback is reported through `sys.unraisablehook`. Once the interpreter
-/// shuts down (`_shutdown`) callbacks are no longer called.
-fn register(guard: &Guard, cb: PyCallback) {
-    guard.on_state_change(move |state| {
+/// Registers `state`'s callback on `guard`'s grant: called with the
+/// state's name, on the client's event thread, with the GIL taken there. An
+/// exception from the callback is reported through `sys.unraisablehook`.
+/// Once the interpreter shuts down (`_shutdown`) callbacks are no longer
+/// called.
+fn register(guard: &Guard, state: &Arc<StateCallback>) {
+    let cb = state.cb.clone();
+    let registration = guard.on_state_change(move |state| {
         enter_python(|py| {
             if let Err(e) = cb.call1(py, (LockState::name(state),)) {
                 e.write_unraisable(py, Some(cb.bind(py)));
             }
         });
     });
+    locked(&state.registrations).push(registration);
 }
 
 impl Lock {
@@ -816,7 +826,7 @@ impl Lock {
         *locked(&self.last) = Some(guard.clone());
         if fresh {
             for cb in locked(&self.callbacks).iter() {
-                register(&guard, cb.clone());
+                register(&guard, cb);
             }
         }
     }
@@ -1097,18 +1107,30 @@ impl Lock {
     /// SUSPENDED, LOST) of the current grant and of later grants of this
     /// object. Called on the client's event thread, one at a time; it must
     /// return promptly. Exceptions go to `sys.unraisablehook`. Not called
-    /// once the interpreter shuts down. Raises Closed in a forked child.
-    fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<()> {
+    /// once the interpreter shuts down. The returned subscription's
+    /// `cancel()` takes it back. Raises Closed in a forked child.
+    fn on_state_change(&self, callback: Bound<'_, PyAny>) -> PyResult<Subscription> {
         if !callback.is_callable() {
             return Err(PyTypeError::new_err("callback must be callable"));
         }
         self.origin.check("lock")?;
-        let cb: PyCallback = Arc::new(callback.unbind());
-        locked(&self.callbacks).push(cb.clone());
+        let state = Arc::new(StateCallback { cb: Arc::new(callback.unbind()), registrations: Mutex::default() });
+        locked(&self.callbacks).push(state.clone());
         if let Some(guard) = locked(&self.guards).last() {
-            register(guard, cb);
+            register(guard, &state);
         }
-        Ok(())
+        // Taken out of the list first (under its lock, which `granted`
+        // registers under), then off every grant it was registered on.
+        let callbacks = Arc::downgrade(&self.callbacks);
+        let cancel = move || {
+            if let Some(callbacks) = callbacks.upgrade() {
+                locked(&callbacks).retain(|c| !Arc::ptr_eq(c, &state));
+            }
+            for registration in locked(&state.registrations).drain(..) {
+                registration.cancel();
+            }
+        };
+        Ok(Subscription { cancel: Box::new(cancel) })
     }
 
     /// Whether this object holds the lock now (held or suspended). False

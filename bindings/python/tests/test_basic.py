@@ -6,7 +6,7 @@ import time
 
 import pytest
 import zklock
-from support import wait_for
+from support import delete_as_third_party, wait_for
 
 
 def test_client_context_manager_closes(hosts: str, path: str) -> None:
@@ -187,3 +187,29 @@ def test_close_loses_held_locks(hosts: str, observer: zklock.Client, path: str) 
     with pytest.raises(zklock.Closed):
         lock.release()
     wait_for(lambda: observer.participants(path) == [], what="the node to go with the session")
+
+
+def test_a_cancelled_state_callback_is_not_called_again(hosts: str, path: str) -> None:
+    # Two callbacks on one lock object, registered before its grants; one
+    # is cancelled between two grants: it hears of the first loss only,
+    # the other of both.
+    zk = zklock.Client(hosts)
+    lock = zk.lock(path)
+    kept: "list[zklock.LockState]" = []
+    dropped: "list[zklock.LockState]" = []
+    lock.on_state_change(kept.append)
+    subscription = lock.on_state_change(dropped.append)
+    assert isinstance(subscription, zklock.Subscription)
+    lock.acquire()
+    delete_as_third_party(hosts, lock.node_path)
+    wait_for(lambda: zklock.LockState.LOST in dropped, what="LOST told to both")
+    subscription.cancel()
+    subscription.cancel()  # idempotent
+    with pytest.raises(zklock.LockLost):
+        lock.release()
+    lock.acquire()
+    delete_as_third_party(hosts, lock.node_path)
+    wait_for(lambda: kept.count(zklock.LockState.LOST) == 2, what="the second LOST told to the kept one")
+    time.sleep(0.2)
+    assert dropped.count(zklock.LockState.LOST) == 1
+    zk.close()

@@ -462,11 +462,25 @@ static int test_close(void) {
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
     recorder rec;
     recorder_init(&rec);
-    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, NULL, &err));
+    /* A second callback, taken back by freeing its subscription: never
+     * called. */
+    recorder dropped;
+    recorder_init(&dropped);
+    zklock_subscription *sub = NULL;
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &dropped, &sub, &err));
+    CHECK(sub != NULL);
+    zklock_subscription_free(sub);
 
     EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
     EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err)); /* idempotent */
     CHECK(recorder_wait(&rec, ZKLOCK_STATE_LOST, 10000) == 0);
+    sleep_ms(100);
+    pthread_mutex_lock(&dropped.mu);
+    int dropped_calls = dropped.n;
+    pthread_mutex_unlock(&dropped.mu);
+    CHECK(dropped_calls == 0);
+    recorder_destroy(&dropped);
     EXPECT(ZKLOCK_CLOSED, zklock_guard_check(g, &err));
     CHECK(zklock_guard_release(g, NULL, NULL) != ZKLOCK_OK);
     zklock_lock *l2 = NULL;
@@ -1234,7 +1248,7 @@ static int test_lost_lock_callback(void) {
     recorder rec, conn;
     recorder_init(&rec);
     recorder_init(&conn);
-    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, NULL, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
     zklock_subscription *sub = NULL;
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_on_connection_state(zk, NULL, &conn, &sub, &err));
@@ -1489,7 +1503,7 @@ static int test_callback_frees_its_guard(void) {
     struct self_free s;
     recorder_init(&s.rec);
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &s.guard, &err));
-    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(s.guard, free_own_guard, &s, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(s.guard, free_own_guard, &s, NULL, &err));
     EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
     CHECK(recorder_wait(&s.rec, ZKLOCK_STATE_LOST, 10000) == 0);
     CHECK(s.guard == NULL);
@@ -1525,7 +1539,7 @@ static int test_free_waits_for_running_callback(void) {
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
     struct slow_cb *s = calloc(1, sizeof *s);
     CHECK(s != NULL);
-    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, slow_callback, s, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, slow_callback, s, NULL, &err));
     EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
     double t0 = now_s();
     while (!__atomic_load_n(&s->started, __ATOMIC_SEQ_CST) && now_s() - t0 < 10) sleep_ms(5);
@@ -1761,7 +1775,7 @@ static int test_bad_input(void) {
     recorder rec;
     recorder_init(&rec);
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "guard",
-               zklock_guard_on_state_change(NULL, record_state, &rec, &err));
+               zklock_guard_on_state_change(NULL, record_state, &rec, NULL, &err));
     /* extreme timeouts: no limit, never a crash */
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, INT64_MAX, &g, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
@@ -1770,9 +1784,10 @@ static int test_bad_input(void) {
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
     zklock_guard_free(g);
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
-    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "cb", zklock_guard_on_state_change(g, NULL, &rec, &err));
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "cb",
+               zklock_guard_on_state_change(g, NULL, &rec, NULL, &err));
     /* userdata may be NULL */
-    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_state_change(g, record_state, &rec, NULL, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
     EXPECT(ZKLOCK_NOT_HELD, zklock_guard_release(g, NULL, &err));
     EXPECT(ZKLOCK_NOT_HELD, zklock_guard_release(g, NULL, &err));

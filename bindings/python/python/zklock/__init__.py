@@ -86,6 +86,7 @@ __all__ = [
     "MultiLock",
     "ReadWriteLock",
     "LockState",
+    "Subscription",
     "Participant",
     "ERROR_CODES",
     "error_class",
@@ -145,6 +146,22 @@ class LockState(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class Subscription:
+    """A callback registered with :meth:`Lock.on_state_change`:
+    :meth:`cancel` takes it back. Thread-safe."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _zklock.Subscription) -> None:
+        self._native = native
+
+    def cancel(self) -> None:
+        """Takes the callback back: it is not called after this returns (a
+        call running on the event thread then finishes). Idempotent; never
+        blocks; may be called from the callback itself."""
+        self._native.cancel()
 
 
 class ConnectionState(str, enum.Enum):
@@ -482,9 +499,10 @@ class Lock(_Held):
         """
         self._native.check()
 
-    def on_state_change(self, callback: Callable[[LockState], object]) -> None:
+    def on_state_change(self, callback: Callable[[LockState], object]) -> Subscription:
         """Calls ``callback(state)`` on every state change (HELD, SUSPENDED,
-        LOST) of the current grant and of later grants of this object.
+        LOST) of the current grant and of later grants of this object, until
+        the returned :class:`Subscription` is cancelled.
 
         The callback runs on the client's event thread (not the caller's),
         with the GIL taken there, one call at a time and in order. It should
@@ -502,7 +520,7 @@ class Lock(_Held):
         def call(state: str) -> None:
             callback(LockState(state))
 
-        self._native.on_state_change(call)
+        return Subscription(self._native.on_state_change(call))
 
     @property
     def held(self) -> bool:
