@@ -43,6 +43,9 @@ pub(crate) enum Deletion {
     Gone,
     /// Not done yet (no answer, or a changed version): try again.
     Pending,
+    /// ZooKeeper refused (NoAuth: the ACL does not let us delete or read
+    /// it): trying again cannot help; the node goes with the session.
+    Refused,
 }
 
 /// Deletes our node now if the session is connected, else in the
@@ -89,8 +92,16 @@ pub(crate) async fn delete_once(shared: &Shared, session: &Session, path: &str, 
     match tokio::time::timeout(shared.options.operation_timeout, zk.delete(path, version)).await {
         Ok(Ok(())) => Deletion::Deleted,
         Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(zk::Error::NoAuth)) => refused(path, session),
         Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
+}
+
+/// An ACL that does not let us delete (or read) our own node: trying again
+/// cannot help; the node, ephemeral, goes with the session.
+fn refused(path: &str, session: &Session) -> Deletion {
+    log::warn!("zklock: not authorized to delete {path} (NoAuth): it stays until session {:#x} ends", session.id);
+    Deletion::Refused
 }
 
 /// Retries `what` until it is done, the session ends, or the client closes
@@ -167,6 +178,7 @@ pub(crate) async fn delete_if_ours(shared: &Shared, session: &Session, path: &st
             Deletion::Gone
         },
         Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(zk::Error::NoAuth)) => refused(path, session),
         Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }

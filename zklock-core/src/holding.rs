@@ -663,6 +663,14 @@ impl Deleting {
             (Some(e), _) => Err(e),
             (None, Deletion::Deleted) => Ok(ReleaseStatus::Released),
             (None, Deletion::Pending) => Ok(ReleaseStatus::Pending),
+            (None, Deletion::Refused) => Err(Error::new(
+                ErrorKind::NoAuth,
+                format!(
+                    "releasing {}: not authorized to delete the node (NoAuth: the ACL lacks the delete right): \
+                     the lock is held until the session ends (close the client)",
+                    h.node_path()
+                ),
+            )),
             (None, Deletion::Gone) => Err(Error::new(
                 ErrorKind::LockLost,
                 format!(

@@ -328,3 +328,48 @@ fn sasl_digest_md5_authenticates_and_names_the_acl_identity() {
     assert!(began.elapsed() < 5 * SEC, "{:?}", began.elapsed());
     eprintln!("wrong SASL password: {e}");
 }
+
+#[test]
+fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
+    // The creator may create and read but not delete: a release cannot
+    // delete the node; it says so, and no background cleanup spins.
+    let zk = server();
+    let hosts = zk.connect_string();
+    let alice = client_as(&hosts, Some("alice"), Acl::parse("auth::crwa").unwrap());
+    let g = alice.lock("/nodelete/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let node = g.node_path();
+    let r = g.release();
+    eprintln!("release under auth::crwa: {r:?}");
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::NoAuth);
+    std::thread::sleep(SEC / 2);
+    assert_eq!(alice.pending_cleanups(), 0, "no background retry of a refused delete");
+    let raw = raw_as(&hosts, Some("alice"));
+    assert!(raw.exists(&node).is_some(), "the node stays until the session ends");
+    alice.close();
+    common::wait_until("the node goes with the session", 10 * SEC, || raw.exists(&node).is_none());
+}
+
+#[test]
+fn a_tls_session_survives_a_server_restart() {
+    // The ZooKeeper client reconnects over TLS (never plaintext): a held
+    // lock is suspended, then held again by the same session.
+    let zk = tls_server(&[]);
+    let certs = zk.tls_certs().unwrap();
+    let opts =
+        ClientOptions::new(zk.secure_connect_string()).session_timeout(20 * SEC).tls(TlsOptions::ca_file(certs.ca()));
+    let c = Client::connect(opts).unwrap();
+    let session = c.session_id().unwrap();
+    let g = c.lock("/tls/restart").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = states.clone();
+    g.on_state_change(move |s| seen.lock().unwrap().push(s));
+    zk.restart(0).unwrap();
+    let told = |s: zklock_core::LockState| states.lock().unwrap().contains(&s);
+    common::wait_until("suspended, then held again", 30 * SEC, || {
+        told(zklock_core::LockState::Suspended) && told(zklock_core::LockState::Held)
+    });
+    g.check().unwrap();
+    assert!(!told(zklock_core::LockState::Lost));
+    assert_eq!(c.session_id().unwrap(), session, "the same session");
+    g.release().unwrap();
+}
