@@ -79,6 +79,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** The version of zklock this header belongs to; `zklock_version()` gives
+ * the library's at run time. */
+#define ZKLOCK_VERSION_MAJOR 0
+#define ZKLOCK_VERSION_MINOR 1
+#define ZKLOCK_VERSION_PATCH 0
+
+
 /**
  * The result of every fallible zklock function.
  *
@@ -407,11 +414,25 @@ typedef struct zklock_subscription zklock_subscription;
 
 /**
  * Options for `zklock_client_new`. Initialise with
- * `zklock_client_options_init` (all zero / NULL: every default), then set
- * what you need. zklock copies what it needs during `zklock_client_new`;
- * the strings need not outlive that call.
+ * `zklock_client_options_init(&opts, sizeof opts)` (every default), then
+ * set what you need. zklock copies what it needs during
+ * `zklock_client_new`; the strings need not outlive that call.
+ *
+ * The struct can grow without breaking programs built against an older
+ * header: `size` (set by the init function) says how large the caller's
+ * struct is. A library newer than the caller's header takes the fields the
+ * caller does not have as defaults; a library older than the caller's
+ * header refuses options that set fields it does not know
+ * (`ZKLOCK_INVALID_ARGUMENT`) rather than ignore them (a TLS option
+ * silently dropped would mean plaintext). New fields are only ever
+ * appended, and zero / NULL always means the default.
  */
 typedef struct zklock_client_options {
+  /**
+   * `sizeof(zklock_client_options)` as the caller was compiled: set by
+   * `zklock_client_options_init`; do not change it.
+   */
+  size_t size;
   /**
    * The session timeout to ask the server for, in milliseconds (it may
    * negotiate another within its bounds; at most one hour). Held locks
@@ -569,12 +590,15 @@ void zklock_cancel_cancel(const struct zklock_cancel *cancel);
 void zklock_cancel_free(struct zklock_cancel *cancel);
 
 /**
- * Sets every field of `*opts` to its default (zero / NULL). NULL: nothing.
+ * Sets every field of `*opts` to its default (zero / NULL) and `size` to
+ * `size`, which must be `sizeof *opts` as the caller was compiled (the
+ * first `size` bytes are written, never more). NULL `opts`, or a `size`
+ * too small to hold the `size` field: nothing.
  *
  * # Safety
- * `opts` is NULL or valid for writing a `zklock_client_options`.
+ * `opts` is NULL or valid for writing `size` bytes.
  */
-void zklock_client_options_init(struct zklock_client_options *opts);
+void zklock_client_options_init(struct zklock_client_options *opts, size_t size);
 
 /**
  * Connects to ZooKeeper and opens a session. Blocks until the session is

@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     int status = 1;
 
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = 10000;
     if ((rc = zklock_client_new(hosts, &opts, &zk, &err)) != ZKLOCK_OK)
         return fail("connect", rc, err);

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
     zklock_error *err = NULL;
     zklock_code rc;
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = (uint32_t)session_ms;
     if ((rc = zklock_client_new(hosts, &opts, &zk, &err)) != ZKLOCK_OK) {
         fprintf(stderr, "connect: %s: %s\n", zklock_code_name(rc), zklock_error_message(err));

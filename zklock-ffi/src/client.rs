@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::ptr;
 use std::time::Duration;
 
-use zklock_core::{Acl, Client, ClientOptions, TlsOptions};
+use zklock_core::{Acl, Client, ClientOptions, Error, TlsOptions};
 
 use crate::error::{zklock_code, zklock_error};
 use crate::participants::zklock_participants;
@@ -22,12 +22,24 @@ pub struct zklock_client {
 }
 
 /// Options for `zklock_client_new`. Initialise with
-/// `zklock_client_options_init` (all zero / NULL: every default), then set
-/// what you need. zklock copies what it needs during `zklock_client_new`;
-/// the strings need not outlive that call.
+/// `zklock_client_options_init(&opts, sizeof opts)` (every default), then
+/// set what you need. zklock copies what it needs during
+/// `zklock_client_new`; the strings need not outlive that call.
+///
+/// The struct can grow without breaking programs built against an older
+/// header: `size` (set by the init function) says how large the caller's
+/// struct is. A library newer than the caller's header takes the fields the
+/// caller does not have as defaults; a library older than the caller's
+/// header refuses options that set fields it does not know
+/// (`ZKLOCK_INVALID_ARGUMENT`) rather than ignore them (a TLS option
+/// silently dropped would mean plaintext). New fields are only ever
+/// appended, and zero / NULL always means the default.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct zklock_client_options {
+    /// `sizeof(zklock_client_options)` as the caller was compiled: set by
+    /// `zklock_client_options_init`; do not change it.
+    pub size: usize,
     /// The session timeout to ask the server for, in milliseconds (it may
     /// negotiate another within its bounds; at most one hour). Held locks
     /// are lost when the session expires. 0: 10000.
@@ -70,31 +82,64 @@ pub struct zklock_client_options {
     pub tls_key_file: *const c_char,
 }
 
-/// Sets every field of `*opts` to its default (zero / NULL). NULL: nothing.
+/// Sets every field of `*opts` to its default (zero / NULL) and `size` to
+/// `size`, which must be `sizeof *opts` as the caller was compiled (the
+/// first `size` bytes are written, never more). NULL `opts`, or a `size`
+/// too small to hold the `size` field: nothing.
 ///
 /// # Safety
-/// `opts` is NULL or valid for writing a `zklock_client_options`.
+/// `opts` is NULL or valid for writing `size` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_options) {
-    if opts.is_null() {
+pub unsafe extern "C" fn zklock_client_options_init(opts: *mut zklock_client_options, size: usize) {
+    if opts.is_null() || size < std::mem::size_of::<usize>() {
         return;
     }
-    let defaults = zklock_client_options {
-        session_timeout_ms: 0,
-        connect_timeout_ms: 0,
-        operation_timeout_ms: 0,
-        digest_user: ptr::null(),
-        digest_password: ptr::null(),
-        sasl_user: ptr::null(),
-        sasl_password: ptr::null(),
-        acl: ptr::null(),
-        tls_ca_file: ptr::null(),
-        tls_cert_file: ptr::null(),
-        tls_key_file: ptr::null(),
-    };
-    // SAFETY: opts is valid for writes (caller's contract); write() does not
-    // read the possibly uninitialised old value.
-    unsafe { opts.write(defaults) };
+    // SAFETY: opts is valid for writing `size` bytes (caller's contract);
+    // the size field is the first, at offset 0, and fits.
+    unsafe {
+        ptr::write_bytes(opts.cast::<u8>(), 0, size);
+        opts.cast::<usize>().write_unaligned(size);
+    }
+}
+
+/// The caller's options as this library's struct: the fields the caller's
+/// struct has, defaults for the rest.
+///
+/// # Safety
+/// `opts` points to at least `opts->size` readable bytes.
+unsafe fn read_options(opts: *const zklock_client_options, f: &str) -> Result<zklock_client_options, Error> {
+    let ours = std::mem::size_of::<zklock_client_options>();
+    // SAFETY: the size field comes first and every caller's struct has it.
+    let size = unsafe { opts.cast::<usize>().read_unaligned() };
+    if size < std::mem::size_of::<usize>() || size > 1 << 20 {
+        return Err(invalid_arg(
+            f,
+            "opts->size",
+            &format!("is {size}: initialise the options with zklock_client_options_init(&opts, sizeof opts)"),
+        ));
+    }
+    let bytes = opts.cast::<u8>();
+    if size > ours {
+        // SAFETY: the caller's struct has `size` readable bytes.
+        let tail = unsafe { std::slice::from_raw_parts(bytes.add(ours), size - ours) };
+        if tail.iter().any(|&b| b != 0) {
+            return Err(invalid_arg(
+                f,
+                "opts",
+                &format!(
+                    "sets options this libzklock {} does not know (the program was built with a newer zklock.h)",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        }
+    }
+    let mut out = std::mem::MaybeUninit::<zklock_client_options>::zeroed();
+    // SAFETY: copies min(size, ours) bytes from the caller's struct into a
+    // zeroed one of ours (all-zero is a valid value: integers and NULLs).
+    unsafe {
+        ptr::copy_nonoverlapping(bytes, out.as_mut_ptr().cast::<u8>(), size.min(ours));
+        Ok(out.assume_init())
+    }
 }
 
 /// Connects to ZooKeeper and opens a session. Blocks until the session is
@@ -138,6 +183,7 @@ pub unsafe extern "C" fn zklock_client_new(
             let out = out_arg(out, F, "out")?;
             crate::logger::ensure_default();
             let mut options = ClientOptions::new(hosts);
+            let opts = if opts.is_null() { None } else { Some(read_options(opts, F)?) };
             if let Some(o) = opts.as_ref() {
                 let ms = |v: u32| Duration::from_millis(u64::from(v));
                 if o.session_timeout_ms > 0 {

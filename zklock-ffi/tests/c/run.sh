@@ -3,7 +3,8 @@
 #
 # Expects the debug build of zklock-ffi (target/debug/libzklock.{so,a}) and
 # of the harness (target/debug/zkharness). Then:
-#   1. the header compiles on its own as C11 and as C++ (-Wall -Wextra -Werror);
+#   1. the header compiles on its own as C11 and as C++ (-Wall -Wextra -Werror),
+#      and the library exports exactly the functions it declares;
 #   2. builds the tests, the example and the leader example against the
 #      shared library and the example against the static library;
 #   3. starts a private ZooKeeper with a TLS port and a SASL user (with-zk.sh --proxy --tls --sasl alice:pw-alice), runs both examples and
@@ -30,6 +31,16 @@ echo "c: header compiles alone as C11 and C++"
 printf '#include <zklock.h>\nint main(void) { return zklock_version() == 0; }\n' >"$out/header_only.c"
 "$CC" "${CFLAGS_STRICT[@]}" -pedantic -Iinclude -fsyntax-only "$out/header_only.c"
 "$CXX" -std=c++11 -Wall -Wextra -Werror -pedantic -Iinclude -fsyntax-only -x c++ "$out/header_only.c"
+
+echo "c: libzklock.so exports exactly the functions include/zklock.h declares"
+declared="$(grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *](zklock_[a-z0-9_]+)\(' include/zklock.h |
+  sed -E 's/.*[ *](zklock_[a-z0-9_]+)\(.*/\1/' | sort -u)"
+exported="$(nm -D --defined-only target/debug/libzklock.so | awk '{print $3}' | sort)"
+if [ "$declared" != "$exported" ] || [ -z "$exported" ]; then
+  echo "c: exported symbols differ from the header's functions:" >&2
+  diff <(printf '%s\n' "$declared") <(printf '%s\n' "$exported") >&2 || true
+  exit 1
+fi
 
 echo "c: building tests and example"
 "$CC" "${CFLAGS_STRICT[@]}" -Iinclude "$here/test_zklock.c" -o "$out/test_zklock" "${libs[@]}" -lpthread

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,11 @@ static int test_version_and_code_names(void) {
     CHECK(strcmp(zklock_code_name(ZKLOCK_NOT_HELD), "NOT_HELD") == 0);
     CHECK(strcmp(zklock_code_name(ZKLOCK_WOULD_DEADLOCK), "WOULD_DEADLOCK") == 0);
     CHECK(strcmp(zklock_code_name(ZKLOCK_NO_AUTH), "NO_AUTH") == 0);
+    /* The header's version macros name the library's version. */
+    char header_version[32];
+    snprintf(header_version, sizeof header_version, "%d.%d.%d", ZKLOCK_VERSION_MAJOR,
+             ZKLOCK_VERSION_MINOR, ZKLOCK_VERSION_PATCH);
+    CHECK(strcmp(header_version, zklock_version()) == 0);
     CHECK(strcmp(zklock_code_name((zklock_code)99), "UNKNOWN") == 0);
     CHECK(strcmp(zklock_code_name((zklock_code)-1), "UNKNOWN") == 0);
     return 0;
@@ -337,7 +343,7 @@ static int test_lifecycle(void) {
     lock_path(path, sizeof path, "lifecycle");
     zklock_client *zk = NULL;
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = 6000;
     EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
     CHECK(zk != NULL);
@@ -1235,7 +1241,7 @@ static int test_lost_lock_callback(void) {
     char path[128];
     lock_path(path, sizeof path, "lost");
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = 2000;
     opts.connect_timeout_ms = 10000;
     zklock_client *zk = NULL, *other = NULL;
@@ -1573,28 +1579,59 @@ static int test_bad_input(void) {
     CHECK(zk == NULL);
 
     /* options */
-    zklock_client_options_init(NULL);
+    zklock_client_options_init(NULL, 0);
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    /* Not initialised: refused, naming the init function. */
+    memset(&opts, 0, sizeof opts);
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "zklock_client_options_init",
+               zklock_client_new(connect_string(), &opts, &zk, &err));
+    /* A program built with an older, smaller header: the library reads its
+     * fields only, the rest are defaults (the bytes past them are garbage
+     * here and must not be read). */
+    union {
+        zklock_client_options o;
+        unsigned char bytes[sizeof(zklock_client_options)];
+    } older;
+    memset(older.bytes, 0xAB, sizeof older.bytes);
+    zklock_client_options_init(&older.o, offsetof(zklock_client_options, sasl_user));
+    older.o.connect_timeout_ms = 5000;
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &older.o, &zk, &err));
+    zklock_client_free(zk);
+    zk = NULL;
+    /* A newer, larger header: a field this library does not know is
+     * refused when set (never silently ignored), fine when left zero. */
+    struct {
+        zklock_client_options o;
+        const char *future_option;
+    } newer;
+    zklock_client_options_init(&newer.o, sizeof newer);
+    newer.future_option = "set";
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "newer zklock.h",
+               zklock_client_new(connect_string(), &newer.o, &zk, &err));
+    newer.future_option = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &newer.o, &zk, &err));
+    zklock_client_free(zk);
+    zk = NULL;
+    zklock_client_options_init(&opts, sizeof opts);
     opts.digest_user = "user";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "digest_password",
                zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.digest_password = "pw";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "digest_user",
                zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.digest_user = "us:er";
     opts.digest_password = "pw";
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = 4000000; /* more than an hour */
     EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.connect_timeout_ms = UINT32_MAX; /* more than a day */
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "connect timeout",
                zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.operation_timeout_ms = UINT32_MAX;
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "operation timeout",
                zklock_client_new(connect_string(), &opts, &zk, &err));
@@ -1628,14 +1665,14 @@ static int test_bad_input(void) {
     }
 
     /* a tiny session timeout is negotiated up by the server */
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.session_timeout_ms = 1;
     EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
     zklock_client_free(zk);
     zk = NULL;
 
     /* unreachable host: a short connect timeout */
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.connect_timeout_ms = 500;
     double t0 = now_s();
     EXPECT(ZKLOCK_CONNECTION_LOSS, zklock_client_new("127.0.0.1:1", &opts, &zk, &err));
@@ -1643,7 +1680,7 @@ static int test_bad_input(void) {
     CHECK(zk == NULL);
 
     /* digest auth works against the test server */
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.digest_user = "alice";
     opts.digest_password = "secret";
     EXPECT(ZKLOCK_OK, zklock_client_new(connect_string(), &opts, &zk, &err));
@@ -1839,7 +1876,7 @@ static int test_acl_creator_and_no_auth(void) {
     char path[128];
     snprintf(path, sizeof path, "/zklock-c-acl-%d/job", (int)getpid());
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     zklock_client *bad = NULL;
     opts.acl = "world:anyone:rx";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "unknown permission",
@@ -1885,7 +1922,7 @@ static int test_acl_creator_and_no_auth(void) {
     zklock_client_free(nobody);
 
     /* SASL DIGEST-MD5 (run.sh's server lets alice in with pw-alice). */
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.sasl_user = "alice";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "sasl_password",
                zklock_client_new(connect_string(), &opts, &bad, &err));
@@ -1916,7 +1953,7 @@ static int test_acl_creator_and_no_auth(void) {
  * bad file combinations are INVALID_ARGUMENT. */
 static int test_tls(void) {
     zklock_client_options opts;
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     zklock_client *zk = NULL;
     opts.tls_cert_file = "/nonexistent/client.pem";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs its key",
@@ -1924,7 +1961,7 @@ static int test_tls(void) {
     opts.tls_key_file = "/nonexistent/client-key.pem";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "needs a CA",
                zklock_client_new(connect_string(), &opts, &zk, &err));
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.tls_ca_file = "/nonexistent/ca.pem";
     EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "/nonexistent/ca.pem",
                zklock_client_new(connect_string(), &opts, &zk, &err));
@@ -1943,7 +1980,7 @@ static int test_tls(void) {
     snprintf(key, sizeof key, "%s/client-key.pem", dir);
     lock_path(path, sizeof path, "tls");
 
-    zklock_client_options_init(&opts);
+    zklock_client_options_init(&opts, sizeof opts);
     opts.connect_timeout_ms = 8000;
     opts.tls_ca_file = other;
     double t0 = now_s();
