@@ -373,3 +373,24 @@ fn a_tls_session_survives_a_server_restart() {
     assert_eq!(c.session_id().unwrap(), session, "the same session");
     g.release().unwrap();
 }
+
+#[test]
+fn a_waiter_that_cannot_read_the_node_before_it_fails_and_leaves_nothing() {
+    // An open lock path; alice's nodes are alice's only, bob's bob's: bob
+    // may queue but not read the node he would wait on. He fails with
+    // NO_AUTH at once and his node is gone.
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/mixed/job");
+    let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
+    let bob = client_as(&hosts, Some("bob"), Acl::creator_all());
+    let g = alice.lock("/mixed/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let began = Instant::now();
+    let e = bob.lock("/mixed/job").unwrap().acquire(Some(10 * SEC)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    assert!(began.elapsed() < 3 * SEC);
+    common::wait_until("bob's node deleted", 5 * SEC, || raw.children("/mixed/job").len() == 1);
+    assert_eq!(bob.pending_cleanups(), 0);
+    g.release().unwrap();
+}
