@@ -11,7 +11,7 @@ use futures_util::FutureExt as _;
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, CLEANUP_GRACE};
+use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{monitor, EventFuture, Holding, Status};
@@ -439,8 +439,9 @@ impl Attempt {
             let mut retry = false;
             for node in names::own_nodes(&children, &self.protected) {
                 let path = format!("{}/{}", ctx.path, node.name);
-                match ctx.op(zk.get_data(&path)).await? {
-                    Ok((_, stat)) if stat.ephemeral_owner == self.session.id => {
+                // exists, not getData: it needs no read right on the node.
+                match ctx.op(zk.check_stat(&path)).await? {
+                    Ok(Some(stat)) if stat.ephemeral_owner == self.session.id => {
                         if adopted.is_none() {
                             adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
                         } else {
@@ -450,7 +451,7 @@ impl Attempt {
                     },
                     Ok(_) | Err(zk::Error::NoNode) => {},
                     Err(e) if outcome_unknown(&e) => retry = true,
-                    Err(e) => return Err(Ctx::zk_failure("reading our lock node", e)),
+                    Err(e) => return Err(Ctx::zk_failure("looking at our lock node", e)),
                 }
             }
             if retry {
@@ -856,15 +857,29 @@ impl Attempt {
     /// Deletes what this attempt left behind (timeout, cancel, error):
     /// within [`CLEANUP_GRACE`] if ZooKeeper answers, else in the
     /// background, so that a failed acquire returns promptly even while
-    /// the server is silent.
-    pub(crate) async fn cleanup(&mut self, ctx: &Ctx) {
+    /// the server is silent. `Err` when ZooKeeper refused the delete (an
+    /// ACL without the delete right): the node stays until the session
+    /// ends, and the caller must say so rather than queue again.
+    pub(crate) async fn cleanup(&mut self, ctx: &Ctx) -> Result<()> {
         if let Some(node) = self.node.take() {
             let path = format!("{}/{}", ctx.path, node.name);
-            delete_node(&ctx.shared, &self.session, path, false, Some(CLEANUP_GRACE)).await;
+            if delete_node(&ctx.shared, &self.session, path.clone(), false, Some(CLEANUP_GRACE)).await
+                == Deletion::Refused
+            {
+                return Err(Error::new(
+                    ErrorKind::NoAuth,
+                    format!(
+                        "acquire {}: our node {path} could not be deleted (NoAuth: the ACL lacks the delete \
+                         right); it stays in the queue until the session ends",
+                        ctx.path
+                    ),
+                ));
+            }
         } else if self.unknown_create {
             let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
         }
+        Ok(())
     }
 }
 
@@ -915,13 +930,13 @@ async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Ho
     };
     match attempt.run(ctx).await {
         Ok(holding) => Some(Ok(holding)),
-        Err(Step::Restart) => {
-            attempt.cleanup(ctx).await;
-            None
+        Err(Step::Restart) => match attempt.cleanup(ctx).await {
+            Ok(()) => None,
+            Err(refused) => Some(Err(refused)),
         },
-        Err(Step::Fail(e)) => {
-            attempt.cleanup(ctx).await;
-            Some(Err(e))
+        Err(Step::Fail(e)) => match attempt.cleanup(ctx).await {
+            Ok(()) => Some(Err(e)),
+            Err(refused) => Some(Err(Error::new(ErrorKind::NoAuth, format!("{}; {}", e.message(), refused.message())))),
         },
     }
 }

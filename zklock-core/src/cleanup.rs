@@ -165,20 +165,21 @@ pub(crate) async fn cleanup_once(shared: &Shared, session: &Session, what: &Clea
     }
 }
 
-/// Reads the node at `path` and deletes it (at the version read) if the
-/// session owns it.
+/// Looks at the node at `path` and deletes it (at the version seen) if the
+/// session owns it. The look is an `exists`, which ZooKeeper checks
+/// against no ACL: a node we may delete but not read is still deleted.
 pub(crate) async fn delete_if_ours(shared: &Shared, session: &Session, path: &str) -> Deletion {
     let Ok(zk) = session.zk() else { return Deletion::Gone };
-    match tokio::time::timeout(shared.options.operation_timeout, zk.get_data(path)).await {
-        Ok(Ok((_, stat))) if stat.ephemeral_owner == session.id => {
+    match tokio::time::timeout(shared.options.operation_timeout, zk.check_stat(path)).await {
+        Ok(Ok(Some(stat))) if stat.ephemeral_owner == session.id => {
             delete_once(shared, session, path, Some(stat.version)).await
         },
-        Ok(Ok((_, stat))) => {
+        Ok(Ok(Some(stat))) => {
             log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
             Deletion::Gone
         },
+        Ok(Ok(None)) => Deletion::Gone,
         Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
-        Ok(Err(zk::Error::NoAuth)) => refused(path, session),
         Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }

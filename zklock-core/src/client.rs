@@ -576,6 +576,9 @@ impl Shared {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        if let Some((user, _)) = &options.sasl {
+            Self::verify_sasl(&zk, user, hosts).await?;
+        }
         let session = Arc::new(Session {
             states: zk.state_watcher(),
             id: zk.session_id().0,
@@ -584,6 +587,34 @@ impl Shared {
             zk: Mutex::new(Some(zk)),
         });
         Ok(session)
+    }
+
+    /// Makes sure the server took our SASL login: a server without SASL
+    /// configured ignores it and the session would go on without the
+    /// identity (every create under a `creator` ACL then failing). Servers
+    /// before 3.7 cannot say (no whoami): nothing is checked there.
+    async fn verify_sasl(zk: &zk::Client, user: &str, hosts: &str) -> Result<()> {
+        match zk.list_auth_users().await {
+            Ok(users) if users.iter().any(|u| u.scheme() == "sasl" && u.user() == user) => Ok(()),
+            Ok(users) => {
+                let ids: Vec<String> = users.iter().map(|u| format!("{}:{}", u.scheme(), u.user())).collect();
+                Err(Error::new(
+                    ErrorKind::NoAuth,
+                    format!(
+                        "connecting to {}: the server did not authenticate the SASL login of {} (the session's \
+                         identities: [{}]); is SASL configured there (authProvider.sasl and a JAAS Server section)?",
+                        shown(hosts),
+                        shown(user),
+                        ids.join(", ")
+                    ),
+                ))
+            },
+            Err(zk::Error::Unimplemented) => {
+                log::debug!("zklock: the server cannot say whether it took the SASL login (no whoami before 3.7)");
+                Ok(())
+            },
+            Err(e) => Err(Error::from_zk("asking the server which identities the session has", e)),
+        }
     }
 
     /// Keeps the safety clock of `session` fresh: a `sync` every eighth of

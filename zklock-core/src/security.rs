@@ -76,13 +76,17 @@ impl Acl {
     /// is everything between the first and the last colon, so digest ids
     /// (`user:base64(sha1(user:password))`) and IPv6 addresses keep theirs.
     /// Two words stand for whole entries: `open` ([`Acl::open`]) and
-    /// `creator` ([`Acl::creator_all`]).
+    /// `creator` ([`Acl::creator_all`]). A comma inside an id (an x509
+    /// subject such as `CN=app,O=Example`) is written `\,`, a backslash
+    /// `\\`.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`] naming the entry and what is wrong:
-    /// empty, no scheme or permissions, an unknown permission letter, a
-    /// `world` id other than `anyone`, a digest id without its hash, more
-    /// than 64 entries or 16 KiB.
+    /// empty, no scheme or permissions, a scheme that is not a lower-case
+    /// word, an unknown permission letter, a `world` id other than
+    /// `anyone`, a digest id without its hash or with a `:` in its user, an
+    /// `ip` id that is not an address or `address/bits`, more than 64
+    /// entries or 16 KiB.
     pub fn parse(spec: &str) -> Result<Acl> {
         if spec.len() > MAX_ACL_SPEC_BYTES {
             return Err(Error::invalid_argument(format!(
@@ -91,11 +95,11 @@ impl Acl {
             )));
         }
         let mut entries = Vec::new();
-        for part in spec.split(',').map(str::trim) {
-            match part {
+        for part in split_unescaped(spec) {
+            match part.trim() {
                 "open" => entries.extend(Acl::open().entries),
                 "creator" => entries.extend(Acl::creator_all().entries),
-                _ => entries.push(parse_entry(spec, part)?),
+                part => entries.push(parse_entry(spec, part)?),
             }
         }
         if entries.len() > MAX_ACL_ENTRIES {
@@ -136,7 +140,8 @@ impl fmt::Display for Acl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, e) in self.entries.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
-            write!(f, "{sep}{}:{}:{}", e.scheme, e.id, e.perms)?;
+            let id = e.id.replace('\\', "\\\\").replace(',', "\\,");
+            write!(f, "{sep}{}:{id}:{}", e.scheme, e.perms)?;
         }
         Ok(())
     }
@@ -154,8 +159,10 @@ fn parse_entry(spec: &str, entry: &str) -> Result<AclEntry> {
         return Err(bad("expected scheme:id:perms (the id may be empty, as in auth::cdrwa)"));
     }
     let (scheme, id, letters) = (&entry[..first], &entry[first + 1..last], &entry[last + 1..]);
-    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(bad("the scheme must be a non-empty word (world, auth, digest, ip, x509, sasl, ...)"));
+    if scheme.is_empty()
+        || !scheme.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    {
+        return Err(bad("the scheme must be a lower-case word (world, auth, digest, ip, x509, sasl, ...)"));
     }
     if letters.is_empty() {
         return Err(bad("no permissions (give letters of cdrwa)"));
@@ -169,6 +176,7 @@ fn parse_entry(spec: &str, entry: &str) -> Result<AclEntry> {
     match scheme {
         "world" if id != "anyone" => return Err(bad("the world scheme's only id is 'anyone'")),
         "auth" if !id.is_empty() => return Err(bad("the auth scheme takes no id (auth::perms)")),
+        "ip" if !is_ip_id(id) => return Err(bad("an ip id is an address, or address/bits")),
         "digest" if !is_digest_id(id) => {
             return Err(bad("a digest id is user:base64(sha1(user:password)), not the password itself (e.g. \
                  `echo -n user:password | openssl dgst -binary -sha1 | openssl base64`)"))
@@ -182,11 +190,42 @@ fn parse_entry(spec: &str, entry: &str) -> Result<AclEntry> {
 
 /// `user:hash` where hash is the 28-character base64 of a SHA-1 digest.
 fn is_digest_id(id: &str) -> bool {
-    let Some((user, hash)) = id.rsplit_once(':') else { return false };
+    let Some((user, hash)) = id.split_once(':') else { return false };
     !user.is_empty()
         && hash.len() == 28
         && hash.ends_with('=')
         && hash[..27].chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+}
+
+/// `address` or `address/bits` (bits within the address's length).
+fn is_ip_id(id: &str) -> bool {
+    let (addr, bits) = match id.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (id, None),
+    };
+    let Ok(addr) = addr.parse::<std::net::IpAddr>() else { return false };
+    let most = if addr.is_ipv4() { 32 } else { 128 };
+    bits.is_none_or(|b| b.parse::<u8>().is_ok_and(|b| b <= most))
+}
+
+/// `spec` split at its commas that are not escaped (`\,`), each part with
+/// `\,` and `\\` unescaped.
+fn split_unescaped(spec: &str) -> Vec<String> {
+    let (mut parts, mut part) = (Vec::new(), String::new());
+    let mut chars = spec.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '\\') {
+            (_, true) => match chars.next() {
+                Some(next @ (',' | '\\')) => part.push(next),
+                Some(other) => part.extend(['\\', other]),
+                None => part.push('\\'),
+            },
+            (',', _) => parts.push(std::mem::take(&mut part)),
+            (c, _) => part.push(c),
+        }
+    }
+    parts.push(part);
+    parts
 }
 
 /// Where a PEM text comes from.
@@ -200,9 +239,7 @@ impl Pem {
     fn load(&self, what: &str) -> Result<String> {
         let text = match self {
             Pem::Text(text) => text.to_string(),
-            Pem::File(path) => std::fs::read_to_string(path).map_err(|e| {
-                Error::invalid_argument(format!("cannot read the TLS {what} file {}: {e}", shown_path(path)))
-            })?,
+            Pem::File(path) => read_pem_file(path, what)?,
         };
         if !text.contains("-----BEGIN ") {
             return Err(Error::invalid_argument(format!("the TLS {what} {} holds no PEM block", self.named())));
@@ -216,6 +253,32 @@ impl Pem {
             Pem::Text(_) => "text".to_owned(),
         }
     }
+}
+
+/// The most a PEM file may hold: a CA bundle of a whole operating system is
+/// well under 1 MiB.
+const MAX_PEM_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads a PEM file: a regular file (not a FIFO or a device, which could
+/// block the connect for ever or never end) of at most 16 MiB.
+fn read_pem_file(path: &Path, what: &str) -> Result<String> {
+    use std::io::Read;
+    let bad = |why: String| Error::invalid_argument(format!("the TLS {what} file {}: {why}", shown_path(path)));
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file".to_owned()));
+    }
+    if meta.len() > MAX_PEM_FILE_BYTES {
+        return Err(bad(format!("is larger than {} MiB", MAX_PEM_FILE_BYTES >> 20)));
+    }
+    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    // The file may have grown since; never read more than the limit.
+    let mut text = String::new();
+    file.take(MAX_PEM_FILE_BYTES + 1).read_to_string(&mut text).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    if text.len() as u64 > MAX_PEM_FILE_BYTES {
+        return Err(bad(format!("is larger than {} MiB", MAX_PEM_FILE_BYTES >> 20)));
+    }
+    Ok(text)
 }
 
 fn shown_path(path: &Path) -> String {
@@ -489,8 +552,9 @@ pub(crate) fn refusal(what: &str, err: &zk::Error) -> Option<Error> {
             format!("{what}: authentication failed (AuthFailed): the server refused the credentials"),
         ),
         zk::Error::InvalidAcl => Error::invalid_argument(format!(
-            "{what}: ZooKeeper refused the ACL (InvalidACL): an `auth` entry (creator) needs an \
-             authenticated session, and each scheme needs a provider on the server"
+            "{what}: ZooKeeper refused the ACL (InvalidACL): an `auth` entry (`creator`) needs an \
+             authenticated session, and every entry a scheme the server has a provider for and an id \
+             that provider accepts"
         )),
         _ => return None,
     })
@@ -511,6 +575,11 @@ mod tests {
         assert_eq!(Acl::parse("auth::acdrw").unwrap().to_string(), "auth::cdrwa");
         assert_eq!(Acl::parse("creator, world:anyone:r").unwrap().to_string(), "auth::cdrwa,world:anyone:r");
         assert!(Acl::open().is_open() && !Acl::creator_all().is_open());
+        // x509 subjects with commas, escaped.
+        let x509 = Acl::parse(r"x509:CN=app\,O=Example\\Co:r,creator").unwrap();
+        assert_eq!(x509.to_zk()[0].id(), r"CN=app,O=Example\Co");
+        assert_eq!(Acl::parse(&x509.to_string()).unwrap(), x509);
+        assert!(Acl::parse("ip:10.0.0.0/8:r,ip:::1:rw,ip:192.168.1.2:c").is_ok());
     }
 
     #[test]
@@ -523,7 +592,11 @@ mod tests {
             ("world:everyone:r", "only id is 'anyone'"),
             ("auth:bob:cdrwa", "takes no id"),
             ("digest:bob:secret:cdrwa", "not the password itself"),
-            (":x:r", "non-empty word"),
+            (":x:r", "lower-case word"),
+            ("WORLD:anyone:r", "lower-case word"),
+            ("digest:al:ice:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:r", "not the password itself"),
+            ("ip:not-an-ip:r", "an ip id"),
+            ("ip:10.0.0.0/99:r", "an ip id"),
             ("open,", "empty entry"),
         ] {
             let e = Acl::parse(spec).unwrap_err();
@@ -549,5 +622,23 @@ mod tests {
         assert!(e.message().contains("/nonexistent/ca.pem"), "{e}");
         let e = TlsOptions::ca_pem("not pem").prepare().unwrap_err();
         assert!(e.message().contains("no PEM block"), "{e}");
+        // Files that would block the connect for ever or never end.
+        let fifo = std::env::temp_dir().join(format!("zklock-fifo-{}", std::process::id()));
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for (ca, key) in [(fifo.clone(), None), ("/dev/zero".into(), None), ("/tmp".into(), None)]
+            .into_iter()
+            .chain([(std::path::PathBuf::from("/dev/null"), Some(fifo.clone()))])
+        {
+            let tls = match &key {
+                None => TlsOptions::ca_file(&ca),
+                Some(k) => TlsOptions::ca_pem("-----BEGIN CERTIFICATE-----").identity_files(&ca, k),
+            };
+            let e = tls.prepare().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains("not a regular file"), "{ca:?}: {e}");
+        }
+        let _ = std::fs::remove_file(&fifo);
     }
 }

@@ -332,11 +332,14 @@ fn sasl_digest_md5_authenticates_and_names_the_acl_identity() {
 #[test]
 fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
     // The creator may create and read but not delete: a release cannot
-    // delete the node; it says so, and no background cleanup spins.
+    // delete the node; it says so, and no background cleanup spins. A
+    // try or a timed acquire that cannot delete its node says NO_AUTH
+    // instead of leaving it behind silently (and does not queue again).
     let zk = server();
     let hosts = zk.connect_string();
     let alice = client_as(&hosts, Some("alice"), Acl::parse("auth::crwa").unwrap());
-    let g = alice.lock("/nodelete/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let lock = alice.lock("/nodelete/job").unwrap();
+    let g = lock.acquire(Some(10 * SEC)).unwrap();
     let node = g.node_path();
     let r = g.release();
     eprintln!("release under auth::crwa: {r:?}");
@@ -345,8 +348,45 @@ fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
     assert_eq!(alice.pending_cleanups(), 0, "no background retry of a refused delete");
     let raw = raw_as(&hosts, Some("alice"));
     assert!(raw.exists(&node).is_some(), "the node stays until the session ends");
+    for timeout in [Some(Duration::ZERO), Some(SEC / 2)] {
+        let e = lock.acquire(timeout).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+        assert!(e.message().contains("could not be deleted"), "{e}");
+    }
+    assert_eq!(raw.children("/nodelete/job").len(), 3, "each refused node named in an error");
     alice.close();
-    common::wait_until("the node goes with the session", 10 * SEC, || raw.exists(&node).is_none());
+    common::wait_until("the nodes go with the session", 10 * SEC, || raw.children("/nodelete/job").is_empty());
+}
+
+#[test]
+fn a_contender_that_may_not_read_deletes_its_node_when_refused() {
+    // alice may create and delete in the lock path but not read (list) it:
+    // her acquire fails with NO_AUTH and her node is deleted (the "is it
+    // ours" look needs no read right), so an entitled admin is not blocked.
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (alice_id, admin_id) = (digest_id(&hosts, "alice"), digest_id(&hosts, "admin"));
+    let acl = Acl::parse(&format!("{alice_id}:cdwa,{admin_id}:cdrwa")).unwrap();
+    let admin = client_as(&hosts, Some("admin"), acl.clone());
+    let raw = raw_as(&hosts, Some("admin"));
+    admin.lock("/noread/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
+    raw.mkdir("/noread/keep");
+    let alice = client_as(&hosts, Some("alice"), acl);
+    let e = alice.lock("/noread/job").unwrap().acquire(Some(10 * SEC)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    common::wait_until("alice's node deleted", 5 * SEC, || raw.children("/noread/job").is_empty());
+    let g = admin.lock("/noread/job").unwrap().try_acquire().unwrap().expect("not blocked by a leftover");
+    g.release().unwrap();
+}
+
+#[test]
+fn a_sasl_login_the_server_ignores_is_no_auth_at_connect() {
+    // A server without SASL: the login would be ignored and the session go
+    // on without identity; zklock asks the server (whoami) and refuses.
+    let zk = server();
+    let e = Client::connect(options(&zk.connect_string(), 4 * SEC).sasl_digest_md5("alice", "pw")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    assert!(e.message().contains("did not authenticate the SASL login"), "{e}");
 }
 
 #[test]
