@@ -73,7 +73,7 @@ clean:
 .PHONY: cli
 ## cli: the zklock command-line tool (release): target/release/zklock
 cli:
-	$(CARGO) build --release --locked -p zklock-core --bin zklock
+	$(CARGO) build --release --locked -p zklock-cli --bin zklock
 
 .PHONY: soak
 # The long fault soak (issue 7). The test command runs short soaks
@@ -146,7 +146,7 @@ test-c: check-header ffi
 ## install: header, libzklock.so.$(ZKLOCK_VERSION) (+ symlinks), libzklock.a, zklock.pc, bin/zklock
 install:
 	$(CARGO) build --release --locked -p zklock-ffi
-	$(CARGO) build --release --locked -p zklock-core --bin zklock
+	$(CARGO) build --release --locked -p zklock-cli --bin zklock
 	install -d "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(BINDIR)"
 	install -m 755 target/release/zklock "$(DESTDIR)$(BINDIR)/zklock"
 	install -m 644 include/zklock.h "$(DESTDIR)$(INCLUDEDIR)/zklock.h"

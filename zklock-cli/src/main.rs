@@ -81,13 +81,9 @@ macro_rules! note {
     }};
 }
 
-#[path = "zklock/args.rs"]
 mod args;
-#[path = "zklock/list.rs"]
 mod list;
-#[path = "zklock/run.rs"]
 mod run;
-#[path = "zklock/signals.rs"]
 mod signals;
 
 use std::time::Duration;
