@@ -1,19 +1,34 @@
 //! `zklock`: run a command while holding a ZooKeeper lock, in the spirit of
-//! flock(1), and list the queue of a lock.
+//! flock(1); hold a lock for a shell script; lead an election; list the
+//! queue of a lock.
 //!
 //! ```text
-//! zklock run  [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
-//! zklock lead [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
-//! zklock list [--hosts H] PATH [--json]
+//! zklock run  [OPTIONS] PATH [--] COMMAND [ARGS...]    zklock run  [OPTIONS] PATH -c CMD
+//! zklock lead [OPTIONS] PATH [--] COMMAND [ARGS...]    zklock lead [OPTIONS] PATH -c CMD
+//! zklock hold [OPTIONS] PATH
+//! zklock list [OPTIONS] PATH
+//! zklock completions bash|zsh|fish|elvish|powershell
 //! ```
 //!
-//! `zklock run` connects, takes the lock at `PATH` (exclusive by default,
-//! `--read` / `--write` for the two sides of a read/write lock, `--permits N`
-//! for one lease of a counting semaphore; Curator's node names), runs the command with the lock details in its environment,
-//! and when the command exits releases the lock and closes the session (so
-//! no node is left behind, whatever happened). If the lock is lost while the
-//! command runs, the command gets `--lost-signal` (SIGTERM), then SIGKILL
-//! after `--kill-after` (5 s), and zklock exits with 70.
+//! The command line is declared with clap in [`args`] (its help texts are
+//! also the man page, [`docs`]); durations are humantime's (`1m30s`,
+//! `500ms`) or plain seconds (`2.5`).
+//!
+//! `zklock run` connects, takes the lock at `PATH`, runs the command with
+//! the lock details in its environment, and when the command exits releases
+//! the lock and closes the session (so no node is left behind, whatever
+//! happened). The lock is the plain exclusive lock by default (Curator
+//! `InterProcessMutex`, nodes `-lock-`); `-s`/`--shared` (`--read`) and
+//! `-x`/`--exclusive` (`--write`) are the read and the write side of a
+//! read/write lock; `--permits N` is one lease of a counting semaphore
+//! (Curator's node names throughout). The plain lock does NOT exclude `-s`
+//! holders of the same path: use `-s` and `-x` together on one path.
+//! Waiting follows flock(1): `-n`/`--nonblock` tries once, `-w`/`--timeout`
+//! bounds the wait, and `-E`/`--conflict-exit-code` is the exit status when
+//! the lock is not granted (75 by default); `-c CMD` runs `/bin/sh -c CMD`.
+//! If the lock is lost while the command runs, the command gets
+//! `--lost-signal` (SIGTERM), then SIGKILL after `--kill-after` (5 s), and
+//! zklock exits with 70.
 //!
 //! `zklock lead` is `zklock run` on a leader election (Curator
 //! `LeaderLatch` compatible): the command runs while zklock leads; when
@@ -22,8 +37,17 @@
 //! id, by default `<hostname>/<pid>`), unless zklock got SIGINT, SIGTERM
 //! or SIGHUP meanwhile.
 //!
+//! `zklock hold` takes the lock (the kinds and waiting options of `run`),
+//! prints its fencing token on one line of stdout (`--json`: an object with
+//! `token`, `node_path`, `lock_path`, `mode`, `session_id`), and holds it
+//! until stdin reaches end of file or zklock gets SIGINT, SIGTERM or
+//! SIGHUP; then it releases the lock and exits 0. A lock lost meanwhile is
+//! reported on stderr, exit 70. Like `etcdctl lock` without a command.
+//!
 //! `zklock list` prints the participants of a lock in queue order, holders
-//! first (a table, or one JSON object with `--json`).
+//! first (a table, or one JSON object with `--json`). `zklock completions
+//! SHELL` prints a completion script; the hidden `zklock man [--dir DIR]`
+//! prints the man page (or writes zklock.1 and a page per command).
 //!
 //! # Environment of the command
 //!
@@ -49,7 +73,11 @@
 //!
 //! Signals go to the command's process only, not to processes it started
 //! (a shell script should `exec` its long-running program or pass the
-//! signal on).
+//! signal on), unless `--process-group` starts the command in a process
+//! group of its own: then forwarded signals, the lost signal and SIGKILL go
+//! to the whole group (and a Ctrl-C, which no longer reaches the command
+//! from the terminal, is forwarded too); after a loss, what is left of the
+//! group once the command has exited is killed after `--kill-after`.
 //!
 //! A suspended lock (connection lost; it may still be ours) is tolerated by
 //! default while the core's safety clock says it is still safely ours; once
@@ -63,11 +91,12 @@
 //! | code | meaning |
 //! |---|---|
 //! | the command's | the command ran and exited (128 + N if killed by signal N) |
-//! | 64 | usage error: bad option or duration, invalid lock path, no or empty hosts |
+//! | 0 | `hold` released the lock after stdin closed or a signal; `list`, `--help`, `--version` |
+//! | 64 | usage error: bad option or duration, invalid lock path, no or empty hosts (clap's errors too) |
 //! | 69 | cannot connect to ZooKeeper, or ZooKeeper failed, before the command ran |
-//! | 70 | the lock was lost while the command ran (wins over the command's status; `lead` rejoins instead) |
+//! | 70 | the lock was lost while the command ran or `hold` held it (wins over the command's status; `lead` rejoins instead) |
 //! | 71 | internal error (e.g. no thread could be started) |
-//! | 75 | timeout: the lock was not granted within `--timeout` |
+//! | 75 | conflict: the lock was held (`-n`) or not granted within `--timeout`; `-E CODE` changes it |
 //! | 126 | the command was found but cannot be executed |
 //! | 127 | the command was not found |
 //! | 128 + N | zklock got signal N while waiting for the lock |
@@ -82,17 +111,20 @@ macro_rules! note {
 }
 
 mod args;
+mod docs;
+mod hold;
 mod list;
 mod run;
 mod signals;
 
 use std::time::Duration;
 
+use clap::Parser as _;
 use zklock_core::{ClientOptions, Error, ErrorKind};
 
 /// The exit codes of `zklock` (see the module documentation).
 mod exit {
-    /// Success (`zklock list`, help).
+    /// Success (`zklock list`, `zklock hold`, help).
     pub(crate) const OK: i32 = 0;
     /// Usage error (sysexits `EX_USAGE`).
     pub(crate) const USAGE: i32 = 64;
@@ -102,134 +134,58 @@ mod exit {
     pub(crate) const LOST: i32 = 70;
     /// Internal or OS error (sysexits `EX_OSERR`).
     pub(crate) const INTERNAL: i32 = 71;
-    /// The lock was not granted in time (sysexits `EX_TEMPFAIL`).
-    pub(crate) const TIMEOUT: i32 = 75;
+    /// The lock was held (`-n`) or not granted in time (sysexits
+    /// `EX_TEMPFAIL`): the default of `-E`.
+    pub(crate) const TIMEOUT: u8 = 75;
     /// The command cannot be executed (as in the shell).
     pub(crate) const CANNOT_EXECUTE: i32 = 126;
     /// The command was not found (as in the shell).
     pub(crate) const NOT_FOUND: i32 = 127;
 }
 
-const HELP: &str = "\
-zklock - run a command while holding a ZooKeeper lock or leading an
-election, list a lock's queue
-
-USAGE
-  zklock run  [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
-  zklock lead [--hosts H] PATH [OPTIONS] [--] COMMAND [ARGS...]
-  zklock list [--hosts H] PATH [--json]
-  zklock --help | --version
-
-  Options may come before or after PATH; the first word after PATH that is
-  not an option (or everything after `--`) is the command.
-
-COMMON OPTIONS
-  --hosts H                ZooKeeper connect string host:port[,host:port...][/chroot]
-                           (default: $ZKLOCK_HOSTS)
-  --session-timeout D      session timeout to ask for (default 10s); a lock
-                           whose holder died is freed after this long
-  --connect-timeout D      give up connecting after D (default 15s)
-  -h, --help               this help
-
-RUN OPTIONS
-  --timeout D              wait at most D for the lock (0: try once);
-                           default: wait without limit
-  --read                   take the read (shared) side of a read/write lock
-  --write                  take the write side of a read/write lock
-                           (default: an exclusive lock; Curator node names)
-  --permits N              take one lease of a counting semaphore with N
-                           permits (Curator InterProcessSemaphoreV2): up to N
-                           commands run at once; every user must give the same N
-  --data STRING            store STRING in the lock node (shown by `list`)
-  --identify               store \"<hostname>/<pid of zklock>\" in the lock node
-  --lost-signal SIG        signal for the command when the lock is lost
-                           (default TERM; a name like INT, USR1, SIGKILL or a number)
-  --kill-after D           SIGKILL the command if it is still running D after
-                           the lost signal (default 5s)
-  --signal-on-suspend      treat a suspended lock (connection to ZooKeeper lost,
-                           so it may be someone else's soon) as lost at once;
-                           default: lost once ZooKeeper has not answered for
-                           nearly a session timeout (before the server can
-                           expire the session and grant the lock to another)
-  -v, --verbose            say on stderr when the lock is acquired and released,
-                           and show zklock's INFO log records (reconnects,
-                           suspensions, re-queues; $ZKLOCK_LOG sets the level:
-                           error, warn (default), info, debug, trace, off)
-
-LEAD
-  `lead` joins the leader election at PATH (Curator LeaderLatch compatible)
-  and runs the command while it leads, with the options of `run` except
-  --read and --write. When leadership is lost, the command gets
-  --lost-signal (then SIGKILL after --kill-after) and, once it has exited,
-  zklock joins the election again and runs the command again when it leads
-  again. When the command exits by itself, zklock resigns and exits with its
-  status; after a signal to zklock (SIGINT, SIGTERM, SIGHUP) it does not
-  stand again (a loss meanwhile: exit 70). --timeout bounds each wait to lead.
-  --id ID                  our participant id, stored in our node and shown by
-                           `list` (default: \"<hostname>/<pid of zklock>\")
-
-LIST OPTIONS
-  --json                   one JSON object: {\"path\":...,\"participants\":[{\"position\",
-                           \"state\",\"holds\",\"kind\",\"sequence\",\"session_id\",\"data\",
-                           \"node\",\"node_path\"}]}
-
-  `list` prints the participants in queue order, holders first: position,
-  HOLDS or WAITS, reader or writer, sequence, owner session, node name and
-  node data. A lock path that does not exist has an empty queue.
-
-DURATIONS
-  500ms, 10s, 2m, 1h, or a plain number of seconds (decimals allowed).
-
-ENVIRONMENT OF THE COMMAND
-  ZKLOCK_FENCING_TOKEN     fencing token of this grant (czxid of the lock node);
-                           grows with every grant: pass it to the resource
-  ZKLOCK_NODE_PATH         our lock node, e.g. /locks/job/_c_<uuid>-lock-0000000004
-  ZKLOCK_LOCK_PATH         the lock path
-  ZKLOCK_LOCK_MODE         exclusive, read, write, leader or lease
-  ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)
-
-SIGNALS
-  SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to the command
-  (not those the kernel sent to the whole process group, e.g. Ctrl-C: the
-  command got them already); zklock then exits with the command's status.
-  While still waiting for the lock, they cancel the wait (no node is left)
-  and zklock exits with 128 + the signal number.
-  When the lock is lost (session expired, node deleted, or no answer from
-  ZooKeeper for nearly a session timeout; with --signal-on-suspend, as soon as
-  it is suspended) the command gets --lost-signal, then SIGKILL after
-  --kill-after. The lock is released and the session closed when the command
-  exits. Signals go to the command's process only, not to processes it
-  started: in a shell script, `exec` the long-running program (or trap the
-  signal and pass it on).
-
-EXIT STATUS
-  N        the command's exit status (128+N if it was killed by signal N)
-  64       usage error (bad option or duration, invalid lock path, no or empty hosts)
-  69       cannot connect to ZooKeeper, or a ZooKeeper error before the command ran
-  70       the lock was lost while the command ran (this wins over the command's status;
-           `lead` rejoins instead)
-  71       internal error
-  75       timeout: the lock was not granted within --timeout
-  126      the command cannot be executed
-  127      the command was not found
-  128+N    zklock received signal N while waiting for the lock
-  The command's own status can also be one of these numbers; use --verbose
-  to tell them apart.
-";
-
 /// Parses the command line, runs the subcommand, exits with its code.
 fn main() {
-    let parsed = args::parse(std::env::args_os().skip(1).collect());
-    let verbose = matches!(&parsed, Ok(args::Command::Run(o)) if o.verbose);
-    log_to_stderr(verbose);
-    let code = match parsed {
-        Ok(args::Command::Help) => print_stdout(HELP),
-        Ok(args::Command::Version) => print_stdout(&format!("zklock {}\n", env!("CARGO_PKG_VERSION"))),
-        Ok(args::Command::Run(opts)) => run::run(opts),
-        Ok(args::Command::List(opts)) => list::list(opts),
-        Err(u) => usage_error(&u.0),
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let code = match args::Cli::try_parse_from(&argv) {
+        Ok(cli) => dispatch(cli.command),
+        Err(e) => clap_error(&e, args::subcommand_in(argv.get(1..).unwrap_or_default()).as_deref()),
     };
     std::process::exit(code);
+}
+
+/// Runs the subcommand; returns the exit code.
+fn dispatch(sub: args::Sub) -> i32 {
+    use args::Sub;
+    let verbose = match &sub {
+        Sub::Run(a) => a.verbose(),
+        Sub::Lead(a) => a.verbose(),
+        Sub::Hold(a) => a.verbose(),
+        Sub::List(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
+    };
+    log_to_stderr(verbose);
+    let outcome = match sub {
+        Sub::Run(a) => a.options().map(run::run),
+        Sub::Lead(a) => a.options().map(run::run),
+        Sub::Hold(a) => a.options().map(hold::hold),
+        Sub::List(a) => Ok(list::list(a.options())),
+        Sub::Completions { shell } => Ok(docs::completions(shell)),
+        Sub::Man { dir } => Ok(docs::man(dir.as_deref())),
+    };
+    outcome.unwrap_or_else(|u| usage_error(&u.0))
+}
+
+/// `--help` and `--version` (exit 0), or a usage error in one line (64);
+/// `sub`: the subcommand given, if any.
+fn clap_error(e: &clap::Error, sub: Option<&str>) -> i32 {
+    use clap::error::ErrorKind as Kind;
+    match e.kind() {
+        Kind::DisplayHelp | Kind::DisplayVersion => {
+            // A closed stdout is no error.
+            let _ = e.print();
+            exit::OK
+        },
+        _ => usage_error(&args::clap_message(e, sub)),
+    }
 }
 
 /// The core's log records on stderr: `$ZKLOCK_LOG` (`error`, `warn`,
@@ -248,13 +204,6 @@ fn log_to_stderr(verbose: bool) {
         level = level.max(log::LevelFilter::Info);
     }
     let _ = zklock_core::logging::set_log_sink(level, zklock_core::logging::to_stderr);
-}
-
-/// Writes `text` to stdout (a closed stdout is no error); returns 0.
-fn print_stdout(text: &str) -> i32 {
-    use std::io::Write as _;
-    let _ = std::io::stdout().write_all(text.as_bytes());
-    exit::OK
 }
 
 /// The hosts (from `--hosts` or `ZKLOCK_HOSTS`) once they and the lock
@@ -302,9 +251,7 @@ pub(crate) fn operation_timeout(session_timeout: Duration) -> Duration {
 
 /// Client options from the command line, and the connect timeout.
 pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> (ClientOptions, Duration) {
-    let mut o = ClientOptions::new(hosts);
-    let session = c.session_timeout.unwrap_or(Duration::from_secs(10));
-    o = o.session_timeout(session).operation_timeout(operation_timeout(session));
-    let connect = c.connect_timeout.unwrap_or(Duration::from_secs(15));
-    (o.connect_timeout(connect), connect)
+    let session = c.session_timeout;
+    let o = ClientOptions::new(hosts).session_timeout(session).operation_timeout(operation_timeout(session));
+    (o.connect_timeout(c.connect_timeout), c.connect_timeout)
 }

@@ -1,97 +1,206 @@
 //! `zklock run`: take the lock, run the command while holding it, release.
 //! `zklock lead`: the same with leadership of an election, again and
-//! again while leadership is lost (rejoin).
+//! again while leadership is lost (rejoin). The connect and the acquire,
+//! both ended early by a signal, serve `zklock hold` too ([`Session`]).
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zklock_core::{AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockOptions, LockState};
+use zklock_core::{
+    AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState,
+};
 
-use crate::args::{signal_name, NodeData, RunOptions};
+use crate::args::{signal_name, Connection, LockRequest, NodeData, RunOptions};
 use crate::connect_options;
 use crate::exit;
 use crate::signals::{self, Received};
 
 /// How often the running command and the lock are looked at.
-const TICK: Duration = Duration::from_millis(50);
+pub(crate) const TICK: Duration = Duration::from_millis(50);
 
 /// What the main thread waits for.
-enum Event {
+pub(crate) enum Event {
     /// SIGINT, SIGTERM or SIGHUP reached zklock.
     Signal(Received),
     /// The connect finished.
     Connected(zklock_core::Result<Client>),
     /// The acquire finished.
     Acquired(zklock_core::Result<Guard>),
+    /// `zklock hold`: stdin reached end of file (or cannot be read).
+    InputClosed,
 }
 
-/// Runs `zklock run` and returns the exit code.
-pub(crate) fn run(opts: RunOptions) -> i32 {
-    let hosts = match crate::checked_target(&opts.connection, &opts.path) {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    let options = match &opts.data {
+/// The lock options of `req` (its node data), checked: bad data is a
+/// usage error before connecting, like every other input.
+///
+/// # Errors
+/// The exit code (64), reported.
+pub(crate) fn lock_options(req: &LockRequest) -> Result<LockOptions, i32> {
+    let options = match &req.data {
         None => LockOptions::default(),
         Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),
         Some(NodeData::Identify) => LockOptions::default().identify_process(),
     };
-    // Bad --data is a usage error before connecting, like every other input.
-    if let Err(e) = options.validate() {
-        return crate::zk_error(if opts.rejoin { "bad --id (or --data)" } else { "bad --data" }, &e);
+    match options.validate() {
+        Ok(()) => Ok(options),
+        Err(e) => {
+            Err(crate::zk_error(if req.mode == LockMode::Leader { "bad --id (or --data)" } else { "bad --data" }, &e))
+        },
+    }
+}
+
+/// A connected client and the events the main thread waits for: signals
+/// (from [`Session::open`] on), the connect and acquires.
+pub(crate) struct Session {
+    /// The client; [`Session::close`] closes it.
+    pub(crate) client: Client,
+    /// The events.
+    pub(crate) rx: Receiver<Event>,
+    /// For more events (an acquire's callback, stdin's end).
+    pub(crate) tx: Sender<Event>,
+}
+
+impl Session {
+    /// Checks the hosts and `path`, starts signal handling and connects
+    /// through the core's callback, so that a signal can end the wait.
+    ///
+    /// # Errors
+    /// The exit code, reported: 64, 69, 71, or 128 + N after signal N.
+    pub(crate) fn open(connection: &Connection, path: &str) -> Result<Session, i32> {
+        let hosts = crate::checked_target(connection, path)?;
+        let (tx, rx) = mpsc::channel::<Event>();
+        let signal_tx = tx.clone();
+        if let Err(e) = signals::start(move |r| signal_tx.send(Event::Signal(r)).is_ok()) {
+            note!("cannot set up signal handling: {e}");
+            return Err(exit::INTERNAL);
+        }
+        let (options, connect_timeout) = connect_options(connection, &hosts);
+        let connect_limit = connect_timeout + Duration::from_secs(30);
+        let t = tx.clone();
+        if let Err(e) = Client::connect_then(options, move |r| {
+            let _ = t.send(Event::Connected(r));
+        }) {
+            return Err(crate::connect_error(&hosts, &e));
+        }
+        match wait_for(&rx, connect_limit, |ev| match ev {
+            Event::Connected(r) => Some(r),
+            _ => None,
+        }) {
+            Waited::Done(Ok(client)) => Ok(Session { client, rx, tx }),
+            Waited::Done(Err(e)) => Err(crate::connect_error(&hosts, &e)),
+            Waited::Signal(sig) => {
+                note!("{} while connecting; nothing was locked", signal_name(sig));
+                Err(128 + sig)
+            },
+            Waited::Gone => {
+                note!("internal error: connecting to ZooKeeper did not finish");
+                Err(exit::INTERNAL)
+            },
+        }
     }
 
-    let (tx, rx) = mpsc::channel::<Event>();
-    let signal_tx = tx.clone();
-    if let Err(e) = signals::start(move |r| signal_tx.send(Event::Signal(r)).is_ok()) {
-        note!("cannot set up signal handling: {e}");
-        return exit::INTERNAL;
+    /// The longest one ZooKeeper request may take for this client.
+    fn op_limit(&self) -> Duration {
+        crate::operation_timeout(self.client.session_timeout().unwrap_or(Duration::from_secs(10)))
     }
 
-    // Connect through the core's callback, so that a signal can end the wait.
-    let copts = connect_options(&opts.connection, &hosts);
-    let connect_limit = copts.1 + Duration::from_secs(30);
-    let t = tx.clone();
-    if let Err(e) = Client::connect_then(copts.0, move |r| {
-        let _ = t.send(Event::Connected(r));
-    }) {
-        return crate::connect_error(&hosts, &e);
+    /// Makes the lock of `req` and acquires it within its wait; a signal
+    /// cancels the acquire (its node is deleted).
+    ///
+    /// # Errors
+    /// The exit code, reported: the conflict code (`-E`, 75) when the lock
+    /// was not granted in time, 128 + N after signal N, else per
+    /// [`crate::zk_error`].
+    pub(crate) fn acquire(&self, req: &LockRequest, options: LockOptions) -> Result<Guard, i32> {
+        let made = match req.permits {
+            Some(permits) => self.client.semaphore(&req.path, permits, options),
+            None => self.client.lock_with(&req.path, req.mode, options),
+        };
+        let lock = made.map_err(|e| crate::zk_error("cannot make the lock", &e))?;
+        let op_limit = self.op_limit();
+        let t = self.tx.clone();
+        let cancel = CancelToken::new();
+        let call = AcquireOptions::new().timeout(req.wait.timeout).cancel_token(cancel.clone());
+        if let Err(e) = lock.acquire_then(&call, move |r| {
+            let _ = t.send(Event::Acquired(r));
+        }) {
+            return Err(acquire_error(req, &e));
+        }
+        // The acquire ends by itself at the deadline; without one it may
+        // wait as long as the user asked (until a signal).
+        // After the deadline the acquire still deletes its node (a few requests).
+        let limit = req.wait.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
+        let guard = match wait_for(&self.rx, limit, |ev| match ev {
+            Event::Acquired(r) => Some(r),
+            _ => None,
+        }) {
+            Waited::Done(Ok(g)) => g,
+            Waited::Done(Err(e)) => return Err(acquire_error(req, &e)),
+            Waited::Signal(sig) => return Err(cancel_acquire(&lock, &cancel, &self.rx, op_limit, sig)),
+            Waited::Gone => {
+                note!("internal error: the acquire did not finish");
+                return Err(exit::INTERNAL);
+            },
+        };
+        if req.verbose {
+            note!(
+                "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
+                req.mode.name().to_ascii_lowercase(),
+                req.path,
+                guard.node_path(),
+                guard.fencing_token(),
+                guard.session_id()
+            );
+        }
+        Ok(guard)
     }
-    let client = match wait_for(&rx, connect_limit, |ev| match ev {
-        Event::Connected(r) => Some(r),
-        _ => None,
-    }) {
-        Waited::Done(Ok(c)) => c,
-        Waited::Done(Err(e)) => return crate::connect_error(&hosts, &e),
-        Waited::Signal(sig) => {
-            note!("{} while connecting; nothing was locked", signal_name(sig));
-            return 128 + sig;
-        },
-        Waited::Gone => {
-            note!("internal error: connecting to ZooKeeper did not finish");
-            return exit::INTERNAL;
-        },
+
+    /// Closes the client (its session ends; any node left goes with it).
+    pub(crate) fn close(self) {
+        self.client.close();
+    }
+}
+
+/// Releases `guard`, saying so with `verbose`. A loss is reported by the
+/// caller already.
+pub(crate) fn release(guard: &Guard, verbose: bool) {
+    match guard.release() {
+        Ok(status) if verbose => note!("released {} ({status:?})", guard.node_path()),
+        Ok(_) => {},
+        Err(e) if verbose => note!("release: {}", e.message()),
+        Err(_) => {},
+    }
+}
+
+/// Runs `zklock run` or `zklock lead` and returns the exit code.
+pub(crate) fn run(opts: RunOptions) -> i32 {
+    let options = match lock_options(&opts.lock) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
-
+    let session = match Session::open(&opts.lock.connection, &opts.lock.path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     // A signal to zklock while the command runs: no rejoining after it.
     let stopping = AtomicBool::new(false);
     let code = loop {
-        let code = hold_and_run(&opts, &client, options.clone(), &rx, &tx, &stopping);
+        let code = hold_and_run(&opts, &session, options.clone(), &stopping);
         if !(opts.rejoin && code == exit::LOST) {
             break code;
         }
         if stopping.load(Ordering::Acquire) {
-            note!("leadership of {} lost while stopping; not rejoining", opts.path);
+            note!("leadership of {} lost while stopping; not rejoining", opts.lock.path);
             break code;
         }
         // `zklock lead`: the command has exited; stand again.
-        note!("leadership of {} lost; rejoining the election", opts.path);
+        note!("leadership of {} lost; rejoining the election", opts.lock.path);
     };
-    client.close();
+    session.close();
     code
 }
 
@@ -129,86 +238,31 @@ fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event
 }
 
 /// Acquires, runs the command, releases. The caller closes the client.
-fn hold_and_run(
-    opts: &RunOptions,
-    client: &Client,
-    options: LockOptions,
-    rx: &Receiver<Event>,
-    tx: &mpsc::Sender<Event>,
-    stopping: &AtomicBool,
-) -> i32 {
-    let made = match opts.permits {
-        Some(permits) => client.semaphore(&opts.path, permits, options),
-        None => client.lock_with(&opts.path, opts.mode, options),
+fn hold_and_run(opts: &RunOptions, session: &Session, options: LockOptions, stopping: &AtomicBool) -> i32 {
+    let guard = match session.acquire(&opts.lock, options) {
+        Ok(g) => g,
+        Err(code) => return code,
     };
-    let lock = match made {
-        Ok(l) => l,
-        Err(e) => return crate::zk_error("cannot make the lock", &e),
-    };
-    let op_limit = client_op_limit(client);
-    let t = tx.clone();
-    let cancel = CancelToken::new();
-    let call = AcquireOptions::new().timeout(opts.timeout).cancel_token(cancel.clone());
-    if let Err(e) = lock.acquire_then(&call, move |r| {
-        let _ = t.send(Event::Acquired(r));
-    }) {
-        return acquire_error(opts, &e);
-    }
-    // The acquire ends by itself at the deadline; without one it may wait
-    // as long as the user asked (until a signal).
-    // After the deadline the acquire still deletes its node (a few requests).
-    let limit = opts.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
-    let guard = match wait_for(rx, limit, |ev| match ev {
-        Event::Acquired(r) => Some(r),
-        _ => None,
-    }) {
-        Waited::Done(Ok(g)) => g,
-        Waited::Done(Err(e)) => return acquire_error(opts, &e),
-        Waited::Signal(sig) => return cancel_acquire(&lock, &cancel, rx, op_limit, sig),
-        Waited::Gone => {
-            note!("internal error: the acquire did not finish");
-            return exit::INTERNAL;
-        },
-    };
-    if opts.verbose {
-        note!(
-            "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
-            opts.mode.name().to_ascii_lowercase(),
-            opts.path,
-            guard.node_path(),
-            guard.fencing_token(),
-            guard.session_id()
-        );
-    }
-    let code = supervise(opts, &guard, rx, stopping);
-    match guard.release() {
-        Ok(status) if opts.verbose => note!("released {} ({status:?})", guard.node_path()),
-        Ok(_) => {},
-        // A loss is reported by `supervise` already.
-        Err(e) if opts.verbose => note!("release: {}", e.message()),
-        Err(_) => {},
-    }
+    let code = supervise(opts, &guard, &session.rx, stopping);
+    release(&guard, opts.lock.verbose);
     code
 }
 
-/// The longest one ZooKeeper request may take for this client.
-fn client_op_limit(client: &Client) -> Duration {
-    crate::operation_timeout(client.session_timeout().unwrap_or(Duration::from_secs(10)))
-}
-
-/// Reports a failed acquire; returns 75 for a timeout, else per [`crate::zk_error`].
-fn acquire_error(opts: &RunOptions, e: &Error) -> i32 {
+/// Reports a failed acquire; returns the conflict code (`-E`, 75) for a
+/// timeout, else per [`crate::zk_error`].
+fn acquire_error(req: &LockRequest, e: &Error) -> i32 {
     match e.kind() {
         ErrorKind::Timeout => {
-            let waited = match opts.timeout {
+            let waited = match req.wait.timeout {
+                Some(_) if req.wait.nonblock => "it is held (-n tries once)".to_owned(),
                 Some(t) if t.is_zero() => "it is held (--timeout 0 tries once)".to_owned(),
                 Some(t) => format!("not granted within {t:?}"),
                 None => "deadline passed".to_owned(),
             };
-            note!("timed out: lock {}: {waited}", opts.path);
-            exit::TIMEOUT
+            note!("timed out: lock {}: {waited}", req.path);
+            req.wait.conflict_exit_code
         },
-        _ => crate::zk_error(&format!("cannot acquire lock {}", opts.path), e),
+        _ => crate::zk_error(&format!("cannot acquire lock {}", req.path), e),
     }
 }
 
@@ -240,29 +294,22 @@ fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_li
 
 /// Spawns the command and follows it and the lock until the command exits.
 /// A SIGINT, SIGTERM or SIGHUP to zklock sets `stopping` (forwarded to the
-/// command unless the whole group got it).
+/// command unless the whole process group, the command's too, got it).
 fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &AtomicBool) -> i32 {
+    use std::os::unix::process::CommandExt as _;
     let program = &opts.command[0];
     let mut cmd = std::process::Command::new(program);
     cmd.args(&opts.command[1..])
         .env("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
         .env("ZKLOCK_NODE_PATH", guard.node_path())
-        .env("ZKLOCK_LOCK_PATH", &opts.path)
-        .env("ZKLOCK_LOCK_MODE", opts.mode.name().to_ascii_lowercase())
+        .env("ZKLOCK_LOCK_PATH", &opts.lock.path)
+        .env("ZKLOCK_LOCK_MODE", opts.lock.mode.name().to_ascii_lowercase())
         .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
-    if let Err(e) = signals::unblock_in_child(&mut cmd) {
-        note!("cannot prepare the command's signal mask: {e}");
-        return exit::INTERNAL;
+    if opts.process_group {
+        // A group of its own, led by the command: its id is the command's pid.
+        cmd.process_group(0);
     }
-    // Every state change reaches this flag, also a suspension too short for
-    // the polling below to see (it matters with --signal-on-suspend).
-    let troubled = Arc::new(AtomicBool::new(false));
-    let flag = troubled.clone();
-    guard.on_state_change(move |state| {
-        if state != LockState::Held {
-            flag.store(true, Ordering::Release);
-        }
-    });
+    let mut watch = LockWatch::new(guard, &opts.lock.path, opts.signal_on_suspend);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -276,8 +323,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
             };
         },
     };
-    let mut watch =
-        LockWatch { path: opts.path.clone(), strict: opts.signal_on_suspend, suspended_since: None, troubled };
+    let target = Target { pid: child.id(), group: opts.process_group };
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
@@ -298,8 +344,10 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         match rx.recv_timeout(TICK) {
             Ok(Event::Signal(r)) => {
                 stopping.store(true, Ordering::Release);
-                if !r.to_group {
-                    forward(&child, r.signal);
+                // A command in a group of its own did not get the signal the
+                // kernel sent to zklock's group.
+                if !r.to_group || opts.process_group {
+                    target.send(r.signal);
                 }
             },
             Ok(_) | Err(RecvTimeoutError::Timeout) => {},
@@ -307,8 +355,8 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         }
         if lost.is_none() {
             if let Some(why) = watch.look(guard) {
-                note!("{why}; sending {} to the command (pid {})", signal_name(opts.lost_signal), child.id());
-                forward(&child, opts.lost_signal);
+                note!("{why}; sending {} to the command ({target})", signal_name(opts.lost_signal));
+                target.send(opts.lost_signal);
                 lost = Some(why);
                 kill_at = Some(Instant::now() + opts.kill_after);
             }
@@ -316,7 +364,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         if let Some(at) = kill_at {
             if Instant::now() >= at {
                 note!("the command did not exit within --kill-after {:?}; sending SIGKILL", opts.kill_after);
-                forward(&child, libc::SIGKILL);
+                target.send(libc::SIGKILL);
                 kill_at = None;
             }
         }
@@ -328,27 +376,77 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
     } else {
         Some(String::new())
     };
-    match after {
-        Some(why) => {
-            if opts.rejoin {
-                note!("{why}the command {} (leadership was lost while it ran)", describe(status));
-            } else {
-                note!(
-                    "{why}the command {}; exit status {} (the lock was lost while the command ran)",
-                    describe(status),
-                    exit::LOST
-                );
-            }
+    let Some(why) = after else { return status_code(status) };
+    if opts.process_group {
+        end_group(opts, target, kill_at, lost.is_some());
+    }
+    if opts.rejoin {
+        note!("{why}the command {} (leadership was lost while it ran)", describe(status));
+    } else {
+        note!(
+            "{why}the command {}; exit status {} (the lock was lost while the command ran)",
+            describe(status),
             exit::LOST
-        },
-        None => status_code(status),
+        );
+    }
+    exit::LOST
+}
+
+/// After a loss, with `--process-group`: processes the command started may
+/// outlive it, running without the lock. They get the lost signal (if the
+/// group did not get it yet) and SIGKILL once `--kill-after` has passed
+/// since it (at `kill_at`; `None` once SIGKILL was sent); zklock waits for
+/// the group to empty until then.
+fn end_group(opts: &RunOptions, target: Target, mut kill_at: Option<Instant>, signalled: bool) {
+    if !signals::group_alive(target.pid) {
+        return;
+    }
+    if !signalled {
+        note!("sending {} to what is left of the command's process group ({target})", signal_name(opts.lost_signal));
+        target.send(opts.lost_signal);
+        kill_at = Some(Instant::now() + opts.kill_after);
+    }
+    let Some(at) = kill_at else { return };
+    while Instant::now() < at {
+        if !signals::group_alive(target.pid) {
+            return;
+        }
+        std::thread::sleep(TICK);
+    }
+    if signals::group_alive(target.pid) {
+        note!(
+            "processes of the command's group still run --kill-after {:?} after the lost signal; sending SIGKILL",
+            opts.kill_after
+        );
+        target.send(libc::SIGKILL);
     }
 }
 
-/// Sends `sig` to the command (not yet reaped), reporting a failure.
-fn forward(child: &Child, sig: i32) {
-    if let Err(e) = signals::send(child.id(), sig) {
-        note!("cannot send {} to the command (pid {}): {e}", signal_name(sig), child.id());
+/// Where signals for the command go: its process, or its process group.
+#[derive(Clone, Copy)]
+struct Target {
+    /// The command's pid (not yet reaped while signals go to it alone).
+    pid: u32,
+    /// `--process-group`: the group the command leads.
+    group: bool,
+}
+
+impl Target {
+    /// Sends `sig`, reporting a failure.
+    fn send(self, sig: i32) {
+        if let Err(e) = signals::send(self.pid, sig, self.group) {
+            note!("cannot send {} to the command ({self}): {e}", signal_name(sig));
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group {
+            write!(f, "process group {}", self.pid)
+        } else {
+            write!(f, "pid {}", self.pid)
+        }
     }
 }
 
@@ -370,20 +468,36 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// Decides when a held lock counts as lost for the command.
-struct LockWatch {
+/// Decides when a held lock counts as lost for the command (or for
+/// `zklock hold`).
+pub(crate) struct LockWatch {
     /// The lock path, for messages.
     path: String,
     /// `--signal-on-suspend`: not safely held is lost.
     strict: bool,
+    /// Since when ZooKeeper has not answered (the lock is suspended).
     suspended_since: Option<Instant>,
     /// Set by the state-change callback on any state but Held.
     troubled: Arc<AtomicBool>,
 }
 
 impl LockWatch {
+    /// Watches `guard`, the lock at `path`; `strict`: a suspension is a loss.
+    pub(crate) fn new(guard: &Guard, path: &str, strict: bool) -> LockWatch {
+        // Every state change reaches this flag, also a suspension too short
+        // for the polling to see (it matters with --signal-on-suspend).
+        let troubled = Arc::new(AtomicBool::new(false));
+        let flag = troubled.clone();
+        guard.on_state_change(move |state| {
+            if state != LockState::Held {
+                flag.store(true, Ordering::Release);
+            }
+        });
+        LockWatch { path: path.to_owned(), strict, suspended_since: None, troubled }
+    }
+
     /// `Some(reason)` once the lock counts as lost.
-    fn look(&mut self, guard: &Guard) -> Option<String> {
+    pub(crate) fn look(&mut self, guard: &Guard) -> Option<String> {
         let checked = guard.check();
         if self.strict && checked.is_ok() && self.troubled.load(Ordering::Acquire) {
             return Some(self.was_suspended());
@@ -437,6 +551,7 @@ impl LockWatch {
         }
     }
 
+    /// Why a strict watch counts a suspension that has passed as a loss.
     fn was_suspended(&self) -> String {
         format!("lock {} was suspended for a moment (--signal-on-suspend)", self.path)
     }

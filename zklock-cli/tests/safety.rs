@@ -37,7 +37,7 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let marker = dir.join("ran");
     let _ = std::fs::remove_file(&marker);
     proxy.hold_replies_from_next_create();
-    let p = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+    let p = std::process::Command::new(common::bin())
         .args([
             "run",
             "--hosts",
@@ -212,7 +212,7 @@ fn zklock_run_stalling_with(
     let path = run_args.last().copied().unwrap_or("/");
     let dir = std::env::temp_dir().join(format!("zklock{}-{}", path.replace('/', "-"), std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"));
+    let mut cmd = std::process::Command::new(common::bin());
     cmd.args(["run", "--hosts", hosts, "--session-timeout", session, "--timeout", "30s"])
         .args(run_args)
         .arg("--")
