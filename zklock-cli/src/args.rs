@@ -50,13 +50,14 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
         "LOCK KINDS",
         "\
   Without -s or -x, `run` and `hold` take the plain exclusive lock (Curator
-  InterProcessMutex, nodes `-lock-`). It excludes other plain holders of the
-  path, but NOT holders of -s: those take the read side of the read/write
-  lock (Curator InterProcessReadWriteLock, nodes `__READ__`), whose write
-  side is -x (`__WRIT__`). To have readers and writers on one path, use -s
-  and -x together on it; never mix -s with the plain lock. --permits N is a
-  third kind again (a counting semaphore). Every kind interoperates with
-  Curator, kazoo and the zklock libraries on the same path.",
+  InterProcessMutex, nodes `-lock-`). -s and -x are the read and the write
+  side of a read/write lock (Curator InterProcessReadWriteLock, nodes
+  `__READ__` and `__WRIT__`): -s holders share it, -x excludes everyone.
+  zklock keeps every kind of a path in one queue, so among zklock clients
+  the plain lock excludes -s holders too, like -x. Curator's and kazoo's
+  readers, however, do not wait for `-lock-` nodes: on a path that other
+  libraries use, use -s and -x together, never -s with the plain lock.
+  --permits N is a counting semaphore (nodes under PATH/leases).",
     ),
     (
         "SIGNALS",
@@ -141,8 +142,9 @@ the lock, close the session and exit with the command's status.
 Options may come before or after PATH; the first word after PATH that is not an option (or everything after `--`) is \
 the command. With -c, the command is a string run by /bin/sh -c.
 
-Without -s or -x the lock is the plain exclusive lock (Curator InterProcessMutex), which does NOT exclude -s holders \
-of the same path: use -s and -x together on one path (see LOCK KINDS in `zklock --help`).
+Without -s or -x the lock is the plain exclusive lock (Curator InterProcessMutex). zklock queues it with the -s and \
+-x holders of the path, so it excludes them too; but Curator's and kazoo's readers do not wait for it: on a path \
+shared with them, use -s and -x together (see LOCK KINDS in `zklock --help`).
 
 If the lock is lost while the command runs, the command gets --lost-signal, then SIGKILL after --kill-after, and zklock \
 exits with 70.",
@@ -236,16 +238,17 @@ impl Connection {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Lock")]
 pub(crate) struct KindArgs {
-    /// Take the read (shared) side of the read/write lock at PATH: excluded by -x, not by the plain lock
+    /// Take the read (shared) side of the read/write lock at PATH: -s holders share it, -x excludes them
     ///
-    /// Holders of -s share the lock; -x excludes them. The plain lock (no -s or -x) does not exclude -s holders:
-    /// use -s and -x together on one path.
+    /// zklock's plain lock (no -s or -x) waits for -s holders as well, but a Curator or kazoo reader does not wait
+    /// for the plain lock: use -s and -x together on one path.
     #[arg(short = 's', long = "shared", visible_alias = "read")]
     shared: bool,
-    /// Take the write side of the read/write lock at PATH: excludes -s and -x holders (the plain lock does not)
+    /// Take the write side of the read/write lock at PATH: excludes -s and -x holders
     ///
-    /// Without -s or -x, the plain exclusive lock (Curator InterProcessMutex) is taken: it excludes other plain
-    /// holders, but NOT -s holders of the same path. Use -s and -x together on one path.
+    /// Without -s or -x, the plain exclusive lock (Curator InterProcessMutex, nodes -lock-) is taken. Among zklock
+    /// clients it waits for -s holders too (one queue per path), but Curator's and kazoo's readers do not wait for it:
+    /// where they share the path, use -s and -x together.
     #[arg(short = 'x', long = "exclusive", visible_alias = "write")]
     exclusive: bool,
     /// Take one lease of a counting semaphore with N permits (up to N at once; every user must give the same N)

@@ -21,7 +21,8 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> i32 {
 }
 
 /// `zklock man`: zklock(1) on stdout; with `--dir DIR`, zklock.1 and a page
-/// per visible subcommand (zklock-run.1, ...) written into DIR.
+/// per visible subcommand (zklock-run.1, ...) written into DIR (made if
+/// need be).
 pub(crate) fn man(dir: Option<&Path>) -> i32 {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
@@ -35,8 +36,10 @@ pub(crate) fn man(dir: Option<&Path>) -> i32 {
             },
         };
     };
-    let written =
-        std::fs::File::create(dir.join("zklock.1")).and_then(|mut f| main_page(&cmd, &mut f)).and_then(|()| {
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::File::create(dir.join("zklock.1")))
+        .and_then(|mut f| main_page(&cmd, &mut f))
+        .and_then(|()| {
             for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
                 page(sub.clone()).generate_to(dir)?;
             }

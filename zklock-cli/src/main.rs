@@ -21,8 +21,11 @@
 //! `InterProcessMutex`, nodes `-lock-`); `-s`/`--shared` (`--read`) and
 //! `-x`/`--exclusive` (`--write`) are the read and the write side of a
 //! read/write lock; `--permits N` is one lease of a counting semaphore
-//! (Curator's node names throughout). The plain lock does NOT exclude `-s`
-//! holders of the same path: use `-s` and `-x` together on one path.
+//! (Curator's node names throughout). zklock keeps every kind of a path in
+//! one queue, so among zklock clients the plain lock excludes `-s` holders
+//! too; Curator's and kazoo's readers do not wait for the plain lock's
+//! `-lock-` nodes, so on a path shared with them use `-s` and `-x`
+//! together, never `-s` with the plain lock.
 //! Waiting follows flock(1): `-n`/`--nonblock` tries once, `-w`/`--timeout`
 //! bounds the wait, and `-E`/`--conflict-exit-code` is the exit status when
 //! the lock is not granted (75 by default); `-c CMD` runs `/bin/sh -c CMD`.
