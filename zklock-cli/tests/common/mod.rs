@@ -17,6 +17,7 @@ use std::time::Duration;
 #[path = "../../../zklock-core/tests/common/mod.rs"]
 mod zk;
 
+#[allow(unused_imports)] // not every test file needs a server
 pub use zk::*;
 
 /// One second.
