@@ -210,7 +210,7 @@ Print the completion script for SHELL on stdout, e.g.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Connection")]
 pub(crate) struct Connection {
-    /// ZooKeeper connect string host:port[,host:port...][/chroot]
+    /// ZooKeeper connect string `host:port[,host:port...][/chroot]`
     #[arg(long, value_name = "HOSTS", env = "ZKLOCK_HOSTS")]
     pub(crate) hosts: Option<String>,
     /// Session timeout to ask for; a lock whose holder died is freed after this long
@@ -234,10 +234,11 @@ impl Connection {
     }
 }
 
-/// Which lock `run` and `hold` take (the plain exclusive lock by default).
+/// Which lock `run` and `hold` take (the plain exclusive lock by default)
+/// and what its node holds.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Lock")]
-pub(crate) struct KindArgs {
+pub(crate) struct LockArgs {
     /// Take the read (shared) side of the read/write lock at PATH: -s holders share it, -x excludes them
     ///
     /// zklock's plain lock (no -s or -x) waits for -s holders as well, but a Curator or kazoo reader does not wait
@@ -256,9 +257,16 @@ pub(crate) struct KindArgs {
     /// Curator InterProcessSemaphoreV2: nodes under PATH/leases and PATH/locks.
     #[arg(long, value_name = "N", value_parser = permits, allow_hyphen_values = true)]
     permits: Option<usize>,
+
+    /// Store STRING in the lock node (shown by `zklock list`)
+    #[arg(long, value_name = "STRING")]
+    data: Option<String>,
+    /// Store `<hostname>/<pid of zklock>` in the lock node
+    #[arg(long, conflicts_with = "data")]
+    identify: bool,
 }
 
-impl KindArgs {
+impl LockArgs {
     /// The lock mode asked for, and the permits of a semaphore.
     ///
     /// # Errors
@@ -282,18 +290,31 @@ impl KindArgs {
             (None, false, false) => (LockMode::Exclusive, None),
         })
     }
-}
 
-/// What is stored in the lock node (shown by `zklock list`).
-#[derive(Args, Debug, Clone)]
-#[command(next_help_heading = "Lock")]
-pub(crate) struct DataArgs {
-    /// Store STRING in the lock node (shown by `zklock list`)
-    #[arg(long, value_name = "STRING")]
-    data: Option<String>,
-    /// Store "<hostname>/<pid of zklock>" in the lock node
-    #[arg(long, conflicts_with = "data")]
-    identify: bool,
+    /// `--data` or `--identify`, if given.
+    fn node_data(self) -> Option<NodeData> {
+        match (self.data, self.identify) {
+            (Some(text), _) => Some(NodeData::Text(text)),
+            (None, true) => Some(NodeData::Identify),
+            (None, false) => None,
+        }
+    }
+
+    /// The lock to take at `path`, connecting by `connection`, waiting as
+    /// `wait` says.
+    ///
+    /// # Errors
+    /// A usage error for two lock kinds at once.
+    fn request(
+        self,
+        path: String,
+        connection: Connection,
+        wait: &WaitArgs,
+        verbose: bool,
+    ) -> Result<LockRequest, Usage> {
+        let (mode, permits) = self.mode()?;
+        Ok(LockRequest { connection, path, mode, permits, wait: wait.wait(), data: self.node_data(), verbose })
+    }
 }
 
 /// How long to wait for the lock, and the exit status when it is not
@@ -334,7 +355,7 @@ impl WaitArgs {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Command")]
 pub(crate) struct CommandArgs {
-    /// Run CMD with /bin/sh -c (like flock -c) instead of COMMAND [ARGS]
+    /// Run CMD with `/bin/sh -c` (like flock -c) instead of `COMMAND [ARGS]`
     #[arg(short = 'c', long = "command", value_name = "CMD")]
     shell_command: Option<OsString>,
     /// Signal for the command when the lock is lost (a name like INT, USR1, SIGKILL or a number)
@@ -359,6 +380,25 @@ pub(crate) struct CommandArgs {
     process_group: bool,
 }
 
+impl CommandArgs {
+    /// The options of `zklock SUB` (`run` or `lead`, which rejoins) that
+    /// takes `lock` and runs `positional` (`COMMAND [ARGS...]`) or `-c`'s.
+    ///
+    /// # Errors
+    /// A usage error for a missing or doubled command.
+    fn options(self, sub: &str, lock: LockRequest, positional: Vec<OsString>) -> Result<RunOptions, Usage> {
+        Ok(RunOptions {
+            lock,
+            command: command(sub, positional, self.shell_command)?,
+            lost_signal: self.lost_signal,
+            kill_after: self.kill_after,
+            signal_on_suspend: self.signal_on_suspend,
+            process_group: self.process_group,
+            rejoin: sub == "lead",
+        })
+    }
+}
+
 /// The arguments of `zklock run`.
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
@@ -371,12 +411,9 @@ pub(crate) struct RunArgs {
     /// Say on stderr when the lock is acquired and released, and show zklock's INFO log records
     #[arg(short, long)]
     verbose: bool,
-    /// Which lock.
+    /// Which lock, and its node's data.
     #[command(flatten)]
-    kind: KindArgs,
-    /// The lock node's data.
-    #[command(flatten)]
-    data: DataArgs,
+    lock: LockArgs,
     /// How long to wait.
     #[command(flatten)]
     wait: WaitArgs,
@@ -400,7 +437,7 @@ pub(crate) struct LeadArgs {
     /// Say on stderr when leadership is taken and given up, and show zklock's INFO log records
     #[arg(short, long)]
     verbose: bool,
-    /// Our participant id, stored in our node and shown by `list` (default: "<hostname>/<pid of zklock>")
+    /// Our participant id, stored in our node and shown by `list` (default: `<hostname>/<pid of zklock>`)
     #[arg(long, visible_alias = "data", value_name = "ID", help_heading = "Lock")]
     id: Option<String>,
     /// How long to wait.
@@ -426,12 +463,9 @@ pub(crate) struct HoldArgs {
     /// Print one JSON object: {"token", "node_path", "lock_path", "mode", "session_id"}
     #[arg(long)]
     json: bool,
-    /// Which lock.
+    /// Which lock, and its node's data.
     #[command(flatten)]
-    kind: KindArgs,
-    /// The lock node's data.
-    #[command(flatten)]
-    data: DataArgs,
+    lock: LockArgs,
     /// How long to wait.
     #[command(flatten)]
     wait: WaitArgs,
@@ -566,42 +600,14 @@ fn command(sub: &str, positional: Vec<OsString>, shell: Option<OsString>) -> Res
     Ok(command)
 }
 
-impl DataArgs {
-    /// `--data` or `--identify`, if given.
-    fn node_data(self) -> Option<NodeData> {
-        match (self.data, self.identify) {
-            (Some(text), _) => Some(NodeData::Text(text)),
-            (None, true) => Some(NodeData::Identify),
-            (None, false) => None,
-        }
-    }
-}
-
 impl RunArgs {
     /// The options of `zklock run`.
     ///
     /// # Errors
     /// A usage error for rules clap does not check.
     pub(crate) fn options(self) -> Result<RunOptions, Usage> {
-        let (mode, permits) = self.kind.mode()?;
-        let command = command("run", self.command, self.run.shell_command)?;
-        Ok(RunOptions {
-            lock: LockRequest {
-                connection: self.connection,
-                path: self.path,
-                mode,
-                permits,
-                wait: self.wait.wait(),
-                data: self.data.node_data(),
-                verbose: self.verbose,
-            },
-            command,
-            lost_signal: self.run.lost_signal,
-            kill_after: self.run.kill_after,
-            signal_on_suspend: self.run.signal_on_suspend,
-            process_group: self.run.process_group,
-            rejoin: false,
-        })
+        let lock = self.lock.request(self.path, self.connection, &self.wait, self.verbose)?;
+        self.run.options("run", lock, self.command)
     }
 
     /// `--verbose`.
@@ -616,26 +622,18 @@ impl LeadArgs {
     /// # Errors
     /// A usage error for rules clap does not check.
     pub(crate) fn options(self) -> Result<RunOptions, Usage> {
-        let command = command("lead", self.command, self.run.shell_command)?;
         // A participant's id tells who leads: by default, who we are.
         let data = Some(self.id.map_or(NodeData::Identify, NodeData::Text));
-        Ok(RunOptions {
-            lock: LockRequest {
-                connection: self.connection,
-                path: self.path,
-                mode: LockMode::Leader,
-                permits: None,
-                wait: self.wait.wait(),
-                data,
-                verbose: self.verbose,
-            },
-            command,
-            lost_signal: self.run.lost_signal,
-            kill_after: self.run.kill_after,
-            signal_on_suspend: self.run.signal_on_suspend,
-            process_group: self.run.process_group,
-            rejoin: true,
-        })
+        let lock = LockRequest {
+            connection: self.connection,
+            path: self.path,
+            mode: LockMode::Leader,
+            permits: None,
+            wait: self.wait.wait(),
+            data,
+            verbose: self.verbose,
+        };
+        self.run.options("lead", lock, self.command)
     }
 
     /// `--verbose`.
@@ -650,17 +648,8 @@ impl HoldArgs {
     /// # Errors
     /// A usage error for two lock kinds at once.
     pub(crate) fn options(self) -> Result<HoldOptions, Usage> {
-        let (mode, permits) = self.kind.mode()?;
         Ok(HoldOptions {
-            lock: LockRequest {
-                connection: self.connection,
-                path: self.path,
-                mode,
-                permits,
-                wait: self.wait.wait(),
-                data: self.data.node_data(),
-                verbose: self.verbose,
-            },
+            lock: self.lock.request(self.path, self.connection, &self.wait, self.verbose)?,
             json: self.json,
         })
     }
