@@ -17,7 +17,7 @@ use crate::exit;
 pub(crate) fn completions(shell: clap_complete::Shell) -> i32 {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "zklock", &mut out);
-    write_stdout(&out)
+    crate::write_stdout(&out)
 }
 
 /// `zklock man`: zklock(1) on stdout; with `--dir DIR`, zklock.1 and a page
@@ -29,7 +29,7 @@ pub(crate) fn man(dir: Option<&Path>) -> i32 {
     let Some(dir) = dir else {
         let mut out = Vec::new();
         return match main_page(&cmd, &mut out) {
-            Ok(()) => write_stdout(&out),
+            Ok(()) => crate::write_stdout(&out),
             Err(e) => {
                 note!("cannot render the man page: {e}");
                 exit::INTERNAL
@@ -89,18 +89,4 @@ fn main_page(cmd: &clap::Command, w: &mut dyn Write) -> io::Result<()> {
     }
     roff.to_writer(w)?;
     man.render_version_section(w)
-}
-
-/// Writes `bytes` to stdout; 0, or 71 if it cannot (a reader that went
-/// away is no error).
-fn write_stdout(bytes: &[u8]) -> i32 {
-    let mut out = io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => exit::OK,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => exit::OK,
-        Err(e) => {
-            note!("cannot write the output: {e}");
-            exit::INTERNAL
-        },
-    }
 }

@@ -1,12 +1,9 @@
 //! `zklock list`: the queue of a lock path, holders first.
 
-use std::io::{self, Write};
-
 use serde::Serialize;
 use zklock_core::{Client, Participant};
 
 use crate::args::ListOptions;
-use crate::exit;
 
 /// Runs `zklock list` and returns the exit code.
 pub(crate) fn list(opts: ListOptions) -> i32 {
@@ -25,16 +22,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Err(e) => return crate::zk_error(&format!("cannot list lock {}", opts.path), &e),
     };
     let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => exit::OK,
-        // A reader that went away (`zklock list ... | head -1`) is no error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => exit::OK,
-        Err(e) => {
-            note!("cannot write the output: {e}");
-            exit::INTERNAL
-        },
-    }
+    crate::write_stdout(text.as_bytes())
 }
 
 /// `HOLDS` or `WAITS`.

@@ -133,7 +133,7 @@ mod exit {
     pub(crate) const USAGE: i32 = 64;
     /// ZooKeeper unreachable or failing (sysexits `EX_UNAVAILABLE`).
     pub(crate) const UNAVAILABLE: i32 = 69;
-    /// The lock was lost while the command ran.
+    /// The lock was lost while the command ran (or `zklock hold` held it).
     pub(crate) const LOST: i32 = 70;
     /// Internal or OS error (sysexits `EX_OSERR`).
     pub(crate) const INTERNAL: i32 = 71;
@@ -220,6 +220,21 @@ pub(crate) fn checked_target(c: &args::Connection, path: &str) -> Result<String,
         return Err(usage_error(e.message()));
     }
     Ok(hosts)
+}
+
+/// Writes `bytes` to stdout; returns 0, or 71 if it cannot (a reader that
+/// went away, as in `zklock list ... | head -1`, is no error).
+pub(crate) fn write_stdout(bytes: &[u8]) -> i32 {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => exit::OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
+        Err(e) => {
+            note!("cannot write the output: {e}");
+            exit::INTERNAL
+        },
+    }
 }
 
 /// Reports a usage error; returns 64.
