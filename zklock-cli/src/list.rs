@@ -1,11 +1,9 @@
 //! `zklock list`: the queue of a lock path, holders first.
 
-use std::io::{self, Write};
-
+use serde::Serialize;
 use zklock_core::{Client, Participant};
 
 use crate::args::ListOptions;
-use crate::exit;
 
 /// Runs `zklock list` and returns the exit code.
 pub(crate) fn list(opts: ListOptions) -> i32 {
@@ -24,16 +22,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Err(e) => return crate::zk_error(&format!("cannot list lock {}", opts.path), &e),
     };
     let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => exit::OK,
-        // A reader that went away (`zklock list ... | head -1`) is no error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => exit::OK,
-        Err(e) => {
-            note!("cannot write the output: {e}");
-            exit::INTERNAL
-        },
-    }
+    crate::write_stdout(text.as_bytes())
 }
 
 /// `HOLDS` or `WAITS`.
@@ -93,47 +82,59 @@ fn table(_path: &str, queue: &[Participant]) -> String {
     out
 }
 
-/// A JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// `zklock list --json`: the lock path and its queue.
+#[derive(Serialize)]
+struct Queue<'a> {
+    /// The lock path as given.
+    path: &'a str,
+    /// The participants, holders first.
+    participants: Vec<Entry>,
+}
+
+/// One participant in `zklock list --json`.
+#[derive(Serialize)]
+struct Entry {
+    /// 1 for the first in the queue.
+    position: usize,
+    /// `HOLDS` or `WAITS`.
+    state: &'static str,
+    /// Whether it holds the lock.
+    holds: bool,
+    /// `reader` or `writer`.
+    kind: String,
+    /// The node's sequence number.
+    sequence: i64,
+    /// The owner session, hex with `0x`.
+    session_id: String,
+    /// The node's data (invalid UTF-8 replaced).
+    data: String,
+    /// The node's name.
+    node: String,
+    /// The node's path.
+    node_path: String,
 }
 
 /// One JSON object on one line: `{"path": ..., "participants": [...]}`.
 fn json(path: &str, queue: &[Participant]) -> String {
-    let items: Vec<String> = queue
+    let participants = queue
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            format!(
-                "{{\"position\":{},\"state\":\"{}\",\"holds\":{},\"kind\":\"{}\",\"sequence\":{},\"session_id\":{},\
-                 \"data\":{},\"node\":{},\"node_path\":{}}}",
-                i + 1,
-                state_name(p),
-                p.holds,
-                p.kind.name().to_ascii_lowercase(),
-                p.sequence,
-                json_string(&format!("{:#x}", p.session_id)),
-                json_string(&String::from_utf8_lossy(&p.data)),
-                json_string(&p.name),
-                json_string(&format!("{path}/{}", p.name)),
-            )
+        .map(|(i, p)| Entry {
+            position: i + 1,
+            state: state_name(p),
+            holds: p.holds,
+            kind: p.kind.name().to_ascii_lowercase(),
+            sequence: p.sequence,
+            session_id: format!("{:#x}", p.session_id),
+            data: String::from_utf8_lossy(&p.data).into_owned(),
+            node: p.name.clone(),
+            node_path: format!("{path}/{}", p.name),
         })
         .collect();
-    format!("{{\"path\":{},\"participants\":[{}]}}\n", json_string(path), items.join(","))
+    let mut out = serde_json::to_string(&Queue { path, participants })
+        .expect("a struct of strings, numbers and booleans is always valid JSON");
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
@@ -147,7 +148,8 @@ mod tests {
 
     #[test]
     fn json_escapes_and_shapes() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        let out = json("/l", &[p("n", false, NodeKind::Reader, b"a\"b\\c\n\x01")]);
+        assert!(out.contains(r#""data":"a\"b\\c\n\u0001""#), "{out}");
         let out = json("/l", &[p("n", true, NodeKind::Writer, b"h/1")]);
         assert_eq!(
             out,

@@ -1,0 +1,275 @@
+//! `zklock`: run a command while holding a ZooKeeper lock, in the spirit of
+//! flock(1); hold a lock for a shell script; lead an election; list the
+//! queue of a lock.
+//!
+//! ```text
+//! zklock run  [OPTIONS] PATH [--] COMMAND [ARGS...]    zklock run  [OPTIONS] PATH -c CMD
+//! zklock lead [OPTIONS] PATH [--] COMMAND [ARGS...]    zklock lead [OPTIONS] PATH -c CMD
+//! zklock hold [OPTIONS] PATH
+//! zklock list [OPTIONS] PATH
+//! zklock completions bash|zsh|fish|elvish|powershell
+//! ```
+//!
+//! The command line is declared with clap in [`args`] (its help texts are
+//! also the man page, [`docs`]); durations are humantime's (`1m30s`,
+//! `500ms`) or plain seconds (`2.5`).
+//!
+//! `zklock run` connects, takes the lock at `PATH`, runs the command with
+//! the lock details in its environment, and when the command exits releases
+//! the lock and closes the session (so no node is left behind, whatever
+//! happened). The lock is the plain exclusive lock by default (Curator
+//! `InterProcessMutex`, nodes `-lock-`); `-s`/`--shared` (`--read`) and
+//! `-x`/`--exclusive` (`--write`) are the read and the write side of a
+//! read/write lock; `--permits N` is one lease of a counting semaphore
+//! (Curator's node names throughout). zklock keeps every kind of a path in
+//! one queue, so among zklock clients the plain lock excludes `-s` holders
+//! too; Curator's and kazoo's readers do not wait for the plain lock's
+//! `-lock-` nodes, so on a path shared with them use `-s` and `-x`
+//! together, never `-s` with the plain lock.
+//! Waiting follows flock(1): `-n`/`--nonblock` tries once, `-w`/`--timeout`
+//! bounds the wait, and `-E`/`--conflict-exit-code` is the exit status when
+//! the lock is not granted (75 by default); `-c CMD` runs `/bin/sh -c CMD`.
+//! If the lock is lost while the command runs, the command gets
+//! `--lost-signal` (SIGTERM), then SIGKILL after `--kill-after` (5 s), and
+//! zklock exits with 70.
+//!
+//! `zklock lead` is `zklock run` on a leader election (Curator
+//! `LeaderLatch` compatible): the command runs while zklock leads; when
+//! leadership is lost the command is signalled as above and, once it has
+//! exited, zklock joins the election again (`--id` sets the participant
+//! id, by default `<hostname>/<pid>`), unless zklock got SIGINT, SIGTERM
+//! or SIGHUP meanwhile.
+//!
+//! `zklock hold` takes the lock (the kinds and waiting options of `run`),
+//! prints its fencing token on one line of stdout (`--json`: an object with
+//! `token`, `node_path`, `lock_path`, `mode`, `session_id`), and holds it
+//! until stdin reaches end of file or zklock gets SIGINT, SIGTERM or
+//! SIGHUP; then it releases the lock and exits 0. A lock lost meanwhile is
+//! reported on stderr, exit 70. Like `etcdctl lock` without a command.
+//!
+//! `zklock list` prints the participants of a lock in queue order, holders
+//! first (a table, or one JSON object with `--json`). `zklock completions
+//! SHELL` prints a completion script; the hidden `zklock man [--dir DIR]`
+//! prints the man page (or writes zklock.1 and a page per command).
+//!
+//! # Environment of the command
+//!
+//! | variable | value |
+//! |---|---|
+//! | `ZKLOCK_FENCING_TOKEN` | the fencing token (czxid of our node), decimal |
+//! | `ZKLOCK_NODE_PATH` | our lock node, e.g. `/locks/job/_c_<uuid>-lock-0000000004` |
+//! | `ZKLOCK_LOCK_PATH` | the lock path as given |
+//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write`, `leader` or `lease` |
+//! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
+//!
+//! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent, `ZKLOCK_LOG`
+//! for the level of zklock's log records on stderr (default `warn`).
+//!
+//! # Signals
+//!
+//! SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to the command
+//! (except when the kernel sent them to the whole process group, as Ctrl-C
+//! in a terminal does: the command has them already). zklock then keeps
+//! waiting for the command and exits with its status. While zklock still
+//! waits for the lock, such a signal cancels the wait (our node is deleted)
+//! and zklock exits with 128 + the signal number.
+//!
+//! Signals go to the command's process only, not to processes it started
+//! (a shell script should `exec` its long-running program or pass the
+//! signal on), unless `--process-group` starts the command in a process
+//! group of its own: then forwarded signals, the lost signal and SIGKILL go
+//! to the whole group (and a Ctrl-C, which no longer reaches the command
+//! from the terminal, is forwarded too); after a loss, what is left of the
+//! group once the command has exited is killed after `--kill-after`.
+//!
+//! A suspended lock (connection lost; it may still be ours) is tolerated by
+//! default while the core's safety clock says it is still safely ours; once
+//! ZooKeeper has not answered for nearly a session timeout (before the
+//! server can expire the session and grant the lock to anyone else) it
+//! counts as lost. With `--signal-on-suspend` the command is signalled as
+//! soon as the lock is suspended.
+//!
+//! # Exit status
+//!
+//! | code | meaning |
+//! |---|---|
+//! | the command's | the command ran and exited (128 + N if killed by signal N) |
+//! | 0 | `hold` released the lock after stdin closed or a signal; `list`, `--help`, `--version` |
+//! | 64 | usage error: bad option or duration, invalid lock path, no or empty hosts (clap's errors too) |
+//! | 69 | cannot connect to ZooKeeper, or ZooKeeper failed, before the command ran |
+//! | 70 | the lock was lost while the command ran or `hold` held it (wins over the command's status; `lead` rejoins instead) |
+//! | 71 | internal error (e.g. no thread could be started) |
+//! | 75 | conflict: the lock was held (`-n`) or not granted within `--timeout`; `-E CODE` changes it |
+//! | 126 | the command was found but cannot be executed |
+//! | 127 | the command was not found |
+//! | 128 + N | zklock got signal N while waiting for the lock |
+
+/// Prints one line `zklock: ...` on stderr (never panics, even if stderr is
+/// closed). Defined before the modules so that they can use it.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "zklock: {}", format_args!($($arg)*));
+    }};
+}
+
+mod args;
+mod docs;
+mod hold;
+mod list;
+mod run;
+mod signals;
+
+use std::time::Duration;
+
+use clap::Parser as _;
+use zklock_core::{ClientOptions, Error, ErrorKind};
+
+/// The exit codes of `zklock` (see the module documentation).
+mod exit {
+    /// Success (`zklock list`, `zklock hold`, help).
+    pub(crate) const OK: i32 = 0;
+    /// Usage error (sysexits `EX_USAGE`).
+    pub(crate) const USAGE: i32 = 64;
+    /// ZooKeeper unreachable or failing (sysexits `EX_UNAVAILABLE`).
+    pub(crate) const UNAVAILABLE: i32 = 69;
+    /// The lock was lost while the command ran (or `zklock hold` held it).
+    pub(crate) const LOST: i32 = 70;
+    /// Internal or OS error (sysexits `EX_OSERR`).
+    pub(crate) const INTERNAL: i32 = 71;
+    /// The lock was held (`-n`) or not granted in time (sysexits
+    /// `EX_TEMPFAIL`): the default of `-E`.
+    pub(crate) const TIMEOUT: u8 = 75;
+    /// The command cannot be executed (as in the shell).
+    pub(crate) const CANNOT_EXECUTE: i32 = 126;
+    /// The command was not found (as in the shell).
+    pub(crate) const NOT_FOUND: i32 = 127;
+}
+
+/// Parses the command line, runs the subcommand, exits with its code.
+fn main() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let code = match args::Cli::try_parse_from(&argv) {
+        Ok(cli) => dispatch(cli.command),
+        Err(e) => clap_error(&e, args::subcommand_in(argv.get(1..).unwrap_or_default()).as_deref()),
+    };
+    std::process::exit(code);
+}
+
+/// Runs the subcommand; returns the exit code.
+fn dispatch(sub: args::Sub) -> i32 {
+    use args::Sub;
+    let verbose = match &sub {
+        Sub::Run(a) => a.verbose(),
+        Sub::Lead(a) => a.verbose(),
+        Sub::Hold(a) => a.verbose(),
+        Sub::List(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
+    };
+    log_to_stderr(verbose);
+    let outcome = match sub {
+        Sub::Run(a) => a.options().map(run::run),
+        Sub::Lead(a) => a.options().map(run::run),
+        Sub::Hold(a) => a.options().map(hold::hold),
+        Sub::List(a) => Ok(list::list(a.options())),
+        Sub::Completions { shell } => Ok(docs::completions(shell)),
+        Sub::Man { dir } => Ok(docs::man(dir.as_deref())),
+    };
+    outcome.unwrap_or_else(|u| usage_error(&u.0))
+}
+
+/// `--help` and `--version` (exit 0), or a usage error in one line (64);
+/// `sub`: the subcommand given, if any.
+fn clap_error(e: &clap::Error, sub: Option<&str>) -> i32 {
+    use clap::error::ErrorKind as Kind;
+    match e.kind() {
+        Kind::DisplayHelp | Kind::DisplayVersion => {
+            // A closed stdout is no error.
+            let _ = e.print();
+            exit::OK
+        },
+        _ => usage_error(&args::clap_message(e, sub)),
+    }
+}
+
+/// The core's log records on stderr: `$ZKLOCK_LOG` (`error`, `warn`,
+/// `info`, `debug`, `trace`, `off`) or warnings, and at least `info` with
+/// `-v`.
+fn log_to_stderr(verbose: bool) {
+    let asked = std::env::var("ZKLOCK_LOG").ok().and_then(|v| {
+        let level = zklock_core::logging::level_filter(&v);
+        if level.is_none() {
+            eprintln!("zklock: ZKLOCK_LOG={v:?} is not a log level (error, warn, info, debug, trace, off); using warn");
+        }
+        level
+    });
+    let mut level = asked.unwrap_or(log::LevelFilter::Warn);
+    if verbose {
+        level = level.max(log::LevelFilter::Info);
+    }
+    let _ = zklock_core::logging::set_log_sink(level, zklock_core::logging::to_stderr);
+}
+
+/// The hosts (from `--hosts` or `ZKLOCK_HOSTS`) once they and the lock
+/// `path` are valid; otherwise the usage error's exit code (64), printed.
+pub(crate) fn checked_target(c: &args::Connection, path: &str) -> Result<String, i32> {
+    let hosts = c.hosts().map_err(|u| usage_error(&u.0))?;
+    if let Err(e) = zklock_core::validate_connect_string(&hosts) {
+        return Err(usage_error(&format!("invalid ZooKeeper hosts: {}", e.message())));
+    }
+    if let Err(e) = zklock_core::validate_lock_path(path) {
+        return Err(usage_error(e.message()));
+    }
+    Ok(hosts)
+}
+
+/// Writes `bytes` to stdout; returns 0, or 71 if it cannot (a reader that
+/// went away, as in `zklock list ... | head -1`, is no error).
+pub(crate) fn write_stdout(bytes: &[u8]) -> i32 {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => exit::OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::OK,
+        Err(e) => {
+            note!("cannot write the output: {e}");
+            exit::INTERNAL
+        },
+    }
+}
+
+/// Reports a usage error; returns 64.
+pub(crate) fn usage_error(message: &str) -> i32 {
+    note!("{message}");
+    exit::USAGE
+}
+
+/// Reports a failed connect; returns its exit code.
+pub(crate) fn connect_error(hosts: &str, e: &Error) -> i32 {
+    match e.kind() {
+        ErrorKind::InvalidArgument | ErrorKind::InvalidPath => usage_error(e.message()),
+        _ => zk_error(&format!("cannot connect to ZooKeeper at {hosts}"), e),
+    }
+}
+
+/// Reports a ZooKeeper failure while doing `what`; returns its exit code.
+pub(crate) fn zk_error(what: &str, e: &Error) -> i32 {
+    note!("{what}: {} ({})", e.message(), e.kind());
+    match e.kind() {
+        ErrorKind::InvalidArgument | ErrorKind::InvalidPath => exit::USAGE,
+        ErrorKind::Internal | ErrorKind::Closed => exit::INTERNAL,
+        _ => exit::UNAVAILABLE,
+    }
+}
+
+/// The operation timeout zklock uses: the session timeout, within 1 s to
+/// 10 s (it bounds the release and the close at exit).
+pub(crate) fn operation_timeout(session_timeout: Duration) -> Duration {
+    session_timeout.clamp(Duration::from_secs(1), Duration::from_secs(10))
+}
+
+/// Client options from the command line, and the connect timeout.
+pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> (ClientOptions, Duration) {
+    let session = c.session_timeout;
+    let o = ClientOptions::new(hosts).session_timeout(session).operation_timeout(operation_timeout(session));
+    (o.connect_timeout(c.connect_timeout), c.connect_timeout)
+}

@@ -1,0 +1,558 @@
+//! `zklock run`: take the lock, run the command while holding it, release.
+//! `zklock lead`: the same with leadership of an election, again and
+//! again while leadership is lost (rejoin). The connect and the acquire,
+//! both ended early by a signal, serve `zklock hold` too ([`Session`]).
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock_core::{
+    AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState,
+};
+
+use crate::args::{signal_name, Connection, LockRequest, NodeData, RunOptions};
+use crate::connect_options;
+use crate::exit;
+use crate::signals::{self, Received};
+
+/// How often the running command and the lock are looked at.
+pub(crate) const TICK: Duration = Duration::from_millis(50);
+
+/// What the main thread waits for.
+pub(crate) enum Event {
+    /// SIGINT, SIGTERM or SIGHUP reached zklock.
+    Signal(Received),
+    /// The connect finished.
+    Connected(zklock_core::Result<Client>),
+    /// The acquire finished.
+    Acquired(zklock_core::Result<Guard>),
+    /// `zklock hold`: stdin reached end of file (or cannot be read).
+    InputClosed,
+}
+
+/// The lock options of `req` (its node data), checked: bad data is a
+/// usage error before connecting, like every other input.
+///
+/// # Errors
+/// The exit code (64), reported.
+pub(crate) fn lock_options(req: &LockRequest) -> Result<LockOptions, i32> {
+    let options = match &req.data {
+        None => LockOptions::default(),
+        Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),
+        Some(NodeData::Identify) => LockOptions::default().identify_process(),
+    };
+    match options.validate() {
+        Ok(()) => Ok(options),
+        Err(e) => {
+            Err(crate::zk_error(if req.mode == LockMode::Leader { "bad --id (or --data)" } else { "bad --data" }, &e))
+        },
+    }
+}
+
+/// A connected client and the events the main thread waits for: signals
+/// (from [`Session::open`] on), the connect and acquires.
+pub(crate) struct Session {
+    /// The client; [`Session::close`] closes it.
+    pub(crate) client: Client,
+    /// The events.
+    pub(crate) rx: Receiver<Event>,
+    /// For more events (an acquire's callback, stdin's end).
+    pub(crate) tx: Sender<Event>,
+}
+
+impl Session {
+    /// Checks the hosts and `path`, starts signal handling and connects
+    /// through the core's callback, so that a signal can end the wait.
+    ///
+    /// # Errors
+    /// The exit code, reported: 64, 69, 71, or 128 + N after signal N.
+    pub(crate) fn open(connection: &Connection, path: &str) -> Result<Session, i32> {
+        let hosts = crate::checked_target(connection, path)?;
+        let (tx, rx) = mpsc::channel::<Event>();
+        let signal_tx = tx.clone();
+        if let Err(e) = signals::start(move |r| signal_tx.send(Event::Signal(r)).is_ok()) {
+            note!("cannot set up signal handling: {e}");
+            return Err(exit::INTERNAL);
+        }
+        let (options, connect_timeout) = connect_options(connection, &hosts);
+        let connect_limit = connect_timeout + Duration::from_secs(30);
+        let t = tx.clone();
+        if let Err(e) = Client::connect_then(options, move |r| {
+            let _ = t.send(Event::Connected(r));
+        }) {
+            return Err(crate::connect_error(&hosts, &e));
+        }
+        match wait_for(&rx, connect_limit, |ev| match ev {
+            Event::Connected(r) => Some(r),
+            _ => None,
+        }) {
+            Waited::Done(Ok(client)) => Ok(Session { client, rx, tx }),
+            Waited::Done(Err(e)) => Err(crate::connect_error(&hosts, &e)),
+            Waited::Signal(sig) => {
+                note!("{} while connecting; nothing was locked", signal_name(sig));
+                Err(128 + sig)
+            },
+            Waited::Gone => {
+                note!("internal error: connecting to ZooKeeper did not finish");
+                Err(exit::INTERNAL)
+            },
+        }
+    }
+
+    /// The longest one ZooKeeper request may take for this client.
+    fn op_limit(&self) -> Duration {
+        crate::operation_timeout(self.client.session_timeout().unwrap_or(Duration::from_secs(10)))
+    }
+
+    /// Makes the lock of `req` and acquires it within its wait; a signal
+    /// cancels the acquire (its node is deleted).
+    ///
+    /// # Errors
+    /// The exit code, reported: the conflict code (`-E`, 75) when the lock
+    /// was not granted in time, 128 + N after signal N, else per
+    /// [`crate::zk_error`].
+    pub(crate) fn acquire(&self, req: &LockRequest, options: LockOptions) -> Result<Guard, i32> {
+        let made = match req.permits {
+            Some(permits) => self.client.semaphore(&req.path, permits, options),
+            None => self.client.lock_with(&req.path, req.mode, options),
+        };
+        let lock = made.map_err(|e| crate::zk_error("cannot make the lock", &e))?;
+        let op_limit = self.op_limit();
+        let t = self.tx.clone();
+        let cancel = CancelToken::new();
+        let call = AcquireOptions::new().timeout(req.wait.timeout).cancel_token(cancel.clone());
+        if let Err(e) = lock.acquire_then(&call, move |r| {
+            let _ = t.send(Event::Acquired(r));
+        }) {
+            return Err(acquire_error(req, &e));
+        }
+        // The acquire ends by itself at the deadline; without one it may
+        // wait as long as the user asked (until a signal).
+        // After the deadline the acquire still deletes its node (a few requests).
+        let limit = req.wait.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
+        let guard = match wait_for(&self.rx, limit, |ev| match ev {
+            Event::Acquired(r) => Some(r),
+            _ => None,
+        }) {
+            Waited::Done(Ok(g)) => g,
+            Waited::Done(Err(e)) => return Err(acquire_error(req, &e)),
+            Waited::Signal(sig) => return Err(cancel_acquire(&lock, &cancel, &self.rx, op_limit, sig)),
+            Waited::Gone => {
+                note!("internal error: the acquire did not finish");
+                return Err(exit::INTERNAL);
+            },
+        };
+        if req.verbose {
+            note!(
+                "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
+                req.mode.name().to_ascii_lowercase(),
+                req.path,
+                guard.node_path(),
+                guard.fencing_token(),
+                guard.session_id()
+            );
+        }
+        Ok(guard)
+    }
+
+    /// Closes the client (its session ends; any node left goes with it).
+    pub(crate) fn close(self) {
+        self.client.close();
+    }
+}
+
+/// Releases `guard`, saying so with `verbose`. A loss is reported by the
+/// caller already.
+pub(crate) fn release(guard: &Guard, verbose: bool) {
+    match guard.release() {
+        Ok(status) if verbose => note!("released {} ({status:?})", guard.node_path()),
+        Ok(_) => {},
+        Err(e) if verbose => note!("release: {}", e.message()),
+        Err(_) => {},
+    }
+}
+
+/// Runs `zklock run` or `zklock lead` and returns the exit code.
+pub(crate) fn run(opts: RunOptions) -> i32 {
+    let options = match lock_options(&opts.lock) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let session = match Session::open(&opts.lock.connection, &opts.lock.path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    // A signal to zklock while the command runs: no rejoining after it.
+    let stopping = AtomicBool::new(false);
+    let code = loop {
+        let code = hold_and_run(&opts, &session, options.clone(), &stopping);
+        if !(opts.rejoin && code == exit::LOST) {
+            break code;
+        }
+        if stopping.load(Ordering::Acquire) {
+            note!("leadership of {} lost while stopping; not rejoining", opts.lock.path);
+            break code;
+        }
+        // `zklock lead`: the command has exited; stand again.
+        note!("leadership of {} lost; rejoining the election", opts.lock.path);
+    };
+    session.close();
+    code
+}
+
+/// How [`wait_for`] ended.
+enum Waited<T> {
+    /// The awaited event came.
+    Done(T),
+    /// A signal came first.
+    Signal(i32),
+    /// Nothing within the limit (or the senders are gone).
+    Gone,
+}
+
+/// Waits up to `limit` for the event `pick` accepts, or a signal.
+fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event) -> Option<T>) -> Waited<T> {
+    let deadline = Instant::now().checked_add(limit);
+    loop {
+        let ev = match deadline {
+            Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(_) => return Waited::Gone,
+            },
+            None => match rx.recv() {
+                Ok(ev) => ev,
+                Err(_) => return Waited::Gone,
+            },
+        };
+        if let Event::Signal(r) = ev {
+            return Waited::Signal(r.signal);
+        }
+        if let Some(v) = pick(ev) {
+            return Waited::Done(v);
+        }
+    }
+}
+
+/// Acquires, runs the command, releases. The caller closes the client.
+fn hold_and_run(opts: &RunOptions, session: &Session, options: LockOptions, stopping: &AtomicBool) -> i32 {
+    let guard = match session.acquire(&opts.lock, options) {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let code = supervise(opts, &guard, &session.rx, stopping);
+    release(&guard, opts.lock.verbose);
+    code
+}
+
+/// Reports a failed acquire; returns the conflict code (`-E`, 75) for a
+/// timeout, else per [`crate::zk_error`].
+fn acquire_error(req: &LockRequest, e: &Error) -> i32 {
+    match e.kind() {
+        ErrorKind::Timeout => {
+            let waited = match req.wait.timeout {
+                Some(_) if req.wait.nonblock => "it is held (-n tries once)".to_owned(),
+                Some(t) if t.is_zero() => "it is held (--timeout 0 tries once)".to_owned(),
+                Some(t) => format!("not granted within {t:?}"),
+                None => "deadline passed".to_owned(),
+            };
+            note!("timed out: lock {}: {waited}", req.path);
+            req.wait.conflict_exit_code
+        },
+        _ => crate::zk_error(&format!("cannot acquire lock {}", req.path), e),
+    }
+}
+
+/// A signal came while waiting: cancel the acquire (our node is deleted),
+/// then exit with 128 + the signal.
+fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_limit: Duration, sig: i32) -> i32 {
+    cancel.cancel();
+    // The cancelled acquire deletes its node before it returns; a second
+    // signal while we wait for that is ignored.
+    let deadline = Instant::now() + op_limit * 3 + Duration::from_secs(5);
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Event::Acquired(Ok(g))) => {
+                // Granted before the cancel took effect: give it back.
+                let _ = g.release();
+                break;
+            },
+            Ok(Event::Acquired(Err(_))) => break,
+            Ok(_) => {},
+            Err(_) => {
+                note!("the cancelled acquire did not finish; closing the session removes its node");
+                break;
+            },
+        }
+    }
+    note!("{} while waiting for lock {}; not acquired", signal_name(sig), lock.path());
+    128 + sig
+}
+
+/// Spawns the command and follows it and the lock until the command exits.
+/// A SIGINT, SIGTERM or SIGHUP to zklock sets `stopping` (forwarded to the
+/// command unless the whole process group, the command's too, got it).
+fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &AtomicBool) -> i32 {
+    use std::os::unix::process::CommandExt as _;
+    let program = &opts.command[0];
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&opts.command[1..])
+        .env("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env("ZKLOCK_NODE_PATH", guard.node_path())
+        .env("ZKLOCK_LOCK_PATH", &opts.lock.path)
+        .env("ZKLOCK_LOCK_MODE", opts.lock.mode.name().to_ascii_lowercase())
+        .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
+    if opts.process_group {
+        // A group of its own, led by the command: its id is the command's pid.
+        cmd.process_group(0);
+    }
+    let mut watch = LockWatch::new(guard, &opts.lock.path, opts.signal_on_suspend);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let shown = program.to_string_lossy();
+            return if e.kind() == std::io::ErrorKind::NotFound {
+                note!("command not found: {shown}");
+                exit::NOT_FOUND
+            } else {
+                note!("cannot run {shown}: {e}");
+                exit::CANNOT_EXECUTE
+            };
+        },
+    };
+    let target = Target { pid: child.id(), group: opts.process_group };
+    let mut lost: Option<String> = None;
+    let mut kill_at: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {},
+            Err(e) => {
+                note!("cannot poll the command: {e}; waiting for it to exit");
+                match child.wait() {
+                    Ok(status) => break status,
+                    Err(e) => {
+                        note!("cannot wait for the command: {e}");
+                        return exit::INTERNAL;
+                    },
+                }
+            },
+        }
+        match rx.recv_timeout(TICK) {
+            Ok(Event::Signal(r)) => {
+                stopping.store(true, Ordering::Release);
+                // A command in a group of its own did not get the signal the
+                // kernel sent to zklock's group.
+                if !r.to_group || opts.process_group {
+                    target.send(r.signal);
+                }
+            },
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {},
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(TICK),
+        }
+        if lost.is_none() {
+            if let Some(why) = watch.look(guard) {
+                note!("{why}; sending {} to the command ({target})", signal_name(opts.lost_signal));
+                target.send(opts.lost_signal);
+                lost = Some(why);
+                kill_at = Some(Instant::now() + opts.kill_after);
+            }
+        }
+        if let Some(at) = kill_at {
+            if Instant::now() >= at {
+                note!("the command did not exit within --kill-after {:?}; sending SIGKILL", opts.kill_after);
+                target.send(libc::SIGKILL);
+                kill_at = None;
+            }
+        }
+    };
+    let after = if lost.is_none() {
+        // Lost just before the command ended: its last steps may have run
+        // without the lock.
+        watch.lost_for_good(guard).map(|why| format!("{why}; "))
+    } else {
+        Some(String::new())
+    };
+    let Some(why) = after else { return status_code(status) };
+    if opts.process_group {
+        end_group(opts, target, kill_at, lost.is_some());
+    }
+    if opts.rejoin {
+        note!("{why}the command {} (leadership was lost while it ran)", describe(status));
+    } else {
+        note!(
+            "{why}the command {}; exit status {} (the lock was lost while the command ran)",
+            describe(status),
+            exit::LOST
+        );
+    }
+    exit::LOST
+}
+
+/// After a loss, with `--process-group`: processes the command started may
+/// outlive it, running without the lock. They get the lost signal (if the
+/// group did not get it yet) and SIGKILL once `--kill-after` has passed
+/// since it (at `kill_at`; `None` once SIGKILL was sent); zklock waits for
+/// the group to empty until then.
+fn end_group(opts: &RunOptions, target: Target, mut kill_at: Option<Instant>, signalled: bool) {
+    if !signals::group_alive(target.pid) {
+        return;
+    }
+    if !signalled {
+        note!("sending {} to what is left of the command's process group ({target})", signal_name(opts.lost_signal));
+        target.send(opts.lost_signal);
+        kill_at = Some(Instant::now() + opts.kill_after);
+    }
+    let Some(at) = kill_at else { return };
+    while Instant::now() < at {
+        if !signals::group_alive(target.pid) {
+            return;
+        }
+        std::thread::sleep(TICK);
+    }
+    if signals::group_alive(target.pid) {
+        note!(
+            "processes of the command's group still run --kill-after {:?} after the lost signal; sending SIGKILL",
+            opts.kill_after
+        );
+        target.send(libc::SIGKILL);
+    }
+}
+
+/// Where signals for the command go: its process, or its process group.
+#[derive(Clone, Copy)]
+struct Target {
+    /// The command's pid (not yet reaped while signals go to it alone).
+    pid: u32,
+    /// `--process-group`: the group the command leads.
+    group: bool,
+}
+
+impl Target {
+    /// Sends `sig`, reporting a failure.
+    fn send(self, sig: i32) {
+        if let Err(e) = signals::send(self.pid, sig, self.group) {
+            note!("cannot send {} to the command ({self}): {e}", signal_name(sig));
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group {
+            write!(f, "process group {}", self.pid)
+        } else {
+            write!(f, "pid {}", self.pid)
+        }
+    }
+}
+
+/// The shell's convention: the exit code, or 128 + the signal.
+fn status_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => exit::INTERNAL,
+    }
+}
+
+/// "exited with status 3", "was killed by SIGKILL".
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by {}", signal_name(s)),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
+/// Decides when a held lock counts as lost for the command (or for
+/// `zklock hold`).
+pub(crate) struct LockWatch {
+    /// The lock path, for messages.
+    path: String,
+    /// `--signal-on-suspend`: not safely held is lost.
+    strict: bool,
+    /// Since when ZooKeeper has not answered (the lock is suspended).
+    suspended_since: Option<Instant>,
+    /// Set by the state-change callback on any state but Held.
+    troubled: Arc<AtomicBool>,
+}
+
+impl LockWatch {
+    /// Watches `guard`, the lock at `path`; `strict`: a suspension is a loss.
+    pub(crate) fn new(guard: &Guard, path: &str, strict: bool) -> LockWatch {
+        // Every state change reaches this flag, also a suspension too short
+        // for the polling to see (it matters with --signal-on-suspend).
+        let troubled = Arc::new(AtomicBool::new(false));
+        let flag = troubled.clone();
+        guard.on_state_change(move |state| {
+            if state != LockState::Held {
+                flag.store(true, Ordering::Release);
+            }
+        });
+        LockWatch { path: path.to_owned(), strict, suspended_since: None, troubled }
+    }
+
+    /// `Some(reason)` once the lock counts as lost.
+    pub(crate) fn look(&mut self, guard: &Guard) -> Option<String> {
+        let checked = guard.check();
+        if self.strict && checked.is_ok() && self.troubled.load(Ordering::Acquire) {
+            return Some(self.was_suspended());
+        }
+        let e = match checked {
+            Ok(()) => {
+                if self.suspended_since.take().is_some() {
+                    note!("ZooKeeper answers again; lock {} is held again", self.path);
+                }
+                return None;
+            },
+            Err(e) => e,
+        };
+        if e.kind() != ErrorKind::ConnectionLoss {
+            return Some(e.message().to_owned());
+        }
+        if self.suspended_since.is_none() {
+            self.suspended_since = Some(Instant::now());
+            if !self.strict {
+                note!(
+                    "lock {}: {}; the command keeps running while the lock is still safely ours (until ZooKeeper \
+                     has not answered for nearly a session timeout)",
+                    self.path,
+                    e.message()
+                );
+            }
+        }
+        if self.strict {
+            return Some(format!("lock {} is not safely held (--signal-on-suspend): {}", self.path, e.message()));
+        }
+        // The core's safety clock: past it, the server may have expired the
+        // session and granted the lock to another client.
+        if guard.safe_until().is_none_or(|until| Instant::now() >= until) {
+            return Some(format!(
+                "lock {} counts as lost: ZooKeeper has not answered for nearly a session timeout, so the session \
+                 may expire and the lock be granted to another client",
+                self.path
+            ));
+        }
+        None
+    }
+
+    /// After the command ended: lost for good (or, with
+    /// `--signal-on-suspend`, not safely held).
+    fn lost_for_good(&self, guard: &Guard) -> Option<String> {
+        match guard.check() {
+            Ok(()) if self.strict && self.troubled.load(Ordering::Acquire) => Some(self.was_suspended()),
+            Ok(()) => None,
+            Err(e) if e.kind() == ErrorKind::ConnectionLoss && !self.strict => None,
+            Err(e) => Some(e.message().to_owned()),
+        }
+    }
+
+    /// Why a strict watch counts a suspension that has passed as a loss.
+    fn was_suspended(&self) -> String {
+        format!("lock {} was suspended for a moment (--signal-on-suspend)", self.path)
+    }
+}
