@@ -37,6 +37,14 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   ZKLOCK_HOSTS             the connect string when --hosts is absent
   ZKLOCK_LOG               level of zklock's log records on stderr: error,
                            warn (default), info, debug, trace or off
+  RUST_LOG                 the same when ZKLOCK_LOG is absent (a level, or
+                           zklock=LEVEL among other directives)
+  ZKLOCK_TLS_CA, ZKLOCK_TLS_CERT, ZKLOCK_TLS_KEY, ZKLOCK_DIGEST_USER,
+  ZKLOCK_SASL_USER, ZKLOCK_ACL
+                           the options --tls-ca ... --acl when absent
+  ZKLOCK_DIGEST_PASSWORD   the password of --digest-user (only here: a
+                           command line is visible to every user)
+  ZKLOCK_SASL_PASSWORD     the password of --sasl-user
 
   The command of `run` and `lead` gets:
   ZKLOCK_FENCING_TOKEN     fencing token of this grant (czxid of the lock node);
@@ -88,6 +96,7 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   71       internal error
   75       conflict: the lock was held (-n) or not granted within --timeout;
            -E CODE changes it
+  77       ZooKeeper refused for lack of permission (an ACL, or credentials)
   126      the command cannot be executed
   127      the command was not found
   128+N    zklock received signal N while waiting for the lock
@@ -219,6 +228,24 @@ pub(crate) struct Connection {
     /// Give up connecting after this long
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = duration, allow_hyphen_values = true)]
     pub(crate) connect_timeout: Duration,
+    /// Speak TLS to every server (name their secureClientPort), trusting the CAs in this PEM file
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CA")]
+    pub(crate) tls_ca: Option<String>,
+    /// The client certificate (PEM) shown when the server asks for one; needs --tls-key and --tls-ca
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_CERT")]
+    pub(crate) tls_cert: Option<String>,
+    /// The client certificate's private key (PEM)
+    #[arg(long, value_name = "FILE", env = "ZKLOCK_TLS_KEY")]
+    pub(crate) tls_key: Option<String>,
+    /// Digest authentication as USER; the password comes from $ZKLOCK_DIGEST_PASSWORD (never the command line)
+    #[arg(long, value_name = "USER", env = "ZKLOCK_DIGEST_USER")]
+    pub(crate) digest_user: Option<String>,
+    /// SASL DIGEST-MD5 login as USER; the password comes from $ZKLOCK_SASL_PASSWORD
+    #[arg(long, value_name = "USER", env = "ZKLOCK_SASL_USER")]
+    pub(crate) sasl_user: Option<String>,
+    /// ACL of the nodes zklock creates: 'open' (default), 'creator', or scheme:id:perms,... as zkCli writes it
+    #[arg(long, value_name = "SPEC", env = "ZKLOCK_ACL")]
+    pub(crate) acl: Option<String>,
 }
 
 impl Connection {

@@ -11,7 +11,11 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Ok(h) => h,
         Err(code) => return code,
     };
-    let client = match Client::connect(crate::connect_options(&opts.connection, &hosts).0) {
+    let options = match crate::connect_options(&opts.connection, &hosts) {
+        Ok((options, _)) => options,
+        Err(code) => return code,
+    };
+    let client = match Client::connect(options) {
         Ok(c) => c,
         Err(e) => return crate::connect_error(&hosts, &e),
     };

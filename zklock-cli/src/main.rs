@@ -63,6 +63,7 @@
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
 //!
 //! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent, `ZKLOCK_LOG`
+//! (or else `RUST_LOG`)
 //! for the level of zklock's log records on stderr (default `warn`).
 //!
 //! # Signals
@@ -100,6 +101,7 @@
 //! | 70 | the lock was lost while the command ran or `hold` held it (wins over the command's status; `lead` rejoins instead) |
 //! | 71 | internal error (e.g. no thread could be started) |
 //! | 75 | conflict: the lock was held (`-n`) or not granted within `--timeout`; `-E CODE` changes it |
+//! | 77 | ZooKeeper refused for lack of permission (`NO_AUTH`: an ACL, or refused credentials) |
 //! | 126 | the command was found but cannot be executed |
 //! | 127 | the command was not found |
 //! | 128 + N | zklock got signal N while waiting for the lock |
@@ -123,7 +125,7 @@ mod signals;
 use std::time::Duration;
 
 use clap::Parser as _;
-use zklock_core::{ClientOptions, Error, ErrorKind};
+use zklock_core::{Acl, ClientOptions, Error, ErrorKind, TlsOptions};
 
 /// The exit codes of `zklock` (see the module documentation).
 mod exit {
@@ -144,6 +146,9 @@ mod exit {
     pub(crate) const CANNOT_EXECUTE: i32 = 126;
     /// The command was not found (as in the shell).
     pub(crate) const NOT_FOUND: i32 = 127;
+    /// ZooKeeper refused for lack of permission (an ACL, or credentials;
+    /// sysexits `EX_NOPERM`).
+    pub(crate) const NO_PERMISSION: i32 = 77;
 }
 
 /// Parses the command line, runs the subcommand, exits with its code.
@@ -192,21 +197,40 @@ fn clap_error(e: &clap::Error, sub: Option<&str>) -> i32 {
 }
 
 /// The core's log records on stderr: `$ZKLOCK_LOG` (`error`, `warn`,
-/// `info`, `debug`, `trace`, `off`) or warnings, and at least `info` with
-/// `-v`.
+/// `info`, `debug`, `trace`, `off`), else the level `$RUST_LOG` gives
+/// zklock (a plain level, or a `zklock...=level` directive; other
+/// directives are for other programs), else warnings; at least `info`
+/// with `-v`.
 fn log_to_stderr(verbose: bool) {
-    let asked = std::env::var("ZKLOCK_LOG").ok().and_then(|v| {
-        let level = zklock_core::logging::level_filter(&v);
-        if level.is_none() {
-            eprintln!("zklock: ZKLOCK_LOG={v:?} is not a log level (error, warn, info, debug, trace, off); using warn");
-        }
-        level
-    });
+    let asked = match std::env::var("ZKLOCK_LOG") {
+        Ok(v) => {
+            let level = zklock_core::logging::level_filter(&v);
+            if level.is_none() {
+                eprintln!(
+                    "zklock: ZKLOCK_LOG={v:?} is not a log level (error, warn, info, debug, trace, off); using warn"
+                );
+            }
+            level
+        },
+        Err(_) => std::env::var("RUST_LOG").ok().and_then(|v| rust_log_level(&v)),
+    };
     let mut level = asked.unwrap_or(log::LevelFilter::Warn);
     if verbose {
         level = level.max(log::LevelFilter::Info);
     }
     let _ = zklock_core::logging::set_log_sink(level, zklock_core::logging::to_stderr);
+}
+
+/// The level `RUST_LOG` (env_logger's syntax) gives zklock: the last
+/// directive that is a plain level or names a `zklock` target.
+fn rust_log_level(spec: &str) -> Option<log::LevelFilter> {
+    spec.split(',')
+        .filter_map(|d| match d.trim().split_once('=') {
+            None => zklock_core::logging::level_filter(d.trim()),
+            Some((target, level)) if target.starts_with("zklock") => zklock_core::logging::level_filter(level),
+            Some(_) => None,
+        })
+        .last()
 }
 
 /// The hosts (from `--hosts` or `ZKLOCK_HOSTS`) once they and the lock
@@ -256,6 +280,7 @@ pub(crate) fn zk_error(what: &str, e: &Error) -> i32 {
     note!("{what}: {} ({})", e.message(), e.kind());
     match e.kind() {
         ErrorKind::InvalidArgument | ErrorKind::InvalidPath => exit::USAGE,
+        ErrorKind::NoAuth => exit::NO_PERMISSION,
         ErrorKind::Internal | ErrorKind::Closed => exit::INTERNAL,
         _ => exit::UNAVAILABLE,
     }
@@ -268,8 +293,37 @@ pub(crate) fn operation_timeout(session_timeout: Duration) -> Duration {
 }
 
 /// Client options from the command line, and the connect timeout.
-pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> (ClientOptions, Duration) {
+///
+/// # Errors
+/// The usage error's exit code (64), printed: a malformed ACL, TLS files
+/// that do not go together, a user without its password in the
+/// environment.
+pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> Result<(ClientOptions, Duration), i32> {
     let session = c.session_timeout;
-    let o = ClientOptions::new(hosts).session_timeout(session).operation_timeout(operation_timeout(session));
-    (o.connect_timeout(c.connect_timeout), c.connect_timeout)
+    let mut o = ClientOptions::new(hosts)
+        .session_timeout(session)
+        .operation_timeout(operation_timeout(session))
+        .connect_timeout(c.connect_timeout);
+    let password = |user: &Option<String>, var: &str| -> Result<Option<(String, String)>, i32> {
+        let Some(user) = user else { return Ok(None) };
+        match std::env::var(var) {
+            Ok(password) => Ok(Some((user.clone(), password))),
+            Err(_) => Err(usage_error(&format!("{user:?} needs its password in ${var} (never on the command line)"))),
+        }
+    };
+    if let Some((user, password)) = password(&c.digest_user, "ZKLOCK_DIGEST_PASSWORD")? {
+        o = o.digest_auth(user, password);
+    }
+    if let Some((user, password)) = password(&c.sasl_user, "ZKLOCK_SASL_PASSWORD")? {
+        o = o.sasl_digest_md5(user, password);
+    }
+    if let Some(spec) = &c.acl {
+        o = o.acl(Acl::parse(spec).map_err(|e| usage_error(&format!("--acl: {}", e.message())))?);
+    }
+    let tls = TlsOptions::from_file_names(c.tls_ca.as_deref(), c.tls_cert.as_deref(), c.tls_key.as_deref())
+        .map_err(|e| usage_error(e.message()))?;
+    if let Some(tls) = tls {
+        o = o.tls(tls);
+    }
+    Ok((o, c.connect_timeout))
 }

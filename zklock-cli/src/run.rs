@@ -78,7 +78,7 @@ impl Session {
             note!("cannot set up signal handling: {e}");
             return Err(exit::INTERNAL);
         }
-        let (options, connect_timeout) = connect_options(connection, &hosts);
+        let (options, connect_timeout) = connect_options(connection, &hosts)?;
         let connect_limit = connect_timeout + Duration::from_secs(30);
         let t = tx.clone();
         if let Err(e) = Client::connect_then(options, move |r| {

@@ -132,7 +132,8 @@ impl Drop for Run {
 }
 
 /// Starts `zklock ARGS` with `$D` = the test directory and extra `env`;
-/// `ZKLOCK_HOSTS` is never inherited; stdin is empty.
+/// `ZKLOCK_HOSTS`, the other `ZKLOCK_*` options and `RUST_LOG` are never
+/// inherited; stdin is empty.
 pub fn spawn(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     spawn_io(dir, name, args, env, Stdio::null())
 }
@@ -149,10 +150,23 @@ fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: S
     cmd.args(args)
         .env_remove("ZKLOCK_HOSTS")
         .env_remove("ZKLOCK_LOG")
+        .env_remove("RUST_LOG")
         .env("D", &dir.0)
         .stdin(stdin)
         .stdout(fs::File::create(&out).unwrap())
         .stderr(fs::File::create(&err).unwrap());
+    for var in [
+        "ZKLOCK_TLS_CA",
+        "ZKLOCK_TLS_CERT",
+        "ZKLOCK_TLS_KEY",
+        "ZKLOCK_DIGEST_USER",
+        "ZKLOCK_DIGEST_PASSWORD",
+        "ZKLOCK_SASL_USER",
+        "ZKLOCK_SASL_PASSWORD",
+        "ZKLOCK_ACL",
+    ] {
+        cmd.env_remove(var);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }

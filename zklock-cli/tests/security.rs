@@ -1,0 +1,116 @@
+//! The CLI's connection options against a real ZooKeeper with a TLS port
+//! and a SASL user: `--tls-ca/--tls-cert/--tls-key`, `--digest-user` and
+//! `--sasl-user` (passwords from the environment only), `--acl`; a wrong
+//! CA is 69 saying why, a refusal for lack of permission 77, bad option
+//! combinations 64 before connecting.
+
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
+mod common;
+
+use common::{spawn, Dir, SEC};
+use zklock_harness::{Cluster, ClusterOptions};
+
+fn tls_server() -> Cluster {
+    zklock_harness::ensure_zookeeper().unwrap();
+    Cluster::start(ClusterOptions::new().tls(true).sasl_user("alice", "pw-alice")).unwrap()
+}
+
+#[test]
+fn tls_options_lock_through_the_tls_port_and_a_wrong_ca_says_why() {
+    let zk = tls_server();
+    let certs = zk.tls_certs().unwrap();
+    let secure = zk.secure_connect_string();
+    let d = Dir::new("cli-tls");
+    let (ca, other) = (certs.ca().display().to_string(), certs.other_ca().display().to_string());
+    let (cert, key) = certs.client();
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let o = spawn(
+        &d,
+        "ok",
+        &[
+            "run",
+            "--hosts",
+            &secure,
+            "--tls-ca",
+            &ca,
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "/cli/tls",
+            "--",
+            "sh",
+            "-c",
+            "echo $ZKLOCK_FENCING_TOKEN",
+        ],
+        &[],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.trim().parse::<u64>().is_ok(), "{o:?}");
+    // The same through the environment.
+    let o = spawn(&d, "env", &["list", "--hosts", &secure, "/cli/tls"], &[("ZKLOCK_TLS_CA", &ca)]).wait(30 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = spawn(
+        &d,
+        "other",
+        &["run", "--hosts", &secure, "--tls-ca", &other, "--connect-timeout", "8s", "/cli/tls", "--", "true"],
+        &[],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 69, "{o:?}");
+    assert!(o.stderr.contains("UnknownIssuer"), "{o:?}");
+    let o = spawn(&d, "cert-only", &["run", "--hosts", &secure, "--tls-cert", &cert, "/cli/tls", "--", "true"], &[])
+        .wait(30 * SEC);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("needs its key"), "{o:?}");
+}
+
+#[test]
+fn acl_and_credentials_options() {
+    let zk = tls_server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("cli-acl");
+    let alice = [("ZKLOCK_SASL_PASSWORD", "pw-alice")];
+    // alice holds /cli/acl under a creator ACL for a while.
+    let holder = spawn(
+        &d,
+        "holder",
+        &["run", "--hosts", &hosts, "--sasl-user", "alice", "--acl", "creator", "/cli/acl", "--", "sleep", "3"],
+        &alice,
+    );
+    std::thread::sleep(SEC);
+    // No identity: refused for lack of permission, at once.
+    let o = spawn(&d, "nobody", &["run", "--hosts", &hosts, "-w", "10s", "/cli/acl", "--", "true"], &[]).wait(30 * SEC);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(o.stderr.contains("NoAuth"), "{o:?}");
+    // A digest identity that is not alice: the same.
+    let o = spawn(
+        &d,
+        "bob",
+        &["run", "--hosts", &hosts, "--digest-user", "bob", "/cli/acl", "--", "true"],
+        &[("ZKLOCK_DIGEST_PASSWORD", "pw")],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert_eq!(holder.wait(30 * SEC).code, 0);
+    // A user without its password, a malformed ACL: 64 before connecting.
+    let o = spawn(&d, "nopw", &["run", "--hosts", &hosts, "--sasl-user", "alice", "/cli/acl", "--", "true"], &[])
+        .wait(30 * SEC);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("ZKLOCK_SASL_PASSWORD"), "{o:?}");
+    let o = spawn(&d, "badacl", &["run", "--hosts", &hosts, "--acl", "world:anyone:rx", "/cli/acl", "--", "true"], &[])
+        .wait(30 * SEC);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("unknown permission"), "{o:?}");
+    // A wrong SASL password: 77.
+    let o = spawn(
+        &d,
+        "wrongpw",
+        &["run", "--hosts", &hosts, "--sasl-user", "alice", "/cli/acl", "--", "true"],
+        &[("ZKLOCK_SASL_PASSWORD", "wrong")],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 77, "{o:?}");
+}
