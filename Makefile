@@ -165,16 +165,17 @@ install: cli
 	$(CARGO) build --release --locked -p zklock-ffi
 	install -d "$(DESTDIR)$(INCLUDEDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(BINDIR)"
 	install -d "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
-	install -m 755 $(CARGO_OUT)/release/zklock "$(DESTDIR)$(BINDIR)/zklock"
+	scripts/install-stripped.sh 755 $(CARGO_OUT)/release/zklock "$(DESTDIR)$(BINDIR)/zklock"
 	install -m 644 $(CLI_DIR)/*.1 "$(DESTDIR)$(MANDIR)/man1/"
 	install -m 644 $(CLI_DIR)/completions/zklock.bash "$(DESTDIR)$(BASHCOMPDIR)/zklock"
 	install -m 644 $(CLI_DIR)/completions/_zklock "$(DESTDIR)$(ZSHCOMPDIR)/_zklock"
 	install -m 644 $(CLI_DIR)/completions/zklock.fish "$(DESTDIR)$(FISHCOMPDIR)/zklock.fish"
 	install -m 644 include/zklock.h "$(DESTDIR)$(INCLUDEDIR)/zklock.h"
-	install -m 755 $(CARGO_OUT)/release/libzklock.so "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)"
+	scripts/install-stripped.sh 755 $(CARGO_OUT)/release/libzklock.so "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)"
 	ln -sfn "libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)"
 	ln -sfn "libzklock.so.$(ZKLOCK_SOVERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so"
 	install -m 644 $(CARGO_OUT)/release/libzklock.a "$(DESTDIR)$(LIBDIR)/libzklock.a"
+	strip --strip-debug "$(DESTDIR)$(LIBDIR)/libzklock.a"
 	sed -e 's|@PREFIX@|$(PREFIX)|' \
 	    -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
 	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' \
@@ -187,7 +188,8 @@ uninstall:
 	  "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_VERSION)" "$(DESTDIR)$(LIBDIR)/libzklock.so.$(ZKLOCK_SOVERSION)" \
 	  "$(DESTDIR)$(LIBDIR)/libzklock.so" "$(DESTDIR)$(LIBDIR)/libzklock.a" "$(DESTDIR)$(BINDIR)/zklock" \
 	  "$(DESTDIR)$(MANDIR)"/man1/zklock.1 "$(DESTDIR)$(MANDIR)"/man1/zklock-*.1 "$(DESTDIR)$(BASHCOMPDIR)/zklock" \
-	  "$(DESTDIR)$(ZSHCOMPDIR)/_zklock" "$(DESTDIR)$(FISHCOMPDIR)/zklock.fish"
+	  "$(DESTDIR)$(ZSHCOMPDIR)/_zklock" "$(DESTDIR)$(FISHCOMPDIR)/zklock.fish" \
+	  "$(DESTDIR)$(LIBDIR)/.debug/libzklock.so.$(ZKLOCK_VERSION).debug" "$(DESTDIR)$(BINDIR)/.debug/zklock.debug"
 
 ## test-install: install into a temporary DESTDIR, build the example with only
 ## <zklock.h> and pkg-config, and run it against a private ZooKeeper
@@ -205,6 +207,12 @@ test-install: ffi
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" ldd "$$dest/example" | grep libzklock; \
 	LD_LIBRARY_PATH="$$dest/usr/local/lib" zklock-ffi/tests/c/with-zk.sh "$$dest/example"; \
 	"$$dest/usr/local/bin/zklock" --version; \
+	so="$$dest/usr/local/lib/libzklock.so.$(ZKLOCK_VERSION)"; \
+	! readelf -S "$$so" | grep -q '\.debug_info'; \
+	readelf -S "$$so" | grep -q '\.gnu_debuglink'; \
+	readelf -S "$$dest/usr/local/lib/.debug/libzklock.so.$(ZKLOCK_VERSION).debug" | grep -q '\.debug_info'; \
+	! readelf -S "$$dest/usr/local/bin/zklock" | grep -q '\.debug_info'; \
+	echo "test-install: stripped libzklock.so $$(stat -c %s "$$so") bytes, zklock $$(stat -c %s "$$dest/usr/local/bin/zklock") bytes; debug info in .debug/"; \
 	man -l "$$dest/usr/local/share/man/man1/zklock-run.1" | grep -q -- --nonblock; \
 	bash -n "$$dest/usr/local/share/bash-completion/completions/zklock"; \
 	test -s "$$dest/usr/local/share/zsh/site-functions/_zklock"; \
