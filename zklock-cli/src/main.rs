@@ -224,13 +224,11 @@ fn log_to_stderr(verbose: bool) {
 /// The level `RUST_LOG` (env_logger's syntax) gives zklock: the last
 /// directive that is a plain level or names a `zklock` target.
 fn rust_log_level(spec: &str) -> Option<log::LevelFilter> {
-    spec.split(',')
-        .filter_map(|d| match d.trim().split_once('=') {
-            None => zklock_core::logging::level_filter(d.trim()),
-            Some((target, level)) if target.starts_with("zklock") => zklock_core::logging::level_filter(level),
-            Some(_) => None,
-        })
-        .last()
+    spec.split(',').rev().find_map(|d| match d.trim().split_once('=') {
+        None => zklock_core::logging::level_filter(d.trim()),
+        Some((target, level)) if target.starts_with("zklock") => zklock_core::logging::level_filter(level),
+        Some(_) => None,
+    })
 }
 
 /// The hosts (from `--hosts` or `ZKLOCK_HOSTS`) once they and the lock
