@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn codes_are_fixed_unique_and_all_listed() {
         let codes: Vec<i32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=12).collect::<Vec<_>>());
+        assert_eq!(codes, (1..=13).collect::<Vec<_>>());
         let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
         names.sort_unstable();
         names.dedup();
