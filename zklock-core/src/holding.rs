@@ -555,7 +555,10 @@ impl Guard {
     /// # Errors
     /// `NotHeld` if this guard was already released; `LockLost` if the lock
     /// had been lost before the release (the critical section may have run
-    /// without the lock; our node is cleaned up all the same).
+    /// without the lock; our node is cleaned up all the same); `NoAuth` if
+    /// ZooKeeper refused to delete our node (an ACL without the delete
+    /// right): the guard is released, but the node stays, and others wait,
+    /// until the session ends.
     pub fn release(&self) -> Result<ReleaseStatus> {
         match self.begin_release()? {
             Releasing::Done(out) => out,
