@@ -25,8 +25,15 @@ demo: deps demo-workers
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint test-rust test-c test-install test-python test-node test-demo
+test: deps lint publish-check test-rust test-c test-install test-python test-node test-demo
 	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
+
+## publish-check: `cargo publish --dry-run` of the crates meant for crates.io
+## (zklock-core, zklock-cli): packaged and built from the package as a user
+## would get them (--allow-dirty: a working tree with local changes too)
+.PHONY: publish-check
+publish-check:
+	$(CARGO) publish --dry-run --workspace --locked --allow-dirty
 
 # The fault tests need the engine's stall points (zklock-core/src/fault.rs).
 test-rust:
