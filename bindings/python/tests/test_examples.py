@@ -120,3 +120,73 @@ def test_leader_example_takeover(hosts: str) -> None:
             inst.stop()
     with zklock.Client(hosts) as zk:
         wait_for(lambda: zk.participants("/examples/scheduler/leader") == [], timeout=15, what="no node left")
+
+
+class Fenced:
+    """One running ``fencing_sqlite.py``, its stdin a pipe, its lines kept."""
+
+    def __init__(self, hosts: str, db: str, name: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / "fencing_sqlite.py"), hosts, db, name, "2"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: List[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def has(self, fragment: str) -> bool:
+        return any(fragment in line for line in list(self.lines))
+
+    def token(self) -> int:
+        line = next(line for line in list(self.lines) if " holds the lock with token " in line)
+        return int(line.rsplit(" ", 1)[1])
+
+    def write_again_then_end(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("write\n")
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=30)
+        self._reader.join(5)
+        return code
+
+
+def test_fencing_example_refuses_a_paused_holder(hosts: str, tmp_path: Path) -> None:
+    """A holds and writes; A is stopped (SIGSTOP) until its session expires;
+    B takes the lock and writes with a larger token; A, resumed, writes with
+    its old token and the SQLite resource refuses it (issue 17, fencing
+    guide)."""
+    db = str(tmp_path / "resource.db")
+    a = Fenced(hosts, db, "A")
+    b: Optional[Fenced] = None
+    try:
+        wait_for(lambda: a.has("A wrote with token"), timeout=30, what="A's first write")
+        assert a.has("accepted")
+        a.proc.send_signal(signal.SIGSTOP)
+        b = Fenced(hosts, db, "B")
+        wait_for(
+            lambda: b is not None and b.has("B wrote with token"),
+            timeout=30,
+            what="B's write after A's session expired",
+        )
+        assert b.has("B wrote with token %d: accepted" % b.token())
+        assert b.token() > a.token()
+        a.proc.send_signal(signal.SIGCONT)
+        assert a.write_again_then_end() == 0
+        assert a.has("A wrote with token %d: refused (the resource has seen token %d)" % (a.token(), b.token())), (
+            a.lines
+        )
+        assert b.write_again_then_end() == 0
+        assert b.lines.count("B wrote with token %d: accepted" % b.token()) == 2, b.lines
+    finally:
+        for p in (a, b):
+            if p is not None and p.proc.poll() is None:
+                p.proc.send_signal(signal.SIGCONT)
+                p.proc.kill()
+                p.proc.wait()
