@@ -25,7 +25,7 @@ demo: deps demo-workers
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint publish-check test-rust test-c test-install test-python test-node test-demo
+test: deps lint publish-check test-rust test-c test-install test-python test-python-wheel test-node test-demo
 	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
 
 ## publish-check: `cargo publish --dry-run` of the crates meant for crates.io
@@ -241,9 +241,18 @@ python-venv:
 python-install: python-venv
 	PATH="$(CURDIR)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/pip install -q --no-build-isolation --force-reinstall --no-deps ./bindings/python
 
-## python: build the sdist and the abi3 wheel (CPython >= 3.9) into target/wheels
-python: python-venv
-	cd bindings/python && ../../$(PYVENV)/bin/maturin build --release --sdist --out ../../target/wheels
+## python: the sdist and the abi3 wheels (CPython >= 3.9) of zklock-rs into
+## target/wheels: manylinux2014 and musllinux_1_2, x86_64 and aarch64,
+## cross-built with zig and checked with auditwheel (bindings/python/build-wheels.sh)
+python:
+	bindings/python/build-wheels.sh
+
+## test-python-wheel: install the x86_64 manylinux2014 wheel into a fresh venv
+## without Rust and take a lock with it (bindings/python/test-wheel.sh)
+.PHONY: test-python-wheel
+test-python-wheel: python
+	$(CARGO) build --locked -p zklock-harness
+	bindings/python/test-wheel.sh
 
 ## test-python: install zklock from source into the venv, run stubtest and pytest
 test-python: deps python-install

@@ -28,7 +28,7 @@ ${CC:-cc} -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/drivers/bench.c -o 
 echo "bench/build: Python wheel (maturin, release)"
 rm -rf "$out/wheels" "$out/pylib"
 (cd bindings/python && ../../target/python-venv/bin/maturin build --release --quiet --out "../../$out/wheels")
-target/python-venv/bin/python -m zipfile -e "$(ls "$out"/wheels/zklock-*.whl | head -n 1)" "$out/pylib"
+target/python-venv/bin/python -m zipfile -e "$(ls "$out"/wheels/zklock_rs-*.whl | head -n 1)" "$out/pylib"
 
 echo "bench/build: Node package (release addon)"
 rm -rf "$out/node"
