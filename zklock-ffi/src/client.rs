@@ -195,30 +195,22 @@ pub unsafe extern "C" fn zklock_client_new(
                 if o.operation_timeout_ms > 0 {
                     options = options.operation_timeout(ms(o.operation_timeout_ms));
                 }
-                match (o.digest_user.is_null(), o.digest_password.is_null()) {
-                    (true, true) => {},
-                    (false, false) => {
-                        let user = arg_str(o.digest_user, F, "opts->digest_user")?;
-                        let password = arg_str(o.digest_password, F, "opts->digest_password")?;
-                        options = options.digest_auth(user, password);
-                    },
-                    (false, true) => {
-                        return Err(invalid_arg(F, "opts->digest_password", "is NULL but digest_user is set"))
-                    },
-                    (true, false) => {
-                        return Err(invalid_arg(F, "opts->digest_user", "is NULL but digest_password is set"))
-                    },
-                }
                 let optional = |p: *const c_char, name: &str| (!p.is_null()).then(|| arg_str(p, F, name)).transpose();
-                match (optional(o.sasl_user, "opts->sasl_user")?, optional(o.sasl_password, "opts->sasl_password")?) {
-                    (None, None) => {},
-                    (Some(user), Some(password)) => options = options.sasl_digest_md5(user, password),
-                    (Some(_), None) => {
-                        return Err(invalid_arg(F, "opts->sasl_password", "is NULL but sasl_user is set"))
-                    },
-                    (None, Some(_)) => {
-                        return Err(invalid_arg(F, "opts->sasl_user", "is NULL but sasl_password is set"))
-                    },
+                // A user and its password: both or neither.
+                let login = |user: *const c_char, password: *const c_char, scheme: &str| {
+                    let (u, p) = (format!("opts->{scheme}_user"), format!("opts->{scheme}_password"));
+                    match (optional(user, &u)?, optional(password, &p)?) {
+                        (None, None) => Ok(None),
+                        (Some(user), Some(password)) => Ok(Some((user, password))),
+                        (Some(_), None) => Err(invalid_arg(F, &p, &format!("is NULL but {scheme}_user is set"))),
+                        (None, Some(_)) => Err(invalid_arg(F, &u, &format!("is NULL but {scheme}_password is set"))),
+                    }
+                };
+                if let Some((user, password)) = login(o.digest_user, o.digest_password, "digest")? {
+                    options = options.digest_auth(user, password);
+                }
+                if let Some((user, password)) = login(o.sasl_user, o.sasl_password, "sasl")? {
+                    options = options.sasl_digest_md5(user, password);
                 }
                 if let Some(acl) = optional(o.acl, "opts->acl")? {
                     options = options.acl(Acl::parse(acl)?);
