@@ -393,8 +393,8 @@ pub(crate) struct CommandArgs {
     kill_after: Duration,
     /// Treat a suspended lock (connection to ZooKeeper lost) as lost at once
     ///
-    /// By default a suspended lock counts as lost once ZooKeeper has not answered for nearly a session timeout
-    /// (before the server can expire the session and grant the lock to another).
+    /// By default a suspended lock counts as lost once ZooKeeper has not confirmed the session for nearly a session
+    /// timeout (before the server can expire the session and grant the lock to another).
     #[arg(long)]
     signal_on_suspend: bool,
     /// Start the command in a process group of its own and signal the whole group

@@ -85,7 +85,7 @@
 //!
 //! A suspended lock (connection lost; it may still be ours) is tolerated by
 //! default while the core's safety clock says it is still safely ours; once
-//! ZooKeeper has not answered for nearly a session timeout (before the
+//! ZooKeeper has not confirmed the session for nearly a session timeout (before the
 //! server can expire the session and grant the lock to anyone else) it
 //! counts as lost. With `--signal-on-suspend` the command is signalled as
 //! soon as the lock is suspended.

@@ -519,7 +519,7 @@ impl LockWatch {
             if !self.strict {
                 note!(
                     "lock {}: {}; the command keeps running while the lock is still safely ours (until ZooKeeper \
-                     has not answered for nearly a session timeout)",
+                     has not confirmed the session for nearly a session timeout)",
                     self.path,
                     e.message()
                 );
@@ -532,8 +532,8 @@ impl LockWatch {
         // session and granted the lock to another client.
         if guard.safe_until().is_none_or(|until| Instant::now() >= until) {
             return Some(format!(
-                "lock {} counts as lost: ZooKeeper has not answered for nearly a session timeout, so the session \
-                 may expire and the lock be granted to another client",
+                "lock {} counts as lost: ZooKeeper has not confirmed the session for nearly a session timeout, so \
+                 the session may have expired and the lock be granted to another client",
                 self.path
             ));
         }

@@ -806,8 +806,11 @@ impl Attempt {
     /// ours, and only while the session is safely alive (protocol sections
     /// 4 and 5): if the safety clock has run out (a stalled process, a
     /// server cut off from the leader) the session may have expired and the
-    /// lock been granted to another; wait for the clock to move and look at
-    /// the queue again (`None`).
+    /// lock been granted to another; if it is about to run out before the
+    /// heartbeat can move it (a new session whose connect waited for a
+    /// silent server), the lock would be suspended a moment after the
+    /// grant. Either way, wait for the clock to move and look at the queue
+    /// again (`None`).
     pub(crate) async fn grant(
         &mut self,
         ctx: &Ctx,
@@ -818,9 +821,10 @@ impl Attempt {
         if ctx.cancelled() {
             return Err(Step::Fail(Error::cancelled("acquire")));
         }
-        if !self.session.clock.is_safe() {
+        if !self.session.clock.will_stay_safe() {
             log::info!(
-                "zklock: {}/{name} is first, but session {:#x} is not safely alive; waiting",
+                "zklock: {}/{name} is first, but session {:#x} is not safely alive for long enough; waiting for \
+                 its heartbeat",
                 ctx.path,
                 self.session.id
             );

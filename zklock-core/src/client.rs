@@ -618,8 +618,9 @@ impl Shared {
     }
 
     /// Keeps the safety clock of `session` fresh: a `sync` every eighth of
-    /// the session timeout (at once after a reconnect), each given a third
-    /// of it to answer. Only these replies move the clock (`clock.rs`).
+    /// the session timeout (at once after a reconnect, and sooner while a
+    /// connection's replies have not moved the clock yet), each given a
+    /// third of it to answer. Only these replies move the clock (`clock.rs`).
     async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
         let every = session.timeout / 8;
         let patience = session.timeout / 3;
@@ -635,7 +636,7 @@ impl Shared {
                 }
             }
             tokio::select! {
-                _ = tokio::time::sleep(every) => {}
+                _ = tokio::time::sleep(session.clock.next_heartbeat(every)) => {}
                 // Another connection: heartbeat as soon as it is up, to
                 // start its history (a change always means a new one).
                 mut s = states.changed() => {

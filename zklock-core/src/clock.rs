@@ -83,6 +83,10 @@ pub(crate) struct SyncReply {
 struct History {
     connection: u64,
     replies: VecDeque<SyncReply>,
+    /// A reply of this connection has moved the clock: from then on each
+    /// heartbeat (every `T / 8`) moves it again, keeping it at least about
+    /// `0.4 T` ahead while the server answers.
+    credited: bool,
 }
 
 /// Until when the session is safely alive; see the module documentation.
@@ -126,6 +130,47 @@ impl SafetyClock {
     /// Whether the session is safely alive now.
     pub(crate) fn is_safe(&self) -> bool {
         Instant::now() < self.safe_until()
+    }
+
+    /// Whether a lock granted now stays safely held while the server
+    /// answers: the clock has not run out, and either the heartbeats of
+    /// this connection already move it, or it has time left for their
+    /// first credit (a connection's first heartbeat can count only once a
+    /// later one is sent `T / 3` after its answer, which
+    /// [`SafetyClock::next_heartbeat`] schedules; `T / 8` more allows for
+    /// round trips). A session whose connect waited long for its
+    /// server (an outage) starts with a nearly spent clock: granting on it
+    /// would hand out a lock that is suspended a moment later.
+    pub(crate) fn will_stay_safe(&self) -> bool {
+        let now = Instant::now();
+        let until = self.safe_until();
+        if now >= until {
+            return false;
+        }
+        if self.history.lock().map(|h| h.credited).unwrap_or(false) {
+            return true;
+        }
+        until - now >= self.report_lag() + self.timeout / 8
+    }
+
+    /// How long the heartbeat waits before its next `sync`: `every`, or
+    /// less while this connection's replies have not moved the clock yet:
+    /// the first one that can count (sent `T / 3` after the answer of the
+    /// first) goes out as soon as it can, not up to `every` later. Never
+    /// below `T / 32`.
+    pub(crate) fn next_heartbeat(&self, every: Duration) -> Duration {
+        let floor = self.timeout / 32;
+        let Ok(history) = self.history.lock() else { return every };
+        if history.credited {
+            return every;
+        }
+        let Some(first) = history.replies.front() else { return every };
+        let until = (first.answered + self.report_lag()).saturating_duration_since(Instant::now());
+        if until < every {
+            until.max(floor)
+        } else {
+            every
+        }
     }
 
     /// Resolves the next time the clock moves forward.
@@ -180,6 +225,7 @@ impl SafetyClock {
         if history.connection != reply.connection {
             history.connection = reply.connection;
             history.replies.clear();
+            history.credited = false;
         }
         let lag = self.report_lag();
         // A sync answered after the clock ran out may be an expired
@@ -192,6 +238,7 @@ impl SafetyClock {
         if history.replies.len() > HISTORY {
             history.replies.pop_front();
         }
+        history.credited |= reported.is_some();
         drop(history);
         if let Some(sent) = reported {
             let nanos = u64::try_from(sent.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
@@ -278,6 +325,41 @@ mod tests {
         w.write = true;
         clock.credit(w);
         assert_eq!(credited_s(&clock), 20.0);
+    }
+
+    #[test]
+    fn a_grant_needs_time_for_the_first_credit_or_a_moving_clock() {
+        // A connect that waited half a session timeout: 0.4 T left, less
+        // than the T/3 + T/8 its first credit may take.
+        let clock = SafetyClock::new(Instant::now() - T / 2, T);
+        assert!(clock.is_safe());
+        assert!(!clock.will_stay_safe());
+        // The first heartbeat is answered: the one that can count, T/3
+        // after that answer, goes out then, not on the T/8 grid.
+        let now = Instant::now();
+        clock.credit(SyncReply { sent: now, answered: now, connection: 0, write: false });
+        assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 away: the usual wait");
+        let clock = SafetyClock::new(Instant::now() - T / 2, T);
+        let early = Instant::now() - T / 4;
+        clock.credit(SyncReply { sent: early, answered: early, connection: 0, write: false });
+        let wait = clock.next_heartbeat(T / 8);
+        assert!(wait <= T / 12 && wait > T / 12 - Duration::from_millis(100), "{wait:?}");
+        // A heartbeat of this connection has moved the clock: it keeps
+        // moving every T/8, so even 0.3 T left is enough.
+        let clock = SafetyClock::new(Instant::now() - T * 3 / 5, T);
+        let first = clock.base + Duration::from_secs(1);
+        clock.credit(SyncReply { sent: first, answered: first, connection: 0, write: false });
+        let later = first + T / 3;
+        clock.credit(SyncReply { sent: later, answered: later, connection: 0, write: false });
+        assert_eq!(credited_s(&clock), 1.0);
+        assert!(clock.will_stay_safe());
+        assert_eq!(clock.next_heartbeat(T / 8), T / 8);
+        // Another connection starts over.
+        let other = Instant::now();
+        clock.credit(SyncReply { sent: other, answered: other, connection: 1, write: false });
+        assert!(!clock.will_stay_safe(), "0.3 T + 1 s left, and the new connection has not moved the clock");
+        // A fresh session has nearly all of its clock.
+        assert!(SafetyClock::new(Instant::now(), T).will_stay_safe());
     }
 
     #[test]

@@ -143,22 +143,29 @@ impl Holding {
                 .reason
                 .clone()
                 .unwrap_or_else(|| Error::new(ErrorKind::LockLost, format!("lock {} lost", self.node_path())))),
-            LockState::Suspended => Err(Error::new(
-                ErrorKind::ConnectionLoss,
-                "the lock is suspended: the connection to ZooKeeper is lost, so it may already be someone else's",
-            )),
-            LockState::Held => {
+            LockState::Suspended | LockState::Held => {
                 let zs = self.session.state();
                 if !matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
                     return Err(Error::new(
                         ErrorKind::ConnectionLoss,
-                        format!("the session is {zs}: the lock is not safely held"),
+                        format!(
+                            "the lock is suspended: the connection to ZooKeeper is lost (session {zs}), so it may \
+                             already be someone else's"
+                        ),
                     ));
                 }
                 if Instant::now() >= self.session.safe_until() {
                     return Err(Error::new(
                         ErrorKind::ConnectionLoss,
-                        "ZooKeeper has not answered for nearly a session timeout: the session may have expired",
+                        "the lock is suspended: ZooKeeper has not confirmed the session for nearly a session \
+                         timeout, so it may have expired and the lock be someone else's",
+                    ));
+                }
+                if st.state == LockState::Suspended {
+                    return Err(Error::new(
+                        ErrorKind::ConnectionLoss,
+                        "the lock is suspended: the connection to ZooKeeper came back, and zklock has not yet \
+                         seen that our node is still ours",
                     ));
                 }
                 Ok(())

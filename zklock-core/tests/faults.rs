@@ -14,6 +14,7 @@ use zklock_core::{Client, ErrorKind, LockMode, LockState, ReleaseStatus};
 use zklock_harness::Proxy;
 
 const SEC: Duration = Duration::from_secs(1);
+const MS: Duration = Duration::from_millis(1);
 
 fn via_proxy(proxy: &Proxy, session: Duration) -> Client {
     Client::connect(options(&proxy.addr().to_string(), session)).expect("connects through the proxy")
@@ -337,4 +338,56 @@ fn predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode: LockMode)
     raw.delete(&format!("/between/{holder}"));
     let node = t.join().unwrap().expect("granted once the holder goes");
     assert!(node.starts_with("/between/_c_"));
+}
+
+/// A server outage longer than the session timeout, then a healthy server:
+/// the waiter is granted on a new session, and that grant stays held. Its
+/// new session's connect may have been sent during the outage (so the
+/// safety clock, counted from then, is nearly spent when the server
+/// answers): the grant must wait until a heartbeat has moved the clock
+/// rather than hand out a lock that counts as suspended a moment later.
+#[test]
+fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let a = common::connect(&hosts);
+    // A connect timeout longer than the outage: the new session's connect
+    // waits for the frozen server.
+    let b = Client::connect(options(&hosts, 4 * SEC).connect_timeout(20 * SEC)).unwrap();
+    let _ga = lock_of(&a, "/outage-grant", LockMode::Exclusive).acquire(None).unwrap();
+    let lb = lock_of(&b, "/outage-grant", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lb.acquire(Some(60 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("b queued", 5 * SEC, || queue(&b, "/outage-grant").len() == 2);
+    let old_session = b.session_id().unwrap();
+    let lost = Arc::new(Mutex::new(None));
+    let l = lost.clone();
+    let _sub = b.on_connection_state(move |s| {
+        if s == zklock_core::ConnectionState::Lost {
+            l.lock().unwrap().get_or_insert(Instant::now());
+        }
+    });
+    zk.freeze(0).unwrap();
+    wait_until("b's client gives its session up", 30 * SEC, || lost.lock().unwrap().is_some());
+    // Its new session's connect is sent now, to the frozen server: resume
+    // when most of a session timeout has passed since.
+    let connect_began = lost.lock().unwrap().unwrap();
+    std::thread::sleep((connect_began + 2_400 * MS).saturating_duration_since(Instant::now()));
+    zk.resume(0).unwrap();
+    let resumed = Instant::now();
+    let (granted_at, gb) = waiter.join().unwrap().expect("b is granted after the outage");
+    eprintln!("granted {:?} after the resume", granted_at - resumed);
+    assert_ne!(gb.session_id(), old_session, "b's session expired in the outage");
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let s = states.clone();
+    gb.on_state_change(move |st| s.lock().unwrap().push(st));
+    // Three session timeouts of a healthy server: the lock never stops
+    // being safely held.
+    let until = Instant::now() + 12 * SEC;
+    while Instant::now() < until {
+        if let Err(e) = gb.check() {
+            panic!("{:?} after the grant, check() failed: {}", granted_at.elapsed(), e.message());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(states.lock().unwrap().is_empty(), "state changes: {:?}", states.lock().unwrap());
 }
