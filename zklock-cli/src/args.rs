@@ -70,19 +70,27 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
     (
         "SIGNALS",
         "\
-  SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to the command
-  (not those the kernel sent to the whole process group, e.g. Ctrl-C: the
-  command got them already, unless --process-group put it in a group of its
-  own); zklock then exits with the command's status. While still waiting for
-  the lock they cancel the wait (no node is left) and zklock exits with
-  128 + the signal number; `hold` releases the lock and exits 0.
-  When the lock is lost (session expired, node deleted, or no answer from
-  ZooKeeper for nearly a session timeout; with --signal-on-suspend, as soon
-  as it is suspended) the command gets --lost-signal, then SIGKILL after
-  --kill-after. The lock is released and the session closed when the
-  command exits. Without --process-group, signals go to the command's
-  process only: a shell script should `exec` its long-running program, or
-  trap the signal and pass it on.",
+  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 and SIGUSR2 sent to
+  zklock are forwarded to the command (not those the kernel sent to the
+  whole process group, e.g. Ctrl-C: the command got them already, unless
+  --process-group put it in a group of its own; one that a user sends to
+  the whole group, kill -TERM -PGID, reaches the command twice, directly
+  and from zklock); zklock then exits with the command's status (`lead`
+  does not stand again, except after SIGUSR1 or SIGUSR2). While still
+  waiting for the lock they cancel the wait (no node is left) and zklock
+  exits with 128 + the signal number; `hold` releases the lock and exits 0.
+  When the lock is lost (session expired, node deleted, or the session not
+  confirmed by ZooKeeper for nearly a session timeout; with
+  --signal-on-suspend, as soon as it is suspended) the command gets
+  --lost-signal, then SIGKILL after --kill-after. The lock is released and
+  the session closed when the command exits. If zklock itself dies (SIGKILL,
+  a crash, a signal it does not handle), the kernel sends the command
+  SIGKILL at once (Linux's parent-death signal): nothing is left to watch
+  the lock. Without --process-group, signals go to the command's process
+  only: a shell script should `exec` its long-running program, or trap the
+  signal and pass it on. No signal reaches processes that left the
+  command's process group (setsid, `set -m`, daemons), nor anything but the
+  command itself when zklock dies.",
     ),
     (
         "EXIT STATUS",
@@ -177,9 +185,11 @@ SIGTERM, SIGHUP) it does not stand again (a loss meanwhile: exit 70). --timeout 
     #[command(long_about = "\
 Take the lock at PATH (the lock kinds and waiting options of `run`), print its fencing token on one line of stdout \
 (with --json an object with token, node_path, lock_path, mode and session_id), then hold it until stdin reaches end of \
-file or zklock gets SIGINT, SIGTERM or SIGHUP; then release it and exit 0. Like `etcdctl lock` without a command: a \
-shell script reads the token, does its work and closes zklock's stdin. If the lock is lost meanwhile, zklock says so on \
-stderr and exits 70 (hold the lock as long as you need it, and watch for that exit).
+file or zklock gets a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2); then release it and exit \
+0. Like `etcdctl lock` without a command: a shell script reads the token, does its work and closes zklock's stdin. If \
+the lock is lost meanwhile, zklock says so on stderr and exits 70 at once (hold the lock as long as you need it, and \
+watch for that exit). stdin that cannot be read releases the lock at once, like one that is closed: `zklock hold PATH \
+&` in an interactive shell has the terminal as stdin, which a background job may not read; give it a pipe.
 
 Example (bash):
   coproc LOCK { zklock hold /locks/job; }
@@ -511,6 +521,9 @@ pub(crate) struct ListArgs {
     /// "session_id", "data", "node", "node_path"}]}
     #[arg(long)]
     json: bool,
+    /// PATH is a counting semaphore with N permits: list its leases (under PATH/leases), the first N holding
+    #[arg(long, value_name = "N", value_parser = permits, allow_hyphen_values = true)]
+    permits: Option<usize>,
     /// Where to connect.
     #[command(flatten)]
     connection: Connection,
@@ -594,6 +607,8 @@ pub(crate) struct ListOptions {
     pub(crate) path: String,
     /// `--json`.
     pub(crate) json: bool,
+    /// `--permits N`: the path is a semaphore of N permits.
+    pub(crate) permits: Option<usize>,
 }
 
 /// The program `-c` runs its command with.
@@ -690,7 +705,7 @@ impl HoldArgs {
 impl ListArgs {
     /// The options of `zklock list`.
     pub(crate) fn options(self) -> ListOptions {
-        ListOptions { connection: self.connection, path: self.path, json: self.json }
+        ListOptions { connection: self.connection, path: self.path, json: self.json, permits: self.permits }
     }
 }
 
@@ -850,6 +865,18 @@ fn signal(text: &str) -> Result<i32, String> {
         .map(|&(_, s)| s)
         .ok_or_else(|| format!("unknown signal {text:?} (a name such as TERM, INT, KILL, USR1, or a number)"))
 }
+
+/// The environment variables that stand for options; an empty one counts
+/// as unset.
+pub(crate) const ENV_OPTIONS: [&str; 7] = [
+    "ZKLOCK_HOSTS",
+    "ZKLOCK_TLS_CA",
+    "ZKLOCK_TLS_CERT",
+    "ZKLOCK_TLS_KEY",
+    "ZKLOCK_DIGEST_USER",
+    "ZKLOCK_SASL_USER",
+    "ZKLOCK_ACL",
+];
 
 /// `SIGTERM` for 15, `signal 40` for numbers without a name.
 pub(crate) fn signal_name(sig: i32) -> String {

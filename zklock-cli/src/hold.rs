@@ -34,6 +34,18 @@ pub(crate) fn hold(opts: HoldOptions) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
+    // Rust's stdout swallows EBADF: a closed stdout would take the lock and
+    // tell nobody its token.
+    // SAFETY: fcntl F_GETFD has no memory-safety preconditions.
+    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+        note!("stdout is closed: nobody could learn the fencing token; not taking lock {}", req.path);
+        return exit::INTERNAL;
+    }
+    // A background job of an interactive shell that reads the terminal is
+    // stopped by SIGTTIN, and a stopped zklock holds the lock without
+    // keeping its session: ignored, the read fails instead (released).
+    // SAFETY: setting a signal to SIG_IGN has no memory-safety preconditions.
+    unsafe { libc::signal(libc::SIGTTIN, libc::SIG_IGN) };
     let session = match Session::open(&req.connection, &req.path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -41,6 +53,12 @@ pub(crate) fn hold(opts: HoldOptions) -> i32 {
     let code = match session.acquire(req, options) {
         Ok(guard) => {
             let code = hold_until_told(&opts, &guard, &session);
+            if code == exit::LOST {
+                // Whoever waits for zklock's exit learns of the loss now,
+                // not after a release and a close that may wait for a
+                // silent ZooKeeper (the session ends with the process).
+                std::process::exit(code);
+            }
             run::release(&guard, req.verbose);
             code
         },
@@ -76,28 +94,35 @@ fn hold_until_told(opts: &HoldOptions, guard: &Guard, session: &Session) -> i32 
     let reader = std::thread::Builder::new().name("zklock-stdin".into()).spawn(move || {
         let mut stdin = io::stdin().lock();
         let mut buf = [0u8; 4096];
-        loop {
+        let closed = loop {
             match stdin.read(&mut buf) {
-                Ok(0) => break,
-                Ok(_) => {},
+                Ok(0) => break None,
+                // What is written is ignored; an endless input (/dev/zero)
+                // must not take a core.
+                Ok(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {},
-                // Unreadable stdin is as good as closed.
-                Err(_) => break,
+                // Unreadable stdin is as good as closed (a terminal that a
+                // background job may not read: EIO).
+                Err(e) => break Some(e),
             }
-        }
-        let _ = tx.send(Event::InputClosed);
+        };
+        let _ = tx.send(Event::InputClosed(closed));
     });
     if let Err(e) = reader {
         note!("cannot start a thread to read stdin: {e}; releasing lock {path}");
         return exit::INTERNAL;
     }
-    let mut watch = LockWatch::new(guard, path, false);
+    let mut watch = LockWatch::new(guard, path, false, "zklock keeps holding it");
     loop {
         match session.rx.recv_timeout(TICK) {
-            Ok(Event::InputClosed) => {
+            Ok(Event::InputClosed(None)) => {
                 if opts.lock.verbose {
                     note!("stdin closed; releasing lock {path}");
                 }
+                return exit::OK;
+            },
+            Ok(Event::InputClosed(Some(e))) => {
+                note!("cannot read stdin ({e}), which holds the lock until it closes; releasing lock {path}");
                 return exit::OK;
             },
             Ok(Event::Signal(r)) => {

@@ -19,12 +19,30 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Ok(c) => c,
         Err(e) => return crate::connect_error(&hosts, &e),
     };
-    let result = client.participants(&opts.path);
+    let result = match opts.permits {
+        // A semaphore's leases queue under PATH/leases; the first N hold.
+        Some(n) => client.participants(&format!("{}/leases", opts.path.trim_end_matches('/'))).map(|mut q| {
+            for (i, p) in q.iter_mut().enumerate() {
+                p.holds = i < n;
+            }
+            q
+        }),
+        None => client.participants(&opts.path),
+    };
+    let semaphore_hint = match &result {
+        Ok(q) if q.is_empty() && opts.permits.is_none() => {
+            client.participants(&format!("{}/leases", opts.path.trim_end_matches('/'))).is_ok_and(|l| !l.is_empty())
+        },
+        _ => false,
+    };
     client.close();
     let queue = match result {
         Ok(q) => q,
         Err(e) => return crate::zk_error(&format!("cannot list lock {}", opts.path), &e),
     };
+    if semaphore_hint {
+        note!("{} has no lock nodes but has leases: it is a semaphore; list it with --permits N", opts.path);
+    }
     let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
     crate::write_stdout(text.as_bytes())
 }

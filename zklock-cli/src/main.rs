@@ -37,15 +37,16 @@
 //! `LeaderLatch` compatible): the command runs while zklock leads; when
 //! leadership is lost the command is signalled as above and, once it has
 //! exited, zklock joins the election again (`--id` sets the participant
-//! id, by default `<hostname>/<pid>`), unless zklock got SIGINT, SIGTERM
-//! or SIGHUP meanwhile.
+//! id, by default `<hostname>/<pid>`), unless zklock got a signal other
+//! than SIGUSR1 or SIGUSR2 meanwhile.
 //!
 //! `zklock hold` takes the lock (the kinds and waiting options of `run`),
 //! prints its fencing token on one line of stdout (`--json`: an object with
 //! `token`, `node_path`, `lock_path`, `mode`, `session_id`), and holds it
-//! until stdin reaches end of file or zklock gets SIGINT, SIGTERM or
-//! SIGHUP; then it releases the lock and exits 0. A lock lost meanwhile is
-//! reported on stderr, exit 70. Like `etcdctl lock` without a command.
+//! until stdin reaches end of file (or cannot be read) or zklock gets one
+//! of the signals below; then it releases the lock and exits 0. A lock
+//! lost meanwhile is reported on stderr, exit 70 at once. Like `etcdctl
+//! lock` without a command.
 //!
 //! `zklock list` prints the participants of a lock in queue order, holders
 //! first (a table, or one JSON object with `--json`). `zklock completions
@@ -68,12 +69,15 @@
 //!
 //! # Signals
 //!
-//! SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to the command
-//! (except when the kernel sent them to the whole process group, as Ctrl-C
-//! in a terminal does: the command has them already). zklock then keeps
-//! waiting for the command and exits with its status. While zklock still
-//! waits for the lock, such a signal cancels the wait (our node is deleted)
-//! and zklock exits with 128 + the signal number.
+//! SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 and SIGUSR2 sent to
+//! zklock are forwarded to the command (except when the kernel sent them to
+//! the whole process group, as Ctrl-C in a terminal does: the command has
+//! them already; one a user sends to the whole group reaches it twice).
+//! zklock then keeps waiting for the command and exits with its status.
+//! While zklock still waits for the lock, such a signal cancels the wait
+//! (our node is deleted) and zklock exits with 128 + the signal number. If
+//! zklock itself dies (SIGKILL, a crash, another signal), the kernel sends
+//! the command SIGKILL (parent-death signal, `signals::kill_with_parent`).
 //!
 //! Signals go to the command's process only, not to processes it started
 //! (a shell script should `exec` its long-running program or pass the
@@ -82,6 +86,7 @@
 //! to the whole group (and a Ctrl-C, which no longer reaches the command
 //! from the terminal, is forwarded too); after a loss, what is left of the
 //! group once the command has exited is killed after `--kill-after`.
+//! Processes that leave the group (setsid) are not reached.
 //!
 //! A suspended lock (connection lost; it may still be ours) is tolerated by
 //! default while the core's safety clock says it is still safely ours; once
@@ -153,6 +158,13 @@ mod exit {
 
 /// Parses the command line, runs the subcommand, exits with its code.
 fn main() {
+    // An empty variable counts as unset (`ZKLOCK_ACL= zklock ...`), as in
+    // most tools: removed before clap reads it (no other thread yet).
+    for var in args::ENV_OPTIONS {
+        if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(var);
+        }
+    }
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let code = match args::Cli::try_parse_from(&argv) {
         Ok(cli) => dispatch(cli.command),
@@ -303,7 +315,13 @@ pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> Result<(Clie
         .operation_timeout(operation_timeout(session))
         .connect_timeout(c.connect_timeout);
     let password = |user: &Option<String>, var: &str| -> Result<Option<(String, String)>, i32> {
-        let Some(user) = user else { return Ok(None) };
+        let Some(user) = user else {
+            if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+                let option = if var.contains("SASL") { "--sasl-user" } else { "--digest-user" };
+                note!("warning: ${var} is set, but no {option}: not logging in");
+            }
+            return Ok(None);
+        };
         match std::env::var(var) {
             Ok(password) => Ok(Some((user.clone(), password))),
             Err(_) => Err(usage_error(&format!("{user:?} needs its password in ${var} (never on the command line)"))),

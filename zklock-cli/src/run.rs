@@ -24,14 +24,14 @@ pub(crate) const TICK: Duration = Duration::from_millis(50);
 
 /// What the main thread waits for.
 pub(crate) enum Event {
-    /// SIGINT, SIGTERM or SIGHUP reached zklock.
+    /// A signal zklock handles reached it (see `signals.rs`).
     Signal(Received),
     /// The connect finished.
     Connected(zklock_core::Result<Client>),
     /// The acquire finished.
     Acquired(zklock_core::Result<Guard>),
-    /// `zklock hold`: stdin reached end of file (or cannot be read).
-    InputClosed,
+    /// `zklock hold`: stdin reached end of file, or cannot be read (why).
+    InputClosed(Option<std::io::Error>),
 }
 
 /// The lock options of `req` (its node data), checked: bad data is a
@@ -293,8 +293,9 @@ fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_li
 }
 
 /// Spawns the command and follows it and the lock until the command exits.
-/// A SIGINT, SIGTERM or SIGHUP to zklock sets `stopping` (forwarded to the
-/// command unless the whole process group, the command's too, got it).
+/// A signal to zklock is forwarded to the command (unless the whole process
+/// group, the command's too, got it); all but SIGUSR1 and SIGUSR2 set
+/// `stopping`.
 fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &AtomicBool) -> i32 {
     use std::os::unix::process::CommandExt as _;
     let program = &opts.command[0];
@@ -309,7 +310,8 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         // A group of its own, led by the command: its id is the command's pid.
         cmd.process_group(0);
     }
-    let mut watch = LockWatch::new(guard, &opts.lock.path, opts.signal_on_suspend);
+    signals::kill_with_parent(&mut cmd);
+    let mut watch = LockWatch::new(guard, &opts.lock.path, opts.signal_on_suspend, "the command keeps running");
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -343,7 +345,9 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         }
         match rx.recv_timeout(TICK) {
             Ok(Event::Signal(r)) => {
-                stopping.store(true, Ordering::Release);
+                if signals::stops(r.signal) {
+                    stopping.store(true, Ordering::Release);
+                }
                 // A command in a group of its own did not get the signal the
                 // kernel sent to zklock's group.
                 if !r.to_group || opts.process_group {
@@ -479,11 +483,16 @@ pub(crate) struct LockWatch {
     suspended_since: Option<Instant>,
     /// Set by the state-change callback on any state but Held.
     troubled: Arc<AtomicBool>,
+    /// What goes on while a suspended lock is still safely ours ("the
+    /// command keeps running"), for the message.
+    meanwhile: &'static str,
 }
 
 impl LockWatch {
     /// Watches `guard`, the lock at `path`; `strict`: a suspension is a loss.
-    pub(crate) fn new(guard: &Guard, path: &str, strict: bool) -> LockWatch {
+    /// `meanwhile` says what goes on while a suspended lock is still safely
+    /// ours.
+    pub(crate) fn new(guard: &Guard, path: &str, strict: bool, meanwhile: &'static str) -> LockWatch {
         // Every state change reaches this flag, also a suspension too short
         // for the polling to see (it matters with --signal-on-suspend).
         let troubled = Arc::new(AtomicBool::new(false));
@@ -493,7 +502,7 @@ impl LockWatch {
                 flag.store(true, Ordering::Release);
             }
         });
-        LockWatch { path: path.to_owned(), strict, suspended_since: None, troubled }
+        LockWatch { path: path.to_owned(), strict, suspended_since: None, troubled, meanwhile }
     }
 
     /// `Some(reason)` once the lock counts as lost.
@@ -518,10 +527,11 @@ impl LockWatch {
             self.suspended_since = Some(Instant::now());
             if !self.strict {
                 note!(
-                    "lock {}: {}; the command keeps running while the lock is still safely ours (until ZooKeeper \
-                     has not confirmed the session for nearly a session timeout)",
+                    "lock {}: {}; {} while the lock is still safely ours (until ZooKeeper has not confirmed the \
+                     session for nearly a session timeout)",
                     self.path,
-                    e.message()
+                    e.message(),
+                    self.meanwhile
                 );
             }
         }

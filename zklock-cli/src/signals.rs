@@ -1,22 +1,66 @@
-//! The signals zklock handles itself: SIGINT, SIGTERM and SIGHUP, received
-//! through signal-hook (a handler that only writes to a pipe, read by one
-//! thread of ours), with the origin of each: a signal the kernel sent to
-//! the whole foreground process group (a terminal's Ctrl-C or hang-up)
-//! reached the command too, unless it runs in a group of its own.
+//! The signals zklock handles itself, received through signal-hook (a
+//! handler that only writes to a pipe, read by one thread of ours), with
+//! the origin of each: a signal the kernel sent to the whole foreground
+//! process group (a terminal's Ctrl-C, Ctrl-\\ or hang-up) reached the
+//! command too, unless it runs in a group of its own.
+//!
+//! Every signal whose default action ends a process and that a user or a
+//! supervisor sends is handled ([`HANDLED`]): left to its default, it
+//! would end zklock and leave the command running without anyone watching
+//! the lock. The rest (SIGKILL, and signals of faults or resource limits)
+//! still end zklock; the command then gets SIGKILL from the kernel
+//! ([`kill_with_parent`]).
 //!
 //! The command does not inherit the handler: `exec` resets handled signals
 //! to their default action, and zklock's signal mask is never changed.
 
 use std::io;
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
 /// The signals forwarded to the command (or that cancel the wait, or end
 /// `zklock hold`).
-const HANDLED: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+const HANDLED: [i32; 7] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2];
+
+/// Whether `sig`, forwarded to the command, asks zklock to stop too
+/// (`zklock lead` does not stand again after the command exits): all but
+/// SIGUSR1 and SIGUSR2, which are only passed on.
+pub(crate) fn stops(sig: i32) -> bool {
+    sig != SIGUSR1 && sig != SIGUSR2
+}
+
+/// Makes `cmd` get SIGKILL from the kernel when zklock dies (Linux's
+/// parent-death signal): SIGKILL to zklock, a crash, or a signal zklock
+/// does not handle would otherwise leave the command running without the
+/// lock once the session expires, while nothing is left to signal it.
+/// SIGKILL, not `--lost-signal`: nobody would be left to follow up with
+/// `--kill-after`. It reaches the command's process only, not processes
+/// it started; it is cleared by an `exec` of a set-user-ID program.
+///
+/// The spawning thread must live as long as the command (the kernel sends
+/// the signal when that thread ends): zklock spawns from its main thread.
+pub(crate) fn kill_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child between fork and exec and
+    // calls only async-signal-safe system calls (prctl, getppid).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // zklock died between fork and prctl: the signal will not come.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                // (No allocation between fork and exec: a raw OS error.)
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
 
 /// One signal received.
 #[derive(Clone, Copy, Debug)]

@@ -88,6 +88,13 @@ fn exit_status_of_the_command_is_passed_on() {
     let o = run("noexec", &[script.to_str().unwrap()]);
     assert_eq!(o.code, 126, "{o:?}");
     assert!(o.stderr.contains("cannot run"), "{o:?}");
+    // An executable script without `#!` runs with /bin/sh, as in the shell
+    // and flock(1).
+    let script = d.path("no-shebang.sh");
+    fs::write(&script, "exit 6\n").unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run("noshebang", &[script.to_str().unwrap()]);
+    assert_eq!(o.code, 6, "{o:?}");
     // PATH lookup works without `--` too.
     let o = zklock(&d, "nodash", &["run", "--hosts", &hosts, "/cli/status", "sh", "-c", "exit 4"]);
     assert_eq!(o.code, 4, "{o:?}");
@@ -425,6 +432,110 @@ fn signals_cancel_the_wait_or_reach_the_command() {
     assert_eq!(d.read("forwarded").trim(), "int");
     assert!(!d.exists("ran"));
     assert!(queue(&observer, "/cli/sig").is_empty());
+}
+
+/// Every signal whose default would end zklock and that a user sends is
+/// handled: left to its default, it ended zklock and left the command
+/// running without the lock (found by an outside test). USR1 and ALRM are
+/// forwarded; ALRM while waiting cancels the wait cleanly.
+#[test]
+fn user_signals_are_forwarded_not_fatal() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("usersig");
+    let observer = connect(&hosts);
+    for (sig, name) in [(libc::SIGUSR1, "USR1"), (libc::SIGQUIT, "QUIT"), (libc::SIGALRM, "ALRM")] {
+        let _ = std::fs::remove_file(d.path("ready"));
+        let script = format!(
+            r#"trap 'echo {name} > "$D/forwarded"; kill $! 2>/dev/null; exit 42' {name}; touch "$D/ready"; sleep 60 & wait"#
+        );
+        let r = spawn(&d, name, &["run", "--hosts", &hosts, "/cli/usersig", "--", "sh", "-c", &script], &[]);
+        wait_until("the command runs", 20 * SEC, || d.exists("ready"));
+        kill(r.pid(), sig);
+        let o = r.wait(20 * SEC);
+        assert_eq!(o.code, 42, "{name}: {o:?}");
+        assert_eq!(d.read("forwarded").trim(), name);
+        assert!(queue(&observer, "/cli/usersig").is_empty(), "released");
+    }
+    let holder = connect(&hosts);
+    let g = holder.lock("/cli/usersig").unwrap().acquire(None).unwrap();
+    let r = spawn(&d, "waiting", &["run", "--hosts", &hosts, "/cli/usersig", "--", "true"], &[]);
+    wait_until("zklock queued", 20 * SEC, || queue(&observer, "/cli/usersig").len() == 2);
+    kill(r.pid(), libc::SIGALRM);
+    let o = r.wait(20 * SEC);
+    assert_eq!(o.code, 128 + libc::SIGALRM, "{o:?}");
+    assert!(o.stderr.contains("SIGALRM"), "{o:?}");
+    assert_eq!(queue(&observer, "/cli/usersig").len(), 1, "only the holder's node");
+    g.release().unwrap();
+}
+
+/// zklock killed with SIGKILL while its command runs: the kernel kills the
+/// command at once (parent-death signal), so it cannot run on without the
+/// lock after the session expires (found by an outside test: the command
+/// outlived zklock and overlapped the next holder's).
+#[test]
+fn the_command_dies_with_a_killed_zklock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("kill9");
+    for group in [false, true] {
+        let _ = std::fs::remove_file(d.path("pid"));
+        let mut args = vec!["run", "--hosts", &hosts, "--session-timeout", "2s"];
+        if group {
+            args.push("--process-group");
+        }
+        args.extend([
+            "/cli/kill9",
+            "--",
+            "sh",
+            "-c",
+            r#"echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; exec sleep 60"#,
+        ]);
+        let mut r = spawn(&d, "killed", &args, &[]);
+        wait_until("the command runs", 20 * SEC, || d.exists("pid"));
+        let pid: i32 = d.read("pid").trim().parse().unwrap();
+        kill(r.pid(), libc::SIGKILL);
+        let _ = r.child.wait();
+        // Gone, or a zombie nobody has reaped yet.
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|st| st.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+        };
+        let gone = zklock_harness::wait_for(5 * SEC, || !alive());
+        if !gone {
+            kill(pid, libc::SIGKILL);
+        }
+        assert!(gone, "the command (pid {pid}, process group: {group}) outlived the killed zklock");
+    }
+}
+
+/// A semaphore keeps its leases under PATH/leases: `list PATH` says so,
+/// `list --permits N PATH` lists them with the first N holding.
+#[test]
+fn list_shows_a_semaphore_with_its_permits() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("list-sem");
+    let (a, b, c) = (connect(&hosts), connect(&hosts), connect(&hosts));
+    let sem = |client: &zklock_core::Client| {
+        client.semaphore("/cli/list-sem", 2, zklock_core::LockOptions::default()).unwrap()
+    };
+    let _ga = sem(&a).acquire(None).unwrap();
+    let _gb = sem(&b).acquire(None).unwrap();
+    let lc = sem(&c);
+    let waiter = std::thread::spawn(move || lc.acquire(Some(30 * SEC)).map(|g| g.release()));
+    wait_until("c waits", 10 * SEC, || queue(&a, "/cli/list-sem/leases").len() == 3);
+    let o = zklock(&d, "plain", &["list", "--hosts", &hosts, "/cli/list-sem"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("--permits"), "{o:?}");
+    let o = zklock(&d, "permits", &["list", "--hosts", &hosts, "--permits", "2", "--json", "/cli/list-sem"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    let holds: Vec<bool> =
+        v["participants"].as_array().unwrap().iter().map(|p| p["holds"].as_bool().unwrap()).collect();
+    assert_eq!(holds, [true, true, false], "{o:?}");
+    drop(_ga);
+    waiter.join().unwrap().unwrap().unwrap();
 }
 
 #[test]

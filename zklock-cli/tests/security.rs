@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{spawn, Dir, SEC};
+use common::{spawn, Dir, Raw, SEC};
 use zklock_harness::{Cluster, ClusterOptions};
 
 fn tls_server() -> Cluster {
@@ -104,6 +104,24 @@ fn acl_and_credentials_options() {
         .wait(30 * SEC);
     assert_eq!(o.code, 64, "{o:?}");
     assert!(o.stderr.contains("unknown permission"), "{o:?}");
+    // An ACL that lets no one create: refused before connecting, rather than
+    // put on a lock path that would stay, shutting everyone out (found by
+    // an outside test). An empty variable counts as unset.
+    let o =
+        spawn(&d, "readonly", &["run", "--hosts", &hosts, "--acl", "world:anyone:r", "/cli-acl-ro", "--", "true"], &[])
+            .wait(30 * SEC);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("no one could take the lock"), "{o:?}");
+    assert!(Raw::connect(&hosts).exists("/cli-acl-ro").is_none(), "nothing was created");
+    let o = spawn(&d, "emptyacl", &["run", "--hosts", &hosts, "/cli-acl-ro", "--", "true"], &[("ZKLOCK_ACL", "")])
+        .wait(30 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    // A password without its user option: said, not silently ignored.
+    let o =
+        spawn(&d, "pwonly", &["run", "--hosts", &hosts, "/cli-acl-pw", "--", "true"], &[("ZKLOCK_SASL_PASSWORD", "x")])
+            .wait(30 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("ZKLOCK_SASL_PASSWORD is set, but no --sasl-user"), "{o:?}");
     // A wrong SASL password: 77.
     let o = spawn(
         &d,

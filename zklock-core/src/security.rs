@@ -86,7 +86,9 @@ impl Acl {
     /// word, an unknown permission letter, a `world` id other than
     /// `anyone`, a digest id without its hash or with a `:` in its user, an
     /// `ip` id that is not an address or `address/bits`, more than 64
-    /// entries or 16 KiB.
+    /// entries or 16 KiB, or no entry with one of the rights zklock needs
+    /// on the lock path: read, create, delete (`world:anyone:r` would lock
+    /// everyone out, and leave the lock path behind).
     pub fn parse(spec: &str) -> Result<Acl> {
         if spec.len() > MAX_ACL_SPEC_BYTES {
             return Err(Error::invalid_argument(format!(
@@ -104,6 +106,21 @@ impl Acl {
         }
         if entries.len() > MAX_ACL_ENTRIES {
             return Err(Error::invalid_argument(format!("ACL {}: more than {MAX_ACL_ENTRIES} entries", shown(spec))));
+        }
+        // zklock lists the lock path, creates its node there and deletes it:
+        // an ACL that gives no one some of these rights locks everybody out,
+        // and leaves behind the lock path it was put on (empty containers
+        // that never had a child are not reaped).
+        if let Some(missing) = ['r', 'c', 'd'].into_iter().find(|&c| !entries.iter().any(|e| e.perms.contains(c))) {
+            let right = match missing {
+                'r' => "read (r: list the queue, read the node waited on)",
+                'c' => "create (c: queue a lock node)",
+                _ => "delete (d: release)",
+            };
+            return Err(Error::invalid_argument(format!(
+                "ACL {}: no entry gives the right to {right}, so no one could take the lock",
+                shown(spec)
+            )));
         }
         Ok(Acl { entries })
     }
@@ -579,7 +596,7 @@ mod tests {
         let x509 = Acl::parse(r"x509:CN=app\,O=Example\\Co:r,creator").unwrap();
         assert_eq!(x509.to_zk()[0].id(), r"CN=app,O=Example\Co");
         assert_eq!(Acl::parse(&x509.to_string()).unwrap(), x509);
-        assert!(Acl::parse("ip:10.0.0.0/8:r,ip:::1:rw,ip:192.168.1.2:c").is_ok());
+        assert!(Acl::parse("ip:10.0.0.0/8:r,ip:::1:rw,ip:192.168.1.2:cd").is_ok());
     }
 
     #[test]
@@ -598,20 +615,24 @@ mod tests {
             ("ip:not-an-ip:r", "an ip id"),
             ("ip:10.0.0.0/99:r", "an ip id"),
             ("open,", "empty entry"),
+            // Rights no entry gives: no one could take the lock.
+            ("world:anyone:r", "no entry gives the right to create"),
+            ("world:anyone:cd", "no entry gives the right to read"),
+            ("auth::crwa,world:anyone:r", "no entry gives the right to delete"),
         ] {
             let e = Acl::parse(spec).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{spec}");
             assert!(e.message().contains(says), "{spec}: {e}");
         }
-        let many = vec!["world:anyone:r"; 65].join(",");
+        let many = vec!["world:anyone:rcd"; 65].join(",");
         assert!(Acl::parse(&many).unwrap_err().message().contains("more than 64"));
         assert!(Acl::parse(&"x".repeat(20_000)).unwrap_err().message().contains("longer than"));
     }
 
     #[test]
     fn perms_become_bits() {
-        let acl = Acl::parse("world:anyone:rc").unwrap().to_zk();
-        assert_eq!(acl[0].permission(), zk::Permission::READ | zk::Permission::CREATE);
+        let acl = Acl::parse("world:anyone:rcd").unwrap().to_zk();
+        assert_eq!(acl[0].permission(), zk::Permission::READ | zk::Permission::CREATE | zk::Permission::DELETE);
         assert_eq!(Acl::open().to_zk()[0].permission(), zk::Permission::ALL);
     }
 

@@ -335,9 +335,18 @@ fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
     // delete the node; it says so, and no background cleanup spins. A
     // try or a timed acquire that cannot delete its node says NO_AUTH
     // instead of leaving it behind silently (and does not queue again).
+    // Acl::parse refuses an ACL without d (nobody could release), so the
+    // lock path is made beforehand by a plain client, as an administrator
+    // might; zklock keeps the ACL of a node that exists.
     let zk = server();
     let hosts = zk.connect_string();
-    let alice = client_as(&hosts, Some("alice"), Acl::parse("auth::crwa").unwrap());
+    let raw = raw_as(&hosts, Some("alice"));
+    raw.mkdir("/nodelete");
+    let crwa = zk::Permission::CREATE | zk::Permission::READ | zk::Permission::WRITE | zk::Permission::ADMIN;
+    let entries = [zk::Acl::new(crwa, zk::AuthId::new("auth", ""))];
+    let acl = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&entries));
+    raw.block_on(raw.zk.create("/nodelete/job", b"", &acl)).unwrap();
+    let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
     let lock = alice.lock("/nodelete/job").unwrap();
     let g = lock.acquire(Some(10 * SEC)).unwrap();
     let node = g.node_path();
@@ -346,7 +355,6 @@ fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
     assert_eq!(r.unwrap_err().kind(), ErrorKind::NoAuth);
     std::thread::sleep(SEC / 2);
     assert_eq!(alice.pending_cleanups(), 0, "no background retry of a refused delete");
-    let raw = raw_as(&hosts, Some("alice"));
     assert!(raw.exists(&node).is_some(), "the node stays until the session ends");
     for timeout in [Some(Duration::ZERO), Some(SEC / 2)] {
         let e = lock.acquire(timeout).unwrap_err();
