@@ -25,8 +25,14 @@ demo: deps demo-workers
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint publish-check test-rust test-c test-install test-python test-python-wheel test-node test-demo
+test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-demo
 	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
+
+## docs: the docs site in target/docs/html (Sphinx pages of docs/, rustdoc,
+## the C header, the Python API, TypeDoc), every internal link checked
+.PHONY: docs
+docs: python-install node-deps
+	scripts/docs.sh
 
 ## publish-check: `cargo publish --dry-run` of the crates meant for crates.io
 ## (zklock-core, zklock-cli): packaged and built from the package as a user
@@ -234,7 +240,7 @@ PYVENV := target/python-venv
 ## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy,
 ## kazoo, hypothesis and what they need: bindings/python/requirements-test.txt)
 python-venv:
-	bindings/python/venv.sh
+	scripts/venv.sh $(PYVENV) bindings/python/requirements-test.txt
 
 ## python-install: install zklock from source into the venv (built by the
 ## venv's pinned maturin: no isolated build env to download)

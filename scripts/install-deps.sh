@@ -76,7 +76,7 @@ echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(p
 # Python package (bindings/python, `make test-python`): the test venv
 # target/python-venv with pinned maturin, pytest, mypy and kazoo
 # (bindings/python/requirements-test.txt); installs only what is missing.
-"$root/bindings/python/venv.sh"
+"$root/scripts/venv.sh" "$root/target/python-venv" "$root/bindings/python/requirements-test.txt"
 echo "install-deps: python venv $root/target/python-venv: $("$root/target/python-venv/bin/python" --version)"
 
 # Node package (bindings/node, `make test-node`): Node >= 18 (Debian's

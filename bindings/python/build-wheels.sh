@@ -17,10 +17,7 @@ venv="$root/target/python-package-venv"
 out="$root/target/wheels"
 req="$root/bindings/python/requirements-package.txt"
 
-if [ ! -x "$venv/bin/pip" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+"$root/scripts/venv.sh" "$venv" "$req"
 export PATH="$venv/bin:$PATH"
 
 targets=(
