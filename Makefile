@@ -25,7 +25,7 @@ demo: deps demo-workers
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-demo
+test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-node-package test-demo
 	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
 
 ## docs: the docs site in target/docs/html (Sphinx pages of docs/, rustdoc,
@@ -260,6 +260,19 @@ test-python-wheel: python
 	$(CARGO) build --locked -p zklock-harness
 	bindings/python/test-wheel.sh
 
+## node-package: the npm tarballs in target/node-packages: the main package
+## (no binary) and one per platform (linux-x64-gnu, linux-x64-musl,
+## linux-arm64-gnu; cross-built with zig): bindings/node/build-packages.sh
+.PHONY: node-package test-node-package
+node-package: node-deps
+	bindings/node/build-packages.sh
+
+## test-node-package: install the main tarball and the linux-x64-gnu one into a
+## fresh directory without Rust or a registry; require() and import, take a lock
+test-node-package: node-package
+	$(CARGO) build --locked -p zklock-harness
+	bindings/node/test-packages.sh
+
 ## test-python: install zklock from source into the venv, run stubtest and pytest
 test-python: deps python-install
 	$(CARGO) build --locked -p zklock-harness
@@ -269,7 +282,7 @@ test-python: deps python-install
 	set -o pipefail; $(PYVENV)/bin/python -m pytest bindings/python/tests 2>&1 | tee target/test-python.log
 
 # ---- Node package (bindings/node): zklock, napi-rs ---------------------------
-.PHONY: node-deps node node-pack test-node
+.PHONY: node-deps node test-node
 
 ## node-deps: the pinned npm dev dependencies (@napi-rs/cli, typescript) from package-lock.json
 node-deps:
@@ -279,10 +292,6 @@ node-deps:
 ## node: build the addon (debug) next to index.js: bindings/node/zklock.<platform>.node
 node: node-deps
 	cd bindings/node && npm run --silent build
-
-## node-pack: release build and `npm pack` into target/ (the tarball holds this platform's addon)
-node-pack: node-deps
-	cd bindings/node && npm run --silent build:release && npm pack --pack-destination ../../target
 
 ## test-node: build the addon, type-check test/typed-usage.ts with tsc, run `node --test`
 test-node: deps node
