@@ -6,7 +6,7 @@ CARGO ?= cargo
 # Tests start real ZooKeeper servers; two test threads suit a 2-core machine.
 TEST_THREADS ?= 2
 
-.PHONY: all build deps demo test test-rust test-demo lint clean
+.PHONY: all build deps deps-demo demo test test-rust test-demo lint clean
 
 all: build
 
@@ -14,14 +14,25 @@ all: build
 build:
 	$(CARGO) build --release --workspace --locked
 
-## deps: install ZooKeeper (Debian package) and check the toolchain
+## deps: install what the tests need (scripts/install-deps.sh) and check the toolchain
 deps:
 	./scripts/install-deps.sh
 
+## deps-demo: only what `make demo` needs (no Curator, JDK, valgrind, kazoo,
+## cbindgen, test tools)
+deps-demo:
+	./scripts/install-deps.sh demo
+
 ## demo: a private ZooKeeper; a C, a Python and a Node program contend for one
 ## lock and one read/write lock; prints the timeline and checks it
-demo: deps demo-workers
+demo: deps-demo demo-workers
 	$(CARGO) run --locked -p zklock-core --example demo
+
+# The demo's Python package is built in the dev profile, like everything else
+# the demo builds (one build of zklock-core's dependencies, not two), into a
+# venv with maturin only; `make test` builds it in release with its tools.
+demo: PY_REQUIREMENTS = bindings/python/requirements-build.txt
+demo: export MATURIN_PEP517_ARGS = --profile dev
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
@@ -239,8 +250,9 @@ PYVENV := target/python-venv
 
 ## python-venv: the test venv target/python-venv (pinned maturin, pytest, mypy,
 ## kazoo, hypothesis and what they need: bindings/python/requirements-test.txt)
+PY_REQUIREMENTS ?= bindings/python/requirements-test.txt
 python-venv:
-	scripts/venv.sh $(PYVENV) bindings/python/requirements-test.txt
+	scripts/venv.sh $(PYVENV) $(PY_REQUIREMENTS)
 
 ## python-install: install zklock from source into the venv (built by the
 ## venv's pinned maturin: no isolated build env to download)

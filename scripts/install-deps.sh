@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what zklock's build, demo and tests need on a Debian machine.
-# Safe to run again: it installs only what is missing.
+# Installs what zklock's build, demo and tests need on a Debian machine;
+# `install-deps.sh demo` only what `make demo` needs (ZooKeeper with Java, a
+# C compiler, python3-venv with maturin, Node with the package's build
+# tools). Safe to run again: it installs only what is missing.
 # - apt: ZooKeeper 3.8 (package `zookeeper`, which brings Java), a C
 #   compiler, Apache Curator 5.x and a JDK (interop tests compile a Curator
 #   peer), python3 with venv, valgrind, pkg-config and g++ (C tests);
@@ -10,6 +12,12 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+demo_only=false
+case "${1:-}" in
+  "") ;;
+  demo) demo_only=true ;;
+  *) echo "usage: scripts/install-deps.sh [demo]" >&2; exit 64 ;;
+esac
 venv="$root/target/interop-venv"
 kazoo_version=2.11.0
 
@@ -25,16 +33,20 @@ need_apt=()
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
-[ -f /usr/share/java/curator-recipes.jar ] || need_apt+=(libcurator-recipes-java)
-command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
-command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
-# The C tests run under valgrind; test-install uses pkg-config; the header
-# is checked to compile as C++.
-command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
-command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
-command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
-# make lint checks the C style with it.
-command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# Debian's python3 makes venvs only with python3-venv (ensurepip).
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if ! $demo_only; then
+  [ -f /usr/share/java/curator-recipes.jar ] || need_apt+=(libcurator-recipes-java)
+  command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+  # The C tests run under valgrind; test-install uses pkg-config; the header
+  # is checked to compile as C++.
+  command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+  command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+  command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+  # make lint checks the C style with it.
+  command -v clang-format >/dev/null 2>&1 || need_apt+=(clang-format)
+fi
 [ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
 
 if ! command -v cargo >/dev/null 2>&1; then
@@ -42,41 +54,46 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-kazoo_ok() {
-  "$venv/bin/python" -c "import importlib.metadata as m, kazoo; assert m.version('kazoo') == '$kazoo_version'" >/dev/null 2>&1
-}
-if ! kazoo_ok; then
-  echo "install-deps: creating $venv with kazoo==$kazoo_version"
-  if [ ! -x "$venv/bin/pip" ]; then
-    rm -rf "$venv"
-    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-      # Debian's python3 makes venvs only with python3-venv (ensurepip).
+if ! $demo_only; then
+  kazoo_ok() {
+    "$venv/bin/python" -c "import importlib.metadata as m, kazoo; assert m.version('kazoo') == '$kazoo_version'" >/dev/null 2>&1
+  }
+  if ! kazoo_ok; then
+    echo "install-deps: creating $venv with kazoo==$kazoo_version"
+    if [ ! -x "$venv/bin/pip" ]; then
       rm -rf "$venv"
-      apt_install python3-venv
-      python3 -m venv "$venv"
+      if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        # Debian's python3 makes venvs only with python3-venv (ensurepip).
+        rm -rf "$venv"
+        apt_install python3-venv
+        python3 -m venv "$venv"
+      fi
     fi
+    "$venv/bin/pip" install -q "kazoo==$kazoo_version"
+    kazoo_ok || { echo "install-deps: kazoo $kazoo_version not importable from $venv" >&2; exit 1; }
   fi
-  "$venv/bin/pip" install -q "kazoo==$kazoo_version"
-  kazoo_ok || { echo "install-deps: kazoo $kazoo_version not importable from $venv" >&2; exit 1; }
-fi
 
-version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '(not from apt)'; }
-echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator-recipes-java); $(java -version 2>&1 | head -1); $(javac -version 2>&1); kazoo $kazoo_version; $(cargo --version)"
+  version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '(not from apt)'; }
+  echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator-recipes-java); $(java -version 2>&1 | head -1); $(javac -version 2>&1); kazoo $kazoo_version; $(cargo --version)"
 
-# C ABI (zklock-ffi, `make header`, `make check-header`, `make test-c`):
-# cbindgen generates include/zklock.h. Pinned, so that the committed header
-# and the check agree.
-cbindgen_version=0.29.4
-if [ "$(cbindgen --version 2>/dev/null)" != "cbindgen $cbindgen_version" ]; then
-  echo "install-deps: installing cbindgen $cbindgen_version with cargo"
-  cargo install cbindgen --version "$cbindgen_version" --locked
+  # C ABI (zklock-ffi, `make header`, `make check-header`, `make test-c`):
+  # cbindgen generates include/zklock.h. Pinned, so that the committed header
+  # and the check agree.
+  cbindgen_version=0.29.4
+  if [ "$(cbindgen --version 2>/dev/null)" != "cbindgen $cbindgen_version" ]; then
+    echo "install-deps: installing cbindgen $cbindgen_version with cargo"
+    cargo install cbindgen --version "$cbindgen_version" --locked
+  fi
+  echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"
 fi
-echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"
 
 # Python package (bindings/python, `make test-python`): the test venv
 # target/python-venv with pinned maturin, pytest, mypy and kazoo
-# (bindings/python/requirements-test.txt); installs only what is missing.
-"$root/scripts/venv.sh" "$root/target/python-venv" "$root/bindings/python/requirements-test.txt"
+# (bindings/python/requirements-test.txt; for the demo maturin alone,
+# requirements-build.txt); installs only what is missing.
+requirements="$root/bindings/python/requirements-test.txt"
+if $demo_only; then requirements="$root/bindings/python/requirements-build.txt"; fi
+"$root/scripts/venv.sh" "$root/target/python-venv" "$requirements"
 echo "install-deps: python venv $root/target/python-venv: $("$root/target/python-venv/bin/python" --version)"
 
 # Node package (bindings/node, `make test-node`): Node >= 18 (Debian's
