@@ -340,17 +340,23 @@ function setLogger(logger, level) {
   return nativeSetLogger(logger, level)
 }
 
+const { Subscription, errorCodes } = native
+const __errorForKind = (i) => convertError(Guard._errorForKind(i))
+const __panicForTest = wrapStatic(Guard._panicForTest)
+
+// Only `name` or `name: identifier` entries: Node finds each of them
+// statically, so `import { Client } from 'zklock'` works from ESM too.
 module.exports = {
   Client,
   setLogger,
-  Subscription: native.Subscription,
+  Subscription,
   Lock,
   Guard,
   MultiLock,
   MultiGuard,
   ZkLockError,
   ERROR_CODES,
-  errorCodes: native.errorCodes,
-  __errorForKind: (i) => convertError(Guard._errorForKind(i)),
-  __panicForTest: wrapStatic(Guard._panicForTest),
+  errorCodes,
+  __errorForKind,
+  __panicForTest,
 }

@@ -15,7 +15,7 @@ version="$(node -p "require('$root/bindings/node/package.json').version")"
 main="$out/zklock-$version.tgz"
 
 contents="$(tar -tzf "$main" | sed 's#^package/##' | sort | tr '\n' ' ')"
-for f in README.md LICENSE index.js index.mjs index.d.ts native.js package.json; do
+for f in README.md LICENSE index.js index.d.ts native.js package.json; do
   grep -qw "$f" <<<"$contents" || { echo "node package: $f missing from $main ($contents)" >&2; exit 1; }
 done
 if grep -q '\.node' <<<"$contents"; then

@@ -17,8 +17,7 @@ const manifest = {
   license: source.license,
   main: source.main,
   types: source.types,
-  exports: source.exports,
-  files: ['index.js', 'index.mjs', 'index.d.ts', 'native.js', 'README.md', 'LICENSE'],
+  files: ['index.js', 'index.d.ts', 'native.js', 'README.md', 'LICENSE'],
   engines: source.engines,
   optionalDependencies: Object.fromEntries(platformPackages.map((p) => [p, version])),
 }
