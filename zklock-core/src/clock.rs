@@ -35,6 +35,15 @@
 //! directly, later than that: the rule stays safe. A new leader gives every
 //! session a full timeout from its start, which only extends the bound.
 //! The session's creation counts as a touch at the time the connect began.
+//! So does a reconnect of the same session: the server revalidates it
+//! (`touchSession` on the leader, through the follower; ZooKeeper's
+//! `Learner.validateSession`, `LeaderZooKeeperServer.checkIfValidGlobalSession`)
+//! before it answers the connect, and the client sends that connect only
+//! after the old connection failed, after every heartbeat answered on the
+//! old connection was sent. The first reply on the new connection credits
+//! the send time of the latest heartbeat answered on the old one. (A
+//! read-only server answers without the leader: heartbeats run only while
+//! `SyncConnected`.)
 //!
 //! A sync reply does not prove that the session is still alive: the leader
 //! answers a sync of an expired session too (the follower closes the
@@ -223,9 +232,17 @@ impl SafetyClock {
     pub(crate) fn credit(&self, reply: SyncReply) {
         let Ok(mut history) = self.history.lock() else { return };
         if history.connection != reply.connection {
+            // The same session on another connection: the server
+            // revalidated it, which touches it on the leader (or standalone
+            // server) after the old connection failed, so after every
+            // request answered on that one was sent.
+            let revalidated = history.replies.back().map(|r| r.sent);
             history.connection = reply.connection;
             history.replies.clear();
             history.credited = false;
+            if let Some(sent) = revalidated {
+                self.credit_to(sent);
+            }
         }
         let lag = self.report_lag();
         // A sync answered after the clock ran out may be an expired
@@ -241,10 +258,15 @@ impl SafetyClock {
         history.credited |= reported.is_some();
         drop(history);
         if let Some(sent) = reported {
-            let nanos = u64::try_from(sent.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
-            if self.credited.fetch_max(nanos, Ordering::AcqRel) < nanos {
-                self.advanced.notify_waiters();
-            }
+            self.credit_to(sent);
+        }
+    }
+
+    /// Moves the credited time to `touched` (never back).
+    fn credit_to(&self, touched: Instant) {
+        let nanos = u64::try_from(touched.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
+        if self.credited.fetch_max(nanos, Ordering::AcqRel) < nanos {
+            self.advanced.notify_waiters();
         }
     }
 }
@@ -299,10 +321,13 @@ mod tests {
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 2, 10, 0));
         // The session moved to another server: the old server may never
-        // have reported those touches (on one connection, 2 s would count).
+        // have reported those touches, but the server revalidated the
+        // session for the new connection (a touch on the leader) after the
+        // old one failed, so after the heartbeat of 2 s was sent.
         clock.credit(reply(&clock, 5, 10, 1));
+        assert_eq!(credited_s(&clock), 2.0);
         clock.credit(reply(&clock, 6, 10, 1));
-        assert_eq!(credited_s(&clock), 0.0);
+        assert_eq!(credited_s(&clock), 2.0);
         clock.credit(reply(&clock, 10, 10, 1));
         assert_eq!(credited_s(&clock), 5.0);
     }
@@ -354,10 +379,14 @@ mod tests {
         assert_eq!(credited_s(&clock), 1.0);
         assert!(clock.will_stay_safe());
         assert_eq!(clock.next_heartbeat(T / 8), T / 8);
-        // Another connection starts over.
+        // Another connection starts over: its revalidation credits the last
+        // send on the old one (1 s + T/3), and its own heartbeats have not
+        // moved the clock yet: enough time is left (0.63 T + 1 s).
         let other = Instant::now();
         clock.credit(SyncReply { sent: other, answered: other, connection: 1, write: false });
-        assert!(!clock.will_stay_safe(), "0.3 T + 1 s left, and the new connection has not moved the clock");
+        assert_eq!(credited_s(&clock), 5.0);
+        assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 until its first reply can count");
+        assert!(clock.will_stay_safe());
         // A fresh session has nearly all of its clock.
         assert!(SafetyClock::new(Instant::now(), T).will_stay_safe());
     }
@@ -368,9 +397,10 @@ mod tests {
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 8, 10, 0));
         assert_eq!(credited_s(&clock), 1.0);
-        // An older reply delivered late (history of another connection).
+        // Another connection: the revalidation credits 8 s (the last send
+        // on the old one); older replies of the new one do not move it back.
         clock.credit(reply(&clock, 0, 10, 1));
         clock.credit(reply(&clock, 5, 10, 1));
-        assert_eq!(credited_s(&clock), 1.0);
+        assert_eq!(credited_s(&clock), 8.0);
     }
 }

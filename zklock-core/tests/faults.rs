@@ -391,3 +391,48 @@ fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
     }
     assert!(states.lock().unwrap().is_empty(), "state changes: {:?}", states.lock().unwrap());
 }
+
+/// A connection outage shorter than the session timeout on a healthy
+/// server: the session reconnects, and its lock, Held again, stays Held.
+/// (The new connection's heartbeats count only a third of a session
+/// timeout after its first reply; before the reconnect counted as a touch,
+/// the safety clock ran out in that gap and the lock was Suspended again,
+/// and the CLI declared it lost: found by an outside test.)
+#[test]
+fn a_lock_held_again_after_a_short_outage_stays_held() {
+    let zk = server();
+    for outage_ms in [800, 1_200, 1_600] {
+        let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+        let c = via_proxy(&proxy, 4 * SEC);
+        let path = format!("/short-outage-{outage_ms}");
+        let g = lock_of(&c, &path, LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+        let reconnected = Arc::new(Mutex::new(false));
+        let r = reconnected.clone();
+        let _sub = c.on_connection_state(move |st| {
+            if st == zklock_core::ConnectionState::Reconnected {
+                *r.lock().unwrap() = true;
+            }
+        });
+        std::thread::sleep(SEC);
+        proxy.blackhole();
+        std::thread::sleep(outage_ms * MS);
+        // What the blackhole swallowed is lost: the client gives the
+        // connection up and reconnects with its session.
+        proxy.heal();
+        wait_until("the session reconnected", 10 * SEC, || *reconnected.lock().unwrap());
+        wait_until("held again", 10 * SEC, || g.check().is_ok());
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let s = states.clone();
+        g.on_state_change(move |st| s.lock().unwrap().push(st));
+        let until = Instant::now() + 8 * SEC;
+        while Instant::now() < until {
+            if let Err(e) = g.check() {
+                panic!("outage {outage_ms} ms: check() failed after the lock was held again: {}", e.message());
+            }
+            std::thread::sleep(5 * MS);
+        }
+        assert!(states.lock().unwrap().is_empty(), "outage {outage_ms} ms: {:?}", states.lock().unwrap());
+        g.release().unwrap();
+        c.close();
+    }
+}
