@@ -75,8 +75,14 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   whole process group, e.g. Ctrl-C: the command got them already, unless
   --process-group put it in a group of its own; one that a user sends to
   the whole group, kill -TERM -PGID, reaches the command twice, directly
-  and from zklock); zklock then exits with the command's status (`lead`
-  does not stand again, except after SIGUSR1 or SIGUSR2). While still
+  and from zklock); zklock then exits with the command's status (after
+  one of them, `lead` does not stand again when leadership is lost, except
+  after SIGUSR1 or SIGUSR2). SIGTSTP, SIGTTIN and SIGTTOU sent to zklock
+  alone stop the command, not zklock, which keeps its session and watches
+  the lock (SIGCONT is passed on too); the terminal's Ctrl-Z stops both.
+  SIGSTOP, which cannot be handled, stops zklock alone: its command runs on
+  unwatched, and may overlap the next holder once the session expires;
+  stop the whole process group instead (kill -STOP -PGID). While still
   waiting for the lock they cancel the wait (no node is left) and zklock
   exits with 128 + the signal number; `hold` releases the lock and exits 0.
   When the lock is lost (session expired, node deleted, or the session not

@@ -11,6 +11,7 @@ use zklock_core::Guard;
 use crate::args::{signal_name, HoldOptions};
 use crate::exit;
 use crate::run::{self, Event, LockWatch, Session, TICK};
+use crate::signals;
 
 /// The line `zklock hold --json` prints.
 #[derive(Serialize)]
@@ -34,13 +35,6 @@ pub(crate) fn hold(opts: HoldOptions) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    // Rust's stdout swallows EBADF: a closed stdout would take the lock and
-    // tell nobody its token.
-    // SAFETY: fcntl F_GETFD has no memory-safety preconditions.
-    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
-        note!("stdout is closed: nobody could learn the fencing token; not taking lock {}", req.path);
-        return exit::INTERNAL;
-    }
     // A background job of an interactive shell that reads the terminal is
     // stopped by SIGTTIN, and a stopped zklock holds the lock without
     // keeping its session: ignored, the read fails instead (released).
@@ -124,6 +118,21 @@ fn hold_until_told(opts: &HoldOptions, guard: &Guard, session: &Session) -> i32 
             Ok(Event::InputClosed(Some(e))) => {
                 note!("cannot read stdin ({e}), which holds the lock until it closes; releasing lock {path}");
                 return exit::OK;
+            },
+            Ok(Event::Signal(r)) if signals::job_control(r.signal).is_some() => {
+                // The terminal stops the whole job (Ctrl-Z), the script that
+                // uses the token too: zklock stops as well. Stopped alone, it
+                // could not keep its session while the script works on.
+                if signals::job_control(r.signal) == Some(true) {
+                    if r.to_group {
+                        signals::stop_self();
+                    } else {
+                        note!(
+                            "{} ignored: zklock hold keeps lock {path} (stop the whole process group to pause it)",
+                            signal_name(r.signal)
+                        );
+                    }
+                }
             },
             Ok(Event::Signal(r)) => {
                 if opts.lock.verbose {

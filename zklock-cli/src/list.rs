@@ -43,7 +43,12 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
     if semaphore_hint {
         note!("{} has no lock nodes but has leases: it is a semaphore; list it with --permits N", opts.path);
     }
-    let text = if opts.json { json(&opts.path, &queue) } else { table(&opts.path, &queue) };
+    // A semaphore's nodes are under PATH/leases.
+    let parent = match opts.permits {
+        Some(_) => format!("{}/leases", opts.path.trim_end_matches('/')),
+        None => opts.path.clone(),
+    };
+    let text = if opts.json { json(&opts.path, &parent, &queue) } else { table(&opts.path, &queue) };
     crate::write_stdout(text.as_bytes())
 }
 
@@ -136,8 +141,9 @@ struct Entry {
     node_path: String,
 }
 
-/// One JSON object on one line: `{"path": ..., "participants": [...]}`.
-fn json(path: &str, queue: &[Participant]) -> String {
+/// One JSON object on one line: `{"path": ..., "participants": [...]}`;
+/// `parent` holds the nodes (`PATH/leases` for a semaphore).
+fn json(path: &str, parent: &str, queue: &[Participant]) -> String {
     let participants = queue
         .iter()
         .enumerate()
@@ -150,7 +156,7 @@ fn json(path: &str, queue: &[Participant]) -> String {
             session_id: format!("{:#x}", p.session_id),
             data: String::from_utf8_lossy(&p.data).into_owned(),
             node: p.name.clone(),
-            node_path: format!("{path}/{}", p.name),
+            node_path: format!("{parent}/{}", p.name),
         })
         .collect();
     let mut out = serde_json::to_string(&Queue { path, participants })
@@ -170,15 +176,15 @@ mod tests {
 
     #[test]
     fn json_escapes_and_shapes() {
-        let out = json("/l", &[p("n", false, NodeKind::Reader, b"a\"b\\c\n\x01")]);
+        let out = json("/l", "/l", &[p("n", false, NodeKind::Reader, b"a\"b\\c\n\x01")]);
         assert!(out.contains(r#""data":"a\"b\\c\n\u0001""#), "{out}");
-        let out = json("/l", &[p("n", true, NodeKind::Writer, b"h/1")]);
+        let out = json("/l", "/l", &[p("n", true, NodeKind::Writer, b"h/1")]);
         assert_eq!(
             out,
             "{\"path\":\"/l\",\"participants\":[{\"position\":1,\"state\":\"HOLDS\",\"holds\":true,\"kind\":\"writer\",\
              \"sequence\":7,\"session_id\":\"0x1234\",\"data\":\"h/1\",\"node\":\"n\",\"node_path\":\"/l/n\"}]}\n"
         );
-        assert_eq!(json("/l", &[]), "{\"path\":\"/l\",\"participants\":[]}\n");
+        assert_eq!(json("/l", "/l", &[]), "{\"path\":\"/l\",\"participants\":[]}\n");
     }
 
     #[test]

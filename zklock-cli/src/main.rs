@@ -38,7 +38,7 @@
 //! leadership is lost the command is signalled as above and, once it has
 //! exited, zklock joins the election again (`--id` sets the participant
 //! id, by default `<hostname>/<pid>`), unless zklock got a signal other
-//! than SIGUSR1 or SIGUSR2 meanwhile.
+//! than SIGUSR1, SIGUSR2 or job control meanwhile.
 //!
 //! `zklock hold` takes the lock (the kinds and waiting options of `run`),
 //! prints its fencing token on one line of stdout (`--json`: an object with
@@ -78,6 +78,9 @@
 //! (our node is deleted) and zklock exits with 128 + the signal number. If
 //! zklock itself dies (SIGKILL, a crash, another signal), the kernel sends
 //! the command SIGKILL (parent-death signal, `signals::kill_with_parent`).
+//! A job-control stop sent to zklock alone stops the command instead
+//! (`signals::job_control`); SIGSTOP, which cannot be handled, leaves the
+//! command unwatched.
 //!
 //! Signals go to the command's process only, not to processes it started
 //! (a shell script should `exec` its long-running program or pass the

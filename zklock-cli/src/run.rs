@@ -229,7 +229,14 @@ fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event
             },
         };
         if let Event::Signal(r) = ev {
-            return Waited::Signal(r.signal);
+            // Nothing runs yet: a stop stops zklock (as by default), and
+            // SIGCONT is only the end of it.
+            match signals::job_control(r.signal) {
+                Some(true) => signals::stop_self(),
+                Some(false) => {},
+                None => return Waited::Signal(r.signal),
+            }
+            continue;
         }
         if let Some(v) = pick(ev) {
             return Waited::Done(v);
@@ -316,7 +323,13 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         Ok(c) => c,
         Err(e) => {
             let shown = program.to_string_lossy();
-            return if e.kind() == std::io::ErrorKind::NotFound {
+            let path = std::path::Path::new(program);
+            return if e.kind() == std::io::ErrorKind::NotFound && path.components().count() > 1 && path.is_file() {
+                // The file is there: what is missing is its #! interpreter
+                // (the shell says "bad interpreter", 126).
+                note!("cannot run {shown}: the interpreter its #! line names was not found");
+                exit::CANNOT_EXECUTE
+            } else if e.kind() == std::io::ErrorKind::NotFound {
                 note!("command not found: {shown}");
                 exit::NOT_FOUND
             } else {
@@ -345,13 +358,20 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         }
         match rx.recv_timeout(TICK) {
             Ok(Event::Signal(r)) => {
-                if signals::stops(r.signal) {
+                let job = signals::job_control(r.signal);
+                if job.is_none() && signals::stops(r.signal) {
                     stopping.store(true, Ordering::Release);
                 }
                 // A command in a group of its own did not get the signal the
                 // kernel sent to zklock's group.
                 if !r.to_group || opts.process_group {
                     target.send(r.signal);
+                }
+                // The terminal stops the whole job (Ctrl-Z): zklock too, like
+                // its command. A stop sent to zklock alone only stops the
+                // command: zklock keeps its session and watches the lock.
+                if job == Some(true) && r.to_group {
+                    signals::stop_self();
                 }
             },
             Ok(_) | Err(RecvTimeoutError::Timeout) => {},

@@ -16,20 +16,44 @@
 
 use std::io;
 
-use signal_hook::consts::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+use signal_hook::consts::{
+    SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2,
+};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
 /// The signals forwarded to the command (or that cancel the wait, or end
-/// `zklock hold`).
-const HANDLED: [i32; 7] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2];
+/// `zklock hold`), and the job-control ones ([`job_control`]).
+const HANDLED: [i32; 11] =
+    [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT];
 
 /// Whether `sig`, forwarded to the command, asks zklock to stop too
-/// (`zklock lead` does not stand again after the command exits): all but
-/// SIGUSR1 and SIGUSR2, which are only passed on.
+/// (`zklock lead` does not stand again after a loss): all but SIGUSR1 and
+/// SIGUSR2, which are only passed on.
 pub(crate) fn stops(sig: i32) -> bool {
     sig != SIGUSR1 && sig != SIGUSR2
+}
+
+/// Job control: a stop (SIGTSTP, SIGTTIN, SIGTTOU) or SIGCONT. By default
+/// a stop signal would stop zklock alone and leave its command running
+/// with nobody watching the lock; zklock handles them itself: a stop the
+/// terminal sent to the whole foreground group (Ctrl-Z: the command got it
+/// too) stops zklock as well ([`stop_self`]), one sent to zklock alone is
+/// passed to the command and zklock keeps watching. `Some(true)` for a
+/// stop, `Some(false)` for SIGCONT, `None` for other signals.
+pub(crate) fn job_control(sig: i32) -> Option<bool> {
+    match sig {
+        SIGTSTP | SIGTTIN | SIGTTOU => Some(true),
+        SIGCONT => Some(false),
+        _ => None,
+    }
+}
+
+/// Stops zklock (SIGSTOP, which cannot be handled) until a SIGCONT.
+pub(crate) fn stop_self() {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
 }
 
 /// Makes `cmd` get SIGKILL from the kernel when zklock dies (Linux's
