@@ -105,6 +105,11 @@ impl ClientOptions {
 
     /// The ACL of every node this client creates (lock nodes, lock paths and
     /// their missing ancestors); [`Acl::open`] by default. See [`Acl`].
+    /// [`Client::connect`] fails with [`ErrorKind::NoAuth`] when the ACL
+    /// gives the session's own identities (as the server lists them,
+    /// ZooKeeper >= 3.7) no right to read, create or delete: a lock path
+    /// made with it would shut out this client, and everyone it does not
+    /// name, for good.
     pub fn acl(mut self, acl: Acl) -> Self {
         self.acl = acl;
         self
@@ -579,6 +584,9 @@ impl Shared {
         if let Some((user, _)) = &options.sasl {
             Self::verify_sasl(&zk, user, hosts).await?;
         }
+        if !options.acl.is_open() {
+            Self::verify_acl(&zk, &options.acl, hosts).await?;
+        }
         let session = Arc::new(Session {
             states: zk.state_watcher(),
             id: zk.session_id().0,
@@ -587,6 +595,43 @@ impl Shared {
             zk: Mutex::new(Some(zk)),
         });
         Ok(session)
+    }
+
+    /// Makes sure the ACL gives this session the rights zklock needs on the
+    /// lock path it may create with it (read, create, delete): otherwise
+    /// the first acquire would make a lock path that shuts out this session
+    /// and, being empty, is never reaped (found by an outside test with an
+    /// ACL naming only another identity). Servers before 3.7 cannot say
+    /// which identities the session has (no whoami): nothing is checked.
+    async fn verify_acl(zk: &zk::Client, acl: &crate::Acl, hosts: &str) -> Result<()> {
+        let users = match zk.list_auth_users().await {
+            Ok(users) => users,
+            Err(zk::Error::Unimplemented) => return Ok(()),
+            Err(e) => return Err(Error::from_zk("asking the server which identities the session has", e)),
+        };
+        let ids: Vec<(String, String)> = users.iter().map(|u| (u.scheme().to_owned(), u.user().to_owned())).collect();
+        let missing = acl.missing_rights(&ids);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let shown_ids: Vec<String> = ids.iter().map(|(s, i)| format!("{s}:{i}")).collect();
+        let hint = if ids.iter().all(|(scheme, _)| scheme == "ip") {
+            " (the session is not authenticated: `auth`/`creator` entries need digest auth, SASL or a TLS client \
+             certificate)"
+        } else {
+            ""
+        };
+        Err(Error::new(
+            ErrorKind::NoAuth,
+            format!(
+                "connecting to {}: the ACL {} gives this session (identities [{}]) no right to {}{hint}: it could \
+                 not take a lock, and a lock path made with that ACL would shut out everyone it does not name",
+                shown(hosts),
+                shown(&acl.to_string()),
+                shown_ids.join(", "),
+                missing.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        ))
     }
 
     /// Makes sure the server took our SASL login: a server without SASL

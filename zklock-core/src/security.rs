@@ -63,8 +63,10 @@ impl Acl {
 
     /// `auth::cdrwa`: every right for the identities of the creating
     /// session, nothing for anyone else. Needs an authenticated session:
-    /// otherwise ZooKeeper refuses the first create and the acquire fails
-    /// with [`ErrorKind::InvalidArgument`] saying so.
+    /// otherwise [`Client::connect`](crate::Client::connect) fails with
+    /// [`ErrorKind::NoAuth`] saying so (a server before 3.7, which cannot
+    /// list the session's identities, refuses the first create instead:
+    /// the acquire fails with [`ErrorKind::InvalidArgument`]).
     pub fn creator_all() -> Acl {
         Acl { entries: vec![AclEntry { perms: "cdrwa".into(), scheme: "auth".into(), id: String::new() }] }
     }
@@ -128,6 +130,32 @@ impl Acl {
     /// Whether this is [`Acl::open`].
     pub fn is_open(&self) -> bool {
         *self == Acl::open()
+    }
+
+    /// The rights zklock needs (read, create, delete: `r`, `c`, `d`) that
+    /// no entry gives a session with `identities` (`(scheme, id)` as
+    /// ZooKeeper's whoami lists them): with such an ACL on the lock path
+    /// this session could not queue, and the path, made with it, would shut
+    /// everyone else out too. Entries of schemes zklock does not know count
+    /// as matching (a custom provider decides).
+    pub(crate) fn missing_rights(&self, identities: &[(String, String)]) -> Vec<char> {
+        let matches = |e: &AclEntry| match e.scheme.as_str() {
+            "world" => true,
+            // ZooKeeper puts every authenticated identity of the creating
+            // session in its place (an IP address is not one).
+            "auth" => identities.iter().any(|(scheme, _)| scheme != "ip"),
+            "ip" => identities.iter().any(|(scheme, id)| scheme == "ip" && ip_matches(&e.id, id)),
+            // whoami names a digest identity by its user alone (a hash of
+            // another password is not seen here: the server will refuse).
+            "digest" => {
+                let user = e.id.split_once(':').map_or(e.id.as_str(), |(u, _)| u);
+                identities.iter().any(|(scheme, id)| scheme == "digest" && (id == user || *id == e.id))
+            },
+            "sasl" | "x509" => identities.iter().any(|(scheme, id)| *scheme == e.scheme && *id == e.id),
+            _ => true,
+        };
+        let granted: String = self.entries.iter().filter(|e| matches(e)).map(|e| e.perms.as_str()).collect();
+        ['r', 'c', 'd'].into_iter().filter(|&c| !granted.contains(c)).collect()
     }
 
     /// The entries as the ZooKeeper client takes them.
@@ -212,6 +240,25 @@ fn is_digest_id(id: &str) -> bool {
         && hash.len() == 28
         && hash.ends_with('=')
         && hash[..27].chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
+}
+
+/// Whether the address `addr` is in `spec` (`address` or `address/bits`).
+fn ip_matches(spec: &str, addr: &str) -> bool {
+    let (net, bits) = spec.split_once('/').unwrap_or((spec, ""));
+    let (Ok(net), Ok(addr)) = (net.parse::<std::net::IpAddr>(), addr.parse::<std::net::IpAddr>()) else {
+        return false;
+    };
+    let (net, addr, most) = match (net, addr) {
+        (std::net::IpAddr::V4(n), std::net::IpAddr::V4(a)) => (u128::from(u32::from(n)), u128::from(u32::from(a)), 32),
+        (std::net::IpAddr::V6(n), std::net::IpAddr::V6(a)) => (u128::from(n), u128::from(a), 128),
+        _ => return false,
+    };
+    let bits: u32 = if bits.is_empty() { most } else { bits.parse().unwrap_or(most) };
+    if bits == 0 {
+        return true;
+    }
+    let shift = most - bits.min(most);
+    (net >> shift) == (addr >> shift)
 }
 
 /// `address` or `address/bits` (bits within the address's length).
@@ -627,6 +674,26 @@ mod tests {
         let many = vec!["world:anyone:rcd"; 65].join(",");
         assert!(Acl::parse(&many).unwrap_err().message().contains("more than 64"));
         assert!(Acl::parse(&"x".repeat(20_000)).unwrap_err().message().contains("longer than"));
+    }
+
+    #[test]
+    fn the_rights_an_acl_leaves_a_session() {
+        let id = |s: &str, i: &str| (s.to_owned(), i.to_owned());
+        let alice = [id("ip", "127.0.0.1"), id("digest", "alice")];
+        let missing = |spec: &str| Acl::parse(spec).unwrap().missing_rights(&alice);
+        assert!(missing("open").is_empty());
+        assert!(missing("creator").is_empty());
+        assert!(missing("digest:alice:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa").is_empty());
+        assert_eq!(missing("digest:bob:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa"), ['r', 'c', 'd']);
+        assert_eq!(missing("ip:10.1.2.3:cdrwa"), ['r', 'c', 'd']);
+        assert!(missing("ip:127.0.0.0/8:cdrwa").is_empty());
+        assert!(missing("ip:127.0.0.1:cdrwa").is_empty());
+        assert_eq!(missing("ip:127.0.0.1:cd,ip:10.0.0.1:r"), ['r']);
+        assert!(missing("ip:127.0.0.1:cd,world:anyone:r").is_empty());
+        assert!(missing("ip:::1:cdrwa,ip:127.0.0.0/8:r,custom:x:cd").is_empty(), "an unknown scheme may match");
+        // No authenticated identity: `auth` gives nothing.
+        let nobody = [id("ip", "127.0.0.1")];
+        assert_eq!(Acl::creator_all().missing_rights(&nobody), ['r', 'c', 'd']);
     }
 
     #[test]

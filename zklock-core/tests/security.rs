@@ -171,10 +171,11 @@ fn an_auth_acl_without_authentication_is_refused_and_leaves_nothing() {
     let hosts = zk.connect_string();
     let raw = Raw::connect(&hosts);
     raw.mkdir("/open");
-    let c = client_as(&hosts, None, Acl::creator_all());
-    let e = c.lock("/open/job").unwrap().acquire(Some(5 * SEC)).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-    assert!(e.message().contains("InvalidACL") && e.message().contains("authenticated"), "{e}");
+    // Refused at connect (whoami shows no authenticated identity); a server
+    // before 3.7 refuses the first create with InvalidACL, INVALID_ARGUMENT.
+    let e = Client::connect(options(&hosts, 4 * SEC).acl(Acl::creator_all())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    assert!(e.message().contains("not authenticated"), "{e}");
     assert!(raw.exists("/open/job").is_none(), "no lock path made");
     assert!(raw.children("/open").is_empty());
 }
@@ -379,7 +380,14 @@ fn a_contender_that_may_not_read_deletes_its_node_when_refused() {
     let raw = raw_as(&hosts, Some("admin"));
     admin.lock("/noread/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
     raw.mkdir("/noread/keep");
-    let alice = client_as(&hosts, Some("alice"), acl);
+    // alice's own ACL would leave her no read right, which her client
+    // refuses at connect: she makes her nodes under `creator`, in the lock
+    // path the admin made.
+    assert_eq!(
+        Client::connect(options(&hosts, 4 * SEC).digest_auth("alice", "pw-alice").acl(acl)).unwrap_err().kind(),
+        ErrorKind::NoAuth
+    );
+    let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
     let e = alice.lock("/noread/job").unwrap().acquire(Some(10 * SEC)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
     common::wait_until("alice's node deleted", 5 * SEC, || raw.children("/noread/job").is_empty());
@@ -441,4 +449,29 @@ fn a_waiter_that_cannot_read_the_node_before_it_fails_and_leaves_nothing() {
     common::wait_until("bob's node deleted", 5 * SEC, || raw.children("/mixed/job").len() == 1);
     assert_eq!(bob.pending_cleanups(), 0);
     g.release().unwrap();
+}
+
+#[test]
+fn an_acl_that_names_only_other_identities_is_refused_at_connect() {
+    // It would make a lock path this session cannot use and that, never
+    // having had a child, is never reaped: everyone else shut out for
+    // good (found by an outside test).
+    let zk = server();
+    let hosts = zk.connect_string();
+    let bob_id = digest_id(&hosts, "bob");
+    for spec in ["ip:10.1.2.3:cdrwa".to_owned(), format!("{bob_id}:cdrwa")] {
+        for user in [None, Some("alice")] {
+            let mut opts = options(&hosts, 4 * SEC).acl(Acl::parse(&spec).unwrap());
+            if let Some(user) = user {
+                opts = opts.digest_auth(user, format!("pw-{user}"));
+            }
+            let e = Client::connect(opts).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NoAuth, "{spec} as {user:?}: {e}");
+            assert!(e.message().contains("no right to r, c, d"), "{e}");
+        }
+    }
+    // Named, the identity connects and locks.
+    let bob = client_as(&hosts, Some("bob"), Acl::parse(&format!("{bob_id}:cdrwa")).unwrap());
+    bob.lock("/named/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
+    assert!(Raw::connect(&hosts).exists("/named/job").is_some());
 }
