@@ -815,7 +815,12 @@ fn a_stop_signal_to_zklock_stops_the_command_and_zklock_keeps_the_lock() {
     let d = Dir::new("tstp");
     let observer = connect(&hosts);
     let script = r#"echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exit 9"#;
-    let args = ["run", "--hosts", &hosts, "--session-timeout", "2s", "/cli/tstp", "--", "sh", "-c", script];
+    // In a process group of its own: zklock's own group may be orphaned
+    // (its parents in another session, as under CI), and the kernel drops
+    // a stop signal sent to an orphaned group's process. (Dropped, the
+    // command runs on and zklock watches it: safe too, but not testable.)
+    let args =
+        ["run", "--hosts", &hosts, "--session-timeout", "2s", "--process-group", "/cli/tstp", "--", "sh", "-c", script];
     let r = spawn(&d, "tstp", &args, &[]);
     wait_until("the command runs", 20 * SEC, || d.exists("pid"));
     let pid: i32 = d.read("pid").trim().parse().unwrap();
