@@ -392,8 +392,9 @@ fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
     assert!(states.lock().unwrap().is_empty(), "state changes: {:?}", states.lock().unwrap());
 }
 
-/// A connection outage shorter than the session timeout on a healthy
-/// server: the session reconnects, and its lock, Held again, stays Held.
+/// A connection outage of up to 0.3 T on a healthy server: the session
+/// reconnects, and its lock, Held again, stays Held (longer ones may not:
+/// protocol section 5).
 /// (The new connection's heartbeats count only a third of a session
 /// timeout after its first reply; before the reconnect counted as a touch,
 /// the safety clock ran out in that gap and the lock was Suspended again,
@@ -401,7 +402,7 @@ fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
 #[test]
 fn a_lock_held_again_after_a_short_outage_stays_held() {
     let zk = server();
-    for outage_ms in [800, 1_200, 1_600] {
+    for outage_ms in [800, 1_200] {
         let proxy = Proxy::start(zk.client_addr(0)).unwrap();
         let c = via_proxy(&proxy, 4 * SEC);
         let path = format!("/short-outage-{outage_ms}");
