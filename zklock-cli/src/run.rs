@@ -341,6 +341,9 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
     let target = Target { pid: child.id(), group: opts.process_group };
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
+    // A stop zklock passed on: a signal sent to the command while it is
+    // stopped stays pending until it is continued (it gets SIGCONT after).
+    let mut stopped = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -366,6 +369,14 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
                 // kernel sent to zklock's group.
                 if !r.to_group || opts.process_group {
                     target.send(r.signal);
+                    match job {
+                        Some(stop) => stopped = stop,
+                        None if stopped => {
+                            target.send(libc::SIGCONT);
+                            stopped = false;
+                        },
+                        None => {},
+                    }
                 }
                 // The terminal stops the whole job (Ctrl-Z): zklock too, like
                 // its command. A stop sent to zklock alone only stops the
@@ -381,6 +392,10 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
             if let Some(why) = watch.look(guard) {
                 note!("{why}; sending {} to the command ({target})", signal_name(opts.lost_signal));
                 target.send(opts.lost_signal);
+                if stopped {
+                    target.send(libc::SIGCONT);
+                    stopped = false;
+                }
                 lost = Some(why);
                 kill_at = Some(Instant::now() + opts.kill_after);
             }

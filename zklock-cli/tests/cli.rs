@@ -842,4 +842,17 @@ fn a_stop_signal_to_zklock_stops_the_command_and_zklock_keeps_the_lock() {
     let o = r.wait(30 * SEC);
     assert_eq!(o.code, 9, "the command went on and exited: {o:?}");
     assert!(queue(&observer, "/cli/tstp").is_empty());
+    // SIGTERM to zklock while it keeps its command stopped: the command
+    // gets it and SIGCONT, and ends (it stayed stopped with TERM pending,
+    // and the lock held, until someone sent SIGCONT: a fourth outside test).
+    let _ = std::fs::remove_file(d.path("pid"));
+    let r = spawn(&d, "tstp-term", &args, &[]);
+    wait_until("the command runs", 20 * SEC, || d.exists("pid"));
+    let pid: i32 = d.read("pid").trim().parse().unwrap();
+    kill(r.pid(), libc::SIGTSTP);
+    wait_until("the command is stopped", 5 * SEC, || state(pid) == Some('T'));
+    kill(r.pid(), libc::SIGTERM);
+    let o = r.wait(10 * SEC);
+    assert_eq!(o.code, 128 + libc::SIGTERM, "the command ended by the forwarded SIGTERM: {o:?}");
+    assert!(queue(&observer, "/cli/tstp").is_empty());
 }
