@@ -872,8 +872,10 @@ fn signal(text: &str) -> Result<i32, String> {
         .ok_or_else(|| format!("unknown signal {text:?} (a name such as TERM, INT, KILL, USR1, or a number)"))
 }
 
-/// The environment variables that stand for options; an empty one counts
-/// as unset.
+/// The environment variables that stand for options (the `env` of their
+/// arguments, which a test compares with this list: kept as a constant so
+/// that start-up need not build the command twice); an empty one counts as
+/// unset.
 pub(crate) const ENV_OPTIONS: [&str; 7] = [
     "ZKLOCK_HOSTS",
     "ZKLOCK_TLS_CA",
@@ -896,6 +898,21 @@ pub(crate) fn signal_name(sig: i32) -> String {
 mod tests {
     use super::*;
     use clap::CommandFactory as _;
+
+    #[test]
+    fn env_options_are_the_arguments_env() {
+        let cmd = Cli::command();
+        let mut from_clap: Vec<String> = cmd
+            .get_subcommands()
+            .flat_map(|s| s.get_arguments())
+            .filter_map(|a| a.get_env().map(|e| e.to_string_lossy().into_owned()))
+            .collect();
+        from_clap.sort();
+        from_clap.dedup();
+        let mut listed: Vec<String> = ENV_OPTIONS.iter().map(|v| (*v).to_owned()).collect();
+        listed.sort();
+        assert_eq!(listed, from_clap);
+    }
 
     /// Parses `zklock ARGS`; the clap error as the one line zklock prints.
     fn parse(args: &[&str]) -> Result<Sub, String> {

@@ -19,20 +19,19 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
         Ok(c) => c,
         Err(e) => return crate::connect_error(&hosts, &e),
     };
-    let result = match opts.permits {
-        // A semaphore's leases queue under PATH/leases; the first N hold.
-        Some(n) => client.participants(&format!("{}/leases", opts.path.trim_end_matches('/'))).map(|mut q| {
+    // A semaphore's leases queue under PATH/leases; the first N hold.
+    let leases = format!("{}/leases", opts.path.trim_end_matches('/'));
+    let parent = if opts.permits.is_some() { &leases } else { &opts.path };
+    let result = client.participants(parent).map(|mut q| {
+        if let Some(n) = opts.permits {
             for (i, p) in q.iter_mut().enumerate() {
                 p.holds = i < n;
             }
-            q
-        }),
-        None => client.participants(&opts.path),
-    };
+        }
+        q
+    });
     let semaphore_hint = match &result {
-        Ok(q) if q.is_empty() && opts.permits.is_none() => {
-            client.participants(&format!("{}/leases", opts.path.trim_end_matches('/'))).is_ok_and(|l| !l.is_empty())
-        },
+        Ok(q) if q.is_empty() && opts.permits.is_none() => client.participants(&leases).is_ok_and(|l| !l.is_empty()),
         _ => false,
     };
     client.close();
@@ -43,12 +42,7 @@ pub(crate) fn list(opts: ListOptions) -> i32 {
     if semaphore_hint {
         note!("{} has no lock nodes but has leases: it is a semaphore; list it with --permits N", opts.path);
     }
-    // A semaphore's nodes are under PATH/leases.
-    let parent = match opts.permits {
-        Some(_) => format!("{}/leases", opts.path.trim_end_matches('/')),
-        None => opts.path.clone(),
-    };
-    let text = if opts.json { json(&opts.path, &parent, &queue) } else { table(&opts.path, &queue) };
+    let text = if opts.json { json(&opts.path, parent, &queue) } else { table(&opts.path, &queue) };
     crate::write_stdout(text.as_bytes())
 }
 

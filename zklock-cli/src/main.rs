@@ -317,10 +317,9 @@ pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> Result<(Clie
         .session_timeout(session)
         .operation_timeout(operation_timeout(session))
         .connect_timeout(c.connect_timeout);
-    let password = |user: &Option<String>, var: &str| -> Result<Option<(String, String)>, i32> {
+    let password = |user: &Option<String>, option: &str, var: &str| -> Result<Option<(String, String)>, i32> {
         let Some(user) = user else {
             if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
-                let option = if var.contains("SASL") { "--sasl-user" } else { "--digest-user" };
                 note!("warning: ${var} is set, but no {option}: not logging in");
             }
             return Ok(None);
@@ -330,10 +329,10 @@ pub(crate) fn connect_options(c: &args::Connection, hosts: &str) -> Result<(Clie
             Err(_) => Err(usage_error(&format!("{user:?} needs its password in ${var} (never on the command line)"))),
         }
     };
-    if let Some((user, password)) = password(&c.digest_user, "ZKLOCK_DIGEST_PASSWORD")? {
+    if let Some((user, password)) = password(&c.digest_user, "--digest-user", "ZKLOCK_DIGEST_PASSWORD")? {
         o = o.digest_auth(user, password);
     }
-    if let Some((user, password)) = password(&c.sasl_user, "ZKLOCK_SASL_PASSWORD")? {
+    if let Some((user, password)) = password(&c.sasl_user, "--sasl-user", "ZKLOCK_SASL_PASSWORD")? {
         o = o.sasl_digest_md5(user, password);
     }
     if let Some(spec) = &c.acl {

@@ -581,11 +581,25 @@ impl Shared {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        if let Some((user, _)) = &options.sasl {
-            Self::verify_sasl(&zk, user, hosts).await?;
-        }
-        if !options.acl.is_open() {
-            Self::verify_acl(&zk, &options.acl, hosts).await?;
+        if options.sasl.is_some() || !options.acl.is_open() {
+            // One whoami for both checks; servers before 3.7 cannot say
+            // which identities the session has: nothing is checked there.
+            let identities: Option<Vec<(String, String)>> = match zk.list_auth_users().await {
+                Ok(users) => Some(users.iter().map(|u| (u.scheme().to_owned(), u.user().to_owned())).collect()),
+                Err(zk::Error::Unimplemented) => {
+                    log::debug!("zklock: the server cannot list the session's identities (no whoami before 3.7)");
+                    None
+                },
+                Err(e) => return Err(Error::from_zk("asking the server which identities the session has", e)),
+            };
+            if let Some(ids) = identities {
+                if let Some((user, _)) = &options.sasl {
+                    Self::verify_sasl(&ids, user, hosts)?;
+                }
+                if !options.acl.is_open() {
+                    Self::verify_acl(&ids, &options.acl, hosts)?;
+                }
+            }
         }
         let session = Arc::new(Session {
             states: zk.state_watcher(),
@@ -597,24 +611,16 @@ impl Shared {
         Ok(session)
     }
 
-    /// Makes sure the ACL gives this session the rights zklock needs on the
-    /// lock path it may create with it (read, create, delete): otherwise
-    /// the first acquire would make a lock path that shuts out this session
-    /// and, being empty, is never reaped (found by an outside test with an
-    /// ACL naming only another identity). Servers before 3.7 cannot say
-    /// which identities the session has (no whoami): nothing is checked.
-    async fn verify_acl(zk: &zk::Client, acl: &crate::Acl, hosts: &str) -> Result<()> {
-        let users = match zk.list_auth_users().await {
-            Ok(users) => users,
-            Err(zk::Error::Unimplemented) => return Ok(()),
-            Err(e) => return Err(Error::from_zk("asking the server which identities the session has", e)),
-        };
-        let ids: Vec<(String, String)> = users.iter().map(|u| (u.scheme().to_owned(), u.user().to_owned())).collect();
-        let missing = acl.missing_rights(&ids);
+    /// Makes sure the ACL gives this session (its `ids`, as whoami lists
+    /// them) the rights zklock needs on the lock path it may create with it
+    /// (read, create, delete): otherwise the first acquire would make a lock
+    /// path that shuts out this session and, being empty, is never reaped
+    /// (found by an outside test with an ACL naming only another identity).
+    fn verify_acl(ids: &[(String, String)], acl: &crate::Acl, hosts: &str) -> Result<()> {
+        let missing = acl.missing_rights(ids);
         if missing.is_empty() {
             return Ok(());
         }
-        let shown_ids: Vec<String> = ids.iter().map(|(s, i)| format!("{s}:{i}")).collect();
         let hint = if ids.iter().all(|(scheme, _)| scheme == "ip") {
             " (the session is not authenticated: `auth`/`creator` entries need digest auth, SASL or a TLS client \
              certificate)"
@@ -628,38 +634,30 @@ impl Shared {
                  not take a lock, and a lock path made with that ACL would shut out everyone it does not name",
                 shown(hosts),
                 shown(&acl.to_string()),
-                shown_ids.join(", "),
+                shown_identities(ids),
                 missing.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
             ),
         ))
     }
 
-    /// Makes sure the server took our SASL login: a server without SASL
-    /// configured ignores it and the session would go on without the
-    /// identity (every create under a `creator` ACL then failing). Servers
-    /// before 3.7 cannot say (no whoami): nothing is checked there.
-    async fn verify_sasl(zk: &zk::Client, user: &str, hosts: &str) -> Result<()> {
-        match zk.list_auth_users().await {
-            Ok(users) if users.iter().any(|u| u.scheme() == "sasl" && u.user() == user) => Ok(()),
-            Ok(users) => {
-                let ids: Vec<String> = users.iter().map(|u| format!("{}:{}", u.scheme(), u.user())).collect();
-                Err(Error::new(
-                    ErrorKind::NoAuth,
-                    format!(
-                        "connecting to {}: the server did not authenticate the SASL login of {} (the session's \
-                         identities: [{}]); is SASL configured there (authProvider.sasl and a JAAS Server section)?",
-                        shown(hosts),
-                        shown(user),
-                        ids.join(", ")
-                    ),
-                ))
-            },
-            Err(zk::Error::Unimplemented) => {
-                log::debug!("zklock: the server cannot say whether it took the SASL login (no whoami before 3.7)");
-                Ok(())
-            },
-            Err(e) => Err(Error::from_zk("asking the server which identities the session has", e)),
+    /// Makes sure the server took our SASL login (`ids`, as whoami lists
+    /// them, has `sasl:user`): a server without SASL configured ignores it
+    /// and the session would go on without the identity (every create
+    /// under a `creator` ACL then failing).
+    fn verify_sasl(ids: &[(String, String)], user: &str, hosts: &str) -> Result<()> {
+        if ids.iter().any(|(scheme, id)| scheme == "sasl" && id == user) {
+            return Ok(());
         }
+        Err(Error::new(
+            ErrorKind::NoAuth,
+            format!(
+                "connecting to {}: the server did not authenticate the SASL login of {} (the session's \
+                 identities: [{}]); is SASL configured there (authProvider.sasl and a JAAS Server section)?",
+                shown(hosts),
+                shown(user),
+                shown_identities(ids)
+            ),
+        ))
     }
 
     /// Keeps the safety clock of `session` fresh: a `sync` every eighth of
@@ -1187,4 +1185,9 @@ impl Client {
             Ok(())
         }
     }
+}
+
+/// A session's identities as `scheme:id`, comma-separated, for messages.
+fn shown_identities(ids: &[(String, String)]) -> String {
+    ids.iter().map(|(scheme, id)| format!("{scheme}:{id}")).collect::<Vec<_>>().join(", ")
 }
