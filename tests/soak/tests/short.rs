@@ -153,6 +153,8 @@ fn the_checker_catches_lease_holders_that_ignore_check() {
 fn the_checker_catches_holders_that_ignore_check() {
     let (out, stdout) = soak(&["--duration", "20s", "--faults", "pause-holder", "--self-test-ignore-check"]);
     assert!(!out.status.success(), "a run with broken holders passed:\n{stdout}");
-    let overlaps = number_after(&stdout, "property 1 overlapping safely-held intervals:").expect("a property 1 line");
+    let overlaps = number_after(&stdout, "property 1 overlapping safely-held intervals:").unwrap_or_else(|| {
+        panic!("no property 1 line (the soak did not finish?):\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+    });
     assert!(overlaps > 0, "no overlap reported for holders that ignore check():\n{stdout}");
 }
