@@ -597,7 +597,8 @@ impl Shared {
                     Self::verify_sasl(&ids, user, hosts)?;
                 }
                 if !options.acl.is_open() {
-                    Self::verify_acl(&ids, &options.acl, hosts)?;
+                    let login = options.digest.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+                    Self::verify_acl(&ids, &options.acl, login, hosts)?;
                 }
             }
         }
@@ -616,16 +617,24 @@ impl Shared {
     /// (read, create, delete): otherwise the first acquire would make a lock
     /// path that shuts out this session and, being empty, is never reaped
     /// (found by an outside test with an ACL naming only another identity).
-    fn verify_acl(ids: &[(String, String)], acl: &crate::Acl, hosts: &str) -> Result<()> {
-        let missing = acl.missing_rights(ids);
+    /// `login` is our digest login, whose hash the ACL's digest entries for
+    /// its user must name (a wrong password logs in as another identity).
+    fn verify_acl(ids: &[(String, String)], acl: &crate::Acl, login: Option<(&str, &str)>, hosts: &str) -> Result<()> {
+        let missing = acl.missing_rights(ids, login);
         if missing.is_empty() {
             return Ok(());
         }
         let hint = if ids.iter().all(|(scheme, _)| scheme == "ip") {
             " (the session is not authenticated: `auth`/`creator` entries need digest auth, SASL or a TLS client \
              certificate)"
+                .to_owned()
+        } else if let Some((user, _)) = login.filter(|&login| acl.names_another_password(login)) {
+            format!(
+                " (the ACL's digest entry for {} names another password than this session logged in with)",
+                shown(user)
+            )
         } else {
-            ""
+            String::new()
         };
         Err(Error::new(
             ErrorKind::NoAuth,

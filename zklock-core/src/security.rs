@@ -137,25 +137,49 @@ impl Acl {
     /// ZooKeeper's whoami lists them): with such an ACL on the lock path
     /// this session could not queue, and the path, made with it, would shut
     /// everyone else out too. Entries of schemes zklock does not know count
-    /// as matching (a custom provider decides).
-    pub(crate) fn missing_rights(&self, identities: &[(String, String)]) -> Vec<char> {
+    /// as matching (a custom provider decides). `digest_login` is the
+    /// session's own digest `(user, password)`: whoami names a digest
+    /// identity by its user alone, also after a wrong password, so an entry
+    /// for that user matches only if it names the hash of this password.
+    pub(crate) fn missing_rights(
+        &self,
+        identities: &[(String, String)],
+        digest_login: Option<(&str, &str)>,
+    ) -> Vec<char> {
         let matches = |e: &AclEntry| match e.scheme.as_str() {
             "world" => true,
             // ZooKeeper puts every authenticated identity of the creating
             // session in its place (an IP address is not one).
             "auth" => identities.iter().any(|(scheme, _)| scheme != "ip"),
             "ip" => identities.iter().any(|(scheme, id)| scheme == "ip" && ip_matches(&e.id, id)),
-            // whoami names a digest identity by its user alone (a hash of
-            // another password is not seen here: the server will refuse).
+            // whoami names a digest identity by its user alone: our own
+            // login's is checked against the hash of our password (the
+            // server logs in a wrong password too, as another identity).
             "digest" => {
                 let user = e.id.split_once(':').map_or(e.id.as_str(), |(u, _)| u);
-                identities.iter().any(|(scheme, id)| scheme == "digest" && (id == user || *id == e.id))
+                identities.iter().any(|(scheme, id)| {
+                    scheme == "digest"
+                        && (*id == e.id
+                            || id == user
+                                && digest_login.is_none_or(|(ours, password)| {
+                                    ours != user || e.id == digest_identity(ours, password)
+                                }))
+                })
             },
             "sasl" | "x509" => identities.iter().any(|(scheme, id)| *scheme == e.scheme && *id == e.id),
             _ => true,
         };
         let granted: String = self.entries.iter().filter(|e| matches(e)).map(|e| e.perms.as_str()).collect();
         ['r', 'c', 'd'].into_iter().filter(|&c| !granted.contains(c)).collect()
+    }
+
+    /// Whether a digest entry names `login`'s user with the hash of another
+    /// password than `login`'s (to say why [`Acl::missing_rights`] failed).
+    pub(crate) fn names_another_password(&self, (user, password): (&str, &str)) -> bool {
+        let ours = digest_identity(user, password);
+        self.entries
+            .iter()
+            .any(|e| e.scheme == "digest" && e.id.split_once(':').is_some_and(|(u, _)| u == user) && e.id != ours)
     }
 
     /// The entries as the ZooKeeper client takes them.
@@ -190,6 +214,17 @@ impl fmt::Display for Acl {
         }
         Ok(())
     }
+}
+
+/// The id ZooKeeper's digest scheme gives a session that logged in as
+/// `user:password`, and that an ACL entry names: `user:base64(sha1(user:password))`.
+pub(crate) fn digest_identity(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let hash = aws_lc_rs::digest::digest(
+        &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{user}:{password}").as_bytes(),
+    );
+    format!("{user}:{}", base64::engine::general_purpose::STANDARD.encode(hash.as_ref()))
 }
 
 fn parse_entry(spec: &str, entry: &str) -> Result<AclEntry> {
@@ -680,7 +715,7 @@ mod tests {
     fn the_rights_an_acl_leaves_a_session() {
         let id = |s: &str, i: &str| (s.to_owned(), i.to_owned());
         let alice = [id("ip", "127.0.0.1"), id("digest", "alice")];
-        let missing = |spec: &str| Acl::parse(spec).unwrap().missing_rights(&alice);
+        let missing = |spec: &str| Acl::parse(spec).unwrap().missing_rights(&alice, None);
         assert!(missing("open").is_empty());
         assert!(missing("creator").is_empty());
         assert!(missing("digest:alice:HkOm9nUmJv8qpHw0UnWk0tNQtYg=:cdrwa").is_empty());
@@ -693,7 +728,16 @@ mod tests {
         assert!(missing("ip:::1:cdrwa,ip:127.0.0.0/8:r,custom:x:cd").is_empty(), "an unknown scheme may match");
         // No authenticated identity: `auth` gives nothing.
         let nobody = [id("ip", "127.0.0.1")];
-        assert_eq!(Acl::creator_all().missing_rights(&nobody), ['r', 'c', 'd']);
+        assert_eq!(Acl::creator_all().missing_rights(&nobody, None), ['r', 'c', 'd']);
+        // Our own digest login: whoami says `digest:alice` whatever the
+        // password; the entry must name the hash of ours (computed by
+        // Python's hashlib for alice:pw-alice).
+        let real = "digest:alice:aJ/Pdx7TadRgI84JsdYLXEn9EPw=:cdrwa";
+        assert_eq!(digest_identity("alice", "pw-alice"), "alice:aJ/Pdx7TadRgI84JsdYLXEn9EPw=");
+        let with = |spec: &str, password| Acl::parse(spec).unwrap().missing_rights(&alice, Some(("alice", password)));
+        assert!(with(real, "pw-alice").is_empty());
+        assert_eq!(with(real, "wrong"), ['r', 'c', 'd']);
+        assert!(with("creator", "wrong").is_empty(), "the wrong password is an identity of its own");
     }
 
     #[test]

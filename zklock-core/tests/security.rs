@@ -470,6 +470,14 @@ fn an_acl_that_names_only_other_identities_is_refused_at_connect() {
             assert!(e.message().contains("no right to r, c, d"), "{e}");
         }
     }
+    // Bob's name with a wrong password: the server logs the session in (as
+    // another identity) and whoami says `digest:bob` all the same; the ACL
+    // naming bob's real id would make a path this session cannot use.
+    let wrong =
+        options(&hosts, 4 * SEC).acl(Acl::parse(&format!("{bob_id}:cdrwa")).unwrap()).digest_auth("bob", "wrong");
+    let e = Client::connect(wrong).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+    assert!(e.message().contains("names another password"), "{e}");
     // Named, the identity connects and locks.
     let bob = client_as(&hosts, Some("bob"), Acl::parse(&format!("{bob_id}:cdrwa")).unwrap());
     bob.lock("/named/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
