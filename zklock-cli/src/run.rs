@@ -299,6 +299,30 @@ fn cancel_acquire(lock: &Lock, cancel: &CancelToken, rx: &Receiver<Event>, op_li
     128 + sig
 }
 
+/// Why the kernel said "not found" running `path`, a file that exists: its
+/// `#!` interpreter is missing, or is itself a script whose interpreter is,
+/// or (no `#!`) a binary's dynamic loader is.
+fn missing_interpreter(path: &std::path::Path) -> String {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return "the file exists but could not be started (a program whose dynamic loader is missing?)".to_owned();
+    };
+    let line = String::from_utf8_lossy(line.split(|&b| b == b'\n').next().unwrap_or_default());
+    let Some(interpreter) = line.split_whitespace().next() else {
+        return "its #! line names no interpreter".to_owned();
+    };
+    let shown = interpreter.escape_debug();
+    if std::path::Path::new(interpreter).is_file() {
+        format!(
+            "its #! interpreter {shown} exists but could not be started (a script whose own interpreter is missing?)"
+        )
+    } else {
+        format!("its #! interpreter {shown} was not found")
+    }
+}
+
 /// Spawns the command and follows it and the lock until the command exits.
 /// A signal to zklock is forwarded to the command (unless the whole process
 /// group, the command's too, got it); all but SIGUSR1 and SIGUSR2 set
@@ -325,9 +349,9 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
             let shown = program.to_string_lossy();
             let path = std::path::Path::new(program);
             return if e.kind() == std::io::ErrorKind::NotFound && path.components().count() > 1 && path.is_file() {
-                // The file is there: what is missing is its #! interpreter
-                // (the shell says "bad interpreter", 126).
-                note!("cannot run {shown}: the interpreter its #! line names was not found");
+                // The file is there: what is missing is what it needs to
+                // run (the shell says "bad interpreter", 126).
+                note!("cannot run {shown}: {}", missing_interpreter(path));
                 exit::CANNOT_EXECUTE
             } else if e.kind() == std::io::ErrorKind::NotFound {
                 note!("command not found: {shown}");

@@ -101,7 +101,14 @@ fn exit_status_of_the_command_is_passed_on() {
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
     let o = run("badinterp", &[script.to_str().unwrap()]);
     assert_eq!(o.code, 126, "{o:?}");
-    assert!(o.stderr.contains("interpreter"), "{o:?}");
+    assert!(o.stderr.contains("its #! interpreter /nonexistent/interpreter was not found"), "{o:?}");
+    // One whose interpreter is such a script: named, and said to exist.
+    let outer = d.path("outer.sh");
+    fs::write(&outer, format!("#!{}\nexit 0\n", script.display())).unwrap();
+    fs::set_permissions(&outer, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run("badinterp2", &[outer.to_str().unwrap()]);
+    assert_eq!(o.code, 126, "{o:?}");
+    assert!(o.stderr.contains(&format!("its #! interpreter {} exists", script.display())), "{o:?}");
     // PATH lookup works without `--` too.
     let o = zklock(&d, "nodash", &["run", "--hosts", &hosts, "/cli/status", "sh", "-c", "exit 4"]);
     assert_eq!(o.code, 4, "{o:?}");
