@@ -15,11 +15,12 @@
 //! ([`Proxy::start_raw`], e.g. for server-to-server links) forwards raw
 //! chunks from the start.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -156,6 +157,10 @@ struct Inner {
     dropped: AtomicU64,
     /// Watch notifications (server frames with xid -1) forwarded to clients.
     notifications: AtomicU64,
+    /// Requests forwarded to the server, by ZooKeeper op code.
+    requests: Mutex<BTreeMap<i32, u64>>,
+    /// Added to every byte's way, in each direction (0: none).
+    one_way_delay: Duration,
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
@@ -274,7 +279,63 @@ enum Step {
     Stop,
 }
 
-fn run_pump(inner: &Inner, conn: &Conn, dir: Dir) {
+/// Where a pump reads: the socket itself, or (with a one-way delay) a
+/// thread that reads it as bytes come and hands each chunk on to be
+/// forwarded `delay` after it came, so pipelined requests keep their
+/// spacing and each waits only its own delay.
+enum Source<'a> {
+    Direct(&'a TcpStream),
+    Delayed(Receiver<(Instant, io::Result<Vec<u8>>)>),
+}
+
+impl Source<'_> {
+    fn new<'a>(inner: &Inner, conn: &Arc<Conn>, dir: Dir, src: &'a TcpStream) -> io::Result<Source<'a>> {
+        let delay = inner.one_way_delay;
+        if delay.is_zero() {
+            return Ok(Source::Direct(src));
+        }
+        let (tx, rx) = mpsc::channel();
+        let conn = Arc::clone(conn);
+        thread::Builder::new().name(format!("zk-proxy-{}-{dir:?}-delay", conn.id)).spawn(move || {
+            let src = match dir {
+                Dir::ToServer => &conn.client,
+                Dir::ToClient => conn.server.as_ref().unwrap_or(&conn.client),
+            };
+            let mut chunk = vec![0u8; 64 * 1024];
+            while !conn.closing.load(Ordering::SeqCst) {
+                let got = match (&*src).read(&mut chunk) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => continue,
+                    Ok(n) => Ok(chunk[..n].to_vec()),
+                    Err(e) => Err(e),
+                };
+                let end = !matches!(&got, Ok(b) if !b.is_empty());
+                if tx.send((Instant::now() + delay, got)).is_err() || end {
+                    return;
+                }
+            }
+        })?;
+        Ok(Source::Delayed(rx))
+    }
+
+    /// Like `Read::read` (a timeout error every [`PUMP_TICK`] without data).
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::Direct(s) => (&**s).read(buf),
+            Source::Delayed(rx) => match rx.recv_timeout(PUMP_TICK) {
+                Ok((due, got)) => {
+                    thread::sleep(due.saturating_duration_since(Instant::now()));
+                    let bytes = got?;
+                    buf[..bytes.len()].copy_from_slice(&bytes);
+                    Ok(bytes.len())
+                },
+                Err(RecvTimeoutError::Timeout) => Err(io::ErrorKind::TimedOut.into()),
+                Err(RecvTimeoutError::Disconnected) => Err(io::ErrorKind::ConnectionAborted.into()),
+            },
+        }
+    }
+}
+
+fn run_pump(inner: &Inner, conn: &Arc<Conn>, dir: Dir) {
     let (src, dst) = match dir {
         Dir::ToServer => (&conn.client, conn.server.as_ref()),
         Dir::ToClient => match &conn.server {
@@ -286,6 +347,10 @@ fn run_pump(inner: &Inner, conn: &Conn, dir: Dir) {
     if let Some(d) = dst {
         let _ = d.set_write_timeout(Some(PUMP_TICK));
     }
+    let Ok(mut source) = Source::new(inner, conn, dir, src) else {
+        conn.abort();
+        return;
+    };
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
     let mut first_frame = true;
@@ -293,7 +358,7 @@ fn run_pump(inner: &Inner, conn: &Conn, dir: Dir) {
         if conn.closing.load(Ordering::SeqCst) {
             return;
         }
-        let n = match (&*src).read(&mut chunk) {
+        let n = match source.read(&mut chunk) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted || is_timeout(&e) => continue,
             Err(_) => {
@@ -380,6 +445,9 @@ fn forward_frames(
         } else {
             match dir {
                 Dir::ToServer => {
+                    if let Some(op) = body.get(4..8).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes) {
+                        *lock(&inner.requests).entry(op).or_default() += 1;
+                    }
                     if let Some(pause) = take_delay(inner, body) {
                         // Forward what came before, then hold this request
                         // (and so every later one: order is kept).
@@ -540,6 +608,46 @@ fn hold_frame(conn: &Conn, frame: &[u8], xid: Option<i32>) -> bool {
     }
 }
 
+/// ZooKeeper's name for request op code `op` (`ZooDefs.OpCode`).
+fn op_name(op: i32) -> String {
+    let name = match op {
+        0 => "notification",
+        1 => "create",
+        2 => "delete",
+        3 => "exists",
+        4 => "getData",
+        5 => "setData",
+        6 => "getACL",
+        7 => "setACL",
+        8 => "getChildren",
+        9 => "sync",
+        11 => "ping",
+        12 => "getChildren2",
+        13 => "check",
+        14 => "multi",
+        15 => "create2",
+        16 => "reconfig",
+        17 => "checkWatches",
+        18 => "removeWatches",
+        19 => "createContainer",
+        20 => "deleteContainer",
+        21 => "createTTL",
+        22 => "multiRead",
+        100 => "auth",
+        101 => "setWatches",
+        102 => "sasl",
+        103 => "getEphemerals",
+        104 => "getAllChildrenNumber",
+        105 => "setWatches2",
+        106 => "addWatch",
+        107 => "whoAmI",
+        -10 => "createSession",
+        -11 => "closeSession",
+        other => return other.to_string(),
+    };
+    name.to_owned()
+}
+
 /// Writes all of `data`, retrying on write timeouts unless the connection is
 /// being closed.
 fn write_fully(conn: &Conn, dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
@@ -663,7 +771,23 @@ impl Proxy {
     ///
     /// Binding the listener or spawning the accept thread fails.
     pub fn start(upstream: SocketAddr) -> io::Result<Proxy> {
-        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), false)
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), false, Duration::ZERO)
+    }
+
+    /// Starts a proxy like [`start`](Proxy::start) that also delays every
+    /// byte by `one_way` in each direction: a round trip through it takes
+    /// `2 x one_way` more, as on a network with that latency (for
+    /// benchmarks: this kernel has no `netem`). Requests sent back to back
+    /// stay back to back (each chunk waits only its own delay, measured
+    /// from when it came), so pipelining keeps what it saves. Costs one more
+    /// thread per direction and connection; sleeps are as precise as the
+    /// scheduler (tens of microseconds late under load).
+    ///
+    /// # Errors
+    ///
+    /// Binding the listener or spawning the accept thread fails.
+    pub fn start_with_latency(upstream: SocketAddr, one_way: Duration) -> io::Result<Proxy> {
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), false, one_way)
     }
 
     /// Starts a raw proxy (a TCP relay) listening on `127.0.0.1:0` that
@@ -688,10 +812,10 @@ impl Proxy {
     ///
     /// Binding the listener or spawning the accept thread fails.
     pub fn start_raw(upstream: SocketAddr) -> io::Result<Proxy> {
-        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), true)
+        Proxy::start_with_arm(upstream, Arc::new(Mutex::new(None)), true, Duration::ZERO)
     }
 
-    fn start_with_arm(upstream: SocketAddr, arm: SharedArm, raw: bool) -> io::Result<Proxy> {
+    fn start_with_arm(upstream: SocketAddr, arm: SharedArm, raw: bool, one_way_delay: Duration) -> io::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let inner = Arc::new(Inner {
@@ -702,6 +826,8 @@ impl Proxy {
             arm,
             dropped: AtomicU64::new(0),
             notifications: AtomicU64::new(0),
+            requests: Mutex::new(BTreeMap::new()),
+            one_way_delay,
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
             hold_armed: AtomicBool::new(false),
@@ -909,6 +1035,15 @@ impl Proxy {
         self.inner.notifications.load(Ordering::SeqCst)
     }
 
+    /// The requests this proxy has forwarded to the server so far, on every
+    /// connection, by op name (`create2`, `getChildren2`, `sync`, `ping`,
+    /// ...: ZooKeeper's `ZooDefs.OpCode` names; an unknown code as its
+    /// number). Connect requests are not counted. For counting what a
+    /// recipe costs the server on the wire.
+    pub fn requests(&self) -> BTreeMap<String, u64> {
+        lock(&self.inner.requests).iter().map(|(op, n)| (op_name(*op), *n)).collect()
+    }
+
     /// Number of currently open proxied connections (including blackholed
     /// ones).
     pub fn connections(&self) -> usize {
@@ -965,7 +1100,7 @@ impl ProxyGroup {
         let arm: SharedArm = Arc::new(Mutex::new(None));
         let proxies = upstreams
             .iter()
-            .map(|&u| Proxy::start_with_arm(u, Arc::clone(&arm), false))
+            .map(|&u| Proxy::start_with_arm(u, Arc::clone(&arm), false, Duration::ZERO))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(ProxyGroup { proxies, arm })
     }

@@ -273,3 +273,39 @@ fn raw_proxy_forwards_bytes_without_looking() {
     let (mut s, _) = common::session(p.addr(), T).expect("session after heal");
     assert_eq!(common::call(&mut s, &common::exists_request(3, "/raw")).expect("exists").2, 0);
 }
+
+#[test]
+fn latency_proxy_delays_each_way_keeps_pipelining_and_counts_requests() {
+    let c = Cluster::standalone().expect("start");
+    let one_way = Duration::from_millis(40);
+    let p = Proxy::start_with_latency(c.client_addr(0), one_way).expect("proxy");
+    let (mut s, _) = common::session(p.addr(), T).expect("session via delaying proxy");
+    // One round trip takes at least the two delays.
+    let t0 = Instant::now();
+    let (_, _, err) = common::call(&mut s, &common::exists_request(1, "/zookeeper")).expect("exists");
+    assert_eq!(err, 0);
+    let one = t0.elapsed();
+    assert!(one >= 2 * one_way, "a round trip took {one:?}");
+    // Ten requests written back to back are answered in about one round
+    // trip, not ten: each waits its own delay.
+    let t0 = Instant::now();
+    let mut batch = Vec::new();
+    for xid in 2..12 {
+        batch.extend(common::exists_request(xid, "/zookeeper"));
+    }
+    s.write_all(&batch).expect("write");
+    for xid in 2..12 {
+        let body = common::read_frame(&mut s).expect("reply");
+        assert_eq!(common::reply_header(&body).0, xid);
+    }
+    let ten = t0.elapsed();
+    assert!(ten >= 2 * one_way && ten < 5 * 2 * one_way, "ten pipelined requests took {ten:?}");
+    let (_, _, err) = common::call(&mut s, &common::create_request(12, "/via-delay")).expect("create");
+    assert_eq!(err, 0);
+    let counted = p.requests();
+    assert_eq!(counted.get("exists"), Some(&11), "{counted:?}");
+    assert_eq!(counted.get("create"), Some(&1), "{counted:?}");
+    assert_eq!(counted.values().sum::<u64>(), 12, "the connect is not counted: {counted:?}");
+    drop(s);
+    assert!(wait_until(|| p.connections() == 0), "connection not released");
+}
