@@ -5,7 +5,7 @@
  *
  * <pre>
  * java CuratorBench SCENARIO HOSTS PATH [key=value ...]
- *   uncontended  iters warmup                      one session, acquire+release cycles
+ *   uncontended  iters warmup hold_us              one session, acquire+release cycles
  *   contended    sessions duration_ms warmup_ms    one InterProcessMutex per session, one path
  *   queue        sessions waiters duration_ms ...  waiters spread over sessions (round robin)
  *   independent  sessions duration_ms warmup_ms    each session its own path
@@ -82,13 +82,14 @@ public final class CuratorBench {
     }
 
     static String uncontended(String hosts, String path) throws Exception {
-        long iters = num("iters", 1000), warmup = num("warmup", 100);
+        long iters = num("iters", 1000), warmup = num("warmup", 100), holdUs = num("hold_us", 0);
         CuratorFramework c = connect(hosts);
         InterProcessMutex m = new InterProcessMutex(c, path);
         StringBuilder lat = new StringBuilder("[");
         for (long i = 0; i < warmup + iters; i++) {
             long t = System.nanoTime();
             acquire(m);
+            if (holdUs > 0) TimeUnit.MICROSECONDS.sleep(holdUs);
             m.release();
             double us = (System.nanoTime() - t) / 1000.0;
             if (i >= warmup) {

@@ -65,13 +65,16 @@ static void release(zklock_guard *g) {
 }
 
 static void uncontended(const char *hosts, const char *path) {
-    long iters = num("iters", 1000), warmup = num("warmup", 100);
+    long iters = num("iters", 1000), warmup = num("warmup", 100), hold_us = num("hold_us", 0);
     zklock_client *c = connect_client(hosts);
     zklock_lock *l = new_lock(c, path, ZKLOCK_MODE_EXCLUSIVE);
     double *lat = calloc((size_t)iters, sizeof *lat);
+    struct timespec hold = {hold_us / 1000000, (hold_us % 1000000) * 1000};
     for (long i = 0; i < warmup + iters; i++) {
         double t = now_us();
-        release(acquire(l));
+        zklock_guard *g = acquire(l);
+        if (hold_us > 0) nanosleep(&hold, NULL);
+        release(g);
         if (i >= warmup) lat[i - warmup] = now_us() - t;
     }
     printf("{\"result\":{\"lat_us\":[");

@@ -21,10 +21,12 @@ async function uncontended() {
   const c = await connect()
   const lock = c.lock(path)
   const warmup = num('warmup', 100)
+  const holdMs = num('hold_us', 0) / 1000
   const lat = []
   for (let i = 0; i < warmup + num('iters', 1000); i++) {
     const t = now()
     const g = await lock.acquire({ timeoutMs: 30000 })
+    if (holdMs > 0) await sleep(holdMs)
     await g.release()
     if (i >= warmup) lat.push(Math.round((now() - t) * 10) / 10)
   }

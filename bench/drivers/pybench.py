@@ -24,9 +24,12 @@ def uncontended(b, hosts, path, p):
     lock = b.lock(s, path, "mutex")
     lat = []
     warmup = p.get("warmup", 100)
+    hold = p.get("hold_us", 0) / 1e6
     for i in range(warmup + p.get("iters", 1000)):
         t = time.perf_counter()
         lock.acquire()
+        if hold > 0:
+            time.sleep(hold)
         lock.release()
         if i >= warmup:
             lat.append(round((time.perf_counter() - t) * 1e6, 1))

@@ -130,19 +130,38 @@ struct Scenario {
     reps: usize,
     /// Upper bound on one driver run.
     limit: Duration,
+    /// How the driver reaches the server.
+    via: Via,
+}
+
+/// The way between a driver and the server.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// Straight to the server (loopback).
+    Direct,
+    /// Through a harness proxy that counts requests and notifications on
+    /// the wire (no delay added).
+    Counting,
+    /// Through a harness proxy that delays each way by this much (and
+    /// counts); this kernel has no netem.
+    Latency(Duration),
 }
 
 fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
     let q = |full: u64, small: u64| if quick { small } else { full };
     let p = |v: &[(&str, u64)]| v.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect::<Vec<_>>();
-    let dur = q(2500, 1200);
-    let warm = q(500, 300);
+    // Windows long enough for the JVM's JIT to have compiled Curator's
+    // paths before counting starts (its rate is steady after about 2 s of
+    // cycles here), the same for every implementation.
+    let dur = q(10_000, 1200);
+    let warm = q(3000, 300);
     let mut v = vec![Scenario {
         name: "uncontended".into(),
         family: "uncontended",
-        params: p(&[("iters", q(1000, 200)), ("warmup", q(100, 30))]),
+        params: p(&[("iters", q(2000, 200)), ("warmup", q(3000, 30))]),
         reps,
         limit: Duration::from_secs(180),
+        via: Via::Direct,
     }];
     let sizes: &[u64] = if fsync { &[32] } else { &[2, 8, 32] };
     for &n in sizes {
@@ -152,6 +171,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             params: p(&[("sessions", n), ("duration_ms", dur), ("warmup_ms", warm)]),
             reps,
             limit: Duration::from_secs(120),
+            via: Via::Direct,
         });
     }
     v.push(Scenario {
@@ -160,10 +180,44 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
         params: p(&[("sessions", 32), ("duration_ms", dur), ("warmup_ms", warm)]),
         reps,
         limit: Duration::from_secs(120),
+        via: Via::Direct,
     });
     if fsync {
         return v;
     }
+    // Issue 19: round trips where the network costs. The uncontended
+    // cycle with 0.5 ms and 2 ms added to every round trip.
+    for (name, one_way_us) in [("rtt-0.5ms", 250), ("rtt-2ms", 1000)] {
+        v.push(Scenario {
+            name: name.into(),
+            family: "uncontended",
+            params: p(&[("iters", q(500, 100)), ("warmup", q(300, 30))]),
+            reps,
+            limit: Duration::from_secs(180),
+            via: Via::Latency(Duration::from_micros(one_way_us)),
+        });
+    }
+    // What a cycle costs on the wire: requests by op and notifications, per
+    // uncontended cycle at several hold times, and per contended
+    // acquisition (2 sessions). Counts barely vary: one repetition.
+    for (name, hold_us) in [("wire-hold-0", 0), ("wire-hold-1ms", 1000), ("wire-hold-10ms", 10_000)] {
+        v.push(Scenario {
+            name: name.into(),
+            family: "uncontended",
+            params: p(&[("iters", q(500, 100)), ("warmup", 0), ("hold_us", hold_us)]),
+            reps: 1,
+            limit: Duration::from_secs(180),
+            via: Via::Counting,
+        });
+    }
+    v.push(Scenario {
+        name: "wire-contended-2".into(),
+        family: "contended",
+        params: p(&[("sessions", 2), ("duration_ms", q(5000, 1500)), ("warmup_ms", 0)]),
+        reps: 1,
+        limit: Duration::from_secs(120),
+        via: Via::Counting,
+    });
     let long = q(1000, 200);
     for n in [32, long] {
         v.push(Scenario {
@@ -177,6 +231,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             ]),
             reps,
             limit: Duration::from_secs(240),
+            via: Via::Direct,
         });
     }
     for n in [32, long] {
@@ -186,6 +241,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             params: p(&[("sessions", 8), ("waiters", n), ("rounds", q(5, 3))]),
             reps: 1,
             limit: Duration::from_secs(300),
+            via: Via::Direct,
         });
     }
     // 10,000 acquires waiting at once in one process (100 paths x 100, on 4
@@ -197,6 +253,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
         params: p(&[("paths", paths), ("per_path", per_path), ("sessions", 4)]),
         reps: 1,
         limit: Duration::from_secs(300),
+        via: Via::Direct,
     });
     v.push(Scenario {
         name: "rw".into(),
@@ -204,6 +261,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
         params: p(&[("readers", 8), ("writers", 2), ("hold_us", 1000), ("duration_ms", dur), ("warmup_ms", warm)]),
         reps,
         limit: Duration::from_secs(120),
+        via: Via::Direct,
     });
     v
 }
@@ -334,7 +392,28 @@ impl Drop for Driver {
 /// server's watch table before each).
 fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &Observer) -> R<Value> {
     if sc.family != "herd" {
-        return Driver::start(imp, sc, hosts, path, log)?.result();
+        let proxy = match sc.via {
+            Via::Direct => return Driver::start(imp, sc, hosts, path, log)?.result(),
+            Via::Counting => zklock_harness::Proxy::start(obs.addr),
+            Via::Latency(one_way) => zklock_harness::Proxy::start_with_latency(obs.addr, one_way),
+        }
+        .map_err(err)?;
+        let mut r = Driver::start(imp, sc, &proxy.addr().to_string(), path, log)?.result()?;
+        // What went over the wire during the whole run, and how many
+        // cycles that was (uncontended: every cycle, warm-up included;
+        // contended: the grants, its window covering the whole run).
+        let param = |k: &str| sc.params.iter().find(|(key, _)| key == k).map(|(_, n)| *n);
+        let cycles = match sc.family {
+            "uncontended" => param("iters").unwrap_or(1000) + param("warmup").unwrap_or(100),
+            _ => r.get("grants").and_then(Value::as_u64).unwrap_or(0),
+        };
+        if let Some(o) = r.as_object_mut() {
+            o.insert(
+                "wire".into(),
+                json!({ "requests": proxy.requests(), "notifications": proxy.notifications(), "cycles": cycles }),
+            );
+        }
+        return Ok(r);
     }
     // Herd: the driver talks through a proxy that counts the watch
     // notifications the server really sends.

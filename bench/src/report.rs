@@ -104,6 +104,24 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
             put("writes_per_s", Some(wr / w));
         }
     }
+    if let Some(wire) = result.get("wire") {
+        let cycles = wire.get("cycles").and_then(Value::as_f64).filter(|c| *c > 0.0);
+        let per = |x: f64| cycles.map(|c| x / c);
+        let ops: BTreeMap<String, f64> = wire
+            .get("requests")
+            .and_then(Value::as_object)
+            .map(|o| o.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect())
+            .unwrap_or_default();
+        // The session's own upkeep is not the recipe's: keep-alive pings,
+        // the session's opening and closing, its login and watch restore.
+        let recipe = ops.iter().filter(|(op, _)| !SESSION_OPS.contains(&op.as_str()));
+        put("requests_per_cycle", per(recipe.clone().map(|(_, n)| n).sum()));
+        put("sync_per_cycle", per(ops.get("sync").copied().unwrap_or(0.0)));
+        put("notif_per_cycle", wire.get("notifications").and_then(Value::as_f64).and_then(per));
+        for (op, n) in recipe {
+            put(&format!("op:{op}"), per(*n));
+        }
+    }
     put("threads_max", num("threads_max"));
     put("rss_per_waiter", num("rss_per_waiter_bytes"));
     if let Some(rounds) = result.get("notifications").and_then(Value::as_array) {
@@ -118,6 +136,10 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
         put("notif_waiters_max", (!waiters.is_empty()).then(|| max(&waiters)));
     }
 }
+
+/// Requests on the wire that keep a session, not a lock: left out of the
+/// requests per cycle (pings are shown in the per-op breakdown neither).
+const SESSION_OPS: [&str; 7] = ["ping", "createSession", "closeSession", "auth", "sasl", "setWatches", "setWatches2"];
 
 /// The value of one metric (median across repetitions).
 pub fn get(m: &Metrics, mode: &str, scenario: &str, imp: &str, metric: &str) -> Option<f64> {
@@ -212,12 +234,96 @@ pub fn verdicts(m: &Metrics, mode: &str) -> Vec<Verdict> {
         });
     }
     v.retain(|x| x.measured.is_some() || m.get(mode).is_some_and(|s| s.contains_key("uncontended")));
+    v.extend(verdicts_19(m, mode));
+    v
+}
+
+/// Round trips the least uncontended cycle needs: the create with the
+/// queue's list pipelined behind it (one round trip: the list, answered
+/// after the create, shows whether we are first), then the delete.
+pub const CYCLE_ROUND_TRIPS: f64 = 2.0;
+
+/// The targets of issue 19 (round trips, requests and notifications on
+/// the wire, bindings) measured in `mode`; those whose scenarios did not
+/// run are left out.
+fn verdicts_19(m: &Metrics, mode: &str) -> Vec<Verdict> {
+    let g = |s: &str, i: &str, k: &str| get(m, mode, s, i, k);
+    let ran = |s: &str| m.get(mode).is_some_and(|x| x.contains_key(s));
+    let at_most = |target: String, measured, limit| Verdict { target, measured, limit, at_most: true };
+    let mut v = Vec::new();
+    if ran("rtt-2ms") {
+        let rust = g("rtt-2ms", "zklock-rust", "median_us");
+        v.push(at_most(
+            "(19) rtt-2ms: uncontended median ≤ 0.7 × Curator".into(),
+            ratio(rust, g("rtt-2ms", "curator", "median_us")),
+            0.7,
+        ));
+        v.push(at_most(
+            "(19) rtt-2ms: uncontended median ≤ 0.5 × kazoo".into(),
+            ratio(rust, g("rtt-2ms", "kazoo", "median_us")),
+            0.5,
+        ));
+        v.push(at_most(
+            format!("(19) rtt-2ms: uncontended median ≤ 1.05 × {CYCLE_ROUND_TRIPS} round trips of 2 ms"),
+            rust.map(|r| r / (CYCLE_ROUND_TRIPS * 2000.0)),
+            1.05,
+        ));
+    }
+    if ran("uncontended") {
+        let med = |i: &str| g("uncontended", i, "median_us");
+        v.push(at_most(
+            "(19) uncontended median ≤ 0.8 × Curator".into(),
+            ratio(med("zklock-rust"), med("curator")),
+            0.8,
+        ));
+        for b in ["zklock-python", "zklock-node"] {
+            v.push(at_most(
+                format!("(19) {b} uncontended median ≤ 1.1 × Rust core"),
+                ratio(med(b), med("zklock-rust")),
+                1.1,
+            ));
+        }
+    }
+    if ran("independent-32") {
+        let r = ratio(g("independent-32", "zklock-rust", "per_s"), g("independent-32", "curator", "per_s"));
+        v.push(Verdict {
+            target: "(19) independent-32 cycle rate ≥ 1.2 × Curator".into(),
+            measured: r,
+            limit: 1.2,
+            at_most: false,
+        });
+    }
+    let wire: Vec<String> =
+        m.get(mode).map(|x| x.keys().filter(|k| k.starts_with("wire")).cloned().collect()).unwrap_or_default();
+    for s in wire {
+        let req = |i: &str| g(&s, i, "requests_per_cycle");
+        v.push(at_most(
+            format!("(19) {s}: requests per cycle ≤ Curator's"),
+            ratio(req("zklock-rust"), req("curator")),
+            1.0,
+        ));
+        // Uncontended: no waiter, so a notification can only be the
+        // releasing client's own. Contended: one to the next holder.
+        let (what, limit) =
+            if s.contains("contended") { ("≤ 1 (the next holder's)", 1.0) } else { ("= 0 (no one waits)", 0.0) };
+        v.push(at_most(
+            format!("(19) {s}: notifications per cycle {what}"),
+            g(&s, "zklock-rust", "notif_per_cycle"),
+            limit,
+        ));
+    }
     v
 }
 
 /// The metrics shown for a scenario family, with their table headings.
 fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
-    if scenario == "uncontended" {
+    if scenario.starts_with("wire") {
+        &[
+            ("requests_per_cycle", "requests/cycle"),
+            ("sync_per_cycle", "of them sync"),
+            ("notif_per_cycle", "notifications/cycle"),
+        ]
+    } else if scenario == "uncontended" || scenario.starts_with("rtt") {
         &[("median_us", "median µs"), ("p99_us", "p99 µs")]
     } else if scenario.starts_with("herd") {
         &[
@@ -238,7 +344,9 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
 
 /// Which metric the ratio columns compare (None: no ratios).
 fn ratio_metric(scenario: &str) -> Option<&'static str> {
-    if scenario == "uncontended" {
+    if scenario.starts_with("wire") {
+        Some("requests_per_cycle")
+    } else if scenario == "uncontended" || scenario.starts_with("rtt") {
         Some("median_us")
     } else if scenario.starts_with("herd") || scenario.starts_with("waiters") {
         None
@@ -293,8 +401,12 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
             if rm.is_some() {
                 let _ = write!(s, " × Curator | × kazoo | × floor |");
             }
+            let by_op = scenario.starts_with("wire");
+            if by_op {
+                let _ = write!(s, " per cycle, by op |");
+            }
             let _ = writeln!(s);
-            let n = cols.len() + 1 + if rm.is_some() { 3 } else { 0 };
+            let n = cols.len() + 1 + if rm.is_some() { 3 } else { 0 } + usize::from(by_op);
             let _ = writeln!(s, "|{}", "---|".repeat(n));
             for (imp, metrics) in imps {
                 let _ = write!(s, "| {imp} |");
@@ -308,6 +420,13 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
                         let r = ratio(get(m, mode, scenario, imp, k), get(m, mode, scenario, base, k));
                         let _ = write!(s, " {} |", r.map(fmt).unwrap_or_else(|| "–".into()));
                     }
+                }
+                if by_op {
+                    let ops: Vec<String> = metrics
+                        .iter()
+                        .filter_map(|(k, x)| Some(format!("{} {}", k.strip_prefix("op:")?, fmt(x.mid()?))))
+                        .collect();
+                    let _ = write!(s, " {} |", ops.join(", "));
                 }
                 let _ = writeln!(s);
             }
@@ -452,6 +571,13 @@ mod tests {
         add_result(&mut m, "fsync-off", "herd-32", "zklock-rust", &herd);
         let waiters = json!({ "grants": 10000, "window_s": 4.0, "threads_max": 17, "rss_per_waiter_bytes": 17000 });
         add_result(&mut m, "fsync-off", "waiters-10000", "zklock-node", &waiters);
+        for (imp, ops, notes) in [
+            ("zklock-rust", json!({ "create2": 100, "getChildren2": 100, "delete": 100, "sync": 10, "ping": 7 }), 5),
+            ("curator", json!({ "create2": 101, "getChildren": 100, "delete": 100, "ping": 40 }), 0),
+        ] {
+            let r = json!({ "lat_us": [1.0], "wire": { "requests": ops, "notifications": notes, "cycles": 100 } });
+            add_result(&mut m, "fsync-off", "wire-hold-0", imp, &r);
+        }
         m
     }
 
@@ -468,6 +594,12 @@ mod tests {
         assert_eq!(find("queue-1000").met(), Some(false));
         assert_eq!(find("zklock-python").met(), Some(false));
         assert_eq!(find("zklock-node").met(), None);
+        // Issue 19's, from the wire counts (pings and the like left out).
+        let req = find("wire-hold-0: requests");
+        assert!((req.measured.unwrap() - 3.1 / 3.01).abs() < 1e-9, "{req:?}");
+        assert_eq!(req.met(), Some(false));
+        assert_eq!(find("wire-hold-0: notifications").measured, Some(0.05));
+        assert!(!v.iter().any(|x| x.target.contains("rtt-2ms")), "rtt-2ms did not run");
     }
 
     #[test]
@@ -478,6 +610,7 @@ mod tests {
         assert!(md.contains("**missed**"));
         assert!(md.contains("- **nproc**: 2"));
         assert!(md.contains("| zklock-node | 17.0 | 17000 | 2500 |"), "{md}");
+        assert!(md.contains("| zklock-rust | 3.10 | 0.10 | 0.05 | 1.03 | – | – | create2 1.00, delete 1.00, getChildren2 1.00, sync 0.10 |"), "{md}");
         let mut lat = BTreeMap::new();
         lat.entry("fsync-off".to_owned())
             .or_insert_with(BTreeMap::new)

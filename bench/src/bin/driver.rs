@@ -164,9 +164,13 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
         let client = connect(hosts)?;
         let lock = client.lock(path).map_err(err)?;
         let (mut acq, mut rel) = (Vec::new(), Vec::new());
+        let hold = Duration::from_micros(p.num("hold_us", 0));
         for i in 0..warmup + iters {
             let t = Instant::now();
             let g = lock.acquire(Some(Duration::from_secs(30))).map_err(err)?;
+            if !hold.is_zero() {
+                std::thread::sleep(hold);
+            }
             let t1 = Instant::now();
             g.release().map_err(err)?;
             if i >= warmup {
