@@ -86,7 +86,14 @@ public final class CuratorBench {
         CuratorFramework c = connect(hosts);
         InterProcessMutex m = new InterProcessMutex(c, path);
         StringBuilder lat = new StringBuilder("[");
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long cpu0 = 0;
         for (long i = 0; i < warmup + iters; i++) {
+            if (i == warmup) {
+                say("{\"event\":\"measuring\"}");
+                cpu0 = os.getProcessCpuTime();
+            }
             long t = System.nanoTime();
             acquire(m);
             if (holdUs > 0) TimeUnit.MICROSECONDS.sleep(holdUs);
@@ -97,8 +104,10 @@ public final class CuratorBench {
                 lat.append(String.format(java.util.Locale.ROOT, "%.1f", us));
             }
         }
+        double cpu = (os.getProcessCpuTime() - cpu0) / 1e9;
+        say("{\"event\":\"measured\"}");
         c.close();
-        return "{\"lat_us\":" + lat + "]}";
+        return "{\"cpu_s\":" + cpu + ",\"lat_us\":" + lat + "]}";
     }
 
     /** contended / queue / independent. */

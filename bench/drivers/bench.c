@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <zklock.h>
 
@@ -30,6 +31,20 @@ static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* CPU time (user + system) of this process so far, in seconds. */
+static double cpu_s(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/* Tells the runner the measured part starts or ends (it reads the server's
+ * CPU time then). */
+static void event(const char *name) {
+    printf("{\"event\":\"%s\"}\n", name);
+    fflush(stdout);
 }
 
 static void die(const char *what, zklock_error *err) {
@@ -70,14 +85,21 @@ static void uncontended(const char *hosts, const char *path) {
     zklock_lock *l = new_lock(c, path, ZKLOCK_MODE_EXCLUSIVE);
     double *lat = calloc((size_t)iters, sizeof *lat);
     struct timespec hold = {hold_us / 1000000, (hold_us % 1000000) * 1000};
+    double cpu0 = 0;
     for (long i = 0; i < warmup + iters; i++) {
+        if (i == warmup) {
+            event("measuring");
+            cpu0 = cpu_s();
+        }
         double t = now_us();
         zklock_guard *g = acquire(l);
         if (hold_us > 0) nanosleep(&hold, NULL);
         release(g);
         if (i >= warmup) lat[i - warmup] = now_us() - t;
     }
-    printf("{\"result\":{\"lat_us\":[");
+    double cpu = cpu_s() - cpu0;
+    event("measured");
+    printf("{\"result\":{\"cpu_s\":%.6f,\"lat_us\":[", cpu);
     for (long i = 0; i < iters; i++) printf("%s%.1f", i ? "," : "", lat[i]);
     printf("]}}\n");
     free(lat);

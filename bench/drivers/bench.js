@@ -16,6 +16,13 @@ const num = (k, d) => (Number.isFinite(p[k]) ? p[k] : d)
 const now = () => Number(process.hrtime.bigint()) / 1e3 // µs
 const connect = () => Client.connect({ hosts, sessionTimeoutMs: 10000 })
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+// CPU time (user + system) of this process so far, in seconds.
+const cpuS = () => {
+  const u = process.cpuUsage()
+  return (u.user + u.system) / 1e6
+}
+// A line for the runner (it reads the server's CPU time at these events).
+const say = (o) => require('fs').writeSync(1, JSON.stringify(o) + '\n')
 
 async function uncontended() {
   const c = await connect()
@@ -23,15 +30,22 @@ async function uncontended() {
   const warmup = num('warmup', 100)
   const holdMs = num('hold_us', 0) / 1000
   const lat = []
+  let cpu0 = 0
   for (let i = 0; i < warmup + num('iters', 1000); i++) {
+    if (i === warmup) {
+      say({ event: 'measuring' })
+      cpu0 = cpuS()
+    }
     const t = now()
     const g = await lock.acquire({ timeoutMs: 30000 })
     if (holdMs > 0) await sleep(holdMs)
     await g.release()
     if (i >= warmup) lat.push(Math.round((now() - t) * 10) / 10)
   }
+  const cpu = cpuS() - cpu0
+  say({ event: 'measured' })
   await c.close()
-  return { lat_us: lat }
+  return { cpu_s: cpu, lat_us: lat }
 }
 
 function window() {

@@ -25,7 +25,11 @@ def uncontended(b, hosts, path, p):
     lat = []
     warmup = p.get("warmup", 100)
     hold = p.get("hold_us", 0) / 1e6
+    cpu0 = 0.0
     for i in range(warmup + p.get("iters", 1000)):
+        if i == warmup:
+            say({"event": "measuring"})
+            cpu0 = time.process_time()
         t = time.perf_counter()
         lock.acquire()
         if hold > 0:
@@ -33,8 +37,10 @@ def uncontended(b, hosts, path, p):
         lock.release()
         if i >= warmup:
             lat.append(round((time.perf_counter() - t) * 1e6, 1))
+    cpu = time.process_time() - cpu0
+    say({"event": "measured"})
     b.close(s)
-    return {"lat_us": lat}
+    return {"cpu_s": cpu, "lat_us": lat}
 
 
 def _window(p):

@@ -271,9 +271,24 @@ struct Observer {
     rt: tokio::runtime::Runtime,
     zk: zk::Client,
     addr: std::net::SocketAddr,
+    /// The server's process, for its CPU time.
+    pid: Option<u32>,
 }
 
 impl Observer {
+    /// CPU time (user + system) the server's process has used so far, in
+    /// seconds (`/proc/PID/stat`, clock-tick resolution).
+    fn server_cpu_s(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid?)).ok()?;
+        // Fields after the command name (which may hold spaces): state is
+        // the first, utime the 12th, stime the 13th.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        (per_s > 0.0).then(|| ticks / per_s)
+    }
+
     /// The current holder of `path` (lowest sequence) and its session.
     fn holder(&self, path: &str) -> R<(String, i64)> {
         let zk = &self.zk;
@@ -364,10 +379,19 @@ impl Driver {
     }
 
     fn result(&mut self) -> R<Value> {
+        self.result_with(|_| {})
+    }
+
+    /// The result, calling `on_event` with the name of every `{"event"}`
+    /// line before it.
+    fn result_with(&mut self, mut on_event: impl FnMut(&str)) -> R<Value> {
         loop {
             let v = self.next()?;
             if let Some(r) = v.get("result") {
                 return Ok(r.clone());
+            }
+            if let Some(name) = v.get("event").and_then(Value::as_str) {
+                on_event(name);
             }
         }
     }
@@ -392,13 +416,27 @@ impl Drop for Driver {
 /// server's watch table before each).
 fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &Observer) -> R<Value> {
     if sc.family != "herd" {
+        // The server's CPU time over the part the driver measures (it says
+        // when that starts and ends).
+        let mut marks = Vec::new();
+        let mut run = |hosts: &str| -> R<Value> {
+            let mut r = Driver::start(imp, sc, hosts, path, log)?.result_with(|e| {
+                if e == "measuring" || e == "measured" {
+                    marks.extend(obs.server_cpu_s());
+                }
+            })?;
+            if let (Some(o), [from, to]) = (r.as_object_mut(), marks.as_slice()) {
+                o.insert("server_cpu_s".into(), json!(to - from));
+            }
+            Ok(r)
+        };
         let proxy = match sc.via {
-            Via::Direct => return Driver::start(imp, sc, hosts, path, log)?.result(),
+            Via::Direct => return run(hosts),
             Via::Counting => zklock_harness::Proxy::start(obs.addr),
             Via::Latency(one_way) => zklock_harness::Proxy::start_with_latency(obs.addr, one_way),
         }
         .map_err(err)?;
-        let mut r = Driver::start(imp, sc, &proxy.addr().to_string(), path, log)?.result()?;
+        let mut r = run(&proxy.addr().to_string())?;
         // What went over the wire during the whole run, and how many
         // cycles that was (uncontended: every cycle, warm-up included;
         // contended: the grants, its window covering the whole run).
@@ -575,7 +613,7 @@ fn run() -> R<()> {
         let hosts = cluster.connect_string();
         // A worker thread keeps the observer's session alive between reads.
         let (rt, zk) = raw::connect(&hosts, Duration::from_secs(30), true)?;
-        let obs = Observer { rt, zk, addr: cluster.client_addr(0) };
+        let obs = Observer { rt, zk, addr: cluster.client_addr(0), pid: cluster.pid(0) };
         for sc in scenarios(args.quick, args.reps, fsync) {
             if args.scenarios.as_ref().is_some_and(|o| !o.iter().any(|n| *n == sc.name || n == sc.family)) {
                 continue;

@@ -104,6 +104,24 @@ impl Exclusion {
     }
 }
 
+/// CPU time (user + system) of this process so far, in seconds.
+fn cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let u = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
+/// Tells the runner the measured part starts or ends (it reads the
+/// server's CPU time then).
+fn event(name: &str) {
+    println!("{}", json!({ "event": name }));
+}
+
 fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let iters = p.num("iters", 1000);
     let warmup = p.num("warmup", 100);
@@ -153,19 +171,32 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
     } else if p.str("impl", "zklock") == "floor" {
         let raw = Raw::connect(hosts)?;
         raw.ensure(path)?;
+        let mut cpu0 = 0.0;
         for i in 0..warmup + iters {
+            if i == warmup {
+                event("measuring");
+                cpu0 = cpu_s();
+            }
             let t = Instant::now();
             raw.cycle(path)?;
             if i >= warmup {
                 lat.push(t.elapsed().as_secs_f64() * 1e6);
             }
         }
+        let cpu = cpu_s() - cpu0;
+        event("measured");
+        return Ok(json!({ "cpu_s": cpu, "lat_us": lat }));
     } else {
         let client = connect(hosts)?;
         let lock = client.lock(path).map_err(err)?;
         let (mut acq, mut rel) = (Vec::new(), Vec::new());
         let hold = Duration::from_micros(p.num("hold_us", 0));
+        let mut cpu0 = 0.0;
         for i in 0..warmup + iters {
+            if i == warmup {
+                event("measuring");
+                cpu0 = cpu_s();
+            }
             let t = Instant::now();
             let g = lock.acquire(Some(Duration::from_secs(30))).map_err(err)?;
             if !hold.is_zero() {
@@ -179,12 +210,15 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
                 rel.push(t1.elapsed().as_secs_f64() * 1e6);
             }
         }
+        let cpu = cpu_s() - cpu0;
+        event("measured");
         client.close();
         let med = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied()
         };
-        return Ok(json!({ "lat_us": lat, "acquire_median_us": med(&mut acq), "release_median_us": med(&mut rel) }));
+        return Ok(json!({ "cpu_s": cpu, "lat_us": lat, "acquire_median_us": med(&mut acq),
+            "release_median_us": med(&mut rel) }));
     }
     Ok(json!({ "lat_us": lat }))
 }
