@@ -713,8 +713,17 @@ impl Attempt {
                     // transaction: it proves the node ours, or sends us to
                     // the back of the queue (protocol section 4, grant rule).
                     if sole && event.event_type == zk::EventType::NodeDeleted {
-                        own = None;
-                        if let Some(proof) = self.prove(ctx, &own_path).await? {
+                        // The watch armed while waiting is no evidence, but
+                        // it is dropped only once the read has armed the new
+                        // one: dropping the last watcher of a path makes the
+                        // client library send removeWatches, and with the
+                        // read's watch registered first it sends nothing
+                        // (one request less per handoff, counted on the
+                        // wire by `make bench`'s wire-contended-2).
+                        let waited_with = own.take();
+                        let proof = self.prove(ctx, &own_path).await;
+                        drop(waited_with);
+                        if let Some(proof) = proof? {
                             if let Some(h) = self.grant(ctx, &name, proof).await? {
                                 return Ok(h);
                             }

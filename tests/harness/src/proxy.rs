@@ -161,6 +161,9 @@ struct Inner {
     requests: Mutex<BTreeMap<i32, u64>>,
     /// Added to every byte's way, in each direction (0: none).
     one_way_delay: Duration,
+    /// Print every request and notification to stderr
+    /// (`ZKLOCK_PROXY_TRACE=1`, for finding where requests go).
+    trace: bool,
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
@@ -447,6 +450,10 @@ fn forward_frames(
                 Dir::ToServer => {
                     if let Some(op) = body.get(4..8).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes) {
                         *lock(&inner.requests).entry(op).or_default() += 1;
+                        if inner.trace {
+                            let path = body.get(8..).and_then(parse_jute_string).unwrap_or_default();
+                            eprintln!("proxy {} -> {} {}", conn.id, op_name(op), String::from_utf8_lossy(path));
+                        }
                     }
                     if let Some(pause) = take_delay(inner, body) {
                         // Forward what came before, then hold this request
@@ -480,6 +487,12 @@ fn forward_frames(
                     let xid = reply_xid(body);
                     if xid == Some(NOTIFICATION_XID) {
                         inner.notifications.fetch_add(1, Ordering::SeqCst);
+                        if inner.trace {
+                            // Header (xid, zxid, err), then type, state, path.
+                            let path = body.get(24..).and_then(parse_jute_string).unwrap_or_default();
+                            let kind = body.get(16..20).map_or(0, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                            eprintln!("proxy {} <- notification {kind} {}", conn.id, String::from_utf8_lossy(path));
+                        }
                     }
                     if let Some(then_blackhole) = xid.and_then(|x| take_reply_slot(&conn.drop_xid, x)) {
                         drop_at = Some(then_blackhole);
@@ -828,6 +841,7 @@ impl Proxy {
             notifications: AtomicU64::new(0),
             requests: Mutex::new(BTreeMap::new()),
             one_way_delay,
+            trace: std::env::var_os("ZKLOCK_PROXY_TRACE").is_some_and(|v| v == "1"),
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
             hold_armed: AtomicBool::new(false),
