@@ -131,4 +131,24 @@ fn acl_and_credentials_options() {
     )
     .wait(30 * SEC);
     assert_eq!(o.code, 77, "{o:?}");
+    // `list` creates nothing: an ACL that `run` would refuse at connect
+    // (it names bob's hash of another password) does not stop it.
+    let acl = "digest:bob:aJ/Pdx7TadRgI84JsdYLXEn9EPw=:cdrwa";
+    let o = spawn(
+        &d,
+        "list-acl",
+        &["list", "--hosts", &hosts, "--digest-user", "bob", "--acl", acl, "/cli-acl-pw"],
+        &[("ZKLOCK_DIGEST_PASSWORD", "pw-bob")],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = spawn(
+        &d,
+        "run-acl",
+        &["run", "--hosts", &hosts, "--digest-user", "bob", "--acl", acl, "/cli-acl-pw2", "--", "true"],
+        &[("ZKLOCK_DIGEST_PASSWORD", "pw-bob")],
+    )
+    .wait(30 * SEC);
+    assert_eq!(o.code, 77, "{o:?}");
+    assert!(o.stderr.contains("names another password"), "{o:?}");
 }

@@ -136,8 +136,12 @@ impl Acl {
     /// no entry gives a session with `identities` (`(scheme, id)` as
     /// ZooKeeper's whoami lists them): with such an ACL on the lock path
     /// this session could not queue, and the path, made with it, would shut
-    /// everyone else out too. Entries of schemes zklock does not know count
-    /// as matching (a custom provider decides). `digest_login` is the
+    /// everyone else out too. As ZooKeeper's own check (`checkACL`), an
+    /// entry can match only an identity of its own scheme: one of a scheme
+    /// zklock does not know counts as matching when the session has an
+    /// identity of that scheme (its provider decides), and never otherwise
+    /// (found by an outside test with the `key` provider). A `super`
+    /// identity has every right. `digest_login` is the
     /// session's own digest `(user, password)`: whoami names a digest
     /// identity by its user alone, also after a wrong password, so an entry
     /// for that user matches only if it names the hash of this password.
@@ -167,10 +171,19 @@ impl Acl {
                 })
             },
             "sasl" | "x509" => identities.iter().any(|(scheme, id)| *scheme == e.scheme && *id == e.id),
-            _ => true,
+            _ => identities.iter().any(|(scheme, _)| *scheme == e.scheme),
         };
+        if identities.iter().any(|(scheme, _)| scheme == "super") {
+            return Vec::new();
+        }
         let granted: String = self.entries.iter().filter(|e| matches(e)).map(|e| e.perms.as_str()).collect();
         ['r', 'c', 'd'].into_iter().filter(|&c| !granted.contains(c)).collect()
+    }
+
+    /// Whether an entry is `auth` (as `creator`): ZooKeeper refuses the whole
+    /// ACL (InvalidACL) from a session without an authenticated identity.
+    pub(crate) fn has_auth_entry(&self) -> bool {
+        self.entries.iter().any(|e| e.scheme == "auth")
     }
 
     /// Whether a digest entry names `login`'s user with the hash of another
@@ -651,9 +664,9 @@ pub(crate) fn refusal(what: &str, err: &zk::Error) -> Option<Error> {
             format!("{what}: authentication failed (AuthFailed): the server refused the credentials"),
         ),
         zk::Error::InvalidAcl => Error::invalid_argument(format!(
-            "{what}: ZooKeeper refused the ACL (InvalidACL): an `auth` entry (`creator`) needs an \
-             authenticated session, and every entry a scheme the server has a provider for and an id \
-             that provider accepts"
+            "{what}: ZooKeeper refused the ACL (InvalidACL): one of its entries is not valid there (an \
+             `auth`/`creator` entry needs an authenticated session; a scheme needs a provider on the server; \
+             the id must be one that provider accepts: ZooKeeper 3.8 takes only IPv4 `ip` entries)"
         )),
         _ => return None,
     })
@@ -725,7 +738,12 @@ mod tests {
         assert!(missing("ip:127.0.0.1:cdrwa").is_empty());
         assert_eq!(missing("ip:127.0.0.1:cd,ip:10.0.0.1:r"), ['r']);
         assert!(missing("ip:127.0.0.1:cd,world:anyone:r").is_empty());
-        assert!(missing("ip:::1:cdrwa,ip:127.0.0.0/8:r,custom:x:cd").is_empty(), "an unknown scheme may match");
+        assert_eq!(missing("ip:127.0.0.0/8:r,custom:x:cd"), ['c', 'd'], "no custom identity: nothing from it");
+        let custom = [id("ip", "127.0.0.1"), id("custom", "y")];
+        let acl = Acl::parse("ip:::1:cdrwa,ip:127.0.0.0/8:r,custom:x:cd").unwrap();
+        assert!(acl.missing_rights(&custom, None).is_empty(), "an identity of an unknown scheme may match");
+        let root = [id("ip", "127.0.0.1"), id("super", "")];
+        assert!(Acl::parse("ip:10.0.0.1:cdrwa").unwrap().missing_rights(&root, None).is_empty());
         // No authenticated identity: `auth` gives nothing.
         let nobody = [id("ip", "127.0.0.1")];
         assert_eq!(Acl::creator_all().missing_rights(&nobody, None), ['r', 'c', 'd']);

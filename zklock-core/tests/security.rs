@@ -173,11 +173,33 @@ fn an_auth_acl_without_authentication_is_refused_and_leaves_nothing() {
     raw.mkdir("/open");
     // Refused at connect (whoami shows no authenticated identity); a server
     // before 3.7 refuses the first create with InvalidACL, INVALID_ARGUMENT.
-    let e = Client::connect(options(&hosts, 4 * SEC).acl(Acl::creator_all())).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
-    assert!(e.message().contains("not authenticated"), "{e}");
+    // Also beside entries that give every right: ZooKeeper refuses the
+    // whole ACL then (an outside test got INVALID_ARGUMENT at every acquire).
+    for spec in ["creator", "open,creator", "creator,ip:127.0.0.1:cdrwa"] {
+        let e = Client::connect(options(&hosts, 4 * SEC).acl(Acl::parse(spec).unwrap())).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{spec}: {e}");
+        assert!(e.message().contains("needs an authenticated session"), "{e}");
+    }
     assert!(raw.exists("/open/job").is_none(), "no lock path made");
     assert!(raw.children("/open").is_empty());
+}
+
+#[test]
+fn an_acl_of_a_scheme_the_session_has_no_identity_of_is_refused_at_connect() {
+    // ZooKeeper matches an entry only against the session's identities of
+    // its scheme. With the provider of the scheme on the server, such an
+    // ACL is taken and the first acquire left a lock path nobody could use
+    // (outside test, ZooKeeper's own `key` provider).
+    let zk = Cluster::start(
+        ClusterOptions::new().extra_cfg("authProvider.key=org.apache.zookeeper.server.auth.KeyAuthenticationProvider"),
+    )
+    .unwrap();
+    let hosts = zk.connect_string();
+    for spec in ["key:foo:cdrwa", "key:foo:cdrwa,ip:127.0.0.1:r"] {
+        let e = Client::connect(options(&hosts, 4 * SEC).acl(Acl::parse(spec).unwrap())).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{spec}: {e}");
+    }
+    assert!(Raw::connect(&hosts).children("/").iter().all(|c| c == "zookeeper"), "nothing made");
 }
 
 #[test]
