@@ -11,6 +11,7 @@
  *   independent  sessions duration_ms warmup_ms    each session its own path
  *   rw           readers writers hold_us ...       InterProcessReadWriteLock, one session each
  *   herd         sessions waiters                  a holder and queued waiters; stdin-driven
+ *   drain        sessions waiters                  waiters queued behind a holder acquire once each
  * </pre>
  * Prints one JSON line {"result": {...}} on stdout (the same format as every
  * driver of bench/); herd also prints {"event": ...} lines.
@@ -272,6 +273,56 @@ public final class CuratorBench {
         return "{\"rounds\":" + rounds + "}";
     }
 
+    /**
+     * drain: waiters queue behind a holder, each acquires once; timed from the holder's release.
+     * Repeated `rounds` times, the first not counted (JIT warm-up).
+     */
+    static String drain(String hosts, String path) throws Exception {
+        int sessions = (int) Math.max(1, num("sessions", 8));
+        int waiters = (int) num("waiters", 32);
+        long rounds = Math.max(2, num("rounds", 3));
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(connect(hosts));
+        CuratorFramework observer = clients.get(0);
+        AtomicInteger inside = new AtomicInteger(), violations = new AtomicInteger(), failed = new AtomicInteger();
+        double win = 0;
+        for (long round = 0; round < rounds; round++) {
+            InterProcessMutex holder = new InterProcessMutex(observer, path);
+            acquire(holder);
+            AtomicLong last = new AtomicLong();
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < waiters; i++) {
+                final InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), path);
+                Thread t = new Thread(null, () -> {
+                    try {
+                        acquire(m);
+                        if (inside.incrementAndGet() != 1) violations.incrementAndGet();
+                        inside.decrementAndGet();
+                        m.release();
+                        last.set(System.nanoTime());
+                    } catch (Throwable e) {
+                        failed.incrementAndGet();
+                    }
+                }, "d" + i, 256 * 1024);
+                threads.add(t);
+                t.start();
+            }
+            long until = System.nanoTime() + 120_000_000_000L;
+            while (observer.getChildren().forPath(path).size() < waiters + 1) {
+                if (System.nanoTime() > until) throw new IllegalStateException("the waiters did not all queue");
+                Thread.sleep(5);
+            }
+            long start = System.nanoTime();
+            holder.release();
+            for (Thread t : threads) t.join();
+            if (failed.get() > 0) throw new IllegalStateException(failed.get() + " waiters failed");
+            if (round > 0) win += (last.get() - start) / 1e9;
+        }
+        for (CuratorFramework c : clients) c.close();
+        return "{\"grants\":" + (waiters * (rounds - 1)) + ",\"window_s\":" + win + ",\"violations\":"
+            + violations.get() + "}";
+    }
+
     public static void main(String[] args) throws Exception {
         for (int i = 3; i < args.length; i++) {
             int eq = args[i].indexOf('=');
@@ -285,6 +336,7 @@ public final class CuratorBench {
                 case "independent": out = throughput(args[1], args[2], true); break;
                 case "rw": out = rw(args[1], args[2]); break;
                 case "herd": out = herd(args[1], args[2]); break;
+                case "drain": out = drain(args[1], args[2]); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
         } catch (Throwable e) {

@@ -158,6 +158,95 @@ static void *run_worker(void *arg) {
     return NULL;
 }
 
+/* drain: a waiter acquires once and releases at once. */
+struct drainer {
+    zklock_lock *lock;
+    atomic_int *inside, *violations;
+    double *last;
+    pthread_mutex_t *mx;
+};
+
+static void *run_drainer(void *arg) {
+    struct drainer *d = arg;
+    zklock_guard *g = acquire(d->lock);
+    if (atomic_fetch_add(d->inside, 1) != 0) atomic_fetch_add(d->violations, 1);
+    atomic_fetch_sub(d->inside, 1);
+    release(g);
+    pthread_mutex_lock(d->mx);
+    *d->last = now_us();
+    pthread_mutex_unlock(d->mx);
+    return NULL;
+}
+
+static size_t queue_len(zklock_client *c, const char *path) {
+    zklock_participants *p = NULL;
+    zklock_error *err = NULL;
+    if (zklock_client_participants(c, path, &p, &err) != ZKLOCK_OK) {
+        zklock_error_free(err);
+        return 0;
+    }
+    size_t n = zklock_participants_len(p);
+    zklock_participants_free(p);
+    return n;
+}
+
+/* drain: waiters (threads over sessions) queue behind a holder and acquire
+ * once each; timed from the holder's release to the last release. Repeated
+ * `rounds` times, the first not counted. */
+static void drain(const char *hosts, const char *path) {
+    int sessions = (int)num("sessions", 8), waiters = (int)num("waiters", 32), rounds = (int)num("rounds", 3);
+    if (sessions < 1) sessions = 1;
+    if (rounds < 2) rounds = 2;
+    zklock_client **clients = calloc((size_t)sessions, sizeof *clients);
+    for (int i = 0; i < sessions; i++) clients[i] = connect_client(hosts);
+    atomic_int inside, violations;
+    atomic_init(&inside, 0);
+    atomic_init(&violations, 0);
+    double last = 0, window = 0;
+    pthread_mutex_t mx;
+    pthread_mutex_init(&mx, NULL);
+    struct drainer *ds = calloc((size_t)waiters, sizeof *ds);
+    pthread_t *th = calloc((size_t)waiters, sizeof *th);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (int round = 0; round < rounds; round++) {
+        zklock_lock *hl = new_lock(clients[0], path, ZKLOCK_MODE_EXCLUSIVE);
+        zklock_guard *holder = acquire(hl);
+        for (int i = 0; i < waiters; i++) {
+            ds[i] = (struct drainer){new_lock(clients[i % sessions], path, ZKLOCK_MODE_EXCLUSIVE), &inside,
+                                     &violations, &last, &mx};
+            if (pthread_create(&th[i], &attr, run_drainer, &ds[i]) != 0) {
+                fprintf(stderr, "bench_c: thread\n");
+                exit(1);
+            }
+        }
+        double until = now_us() + 120e6;
+        while (queue_len(clients[0], path) < (size_t)waiters + 1) {
+            if (now_us() > until) {
+                fprintf(stderr, "bench_c: the waiters did not all queue\n");
+                exit(1);
+            }
+            struct timespec d = {0, 5000000};
+            nanosleep(&d, NULL);
+        }
+        double start = now_us();
+        release(holder);
+        for (int i = 0; i < waiters; i++) {
+            pthread_join(th[i], NULL);
+            zklock_lock_free(ds[i].lock);
+        }
+        zklock_lock_free(hl);
+        if (round > 0) window += last - start;
+    }
+    printf("{\"result\":{\"grants\":%d,\"window_s\":%.6f,\"violations\":%d}}\n", waiters * (rounds - 1),
+           window / 1e6, atomic_load(&violations));
+    for (int i = 0; i < sessions; i++) zklock_client_free(clients[i]);
+    free(ds);
+    free(th);
+    free(clients);
+}
+
 /* kind: 0 contended/queue, 1 independent, 2 rw */
 static void workers(const char *hosts, const char *path, int kind) {
     int sessions, waiters;
@@ -237,6 +326,8 @@ int main(int argc, char **argv) {
     const char *sc = argv[1];
     if (strcmp(sc, "uncontended") == 0)
         uncontended(argv[2], argv[3]);
+    else if (strcmp(sc, "drain") == 0)
+        drain(argv[2], argv[3]);
     else if (strcmp(sc, "contended") == 0 || strcmp(sc, "queue") == 0)
         workers(argv[2], argv[3], 0);
     else if (strcmp(sc, "independent") == 0)

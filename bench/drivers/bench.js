@@ -169,8 +169,46 @@ async function waiters() {
   }
 }
 
+// drain: waiters (async tasks over sessions) queue behind a holder and
+// acquire once each; timed from the holder's release to the last release.
+// Repeated `rounds` times, the first not counted.
+async function drain() {
+  const sessions = Math.max(1, num('sessions', 8))
+  const waiters = num('waiters', 32)
+  const rounds = Math.max(2, num('rounds', 3))
+  const clients = await Promise.all(Array.from({ length: sessions }, connect))
+  let inside = 0
+  let violations = 0
+  let windowUs = 0
+  for (let round = 0; round < rounds; round++) {
+    const holder = await clients[0].lock(path).acquire({ timeoutMs: 30000 })
+    let last = 0
+    const done = Promise.all(
+      Array.from({ length: waiters }, async (_, i) => {
+        const g = await clients[i % sessions].lock(path).acquire({ timeoutMs: 600000 })
+        if (++inside !== 1) violations++
+        inside--
+        await g.release()
+        last = now()
+      }),
+    )
+    const until = now() + 120e6
+    while ((await clients[0].participants(path)).length < waiters + 1) {
+      if (now() > until) throw new Error('the waiters did not all queue')
+      await sleep(5)
+    }
+    const start = now()
+    await holder.release()
+    await done
+    if (round > 0) windowUs += last - start
+  }
+  await Promise.all(clients.map((c) => c.close()))
+  return { grants: waiters * (rounds - 1), window_s: windowUs / 1e6, violations }
+}
+
 const scenarios = {
   uncontended,
+  drain,
   contended: () => throughput(false),
   queue: () => throughput(false),
   independent: () => throughput(true),

@@ -193,6 +193,60 @@ def herd(b, hosts, path, p):
     return {"rounds": rounds}
 
 
+def drain(b, hosts, path, p):
+    """Waiters (threads, over sessions) queue behind a holder and acquire
+    once each; timed from the holder's release to the last release.
+    Repeated ``rounds`` times, the first not counted."""
+    sessions = max(1, p.get("sessions", 8))
+    waiters = p.get("waiters", 32)
+    rounds = max(2, p.get("rounds", 3))
+    clients = [b.connect(hosts) for _ in range(sessions)]
+    state = {"inside": 0, "violations": 0, "failed": 0}
+    mutex = threading.Lock()
+    threading.stack_size(256 * 1024)
+    window = 0.0
+    for rnd in range(rounds):
+        holder = b.lock(clients[0], path, "mutex")
+        holder.acquire()
+        last = [0.0]
+
+        def waiter(lock):
+            try:
+                lock.acquire()
+                with mutex:
+                    state["inside"] += 1
+                    if state["inside"] != 1:
+                        state["violations"] += 1
+                    state["inside"] -= 1
+                lock.release()
+                with mutex:
+                    last[0] = time.perf_counter()
+            except Exception:
+                with mutex:
+                    state["failed"] += 1
+
+        locks = [b.lock(clients[i % sessions], path, "mutex") for i in range(waiters)]
+        threads = [threading.Thread(target=waiter, args=(lock,)) for lock in locks]
+        for t in threads:
+            t.start()
+        until = time.monotonic() + 120
+        while b.children(clients[0], path) < waiters + 1:
+            if time.monotonic() > until:
+                raise RuntimeError("the waiters did not all queue")
+            time.sleep(0.005)
+        start = time.perf_counter()
+        holder.release()
+        for t in threads:
+            t.join()
+        if state["failed"]:
+            raise RuntimeError(f"{state['failed']} waiters failed")
+        if rnd > 0:
+            window += last[0] - start
+    for c in clients:
+        b.close(c)
+    return {"grants": waiters * (rounds - 1), "window_s": window, "violations": state["violations"]}
+
+
 def main(backend, extra=None):
     """Runs the scenario named on the command line; ``extra`` maps more
     scenario names to ``fn(hosts, path, params)`` (a backend's own)."""
@@ -208,6 +262,7 @@ def main(backend, extra=None):
         "independent": lambda: throughput(backend, hosts, path, p, True),
         "rw": lambda: rw(backend, hosts, path, p),
         "herd": lambda: herd(backend, hosts, path, p),
+        "drain": lambda: drain(backend, hosts, path, p),
         **{name: (lambda f=f: f(hosts, path, p)) for name, f in (extra or {}).items()},
     }[scenario]
     out = fn()

@@ -41,11 +41,11 @@ struct Imp {
     runs: &'static [&'static str],
 }
 
-const ALL: &[&str] = &["uncontended", "contended", "independent", "queue", "herd", "rw"];
-const BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw"];
+const ALL: &[&str] = &["uncontended", "contended", "independent", "queue", "drain", "herd", "rw"];
+const BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "drain", "rw"];
 /// The bindings whose waits take no thread (Python asyncio, Node) also run
 /// the 10,000-waiter scenario.
-const ASYNC_BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "rw", "waiters"];
+const ASYNC_BINDING: &[&str] = &["uncontended", "contended", "independent", "queue", "drain", "rw", "waiters"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -210,6 +210,17 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             via: Via::Counting,
         });
     }
+    let long = q(1000, 200);
+    // A draining queue of 1,000 (two rounds, both counted on the wire):
+    // requests per waiter, its queueing included.
+    v.push(Scenario {
+        name: format!("wire-drain-{long}"),
+        family: "drain",
+        params: p(&[("sessions", 32), ("waiters", long), ("rounds", 2)]),
+        reps: 1,
+        limit: Duration::from_secs(240),
+        via: Via::Counting,
+    });
     v.push(Scenario {
         name: "wire-contended-2".into(),
         family: "contended",
@@ -218,7 +229,6 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
         limit: Duration::from_secs(120),
         via: Via::Counting,
     });
-    let long = q(1000, 200);
     for n in [32, long] {
         v.push(Scenario {
             name: format!("queue-{n}"),
@@ -229,6 +239,19 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
                 ("duration_ms", q(6000, 3000)),
                 ("warmup_ms", q(3000, 1500)),
             ]),
+            reps,
+            limit: Duration::from_secs(240),
+            via: Via::Direct,
+        });
+    }
+    // A queue that drains: each waiter acquires once (handoff after
+    // handoff, nobody re-queues), against the re-queueing queue above.
+    for n in [32, long] {
+        v.push(Scenario {
+            name: format!("drain-{n}"),
+            family: "drain",
+            // Rounds of a full drain; the first warms up (Curator's JIT).
+            params: p(&[("sessions", 32), ("waiters", n), ("rounds", if n == 32 { q(40, 5) } else { q(4, 2) })]),
             reps,
             limit: Duration::from_secs(240),
             via: Via::Direct,
@@ -443,6 +466,8 @@ fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &
         let param = |k: &str| sc.params.iter().find(|(key, _)| key == k).map(|(_, n)| *n);
         let cycles = match sc.family {
             "uncontended" => param("iters").unwrap_or(1000) + param("warmup").unwrap_or(100),
+            // Every round's waiters went over the wire, the warm-up's too.
+            "drain" => param("waiters").unwrap_or(32) * param("rounds").unwrap_or(3),
             _ => r.get("grants").and_then(Value::as_u64).unwrap_or(0),
         };
         if let Some(o) = r.as_object_mut() {

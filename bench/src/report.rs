@@ -313,6 +313,26 @@ fn verdicts_19(m: &Metrics, mode: &str) -> Vec<Verdict> {
             at_most: false,
         });
     }
+    if let (true, Some(long)) =
+        (ran("drain-32"), m.get(mode).and_then(|s| s.keys().find(|k| k.starts_with("drain-") && *k != "drain-32")))
+    {
+        let rate = |s: &str, i: &str| g(s, i, "per_s");
+        v.push(Verdict {
+            target: format!("(19) {long}: handoff rate ≥ 0.9 × drain-32"),
+            measured: ratio(rate(long, "zklock-rust"), rate("drain-32", "zklock-rust")),
+            limit: 0.9,
+            at_most: false,
+        });
+    }
+    let queue_long = m.get(mode).and_then(|s| s.keys().find(|k| k.starts_with("queue-") && *k != "queue-32").cloned());
+    if let Some(q) = queue_long {
+        v.push(Verdict {
+            target: format!("(19) {q}: re-queue handoff rate ≥ 1.3 × Curator"),
+            measured: ratio(g(&q, "zklock-rust", "per_s"), g(&q, "curator", "per_s")),
+            limit: 1.3,
+            at_most: false,
+        });
+    }
     let wire: Vec<String> =
         m.get(mode).map(|x| x.keys().filter(|k| k.starts_with("wire")).cloned().collect()).unwrap_or_default();
     for s in wire {
@@ -360,6 +380,8 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
         &[("reads_per_s", "reads/s"), ("writes_per_s", "writes/s"), ("violations", "violations")]
     } else if scenario.starts_with("waiters") {
         &[("threads_max", "threads (max)"), ("rss_per_waiter", "bytes per waiter"), ("per_s", "drain grants/s")]
+    } else if scenario.starts_with("drain") {
+        &[("per_s", "handoffs/s"), ("violations", "violations")]
     } else if scenario.starts_with("contended") {
         &[("per_s", "acquisitions/s"), ("fairness", "fairness (Jain)"), ("violations", "violations")]
     } else {

@@ -468,6 +468,67 @@ fn herd(hosts: &str, path: &str, p: &Params) -> R<Value> {
     Ok(json!({ "rounds": rounds }))
 }
 
+/// drain: `waiters` waiters (threads, over `sessions` sessions) queue
+/// behind a holder, each to acquire once and release at once; once all are
+/// queued the holder releases. Repeated `rounds` times; the first warms up.
+/// Reported: the time from each counted round's release to its last
+/// waiter's release, summed (`window_s`), for `grants` handoffs.
+fn drain(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let sessions = p.num("sessions", 8).max(1) as usize;
+    let waiters = p.num("waiters", 32) as usize;
+    let rounds = p.num("rounds", 3).max(2);
+    let raw = Raw::connect(hosts)?;
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(connect(hosts)?);
+    }
+    let excl = Arc::new(Exclusion::default());
+    let mut window_s = 0.0;
+    for round in 0..rounds {
+        let holder = clients[0].lock(path).map_err(err)?.acquire(Some(Duration::from_secs(30))).map_err(err)?;
+        let last = Arc::new(Mutex::new(None::<Instant>));
+        let mut handles = Vec::new();
+        for i in 0..waiters {
+            let lock = clients[i % sessions].lock(path).map_err(err)?;
+            let (last, excl) = (last.clone(), excl.clone());
+            handles.push(
+                std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn(move || -> R<()> {
+                        let g = lock.acquire(Some(Duration::from_secs(600))).map_err(err)?;
+                        excl.enter();
+                        excl.exit();
+                        g.release().map_err(err)?;
+                        *last.lock().map_err(err)? = Some(Instant::now());
+                        Ok(())
+                    })
+                    .map_err(err)?,
+            );
+        }
+        let t = Instant::now();
+        while raw.count_children(path) < waiters + 1 {
+            if t.elapsed() > Duration::from_secs(120) {
+                return Err("the waiters did not all queue".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let start = Instant::now();
+        holder.release().map_err(err)?;
+        for h in handles {
+            h.join().map_err(|_| "waiter panicked".to_owned())??;
+        }
+        let end = last.lock().map_err(err)?.ok_or("no grant")?;
+        if round > 0 {
+            window_s += (end - start).as_secs_f64();
+        }
+    }
+    for c in &clients {
+        c.close();
+    }
+    Ok(json!({ "grants": waiters as u64 * (rounds - 1), "window_s": window_s,
+        "violations": excl.violations.load(Ordering::Acquire) }))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
@@ -483,6 +544,7 @@ fn main() {
         "independent" => throughput(hosts, path, &params, true),
         "rw" => rw(hosts, path, &params),
         "herd" => herd(hosts, path, &params),
+        "drain" => drain(hosts, path, &params),
         other => Err(format!("unknown scenario {other}")),
     };
     match out {
