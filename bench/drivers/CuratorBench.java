@@ -153,13 +153,18 @@ public final class CuratorBench {
         long total = 0;
         for (long n : per) total += n;
         return "{\"grants\":" + total + ",\"per_worker\":" + list(per) + ",\"violations\":" + violations.get()
-            + ",\"window_s\":" + w + "}";
+            + ",\"window_s\":" + w + ",\"cpu_s\":" + windowCpu + "}";
     }
+
+    /** The process's CPU seconds in the last window of runWorkers. */
+    static double windowCpu;
 
     /**
      * Sets the measuring window (after the warm-up), lets the started worker
-     * threads through the barrier, waits for them, rethrows a worker's failure
-     * and closes the clients. Returns the window in seconds.
+     * threads through the barrier, measures the process's CPU time in the
+     * window (telling the runner when it starts and ends, into windowCpu),
+     * waits for the threads, rethrows a worker's failure and closes the
+     * clients. Returns the window in seconds.
      */
     static double runWorkers(List<Thread> threads, CyclicBarrier barrier, long[] window, Throwable[] failure,
                              List<CuratorFramework> clients) throws Exception {
@@ -167,6 +172,14 @@ public final class CuratorBench {
         window[0] = start + num("warmup_ms", 500) * 1_000_000L;
         window[1] = start + num("duration_ms", 3000) * 1_000_000L;
         barrier.await();
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        TimeUnit.NANOSECONDS.sleep(Math.max(0, window[0] - System.nanoTime()));
+        say("{\"event\":\"measuring\"}");
+        long cpu0 = os.getProcessCpuTime();
+        TimeUnit.NANOSECONDS.sleep(Math.max(0, window[1] - System.nanoTime()));
+        windowCpu = (os.getProcessCpuTime() - cpu0) / 1e9;
+        say("{\"event\":\"measured\"}");
         for (Thread t : threads) t.join();
         if (failure[0] != null) throw new RuntimeException(failure[0]);
         for (CuratorFramework c : clients) c.close();

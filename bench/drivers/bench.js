@@ -63,6 +63,7 @@ async function throughput(independent) {
   let violations = 0
   const per = new Array(waiters).fill(0)
   const w = window()
+  const cpuDuring = windowCpu(w)
   await Promise.all(
     Array.from({ length: waiters }, async (_, i) => {
       const slot = independent ? i : 0
@@ -78,7 +79,26 @@ async function throughput(independent) {
     }),
   )
   await Promise.all(clients.map((c) => c.close()))
-  return { grants: per.reduce((a, b) => a + b, 0), per_worker: per, violations, window_s: (w.end - w.from) / 1e6 }
+  const cpu = await cpuDuring
+  return {
+    grants: per.reduce((a, b) => a + b, 0),
+    per_worker: per,
+    violations,
+    window_s: (w.end - w.from) / 1e6,
+    cpu_s: cpu,
+  }
+}
+
+// The process's CPU seconds in the window `w`, said to the runner (timers
+// on the event loop, which the waiters share).
+async function windowCpu(w) {
+  await sleep(Math.max(0, (w.from - now()) / 1e3))
+  say({ event: 'measuring' })
+  const cpu0 = cpuS()
+  await sleep(Math.max(0, (w.end - now()) / 1e3))
+  const cpu = cpuS() - cpu0
+  say({ event: 'measured' })
+  return cpu
 }
 
 async function rw() {

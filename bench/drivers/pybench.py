@@ -51,7 +51,8 @@ def _window(p):
 def _run_workers(b, clients, n, p, setup, body):
     """Runs ``body(i, state, frm, end) -> count`` on n threads that start
     together (``state = setup(i)``, made before the start); closes the
-    clients. Returns (per-thread counts, measured window in seconds)."""
+    clients. Returns (per-thread counts, measured window in seconds, the
+    process's CPU seconds in that window, which it tells the runner)."""
     per = [0] * n
     errors = []
     barrier = threading.Barrier(n + 1)
@@ -76,14 +77,20 @@ def _run_workers(b, clients, n, p, setup, body):
         t.start()
     win.append(_window(p))
     barrier.wait()
+    frm, end = win[0]
+    time.sleep(max(0.0, frm - time.perf_counter()))
+    say({"event": "measuring"})
+    cpu0 = time.process_time()
+    time.sleep(max(0.0, end - time.perf_counter()))
+    cpu = time.process_time() - cpu0
+    say({"event": "measured"})
     for t in threads:
         t.join()
     if errors:
         raise RuntimeError(errors[0])
     for s in clients:
         b.close(s)
-    frm, end = win[0]
-    return per, end - frm
+    return per, end - frm, cpu
 
 
 def throughput(b, hosts, path, p, independent):
@@ -114,8 +121,8 @@ def throughput(b, hosts, path, p, independent):
             lock.release()
         return n
 
-    per, window = _run_workers(b, clients, waiters, p, setup, body)
-    return {"grants": sum(per), "per_worker": per, "violations": stats["violations"], "window_s": window}
+    per, window, cpu = _run_workers(b, clients, waiters, p, setup, body)
+    return {"grants": sum(per), "per_worker": per, "violations": stats["violations"], "window_s": window, "cpu_s": cpu}
 
 
 def rw(b, hosts, path, p):
@@ -148,9 +155,10 @@ def rw(b, hosts, path, p):
             lock.release()
         return k
 
-    per, window = _run_workers(b, clients, n, p, setup, body)
+    per, window, cpu = _run_workers(b, clients, n, p, setup, body)
     r, w = sum(per[:readers]), sum(per[readers:])
-    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"], "window_s": window}
+    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"], "window_s": window,
+            "cpu_s": cpu}
 
 
 def herd(b, hosts, path, p):

@@ -102,6 +102,11 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
         if w > 0.0 {
             put("per_s", Some(g / w));
         }
+        // CPU per grant in the window: the driver's process, and the server's.
+        if g > 0.0 && result.get("lat_us").is_none() {
+            put("client_cpu_us", num("cpu_s").map(|s| s * 1e6 / g));
+            put("server_cpu_us", num("server_cpu_s").map(|s| s * 1e6 / g));
+        }
         put("violations", num("violations"));
         put("fairness", jain(&nums("per_worker")));
         if let (Some(r), Some(wr)) = (num("read_grants"), num("write_grants")) {
@@ -383,7 +388,13 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
     } else if scenario.starts_with("drain") {
         &[("per_s", "handoffs/s"), ("violations", "violations")]
     } else if scenario.starts_with("contended") {
-        &[("per_s", "acquisitions/s"), ("fairness", "fairness (Jain)"), ("violations", "violations")]
+        &[
+            ("per_s", "acquisitions/s"),
+            ("fairness", "fairness (Jain)"),
+            ("violations", "violations"),
+            ("client_cpu_us", "client CPU µs/handoff"),
+            ("server_cpu_us", "server CPU µs/handoff"),
+        ]
     } else {
         &[("per_s", "cycles/s"), ("violations", "violations")]
     }

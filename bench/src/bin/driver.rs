@@ -246,6 +246,18 @@ impl Window {
     }
 }
 
+/// The process's CPU seconds in the window `w` (waits for its end), telling
+/// the runner when it starts and ends.
+fn window_cpu(w: &Window) -> f64 {
+    std::thread::sleep(w.from.saturating_duration_since(Instant::now()));
+    event("measuring");
+    let cpu0 = cpu_s();
+    std::thread::sleep(w.end.saturating_duration_since(Instant::now()));
+    let cpu = cpu_s() - cpu0;
+    event("measured");
+    cpu
+}
+
 fn hold(us: u64) {
     if us > 0 {
         std::thread::sleep(Duration::from_micros(us));
@@ -324,6 +336,7 @@ fn throughput(hosts: &str, path: &str, p: &Params, independent: bool) -> R<Value
     let w = Window::new(p);
     *window.lock().map_err(err)? = Some(w);
     barrier.wait();
+    let cpu = window_cpu(&w);
     let mut per = Vec::new();
     for h in handles {
         per.push(h.join().map_err(|_| "worker panicked".to_owned())??);
@@ -332,9 +345,8 @@ fn throughput(hosts: &str, path: &str, p: &Params, independent: bool) -> R<Value
     for c in &clients {
         c.close();
     }
-    Ok(
-        json!({ "grants": per.iter().sum::<u64>(), "per_worker": per, "violations": violations, "window_s": w.seconds() }),
-    )
+    Ok(json!({ "grants": per.iter().sum::<u64>(), "per_worker": per, "violations": violations,
+        "window_s": w.seconds(), "cpu_s": cpu }))
 }
 
 /// 8 readers and 2 writers (each its own session) on one read/write lock.
