@@ -194,7 +194,8 @@ static size_t queue_len(zklock_client *c, const char *path) {
  * once each; timed from the holder's release to the last release. Repeated
  * `rounds` times, the first not counted. */
 static void drain(const char *hosts, const char *path) {
-    int sessions = (int)num("sessions", 8), waiters = (int)num("waiters", 32), rounds = (int)num("rounds", 3);
+    int sessions = (int)num("sessions", 8), waiters = (int)num("waiters", 32),
+        rounds = (int)num("rounds", 3);
     if (sessions < 1) sessions = 1;
     if (rounds < 2) rounds = 2;
     zklock_client **clients = calloc((size_t)sessions, sizeof *clients);
@@ -214,8 +215,8 @@ static void drain(const char *hosts, const char *path) {
         zklock_lock *hl = new_lock(clients[0], path, ZKLOCK_MODE_EXCLUSIVE);
         zklock_guard *holder = acquire(hl);
         for (int i = 0; i < waiters; i++) {
-            ds[i] = (struct drainer){new_lock(clients[i % sessions], path, ZKLOCK_MODE_EXCLUSIVE), &inside,
-                                     &violations, &last, &mx};
+            ds[i] = (struct drainer){new_lock(clients[i % sessions], path, ZKLOCK_MODE_EXCLUSIVE),
+                                     &inside, &violations, &last, &mx};
             if (pthread_create(&th[i], &attr, run_drainer, &ds[i]) != 0) {
                 fprintf(stderr, "bench_c: thread\n");
                 exit(1);
@@ -239,8 +240,8 @@ static void drain(const char *hosts, const char *path) {
         zklock_lock_free(hl);
         if (round > 0) window += last - start;
     }
-    printf("{\"result\":{\"grants\":%d,\"window_s\":%.6f,\"violations\":%d}}\n", waiters * (rounds - 1),
-           window / 1e6, atomic_load(&violations));
+    printf("{\"result\":{\"grants\":%d,\"window_s\":%.6f,\"violations\":%d}}\n",
+           waiters * (rounds - 1), window / 1e6, atomic_load(&violations));
     for (int i = 0; i < sessions; i++) zklock_client_free(clients[i]);
     free(ds);
     free(th);

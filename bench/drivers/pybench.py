@@ -157,8 +157,14 @@ def rw(b, hosts, path, p):
 
     per, window, cpu = _run_workers(b, clients, n, p, setup, body)
     r, w = sum(per[:readers]), sum(per[readers:])
-    return {"read_grants": r, "write_grants": w, "grants": r + w, "violations": stats["violations"], "window_s": window,
-            "cpu_s": cpu}
+    return {
+        "read_grants": r,
+        "write_grants": w,
+        "grants": r + w,
+        "violations": stats["violations"],
+        "window_s": window,
+        "cpu_s": cpu,
+    }
 
 
 def herd(b, hosts, path, p):
@@ -218,7 +224,7 @@ def drain(b, hosts, path, p):
         holder.acquire()
         last = [0.0]
 
-        def waiter(lock):
+        def waiter(lock, last):
             try:
                 lock.acquire()
                 with mutex:
@@ -234,7 +240,7 @@ def drain(b, hosts, path, p):
                     state["failed"] += 1
 
         locks = [b.lock(clients[i % sessions], path, "mutex") for i in range(waiters)]
-        threads = [threading.Thread(target=waiter, args=(lock,)) for lock in locks]
+        threads = [threading.Thread(target=waiter, args=(lock, last)) for lock in locks]
         for t in threads:
             t.start()
         until = time.monotonic() + 120
