@@ -179,14 +179,29 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = core::Result<T>> + Send + 'static,
 {
+    promise_by(env, name, work, |settle| drop(napi::bindgen_prelude::spawn(settle)))
+}
+
+/// A Promise settled with the outcome of `work`, which `drive` is given
+/// (with the settling) to run.
+fn promise_by<T, F>(
+    env: &Env,
+    name: &str,
+    work: F,
+    drive: impl FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
+) -> napi::Result<JsObject>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = core::Result<T>> + Send + 'static,
+{
     let (deferred, promise) = env.create_deferred()?;
     let what = name.to_owned();
-    napi::bindgen_prelude::spawn(async move {
+    drive(Box::pin(async move {
         let result = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
             Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
         });
         deferred.resolve(move |env: Env| result.map_err(|e| zk_error(&env, &e)));
-    });
+    }));
     Ok(promise)
 }
 
@@ -202,15 +217,7 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = core::Result<T>> + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred()?;
-    let what = name.to_owned();
-    Inline::start(async move {
-        let result = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
-            Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
-        });
-        deferred.resolve(move |env: Env| result.map_err(|e| zk_error(&env, &e)));
-    });
-    Ok(promise)
+    promise_by(env, name, work, Inline::start)
 }
 
 /// A future with no executor: polled first on the thread that starts it,
@@ -234,8 +241,8 @@ struct InlineState {
 }
 
 impl Inline {
-    fn start(future: impl Future<Output = ()> + Send + 'static) {
-        let state = InlineState { future: Some(Box::pin(future)), polling: false, woken: false };
+    fn start(future: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) {
+        let state = InlineState { future: Some(future), polling: false, woken: false };
         std::sync::Arc::new(Inline { state: std::sync::Mutex::new(state) }).drive();
     }
 
