@@ -42,9 +42,9 @@ pub(crate) struct Ctx {
     pub(crate) data: Vec<u8>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) try_once: bool,
-    /// Downgrade: the sequence of the write node this handle's pair holds;
-    /// the read node is created non-sequentially with that sequence.
-    pub(crate) downgrade: Option<i64>,
+    /// Downgrade: the write node this handle's pair holds; the read node is
+    /// created non-sequentially with its sequence, while it exists.
+    pub(crate) downgrade: Option<Downgrade>,
     pub(crate) cancel: Arc<CancelState>,
     pub(crate) epoch: u64,
     /// This call's own cancellation: the caller's token (a child of it),
@@ -59,6 +59,25 @@ pub(crate) struct Ctx {
     /// For a serialised kind (see `driver::Layout`): the path of the mutex
     /// taken while our node is created and waits.
     pub(crate) mutex: Option<String>,
+}
+
+/// A write-to-read downgrade: the write node held, whose sequence the read
+/// node takes.
+#[derive(Clone, Debug)]
+pub(crate) struct Downgrade {
+    pub(crate) sequence: i64,
+    /// Full path of the write node.
+    pub(crate) write_node: String,
+}
+
+/// What came of the create of our node.
+enum Made {
+    /// Created: its Stat and the sequence the server appended (as it
+    /// appears in the name; empty for a downgrade's read node).
+    Node(zk::Stat, String),
+    /// A downgrade's write node was gone: no read node was made.
+    WriteNodeGone,
+    Failed(zk::Error),
 }
 
 /// A handle's guess of the sequence number of its next node, so that the
@@ -341,8 +360,8 @@ impl Attempt {
     /// the list is known to include our node.
     pub(crate) async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Look>, Step> {
         let zk = self.session.zk()?;
-        let (create_path, mode) = match ctx.downgrade {
-            Some(seq) => (format!("{}/{}{seq:010}", ctx.path, self.name_prefix), zk::CreateMode::Ephemeral),
+        let (create_path, mode) = match &ctx.downgrade {
+            Some(d) => (format!("{}/{}{:010}", ctx.path, self.name_prefix, d.sequence), zk::CreateMode::Ephemeral),
             None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
         };
         let options = ctx.shared.create_options(mode);
@@ -351,11 +370,54 @@ impl Attempt {
             let states = self.session.watch_from_now();
             // Both requests are sent now, in this order; the server answers
             // them in order, so the list includes our node.
-            let create = zk.create(&create_path, &ctx.data, &options);
+            let create: std::pin::Pin<Box<dyn Future<Output = Made> + Send + '_>> = match &ctx.downgrade {
+                None => {
+                    let create = zk.create(&create_path, &ctx.data, &options);
+                    Box::pin(async move {
+                        match create.await {
+                            Ok((stat, seq)) => Made::Node(stat, seq.to_string()),
+                            Err(e) => Made::Failed(e),
+                        }
+                    })
+                },
+                // The read node takes the write node's sequence, so it
+                // sorts before every node queued since: it may be made only
+                // while the write node exists, so in one transaction with a
+                // check of it. (An outside test delayed the create: a third
+                // party deleted the write node meanwhile, a writer queued
+                // behind it was granted, and the read node then came before
+                // that writer: two holders.)
+                Some(d) => {
+                    let mut multi = zk.new_multi_writer();
+                    multi
+                        .add_check_version(&d.write_node, -1)
+                        .and_then(|()| multi.add_create(&create_path, &ctx.data, &options))
+                        .map_err(|e| Ctx::zk_failure("downgrading", e))?;
+                    let commit = multi.commit();
+                    Box::pin(async move {
+                        match commit.await {
+                            Ok(results) => results
+                                .into_iter()
+                                .find_map(|r| match r {
+                                    zk::MultiWriteResult::Create { stat, .. } => Some(Made::Node(stat, String::new())),
+                                    _ => None,
+                                })
+                                // No create result: not what ZooKeeper
+                                // answers; look for our node as after a
+                                // lost reply.
+                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss)),
+                            Err(zk::MultiWriteError::OperationFailed { index: 0, source: zk::Error::NoNode }) => {
+                                Made::WriteNodeGone
+                            },
+                            Err(e) => Made::Failed(e.into()),
+                        }
+                    })
+                },
+            };
             let list = zk.get_children(&ctx.path);
             // A read of the node we expect to create, if we can guess its
             // name (see SeqHint): answered after the list.
-            let guess = match (ctx.downgrade, ctx.seq_hint.get()) {
+            let guess = match (&ctx.downgrade, ctx.seq_hint.get()) {
                 (None, Some(seq)) => {
                     let name = format!("{}{seq:010}", self.name_prefix);
                     let read = zk.get_and_watch_data(&format!("{}/{name}", ctx.path));
@@ -364,12 +426,36 @@ impl Attempt {
                 _ => None,
             };
             self.unknown_create = true;
-            match ctx.op(create).await? {
-                Ok((stat, seq)) => {
+            let made = match ctx.op(async { Ok(create.await) }).await? {
+                Ok(made) => made,
+                // The operation timeout: the outcome is unknown.
+                Err(e) => Made::Failed(e),
+            };
+            match made {
+                Made::Node(stat, seq) => {
                     self.unknown_create = false;
                     let name = match ctx.downgrade {
                         Some(_) => create_path[ctx.path.len() + 1..].to_owned(),
                         None => format!("{}{seq}", self.name_prefix),
+                    };
+                    // A create inside a transaction may come back without
+                    // its Stat (ZOOKEEPER-4026, ZOOKEEPER-4667): read it.
+                    let stat = if stat.is_invalid() {
+                        match ctx.op(zk.check_stat(&create_path)).await? {
+                            Ok(Some(stat)) if stat.ephemeral_owner == self.session.id => stat,
+                            Ok(_) => {
+                                self.node = None;
+                                return Err(Step::Restart);
+                            },
+                            Err(e) if outcome_unknown(&e) => {
+                                ctx.reconnected(&self.session).await?;
+                                self.node = None;
+                                return Err(Step::Restart);
+                            },
+                            Err(e) => return Err(Ctx::zk_failure("reading the read node made", e)),
+                        }
+                    } else {
+                        stat
                     };
                     self.node = Some(OwnNode { name: name.clone(), czxid: stat.czxid });
                     crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
@@ -398,20 +484,32 @@ impl Attempt {
                         None => Look { children, proof: None, own: None },
                     }));
                 },
-                Err(zk::Error::NoNode) => {
+                Made::WriteNodeGone => {
+                    self.unknown_create = false;
+                    let write_node = ctx.downgrade.as_ref().map_or("", |d| d.write_node.as_str());
+                    return Err(Step::Fail(Error::new(
+                        ErrorKind::LockLost,
+                        format!(
+                            "downgrading {write_node}: the write lock was lost (its node is gone); no read lock taken"
+                        ),
+                    )));
+                },
+                Made::Failed(zk::Error::NoNode) => {
                     self.unknown_create = false;
                     drop(list);
                     self.make_parents(ctx).await?;
                 },
                 // A downgrade's create retried after a lost reply finds its
-                // own node: recover it like a lost reply.
-                Err(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
+                // own node: recover it like a lost reply (our read node
+                // exists only if its transaction, with the write node's
+                // check, was applied).
+                Made::Failed(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
                         return Ok(Some(Look { children, proof: None, own: None }));
                     }
                 },
-                Err(e) => {
+                Made::Failed(e) => {
                     self.unknown_create = false;
                     return Err(Ctx::zk_failure("creating the lock node", e));
                 },

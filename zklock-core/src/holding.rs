@@ -550,7 +550,9 @@ impl Guard {
         };
         self.check()?;
         let call = tokio_util::sync::CancellationToken::new();
-        read.start_acquire(&AcquireOptions::new(), call, owner, Some(self.holding.sequence))
+        let downgrade =
+            crate::acquire::Downgrade { sequence: self.holding.sequence, write_node: self.holding.node_path() };
+        read.start_acquire(&AcquireOptions::new(), call, owner, Some(downgrade))
     }
 
     /// Releases this guard. The node is deleted when this is the last guard

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::acquire::{acquire, Ctx, SeqHint};
+use crate::acquire::{acquire, Ctx, Downgrade, SeqHint};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{Guard, Holding};
@@ -319,10 +319,12 @@ impl Lock {
     /// or downgrade (the write node's sequence). Async and callback
     /// acquires (`owner` None) have no thread: no rule (an explicit
     /// downgrade is [`Guard::downgrade`]).
-    fn pair_rule(&self, owner: Option<ThreadId>) -> Result<Option<i64>> {
+    fn pair_rule(&self, owner: Option<ThreadId>) -> Result<Option<Downgrade>> {
         let (Some(sibling), Some(owner)) = (&self.inner.sibling, owner) else { return Ok(None) };
         let other = sibling.lock().ok().and_then(|held| {
-            held.iter().find(|h| h.owner == Some(owner) && h.holding.is_live()).map(|h| h.holding.sequence)
+            held.iter()
+                .find(|h| h.owner == Some(owner) && h.holding.is_live())
+                .map(|h| Downgrade { sequence: h.holding.sequence, write_node: h.holding.node_path() })
         });
         match (self.inner.mode, other) {
             (LockMode::Write, Some(_)) => Err(Error::new(
@@ -333,7 +335,7 @@ impl Lock {
                     self.inner.path
                 ),
             )),
-            (LockMode::Read, Some(sequence)) => Ok(Some(sequence)),
+            (LockMode::Read, Some(downgrade)) => Ok(Some(downgrade)),
             _ => Ok(None),
         }
     }
@@ -491,7 +493,7 @@ impl Lock {
         options: &AcquireOptions,
         call: tokio_util::sync::CancellationToken,
         owner: Option<ThreadId>,
-        downgrade: Option<i64>,
+        downgrade: Option<Downgrade>,
     ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
         if self.inner.client.is_closed() {
             return Err(self.inner.client.shared().closed_error());
@@ -504,7 +506,7 @@ impl Lock {
             return Ok(Box::pin(std::future::ready(Ok(g))));
         }
         let downgrade = match downgrade {
-            Some(sequence) => Some(sequence),
+            Some(d) => Some(d),
             None => self.pair_rule(owner)?,
         };
         let shared = self.inner.client.shared().clone();

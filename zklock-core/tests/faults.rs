@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{lock_of, options, queue, server, wait_until, Raw};
-use zklock_core::{Client, ErrorKind, LockMode, LockState, ReleaseStatus};
+use zklock_core::{Client, ErrorKind, LockMode, LockOptions, LockState, ReleaseStatus};
 use zklock_harness::Proxy;
 
 const SEC: Duration = Duration::from_secs(1);
@@ -436,4 +436,29 @@ fn a_lock_held_again_after_a_short_outage_stays_held() {
         g.release().unwrap();
         c.close();
     }
+}
+
+/// A downgrade's read node is made in a transaction with a check of the
+/// write node; when its reply is lost, the read node is found again by its
+/// protected prefix after the reconnect (it exists only if the transaction,
+/// check included, was applied) and the downgrade completes with it.
+#[test]
+fn a_downgrade_whose_reply_is_lost_adopts_its_read_node() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 4 * SEC);
+    let b = common::connect(&zk.connect_string());
+    let (_, write) = a.read_write_lock("/lost-downgrade", LockOptions::default()).unwrap().into_sides();
+    let w = write.acquire(Some(5 * SEC)).unwrap();
+    proxy.drop_next_create_reply();
+    let r = w.downgrade().expect("the downgrade completes after the lost reply");
+    assert_eq!(proxy.dropped_replies(), 1, "the transaction's reply was dropped");
+    assert_eq!(r.sequence(), w.sequence());
+    assert!(r.node_path().contains("-__READ__"), "{}", r.node_path());
+    let q = b.participants("/lost-downgrade").unwrap();
+    assert_eq!(q.len(), 2, "the write node and one read node: {q:?}");
+    w.release().unwrap();
+    r.check().unwrap();
+    r.release().unwrap();
+    assert!(queue(&b, "/lost-downgrade").is_empty());
 }

@@ -247,3 +247,39 @@ fn a_reentrant_acquire_on_a_suspended_lock_returns_no_guard() {
     gb.release().unwrap();
     proxy.heal();
 }
+
+/// A downgrade's read node takes the write node's sequence, so it sorts
+/// before every node queued since: it is made only while the write node
+/// exists. Here the downgrade's request is held up in the proxy while a
+/// third party deletes the write node and a writer queued behind it is
+/// granted: the downgrade must fail with `LockLost` and make no read node
+/// (an outside test found a reader and that writer both holding).
+#[test]
+fn a_downgrade_whose_write_node_went_meanwhile_takes_no_read_lock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = Client::connect(common::options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    let b = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let path = "/downgrade-race";
+    let (_, write) = a.read_write_lock(path, zklock_core::LockOptions::default()).unwrap().into_sides();
+    let w = write.acquire(Some(5 * SEC)).unwrap();
+    let w_node = w.node_path();
+    let lx = b.write_lock(path).unwrap();
+    let tx: JoinHandle<Result<Guard>> = std::thread::spawn(move || lx.acquire(Some(20 * SEC)));
+    wait_until("the writer queued", 5 * SEC, || raw.children(path).len() == 2);
+    // Hold a's downgrade (a multi, op 14) in the proxy for 2 s.
+    proxy.delay_next_request(14, 2 * SEC);
+    let td = std::thread::spawn(move || w.downgrade().map(|r| r.node_path()));
+    std::thread::sleep(SEC / 2);
+    raw.delete(&w_node);
+    let gx = tx.join().unwrap().expect("the writer behind the deleted write node is granted");
+    let e = td.join().unwrap().expect_err("no read lock on a write node that went");
+    assert_eq!(e.kind(), zklock_core::ErrorKind::LockLost, "{e}");
+    assert_eq!(proxy.delayed(), 1, "the downgrade was held up");
+    // ZooKeeper's record: the writer's node alone, no read node before it.
+    assert_eq!(raw.children(path), vec![gx.node_path().rsplit('/').next().unwrap().to_owned()]);
+    gx.check().unwrap();
+    gx.release().unwrap();
+}

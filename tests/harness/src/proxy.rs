@@ -46,8 +46,10 @@ const CLOSE_WAIT: Duration = Duration::from_secs(3);
 
 /// ZooKeeper request types whose reply `drop_next_create_reply` drops (and
 /// whose reply starts `hold_replies_from_next_create`): create, create2,
-/// createContainer, createTTL.
-const CREATE_TYPES: [i32; 4] = [1, 15, 19, 21];
+/// createContainer, createTTL, and multi (a transaction that creates, such
+/// as a read/write lock's downgrade; its path is not parsed, so it matches
+/// only an arm without a path prefix).
+const CREATE_TYPES: [i32; 5] = [1, 15, 19, 21, 14];
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -552,7 +554,8 @@ fn take_delay(inner: &Inner, body: &[u8]) -> Option<Duration> {
 fn create_request(body: &[u8]) -> Option<(i32, Option<&[u8]>)> {
     let xid = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
     let typ = i32::from_be_bytes(body.get(4..8)?.try_into().ok()?);
-    CREATE_TYPES.contains(&typ).then(|| (xid, parse_jute_string(&body[8..])))
+    const MULTI: i32 = 14;
+    CREATE_TYPES.contains(&typ).then(|| (xid, if typ == MULTI { None } else { parse_jute_string(&body[8..]) }))
 }
 
 /// Arms the connection's reply drop if `body` is a create request matching
