@@ -316,7 +316,8 @@ export declare class Guard {
    *
    * Rejects with `NOT_HELD` if already released, `LOCK_LOST` if the lock
    * had been lost before (the critical section may have run without it;
-   * our node is cleaned up all the same).
+   * our node is cleaned up all the same), `CLOSED` if the client was
+   * closed (the node went with the session).
    */
   release(): Promise<'RELEASED' | 'PENDING'>
   /**
@@ -327,7 +328,9 @@ export declare class Guard {
    *
    * Rejects with `INVALID_ARGUMENT` for a guard that is not the write
    * side of a pair, `NOT_HELD` once released, what `check()` throws if
-   * the write lock is not safely held.
+   * the write lock is not safely held, `LOCK_LOST` if the write node was
+   * gone when the read node was to be made (one transaction with a check
+   * of the write node).
    */
   downgrade(): Promise<Guard>
   /**

@@ -522,8 +522,10 @@ impl Guard {
     /// # Errors
     /// `InvalidArgument` unless this is a write guard of a
     /// [`crate::ReadWriteLock`]; `NotHeld` once released; what
-    /// [`Guard::check`] gives if the write lock is not safely held; as
-    /// [`crate::Lock::acquire`] otherwise.
+    /// [`Guard::check`] gives if the write lock is not safely held;
+    /// `LockLost` if the write node was gone when the read node was to be
+    /// made (it is made in one transaction with a check of the write node,
+    /// so never after it went); as [`crate::Lock::acquire`] otherwise.
     pub fn downgrade(&self) -> Result<Guard> {
         let work = self.start_downgrade(Some(std::thread::current().id()))?;
         self.client.shared().block_on(work)?

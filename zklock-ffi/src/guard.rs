@@ -121,7 +121,9 @@ impl Gate {
 /// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a guard that is not a
 /// write guard of a `zklock_rwlock_new` pair; `ZKLOCK_NOT_HELD` once
 /// released; what `zklock_guard_check` gives if the write lock is not
-/// safely held.
+/// safely held; `ZKLOCK_LOCK_LOST` if the write node was gone when the read
+/// node was to be made (it is made in one transaction with a check of the
+/// write node, so never after it went).
 ///
 /// # Threads
 /// Blocks the calling thread for one request; any thread.

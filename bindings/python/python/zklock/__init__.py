@@ -694,7 +694,9 @@ class ReadWriteLock:
         gets the write node's sequence, so no writer queued behind can slip
         in); then release ``.write`` to let other readers in. Raises
         NotHeld if ``.write`` is not held, what ``check()`` raises if it is
-        not safely held. Blocks (one request) without the GIL."""
+        not safely held, LockLost if the write node was gone when the read
+        node was to be made (one transaction with a check of the write
+        node). Blocks (one request) without the GIL."""
         self.write._native.downgrade(self.read._native)
 
     async def downgrade_async(self) -> None:
