@@ -111,8 +111,12 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
         Cleanup::Node(path) => {
             log::warn!("zklock: cannot delete {path} now (session {:#x}); retrying in the background", session.id)
         },
-        Cleanup::Prefix { parent, prefix } => log::warn!(
-            "zklock: a create under {parent} lost its reply (session {:#x}); looking for {prefix}* in the background",
+        // Routine after an acquire cancelled or timed out while its create
+        // was on its way (an outside test saw a warning for each such
+        // abort): the outcome is not known, so the node is looked for.
+        Cleanup::Prefix { parent, prefix } => log::info!(
+            "zklock: the outcome of a create under {parent} is not known (its reply was lost, or the acquire \
+             stopped waiting for it; session {:#x}); looking for {prefix}* in the background",
             session.id
         ),
     }
