@@ -12,7 +12,10 @@
 //! awaited on napi-rs's tokio runtime (one worker thread, made in
 //! [`init`]), a hop more. No thread per call, nothing on libuv's thread pool
 //! or on the JavaScript thread. State-change callbacks come from the
-//! client's event thread through a napi threadsafe function.
+//! client's event thread through a napi threadsafe function. Every Promise
+//! is a [`settle::Deferred`]: settled from any thread, and never into an
+//! environment that is gone (a worker terminated while its acquire was in
+//! flight aborted the process with napi-rs's own deferred).
 //!
 //! Errors: [`zk_error`] is the one place that maps the core's `ErrorKind` to
 //! a JavaScript error (`code` = the kind's name, e.g. `"TIMEOUT"`); the
@@ -47,6 +50,8 @@ use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, Threadsafe
 use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
 use zklock_core as core;
+
+mod settle;
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -194,13 +199,17 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = core::Result<T>> + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred()?;
+    let (deferred, promise) = settle::Deferred::new(env)?;
     let what = name.to_owned();
     drive(Box::pin(async move {
         let result = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
             Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
         });
-        deferred.resolve(move |env: Env| result.map_err(|e| zk_error(&env, &e)));
+        deferred.settle(Box::new(move |env: Env| {
+            let value = result.map_err(|e| zk_error(&env, &e))?;
+            // SAFETY: runs on the JavaScript thread of `env` (settle.rs).
+            unsafe { T::to_napi_value(env.raw(), value) }
+        }));
     }));
     Ok(promise)
 }

@@ -93,3 +93,16 @@ test('a held guard whose signal is in use does not keep Node running', async () 
   })
   assert.equal(out, 'held\n')
 })
+
+test('terminating workers with acquires in flight does not take the process down', async () => {
+  // Settling a Promise into a worker torn down meanwhile aborted Node
+  // (SIGABRT in napi_call_threadsafe_function): an outside test.
+  const script = path.join(__dirname, 'worker-teardown.js')
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, [script, zk.connect, lockPath('teardown'), '20'], (err, stdout, stderr) => {
+      if (err) return reject(new Error(`worker-teardown.js failed (${err.signal || err.code}):\n${stdout}${stderr}`))
+      resolve(stdout)
+    })
+  })
+  assert.match(out, /survived/)
+})
