@@ -263,6 +263,7 @@ fn verdicts_19(m: &Metrics, mode: &str) -> Vec<Verdict> {
     let g = |s: &str, i: &str, k: &str| get(m, mode, s, i, k);
     let ran = |s: &str| m.get(mode).is_some_and(|x| x.contains_key(s));
     let at_most = |target: String, measured, limit| Verdict { target, measured, limit, at_most: true };
+    let at_least = |target: String, measured, limit| Verdict { target, measured, limit, at_most: false };
     let mut v = Vec::new();
     if ran("rtt-2ms") {
         let rust = g("rtt-2ms", "zklock-rust", "median_us");
@@ -311,32 +312,25 @@ fn verdicts_19(m: &Metrics, mode: &str) -> Vec<Verdict> {
     }
     if ran("independent-32") {
         let r = ratio(g("independent-32", "zklock-rust", "per_s"), g("independent-32", "curator", "per_s"));
-        v.push(Verdict {
-            target: "(19) independent-32 cycle rate ≥ 1.2 × Curator".into(),
-            measured: r,
-            limit: 1.2,
-            at_most: false,
-        });
+        v.push(at_least("(19) independent-32 cycle rate ≥ 1.2 × Curator".into(), r, 1.2));
     }
     if let (true, Some(long)) =
         (ran("drain-32"), m.get(mode).and_then(|s| s.keys().find(|k| k.starts_with("drain-") && *k != "drain-32")))
     {
         let rate = |s: &str, i: &str| g(s, i, "per_s");
-        v.push(Verdict {
-            target: format!("(19) {long}: handoff rate ≥ 0.9 × drain-32"),
-            measured: ratio(rate(long, "zklock-rust"), rate("drain-32", "zklock-rust")),
-            limit: 0.9,
-            at_most: false,
-        });
+        v.push(at_least(
+            format!("(19) {long}: handoff rate ≥ 0.9 × drain-32"),
+            ratio(rate(long, "zklock-rust"), rate("drain-32", "zklock-rust")),
+            0.9,
+        ));
     }
     let queue_long = m.get(mode).and_then(|s| s.keys().find(|k| k.starts_with("queue-") && *k != "queue-32").cloned());
     if let Some(q) = queue_long {
-        v.push(Verdict {
-            target: format!("(19) {q}: re-queue handoff rate ≥ 1.3 × Curator"),
-            measured: ratio(g(&q, "zklock-rust", "per_s"), g(&q, "curator", "per_s")),
-            limit: 1.3,
-            at_most: false,
-        });
+        v.push(at_least(
+            format!("(19) {q}: re-queue handoff rate ≥ 1.3 × Curator"),
+            ratio(g(&q, "zklock-rust", "per_s"), g(&q, "curator", "per_s")),
+            1.3,
+        ));
     }
     let wire: Vec<String> =
         m.get(mode).map(|x| x.keys().filter(|k| k.starts_with("wire")).cloned().collect()).unwrap_or_default();

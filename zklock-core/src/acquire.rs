@@ -72,9 +72,9 @@ pub(crate) struct Downgrade {
 
 /// What came of the create of our node.
 enum Made {
-    /// Created: its Stat and the sequence the server appended (as it
-    /// appears in the name; empty for a downgrade's read node).
-    Node(zk::Stat, String),
+    /// Created: its Stat and the sequence the server appended (`None` for
+    /// a downgrade's read node, whose name is chosen).
+    Node(zk::Stat, Option<zk::CreateSequence>),
     /// A downgrade's write node was gone: no read node was made.
     WriteNodeGone,
     Failed(zk::Error),
@@ -370,12 +370,13 @@ impl Attempt {
             let states = self.session.watch_from_now();
             // Both requests are sent now, in this order; the server answers
             // them in order, so the list includes our node.
-            let create: std::pin::Pin<Box<dyn Future<Output = Made> + Send + '_>> = match &ctx.downgrade {
+            // Either future, unboxed: the plain create is every acquire's.
+            let create = match &ctx.downgrade {
                 None => {
                     let create = zk.create(&create_path, &ctx.data, &options);
-                    Box::pin(async move {
+                    futures_util::future::Either::Left(async move {
                         match create.await {
-                            Ok((stat, seq)) => Made::Node(stat, seq.to_string()),
+                            Ok((stat, seq)) => Made::Node(stat, Some(seq)),
                             Err(e) => Made::Failed(e),
                         }
                     })
@@ -394,12 +395,12 @@ impl Attempt {
                         .and_then(|()| multi.add_create(&create_path, &ctx.data, &options))
                         .map_err(|e| Ctx::zk_failure("downgrading", e))?;
                     let commit = multi.commit();
-                    Box::pin(async move {
+                    futures_util::future::Either::Right(async move {
                         match commit.await {
                             Ok(results) => results
                                 .into_iter()
                                 .find_map(|r| match r {
-                                    zk::MultiWriteResult::Create { stat, .. } => Some(Made::Node(stat, String::new())),
+                                    zk::MultiWriteResult::Create { stat, .. } => Some(Made::Node(stat, None)),
                                     _ => None,
                                 })
                                 // No create result: not what ZooKeeper
@@ -434,9 +435,9 @@ impl Attempt {
             match made {
                 Made::Node(stat, seq) => {
                     self.unknown_create = false;
-                    let name = match ctx.downgrade {
-                        Some(_) => create_path[ctx.path.len() + 1..].to_owned(),
-                        None => format!("{}{seq}", self.name_prefix),
+                    let name = match seq {
+                        Some(seq) => format!("{}{seq}", self.name_prefix),
+                        None => create_path[ctx.path.len() + 1..].to_owned(),
                     };
                     // A create inside a transaction may come back without
                     // its Stat (ZOOKEEPER-4026, ZOOKEEPER-4667): read it.

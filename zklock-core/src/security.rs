@@ -150,6 +150,7 @@ impl Acl {
         identities: &[(String, String)],
         digest_login: Option<(&str, &str)>,
     ) -> Vec<char> {
+        let ours = digest_login.map(|(user, password)| (user, digest_identity(user, password)));
         let matches = |e: &AclEntry| match e.scheme.as_str() {
             "world" => true,
             // ZooKeeper puts every authenticated identity of the creating
@@ -160,14 +161,11 @@ impl Acl {
             // login's is checked against the hash of our password (the
             // server logs in a wrong password too, as another identity).
             "digest" => {
-                let user = e.id.split_once(':').map_or(e.id.as_str(), |(u, _)| u);
+                let user = digest_user(&e.id);
                 identities.iter().any(|(scheme, id)| {
                     scheme == "digest"
                         && (*id == e.id
-                            || id == user
-                                && digest_login.is_none_or(|(ours, password)| {
-                                    ours != user || e.id == digest_identity(ours, password)
-                                }))
+                            || id == user && ours.as_ref().is_none_or(|(login, hash)| *login != user || e.id == *hash))
                 })
             },
             "sasl" | "x509" => identities.iter().any(|(scheme, id)| *scheme == e.scheme && *id == e.id),
@@ -190,9 +188,7 @@ impl Acl {
     /// password than `login`'s (to say why [`Acl::missing_rights`] failed).
     pub(crate) fn names_another_password(&self, (user, password): (&str, &str)) -> bool {
         let ours = digest_identity(user, password);
-        self.entries
-            .iter()
-            .any(|e| e.scheme == "digest" && e.id.split_once(':').is_some_and(|(u, _)| u == user) && e.id != ours)
+        self.entries.iter().any(|e| e.scheme == "digest" && digest_user(&e.id) == user && e.id != ours)
     }
 
     /// The entries as the ZooKeeper client takes them.
@@ -227,6 +223,11 @@ impl fmt::Display for Acl {
         }
         Ok(())
     }
+}
+
+/// The user part of a digest id (`user:hash`).
+fn digest_user(id: &str) -> &str {
+    id.split_once(':').map_or(id, |(user, _)| user)
 }
 
 /// The id ZooKeeper's digest scheme gives a session that logged in as
