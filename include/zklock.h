@@ -744,7 +744,8 @@ const char *zklock_code_name(zklock_code code);
  * write node, so never after it went).
  *
  * # Threads
- * Blocks the calling thread for one request; any thread.
+ * Blocks the calling thread for one request, at most the operation
+ * timeout (then `ZKLOCK_TIMEOUT`); any thread.
  *
  * # Safety
  * `guard` is NULL or a live guard; `out` and `err` are NULL or valid for

@@ -517,7 +517,7 @@ impl Guard {
     /// let other readers in. Each call makes one more read guard (calling
     /// it twice gives two read nodes of that sequence, each to release,
     /// as two read acquires would). Blocks the calling thread for one
-    /// request.
+    /// request, at most the operation timeout.
     ///
     /// # Errors
     /// `InvalidArgument` unless this is a write guard of a
@@ -525,7 +525,8 @@ impl Guard {
     /// [`Guard::check`] gives if the write lock is not safely held;
     /// `LockLost` if the write node was gone when the read node was to be
     /// made (it is made in one transaction with a check of the write node,
-    /// so never after it went); as [`crate::Lock::acquire`] otherwise.
+    /// so never after it went); `Timeout` if ZooKeeper did not answer
+    /// within the operation timeout; as [`crate::Lock::acquire`] otherwise.
     pub fn downgrade(&self) -> Result<Guard> {
         let work = self.start_downgrade(Some(std::thread::current().id()))?;
         self.client.shared().block_on(work)?
@@ -554,7 +555,10 @@ impl Guard {
         let call = tokio_util::sync::CancellationToken::new();
         let downgrade =
             crate::acquire::Downgrade { sequence: self.holding.sequence, write_node: self.holding.node_path() };
-        read.start_acquire(&AcquireOptions::new(), call, owner, Some(downgrade))
+        // One request: bounded by the operation timeout, also while the
+        // connection is down (an outside test saw it wait for the reconnect).
+        let bound = AcquireOptions::new().timeout(Some(self.client.shared().options.operation_timeout));
+        read.start_acquire(&bound, call, owner, Some(downgrade))
     }
 
     /// Releases this guard. The node is deleted when this is the last guard

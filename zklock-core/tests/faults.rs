@@ -462,3 +462,20 @@ fn a_downgrade_whose_reply_is_lost_adopts_its_read_node() {
     r.release().unwrap();
     assert!(queue(&b, "/lost-downgrade").is_empty());
 }
+
+/// A downgrade is one request: with the connection silent it fails within
+/// about the operation timeout (1 s here) rather than wait for the server
+/// (an outside test saw it wait until the connection came back).
+#[test]
+fn a_downgrade_on_a_silent_connection_fails_within_the_operation_timeout() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = via_proxy(&proxy, 4 * SEC);
+    let (_, write) = a.read_write_lock("/silent-downgrade", LockOptions::default()).unwrap().into_sides();
+    let w = write.acquire(Some(5 * SEC)).unwrap();
+    proxy.blackhole();
+    let t = std::time::Instant::now();
+    let e = w.downgrade().map(drop).expect_err("no read lock from a silent server");
+    assert!(t.elapsed() < 5 * SEC, "the downgrade waited {:?} ({e})", t.elapsed());
+    proxy.heal();
+}

@@ -59,10 +59,12 @@ fn assert_passed(out: &Output, stdout: &str) {
 fn chaos_of_every_kind_violates_no_property() {
     let (out, stdout) = soak(&["--duration", "80s", "--min-faults", "2", "--min-handoffs", "50"]);
     assert_passed(&out, &stdout);
-    // The semaphore's leases were shared (and never by more: property 1).
+    // The semaphore's leases were shared. Never by more is property 1's:
+    // the count printed includes a holder whose node a third party deleted
+    // before it noticed, which property 1 exempts (a run saw 3 that way).
     assert!(stdout.contains("held at once"), "no semaphore in the run:\n{stdout}");
     let most = stdout.split(" leases, at most ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
-    assert_eq!(most, Some(2), "the semaphore's two leases were never held together:\n{stdout}");
+    assert!(most.is_some_and(|n: usize| n >= 2), "the semaphore's two leases were never held together:\n{stdout}");
     // Multi-locks took the exclusive and the rw lock together among the
     // others (their members count under properties 1 to 3 of each lock).
     let sets = stdout.split("; multi-lock ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());

@@ -696,7 +696,8 @@ class ReadWriteLock:
         NotHeld if ``.write`` is not held, what ``check()`` raises if it is
         not safely held, LockLost if the write node was gone when the read
         node was to be made (one transaction with a check of the write
-        node). Blocks (one request) without the GIL."""
+        node), LockTimeout if ZooKeeper did not answer within the operation
+        timeout. Blocks (one request) without the GIL."""
         self.write._native.downgrade(self.read._native)
 
     async def downgrade_async(self) -> None:
