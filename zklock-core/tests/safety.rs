@@ -259,7 +259,10 @@ fn a_downgrade_whose_write_node_went_meanwhile_takes_no_read_lock() {
     let zk = server();
     let hosts = zk.connect_string();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
-    let a = Client::connect(common::options(&proxy.addr().to_string(), 8 * SEC)).unwrap();
+    // An operation timeout longer than the 2 s hold below (a downgrade is
+    // bounded by it).
+    let options = common::options(&proxy.addr().to_string(), 8 * SEC).operation_timeout(4 * SEC);
+    let a = Client::connect(options).unwrap();
     let b = connect(&hosts);
     let raw = Raw::connect(&hosts);
     let path = "/downgrade-race";
