@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::install::{annotate, ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
 use crate::proxy::Proxy;
 use crate::tls::TestCerts;
-use crate::util::{four_letter_word, free_ports, make_temp_root, parse_mode, tail_file};
+use crate::util::{four_letter_word, make_temp_root, parse_mode, reserve_ports, tail_file};
 
 /// Timeout of the four-letter words the cluster sends itself.
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -23,6 +23,9 @@ const POLL: Duration = Duration::from_millis(50);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Start attempts (fresh ports each) when a port turns out to be taken.
 const START_ATTEMPTS: usize = 3;
+/// ZooKeeper's `ExitCode.UNABLE_TO_BIND_QUORUM_PORT`: a member gave up
+/// binding its election port.
+const UNABLE_TO_BIND_QUORUM_PORT: i32 = 14;
 /// Jars a TLS server needs beyond the ZooKeeper jar's manifest (Debian's
 /// libnetty-java).
 const NETTY_TLS_JARS: [&str; 2] = ["/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
@@ -419,9 +422,14 @@ impl Cluster {
         }
 
         // From here on, `cluster`'s Drop removes the directory on error.
-        // One call, so that no two ports are the same.
+        // One call, so that no two ports are the same. The ports stay
+        // reserved until the relays listen: a relay given a member's own
+        // port by the kernel would forward to itself (a CI run had a relay
+        // on member 0's election port: the member could not bind it and
+        // exited with status 14).
         let base = if n == 1 { 1 } else { 3 * n };
-        let ports = free_ports(base + if opts.tls { n } else { 0 })?;
+        let reserved = reserve_ports(base + if opts.tls { n } else { 0 })?;
+        let ports = reserved.iter().map(|l| l.local_addr().map(|a| a.port())).collect::<io::Result<Vec<u16>>>()?;
         let secure_ports = &ports[base..];
         for i in 0..n {
             let dir = cluster.root.join(format!("server{}", i + 1));
@@ -447,6 +455,7 @@ impl Cluster {
                 }
             }
         }
+        drop(reserved);
         for m in &cluster.members {
             cluster.write_config(m)?;
         }
@@ -548,12 +557,15 @@ impl Cluster {
         }
     }
 
-    /// Whether any server log mentions a bind failure.
+    /// Whether a member exited because it could not bind its election
+    /// port (ZooKeeper's exit status 14, `UNABLE_TO_BIND_QUORUM_PORT`) or
+    /// any server log mentions a bind failure.
     fn port_clash(&self) -> bool {
         self.members.iter().any(|m| {
-            fs::read_to_string(m.log_path())
-                .map(|s| s.contains("Address already in use") || s.contains("BindException"))
-                .unwrap_or(false)
+            m.lock().last_exit.and_then(|s| s.code()) == Some(UNABLE_TO_BIND_QUORUM_PORT)
+                || fs::read_to_string(m.log_path())
+                    .map(|s| s.contains("Address already in use") || s.contains("BindException"))
+                    .unwrap_or(false)
         })
     }
 
@@ -1092,4 +1104,29 @@ fn wait_all_threads_stopped(pid: u32, limit: Duration) {
         })
     };
     crate::wait_for(limit, all_stopped);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member whose election port is taken exits with status 14; that
+    /// counts as a port clash (so `start` retries with new ports) even when
+    /// its log cannot be read (the CI run that had this clash quoted an
+    /// empty log tail and did not retry).
+    #[test]
+    fn a_member_that_cannot_bind_its_election_port_is_a_port_clash() {
+        ensure_zookeeper().expect("zookeeper");
+        let opts = ClusterOptions::new().size(3).tick_time_ms(500).partitionable(true);
+        let mut cluster = Cluster::prepare(&opts).expect("prepare");
+        let squatter = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        cluster.members[0].election_port = squatter.local_addr().expect("addr").port();
+        for m in &cluster.members {
+            cluster.write_config(m).expect("config");
+        }
+        let e = cluster.launch_all().expect_err("member 0 cannot bind");
+        assert!(e.to_string().contains("exit status: 14"), "{e}");
+        fs::remove_file(cluster.members[0].log_path()).expect("remove the log");
+        assert!(cluster.port_clash());
+    }
 }

@@ -832,7 +832,12 @@ impl Proxy {
     }
 
     fn start_with_arm(upstream: SocketAddr, arm: SharedArm, raw: bool, one_way_delay: Duration) -> io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        // A proxy on its own upstream's port (free while that server is
+        // down) would forward to itself: take another port while holding it.
+        let mut listener = TcpListener::bind("127.0.0.1:0")?;
+        if listener.local_addr()? == upstream {
+            listener = TcpListener::bind("127.0.0.1:0")?;
+        }
         let addr = listener.local_addr()?;
         let inner = Arc::new(Inner {
             upstream,

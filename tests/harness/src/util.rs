@@ -178,11 +178,13 @@ pub(crate) fn make_temp_root() -> io::Result<PathBuf> {
     Err(last_err.unwrap_or_else(|| io::Error::new(io::ErrorKind::AlreadyExists, "temp dir")))
 }
 
-/// `n` distinct free TCP ports on 127.0.0.1 (bound to port 0 all at once, then
-/// released). Another process may grab one before we use it; callers retry.
-pub(crate) fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners = (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<io::Result<Vec<_>>>()?;
-    listeners.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
+/// `n` distinct free TCP ports on 127.0.0.1, each held by a listener until
+/// the returned listeners are dropped. While they are held the kernel hands
+/// none of these ports to another `bind(0)` in this process (e.g. a relay
+/// that must forward *to* one of them); once they are dropped another
+/// process may grab one before we use it, and callers retry.
+pub(crate) fn reserve_ports(n: usize) -> io::Result<Vec<TcpListener>> {
+    (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect()
 }
 
 /// Sets `SO_LINGER {on, 0}` so that closing the socket sends a RST.
