@@ -757,14 +757,17 @@ impl Shared {
                     _ = self.closed() => { current.close(); return; }
                 }
             }
+            // Our own close marks the client closed before it closes the
+            // session, so a session that ended because of it ends here.
+            if self.is_closed() {
+                return;
+            }
             log::warn!(
                 "zklock: session {:#x} ended ({}); its locks are lost; starting a new session",
                 current.id,
                 current.state()
             );
-            if !self.is_closed() {
-                self.tell(ConnectionState::Lost);
-            }
+            self.tell(ConnectionState::Lost);
             let mut backoff = Duration::from_millis(50);
             current = loop {
                 if self.is_closed() {
