@@ -81,7 +81,7 @@ fn implementations() -> Vec<Imp> {
             program: driver,
             args: vec![],
             env: vec![("IMPL".into(), "floor".into())],
-            runs: &["uncontended", "independent"],
+            runs: &["uncontended", "independent", "list"],
         },
         Imp { name: "zklock-c", program: bench.join("bench_c"), args: vec![], env: vec![], runs: BINDING },
         Imp {
@@ -241,6 +241,18 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
             ]),
             reps,
             limit: Duration::from_secs(240),
+            via: Via::Direct,
+        });
+    }
+    // What bounds a long drain: the list a woken waiter reads, alone
+    // (raw client, getChildren of 32 and of 1,000 queued nodes).
+    for n in [32, long] {
+        v.push(Scenario {
+            name: format!("list-{n}"),
+            family: "list",
+            params: p(&[("children", n), ("iters", q(2000, 200)), ("warmup", q(300, 30))]),
+            reps,
+            limit: Duration::from_secs(120),
             via: Via::Direct,
         });
     }

@@ -341,10 +341,11 @@ fn verdicts_19(m: &Metrics, mode: &str) -> Vec<Verdict> {
             ratio(req("zklock-rust"), req("curator")),
             1.0,
         ));
-        // Uncontended: no waiter, so a notification can only be the
-        // releasing client's own. Contended: one to the next holder.
+        // Holding alone: no waiter, so a notification can only be the
+        // releasing client's own. Contended or draining: one to the next
+        // holder.
         let (what, limit) =
-            if s.contains("contended") { ("≤ 1 (the next holder's)", 1.0) } else { ("= 0 (no one waits)", 0.0) };
+            if s.starts_with("wire-hold") { ("= 0 (no one waits)", 0.0) } else { ("≤ 1 (the next holder's)", 1.0) };
         v.push(at_most(
             format!("(19) {s}: notifications per cycle {what}"),
             g(&s, "zklock-rust", "notif_per_cycle"),
@@ -361,6 +362,13 @@ fn columns(scenario: &str) -> &'static [(&'static str, &'static str)] {
             ("requests_per_cycle", "requests/cycle"),
             ("sync_per_cycle", "of them sync"),
             ("notif_per_cycle", "notifications/cycle"),
+        ]
+    } else if scenario.starts_with("list") {
+        &[
+            ("median_us", "getChildren median µs"),
+            ("p99_us", "p99 µs"),
+            ("client_cpu_us", "client CPU µs/list"),
+            ("server_cpu_us", "server CPU µs/list"),
         ]
     } else if scenario == "uncontended" || scenario.starts_with("rtt") {
         &[

@@ -80,6 +80,20 @@ impl Raw {
         })
     }
 
+    /// Creates `n` ephemeral sequential children of `path` named as
+    /// Curator and zklock name a queued node (`_c_<uuid>-lock-<seq>`, 50
+    /// bytes each).
+    fn fill(&self, path: &str, n: usize) -> R<()> {
+        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        self.rt.block_on(async {
+            for i in 0..n {
+                let name = format!("{path}/_c_{:08x}-0000-4000-8000-{:012x}-lock-", i, i);
+                self.zk.create(&name, b"", &opts).await.map_err(err)?;
+            }
+            Ok(())
+        })
+    }
+
     fn count_children(&self, path: &str) -> usize {
         self.rt.block_on(self.zk.list_children(path)).map(|c| c.len()).unwrap_or(0)
     }
@@ -541,6 +555,34 @@ fn drain(hosts: &str, path: &str, p: &Params) -> R<Value> {
         "violations": excl.violations.load(Ordering::Acquire) }))
 }
 
+/// The list a woken waiter reads, alone: `children` queued nodes under
+/// `path`, then `iters` getChildren of it (after `warmup`), each awaited.
+/// What one handoff of a long queue costs more than one of a short queue
+/// (a woken waiter lists the queue again; ZooKeeper's API has no shorter
+/// read that shows which nodes are before its own).
+fn list(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let (warmup, iters) = (p.num("warmup", 300) as usize, p.num("iters", 2000) as usize);
+    let raw = Raw::connect(hosts)?;
+    raw.ensure(path)?;
+    raw.fill(path, p.num("children", 32) as usize)?;
+    let mut lat = Vec::with_capacity(iters);
+    let mut cpu0 = 0.0;
+    for i in 0..warmup + iters {
+        if i == warmup {
+            event("measuring");
+            cpu0 = cpu_s();
+        }
+        let t = Instant::now();
+        raw.rt.block_on(raw.zk.list_children(path)).map_err(err)?;
+        if i >= warmup {
+            lat.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let cpu = cpu_s() - cpu0;
+    event("measured");
+    Ok(json!({ "cpu_s": cpu, "lat_us": lat }))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
@@ -552,6 +594,7 @@ fn main() {
     let (scenario, hosts, path) = (args[1].as_str(), args[2].as_str(), args[3].as_str());
     let out = match scenario {
         "uncontended" => uncontended(hosts, path, &params),
+        "list" => list(hosts, path, &params),
         "contended" | "queue" => throughput(hosts, path, &params, false),
         "independent" => throughput(hosts, path, &params, true),
         "rw" => rw(hosts, path, &params),
