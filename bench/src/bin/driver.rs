@@ -139,7 +139,6 @@ fn event(name: &str) {
 fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let iters = p.num("iters", 1000);
     let warmup = p.num("warmup", 100);
-    let mut lat = Vec::with_capacity(iters as usize);
     if p.str("impl", "zklock").starts_with("hop") {
         // Profiling aid: the floor's cycle run on a one-worker runtime and
         // waited for from the calling thread (as zklock's blocking API
@@ -155,8 +154,7 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
             });
             rx.recv().map_err(err)?
         };
-        for i in 0..warmup + iters {
-            let t = Instant::now();
+        timed(warmup as usize, iters as usize, |_| {
             let (zk, path) = (zk.clone(), path.to_owned());
             if per_op {
                 let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
@@ -178,39 +176,18 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
                     zk.delete(&format!("{path}/n-{seq}"), None).await.map_err(err)
                 }))?;
             }
-            if i >= warmup {
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
-        }
+            Ok(())
+        })
     } else if p.str("impl", "zklock") == "floor" {
         let raw = Raw::connect(hosts)?;
         raw.ensure(path)?;
-        let mut cpu0 = 0.0;
-        for i in 0..warmup + iters {
-            if i == warmup {
-                event("measuring");
-                cpu0 = cpu_s();
-            }
-            let t = Instant::now();
-            raw.cycle(path)?;
-            if i >= warmup {
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
-            }
-        }
-        let cpu = cpu_s() - cpu0;
-        event("measured");
-        return Ok(json!({ "cpu_s": cpu, "lat_us": lat }));
+        timed(warmup as usize, iters as usize, |_| raw.cycle(path))
     } else {
         let client = connect(hosts)?;
         let lock = client.lock(path).map_err(err)?;
         let (mut acq, mut rel) = (Vec::new(), Vec::new());
         let hold = Duration::from_micros(p.num("hold_us", 0));
-        let mut cpu0 = 0.0;
-        for i in 0..warmup + iters {
-            if i == warmup {
-                event("measuring");
-                cpu0 = cpu_s();
-            }
+        let mut out = timed(warmup as usize, iters as usize, |measured| {
             let t = Instant::now();
             let g = lock.acquire(Some(Duration::from_secs(30))).map_err(err)?;
             if !hold.is_zero() {
@@ -218,23 +195,21 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
             }
             let t1 = Instant::now();
             g.release().map_err(err)?;
-            if i >= warmup {
-                lat.push(t.elapsed().as_secs_f64() * 1e6);
+            if measured {
                 acq.push((t1 - t).as_secs_f64() * 1e6);
                 rel.push(t1.elapsed().as_secs_f64() * 1e6);
             }
-        }
-        let cpu = cpu_s() - cpu0;
-        event("measured");
+            Ok(())
+        })?;
         client.close();
         let med = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied()
         };
-        return Ok(json!({ "cpu_s": cpu, "lat_us": lat, "acquire_median_us": med(&mut acq),
-            "release_median_us": med(&mut rel) }));
+        out["acquire_median_us"] = json!(med(&mut acq));
+        out["release_median_us"] = json!(med(&mut rel));
+        Ok(out)
     }
-    Ok(json!({ "lat_us": lat }))
 }
 
 /// The measurement clock shared by the workers of one run.
@@ -565,6 +540,13 @@ fn list(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let raw = Raw::connect(hosts)?;
     raw.ensure(path)?;
     raw.fill(path, p.num("children", 32) as usize)?;
+    timed(warmup, iters, |_| raw.rt.block_on(raw.zk.list_children(path)).map(drop).map_err(err))
+}
+
+/// Runs `step` `warmup` times, then `iters` times timed (`step` is told
+/// which): each one's time (`lat_us`) and the process's CPU over the timed
+/// ones (`cpu_s`), with the measuring/measured events around them.
+fn timed(warmup: usize, iters: usize, mut step: impl FnMut(bool) -> R<()>) -> R<Value> {
     let mut lat = Vec::with_capacity(iters);
     let mut cpu0 = 0.0;
     for i in 0..warmup + iters {
@@ -573,7 +555,7 @@ fn list(hosts: &str, path: &str, p: &Params) -> R<Value> {
             cpu0 = cpu_s();
         }
         let t = Instant::now();
-        raw.rt.block_on(raw.zk.list_children(path)).map_err(err)?;
+        step(i >= warmup)?;
         if i >= warmup {
             lat.push(t.elapsed().as_secs_f64() * 1e6);
         }
