@@ -611,7 +611,10 @@ impl Lock {
 ///   the pair, or a blocking acquire of the read side by the thread that
 ///   holds the write side (Curator's rule), succeeds at once (the read
 ///   node takes the write node's sequence, so no writer queued behind can
-///   slip in); then release the write guard.
+///   slip in); then release the write guard. A downgrade whose write node
+///   turns out to be gone fails with `LockLost` and makes no read node;
+///   once the write guard is known lost, the thread's read acquire is an
+///   ordinary one and queues like any reader's.
 /// - Read to write **upgrade** by the thread that holds the read side is
 ///   refused with `WouldDeadlock` (waiting for the write lock behind its
 ///   own read node would never end).
