@@ -15,7 +15,8 @@
 //! client's event thread through a napi threadsafe function. Every Promise
 //! is a [`settle::Deferred`]: settled from any thread, and never into an
 //! environment that is gone (a worker terminated while its acquire was in
-//! flight aborted the process with napi-rs's own deferred).
+//! flight aborted the process with napi-rs's own deferred); the work of a
+//! Promise ends with its environment ([`settle::Deferred::abortable`]).
 //!
 //! Errors: [`zk_error`] is the one place that maps the core's `ErrorKind` to
 //! a JavaScript error (`code` = the kind's name, e.g. `"TIMEOUT"`); the
@@ -201,10 +202,14 @@ where
 {
     let (deferred, promise) = settle::Deferred::new(env)?;
     let what = name.to_owned();
+    // Ends with the environment: nobody could see its outcome.
+    let work = deferred.abortable(work);
     drive(Box::pin(async move {
-        let result = AssertUnwindSafe(work).catch_unwind().await.unwrap_or_else(|_| {
-            Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)")))
-        });
+        let result = match AssertUnwindSafe(work).catch_unwind().await {
+            Ok(Ok(result)) => result,
+            Ok(Err(futures_util::future::Aborted)) => return,
+            Err(_) => Err(core::Error::new(core::ErrorKind::Internal, format!("{what} panicked (a bug in zklock)"))),
+        };
         deferred.settle(Box::new(move |env: Env| {
             let value = result.map_err(|e| zk_error(&env, &e))?;
             // SAFETY: runs on the JavaScript thread of `env` (settle.rs).

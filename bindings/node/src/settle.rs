@@ -25,14 +25,29 @@
 //! and aborts it; a settle uses it under the same lock, so no settle uses
 //! it once the hook has run.
 //!
+//! The outcomes wait in a queue of ours, not in Node's: each call of the
+//! function only wakes the JavaScript thread, which takes the oldest. At the teardown
+//! the hook drops what is still queued (a guard in it is released) and
+//! aborts the work still running for a Promise of the environment
+//! ([`Deferred::abortable`]): an acquire nobody can see the end of any more
+//! (a terminated worker's, waiting without a timeout) is cancelled and
+//! leaves no node, where it kept its client, session and queue node alive
+//! for the rest of the process (found by an outside test, as was a read
+//! guard of a downgrade settled into a torn-down worker, never released).
+//!
 //! Threads: [`Deferred::new`] and the callbacks run on the JavaScript
 //! thread of the environment; [`Deferred::settle`] and the drop of a
 //! [`Deferred`] on any thread.
 
 use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
+use std::future::Future;
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use futures_util::future::{AbortHandle, Abortable};
 
 use napi::bindgen_prelude::ToNapiValue;
 use napi::{sys, Env, JsObject, NapiRaw, NapiValue};
@@ -48,6 +63,8 @@ pub(crate) struct Deferred {
     deferred: SendPtr<sys::napi_deferred__>,
     /// Whether a message (the settle, or the drop's) was sent.
     sent: bool,
+    /// The key of its work's abort handle in `Queue::running`.
+    id: u64,
 }
 
 /// One environment's way to its JavaScript thread.
@@ -58,6 +75,13 @@ struct Queue {
     /// the event loop alive while this is not 0. Only read and written on
     /// the JavaScript thread (a `Mutex` only to be `Sync`).
     pending: Mutex<usize>,
+    /// The outcomes on their way to the JavaScript thread.
+    messages: Mutex<VecDeque<Message>>,
+    /// The work of the pending Promises, to abort at the teardown (`None`
+    /// once it has run), by the Promise's id.
+    running: Mutex<Option<HashMap<u64, AbortHandle>>>,
+    /// The next Promise's id.
+    next_id: AtomicU64,
 }
 
 thread_local! {
@@ -80,7 +104,6 @@ unsafe impl<T> Send for SendPtr<T> {}
 struct Message {
     deferred: SendPtr<sys::napi_deferred__>,
     outcome: Option<Outcome>,
-    queue: Arc<Queue>,
 }
 
 fn check(status: sys::napi_status) -> napi::Result<()> {
@@ -101,11 +124,21 @@ impl Queue {
             return Ok(queue);
         }
         let name = env.create_string("zklock")?;
+        let queue = Arc::new(Queue {
+            tsfn: Mutex::new(None),
+            pending: Mutex::new(0),
+            messages: Mutex::new(VecDeque::new()),
+            running: Mutex::new(Some(HashMap::new())),
+            next_id: AtomicU64::new(0),
+        });
+        // The function's own reference (its context), given back by
+        // `finalize` when Node destroys the function.
+        let context = Arc::into_raw(queue.clone()) as *mut c_void;
         let mut tsfn = ptr::null_mut();
         // SAFETY: `raw` is the live environment of this call; no
         // JavaScript function (call_js settles), an unbounded queue, one
         // thread holding it (released by the teardown).
-        check(unsafe {
+        let made = check(unsafe {
             sys::napi_create_threadsafe_function(
                 raw,
                 ptr::null_mut(),
@@ -113,25 +146,33 @@ impl Queue {
                 name.raw(),
                 0,
                 1,
-                ptr::null_mut(),
-                None,
-                ptr::null_mut(),
+                context,
+                Some(finalize),
+                context,
                 Some(call_js),
                 &mut tsfn,
             )
-        })?;
+        });
+        if let Err(e) = made {
+            // SAFETY: not made: its reference comes back here.
+            drop(unsafe { Arc::from_raw(context as *const Queue) });
+            return Err(e);
+        }
         // SAFETY: the function just made, on its JavaScript thread. Nothing
         // is pending yet: it must not keep Node alive.
         unsafe { sys::napi_unref_threadsafe_function(raw, tsfn) };
-        let queue = Arc::new(Queue { tsfn: Mutex::new(Some(SendPtr(tsfn))), pending: Mutex::new(0) });
+        if let Ok(mut slot) = queue.tsfn.lock() {
+            *slot = Some(SendPtr(tsfn));
+        }
         let hook = Arc::into_raw(queue.clone()) as *mut c_void;
         // SAFETY: `hook` is a live `Arc<Queue>` reference, given back by
         // `on_teardown`.
         if let Err(e) = check(unsafe { sys::napi_add_env_cleanup_hook(raw, Some(on_teardown), hook) }) {
             // SAFETY: the hook was not added: take its reference back, and
-            // let the function go.
+            // let the function go (out of the slot first).
             unsafe {
                 drop(Arc::from_raw(hook as *const Queue));
+                drop(queue.tsfn.lock().map(|mut slot| slot.take()));
                 sys::napi_release_threadsafe_function(tsfn, sys::ThreadsafeFunctionReleaseMode::abort);
             }
             return Err(e);
@@ -143,20 +184,22 @@ impl Queue {
     /// Sends `message` to the JavaScript thread, unless the environment is
     /// gone (then it is dropped here). Any thread.
     fn send(&self, message: Message) {
-        let data = Box::into_raw(Box::new(message)) as *mut c_void;
-        let queued = self.tsfn.lock().ok().and_then(|slot| {
-            let SendPtr(tsfn) = slot.as_ref()?;
-            // SAFETY: `tsfn` is live: it is in the slot, and the teardown
-            // takes it under this lock before Node frees it.
-            let status = unsafe {
-                sys::napi_call_threadsafe_function(*tsfn, data, sys::ThreadsafeFunctionCallMode::nonblocking)
-            };
-            (status == sys::Status::napi_ok).then_some(())
-        });
-        if queued.is_none() {
-            // SAFETY: not queued: it will never reach call_js.
-            drop(unsafe { Box::from_raw(data as *mut Message) });
+        let Ok(slot) = self.tsfn.lock() else { return };
+        let Some(SendPtr(tsfn)) = slot.as_ref() else { return };
+        if let Ok(mut messages) = self.messages.lock() {
+            messages.push_back(message);
         }
+        // SAFETY: `tsfn` is live: it is in the slot, and the teardown takes
+        // it under this lock before Node frees it. No data: call_js takes
+        // the queue.
+        unsafe {
+            sys::napi_call_threadsafe_function(*tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking)
+        };
+    }
+
+    /// The queued messages, taken.
+    fn take_messages(&self) -> VecDeque<Message> {
+        self.messages.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
     }
 
     /// Counts a Promise made (`+1`) or done with (`-1`) and keeps the event
@@ -188,17 +231,41 @@ impl Deferred {
         // SAFETY: `raw` is the live environment of this call.
         check(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) })?;
         queue.count(raw, 1);
+        let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `promise` is the value napi_create_promise made.
         let promise = unsafe { JsObject::from_raw_unchecked(raw, promise) };
-        Ok((Deferred { queue, deferred: SendPtr(deferred), sent: false }, promise))
+        Ok((Deferred { queue, deferred: SendPtr(deferred), sent: false, id }, promise))
+    }
+
+    /// `work`, made to end (as `Err(Aborted)`, dropping `work` where it
+    /// runs) when the environment is torn down. Any thread.
+    pub(crate) fn abortable<F: Future>(&self, work: F) -> Abortable<F> {
+        let (handle, registration) = AbortHandle::new_pair();
+        match self.queue.running.lock().ok().as_deref_mut() {
+            Some(Some(running)) => {
+                running.insert(self.id, handle);
+            },
+            // Torn down already.
+            _ => handle.abort(),
+        }
+        Abortable::new(work, registration)
+    }
+
+    /// Forgets this Promise's abort handle (its work has ended).
+    fn done(&self) {
+        if let Ok(mut running) = self.queue.running.lock() {
+            if let Some(running) = running.as_mut() {
+                running.remove(&self.id);
+            }
+        }
     }
 
     /// Settles the Promise with `outcome` (run on the JavaScript thread),
     /// unless its environment is gone. Any thread.
     pub(crate) fn settle(mut self, outcome: Outcome) {
         self.sent = true;
-        let message = Message { deferred: SendPtr(self.deferred.0), outcome: Some(outcome), queue: self.queue.clone() };
-        self.queue.send(message);
+        self.done();
+        self.queue.send(Message { deferred: SendPtr(self.deferred.0), outcome: Some(outcome) });
     }
 }
 
@@ -207,8 +274,8 @@ impl Drop for Deferred {
     /// that a Promise that will never settle does not keep Node alive.
     fn drop(&mut self) {
         if !self.sent {
-            let message = Message { deferred: SendPtr(self.deferred.0), outcome: None, queue: self.queue.clone() };
-            self.queue.send(message);
+            self.done();
+            self.queue.send(Message { deferred: SendPtr(self.deferred.0), outcome: None });
         }
     }
 }
@@ -231,20 +298,47 @@ unsafe extern "C" fn on_teardown(arg: *mut c_void) {
         // this hook (hooks run in reverse order of addition).
         unsafe { sys::napi_release_threadsafe_function(tsfn, sys::ThreadsafeFunctionReleaseMode::abort) };
     }
+    // No settle is sent from here on: drop what is queued (a guard in an
+    // outcome is released by its drop) and end the work still running.
+    drop(queue.take_messages());
+    let running = queue.running.lock().ok().and_then(|mut r| r.take()).unwrap_or_default();
+    for handle in running.into_values() {
+        handle.abort();
+    }
 }
 
-/// A message reaches the JavaScript thread (`env` is null when Node drops
-/// the queue at teardown: nothing is settled then).
-unsafe extern "C" fn call_js(env: sys::napi_env, _js: sys::napi_value, _context: *mut c_void, data: *mut c_void) {
-    // SAFETY: `data` is the `Message` boxed by `Queue::send`, given to
-    // this callback exactly once.
-    let message = unsafe { Box::from_raw(data as *mut Message) };
-    if env.is_null() {
+/// Node destroys the threadsafe function: its reference to the queue goes.
+unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: the reference `Queue::of` made for the function, given back
+    // once.
+    drop(unsafe { Arc::from_raw(data as *const Queue) });
+}
+
+/// The JavaScript thread is woken (`env` is null when Node tears the
+/// function down: the teardown hook has dropped the queue then): settles
+/// the oldest message queued.
+unsafe extern "C" fn call_js(env: sys::napi_env, _js: sys::napi_value, context: *mut c_void, _data: *mut c_void) {
+    if env.is_null() || context.is_null() {
         return;
     }
-    let Message { deferred, outcome, queue } = *message;
+    // SAFETY: `context` is the function's reference to the queue, alive
+    // until `finalize`, which comes after the last call.
+    let queue = unsafe { &*(context as *const Queue) };
+    // One per call (each send made one): the microtasks of one settle run
+    // before the next is settled, as with a function per Promise (an abort
+    // made in a release's continuation must come before a grant that
+    // follows it; `abort.test.js`).
+    let Some(Message { deferred, outcome }) = queue.messages.lock().ok().and_then(|mut m| m.pop_front()) else {
+        return;
+    };
     queue.count(env, -1);
-    let Some(outcome) = outcome else { return };
+    if let Some(outcome) = outcome {
+        settle_one(env, deferred, outcome);
+    }
+}
+
+/// Settles one Promise with `outcome`, on the JavaScript thread of `env`.
+fn settle_one(env: sys::napi_env, deferred: SendPtr<sys::napi_deferred__>, outcome: Outcome) {
     // SAFETY: a live environment on its JavaScript thread.
     let js = unsafe { Env::from_raw(env) };
     // Settling never unwinds into Node: the outcome converts values and

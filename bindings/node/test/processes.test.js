@@ -106,3 +106,21 @@ test('terminating workers with acquires in flight does not take the process down
   })
   assert.match(out, /survived/)
 })
+
+test("a terminated worker's pending acquire leaves no node and no session", async () => {
+  // Its acquire, waiting without a timeout, kept the worker's client,
+  // session and queue node alive for the rest of the process (an outside
+  // test): the environment's teardown now cancels it. The worker's session
+  // timeout is 30 s, so only that can remove the node within the wait.
+  const c = await zk.client()
+  const p = lockPath('worker-pending')
+  const holder = await c.lock(p).acquire()
+  const w = new Worker(path.join(__dirname, 'worker-pending.js'), { workerData: { hosts: zk.connect, path: p } })
+  await new Promise((resolve, reject) => {
+    w.once('message', (m) => (m === 'queued' ? resolve() : reject(new Error(`worker: ${m}`))))
+    w.once('error', reject)
+  })
+  await w.terminate()
+  await waitFor(async () => (await c.participants(p)).length === 1, 10000, "the worker's queue node to go")
+  await holder.release()
+})
