@@ -26,14 +26,16 @@
 //! it once the hook has run.
 //!
 //! The outcomes wait in a queue of ours, not in Node's: each call of the
-//! function only wakes the JavaScript thread, which takes the oldest. At the teardown
-//! the hook drops what is still queued (a guard in it is released) and
-//! aborts the work still running for a Promise of the environment
-//! ([`Deferred::abortable`]): an acquire nobody can see the end of any more
-//! (a terminated worker's, waiting without a timeout) is cancelled and
-//! leaves no node, where it kept its client, session and queue node alive
-//! for the rest of the process (found by an outside test, as was a read
-//! guard of a downgrade settled into a torn-down worker, never released).
+//! function only wakes the JavaScript thread, which takes the oldest. At
+//! the teardown the hook drops what is still queued (a guard in it is
+//! released) and aborts the work still running for a Promise of the
+//! environment ([`Deferred::abortable`]): an acquire nobody can see the end
+//! of any more (a terminated worker's, waiting without a timeout) is
+//! cancelled and leaves no node, where it kept its client, session and
+//! queue node alive for the rest of the process (found by an outside test).
+//! Between `worker.terminate()` and the hook, when JavaScript can no longer
+//! run, an outcome is dropped rather than settled ([`can_run_js`]): making
+//! a guard's object then leaked the guard inside napi-rs.
 //!
 //! Threads: [`Deferred::new`] and the callbacks run on the JavaScript
 //! thread of the environment; [`Deferred::settle`] and the drop of a
@@ -215,11 +217,6 @@ impl Queue {
         };
     }
 
-    /// The queued messages, taken.
-    fn take_messages(&self) -> VecDeque<Message> {
-        self.messages.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
-    }
-
     /// Counts a Promise made (`+1`) or done with (`-1`) and keeps the event
     /// loop alive exactly while some are pending. On the JavaScript thread.
     fn count(&self, env: sys::napi_env, delta: isize) {
@@ -318,7 +315,7 @@ unsafe extern "C" fn on_teardown(arg: *mut c_void) {
     }
     // No settle is sent from here on: drop what is queued (a guard in an
     // outcome is released by its drop) and end the work still running.
-    drop(queue.take_messages());
+    drop(queue.messages.lock().map(|mut m| std::mem::take(&mut *m)));
     let running = queue.running.lock().ok().and_then(|mut r| r.take()).unwrap_or_default();
     for handle in running.into_values() {
         handle.abort();
