@@ -774,6 +774,13 @@ impl Shared {
                     return;
                 }
                 match Self::connect_session(&self.options, &self.hosts).await {
+                    // Closed while this session was being made: it goes at
+                    // once, unannounced (an outside test saw "new session"
+                    // after `close()` had returned).
+                    Ok(s) if self.is_closed() => {
+                        s.close();
+                        return;
+                    },
                     Ok(s) => {
                         log::info!("zklock: new session {:#x}, timeout {:?}", s.id, s.timeout);
                         self.tell(ConnectionState::Connected);
