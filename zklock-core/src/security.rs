@@ -45,7 +45,11 @@ struct AclEntry {
 /// (digest auth, or a TLS client certificate mapped by the server) and none
 /// to anyone else: others can then neither list the queue nor create in it,
 /// nor delete a holder's node (ZooKeeper checks a delete against the
-/// parent's ACL).
+/// parent's ACL). That holds while the lock path exists: it is a container,
+/// deleted by the server some time after its last node goes, and then any
+/// client may make it again with its own ACL. A parent made by the operator
+/// as a persistent node, with an ACL that gives others no create right,
+/// keeps them out for good.
 ///
 /// Every contender of one lock must be allowed to read the others' nodes
 /// (a waiter reads the node it waits on) and to list and create in the lock

@@ -22,7 +22,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{options, server, Raw};
+use common::{options, server, wait_until, Raw};
 use zklock_core::{Acl, Client, ClientOptions, ErrorKind, LockOptions, TlsOptions};
 use zklock_harness::{Cluster, ClusterOptions};
 use zookeeper_client as zk;
@@ -156,13 +156,45 @@ fn a_listed_acl_lets_each_listed_identity_contend() {
         assert_eq!(acl_of(&raw, &format!("/listed/{node}")), spec.split(',').collect::<Vec<_>>());
     }
     assert_eq!(raw.children("/listed").len(), 2, "bob queued behind alice");
+    // world:anyone:r lets a monitor see the queue, not take the lock. Asked
+    // while the lock path has children: once emptied, the server reaps it
+    // (a container) and its ACL with it (see the next test).
+    let monitor = client_as(&hosts, None, Acl::open());
+    assert_eq!(monitor.participants("/listed").unwrap().len(), 2);
+    assert_eq!(monitor.lock("/listed").unwrap().try_acquire().unwrap_err().kind(), ErrorKind::NoAuth);
     let token_a = ga.fencing_token();
     ga.release().unwrap();
     assert!(waiter.join().unwrap() > token_a, "bob got it after alice");
-    // world:anyone:r lets a monitor see the queue, not take the lock.
-    let monitor = client_as(&hosts, None, Acl::open());
-    assert!(monitor.participants("/listed").is_ok());
-    assert_eq!(monitor.lock("/listed").unwrap().try_acquire().unwrap_err().kind(), ErrorKind::NoAuth);
+}
+
+#[test]
+fn an_acl_outlasts_an_emptied_lock_path_only_under_a_parent_that_stays() {
+    // The CI once ran the monitor's acquire above after both releases: the
+    // server had reaped the emptied lock path, the monitor made it again
+    // with its own open ACL and took the lock. What the README advises
+    // against that: a persistent parent whose ACL keeps others out.
+    let zk = server();
+    let hosts = zk.connect_string();
+    let alice_id = digest_id(&hosts, "alice");
+    let acl = Acl::parse(&format!("{alice_id}:cdrwa,world:anyone:r")).unwrap();
+    let alice = client_as(&hosts, Some("alice"), acl);
+    let stranger = client_as(&hosts, None, Acl::open());
+    let raw = Raw::connect(&hosts);
+
+    alice.lock("/reaped").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
+    wait_until("the emptied lock path is reaped", 10 * SEC, || raw.exists("/reaped").is_none());
+    let g = stranger.lock("/reaped").unwrap().try_acquire().unwrap().expect("the lock path is made again, open");
+    g.release().unwrap();
+
+    let raw_alice = raw_as(&hosts, Some("alice"));
+    let kept = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
+    raw_alice.block_on(raw_alice.zk.create("/kept", b"", &kept)).unwrap();
+    alice.lock("/kept/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
+    wait_until("the emptied lock path is reaped", 10 * SEC, || raw_alice.exists("/kept/job").is_none());
+    assert_eq!(stranger.lock("/kept/job").unwrap().try_acquire().unwrap_err().kind(), ErrorKind::NoAuth);
+    assert!(raw_alice.exists("/kept/job").is_none(), "the stranger made nothing");
+    let g = alice.lock("/kept/job").unwrap().acquire(Some(10 * SEC)).unwrap();
+    g.release().unwrap();
 }
 
 #[test]
