@@ -22,7 +22,7 @@ const cpuS = () => {
   return (u.user + u.system) / 1e6
 }
 // A line for the runner (it reads the server's CPU time at these events).
-const say = (o) => require('fs').writeSync(1, JSON.stringify(o) + '\n')
+const say = (o) => require('node:fs').writeSync(1, JSON.stringify(o) + '\n')
 
 async function uncontended() {
   const c = await connect()

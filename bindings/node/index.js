@@ -343,6 +343,7 @@ function setLogger(logger, level) {
 const { Subscription, errorCodes } = native
 const __errorForKind = (i) => convertError(Guard._errorForKind(i))
 const __panicForTest = wrapStatic(Guard._panicForTest)
+const __failNextObjects = wrapStatic(Guard._failNextObjects)
 
 // Only `name` or `name: identifier` entries: Node finds each of them
 // statically, so `import { Client } from 'zklock'` works from ESM too.
@@ -359,4 +360,5 @@ module.exports = {
   errorCodes,
   __errorForKind,
   __panicForTest,
+  __failNextObjects,
 }

@@ -41,14 +41,16 @@
 // JavaScript one), so they link to private items.
 #![allow(rustdoc::private_intra_doc_links)]
 
+use std::ffi::c_void;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, Either, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
+use napi::{sys, Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
 use zklock_core as core;
 
@@ -217,6 +219,93 @@ where
         }));
     }));
     Ok(promise)
+}
+
+/// A native value handed to JavaScript as an instance of its class
+/// ([`Client`], [`Guard`], [`MultiGuard`]: the classes that keep a session
+/// or a lock). napi-rs's own conversion leaks the value when the object
+/// cannot be made, as after `worker.terminate()` from another thread, which
+/// can come after the check in settle.rs that JavaScript can run: a guard
+/// leaked so kept its node, and its client the session, for the rest of the
+/// process (outside test, round 7: `dgterm.js`, a worker terminated while
+/// its `downgrade()` was settled). Here the value is dropped then (a guard
+/// is released, a client closed).
+struct Owned<T>(T);
+
+thread_local! {
+    /// How many of the next objects [`Owned`] makes on this thread are to
+    /// fail (`Guard._failNextObjects`, a test hook).
+    static FAIL_NEXT_OBJECTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A `#[napi]` class whose instances [`Owned`] makes.
+trait Class: Sized {
+    /// The class's JavaScript name, with the NUL napi-rs registers it by.
+    const NAME: &'static str;
+
+    /// napi-rs's making of an instance around `value` (a `Box<Self>`
+    /// pointer), which owns `value` only if it returns `Ok`.
+    ///
+    /// # Safety
+    /// On the JavaScript thread of `env`; `value` from `Box::into_raw`.
+    unsafe fn instance(env: sys::napi_env, value: *mut c_void, ctor: sys::napi_ref) -> napi::Result<sys::napi_value>;
+}
+
+macro_rules! class {
+    ($($t:ident),*) => {$(
+        impl Class for $t {
+            const NAME: &'static str = concat!(stringify!($t), "\0");
+
+            unsafe fn instance(env: sys::napi_env, value: *mut c_void, ctor: sys::napi_ref) -> napi::Result<sys::napi_value> {
+                // SAFETY: as the caller promises (napi-rs's generated maker).
+                unsafe { $t::new_instance(env, value, ctor) }
+            }
+        }
+    )*};
+}
+class!(Client, Guard, MultiGuard);
+
+impl<T: Class> ToNapiValue for Owned<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let Some(ctor) = napi::bindgen_prelude::get_class_constructor(T::NAME) else {
+            return Err(napi::Error::from_reason(format!(
+                "no constructor of class {}",
+                T::NAME.trim_end_matches('\0')
+            )));
+        };
+        let value = Box::into_raw(Box::new(val.0));
+        // The test hook: an exception pending makes napi refuse to make the
+        // object, as after `worker.terminate()`.
+        let fail = FAIL_NEXT_OBJECTS.with(|n| {
+            let left = n.get();
+            n.set(left.saturating_sub(1));
+            left > 0
+        });
+        if fail {
+            // SAFETY: on the JavaScript thread of `env`.
+            unsafe { sys::napi_throw_error(env, ptr::null(), c"test: the object cannot be made".as_ptr()) };
+        }
+        // SAFETY: on the JavaScript thread (settle.rs runs outcomes there);
+        // `value` is ours until the instance owns it.
+        let made = unsafe { T::instance(env, value.cast(), ctor) };
+        if fail {
+            let mut thrown = ptr::null_mut();
+            // SAFETY: as above; the exception thrown for the test goes.
+            unsafe { sys::napi_get_and_clear_last_exception(env, &mut thrown) };
+        }
+        match made {
+            Ok(object) => Ok(object),
+            Err(e) => {
+                // napi-rs leaves its "made by a factory" flag set when the
+                // construction fails.
+                napi::__private::___CALL_FROM_FACTORY.with(|f| f.store(false, std::sync::atomic::Ordering::Relaxed));
+                // SAFETY: not wrapped (every error comes before the wrap
+                // succeeds), so still ours.
+                drop(unsafe { Box::from_raw(value) });
+                Err(e)
+            },
+        }
+    }
 }
 
 /// [`promise`] for a future that only waits for the core's work (an
@@ -503,7 +592,7 @@ impl Client {
             opts = opts.operation_timeout(d);
         }
         let connect = core::Client::connect_async(opts);
-        promise(&env, "connect", async move { connect.await.map(|client| Client { client }) })
+        promise(&env, "connect", async move { connect.await.map(|client| Owned(Client { client })) })
     }
 
     /// An exclusive lock on `path` (compatible with Curator's
@@ -871,8 +960,9 @@ pub struct Guard {
 }
 
 impl Guard {
-    fn new(guard: core::Guard) -> Guard {
-        Guard { guard }
+    /// The guard as the value of a Promise.
+    fn new(guard: core::Guard) -> Owned<Guard> {
+        Owned(Guard { guard })
     }
 
     fn get(&self) -> &core::Guard {
@@ -913,6 +1003,15 @@ impl Guard {
             let raw = <napi::Error as ToNapiValue>::to_napi_value(env.raw(), err)?;
             Ok(<JsUnknown as napi::NapiValue>::from_raw_unchecked(env.raw(), raw))
         }
+    }
+
+    /// Test hook: the next `count` guards, multi-guards or clients that a
+    /// Promise of this thread resolves with cannot be made (as after
+    /// `worker.terminate()`): the Promise rejects, and the value is dropped
+    /// (a guard released, a client closed), never leaked.
+    #[napi(js_name = "_failNextObjects", skip_typescript, catch_unwind)]
+    pub fn fail_next_objects(count: u32) {
+        FAIL_NEXT_OBJECTS.with(|n| n.set(count));
     }
 
     /// Test hook: panics on purpose, where `place` says: `"sync"` in this
@@ -1076,7 +1175,7 @@ impl MultiLock {
     ) -> napi::Result<JsObject> {
         let opts = core_acquire_options(options, token).map_err(|e| zk_error(&env, &e))?;
         let acquire = self.multi.acquire_async(opts);
-        promise_inline(&env, "acquire", async move { acquire.await.map(|guard| MultiGuard { guard }) })
+        promise_inline(&env, "acquire", async move { acquire.await.map(|guard| Owned(MultiGuard { guard })) })
     }
 
     /// Tries each member once: resolves with a `MultiGuard`, or `null`
@@ -1086,7 +1185,7 @@ impl MultiLock {
         let attempt = self.multi.acquire_async(core::AcquireOptions::new().timeout(Some(Duration::ZERO)));
         promise_inline(&env, "tryAcquire", async move {
             match attempt.await {
-                Ok(guard) => Ok(Some(MultiGuard { guard })),
+                Ok(guard) => Ok(Some(Owned(MultiGuard { guard }))),
                 Err(e) if e.kind() == core::ErrorKind::Timeout => Ok(None),
                 Err(e) => Err(e),
             }

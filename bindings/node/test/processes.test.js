@@ -124,3 +124,48 @@ test("a terminated worker's pending acquire leaves no node and no session", asyn
   await waitFor(async () => (await c.participants(p)).length === 1, 10000, "the worker's queue node to go")
   await holder.release()
 })
+
+test('a guard whose object cannot be made is released, never leaked', async () => {
+  // After worker.terminate() from another thread, JavaScript cannot run:
+  // napi-rs then failed to make the guard's object and leaked the guard,
+  // whose node and session stayed for the rest of the process (an outside
+  // test terminated workers while their downgrade() was settled). A test
+  // hook makes the object fail the same way. The client's session timeout
+  // is 30 s, so only the guard's release can remove its node in the wait.
+  const zklock = require('..')
+  const c = await zklock.Client.connect({ hosts: zk.connect, sessionTimeoutMs: 30000 })
+  const other = await zk.client()
+  try {
+    const gone = async (...paths) => {
+      for (const p of paths) if ((await other.participants(p)).length > 0) return false
+      return true
+    }
+    const p = lockPath('unmade')
+    zklock.__failNextObjects(1)
+    await assert.rejects(c.lock(p).acquire({ timeoutMs: 5000 }), /cannot be made|construct/)
+    await waitFor(() => gone(p), 5000, "the unmade guard's node to go")
+
+    const rwPath = lockPath('unmade-rw')
+    const rw = c.readWriteLock(rwPath)
+    const w = await rw.write.acquire({ timeoutMs: 5000 })
+    zklock.__failNextObjects(1)
+    await assert.rejects(w.downgrade(), /cannot be made|construct/)
+    await w.release()
+    await waitFor(() => gone(rwPath), 5000, "the unmade read guard's node to go")
+
+    const [a, b] = [lockPath('unmade-a'), lockPath('unmade-b')]
+    zklock.__failNextObjects(1)
+    await assert.rejects(
+      c.multiLock([{ path: a }, { path: b }]).acquire({ timeoutMs: 5000 }),
+      /cannot be made|construct/,
+    )
+    await waitFor(() => gone(a, b), 5000, "the unmade multi-guard's nodes to go")
+
+    // The next object is made as usual.
+    const g = await c.lock(p).acquire({ timeoutMs: 5000 })
+    await g.release()
+  } finally {
+    zklock.__failNextObjects(0)
+    await c.close()
+  }
+})
