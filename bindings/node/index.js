@@ -200,6 +200,34 @@ for (const [cls, describe] of [
   }
 }
 
+// One 'abort' listener per signal, however many pending acquires share it:
+// each signal's set of cancel tokens. A listener per acquire made Node warn
+// (MaxListenersExceededWarning) from the 11th acquire on one signal (an
+// outside test). Returns the function that stops watching for `token`.
+const abortWatches = new WeakMap()
+
+function watchAbort(signal, token) {
+  let watch = abortWatches.get(signal)
+  if (watch === undefined) {
+    const tokens = new Set()
+    const listener = () => {
+      abortWatches.delete(signal)
+      for (const t of tokens) t.cancel()
+    }
+    signal.addEventListener('abort', listener, { once: true })
+    watch = { tokens, listener }
+    abortWatches.set(signal, watch)
+  }
+  watch.tokens.add(token)
+  return () => {
+    watch.tokens.delete(token)
+    if (watch.tokens.size === 0 && abortWatches.get(signal) === watch) {
+      abortWatches.delete(signal)
+      signal.removeEventListener('abort', watch.listener)
+    }
+  }
+}
+
 function acquireWithSignal(self, nativeAcquire, options, describe) {
   if (options === undefined || options === null) return nativeAcquire.call(self)
   if (typeof options !== 'object') {
@@ -218,21 +246,21 @@ function acquireWithSignal(self, nativeAcquire, options, describe) {
   // This acquire's own cancel token: aborting cancels this call only, and
   // a token cancelled before the call starts still cancels it.
   const token = new native._CancelToken()
-  const onAbort = () => token.cancel()
-  if (signal.aborted) onAbort()
+  let unwatch = () => {}
+  if (signal.aborted) token.cancel()
   // Listen before starting: if the signal throws, no acquire is left
   // running (and rejecting unhandled).
-  else signal.addEventListener('abort', onAbort, { once: true })
+  else unwatch = watchAbort(signal, token)
   let promise
   try {
     promise = nativeAcquire.call(self, nativeOptions, token)
   } catch (e) {
-    signal.removeEventListener('abort', onAbort)
+    unwatch()
     throw e
   }
   return promise.then(
     async (guard) => {
-      signal.removeEventListener('abort', onAbort)
+      unwatch()
       if (signal.aborted) {
         // Granted while the abort was on its way: honour the abort (the
         // caller has moved on and would never release this guard).
@@ -242,7 +270,7 @@ function acquireWithSignal(self, nativeAcquire, options, describe) {
       return guard
     },
     (err) => {
-      signal.removeEventListener('abort', onAbort)
+      unwatch()
       if (err instanceof ZkLockError && err.code === 'CANCELLED' && signal.aborted) {
         throw abortedError(describe(self), signal)
       }

@@ -339,3 +339,46 @@ fn a_poll_after_check_fails_resolves_lost() {
         }
     }
 }
+
+/// An acquire stopped (cancelled, or past its deadline) while its create's
+/// reply is on its way waits for that reply, within the cleanup's grace, so
+/// that the node the create made is deleted before the acquire returns. An
+/// outside test saw the node still listed right after a `CANCELLED`
+/// rejection (the abort came in the same tick as the acquire): the node was
+/// left to a background search. The proxy holds the create's reply until
+/// after the stop.
+#[test]
+fn an_acquire_stopped_with_its_create_on_its_way_deletes_the_node_before_it_returns() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/on-its-way");
+    let proxy = zklock_harness::Proxy::start(zk.client_addr(0)).expect("proxy");
+    let client = Client::connect(options(&proxy.addr().to_string(), 8 * Duration::from_secs(1))).expect("connect");
+    for stop in ["cancel", "deadline"] {
+        let lock = client.lock("/on-its-way").expect("lock");
+        let token = CancelToken::new();
+        let opts = match stop {
+            "cancel" => AcquireOptions::new().cancel_token(token.clone()),
+            _ => AcquireOptions::new().timeout(Some(Duration::from_millis(200))),
+        };
+        proxy.hold_replies_from_next_create();
+        let started = std::time::Instant::now();
+        let acquire = std::thread::spawn(move || lock.acquire_with(&opts));
+        wait_until("the create's reply is held", LONG, || proxy.held_replies() >= 1);
+        assert_eq!(raw.children("/on-its-way").len(), 1, "{stop}: the server made the node");
+        // The reply comes within the grace (250 ms) after the stop.
+        if stop == "cancel" {
+            token.cancel();
+            std::thread::sleep(Duration::from_millis(50));
+        } else {
+            std::thread::sleep(Duration::from_millis(250).saturating_sub(started.elapsed()));
+        }
+        proxy.release_held_replies();
+        let e = acquire.join().expect("acquire thread").expect_err("stopped");
+        let kind = if stop == "cancel" { ErrorKind::Cancelled } else { ErrorKind::Timeout };
+        assert_eq!(e.kind(), kind, "{stop}: {e}");
+        assert!(raw.children("/on-its-way").is_empty(), "{stop}: the node was left behind the acquire's return");
+        assert_eq!(client.pending_cleanups(), 0, "{stop}: nothing left to the background");
+    }
+}

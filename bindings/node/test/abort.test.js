@@ -149,3 +149,46 @@ test('an abort racing with the grant never leaves a guard or a node behind', asy
   }
   assert.equal(granted + cancelled, 30)
 })
+
+test('one AbortSignal shared by many acquires: one listener, no warning, all cancelled', async () => {
+  // A listener per acquire made Node print MaxListenersExceededWarning from
+  // the 11th acquire on one signal (an outside test).
+  const { getEventListeners } = require('node:events')
+  const a = await zk.client()
+  const b = await zk.client()
+  const p = lockPath('abort-shared')
+  const holder = await a.lock(p).acquire()
+  const warnings = []
+  const onWarning = (w) => warnings.push(w)
+  process.on('warning', onWarning)
+  try {
+    const ac = new AbortController()
+    const waiting = Array.from({ length: 30 }, () =>
+      b
+        .lock(p)
+        .acquire({ signal: ac.signal })
+        .then(
+          () => 'granted',
+          (e) => e.code,
+        ),
+    )
+    await waitFor(async () => (await a.participants(p)).length === 31, 10000, 'the 30 acquires to queue')
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1)
+    // A settled acquire stops watching: the others still are.
+    const done = new AbortController()
+    const g = await b.lock(lockPath('abort-shared-free')).acquire({ signal: done.signal })
+    await g.release()
+    assert.equal(getEventListeners(done.signal, 'abort').length, 0)
+    ac.abort()
+    assert.deepEqual(await Promise.all(waiting), Array(30).fill('CANCELLED'))
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0)
+    await sleep(50) // warnings are emitted on a later tick
+    assert.deepEqual(
+      warnings.filter((w) => w.name === 'MaxListenersExceededWarning'),
+      [],
+    )
+  } finally {
+    process.off('warning', onWarning)
+    await holder.release()
+  }
+})
