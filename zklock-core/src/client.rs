@@ -416,13 +416,17 @@ impl Shared {
 
     /// Marks the client closed and closes the session; returns the wait
     /// (up to `wait`) for the server's confirmation, to run on the runtime,
-    /// or `None` if there is nothing to wait for (already closed).
+    /// or `None` if there is no session. Also when the client was closed
+    /// already: a close still on its way must be waited for before the
+    /// runtime goes (a worker ended while its `close()` was in flight
+    /// dropped the client, which shut the runtime down before the session
+    /// was closed: its nodes stayed for the session timeout; outside test).
     fn start_close(&self, wait: Duration) -> Option<impl Future<Output = ()> + Send + 'static> {
-        if self.closed.send_replace(true) {
-            return None;
-        }
+        let first = !self.closed.send_replace(true);
         let session = self.session.borrow().clone()?;
-        session.close();
+        if first {
+            session.close();
+        }
         Some(async move {
             let mut states = session.states();
             let _ = tokio::time::timeout(wait, async {
@@ -817,11 +821,37 @@ impl Drop for ClientInner {
             return;
         }
         // Close the session cleanly (its ephemeral nodes go at once rather
-        // than after the session timeout), waiting a moment for the server.
-        self.shared.close_session(Duration::from_secs(1));
-        // Never blocks and never panics, even when dropped inside a runtime.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+        // than after the session timeout), waiting a moment for the server,
+        // then stop the runtime (never blocks, never panics).
+        let runtime = self.runtime.take();
+        // Inside an async runtime (the last guard dropped by a task on
+        // zklock's own runtime, after an aborted downgrade in a terminated
+        // worker, say) the wait cannot block there: it could not wait at all
+        // on zklock's runtime, and the runtime then stopped before the
+        // session was closed, killing the guard's delete (outside test: the
+        // nodes stayed for the session timeout). A thread of its own does
+        // both.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let shared = self.shared.clone();
+            let slot = Arc::new(Mutex::new(runtime));
+            let on_thread = slot.clone();
+            let spawned = std::thread::Builder::new().name("zklock-close".to_owned()).spawn(move || {
+                shared.close_session(Duration::from_secs(1));
+                if let Some(runtime) = on_thread.lock().ok().and_then(|mut r| r.take()) {
+                    runtime.shutdown_background();
+                }
+            });
+            if spawned.is_err() {
+                // No thread: stop without waiting rather than block here.
+                if let Some(runtime) = slot.lock().ok().and_then(|mut r| r.take()) {
+                    runtime.shutdown_background();
+                }
+            }
+        } else {
+            self.shared.close_session(Duration::from_secs(1));
+            if let Some(runtime) = runtime {
+                runtime.shutdown_background();
+            }
         }
     }
 }

@@ -100,6 +100,11 @@ impl Holding {
         }
         let session = self.session.id;
         match state {
+            // The caller closed the client: expected, not a warning (an
+            // outside test saw one per lock a closing worker held).
+            LockState::Lost if self.shared.is_closed() => {
+                log::info!("zklock: lock {} (session {session:#x}) is lost: the client was closed", self.node_path())
+            },
             LockState::Lost => log::warn!("zklock: lock {} (session {session:#x}) is lost", self.node_path()),
             LockState::Suspended => {
                 log::info!("zklock: lock {} (session {session:#x}) is suspended", self.node_path())

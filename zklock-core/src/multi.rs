@@ -72,8 +72,18 @@ impl MultiLock {
             let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
             for lock in &members {
                 // One deadline for the set: each member waits what is left
-                // (zero stays zero: try each once).
-                let left = options.wait_limit().map(|t| t.saturating_sub(started.elapsed()));
+                // (zero stays zero: try each once). A positive timeout stays
+                // a deadline, if one that has passed (1 ns): used up, it
+                // was passed on as zero, which tries once (outside test: a
+                // multi-lock with a tiny timeout was granted, or failed
+                // CONNECTION_LOSS after the operation timeout).
+                let left = options.wait_limit().map(|t| {
+                    if t.is_zero() {
+                        t
+                    } else {
+                        t.saturating_sub(started.elapsed()).max(Duration::from_nanos(1))
+                    }
+                });
                 match lock.acquire_async(options.clone().timeout(left)).await {
                     Ok(guard) => taken.push(guard),
                     Err(e) => {

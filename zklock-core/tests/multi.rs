@@ -138,3 +138,23 @@ fn bad_members_are_refused_at_once() {
     assert_eq!(kind(c.multi_lock(&[("/p", LockMode::Leader)])), ErrorKind::InvalidArgument);
     assert_eq!(kind(c.multi_lock(&[("/p", LockMode::Exclusive), ("p", LockMode::Exclusive)])), ErrorKind::InvalidPath);
 }
+
+/// A positive timeout, however small, is a deadline for a multi-lock too,
+/// never "try once": each member was given what was left of it, and a
+/// timeout used up was passed on as zero (an outside test had a multi-lock
+/// with a 1 ns timeout granted on free locks, where a lock times out).
+#[test]
+fn a_tiny_positive_timeout_is_a_deadline_for_a_multi_lock_too() {
+    let zk = server();
+    let client = connect(&zk.connect_string());
+    let members = [("/tiny/a", LockMode::Exclusive), ("/tiny/b", LockMode::Exclusive)];
+    let multi = client.multi_lock(&members).expect("multi-lock");
+    for timeout in [Duration::from_nanos(1), Duration::from_micros(1)] {
+        let e = multi.acquire(Some(timeout)).expect_err("a deadline that has passed");
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{timeout:?}: {e}");
+    }
+    // Zero still tries once, and a free multi-lock is taken.
+    let g = multi.acquire(Some(Duration::ZERO)).expect("tried once, free");
+    g.release().expect("released");
+    assert!(queue(&client, "/tiny/a").is_empty() && queue(&client, "/tiny/b").is_empty());
+}

@@ -169,3 +169,30 @@ test('a guard whose object cannot be made is released, never leaked', async () =
     await c.close()
   }
 })
+
+test('a worker ended while its close() or downgrade() is on its way leaves no node', async () => {
+  // Its nodes stayed for the whole session timeout: the client, dropped at
+  // the teardown, stopped its runtime before the session's close went out
+  // (an outside test: 2 to 7 of 20 workers). The session timeout is 30 s,
+  // so only a clean close can remove the nodes within the wait.
+  const c = await zk.client()
+  for (const what of ['close', 'downgrade']) {
+    const base = lockPath(`worker-ending-${what}`)
+    const paths = Array.from({ length: 20 }, (_, i) => `${base}/${i}`)
+    await Promise.all(
+      paths.map(
+        (p, i) =>
+          new Promise((resolve, reject) => {
+            const w = new Worker(path.join(__dirname, 'worker-ending.js'), {
+              workerData: { hosts: zk.connect, path: p, what, delay: i % 4 },
+            })
+            w.once('message', () => w.terminate())
+            w.once('error', reject)
+            w.once('exit', resolve)
+          }),
+      ),
+    )
+    const left = async () => (await Promise.all(paths.map((p) => c.participants(p)))).flat()
+    await waitFor(async () => (await left()).length === 0, 10000, `the ${what} workers' nodes to go`)
+  }
+})
