@@ -272,6 +272,16 @@ function groups() {
     call: (ctx) => ctx.client.lock(freshPath('free')).acquire({ timeoutMs: 5e-324 }),
     expect: zkErr('TIMEOUT'),
   })
+  // The same for a multi-lock, whose members share the deadline (an
+  // outside test had it granted: the time left was passed on as zero).
+  for (const v of [5e-324, 0.005]) {
+    g.acquireTimeouts.push({
+      name: `multiLock acquire timeoutMs: ${v} on free locks times out`,
+      call: (ctx) =>
+        ctx.client.multiLock([{ path: freshPath('free') }, { path: freshPath('free') }]).acquire({ timeoutMs: v }),
+      expect: zkErr('TIMEOUT'),
+    })
+  }
   const accepted = [0, -0, 5000, 1e12, 1e12 + 1, 1e23, 1e300, Number.MAX_VALUE, Infinity, undefined, null]
   for (const v of accepted) {
     const label = Object.is(v, -0) ? '-0' : String(v)

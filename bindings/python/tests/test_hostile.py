@@ -411,6 +411,17 @@ def test_timeouts_that_try_once(client: zklock.Client, hosts: str, path: str, va
         assert check(lambda: client.lock(path).acquire(timeout=value), OK) is True
 
 
+@pytest.mark.parametrize("value", [1e-12, 5e-324, 5e-6], ids=short)
+def test_a_tiny_timeout_is_a_deadline_for_a_multi_lock(client: zklock.Client, path: str, value: Any) -> None:
+    # Its members share the deadline; the time left was passed on as zero,
+    # which tries once, and the free multi-lock was granted (outside test).
+    multi = client.multi_lock([path + "/a", path + "/b"])
+    assert check(lambda: multi.acquire(timeout=value), OK) is False
+    lock = client.lock(path + "/a")
+    assert lock.acquire(blocking=False) is True
+    lock.release()
+
+
 # ---- Misuse: after close(), twice, asyncio -------------------------------------
 
 
