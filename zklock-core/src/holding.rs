@@ -578,7 +578,8 @@ impl Guard {
     /// without the lock; our node is cleaned up all the same); `NoAuth` if
     /// ZooKeeper refused to delete our node (an ACL without the delete
     /// right): the guard is released, but the node stays, and others wait,
-    /// until the session ends.
+    /// until the session ends; `Closed` if the client was closed before or
+    /// while the release was on its way (the node goes with the session).
     pub fn release(&self) -> Result<ReleaseStatus> {
         match self.begin_release()? {
             Releasing::Done(out) => out,
@@ -693,6 +694,14 @@ impl Deleting {
                      the lock is held until the session ends (close the client)",
                     h.node_path()
                 ),
+            )),
+            // Closed while the release was on its way: the close took the
+            // session, and the node with it. Not a loss that the critical
+            // section could have run into (an outside test got LOCK_LOST
+            // for a release and a close made in the same tick).
+            (None, Deletion::Gone) if h.shared.is_closed() => Err(Error::new(
+                ErrorKind::Closed,
+                format!("releasing {}: the client was closed meanwhile; the node went with the session", h.node_path()),
             )),
             (None, Deletion::Gone) => Err(Error::new(
                 ErrorKind::LockLost,

@@ -382,3 +382,24 @@ fn an_acquire_stopped_with_its_create_on_its_way_deletes_the_node_before_it_retu
         assert_eq!(client.pending_cleanups(), 0, "{stop}: nothing left to the background");
     }
 }
+
+/// A release on its way when the client is closed ends as released or
+/// `Closed`, never `LockLost`: the close took the node with the session,
+/// nothing was lost before the release (an outside test got LOCK_LOST for
+/// a release and a close made in the same tick, in every language).
+#[test]
+fn a_release_overtaken_by_close_is_not_a_lost_lock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    for _ in 0..10 {
+        let client = connect(&hosts);
+        let guard = client.lock("/release-close").expect("lock").acquire(Some(LONG)).expect("acquired");
+        let release = guard.release_async();
+        client.close();
+        if let Err(e) = block_on(release) {
+            assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        }
+        assert!(raw.children("/release-close").is_empty());
+    }
+}
