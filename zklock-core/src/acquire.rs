@@ -444,10 +444,7 @@ impl Attempt {
             match made {
                 Made::Node(stat, seq) => {
                     self.unknown_create = false;
-                    let name = match seq {
-                        Some(seq) => format!("{}{seq}", self.name_prefix),
-                        None => create_path[ctx.path.len() + 1..].to_owned(),
-                    };
+                    let name = self.made_name(seq, &create_path);
                     // A create inside a transaction may come back without
                     // its Stat (ZOOKEEPER-4026, ZOOKEEPER-4667): read it.
                     let stat = if stat.is_invalid() {
@@ -527,6 +524,15 @@ impl Attempt {
         }
     }
 
+    /// The name of the node our create made at `create_path`: with the
+    /// sequence the server appended, or as chosen (a downgrade's read node).
+    fn made_name(&self, seq: Option<zk::CreateSequence>, create_path: &str) -> String {
+        match seq {
+            Some(seq) => format!("{}{seq}", self.name_prefix),
+            None => create_path.rsplit('/').next().unwrap_or_default().to_owned(),
+        }
+    }
+
     /// The acquire was cancelled or ran out of time with its create on its
     /// way: wait for the create's reply (at most [`CLEANUP_GRACE`]), so
     /// that the cleanup deletes the node it made before the caller hears
@@ -547,11 +553,7 @@ impl Attempt {
         self.grace_end = Some(grace_end);
         match tokio::time::timeout_at(grace_end, create).await {
             Ok(Made::Node(stat, seq)) => {
-                let name = match seq {
-                    Some(seq) => format!("{}{seq}", self.name_prefix),
-                    None => create_path.rsplit('/').next().unwrap_or_default().to_owned(),
-                };
-                self.node = Some(OwnNode { name, czxid: stat.czxid });
+                self.node = Some(OwnNode { name: self.made_name(seq, create_path), czxid: stat.czxid });
                 self.unknown_create = false;
             },
             // Nothing was made.

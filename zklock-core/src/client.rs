@@ -823,35 +823,36 @@ impl Drop for ClientInner {
         // Close the session cleanly (its ephemeral nodes go at once rather
         // than after the session timeout), waiting a moment for the server,
         // then stop the runtime (never blocks, never panics).
-        let runtime = self.runtime.take();
+        let Some(runtime) = self.runtime.take() else { return };
+        let shared = self.shared.clone();
+        let finish = move |runtime: tokio::runtime::Runtime| {
+            shared.close_session(Duration::from_secs(1));
+            runtime.shutdown_background();
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            finish(runtime);
+            return;
+        }
         // Inside an async runtime (the last guard dropped by a task on
         // zklock's own runtime, after an aborted downgrade in a terminated
-        // worker, say) the wait cannot block there: it could not wait at all
-        // on zklock's runtime, and the runtime then stopped before the
+        // worker, say) the wait cannot block here: on zklock's runtime it
+        // did not wait at all, and the runtime then stopped before the
         // session was closed, killing the guard's delete (outside test: the
         // nodes stayed for the session timeout). A thread of its own does
-        // both.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            let shared = self.shared.clone();
-            let slot = Arc::new(Mutex::new(runtime));
-            let on_thread = slot.clone();
-            let spawned = std::thread::Builder::new().name("zklock-close".to_owned()).spawn(move || {
-                shared.close_session(Duration::from_secs(1));
-                if let Some(runtime) = on_thread.lock().ok().and_then(|mut r| r.take()) {
-                    runtime.shutdown_background();
-                }
-            });
-            if spawned.is_err() {
-                // No thread: stop without waiting rather than block here.
-                if let Some(runtime) = slot.lock().ok().and_then(|mut r| r.take()) {
-                    runtime.shutdown_background();
-                }
+        // both; the runtime goes to it once it runs.
+        let (tx, rx) = mpsc::channel();
+        let spawned = std::thread::Builder::new().name("zklock-close".to_owned()).spawn(move || {
+            if let Ok(runtime) = rx.recv() {
+                finish(runtime);
             }
-        } else {
-            self.shared.close_session(Duration::from_secs(1));
-            if let Some(runtime) = runtime {
-                runtime.shutdown_background();
-            }
+        });
+        let unsent = match spawned {
+            Ok(_) => tx.send(runtime).err().map(|e| e.0),
+            Err(_) => Some(runtime),
+        };
+        // No thread: stop without waiting rather than block here.
+        if let Some(runtime) = unsent {
+            runtime.shutdown_background();
         }
     }
 }

@@ -191,6 +191,10 @@ impl CancelToken {
 pub struct AcquireOptions {
     timeout: Option<Duration>,
     cancel: Option<CancelToken>,
+    /// The deadline itself, when the caller has one already (a multi-lock's
+    /// members share theirs); else the positive `timeout` counts from the
+    /// call. Not for a try-once (zero) timeout.
+    until: Option<Instant>,
 }
 
 impl AcquireOptions {
@@ -204,6 +208,7 @@ impl AcquireOptions {
     /// represent as a deadline is no limit.
     pub fn timeout(mut self, timeout: Option<Duration>) -> AcquireOptions {
         self.timeout = timeout;
+        self.until = None;
         self
     }
 
@@ -217,6 +222,13 @@ impl AcquireOptions {
     /// The wait limit given to [`AcquireOptions::timeout`].
     pub(crate) fn wait_limit(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// These options with `until` as the deadline of a positive timeout
+    /// (see the field).
+    pub(crate) fn until(mut self, until: Option<Instant>) -> AcquireOptions {
+        self.until = until;
+        self
     }
 }
 
@@ -530,7 +542,7 @@ impl Lock {
             deadline: if try_once {
                 Instant::now().checked_add(shared.options.operation_timeout)
             } else {
-                timeout.and_then(|t| Instant::now().checked_add(t))
+                options.until.or_else(|| timeout.and_then(|t| Instant::now().checked_add(t)))
             },
             try_once,
             downgrade,

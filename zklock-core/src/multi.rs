@@ -69,22 +69,16 @@ impl MultiLock {
         let members = self.members.clone();
         let started = Instant::now();
         async move {
+            // One deadline for the set, shared by every member (zero stays
+            // zero: try each once). Passing each what was left of it, a
+            // used-up timeout became zero, which tries once (outside test:
+            // a multi-lock with a tiny timeout was granted, or failed
+            // CONNECTION_LOSS after the operation timeout).
+            let deadline = options.wait_limit().filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
+            let options = options.until(deadline);
             let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
             for lock in &members {
-                // One deadline for the set: each member waits what is left
-                // (zero stays zero: try each once). A positive timeout stays
-                // a deadline, if one that has passed (1 ns): used up, it
-                // was passed on as zero, which tries once (outside test: a
-                // multi-lock with a tiny timeout was granted, or failed
-                // CONNECTION_LOSS after the operation timeout).
-                let left = options.wait_limit().map(|t| {
-                    if t.is_zero() {
-                        t
-                    } else {
-                        t.saturating_sub(started.elapsed()).max(Duration::from_nanos(1))
-                    }
-                });
-                match lock.acquire_async(options.clone().timeout(left)).await {
+                match lock.acquire_async(options.clone()).await {
                     Ok(guard) => taken.push(guard),
                     Err(e) => {
                         let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
