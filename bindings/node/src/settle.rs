@@ -130,9 +130,9 @@ struct Queue {
 }
 
 thread_local! {
-    /// The queue of the environment whose JavaScript thread this is (the
-    /// environment's address with it), until its teardown.
-    static QUEUE: RefCell<Option<(usize, Arc<Queue>)>> = const { RefCell::new(None) };
+    /// The queue of the environment whose JavaScript thread this is, until
+    /// its teardown.
+    static QUEUE: RefCell<Option<Arc<Queue>>> = const { RefCell::new(None) };
 }
 
 /// A raw napi pointer that the guard makes safe to move between threads.
@@ -184,7 +184,7 @@ impl Queue {
     /// first time. On the JavaScript thread.
     fn of(env: &Env) -> napi::Result<Arc<Queue>> {
         let raw = env.raw();
-        let known = QUEUE.with(|q| q.borrow().as_ref().filter(|(e, _)| *e == raw as usize).map(|(_, q)| q.clone()));
+        let known = QUEUE.with(|q| q.borrow().as_ref().filter(|q| q.env == raw as usize).cloned());
         if let Some(queue) = known {
             return Ok(queue);
         }
@@ -265,7 +265,7 @@ impl Queue {
         if let Ok(mut slot) = queue.remove_hook.lock() {
             *slot = Some(SendPtr(remove));
         }
-        QUEUE.with(|q| *q.borrow_mut() = Some((raw as usize, queue.clone())));
+        QUEUE.with(|q| *q.borrow_mut() = Some(queue.clone()));
         Ok(queue)
     }
 
@@ -372,7 +372,7 @@ unsafe extern "C" fn on_teardown(remove: sys::napi_async_cleanup_hook_handle, ar
     let queue = unsafe { Arc::from_raw(arg as *const Queue) };
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
-        if q.as_ref().is_some_and(|(_, known)| Arc::ptr_eq(known, &queue)) {
+        if q.as_ref().is_some_and(|known| Arc::ptr_eq(known, &queue)) {
             *q = None;
         }
     });
