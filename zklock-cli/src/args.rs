@@ -23,18 +23,18 @@ impl Usage {
 }
 
 /// The sections at the end of `zklock --help` and of the man page
-/// zklock(1): title and text.
+/// zklock(1): title and text. Every line of a text, the first too, is
+/// indented by two spaces (a text opened with a `\` line continuation
+/// would lose its first line's indent: the continuation eats it).
 pub(crate) const SECTIONS: [(&str, &str); 5] = [
     (
         "DURATIONS",
-        "\
-  1m30s, 500ms, 10s, 2h, 1h 15m, 0.5s (humantime), or a plain number of
+        "  1m30s, 500ms, 10s, 2h, 1h 15m, 0.5s (humantime), or a plain number of
   seconds as flock(1) takes them (2, 2.5).",
     ),
     (
         "ENVIRONMENT",
-        "\
-  ZKLOCK_HOSTS             the connect string when --hosts is absent
+        "  ZKLOCK_HOSTS             the connect string when --hosts is absent
   ZKLOCK_LOG               level of zklock's log records on stderr: error,
                            warn (default), info, debug, trace or off
   RUST_LOG                 the same when ZKLOCK_LOG is absent (a level, or
@@ -56,8 +56,7 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
     ),
     (
         "LOCK KINDS",
-        "\
-  Without -s or -x, `run` and `hold` take the plain exclusive lock (Curator
+        "  Without -s or -x, `run` and `hold` take the plain exclusive lock (Curator
   InterProcessMutex, nodes `-lock-`). -s and -x are the read and the write
   side of a read/write lock (Curator InterProcessReadWriteLock, nodes
   `__READ__` and `__WRIT__`): -s holders share it, -x excludes everyone.
@@ -69,8 +68,7 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
     ),
     (
         "SIGNALS",
-        "\
-  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 and SIGUSR2 sent to
+        "  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1 and SIGUSR2 sent to
   zklock are forwarded to the command (not those the kernel sent to the
   whole process group, e.g. Ctrl-C: the command got them already, unless
   --process-group put it in a group of its own; one that a user sends to
@@ -100,8 +98,7 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
     ),
     (
         "EXIT STATUS",
-        "\
-  N        the command's exit status (128+N if it was killed by signal N)
+        "  N        the command's exit status (128+N if it was killed by signal N)
   0        `hold`: released after stdin closed or a signal; `list`: listed
   64       usage error (bad option or duration, invalid lock path, no or empty hosts)
   69       cannot connect to ZooKeeper, or a ZooKeeper error before the command ran

@@ -100,3 +100,21 @@ fn completions_name_the_subcommands_and_options() {
     let o = zklock(&d, "none", &["completions"]);
     assert_eq!(o.code, 64, "{o:?}");
 }
+
+#[test]
+fn every_line_of_the_help_sections_is_indented_alike() {
+    let d = Dir::new("help-indent");
+    let o = zklock(&d, "help", &["--help"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let headings = ["DURATIONS", "ENVIRONMENT", "LOCK KINDS", "SIGNALS", "EXIT STATUS"];
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    for heading in headings {
+        let at = lines.iter().position(|l| *l == heading).unwrap_or_else(|| panic!("no {heading}: {}", o.stdout));
+        let body: Vec<&str> =
+            lines[at + 1..].iter().copied().take_while(|l| !headings.contains(l)).filter(|l| !l.is_empty()).collect();
+        assert!(!body.is_empty(), "{heading} has text");
+        for line in body {
+            assert!(line.starts_with("  "), "under {heading}, {line:?} is not indented like the rest:\n{}", o.stdout);
+        }
+    }
+}
