@@ -1,9 +1,10 @@
 """Sphinx configuration of the zklock docs site (`make docs`, scripts/docs.sh).
 
-The pages are this directory's Markdown (MyST): the protocol, the guides,
-a page per language (sections of the README, included rather than copied)
-and the API references; rustdoc and TypeDoc output is copied in beside the
-HTML by scripts/docs.sh.
+The pages are this directory's Markdown (MyST): the overview, a page per
+language, the guides, the reference pages, the protocol and the API
+references; rustdoc and TypeDoc output is copied in beside the HTML by
+scripts/docs.sh. The README is the repository's landing page and is not
+part of the site; it links to these pages.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["requirements.txt"]
 myst_heading_anchors = 3
-# The README's sections start at level 2 inside each language page.
-suppress_warnings = ["myst.header"]
 html_theme = "alabaster"
 html_title = "zklock"
 html_copy_source = False
