@@ -2,9 +2,9 @@
 # docs.sh: `make docs`. Builds the docs site into target/docs/html and checks
 # every link in it that stays inside the site:
 #   - the Sphinx pages of docs/ (MyST Markdown; warnings are errors): the
-#     overview and a page per language (sections of the README, included),
-#     the guides, the protocol, the C header and the Python API (autodoc of
-#     the package installed by `make python-install`);
+#     overview, a page per language, the guides, the reference pages, the
+#     protocol, the C header and the Python API (autodoc of the package
+#     installed by `make python-install`);
 #   - rustdoc of zklock-core (html/rustdoc) and TypeDoc of the Node package's
 #     index.d.ts (html/typedoc);
 #   - LinkChecker over the whole site: every internal link and anchor must
