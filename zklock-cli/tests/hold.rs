@@ -148,8 +148,8 @@ fn hold_exits_70_when_the_lock_is_lost_before_another_is_granted() {
     proxy.heal();
 }
 
-/// The README's bash example: a coprocess holds the lock while the script
-/// works with the token, and closing its stdin releases it.
+/// The bash example of docs/languages/cli.md: a coprocess holds the lock
+/// while the script works with the token, and closing its stdin releases it.
 #[test]
 fn the_coproc_example_holds_while_the_script_works() {
     let zk = server();

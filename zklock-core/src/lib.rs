@@ -31,9 +31,10 @@
 //! with its lock path and session id; install any `log` logger to see them
 //! (the bindings forward them to their language's logging: [`logging`]).
 //!
-//! Guarantees and their limits are described in the README and in the
-//! protocol document; every public item says which errors it returns and on
-//! which thread it may be called.
+//! Guarantees and their limits are described in the docs site's
+//! `docs/guarantees.md` and in the protocol document
+//! (`docs/lock-protocol.md`); every public item says which errors it
+//! returns and on which thread it may be called.
 
 mod acquire;
 mod cleanup;

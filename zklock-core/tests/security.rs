@@ -171,7 +171,7 @@ fn a_listed_acl_lets_each_listed_identity_contend() {
 fn an_acl_outlasts_an_emptied_lock_path_only_under_a_parent_that_stays() {
     // The CI once ran the monitor's acquire above after both releases: the
     // server had reaped the emptied lock path, the monitor made it again
-    // with its own open ACL and took the lock. What the README advises
+    // with its own open ACL and took the lock. What docs/security.md advises
     // against that: a persistent parent whose ACL keeps others out.
     let zk = server();
     let hosts = zk.connect_string();

@@ -398,7 +398,7 @@ def test_timeouts_that_wait_without_limit(client: zklock.Client, hosts: str, pat
 
 
 # (A positive timeout, however small, is a deadline: 1e-12 is 1 ns, not
-# "try once"; see the README's input rules.)
+# "try once"; see docs/input-rules.md.)
 @pytest.mark.parametrize("value", [0, 0.0, Fraction(0), Index(0)], ids=short)
 def test_timeouts_that_try_once(client: zklock.Client, hosts: str, path: str, value: Any) -> None:
     assert client.lock(path, timeout=value).timeout == 0
