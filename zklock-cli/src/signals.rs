@@ -11,6 +11,12 @@
 //! still end zklock; the command then gets SIGKILL from the kernel
 //! ([`kill_with_parent`]).
 //!
+//! A signal that is ignored when zklock starts (SIGINT and SIGQUIT for
+//! `zklock run ... &` in a script, SIGHUP under `nohup`) stays ignored,
+//! by zklock and by the command, which inherits that: an ignored signal
+//! cannot end zklock, and the command runs as it would without zklock.
+//! SIGCONT is the exception ([`start`]).
+//!
 //! The command does not inherit the handler: `exec` resets handled signals
 //! to their default action, and zklock's signal mask is never changed.
 
@@ -96,15 +102,35 @@ pub(crate) struct Received {
     pub(crate) to_group: bool,
 }
 
-/// Installs the handler for [`HANDLED`] and starts the thread that passes
-/// each signal received to `on_signal`, until it returns false. From then
-/// on these signals no longer end zklock by themselves.
+/// Whether `sig` is ignored (`SIG_IGN`) in this process.
+fn ignored(sig: i32) -> bool {
+    // SAFETY: sigaction with no new action only writes the current one to
+    // `old`, a valid sigaction of ours (all-zero is a valid value of it).
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// The signals of [`HANDLED`] that zklock handles here: those not ignored
+/// when it starts (they stay ignored, for the command too), and SIGCONT
+/// always (it continues a stopped process whatever its disposition, so
+/// ignoring it only hid from zklock the SIGCONT it must pass on to a
+/// command it stopped).
+fn to_handle() -> Vec<i32> {
+    HANDLED.into_iter().filter(|&sig| sig == SIGCONT || !ignored(sig)).collect()
+}
+
+/// Installs the handler for [`HANDLED`] but those ignored (see
+/// [`to_handle`]) and starts the thread that passes each signal received
+/// to `on_signal`, until it returns false. From then on these signals no
+/// longer end zklock by themselves.
 ///
 /// # Errors
 /// The OS error if the handler cannot be installed or the thread cannot
 /// start.
 pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io::Result<()> {
-    let mut signals = SignalsInfo::<WithOrigin>::new(HANDLED)?;
+    let mut signals = SignalsInfo::<WithOrigin>::new(to_handle())?;
     std::thread::Builder::new().name("zklock-signals".into()).spawn(move || {
         for origin in signals.forever() {
             if !on_signal(Received { signal: origin.signal, to_group: origin.cause == Cause::Kernel }) {

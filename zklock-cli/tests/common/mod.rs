@@ -131,19 +131,66 @@ impl Drop for Run {
     }
 }
 
+/// The signals whose disposition the tests rely on: what zklock handles,
+/// and what the tests' commands trap or die of.
+const SIGNALS: [i32; 11] = [
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGTERM,
+    libc::SIGALRM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+    libc::SIGCONT,
+];
+
+/// Makes `cmd` start with the default action for [`SIGNALS`], but `ignore`
+/// ignored, whatever the test process inherited: `make test &` leaves
+/// SIGINT and SIGQUIT ignored, and `exec` passes that on (Rust's `Command`
+/// resets only SIGPIPE and the signal mask).
+pub fn signal_dispositions(cmd: &mut Command, ignore: &[i32]) {
+    use std::os::unix::process::CommandExt as _;
+    let ignore = ignore.to_vec();
+    // SAFETY: the closure runs between fork and exec and calls only
+    // sigaction (async-signal-safe) on a sigaction value of its own; it
+    // does not allocate (`ignore` was copied before the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in SIGNALS {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = if ignore.contains(&sig) { libc::SIG_IGN } else { libc::SIG_DFL };
+                if libc::sigaction(sig, &action, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Starts `zklock ARGS` with `$D` = the test directory and extra `env`;
 /// `ZKLOCK_HOSTS`, the other `ZKLOCK_*` options and `RUST_LOG` are never
-/// inherited; stdin is empty.
+/// inherited; stdin is empty; the signals tests send have their default
+/// action ([`signal_dispositions`]).
 pub fn spawn(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    spawn_io(dir, name, args, env, Stdio::null())
+    spawn_io(dir, name, args, env, Stdio::null(), &[])
 }
 
 /// [`spawn`] with stdin a pipe from the test ([`Run::stdin`]).
 pub fn spawn_with_stdin(dir: &Dir, name: &str, args: &[&str]) -> Run {
-    spawn_io(dir, name, args, &[], Stdio::piped())
+    spawn_io(dir, name, args, &[], Stdio::piped(), &[])
 }
 
-fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Run {
+/// [`spawn`] with the signals `ignore` ignored, as a shell leaves SIGINT
+/// and SIGQUIT for a background job, or `nohup` SIGHUP.
+pub fn spawn_ignoring(dir: &Dir, name: &str, args: &[&str], ignore: &[i32]) -> Run {
+    spawn_io(dir, name, args, &[], Stdio::null(), ignore)
+}
+
+fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: Stdio, ignore: &[i32]) -> Run {
     let out = dir.path(&format!("{name}.stdout"));
     let err = dir.path(&format!("{name}.stderr"));
     let mut cmd = Command::new(bin());
@@ -170,7 +217,60 @@ fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: S
     for (k, v) in env {
         cmd.env(k, v);
     }
+    signal_dispositions(&mut cmd, ignore);
     Run { child: cmd.spawn().unwrap(), out, err }
+}
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `D`,
+/// `T`, `Z`...), `None` if there is no such process.
+pub fn proc_state(pid: i32) -> Option<char> {
+    stat_fields(&format!("/proc/{pid}/stat")).map(|(state, _, _)| state)
+}
+
+/// The state, parent pid and process group of the process whose stat file
+/// is `path`.
+fn stat_fields(path: &str) -> Option<(char, i32, i32)> {
+    let st = fs::read_to_string(path).ok()?;
+    // After the command name (in parentheses, which it may contain).
+    let mut rest = st.rsplit_once(") ")?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+/// Whether no process of the process group `pgid` can run: it has members
+/// and each is stopped (`T`), or is a shell waiting in its vfork for a
+/// child of the group that is stopped before its exec (`D` with a stopped
+/// child: dash starts commands with vfork, and a stop signal to the group
+/// that comes in between stops the child and leaves the parent in `D`
+/// until the child goes on).
+pub fn group_stopped(pgid: i32) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else { return false };
+    let members: Vec<(i32, char, i32)> = entries
+        .filter_map(|e| {
+            let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            let (state, ppid, pgrp) = stat_fields(&format!("/proc/{pid}/stat"))?;
+            (pgrp == pgid).then_some((pid, state, ppid))
+        })
+        .collect();
+    !members.is_empty()
+        && members.iter().all(|&(pid, state, _)| {
+            state == 'T' || (state == 'D' && members.iter().any(|&(_, s, ppid)| ppid == pid && s == 'T'))
+        })
+}
+
+/// Whether every thread of process `pid` is stopped (`T`): SIGSTOP stops
+/// the threads one by one.
+pub fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    let states: Vec<Option<char>> = tasks
+        .map(|t| {
+            let t = t.ok()?;
+            stat_fields(&format!("/proc/{pid}/task/{}/stat", t.file_name().to_str()?)).map(|(s, _, _)| s)
+        })
+        .collect();
+    !states.is_empty() && states.iter().all(|s| *s == Some('T'))
 }
 
 /// Runs `zklock ARGS` to the end (at most 30 s).
