@@ -36,7 +36,7 @@ demo: export MATURIN_PEP517_ARGS = --profile dev
 
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
-test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-node-package test-demo
+test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-node-package test-docs test-demo
 	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
 
 ## docs: the docs site in target/docs/html (Sphinx pages of docs/, rustdoc,
@@ -61,6 +61,30 @@ test-rust:
 # Node tests; make builds each prerequisite once per run).
 test-demo: demo-workers
 	$(CARGO) run --locked -p zklock-core --example demo
+
+# ---- The docs' code blocks --------------------------------------------------
+.PHONY: test-docs doctest-wheel
+
+## test-docs: every code block of README.md and docs/**/*.md run against a real
+## ZooKeeper (tests/docs/doctest.py): rust (built against zklock-core), c (with
+## libzklock), python (on the oldest and the newest Python the package claims),
+## js (on Node 18, 20 and 22), sh (the zklock command on PATH), toml, sql.
+## A block says its language; `<!-- doctest: skip-run: REASON -->` or
+## `<!-- doctest: fails: TEXT -->` on the line before a fence changes what is
+## asked of it. tests/docs/test_doctest.py tests the runner itself. One block:
+## `target/python-venv/bin/python tests/docs/doctest.py --only README.md:149`
+test-docs: deps ffi node doctest-wheel
+	$(CARGO) build --locked -p zklock-cli -p zklock-harness
+	$(PYVENV)/bin/python -m pytest -q tests/docs
+	@mkdir -p target
+	set -o pipefail; $(PYVENV)/bin/python tests/docs/doctest.py 2>&1 | tee target/test-docs.log
+
+# The Python blocks' package: one abi3 wheel (dev profile, like the demo's
+# build; installed into a venv of each Python version the blocks run on).
+doctest-wheel: python-venv
+	rm -rf target/doctest/wheels
+	PATH="$(CURDIR)/$(PYVENV)/bin:$$PATH" $(PYVENV)/bin/maturin build --quiet --profile dev --locked \
+	  -m bindings/python/Cargo.toml -o target/doctest/wheels
 
 # ---- Demo workers: libzklock + the C worker, zklock in the venv, the Node addon
 DEMO_DIR := target/demo

@@ -112,3 +112,22 @@ if ! cmp -s "$root/bindings/node/package-lock.json" "$root/bindings/node/node_mo
   (cd "$root/bindings/node" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.zklock-lock-stamp)
 fi
 echo "install-deps: node $(node --version), npm $(npm --version 2>/dev/null)"
+
+# The docs' js blocks (`make test-docs`) run on every Node major the package
+# claims: besides the system node, 18 and 22, the official linux-x64 builds
+# as the npm registry ships them (scripts/node-versions, pinned with their
+# integrity in its package-lock.json), into target/node-versions.
+if ! $demo_only; then
+  node_versions="$root/target/node-versions"
+  if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ]; then
+    if ! cmp -s "$root/scripts/node-versions/package-lock.json" "$node_versions/node_modules/.zklock-lock-stamp" 2>/dev/null; then
+      echo "install-deps: Node 18 and 22 into $node_versions (npm ci)"
+      mkdir -p "$node_versions"
+      cp "$root/scripts/node-versions/package.json" "$root/scripts/node-versions/package-lock.json" "$node_versions/"
+      (cd "$node_versions" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.zklock-lock-stamp)
+    fi
+    echo "install-deps: for the docs' js blocks also node $("$node_versions/node_modules/node18/bin/node" --version) and $("$node_versions/node_modules/node22/bin/node" --version)"
+  else
+    echo "install-deps: Node 18 and 22 for the docs' js blocks come only for linux x86_64; here they run on the system node alone"
+  fi
+fi
