@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import threading
 import uuid
@@ -24,6 +25,11 @@ import zklock
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS = Path(os.environ.get("ZKHARNESS", ROOT / "target" / "debug" / "zkharness"))
 
+#: The longest the harness may take to start its servers or to answer a
+#: command (``restart`` waits until the server serves): past it the test
+#: fails instead of hanging the run.
+HARNESS_WAIT = 180.0
+
 
 class Harness:
     """A running ``zkharness serve --proxy``: connect strings and commands.
@@ -31,7 +37,7 @@ class Harness:
 
     def __init__(self, *args: str) -> None:
         if not HARNESS.exists():
-            subprocess.run(["cargo", "build", "--locked", "-p", "zklock-harness"], cwd=ROOT, check=True)
+            subprocess.run(["cargo", "build", "--locked", "-p", "zklock-harness"], cwd=ROOT, check=True, timeout=1800)
         self.proc = subprocess.Popen(
             [str(HARNESS), "serve", "--proxy", *args],
             stdin=subprocess.PIPE,
@@ -39,8 +45,11 @@ class Harness:
             text=True,
             bufsize=1,
         )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        # Its answers are read by a thread of their own, so that every
+        # wait for one has a time limit (_answer).
+        self._answers: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        line = self._answer()
         info = json.loads(line) if line else {"ok": False, "error": "no output"}
         if not info.get("ok"):
             self.proc.kill()
@@ -55,13 +64,31 @@ class Harness:
         self.tls_dir: Optional[str] = info.get("tls_dir")
         self._lock = threading.Lock()
 
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._answers.put(line)
+        self._answers.put("")  # end of output
+
+    def _answer(self) -> str:
+        """The harness's next line ("" once its output ended); fails (and
+        kills it) if none comes within :data:`HARNESS_WAIT`."""
+        try:
+            line = self._answers.get(timeout=HARNESS_WAIT)
+        except queue.Empty:
+            self.proc.kill()
+            raise RuntimeError("zkharness did not answer within %s s (killed)" % HARNESS_WAIT) from None
+        if not line:
+            self._answers.put("")
+        return line
+
     def command(self, line: str) -> Dict[str, Any]:
         """Sends one command and returns its JSON answer (fails unless ok)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         with self._lock:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
-            answer: Dict[str, Any] = json.loads(self.proc.stdout.readline())
+            answer: Dict[str, Any] = json.loads(self._answer() or '{"ok": false, "error": "the harness ended"}')
         if not answer.get("ok"):
             raise RuntimeError("zkharness %r: %s" % (line, answer.get("error")))
         return answer

@@ -56,7 +56,10 @@ def test_processes_exclude_each_other(hosts: str, path: str, tmp_path: Path) -> 
     marker = str(tmp_path / "inside")
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(3) as pool:
-        results = pool.starmap(process_contender, [(hosts, path, marker, 6, n) for n in range(3)], chunksize=1)
+        # A time limit: a worker that hangs fails the test (leaving the
+        # pool terminates the workers) instead of hanging the run.
+        work = pool.starmap_async(process_contender, [(hosts, path, marker, 6, n) for n in range(3)], chunksize=1)
+        results = work.get(timeout=120)
     turns = sum(r[0] for r in results)
     violations = [v for r in results for v in r[2]]
     tokens = sorted(t for r in results for t in r[1])

@@ -1,20 +1,22 @@
-"""Blocking waits release the GIL and honour Ctrl-C (a real SIGINT)."""
+"""Blocking waits release the GIL and honour Ctrl-C (a real SIGINT).
+
+The children run through :class:`support.Child`: SIGINT raises
+KeyboardInterrupt in them even when the test run itself was started with
+SIGINT ignored (``make test &`` from a script), and every read of their
+output and every wait for their end has a time limit.
+"""
 
 from __future__ import annotations
 
 import random
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import zklock
-from support import wait_for
+from support import Child, wait_for
 
-CHILD = textwrap.dedent(
-    """
+CHILD = """
     import sys, zklock
     hosts, path = sys.argv[1:3]
     zk = zklock.Client(hosts)
@@ -30,41 +32,27 @@ CHILD = textwrap.dedent(
         zk.close()
         print("BYE", flush=True)
     """
-)
 
 
 def test_ctrl_c_cancels_a_blocked_acquire_and_leaves_no_node(
     client: zklock.Client, observer: zklock.Client, hosts: str, path: str
 ) -> None:
-    with client.lock(path):
-        child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, hosts, path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert child.stdout is not None and child.stdin is not None
-            assert child.stdout.readline().strip() == "WAITING"
-            wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
-            time.sleep(0.2)  # well inside the blocking wait
-            sent = time.monotonic()
-            child.send_signal(signal.SIGINT)
-            line = child.stdout.readline().strip()
-            assert line == "INTERRUPTED 1 held=False", line
-            assert time.monotonic() - sent < 3, "Ctrl-C took too long to interrupt the wait"
-            # Seen from another client while the child's session is alive:
-            # only our holder's node is left.
-            parts = observer.participants(path)
-            assert [p.session_id for p in parts] == [client.session_id]
-            child.stdin.write("\n")
-            child.stdin.flush()
-            assert child.stdout.readline().strip() == "BYE"
-            assert child.wait(10) == 0
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+    with client.lock(path), Child(CHILD, hosts, path) as child:
+        assert child.line() == "WAITING"
+        wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
+        time.sleep(0.2)  # well inside the blocking wait
+        sent = time.monotonic()
+        child.proc.send_signal(signal.SIGINT)
+        line = child.line()
+        assert line == "INTERRUPTED 1 held=False", line
+        assert time.monotonic() - sent < 3, "Ctrl-C took too long to interrupt the wait"
+        # Seen from another client while the child's session is alive:
+        # only our holder's node is left.
+        parts = observer.participants(path)
+        assert [p.session_id for p in parts] == [client.session_id]
+        child.send("\n")
+        assert child.line() == "BYE"
+        assert child.wait(10) == 0
 
 
 def test_blocking_acquire_releases_the_gil(client: zklock.Client, hosts: str, path: str) -> None:
@@ -83,8 +71,7 @@ def test_blocking_acquire_releases_the_gil(client: zklock.Client, hosts: str, pa
             assert count > 10000, "the waiting thread held the GIL (only %d iterations)" % count
 
 
-RACE_CHILD = textwrap.dedent(
-    """
+RACE_CHILD = """
     import sys, zklock
     hosts, path = sys.argv[1:3]
     zk = zklock.Client(hosts)
@@ -100,7 +87,6 @@ RACE_CHILD = textwrap.dedent(
     sys.stdin.readline()
     zk.close()
     """
-)
 
 
 def test_ctrl_c_while_the_grant_is_on_its_way_leaves_nothing_held(
@@ -114,34 +100,21 @@ def test_ctrl_c_while_the_grant_is_on_its_way_leaves_nothing_held(
     lock = client.lock(path)
     for round_, lead in enumerate([0.0, 0.005, 0.01, 0.02, 0.03, 0.04] * 2):
         assert lock.acquire(timeout=5)
-        child = subprocess.Popen(
-            [sys.executable, "-c", RACE_CHILD, hosts, path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert child.stdout is not None and child.stdin is not None
-            assert child.stdout.readline().strip() == "WAITING"
+        with Child(RACE_CHILD, hosts, path) as child:
+            assert child.line() == "WAITING"
             wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
             time.sleep(0.1)
-            child.send_signal(signal.SIGINT)
+            child.proc.send_signal(signal.SIGINT)
             time.sleep(lead)
             lock.release()
-            line = child.stdout.readline().strip()
+            line = child.line()
             assert line in ("INTERRUPTED held=False nodes=0", "ACQUIRED True held=True nodes=1"), (round_, lead, line)
-            child.stdin.write("\n")
-            child.stdin.flush()
-            child.wait(10)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+            child.send("\n")
+            assert child.wait(10) == 0
         wait_for(lambda: observer.participants(path) == [], what="the child's session to end")
 
 
-WITH_CHILD = textwrap.dedent(
-    """
+WITH_CHILD = """
     import sys, zklock
     hosts, path = sys.argv[1:3]
     zk = zklock.Client(hosts)
@@ -164,7 +137,6 @@ WITH_CHILD = textwrap.dedent(
             break
     zk.close()
     """
-)
 
 
 def test_ctrl_c_anywhere_around_a_with_block_never_leaves_the_lock_held(hosts: str, path: str) -> None:
@@ -174,31 +146,19 @@ def test_ctrl_c_anywhere_around_a_with_block_never_leaves_the_lock_held(hosts: s
     # and the block, or on entering __exit__ before the release); with
     # them in Python again, 2,500 interrupts found it in 3 runs of 4 at
     # 1,000.
-    child = subprocess.Popen(
-        [sys.executable, "-c", WITH_CHILD, hosts, path],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     rng = random.Random(7)
     leaks = []
-    try:
-        assert child.stdout is not None and child.stdin is not None
+    with Child(WITH_CHILD, hosts, path) as child:
         for i in range(2500):
-            assert child.stdout.readline().strip() == "READY"
+            assert child.line() == "READY"
             time.sleep(rng.random() * 0.004)
-            child.send_signal(signal.SIGINT)
-            line = child.stdout.readline().strip()
+            child.proc.send_signal(signal.SIGINT)
+            line = child.line()
             if line != "KI held=False nodes=0":
                 leaks.append((i, line))
             last = i == 2499 or bool(leaks)
-            child.stdin.write("quit\n" if last else "go\n")
-            child.stdin.flush()
+            child.send("quit\n" if last else "go\n")
             if last:
                 break
         assert child.wait(10) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert not leaks, leaks
