@@ -28,21 +28,21 @@ export interface ConnectOptions {
    * 10000; the server may negotiate another within its bounds). Held
    * locks are lost when the session expires.
    * Must be > 0 and at most 3600000 (one hour), else `INVALID_ARGUMENT`
-   * (README, "Timeouts").
+   * (docs/input-rules.md).
    */
   sessionTimeoutMs?: number
   /**
    * How long `connect` may try before it fails with `CONNECTION_LOSS`, in
    * milliseconds (default 15000).
    * Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
-   * (README, "Timeouts").
+   * (docs/input-rules.md).
    */
   connectTimeoutMs?: number
   /**
    * The longest a single ZooKeeper request may take, in milliseconds
    * (default 10000). Bounds `release()`, `participants()` and `close()`.
    * Must be > 0 and at most 86400000 (one day), else `INVALID_ARGUMENT`
-   * (README, "Timeouts").
+   * (docs/input-rules.md).
    */
   operationTimeoutMs?: number
   /**
@@ -136,7 +136,7 @@ export interface AcquireOptions {
    * absent or `Infinity` waits without limit. One deadline covers every
    * wait and retry.
    * More than 1e12 (about 31.7 years) waits without limit too; NaN or
-   * negative is `INVALID_ARGUMENT` (README, "Timeouts").
+   * negative is `INVALID_ARGUMENT` (docs/input-rules.md).
    */
   timeoutMs?: number
 }
