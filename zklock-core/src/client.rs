@@ -19,15 +19,20 @@ use crate::listeners::{Listeners, Subscription};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
 use crate::nodelay;
-use crate::security::{Acl, TlsOptions, Verdict};
+use crate::security::{split_host_port, Acl, TlsOptions, Verdict};
 use crate::validate::{
     option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
 
-/// How long the TLS probe waits for each server's handshake.
+/// How long the TLS probe waits for each server's handshake, and the
+/// refusal probe for each address's TCP connect (or a name's lookup).
 const PROBE_PATIENCE: Duration = Duration::from_secs(3);
+
+/// How long a first connect runs before the refusal probe starts: a server
+/// that answers at once is never probed.
+const REFUSAL_GRACE: Duration = Duration::from_millis(100);
 
 /// Options for [`Client::connect`].
 #[derive(Clone, Debug)]
@@ -68,7 +73,11 @@ impl ClientOptions {
     }
 
     /// How long [`Client::connect`] may try before it fails with
-    /// [`ErrorKind::ConnectionLoss`].
+    /// [`ErrorKind::ConnectionLoss`]. A connect where every server of the
+    /// connect string refuses the TCP connection (nothing listens on its
+    /// port), has no route, or has a name that does not resolve fails at
+    /// once, naming them; a server that is only slow, or whose packets are
+    /// dropped, is waited for until this timeout.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -512,7 +521,11 @@ impl Shared {
         Ok(())
     }
 
-    async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
+    /// Opens a session, trying until the connect timeout. With `fail_fast`
+    /// (the client's first connect), a probe of our own beside it fails the
+    /// connect at once, naming them, when every server refuses the TCP
+    /// connection (or has no address): see [`refusals`].
+    async fn connect_session(options: &ClientOptions, hosts: &str, fail_fast: bool) -> Result<Arc<Session>> {
         // The protocol counts in milliseconds: a shorter timeout (any
         // positive one is valid) asks for 1 ms, which the server
         // negotiates up to its minimum.
@@ -544,6 +557,11 @@ impl Shared {
                 hosts.split('/').next().unwrap_or_default().split(',').map(str::to_owned).collect();
             probe = Some(tokio::task::spawn_blocking(move || check.check(&servers, PROBE_PATIENCE)));
         }
+        // The ZooKeeper client retries a refused connection until its
+        // timeout and then says only that it could not connect: a TCP
+        // probe of our own says at once that nothing listens there.
+        let mut refusal = fail_fast.then(|| Box::pin(refusals(hosts.to_owned(), REFUSAL_GRACE, PROBE_PATIENCE)));
+        let mut refused: Option<String> = None;
         let secure = options.tls.is_some();
         let mut tls_doubt: Option<String> = None;
         let deadline = Instant::now() + options.connect_timeout;
@@ -566,6 +584,8 @@ impl Shared {
             tokio::pin!(attempt);
             let outcome = loop {
                 tokio::select! {
+                    // A connect that succeeds wins over any probe.
+                    biased;
                     outcome = &mut attempt => break outcome,
                     verdict = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
                         probe = None;
@@ -578,6 +598,17 @@ impl Shared {
                             Ok(Verdict::Works) | Err(_) => {},
                         }
                     },
+                    found = async { refusal.as_mut().expect("guarded").await }, if refusal.is_some() => {
+                        refusal = None;
+                        match found {
+                            Refusals::All(why) => return Err(Error::new(
+                                ErrorKind::ConnectionLoss,
+                                format!("could not connect to {}: {why}", shown(hosts)),
+                            )),
+                            Refusals::Some(why) => refused = Some(why),
+                            Refusals::None => {},
+                        }
+                    },
                 }
             };
             let last = match outcome {
@@ -588,9 +619,14 @@ impl Shared {
             };
             if Instant::now() >= deadline {
                 let tls = tls_doubt.as_deref().map(|why| format!("; TLS: {why}")).unwrap_or_default();
+                let refused = refused.as_deref().map(|why| format!("; {why}")).unwrap_or_default();
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!("could not connect to {} within {:?} ({last}{tls})", shown(hosts), options.connect_timeout),
+                    format!(
+                        "could not connect to {} within {:?} ({last}{refused}{tls})",
+                        shown(hosts),
+                        options.connect_timeout
+                    ),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -777,7 +813,9 @@ impl Shared {
                 if self.is_closed() {
                     return;
                 }
-                match Self::connect_session(&self.options, &self.hosts).await {
+                // No refusal probe: while the servers refuse, this loop retries
+                // anyway (a quick failure would only log more often).
+                match Self::connect_session(&self.options, &self.hosts, false).await {
                     // Closed while this session was being made: it goes at
                     // once, unannounced (an outside test saw "new session"
                     // after `close()` had returned).
@@ -883,7 +921,10 @@ impl Client {
     /// # Errors
     /// `InvalidArgument` / `InvalidPath` for a malformed connect string or
     /// option; `ConnectionLoss` when no server answered within the connect
-    /// timeout; `ZooKeeper` for other server refusals (e.g. failed auth).
+    /// timeout, or at once when every server refused the connection
+    /// ("connection refused by HOST:PORT", see
+    /// [`ClientOptions::connect_timeout`]); `ZooKeeper` for other server
+    /// refusals (e.g. failed auth).
     pub fn connect(options: ClientOptions) -> Result<Client> {
         let (client, first) = Client::start(options)?;
         client.shared().block_on(first)??;
@@ -958,7 +999,7 @@ impl Client {
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let first = async move {
-            let session = Shared::connect_session(&shared.options, &shared.hosts).await?;
+            let session = Shared::connect_session(&shared.options, &shared.hosts, true).await?;
             shared.session.send_replace(Some(session.clone()));
             tokio::spawn(shared.clone().supervise(session.clone()));
             log::info!(
@@ -1257,6 +1298,139 @@ impl Client {
         }
     }
 }
+
+/// What the refusal probe found of the servers of a connect string.
+#[derive(Debug, PartialEq, Eq)]
+enum Refusals {
+    /// No server can be connected to (refused, no route, no address): why, as
+    /// `connection refused by A and B; C: ...`.
+    All(String),
+    /// Some did, others accepted it or gave no answer within the probe's
+    /// patience: why for those that refused.
+    Some(String),
+    /// None refused.
+    None,
+}
+
+/// What the refusal probe found of one server.
+enum Found {
+    /// An address accepted the connection: the ZooKeeper client may well
+    /// connect there.
+    Accepted,
+    /// An address, or the name's lookup, gave no answer in time (a
+    /// firewall that drops packets, a slow resolver), or failed in a way
+    /// that says nothing: the ZooKeeper client's connect is waited for.
+    Unknown,
+    /// Every address refused the connection (nothing listens on the port).
+    Refused,
+    /// Every address failed at once, not all by refusal (no route, network
+    /// down), or the name does not resolve: why.
+    Unreachable(String),
+}
+
+/// Tries a TCP connection to every address of every server of `hosts` (a
+/// validated connect string; at most [`MAX_PROBED_SERVERS`] different
+/// servers, else nothing is tried), after `grace` (a client that connects
+/// sooner drops this future, and the servers never see the probe), each
+/// address and each name lookup within `patience`. A server counts as
+/// unreachable when every one of its addresses refused the connection or
+/// failed at once for want of a route, or when its name does not resolve:
+/// what the ZooKeeper client meets too, and retries until the connect
+/// timeout. A server is reachable when one address accepts (the
+/// connection is closed at once, before ZooKeeper's handshake), and
+/// unknown when one gives no answer within `patience`.
+async fn refusals(hosts: String, grace: Duration, patience: Duration) -> Refusals {
+    tokio::time::sleep(grace).await;
+    let mut servers: Vec<String> = Vec::new();
+    for server in hosts.split('/').next().unwrap_or_default().split(',') {
+        if !servers.iter().any(|s| s == server) {
+            servers.push(server.to_owned());
+        }
+    }
+    if servers.len() > MAX_PROBED_SERVERS {
+        return Refusals::None;
+    }
+    let mut probes = tokio::task::JoinSet::new();
+    for (i, server) in servers.iter().cloned().enumerate() {
+        probes.spawn(async move { (i, probe_server(&server, patience).await) });
+    }
+    let mut found: Vec<(usize, Found)> = Vec::new();
+    while let Some(done) = probes.join_next().await {
+        match done {
+            Ok(one) => found.push(one),
+            Err(_) => found.push((usize::MAX, Found::Unknown)),
+        }
+    }
+    // In the order of the connect string.
+    found.sort_by_key(|(i, _)| *i);
+    let refused: Vec<String> =
+        found.iter().filter(|(_, f)| matches!(f, Found::Refused)).map(|(i, _)| servers[*i].clone()).collect();
+    let mut why = Vec::new();
+    if !refused.is_empty() {
+        why.push(format!("connection refused by {}", listed(&refused)));
+    }
+    for (i, f) in &found {
+        if let Found::Unreachable(reason) = f {
+            why.push(format!("{}: {reason}", servers[*i]));
+        }
+    }
+    let answered = found.iter().any(|(_, f)| matches!(f, Found::Unknown | Found::Accepted));
+    match (why.is_empty(), answered) {
+        (true, _) => Refusals::None,
+        (false, false) => Refusals::All(why.join("; ")),
+        (false, true) => Refusals::Some(why.join("; ")),
+    }
+}
+
+/// A TCP connection to each address of `server` (`host[:port]` or
+/// `[ipv6][:port]`, ZooKeeper's port 2181 by default), each within
+/// `patience`, as is its name's lookup.
+async fn probe_server(server: &str, patience: Duration) -> Found {
+    use std::io::ErrorKind as Io;
+    let Some((host, port)) = split_host_port(server) else { return Found::Unknown };
+    let addrs: Vec<std::net::SocketAddr> =
+        match tokio::time::timeout(patience, tokio::net::lookup_host((host, port))).await {
+            Err(_) => return Found::Unknown,
+            Ok(Err(e)) => return Found::Unreachable(format!("the name does not resolve ({e})")),
+            Ok(Ok(addrs)) => addrs.collect(),
+        };
+    if addrs.is_empty() {
+        return Found::Unreachable("the name has no address".to_owned());
+    }
+    let mut failures = Vec::new();
+    let mut all_refused = true;
+    for addr in &addrs {
+        match tokio::time::timeout(patience, tokio::net::TcpStream::connect(addr)).await {
+            Err(_) => return Found::Unknown,
+            Ok(Ok(_accepted)) => return Found::Accepted,
+            Ok(Err(e)) if e.kind() == Io::ConnectionRefused => failures.push(format!("{addr}: connection refused")),
+            Ok(Err(e)) if matches!(e.kind(), Io::HostUnreachable | Io::NetworkUnreachable | Io::AddrNotAvailable) => {
+                all_refused = false;
+                failures.push(format!("{addr}: {e}"));
+            },
+            Ok(Err(_)) => return Found::Unknown,
+        }
+    }
+    if all_refused {
+        Found::Refused
+    } else {
+        Found::Unreachable(failures.join(", "))
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The most servers the refusal probe tries (a connect string may name
+/// thousands, each a lookup and a connection): beyond it, the connect
+/// timeout is waited for as before.
+const MAX_PROBED_SERVERS: usize = 64;
 
 /// A session's identities as `scheme:id`, comma-separated, for messages.
 fn shown_identities(ids: &[(String, String)]) -> String {

@@ -631,7 +631,7 @@ pub(crate) enum Verdict {
 }
 
 /// `host[:port]` or `[ipv6][:port]` split (ZooKeeper's port by default).
-fn split_host_port(server: &str) -> Option<(&str, u16)> {
+pub(crate) fn split_host_port(server: &str) -> Option<(&str, u16)> {
     const DEFAULT_PORT: u16 = 2181;
     let server = server.trim();
     let (host, port) = match server.strip_prefix('[') {

@@ -311,6 +311,11 @@ fn tls_refuses_a_wrong_ca_a_wrong_name_and_a_plaintext_port_saying_why() {
     refused(tls_options(&secure, TlsOptions::ca_file(certs.other_ca())), 6 * SEC, &["TLS", "UnknownIssuer"]);
     let port = secure.rsplit_once(':').unwrap().1;
     refused(tls_options(&format!("localhost:{port}"), TlsOptions::ca_file(certs.ca())), 6 * SEC, &["TLS", "localhost"]);
+    // Nothing listens on the TLS port: said at once, naming it, long before
+    // the connect timeout of 30 s (issue 30).
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let opts = tls_options(&format!("127.0.0.1:{free}"), TlsOptions::ca_file(certs.ca())).connect_timeout(30 * SEC);
+    refused(opts, 10 * SEC, &[&format!("connection refused by 127.0.0.1:{free}")]);
     // A plaintext port: the handshake is cut off; after the connect timeout.
     let opts = tls_options(&zk.connect_string(), TlsOptions::ca_file(certs.ca())).connect_timeout(3 * SEC);
     refused(opts, 10 * SEC, &["secureClientPort"]);

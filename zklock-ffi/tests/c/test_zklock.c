@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2007,6 +2009,43 @@ static int test_tls(void) {
     return 0;
 }
 
+/* A loopback port that nothing listens on (bound, then let go), or 0. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Nothing listens: zklock_client_new fails with CONNECTION_LOSS naming the
+ * address, long before the 30 s connect timeout (issue 30). */
+static int test_connect_refused(void) {
+    int port = free_port();
+    CHECK(port > 0);
+    char hosts[64], says[96];
+    snprintf(hosts, sizeof hosts, "127.0.0.1:%d", port);
+    snprintf(says, sizeof says, "connection refused by 127.0.0.1:%d", port);
+    zklock_client_options opts;
+    zklock_client_options_init(&opts, sizeof opts);
+    opts.connect_timeout_ms = 30000;
+    zklock_client *zk = NULL;
+    double t0 = now_s();
+    EXPECT_MSG(ZKLOCK_CONNECTION_LOSS, says, zklock_client_new(hosts, &opts, &zk, &err));
+    double took = now_s() - t0;
+    CHECK(zk == NULL);
+    if (took >= 10.0) FAIL("refused, yet it waited %.1f s of the 30 s connect timeout", took);
+    return 0;
+}
+
 static const struct test TESTS[] = {
     {"version_and_code_names", test_version_and_code_names},
     {"bad_input", test_bad_input},
@@ -2029,6 +2068,7 @@ static const struct test TESTS[] = {
     {"leader_example_takeover", test_leader_example_takeover},
     {"acl_creator_and_no_auth", test_acl_creator_and_no_auth},
     {"tls", test_tls},
+    {"connect_refused", test_connect_refused},
 };
 
 int main(int argc, char **argv) {
