@@ -210,15 +210,24 @@ def extract(texts: Path, files: Sequence[str], report: Report) -> List[Block]:
 # ---- Running ------------------------------------------------------------------
 
 
+def block_env(**extra: str) -> Dict[str, str]:
+    """The environment of a block: ours without ZKLOCK_*, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZKLOCK_")}
+    env.update(extra)
+    return env
+
+
 def run(
     cmd: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None, timeout: float = TIMEOUT
 ) -> Tuple[Optional[int], str]:
     """Runs ``cmd`` in a process group of its own; (exit code, stdout+stderr).
-    On timeout the group is killed and the code is None."""
+    On timeout the group is killed and the code is None. ``env`` defaults to
+    ours without ZKLOCK_* (a block must not lean on the runner's settings,
+    e.g. ZKLOCK_HOSTS or the harness's ZKLOCK_TEST_CONNECT)."""
     proc = subprocess.Popen(
         list(cmd),
         cwd=cwd,
-        env=env,
+        env=block_env() if env is None else env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -494,7 +503,7 @@ def run_sh(blocks: List[Block], connect: str, scratch: Scratch, report: Report) 
     cli = TARGET / "debug" / "zklock"
     if blocks and not cli.exists():
         raise SystemExit("doctest: %s is missing: cargo build -p zklock-cli" % cli)
-    env = dict(os.environ, PATH="%s:%s" % (cli.parent, os.environ.get("PATH", "")))
+    env = block_env(PATH="%s:%s" % (cli.parent, os.environ.get("PATH", "")))
     for b in blocks:
         d = scratch.new()
         (d / "block.sh").write_text(b.source(connect))
@@ -644,11 +653,13 @@ def rust_crate(blocks: List[Block], connect: str, crate: Path) -> Path:
     src = crate / "src" / "bin"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
-    lock = (ROOT / "Cargo.lock").read_text()
-    if not (crate / "Cargo.lock").exists() or "zklock-core" not in (crate / "Cargo.lock").read_text():
-        (crate / "Cargo.lock").write_text(lock)
+    # The workspace's lock: the same versions, and nothing to fetch (the
+    # crate's own entry is all cargo adds).
+    shutil.copyfile(ROOT / "Cargo.lock", crate / "Cargo.lock")
     root_toml = tomllib.loads((ROOT / "Cargo.toml").read_text())
-    tokio_req = tomllib.loads((ROOT / "zklock-core/Cargo.toml").read_text())["dependencies"]["tokio"]["version"]
+    # tokio as zklock-core has it (the runtime, macros, time, sync, net).
+    tokio = tomllib.loads((ROOT / "zklock-core/Cargo.toml").read_text())["dependencies"]["tokio"]
+    tokio_spec = '{ version = "%s", features = %s }' % (tokio["version"], json.dumps(tokio.get("features", [])))
     patches = "\n".join(
         '%s = { path = "%s" }' % (k, ROOT / v["path"])
         for k, v in root_toml.get("patch", {}).get("crates-io", {}).items()
@@ -671,13 +682,13 @@ publish = false
 
 [dependencies]
 zklock-core = { path = "%s" }
-tokio = { version = "%s", features = ["full"] }
+tokio = %s
 
 [patch.crates-io]
 %s
 
 %s"""
-        % (root_toml["workspace"]["package"]["edition"], ROOT / "zklock-core", tokio_req, patches, profiles)
+        % (root_toml["workspace"]["package"]["edition"], ROOT / "zklock-core", tokio_spec, patches, profiles)
     )
     for b in blocks:
         code = b.source(connect)

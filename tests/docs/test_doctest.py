@@ -80,10 +80,14 @@ def test_sh_blocks_run_against_the_server_and_directives_hold(tmp_path: Path) ->
         + "\n"
         + fence("sh", "echo 127.0.0.1:2181; exit 1\n", "fails: 127.0.0.1:2181")
         + "\n"
+        + "\n"
+        + fence("sh", 'test -z "${ZKLOCK_HOSTS-}${ZKLOCK_TEST_CONNECT-}"\n')
+        + "\n"
         + fence("text", "not code\n")
     )
     at = fences(readme)
-    proc = run_docs(tmp_path, readme)
+    # The runner's own ZKLOCK_* settings do not reach the blocks.
+    proc = run_docs(tmp_path, readme, None, ZKLOCK_HOSTS="127.0.0.1:1")
     r = results(proc.stdout)
     assert proc.returncode == 1, proc.stdout
     assert r == {
@@ -96,6 +100,7 @@ def test_sh_blocks_run_against_the_server_and_directives_hold(tmp_path: Path) ->
         "README.md:%d sh" % at[6]: "FAIL",
         # The connect string was replaced: the output has the server's, not the doc's.
         "README.md:%d sh" % at[7]: "FAIL",
+        "README.md:%d sh" % at[8]: "ok",
     }, proc.stdout
     assert "exited with 3" in proc.stdout
     assert "without 'boom' in its output" in proc.stdout
