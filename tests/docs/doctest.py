@@ -105,10 +105,14 @@ class Result:
 class Report:
     results: List[Result] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: Print each result as it comes.
+    echo: bool = True
 
     def add(self, block: Optional[Block], label: str, ok: bool, detail: str = "") -> None:
         r = Result(block, label, ok, detail)
         self.results.append(r)
+        if not self.echo:
+            return
         status = "ok  " if ok else "FAIL"
         print("%s %s%s" % (status, label, "" if ok or not detail else "\n" + indent(detail)), flush=True)
 
@@ -768,20 +772,29 @@ def main() -> int:
     report = Report()
     texts = Path(args.texts).resolve()
     files = markdown_files(texts)
-    blocks = extract(texts, files, report)
-    if args.only:
+    problems = Report(echo=False)
+    blocks = extract(texts, files, problems)
 
-        def picked(b: Block) -> bool:
-            return any(o in (b.file, b.lang, "%s:%d" % (b.file, b.line)) for o in args.only)
+    def picked(label: str) -> bool:
+        """Whether a block or problem labelled "file:line lang ..." is selected."""
+        where = label.split()[0]
+        lang = label.split()[1] if len(label.split()) > 1 else ""
+        return not args.only or any(o in (where.split(":")[0], where, lang) for o in args.only)
 
-        blocks = [b for b in blocks if picked(b)]
-        report.results = []  # a selection reports only on its blocks
+    blocks = [b for b in blocks if picked(b.name)]
+    for p in problems.results:
+        if picked(p.label):
+            report.add(None, p.label, p.ok, p.detail)
     if args.list:
         for b in blocks:
             print(b.name + ("" if b.mode == "run" else " (%s: %s)" % (b.mode, b.arg)))
         return 0
     assert connect is not None
-    print("doctest: %d blocks of %s against ZooKeeper at %s" % (len(blocks), ", ".join(files), connect), flush=True)
+    print(
+        "doctest: %d blocks in %d files (README.md, docs/**/*.md of %s) against ZooKeeper at %s"
+        % (len(blocks), len(files), texts, connect),
+        flush=True,
+    )
     by = {lang: [b for b in blocks if b.lang == lang] for lang in CHECKED}
     scratch = Scratch()
     try:
@@ -795,7 +808,8 @@ def main() -> int:
     finally:
         scratch.close()
     failed = [r for r in report.results if not r.ok]
-    print("\ndoctest: " + "; ".join(report.notes))
+    if report.notes:
+        print("\ndoctest: " + "; ".join(report.notes))
     print(
         "doctest: %d checks, %d failed, in %.0f s (%s)"
         % (len(report.results), len(failed), time.monotonic() - started, platform.machine())
