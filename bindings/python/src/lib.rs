@@ -13,8 +13,11 @@
 //!   start the core call and hand its outcome to a Python `done(ok,
 //!   value)` on the client's event thread, which completes an asyncio
 //!   future through `loop.call_soon_threadsafe`;
-//! - one lock object = one core lock handle with a stack of guards, so
-//!   `with lock: with lock:` re-enters like the core handle does;
+//! - one lock object = one core lock handle with a stack of guards,
+//!   newest last (`release()` pops the newest, whichever thread took
+//!   it); every acquire is its own contender, as in the core: a nested
+//!   `with lock:` on a lock made without `reentrant=True` waits behind
+//!   itself;
 //! - state-change callbacks called on the client's event thread with the
 //!   GIL taken there;
 //! - errors: [`to_py_err`] hands the core's error kind name and message to
@@ -31,7 +34,9 @@
 //!   hang or disturb the parent's session;
 //! - interpreter shutdown: state callbacks stop at the package's atexit
 //!   hook (`_shutdown`), which waits for those already running, so no
-//!   callback enters Python while the interpreter finalizes.
+//!   callback enters Python while the interpreter finalizes; the hook then
+//!   closes every client still alive (`_close_all`, bounded), so a thread
+//!   still waiting or holding at exit leaves no node behind.
 //!
 //! The public, documented API is the pure-Python package `zklock`; this
 //! module's own contract is `_zklock.pyi` (checked by mypy's stubtest).
@@ -43,17 +48,18 @@
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, Error, ErrorKind, Guard, Lock as CoreLock, LockMode, LockOptions, LockState, MultiGuard,
-    MultiLock as CoreMultiLock, PendingAcquire, ReleaseStatus, TlsOptions, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    MultiLock as CoreMultiLock, Participant, PendingAcquire, ReleaseStatus, TlsOptions, MAX_OPTION_TIMEOUT,
+    MAX_SESSION_TIMEOUT,
 };
 
 /// How long a blocking wait sleeps (without the GIL) between two looks at
@@ -269,6 +275,48 @@ fn _shutdown(py: Python<'_>) {
 #[pyfunction]
 fn _after_fork_in_child() {
     RUNNING_CALLBACKS.store(0, Ordering::SeqCst);
+    // The parent's clients are not the child's to close at its exit.
+    locked(&LIVE_CLIENTS).clear();
+    *locked(&EXIT_THREAD) = None;
+}
+
+/// Closes every client of this process still alive (the package's exit
+/// hook, after `_shutdown`): their sessions end now, so their nodes go at
+/// once rather than after the session timeout, also while another thread
+/// still waits in `acquire()` or holds a lock (a daemon thread's objects
+/// are never garbage at exit). Waits without the GIL up to `wait` seconds
+/// in all for the servers to confirm, never longer (a server that does
+/// not answer must not hold up the exit). From then on, threads other than
+/// this one that come back from a zklock wait stay parked rather than
+/// return into Python ([`EXIT_THREAD`]). Clients inherited through
+/// `fork()` are not touched.
+#[pyfunction]
+fn _close_all(py: Python<'_>, wait: f64) {
+    *locked(&EXIT_THREAD) = Some(std::thread::current().id());
+    let clients: Vec<Arc<CoreClient>> = locked(&LIVE_CLIENTS).drain(..).filter_map(|c| c.upgrade()).collect();
+    let wait = Duration::try_from_secs_f64(wait).unwrap_or(Duration::ZERO);
+    py.detach(move || {
+        let deadline = Instant::now() + wait;
+        let (tx, rx) = mpsc::channel();
+        let mut closing = 0;
+        for client in clients.iter().filter(|c| !c.is_closed()) {
+            let tx = tx.clone();
+            if client
+                .spawn_then(client.close_async(), move |()| {
+                    let _ = tx.send(());
+                })
+                .is_ok()
+            {
+                closing += 1;
+            }
+        }
+        for _ in 0..closing {
+            if rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+                break;
+            }
+        }
+        drop(clients);
+    });
 }
 
 /// [`wait_limit`] for the package: the wait of `acquire(blocking,
@@ -332,6 +380,7 @@ where
         });
         call = back;
         if let Some(out) = outcome {
+            park_if_exiting(py);
             return Ok(out);
         }
         if let Err(signal) = py.check_signals() {
@@ -395,6 +444,80 @@ fn lock_options(identifier: Option<&Bound<'_, PyAny>>, reentrant: bool) -> PyRes
     Err(PyTypeError::new_err(format!("identifier must be str, bytes or None, not {}", id.get_type().name()?)))
 }
 
+/// The core's client options from the arguments of `zklock.Client`:
+/// `hosts`, the timeouts `[session, connect, operation]` (by the core's
+/// rule for options), `[auth, sasl, acl]` and the TLS file names `[ca,
+/// cert, key]`. Errors: InvalidArgument / InvalidPath for a bad value
+/// (naming it), TypeError for a wrong type.
+fn client_options(
+    hosts: &Bound<'_, PyAny>,
+    [session_timeout, connect_timeout, operation_timeout]: [&Bound<'_, PyAny>; 3],
+    [auth, sasl, acl]: [Option<&Bound<'_, PyAny>>; 3],
+    [tls_ca, tls_cert, tls_key]: [Option<&Bound<'_, PyAny>>; 3],
+) -> PyResult<ClientOptions> {
+    let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
+    let mut options = ClientOptions::new(hosts)
+        .session_timeout(option_timeout("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)?)
+        .connect_timeout(option_timeout("connect_timeout", connect_timeout, MAX_OPTION_TIMEOUT)?)
+        .operation_timeout(option_timeout("operation_timeout", operation_timeout, MAX_OPTION_TIMEOUT)?);
+    let credentials = |name: &str, pair: &Bound<'_, PyAny>| -> PyResult<(String, String)> {
+        let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair
+            .extract()
+            .map_err(|_| PyTypeError::new_err(format!("{name} must be a (user, password) tuple of str, or None")))?;
+        Ok((
+            text(&format!("{name} user"), &user, ErrorKind::InvalidArgument)?,
+            text(&format!("{name} password"), &password, ErrorKind::InvalidArgument)?,
+        ))
+    };
+    if let Some(auth) = auth {
+        let (user, password) = credentials("auth", auth)?;
+        options = options.digest_auth(user, password);
+    }
+    if let Some(sasl) = sasl {
+        let (user, password) = credentials("sasl", sasl)?;
+        options = options.sasl_digest_md5(user, password);
+    }
+    if let Some(acl) = acl {
+        options = options.acl(Acl::parse(&text("acl", acl, ErrorKind::InvalidArgument)?).map_err(py_err)?);
+    }
+    let file =
+        |name: &str, f: Option<&Bound<'_, PyAny>>| f.map(|f| text(name, f, ErrorKind::InvalidArgument)).transpose();
+    let tls = TlsOptions::from_file_names(
+        file("tls_ca", tls_ca)?.as_deref(),
+        file("tls_cert", tls_cert)?.as_deref(),
+        file("tls_key", tls_key)?.as_deref(),
+    )
+    .map_err(py_err)?;
+    if let Some(tls) = tls {
+        options = options.tls(tls);
+    }
+    Ok(options)
+}
+
+/// Every client this process made, weakly (a client is alive while a
+/// Python object of it, a lock or a multi-lock, is): the package's exit
+/// hook closes those still alive ([`_close_all`]). Emptied in a forked
+/// child: the parent's sessions are not the child's to close.
+static LIVE_CLIENTS: Mutex<Vec<Weak<CoreClient>>> = Mutex::new(Vec::new());
+
+/// Set by [`_close_all`] (interpreter exit) to the thread that runs it:
+/// from then on, every other thread that comes back from a zklock wait
+/// stays parked (without the GIL) instead of returning into Python, as
+/// Python stops daemon threads at exit anyway; a waiter that was told
+/// Closed by the exit's close would otherwise print a traceback.
+static EXIT_THREAD: Mutex<Option<std::thread::ThreadId>> = Mutex::new(None);
+
+/// Parks the calling thread for good (without the GIL) if the interpreter
+/// is exiting ([`EXIT_THREAD`]) and this is not the thread running the exit.
+fn park_if_exiting(py: Python<'_>) {
+    let exiting = *locked(&EXIT_THREAD);
+    if exiting.is_some_and(|t| t != std::thread::current().id()) {
+        py.detach(|| loop {
+            std::thread::park();
+        });
+    }
+}
+
 /// A connection to a ZooKeeper ensemble (one session), the factory of locks.
 ///
 /// Thread-safe: every method may be called from any thread. Blocking calls
@@ -402,7 +525,8 @@ fn lock_options(identifier: Option<&Bound<'_, PyAny>>, reentrant: bool) -> PyRes
 /// `fork()`, it raises Closed (see [`Origin`]).
 #[pyclass(frozen, module = "zklock._zklock")]
 struct Client {
-    inner: Owned<CoreClient>,
+    /// Shared with this client's locks; registered in [`LIVE_CLIENTS`].
+    inner: Owned<Arc<CoreClient>>,
     origin: Origin,
 }
 
@@ -437,42 +561,12 @@ impl Client {
         tls_cert: Option<&Bound<'_, PyAny>>,
         tls_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
-        let mut options = ClientOptions::new(hosts)
-            .session_timeout(option_timeout("session_timeout", session_timeout, MAX_SESSION_TIMEOUT)?)
-            .connect_timeout(option_timeout("connect_timeout", connect_timeout, MAX_OPTION_TIMEOUT)?)
-            .operation_timeout(option_timeout("operation_timeout", operation_timeout, MAX_OPTION_TIMEOUT)?);
-        let credentials = |name: &str, pair: &Bound<'_, PyAny>| -> PyResult<(String, String)> {
-            let (user, password): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
-                PyTypeError::new_err(format!("{name} must be a (user, password) tuple of str, or None"))
-            })?;
-            Ok((
-                text(&format!("{name} user"), &user, ErrorKind::InvalidArgument)?,
-                text(&format!("{name} password"), &password, ErrorKind::InvalidArgument)?,
-            ))
-        };
-        if let Some(auth) = auth {
-            let (user, password) = credentials("auth", auth)?;
-            options = options.digest_auth(user, password);
-        }
-        if let Some(sasl) = sasl {
-            let (user, password) = credentials("sasl", sasl)?;
-            options = options.sasl_digest_md5(user, password);
-        }
-        if let Some(acl) = acl {
-            options = options.acl(Acl::parse(&text("acl", acl, ErrorKind::InvalidArgument)?).map_err(py_err)?);
-        }
-        let file =
-            |name: &str, f: Option<&Bound<'_, PyAny>>| f.map(|f| text(name, f, ErrorKind::InvalidArgument)).transpose();
-        let tls = TlsOptions::from_file_names(
-            file("tls_ca", tls_ca)?.as_deref(),
-            file("tls_cert", tls_cert)?.as_deref(),
-            file("tls_key", tls_key)?.as_deref(),
-        )
-        .map_err(py_err)?;
-        if let Some(tls) = tls {
-            options = options.tls(tls);
-        }
+        let options = client_options(
+            hosts,
+            [session_timeout, connect_timeout, operation_timeout],
+            [auth, sasl, acl],
+            [tls_ca, tls_cert, tls_key],
+        )?;
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.
         let (tx, rx) = mpsc::sync_channel(1);
@@ -482,8 +576,49 @@ impl Client {
         .map_err(py_err)?;
         // Ctrl-C: the client, when it comes, is dropped with the channel.
         let inner = wait_for_outcome(py, rx, |_| {})?.map_err(py_err)?;
-        let origin = Origin::here();
-        Ok(Client { inner: Owned::new(inner, origin), origin })
+        Ok(Client::made(inner))
+    }
+
+    /// Starts a connect for asyncio (`zklock.connect`) with the arguments
+    /// of `Client(...)` and returns at once: no thread waits meanwhile.
+    /// `done(ok, value)` is called exactly once on the new client's event
+    /// thread with the GIL: `(True, client)` once a server answered,
+    /// `(False, exception)` otherwise (ConnectionLoss after
+    /// `connect_timeout`, ZooKeeperError, NoAuth). Raises at once (and
+    /// never calls `done`) for bad arguments, as `Client(...)` does. If
+    /// nobody waits for the client any more, the caller closes it
+    /// (`close_start`).
+    #[staticmethod]
+    #[pyo3(signature = (hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, tls_ca, tls_cert, tls_key, done))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of zklock.connect
+    fn connect_start(
+        hosts: &Bound<'_, PyAny>,
+        session_timeout: &Bound<'_, PyAny>,
+        connect_timeout: &Bound<'_, PyAny>,
+        operation_timeout: &Bound<'_, PyAny>,
+        auth: Option<&Bound<'_, PyAny>>,
+        sasl: Option<&Bound<'_, PyAny>>,
+        acl: Option<&Bound<'_, PyAny>>,
+        tls_ca: Option<&Bound<'_, PyAny>>,
+        tls_cert: Option<&Bound<'_, PyAny>>,
+        tls_key: Option<&Bound<'_, PyAny>>,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let options = client_options(
+            hosts,
+            [session_timeout, connect_timeout, operation_timeout],
+            [auth, sasl, acl],
+            [tls_ca, tls_cert, tls_key],
+        )?;
+        CoreClient::connect_then(options, move |r| {
+            // Not delivered (the interpreter shuts down): the client is
+            // dropped here, which closes its session.
+            complete(done, move |py| match r {
+                Ok(client) => Ok(Py::new(py, Client::made(client))?.into_any()),
+                Err(e) => Err(to_py_err(py, &e)),
+            });
+        })
+        .map_err(py_err)
     }
 
     /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
@@ -627,27 +762,33 @@ impl Client {
     /// The queue of the lock at `path`, holders first: a list of
     /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
     /// `"reader"` or `"writer"`. Blocks without the GIL.
-    fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
         let client = CoreClient::clone(&self.inner);
         let list = py.detach(move || client.participants(&path)).map_err(|e| to_py_err(py, &e))?;
-        list.into_iter()
-            .map(|p| {
-                let kind = p.kind.name().to_ascii_lowercase();
-                PyTuple::new(
-                    py,
-                    [
-                        p.name.into_pyobject(py)?.into_any(),
-                        p.sequence.into_pyobject(py)?.into_any(),
-                        kind.into_pyobject(py)?.into_any(),
-                        PyBool::new(py, p.holds).to_owned().into_any(),
-                        PyBytes::new(py, &p.data).into_any(),
-                        p.session_id.into_pyobject(py)?.into_any(),
-                    ],
-                )
+        participant_tuples(py, list)
+    }
+
+    /// Starts `participants(path)` for asyncio and returns at once:
+    /// `done(ok, value)` is called exactly once on the client's event
+    /// thread with the GIL, `(True, list)` (as `participants` returns it)
+    /// or `(False, exception)` (InvalidPath, Closed, ConnectionLoss,
+    /// LockTimeout). No thread waits meanwhile. Raises at once (and never
+    /// calls `done`) TypeError for a path that is not a str, InvalidPath
+    /// for one that is not valid Unicode, Closed in a forked child.
+    fn participants_start(&self, py: Python<'_>, path: &Bound<'_, PyAny>, done: Py<PyAny>) -> PyResult<()> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let listing = self.inner.participants_async(&path);
+        self.inner
+            .spawn_then(listing, move |out| {
+                complete(done, move |py| match out {
+                    Ok(list) => Ok(participant_tuples(py, list)?.into_any().unbind()),
+                    Err(e) => Err(to_py_err(py, &e)),
+                });
             })
-            .collect()
+            .map_err(|e| to_py_err(py, &e))
     }
 
     /// The id of the current ZooKeeper session (raises Closed after close()
@@ -693,6 +834,29 @@ impl Client {
         py.detach(move || client.close());
     }
 
+    /// Starts `close()` for asyncio and returns at once: the client is
+    /// closed when this returns (locks lost, waiting acquires fail with
+    /// Closed); `done(True, None)` is called once on the client's event
+    /// thread when the server confirmed the close or the operation timeout
+    /// passed. Returns True, or False (and never calls `done`) in a forked
+    /// child, where it does nothing (the session is the parent's). The
+    /// client is kept alive until `done`, so that dropping it meanwhile
+    /// never waits for the server on the caller's thread.
+    fn close_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<bool> {
+        if self.origin.forked() {
+            return Ok(false);
+        }
+        let client = Arc::clone(&self.inner);
+        let closing = client.close_async();
+        self.inner
+            .spawn_then(closing, move |()| {
+                complete(done, |py| Ok(py.None()));
+                drop(client);
+            })
+            .map_err(|e| to_py_err(py, &e))?;
+        Ok(true)
+    }
+
     fn __repr__(&self) -> String {
         if self.origin.forked() {
             return format!("<zklock._zklock.Client inherited from process {}>", self.origin.0);
@@ -704,7 +868,41 @@ impl Client {
     }
 }
 
+/// The core's participants as a list of `(name, sequence, kind, holds,
+/// data, session_id)` tuples (kind `"reader"` or `"writer"`).
+fn participant_tuples(py: Python<'_>, list: Vec<Participant>) -> PyResult<Bound<'_, PyList>> {
+    let tuples = list
+        .into_iter()
+        .map(|p| {
+            let kind = p.kind.name().to_ascii_lowercase();
+            PyTuple::new(
+                py,
+                [
+                    p.name.into_pyobject(py)?.into_any(),
+                    p.sequence.into_pyobject(py)?.into_any(),
+                    kind.into_pyobject(py)?.into_any(),
+                    PyBool::new(py, p.holds).to_owned().into_any(),
+                    PyBytes::new(py, &p.data).into_any(),
+                    p.session_id.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, tuples)
+}
+
 impl Client {
+    /// A new client's Python object, its core client registered in
+    /// [`LIVE_CLIENTS`] (closed by the exit hook if still alive then).
+    fn made(client: CoreClient) -> Client {
+        let client = Arc::new(client);
+        let mut live = locked(&LIVE_CLIENTS);
+        live.retain(|c| c.strong_count() > 0);
+        live.push(Arc::downgrade(&client));
+        let origin = Origin::here();
+        Client { inner: Owned::new(client, origin), origin }
+    }
+
     fn lock_of(
         &self,
         path: &Bound<'_, PyAny>,
@@ -736,7 +934,7 @@ type PyCallback = Arc<Py<PyAny>>;
 struct Lock {
     /// The client the lock was made from (its `closed` decides what
     /// `held` and `state` say right after `close()`).
-    client: Owned<CoreClient>,
+    client: Owned<Arc<CoreClient>>,
     handle: Owned<CoreLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<Guard>>>,
@@ -754,7 +952,7 @@ struct StateCallback {
 }
 
 impl Lock {
-    fn new(client: &CoreClient, origin: Origin, handle: CoreLock) -> Lock {
+    fn new(client: &Arc<CoreClient>, origin: Origin, handle: CoreLock) -> Lock {
         Lock {
             client: Owned::new(client.clone(), origin),
             handle: Owned::new(handle, origin),
@@ -1235,7 +1433,7 @@ impl Drop for Lock {
 /// the process that made its client (see [`Origin`]).
 #[pyclass(frozen, module = "zklock._zklock")]
 struct MultiLock {
-    client: Owned<CoreClient>,
+    client: Owned<Arc<CoreClient>>,
     handle: Owned<CoreMultiLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<MultiGuard>>>,
@@ -1518,6 +1716,7 @@ fn _zklock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Subscription>()?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_close_all, m)?)?;
     m.add_function(wrap_pyfunction!(_wait_limit, m)?)?;
     m.add_function(wrap_pyfunction!(_set_log_level, m)?)?;
     Ok(())

@@ -213,3 +213,14 @@ def test_a_cancelled_state_callback_is_not_called_again(hosts: str, path: str) -
     time.sleep(0.2)
     assert dropped.count(zklock.LockState.LOST) == 1
     zk.close()
+
+
+def test_nested_with_on_a_default_lock_waits_for_itself(client: zklock.Client, path: str) -> None:
+    # What the package's docstring says: every acquire is its own contender.
+    lock = client.lock(path, timeout=0.3)
+    with lock:
+        with pytest.raises(zklock.LockTimeout):
+            with lock:
+                raise AssertionError("a default lock re-entered")
+        assert lock.held and lock.depth == 1
+    assert not lock.held

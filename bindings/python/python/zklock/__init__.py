@@ -14,12 +14,19 @@ Example::
             lock.check()                 # raises unless still safely held
             write_to_storage(lock.fencing_token)
 
-Threads: a :class:`Client` and its locks may be used from any thread. A lock
-object is owned by the object, not by a thread: acquiring it again while it
-is held re-enters (``with lock: with lock:`` works) and any thread may
-release it. Blocking calls release the GIL; a blocking acquire in the main
-thread is interrupted by Ctrl-C (KeyboardInterrupt), which deletes the
-waiting node first.
+Threads: a :class:`Client` and its locks may be used from any thread.
+Every acquire is its own contender, as with ``threading.Lock``: threads
+and tasks that share one lock object exclude each other, and acquiring a
+lock the same object already holds waits behind itself: a nested ``with
+lock: with lock:`` on a default lock waits for itself (LockTimeout once
+the lock's ``timeout`` runs out; without one, for ever). With
+``reentrant=True`` (``zk.lock(path, reentrant=True)``) a lock is like
+``threading.RLock``: the thread that holds it gets in again at once (not
+an asyncio task). A held lock is owned by the object, not by a thread:
+``release()`` releases its newest acquire, whichever thread made it.
+Blocking calls release the GIL; a blocking acquire in the main thread is
+interrupted by Ctrl-C (KeyboardInterrupt), which deletes the waiting node
+first.
 
 Timeouts are numbers of seconds: ``int`` (any size), ``float``, or any
 object with ``__float__`` or ``__index__`` (numpy scalars, ``Decimal``,
@@ -37,15 +44,30 @@ Objects inherited through the fork do not work in the child: every call
 raises :class:`Closed` at once, ``held`` is False, ``state`` is LOST for a
 lock that was held, and ``release()`` leaves the parent's node alone.
 
-Interpreter shutdown: state callbacks are not called any more once the
-interpreter starts to shut down (zklock's ``atexit`` hook, which waits for
-callbacks already running).
+Interpreter exit: zklock's ``atexit`` hook (registered when zklock is
+imported, so it runs after the hooks registered later) stops state
+callbacks (waiting for those already running), then closes every client
+of the process that is still open, so that their nodes go at once, also
+the nodes of a daemon thread still waiting in ``acquire()`` or holding a
+lock when the program ends (``sys.exit()`` or the end of the main
+module). It waits at most 1 s in all for the servers to confirm; with no
+server answering, the nodes stay until the session times out, as after a
+crash. From then on a thread whose blocking ``acquire()`` ends stays
+stopped there (as Python stops daemon threads at exit) instead of raising
+:class:`Closed`. A child made by ``fork()`` closes only its own clients.
+A process killed (SIGKILL) or ended with ``os._exit()`` runs no hook: its
+nodes stay until its sessions time out.
 
-asyncio: ``await lock.acquire_async(timeout=...)`` and ``async with
-client.lock(path):`` take no thread while they wait (the core completes
-the awaited future from its event thread), so the event loop keeps
-running; cancelling the awaiting task cancels that acquire only and
-deletes its node before the cancellation is re-raised.
+asyncio: ``async with zklock.connect(hosts) as zk:`` (or ``zk = await
+zklock.connect(hosts)``) connects without blocking the event loop
+(``zklock.Client(...)`` blocks its thread until connected);
+``await lock.acquire_async(timeout=...)`` and ``async with
+zk.lock(path):`` take no thread while they wait (the core completes the
+awaited future from its event thread), so the event loop keeps running;
+cancelling the awaiting task cancels that acquire only and deletes its
+node before the cancellation is re-raised. ``await zk.close_async()``,
+``await zk.participants_async(path)`` and ``await
+zk.leader_async(path)`` are the asyncio forms of the blocking calls.
 """
 
 from __future__ import annotations
@@ -57,7 +79,7 @@ import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, List, Optional, Tuple, Type, TypeVar, Union
 
 from . import _errors, _zklock
 
@@ -81,6 +103,8 @@ from ._errors import error_class
 
 __all__ = [
     "Client",
+    "connect",
+    "Connecting",
     "ConnectionState",
     "Lock",
     "MultiLock",
@@ -126,6 +150,7 @@ def set_log_level(level: Union[int, str]) -> None:
 
 
 _LockT = TypeVar("_LockT", bound="_Held")
+_ClientT = TypeVar("_ClientT", bound="Client")
 Identifier = Union[str, bytes, None]
 #: A file name: ``str`` or an ``os.PathLike`` (e.g. ``pathlib.Path``).
 PathLike = Union[str, "os.PathLike[str]"]
@@ -211,9 +236,21 @@ def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     return _zklock._wait_limit(blocking, timeout)
 
 
-# State callbacks stop when the interpreter starts to shut down; the hook
-# waits for those already running (see _zklock._shutdown).
-atexit.register(_zklock._shutdown)
+#: How long the exit hook waits in all for the servers to confirm the
+#: close of the clients still open (seconds).
+_EXIT_CLOSE_WAIT = 1.0
+
+
+def _at_exit() -> None:
+    """zklock's ``atexit`` hook: state callbacks stop (waiting for those
+    already running, see ``_zklock._shutdown``), then every client of this
+    process still open is closed, waiting up to :data:`_EXIT_CLOSE_WAIT`
+    in all (``_zklock._close_all``)."""
+    _zklock._shutdown()
+    _zklock._close_all(_EXIT_CLOSE_WAIT)
+
+
+atexit.register(_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_zklock._after_fork_in_child)
 
@@ -325,8 +362,22 @@ class _Held:
     #: lock held (one that lands during the grant gives it back and is
     #: raised; a later one is raised inside the block, and the release
     #: runs).
-    __enter__ = _zklock.WithBlock(False)
-    __exit__ = _zklock.WithBlock(True)
+    # For type checkers the same two, declared (the native descriptors are
+    # typed Any): `with lock as held:` gives the object itself, typed.
+    if TYPE_CHECKING:
+
+        def __enter__(self: _LockT) -> _LockT: ...
+
+        def __exit__(
+            self,
+            exc_type: Optional[Type[BaseException]],
+            exc: Optional[BaseException],
+            tb: Optional[TracebackType],
+        ) -> None: ...
+
+    else:
+        __enter__ = _zklock.WithBlock(False)
+        __exit__ = _zklock.WithBlock(True)
 
     # -- asyncio -------------------------------------------------------------
 
@@ -734,8 +785,11 @@ class Client:
     are the client certificate shown when the server asks for one.
 
     Connecting blocks (without the GIL; Ctrl-C interrupts it) until
-    a server answers or ``connect_timeout`` passes. A context manager:
-    ``with zklock.Client(...) as zk:`` closes the session on exit.
+    a server answers or ``connect_timeout`` passes: in asyncio use
+    :func:`connect`, which does not block the event loop. A context
+    manager: ``with zklock.Client(...) as zk:`` closes the session on exit.
+    A client still open when the interpreter exits is closed then (see the
+    module's "Interpreter exit").
 
     Thread-safe. Locks keep the session alive until :meth:`close` (which
     loses every lock held through this client) or until the client and all
@@ -936,6 +990,22 @@ class Client:
         """
         return [Participant(*p) for p in self._native.participants(path)]
 
+    async def participants_async(self, path: str) -> List[Participant]:
+        """:meth:`participants` for asyncio: the listing is awaited without
+        a thread (completed from the client's event thread), so the event
+        loop keeps running. Errors as :meth:`participants` (raised by the
+        await; TypeError for a path that is not a ``str``). Cancelling the
+        awaiting task only stops the wait (the reads are harmless)."""
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.participants_start(path, done)
+        tuples: List[Tuple[str, int, str, bool, bytes, int]] = await fut
+        return [Participant(*p) for p in tuples]
+
+    async def leader_async(self, path: str) -> Optional[Participant]:
+        """:meth:`leader` for asyncio (as :meth:`participants_async`): the
+        leader of the election on ``path``, or None when nobody takes part."""
+        return next((p for p in await self.participants_async(path) if p.holds), None)
+
     @property
     def session_id(self) -> int:
         """The id of the current ZooKeeper session (raises Closed after
@@ -965,7 +1035,27 @@ class Client:
         In a forked child it does nothing: the session is the parent's."""
         self._native.close()
 
-    def __enter__(self) -> "Client":
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio: the client is closed at once (every
+        lock held through it is lost, waiting acquires fail with
+        :class:`Closed`); the await then waits, without a thread and
+        without blocking the event loop, until the server confirmed or the
+        operation timeout passed. Idempotent. Cancelling the awaiting task
+        only stops that wait. In a forked child it does nothing."""
+        fut, done = _completion(asyncio.get_running_loop())
+        if self._native.close_start(done):
+            await fut
+
+    @classmethod
+    def _wrap(cls, native: _zklock.Client) -> "Client":
+        """A client over a connected native one (see :func:`connect`)."""
+        client = cls.__new__(cls)
+        client._native = native
+        client._listeners = []
+        client._listeners_lock = threading.Lock()
+        return client
+
+    def __enter__(self: _ClientT) -> _ClientT:
         return self
 
     def __exit__(
@@ -979,3 +1069,96 @@ class Client:
 
     def __repr__(self) -> str:
         return repr(self._native).replace("zklock._zklock.", "zklock.")
+
+
+class Connecting:
+    """A connect in progress, as :func:`connect` returns it: ``await`` it
+    for the :class:`Client`, or use it in ``async with`` (which closes the
+    client with :meth:`Client.close_async` at the end of the block). Each
+    ``await`` (or ``async with``) makes a new connect."""
+
+    __slots__ = ("_args", "_client")
+
+    def __init__(self, args: Tuple[Any, ...]) -> None:
+        self._args = args
+        self._client: Optional[Client] = None
+
+    async def _connect(self) -> Client:
+        fut, done = _completion(asyncio.get_running_loop())
+        hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, *files = self._args
+        tls_ca, tls_cert, tls_key = (None if f is None else os.fspath(f) for f in files)
+        _zklock.Client.connect_start(
+            hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, tls_ca, tls_cert, tls_key, done
+        )
+        try:
+            native: _zklock.Client = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            # Nobody waits for this client any more: close it when it
+            # comes, without blocking the loop.
+            fut.add_done_callback(_close_unwanted)
+            raise
+        return Client._wrap(native)
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._connect().__await__()
+
+    async def __aenter__(self) -> Client:
+        """Connects without blocking the event loop; the client."""
+        self._client = await self._connect()
+        return self._client
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Closes the client without blocking the event loop."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close_async()
+
+
+def _close_unwanted(fut: "asyncio.Future[Any]") -> None:
+    """Closes the client of a connect whose awaiting task was cancelled
+    (without waiting); a failed connect's exception is taken (it was
+    nobody's)."""
+    if fut.cancelled():
+        return
+    if fut.exception() is None:
+        fut.result().close_start(lambda ok, value: None)
+
+
+def connect(
+    hosts: str,
+    session_timeout: float = 10.0,
+    connect_timeout: float = 15.0,
+    operation_timeout: float = 10.0,
+    auth: Optional[Tuple[str, str]] = None,
+    sasl: Optional[Tuple[str, str]] = None,
+    acl: Optional[str] = None,
+    tls_ca: Optional[PathLike] = None,
+    tls_cert: Optional[PathLike] = None,
+    tls_key: Optional[PathLike] = None,
+) -> Connecting:
+    """:class:`Client` for asyncio: connects without blocking the event
+    loop (no thread waits either: the core completes the awaited future
+    from the new client's event thread). The arguments and the errors are
+    those of :class:`Client`; they are raised by the ``await`` (or the
+    ``async with``), also for bad arguments::
+
+        async with zklock.connect("zk1:2181,zk2:2181", connect_timeout=5) as zk:
+            async with zk.lock("/jobs/nightly", timeout=30) as lock:
+                await write_to_storage(lock.fencing_token)
+
+    ``async with`` closes the client at the end of the block
+    (:meth:`Client.close_async`); ``zk = await zklock.connect(...)`` gives
+    a client to close yourself. Cancelling the awaiting task (e.g.
+    ``asyncio.wait_for``) stops the wait at once; the connect goes on in
+    the background and its client, if one comes, is closed then.
+    Nothing is connected until it is awaited; each await makes a new
+    connect.
+    """
+    return Connecting(
+        (hosts, session_timeout, connect_timeout, operation_timeout, auth, sasl, acl, tls_ca, tls_cert, tls_key)
+    )

@@ -13,6 +13,7 @@ __all__ = [
     "Subscription",
     "_shutdown",
     "_after_fork_in_child",
+    "_close_all",
     "_wait_limit",
     "_set_log_level",
 ]
@@ -28,6 +29,10 @@ def _shutdown() -> None:
 
 def _after_fork_in_child() -> None:
     """Forgets the parent's running callbacks (os.register_at_fork)."""
+
+def _close_all(wait: float) -> None:
+    """Closes every client of this process still alive, waiting up to
+    ``wait`` seconds in all (the package's atexit hook)."""
 
 def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     """The wait of ``acquire(blocking, timeout)`` in seconds (None: no limit)."""
@@ -50,6 +55,20 @@ class Client:
         tls_cert: Optional[str],
         tls_key: Optional[str],
     ) -> "Client": ...
+    @staticmethod
+    def connect_start(
+        hosts: str,
+        session_timeout: float,
+        connect_timeout: float,
+        operation_timeout: float,
+        auth: Optional[Tuple[str, str]],
+        sasl: Optional[Tuple[str, str]],
+        acl: Optional[str],
+        tls_ca: Optional[str],
+        tls_cert: Optional[str],
+        tls_key: Optional[str],
+        done: Callable[[bool, Any], object],
+    ) -> None: ...
     def lock(self, path: str, identifier: _Identifier = None, reentrant: bool = False) -> "Lock": ...
     def election(self, path: str, identifier: Union[str, bytes]) -> "Lock": ...
     def multi_lock(self, members: List[Tuple[str, str]]) -> "MultiLock": ...
@@ -60,6 +79,7 @@ class Client:
         self, path: str, identifier: _Identifier = None, reentrant: bool = False
     ) -> Tuple["Lock", "Lock"]: ...
     def participants(self, path: str) -> List[Tuple[str, int, str, bool, bytes, int]]: ...
+    def participants_start(self, path: str, done: Callable[[bool, Any], object]) -> None: ...
     @property
     def session_id(self) -> int: ...
     @property
@@ -69,6 +89,7 @@ class Client:
     @property
     def pending_cleanups(self) -> int: ...
     def close(self) -> None: ...
+    def close_start(self, done: Callable[[bool, Any], object]) -> bool: ...
     def on_connection_state(self, callback: Callable[[str], object]) -> "Subscription": ...
 
 @final

@@ -1,0 +1,80 @@
+"""What type checkers see of zklock's context managers: checked with
+``mypy --strict`` by ``make test-python``, never run.
+
+Every ``with`` and ``async with`` of the package must give its real type
+(a ``with lock as held:`` typed ``Any`` let ``return held.fencing_token``
+pass for an ``int`` unchecked, and failed ``mypy --strict`` in a function
+that returns ``int``).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import zklock
+from typing_extensions import assert_type
+
+
+def blocking(hosts: str) -> int:
+    """Every blocking ``with``: the client, each lock kind, the multi-lock."""
+    with zklock.Client(hosts) as zk:
+        assert_type(zk, zklock.Client)
+        with zk.lock("/typed/lock") as lock:
+            assert_type(lock, zklock.Lock)
+            token = lock.fencing_token
+        with zk.lock("/typed/lock", reentrant=True) as again:
+            assert_type(again, zklock.Lock)
+        with zk.read_lock("/typed/rw") as read:
+            assert_type(read, zklock.Lock)
+        with zk.write_lock("/typed/rw") as write:
+            assert_type(write, zklock.Lock)
+        pair = zk.read_write_lock("/typed/pair")
+        with pair.write as write_side:
+            assert_type(write_side, zklock.Lock)
+        with pair.read as read_side:
+            assert_type(read_side, zklock.Lock)
+        with zk.election("/typed/election", "me") as leading:
+            assert_type(leading, zklock.Lock)
+        with zk.semaphore("/typed/semaphore", 2) as lease:
+            assert_type(lease, zklock.Lock)
+        with zk.multi_lock(["/typed/a", ("/typed/b", "read")]) as both:
+            assert_type(both, zklock.MultiLock)
+            tokens: List[int] = both.fencing_tokens
+            assert_type(tokens, List[int])
+        leader = zk.leader("/typed/election")
+        assert_type(leader, Optional[zklock.Participant])
+    # Returning it from a function declared -> int: an error if it were Any.
+    return lock.fencing_token + token
+
+
+async def asynchronous(hosts: str) -> int:
+    """Every ``async with``, and the asyncio forms of the client's calls."""
+    async with zklock.connect(hosts, connect_timeout=5) as zk:
+        assert_type(zk, zklock.Client)
+        async with zk.lock("/typed/lock") as lock:
+            assert_type(lock, zklock.Lock)
+        async with zk.read_lock("/typed/rw") as read:
+            assert_type(read, zklock.Lock)
+        async with zk.write_lock("/typed/rw") as write:
+            assert_type(write, zklock.Lock)
+        pair = zk.read_write_lock("/typed/pair")
+        async with pair.write as write_side:
+            assert_type(write_side, zklock.Lock)
+        async with pair.read as read_side:
+            assert_type(read_side, zklock.Lock)
+        async with zk.election("/typed/election", "me") as leading:
+            assert_type(leading, zklock.Lock)
+        async with zk.semaphore("/typed/semaphore", 2) as lease:
+            assert_type(lease, zklock.Lock)
+        async with zk.multi_lock(["/typed/a", "/typed/b"]) as both:
+            assert_type(both, zklock.MultiLock)
+        participants = await zk.participants_async("/typed/lock")
+        assert_type(participants, List[zklock.Participant])
+        leader = await zk.leader_async("/typed/election")
+        assert_type(leader, Optional[zklock.Participant])
+    connecting = zklock.connect(hosts)
+    assert_type(connecting, zklock.Connecting)
+    other = await connecting
+    assert_type(other, zklock.Client)
+    await other.close_async()
+    return lock.fencing_token
