@@ -315,6 +315,7 @@ test-python: deps python-install
 	$(PYVENV)/bin/python -m mypy.stubtest zklock._zklock
 	cd target && python-venv/bin/python -m mypy --strict -p zklock
 	$(PYVENV)/bin/python -m mypy --strict bindings/python/examples
+	$(PYVENV)/bin/python -m mypy --strict bindings/python/tests/typecheck
 	set -o pipefail; $(PYVENV)/bin/python -m pytest bindings/python/tests 2>&1 | tee target/test-python.log
 
 # ---- Node package (bindings/node): zklock, napi-rs ---------------------------
@@ -327,7 +328,7 @@ node-deps:
 
 ## node: build the addon (debug) next to index.js: bindings/node/zklock.<platform>.node
 node: node-deps
-	cd bindings/node && npm run --silent build
+	cd bindings/node && npm run --silent build:test
 
 ## test-node: build the addon, type-check test/typed-usage.ts with tsc, run `node --test`
 test-node: deps node
