@@ -19,7 +19,11 @@ export declare function errorCodes(): Array<ZkLockErrorCode>
  * `INVALID_ARGUMENT` for an unknown level.
  */
 export declare function setLogger(logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'off'): void
-/** Options of `Client.connect`. */
+/**
+ * Options of `Client.connect`. Any other key (a misspelled option) is
+ * refused with `ZkLockError` `INVALID_ARGUMENT` naming it and the valid
+ * ones, as in `auth`, `sasl` and `tls`.
+ */
 export interface ConnectOptions {
   /** The servers: `"host:port[,host:port...][/chroot]"`. */
   hosts: string
@@ -129,7 +133,11 @@ export interface ReadWriteLock {
   /** The lock path. */
   path: string
 }
-/** Options of `lock.acquire()`. */
+/**
+ * Options of `lock.acquire()` (and `multiLock.acquire()`, `withLock()`,
+ * `withLeadership()`). Any other key (a misspelled option) is refused
+ * with `ZkLockError` `INVALID_ARGUMENT` naming it and the valid ones.
+ */
 export interface AcquireOptions {
   /**
    * The longest to wait in total, in milliseconds: `0` tries once,
@@ -212,7 +220,8 @@ export declare class Client {
    * by default): `acquire()` takes all of them or none, in one order
    * (by path) so that two multi-locks sharing paths never deadlock,
    * under one deadline and one `AbortSignal`. Throws `INVALID_ARGUMENT`
-   * for no member, a path named twice or an unknown mode,
+   * for no member, a path named twice, an unknown mode or a member with
+   * a key other than `path` and `mode`,
    * `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
    */
   multiLock(members: Array<MultiLockMember>): MultiLock
@@ -286,7 +295,8 @@ export declare class Lock {
    *
    * Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
    * (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
-   * throws `INVALID_ARGUMENT` for a NaN or negative timeout.
+   * throws `INVALID_ARGUMENT` for a NaN or negative timeout or an unknown
+   * option.
    */
   acquire(options?: AcquireOptions): Promise<Guard>
   /**
@@ -304,9 +314,11 @@ export declare class Lock {
   get held(): boolean
 }
 /**
- * Proof of holding a lock. Release it with `await guard.release()` (or
- * `await using guard = await lock.acquire()`); a guard that is garbage
- * collected unreleased is released in the background.
+ * Proof of holding a lock. Release it with `await guard.release()` in a
+ * `finally` (or let `client.withLock()` do it); where the runtime has
+ * `await using` (not Node 18 to 22), `Symbol.asyncDispose` releases it at
+ * the end of the block. A guard that is garbage collected unreleased is
+ * released in the background.
  */
 export declare class Guard {
   /**
@@ -384,7 +396,8 @@ export declare class MultiLock {
    * Takes every member: resolves with one `MultiGuard`, or rejects with
    * the first failing member's error (`TIMEOUT` when `timeoutMs`, which
    * covers the whole set, runs out; `CANCELLED` when the `signal`
-   * aborts) after giving back every member taken so far.
+   * aborts) after giving back every member taken so far. Throws
+   * `INVALID_ARGUMENT` like `lock.acquire()`.
    */
   acquire(options?: AcquireOptions): Promise<MultiGuard>
   /**
@@ -395,8 +408,9 @@ export declare class MultiLock {
 }
 /**
  * Every member of a multi-lock held. Release it with `await
- * guard.release()` (or `await using`); one that is garbage collected
- * unreleased is released in the background.
+ * guard.release()` in a `finally` (or by `Symbol.asyncDispose`, as a
+ * `Guard`); one that is garbage collected unreleased is released in the
+ * background.
  */
 export declare class MultiGuard {
   /**
@@ -487,9 +501,11 @@ export interface Guard {
    */
   readonly signal: AbortSignal
   /**
-   * Releases the guard (for `await using guard = await lock.acquire()`);
-   * nothing if it was already released. Rejects with `LOCK_LOST` if the
-   * lock had been lost.
+   * Releases the guard; nothing if it was already released. Rejects with
+   * `LOCK_LOST` if the lock had been lost. It is what `await using guard =
+   * await lock.acquire()` calls at the end of the block, where the runtime
+   * has `await using` (not Node 18 to 22: there, release in a `finally`
+   * or use `client.withLock()`).
    */
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -500,7 +516,7 @@ export interface MultiGuard {
    * with the `ZkLockError` that `check()` throws then (naming the member).
    */
   readonly signal: AbortSignal
-  /** Releases every member (for `await using`); nothing if already released. */
+  /** Releases every member (what `await using` calls); nothing if already released. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -511,7 +527,9 @@ export declare namespace Client {
    * Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
    * malformed connect string, `CONNECTION_LOSS` when no server answered
    * within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT` for
-   * a timeout out of range, `TypeError` for an option of the wrong type.
+   * a timeout out of range or an unknown option (naming it and the valid
+   * ones, also in `auth`, `sasl` and `tls`), `TypeError` for an option of
+   * the wrong type.
    */
   function connect(options: ConnectOptions): Promise<Client>
 }

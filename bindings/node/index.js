@@ -42,6 +42,34 @@ function invalidArgType(message) {
   return e
 }
 
+/**
+ * Throws ZkLockError INVALID_ARGUMENT when `options` (an object) has an own
+ * enumerable key that is not in `valid`: a misspelled option (`timeoutMS`)
+ * would otherwise be ignored. `what` names the options in the message.
+ */
+function checkKeys(what, options, valid) {
+  for (const key of Object.keys(options)) {
+    if (!valid.includes(key)) {
+      throw new ZkLockError(
+        `unknown option ${JSON.stringify(key)} in ${what}; valid options: ${valid.join(', ')}`,
+        'INVALID_ARGUMENT',
+      )
+    }
+  }
+}
+
+/** The keys of every options object the API takes. */
+const OPTION_KEYS = Object.freeze({
+  connect: ['hosts', 'sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'auth', 'sasl', 'acl', 'tls'],
+  credentials: ['user', 'password'],
+  tls: ['ca', 'cert', 'key'],
+  acquire: ['timeoutMs', 'signal'],
+  multiLockMember: ['path', 'mode'],
+})
+
+/** `value` is an object whose keys checkKeys() can look at. */
+const isObject = (value) => value !== null && typeof value === 'object'
+
 /** Turns what the addon threw into the error the API promises. */
 function convertError(err) {
   if (err === null || typeof err !== 'object' || err instanceof ZkLockError) return err
@@ -117,6 +145,15 @@ Object.defineProperty(Client, 'connect', {
     if (options === null || typeof options !== 'object') {
       throw invalidArgType(`options must be an object with hosts, got ${options === null ? 'null' : typeof options}`)
     }
+    checkKeys('the options of Client.connect()', options, OPTION_KEYS.connect)
+    for (const [key, valid] of [
+      ['auth', OPTION_KEYS.credentials],
+      ['sasl', OPTION_KEYS.credentials],
+      ['tls', OPTION_KEYS.tls],
+    ]) {
+      const value = options[key]
+      if (isObject(value)) checkKeys(`the options of Client.connect(): ${key}`, value, valid)
+    }
     return native.Client._connect(options)
   }),
 })
@@ -169,6 +206,15 @@ Client.prototype.semaphore = function semaphore(path, permits, data) {
     throw new ZkLockError('data is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
   }
   return nativeSemaphore.call(this, path, permits, data ?? undefined)
+}
+
+// A member's unknown key (a misspelled `mode`) is refused, not ignored.
+const nativeMultiLock = Client.prototype.multiLock
+Client.prototype.multiLock = function multiLock(members) {
+  if (Array.isArray(members)) {
+    for (const m of members) if (isObject(m)) checkKeys('a member of multiLock()', m, OPTION_KEYS.multiLockMember)
+  }
+  return nativeMultiLock.call(this, members)
 }
 
 // --- AbortSignal ------------------------------------------------------------
@@ -233,6 +279,7 @@ function acquireWithSignal(self, nativeAcquire, options, describe) {
   if (typeof options !== 'object') {
     throw invalidArgType(`options must be an object, got ${typeof options}`)
   }
+  checkKeys('the options of acquire()', options, OPTION_KEYS.acquire)
   const { signal, timeoutMs } = options // each read once: getters may lie
   const nativeOptions = {}
   if (timeoutMs !== undefined && timeoutMs !== null) {
@@ -368,10 +415,21 @@ function setLogger(logger, level) {
   return nativeSetLogger(logger, level)
 }
 
+// --- the process's exit ------------------------------------------------------
+
+// process.exit() on the main thread ends the process without tearing its
+// environment down: no finalizer drops a client, so each session, with its
+// held and queued lock nodes, stayed until the session timeout. On 'exit'
+// (process.exit() and the natural end alike; its listeners must be
+// synchronous) every open session is closed, waiting at most
+// EXIT_CLOSE_WAIT_MS for the servers. Workers need none of this: their
+// teardown drops their clients, which closes them.
+const EXIT_CLOSE_WAIT_MS = 1000
+if (require('node:worker_threads').isMainThread) {
+  process.on('exit', () => native.Client._closeAllAtExit(EXIT_CLOSE_WAIT_MS))
+}
+
 const { Subscription, errorCodes } = native
-const __errorForKind = (i) => convertError(Guard._errorForKind(i))
-const __panicForTest = wrapStatic(Guard._panicForTest)
-const __failNextObjects = wrapStatic(Guard._failNextObjects)
 
 // Only `name` or `name: identifier` entries: Node finds each of them
 // statically, so `import { Client } from 'zklock'` works from ESM too.
@@ -386,7 +444,15 @@ module.exports = {
   ZkLockError,
   ERROR_CODES,
   errorCodes,
-  __errorForKind,
-  __panicForTest,
-  __failNextObjects,
+}
+
+// The test hooks, only in the test build of the addon (cargo feature
+// `test-hooks`; never in the published packages). Defined, not listed
+// above, so that ESM's `import` does not name them.
+if (typeof Guard._panicForTest === 'function') {
+  Object.defineProperties(module.exports, {
+    __errorForKind: { enumerable: true, value: (i) => convertError(Guard._errorForKind(i)) },
+    __panicForTest: { enumerable: true, value: wrapStatic(Guard._panicForTest) },
+    __failNextObjects: { enumerable: true, value: wrapStatic(Guard._failNextObjects) },
+  })
 }

@@ -50,9 +50,11 @@ export interface Guard {
    */
   readonly signal: AbortSignal
   /**
-   * Releases the guard (for `await using guard = await lock.acquire()`);
-   * nothing if it was already released. Rejects with `LOCK_LOST` if the
-   * lock had been lost.
+   * Releases the guard; nothing if it was already released. Rejects with
+   * `LOCK_LOST` if the lock had been lost. It is what `await using guard =
+   * await lock.acquire()` calls at the end of the block, where the runtime
+   * has `await using` (not Node 18 to 22: there, release in a `finally`
+   * or use `client.withLock()`).
    */
   [Symbol.asyncDispose](): Promise<void>
 }
@@ -63,7 +65,7 @@ export interface MultiGuard {
    * with the `ZkLockError` that `check()` throws then (naming the member).
    */
   readonly signal: AbortSignal
-  /** Releases every member (for `await using`); nothing if already released. */
+  /** Releases every member (what `await using` calls); nothing if already released. */
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -74,7 +76,9 @@ export declare namespace Client {
    * Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
    * malformed connect string, `CONNECTION_LOSS` when no server answered
    * within `connectTimeoutMs`. Throws `ZkLockError` `INVALID_ARGUMENT` for
-   * a timeout out of range, `TypeError` for an option of the wrong type.
+   * a timeout out of range or an unknown option (naming it and the valid
+   * ones, also in `auth`, `sasl` and `tls`), `TypeError` for an option of
+   * the wrong type.
    */
   function connect(options: ConnectOptions): Promise<Client>
 }

@@ -50,7 +50,7 @@ use std::time::Duration;
 use futures_util::FutureExt as _;
 use napi::bindgen_prelude::{BigInt, Buffer, ClassInstance, Either, ToNapiValue};
 use napi::threadsafe_function::{ErrorStrategy, ThreadSafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{sys, Env, JsFunction, JsObject, JsRangeError, JsTypeError, JsUnknown, Status};
+use napi::{sys, Env, JsFunction, JsObject, JsTypeError, JsUnknown, Status};
 use napi_derive::napi;
 use zklock_core as core;
 
@@ -81,10 +81,12 @@ fn js_error_with_code(env: &Env, code: &str, message: &str) -> napi::Error {
     }
 }
 
-/// A `RangeError` (`code: "ERR_OUT_OF_RANGE"`) for a value out of range.
+/// A `RangeError` (`code: "ERR_OUT_OF_RANGE"`) for a value out of range
+/// (only the test hook `_errorForKind` throws one).
+#[cfg(feature = "test-hooks")]
 fn range_error(env: &Env, message: String) -> napi::Error {
     let build = || -> napi::Result<JsUnknown> {
-        let v = JsRangeError::from(napi::Error::new(Status::InvalidArg, message.clone())).into_unknown(*env);
+        let v = napi::JsRangeError::from(napi::Error::new(Status::InvalidArg, message.clone())).into_unknown(*env);
         let mut obj: JsObject = v.coerce_to_object()?;
         obj.set_named_property("code", env.create_string("ERR_OUT_OF_RANGE")?)?;
         Ok(obj.into_unknown())
@@ -232,6 +234,7 @@ where
 /// is released, a client closed).
 struct Owned<T>(T);
 
+#[cfg(feature = "test-hooks")]
 thread_local! {
     /// How many of the next objects [`Owned`] makes on this thread are to
     /// fail (`Guard._failNextObjects`, a test hook).
@@ -276,11 +279,14 @@ impl<T: Class> ToNapiValue for Owned<T> {
         let value = Box::into_raw(Box::new(val.0));
         // The test hook: an exception pending makes napi refuse to make the
         // object, as after `worker.terminate()`.
+        #[cfg(feature = "test-hooks")]
         let fail = FAIL_NEXT_OBJECTS.with(|n| {
             let left = n.get();
             n.set(left.saturating_sub(1));
             left > 0
         });
+        #[cfg(not(feature = "test-hooks"))]
+        let fail = false;
         if fail {
             // SAFETY: on the JavaScript thread of `env`.
             unsafe { sys::napi_throw_error(env, ptr::null(), c"test: the object cannot be made".as_ptr()) };
@@ -438,7 +444,62 @@ fn core_acquire_options(
 // Client
 // ---------------------------------------------------------------------------
 
-/// Options of `Client.connect`.
+/// A client's session as the process's exit sees it: every object that
+/// holds a session (its `Client`, `Lock`s, `Guard`s, `MultiLock`s and
+/// `MultiGuard`s) holds its `Session`, and [`SESSIONS`] has a weak entry
+/// for it, so that [`close_all_at_exit`] finds every session still in use
+/// and none that is not.
+struct Session {
+    client: core::Client,
+}
+
+/// The sessions of every client this process opened (all environments:
+/// the main thread's and its workers'), weakly: the last JavaScript object
+/// of a client that goes frees it as before.
+static SESSIONS: std::sync::Mutex<Vec<std::sync::Weak<Session>>> = std::sync::Mutex::new(Vec::new());
+
+impl Session {
+    /// Enters `client` among the sessions the exit closes (and forgets
+    /// the entries whose objects are all gone).
+    fn enter(client: &core::Client) -> std::sync::Arc<Session> {
+        let session = std::sync::Arc::new(Session { client: client.clone() });
+        if let Ok(mut all) = SESSIONS.lock() {
+            all.retain(|w| w.strong_count() > 0);
+            all.push(std::sync::Arc::downgrade(&session));
+        }
+        session
+    }
+}
+
+/// Closes the session of every client of the process that is still open
+/// and waits for the servers to confirm, at most `wait_ms` milliseconds in
+/// all (an unreachable server does not hold the exit up longer): their
+/// lock nodes, held or queued, go at once instead of after the session
+/// timeout. Run by `index.js` on the main thread's `'exit'` event (after
+/// `process.exit()` and at the natural end alike), where nothing
+/// asynchronous runs any more: it blocks the JavaScript thread, which is
+/// exiting. Waiting acquires reject with `CLOSED` (nobody sees it).
+fn close_all_at_exit(wait_ms: u32) {
+    let sessions: Vec<std::sync::Arc<Session>> = match SESSIONS.lock() {
+        Ok(all) => all.iter().filter_map(std::sync::Weak::upgrade).collect(),
+        Err(_) => return,
+    };
+    // Each close starts (its request goes out) here; the futures only wait.
+    let closes: Vec<_> = sessions.iter().filter(|s| !s.client.is_closed()).map(|s| s.client.close_async()).collect();
+    if closes.is_empty() {
+        return;
+    }
+    let (done, confirmed) = std::sync::mpsc::channel();
+    napi::bindgen_prelude::spawn(async move {
+        futures_util::future::join_all(closes).await;
+        let _ = done.send(());
+    });
+    let _ = confirmed.recv_timeout(Duration::from_millis(u64::from(wait_ms)));
+}
+
+/// Options of `Client.connect`. Any other key (a misspelled option) is
+/// refused with `ZkLockError` `INVALID_ARGUMENT` naming it and the valid
+/// ones, as in `auth`, `sasl` and `tls`.
 #[napi(object)]
 pub struct ConnectOptions {
     /// The servers: `"host:port[,host:port...][/chroot]"`.
@@ -512,6 +573,16 @@ pub struct DigestAuth {
 #[napi]
 pub struct Client {
     client: core::Client,
+    /// Its entry among the sessions the process's exit closes.
+    session: std::sync::Arc<Session>,
+}
+
+impl Client {
+    /// A client as the value of `connect`'s Promise, entered among the
+    /// sessions the process's exit closes.
+    fn new(client: core::Client) -> Client {
+        Client { session: Session::enter(&client), client }
+    }
 }
 
 #[napi]
@@ -523,6 +594,14 @@ impl Client {
         Err(illegal_constructor(&env, "Client", "Client.connect()"))
     }
 
+    /// Closes every open client of the process, waiting at most `waitMs`
+    /// milliseconds in all for the servers ([`close_all_at_exit`]): for
+    /// `index.js`'s `'exit'` listener only.
+    #[napi(js_name = "_closeAllAtExit", skip_typescript, catch_unwind)]
+    pub fn close_all_at_exit_js(wait_ms: u32) {
+        close_all_at_exit(wait_ms);
+    }
+
     /// Connects to ZooKeeper and opens a session.
     ///
     /// Rejects with `ZkLockError` `INVALID_ARGUMENT` / `INVALID_PATH` for a
@@ -532,8 +611,8 @@ impl Client {
     /// server's TLS certificate verifies (the message says why, e.g.
     /// `UnknownIssuer`); `NO_AUTH` when the server refused the
     /// credentials. Throws `ZkLockError` `INVALID_ARGUMENT`
-    /// for a timeout out of range, `TypeError` for an option of the wrong
-    /// type.
+    /// for a timeout out of range or an unknown option (checked by
+    /// `index.js`), `TypeError` for an option of the wrong type.
     ///
     /// (Exposed to JavaScript as `Client.connect` by `index.js`, which
     /// converts its errors.)
@@ -592,7 +671,7 @@ impl Client {
             opts = opts.operation_timeout(d);
         }
         let connect = core::Client::connect_async(opts);
-        promise(&env, "connect", async move { connect.await.map(|client| Owned(Client { client })) })
+        promise(&env, "connect", async move { connect.await.map(|client| Owned(Client::new(client))) })
     }
 
     /// An exclusive lock on `path` (compatible with Curator's
@@ -601,7 +680,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock { lock })
+        Ok(Lock { lock, session: self.session.clone() })
     }
 
     /// The read (shared) side of a read/write lock on `path`, as an
@@ -610,7 +689,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn read_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.read_lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock { lock })
+        Ok(Lock { lock, session: self.session.clone() })
     }
 
     /// The write (exclusive) side of a read/write lock on `path`, as an
@@ -618,7 +697,7 @@ impl Client {
     #[napi(catch_unwind)]
     pub fn write_lock(&self, env: Env, path: String) -> napi::Result<Lock> {
         let lock = self.client.write_lock(&path).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock { lock })
+        Ok(Lock { lock, session: self.session.clone() })
     }
 
     /// A read/write lock pair on `path` whose sides know each other:
@@ -629,7 +708,12 @@ impl Client {
     pub fn read_write_lock(&self, env: Env, path: String) -> napi::Result<ReadWriteLock> {
         let rw = self.client.read_write_lock(&path, core::LockOptions::default()).map_err(|e| zk_error(&env, &e))?;
         let (read, write) = rw.into_sides();
-        Ok(ReadWriteLock { read: Lock { lock: read }, write: Lock { lock: write }, path })
+        let session = &self.session;
+        Ok(ReadWriteLock {
+            read: Lock { lock: read, session: session.clone() },
+            write: Lock { lock: write, session: session.clone() },
+            path,
+        })
     }
 
     /// The participants of the lock at `path` in queue order (holders
@@ -659,7 +743,7 @@ impl Client {
             Either::B(bytes) => bytes.to_vec(),
         };
         let lock = self.client.election(&path, id).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock { lock })
+        Ok(Lock { lock, session: self.session.clone() })
     }
 
     /// A counting semaphore on `path` with `permits` leases (Curator
@@ -695,14 +779,15 @@ impl Client {
         // A whole number in range, checked above.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let lock = self.client.semaphore(&path, permits as usize, options).map_err(|e| zk_error(&env, &e))?;
-        Ok(Lock { lock })
+        Ok(Lock { lock, session: self.session.clone() })
     }
 
     /// A multi-lock over `members` (each a path and a mode, `"EXCLUSIVE"`
     /// by default): `acquire()` takes all of them or none, in one order
     /// (by path) so that two multi-locks sharing paths never deadlock,
     /// under one deadline and one `AbortSignal`. Throws `INVALID_ARGUMENT`
-    /// for no member, a path named twice or an unknown mode,
+    /// for no member, a path named twice, an unknown mode or a member with
+    /// a key other than `path` and `mode`,
     /// `INVALID_PATH` for a bad path, `CLOSED` after `close()`.
     #[napi(catch_unwind)]
     pub fn multi_lock(&self, env: Env, members: Vec<MultiLockMember>) -> napi::Result<MultiLock> {
@@ -721,7 +806,7 @@ impl Client {
             list.push((m.path.as_str(), mode));
         }
         let multi = self.client.multi_lock(&list).map_err(|e| zk_error(&env, &e))?;
-        Ok(MultiLock { multi })
+        Ok(MultiLock { multi, session: self.session.clone() })
     }
 
     /// The leader of the election on `path` (its `data` is its id), or
@@ -855,7 +940,9 @@ impl CancelToken {
     }
 }
 
-/// Options of `lock.acquire()`.
+/// Options of `lock.acquire()` (and `multiLock.acquire()`, `withLock()`,
+/// `withLeadership()`). Any other key (a misspelled option) is refused
+/// with `ZkLockError` `INVALID_ARGUMENT` naming it and the valid ones.
 #[napi(object)]
 pub struct AcquireOptions {
     /// The longest to wait in total, in milliseconds: `0` tries once,
@@ -878,6 +965,8 @@ pub struct AcquireOptions {
 #[napi]
 pub struct Lock {
     lock: core::Lock,
+    /// Its client's session, closed by the process's exit.
+    session: std::sync::Arc<Session>,
 }
 
 #[napi]
@@ -911,7 +1000,8 @@ impl Lock {
     ///
     /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
     /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
-    /// throws `INVALID_ARGUMENT` for a NaN or negative timeout.
+    /// throws `INVALID_ARGUMENT` for a NaN or negative timeout or an unknown
+    /// option.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>", catch_unwind)]
     pub fn acquire(
         &self,
@@ -921,7 +1011,8 @@ impl Lock {
     ) -> napi::Result<JsObject> {
         let opts = core_acquire_options(options, token).map_err(|e| zk_error(&env, &e))?;
         let acquire = self.lock.acquire_async(opts);
-        promise_inline(&env, "acquire", async move { acquire.await.map(Guard::new) })
+        let session = self.session.clone();
+        promise_inline(&env, "acquire", async move { acquire.await.map(|g| Guard::new(g, session)) })
     }
 
     /// Tries once without waiting: resolves with a `Guard`, or `null` when
@@ -929,7 +1020,8 @@ impl Lock {
     #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
         let attempt = self.lock.try_acquire_async();
-        promise_inline(&env, "tryAcquire", async move { Ok(attempt.await?.map(Guard::new)) })
+        let session = self.session.clone();
+        promise_inline(&env, "tryAcquire", async move { Ok(attempt.await?.map(|g| Guard::new(g, session))) })
     }
 
     /// Cancels every acquire in progress on this handle: they reject with
@@ -951,18 +1043,22 @@ impl Lock {
 // Guard
 // ---------------------------------------------------------------------------
 
-/// Proof of holding a lock. Release it with `await guard.release()` (or
-/// `await using guard = await lock.acquire()`); a guard that is garbage
-/// collected unreleased is released in the background.
+/// Proof of holding a lock. Release it with `await guard.release()` in a
+/// `finally` (or let `client.withLock()` do it); where the runtime has
+/// `await using` (not Node 18 to 22), `Symbol.asyncDispose` releases it at
+/// the end of the block. A guard that is garbage collected unreleased is
+/// released in the background.
 #[napi]
 pub struct Guard {
     guard: core::Guard,
+    /// Its client's session, closed by the process's exit.
+    session: std::sync::Arc<Session>,
 }
 
 impl Guard {
     /// The guard as the value of a Promise.
-    fn new(guard: core::Guard) -> Owned<Guard> {
-        Owned(Guard { guard })
+    fn new(guard: core::Guard, session: std::sync::Arc<Session>) -> Owned<Guard> {
+        Owned(Guard { guard, session })
     }
 
     fn get(&self) -> &core::Guard {
@@ -986,45 +1082,6 @@ impl Guard {
     #[napi(constructor, skip_typescript, catch_unwind)]
     pub fn new_from_js(env: Env) -> napi::Result<Self> {
         Err(illegal_constructor(&env, "Guard", "lock.acquire()"))
-    }
-
-    /// Test hook: the error that the binding produces for the core's error kind
-    /// number `index` in `errorCodes()` (so a test can check that every kind
-    /// maps to a `ZkLockError` with the right `code`).
-    #[napi(js_name = "_errorForKind", skip_typescript, catch_unwind)]
-    pub fn error_for_kind(env: Env, index: u32) -> napi::Result<JsUnknown> {
-        let kind = core::ErrorKind::ALL
-            .get(index as usize)
-            .copied()
-            .ok_or_else(|| range_error(&env, format!("no error kind number {index}")))?;
-        let err = zk_error(&env, &core::Error::new(kind, format!("test error of kind {}", kind.name())));
-        // A napi::Error made from a JS value converts back to that value.
-        unsafe {
-            let raw = <napi::Error as ToNapiValue>::to_napi_value(env.raw(), err)?;
-            Ok(<JsUnknown as napi::NapiValue>::from_raw_unchecked(env.raw(), raw))
-        }
-    }
-
-    /// Test hook: the next `count` guards, multi-guards or clients that a
-    /// Promise of this thread resolves with cannot be made (as after
-    /// `worker.terminate()`): the Promise rejects, and the value is dropped
-    /// (a guard released, a client closed), never leaked.
-    #[napi(js_name = "_failNextObjects", skip_typescript, catch_unwind)]
-    pub fn fail_next_objects(count: u32) {
-        FAIL_NEXT_OBJECTS.with(|n| n.set(count));
-    }
-
-    /// Test hook: panics on purpose, where `place` says: `"sync"` in this
-    /// call, `"promise"` in the work of the Promise it returns. Either must
-    /// end as a `ZkLockError` `INTERNAL` (thrown or rejected), never abort
-    /// the process.
-    #[napi(js_name = "_panicForTest", skip_typescript, catch_unwind)]
-    pub fn panic_for_test(env: Env, place: String) -> napi::Result<JsObject> {
-        match place.as_str() {
-            "sync" => panic!("test panic in a synchronous call"),
-            "promise" => promise_inline(&env, "a test", async { panic_in_promise() }),
-            _ => Err(type_error(&env, "ERR_INVALID_ARG_VALUE", "place must be \"sync\" or \"promise\"")),
-        }
     }
 
     /// Releases this guard; resolves with `"RELEASED"`, or `"PENDING"` when
@@ -1054,7 +1111,8 @@ impl Guard {
     #[napi(ts_return_type = "Promise<Guard>", catch_unwind)]
     pub fn downgrade(&self, env: Env) -> napi::Result<JsObject> {
         let downgrade = self.guard.downgrade_async();
-        promise_inline(&env, "downgrade", async move { downgrade.await.map(Guard::new) })
+        let session = self.session.clone();
+        promise_inline(&env, "downgrade", async move { downgrade.await.map(|g| Guard::new(g, session)) })
     }
 
     /// Throws unless the lock is safely held now: state `HELD`, connected,
@@ -1130,6 +1188,53 @@ impl Guard {
     }
 }
 
+/// The test hooks (`Guard._errorForKind`, `_failNextObjects`,
+/// `_panicForTest`): only in the test build (cargo feature `test-hooks`,
+/// `npm run build:test`, `make node`), never in the published packages,
+/// where `index.js` exports no `__` names either.
+#[cfg(feature = "test-hooks")]
+#[napi]
+impl Guard {
+    /// Test hook: the error that the binding produces for the core's error kind
+    /// number `index` in `errorCodes()` (so a test can check that every kind
+    /// maps to a `ZkLockError` with the right `code`).
+    #[napi(js_name = "_errorForKind", skip_typescript, catch_unwind)]
+    pub fn error_for_kind(env: Env, index: u32) -> napi::Result<JsUnknown> {
+        let kind = core::ErrorKind::ALL
+            .get(index as usize)
+            .copied()
+            .ok_or_else(|| range_error(&env, format!("no error kind number {index}")))?;
+        let err = zk_error(&env, &core::Error::new(kind, format!("test error of kind {}", kind.name())));
+        // A napi::Error made from a JS value converts back to that value.
+        unsafe {
+            let raw = <napi::Error as ToNapiValue>::to_napi_value(env.raw(), err)?;
+            Ok(<JsUnknown as napi::NapiValue>::from_raw_unchecked(env.raw(), raw))
+        }
+    }
+
+    /// Test hook: the next `count` guards, multi-guards or clients that a
+    /// Promise of this thread resolves with cannot be made (as after
+    /// `worker.terminate()`): the Promise rejects, and the value is dropped
+    /// (a guard released, a client closed), never leaked.
+    #[napi(js_name = "_failNextObjects", skip_typescript, catch_unwind)]
+    pub fn fail_next_objects(count: u32) {
+        FAIL_NEXT_OBJECTS.with(|n| n.set(count));
+    }
+
+    /// Test hook: panics on purpose, where `place` says: `"sync"` in this
+    /// call, `"promise"` in the work of the Promise it returns. Either must
+    /// end as a `ZkLockError` `INTERNAL` (thrown or rejected), never abort
+    /// the process.
+    #[napi(js_name = "_panicForTest", skip_typescript, catch_unwind)]
+    pub fn panic_for_test(env: Env, place: String) -> napi::Result<JsObject> {
+        match place.as_str() {
+            "sync" => panic!("test panic in a synchronous call"),
+            "promise" => promise_inline(&env, "a test", async { panic_in_promise() }),
+            _ => Err(type_error(&env, "ERR_INVALID_ARG_VALUE", "place must be \"sync\" or \"promise\"")),
+        }
+    }
+}
+
 /// A member of `client.multiLock()`.
 #[napi(object)]
 pub struct MultiLockMember {
@@ -1146,6 +1251,8 @@ pub struct MultiLockMember {
 #[napi]
 pub struct MultiLock {
     multi: core::MultiLock,
+    /// Its client's session, closed by the process's exit.
+    session: std::sync::Arc<Session>,
 }
 
 #[napi]
@@ -1165,7 +1272,8 @@ impl MultiLock {
     /// Takes every member: resolves with one `MultiGuard`, or rejects with
     /// the first failing member's error (`TIMEOUT` when `timeoutMs`, which
     /// covers the whole set, runs out; `CANCELLED` when the `signal`
-    /// aborts) after giving back every member taken so far.
+    /// aborts) after giving back every member taken so far. Throws
+    /// `INVALID_ARGUMENT` like `lock.acquire()`.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<MultiGuard>", catch_unwind)]
     pub fn acquire(
         &self,
@@ -1175,7 +1283,10 @@ impl MultiLock {
     ) -> napi::Result<JsObject> {
         let opts = core_acquire_options(options, token).map_err(|e| zk_error(&env, &e))?;
         let acquire = self.multi.acquire_async(opts);
-        promise_inline(&env, "acquire", async move { acquire.await.map(|guard| Owned(MultiGuard { guard })) })
+        let session = self.session.clone();
+        promise_inline(&env, "acquire", async move {
+            acquire.await.map(|guard| Owned(MultiGuard { guard, _session: session }))
+        })
     }
 
     /// Tries each member once: resolves with a `MultiGuard`, or `null`
@@ -1183,9 +1294,10 @@ impl MultiLock {
     #[napi(ts_return_type = "Promise<MultiGuard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
         let attempt = self.multi.acquire_async(core::AcquireOptions::new().timeout(Some(Duration::ZERO)));
+        let session = self.session.clone();
         promise_inline(&env, "tryAcquire", async move {
             match attempt.await {
-                Ok(guard) => Ok(Some(Owned(MultiGuard { guard }))),
+                Ok(guard) => Ok(Some(Owned(MultiGuard { guard, _session: session }))),
                 Err(e) if e.kind() == core::ErrorKind::Timeout => Ok(None),
                 Err(e) => Err(e),
             }
@@ -1194,11 +1306,14 @@ impl MultiLock {
 }
 
 /// Every member of a multi-lock held. Release it with `await
-/// guard.release()` (or `await using`); one that is garbage collected
-/// unreleased is released in the background.
+/// guard.release()` in a `finally` (or by `Symbol.asyncDispose`, as a
+/// `Guard`); one that is garbage collected unreleased is released in the
+/// background.
 #[napi]
 pub struct MultiGuard {
     guard: core::MultiGuard,
+    /// Its client's session, closed by the process's exit (only held).
+    _session: std::sync::Arc<Session>,
 }
 
 impl Drop for MultiGuard {
@@ -1264,6 +1379,7 @@ impl MultiGuard {
 }
 
 /// The work of `_panicForTest("promise")`.
+#[cfg(feature = "test-hooks")]
 fn panic_in_promise() -> core::Result<()> {
     panic!("test panic in the work of a Promise")
 }

@@ -15,6 +15,7 @@
 // host names.
 
 const zklock = require('..')
+const { testBuild } = require('./test-build.js')
 const { Client, Lock, Guard, ZkLockError } = zklock
 
 /** The longest any case may take. */
@@ -512,11 +513,89 @@ function groups() {
     })),
   ]
 
+  // Unknown option keys (a misspelling) in every options object the API
+  // takes: INVALID_ARGUMENT at once, naming the key and the valid ones
+  // (they were ignored: `timeoutMS` waited without limit).
+  const CONNECT_KEYS =
+    'valid options: hosts, sessionTimeoutMs, connectTimeoutMs, operationTimeoutMs, auth, sasl, acl, tls'
+  const ACQUIRE_KEYS = 'valid options: timeoutMs, signal'
+  const unknown = (name, key, valid, call) => ({
+    name: `unknown option: ${name}`,
+    call,
+    expect: zkErr('INVALID_ARGUMENT'),
+    message: [`unknown option ${JSON.stringify(key)}`, valid],
+  })
+  g.unknownOptions = [
+    unknown('connect sesionTimeoutMs', 'sesionTimeoutMs', CONNECT_KEYS, (ctx) =>
+      Client.connect({ hosts: ctx.hosts, sesionTimeoutMs: 30000 }),
+    ),
+    unknown('connect timeoutMs', 'timeoutMs', CONNECT_KEYS, (ctx) =>
+      Client.connect({ hosts: ctx.hosts, timeoutMs: 1 }),
+    ),
+    unknown('connect host (no hosts)', 'host', CONNECT_KEYS, (ctx) => Client.connect({ host: ctx.hosts })),
+    unknown('connect with an undefined value', 'operationTimeoutMS', CONNECT_KEYS, (ctx) =>
+      Client.connect({ hosts: ctx.hosts, operationTimeoutMS: undefined }),
+    ),
+    unknown('connect auth.pasword', 'pasword', 'valid options: user, password', (ctx) =>
+      Client.connect({ hosts: ctx.hosts, auth: { user: 'u', password: 'p', pasword: 'p' } }),
+    ),
+    unknown('connect sasl.username', 'username', 'valid options: user, password', (ctx) =>
+      Client.connect({ hosts: ctx.hosts, sasl: { username: 'u', password: 'p' } }),
+    ),
+    unknown('connect tls.certificate', 'certificate', 'valid options: ca, cert, key', (ctx) =>
+      Client.connect({ hosts: ctx.hosts, tls: { ca: '/nonexistent/ca.pem', certificate: 'c.pem' } }),
+    ),
+    // On a held lock: an ignored key would wait without limit.
+    unknown('lock acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.lock(ctx.heldPath).acquire({ timeoutMS: 100 }),
+    ),
+    unknown('lock acquire timeout', 'timeout', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.lock(ctx.heldPath).acquire({ timeoutMs: 100, timeout: 100 }),
+    ),
+    unknown('lock acquire abortSignal', 'abortSignal', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.lock(ctx.heldPath).acquire({ abortSignal: AbortSignal.timeout(100) }),
+    ),
+    unknown('read side acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.readWriteLock(freshPath('rw')).read.acquire({ timeoutMS: 100 }),
+    ),
+    unknown('write lock acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.writeLock(freshPath('w')).acquire({ timeoutMS: 100 }),
+    ),
+    unknown('election acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.election(freshPath('e'), 'me').acquire({ timeoutMS: 100 }),
+    ),
+    unknown('semaphore acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.semaphore(freshPath('s'), 2).acquire({ timeoutMS: 100 }),
+    ),
+    unknown('multiLock acquire timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.multiLock([{ path: ctx.heldPath }, { path: freshPath('m') }]).acquire({ timeoutMS: 100 }),
+    ),
+    unknown('multiLock member mod', 'mod', 'valid options: path, mode', (ctx) =>
+      ctx.client.multiLock([{ path: freshPath('m') }, { path: freshPath('m'), mod: 'READ' }]),
+    ),
+    unknown('withLock timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.withLock(ctx.heldPath, () => 'ran', { timeoutMS: 100 }),
+    ),
+    unknown('withLeadership timeoutMS', 'timeoutMS', ACQUIRE_KEYS, (ctx) =>
+      ctx.client.withLeadership(freshPath('l'), 'me', () => 'ran', { timeoutMS: 100 }),
+    ),
+    {
+      name: 'unknown option: none, with undefined values (control: granted)',
+      call: (ctx) => ctx.client.lock(freshPath('known')).acquire({ timeoutMs: undefined, signal: undefined }),
+      expect: isGuard,
+    },
+    {
+      name: 'unknown option: none, a multiLock member with its mode (control: a MultiLock)',
+      call: (ctx) => ctx.client.multiLock([{ path: freshPath('m'), mode: 'READ' }]),
+      expect: ok('a MultiLock', (v) => v instanceof zklock.MultiLock),
+    },
+  ]
+
   // A panic in the addon (a bug) must end as INTERNAL, never abort: a test
   // hook panics on purpose in a synchronous call and in a Promise's work.
   g.panics = ['sync', 'promise'].map((place) => ({
     name: `a panic in the addon (${place})`,
-    call: () => zklock.__panicForTest(place),
+    call: () => testBuild().__panicForTest(place),
     expect: zkErr('INTERNAL'),
   }))
   return g
@@ -613,7 +692,9 @@ function check(c, r) {
   if (x.kind === 'zk') {
     if (!(e instanceof ZkLockError) || !x.codes.includes(e.code))
       return `expected ZkLockError ${x.codes.join(' or ')}, ${got}`
-    if (c.message && !String(e.message).includes(c.message)) return `expected the message to name ${c.message}, ${got}`
+    for (const m of [].concat(c.message ?? [])) {
+      if (!String(e.message).includes(m)) return `expected the message to name ${m}, ${got}`
+    }
     return null
   }
   if (!(e instanceof TypeError) || e.code !== x.code) return `expected TypeError ${x.code}, ${got}`

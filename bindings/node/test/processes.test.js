@@ -7,6 +7,7 @@ const path = require('node:path')
 const { execFile } = require('node:child_process')
 const { Worker } = require('node:worker_threads')
 const { useZooKeeper, lockPath, waitFor } = require('./helpers.js')
+const { testBuild } = require('./test-build.js')
 
 const zk = useZooKeeper()
 const contender = path.join(__dirname, 'contender.js')
@@ -132,7 +133,7 @@ test('a guard whose object cannot be made is released, never leaked', async () =
   // test terminated workers while their downgrade() was settled). A test
   // hook makes the object fail the same way. The client's session timeout
   // is 30 s, so only the guard's release can remove its node in the wait.
-  const zklock = require('..')
+  const zklock = testBuild()
   const c = await zklock.Client.connect({ hosts: zk.connect, sessionTimeoutMs: 30000 })
   const other = await zk.client()
   try {
