@@ -96,6 +96,17 @@ def run_async(coro_fn: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: asyncio.run(coro_fn())
 
 
+def connect_and_close(*args: Any, **options: Any) -> Callable[[], Any]:
+    """A callable that connects with ``zklock.connect(*args, **options)``
+    (asyncio) on a new event loop and closes the client."""
+
+    async def run() -> None:
+        zk = await zklock.connect(*args, **options)
+        await zk.close_async()
+
+    return run_async(run)
+
+
 # ---- Client options ---------------------------------------------------------
 
 HOSTS = [
@@ -125,6 +136,7 @@ HOSTS = [
 @pytest.mark.parametrize("hosts_value, expect", HOSTS)
 def test_hostile_connect_strings(hosts_value: Any, expect: Expect) -> None:
     check(lambda: zklock.Client(hosts_value, connect_timeout=1.0).close(), expect)
+    check(connect_and_close(hosts_value, connect_timeout=1.0), expect)
 
 
 CHROOTS = [
@@ -184,6 +196,7 @@ def short(value: Any) -> str:
 def test_hostile_client_timeouts(hosts: str, option: str, value: Any, expect: Expect) -> None:
     # Refused before any connection is tried.
     check(lambda: zklock.Client(hosts, **{option: value}).close(), expect, bound=1.0)
+    check(connect_and_close(hosts, **{option: value}), expect, bound=1.0)
     if expect == INVALID_ARGUMENT:
         _, error = outcome(lambda: zklock.Client(hosts, **{option: value}))
         assert option in str(error), "the error does not name %s: %s" % (option, error)
@@ -227,6 +240,7 @@ AUTH = [
 @pytest.mark.parametrize("auth, expect", AUTH)
 def test_hostile_auth(hosts: str, auth: Any, expect: Expect) -> None:
     check(lambda: zklock.Client(hosts, auth=auth).close(), expect)
+    check(connect_and_close(hosts, auth=auth), expect)
 
 
 # ---- Lock paths and identifiers ---------------------------------------------
@@ -267,6 +281,8 @@ ENTRY_POINTS: Dict[str, Callable[[zklock.Client, Any], Any]] = {
     "write_lock": lambda c, p: c.write_lock(p),
     "read_write_lock": lambda c, p: c.read_write_lock(p),
     "participants": lambda c, p: c.participants(p),
+    "participants_async": lambda c, p: asyncio.run(c.participants_async(p)),
+    "leader_async": lambda c, p: asyncio.run(c.leader_async(p)),
 }
 
 
