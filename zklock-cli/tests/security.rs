@@ -61,6 +61,20 @@ fn tls_options_lock_through_the_tls_port_and_a_wrong_ca_says_why() {
     .wait(30 * SEC);
     assert_eq!(o.code, 69, "{o:?}");
     assert!(o.stderr.contains("UnknownIssuer"), "{o:?}");
+    // In words, not rustls's Debug forms (issue 30).
+    assert!(o.stderr.contains("not signed by a certificate authority in the TLS CA file"), "{o:?}");
+    let port = secure.rsplit_once(':').unwrap().1;
+    let localhost = format!("localhost:{port}");
+    let o = spawn(&d, "name", &["run", "--hosts", &localhost, "--tls-ca", &ca, "/cli/tls", "--", "true"], &[])
+        .wait(30 * SEC);
+    assert_eq!(o.code, 69, "{o:?}");
+    assert!(
+        o.stderr.contains("the server's certificate is not valid for localhost (it names only 127.0.0.1)"),
+        "{o:?}"
+    );
+    for debug in ["IpAddress(", "DnsName(", "InvalidCertificate(", "NotValidForName", "invalid peer certificate"] {
+        assert!(!o.stderr.contains(debug), "{debug:?} is Rust's Debug text, not words: {o:?}");
+    }
     let o = spawn(&d, "cert-only", &["run", "--hosts", &secure, "--tls-cert", &cert, "/cli/tls", "--", "true"], &[])
         .wait(30 * SEC);
     assert_eq!(o.code, 64, "{o:?}");
