@@ -417,13 +417,13 @@ function setLogger(logger, level) {
 
 // --- the process's exit ------------------------------------------------------
 
-// process.exit() on the main thread ends the process without tearing its
-// environment down: no finalizer drops a client, so each session, with its
-// held and queued lock nodes, stayed until the session timeout. On 'exit'
-// (process.exit() and the natural end alike; its listeners must be
-// synchronous) every open session is closed, waiting at most
-// EXIT_CLOSE_WAIT_MS for the servers. Workers need none of this: their
-// teardown drops their clients, which closes them.
+// process.exit() on the main thread (also after an uncaught exception)
+// ends the process without tearing its environment down: no finalizer
+// drops a client, so each session, with its held and queued lock nodes,
+// stayed until the session timeout. On 'exit' (those and the natural end
+// alike; its listeners must be synchronous) every open session is closed,
+// waiting at most EXIT_CLOSE_WAIT_MS for the servers in all. Workers need
+// none of this: their teardown drops their clients, which closes them.
 const EXIT_CLOSE_WAIT_MS = 1000
 if (require('node:worker_threads').isMainThread) {
   process.on('exit', () => native.Client._closeAllAtExit(EXIT_CLOSE_WAIT_MS))

@@ -8,6 +8,10 @@
 //           running, as any pending Promise of Node's does)
 //   stdin   process.exit(0) when a line comes on stdin (after the test
 //           has cut the server off)
+//   throw   an uncaught exception
+//   caught  an exception caught by an 'uncaughtException' listener: the
+//           process goes on holding; it prints the guard's state 500 ms
+//           later and exits by process.exitCode
 //   node HOSTS PATH HOW
 const readline = require('node:readline')
 const { Client } = require('..')
@@ -34,6 +38,20 @@ async function main() {
   await new Promise((resolve) => process.stdout.write(`${JSON.stringify({ ready: true, sessions })}\n`, resolve))
   if (how === 'exit') process.exit(0)
   if (how === 'stdin') readline.createInterface({ input: process.stdin }).once('line', () => process.exit(0))
+  if (how === 'caught') {
+    process.once('uncaughtException', () => {
+      setTimeout(async () => {
+        process.stdout.write(`${JSON.stringify({ state: guard.state })}\n`)
+        await guard.release()
+        await holder.close()
+        await waiter.close()
+      }, 500)
+    })
+  }
+  if (how === 'throw' || how === 'caught')
+    setTimeout(() => {
+      throw new Error('an uncaught exception')
+    }, 0)
   // 'end': nothing more to do.
 }
 main().catch((e) => {

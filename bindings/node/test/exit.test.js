@@ -48,6 +48,30 @@ for (const how of ['exit', 'end']) {
   })
 }
 
+test('an uncaught exception that ends the process closes the sessions too', async () => {
+  const watcher = await zk.client()
+  const p = lockPath('exit-throw')
+  const child = start(zk.connect, p, 'throw')
+  const { sessions } = await child.ready
+  const r = await child.exited
+  assert.equal(r.code, 1, r.stderr)
+  assert.match(r.stderr, /an uncaught exception/)
+  const left = async () => (await watcher.participants(p)).filter((n) => sessions.includes(String(n.sessionId)))
+  await waitFor(async () => (await left()).length === 0, GONE_WITHIN_MS, `the nodes of the crashed process to go`)
+})
+
+test("an exception caught by an 'uncaughtException' listener closes nothing", async () => {
+  const p = lockPath('exit-caught')
+  const child = start(zk.connect, p, 'caught')
+  await child.ready
+  const state = await new Promise((resolve) =>
+    readline.createInterface({ input: child.proc.stdout }).once('line', (l) => resolve(JSON.parse(l).state)),
+  )
+  assert.equal(state, 'HELD')
+  const r = await child.exited
+  assert.equal(r.code, 0, r.stderr)
+})
+
 test('process.exit() with the server cut off ends promptly', async () => {
   const p = lockPath('exit-cut-off')
   const child = start(zk.proxiedConnect, p, 'stdin')
