@@ -11,7 +11,8 @@ mod common;
 use std::io::Write as _;
 
 use common::{
-    bin, connect, kill, queue, server, spawn, spawn_with_stdin, wait_for_file, wait_until, zklock, Dir, Raw, SEC,
+    bin, connect, kill, queue, server, signal_dispositions, spawn, spawn_with_stdin, wait_for_file, wait_until, zklock,
+    Dir, Raw, SEC,
 };
 use zklock_harness::Proxy;
 
@@ -127,7 +128,7 @@ fn hold_exits_70_when_the_lock_is_lost_before_another_is_granted() {
         let g = lock.acquire(Some(30 * SEC)).expect("free after the session expired");
         (std::time::Instant::now(), g)
     });
-    wait_until("the waiter queued", 10 * SEC, || queue(&other, p).len() == 2);
+    wait_until("the waiter queued", 30 * SEC, || queue(&other, p).len() == 2);
     proxy.blackhole();
     let mut exited = None;
     wait_until("zklock exits", 30 * SEC, || {
@@ -164,20 +165,21 @@ echo "$token" > "$D/token"; {wait}
 exec {{LOCK[1]}}>&-; wait "$LOCK_PID""#,
         wait = wait_for_file("go")
     );
-    let mut sh = std::process::Command::new("bash")
-        .args(["-c", &script])
-        .env("ZKLOCK", bin())
-        .env("ZKLOCK_HOSTS", &hosts)
-        .env("D", &d.0)
-        .spawn()
-        .unwrap();
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["-c", &script]).env("ZKLOCK", bin()).env("ZKLOCK_HOSTS", &hosts).env("D", &d.0);
+    signal_dispositions(&mut cmd, &[]);
+    let mut sh = cmd.spawn().unwrap();
     wait_until("the script has the token", 20 * SEC, || d.read("token").ends_with('\n'));
     let nodes = raw.children(p);
     assert_eq!(nodes.len(), 1, "held while the script works: {nodes:?}");
     let stat = raw.exists(&format!("{p}/{}", nodes[0])).unwrap();
     assert_eq!(d.read("token").trim(), stat.czxid.to_string());
     d.touch("go");
-    assert!(zklock_harness::wait_for(20 * SEC, || sh.try_wait().unwrap().is_some()), "the script ends");
+    if !zklock_harness::wait_for(60 * SEC, || sh.try_wait().unwrap().is_some()) {
+        let _ = sh.kill();
+        let _ = sh.wait();
+        panic!("the script did not end within 60 s");
+    }
     assert!(sh.wait().unwrap().success(), "zklock hold exited 0");
     assert!(raw.children(p).is_empty(), "released");
 }

@@ -50,7 +50,7 @@ fn a_forwarded_signal_reaches_the_whole_group() {
         let o = r.wait(20 * SEC);
         assert_eq!(o.code, 128 + libc::SIGTERM, "{name}: the shell died of the forwarded SIGTERM: {o:?}");
         if group {
-            wait_until("the grandchild is gone", 10 * SEC, || !process_alive(gc));
+            wait_until("the grandchild is gone", 30 * SEC, || !process_alive(gc));
         } else {
             // Without --process-group only the shell gets the signal: the
             // grandchild lives on (which is what --process-group is for).
@@ -96,7 +96,7 @@ fn a_lost_lock_stops_the_whole_group() {
     let o = r.wait(30 * SEC);
     assert_eq!(o.code, 70, "{o:?}");
     assert!(o.stderr.contains("process group") && o.stderr.contains("SIGKILL"), "{o:?}");
-    let gone = zklock_harness::wait_for(10 * SEC, || !process_alive(gc) && !process_alive(stubborn));
+    let gone = zklock_harness::wait_for(30 * SEC, || !process_alive(gc) && !process_alive(stubborn));
     let (gc_alive, stubborn_alive) = (process_alive(gc), process_alive(stubborn));
     reap(gc);
     reap(stubborn);

@@ -12,7 +12,7 @@ mod common;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{connect, queue, server, wait_until, Raw, SEC};
+use common::{all_threads_stopped, connect, queue, server, signal_dispositions, wait_until, Raw, SEC};
 use zklock_core::{Guard, Result};
 use zklock_harness::Proxy;
 use zookeeper_client as zk;
@@ -37,29 +37,30 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let marker = dir.join("ran");
     let _ = std::fs::remove_file(&marker);
     proxy.hold_replies_from_next_create();
-    let p = std::process::Command::new(common::bin())
-        .args([
-            "run",
-            "--hosts",
-            &proxy.addr().to_string(),
-            "--session-timeout",
-            "2s",
-            "--timeout",
-            "30s",
-            "/stall",
-            "--",
-        ])
-        .args(["sh", "-c", &format!("touch {}", marker.display())])
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args([
+        "run",
+        "--hosts",
+        &proxy.addr().to_string(),
+        "--session-timeout",
+        "2s",
+        "--timeout",
+        "30s",
+        "/stall",
+        "--",
+    ])
+    .args(["sh", "-c", &format!("touch {}", marker.display())])
+    .stdin(std::process::Stdio::null());
+    signal_dispositions(&mut cmd, &[]);
+    let p = cmd.spawn().unwrap();
     let pid = libc::pid_t::try_from(p.id()).unwrap();
-    wait_until("the create's reply is held", 10 * SEC, || proxy.held_replies() >= 1);
-    // The list's reply too (the server answers both at once).
-    std::thread::sleep(Duration::from_millis(200));
+    // The create's reply and the list's (the server answers both at once).
+    wait_until("the create's and the list's replies are held", 30 * SEC, || proxy.held_replies() >= 2);
     // SAFETY: kill(2) on our own child, which we have not reaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
-    std::thread::sleep(Duration::from_millis(100));
+    // SIGSTOP stops the threads one by one: all of them before the replies
+    // reach the socket, or one of them could read them before the stall.
+    wait_until("every thread of zklock is stopped", 30 * SEC, || all_threads_stopped(pid));
     assert!(proxy.release_held_replies() >= 2, "the create's and the list's replies were held");
     proxy.blackhole();
     // The server expires p's session (2 s) and c gets the lock.
@@ -67,7 +68,7 @@ fn a_process_stalled_between_send_and_read_does_not_take_the_lock() {
     let gc = c.lock("/stall").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
-    hold_then_check_it_never_ran(gc, 3 * SEC, p, &dir);
+    hold_then_check_it_never_ran(gc, 3 * SEC, || true, p, &dir);
 }
 
 /// The same fault at the one moment a signal from outside cannot hit: the
@@ -83,12 +84,13 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     let hosts = zk.connect_string();
     let (p, dir) = zklock_run_stalling(&hosts, "/stall-point", "2s", "after-create-reply", 6000);
     let raw = Raw::connect(&hosts);
-    wait_until("p's node exists", 10 * SEC, || raw.children("/stall-point").len() == 1);
+    wait_until("p's node exists", 30 * SEC, || raw.children("/stall-point").len() == 1);
     // c queues behind p's node and is granted when p's session expires.
     let c = connect(&hosts);
     let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
-    // p wakes up about 6 s after its create; hold the lock well past that.
-    hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
+    // p wakes up about 6 s after its create and finds its session expired;
+    // hold the lock well past that.
+    hold_then_check_it_never_ran(gc, 6 * SEC, || expired(&dir), p, &dir);
 }
 
 /// The same for a semaphore's lease (one lease): the `zklock run --permits 1`
@@ -108,11 +110,12 @@ fn a_process_stalled_after_its_lease_create_reply_does_not_take_the_lease() {
         Some("/stall-lease/leases"),
     );
     let raw = Raw::connect(&hosts);
-    wait_until("p's lease node exists", 10 * SEC, || raw.children("/stall-lease/leases").len() == 1);
+    wait_until("p's lease node exists", 30 * SEC, || raw.children("/stall-lease/leases").len() == 1);
     let c = connect(&hosts);
     let sem = c.semaphore("/stall-lease", 1, zklock_core::LockOptions::default()).unwrap();
     let gc = sem.acquire(Some(20 * SEC)).expect("c gets the lease once p's session expired");
-    hold_then_check_it_never_ran(gc, 6 * SEC, p, &dir);
+    // p wakes up about 6 s after its create and finds its session expired.
+    hold_then_check_it_never_ran(gc, 6 * SEC, || expired(&dir), p, &dir);
 }
 
 /// A sole waiter whose blocker's delete notification comes is granted only
@@ -128,22 +131,24 @@ fn a_waiter_whose_node_and_blocker_both_went_while_it_stalled_queues_again() {
     let hosts = zk.connect_string();
     let path = "/stall-waiting";
     let a = connect(&hosts);
-    let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
-    let (p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 3000);
+    let ga = a.lock(path).unwrap().acquire(Some(30 * SEC)).unwrap();
+    let (p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 5000);
     let raw = Raw::connect(&hosts);
-    wait_until("p queued", 10 * SEC, || raw.children(path).len() == 2);
-    // p's watches are set within a round trip of its node's creation.
-    std::thread::sleep(SEC / 2);
+    wait_until("p queued", 30 * SEC, || raw.children(path).len() == 2);
+    wait_until("p stalls with its watches set", 30 * SEC, || stalling(&dir));
     let p_node = queue(&a, path)[1].clone();
     raw.delete(&format!("{path}/{p_node}"));
     ga.release().unwrap();
     let c = connect(&hosts);
-    let gc = c.lock(path).unwrap().acquire(Some(5 * SEC)).expect("c gets the free lock");
-    // p wakes up 3 s after it set its watches; hold the lock well past that.
-    std::thread::sleep(5 * SEC);
+    let gc = c.lock(path).unwrap().acquire(Some(30 * SEC)).expect("c gets the free lock");
+    // p wakes up 5 s after it set its watches (or runs its command).
+    let requeued = zklock_harness::wait_for(60 * SEC, || {
+        let q = queue(&c, path);
+        (q.len() == 2 && !q.contains(&p_node)) || dir.join("ran").exists()
+    });
     let q = queue(&c, path);
-    assert!(q.len() == 2 && !q.contains(&p_node), "p queued again behind c with a new node: {q:?}");
-    hold_then_check_it_never_ran(gc, Duration::ZERO, p, &dir);
+    hold_then_check_it_never_ran(gc, Duration::ZERO, || true, p, &dir);
+    assert!(requeued && q.len() == 2 && !q.contains(&p_node), "p queued again behind c with a new node: {q:?}");
 }
 
 /// A waiter with two nodes before it stalls (fault point) with its watches
@@ -159,27 +164,28 @@ fn a_waiter_whose_node_was_replaced_is_not_granted_on_a_list_showing_its_name() 
     let path = "/stall-replaced";
     let (a, x) = (connect(&hosts), connect(&hosts));
     let raw = Raw::connect(&hosts);
-    let ga = a.lock(path).unwrap().acquire(Some(5 * SEC)).unwrap();
+    let ga = a.lock(path).unwrap().acquire(Some(30 * SEC)).unwrap();
     let lx = x.lock(path).unwrap();
     let cancel_x = lx.cancel_handle();
     let tx: JoinHandle<Result<Guard>> = std::thread::spawn(move || lx.acquire(Some(30 * SEC)));
-    wait_until("x queued", 5 * SEC, || queue(&a, path).len() == 2);
-    let (mut p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 3000);
+    wait_until("x queued", 30 * SEC, || queue(&a, path).len() == 2);
+    let (mut p, dir) = zklock_run_stalling(&hosts, path, "10s", "before-waiting", 5000);
     let marker = dir.join("ran");
-    wait_until("p queued", 10 * SEC, || queue(&a, path).len() == 3);
-    std::thread::sleep(SEC / 2);
+    wait_until("p queued", 30 * SEC, || queue(&a, path).len() == 3);
+    wait_until("p stalls with its watches set", 30 * SEC, || stalling(&dir));
     let p_node = format!("{path}/{}", queue(&a, path)[2]);
     raw.delete(&p_node);
     raw.create(&p_node, zk::CreateMode::Ephemeral);
     cancel_x.cancel();
     assert!(tx.join().unwrap().is_err(), "x gave up");
     ga.release().unwrap();
-    // p wakes 3 s after it set its watches.
-    std::thread::sleep(5 * SEC);
+    // p wakes 5 s after it set its watches: it queues again (or runs its
+    // command).
+    wait_until("p queued again, or ran", 60 * SEC, || queue(&a, path).len() == 2 || marker.exists());
     let ran = marker.exists();
     let q = queue(&a, path);
     raw.delete(&p_node);
-    let p_done = wait_for_exit(&mut p, 10 * SEC);
+    let p_done = wait_for_exit(&mut p, 60 * SEC);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(!ran, "p ran its command on the stranger's node (queue then: {q:?})");
     assert_eq!(q.len(), 2, "p queued again behind the stranger's node: {q:?}");
@@ -219,11 +225,21 @@ fn zklock_run_stalling_with(
         .args(["sh", "-c", &format!("touch {}", dir.join("ran").display())])
         .env("ZKLOCK_FAULT_STALL", point)
         .env("ZKLOCK_FAULT_STALL_MS", ms.to_string())
-        .stdin(std::process::Stdio::null());
+        .env_remove("ZKLOCK_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap());
     if let Some(under) = under {
         cmd.env("ZKLOCK_FAULT_STALL_UNDER", under);
     }
+    signal_dispositions(&mut cmd, &[]);
     (cmd.spawn().unwrap(), dir)
+}
+
+/// Whether the process started by [`zklock_run_stalling_with`] in `dir`
+/// has reached its fault point (it logs that before it stalls).
+fn stalling(dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(dir.join("stderr")).is_ok_and(|e| e.contains("stalling"))
 }
 
 /// Whether `p` exited successfully within `limit` (`None`: it did not exit;
@@ -241,11 +257,26 @@ fn wait_for_exit(p: &mut std::process::Child, limit: Duration) -> Option<bool> {
     None
 }
 
+/// Whether the process started by [`zklock_run_stalling_with`] in `dir`
+/// has woken from its stall and learnt that its session expired.
+fn expired(dir: &std::path::Path) -> bool {
+    std::fs::read_to_string(dir.join("stderr")).is_ok_and(|e| e.contains("(Expired)"))
+}
+
 /// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,
-/// then checks that `p`'s command (which creates `dir/ran`) never ran: it
-/// could only have run while `gc` held the lock. Kills `p`, removes `dir`.
-fn hold_then_check_it_never_ran(gc: Guard, hold: Duration, mut p: std::process::Child, dir: &std::path::Path) {
+/// and on until `acted` (`p` did what it does after its stall; at most
+/// 60 s more), or `p` ran its command or exited; then checks that `p`'s
+/// command (which creates `dir/ran`) never ran: it could only have run
+/// while `gc` held the lock. Kills `p`, removes `dir`.
+fn hold_then_check_it_never_ran(
+    gc: Guard,
+    hold: Duration,
+    mut acted: impl FnMut() -> bool,
+    mut p: std::process::Child,
+    dir: &std::path::Path,
+) {
     std::thread::sleep(hold);
+    zklock_harness::wait_for(60 * SEC, || acted() || dir.join("ran").exists() || !matches!(p.try_wait(), Ok(None)));
     let ran = dir.join("ran").exists();
     gc.check().expect("c still holds the lock");
     gc.release().unwrap();
