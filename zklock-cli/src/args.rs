@@ -239,6 +239,11 @@ pub(crate) struct Connection {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
     pub(crate) session_timeout: Duration,
     /// Give up connecting after this long
+    ///
+    /// When every server refuses the connection (nothing listens on its
+    /// port), has no route or a name that does not resolve, zklock gives up
+    /// at once, naming them ("connection refused by 127.0.0.1:2181"), and
+    /// exits 69.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = duration, allow_hyphen_values = true)]
     pub(crate) connect_timeout: Duration,
     /// Speak TLS to every server (name their secureClientPort), trusting the CAs in this PEM file
