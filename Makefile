@@ -37,7 +37,7 @@ demo: export MATURIN_PEP517_ARGS = --profile dev
 ## test: every test suite (Rust, C under valgrind, install), against real
 ## ZooKeeper servers, and the demo
 test: deps lint publish-check docs test-rust test-c test-install test-python test-python-wheel test-node test-node-package test-docs test-demo
-	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log
+	@scripts/test-summary.sh target/test-rust.log target/test-c.log target/test-python.log target/test-node.log target/test-docs.log
 
 ## docs: the docs site in target/docs/html (Sphinx pages of docs/, rustdoc,
 ## the C header, the Python API, TypeDoc), every internal link checked
@@ -75,9 +75,8 @@ test-demo: demo-workers
 ## `target/python-venv/bin/python tests/docs/doctest.py --only README.md:149`
 test-docs: deps ffi node doctest-wheel
 	$(CARGO) build --locked -p zklock-cli -p zklock-harness
-	$(PYVENV)/bin/python -m pytest -q tests/docs
 	@mkdir -p target
-	set -o pipefail; $(PYVENV)/bin/python tests/docs/doctest.py 2>&1 | tee target/test-docs.log
+	set -o pipefail; { $(PYVENV)/bin/python -m pytest tests/docs && $(PYVENV)/bin/python tests/docs/doctest.py; } 2>&1 | tee target/test-docs.log
 
 # The Python blocks' package: one abi3 wheel (dev profile, like the demo's
 # build; installed into a venv of each Python version the blocks run on).

@@ -811,8 +811,14 @@ def main() -> int:
     if report.notes:
         print("\ndoctest: " + "; ".join(report.notes))
     print(
-        "doctest: %d checks, %d failed, in %.0f s (%s)"
-        % (len(report.results), len(failed), time.monotonic() - started, platform.machine())
+        "doctest: %d passed, %d failed (%d checks in %.0f s, %s)"
+        % (
+            len(report.results) - len(failed),
+            len(failed),
+            len(report.results),
+            time.monotonic() - started,
+            platform.machine(),
+        )
     )
     for r in failed:
         print("  FAIL " + r.label)
