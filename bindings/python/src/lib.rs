@@ -290,6 +290,12 @@ fn _after_fork_in_child() {
 /// this one that come back from a zklock wait stay parked rather than
 /// return into Python ([`EXIT_THREAD`]). Clients inherited through
 /// `fork()` are not touched.
+///
+/// The clients closed here are kept (leaked) for the rest of the process:
+/// dropped by the interpreter's finalization, each would wait up to 1 s
+/// more, one after the other, for a server that did not answer (a client's
+/// drop waits for its close); the process ends anyway, which stops their
+/// threads.
 #[pyfunction]
 fn _close_all(py: Python<'_>, wait: f64) {
     *locked(&EXIT_THREAD) = Some(std::thread::current().id());
@@ -315,7 +321,7 @@ fn _close_all(py: Python<'_>, wait: f64) {
                 break;
             }
         }
-        drop(clients);
+        std::mem::forget(clients);
     });
 }
 
