@@ -476,7 +476,7 @@ impl Session {
 /// all (an unreachable server does not hold the exit up longer): their
 /// lock nodes, held or queued, go at once instead of after the session
 /// timeout. Run by `index.js` on the main thread's `'exit'` event (after
-/// `process.exit()` and at the natural end alike), where nothing
+/// `process.exit()`, an uncaught exception or the natural end), where nothing
 /// asynchronous runs any more: it blocks the JavaScript thread, which is
 /// exiting. Waiting acquires reject with `CLOSED` (nobody sees it).
 fn close_all_at_exit(wait_ms: u32) {
