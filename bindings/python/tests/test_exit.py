@@ -46,6 +46,8 @@ CHILD = """
     sys.stdin.readline()
     if ending == "sys.exit":
         sys.exit(0)
+    if ending == "uncaught exception":
+        raise RuntimeError("the end")
 """ % {"session": SESSION_TIMEOUT}
 
 
@@ -71,7 +73,7 @@ def owners(kz: KazooClient, path: str) -> List[int]:
     return found
 
 
-@pytest.mark.parametrize("ending", ["sys.exit", "end of main"])
+@pytest.mark.parametrize("ending", ["sys.exit", "end of main", "uncaught exception"])
 def test_exit_takes_the_nodes_of_waiting_and_holding_daemon_threads(
     client: zklock.Client, kazoo: KazooClient, hosts: str, path: str, ending: str
 ) -> None:
@@ -79,7 +81,7 @@ def test_exit_takes_the_nodes_of_waiting_and_holding_daemon_threads(
         session = int(child.line())
         assert owners(kazoo, path).count(session) == 1 and owners(kazoo, path + "/held") == [session]
         child.send("\n")
-        assert child.wait(20) == 0
+        assert child.wait(20) == (1 if ending == "uncaught exception" else 0), child.stderr
         # Gone at once, long before the session timeout.
         wait_for(
             lambda: session not in owners(kazoo, path) + owners(kazoo, path + "/held"),
@@ -88,7 +90,8 @@ def test_exit_takes_the_nodes_of_waiting_and_holding_daemon_threads(
         )
         assert owners(kazoo, path) == [client.session_id]
         # The waiter told Closed by the exit's close stayed silent.
-        assert "Traceback" not in child.stderr, child.stderr
+        assert "Closed" not in child.stderr, child.stderr
+        assert child.stderr.count("Traceback") == (ending == "uncaught exception"), child.stderr
 
 
 def test_exit_with_the_server_stopped_ends_within_a_bound(path: str) -> None:
