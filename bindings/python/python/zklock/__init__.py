@@ -49,12 +49,13 @@ imported, so it runs after the hooks registered later) stops state
 callbacks (waiting for those already running), then closes every client
 of the process that is still open, so that their nodes go at once, also
 the nodes of a daemon thread still waiting in ``acquire()`` or holding a
-lock when the program ends (``sys.exit()`` or the end of the main
-module). It waits at most 1 s in all for the servers to confirm; with no
-server answering, the nodes stay until the session times out, as after a
-crash. From then on a thread whose blocking ``acquire()`` ends stays
-stopped there (as Python stops daemon threads at exit) instead of raising
-:class:`Closed`. A child made by ``fork()`` closes only its own clients.
+lock when the program ends (``sys.exit()``, the end of the main module,
+an uncaught exception). It waits at most 1 s in all for the servers to
+confirm; with no server answering the exit goes on, and the nodes go
+when a server reads the close or, if none does, when the session times
+out, as after a crash. From then on a thread whose blocking
+``acquire()`` ends stays stopped there (as Python stops daemon threads
+at exit) instead of raising :class:`Closed`. A child made by ``fork()`` closes only its own clients.
 A process killed (SIGKILL) or ended with ``os._exit()`` runs no hook: its
 nodes stay until its sessions time out.
 
@@ -1036,11 +1037,11 @@ class Client:
         self._native.close()
 
     async def close_async(self) -> None:
-        """:meth:`close` for asyncio: the client is closed at once (every
-        lock held through it is lost, waiting acquires fail with
-        :class:`Closed`); the await then waits, without a thread and
-        without blocking the event loop, until the server confirmed or the
-        operation timeout passed. Idempotent. Cancelling the awaiting task
+        """:meth:`close` for asyncio: awaiting it closes the client at once
+        (every lock held through it is lost, waiting acquires fail with
+        :class:`Closed`), then waits, without a thread and without blocking
+        the event loop, until the server confirmed or the operation timeout
+        passed. Idempotent. Cancelling the awaiting task
         only stops that wait. In a forked child it does nothing."""
         fut, done = _completion(asyncio.get_running_loop())
         if self._native.close_start(done):
