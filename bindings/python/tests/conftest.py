@@ -10,6 +10,7 @@ it is missing).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -19,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
+import kazoo.client as kazoo_client  # kazoo 2.11.0, pinned in the test venv
 import pytest
 import zklock
 
@@ -134,6 +136,26 @@ def observer(hosts: str) -> Iterator[zklock.Client]:
     """A second client that only looks (participants)."""
     with zklock.Client(hosts) as c:
         yield c
+
+
+@contextlib.contextmanager
+def kazoo_session(hosts: str) -> Iterator[kazoo_client.KazooClient]:
+    """A kazoo session on ``hosts``: the view from outside zklock (another
+    library's session), stopped and closed on leaving."""
+    kz = kazoo_client.KazooClient(hosts=hosts, timeout=10.0)
+    kz.start(timeout=20)
+    try:
+        yield kz
+    finally:
+        kz.stop()
+        kz.close()
+
+
+@pytest.fixture
+def kz(hosts: str) -> Iterator[kazoo_client.KazooClient]:
+    """A kazoo session on the test server (see :func:`kazoo_session`)."""
+    with kazoo_session(hosts) as session:
+        yield session
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ paths' children and reads their owners.
 from __future__ import annotations
 
 import time
-from typing import Iterator, List, Set
+from typing import List, Set
 
 import pytest
 import zklock
-from conftest import Harness
+from conftest import Harness, kazoo_session
 from kazoo.client import KazooClient
 from support import Child, wait_for
 
@@ -51,18 +51,6 @@ CHILD = """
 """ % {"session": SESSION_TIMEOUT}
 
 
-@pytest.fixture
-def kazoo(hosts: str) -> Iterator[KazooClient]:
-    """A kazoo session on the test server: the view from outside zklock."""
-    kz = KazooClient(hosts=hosts, timeout=10.0)
-    kz.start(timeout=20)
-    try:
-        yield kz
-    finally:
-        kz.stop()
-        kz.close()
-
-
 def owners(kz: KazooClient, path: str) -> List[int]:
     """The sessions that own the children of ``path``, as the server says."""
     found = []
@@ -75,20 +63,20 @@ def owners(kz: KazooClient, path: str) -> List[int]:
 
 @pytest.mark.parametrize("ending", ["sys.exit", "end of main", "uncaught exception"])
 def test_exit_takes_the_nodes_of_waiting_and_holding_daemon_threads(
-    client: zklock.Client, kazoo: KazooClient, hosts: str, path: str, ending: str
+    client: zklock.Client, kz: KazooClient, hosts: str, path: str, ending: str
 ) -> None:
     with client.lock(path), Child(CHILD, hosts, path, ending) as child:
         session = int(child.line())
-        assert owners(kazoo, path).count(session) == 1 and owners(kazoo, path + "/held") == [session]
+        assert owners(kz, path).count(session) == 1 and owners(kz, path + "/held") == [session]
         child.send("\n")
         assert child.wait(20) == (1 if ending == "uncaught exception" else 0), child.stderr
         # Gone at once, long before the session timeout.
         wait_for(
-            lambda: session not in owners(kazoo, path) + owners(kazoo, path + "/held"),
+            lambda: session not in owners(kz, path) + owners(kz, path + "/held"),
             timeout=2.0,
             what="the exited child's nodes to go (its session timeout is %s s)" % SESSION_TIMEOUT,
         )
-        assert owners(kazoo, path) == [client.session_id]
+        assert owners(kz, path) == [client.session_id]
         # The waiter told Closed by the exit's close stayed silent.
         assert "Closed" not in child.stderr, child.stderr
         assert child.stderr.count("Traceback") == (ending == "uncaught exception"), child.stderr
@@ -104,10 +92,9 @@ def test_exit_with_the_server_stopped_ends_within_a_bound(path: str) -> None:
     # Resumed, the server reads the closes the children sent before they
     # ended: their nodes go at once.
     harness = Harness()
-    kz = KazooClient(hosts=harness.connect, timeout=10.0)
-    kz.start(timeout=20)
     try:
         with (
+            kazoo_session(harness.connect) as kz,
             zklock.Client(harness.connect) as holder,
             holder.lock(path),
             Child(CHILD, harness.connect, path, "sys.exit") as child,
@@ -140,8 +127,6 @@ def test_exit_with_the_server_stopped_ends_within_a_bound(path: str) -> None:
             )
             assert "Traceback" not in child.stderr + clients.stderr, child.stderr + clients.stderr
     finally:
-        kz.stop()
-        kz.close()
         harness.stop()
 
 
@@ -175,12 +160,12 @@ FORK_CHILD = """
 """ % {"session": SESSION_TIMEOUT}
 
 
-def test_a_forked_child_exit_leaves_the_parent_session_alone(kazoo: KazooClient, hosts: str, path: str) -> None:
+def test_a_forked_child_exit_leaves_the_parent_session_alone(kz: KazooClient, hosts: str, path: str) -> None:
     with Child(FORK_CHILD, hosts, path) as child:
         status, session = map(int, child.line().split())
         assert status == 0
         time.sleep(0.5)  # a close by the child's exit would be through by now
-        assert owners(kazoo, path) == [session]
+        assert owners(kz, path) == [session]
         child.send("\n")
         assert child.wait(20) == 0
-        wait_for(lambda: owners(kazoo, path) == [], timeout=2.0, what="the parent's node to go at its own exit")
+        wait_for(lambda: owners(kz, path) == [], timeout=2.0, what="the parent's node to go at its own exit")

@@ -4,23 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterator
 
-import kazoo.client as kazoo_client  # noqa: E402 - kazoo 2.11.0, pinned in the test venv
 import pytest
 import zklock
 from kazoo.exceptions import LockTimeout as KazooLockTimeout  # noqa: E402
-
-
-@pytest.fixture
-def kz(hosts: str) -> Iterator["kazoo_client.KazooClient"]:
-    zk = kazoo_client.KazooClient(hosts=hosts, timeout=10.0)
-    zk.start(timeout=20)
-    try:
-        yield zk
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def test_kazoo_holds_zklock_waits(kz, client: zklock.Client, path: str) -> None:
