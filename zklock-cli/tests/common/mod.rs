@@ -239,25 +239,43 @@ fn stat_fields(path: &str) -> Option<(char, i32, i32)> {
     Some((state, ppid, pgrp))
 }
 
-/// Whether no process of the process group `pgid` can run: it has members
-/// and each is stopped (`T`), or is a shell waiting in its vfork for a
-/// child of the group that is stopped before its exec (`D` with a stopped
-/// child: dash starts commands with vfork, and a stop signal to the group
-/// that comes in between stops the child and leaves the parent in `D`
-/// until the child goes on).
+/// Whether the process group `pgid` is stopped: a member is stopped
+/// (`T`) and no member can run: each is stopped, dead and not yet reaped
+/// by its stopped parent (`Z`), or a shell waiting in its vfork for a child
+/// of the group that is stopped before its exec (`D` with a stopped child:
+/// dash starts commands with vfork, and a stop signal to the group that
+/// comes in between stops the child and leaves the parent in `D` until the
+/// child goes on).
 pub fn group_stopped(pgid: i32) -> bool {
-    let Ok(entries) = fs::read_dir("/proc") else { return false };
-    let members: Vec<(i32, char, i32)> = entries
+    let members = group_members(pgid);
+    members.iter().any(|&(_, state, _)| state == 'T')
+        && members.iter().all(|&(pid, state, _)| {
+            matches!(state, 'T' | 'Z' | 'X')
+                || (state == 'D' && members.iter().any(|&(_, s, ppid)| ppid == pid && s == 'T'))
+        })
+}
+
+/// Waits up to `limit` until [`group_stopped`]; panics with the states of
+/// the group's members if it is not.
+pub fn wait_until_group_stopped(pgid: i32, limit: Duration) {
+    assert!(
+        zklock_harness::wait_for(limit, || group_stopped(pgid)),
+        "timed out waiting until the command's process group {pgid} is stopped; its members (pid, state, parent): \
+         {:?}",
+        group_members(pgid)
+    );
+}
+
+/// The processes of the process group `pgid`: pid, state, parent pid.
+pub fn group_members(pgid: i32) -> Vec<(i32, char, i32)> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    entries
         .filter_map(|e| {
             let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
             let (state, ppid, pgrp) = stat_fields(&format!("/proc/{pid}/stat"))?;
             (pgrp == pgid).then_some((pid, state, ppid))
         })
-        .collect();
-    !members.is_empty()
-        && members.iter().all(|&(pid, state, _)| {
-            state == 'T' || (state == 'D' && members.iter().any(|&(_, s, ppid)| ppid == pid && s == 'T'))
-        })
+        .collect()
 }
 
 /// Whether every thread of process `pid` is stopped (`T`): SIGSTOP stops
