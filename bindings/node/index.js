@@ -189,9 +189,11 @@ Guard.prototype.onStateChange = function onStateChange(callback) {
 
 // A string id must be well-formed Unicode: napi would store a lone
 // surrogate as U+FFFD, so that distinct ids collapse (Python refuses it too).
+// (String.prototype.isWellFormed is Node >= 20; the package supports 18.)
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 const nativeElection = Client.prototype.election
 Client.prototype.election = function election(path, id) {
-  if (typeof id === 'string' && !id.isWellFormed()) {
+  if (typeof id === 'string' && LONE_SURROGATE.test(id)) {
     throw new ZkLockError('id is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
   }
   return nativeElection.call(this, path, id)
@@ -202,7 +204,7 @@ Client.prototype.election = function election(path, id) {
 const nativeSemaphore = Client.prototype.semaphore
 Client.prototype.semaphore = function semaphore(path, permits, data) {
   if (typeof permits !== 'number') throw invalidArgType(`permits must be a number, got ${typeof permits}`)
-  if (typeof data === 'string' && !data.isWellFormed()) {
+  if (typeof data === 'string' && LONE_SURROGATE.test(data)) {
     throw new ZkLockError('data is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
   }
   return nativeSemaphore.call(this, path, permits, data ?? undefined)
