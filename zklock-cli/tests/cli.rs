@@ -528,6 +528,65 @@ fn signals_ignored_at_start_stay_ignored() {
     assert!(queue(&observer, "/cli/ignored").is_empty());
 }
 
+/// `zklock hold PATH &` under a shell with job control: a background job
+/// may not read the terminal. hold ignores SIGTTIN so that its read fails
+/// (EIO) and it releases at once; before, the handler installed for job
+/// control replaced that ignore, and the terminal's SIGTTIN stopped hold,
+/// which kept the lock without keeping its session. The terminal is a
+/// pseudo-terminal from script(1); skipped without it.
+#[test]
+fn hold_in_the_background_of_a_job_control_shell_releases_at_once() {
+    use std::process::{Command, Stdio};
+    if Command::new("script").arg("--version").stdout(Stdio::null()).status().is_err() {
+        eprintln!("skipped: script(1) is not installed");
+        return;
+    }
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let d = Dir::new("hold-bg");
+    let shell = format!(
+        r#"set -m
+"$ZKLOCK" hold --hosts "$HOSTS" /cli/hold-bg 2> "$D/err" &
+echo $! > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"
+{}
+kill -9 %1 2>/dev/null
+exit 0
+"#,
+        wait_for_file("go")
+    );
+    fs::write(d.path("bg.sh"), shell).unwrap();
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &format!("bash --norc --noprofile {}", d.path("bg.sh").display()), "/dev/null"])
+        .env("ZKLOCK", common::bin())
+        .env("HOSTS", &hosts)
+        .env("D", &d.0)
+        .env_remove("ZKLOCK_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
+    common::signal_dispositions(&mut cmd, &[]);
+    let mut script = cmd.spawn().unwrap();
+    wait_until("hold runs", 30 * SEC, || d.exists("pid"));
+    let pid: i32 = d.read("pid").trim().parse().unwrap();
+    let settled = zklock_harness::wait_for(30 * SEC, || {
+        proc_state(pid).is_none_or(|s| s == 'Z' || s == 'T') && raw.children("/cli/hold-bg").is_empty()
+    });
+    let (state, err, nodes) = (proc_state(pid), d.read("err"), raw.children("/cli/hold-bg"));
+    d.touch("go");
+    let ended = zklock_harness::wait_for(60 * SEC, || !matches!(script.try_wait(), Ok(None)));
+    if !ended {
+        let _ = script.kill();
+        let _ = script.wait();
+    }
+    if proc_state(pid).is_some_and(|s| s != 'Z') {
+        kill(pid, libc::SIGKILL);
+    }
+    assert!(settled && state != Some('T'), "hold stopped in the background (state {state:?}, nodes {nodes:?}): {err}");
+    assert!(err.contains("cannot read stdin"), "{err}");
+    assert!(nodes.is_empty(), "released: {nodes:?}");
+}
+
 /// zklock killed with SIGKILL while its command runs: the kernel kills the
 /// command at once (parent-death signal), so it cannot run on without the
 /// lock after the session expires (found by an outside test: the command
