@@ -80,7 +80,10 @@
 //! the command SIGKILL (parent-death signal, `signals::kill_with_parent`).
 //! A job-control stop sent to zklock alone stops the command instead
 //! (`signals::job_control`); SIGSTOP, which cannot be handled, leaves the
-//! command unwatched. A signal ignored when zklock starts (SIGINT and
+//! command unwatched. Of a stop and a SIGCONT that come together, the one
+//! that came last counts (as in the kernel); a stop sent to zklock alone
+//! after the command was told to end is not passed on. A signal ignored
+//! when zklock starts (SIGINT and
 //! SIGQUIT for a background job of a script, SIGHUP under `nohup`) stays
 //! ignored, by zklock and by the command, as without zklock; SIGCONT is
 //! handled even then (`signals::start`).

@@ -384,6 +384,19 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
             },
         }
         match rx.recv_timeout(TICK) {
+            // A stop sent to zklock alone after the command was told to end
+            // (a forwarded signal that stops zklock, or the lost signal) is
+            // not passed on: the command is let finish. (signal-hook reports
+            // signals that came together in the order of their numbers:
+            // SIGTERM before a SIGTSTP that came first; passed on, the stop
+            // left the command stopped mid-exit with the lock held.)
+            Ok(Event::Signal(r))
+                if signals::job_control(r.signal) == Some(true)
+                    && !r.to_group
+                    && (stopping.load(Ordering::Acquire) || lost.is_some()) =>
+            {
+                note!("{} not passed on: the command was told to end", signal_name(r.signal));
+            },
             Ok(Event::Signal(r)) => {
                 let job = signals::job_control(r.signal);
                 if job.is_none() && signals::stops(r.signal) {

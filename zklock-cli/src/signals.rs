@@ -21,6 +21,7 @@
 //! to their default action, and zklock's signal mask is never changed.
 
 use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use signal_hook::consts::{
     SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2,
@@ -121,18 +122,43 @@ fn to_handle() -> Vec<i32> {
     HANDLED.into_iter().filter(|&sig| sig == SIGCONT || !ignored(sig)).collect()
 }
 
+/// The job-control signal ([`job_control`]) received last, 0 before any.
+/// signal-hook reports the signals that came since its last look in the
+/// order of their numbers, SIGCONT (18) before SIGTSTP (20), whatever the
+/// order they came in: a stop and a continue sent back to back would be
+/// passed on continue first, leaving the command stopped with the lock
+/// held. The kernel lets the last of a stop and a continue win; so does
+/// zklock, by this record.
+static LAST_JOB_CONTROL: AtomicI32 = AtomicI32::new(0);
+
 /// Installs the handler for [`HANDLED`] but those ignored (see
 /// [`to_handle`]) and starts the thread that passes each signal received
 /// to `on_signal`, until it returns false. From then on these signals no
-/// longer end zklock by themselves.
+/// longer end zklock by themselves. Of the job-control signals reported
+/// together, only the one that came last is passed on.
 ///
 /// # Errors
 /// The OS error if the handler cannot be installed or the thread cannot
 /// start.
 pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io::Result<()> {
-    let mut signals = SignalsInfo::<WithOrigin>::new(to_handle())?;
+    let handled = to_handle();
+    for &sig in handled.iter().filter(|&&sig| job_control(sig).is_some()) {
+        // Registered before signal-hook's own action, so it runs first
+        // (signal-hook-registry runs the actions of a signal in the order
+        // of registration): the record is up to date when the signal is
+        // reported.
+        // SAFETY: the action only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe { signal_hook::low_level::register(sig, move || LAST_JOB_CONTROL.store(sig, Ordering::SeqCst)) }?;
+    }
+    let mut signals = SignalsInfo::<WithOrigin>::new(handled)?;
     std::thread::Builder::new().name("zklock-signals".into()).spawn(move || {
         for origin in signals.forever() {
+            // A stop or continue that another one came after: that one is
+            // (or was) reported too, and is what holds.
+            if job_control(origin.signal).is_some() && LAST_JOB_CONTROL.load(Ordering::SeqCst) != origin.signal {
+                continue;
+            }
             if !on_signal(Received { signal: origin.signal, to_group: origin.cause == Cause::Kernel }) {
                 return;
             }

@@ -984,3 +984,60 @@ fn a_stop_signal_to_zklock_stops_the_command_and_zklock_keeps_the_lock() {
     assert_eq!(o.code, 128 + libc::SIGTERM, "the command ended by the forwarded SIGTERM: {o:?}");
     assert!(queue(&observer, "/cli/tstp").is_empty());
 }
+
+/// A stop and a SIGCONT sent to zklock back to back leave the command
+/// running, as the last of them says. signal-hook reports the signals that
+/// came since its last look in the order of their numbers, SIGCONT (18)
+/// before SIGTSTP (20): zklock passed the stop on last and left its command
+/// stopped, with the lock held, until someone continued it. Each pair is
+/// followed by SIGUSR1, which the command's trap acknowledges only once it
+/// runs.
+#[test]
+fn a_stop_then_a_continue_leave_the_command_running() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("tstp-cont");
+    let script = r#"trap 'echo usr1 >> "$D/acks"' USR1; echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; while [ ! -e "$D/go" ]; do sleep 0.05; done; exit 7"#;
+    let args = ["run", "--hosts", &hosts, "--process-group", "/cli/tstp-cont", "--", "sh", "-c", script];
+    let r = spawn(&d, "pairs", &args, &[]);
+    wait_until("the command runs", 30 * SEC, || d.exists("pid"));
+    for i in 1..=50 {
+        kill(r.pid(), libc::SIGTSTP);
+        kill(r.pid(), libc::SIGCONT);
+        kill(r.pid(), libc::SIGUSR1);
+        wait_until(&format!("the command runs after stop and continue number {i}"), 30 * SEC, || {
+            d.read("acks").lines().count() >= i
+        });
+    }
+    d.touch("go");
+    let o = r.wait(60 * SEC);
+    assert_eq!(o.code, 7, "{o:?}");
+}
+
+/// A stop sent to zklock after a signal that told the command to end is
+/// not passed on: the command finishes. (Signals that come together are
+/// reported in the order of their numbers, SIGTERM before a SIGTSTP sent
+/// first; passed on, the stop paused the command mid-exit with the lock
+/// held until someone sent SIGCONT.)
+#[test]
+fn a_stop_after_a_signal_to_end_is_not_passed_on() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("term-tstp");
+    let script = format!(
+        r#"trap 'touch "$D/ending"; {}; exit 5' TERM; echo $$ > "$D/pid.tmp"; mv "$D/pid.tmp" "$D/pid"; while :; do sleep 0.05; done"#,
+        wait_for_file("go")
+    );
+    let args = ["run", "--hosts", &hosts, "--process-group", "/cli/term-tstp", "--", "sh", "-c", &script];
+    let r = spawn(&d, "term-tstp", &args, &[]);
+    wait_until("the command runs", 30 * SEC, || d.exists("pid"));
+    let pid: i32 = d.read("pid").trim().parse().unwrap();
+    kill(r.pid(), libc::SIGTERM);
+    wait_until("the command is ending", 30 * SEC, || d.exists("ending"));
+    kill(r.pid(), libc::SIGTSTP);
+    wait_until("zklock kept the stop", 30 * SEC, || r.stderr().contains("SIGTSTP not passed on"));
+    assert!(!group_stopped(pid), "the command was stopped: {:?}", common::group_members(pid));
+    d.touch("go");
+    let o = r.wait(60 * SEC);
+    assert_eq!(o.code, 5, "{o:?}");
+}
