@@ -86,7 +86,7 @@
 //! when zklock starts (SIGINT and
 //! SIGQUIT for a background job of a script, SIGHUP under `nohup`) stays
 //! ignored, by zklock and by the command, as without zklock; SIGCONT is
-//! handled even then (`signals::start`).
+//! handled even then (`signals::to_handle`).
 //!
 //! Signals go to the command's process only, not to processes it started
 //! (a shell script should `exec` its long-running program or pass the

@@ -15,7 +15,7 @@
 //! `zklock run ... &` in a script, SIGHUP under `nohup`) stays ignored,
 //! by zklock and by the command, which inherits that: an ignored signal
 //! cannot end zklock, and the command runs as it would without zklock.
-//! SIGCONT is the exception ([`start`]).
+//! SIGCONT is the exception ([`to_handle`]).
 //!
 //! The command does not inherit the handler: `exec` resets handled signals
 //! to their default action, and zklock's signal mask is never changed.
