@@ -78,6 +78,11 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   after SIGUSR1 or SIGUSR2). SIGTSTP, SIGTTIN and SIGTTOU sent to zklock
   alone stop the command, not zklock, which keeps its session and watches
   the lock (SIGCONT is passed on too); the terminal's Ctrl-Z stops both.
+  Of a stop and a SIGCONT that come together, the one sent last counts; a
+  stop sent after the command was told to end is not passed on. A signal
+  ignored when zklock starts stays ignored, by zklock and its command
+  (nohup zklock run; zklock run ... & in a script); SIGCONT is handled
+  even then.
   SIGSTOP, which cannot be handled, stops zklock alone: its command runs on
   unwatched, and may overlap the next holder once the session expires;
   stop the whole process group instead (kill -STOP -PGID). While still

@@ -290,6 +290,8 @@ pub(crate) fn usage_error(message: &str) -> i32 {
 pub(crate) fn connect_error(hosts: &str, e: &Error) -> i32 {
     match e.kind() {
         ErrorKind::InvalidArgument | ErrorKind::InvalidPath => usage_error(e.message()),
+        // The core's message names the servers when it is about them.
+        _ if e.message().contains(hosts) => zk_error("cannot connect to ZooKeeper", e),
         _ => zk_error(&format!("cannot connect to ZooKeeper at {hosts}"), e),
     }
 }

@@ -27,6 +27,10 @@ fn a_refused_connection_is_said_at_once_with_the_address() {
         eprintln!("{name}: exit {} after {took:?}: {}", o.code, o.stderr.trim());
         assert_eq!(o.code, 69, "{o:?}");
         assert!(o.stderr.contains(&says), "{name} should say {says:?}: {o:?}");
+        // Said once: "cannot connect to ZooKeeper: could not connect to
+        // "HOSTS": connection refused by ...", not the hosts again in front.
+        assert_eq!(o.stderr.matches(&format!("\"{hosts}\"")).count(), 1, "{name}: {o:?}");
+        assert!(!o.stderr.contains(&format!("at {hosts}")), "{name} names the servers twice: {o:?}");
         assert!(took < Duration::from_secs(10), "{name}: refused, yet it waited {took:?} of the 30 s connect timeout");
     }
 }
