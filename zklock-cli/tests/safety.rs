@@ -88,9 +88,9 @@ fn a_process_stalled_after_its_create_reply_does_not_take_the_lock() {
     // c queues behind p's node and is granted when p's session expires.
     let c = connect(&hosts);
     let gc = c.lock("/stall-point").unwrap().acquire(Some(20 * SEC)).expect("c gets the lock once p's session expired");
-    // p wakes up about 6 s after its create and finds its session expired;
-    // hold the lock well past that.
-    hold_then_check_it_never_ran(gc, 6 * SEC, || expired(&dir), p, &dir);
+    // p wakes up about 6 s after its create and finds its session expired:
+    // it must queue again with its new session, and run only after c.
+    hold_then_check_it_queues_again(gc, &raw, "/stall-point", p, &dir);
 }
 
 /// The same for a semaphore's lease (one lease): the `zklock run --permits 1`
@@ -114,8 +114,9 @@ fn a_process_stalled_after_its_lease_create_reply_does_not_take_the_lease() {
     let c = connect(&hosts);
     let sem = c.semaphore("/stall-lease", 1, zklock_core::LockOptions::default()).unwrap();
     let gc = sem.acquire(Some(20 * SEC)).expect("c gets the lease once p's session expired");
-    // p wakes up about 6 s after its create and finds its session expired.
-    hold_then_check_it_never_ran(gc, 6 * SEC, || expired(&dir), p, &dir);
+    // p wakes up about 6 s after its create and finds its session expired:
+    // it must ask for a lease again with its new session.
+    hold_then_check_it_queues_again(gc, &raw, "/stall-lease/leases", p, &dir);
 }
 
 /// A sole waiter whose blocker's delete notification comes is granted only
@@ -261,6 +262,37 @@ fn wait_for_exit(p: &mut std::process::Child, limit: Duration) -> Option<bool> {
 /// has woken from its stall and learnt that its session expired.
 fn expired(dir: &std::path::Path) -> bool {
     std::fs::read_to_string(dir.join("stderr")).is_ok_and(|e| e.contains("(Expired)"))
+}
+
+/// Holds `gc` while the `zklock` process `p`, stalled first in line past
+/// its session's expiry, wakes up: it must queue again with its new session
+/// (a second node in `queue`, beside `gc`'s), never run its command while
+/// `gc` holds the lock, and run it once `gc` is released. (Before the fix,
+/// p waited for its dead session's safety clock until its `--timeout`, and
+/// without one for ever.) Kills `p` if it is still there, removes `dir`.
+fn hold_then_check_it_queues_again(
+    gc: Guard,
+    raw: &Raw,
+    queue: &str,
+    mut p: std::process::Child,
+    dir: &std::path::Path,
+) {
+    let marker = dir.join("ran");
+    let requeued = zklock_harness::wait_for(60 * SEC, || {
+        (expired(dir) && raw.children(queue).len() == 2) || marker.exists() || !matches!(p.try_wait(), Ok(None))
+    });
+    let ran = marker.exists();
+    let q = raw.children(queue);
+    gc.check().expect("c still holds the lock");
+    gc.release().unwrap();
+    let done = wait_for_exit(&mut p, 60 * SEC);
+    let ran_after = marker.exists();
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(!ran, "the stalled process ran its command while another client held the lock");
+    assert!(requeued && q.len() == 2, "p queued again with its new session: {queue} had {q:?}; p said: {stderr}");
+    assert_eq!(done, Some(true), "p got the lock once c released, and ran; p said: {stderr}");
+    assert!(ran_after, "p's command ran");
 }
 
 /// Holds `gc` for `hold` while the stalled `zklock` process `p` runs on,

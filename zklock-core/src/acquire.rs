@@ -964,7 +964,10 @@ impl Attempt {
     /// heartbeat can move it (a new session whose connect waited for a
     /// silent server), the lock would be suspended a moment after the
     /// grant. Either way, wait for the clock to move and look at the queue
-    /// again (`None`).
+    /// again (`None`), or, if the session ends meanwhile (a process stalled
+    /// past its session timeout: its node went with it, and only the dead
+    /// session's heartbeat could move its clock), start again on the new
+    /// session at the back of the queue (`Restart`).
     pub(crate) async fn grant(
         &mut self,
         ctx: &Ctx,
@@ -982,7 +985,22 @@ impl Attempt {
                 ctx.path,
                 self.session.id
             );
-            ctx.race(self.session.clock_advanced()).await?;
+            let moved = ctx
+                .race(async {
+                    tokio::select! {
+                        () = self.session.clock_advanced() => true,
+                        () = self.session.ended() => false,
+                    }
+                })
+                .await?;
+            if !moved {
+                log::info!(
+                    "zklock: session {:#x} ended while {}/{name} waited for its heartbeat; queueing again",
+                    self.session.id,
+                    ctx.path
+                );
+                return Err(Step::Restart);
+            }
             return Ok(None);
         }
         let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };

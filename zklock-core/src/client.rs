@@ -270,6 +270,14 @@ impl Session {
         self.clock.advanced().await
     }
 
+    /// Resolves once the session has ended (expired, closed, auth failed).
+    pub(crate) async fn ended(&self) {
+        let mut states = self.states();
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+    }
+
     /// Waits until the session is connected. Fails with `SessionExpired`
     /// once it is terminated, `Timeout` at the deadline.
     pub(crate) async fn wait_connected(&self, deadline: Option<Instant>) -> Result<()> {
