@@ -581,20 +581,22 @@ def check_toml(b: Block, crates: Dict[str, str]) -> Optional[str]:
     return "\n".join(problems) or None
 
 
+def report_checked(b: Block, why: Optional[str], report: Report, skipped: str, fine: str) -> None:
+    """Reports a block checked without running a program: ``why`` is None
+    or the problem found; ``skipped`` names a skip-run check, ``fine`` what
+    a block marked ``fails`` did instead."""
+    if b.mode == "fails":
+        ok = why is not None and b.arg in why
+        report.add(b, b.name, ok, "" if ok else "marked fails: %r, but: %s" % (b.arg, why or fine))
+    else:
+        label = b.name + (" (skip-run: %s)" % skipped if b.mode == "skip-run" and why is None else "")
+        report.add(b, label, why is None, why or "")
+
+
 def run_toml(blocks: List[Block], report: Report) -> None:
     crates = workspace_crates() if blocks else {}
     for b in blocks:
-        why = check_toml(b, crates)
-        if b.mode == "fails":
-            ok = why is not None and b.arg in why
-            report.add(b, b.name, ok, "" if ok else "marked fails: %r, but: %s" % (b.arg, why or "it is fine"))
-        else:
-            report.add(
-                b,
-                b.name + (" (skip-run: parsed only)" if b.mode == "skip-run" and why is None else ""),
-                why is None,
-                why or "",
-            )
+        report_checked(b, check_toml(b, crates), report, "parsed only", "it is fine")
 
 
 def sql_statements(code: str) -> List[str]:
@@ -630,17 +632,7 @@ def sql_run(b: Block) -> Optional[str]:
 
 def run_sql(blocks: List[Block], report: Report) -> None:
     for b in blocks:
-        why = sql_run(b)
-        if b.mode == "fails":
-            ok = why is not None and b.arg in why
-            report.add(b, b.name, ok, "" if ok else "marked fails: %r, but: %s" % (b.arg, why or "it ran"))
-        else:
-            report.add(
-                b,
-                b.name + (" (skip-run: parsed only)" if b.mode == "skip-run" and why is None else ""),
-                why is None,
-                why or "",
-            )
+        report_checked(b, sql_run(b), report, "parsed only", "it ran")
 
 
 # ---- Rust ---------------------------------------------------------------------
