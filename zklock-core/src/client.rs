@@ -318,8 +318,10 @@ pub(crate) struct Shared {
     /// `options.acl` as the ZooKeeper client takes it.
     acl: Vec<zk::Acl>,
     hosts: String,
-    /// The servers' socket addresses, for [`nodelay::disable_nagle`].
-    servers: Vec<std::net::SocketAddr>,
+    /// The servers' socket addresses, for [`nodelay::disable_nagle`]:
+    /// looked up on the runtime once the connect has started (empty until
+    /// then).
+    servers: Arc<std::sync::OnceLock<Vec<std::net::SocketAddr>>>,
     pub(crate) handle: tokio::runtime::Handle,
     session: watch::Sender<Option<Arc<Session>>>,
     closed: watch::Sender<bool>,
@@ -786,7 +788,7 @@ impl Shared {
                 }
                 if s == zk::SessionState::SyncConnected {
                     // Every (re)connect opens a new socket.
-                    nodelay::disable_nagle(&self.servers);
+                    nodelay::disable_nagle(self.servers.get().map_or(&[], Vec::as_slice));
                     if was != zk::SessionState::SyncConnected {
                         log::info!("zklock: session {:#x} reconnected; its locks are held again", current.id);
                         self.tell(ConnectionState::Reconnected);
@@ -990,12 +992,11 @@ impl Client {
                 }
             })
             .map_err(|e| Error::internal(format!("cannot start the event thread: {e}")))?;
-        let servers = nodelay::server_addrs(&hosts);
         let shared = Arc::new(Shared {
             acl: options.acl.to_zk(),
             options,
             hosts,
-            servers,
+            servers: Arc::default(),
             handle: runtime.handle().clone(),
             session: watch::channel(None).0,
             closed: watch::channel(false).0,
@@ -1007,6 +1008,14 @@ impl Client {
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let first = async move {
+            // The servers' addresses for TCP_NODELAY, looked up here, beside
+            // the connect, not by the caller's thread (a Node or asyncio
+            // caller's event loop, a thread holding Python's GIL).
+            let (servers, hosts) = (shared.servers.clone(), shared.hosts.clone());
+            tokio::spawn(async move {
+                let addrs = nodelay::server_addrs(&hosts, PROBE_PATIENCE).await;
+                nodelay::disable_nagle(servers.get_or_init(|| addrs));
+            });
             let session = Shared::connect_session(&shared.options, &shared.hosts, true).await?;
             shared.session.send_replace(Some(session.clone()));
             tokio::spawn(shared.clone().supervise(session.clone()));

@@ -14,14 +14,27 @@
 //! Linux only (`/proc/self/fd`); elsewhere it does nothing. Remove it once
 //! the client sets `TCP_NODELAY` itself.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// The socket addresses of the servers in a validated connect string
-/// (`host:port[,host:port...][/chroot]`). Names are resolved now (this may
-/// block on DNS); servers that do not resolve are left out.
-pub(crate) fn server_addrs(hosts: &str) -> Vec<SocketAddr> {
+/// (`host:port[,host:port...][/chroot]`), looked up on the runtime's
+/// blocking pool, all at once, each within `patience` (a slow resolver
+/// holds up no caller); servers that do not resolve in time are left out.
+pub(crate) async fn server_addrs(hosts: &str, patience: std::time::Duration) -> Vec<SocketAddr> {
     let servers = hosts.split('/').next().unwrap_or_default();
-    servers.split(',').filter_map(|h| h.trim().to_socket_addrs().ok()).flatten().collect()
+    let mut lookups = tokio::task::JoinSet::new();
+    for (i, server) in servers.split(',').map(|h| h.trim().to_owned()).enumerate() {
+        lookups.spawn(async move { (i, tokio::time::timeout(patience, tokio::net::lookup_host(server)).await) });
+    }
+    let mut found = Vec::new();
+    while let Some(done) = lookups.join_next().await {
+        if let Ok((i, Ok(Ok(addrs)))) = done {
+            found.push((i, addrs.collect::<Vec<_>>()));
+        }
+    }
+    // In the order of the connect string.
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().flat_map(|(_, addrs)| addrs).collect()
 }
 
 /// Sets `TCP_NODELAY` on every socket of this process connected to one of
@@ -95,8 +108,10 @@ mod tests {
         let stream = std::net::TcpStream::connect(addr).expect("connect");
         let _accepted = listener.accept().expect("accept");
         assert!(!stream.nodelay().expect("nodelay"), "Nagle is on by default");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let patience = std::time::Duration::from_secs(3);
         assert_eq!(
-            server_addrs(&format!("{addr},127.0.0.1:1/chroot")),
+            rt.block_on(server_addrs(&format!("{addr},127.0.0.1:1,zz.invalid:2181/chroot"), patience)),
             vec![addr, "127.0.0.1:1".parse().expect("addr")]
         );
         assert!(disable_nagle(&[addr]) >= 1);

@@ -52,6 +52,35 @@ def test_connect_leaves_the_loop_running_while_the_server_is_silent(silent_serve
     asyncio.run(main())
 
 
+def test_connect_looks_names_up_off_the_loop(silent_server: str) -> None:
+    # Names go to the resolver (none of them resolves); many at once make a
+    # resolver slow (seconds on this project's machines). The connect must
+    # look them up off the event loop: before, the servers' addresses for
+    # TCP_NODELAY were looked up by the calling thread, one by one, with
+    # the GIL held (the loop stood still for 5-10 s).
+    hosts = ",".join("zz%d.invalid:2181" % i for i in range(40)) + "," + silent_server
+
+    async def main() -> None:
+        gaps: List[float] = []
+
+        async def ticker() -> None:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        ticking = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0.05)
+        with pytest.raises(zklock.ConnectionLoss):
+            await asyncio.wait_for(zklock.connect(hosts, connect_timeout=3.0), 60)
+        ticking.cancel()
+        assert max(gaps) < 1.0, "the event loop stood still for %.2f s while connecting" % max(gaps)
+
+    asyncio.run(main())
+
+
 def test_cancelled_connect_ends_the_wait_at_once(silent_server: str, hosts: str) -> None:
     async def main() -> None:
         task = asyncio.ensure_future(zklock.connect(silent_server, connect_timeout=5.0).__aenter__())
