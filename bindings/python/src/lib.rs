@@ -1054,6 +1054,11 @@ impl Lock {
     /// NotHeld if there is none; Closed in a forked child (where the guard
     /// is dropped without touching the parent's node).
     fn pop_guard(&self) -> PyResult<Arc<Guard>> {
+        // An inherited guard stays where it is (the object's drop leaks it:
+        // it is the parent's), so the state and check() keep saying Closed.
+        if self.origin.forked() && !locked(&self.guards).is_empty() {
+            return Err(py_err(self.origin.inherited("lock")));
+        }
         let guard = {
             let mut guards = locked(&self.guards);
             let guard = guards
@@ -1066,10 +1071,6 @@ impl Lock {
             }
             guard
         };
-        if self.origin.forked() {
-            std::mem::forget(guard);
-            return Err(py_err(self.origin.inherited("lock")));
-        }
         Ok(guard)
     }
 
@@ -1461,12 +1462,11 @@ impl MultiLock {
     /// forked child, where it is dropped without touching the parent's
     /// nodes).
     fn pop(&self) -> PyResult<Arc<MultiGuard>> {
-        let guard = locked(&self.guards).pop().ok_or_else(|| self.not_held())?;
-        if self.origin.forked() {
-            std::mem::forget(guard);
+        // As Lock's: an inherited guard stays (the drop leaks it).
+        if self.origin.forked() && !locked(&self.guards).is_empty() {
             return Err(py_err(self.origin.inherited("multi-lock")));
         }
-        Ok(guard)
+        locked(&self.guards).pop().ok_or_else(|| self.not_held())
     }
 }
 
