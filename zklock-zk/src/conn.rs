@@ -1,0 +1,316 @@
+//! One connection attempt: resolve, TCP connect, `TCP_NODELAY`, TLS, the
+//! connect handshake, SASL and `addAuth`. Ends with a connection ready for
+//! requests, or says why not and whether trying again could help.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::timeout_at;
+
+use crate::codec::frame::{next_frame, write_frame};
+use crate::codec::ops::{xid, Code};
+use crate::codec::records::{ConnectRequest, ConnectResponse, ReplyHeader, Request, Response};
+use crate::config::Config;
+use crate::hosts::Host;
+use crate::sasl::DigestMd5;
+
+/// A plain or TLS socket.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Why an attempt failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// This server cannot be used now for a reason waiting will not change
+    /// soon: refused, not resolvable, TLS refused.
+    Unusable(String),
+    /// It may work on another try (timeout, reset, server not serving).
+    Transient(String),
+    /// The server said the session is expired.
+    Expired,
+    /// The server refused our credentials.
+    AuthFailed(String),
+}
+
+/// A connection ready for requests.
+pub(crate) struct Ready {
+    pub stream: Stream,
+    /// Bytes read past the handshake.
+    pub rbuf: BytesMut,
+    pub response: ConnectResponse,
+    /// Taken just before the connect request was handed to the socket.
+    pub connect_sent: Instant,
+    /// When its answer was read.
+    pub answered: Instant,
+    pub server: SocketAddr,
+    /// Next xid to use (SASL used some).
+    pub next_xid: i32,
+}
+
+/// What the attempt asks for.
+pub(crate) struct Attach {
+    pub session_id: i64,
+    pub password: Vec<u8>,
+    pub last_zxid: i64,
+    pub next_xid: i32,
+}
+
+/// Tries `host` until `deadline`.
+pub(crate) async fn attempt(
+    cfg: &Config,
+    host: &Host,
+    attach: &Attach,
+    deadline: tokio::time::Instant,
+) -> Result<Ready, Failure> {
+    let late = |what: &str| Failure::Transient(format!("{host}: {what} took longer than the attempt's time"));
+    let addrs: Vec<SocketAddr> =
+        match timeout_at(deadline, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
+            Err(_) => return Err(late("name lookup")),
+            Ok(Err(e)) => return Err(Failure::Unusable(format!("{host}: cannot resolve: {e}"))),
+            Ok(Ok(a)) => a.collect(),
+        };
+    if addrs.is_empty() {
+        return Err(Failure::Unusable(format!("{host}: the name has no address")));
+    }
+    let mut last = None;
+    let mut tcp = None;
+    for addr in &addrs {
+        match timeout_at(deadline, TcpStream::connect(addr)).await {
+            Err(_) => return Err(late("TCP connect")),
+            Ok(Ok(s)) => {
+                tcp = Some((s, *addr));
+                break;
+            },
+            Ok(Err(e)) => last = Some((addr, e)),
+        }
+    }
+    let Some((tcp, server)) = tcp else {
+        let (addr, e) = last.expect("an address was tried");
+        let refused = e.kind() == io::ErrorKind::ConnectionRefused;
+        let msg =
+            format!("{host} ({addr}): {}", if refused { "connection refused".to_string() } else { e.to_string() });
+        return Err(if refused { Failure::Unusable(msg) } else { Failure::Transient(msg) });
+    };
+    // Our own socket only: replies must not wait for Nagle.
+    tcp.set_nodelay(true).map_err(|e| Failure::Transient(format!("{host}: TCP_NODELAY: {e}")))?;
+    let mut stream = match &cfg.tls {
+        None => Stream::Plain(tcp),
+        Some(tls) => {
+            let name = tls.server_name.clone().unwrap_or_else(|| host.name.clone());
+            let name = rustls::pki_types::ServerName::try_from(name.clone())
+                .map_err(|e| Failure::Unusable(format!("{host}: {name:?} is not a valid TLS server name: {e}")))?;
+            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+            match timeout_at(deadline, connector.connect(name, tcp)).await {
+                Err(_) => return Err(late("TLS handshake")),
+                Ok(Ok(s)) => Stream::Tls(Box::new(s)),
+                Ok(Err(e)) => return Err(tls_failure(host, e)),
+            }
+        },
+    };
+    let io_err = |what: &str, e: io::Error| Failure::Transient(format!("{host}: {what}: {e}"));
+
+    let mut out = Vec::with_capacity(64);
+    write_frame(&mut out, |b| {
+        ConnectRequest {
+            last_zxid_seen: attach.last_zxid,
+            timeout_ms: i32::try_from(cfg.session_timeout.as_millis()).unwrap_or(i32::MAX),
+            session_id: attach.session_id,
+            password: attach.password.clone(),
+            read_only: false,
+        }
+        .encode(b)
+    });
+    let connect_sent = Instant::now();
+    match timeout_at(deadline, async {
+        stream.write_all(&out).await?;
+        stream.flush().await
+    })
+    .await
+    {
+        Err(_) => return Err(late("sending the connect request")),
+        Ok(Err(e)) => return Err(io_err("sending the connect request", e)),
+        Ok(Ok(())) => {},
+    }
+    let mut rbuf = BytesMut::with_capacity(4096);
+    let body = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline, host).await?;
+    let answered = Instant::now();
+    let response =
+        ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("{host}: bad connect response: {e}")))?;
+    if response.timeout_ms <= 0 {
+        return Err(Failure::Expired);
+    }
+    if response.read_only {
+        return Err(Failure::Transient(format!("{host}: the server is read-only")));
+    }
+    let mut next_xid = attach.next_xid;
+    if let Some((user, password)) = &cfg.sasl {
+        let mut sasl = DigestMd5::new(user, password);
+        let mut token = Vec::new();
+        let mut round = 0;
+        loop {
+            round += 1;
+            if round > 4 {
+                return Err(Failure::AuthFailed(format!("{host}: SASL exchange did not end")));
+            }
+            let x = take_xid(&mut next_xid);
+            let reply =
+                roundtrip(&mut stream, &mut rbuf, cfg, deadline, host, x, &Request::Sasl { token: token.clone() })
+                    .await?;
+            let (h, body) = split(&reply, host)?;
+            if h.xid != x {
+                return Err(Failure::Transient(format!("{host}: SASL reply has xid {} not {x}", h.xid)));
+            }
+            if let Some(code) = Code::from_wire(h.err) {
+                return Err(Failure::AuthFailed(format!("{host}: SASL login refused ({code})")));
+            }
+            let challenge = match Response::decode(crate::codec::ops::op::SASL, body) {
+                Ok(Response::Sasl(t)) => t,
+                _ => return Err(Failure::Transient(format!("{host}: bad SASL reply"))),
+            };
+            if round == 1 {
+                token = sasl.respond(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
+            } else {
+                sasl.verify(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
+                break;
+            }
+        }
+    }
+    for (scheme, auth) in &cfg.auth {
+        let req = Request::Auth { scheme: scheme.clone(), auth: auth.clone() };
+        let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, host, xid::AUTH, &req).await?;
+        let (h, _) = split(&reply, host)?;
+        if h.xid != xid::AUTH {
+            return Err(Failure::Transient(format!("{host}: auth reply has xid {}", h.xid)));
+        }
+        if let Some(code) = Code::from_wire(h.err) {
+            return Err(Failure::AuthFailed(format!("{host}: addAuth {scheme:?} refused ({code})")));
+        }
+    }
+    Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
+}
+
+fn take_xid(next: &mut i32) -> i32 {
+    let x = *next;
+    *next = if x == i32::MAX { 1 } else { x + 1 };
+    x
+}
+
+fn split<'a>(frame: &'a [u8], host: &Host) -> Result<(ReplyHeader, &'a [u8]), Failure> {
+    ReplyHeader::split(frame).map_err(|e| Failure::Transient(format!("{host}: {e}")))
+}
+
+async fn roundtrip(
+    stream: &mut Stream,
+    rbuf: &mut BytesMut,
+    cfg: &Config,
+    deadline: tokio::time::Instant,
+    host: &Host,
+    x: i32,
+    req: &Request,
+) -> Result<Vec<u8>, Failure> {
+    let mut out = Vec::new();
+    write_frame(&mut out, |b| req.encode(x, b));
+    match timeout_at(deadline, async {
+        stream.write_all(&out).await?;
+        stream.flush().await
+    })
+    .await
+    {
+        Err(_) => return Err(Failure::Transient(format!("{host}: sending a login request took too long"))),
+        Ok(Err(e)) => return Err(Failure::Transient(format!("{host}: sending a login request: {e}"))),
+        Ok(Ok(())) => {},
+    }
+    read_frame(stream, rbuf, cfg.max_frame, deadline, host).await
+}
+
+/// Reads one whole frame's body (handshake only; the session's loop reads
+/// its own way).
+async fn read_frame(
+    stream: &mut Stream,
+    rbuf: &mut BytesMut,
+    max: usize,
+    deadline: tokio::time::Instant,
+    host: &Host,
+) -> Result<Vec<u8>, Failure> {
+    loop {
+        match next_frame(rbuf, max) {
+            Err(e) => return Err(Failure::Transient(format!("{host}: {e}"))),
+            Ok(Some(n)) => {
+                let frame = rbuf.split_to(4 + n);
+                return Ok(frame[4..].to_vec());
+            },
+            Ok(None) => {},
+        }
+        rbuf.reserve(4096);
+        match timeout_at(deadline, stream.read_buf(rbuf)).await {
+            Err(_) => return Err(Failure::Transient(format!("{host}: no answer to the connect request in time"))),
+            Ok(Ok(0)) => {
+                return Err(Failure::Transient(format!(
+                    "{host}: the server closed the connection during the handshake (not serving, or our session is unknown to it)"
+                )))
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(Failure::Transient(format!("{host}: reading the handshake: {e}"))),
+        }
+    }
+}
+
+/// A TLS handshake error in words that say what to change.
+fn tls_failure(host: &Host, e: io::Error) -> Failure {
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    let why = match inner {
+        Some(rustls::Error::InvalidCertificate(c)) => {
+            format!("the server's certificate is not accepted ({c:?}): check the CA file and the server name")
+        },
+        Some(rustls::Error::AlertReceived(a)) => {
+            format!("the server refused the TLS handshake ({a:?}): check the client certificate and key")
+        },
+        Some(other) => format!("TLS handshake failed: {other}"),
+        None if e.kind() == io::ErrorKind::UnexpectedEof || e.kind() == io::ErrorKind::ConnectionReset => {
+            "the server closed the connection during the TLS handshake: is this a TLS port (secureClientPort)?"
+                .to_string()
+        },
+        None => format!("TLS handshake failed: {e}"),
+    };
+    Failure::Unusable(format!("{host}: {why}"))
+}

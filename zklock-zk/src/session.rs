@@ -1,0 +1,1263 @@
+//! The session: a handle that enqueues requests, and one task per session
+//! that owns the socket, sends, reads, pings, reconnects and keeps the
+//! watches.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::codec::frame::{next_frame, write_frame};
+use crate::codec::ops::{op, xid, Code, EventType};
+use crate::codec::records::{
+    Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
+};
+use crate::config::Config;
+use crate::conn::{attempt, Attach, Failure, Ready, Stream};
+use crate::error::Error;
+use crate::hosts::{strip_chroot, Host};
+
+/// A reply with the facts the safety clock needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply<T> {
+    /// The result.
+    pub value: T,
+    /// Taken just before the write that handed the request's first byte
+    /// to the socket: no earlier than that, the server cannot have read it.
+    pub sent: Instant,
+    /// When the reply was read.
+    pub answered: Instant,
+    /// The connection it travelled on (see [`Connected`]).
+    pub connection: u64,
+    /// The server's zxid when it answered.
+    pub zxid: i64,
+}
+
+/// The session's state as last seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Connected; requests are sent.
+    Connected,
+    /// Not connected; reconnecting. Calls fail at once with
+    /// [`Error::ConnectionLoss`].
+    Connecting,
+    /// Ended: expired.
+    Expired,
+    /// Ended: the server refused the credentials.
+    AuthFailed,
+    /// Ended: closed.
+    Closed,
+}
+
+/// A connection of the session, ready for requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Connected {
+    /// Counts connections of this session from 1.
+    pub connection: u64,
+    /// The server.
+    pub server: SocketAddr,
+    /// The session timeout this server granted.
+    pub timeout: Duration,
+    /// Just before the connect request was handed to the socket. A connect
+    /// answered with a positive timeout proves the server renewed the
+    /// session no earlier than this.
+    pub connect_sent: Instant,
+    /// When the answer was read.
+    pub answered: Instant,
+}
+
+/// What happened to the session, in the order it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// A reconnect to the same session is ready (the first connection is
+    /// the return of [`Session::connect`]; see [`Session::connected`]).
+    Connected(Connected),
+    /// The connection was lost; outstanding requests failed with
+    /// [`Error::ConnectionLoss`]. Reconnecting.
+    Disconnected {
+        /// The connection that was lost.
+        connection: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The session ended (expired, auth failed, closed). The last event.
+    Ended(Error),
+}
+
+/// A watch notification, or the end of the session (then the watch is gone
+/// and `kind` is [`EventType::Session`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// The node (chroot stripped).
+    pub path: String,
+    /// The zxid of the change (0 when the session ended).
+    pub zxid: i64,
+}
+
+type Sink = oneshot::Sender<Result<Reply<Response>, Error>>;
+
+/// A local watch: its id and where its event goes.
+type Waiter = (u64, oneshot::Sender<WatchedEvent>);
+
+enum Cmd {
+    Call { req: Request, tx: Sink, watch: Option<WatchReg> },
+    Unwatch { path: String, kind: WatchKind, id: u64 },
+    Close(oneshot::Sender<()>),
+}
+
+struct WatchReg {
+    path: String,
+    kind: WatchKind,
+    id: u64,
+    tx: oneshot::Sender<WatchedEvent>,
+}
+
+struct Info {
+    session_id: i64,
+    password: Vec<u8>,
+    timeout: Duration,
+    connected: Option<Connected>,
+    ended: Option<Error>,
+}
+
+struct Shared {
+    tx: mpsc::UnboundedSender<Cmd>,
+    chroot: Arc<str>,
+    info: Mutex<Info>,
+    state: watch::Receiver<State>,
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<SessionEvent>>>,
+    watch_ids: AtomicU64,
+}
+
+impl Shared {
+    fn info(&self) -> std::sync::MutexGuard<'_, Info> {
+        self.info.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn emit(&self, e: SessionEvent) {
+        let mut subs = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+        subs.retain(|s| s.send(e.clone()).is_ok());
+    }
+}
+
+/// A ZooKeeper session. Cheap to clone (all clones are the same session).
+///
+/// Every call is enqueued when it is made, in call order, and sent in that
+/// order; the returned future only waits for the reply (dropping it does
+/// not take the request back). Calls made while the session is not
+/// connected fail at once with [`Error::ConnectionLoss`]; the session
+/// reconnects by itself until it expires.
+///
+/// The session's task runs on the tokio runtime that called
+/// [`Session::connect`]. Dropping the last clone closes the session (the
+/// task sends `closeSession` and ends).
+#[derive(Clone)]
+pub struct Session {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Session({:#x})", self.id())
+    }
+}
+
+impl Session {
+    /// Connects a new session, trying the servers in a random order until
+    /// one answers or the connect timeout passes.
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::Unreachable`] as soon as every server failed in one round
+    ///   for a reason waiting will not change (refused, unresolvable, TLS
+    ///   refused);
+    /// * [`Error::Timeout`] when the connect timeout passed;
+    /// * [`Error::AuthFailed`] when a server refused the credentials.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (as `tokio::spawn`).
+    pub async fn connect(config: Config) -> Result<Session, Error> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + config.connect_timeout;
+        let mut hosts = config.connect.hosts.clone();
+        fastrand::shuffle(&mut hosts);
+        let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
+        let ready = connect_round_robin(&config, &hosts, 0, &attach, deadline, None).await;
+        let (ready, at) = match ready {
+            Ok(r) => r,
+            Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
+            Err(RoundsEnd::Deadline(why)) => return Err(Error::Timeout(why)),
+            Err(RoundsEnd::AuthFailed(why)) => return Err(Error::AuthFailed(why)),
+            Err(RoundsEnd::Expired) => return Err(Error::SessionExpired),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (state_tx, state_rx) = watch::channel(State::Connected);
+        let timeout = Duration::from_millis(u64::try_from(ready.response.timeout_ms).unwrap_or(0));
+        let first = Connected {
+            connection: 1,
+            server: ready.server,
+            timeout,
+            connect_sent: ready.connect_sent,
+            answered: ready.answered,
+        };
+        let shared = Arc::new(Shared {
+            tx,
+            chroot: Arc::from(config.connect.chroot.as_str()),
+            info: Mutex::new(Info {
+                session_id: ready.response.session_id,
+                password: ready.response.password.clone(),
+                timeout,
+                connected: Some(first.clone()),
+                ended: None,
+            }),
+            state: state_rx,
+            subscribers: Mutex::new(Vec::new()),
+            watch_ids: AtomicU64::new(1),
+        });
+        let task = Task {
+            cfg: config,
+            hosts,
+            host_at: at,
+            shared: Arc::downgrade(&shared),
+            chroot: shared.chroot.clone(),
+            rx,
+            state: state_tx,
+            connection: 1,
+            session_id: ready.response.session_id,
+            password: ready.response.password.clone(),
+            timeout,
+            last_zxid: 0,
+            next_xid: ready.next_xid,
+            fifo: VecDeque::new(),
+            watches: HashMap::new(),
+            inflight: HashMap::new(),
+            last_recv: tokio::time::Instant::now(),
+        };
+        log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
+        tokio::spawn(task.run(ready));
+        Ok(Session { shared })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> i64 {
+        self.shared.info().session_id
+    }
+
+    /// The session password (to re-attach from elsewhere; keep it secret).
+    pub fn password(&self) -> Vec<u8> {
+        self.shared.info().password.clone()
+    }
+
+    /// The session timeout granted by the server of the current (or last)
+    /// connection.
+    pub fn timeout(&self) -> Duration {
+        self.shared.info().timeout
+    }
+
+    /// The current connection, `None` while reconnecting or after the end.
+    pub fn connected(&self) -> Option<Connected> {
+        self.shared.info().connected.clone()
+    }
+
+    /// The state as last seen.
+    pub fn state(&self) -> State {
+        *self.shared.state.borrow()
+    }
+
+    /// Waits until the state is not [`State::Connecting`]; returns it.
+    pub async fn settled(&self) -> State {
+        let mut rx = self.shared.state.clone();
+        let r = rx.wait_for(|s| *s != State::Connecting).await.map(|s| *s);
+        r.unwrap_or(State::Closed)
+    }
+
+    /// A stream of the session's events from now on, in order. Each call
+    /// makes a new stream; an unread stream grows without bound, so drop
+    /// one that is not read.
+    pub fn events(&self) -> Events {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.subscribers.lock().unwrap_or_else(PoisonError::into_inner).push(tx);
+        Events { rx }
+    }
+
+    /// The chroot this session was made with (empty for none).
+    pub fn chroot(&self) -> &str {
+        &self.shared.chroot
+    }
+
+    fn call<T>(
+        &self,
+        req: Request,
+        watch: Option<WatchReg>,
+        map: fn(Response, &str) -> Result<T, Error>,
+    ) -> ReplyFuture<T> {
+        let (tx, rx) = oneshot::channel();
+        let early = match check_paths(&req) {
+            Err(e) => Some(e),
+            Ok(()) => match self.shared.tx.send(Cmd::Call { req, tx, watch }) {
+                Ok(()) => None,
+                Err(_) => Some(self.shared.info().ended.clone().unwrap_or(Error::Closed)),
+            },
+        };
+        ReplyFuture { rx, early, chroot: self.shared.chroot.clone(), map }
+    }
+
+    fn watch(&self, path: &str, kind: WatchKind) -> (WatchReg, Watch) {
+        let id = self.shared.watch_ids.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        let reg = WatchReg { path: path.to_string(), kind, id, tx };
+        (reg, Watch { rx, path: path.to_string(), kind, id, cmd: self.shared.tx.downgrade() })
+    }
+
+    /// Creates a node (`create2`, or `createContainer` for
+    /// [`CreateMode::Container`]); returns its path (with the sequence
+    /// number) and `Stat`.
+    pub fn create(&self, path: &str, data: &[u8], acl: &[Acl], mode: CreateMode) -> ReplyFuture<(String, Stat)> {
+        let req = Request::Create { path: path.into(), data: data.into(), acl: acl.into(), mode };
+        self.call(req, None, |r, chroot| match r {
+            Response::Created { path, stat } => Ok((strip_chroot(chroot, path), stat)),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// Deletes a node if its version is `version` (-1: any).
+    pub fn delete(&self, path: &str, version: i32) -> ReplyFuture<()> {
+        self.call(Request::Delete { path: path.into(), version }, None, |_, _| Ok(()))
+    }
+
+    /// The node's `Stat`, `None` if it does not exist.
+    pub fn exists(&self, path: &str) -> ReplyFuture<Option<Stat>> {
+        self.call(Request::Exists { path: path.into(), watch: false }, None, map_exists)
+    }
+
+    /// As [`exists`](Session::exists), leaving a watch that fires when the
+    /// node is created, changed or deleted. The watch is set only if the
+    /// call succeeds.
+    pub fn exists_watch(&self, path: &str) -> (ReplyFuture<Option<Stat>>, Watch) {
+        let (reg, w) = self.watch(path, WatchKind::Exist);
+        (self.call(Request::Exists { path: path.into(), watch: true }, Some(reg), map_exists), w)
+    }
+
+    /// The node's data and `Stat`.
+    pub fn get_data(&self, path: &str) -> ReplyFuture<(Vec<u8>, Stat)> {
+        self.call(Request::GetData { path: path.into(), watch: false }, None, map_data)
+    }
+
+    /// As [`get_data`](Session::get_data), leaving a watch that fires when
+    /// the node's data changes or it is deleted.
+    pub fn get_data_watch(&self, path: &str) -> (ReplyFuture<(Vec<u8>, Stat)>, Watch) {
+        let (reg, w) = self.watch(path, WatchKind::Data);
+        (self.call(Request::GetData { path: path.into(), watch: true }, Some(reg), map_data), w)
+    }
+
+    /// Sets the node's data if its version is `version` (-1: any).
+    pub fn set_data(&self, path: &str, data: &[u8], version: i32) -> ReplyFuture<Stat> {
+        self.call(Request::SetData { path: path.into(), data: data.into(), version }, None, |r, _| match r {
+            Response::Stat(s) => Ok(s),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// The node's children (names, unsorted).
+    pub fn children(&self, path: &str) -> ReplyFuture<Vec<String>> {
+        self.call(Request::GetChildren { path: path.into(), watch: false }, None, map_children)
+    }
+
+    /// As [`children`](Session::children), leaving a watch that fires when
+    /// a child is added or removed, or the node is deleted.
+    pub fn children_watch(&self, path: &str) -> (ReplyFuture<Vec<String>>, Watch) {
+        let (reg, w) = self.watch(path, WatchKind::Children);
+        (self.call(Request::GetChildren { path: path.into(), watch: true }, Some(reg), map_children), w)
+    }
+
+    /// The node's children and its own `Stat` (`getChildren2`).
+    pub fn children2(&self, path: &str) -> ReplyFuture<(Vec<String>, Stat)> {
+        self.call(Request::GetChildren2 { path: path.into(), watch: false }, None, |r, _| match r {
+            Response::Children2 { children, stat } => Ok((children, stat)),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// Waits until the server this session is connected to has seen every
+    /// write the leader had committed when it got the sync.
+    pub fn sync(&self, path: &str) -> ReplyFuture<()> {
+        self.call(Request::Sync { path: path.into() }, None, |_, _| Ok(()))
+    }
+
+    /// Runs `ops` atomically: all take effect or none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Multi`] with the index and code of the operation that failed.
+    pub fn multi(&self, ops: &[MultiOp]) -> ReplyFuture<Vec<MultiResult>> {
+        self.call(Request::Multi(ops.to_vec()), None, |r, chroot| match r {
+            Response::Multi(Ok(results)) => Ok(results
+                .into_iter()
+                .map(|x| match x {
+                    MultiResult::Create { path, stat } => {
+                        MultiResult::Create { path: strip_chroot(chroot, path), stat }
+                    },
+                    other => other,
+                })
+                .collect()),
+            Response::Multi(Err((index, code))) => Err(Error::Multi { index, code }),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// The identities the server knows this session by: (scheme, id)
+    /// pairs. Servers before 3.7 answer [`Code::Unimplemented`].
+    pub fn who_am_i(&self) -> ReplyFuture<Vec<(String, String)>> {
+        self.call(Request::WhoAmI, None, |r, _| match r {
+            Response::WhoAmI(v) => Ok(v),
+            other => Err(unexpected(other)),
+        })
+    }
+
+    /// Closes the session: tells the server (if connected; its ephemeral
+    /// nodes go at once), fails every outstanding call with
+    /// [`Error::Closed`], ends every watch. Waits for the server's answer
+    /// at most 2/3 of the session timeout. Closing a closed session does
+    /// nothing.
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.shared.tx.send(Cmd::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+fn check_paths(req: &Request) -> Result<(), Error> {
+    let check = |p: &str| {
+        if !p.starts_with('/') {
+            Err(Error::BadArgument(format!("path {p:?} does not start with '/'")))
+        } else if p.contains('\0') {
+            Err(Error::BadArgument(format!("path {p:?} contains a NUL character")))
+        } else {
+            Ok(())
+        }
+    };
+    match req {
+        Request::Create { path, .. }
+        | Request::Delete { path, .. }
+        | Request::Exists { path, .. }
+        | Request::GetData { path, .. }
+        | Request::SetData { path, .. }
+        | Request::GetChildren { path, .. }
+        | Request::GetChildren2 { path, .. }
+        | Request::Sync { path }
+        | Request::RemoveWatches { path, .. } => check(path),
+        Request::Multi(ops) => ops.iter().try_for_each(|o| match o {
+            MultiOp::Check { path, .. }
+            | MultiOp::Create { path, .. }
+            | MultiOp::Delete { path, .. }
+            | MultiOp::SetData { path, .. } => check(path),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn unexpected(r: Response) -> Error {
+    Error::ConnectionLoss(format!("reply of an unexpected kind: {r:?}"))
+}
+
+fn map_exists(r: Response, _: &str) -> Result<Option<Stat>, Error> {
+    match r {
+        Response::Stat(s) => Ok(Some(s)),
+        Response::Empty => Ok(None),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn map_data(r: Response, _: &str) -> Result<(Vec<u8>, Stat), Error> {
+    match r {
+        Response::Data { data, stat } => Ok((data, stat)),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn map_children(r: Response, _: &str) -> Result<Vec<String>, Error> {
+    match r {
+        Response::Children(c) => Ok(c),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The reply to one call. The request was enqueued when the call was made;
+/// this only waits for the answer.
+#[must_use = "the request is sent anyway; the future only carries its reply"]
+pub struct ReplyFuture<T> {
+    rx: oneshot::Receiver<Result<Reply<Response>, Error>>,
+    early: Option<Error>,
+    chroot: Arc<str>,
+    map: fn(Response, &str) -> Result<T, Error>,
+}
+
+impl<T> Future for ReplyFuture<T> {
+    type Output = Result<Reply<T>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(e) = this.early.take() {
+            return Poll::Ready(Err(e));
+        }
+        match Pin::new(&mut this.rx).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(_)) => Poll::Ready(Err(Error::Closed)),
+            Poll::Ready(Ok(Err(e))) => Poll::Ready(Err(e)),
+            Poll::Ready(Ok(Ok(r))) => Poll::Ready((this.map)(r.value, &this.chroot).map(|value| Reply {
+                value,
+                sent: r.sent,
+                answered: r.answered,
+                connection: r.connection,
+                zxid: r.zxid,
+            })),
+        }
+    }
+}
+
+/// A watch left by a call. Resolves once, with the node event or with
+/// [`EventType::Session`] when the session ends. A reconnect keeps it (it
+/// is registered again on the new connection). Dropping it removes it; the
+/// server's watch goes too when no other watch of the session needs it.
+pub struct Watch {
+    rx: oneshot::Receiver<WatchedEvent>,
+    path: String,
+    kind: WatchKind,
+    id: u64,
+    cmd: mpsc::WeakUnboundedSender<Cmd>,
+}
+
+impl Future for Watch {
+    type Output = WatchedEvent;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<WatchedEvent> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.rx).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(e)) => Poll::Ready(e),
+            Poll::Ready(Err(_)) => {
+                Poll::Ready(WatchedEvent { kind: EventType::Session, path: this.path.clone(), zxid: 0 })
+            },
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(tx) = self.cmd.upgrade() {
+            let _ = tx.send(Cmd::Unwatch { path: std::mem::take(&mut self.path), kind: self.kind, id: self.id });
+        }
+    }
+}
+
+/// Session events in order (see [`Session::events`]).
+pub struct Events {
+    rx: mpsc::UnboundedReceiver<SessionEvent>,
+}
+
+impl Events {
+    /// The next event; `None` after the last ([`SessionEvent::Ended`]).
+    pub async fn next(&mut self) -> Option<SessionEvent> {
+        self.rx.recv().await
+    }
+
+    /// The next event if one is there now.
+    pub fn try_next(&mut self) -> Option<SessionEvent> {
+        self.rx.try_recv().ok()
+    }
+}
+
+enum RoundsEnd {
+    Unreachable(String),
+    Deadline(String),
+    AuthFailed(String),
+    Expired,
+}
+
+/// Tries the hosts from `start` round robin until one is ready or
+/// `deadline`, each attempt given `per_attempt` (default: the session
+/// timeout shared among the hosts, at least 500 ms), backing off between
+/// rounds. A new session (no id yet) gives up after one round in which every
+/// host was unusable. Returns the ready connection and its host's index.
+async fn connect_round_robin(
+    cfg: &Config,
+    hosts: &[Host],
+    start: usize,
+    attach: &Attach,
+    deadline: tokio::time::Instant,
+    per_attempt: Option<Duration>,
+) -> Result<(Ready, usize), RoundsEnd> {
+    let n = hosts.len();
+    let per_attempt = per_attempt.unwrap_or_else(|| (cfg.session_timeout / n as u32).max(Duration::from_millis(500)));
+    let mut backoff = Duration::from_millis(50);
+    let mut first_round = true;
+    loop {
+        let mut reasons = Vec::new();
+        let mut all_unusable = true;
+        for k in 0..n {
+            let i = (start + k) % n;
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(RoundsEnd::Deadline(join(&reasons, "no server tried")));
+            }
+            let until = deadline.min(now + per_attempt);
+            match attempt(cfg, &hosts[i], attach, until).await {
+                Ok(r) => return Ok((r, i)),
+                Err(Failure::Expired) => return Err(RoundsEnd::Expired),
+                Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
+                Err(Failure::Unusable(why)) => reasons.push(why),
+                Err(Failure::Transient(why)) => {
+                    all_unusable = false;
+                    reasons.push(why)
+                },
+            }
+        }
+        if first_round && all_unusable && attach.session_id == 0 {
+            return Err(RoundsEnd::Unreachable(join(&reasons, "")));
+        }
+        first_round = false;
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Err(RoundsEnd::Deadline(join(&reasons, "")));
+        }
+        let jitter = Duration::from_millis(fastrand::u64(0..=backoff.as_millis() as u64 / 2));
+        tokio::time::sleep_until(deadline.min(now + backoff + jitter)).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+fn join(reasons: &[String], empty: &str) -> String {
+    if reasons.is_empty() {
+        empty.to_string()
+    } else {
+        reasons.join("; ")
+    }
+}
+
+/// What a request in flight is for.
+enum Purpose {
+    User {
+        tx: Sink,
+        watch: Option<WatchReg>,
+    },
+    /// setWatches, removeWatches: the answer matters to nobody.
+    Internal,
+    Close,
+}
+
+struct Pending {
+    xid: i32,
+    opcode: i32,
+    /// Offset in the connection's byte stream of the frame's first byte.
+    start: u64,
+    sent: Option<Instant>,
+    purpose: Purpose,
+}
+
+/// Watch keys as the server files them: exists watches of absent nodes go
+/// with the data watches.
+fn server_kind(k: WatchKind) -> WatchKind {
+    match k {
+        WatchKind::Children => WatchKind::Children,
+        WatchKind::Data | WatchKind::Exist => WatchKind::Data,
+    }
+}
+
+struct Task {
+    cfg: Config,
+    hosts: Vec<Host>,
+    host_at: usize,
+    shared: std::sync::Weak<Shared>,
+    chroot: Arc<str>,
+    rx: mpsc::UnboundedReceiver<Cmd>,
+    state: watch::Sender<State>,
+    connection: u64,
+    session_id: i64,
+    password: Vec<u8>,
+    timeout: Duration,
+    last_zxid: i64,
+    next_xid: i32,
+    fifo: VecDeque<Pending>,
+    /// (path, kind) -> waiters, for watches the server holds.
+    watches: HashMap<(String, WatchKind), Vec<Waiter>>,
+    /// (path, server kind) -> requests in flight that will leave a watch.
+    inflight: HashMap<(String, WatchKind), usize>,
+    last_recv: tokio::time::Instant,
+}
+
+/// How a connection ended.
+enum End {
+    Lost(String),
+    /// Closed by the user, or every handle dropped.
+    Closed(Option<oneshot::Sender<()>>),
+    Final(Error),
+}
+
+/// One connection's buffers.
+struct Conn {
+    stream: Stream,
+    rbuf: BytesMut,
+    wbuf: Vec<u8>,
+    /// Bytes handed to the socket so far on this connection.
+    written: u64,
+    last_send: tokio::time::Instant,
+    pings: usize,
+    closing: Option<Option<oneshot::Sender<()>>>,
+}
+
+impl Task {
+    async fn run(mut self, first: Ready) {
+        let mut ready = first;
+        let end = loop {
+            let end = self.serve(ready).await;
+            let reason = match end {
+                End::Lost(reason) => reason,
+                other => break other,
+            };
+            log::debug!("session {:#x}: connection {} lost: {reason}", self.session_id, self.connection);
+            self.fail_fifo(|| Error::ConnectionLoss(reason.clone()));
+            let _ = self.state.send(State::Connecting);
+            if let Some(s) = self.shared.upgrade() {
+                s.info().connected = None;
+            }
+            self.emit(SessionEvent::Disconnected { connection: self.connection, reason });
+            match self.reconnect().await {
+                Ok(r) => {
+                    self.connection += 1;
+                    let timeout = Duration::from_millis(u64::try_from(r.response.timeout_ms).unwrap_or(0));
+                    log::debug!(
+                        "session {:#x}: connection {} to {} (timeout {timeout:?})",
+                        self.session_id,
+                        self.connection,
+                        r.server
+                    );
+                    let c = Connected {
+                        connection: self.connection,
+                        server: r.server,
+                        timeout,
+                        connect_sent: r.connect_sent,
+                        answered: r.answered,
+                    };
+                    if let Some(s) = self.shared.upgrade() {
+                        s.info().connected = Some(c.clone());
+                    }
+                    self.emit(SessionEvent::Connected(c));
+                    ready = r;
+                },
+                Err(end) => break end,
+            }
+        };
+        self.finish(end);
+    }
+
+    fn emit(&self, e: SessionEvent) {
+        if let Some(s) = self.shared.upgrade() {
+            s.emit(e);
+        }
+    }
+
+    fn fail_fifo(&mut self, err: impl Fn() -> Error) {
+        for p in self.fifo.drain(..) {
+            match p.purpose {
+                Purpose::User { tx, watch } => {
+                    let _ = tx.send(Err(err()));
+                    if let Some(w) = watch {
+                        let key = (w.path, server_kind(w.kind));
+                        if let Some(n) = self.inflight.get_mut(&key) {
+                            *n -= 1;
+                            if *n == 0 {
+                                self.inflight.remove(&key);
+                            }
+                        }
+                    }
+                },
+                Purpose::Internal | Purpose::Close => {},
+            }
+        }
+    }
+
+    fn finish(mut self, end: End) {
+        let (err, state, closer) = match end {
+            End::Closed(c) => (Error::Closed, State::Closed, c),
+            End::Final(e) => {
+                let s = match e {
+                    Error::SessionExpired => State::Expired,
+                    Error::AuthFailed(_) => State::AuthFailed,
+                    _ => State::Closed,
+                };
+                (e, s, None)
+            },
+            End::Lost(r) => (Error::ConnectionLoss(r), State::Closed, None),
+        };
+        log::debug!("session {:#x} ended: {err}", self.session_id);
+        if let Some(s) = self.shared.upgrade() {
+            let mut i = s.info();
+            i.ended = Some(err.clone());
+            i.connected = None;
+        }
+        self.rx.close();
+        self.fail_fifo(|| err.clone());
+        while let Ok(cmd) = self.rx.try_recv() {
+            match cmd {
+                Cmd::Call { tx, .. } => {
+                    let _ = tx.send(Err(err.clone()));
+                },
+                Cmd::Close(c) => {
+                    let _ = c.send(());
+                },
+                Cmd::Unwatch { .. } => {},
+            }
+        }
+        for ((path, _), waiters) in self.watches.drain() {
+            for (_, tx) in waiters {
+                let _ = tx.send(WatchedEvent { kind: EventType::Session, path: path.clone(), zxid: 0 });
+            }
+        }
+        let _ = self.state.send(state);
+        self.emit(SessionEvent::Ended(err));
+        if let Some(c) = closer {
+            let _ = c.send(());
+        }
+    }
+
+    /// Reconnects to the session, handling calls meanwhile (they fail at
+    /// once). Ends the session when the server says it expired, when
+    /// 4/3 of the timeout passed since anything was heard, or on close.
+    async fn reconnect(&mut self) -> Result<Ready, End> {
+        let expire_at = self.last_recv + self.timeout * 4 / 3;
+        let attach = Attach {
+            session_id: self.session_id,
+            password: self.password.clone(),
+            last_zxid: self.last_zxid,
+            next_xid: self.next_xid,
+        };
+        let start = (self.host_at + 1) % self.hosts.len();
+        let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
+        let cfg = self.cfg.clone();
+        let hosts = self.hosts.clone();
+        let rounds = connect_round_robin(&cfg, &hosts, start, &attach, expire_at, Some(per_attempt));
+        tokio::pin!(rounds);
+        loop {
+            tokio::select! {
+                r = &mut rounds => {
+                    return match r {
+                        Ok((ready, at)) => {
+                            self.host_at = at;
+                            Ok(ready)
+                        }
+                        Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
+                            Err(End::Final(Error::SessionExpired))
+                        }
+                        Err(RoundsEnd::AuthFailed(why)) => Err(End::Final(Error::AuthFailed(why))),
+                    };
+                }
+                cmd = self.rx.recv() => match cmd {
+                    None => return Err(End::Closed(None)),
+                    Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
+                    Some(Cmd::Call { tx, .. }) => {
+                        let _ = tx.send(Err(Error::ConnectionLoss("not connected (reconnecting); the request was not sent".into())));
+                    }
+                    Some(Cmd::Unwatch { path, kind, id }) => {
+                        self.unwatch_local(&path, kind, id);
+                    }
+                },
+            }
+        }
+    }
+
+    fn unwatch_local(&mut self, path: &str, kind: WatchKind, id: u64) -> bool {
+        let key = (path.to_string(), kind);
+        if let Some(v) = self.watches.get_mut(&key) {
+            v.retain(|(i, tx)| *i != id && !tx.is_closed());
+            if v.is_empty() {
+                self.watches.remove(&key);
+            }
+        }
+        // True when the server's watch is needed by nobody now.
+        let sk = server_kind(kind);
+        let others = match sk {
+            WatchKind::Children => self.watches.contains_key(&(path.to_string(), WatchKind::Children)),
+            _ => {
+                self.watches.contains_key(&(path.to_string(), WatchKind::Data))
+                    || self.watches.contains_key(&(path.to_string(), WatchKind::Exist))
+            },
+        };
+        !others && !self.inflight.contains_key(&(path.to_string(), sk))
+    }
+
+    fn take_xid(&mut self) -> i32 {
+        let x = self.next_xid;
+        self.next_xid = if x == i32::MAX { 1 } else { x + 1 };
+        x
+    }
+
+    /// Encodes a request into the write buffer; refuses one over the limit.
+    fn enqueue(&mut self, c: &mut Conn, x: i32, mut req: Request, purpose: Purpose) {
+        req.chroot(&self.chroot);
+        let before = c.wbuf.len();
+        let n = write_frame(&mut c.wbuf, |b| req.encode(x, b));
+        if n > self.cfg.max_frame {
+            c.wbuf.truncate(before);
+            if let Purpose::User { tx, .. } = purpose {
+                let _ = tx.send(Err(Error::BadArgument(format!(
+                    "the request takes {n} bytes, over the packet limit of {} bytes; not sent",
+                    self.cfg.max_frame
+                ))));
+            }
+            return;
+        }
+        if x == xid::PING {
+            c.pings += 1;
+            return;
+        }
+        let start = c.written + before as u64;
+        self.fifo.push_back(Pending { xid: x, opcode: req.opcode(), start, sent: None, purpose });
+    }
+
+    fn on_cmd(&mut self, c: &mut Conn, cmd: Cmd) {
+        match cmd {
+            Cmd::Call { req, tx, watch } => {
+                if c.closing.is_some() {
+                    let _ = tx.send(Err(Error::Closed));
+                    return;
+                }
+                if let Some(w) = &watch {
+                    *self.inflight.entry((w.path.clone(), server_kind(w.kind))).or_insert(0) += 1;
+                }
+                let x = self.take_xid();
+                self.enqueue(c, x, req, Purpose::User { tx, watch });
+            },
+            Cmd::Unwatch { path, kind, id } => {
+                if self.unwatch_local(&path, kind, id) && c.closing.is_none() {
+                    self.remove_server_watch(c, path, kind);
+                }
+            },
+            Cmd::Close(done) => {
+                if c.closing.is_none() {
+                    let x = self.take_xid();
+                    self.enqueue(c, x, Request::CloseSession, Purpose::Close);
+                    c.closing = Some(Some(done));
+                } else {
+                    let _ = done.send(());
+                }
+            },
+        }
+    }
+
+    fn remove_server_watch(&mut self, c: &mut Conn, path: String, kind: WatchKind) {
+        let x = self.take_xid();
+        self.enqueue(c, x, Request::RemoveWatches { path, kind: server_kind(kind) }, Purpose::Internal);
+    }
+
+    /// Serves one connection until it ends.
+    async fn serve(&mut self, ready: Ready) -> End {
+        let Ready { stream, rbuf, response, connect_sent: _, answered: _, server: _, next_xid } = ready;
+        self.next_xid = next_xid;
+        self.session_id = response.session_id;
+        self.password = response.password;
+        self.timeout = Duration::from_millis(u64::try_from(response.timeout_ms).unwrap_or(0));
+        if let Some(s) = self.shared.upgrade() {
+            let mut i = s.info();
+            i.session_id = self.session_id;
+            i.password = self.password.clone();
+            i.timeout = self.timeout;
+        }
+        let now = tokio::time::Instant::now();
+        self.last_recv = now;
+        let mut c =
+            Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, pings: 0, closing: None };
+        self.register_watches_again(&mut c);
+        let _ = self.state.send(State::Connected);
+        let read_timeout = self.timeout * 2 / 3;
+        let ping_after = self.timeout / 3;
+        loop {
+            if !c.wbuf.is_empty() {
+                if let Err(why) = self.flush(&mut c, read_timeout).await {
+                    return End::Lost(why);
+                }
+            }
+            // Frames already read (a burst may hold many).
+            loop {
+                match next_frame(&c.rbuf, self.cfg.max_frame) {
+                    Err(e) => return End::Lost(format!("{e}")),
+                    Ok(None) => break,
+                    Ok(Some(n)) => {
+                        let frame = c.rbuf.split_to(4 + n);
+                        if let Some(end) = self.on_frame(&mut c, &frame[4..]) {
+                            return end;
+                        }
+                    },
+                }
+            }
+            if !c.wbuf.is_empty() {
+                continue;
+            }
+            let read_deadline = self.last_recv + read_timeout;
+            let ping_at = c.last_send + ping_after;
+            let want = match next_frame(&c.rbuf, usize::MAX) {
+                Ok(Some(_)) | Err(_) => 4096,
+                Ok(None) if c.rbuf.len() >= 4 => {
+                    let len = i32::from_be_bytes([c.rbuf[0], c.rbuf[1], c.rbuf[2], c.rbuf[3]]);
+                    (usize::try_from(len).unwrap_or(0) + 4).saturating_sub(c.rbuf.len()).clamp(1, 1 << 20)
+                },
+                Ok(None) => 4096,
+            };
+            c.rbuf.reserve(want);
+            tokio::select! {
+                r = c.stream.read_buf(&mut c.rbuf) => match r {
+                    Ok(0) => {
+                        if let Some(done) = c.closing.take() {
+                            return End::Closed(done);
+                        }
+                        return End::Lost("the server closed the connection".into());
+                    }
+                    Ok(_) => self.last_recv = tokio::time::Instant::now(),
+                    Err(e) => {
+                        if let Some(done) = c.closing.take() {
+                            return End::Closed(done);
+                        }
+                        return End::Lost(format!("reading: {e}"));
+                    }
+                },
+                cmd = self.rx.recv() => match cmd {
+                    None => {
+                        if c.closing.is_none() {
+                            let x = self.take_xid();
+                            self.enqueue(&mut c, x, Request::CloseSession, Purpose::Close);
+                            c.closing = Some(None);
+                        }
+                    }
+                    Some(cmd) => {
+                        self.on_cmd(&mut c, cmd);
+                        // Take everything already queued into the same write.
+                        while c.wbuf.len() < 64 * 1024 {
+                            match self.rx.try_recv() {
+                                Ok(cmd) => self.on_cmd(&mut c, cmd),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                },
+                _ = tokio::time::sleep_until(read_deadline.min(ping_at)) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= read_deadline {
+                        if let Some(done) = c.closing.take() {
+                            return End::Closed(done);
+                        }
+                        return End::Lost(format!("nothing received for {} ms", read_timeout.as_millis()));
+                    }
+                    if now >= ping_at && c.closing.is_none() {
+                        self.enqueue(&mut c, xid::PING, Request::Ping, Purpose::Internal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the write buffer to the socket, stamping each request whose
+    /// first byte goes in this write.
+    async fn flush(&mut self, c: &mut Conn, limit: Duration) -> Result<(), String> {
+        let stamp = Instant::now();
+        let end = c.written + c.wbuf.len() as u64;
+        for p in self.fifo.iter_mut().rev() {
+            if p.sent.is_some() {
+                break;
+            }
+            if p.start < end {
+                p.sent = Some(stamp);
+            }
+        }
+        let r = tokio::time::timeout(limit, async {
+            c.stream.write_all(&c.wbuf).await?;
+            c.stream.flush().await
+        })
+        .await;
+        match r {
+            Err(_) => Err(format!("the server did not take our bytes for {} ms", limit.as_millis())),
+            Ok(Err(e)) => Err(format!("writing: {e}")),
+            Ok(Ok(())) => {
+                c.written = end;
+                c.wbuf.clear();
+                c.last_send = tokio::time::Instant::now();
+                Ok(())
+            },
+        }
+    }
+
+    fn register_watches_again(&mut self, c: &mut Conn) {
+        self.watches.retain(|_, v| {
+            v.retain(|(_, tx)| !tx.is_closed());
+            !v.is_empty()
+        });
+        if self.watches.is_empty() {
+            return;
+        }
+        // Batches well under the packet limit (as ZooKeeper's own client,
+        // which cuts at 128 KiB of paths).
+        let budget = (self.cfg.max_frame / 2).min(128 * 1024);
+        let mut keys: Vec<(String, WatchKind)> = self.watches.keys().cloned().collect();
+        keys.sort();
+        let (mut data, mut exist, mut child) = (Vec::new(), Vec::new(), Vec::new());
+        let mut size = 0;
+        let last = keys.len();
+        for (i, (path, kind)) in keys.into_iter().enumerate() {
+            size += path.len() + self.chroot.len() + 4;
+            match kind {
+                WatchKind::Data => data.push(path),
+                WatchKind::Exist => exist.push(path),
+                WatchKind::Children => child.push(path),
+            }
+            if size >= budget || i + 1 == last {
+                let req = Request::SetWatches {
+                    relative_zxid: self.last_zxid,
+                    data: std::mem::take(&mut data),
+                    exist: std::mem::take(&mut exist),
+                    child: std::mem::take(&mut child),
+                };
+                self.enqueue(c, xid::SET_WATCHES, req, Purpose::Internal);
+                size = 0;
+            }
+        }
+    }
+
+    /// Handles one frame; returns how the connection ends if it does.
+    fn on_frame(&mut self, c: &mut Conn, frame: &[u8]) -> Option<End> {
+        let answered = Instant::now();
+        let (h, body) = match ReplyHeader::split(frame) {
+            Ok(x) => x,
+            Err(e) => return Some(End::Lost(format!("{e}"))),
+        };
+        match h.xid {
+            xid::PING => {
+                if c.pings == 0 {
+                    return Some(End::Lost("a ping reply with no ping outstanding".into()));
+                }
+                c.pings -= 1;
+                return None;
+            },
+            xid::NOTIFICATION => {
+                let ev = match WatcherEvent::decode(body) {
+                    Ok(e) => e,
+                    Err(e) => return Some(End::Lost(format!("{e}"))),
+                };
+                self.dispatch(ev, h.zxid);
+                return None;
+            },
+            xid::AUTH => {
+                if Code::from_wire(h.err) == Some(Code::AuthFailed) {
+                    return Some(End::Final(Error::AuthFailed("the server refused the credentials".into())));
+                }
+                return None;
+            },
+            _ => {},
+        }
+        let Some(p) = self.fifo.pop_front() else {
+            return Some(End::Lost(format!("a reply (xid {}) with no request outstanding", h.xid)));
+        };
+        if p.xid != h.xid {
+            return Some(End::Lost(format!("reply xid {} out of order (expected {})", h.xid, p.xid)));
+        }
+        if h.zxid > 0 {
+            self.last_zxid = self.last_zxid.max(h.zxid);
+        }
+        let code = Code::from_wire(h.err);
+        let result = match code {
+            Some(Code::NoNode) if p.opcode == op::EXISTS => Ok(Response::Empty),
+            Some(code) => Err(Error::Server(code)),
+            None => match Response::decode(p.opcode, body) {
+                Ok(r) => Ok(r),
+                Err(e) => return Some(End::Lost(format!("{e}"))),
+            },
+        };
+        match p.purpose {
+            Purpose::Internal => {},
+            Purpose::Close => {
+                if let Some(done) = c.closing.take() {
+                    return Some(End::Closed(done));
+                }
+            },
+            Purpose::User { tx, watch } => {
+                if let Some(w) = watch {
+                    let sk = server_kind(w.kind);
+                    let key = (w.path.clone(), sk);
+                    if let Some(n) = self.inflight.get_mut(&key) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.inflight.remove(&key);
+                        }
+                    }
+                    if let Ok(r) = &result {
+                        let kind = match (w.kind, r) {
+                            (WatchKind::Exist, Response::Stat(_)) => WatchKind::Data,
+                            (k, _) => k,
+                        };
+                        if w.tx.is_closed() {
+                            if self.unwatch_local(&w.path, kind, w.id) && c.closing.is_none() {
+                                self.remove_server_watch(c, w.path, kind);
+                            }
+                        } else {
+                            self.watches.entry((w.path, kind)).or_default().push((w.id, w.tx));
+                        }
+                    }
+                }
+                let sent = p.sent.unwrap_or(answered);
+                let _ = tx.send(result.map(|value| Reply {
+                    value,
+                    sent,
+                    answered,
+                    connection: self.connection,
+                    zxid: h.zxid,
+                }));
+            },
+        }
+        if code == Some(Code::SessionExpired) {
+            return Some(End::Final(Error::SessionExpired));
+        }
+        None
+    }
+
+    fn dispatch(&mut self, ev: WatcherEvent, zxid: i64) {
+        if ev.kind == EventType::Session {
+            // A state change sent as an event (e.g. SASL): nothing to do
+            // here; the connection's own state says it.
+            return;
+        }
+        let path = strip_chroot(&self.chroot, ev.path);
+        let kinds: &[WatchKind] = match ev.kind {
+            EventType::NodeCreated | EventType::NodeDataChanged => &[WatchKind::Data, WatchKind::Exist],
+            EventType::NodeDeleted => &[WatchKind::Data, WatchKind::Exist, WatchKind::Children],
+            EventType::NodeChildrenChanged => &[WatchKind::Children],
+            _ => &[],
+        };
+        for k in kinds {
+            if let Some(waiters) = self.watches.remove(&(path.clone(), *k)) {
+                for (_, tx) in waiters {
+                    let _ = tx.send(WatchedEvent { kind: ev.kind, path: path.clone(), zxid });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_kinds() {
+        assert_eq!(server_kind(WatchKind::Exist), WatchKind::Data);
+        assert_eq!(server_kind(WatchKind::Children), WatchKind::Children);
+    }
+}

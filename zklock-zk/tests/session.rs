@@ -1,0 +1,378 @@
+//! The session layer against real ZooKeeper servers (the harness's Debian
+//! 3.8 unless a test says otherwise): every request zklock sends, watches,
+//! reconnects, expiry, close, auth, chroot.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use zklock_harness::{Cluster, ClusterOptions, Proxy};
+use zklock_zk::{Acl, Code, Config, CreateMode, Error, EventType, MultiOp, MultiResult, Session, SessionEvent, State};
+
+fn run<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime").block_on(f)
+}
+
+async fn within<F: Future>(secs: u64, what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(secs), f).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: not within {secs} s"),
+    }
+}
+
+async fn connect(cs: &str) -> Session {
+    let cfg = Config::new(cs).expect("connect string").session_timeout(Duration::from_secs(4));
+    Session::connect(cfg).await.expect("connect")
+}
+
+async fn next_event(ev: &mut zklock_zk::Events, secs: u64) -> SessionEvent {
+    within(secs, "session event", ev.next()).await.expect("an event")
+}
+
+#[test]
+fn every_request_zklock_sends() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let t = Instant::now();
+        let s = connect(&zk.connect_string()).await;
+        assert_eq!(s.state(), State::Connected);
+        let c = s.connected().expect("connected");
+        assert_eq!(c.connection, 1);
+        assert!(t <= c.connect_sent && c.connect_sent <= c.answered);
+        assert_eq!(c.timeout, s.timeout());
+        assert_ne!(s.id(), 0);
+        assert!(s.timeout() >= Duration::from_millis(400), "{:?}", s.timeout());
+
+        let c = s.create("/locks", b"", &Acl::open(), CreateMode::Container).await.expect("container");
+        assert_eq!(c.value.0, "/locks");
+        assert!(c.sent <= c.answered);
+        let e = s.create("/locks", b"", &Acl::open(), CreateMode::Persistent).await.unwrap_err();
+        assert_eq!(e, Error::Server(Code::NodeExists));
+
+        let mine = s.create("/locks/_c_x-lock-", b"me", &Acl::open(), CreateMode::EphemeralSequential).await.unwrap();
+        assert!(mine.value.0.starts_with("/locks/_c_x-lock-"), "{}", mine.value.0);
+        assert_eq!(mine.value.1.ephemeral_owner, s.id());
+        assert_eq!(mine.value.1.czxid, mine.zxid);
+
+        let (data, stat) = s.get_data(&mine.value.0).await.unwrap().value;
+        assert_eq!(data, b"me");
+        assert_eq!(stat, mine.value.1);
+        let set = s.set_data(&mine.value.0, b"you", 0).await.unwrap().value;
+        assert_eq!(set.version, 1);
+        assert_eq!(s.set_data(&mine.value.0, b"x", 0).await.unwrap_err(), Error::Server(Code::BadVersion));
+        assert_eq!(s.exists(&mine.value.0).await.unwrap().value, Some(set));
+        assert_eq!(s.exists("/locks/none").await.unwrap().value, None);
+        assert_eq!(s.get_data("/locks/none").await.unwrap_err(), Error::Server(Code::NoNode));
+
+        let kids = s.children("/locks").await.unwrap().value;
+        assert_eq!(kids, vec![mine.value.0.trim_start_matches("/locks/").to_string()]);
+        let (kids2, parent) = s.children2("/locks").await.unwrap().value;
+        assert_eq!(kids2, kids);
+        assert_eq!(parent.num_children, 1);
+        s.sync("/").await.unwrap();
+
+        // The clock's probe: setData on "/" with an impossible version.
+        assert_eq!(s.set_data("/", b"", i32::MIN).await.unwrap_err(), Error::Server(Code::BadVersion));
+
+        // multi: check + create, and a failing one names the operation.
+        let ok = s
+            .multi(&[
+                MultiOp::Check { path: "/locks".into(), version: -1 },
+                MultiOp::Create {
+                    path: "/locks/_c_y-lock-".into(),
+                    data: vec![],
+                    acl: Acl::open(),
+                    mode: CreateMode::EphemeralSequential,
+                },
+            ])
+            .await
+            .unwrap()
+            .value;
+        assert_eq!(ok[0], MultiResult::Check);
+        let MultiResult::Create { path, .. } = &ok[1] else { panic!("{ok:?}") };
+        assert!(path.starts_with("/locks/_c_y-lock-"));
+        let failed = s
+            .multi(&[
+                MultiOp::Check { path: "/nothing".into(), version: -1 },
+                MultiOp::Create {
+                    path: "/locks/z".into(),
+                    data: vec![],
+                    acl: Acl::open(),
+                    mode: CreateMode::Ephemeral,
+                },
+            ])
+            .await
+            .unwrap_err();
+        assert_eq!(failed, Error::Multi { index: 0, code: Code::NoNode });
+        assert_eq!(s.exists("/locks/z").await.unwrap().value, None);
+
+        assert_eq!(s.delete(path, 5).await.unwrap_err(), Error::Server(Code::BadVersion));
+        s.delete(path, -1).await.unwrap();
+        let me = s.who_am_i().await.unwrap().value;
+        assert_eq!(me, vec![("ip".to_string(), "127.0.0.1".to_string())]);
+
+        assert!(matches!(s.get_data("no-slash").await.unwrap_err(), Error::BadArgument(_)));
+        s.close().await;
+        assert_eq!(s.state(), State::Closed);
+        assert_eq!(s.exists("/").await.unwrap_err(), Error::Closed);
+    });
+}
+
+#[test]
+fn requests_leave_in_call_order_and_replies_carry_send_stamps() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let s = connect(&zk.connect_string()).await;
+        s.create("/q", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        // Enqueued at the call, not at the first poll: awaited in reverse.
+        let futs: Vec<_> =
+            (0..200).map(|_| s.create("/q/n-", b"", &Acl::open(), CreateMode::EphemeralSequential)).collect();
+        let mut names = Vec::new();
+        let mut last_sent = None;
+        for f in futs.into_iter().rev() {
+            let r = f.await.unwrap();
+            assert!(r.sent <= r.answered);
+            if let Some(later) = last_sent {
+                assert!(r.sent <= later, "a later call was stamped earlier");
+            }
+            last_sent = Some(r.sent);
+            names.push(r.value.0);
+        }
+        names.reverse();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted, "sequence numbers follow call order");
+        s.close().await;
+    });
+}
+
+#[test]
+fn watches_fire_once_and_go_from_the_server_when_dropped() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let s = connect(&zk.connect_string()).await;
+        let other = connect(&zk.connect_string()).await;
+        s.create("/w", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+
+        let (r, data_w) = s.get_data_watch("/w");
+        r.await.unwrap();
+        let (r, child_w) = s.children_watch("/w");
+        r.await.unwrap();
+        let (r, exist_w) = s.exists_watch("/w/new");
+        assert_eq!(r.await.unwrap().value, None);
+
+        other.set_data("/w", b"1", -1).await.unwrap();
+        let e = within(10, "data watch", data_w).await;
+        assert_eq!((e.kind, e.path.as_str()), (EventType::NodeDataChanged, "/w"));
+        other.create("/w/new", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let e = within(10, "exists watch", exist_w).await;
+        assert_eq!((e.kind, e.path.as_str()), (EventType::NodeCreated, "/w/new"));
+        let e = within(10, "child watch", child_w).await;
+        assert_eq!((e.kind, e.path.as_str()), (EventType::NodeChildrenChanged, "/w"));
+
+        // A dropped watch is removed from the server (removeWatches) when no
+        // other watch of the session needs it; a kept one stays.
+        let (r, kept) = s.get_data_watch("/w/new");
+        r.await.unwrap();
+        let (r, dropped) = s.get_data_watch("/w");
+        r.await.unwrap();
+        assert_eq!(watch_count(&zk), 2);
+        drop(dropped);
+        s.sync("/").await.unwrap();
+        assert_eq!(watch_count(&zk), 1);
+        other.delete("/w/new", -1).await.unwrap();
+        let e = within(10, "kept watch", kept).await;
+        assert_eq!(e.kind, EventType::NodeDeleted);
+        s.close().await;
+        other.close().await;
+    });
+}
+
+/// Watches the server holds for all sessions (`wchs`).
+fn watch_count(zk: &Cluster) -> usize {
+    let out = zk.four_letter(0, "wchs").expect("wchs");
+    // "1 connections watching 2 paths\nTotal watches:2"
+    out.lines()
+        .find_map(|l| l.strip_prefix("Total watches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("wchs said {out:?}"))
+}
+
+#[test]
+fn reattaches_on_another_member_and_keeps_its_watches() {
+    let zk = Cluster::ensemble(3).expect("ensemble");
+    run(async {
+        // One server in the connect string at a time, through proxies, so
+        // the test chooses where the session goes.
+        let proxies: Vec<Proxy> = (0..3).map(|i| Proxy::start(zk.client_addr(i)).expect("proxy")).collect();
+        let cs = proxies.iter().map(|p| p.addr().to_string()).collect::<Vec<_>>().join(",");
+        let s = connect(&cs).await;
+        let mut ev = s.events();
+        let other = connect(&zk.connect_string()).await;
+        s.create("/r", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let mine = s.create("/r/e", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value.0;
+        let (r, w) = s.get_data_watch("/r");
+        r.await.unwrap();
+        let id = s.id();
+
+        for p in &proxies {
+            p.drop_connections();
+            p.blackhole();
+        }
+        match next_event(&mut ev, 10).await {
+            SessionEvent::Disconnected { connection: 1, .. } => {},
+            e => panic!("{e:?}"),
+        }
+        // A change while we are away fires on re-registration.
+        other.set_data("/r", b"away", -1).await.unwrap();
+        proxies[1].heal();
+        proxies[2].heal();
+        let (connect_sent, answered) = match next_event(&mut ev, 20).await {
+            SessionEvent::Connected(c) if c.connection == 2 => (c.connect_sent, c.answered),
+            e => panic!("{e:?}"),
+        };
+        assert!(connect_sent <= answered);
+        assert_eq!(s.id(), id, "same session");
+        let e = within(10, "watch after reconnect", w).await;
+        assert_eq!(e.kind, EventType::NodeDataChanged);
+        assert_eq!(other.exists(&mine).await.unwrap().value.map(|st| st.ephemeral_owner), Some(id));
+        let r = s.get_data("/r").await.unwrap();
+        assert_eq!(r.connection, 2);
+        assert_eq!(r.value.0, b"away", "the new server has seen our last zxid or more");
+        s.close().await;
+        other.close().await;
+    });
+}
+
+#[test]
+fn calls_while_disconnected_fail_at_once_and_expiry_ends_the_session() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let proxy = Proxy::start(zk.client_addr(0)).expect("proxy");
+        let cfg = Config::new(&proxy.addr().to_string()).unwrap().session_timeout(Duration::from_millis(1500));
+        let s = Session::connect(cfg).await.unwrap();
+        let mut ev = s.events();
+        let (r, w) = s.exists_watch("/x");
+        r.await.unwrap();
+        proxy.blackhole();
+        proxy.drop_connections();
+        assert!(matches!(next_event(&mut ev, 10).await, SessionEvent::Disconnected { .. }));
+        let t = Instant::now();
+        assert!(matches!(s.exists("/").await.unwrap_err(), Error::ConnectionLoss(_)));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // Gone longer than the session timeout: the server expired it.
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        proxy.heal();
+        match next_event(&mut ev, 20).await {
+            SessionEvent::Ended(Error::SessionExpired) => {},
+            e => panic!("{e:?}"),
+        }
+        assert_eq!(s.state(), State::Expired);
+        assert_eq!(within(5, "watch end", w).await.kind, EventType::Session);
+        assert_eq!(s.exists("/").await.unwrap_err(), Error::SessionExpired);
+    });
+}
+
+#[test]
+fn close_removes_ephemerals_at_once() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let s = connect(&zk.connect_string()).await;
+        let other = connect(&zk.connect_string()).await;
+        let p = s.create("/eph", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value.0;
+        let mut ev = s.events();
+        s.close().await;
+        assert_eq!(next_event(&mut ev, 5).await, SessionEvent::Ended(Error::Closed));
+        assert_eq!(other.exists(&p).await.unwrap().value, None);
+        // Dropping the last handle closes too.
+        let t = connect(&zk.connect_string()).await;
+        let p = t.create("/eph2", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value.0;
+        let (r, w) = other.exists_watch(&p);
+        assert!(r.await.unwrap().value.is_some());
+        drop(t);
+        assert_eq!(within(10, "ephemeral gone", w).await.kind, EventType::NodeDeleted);
+        other.close().await;
+    });
+}
+
+#[test]
+fn every_server_refusing_is_said_at_once() {
+    run(async {
+        let ports: Vec<u16> =
+            (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()).collect();
+        let cs = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect::<Vec<_>>().join(",");
+        let cfg = Config::new(&cs).unwrap().connect_timeout(Duration::from_secs(30));
+        let t = Instant::now();
+        let e = Session::connect(cfg).await.unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        let Error::Unreachable(why) = e else { panic!("{e}") };
+        for p in ports {
+            assert!(why.contains(&format!("127.0.0.1:{p}")), "{why}");
+        }
+        assert!(why.contains("connection refused"), "{why}");
+        let e = Session::connect(Config::new("no-such-host.invalid:2181").unwrap()).await.unwrap_err();
+        assert!(matches!(e, Error::Unreachable(ref w) if w.contains("cannot resolve")), "{e}");
+    });
+}
+
+#[test]
+fn digest_auth_and_acls() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let cfg = Config::new(&zk.connect_string()).unwrap().auth("digest", b"alice:secret");
+        let s = Session::connect(cfg).await.unwrap();
+        s.create("/private", b"", &Acl::creator_all(), CreateMode::Persistent).await.unwrap();
+        let anon = connect(&zk.connect_string()).await;
+        assert_eq!(anon.get_data("/private").await.unwrap_err(), Error::Server(Code::NoAuth));
+        let me = s.who_am_i().await.unwrap().value;
+        assert!(me.contains(&("digest".to_string(), "alice".to_string())), "{me:?}");
+        s.close().await;
+        anon.close().await;
+    });
+}
+
+#[test]
+fn sasl_digest_md5_login_and_refusal() {
+    let zk = Cluster::start(ClusterOptions::new().sasl_user("bob", "pw1")).expect("zookeeper");
+    run(async {
+        let cfg = Config::new(&zk.connect_string()).unwrap().sasl_digest_md5("bob", "pw1");
+        let s = Session::connect(cfg).await.unwrap();
+        let me = s.who_am_i().await.unwrap().value;
+        assert!(me.contains(&("sasl".to_string(), "bob".to_string())), "{me:?}");
+        s.close().await;
+        let cfg = Config::new(&zk.connect_string()).unwrap().sasl_digest_md5("bob", "wrong");
+        let e = Session::connect(cfg).await.unwrap_err();
+        assert!(matches!(e, Error::AuthFailed(_)), "{e}");
+    });
+}
+
+#[test]
+fn chroot_is_added_and_stripped() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let root = connect(&zk.connect_string()).await;
+        root.create("/app", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let s = connect(&format!("{}/app", zk.connect_string())).await;
+        assert_eq!(s.chroot(), "/app");
+        let p = s.create("/n-", b"", &Acl::open(), CreateMode::EphemeralSequential).await.unwrap().value.0;
+        assert!(p.starts_with("/n-"), "{p}");
+        assert!(root.exists(&format!("/app{p}")).await.unwrap().value.is_some());
+        let (r, w) = s.children_watch("/");
+        assert_eq!(r.await.unwrap().value, vec![p.trim_start_matches('/').to_string()]);
+        root.create("/app/more", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let e = within(10, "child watch", w).await;
+        assert_eq!(e.path, "/");
+        let m = s
+            .multi(&[MultiOp::Create {
+                path: "/m".into(),
+                data: vec![],
+                acl: Acl::open(),
+                mode: CreateMode::Persistent,
+            }])
+            .await
+            .unwrap()
+            .value;
+        assert!(matches!(&m[0], MultiResult::Create { path, .. } if path == "/m"), "{m:?}");
+        s.close().await;
+        root.close().await;
+    });
+}
