@@ -39,4 +39,6 @@ pub use codec::records::{Acl, CreateMode, MultiOp, MultiResult, Stat, WatchKind}
 pub use config::{Config, Tls};
 pub use error::Error;
 pub use hosts::{ConnectString, Host};
-pub use session::{Connected, Events, Reply, ReplyFuture, Session, SessionEvent, State, Watch, WatchedEvent};
+pub use session::{
+    Connected, Events, Reply, ReplyFuture, Session, SessionEvent, State, StateWatcher, Watch, WatchedEvent,
+};

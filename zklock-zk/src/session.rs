@@ -46,8 +46,8 @@ pub struct Reply<T> {
 pub enum State {
     /// Connected; requests are sent.
     Connected,
-    /// Not connected; reconnecting. Calls fail at once with
-    /// [`Error::ConnectionLoss`].
+    /// Not connected; reconnecting. Calls made now wait: they are sent on
+    /// the next connection, in call order (or fail when the session ends).
     Connecting,
     /// Ended: expired.
     Expired,
@@ -154,9 +154,11 @@ impl Shared {
 ///
 /// Every call is enqueued when it is made, in call order, and sent in that
 /// order; the returned future only waits for the reply (dropping it does
-/// not take the request back). Calls made while the session is not
-/// connected fail at once with [`Error::ConnectionLoss`]; the session
-/// reconnects by itself until it expires.
+/// not take the request back). A call outstanding when a connection is
+/// lost fails with [`Error::ConnectionLoss`] (the server may or may not have
+/// carried it out); one made while the session reconnects waits and is sent
+/// on the next connection. The session reconnects by itself until it
+/// expires; bound every wait with a timeout of your own.
 ///
 /// The session's task runs on the tokio runtime that called
 /// [`Session::connect`]. Dropping the last clone closes the session (the
@@ -243,6 +245,7 @@ impl Session {
             watches: HashMap::new(),
             inflight: HashMap::new(),
             last_recv: tokio::time::Instant::now(),
+            held: VecDeque::new(),
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
@@ -273,6 +276,14 @@ impl Session {
     /// The state as last seen.
     pub fn state(&self) -> State {
         *self.shared.state.borrow()
+    }
+
+    /// A watcher of the state that has seen the current one: its
+    /// [`changed`](StateWatcher::changed) resolves at the next change.
+    pub fn state_watcher(&self) -> StateWatcher {
+        let mut rx = self.shared.state.clone();
+        rx.mark_unchanged();
+        StateWatcher { rx }
     }
 
     /// Waits until the state is not [`State::Connecting`]; returns it.
@@ -562,6 +573,45 @@ impl Drop for Watch {
     }
 }
 
+impl State {
+    /// Whether the session has ended (expired, auth failed, closed).
+    pub fn is_terminated(self) -> bool {
+        matches!(self, State::Expired | State::AuthFailed | State::Closed)
+    }
+}
+
+/// Follows the session's [`State`] (see [`Session::state_watcher`]).
+#[derive(Clone, Debug)]
+pub struct StateWatcher {
+    rx: watch::Receiver<State>,
+}
+
+impl StateWatcher {
+    /// The state now; later changes are what [`changed`](Self::changed)
+    /// waits for.
+    pub fn state(&mut self) -> State {
+        *self.rx.borrow_and_update()
+    }
+
+    /// The state now, without marking it seen.
+    pub fn peek_state(&self) -> State {
+        *self.rx.borrow()
+    }
+
+    /// Waits for a change not yet seen (at once if one happened since the
+    /// state was last looked at) and returns the new state. After the end
+    /// the final state comes back at once.
+    pub async fn changed(&mut self) -> State {
+        let _ = self.rx.changed().await;
+        *self.rx.borrow_and_update()
+    }
+
+    /// Whether a change happened that was not seen yet.
+    pub fn has_changed(&self) -> bool {
+        self.rx.has_changed().unwrap_or(true)
+    }
+}
+
 /// Session events in order (see [`Session::events`]).
 pub struct Events {
     rx: mpsc::UnboundedReceiver<SessionEvent>,
@@ -695,6 +745,8 @@ struct Task {
     /// (path, server kind) -> requests in flight that will leave a watch.
     inflight: HashMap<(String, WatchKind), usize>,
     last_recv: tokio::time::Instant,
+    /// Calls made while reconnecting: sent on the next connection.
+    held: VecDeque<Cmd>,
 }
 
 /// How a connection ended.
@@ -809,7 +861,8 @@ impl Task {
         }
         self.rx.close();
         self.fail_fifo(|| err.clone());
-        while let Ok(cmd) = self.rx.try_recv() {
+        let held: Vec<Cmd> = self.held.drain(..).collect();
+        for cmd in held.into_iter().chain(std::iter::from_fn(|| self.rx.try_recv().ok())) {
             match cmd {
                 Cmd::Call { tx, .. } => {
                     let _ = tx.send(Err(err.clone()));
@@ -866,9 +919,7 @@ impl Task {
                 cmd = self.rx.recv() => match cmd {
                     None => return Err(End::Closed(None)),
                     Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
-                    Some(Cmd::Call { tx, .. }) => {
-                        let _ = tx.send(Err(Error::ConnectionLoss("not connected (reconnecting); the request was not sent".into())));
-                    }
+                    Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
                     Some(Cmd::Unwatch { path, kind, id }) => {
                         self.unwatch_local(&path, kind, id);
                     }
@@ -979,7 +1030,11 @@ impl Task {
         let mut c =
             Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, pings: 0, closing: None };
         self.register_watches_again(&mut c);
-        let _ = self.state.send(State::Connected);
+        // Calls made while reconnecting, in call order, after the watches.
+        while let Some(cmd) = self.held.pop_front() {
+            self.on_cmd(&mut c, cmd);
+        }
+        self.state.send_if_modified(|s| std::mem::replace(s, State::Connected) != State::Connected);
         let read_timeout = self.timeout * 2 / 3;
         let ping_after = self.timeout / 3;
         loop {

@@ -224,6 +224,8 @@ fn reattaches_on_another_member_and_keeps_its_watches() {
         }
         // A change while we are away fires on re-registration.
         other.set_data("/r", b"away", -1).await.unwrap();
+        // A call made while reconnecting is sent on the next connection.
+        let held = s.get_data("/r");
         proxies[1].heal();
         proxies[2].heal();
         let (connect_sent, answered) = match next_event(&mut ev, 20).await {
@@ -232,6 +234,9 @@ fn reattaches_on_another_member_and_keeps_its_watches() {
         };
         assert!(connect_sent <= answered);
         assert_eq!(s.id(), id, "same session");
+        let held = within(10, "held call", held).await.unwrap();
+        assert_eq!((held.connection, held.value.0.as_slice()), (2, &b"away"[..]));
+        assert!(held.sent >= connect_sent);
         let e = within(10, "watch after reconnect", w).await;
         assert_eq!(e.kind, EventType::NodeDataChanged);
         assert_eq!(other.exists(&mine).await.unwrap().value.map(|st| st.ephemeral_owner), Some(id));
@@ -244,7 +249,7 @@ fn reattaches_on_another_member_and_keeps_its_watches() {
 }
 
 #[test]
-fn calls_while_disconnected_fail_at_once_and_expiry_ends_the_session() {
+fn calls_while_disconnected_wait_and_expiry_ends_the_session() {
     let zk = Cluster::standalone().expect("zookeeper");
     run(async {
         let proxy = Proxy::start(zk.client_addr(0)).expect("proxy");
@@ -256,9 +261,8 @@ fn calls_while_disconnected_fail_at_once_and_expiry_ends_the_session() {
         proxy.blackhole();
         proxy.drop_connections();
         assert!(matches!(next_event(&mut ev, 10).await, SessionEvent::Disconnected { .. }));
-        let t = Instant::now();
-        assert!(matches!(s.exists("/").await.unwrap_err(), Error::ConnectionLoss(_)));
-        assert!(t.elapsed() < Duration::from_secs(1));
+        // Made while reconnecting: waits, then fails with the session.
+        let waiting = s.exists("/");
         // Gone longer than the session timeout: the server expired it.
         tokio::time::sleep(Duration::from_millis(3000)).await;
         proxy.heal();
@@ -267,6 +271,7 @@ fn calls_while_disconnected_fail_at_once_and_expiry_ends_the_session() {
             e => panic!("{e:?}"),
         }
         assert_eq!(s.state(), State::Expired);
+        assert_eq!(within(5, "held call", waiting).await.unwrap_err(), Error::SessionExpired);
         assert_eq!(within(5, "watch end", w).await.kind, EventType::Session);
         assert_eq!(s.exists("/").await.unwrap_err(), Error::SessionExpired);
     });
