@@ -166,6 +166,8 @@ impl Shared {
 #[derive(Clone)]
 pub struct Session {
     shared: Arc<Shared>,
+    /// Prefixed to this handle's paths.
+    chroot: Arc<str>,
 }
 
 impl std::fmt::Debug for Session {
@@ -232,7 +234,6 @@ impl Session {
             hosts,
             host_at: at,
             shared: Arc::downgrade(&shared),
-            chroot: shared.chroot.clone(),
             rx,
             state: state_tx,
             connection: 1,
@@ -249,7 +250,8 @@ impl Session {
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
-        Ok(Session { shared })
+        let chroot = shared.chroot.clone();
+        Ok(Session { shared, chroot })
     }
 
     /// The session id.
@@ -302,9 +304,14 @@ impl Session {
         Events { rx }
     }
 
-    /// The chroot this session was made with (empty for none).
+    /// The chroot of this handle's paths (empty for none).
     pub fn chroot(&self) -> &str {
-        &self.shared.chroot
+        &self.chroot
+    }
+
+    /// The same session, with paths from the server's root (no chroot).
+    pub fn without_chroot(&self) -> Session {
+        Session { shared: self.shared.clone(), chroot: Arc::from("") }
     }
 
     fn call<T>(
@@ -316,19 +323,30 @@ impl Session {
         let (tx, rx) = oneshot::channel();
         let early = match check_paths(&req) {
             Err(e) => Some(e),
-            Ok(()) => match self.shared.tx.send(Cmd::Call { req, tx, watch }) {
+            Ok(()) => match self.shared.tx.send(Cmd::Call {
+                req: {
+                    let mut req = req;
+                    req.chroot(&self.chroot);
+                    req
+                },
+                tx,
+                watch,
+            }) {
                 Ok(()) => None,
                 Err(_) => Some(self.shared.info().ended.clone().unwrap_or(Error::Closed)),
             },
         };
-        ReplyFuture { rx, early, chroot: self.shared.chroot.clone(), map }
+        ReplyFuture { rx, early, chroot: self.chroot.clone(), map }
     }
 
     fn watch(&self, path: &str, kind: WatchKind) -> (WatchReg, Watch) {
         let id = self.shared.watch_ids.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let reg = WatchReg { path: path.to_string(), kind, id, tx };
-        (reg, Watch { rx, path: path.to_string(), kind, id, cmd: self.shared.tx.downgrade() })
+        let mut full = Request::Sync { path: path.to_string() };
+        full.chroot(&self.chroot);
+        let Request::Sync { path: full } = full else { unreachable!("a sync stays a sync") };
+        let reg = WatchReg { path: full.clone(), kind, id, tx };
+        (reg, Watch { rx, path: full, chroot: self.chroot.clone(), kind, id, cmd: self.shared.tx.downgrade() })
     }
 
     /// Creates a node (`create2`, or `createContainer` for
@@ -515,6 +533,13 @@ pub struct ReplyFuture<T> {
     map: fn(Response, &str) -> Result<T, Error>,
 }
 
+impl<T: Send + 'static> ReplyFuture<T> {
+    /// The reply's value alone.
+    pub fn value(self) -> impl Future<Output = Result<T, Error>> + Send + 'static {
+        async move { self.await.map(|r| r.value) }
+    }
+}
+
 impl<T> Future for ReplyFuture<T> {
     type Output = Result<Reply<T>, Error>;
 
@@ -544,7 +569,9 @@ impl<T> Future for ReplyFuture<T> {
 /// server's watch goes too when no other watch of the session needs it.
 pub struct Watch {
     rx: oneshot::Receiver<WatchedEvent>,
+    /// The server's path (chroot included).
     path: String,
+    chroot: Arc<str>,
     kind: WatchKind,
     id: u64,
     cmd: mpsc::WeakUnboundedSender<Cmd>,
@@ -557,10 +584,12 @@ impl Future for Watch {
         let this = self.get_mut();
         match Pin::new(&mut this.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(e)) => Poll::Ready(e),
-            Poll::Ready(Err(_)) => {
-                Poll::Ready(WatchedEvent { kind: EventType::Session, path: this.path.clone(), zxid: 0 })
-            },
+            Poll::Ready(Ok(e)) => Poll::Ready(WatchedEvent { path: strip_chroot(&this.chroot, e.path), ..e }),
+            Poll::Ready(Err(_)) => Poll::Ready(WatchedEvent {
+                kind: EventType::Session,
+                path: strip_chroot(&this.chroot, this.path.clone()),
+                zxid: 0,
+            }),
         }
     }
 }
@@ -653,6 +682,8 @@ async fn connect_round_robin(
     let per_attempt = per_attempt.unwrap_or_else(|| (cfg.session_timeout / n as u32).max(Duration::from_millis(500)));
     let mut backoff = Duration::from_millis(50);
     let mut first_round = true;
+    // Each server's last reason, for the text of a timeout.
+    let mut last: Vec<Option<String>> = vec![None; n];
     loop {
         let mut reasons = Vec::new();
         let mut all_unusable = true;
@@ -660,16 +691,21 @@ async fn connect_round_robin(
             let i = (start + k) % n;
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(RoundsEnd::Deadline(join(&reasons, "no server tried")));
+                let last: Vec<String> = last.into_iter().flatten().collect();
+                return Err(RoundsEnd::Deadline(join(&last, "no server tried")));
             }
             let until = deadline.min(now + per_attempt);
             match attempt(cfg, &hosts[i], attach, until).await {
                 Ok(r) => return Ok((r, i)),
                 Err(Failure::Expired) => return Err(RoundsEnd::Expired),
                 Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
-                Err(Failure::Unusable(why)) => reasons.push(why),
+                Err(Failure::Unusable(why)) => {
+                    last[i] = Some(why.clone());
+                    reasons.push(why)
+                },
                 Err(Failure::Transient(why)) => {
                     all_unusable = false;
+                    last[i] = Some(why.clone());
                     reasons.push(why)
                 },
             }
@@ -730,7 +766,6 @@ struct Task {
     hosts: Vec<Host>,
     host_at: usize,
     shared: std::sync::Weak<Shared>,
-    chroot: Arc<str>,
     rx: mpsc::UnboundedReceiver<Cmd>,
     state: watch::Sender<State>,
     connection: u64,
@@ -955,8 +990,7 @@ impl Task {
     }
 
     /// Encodes a request into the write buffer; refuses one over the limit.
-    fn enqueue(&mut self, c: &mut Conn, x: i32, mut req: Request, purpose: Purpose) {
-        req.chroot(&self.chroot);
+    fn enqueue(&mut self, c: &mut Conn, x: i32, req: Request, purpose: Purpose) {
         let before = c.wbuf.len();
         let n = write_frame(&mut c.wbuf, |b| req.encode(x, b));
         if n > self.cfg.max_frame {
@@ -1049,6 +1083,10 @@ impl Task {
                     Err(e) => return End::Lost(format!("{e}")),
                     Ok(None) => break,
                     Ok(Some(n)) => {
+                        // Heard: a whole frame. Bytes of an unfinished one
+                        // do not count (as ZooKeeper's own client), so a
+                        // server trickling bytes still hits the read timeout.
+                        self.last_recv = tokio::time::Instant::now();
                         let frame = c.rbuf.split_to(4 + n);
                         if let Some(end) = self.on_frame(&mut c, &frame[4..]) {
                             return end;
@@ -1078,7 +1116,7 @@ impl Task {
                         }
                         return End::Lost("the server closed the connection".into());
                     }
-                    Ok(_) => self.last_recv = tokio::time::Instant::now(),
+                    Ok(_) => {},
                     Err(e) => {
                         if let Some(done) = c.closing.take() {
                             return End::Closed(done);
@@ -1111,7 +1149,7 @@ impl Task {
                         if let Some(done) = c.closing.take() {
                             return End::Closed(done);
                         }
-                        return End::Lost(format!("nothing received for {} ms", read_timeout.as_millis()));
+                        return End::Lost(format!("no whole frame received for {} ms", read_timeout.as_millis()));
                     }
                     if now >= ping_at && c.closing.is_none() {
                         self.enqueue(&mut c, xid::PING, Request::Ping, Purpose::Internal);
@@ -1168,7 +1206,7 @@ impl Task {
         let mut size = 0;
         let last = keys.len();
         for (i, (path, kind)) in keys.into_iter().enumerate() {
-            size += path.len() + self.chroot.len() + 4;
+            size += path.len() + 4;
             match kind {
                 WatchKind::Data => data.push(path),
                 WatchKind::Exist => exist.push(path),
@@ -1222,7 +1260,10 @@ impl Task {
             return Some(End::Lost(format!("a reply (xid {}) with no request outstanding", h.xid)));
         };
         if p.xid != h.xid {
-            return Some(End::Lost(format!("reply xid {} out of order (expected {})", h.xid, p.xid)));
+            let why = format!("reply xid {} out of order (expected {})", h.xid, p.xid);
+            // Still outstanding: it fails with the connection loss.
+            self.fifo.push_front(p);
+            return Some(End::Lost(why));
         }
         if h.zxid > 0 {
             self.last_zxid = self.last_zxid.max(h.zxid);
@@ -1233,7 +1274,10 @@ impl Task {
             Some(code) => Err(Error::Server(code)),
             None => match Response::decode(p.opcode, body) {
                 Ok(r) => Ok(r),
-                Err(e) => return Some(End::Lost(format!("{e}"))),
+                Err(e) => {
+                    self.fifo.push_front(p);
+                    return Some(End::Lost(format!("{e}")));
+                },
             },
         };
         match p.purpose {
@@ -1289,7 +1333,7 @@ impl Task {
             // here; the connection's own state says it.
             return;
         }
-        let path = strip_chroot(&self.chroot, ev.path);
+        let path = ev.path;
         let kinds: &[WatchKind] = match ev.kind {
             EventType::NodeCreated | EventType::NodeDataChanged => &[WatchKind::Data, WatchKind::Exist],
             EventType::NodeDeleted => &[WatchKind::Data, WatchKind::Exist, WatchKind::Children],

@@ -366,6 +366,12 @@ fn chroot_is_added_and_stripped() {
         root.create("/app/more", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
         let e = within(10, "child watch", w).await;
         assert_eq!(e.path, "/");
+        let root_view = s.without_chroot();
+        assert!(root_view.exists(&format!("/app{p}")).value().await.unwrap().is_some());
+        let (r, w) = root_view.get_data_watch("/app/more");
+        r.await.unwrap();
+        s.delete("/more", -1).await.unwrap();
+        assert_eq!(within(10, "root view watch", w).await.path, "/app/more");
         let m = s
             .multi(&[MultiOp::Create {
                 path: "/m".into(),
