@@ -8,6 +8,8 @@
 #   peer), python3 with venv, valgrind, pkg-config and g++ (C tests);
 # - PyPI: kazoo 2.11.0 in the project-local venv target/interop-venv;
 # - crates.io: cbindgen (pinned) for include/zklock.h;
+# - Maven Central: the server jars of ZooKeeper 3.5.10, 3.6.4, 3.7.2 and
+#   3.9.5 in target/zk (scripts/install-zk-jars.sh);
 # - checks for the Rust toolchain.
 set -euo pipefail
 
@@ -85,6 +87,11 @@ if ! $demo_only; then
     cargo install cbindgen --version "$cbindgen_version" --locked
   fi
   echo "install-deps: $(cbindgen --version); $(valgrind --version); pkg-config $(pkg-config --version)"
+
+  # The conformance tests' other ZooKeeper releases (3.5.10, 3.6.4, 3.7.2,
+  # 3.9.5) from Maven Central into target/zk (ZKLOCK_ZK_JARS_OPTIONAL=1:
+  # go on without one that cannot be fetched; its tests are then skipped).
+  "$root/scripts/install-zk-jars.sh"
 fi
 
 # Python package (bindings/python, `make test-python`): the test venv
