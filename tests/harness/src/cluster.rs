@@ -10,8 +10,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::install::{annotate, ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
+use crate::install::{annotate, check_java, ensure_zookeeper, java_command};
 use crate::proxy::Proxy;
+use crate::release::ServerRelease;
 use crate::tls::TestCerts;
 use crate::util::{four_letter_word, make_temp_root, parse_mode, reserve_ports, tail_file};
 
@@ -26,17 +27,14 @@ const START_ATTEMPTS: usize = 3;
 /// ZooKeeper's `ExitCode.UNABLE_TO_BIND_QUORUM_PORT`: a member gave up
 /// binding its election port.
 const UNABLE_TO_BIND_QUORUM_PORT: i32 = 14;
-/// Jars a TLS server needs beyond the ZooKeeper jar's manifest (Debian's
-/// libnetty-java).
-const NETTY_TLS_JARS: [&str; 2] = ["/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
 /// Lines of `server.log` quoted in error messages.
 const LOG_TAIL_LINES: usize = 25;
 
 /// Configuration for [`Cluster::start`]; a builder.
 ///
-/// Defaults: 1 server (standalone), `tickTime=200`, `forceSync=no`, no extra
-/// config lines, no extra JVM arguments, 30 s start timeout, not
-/// partitionable.
+/// Defaults: Debian's ZooKeeper 3.8 ([`ServerRelease::Debian38`]), 1 server
+/// (standalone), `tickTime=200`, `forceSync=no`, no extra config lines, no
+/// extra JVM arguments, 30 s start timeout, not partitionable.
 ///
 /// The generated `zoo.cfg` contains `tickTime`, `dataDir`, `clientPort`,
 /// `clientPortAddress=127.0.0.1`, `maxClientCnxns=0`,
@@ -58,6 +56,7 @@ pub struct ClusterOptions {
     partitionable: bool,
     tls: bool,
     sasl_users: Vec<(String, String)>,
+    release: ServerRelease,
 }
 
 impl Default for ClusterOptions {
@@ -72,6 +71,7 @@ impl Default for ClusterOptions {
             partitionable: false,
             tls: false,
             sasl_users: Vec::new(),
+            release: ServerRelease::Debian38,
         }
     }
 }
@@ -136,8 +136,8 @@ impl ClusterOptions {
     /// every other member at the relays dedicated to i, and itself at
     /// `0.0.0.0` with its real ports. So its quorum and election ports
     /// listen on all interfaces (not only loopback); in exchange the election
-    /// address it advertises to a peer is a wildcard, which ZooKeeper (3.6+)
-    /// ignores: a member connecting back to a lower id uses the address in
+    /// address it advertises to a peer is a wildcard, which ZooKeeper
+    /// ignores (every release the harness runs, 3.5.10 included): a member connecting back to a lower id uses the address in
     /// its own `zoo.cfg`, i.e. the relay, so no link between members
     /// bypasses the relays. (Listing itself at `127.0.0.1` would not do: the
     /// peer would connect back directly to the address advertised.) Client
@@ -148,7 +148,7 @@ impl ClusterOptions {
     }
 
     /// Whether every member also serves TLS on a `secureClientPort` of its
-    /// own (default `false`), with certificates made for the cluster
+    /// own on `127.0.0.1` (default `false`), with certificates made for the cluster
     /// ([`Cluster::tls_certs`], [`Cluster::secure_connect_string`]). The
     /// servers ask clients for a certificate but do not need one (add
     /// `ssl.clientAuth=need` with [`ClusterOptions::extra_cfg`] for that),
@@ -164,6 +164,20 @@ impl ClusterOptions {
     pub fn sasl_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.sasl_users.push((user.into(), password.into()));
         self
+    }
+
+    /// Which ZooKeeper release the servers run (default
+    /// [`ServerRelease::Debian38`]). [`Cluster::start`] refuses a release
+    /// that is not installed, saying why ([`ServerRelease::check`]); every
+    /// other option works the same on every release.
+    pub fn release(mut self, release: ServerRelease) -> Self {
+        self.release = release;
+        self
+    }
+
+    /// The configured release.
+    pub fn get_release(&self) -> ServerRelease {
+        self.release
     }
 
     /// The configured number of servers.
@@ -363,7 +377,9 @@ impl Cluster {
     /// `opts.start_timeout`) until every one of them answers `srvr` with a
     /// `Mode:` line.
     ///
-    /// Calls [`ensure_zookeeper`] first. Ports are chosen by binding
+    /// For Debian's release calls [`ensure_zookeeper`] first; for another
+    /// release checks that it is installed ([`ServerRelease::check`]) and
+    /// that java runs. Ports are chosen by binding
     /// `127.0.0.1:0`; if a server fails because a port was taken in the
     /// meantime, everything is torn down and retried with new ports (3
     /// attempts).
@@ -372,6 +388,7 @@ impl Cluster {
     ///
     /// * `InvalidInput` for size 0 or tick time 0;
     /// * installation / java errors from [`ensure_zookeeper`];
+    /// * `NotFound` for a release that is not installed, with the reason;
     /// * I/O errors creating the directories or spawning java;
     /// * a server exits or does not serve in time (`TimedOut`); the message
     ///   quotes the tail of its `server.log`.
@@ -384,7 +401,12 @@ impl Cluster {
         if opts.tick_time_ms == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "tick time must be positive"));
         }
-        ensure_zookeeper()?;
+        if opts.release.is_maven() {
+            opts.release.check()?;
+            check_java()?;
+        } else {
+            ensure_zookeeper()?;
+        }
         let mut attempt = 1;
         loop {
             let cluster = Cluster::prepare(&opts)?;
@@ -517,18 +539,9 @@ impl Cluster {
         self.root.join("jaas.conf")
     }
 
-    /// The server's classpath: the jar (whose manifest names the rest) and
-    /// the log binding; for TLS also the Netty codec and resolver, which
-    /// Debian's manifest leaves out but Netty's TLS handler needs.
-    fn classpath(&self) -> String {
-        let mut cp = format!("{ZOOKEEPER_JAR}:{SLF4J_SIMPLE_JAR}");
-        if self.certs.is_some() {
-            for jar in NETTY_TLS_JARS {
-                cp.push(':');
-                cp.push_str(jar);
-            }
-        }
-        cp
+    /// The server's classpath (see [`ServerRelease`]).
+    fn classpath(&self) -> std::ffi::OsString {
+        self.opts.release.classpath(self.certs.is_some())
     }
 
     /// Spawns every member and waits for all of them to serve.
@@ -538,11 +551,20 @@ impl Cluster {
         }
         let deadline = Instant::now() + self.opts.start_timeout;
         let mut pending: Vec<usize> = (0..self.members.len()).collect();
+        let mut polls = 0_u32;
         loop {
             let mut still = Vec::new();
+            // About once a second, look for a server whose main thread died
+            // (a class missing from a release's jars, a bad config): its
+            // other threads keep the process alive, never serving.
+            polls += 1;
+            let look_for_crash = polls.is_multiple_of(20);
             for &i in &pending {
                 self.check_alive(i)?;
                 if self.mode(i).is_err() {
+                    if look_for_crash {
+                        self.check_main_thread(i)?;
+                    }
                     still.push(i);
                 }
             }
@@ -554,6 +576,23 @@ impl Cluster {
                 return Err(self.not_serving_err(pending[0]));
             }
             thread::sleep(POLL);
+        }
+    }
+
+    /// Errors if member `i`'s log says its main thread died with an
+    /// exception (quoting the log; the process keeps running until the
+    /// caller tears the cluster down). Only meaningful before the member
+    /// first serves: a restart appends to the same log.
+    fn check_main_thread(&self, i: usize) -> io::Result<()> {
+        let tail = self.log_tail(i, LOG_TAIL_LINES * 4).unwrap_or_default();
+        match tail.find("Exception in thread \"main\"") {
+            None => Ok(()),
+            Some(at) => Err(io::Error::other(format!(
+                "ZooKeeper member {i} ({}) failed to start: its main thread died; {}:\n{}",
+                self.opts.release,
+                self.log_path(i).display(),
+                crate::util::tail_str(&tail[at..], LOG_TAIL_LINES)
+            ))),
         }
     }
 

@@ -149,7 +149,9 @@ fn run_apt(args: &[&str]) -> io::Result<()> {
     )))
 }
 
-fn check_java() -> io::Result<()> {
+/// Checks once per process that `java -version` runs (see
+/// [`ensure_zookeeper`]'s errors).
+pub(crate) fn check_java() -> io::Result<()> {
     let res = JAVA_CHECK.get_or_init(|| {
         let java = java_command();
         match Command::new(&java).arg("-version").stdin(Stdio::null()).output() {

@@ -77,11 +77,15 @@ impl TestCerts {
         (self.file("other-client.pem"), self.file("other-client-key.pem"))
     }
 
-    /// The `zoo.cfg` lines that make a server serve TLS on `port` with
-    /// these certificates, asking clients for a certificate (`want`).
+    /// The `zoo.cfg` lines that make a server serve TLS on
+    /// `127.0.0.1:port` with these certificates, asking clients for a
+    /// certificate (`want`).
     pub(crate) fn server_config(&self, port: u16) -> Vec<String> {
         vec![
             format!("secureClientPort={port}"),
+            // Loopback only, like the plain client port (without it the
+            // secure port listens on every interface).
+            "secureClientPortAddress=127.0.0.1".into(),
             "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory".into(),
             format!("ssl.keyStore.location={}", self.file("server-keystore.pem").display()),
             "ssl.keyStore.type=PEM".into(),

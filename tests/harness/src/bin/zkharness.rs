@@ -5,8 +5,16 @@
 //! zkharness install
 //! zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync]
 //!                 [--start-timeout-ms MS] [--partitionable] [--tls] [--cfg LINE]...
-//!                 [--sasl USER:PASSWORD]...
+//!                 [--sasl USER:PASSWORD]... [--release NAME]
+//! zkharness releases
 //! ```
+//!
+//! `--release NAME` runs another ZooKeeper release than Debian's 3.8
+//! (`ClusterOptions::release`): `3.5.10`, `3.6.4`, `3.7.2`, `3.9.5` (from
+//! `scripts/install-zk-jars.sh`) or `debian-3.8`; one that is not installed
+//! fails the start with the reason. `zkharness releases` prints one JSON
+//! line per release: `{"release":"3.5.10","available":true}`, or
+//! `"available":false` with `"reason"`.
 //!
 //! `--tls` makes every member also serve TLS (`ClusterOptions::tls`): the
 //! hello line then has `"secure_connect"` (the TLS ports) and `"tls_dir"`
@@ -68,7 +76,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use zklock_harness::{ensure_zookeeper, Cluster, ClusterOptions, ProxyGroup};
+use zklock_harness::{ensure_zookeeper, Cluster, ClusterOptions, ProxyGroup, ServerRelease};
 
 /// Set by the signal handler.
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
@@ -81,6 +89,8 @@ const USAGE: &str = "usage:
   zkharness install
   zkharness serve [--ensemble N] [--proxy] [--tick-ms T] [--force-sync] [--start-timeout-ms MS]
                   [--partitionable] [--tls] [--cfg LINE]... [--sasl USER:PASSWORD]...
+                  [--release 3.5.10|3.6.4|3.7.2|debian-3.8|3.9.5]
+  zkharness releases
 see the crate docs (tests/harness/src/bin/zkharness.rs) for the stdin protocol";
 
 fn main() -> ExitCode {
@@ -96,6 +106,23 @@ fn main() -> ExitCode {
                 eprintln!("zkharness install: {e}");
                 ExitCode::FAILURE
             },
+        },
+        Some("releases") if args.len() == 1 => {
+            let mut out = io::stdout().lock();
+            for (release, check) in ServerRelease::availability() {
+                let name = json_str(release.name());
+                let line = match check {
+                    Ok(()) => format!("{{\"release\":{name},\"available\":true}}"),
+                    Err(e) => {
+                        format!("{{\"release\":{name},\"available\":false,\"reason\":{}}}", json_str(&e.to_string()))
+                    },
+                };
+                // A closed stdout (e.g. `| head -1`) ends the listing.
+                if writeln!(out, "{line}").is_err() {
+                    break;
+                }
+            }
+            ExitCode::SUCCESS
         },
         Some("serve") => match parse_serve(&args[1..]) {
             Ok(cfg) => serve(cfg),
@@ -153,6 +180,10 @@ fn parse_serve(args: &[String]) -> Result<ServeConfig, String> {
                 let login = it.next().ok_or("--sasl needs USER:PASSWORD")?;
                 let (user, password) = login.split_once(':').ok_or("--sasl needs USER:PASSWORD")?;
                 opts = opts.sasl_user(user, password);
+            },
+            "--release" => {
+                let name = it.next().ok_or("--release needs a release name")?;
+                opts = opts.release(name.parse::<ServerRelease>().map_err(|e| e.to_string())?);
             },
             "--cfg" => opts = opts.extra_cfg(it.next().ok_or("--cfg needs a zoo.cfg line")?.as_str()),
             other => return Err(format!("unknown argument {other:?}")),
