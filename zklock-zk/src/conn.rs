@@ -179,6 +179,11 @@ pub(crate) async fn attempt(
     if response.timeout_ms <= 0 {
         return Err(Failure::Expired);
     }
+    // A re-attach answered with another session: ours is gone (a server
+    // never does this; it answers timeout 0), and its ephemeral nodes with it.
+    if attach.session_id != 0 && response.session_id != attach.session_id {
+        return Err(Failure::Expired);
+    }
     if response.read_only {
         return Err(Failure::Transient(format!("{host}: the server is read-only")));
     }
