@@ -1,0 +1,780 @@
+//! The session layer against hostile servers (issue 31, item 4): a fake
+//! ZooKeeper in the test (a tokio `TcpListener` on 127.0.0.1:0) reads the
+//! client's frames and answers as scripted, with frames built by the crate's
+//! own codec. Each case must end in a clean, prompt result: no panic, no
+//! hang. Every wait is bounded (`within`) so a hang fails the test instead
+//! of stopping the suite; the bounds are far above what the code needs and
+//! are not speed assertions.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
+
+use zklock_zk::codec::frame::write_frame;
+use zklock_zk::codec::jute::{Reader, Writer};
+use zklock_zk::codec::ops::{op, xid};
+use zklock_zk::codec::records::{ConnectResponse, ReplyHeader, Stat};
+use zklock_zk::{Code, Config, Error, Session, SessionEvent};
+
+/// The session timeout every fake server grants: the client's read timeout
+/// is 2/3 of it (1 s), its ping interval 1/3.
+const GRANT_MS: i32 = 1500;
+const SESSION_ID: i64 = 0x5eed_0000_0000_0001;
+const PASSWORD: [u8; 16] = [7; 16];
+
+async fn within<F: Future>(secs: u64, what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(secs), f).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: no result within {secs} s (a hang)"),
+    }
+}
+
+/// A ConnectRequest as the server reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ConnectReq {
+    protocol_version: i32,
+    last_zxid_seen: i64,
+    timeout_ms: i32,
+    session_id: i64,
+    password: Vec<u8>,
+    read_only: bool,
+}
+
+fn parse_connect(body: &[u8]) -> ConnectReq {
+    let mut r = Reader::new(body);
+    let c = ConnectReq {
+        protocol_version: r.i32("protocolVersion").unwrap(),
+        last_zxid_seen: r.i64("lastZxidSeen").unwrap(),
+        timeout_ms: r.i32("timeOut").unwrap(),
+        session_id: r.i64("sessionId").unwrap(),
+        password: r.bytes("passwd").unwrap(),
+        read_only: r.bool("readOnly").unwrap(),
+    };
+    r.finish("ConnectRequest").unwrap();
+    c
+}
+
+/// One request as the server reads it: xid, opcode, and the record's bytes.
+struct Req {
+    xid: i32,
+    op: i32,
+    body: Vec<u8>,
+}
+
+impl Req {
+    fn parse(frame: &[u8]) -> Req {
+        let mut r = Reader::new(frame);
+        let xid = r.i32("xid").unwrap();
+        let op = r.i32("type").unwrap();
+        Req { xid, op, body: frame[8..].to_vec() }
+    }
+
+    /// The path of a request whose record starts with one.
+    fn path(&self) -> String {
+        Reader::new(&self.body).string("path").unwrap()
+    }
+}
+
+/// Reads one frame's body; `None` at end of stream or on an error.
+async fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.ok()?;
+    let n = usize::try_from(i32::from_be_bytes(len)).ok()?;
+    let mut body = vec![0; n];
+    s.read_exact(&mut body).await.ok()?;
+    Some(body)
+}
+
+fn frame(body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_frame(&mut out, body);
+    out
+}
+
+fn connect_response(timeout_ms: i32, session_id: i64, password: &[u8]) -> Vec<u8> {
+    let r =
+        ConnectResponse { protocol_version: 0, timeout_ms, session_id, password: password.to_vec(), read_only: false };
+    frame(|b| r.encode(b))
+}
+
+fn reply(xid: i32, zxid: i64, err: i32, body: impl FnOnce(&mut Writer<'_>)) -> Vec<u8> {
+    frame(|b| {
+        ReplyHeader { xid, zxid, err }.encode(b);
+        body(&mut Writer::new(b));
+    })
+}
+
+fn stat(zxid: i64) -> Stat {
+    Stat { czxid: zxid, mzxid: zxid, pzxid: zxid, ..Stat::default() }
+}
+
+/// Reads the ConnectRequest and grants `SESSION_ID` for `GRANT_MS`.
+async fn handshake(s: &mut TcpStream) -> ConnectReq {
+    let c = parse_connect(&read_frame(s).await.expect("a connect request"));
+    s.write_all(&connect_response(GRANT_MS, SESSION_ID, &PASSWORD)).await.expect("connect response");
+    c
+}
+
+/// The next request other than a ping (pings are answered).
+async fn next_request(s: &mut TcpStream) -> Option<Req> {
+    loop {
+        let r = Req::parse(&read_frame(s).await?);
+        if r.op != op::PING {
+            return Some(r);
+        }
+        s.write_all(&reply(xid::PING, 0, 0, |_| {})).await.ok()?;
+    }
+}
+
+/// Answers like a healthy server until the client goes, reporting each
+/// request's (xid, opcode) on `log`. Replies carry zxid `zxid`.
+async fn serve_ok(mut s: TcpStream, zxid: i64, log: Option<mpsc::UnboundedSender<(i32, i32)>>) {
+    while let Some(frame) = read_frame(&mut s).await {
+        let r = Req::parse(&frame);
+        if let Some(l) = &log {
+            let _ = l.send((r.xid, r.op));
+        }
+        let out = match r.op {
+            op::PING => reply(xid::PING, zxid, 0, |_| {}),
+            op::EXISTS | op::SET_DATA => reply(r.xid, zxid, 0, |w| stat(zxid).encode(w)),
+            op::GET_DATA => reply(r.xid, zxid, 0, |w| {
+                w.buffer(b"data");
+                stat(zxid).encode(w);
+            }),
+            op::CREATE2 | op::CREATE_CONTAINER => {
+                let path = r.path();
+                reply(r.xid, zxid, 0, |w| {
+                    w.string(&path);
+                    stat(zxid).encode(w);
+                })
+            },
+            op::SYNC => {
+                let path = r.path();
+                reply(r.xid, zxid, 0, |w| {
+                    w.string(&path);
+                })
+            },
+            op::GET_CHILDREN2 => reply(r.xid, zxid, 0, |w| {
+                w.strings(&["a"]);
+                stat(zxid).encode(w);
+            }),
+            op::CLOSE_SESSION => {
+                let _ = s.write_all(&reply(r.xid, zxid, 0, |_| {})).await;
+                return;
+            },
+            _ => reply(r.xid, zxid, 0, |_| {}),
+        };
+        if s.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Holds a connection open, reading and dropping what comes, until the
+/// client closes it.
+async fn hold(mut s: TcpStream) {
+    let mut sink = [0u8; 4096];
+    while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+}
+
+/// A fake ZooKeeper server: each accepted connection is given to
+/// `script(n, stream)`, `n` counting connections from 1. Dropping it stops
+/// the listener and every connection's script.
+struct Fake {
+    addr: SocketAddr,
+    tasks: JoinSet<()>,
+}
+
+impl Fake {
+    async fn start<F, Fut>(script: F) -> Fake
+    where
+        F: Fn(usize, TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let mut tasks = JoinSet::new();
+        tasks.spawn(async move {
+            let mut conns = JoinSet::new();
+            let mut n = 0;
+            while let Ok((s, _)) = listener.accept().await {
+                n += 1;
+                conns.spawn(script(n, s));
+            }
+        });
+        Fake { addr, tasks }
+    }
+
+    fn config(&self) -> Config {
+        Config::new(&self.addr.to_string())
+            .expect("connect string")
+            .session_timeout(Duration::from_millis(GRANT_MS as u64))
+            .connect_timeout(Duration::from_secs(5))
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+/// The next event that is not `Connected`.
+async fn next_disconnect(ev: &mut zklock_zk::Events) -> (u64, String) {
+    loop {
+        match within(10, "a session event", ev.next()).await.expect("an event") {
+            SessionEvent::Disconnected { connection, reason } => return (connection, reason),
+            SessionEvent::Connected(_) => continue,
+            other => panic!("expected a disconnect, got {other:?}"),
+        }
+    }
+}
+
+fn connection_loss(r: Result<impl std::fmt::Debug, Error>, what: &str) -> String {
+    match r {
+        Err(Error::ConnectionLoss(why)) => why,
+        other => panic!("expected ConnectionLoss ({what}), got {other:?}"),
+    }
+}
+
+/// A scripted first connection: handshake, wait for `go`, then `then`;
+/// later connections are served normally.
+async fn fake_first<F, Fut>(go: Arc<Notify>, then: F) -> Fake
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let then = Arc::new(then);
+    Fake::start(move |n, mut s| {
+        let go = go.clone();
+        let then = then.clone();
+        async move {
+            handshake(&mut s).await;
+            if n == 1 {
+                go.notified().await;
+                then(s).await;
+            } else {
+                serve_ok(s, 1, None).await;
+            }
+        }
+    })
+    .await
+}
+
+// ---- frames the client must refuse -------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_length_over_the_packet_limit_is_a_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let _ = next_request(&mut s).await;
+        // A length prefix one over the limit, and nothing more: the client
+        // must not wait for (or allocate) the body.
+        s.write_all(&4097i32.to_be_bytes()).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config().max_frame(4096))).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let why = connection_loss(within(10, "exists", s.exists("/a")).await, "exists");
+    assert!(why.contains("4097") && why.contains("packet limit of 4096"), "{why}");
+    let (conn, reason) = next_disconnect(&mut ev).await;
+    assert_eq!(conn, 1);
+    assert!(reason.contains("over the packet limit of 4096"), "{reason}");
+    // The session reconnects and works.
+    assert!(within(10, "exists on connection 2", retry_exists(&s)).await.is_some());
+    within(10, "close", s.close()).await;
+}
+
+/// `exists("/a")` until a connection answers it (calls fail at once while
+/// the session reconnects).
+async fn retry_exists(s: &Session) -> Option<Stat> {
+    loop {
+        match s.exists("/a").await {
+            Ok(r) => return r.value,
+            Err(Error::ConnectionLoss(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => panic!("exists: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_negative_reply_length_is_a_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let _ = next_request(&mut s).await;
+        s.write_all(&(-16i32).to_be_bytes()).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let why = connection_loss(within(10, "exists", s.exists("/a")).await, "exists");
+    assert!(why.contains("-16 is negative"), "{why}");
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("negative"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_for_an_unknown_xid_fails_the_outstanding_calls_with_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let a = next_request(&mut s).await.expect("a request");
+        let _b = next_request(&mut s).await.expect("a second request");
+        // An xid nobody asked for, while two requests are outstanding.
+        s.write_all(&reply(a.xid + 1000, 5, 0, |w| stat(5).encode(w))).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let (a, b) = (s.exists("/a"), s.exists("/b"));
+    // Both were outstanding: the server may or may not have done them.
+    let why = connection_loss(within(10, "first call", a).await, "first call");
+    assert!(why.contains("out of order"), "{why}");
+    connection_loss(within(10, "second call", b).await, "second call");
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("out of order"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_out_of_order_fail_the_calls_with_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let _a = next_request(&mut s).await.expect("a request");
+        let b = next_request(&mut s).await.expect("a second request");
+        // The second request answered first.
+        s.write_all(&reply(b.xid, 5, 0, |w| stat(5).encode(w))).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    go.notify_one();
+    let (a, b) = (s.exists("/a"), s.exists("/b"));
+    connection_loss(within(10, "first call", a).await, "first call");
+    connection_loss(within(10, "second call", b).await, "second call");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_with_nothing_pending_is_a_connection_loss_and_the_session_recovers() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        s.write_all(&reply(1, 5, 0, |w| stat(5).encode(w))).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let (conn, reason) = next_disconnect(&mut ev).await;
+    assert_eq!(conn, 1);
+    assert!(reason.contains("no request outstanding"), "{reason}");
+    match within(10, "reconnect", ev.next()).await {
+        Some(SessionEvent::Connected(c)) if c.connection == 2 => {},
+        other => panic!("expected connection 2, got {other:?}"),
+    }
+    assert!(within(10, "exists on connection 2", retry_exists(&s)).await.is_some());
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_reply_with_no_ping_outstanding_is_a_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        s.write_all(&reply(xid::PING, 0, 0, |_| {})).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("no ping outstanding"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_body_that_does_not_decode_fails_the_call_with_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let r = next_request(&mut s).await.expect("a request");
+        // An exists reply with 10 bytes where a 68-byte Stat belongs.
+        s.write_all(&reply(r.xid, 5, 0, |w| {
+            w.i64(1).i32(2);
+        }))
+        .await
+        .unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let why = connection_loss(within(10, "exists", s.exists("/a")).await, "exists");
+    assert!(why.contains("Stat"), "{why}");
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("Stat"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_that_does_not_decode_is_a_connection_loss() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        // Event type 77 does not exist.
+        s.write_all(&reply(xid::NOTIFICATION, -1, 0, |w| {
+            w.i32(77).i32(3).string("/a");
+        }))
+        .await
+        .unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("WatcherEvent.type") && reason.contains("77"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+// ---- servers that stall ------------------------------------------------
+
+/// A whole getData reply frame for `xid`, `data_len` bytes of data.
+fn get_data_reply(xid: i32, data_len: usize) -> Vec<u8> {
+    reply(xid, 5, 0, |w| {
+        w.buffer(&vec![b'x'; data_len]);
+        stat(5).encode(w);
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_mid_frame_is_a_connection_loss_after_the_read_timeout() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let r = next_request(&mut s).await.expect("a request");
+        let whole = get_data_reply(r.xid, 100);
+        s.write_all(&whole[..whole.len() / 2]).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let why = connection_loss(within(10, "get_data", s.get_data("/a")).await, "get_data");
+    assert!(why.contains("1000 ms"), "{why}");
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("1000 ms"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+/// Sends `bytes` one byte per 100 ms.
+async fn trickle(s: &mut TcpStream, bytes: &[u8]) {
+    for b in bytes {
+        if s.write_all(&[*b]).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_trickles_a_reply_is_a_connection_loss_after_the_read_timeout() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        let r = next_request(&mut s).await.expect("a request");
+        // About 190 bytes at 10 a second: the whole reply would take 19 s,
+        // the read timeout is 1 s.
+        trickle(&mut s, &get_data_reply(r.xid, 100)).await;
+        hold(s).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    go.notify_one();
+    let why = connection_loss(within(6, "get_data", s.get_data("/a")).await, "get_data");
+    assert!(why.contains("1000 ms"), "{why}");
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("1000 ms"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_against_a_trickling_server_ends_within_the_read_timeout() {
+    let go = Arc::new(Notify::new());
+    let fake = fake_first(go.clone(), |mut s| async move {
+        // A frame that never ends, one byte at a time, and closeSession
+        // never answered.
+        let mut endless = 1000i32.to_be_bytes().to_vec();
+        endless.extend(std::iter::repeat_n(0u8, 1000));
+        trickle(&mut s, &endless).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    go.notify_one();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    within(6, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_reads_is_a_connection_loss() {
+    let fake = Fake::start(|n, mut s| async move {
+        if n == 1 {
+            handshake(&mut s).await;
+            // Neither reads nor writes: the client's writes fill the socket.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+        // Later connections are dropped at once, so no call can succeed
+        // on a reconnect.
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    // 30 requests of 900 kB: far more than loopback's socket buffers hold.
+    let data = vec![0u8; 900_000];
+    let calls: Vec<_> = (0..30).map(|_| s.set_data("/a", &data, -1)).collect();
+    // Those outstanding when the connection went fail with the loss; those
+    // still queued wait for a reconnect, and fail when the session expires
+    // without one.
+    for (i, c) in calls.into_iter().enumerate() {
+        match within(10, "set_data", c).await {
+            Err(Error::ConnectionLoss(_)) => {},
+            Err(Error::SessionExpired) if i > 0 => {},
+            other => panic!("set_data {i}: expected ConnectionLoss or SessionExpired, got {other:?}"),
+        }
+    }
+    let (_, reason) = next_disconnect(&mut ev).await;
+    assert!(reason.contains("1000 ms"), "{reason}");
+    within(10, "close", s.close()).await;
+}
+
+// ---- handshakes --------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbage_connect_response_times_out_naming_it() {
+    let fake = Fake::start(|_, mut s| async move {
+        let _ = read_frame(&mut s).await;
+        s.write_all(&frame(|b| b.extend_from_slice(&[1, 2, 3, 4, 5]))).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let cfg = fake.config().connect_timeout(Duration::from_millis(1500));
+    match within(10, "connect", Session::connect(cfg)).await {
+        Err(Error::Timeout(why)) => assert!(why.contains("bad connect response"), "{why}"),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_response_without_the_read_only_byte_is_accepted() {
+    let fake = Fake::start(|_, mut s| async move {
+        let _ = read_frame(&mut s).await;
+        let mut body = Vec::new();
+        Writer::new(&mut body).i32(0).i32(GRANT_MS).i64(SESSION_ID).buffer(&PASSWORD);
+        assert_eq!(body.len(), 36);
+        s.write_all(&frame(|b| b.extend_from_slice(&body))).await.unwrap();
+        serve_ok(s, 1, None).await;
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    assert_eq!(s.id(), SESSION_ID);
+    assert_eq!(s.password(), PASSWORD);
+    assert_eq!(s.timeout(), Duration::from_millis(GRANT_MS as u64));
+    assert!(within(10, "exists", s.exists("/a")).await.expect("exists").value.is_some());
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_response_with_timeout_zero_is_session_expired() {
+    let fake = Fake::start(|_, mut s| async move {
+        let _ = read_frame(&mut s).await;
+        s.write_all(&connect_response(0, 0, &[0; 16])).await.unwrap();
+        hold(s).await;
+    })
+    .await;
+    let r = within(10, "connect", Session::connect(fake.config())).await;
+    assert_eq!(r.err(), Some(Error::SessionExpired));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_closing_after_the_connect_request_times_out_naming_it() {
+    let fake = Fake::start(|_, mut s| async move {
+        let _ = read_frame(&mut s).await;
+        drop(s);
+    })
+    .await;
+    let cfg = fake.config().connect_timeout(Duration::from_millis(1500));
+    match within(10, "connect", Session::connect(cfg)).await {
+        Err(Error::Timeout(why)) => assert!(why.contains("closed the connection during the handshake"), "{why}"),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_connect_response_times_out_at_the_connect_timeout() {
+    let fake = Fake::start(|_, mut s| async move {
+        let _ = read_frame(&mut s).await;
+        trickle(&mut s, &connect_response(GRANT_MS, SESSION_ID, &PASSWORD)).await;
+        hold(s).await;
+    })
+    .await;
+    let cfg = fake.config().connect_timeout(Duration::from_millis(1500));
+    match within(10, "connect", Session::connect(cfg)).await {
+        Err(Error::Timeout(why)) => assert!(why.contains("no answer to the connect request"), "{why}"),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_host_refusing_is_unreachable_not_a_timeout() {
+    // Three ports that were just free: nothing listens there now.
+    let mut ports = Vec::new();
+    for _ in 0..3 {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        ports.push(l.local_addr().expect("address").port());
+    }
+    let cs = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect::<Vec<_>>().join(",");
+    let cfg = Config::new(&cs).expect("connect string").connect_timeout(Duration::from_secs(30));
+    match within(25, "connect", Session::connect(cfg)).await {
+        Err(Error::Unreachable(why)) => {
+            for p in &ports {
+                assert!(why.contains(&format!("127.0.0.1:{p}")), "{why}");
+            }
+            assert!(why.contains("connection refused"), "{why}");
+        },
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+}
+
+// ---- requests the client must not send ---------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_packet_limit_is_refused_unsent_and_the_session_goes_on() {
+    let (log_tx, mut log) = mpsc::unbounded_channel();
+    let fake = Fake::start(move |_, mut s| {
+        let log_tx = log_tx.clone();
+        async move {
+            handshake(&mut s).await;
+            serve_ok(s, 1, Some(log_tx)).await;
+        }
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config().max_frame(512))).await.expect("connect");
+    match within(10, "set_data", s.set_data("/a", &[0u8; 600], -1)).await {
+        Err(Error::BadArgument(why)) => {
+            assert!(why.contains("packet limit of 512") && why.contains("not sent"), "{why}")
+        },
+        other => panic!("expected BadArgument, got {other:?}"),
+    }
+    assert!(within(10, "exists", s.exists("/a")).await.expect("exists").value.is_some());
+    within(10, "close", s.close()).await;
+    let mut ops = Vec::new();
+    while let Ok(Some((_, o))) = tokio::time::timeout(Duration::from_secs(2), log.recv()).await {
+        if o != op::PING {
+            ops.push(o);
+        }
+        if o == op::CLOSE_SESSION {
+            break;
+        }
+    }
+    assert_eq!(ops, vec![op::EXISTS, op::CLOSE_SESSION], "the server saw no setData");
+}
+
+// ---- re-attach ---------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_reattaches_with_the_session_id_password_and_largest_zxid() {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let fake = Fake::start(move |n, mut s| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            let c = handshake(&mut s).await;
+            let _ = seen_tx.send(c);
+            if n == 1 {
+                // Three replies whose zxids are not in order, then the
+                // connection drops.
+                for zxid in [5, 9, 7] {
+                    let r = next_request(&mut s).await.expect("a request");
+                    s.write_all(&reply(r.xid, zxid, 0, |w| stat(zxid).encode(w))).await.unwrap();
+                }
+                drop(s);
+            } else {
+                serve_ok(s, 9, None).await;
+            }
+        }
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    let first = within(10, "first connect request", seen.recv()).await.expect("seen");
+    assert_eq!((first.session_id, first.last_zxid_seen, first.password.clone()), (0, 0, vec![0; 16]));
+    assert_eq!((first.protocol_version, first.timeout_ms, first.read_only), (0, GRANT_MS, false));
+    for _ in 0..3 {
+        within(10, "exists", s.exists("/a")).await.expect("exists");
+    }
+    let (conn, _) = next_disconnect(&mut ev).await;
+    assert_eq!(conn, 1);
+    let again = within(10, "second connect request", seen.recv()).await.expect("seen");
+    assert_eq!(again.session_id, SESSION_ID);
+    assert_eq!(again.password, PASSWORD);
+    assert_eq!(again.last_zxid_seen, 9);
+    assert_eq!(again.timeout_ms, GRANT_MS);
+    match within(10, "reconnect", ev.next()).await {
+        Some(SessionEvent::Connected(c)) if c.connection == 2 => assert!(c.connect_sent <= c.answered),
+        other => panic!("expected connection 2, got {other:?}"),
+    }
+    let r = within(10, "exists on connection 2", s.exists("/a")).await.expect("exists");
+    assert_eq!(r.connection, 2);
+    within(10, "close", s.close()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reattach_answered_with_another_session_id_ends_the_session() {
+    let fake = Fake::start(move |n, mut s| async move {
+        if n == 1 {
+            handshake(&mut s).await;
+            let r = next_request(&mut s).await.expect("a request");
+            s.write_all(&reply(r.xid, 3, 0, |w| stat(3).encode(w))).await.unwrap();
+            drop(s);
+        } else {
+            // The old session is gone; this server hands out a new one
+            // instead of saying so.
+            let _ = read_frame(&mut s).await;
+            s.write_all(&connect_response(GRANT_MS, SESSION_ID + 1, &PASSWORD)).await.unwrap();
+            serve_ok(s, 4, None).await;
+        }
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut ev = s.events();
+    within(10, "exists", s.exists("/a")).await.expect("exists");
+    next_disconnect(&mut ev).await;
+    // Ephemeral nodes belong to the old session: going on under a new one
+    // would be a silent loss of every lock.
+    match within(10, "the end", ev.next()).await {
+        Some(SessionEvent::Ended(Error::SessionExpired)) => {},
+        other => panic!("expected Ended(SessionExpired), got {other:?}"),
+    }
+    assert_eq!(s.id(), SESSION_ID);
+    assert_eq!(within(10, "exists", s.exists("/a")).await.err(), Some(Error::SessionExpired));
+}
+
+#[test]
+fn server_error_codes_come_back_typed() {
+    // Sanity of the helper encodings against the crate's own decoder.
+    let f = reply(3, 9, Code::NoNode.to_wire(), |_| {});
+    let (h, body) = ReplyHeader::split(&f[4..]).unwrap();
+    assert_eq!((h.xid, h.zxid, h.err, body.len()), (3, 9, -101, 0));
+}
