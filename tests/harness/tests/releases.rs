@@ -303,3 +303,35 @@ fn availability_says_why_a_release_is_missing() {
     let hello = String::from_utf8_lossy(&started.stdout);
     assert!(hello.contains("\"ok\":false") && hello.contains("3.7.2 is not installed"), "{hello}");
 }
+
+/// A release whose server dies in its main thread while its other threads
+/// keep the JVM up (3.6.4 without snappy-java: its first snapshot fails)
+/// fails the start with the log's exception, not "not serving" after the
+/// start timeout (60 s here).
+#[test]
+fn a_server_whose_main_thread_died_fails_the_start() {
+    let release = ServerRelease::V3_6_4;
+    if !release.installed_or_skip() {
+        return;
+    }
+    let jars = release.jar_dir().expect("a Maven release");
+    let root = std::env::temp_dir().join(format!("zklock-broken-release-{}", std::process::id()));
+    let broken = root.join(release.name());
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    for jar in std::fs::read_dir(&jars).expect("the release's jars").flatten() {
+        let name = jar.file_name();
+        if !name.to_string_lossy().starts_with("snappy-java") {
+            std::os::unix::fs::symlink(jar.path(), broken.join(&name)).expect("symlink");
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args(["serve", "--release", release.name(), "--tls", "--start-timeout-ms", "60000"])
+        .env("ZKLOCK_ZK_JARS_DIR", &root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("zkharness serve");
+    std::fs::remove_dir_all(&root).expect("cleanup");
+    assert!(!out.status.success());
+    let hello = String::from_utf8_lossy(&out.stdout);
+    assert!(hello.contains("main thread died") && hello.contains("SnappyInputStream"), "{hello}");
+}
