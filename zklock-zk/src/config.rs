@@ -19,6 +19,8 @@ pub struct Tls {
     /// The name the server's certificate must carry; `None` checks each
     /// server against its own host as written in the connect string.
     pub server_name: Option<String>,
+    /// How messages name the trusted CA (e.g. `file "/etc/zk/ca.pem"`).
+    pub ca_name: String,
 }
 
 /// How to connect a [`Session`](crate::Session). Made by [`Config::new`],

@@ -63,13 +63,22 @@ impl AsyncWrite for Stream {
 pub(crate) enum Failure {
     /// This server cannot be used now for a reason waiting will not change
     /// soon: refused, not resolvable, TLS refused.
-    Unusable(String),
+    Unusable(Unusable),
     /// It may work on another try (timeout, reset, server not serving).
     Transient(String),
     /// The server said the session is expired.
     Expired,
     /// The server refused our credentials.
     AuthFailed(String),
+}
+
+/// Why a server cannot be used.
+#[derive(Debug)]
+pub(crate) enum Unusable {
+    /// Every address refused the TCP connection.
+    Refused,
+    /// Another reason, in words.
+    Why(String),
 }
 
 /// A connection ready for requests.
@@ -102,15 +111,15 @@ pub(crate) async fn attempt(
     attach: &Attach,
     deadline: tokio::time::Instant,
 ) -> Result<Ready, Failure> {
-    let late = |what: &str| Failure::Transient(format!("{host}: {what} took longer than the attempt's time"));
+    let late = |what: &str| Failure::Transient(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
         match timeout_at(deadline, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
             Err(_) => return Err(late("name lookup")),
-            Ok(Err(e)) => return Err(Failure::Unusable(format!("{host}: cannot resolve: {e}"))),
+            Ok(Err(e)) => return Err(Failure::Unusable(Unusable::Why(format!("the name does not resolve ({e})")))),
             Ok(Ok(a)) => a.collect(),
         };
     if addrs.is_empty() {
-        return Err(Failure::Unusable(format!("{host}: the name has no address")));
+        return Err(Failure::Unusable(Unusable::Why("the name has no address".into())));
     }
     let mut last = None;
     let mut tcp = None;
@@ -126,28 +135,33 @@ pub(crate) async fn attempt(
     }
     let Some((tcp, server)) = tcp else {
         let (addr, e) = last.expect("an address was tried");
-        let refused = e.kind() == io::ErrorKind::ConnectionRefused;
-        let msg =
-            format!("{host} ({addr}): {}", if refused { "connection refused".to_string() } else { e.to_string() });
-        return Err(if refused { Failure::Unusable(msg) } else { Failure::Transient(msg) });
+        return Err(match e.kind() {
+            io::ErrorKind::ConnectionRefused => Failure::Unusable(Unusable::Refused),
+            // No route, network down: waiting will not change it soon.
+            io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable | io::ErrorKind::AddrNotAvailable => {
+                Failure::Unusable(Unusable::Why(format!("{addr}: {e}")))
+            },
+            _ => Failure::Transient(format!("{addr}: {e}")),
+        });
     };
     // Our own socket only: replies must not wait for Nagle.
-    tcp.set_nodelay(true).map_err(|e| Failure::Transient(format!("{host}: TCP_NODELAY: {e}")))?;
+    tcp.set_nodelay(true).map_err(|e| Failure::Transient(format!("TCP_NODELAY: {e}")))?;
     let mut stream = match &cfg.tls {
         None => Stream::Plain(tcp),
         Some(tls) => {
             let name = tls.server_name.clone().unwrap_or_else(|| host.name.clone());
-            let name = rustls::pki_types::ServerName::try_from(name.clone())
-                .map_err(|e| Failure::Unusable(format!("{host}: {name:?} is not a valid TLS server name: {e}")))?;
+            let name = rustls::pki_types::ServerName::try_from(name.clone()).map_err(|_| {
+                Failure::Unusable(Unusable::Why(format!("{name:?} is no name a certificate can be checked against")))
+            })?;
             let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
             match timeout_at(deadline, connector.connect(name, tcp)).await {
                 Err(_) => return Err(late("TLS handshake")),
                 Ok(Ok(s)) => Stream::Tls(Box::new(s)),
-                Ok(Err(e)) => return Err(tls_failure(host, e)),
+                Ok(Err(e)) => return Err(tls_failure(host, &tls.ca_name, e)),
             }
         },
     };
-    let io_err = |what: &str, e: io::Error| Failure::Transient(format!("{host}: {what}: {e}"));
+    let io_err = |what: &str, e: io::Error| Failure::Transient(format!("{what}: {e}"));
 
     let mut out = Vec::with_capacity(64);
     write_frame(&mut out, |b| {
@@ -172,10 +186,10 @@ pub(crate) async fn attempt(
         Ok(Ok(())) => {},
     }
     let mut rbuf = BytesMut::with_capacity(4096);
-    let body = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline, host).await?;
+    let body = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await?;
     let answered = Instant::now();
     let response =
-        ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("{host}: bad connect response: {e}")))?;
+        ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
     if response.timeout_ms <= 0 {
         return Err(Failure::Expired);
     }
@@ -185,7 +199,7 @@ pub(crate) async fn attempt(
         return Err(Failure::Expired);
     }
     if response.read_only {
-        return Err(Failure::Transient(format!("{host}: the server is read-only")));
+        return Err(Failure::Transient("the server is read-only".to_string()));
     }
     let mut next_xid = attach.next_xid;
     if let Some((user, password)) = &cfg.sasl {
@@ -199,18 +213,17 @@ pub(crate) async fn attempt(
             }
             let x = take_xid(&mut next_xid);
             let reply =
-                roundtrip(&mut stream, &mut rbuf, cfg, deadline, host, x, &Request::Sasl { token: token.clone() })
-                    .await?;
-            let (h, body) = split(&reply, host)?;
+                roundtrip(&mut stream, &mut rbuf, cfg, deadline, x, &Request::Sasl { token: token.clone() }).await?;
+            let (h, body) = split(&reply)?;
             if h.xid != x {
-                return Err(Failure::Transient(format!("{host}: SASL reply has xid {} not {x}", h.xid)));
+                return Err(Failure::Transient(format!("SASL reply has xid {} not {x}", h.xid)));
             }
             if let Some(code) = Code::from_wire(h.err) {
                 return Err(Failure::AuthFailed(format!("{host}: SASL login refused ({code})")));
             }
             let challenge = match Response::decode(crate::codec::ops::op::SASL, body) {
                 Ok(Response::Sasl(t)) => t,
-                _ => return Err(Failure::Transient(format!("{host}: bad SASL reply"))),
+                _ => return Err(Failure::Transient("bad SASL reply".to_string())),
             };
             if round == 1 {
                 token = sasl.respond(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
@@ -222,10 +235,10 @@ pub(crate) async fn attempt(
     }
     for (scheme, auth) in &cfg.auth {
         let req = Request::Auth { scheme: scheme.clone(), auth: auth.clone() };
-        let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, host, xid::AUTH, &req).await?;
-        let (h, _) = split(&reply, host)?;
+        let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, xid::AUTH, &req).await?;
+        let (h, _) = split(&reply)?;
         if h.xid != xid::AUTH {
-            return Err(Failure::Transient(format!("{host}: auth reply has xid {}", h.xid)));
+            return Err(Failure::Transient(format!("auth reply has xid {}", h.xid)));
         }
         if let Some(code) = Code::from_wire(h.err) {
             return Err(Failure::AuthFailed(format!("{host}: addAuth {scheme:?} refused ({code})")));
@@ -240,8 +253,8 @@ fn take_xid(next: &mut i32) -> i32 {
     x
 }
 
-fn split<'a>(frame: &'a [u8], host: &Host) -> Result<(ReplyHeader, &'a [u8]), Failure> {
-    ReplyHeader::split(frame).map_err(|e| Failure::Transient(format!("{host}: {e}")))
+fn split<'a>(frame: &'a [u8]) -> Result<(ReplyHeader, &'a [u8]), Failure> {
+    ReplyHeader::split(frame).map_err(|e| Failure::Transient(format!("{e}")))
 }
 
 async fn roundtrip(
@@ -249,7 +262,6 @@ async fn roundtrip(
     rbuf: &mut BytesMut,
     cfg: &Config,
     deadline: tokio::time::Instant,
-    host: &Host,
     x: i32,
     req: &Request,
 ) -> Result<Vec<u8>, Failure> {
@@ -261,11 +273,11 @@ async fn roundtrip(
     })
     .await
     {
-        Err(_) => return Err(Failure::Transient(format!("{host}: sending a login request took too long"))),
-        Ok(Err(e)) => return Err(Failure::Transient(format!("{host}: sending a login request: {e}"))),
+        Err(_) => return Err(Failure::Transient("sending a login request took too long".to_string())),
+        Ok(Err(e)) => return Err(Failure::Transient(format!("sending a login request: {e}"))),
         Ok(Ok(())) => {},
     }
-    read_frame(stream, rbuf, cfg.max_frame, deadline, host).await
+    read_frame(stream, rbuf, cfg.max_frame, deadline).await
 }
 
 /// Reads one whole frame's body (handshake only; the session's loop reads
@@ -275,11 +287,10 @@ async fn read_frame(
     rbuf: &mut BytesMut,
     max: usize,
     deadline: tokio::time::Instant,
-    host: &Host,
 ) -> Result<Vec<u8>, Failure> {
     loop {
         match next_frame(rbuf, max) {
-            Err(e) => return Err(Failure::Transient(format!("{host}: {e}"))),
+            Err(e) => return Err(Failure::Transient(format!("{e}"))),
             Ok(Some(n)) => {
                 let frame = rbuf.split_to(4 + n);
                 return Ok(frame[4..].to_vec());
@@ -288,34 +299,29 @@ async fn read_frame(
         }
         rbuf.reserve(4096);
         match timeout_at(deadline, stream.read_buf(rbuf)).await {
-            Err(_) => return Err(Failure::Transient(format!("{host}: no answer to the connect request in time"))),
-            Ok(Ok(0)) => {
-                return Err(Failure::Transient(format!(
-                    "{host}: the server closed the connection during the handshake (not serving, or our session is unknown to it)"
-                )))
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(Failure::Transient(format!("{host}: reading the handshake: {e}"))),
+            Err(_) => return Err(Failure::Transient("no answer to the connect request in time".to_string())),
+            Ok(Ok(0)) => return Err(Failure::Transient(format!(
+                "the server closed the connection during the handshake (not serving, or our session is unknown to it)"
+            ))),
+            Ok(Ok(_)) => {},
+            Ok(Err(e)) => return Err(Failure::Transient(format!("reading the handshake: {e}"))),
         }
     }
 }
 
 /// A TLS handshake error in words that say what to change.
-fn tls_failure(host: &Host, e: io::Error) -> Failure {
-    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
-    let why = match inner {
-        Some(rustls::Error::InvalidCertificate(c)) => {
-            format!("the server's certificate is not accepted ({c:?}): check the CA file and the server name")
-        },
-        Some(rustls::Error::AlertReceived(a)) => {
-            format!("the server refused the TLS handshake ({a:?}): check the client certificate and key")
-        },
-        Some(other) => format!("TLS handshake failed: {other}"),
-        None if e.kind() == io::ErrorKind::UnexpectedEof || e.kind() == io::ErrorKind::ConnectionReset => {
-            "the server closed the connection during the TLS handshake: is this a TLS port (secureClientPort)?"
+fn tls_failure(host: &Host, ca: &str, e: io::Error) -> Failure {
+    let why = match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(tls) => crate::tls::explained(tls, &host.name, ca),
+        None if matches!(
+            e.kind(),
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+        ) =>
+        {
+            "the server ended the connection during the TLS handshake (is this ZooKeeper's secureClientPort?)"
                 .to_string()
         },
-        None => format!("TLS handshake failed: {e}"),
+        None => e.to_string(),
     };
-    Failure::Unusable(format!("{host}: {why}"))
+    Failure::Unusable(Unusable::Why(format!("TLS handshake failed: {why}")))
 }

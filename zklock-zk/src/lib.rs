@@ -33,6 +33,7 @@ mod error;
 mod hosts;
 mod sasl;
 mod session;
+mod tls;
 
 pub use codec::ops::{Code, EventType};
 pub use codec::records::{Acl, CreateMode, MultiOp, MultiResult, Stat, WatchKind};

@@ -21,7 +21,7 @@ use crate::codec::records::{
     Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
 };
 use crate::config::Config;
-use crate::conn::{attempt, Attach, Failure, Ready, Stream};
+use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
 
@@ -682,41 +682,52 @@ async fn connect_round_robin(
     let per_attempt = per_attempt.unwrap_or_else(|| (cfg.session_timeout / n as u32).max(Duration::from_millis(500)));
     let mut backoff = Duration::from_millis(50);
     let mut first_round = true;
-    // Each server's last reason, for the text of a timeout.
-    let mut last: Vec<Option<String>> = vec![None; n];
+    // Each server's last failure (`None` inside: refused), for the text of
+    // a timeout.
+    let mut last: Vec<Option<Option<String>>> = vec![None; n];
+    let timed_out = |last: &[Option<Option<String>>], empty: &str| {
+        let refused: Vec<&Host> = (0..n).filter(|&i| matches!(last[i], Some(None))).map(|i| &hosts[i]).collect();
+        let other: Vec<(&Host, String)> =
+            (0..n).filter_map(|i| last[i].clone().flatten().map(|why| (&hosts[i], why))).collect();
+        said(cfg, &refused, &other, empty)
+    };
     loop {
-        let mut reasons = Vec::new();
+        let mut refused: Vec<&Host> = Vec::new();
+        let mut other: Vec<(&Host, String)> = Vec::new();
         let mut all_unusable = true;
         for k in 0..n {
             let i = (start + k) % n;
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                let last: Vec<String> = last.into_iter().flatten().collect();
-                return Err(RoundsEnd::Deadline(join(&last, "no server tried")));
+                return Err(RoundsEnd::Deadline(timed_out(&last, "no server tried")));
             }
             let until = deadline.min(now + per_attempt);
             match attempt(cfg, &hosts[i], attach, until).await {
                 Ok(r) => return Ok((r, i)),
                 Err(Failure::Expired) => return Err(RoundsEnd::Expired),
                 Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
-                Err(Failure::Unusable(why)) => {
-                    last[i] = Some(why.clone());
-                    reasons.push(why)
+                Err(Failure::Unusable(Unusable::Refused)) => {
+                    last[i] = Some(None);
+                    refused.push(&hosts[i])
+                },
+                Err(Failure::Unusable(Unusable::Why(why))) => {
+                    last[i] = Some(Some(why.clone()));
+                    other.push((&hosts[i], why))
                 },
                 Err(Failure::Transient(why)) => {
                     all_unusable = false;
-                    last[i] = Some(why.clone());
-                    reasons.push(why)
+                    last[i] = Some(Some(why.clone()));
+                    other.push((&hosts[i], why))
                 },
             }
         }
         if first_round && all_unusable && attach.session_id == 0 {
-            return Err(RoundsEnd::Unreachable(join(&reasons, "")));
+            return Err(RoundsEnd::Unreachable(said(cfg, &refused, &other, "")));
         }
         first_round = false;
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            return Err(RoundsEnd::Deadline(join(&reasons, "")));
+            return Err(RoundsEnd::Deadline(timed_out(&last, "")));
         }
         let jitter = Duration::from_millis(fastrand::u64(0..=backoff.as_millis() as u64 / 2));
         tokio::time::sleep_until(deadline.min(now + backoff + jitter)).await;
@@ -724,11 +735,35 @@ async fn connect_round_robin(
     }
 }
 
-fn join(reasons: &[String], empty: &str) -> String {
-    if reasons.is_empty() {
+/// One round's failures in words, servers in connect-string order:
+/// `connection refused by A and B; C: the name does not resolve (...)`.
+fn said(cfg: &Config, refused: &[&Host], other: &[(&Host, String)], empty: &str) -> String {
+    let order = |h: &Host| cfg.connect.hosts.iter().position(|x| x == h).unwrap_or(usize::MAX);
+    let mut refused: Vec<&Host> = refused.to_vec();
+    refused.sort_by_key(|h| order(h));
+    refused.dedup();
+    let mut other: Vec<&(&Host, String)> = other.iter().collect();
+    other.sort_by_key(|(h, _)| order(h));
+    let mut parts = Vec::new();
+    if !refused.is_empty() {
+        let names: Vec<String> = refused.iter().map(|h| h.to_string()).collect();
+        let listed = match names.as_slice() {
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+            [] => String::new(),
+        };
+        parts.push(format!("connection refused by {listed}"));
+    }
+    for (h, why) in other {
+        let line = format!("{h}: {why}");
+        if !parts.contains(&line) {
+            parts.push(line);
+        }
+    }
+    if parts.is_empty() {
         empty.to_string()
     } else {
-        reasons.join("; ")
+        parts.join("; ")
     }
 }
 
@@ -1109,6 +1144,9 @@ impl Task {
             };
             c.rbuf.reserve(want);
             tokio::select! {
+                // Read first: after a long write, bytes that came in time
+                // are read before the read timeout is judged.
+                biased;
                 r = c.stream.read_buf(&mut c.rbuf) => match r {
                     Ok(0) => {
                         if let Some(done) = c.closing.take() {

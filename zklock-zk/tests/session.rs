@@ -310,12 +310,11 @@ fn every_server_refusing_is_said_at_once() {
         let e = Session::connect(cfg).await.unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
         let Error::Unreachable(why) = e else { panic!("{e}") };
-        for p in ports {
-            assert!(why.contains(&format!("127.0.0.1:{p}")), "{why}");
-        }
-        assert!(why.contains("connection refused"), "{why}");
+        let says =
+            format!("connection refused by 127.0.0.1:{}, 127.0.0.1:{} and 127.0.0.1:{}", ports[0], ports[1], ports[2]);
+        assert_eq!(why, says);
         let e = Session::connect(Config::new("no-such-host.invalid:2181").unwrap()).await.unwrap_err();
-        assert!(matches!(e, Error::Unreachable(ref w) if w.contains("cannot resolve")), "{e}");
+        assert!(matches!(e, Error::Unreachable(ref w) if w.contains("the name does not resolve")), "{e}");
     });
 }
 
