@@ -253,7 +253,7 @@ fn take_xid(next: &mut i32) -> i32 {
     x
 }
 
-fn split<'a>(frame: &'a [u8]) -> Result<(ReplyHeader, &'a [u8]), Failure> {
+fn split(frame: &[u8]) -> Result<(ReplyHeader, &[u8]), Failure> {
     ReplyHeader::split(frame).map_err(|e| Failure::Transient(format!("{e}")))
 }
 
@@ -300,9 +300,10 @@ async fn read_frame(
         rbuf.reserve(4096);
         match timeout_at(deadline, stream.read_buf(rbuf)).await {
             Err(_) => return Err(Failure::Transient("no answer to the connect request in time".to_string())),
-            Ok(Ok(0)) => return Err(Failure::Transient(format!(
+            Ok(Ok(0)) => return Err(Failure::Transient(
                 "the server closed the connection during the handshake (not serving, or our session is unknown to it)"
-            ))),
+                    .to_string(),
+            )),
             Ok(Ok(_)) => {},
             Ok(Err(e)) => return Err(Failure::Transient(format!("reading the handshake: {e}"))),
         }

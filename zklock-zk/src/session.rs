@@ -535,8 +535,8 @@ pub struct ReplyFuture<T> {
 
 impl<T: Send + 'static> ReplyFuture<T> {
     /// The reply's value alone.
-    pub fn value(self) -> impl Future<Output = Result<T, Error>> + Send + 'static {
-        async move { self.await.map(|r| r.value) }
+    pub async fn value(self) -> Result<T, Error> {
+        self.await.map(|r| r.value)
     }
 }
 
