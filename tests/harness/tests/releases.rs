@@ -19,6 +19,8 @@ use zklock_harness::{
 
 /// ZooKeeper's `NoAuth` error code.
 const ZNOAUTH: i32 = -102;
+/// ZooKeeper's `Unimplemented` error code.
+const ZUNIMPLEMENTED: i32 = -6;
 
 /// The version in a `srvr` answer (`Zookeeper version: 3.5.10-<hash>, built
 /// on ...`).
@@ -174,6 +176,19 @@ fn listen_addresses(port: u16) -> Vec<String> {
     found
 }
 
+/// whoAmI (opcode 107) is answered from 3.7.0 on (ZOOKEEPER-3969); an
+/// older server answers `Unimplemented` (-6).
+fn check_whoami(release: ServerRelease, c: &Cluster) {
+    let version = version_triple(srvr_version(&c.four_letter(0, "srvr").expect("srvr")).expect("a version"));
+    let (mut s, _) = common::session(c.client_addr(0), Duration::from_secs(5)).expect("session");
+    let mut request = 4_i32.to_be_bytes().to_vec();
+    request.extend_from_slice(&107_i32.to_be_bytes());
+    let (xid, _, err) =
+        common::call(&mut s, &common::frame(&request)).unwrap_or_else(|e| panic!("{release}: whoami: {e}"));
+    let expected = if version >= (3, 7, 0) { 0 } else { ZUNIMPLEMENTED };
+    assert_eq!((xid, err), (4, expected), "{release}: whoami");
+}
+
 /// The names of the children of `/` (world-readable), over a fresh session.
 fn root_children(addr: SocketAddr) -> Vec<String> {
     let (mut s, _) = common::session(addr, Duration::from_secs(5)).expect("session");
@@ -196,6 +211,12 @@ fn standalone(release: ServerRelease) {
     assert_reports(release, &srvr);
     assert_eq!(c.mode(0).expect("mode"), "standalone");
     assert_eq!(c.four_letter(0, "ruok").expect("ruok"), "imok");
+    // The harness whitelists every four-letter word on every release.
+    for word in ["stat", "mntr", "cons", "dump", "wchc", "wchp", "wchs", "conf", "envi", "isro"] {
+        let answer = c.four_letter(0, word).unwrap_or_else(|e| panic!("{release}: {word}: {e}"));
+        assert!(!answer.is_empty() && !answer.contains("whitelist"), "{release}: {word}: {answer}");
+    }
+    check_whoami(release, &c);
     check_tls(release, &c);
     check_sasl(release, &c, "alice", "pw-alice");
 
