@@ -104,7 +104,24 @@ pub struct WatchedEvent {
     pub zxid: i64,
 }
 
-type Sink = oneshot::Sender<Result<Reply<Response>, Error>>;
+/// Where a call's answer goes: the result, and the stamps when the server
+/// answered (a reply frame came, success or server error).
+type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
+
+/// When a request left and its reply came, for a reply the server sent
+/// (an error code included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Taken just before the write that handed the request's first byte
+    /// to the socket.
+    pub sent: Instant,
+    /// When the reply was read.
+    pub answered: Instant,
+    /// The connection it travelled on.
+    pub connection: u64,
+    /// The server's zxid when it answered.
+    pub zxid: i64,
+}
 
 /// A local watch: its id and where its event goes.
 type Waiter = (u64, oneshot::Sender<WatchedEvent>);
@@ -454,6 +471,12 @@ impl Session {
         })
     }
 
+    /// Starts [`close`](Session::close) without waiting for it.
+    pub fn start_close(&self) {
+        let (tx, _) = oneshot::channel();
+        let _ = self.shared.tx.send(Cmd::Close(tx));
+    }
+
     /// Closes the session: tells the server (if connected; its ephemeral
     /// nodes go at once), fails every outstanding call with
     /// [`Error::Closed`], ends every watch. Waits for the server's answer
@@ -527,13 +550,26 @@ fn map_children(r: Response, _: &str) -> Result<Vec<String>, Error> {
 /// this only waits for the answer.
 #[must_use = "the request is sent anyway; the future only carries its reply"]
 pub struct ReplyFuture<T> {
-    rx: oneshot::Receiver<Result<Reply<Response>, Error>>,
+    rx: oneshot::Receiver<(Result<Response, Error>, Option<Stamp>)>,
     early: Option<Error>,
     chroot: Arc<str>,
     map: fn(Response, &str) -> Result<T, Error>,
 }
 
 impl<T: Send + 'static> ReplyFuture<T> {
+    /// The result with the stamps of the reply, also when the server
+    /// answered with an error code (`None` when it did not answer).
+    pub async fn stamped(self) -> (Result<T, Error>, Option<Stamp>) {
+        let ReplyFuture { rx, early, chroot, map } = self;
+        if let Some(e) = early {
+            return (Err(e), None);
+        }
+        match rx.await {
+            Err(_) => (Err(Error::Closed), None),
+            Ok((r, stamp)) => (r.and_then(|r| map(r, &chroot)), stamp),
+        }
+    }
+
     /// The reply's value alone.
     pub async fn value(self) -> Result<T, Error> {
         self.await.map(|r| r.value)
@@ -550,14 +586,14 @@ impl<T> Future for ReplyFuture<T> {
         }
         match Pin::new(&mut this.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(Err(_)) => Poll::Ready(Err(Error::Closed)),
-            Poll::Ready(Ok(Err(e))) => Poll::Ready(Err(e)),
-            Poll::Ready(Ok(Ok(r))) => Poll::Ready((this.map)(r.value, &this.chroot).map(|value| Reply {
+            Poll::Ready(Err(_)) | Poll::Ready(Ok((Ok(_), None))) => Poll::Ready(Err(Error::Closed)),
+            Poll::Ready(Ok((Err(e), _))) => Poll::Ready(Err(e)),
+            Poll::Ready(Ok((Ok(r), Some(st)))) => Poll::Ready((this.map)(r, &this.chroot).map(|value| Reply {
                 value,
-                sent: r.sent,
-                answered: r.answered,
-                connection: r.connection,
-                zxid: r.zxid,
+                sent: st.sent,
+                answered: st.answered,
+                connection: st.connection,
+                zxid: st.zxid,
             })),
         }
     }
@@ -599,6 +635,18 @@ impl Drop for Watch {
         if let Some(tx) = self.cmd.upgrade() {
             let _ = tx.send(Cmd::Unwatch { path: std::mem::take(&mut self.path), kind: self.kind, id: self.id });
         }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            State::Connected => "connected",
+            State::Connecting => "disconnected, reconnecting",
+            State::Expired => "expired",
+            State::AuthFailed => "authentication failed",
+            State::Closed => "closed",
+        })
     }
 }
 
@@ -894,7 +942,7 @@ impl Task {
         for p in self.fifo.drain(..) {
             match p.purpose {
                 Purpose::User { tx, watch } => {
-                    let _ = tx.send(Err(err()));
+                    let _ = tx.send((Err(err()), None));
                     if let Some(w) = watch {
                         let key = (w.path, server_kind(w.kind));
                         if let Some(n) = self.inflight.get_mut(&key) {
@@ -935,7 +983,7 @@ impl Task {
         for cmd in held.into_iter().chain(std::iter::from_fn(|| self.rx.try_recv().ok())) {
             match cmd {
                 Cmd::Call { tx, .. } => {
-                    let _ = tx.send(Err(err.clone()));
+                    let _ = tx.send((Err(err.clone()), None));
                 },
                 Cmd::Close(c) => {
                     let _ = c.send(());
@@ -1031,10 +1079,10 @@ impl Task {
         if n > self.cfg.max_frame {
             c.wbuf.truncate(before);
             if let Purpose::User { tx, .. } = purpose {
-                let _ = tx.send(Err(Error::BadArgument(format!(
+                let _ = tx.send((Err(Error::BadArgument(format!(
                     "the request takes {n} bytes, over the packet limit of {} bytes; not sent",
                     self.cfg.max_frame
-                ))));
+                ))), None));
             }
             return;
         }
@@ -1050,7 +1098,7 @@ impl Task {
         match cmd {
             Cmd::Call { req, tx, watch } => {
                 if c.closing.is_some() {
-                    let _ = tx.send(Err(Error::Closed));
+                    let _ = tx.send((Err(Error::Closed), None));
                     return;
                 }
                 if let Some(w) = &watch {
@@ -1350,13 +1398,8 @@ impl Task {
                     }
                 }
                 let sent = p.sent.unwrap_or(answered);
-                let _ = tx.send(result.map(|value| Reply {
-                    value,
-                    sent,
-                    answered,
-                    connection: self.connection,
-                    zxid: h.zxid,
-                }));
+                let stamp = Stamp { sent, answered, connection: self.connection, zxid: h.zxid };
+                let _ = tx.send((result, Some(stamp)));
             },
         }
         if code == Some(Code::SessionExpired) {

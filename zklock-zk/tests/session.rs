@@ -72,6 +72,11 @@ fn every_request_zklock_sends() {
 
         // The clock's probe: setData on "/" with an impossible version.
         assert_eq!(s.set_data("/", b"", i32::MIN).await.unwrap_err(), Error::Server(Code::BadVersion));
+        // Its stamps, though it is an error reply.
+        let (r, stamp) = s.set_data("/", b"", i32::MIN).stamped().await;
+        assert_eq!(r.unwrap_err(), Error::Server(Code::BadVersion));
+        let stamp = stamp.expect("the server answered");
+        assert!(stamp.sent <= stamp.answered && stamp.connection == 1);
 
         // multi: check + create, and a failing one names the operation.
         let ok = s
