@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use futures_util::FutureExt as _;
 use tokio::sync::watch;
-use zookeeper_client as zk;
+use crate::zk::{self, ClientExt as _};
 
 use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
@@ -72,9 +72,10 @@ pub(crate) struct Downgrade {
 
 /// What came of the create of our node.
 enum Made {
-    /// Created: its Stat and the sequence the server appended (`None` for
-    /// a downgrade's read node, whose name is chosen).
-    Node(zk::Stat, Option<zk::CreateSequence>),
+    /// Created: its Stat (`None` when the server did not send it: a create
+    /// inside a transaction on some releases) and its name as the server
+    /// made it (`None` for a downgrade's read node, whose name is chosen).
+    Node(Option<zk::Stat>, Option<String>),
     /// A downgrade's write node was gone: no read node was made.
     WriteNodeGone,
     Failed(zk::Error),
@@ -208,7 +209,7 @@ impl Ctx {
     /// only the heartbeat's syncs do (`clock.rs`).
     pub(crate) async fn op<T>(&self, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
         match self.race(tokio::time::timeout(self.shared.options.operation_timeout, fut)).await? {
-            Err(_) => Ok(Err(zk::Error::ConnectionLoss)),
+            Err(_) => Ok(Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into()))),
             Ok(r) => Ok(r),
         }
     }
@@ -269,11 +270,11 @@ impl OwnWatch {
     /// as the node's owner.
     pub(crate) fn armed(
         stat: &zk::Stat,
-        watch: zk::OneshotWatcher,
+        watch: zk::Watch,
         states: zk::StateWatcher,
         session: i64,
     ) -> Option<OwnWatch> {
-        (stat.ephemeral_owner == session).then(|| OwnWatch { event: Box::pin(watch.changed()), states })
+        (stat.ephemeral_owner == session).then(|| OwnWatch { event: Box::pin(watch), states })
     }
 
     /// `self` if nothing was reported on our node and the session stayed on
@@ -368,7 +369,7 @@ impl Attempt {
             Some(d) => (format!("{}/{}{:010}", ctx.path, self.name_prefix, d.sequence), zk::CreateMode::Ephemeral),
             None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
         };
-        let options = ctx.shared.create_options(mode);
+        let acl = ctx.shared.acl();
         loop {
             ctx.interrupted()?;
             let states = self.session.watch_from_now();
@@ -377,10 +378,13 @@ impl Attempt {
             // Either future, unboxed: the plain create is every acquire's.
             let create = match &ctx.downgrade {
                 None => {
-                    let create = zk.create(&create_path, &ctx.data, &options);
+                    let create = zk.create(&create_path, &ctx.data, acl, mode);
                     futures_util::future::Either::Left(async move {
                         match create.await {
-                            Ok((stat, seq)) => Made::Node(stat, Some(seq)),
+                            Ok(made) => {
+                                let (path, stat) = made.value;
+                                Made::Node(Some(stat), path.rsplit('/').next().map(str::to_owned))
+                            },
                             Err(e) => Made::Failed(e),
                         }
                     })
@@ -393,28 +397,26 @@ impl Attempt {
                 // behind it was granted, and the read node then came before
                 // that writer: two holders.)
                 Some(d) => {
-                    let mut multi = zk.new_multi_writer();
-                    multi
-                        .add_check_version(&d.write_node, -1)
-                        .and_then(|()| multi.add_create(&create_path, &ctx.data, &options))
-                        .map_err(|e| Ctx::zk_failure("downgrading", e))?;
-                    let commit = multi.commit();
+                    let commit = zk.multi(&[
+                        zk::MultiOp::Check { path: d.write_node.clone(), version: -1 },
+                        zk::MultiOp::Create { path: create_path.clone(), data: ctx.data.clone(), acl: acl.to_vec(), mode },
+                    ]);
                     futures_util::future::Either::Right(async move {
                         match commit.await {
                             Ok(results) => results
+                                .value
                                 .into_iter()
                                 .find_map(|r| match r {
-                                    zk::MultiWriteResult::Create { stat, .. } => Some(Made::Node(stat, None)),
+                                    zk::MultiResult::Create { stat, .. } => Some(Made::Node(stat, None)),
                                     _ => None,
                                 })
                                 // No create result: not what ZooKeeper
                                 // answers; look for our node as after a
                                 // lost reply.
-                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss)),
-                            Err(zk::MultiWriteError::OperationFailed { index: 0, source: zk::Error::NoNode }) => {
-                                Made::WriteNodeGone
-                            },
-                            Err(e) => Made::Failed(e.into()),
+                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss("a multi's reply without its create".into()))),
+                            Err(zk::Error::Multi { index: 0, code: zk::Code::NoNode }) => Made::WriteNodeGone,
+                            Err(zk::Error::Multi { code, .. }) => Made::Failed(zk::Error::Server(code)),
+                            Err(e) => Made::Failed(e),
                         }
                     })
                 },
@@ -447,7 +449,9 @@ impl Attempt {
                     let name = self.made_name(seq, &create_path);
                     // A create inside a transaction may come back without
                     // its Stat (ZOOKEEPER-4026, ZOOKEEPER-4667): read it.
-                    let stat = if stat.is_invalid() {
+                    let stat = if let Some(stat) = stat {
+                        stat
+                    } else {
                         match ctx.op(zk.check_stat(&create_path)).await? {
                             Ok(Some(stat)) if stat.ephemeral_owner == self.session.id => stat,
                             Ok(_) => {
@@ -461,8 +465,6 @@ impl Attempt {
                             },
                             Err(e) => return Err(Ctx::zk_failure("reading the read node made", e)),
                         }
-                    } else {
-                        stat
                     };
                     self.node = Some(OwnNode { name: name.clone(), czxid: stat.czxid });
                     crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
@@ -501,7 +503,7 @@ impl Attempt {
                         ),
                     )));
                 },
-                Made::Failed(zk::Error::NoNode) => {
+                Made::Failed(zk::Error::Server(zk::Code::NoNode)) => {
                     self.unknown_create = false;
                     drop(list);
                     self.make_parents(ctx).await?;
@@ -510,7 +512,7 @@ impl Attempt {
                 // own node: recover it like a lost reply (our read node
                 // exists only if its transaction, with the write node's
                 // check, was applied).
-                Made::Failed(e) if outcome_unknown(&e) || (e == zk::Error::NodeExists && ctx.downgrade.is_some()) => {
+                Made::Failed(e) if outcome_unknown(&e) || (e == zk::Error::Server(zk::Code::NodeExists) && ctx.downgrade.is_some()) => {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
                         return Ok(Some(Look { children, proof: None, own: None }));
@@ -526,9 +528,9 @@ impl Attempt {
 
     /// The name of the node our create made at `create_path`: with the
     /// sequence the server appended, or as chosen (a downgrade's read node).
-    fn made_name(&self, seq: Option<zk::CreateSequence>, create_path: &str) -> String {
-        match seq {
-            Some(seq) => format!("{}{seq}", self.name_prefix),
+    fn made_name(&self, made: Option<String>, create_path: &str) -> String {
+        match made {
+            Some(name) => name,
             None => create_path.rsplit('/').next().unwrap_or_default().to_owned(),
         }
     }
@@ -552,10 +554,13 @@ impl Attempt {
         let grace_end = tokio::time::Instant::now() + CLEANUP_GRACE;
         self.grace_end = Some(grace_end);
         match tokio::time::timeout_at(grace_end, create).await {
-            Ok(Made::Node(stat, seq)) => {
+            Ok(Made::Node(Some(stat), seq)) => {
                 self.node = Some(OwnNode { name: self.made_name(seq, create_path), czxid: stat.czxid });
                 self.unknown_create = false;
             },
+            // Made, but its Stat not sent (a transaction's create on some
+            // releases): the background looks for it like an unknown outcome.
+            Ok(Made::Node(None, _)) => {},
             // Nothing was made.
             Ok(Made::WriteNodeGone) => self.unknown_create = false,
             Ok(Made::Failed(e)) if !outcome_unknown(&e) => self.unknown_create = false,
@@ -573,7 +578,7 @@ impl Attempt {
             ctx.reconnected(&self.session).await?;
             let children = match ctx.op(zk.list_children(&ctx.path)).await? {
                 Ok(c) => c,
-                Err(zk::Error::NoNode) => {
+                Err(zk::Error::Server(zk::Code::NoNode)) => {
                     self.unknown_create = false;
                     return Ok(None);
                 },
@@ -591,10 +596,10 @@ impl Attempt {
                             adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
                         } else {
                             log::warn!("zklock: deleting duplicate lock node {path}");
-                            let _ = ctx.op(zk.delete(&path, None)).await?;
+                            let _ = ctx.op(zk.remove(&path, None)).await?;
                         }
                     },
-                    Ok(_) | Err(zk::Error::NoNode) => {},
+                    Ok(_) | Err(zk::Error::Server(zk::Code::NoNode)) => {},
                     Err(e) if outcome_unknown(&e) => retry = true,
                     Err(e) => return Err(Ctx::zk_failure("looking at our lock node", e)),
                 }
@@ -616,21 +621,18 @@ impl Attempt {
     pub(crate) async fn make_parents(&self, ctx: &Ctx) -> std::result::Result<(), Step> {
         let zk = self.session.zk()?;
         let mut mode = zk::CreateMode::Container;
+        let acl = ctx.shared.acl();
         loop {
-            let options = ctx.shared.create_options(mode);
-            match ctx.op(zk.mkdir(&ctx.path, &options)).await? {
+            match ctx.op(zk::mkdir(&zk, &ctx.path, acl, mode)).await? {
                 Ok(()) => return Ok(()),
-                Err(zk::Error::Unimplemented) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
+                Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
                 // The chroot of the connect string does not exist: make it,
                 // as persistent nodes (as kazoo does; a namespace is not a
                 // lock parent and must not vanish when empty).
-                Err(zk::Error::NoNode) if zk.path() != "/" => {
-                    let chroot = zk.path().to_owned();
-                    let Ok(root) = zk.clone().chroot("/") else {
-                        return Err(Step::Fail(Error::internal("cannot leave the chroot")));
-                    };
-                    let persistent = ctx.shared.create_options(zk::CreateMode::Persistent);
-                    match ctx.op(root.mkdir(&chroot, &persistent)).await? {
+                Err(zk::Error::Server(zk::Code::NoNode)) if !zk.chroot().is_empty() => {
+                    let chroot = zk.chroot().to_owned();
+                    let root = zk.without_chroot();
+                    match ctx.op(zk::mkdir(&root, &chroot, acl, zk::CreateMode::Persistent)).await? {
                         Ok(()) => log::info!("zklock: created the chroot {chroot} of the connect string"),
                         Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
                         Err(e) => {
@@ -712,7 +714,7 @@ impl Attempt {
                     let read_own = own.is_none().then(|| zk.get_and_watch_data(&own_path));
                     let (children, watcher) = match ctx.op(list).await? {
                         Ok((children, watcher)) => (children, Some(watcher)),
-                        Err(zk::Error::NoNode) => (Vec::new(), None),
+                        Err(zk::Error::Server(zk::Code::NoNode)) => (Vec::new(), None),
                         Err(e) if outcome_unknown(&e) => {
                             ctx.reconnected(&self.session).await?;
                             continue;
@@ -728,7 +730,7 @@ impl Attempt {
                     };
                     let blocked =
                         names::decide_with_permits(ctx.mode, ctx.permits, &children, &name) == Decision::WaitOnChildren;
-                    let Some(watcher) = watcher.filter(|_| blocked) else {
+                    let Some(mut watcher) = watcher.filter(|_| blocked) else {
                         // Not blocked any more (or gone): decide on this
                         // list, with the read sent behind it as its proof.
                         known = Some(Look { children, proof: None, own: fresh });
@@ -760,7 +762,7 @@ impl Attempt {
                             tokio::select! {
                                 biased;
                                 ev = own_event => Some(Err(ev)),
-                                ev = watcher.changed() => Some(Ok(ev)),
+                                ev = &mut watcher => Some(Ok(ev)),
                                 () = mutex_ended => None,
                             }
                         })
@@ -768,7 +770,7 @@ impl Attempt {
                     match woken {
                         Some(Err(ev)) => {
                             own = None;
-                            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                            if ev.kind == zk::EventType::Session {
                                 return Err(Step::Restart);
                             }
                         },
@@ -799,10 +801,10 @@ impl Attempt {
                             None => continue,
                         }
                     }
-                    let watcher = match blocker_reply {
+                    let mut watcher = match blocker_reply {
                         Ok((_, _, watcher)) => watcher,
                         // Gone between the list and the watch: look again now.
-                        Err(zk::Error::NoNode) => continue,
+                        Err(zk::Error::Server(zk::Code::NoNode)) => continue,
                         Err(e) if outcome_unknown(&e) => {
                             ctx.reconnected(&self.session).await?;
                             continue;
@@ -820,7 +822,7 @@ impl Attempt {
                         .race(async {
                             tokio::select! {
                                 biased;
-                                ev = watcher.changed() => Ok(ev),
+                                ev = &mut watcher => Ok(ev),
                                 ev = own_event => Err(ev),
                             }
                         })
@@ -830,10 +832,10 @@ impl Attempt {
                         // Something happened to our node while we waited.
                         Err(ev) => {
                             own = None;
-                            if ev.event_type == zk::EventType::Session && ev.session_state.is_terminated() {
+                            if ev.kind == zk::EventType::Session {
                                 return Err(Step::Restart);
                             }
-                            if ev.event_type == zk::EventType::NodeDeleted {
+                            if ev.kind == zk::EventType::NodeDeleted {
                                 log::info!(
                                     "zklock: our node {own_path} was deleted while waiting (session {:#x}); queueing again",
                                     self.session.id
@@ -844,7 +846,7 @@ impl Attempt {
                             continue;
                         },
                     };
-                    if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                    if event.kind == zk::EventType::Session {
                         return Err(Step::Restart);
                     }
                     // The only node before ours is gone and none can take
@@ -857,7 +859,7 @@ impl Attempt {
                     // now is answered after every notification of that
                     // transaction: it proves the node ours, or sends us to
                     // the back of the queue (protocol section 4, grant rule).
-                    if sole && event.event_type == zk::EventType::NodeDeleted {
+                    if sole && event.kind == zk::EventType::NodeDeleted {
                         // The watch armed while waiting is no evidence, but
                         // it is dropped only once the read has armed the new
                         // one: dropping the last watcher of a path makes the
@@ -898,7 +900,7 @@ impl Attempt {
         let read = read.then(|| zk.get_and_watch_data(own_path));
         let children = match ctx.op(list).await? {
             Ok(children) => children,
-            Err(zk::Error::NoNode) => Vec::new(),
+            Err(zk::Error::Server(zk::Code::NoNode)) => Vec::new(),
             Err(e) if outcome_unknown(&e) => {
                 ctx.reconnected(&self.session).await?;
                 return Ok(None);
@@ -928,7 +930,7 @@ impl Attempt {
         &mut self,
         ctx: &Ctx,
         own_path: &str,
-        read: impl Future<Output = ZkResult<(Vec<u8>, zk::Stat, zk::OneshotWatcher)>>,
+        read: impl Future<Output = ZkResult<(Vec<u8>, zk::Stat, zk::Watch)>>,
         states: zk::StateWatcher,
     ) -> std::result::Result<Option<OwnWatch>, Step> {
         match ctx.op(read).await? {
@@ -943,7 +945,7 @@ impl Attempt {
                     Err(Step::Restart)
                 },
             },
-            Err(zk::Error::NoNode) => {
+            Err(zk::Error::Server(zk::Code::NoNode)) => {
                 log::info!("zklock: our node {own_path} is gone (session {:#x}); queueing again", self.session.id);
                 self.node = None;
                 Err(Step::Restart)

@@ -6,19 +6,21 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zookeeper_client as zk;
-
 use crate::client::{Session, Shared};
+use crate::zk::{self, ClientExt as _, Code};
 use crate::names::{self};
 
 /// Whether a ZooKeeper error leaves the outcome of a request unknown.
 pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
-    matches!(e, zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::Custom(_) | zk::Error::UnexpectedError(_))
+    matches!(
+        e,
+        zk::Error::ConnectionLoss(_) | zk::Error::Timeout(_) | zk::Error::Server(Code::ConnectionLoss | Code::OperationTimeout)
+    )
 }
 
 /// Whether a ZooKeeper error means the session is gone.
 pub(crate) fn session_gone(e: &zk::Error) -> bool {
-    matches!(e, zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed)
+    matches!(e, zk::Error::SessionExpired | zk::Error::Closed | zk::Error::Server(Code::SessionExpired | Code::SessionMoved))
 }
 
 /// Something to delete in the background until it is gone or the session is.
@@ -66,7 +68,7 @@ pub(crate) async fn delete_node(
     if session.state().is_terminated() {
         return Deletion::Gone;
     }
-    if session.state() == zk::SessionState::SyncConnected {
+    if session.state() == zk::SessionState::Connected {
         let now = async {
             if known_ours {
                 delete_once(shared, session, &path, None).await
@@ -89,10 +91,10 @@ pub(crate) async fn delete_node(
 /// One `delete` of `path` (at `version`, if given).
 pub(crate) async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> Deletion {
     let Ok(zk) = session.zk() else { return Deletion::Gone };
-    match tokio::time::timeout(shared.options.operation_timeout, zk.delete(path, version)).await {
+    match tokio::time::timeout(shared.options.operation_timeout, zk.remove(path, version)).await {
         Ok(Ok(())) => Deletion::Deleted,
-        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
-        Ok(Err(zk::Error::NoAuth)) => refused(path, session),
+        Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => Deletion::Gone,
+        Ok(Err(zk::Error::Server(zk::Code::NoAuth))) => refused(path, session),
         Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }
@@ -111,7 +113,7 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
         // Connected, the server was only slower than the caller's patience
         // (an outside test aborting 2,000 acquires at once got a warning
         // for half of them): routine.
-        Cleanup::Node(path) if session.state() == zk::SessionState::SyncConnected => log::info!(
+        Cleanup::Node(path) if session.state() == zk::SessionState::Connected => log::info!(
             "zklock: {path} is not deleted yet (session {:#x}): the server is slow to answer; going on in the \
              background",
             session.id
@@ -166,7 +168,7 @@ pub(crate) async fn cleanup_once(shared: &Shared, session: &Session, what: &Clea
             let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await
             {
                 Ok(Ok(c)) => c,
-                Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => return true,
+                Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => return true,
                 _ => return false,
             };
             for node in names::own_nodes(&children, prefix) {
@@ -193,7 +195,7 @@ pub(crate) async fn delete_if_ours(shared: &Shared, session: &Session, path: &st
             Deletion::Gone
         },
         Ok(Ok(None)) => Deletion::Gone,
-        Ok(Err(e)) if e == zk::Error::NoNode || session_gone(&e) => Deletion::Gone,
+        Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => Deletion::Gone,
         Ok(Err(_)) | Err(_) => Deletion::Pending,
     }
 }

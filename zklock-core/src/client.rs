@@ -1,7 +1,7 @@
 //! The blocking ZooKeeper client that locks are made from.
 //!
 //! A [`Client`] owns a private tokio runtime (one worker thread) that drives
-//! `zookeeper-client`, a supervisor that replaces an expired session with a
+//! the session layer (`zklock-zk`), a supervisor that replaces an expired session with a
 //! new one, a heartbeat that keeps the safety clock of section 5 of the
 //! protocol, and one event thread that runs state-change callbacks.
 
@@ -11,28 +11,20 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use zookeeper_client as zk;
 
 use crate::clock::SafetyClock;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::listeners::{Listeners, Subscription};
 use crate::lock::{Lock, LockOptions, ReadWriteLock};
 use crate::names::{self, LockMode, NodeKind};
-use crate::nodelay;
-use crate::security::{split_host_port, Acl, TlsOptions, Verdict};
+use crate::security::{Acl, TlsOptions};
 use crate::validate::{
     option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
+use crate::zk::{self, ClientExt as _};
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
 
-/// How long the TLS probe waits for each server's handshake, and the
-/// refusal probe for each address's TCP connect (or a name's lookup).
-const PROBE_PATIENCE: Duration = Duration::from_secs(3);
-
-/// How long a first connect runs before the refusal probe starts: a server
-/// that answers at once is never probed.
-const REFUSAL_GRACE: Duration = Duration::from_millis(100);
 
 /// Options for [`Client::connect`].
 #[derive(Clone, Debug)]
@@ -222,6 +214,8 @@ pub struct Participant {
 pub(crate) struct Session {
     zk: Mutex<Option<zk::Client>>,
     states: zk::StateWatcher,
+    /// A handle kept for `close()` after `zk` was taken.
+    closer: zk::Client,
     /// The session id (`ephemeralOwner` of our nodes).
     pub(crate) id: i64,
     /// The negotiated session timeout.
@@ -284,7 +278,7 @@ impl Session {
         let mut states = self.states();
         loop {
             match states.state() {
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(()),
+                zk::SessionState::Connected => return Ok(()),
                 s if s.is_terminated() => {
                     return Err(Error::new(ErrorKind::SessionExpired, format!("session {:#x} ended: {s}", self.id)))
                 },
@@ -294,12 +288,13 @@ impl Session {
         }
     }
 
-    /// Drops this session's client: once in-flight requests end, the
-    /// ZooKeeper client closes the session (its ephemeral nodes go).
+    /// Closes the session (its ephemeral nodes go): requests sent before
+    /// are answered first; later calls fail with `Closed`.
     fn close(&self) {
         if let Ok(mut zk) = self.zk.lock() {
             zk.take();
         }
+        self.closer.start_close();
     }
 }
 
@@ -315,13 +310,9 @@ pub(crate) async fn with_deadline<F: Future>(deadline: Option<Instant>, what: &s
 /// this, never the runtime, so the runtime can shut down from anywhere.
 pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
-    /// `options.acl` as the ZooKeeper client takes it.
+    /// `options.acl` as the session layer takes it.
     acl: Vec<zk::Acl>,
     hosts: String,
-    /// The servers' socket addresses, for [`nodelay::disable_nagle`]:
-    /// looked up on the runtime once the connect has started (empty until
-    /// then).
-    servers: Arc<std::sync::OnceLock<Vec<std::net::SocketAddr>>>,
     pub(crate) handle: tokio::runtime::Handle,
     session: watch::Sender<Option<Arc<Session>>>,
     closed: watch::Sender<bool>,
@@ -338,10 +329,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// How every node of this client is created: `mode`, with the client's
-    /// ACL.
-    pub(crate) fn create_options(&self, mode: zk::CreateMode) -> zk::CreateOptions<'_> {
-        mode.with_acls(zk::Acls::new(&self.acl))
+    /// The ACL every node of this client is created with.
+    pub(crate) fn acl(&self) -> &[zk::Acl] {
+        &self.acl
     }
 }
 
@@ -531,16 +521,19 @@ impl Shared {
         Ok(())
     }
 
-    /// Opens a session, trying until the connect timeout. With `fail_fast`
-    /// (the client's first connect), a probe of our own beside it fails the
-    /// connect at once, naming them, when every server refuses the TCP
-    /// connection (or has no address): see [`refusals`].
-    async fn connect_session(options: &ClientOptions, hosts: &str, fail_fast: bool) -> Result<Arc<Session>> {
+    /// Opens a session, trying until the connect timeout. Fails at once,
+    /// naming them, when every server refuses the connection, has no
+    /// address, or refuses the TLS handshake.
+    async fn connect_session(options: &ClientOptions, hosts: &str) -> Result<Arc<Session>> {
         // The protocol counts in milliseconds: a shorter timeout (any
         // positive one is valid) asks for 1 ms, which the server
         // negotiates up to its minimum.
         let asked = options.session_timeout.max(Duration::from_millis(1));
-        let mut connector = zk::Client::connector().with_session_timeout(asked);
+        let bad = |e: zk::Error| Error::new(ErrorKind::InvalidArgument, format!("connect string {}: {e}", shown(hosts)));
+        let mut config = zklock_zk::Config::new(hosts)
+            .map_err(bad)?
+            .session_timeout(asked)
+            .connect_timeout(options.connect_timeout);
         if let Some((user, password)) = &options.digest {
             if !user.is_ascii() || !password.is_ascii() {
                 // The server decodes the login with its JVM's default
@@ -552,101 +545,39 @@ impl Shared {
                      (LC_ALL=C, Java before 18) gives the session another identity than an ACL's hash of it"
                 );
             }
-            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+            config = config.auth("digest", format!("{user}:{password}").as_bytes());
         }
         if let Some((user, password)) = &options.sasl {
-            connector = connector.with_sasl(zk::SaslOptions::digest_md5(user.clone(), password.clone()));
+            config = config.sasl_digest_md5(user, password);
         }
-        // With TLS, a handshake of our own runs beside the first attempt:
-        // the client only ever says it could not connect.
-        let mut probe = None;
         if let Some(tls) = &options.tls {
-            let (zk_tls, check) = tls.prepare()?;
-            connector = connector.with_tls(zk_tls);
-            let servers: Vec<String> =
-                hosts.split('/').next().unwrap_or_default().split(',').map(str::to_owned).collect();
-            probe = Some(tokio::task::spawn_blocking(move || check.check(&servers, PROBE_PATIENCE)));
+            config = config.tls(tls.prepare()?);
         }
-        // The ZooKeeper client retries a refused connection until its
-        // timeout and then says only that it could not connect: a TCP
-        // probe of our own says at once that nothing listens there.
-        let mut refusal = fail_fast.then(|| Box::pin(refusals(hosts.to_owned(), REFUSAL_GRACE, PROBE_PATIENCE)));
-        let mut refused: Option<String> = None;
-        let secure = options.tls.is_some();
-        let mut tls_doubt: Option<String> = None;
-        let deadline = Instant::now() + options.connect_timeout;
-        // zookeeper-client gives up on a connect after the session timeout
-        // it asked for (which may be far below what the server grants, or
-        // below the connect timeout): try again until the connect timeout.
-        let (zk, connect_began) = loop {
-            // The server creates the session after this instant: the
-            // safety clock may count from here, never from the answer.
-            let connect_began = Instant::now();
-            let attempt = connector.clone();
-            let attempt = async move {
-                if secure {
-                    attempt.secure_connect(hosts).await
-                } else {
-                    attempt.connect(hosts).await
-                }
-            };
-            let attempt = tokio::time::timeout_at(deadline.into(), attempt);
-            tokio::pin!(attempt);
-            let outcome = loop {
-                tokio::select! {
-                    // A connect that succeeds wins over any probe.
-                    biased;
-                    outcome = &mut attempt => break outcome,
-                    verdict = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
-                        probe = None;
-                        match verdict {
-                            Ok(Verdict::Refused(why)) => return Err(Error::new(
-                                ErrorKind::ConnectionLoss,
-                                format!("no TLS connection to {} can be made: {why}", shown(hosts)),
-                            )),
-                            Ok(Verdict::Doubt(why)) => tls_doubt = Some(why),
-                            Ok(Verdict::Works) | Err(_) => {},
-                        }
-                    },
-                    found = async { refusal.as_mut().expect("guarded").await }, if refusal.is_some() => {
-                        refusal = None;
-                        match found {
-                            Refusals::All(why) => return Err(Error::new(
-                                ErrorKind::ConnectionLoss,
-                                format!("could not connect to {}: {why}", shown(hosts)),
-                            )),
-                            Refusals::Some(why) => refused = Some(why),
-                            Refusals::None => {},
-                        }
-                    },
-                }
-            };
-            let last = match outcome {
-                Ok(Ok(zk)) => break (zk, connect_began),
-                Ok(Err(e @ (zk::Error::Timeout | zk::Error::ConnectionLoss | zk::Error::NoHosts))) => e.to_string(),
-                Ok(Err(e)) => return Err(Error::from_zk(&format!("connecting to {}", shown(hosts)), e)),
-                Err(_) => "no answer".to_owned(),
-            };
-            if Instant::now() >= deadline {
-                let tls = tls_doubt.as_deref().map(|why| format!("; TLS: {why}")).unwrap_or_default();
-                let refused = refused.as_deref().map(|why| format!("; {why}")).unwrap_or_default();
+        let zk = match zklock_zk::Session::connect(config).await {
+            Ok(zk) => zk,
+            Err(e @ (zk::Error::Unreachable(_) | zk::Error::Timeout(_))) => {
+                let why = match &e {
+                    zk::Error::Unreachable(why) => why.clone(),
+                    _ => format!("no server answered within {:?} ({e})", options.connect_timeout),
+                };
                 return Err(Error::new(
                     ErrorKind::ConnectionLoss,
-                    format!(
-                        "could not connect to {} within {:?} ({last}{refused}{tls})",
-                        shown(hosts),
-                        options.connect_timeout
-                    ),
+                    format!("could not connect to {}: {why}", shown(hosts)),
                 ));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            },
+            Err(e) => return Err(Error::from_zk(&format!("connecting to {}", shown(hosts)), e)),
+        };
+        // The server created the session after the connect request was
+        // handed to the socket: the safety clock counts from there.
+        let Some(first) = zk.connected() else {
+            return Err(Error::new(ErrorKind::ConnectionLoss, format!("connecting to {}: the connection dropped", shown(hosts))));
         };
         if options.sasl.is_some() || !options.acl.is_open() {
             // One whoami for both checks; servers before 3.7 cannot say
             // which identities the session has: nothing is checked there.
-            let identities: Option<Vec<(String, String)>> = match zk.list_auth_users().await {
-                Ok(users) => Some(users.iter().map(|u| (u.scheme().to_owned(), u.user().to_owned())).collect()),
-                Err(zk::Error::Unimplemented) => {
+            let identities: Option<Vec<(String, String)>> = match zk.who_am_i().value().await {
+                Ok(users) => Some(users),
+                Err(zk::Error::Server(zk::Code::Unimplemented)) => {
                     log::debug!("zklock: the server cannot list the session's identities (no whoami before 3.7)");
                     None
                 },
@@ -664,9 +595,10 @@ impl Shared {
         }
         let session = Arc::new(Session {
             states: zk.state_watcher(),
-            id: zk.session_id().0,
-            timeout: zk.session_timeout(),
-            clock: SafetyClock::new(connect_began, zk.session_timeout()),
+            id: zk.id(),
+            timeout: first.timeout,
+            clock: SafetyClock::new(first.connect_sent, first.timeout, first.connection),
+            closer: zk.clone(),
             zk: Mutex::new(Some(zk)),
         });
         Ok(session)
@@ -748,25 +680,22 @@ impl Shared {
         let every = session.timeout / 8;
         let patience = session.timeout / 3;
         let mut states = session.states();
-        let mut connection = 0;
         loop {
             if session.state().is_terminated() || self.is_closed() {
                 return;
             }
             if let Ok(zk) = session.zk() {
-                if let Some(reply) = session.clock.heartbeat(&zk, &mut states, &mut connection, patience).await {
+                if let Some(reply) = session.clock.heartbeat(&zk, patience).await {
                     session.clock.credit(reply);
                 }
             }
             tokio::select! {
                 _ = tokio::time::sleep(session.clock.next_heartbeat(every)) => {}
-                // Another connection: heartbeat as soon as it is up, to
-                // start its history (a change always means a new one).
+                // Another connection: heartbeat as soon as it is up (its
+                // first reply credits the reconnect).
                 mut s = states.changed() => {
-                    connection += 1;
-                    while s != zk::SessionState::SyncConnected && !s.is_terminated() && !self.is_closed() {
+                    while s != zk::SessionState::Connected && !s.is_terminated() && !self.is_closed() {
                         s = states.changed().await;
-                        connection += 1;
                     }
                 },
             }
@@ -780,20 +709,18 @@ impl Shared {
         loop {
             tokio::spawn(self.clone().heartbeat(current.clone()));
             let mut states = current.states();
-            let mut was = zk::SessionState::SyncConnected;
+            let mut was = zk::SessionState::Connected;
             loop {
                 let s = states.state();
                 if s.is_terminated() {
                     break;
                 }
-                if s == zk::SessionState::SyncConnected {
-                    // Every (re)connect opens a new socket.
-                    nodelay::disable_nagle(self.servers.get().map_or(&[], Vec::as_slice));
-                    if was != zk::SessionState::SyncConnected {
+                if s == zk::SessionState::Connected {
+                    if was != zk::SessionState::Connected {
                         log::info!("zklock: session {:#x} reconnected; its locks are held again", current.id);
                         self.tell(ConnectionState::Reconnected);
                     }
-                } else if was == zk::SessionState::SyncConnected && !self.is_closed() {
+                } else if was == zk::SessionState::Connected && !self.is_closed() {
                     log::warn!(
                         "zklock: session {:#x} lost its connection ({s}); its locks are suspended until it \
                          reconnects, lost if it expires",
@@ -823,9 +750,7 @@ impl Shared {
                 if self.is_closed() {
                     return;
                 }
-                // No refusal probe: while the servers refuse, this loop retries
-                // anyway (a quick failure would only log more often).
-                match Self::connect_session(&self.options, &self.hosts, false).await {
+                match Self::connect_session(&self.options, &self.hosts).await {
                     // Closed while this session was being made: it goes at
                     // once, unannounced (an outside test saw "new session"
                     // after `close()` had returned).
@@ -996,7 +921,6 @@ impl Client {
             acl: options.acl.to_zk(),
             options,
             hosts,
-            servers: Arc::default(),
             handle: runtime.handle().clone(),
             session: watch::channel(None).0,
             closed: watch::channel(false).0,
@@ -1008,15 +932,7 @@ impl Client {
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let first = async move {
-            // The servers' addresses for TCP_NODELAY, looked up here, beside
-            // the connect, not by the caller's thread (a Node or asyncio
-            // caller's event loop, a thread holding Python's GIL).
-            let (servers, hosts) = (shared.servers.clone(), shared.hosts.clone());
-            tokio::spawn(async move {
-                let addrs = nodelay::server_addrs(&hosts, PROBE_PATIENCE).await;
-                nodelay::disable_nagle(servers.get_or_init(|| addrs));
-            });
-            let session = Shared::connect_session(&shared.options, &shared.hosts, true).await?;
+            let session = Shared::connect_session(&shared.options, &shared.hosts).await?;
             shared.session.send_replace(Some(session.clone()));
             tokio::spawn(shared.clone().supervise(session.clone()));
             log::info!(
@@ -1207,17 +1123,17 @@ impl Client {
             let zk = session.zk()?;
             let children = match with_deadline(deadline, "listing the lock", zk.list_children(&path)).await? {
                 Ok(c) => c,
-                Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                Err(zk::Error::Server(zk::Code::NoNode)) => return Ok(Vec::new()),
                 Err(e) => return Err(Error::from_zk("listing the lock", e)),
             };
             let queue = names::queue_with_holders(&children);
             // Requests are sent when created: all reads go out pipelined.
-            let reads: Vec<_> = queue.iter().map(|(n, _)| zk.get_data(&format!("{path}/{}", n.name))).collect();
+            let reads: Vec<_> = queue.iter().map(|(n, _)| zk.read_data(&format!("{path}/{}", n.name))).collect();
             let mut out = Vec::with_capacity(queue.len());
             for ((node, holds), read) in queue.into_iter().zip(reads) {
                 let (data, stat) = match with_deadline(deadline, "reading a lock node", read).await? {
                     Ok(r) => r,
-                    Err(zk::Error::NoNode) => continue,
+                    Err(zk::Error::Server(zk::Code::NoNode)) => continue,
                     Err(e) => return Err(Error::from_zk("reading a lock node", e)),
                 };
                 out.push(Participant {
@@ -1315,139 +1231,6 @@ impl Client {
         }
     }
 }
-
-/// What the refusal probe found of the servers of a connect string.
-#[derive(Debug, PartialEq, Eq)]
-enum Refusals {
-    /// No server can be connected to (refused, no route, no address): why, as
-    /// `connection refused by A and B; C: ...`.
-    All(String),
-    /// Some did, others accepted it or gave no answer within the probe's
-    /// patience: why for those that refused.
-    Some(String),
-    /// None refused.
-    None,
-}
-
-/// What the refusal probe found of one server.
-enum Found {
-    /// An address accepted the connection: the ZooKeeper client may well
-    /// connect there.
-    Accepted,
-    /// An address, or the name's lookup, gave no answer in time (a
-    /// firewall that drops packets, a slow resolver), or failed in a way
-    /// that says nothing: the ZooKeeper client's connect is waited for.
-    Unknown,
-    /// Every address refused the connection (nothing listens on the port).
-    Refused,
-    /// Every address failed at once, not all by refusal (no route, network
-    /// down), or the name does not resolve: why.
-    Unreachable(String),
-}
-
-/// Tries a TCP connection to every address of every server of `hosts` (a
-/// validated connect string; at most [`MAX_PROBED_SERVERS`] different
-/// servers, else nothing is tried), after `grace` (a client that connects
-/// sooner drops this future, and the servers never see the probe), each
-/// address and each name lookup within `patience`. A server counts as
-/// unreachable when every one of its addresses refused the connection or
-/// failed at once for want of a route, or when its name does not resolve:
-/// what the ZooKeeper client meets too, and retries until the connect
-/// timeout. A server is reachable when one address accepts (the
-/// connection is closed at once, before ZooKeeper's handshake), and
-/// unknown when one gives no answer within `patience`.
-async fn refusals(hosts: String, grace: Duration, patience: Duration) -> Refusals {
-    tokio::time::sleep(grace).await;
-    let mut servers: Vec<String> = Vec::new();
-    for server in hosts.split('/').next().unwrap_or_default().split(',') {
-        if !servers.iter().any(|s| s == server) {
-            servers.push(server.to_owned());
-        }
-    }
-    if servers.len() > MAX_PROBED_SERVERS {
-        return Refusals::None;
-    }
-    let mut probes = tokio::task::JoinSet::new();
-    for (i, server) in servers.iter().cloned().enumerate() {
-        probes.spawn(async move { (i, probe_server(&server, patience).await) });
-    }
-    let mut found: Vec<(usize, Found)> = Vec::new();
-    while let Some(done) = probes.join_next().await {
-        match done {
-            Ok(one) => found.push(one),
-            Err(_) => found.push((usize::MAX, Found::Unknown)),
-        }
-    }
-    // In the order of the connect string.
-    found.sort_by_key(|(i, _)| *i);
-    let refused: Vec<String> =
-        found.iter().filter(|(_, f)| matches!(f, Found::Refused)).map(|(i, _)| servers[*i].clone()).collect();
-    let mut why = Vec::new();
-    if !refused.is_empty() {
-        why.push(format!("connection refused by {}", listed(&refused)));
-    }
-    for (i, f) in &found {
-        if let Found::Unreachable(reason) = f {
-            why.push(format!("{}: {reason}", servers[*i]));
-        }
-    }
-    let answered = found.iter().any(|(_, f)| matches!(f, Found::Unknown | Found::Accepted));
-    match (why.is_empty(), answered) {
-        (true, _) => Refusals::None,
-        (false, false) => Refusals::All(why.join("; ")),
-        (false, true) => Refusals::Some(why.join("; ")),
-    }
-}
-
-/// A TCP connection to each address of `server` (`host[:port]` or
-/// `[ipv6][:port]`, ZooKeeper's port 2181 by default), each within
-/// `patience`, as is its name's lookup.
-async fn probe_server(server: &str, patience: Duration) -> Found {
-    use std::io::ErrorKind as Io;
-    let Some((host, port)) = split_host_port(server) else { return Found::Unknown };
-    let addrs: Vec<std::net::SocketAddr> =
-        match tokio::time::timeout(patience, tokio::net::lookup_host((host, port))).await {
-            Err(_) => return Found::Unknown,
-            Ok(Err(e)) => return Found::Unreachable(format!("the name does not resolve ({e})")),
-            Ok(Ok(addrs)) => addrs.collect(),
-        };
-    if addrs.is_empty() {
-        return Found::Unreachable("the name has no address".to_owned());
-    }
-    let mut failures = Vec::new();
-    let mut all_refused = true;
-    for addr in &addrs {
-        match tokio::time::timeout(patience, tokio::net::TcpStream::connect(addr)).await {
-            Err(_) => return Found::Unknown,
-            Ok(Ok(_accepted)) => return Found::Accepted,
-            Ok(Err(e)) if e.kind() == Io::ConnectionRefused => failures.push(format!("{addr}: connection refused")),
-            Ok(Err(e)) if matches!(e.kind(), Io::HostUnreachable | Io::NetworkUnreachable | Io::AddrNotAvailable) => {
-                all_refused = false;
-                failures.push(format!("{addr}: {e}"));
-            },
-            Ok(Err(_)) => return Found::Unknown,
-        }
-    }
-    if all_refused {
-        Found::Refused
-    } else {
-        Found::Unreachable(failures.join(", "))
-    }
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn listed(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-/// The most servers the refusal probe tries (a connect string may name
-/// thousands, each a lookup and a connection): beyond it, the connect
-/// timeout is waited for as before.
-const MAX_PROBED_SERVERS: usize = 64;
 
 /// A session's identities as `scheme:id`, comma-separated, for messages.
 fn shown_identities(ids: &[(String, String)]) -> String {

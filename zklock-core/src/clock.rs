@@ -67,17 +67,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use futures_util::FutureExt as _;
 use tokio::sync::Notify;
-use zookeeper_client as zk;
+
+use crate::zk;
 
 /// Heartbeats remembered per connection (more than `T / 3` worth).
 const HISTORY: usize = 16;
 
 /// Evidence that the leader heard from the session: a request was handed
-/// to the client library at `sent` and answered at `answered`, both on the
-/// connection numbered `connection`. Only [`SafetyClock::heartbeat`] makes
-/// one.
+/// to the socket at `sent` and answered at `answered`, both on the
+/// connection numbered `connection` (the session layer's stamps). Only
+/// [`SafetyClock::heartbeat`] makes one.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SyncReply {
     sent: Instant,
@@ -85,6 +85,10 @@ pub(crate) struct SyncReply {
     connection: u64,
     /// A write, whose reply proves the session alive (a sync's does not).
     write: bool,
+    /// When the connect request of `connection` was handed to the socket,
+    /// if it is still the session's connection: its answer revalidated the
+    /// session on the leader after that.
+    connect_sent: Option<Instant>,
 }
 
 /// Answered heartbeats of the current connection.
@@ -110,14 +114,15 @@ pub(crate) struct SafetyClock {
 }
 
 impl SafetyClock {
-    /// The clock of a session with timeout `timeout` whose connect began at
-    /// `connect_began` (the server created the session after that).
-    pub(crate) fn new(connect_began: Instant, timeout: Duration) -> SafetyClock {
+    /// The clock of a session with timeout `timeout` whose connect request
+    /// was handed to the socket at `connect_sent` (the server created the
+    /// session after that), on the session layer's connection `connection`.
+    pub(crate) fn new(connect_sent: Instant, timeout: Duration, connection: u64) -> SafetyClock {
         SafetyClock {
-            base: connect_began,
+            base: connect_sent,
             timeout,
             credited: AtomicU64::new(0),
-            history: Mutex::new(History::default()),
+            history: Mutex::new(History { connection, ..History::default() }),
             advanced: Notify::new(),
         }
     }
@@ -188,60 +193,49 @@ impl SafetyClock {
     }
 
     /// Sends one `sync` (a write once the clock has run out) and waits up
-    /// to `patience` for its reply. `states` is this heartbeat task's own
-    /// watcher of the session state: any change seen since the last
-    /// heartbeat means another connection. `None` if there was no reply, or
-    /// the connection changed meanwhile.
-    pub(crate) async fn heartbeat(
-        &self,
-        zk: &zk::Client,
-        states: &mut zk::StateWatcher,
-        connection: &mut u64,
-        patience: Duration,
-    ) -> Option<SyncReply> {
-        // Consume every state change so far: a changed state since the
-        // previous heartbeat starts a new connection.
-        while states.changed().now_or_never().is_some() {
-            *connection += 1;
-        }
-        if states.state() != zk::SessionState::SyncConnected {
-            return None;
-        }
-        let before = *connection;
+    /// to `patience` for its reply. `None` if there was no reply. The send
+    /// time is the session layer's stamp: taken just before the write that
+    /// handed the request to the socket.
+    pub(crate) async fn heartbeat(&self, zk: &zk::Client, patience: Duration) -> Option<SyncReply> {
+        let connected = zk.connected()?;
         let write = !self.is_safe();
-        // Read before the request is handed over (the client library queues
-        // it synchronously when called): never later than the real send.
-        let sent = Instant::now();
-        let answered_ok = if write {
-            let probe = zk.set_data("/", &[], Some(i32::MIN));
-            matches!(
-                tokio::time::timeout(patience, probe).await,
-                Ok(Err(zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NoAuth)) | Ok(Ok(_))
-            )
+        let (answered_ok, stamp) = if write {
+            let probe = zk.set_data("/", &[], i32::MIN).stamped();
+            match tokio::time::timeout(patience, probe).await {
+                Ok((
+                    Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)),
+                    stamp,
+                )) => (true, stamp),
+                _ => (false, None),
+            }
         } else {
-            matches!(tokio::time::timeout(patience, zk.sync("/")).await, Ok(Ok(())))
+            match tokio::time::timeout(patience, zk.sync("/").stamped()).await {
+                Ok((Ok(()), stamp)) => (true, stamp),
+                _ => (false, None),
+            }
         };
-        let answered = Instant::now();
-        while states.changed().now_or_never().is_some() {
-            *connection += 1;
-        }
-        (answered_ok && *connection == before).then_some(SyncReply { sent, answered, connection: before, write })
+        let stamp = stamp.filter(|_| answered_ok)?;
+        let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
+        Some(SyncReply { sent: stamp.sent, answered: stamp.answered, connection: stamp.connection, write, connect_sent })
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).
     pub(crate) fn credit(&self, reply: SyncReply) {
         let Ok(mut history) = self.history.lock() else { return };
         if history.connection != reply.connection {
-            // The same session on another connection: the server
-            // revalidated it, which touches it on the leader (or standalone
-            // server) after the old connection failed, so after every
-            // request answered on that one was sent.
-            let revalidated = history.replies.back().map(|r| r.sent);
+            // The same session on another connection: answering its connect
+            // request, the server revalidated the session, which touches it
+            // on the leader after the request was handed to the socket. A
+            // leader that was deposed but does not know it yet may answer
+            // for about a tick after the new one started: the same lag as a
+            // sync's report covers that. Its answer proves the session
+            // alive (an expired one is answered with timeout 0), so it
+            // counts even after the clock ran out.
             history.connection = reply.connection;
             history.replies.clear();
             history.credited = false;
-            if let Some(sent) = revalidated {
-                self.credit_to(sent);
+            if let Some(touched) = reply.connect_sent.and_then(|c| c.checked_sub(self.report_lag())) {
+                self.credit_to(touched);
             }
         }
         let lag = self.report_lag();
@@ -279,7 +273,13 @@ mod tests {
 
     fn reply(clock: &SafetyClock, sent_s: u64, answered_ms: u64, connection: u64) -> SyncReply {
         let sent = clock.base + Duration::from_secs(sent_s);
-        SyncReply { sent, answered: sent + Duration::from_millis(answered_ms), connection, write: false }
+        SyncReply { sent, answered: sent + Duration::from_millis(answered_ms), connection, write: false, connect_sent: None }
+    }
+
+    /// The first reply on `connection`, whose connect request was sent at
+    /// `connect_s`.
+    fn first_on(clock: &SafetyClock, sent_s: u64, connection: u64, connect_s: f64) -> SyncReply {
+        SyncReply { connect_sent: Some(clock.base + Duration::from_secs_f64(connect_s)), ..reply(clock, sent_s, 10, connection) }
     }
 
     fn credited_s(clock: &SafetyClock) -> f64 {
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn the_session_start_counts_until_a_reported_heartbeat() {
-        let clock = SafetyClock::new(Instant::now(), T);
+        let clock = SafetyClock::new(Instant::now(), T, 0);
         assert_eq!(clock.safe_until(), clock.base + T - T / 10);
         // T/3 = 4 s: a heartbeat answered less than that before the
         // latest one was sent proves nothing yet.
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_late_answer_is_not_reported_yet() {
-        let clock = SafetyClock::new(Instant::now(), T);
+        let clock = SafetyClock::new(Instant::now(), T, 0);
         // Sent at 1 s, answered at 4.5 s: only a heartbeat sent at 8.5 s
         // or later can count it.
         clock.credit(reply(&clock, 1, 3_500, 0));
@@ -316,25 +316,42 @@ mod tests {
     }
 
     #[test]
-    fn another_connection_starts_a_new_history() {
-        let clock = SafetyClock::new(Instant::now(), T);
+    fn another_connection_starts_a_new_history_from_its_connect() {
+        let clock = SafetyClock::new(Instant::now(), T, 0);
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 2, 10, 0));
-        // The session moved to another server: the old server may never
-        // have reported those touches, but the server revalidated the
-        // session for the new connection (a touch on the leader) after the
-        // old one failed, so after the heartbeat of 2 s was sent.
-        clock.credit(reply(&clock, 5, 10, 1));
-        assert_eq!(credited_s(&clock), 2.0);
-        clock.credit(reply(&clock, 6, 10, 1));
-        assert_eq!(credited_s(&clock), 2.0);
-        clock.credit(reply(&clock, 10, 10, 1));
-        assert_eq!(credited_s(&clock), 5.0);
+        assert_eq!(credited_s(&clock), 0.0);
+        // The session moved to another connection, whose connect request
+        // left at 8.5 s: the server revalidated the session on the leader
+        // after that; less the lag of a deposed leader's answers (T/3).
+        clock.credit(first_on(&clock, 9, 1, 8.5));
+        assert_eq!(credited_s(&clock), 4.5);
+        // Replies of the old connection count no more.
+        clock.credit(reply(&clock, 12, 10, 1));
+        assert_eq!(credited_s(&clock), 4.5);
+        clock.credit(reply(&clock, 14, 10, 1));
+        assert_eq!(credited_s(&clock), 9.0, "the new connection's own history");
+    }
+
+    #[test]
+    fn a_reconnect_credits_even_after_the_clock_ran_out() {
+        let clock = SafetyClock::new(Instant::now(), T, 0);
+        // Safe until 10.8 s; an outage until 20 s: a sync answered then
+        // proves nothing, a connect answered proves the session alive.
+        clock.credit(reply(&clock, 21, 10, 0));
+        assert_eq!(credited_s(&clock), 0.0);
+        clock.credit(first_on(&clock, 21, 1, 20.0));
+        assert_eq!(credited_s(&clock), 16.0);
+        // Without its connect's time (the connection was gone by then), the
+        // reply of a new connection credits nothing.
+        let clock = SafetyClock::new(Instant::now(), T, 0);
+        clock.credit(reply(&clock, 21, 10, 1));
+        assert_eq!(credited_s(&clock), 0.0);
     }
 
     #[test]
     fn a_sync_answered_after_the_clock_ran_out_proves_nothing_until_a_write() {
-        let clock = SafetyClock::new(Instant::now(), T);
+        let clock = SafetyClock::new(Instant::now(), T, 0);
         // Safe until 10.8 s. A stall: the next answers come after that.
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 11, 10, 0));
@@ -356,51 +373,52 @@ mod tests {
     fn a_grant_needs_time_for_the_first_credit_or_a_moving_clock() {
         // A connect that waited half a session timeout: 0.4 T left, less
         // than the T/3 + T/8 its first credit may take.
-        let clock = SafetyClock::new(Instant::now() - T / 2, T);
+        let clock = SafetyClock::new(Instant::now() - T / 2, T, 0);
         assert!(clock.is_safe());
         assert!(!clock.will_stay_safe());
         // The first heartbeat is answered: the one that can count, T/3
         // after that answer, goes out then, not on the T/8 grid.
         let now = Instant::now();
-        clock.credit(SyncReply { sent: now, answered: now, connection: 0, write: false });
+        clock.credit(SyncReply { sent: now, answered: now, connection: 0, write: false, connect_sent: None });
         assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 away: the usual wait");
-        let clock = SafetyClock::new(Instant::now() - T / 2, T);
+        let clock = SafetyClock::new(Instant::now() - T / 2, T, 0);
         let early = Instant::now() - T / 4;
-        clock.credit(SyncReply { sent: early, answered: early, connection: 0, write: false });
+        clock.credit(SyncReply { sent: early, answered: early, connection: 0, write: false, connect_sent: None });
         let wait = clock.next_heartbeat(T / 8);
         assert!(wait <= T / 12 && wait > T / 12 - Duration::from_millis(100), "{wait:?}");
         // A heartbeat of this connection has moved the clock: it keeps
         // moving every T/8, so even 0.3 T left is enough.
-        let clock = SafetyClock::new(Instant::now() - T * 3 / 5, T);
+        let clock = SafetyClock::new(Instant::now() - T * 3 / 5, T, 0);
         let first = clock.base + Duration::from_secs(1);
-        clock.credit(SyncReply { sent: first, answered: first, connection: 0, write: false });
+        clock.credit(SyncReply { sent: first, answered: first, connection: 0, write: false, connect_sent: None });
         let later = first + T / 3;
-        clock.credit(SyncReply { sent: later, answered: later, connection: 0, write: false });
+        clock.credit(SyncReply { sent: later, answered: later, connection: 0, write: false, connect_sent: None });
         assert_eq!(credited_s(&clock), 1.0);
         assert!(clock.will_stay_safe());
         assert_eq!(clock.next_heartbeat(T / 8), T / 8);
-        // Another connection starts over: its revalidation credits the last
-        // send on the old one (1 s + T/3), and its own heartbeats have not
-        // moved the clock yet: enough time is left (0.63 T + 1 s).
+        // Another connection starts over: its revalidation credits its
+        // connect's send time less T/3 (7.2 s - 1 s - 4 s), and its own
+        // heartbeats have not moved the clock yet: enough time is left.
         let other = Instant::now();
-        clock.credit(SyncReply { sent: other, answered: other, connection: 1, write: false });
-        assert_eq!(credited_s(&clock), 5.0);
+        let connect_sent = Some(other - Duration::from_secs(1));
+        clock.credit(SyncReply { sent: other, answered: other, connection: 1, write: false, connect_sent });
+        assert!((credited_s(&clock) - 2.2).abs() < 0.01, "{}", credited_s(&clock));
         assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 until its first reply can count");
         assert!(clock.will_stay_safe());
         // A fresh session has nearly all of its clock.
-        assert!(SafetyClock::new(Instant::now(), T).will_stay_safe());
+        assert!(SafetyClock::new(Instant::now(), T, 0).will_stay_safe());
     }
 
     #[test]
     fn the_clock_never_goes_back() {
-        let clock = SafetyClock::new(Instant::now(), T);
+        let clock = SafetyClock::new(Instant::now(), T, 0);
         clock.credit(reply(&clock, 1, 10, 0));
         clock.credit(reply(&clock, 8, 10, 0));
         assert_eq!(credited_s(&clock), 1.0);
-        // Another connection: the revalidation credits 8 s (the last send
-        // on the old one); older replies of the new one do not move it back.
+        // Another connection whose connect left at 4.5 s: its credit
+        // (0.5 s) and older replies do not move the clock back.
+        clock.credit(first_on(&clock, 5, 1, 4.5));
         clock.credit(reply(&clock, 0, 10, 1));
-        clock.credit(reply(&clock, 5, 10, 1));
-        assert_eq!(credited_s(&clock), 8.0);
+        assert_eq!(credited_s(&clock), 1.0);
     }
 }

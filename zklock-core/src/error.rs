@@ -139,19 +139,17 @@ impl Error {
     }
 
     /// Maps an error of the ZooKeeper client, adding what we were doing.
-    pub(crate) fn from_zk(what: &str, err: zookeeper_client::Error) -> Self {
-        use zookeeper_client::Error as Zk;
+    pub(crate) fn from_zk(what: &str, err: zklock_zk::Error) -> Self {
+        use zklock_zk::{Code, Error as Zk};
         if let Some(refused) = crate::security::refusal(what, &err) {
             return refused;
         }
         let kind = match &err {
-            Zk::ConnectionLoss | Zk::Timeout | Zk::NoHosts => ErrorKind::ConnectionLoss,
-            Zk::SessionExpired | Zk::SessionMoved => ErrorKind::SessionExpired,
-            Zk::ClientClosed => ErrorKind::Closed,
-            Zk::BadArguments(_) => ErrorKind::InvalidArgument,
-            // An I/O failure of an in-flight request surfaces as a custom or
-            // unexpected error: the outcome is unknown, like a connection loss.
-            Zk::Custom(_) | Zk::UnexpectedError(_) => ErrorKind::ConnectionLoss,
+            Zk::ConnectionLoss(_) | Zk::Timeout(_) | Zk::Unreachable(_) => ErrorKind::ConnectionLoss,
+            Zk::Server(Code::ConnectionLoss | Code::OperationTimeout) => ErrorKind::ConnectionLoss,
+            Zk::SessionExpired | Zk::Server(Code::SessionExpired | Code::SessionMoved) => ErrorKind::SessionExpired,
+            Zk::Closed => ErrorKind::Closed,
+            Zk::BadArgument(_) | Zk::Server(Code::BadArguments) => ErrorKind::InvalidArgument,
             _ => ErrorKind::ZooKeeper,
         };
         Error::new(kind, format!("{what}: {err}"))

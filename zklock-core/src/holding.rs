@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt as _;
 use tokio::sync::watch;
-use zookeeper_client as zk;
+use crate::zk::{self, ClientExt as _};
 
 use crate::acquire::OwnNodeProof;
 use crate::cleanup::{delete_node, session_gone, Deletion};
@@ -150,7 +150,7 @@ impl Holding {
                 .unwrap_or_else(|| Error::new(ErrorKind::LockLost, format!("lock {} lost", self.node_path())))),
             LockState::Suspended | LockState::Held => {
                 let zs = self.session.state();
-                if !matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
+                if !matches!(zs, zk::SessionState::Connected) {
                     return Err(Error::new(
                         ErrorKind::ConnectionLoss,
                         format!(
@@ -217,13 +217,13 @@ pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
             match first {
                 Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
                     h.watch_armed.store(true, Ordering::Release);
-                    Some(Box::pin(w.changed()))
+                    Some(Box::pin(w))
                 },
                 Some(Ok(_)) => {
                     h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
                     return;
                 },
-                Some(Err(zk::Error::NoNode)) => {
+                Some(Err(zk::Error::Server(zk::Code::NoNode))) => {
                     h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
                     return;
                 },
@@ -257,13 +257,13 @@ pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
             h.lose(kind, format!("the session {:#x} ended ({zs})", session.id));
             return;
         }
-        let connected = matches!(zs, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly);
+        let connected = matches!(zs, zk::SessionState::Connected);
         let safe = Instant::now() < session.safe_until();
         match h.state() {
             LockState::Held if reconnected || !connected || !safe => h.set_state(LockState::Suspended, None),
             LockState::Suspended if connected && safe => match recheck(&h).await {
                 Ok(Some(w)) => {
-                    node_watch = Some(Box::pin(w.changed()));
+                    node_watch = Some(Box::pin(w));
                     h.watch_armed.store(true, Ordering::Release);
                     h.set_state(LockState::Held, None);
                 },
@@ -304,7 +304,7 @@ pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
             Wake::Node(ev) => {
                 node_watch = None;
                 h.watch_armed.store(false, Ordering::Release);
-                match ev.event_type {
+                match ev.kind {
                     zk::EventType::NodeDeleted => {
                         h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
                         return;
@@ -313,7 +313,7 @@ pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
                     // Data changed (someone wrote to our node): watch again.
                     _ => match recheck(&h).await {
                         Ok(Some(w)) => {
-                            node_watch = Some(Box::pin(w.changed()));
+                            node_watch = Some(Box::pin(w));
                             h.watch_armed.store(true, Ordering::Release);
                         },
                         Ok(None) => {
@@ -330,12 +330,12 @@ pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
 
 /// Reads our node with a watch: `Some` if it exists and our session owns it,
 /// `None` if not, `Err` if ZooKeeper did not answer.
-pub(crate) async fn recheck(h: &Holding) -> std::result::Result<Option<zk::OneshotWatcher>, ()> {
+pub(crate) async fn recheck(h: &Holding) -> std::result::Result<Option<zk::Watch>, ()> {
     let zk = h.session.zk().map_err(|_| ())?;
     let path = h.node_path();
     match tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&path)).await {
         Ok(Ok((_, stat, w))) => Ok((stat.ephemeral_owner == h.session.id).then_some(w)),
-        Ok(Err(zk::Error::NoNode)) => Ok(None),
+        Ok(Err(zk::Error::Server(zk::Code::NoNode))) => Ok(None),
         Ok(Err(e)) if session_gone(&e) => Ok(None),
         _ => Err(()),
     }

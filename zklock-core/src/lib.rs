@@ -49,7 +49,7 @@ mod lock;
 pub mod logging;
 mod multi;
 pub mod names;
-mod nodelay;
+mod zk;
 mod security;
 mod validate;
 

@@ -1,0 +1,90 @@
+//! The session layer as the engine calls it: `zklock-zk`, with the few
+//! adapters its call sites share. Each adapter sends its request when it is
+//! called (the engine relies on the order of the requests it makes), and
+//! gives the reply's value without the send stamps (only the safety clock
+//! reads those, from the session directly).
+
+use std::future::Future;
+
+pub(crate) use zklock_zk::{
+    Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, State as SessionState, Stat,
+    StateWatcher, Watch, WatchedEvent,
+};
+
+/// A reply's value, or why there is none.
+pub(crate) type Result<T> = std::result::Result<T, Error>;
+
+/// Calls the engine makes, as it reads them.
+pub(crate) trait ClientExt {
+    /// getChildren: the child names.
+    fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<Self>;
+    /// getChildren2: the child names and the node's Stat.
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + use<Self>;
+    /// getChildren with a watch.
+    fn list_and_watch_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<Self>;
+    /// getData with a watch.
+    fn get_and_watch_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
+    /// exists: the Stat, `None` for no node.
+    fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + use<Self>;
+    /// getData.
+    fn read_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + use<Self>;
+    /// delete, at `version` (`None`: any).
+    fn remove(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + Send + use<Self>;
+}
+
+impl ClientExt for Client {
+    fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<> {
+        self.children(path).value()
+    }
+
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + use<> {
+        self.children2(path).value()
+    }
+
+    fn list_and_watch_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<> {
+        let (reply, watch) = self.children_watch(path);
+        async move { reply.await.map(|r| (r.value, watch)) }
+    }
+
+    fn get_and_watch_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<> {
+        let (reply, watch) = self.get_data_watch(path);
+        async move { reply.await.map(|r| (r.value.0, r.value.1, watch)) }
+    }
+
+    fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + use<> {
+        self.exists(path).value()
+    }
+
+    fn read_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + use<> {
+        self.get_data(path).value()
+    }
+
+    fn remove(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + Send + use<> {
+        self.delete(path, version.unwrap_or(-1)).value()
+    }
+}
+
+/// Creates `path` and its missing ancestors with `acl` and `mode`; an
+/// existing node is fine. `NoNode` when the first component cannot be made
+/// (a chroot that does not exist); `Unimplemented` for containers on a
+/// server before 3.5.3. Tries the whole path first (one round trip when
+/// only the last component is missing).
+pub(crate) async fn mkdir(zk: &Client, path: &str, acl: &[Acl], mode: CreateMode) -> Result<()> {
+    match zk.create(path, &[], acl, mode).await {
+        Ok(_) | Err(Error::Server(Code::NodeExists)) => return Ok(()),
+        Err(Error::Server(Code::NoNode)) => {},
+        Err(e) => return Err(e),
+    }
+    let mut at = 0;
+    while let Some(next) = path[at + 1..].find('/').map(|i| i + at + 1) {
+        match zk.create(&path[..next], &[], acl, mode).await {
+            Ok(_) | Err(Error::Server(Code::NodeExists)) => {},
+            Err(e) => return Err(e),
+        }
+        at = next;
+    }
+    match zk.create(path, &[], acl, mode).await {
+        Ok(_) | Err(Error::Server(Code::NodeExists)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
