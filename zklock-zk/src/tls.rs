@@ -131,3 +131,78 @@ fn ago(secs: u64) -> String {
         _ => format!("{} days", secs / 86_400),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Whether `message` shows a type's Debug form: a CamelCase name
+    /// followed by `(` or `{`, or one of rustls's variant names.
+    fn shows_debug(message: &str) -> bool {
+        let camel_call = message.match_indices(['(', '{']).any(|(i, _)| {
+            let word: String = message[..i].chars().rev().take_while(|c| c.is_ascii_alphanumeric()).collect::<String>();
+            let word: String = word.chars().rev().collect();
+            word.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && word.chars().skip(1).any(|c| c.is_ascii_uppercase())
+        });
+        camel_call
+            || ["NotValidForName", "BadCertificate", "CertificateUnknown", "received fatal alert", "Context {"]
+                .iter()
+                .any(|n| message.contains(n))
+    }
+
+    #[test]
+    fn tls_failures_are_said_in_words() {
+        use rustls::pki_types::{ServerName, UnixTime};
+        use rustls::{AlertDescription, CertificateError as Cert, Error as Tls, InvalidMessage};
+        let ca = "file \"/etc/zk/ca.pem\"";
+        let name_error = |expected: &str, presented: &[&str]| {
+            Tls::InvalidCertificate(Cert::NotValidForNameContext {
+                expected: ServerName::try_from(expected.to_owned()).unwrap(),
+                presented: presented.iter().map(|p| p.to_string()).collect(),
+            })
+        };
+        let at = |secs| UnixTime::since_unix_epoch(Duration::from_secs(secs));
+        for (e, says) in [
+            (name_error("localhost", &["IpAddress(127.0.0.1)"]), "the server's certificate is not valid for localhost (it names only 127.0.0.1)"),
+            (
+                name_error("127.0.0.1", &["DnsName(\"zk1.example\")", "IpAddress(10.0.0.1)"]),
+                "the server's certificate is not valid for 127.0.0.1 (it names only zk1.example, 10.0.0.1)",
+            ),
+            (name_error("zk1", &[]), "is not valid for zk1 (it names no host name or address)"),
+            (
+                Tls::InvalidCertificate(Cert::UnknownIssuer),
+                "unknown issuer: the server's certificate is not signed by a certificate authority in the TLS CA file \"/etc/zk/ca.pem\"",
+            ),
+            (
+                Tls::InvalidCertificate(Cert::ExpiredContext { time: at(1_000_000), not_after: at(1_000_000 - 3 * 86_400) }),
+                "the server's certificate expired 3 days ago",
+            ),
+            (Tls::InvalidCertificate(Cert::Expired), "the server's certificate expired"),
+            (
+                Tls::InvalidCertificate(Cert::NotValidYetContext { time: at(1000), not_before: at(1060) }),
+                "is not valid yet (it will be in 60 seconds: is a clock wrong?)",
+            ),
+            (Tls::InvalidCertificate(Cert::NotValidForName), "the server's certificate is not valid for zk9"),
+            (Tls::InvalidCertificate(Cert::Revoked), "the server's certificate was revoked"),
+            (Tls::InvalidCertificate(Cert::InvalidOcspResponse), "the server's certificate was refused: invalid ocsp response"),
+            (Tls::AlertReceived(AlertDescription::BadCertificate), "the server refused the handshake (bad certificate): it wants a client certificate"),
+            (Tls::AlertReceived(AlertDescription::CertificateRequired), "(certificate required)"),
+            (Tls::AlertReceived(AlertDescription::HandshakeFailure), "the server refused the handshake (handshake failure)"),
+            (Tls::InvalidMessage(InvalidMessage::InvalidContentType), "does not speak TLS as expected (invalid message: invalid content type)"),
+            (Tls::NoCertificatesPresented, "the server presented no certificate"),
+            (Tls::DecryptError, "decrypt error"),
+        ] {
+            let said = explained(&e, "zk9", ca);
+            assert!(said.contains(says), "{e:?}: {said:?} should say {says:?}");
+            assert!(!shows_debug(&said), "{e:?}: {said:?} shows a Debug form");
+        }
+        // What rustls itself says does show them (the check can fail).
+        assert!(shows_debug(&name_error("localhost", &["IpAddress(127.0.0.1)"]).to_string()));
+        assert!(shows_debug(&Tls::AlertReceived(AlertDescription::BadCertificate).to_string()));
+        assert_eq!(words("InvalidMessage(InvalidContentType)"), "invalid message: invalid content type");
+        assert_eq!(presented_name("Unsupported(0x66)"), None);
+    }
+}
