@@ -337,3 +337,26 @@ test-node: deps node
 	cd bindings/node && npx --no-install tsc --noEmit -p test/tsconfig.json
 	@mkdir -p target
 	set -o pipefail; cd bindings/node && node --test test/*.test.js 2>&1 | tee ../../target/test-node.log
+
+# ---- fuzzing (not part of `make test`) ----------------------------------------
+.PHONY: fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= frame reply connect_response watcher_event
+CARGO_FUZZ_VERSION := 0.13.2
+FUZZ_TOOLS := $(CURDIR)/target/fuzz-tools
+
+## fuzz: zklock-zk's codec under libFuzzer (zklock-zk/fuzz, its own workspace):
+## each of FUZZ_TARGETS for FUZZ_SECONDS (60) s with AddressSanitizer. Needs the
+## nightly toolchain (rustup toolchain install nightly); installs the pinned
+## cargo-fuzz into target/fuzz-tools; builds into target/fuzz. The corpus grows
+## in zklock-zk/fuzz/corpus/<target>, a crashing input lands in
+## zklock-zk/fuzz/artifacts/<target> (both ignored by git)
+fuzz:
+	@rustup toolchain list | grep -q '^nightly' \
+	  || { echo "make fuzz: needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	@$(FUZZ_TOOLS)/bin/cargo-fuzz --version 2>/dev/null | grep -qx 'cargo-fuzz $(CARGO_FUZZ_VERSION)' \
+	  || $(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION) --root $(FUZZ_TOOLS)
+	set -e; cd zklock-zk && for t in $(FUZZ_TARGETS); do \
+	  PATH="$(FUZZ_TOOLS)/bin:$$PATH" cargo +nightly fuzz run --target-dir $(CURDIR)/target/fuzz $$t \
+	    -- -max_total_time=$(FUZZ_SECONDS); \
+	done
