@@ -27,6 +27,12 @@ const START_ATTEMPTS: usize = 3;
 /// ZooKeeper's `ExitCode.UNABLE_TO_BIND_QUORUM_PORT`: a member gave up
 /// binding its election port.
 const UNABLE_TO_BIND_QUORUM_PORT: i32 = 14;
+/// What a server's log says when its main thread died: the JVM's own
+/// words, and those of the uncaught exception handler that ZooKeeper's NIO
+/// connection factory installs (Java 17 and 21+ name the thread
+/// differently).
+const MAIN_THREAD_DIED: [&str; 3] =
+    ["Exception in thread \"main\"", "Thread Thread[main,5,main] died", "Thread Thread[#1,main,5,main] died"];
 /// Lines of `server.log` quoted in error messages.
 const LOG_TAIL_LINES: usize = 25;
 
@@ -585,13 +591,14 @@ impl Cluster {
     /// first serves: a restart appends to the same log.
     fn check_main_thread(&self, i: usize) -> io::Result<()> {
         let tail = self.log_tail(i, LOG_TAIL_LINES * 4).unwrap_or_default();
-        match tail.find("Exception in thread \"main\"") {
+        match MAIN_THREAD_DIED.iter().filter_map(|m| tail.find(m)).min() {
             None => Ok(()),
             Some(at) => Err(io::Error::other(format!(
                 "ZooKeeper member {i} ({}) failed to start: its main thread died; {}:\n{}",
                 self.opts.release,
                 self.log_path(i).display(),
-                crate::util::tail_str(&tail[at..], LOG_TAIL_LINES)
+                // From the exception on (later lines are the harness' polls).
+                tail[at..].lines().take(LOG_TAIL_LINES).collect::<Vec<_>>().join("\n")
             ))),
         }
     }

@@ -225,15 +225,15 @@ fn standalone(release: ServerRelease) {
     assert!(children.iter().any(|n| n == "sasl"), "{release}: /sasl lost across a restart: {children:?}");
 }
 
-/// A partitionable 3-member ensemble with TLS: every member's version and
-/// secure port, a partition of a follower and its end, the leader killed
+/// A partitionable 3-member ensemble with TLS and a SASL user: every
+/// member's version and secure port, the SASL login, a partition of a follower and its end, the leader killed
 /// (a new one is elected) and restarted (it rejoins with the data).
 fn ensemble(release: ServerRelease) {
     if !release.installed_or_skip() {
         return;
     }
-    let c = Cluster::start(ClusterOptions::new().release(release).size(3).partitionable(true).tls(true))
-        .unwrap_or_else(|e| panic!("{release}: start: {e}"));
+    let opts = ClusterOptions::new().release(release).size(3).partitionable(true).tls(true).sasl_user("bob", "pw-bob");
+    let c = Cluster::start(opts).unwrap_or_else(|e| panic!("{release}: start: {e}"));
     for i in 0..3 {
         assert_reports(release, &c.four_letter(i, "srvr").expect("srvr"));
     }
@@ -241,6 +241,7 @@ fn ensemble(release: ServerRelease) {
     assert_eq!(modes.iter().filter(|m| *m == "leader").count(), 1, "{release}: {modes:?}");
     assert_eq!(modes.iter().filter(|m| *m == "follower").count(), 2, "{release}: {modes:?}");
     check_tls(release, &c);
+    check_sasl(release, &c, "bob", "pw-bob");
 
     let leader = c.leader().expect("a leader");
     let follower = (0..3).find(|&i| i != leader).expect("a follower");
@@ -328,7 +329,7 @@ fn availability_says_why_a_release_is_missing() {
 /// A release whose server dies in its main thread while its other threads
 /// keep the JVM up (3.6.4 without snappy-java: its first snapshot fails)
 /// fails the start with the log's exception, not "not serving" after the
-/// start timeout (60 s here).
+/// start timeout (60 s here), with either connection factory.
 #[test]
 fn a_server_whose_main_thread_died_fails_the_start() {
     let release = ServerRelease::V3_6_4;
@@ -345,14 +346,19 @@ fn a_server_whose_main_thread_died_fails_the_start() {
             std::os::unix::fs::symlink(jar.path(), broken.join(&name)).expect("symlink");
         }
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .args(["serve", "--release", release.name(), "--tls", "--start-timeout-ms", "60000"])
-        .env("ZKLOCK_ZK_JARS_DIR", &root)
-        .stdin(Stdio::null())
-        .output()
-        .expect("zkharness serve");
+    // With TLS the server runs Netty (the JVM reports the death), without
+    // it NIO (whose handler logs it).
+    for tls in [true, false] {
+        let out = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+            .args(["serve", "--release", release.name(), "--start-timeout-ms", "60000"])
+            .args(tls.then_some("--tls"))
+            .env("ZKLOCK_ZK_JARS_DIR", &root)
+            .stdin(Stdio::null())
+            .output()
+            .expect("zkharness serve");
+        assert!(!out.status.success());
+        let hello = String::from_utf8_lossy(&out.stdout);
+        assert!(hello.contains("main thread died") && hello.contains("SnappyInputStream"), "tls {tls}: {hello}");
+    }
     std::fs::remove_dir_all(&root).expect("cleanup");
-    assert!(!out.status.success());
-    let hello = String::from_utf8_lossy(&out.stdout);
-    assert!(hello.contains("main thread died") && hello.contains("SnappyInputStream"), "{hello}");
 }
