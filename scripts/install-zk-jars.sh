@@ -52,6 +52,14 @@ if ! command -v mvn >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq maven
 fi
 
+# One <dependency> of the POM, if its version is not "-".
+dependency() {
+  local group=$1 artifact=$2 version=$3
+  [ "$version" != "-" ] || return 0
+  printf '    <dependency>\n      <groupId>%s</groupId>\n      <artifactId>%s</artifactId>\n      <version>%s</version>\n    </dependency>\n' \
+    "$group" "$artifact" "$version"
+}
+
 # The POM that makes mvn resolve one release's runtime classpath.
 pom() {
   local version=$1 slf4j=$2 metrics=$3 snappy=$4
@@ -76,34 +84,11 @@ pom() {
         </exclusion>
       </exclusions>
     </dependency>
-    <dependency>
-      <groupId>org.slf4j</groupId>
-      <artifactId>slf4j-simple</artifactId>
-      <version>$slf4j</version>
-    </dependency>
 EOF
-  if [ "$metrics" != "-" ]; then
-    cat <<EOF
-    <dependency>
-      <groupId>io.dropwizard.metrics</groupId>
-      <artifactId>metrics-core</artifactId>
-      <version>$metrics</version>
-    </dependency>
-EOF
-  fi
-  if [ "$snappy" != "-" ]; then
-    cat <<EOF
-    <dependency>
-      <groupId>org.xerial.snappy</groupId>
-      <artifactId>snappy-java</artifactId>
-      <version>$snappy</version>
-    </dependency>
-EOF
-  fi
-  cat <<EOF
-  </dependencies>
-</project>
-EOF
+  dependency org.slf4j slf4j-simple "$slf4j"
+  dependency io.dropwizard.metrics metrics-core "$metrics"
+  dependency org.xerial.snappy snappy-java "$snappy"
+  printf '  </dependencies>\n</project>\n'
 }
 
 failed=()
