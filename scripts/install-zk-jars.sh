@@ -18,15 +18,19 @@
 # NoClassDefFoundError SnappyInputStream). 3.9's netty-tcnative-boringssl-
 # static (only for ssl.provider=OPENSSL) is left out.
 #
-# Safe to run again: a release whose directory holds the marker `.complete`
-# for the same list of artifacts is skipped; the marker is written last, so an
-# interrupted run is redone. The Maven repository is mvn's default
-# (~/.m2/repository) unless MAVEN_OPTS or settings say otherwise.
+# A release counts as installed once its jars are there and java reads its
+# version from them (org.apache.zookeeper.Version). Safe to run again: a
+# release whose directory holds the marker `.complete` made from the same
+# POM is skipped; the jars are copied into <version>.tmp, the marker written
+# last and the directory renamed, so an interrupted run is redone. The
+# Maven repository is mvn's default (~/.m2/repository) unless MAVEN_OPTS or
+# settings say otherwise.
 #
-# A release that cannot be fetched is named, with mvn's last lines, in
-# target/zk/<version>.failed (which the harness quotes when it skips that
-# release), and the others are still installed; the script then exits 1,
-# or 0 with ZKLOCK_ZK_JARS_OPTIONAL=1 (a machine without the registry).
+# A release that cannot be fetched is named, with mvn's first errors, in
+# target/zk/<version>.failed (which the harness quotes when it refuses or
+# skips that release), and the others are still installed; the script then
+# exits 1, or 0 with ZKLOCK_ZK_JARS_OPTIONAL=1 (a machine without the
+# registry).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
