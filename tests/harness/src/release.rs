@@ -37,9 +37,15 @@ const COMPLETE_MARKER: &str = ".complete";
 /// fault controls. The differences that the harness absorbs: the Maven
 /// releases run from a directory of jars (`<dir>/*`, slf4j-simple for the
 /// log, Netty for TLS, from 3.6 on dropwizard's metrics-core for the
-/// default metrics provider) instead of the Debian jar whose manifest names
-/// the rest; none has the admin server's Jetty, which the harness turns off
-/// (`admin.enableServer=false`) for every release.
+/// default metrics provider and snappy-java for the snapshot code) instead
+/// of the Debian jar whose manifest names the rest; their jars lack the
+/// admin server's Jetty (a "provided" dependency), and the harness turns
+/// the admin server off (`admin.enableServer=false`) for every release.
+///
+/// Differences that clients see (checked by `tests/harness/tests/releases.rs`):
+/// whoAmI (opcode 107) is answered from 3.7 on, `Unimplemented` before;
+/// `exists` of a node the session may not read is `NoAuth` from 3.8.4 and
+/// 3.9.2 on (so on 3.9.5, not on Debian's 3.8.0).
 ///
 /// # Threads
 ///
@@ -60,8 +66,7 @@ pub enum ServerRelease {
 }
 
 impl ServerRelease {
-    /// Every release, oldest Maven release first, then Debian's 3.8, then
-    /// 3.9.
+    /// Every release, in version order.
     pub const ALL: [ServerRelease; 5] = [
         ServerRelease::V3_5_10,
         ServerRelease::V3_6_4,
@@ -99,12 +104,16 @@ impl ServerRelease {
     }
 
     /// The directory that holds the Maven releases: `$ZKLOCK_ZK_JARS_DIR`
-    /// if set and not empty, else the repository's `target/zk` (where
+    /// if set and not empty (a relative path is taken from the current
+    /// directory), else the repository's `target/zk` (where
     /// `scripts/install-zk-jars.sh` puts them).
     pub fn jars_root() -> PathBuf {
-        std::env::var_os("ZKLOCK_ZK_JARS_DIR")
+        let root = std::env::var_os("ZKLOCK_ZK_JARS_DIR")
             .filter(|d| !d.is_empty())
-            .map_or_else(|| PathBuf::from(DEFAULT_JARS_DIR), PathBuf::from)
+            .map_or_else(|| PathBuf::from(DEFAULT_JARS_DIR), PathBuf::from);
+        // The servers run in their own directories: their classpath must
+        // not be relative.
+        std::path::absolute(&root).unwrap_or(root)
     }
 
     /// The directory of this release's jars (`None` for Debian's package,
