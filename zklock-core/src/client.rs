@@ -674,19 +674,25 @@ impl Shared {
 
     /// Keeps the safety clock of `session` fresh: a `sync` every eighth of
     /// the session timeout (at once after a reconnect, and sooner while a
-    /// connection's replies have not moved the clock yet), each given a
-    /// third of it to answer. Only these replies move the clock (`clock.rs`).
+    /// connection's replies have not moved the clock yet), whether or not
+    /// the last one was answered; each reply, however late, is credited
+    /// when it comes. Only these replies move the clock (`clock.rs`).
     async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
         let every = session.timeout / 8;
-        let patience = session.timeout / 3;
         let mut states = session.states();
         loop {
             if session.state().is_terminated() || self.is_closed() {
                 return;
             }
             if let Ok(zk) = session.zk() {
-                if let Some(reply) = session.clock.heartbeat(&zk, patience).await {
-                    session.clock.credit(reply);
+                // Sent now; its reply, however late, credits the clock.
+                if let Some(reply) = session.clock.heartbeat(&zk) {
+                    let session = session.clone();
+                    tokio::spawn(async move {
+                        if let Some(reply) = reply.await {
+                            session.clock.credit(reply);
+                        }
+                    });
                 }
             }
             tokio::select! {

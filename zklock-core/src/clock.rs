@@ -192,36 +192,45 @@ impl SafetyClock {
         self.advanced.notified().await
     }
 
-    /// Sends one `sync` (a write once the clock has run out) and waits up
-    /// to `patience` for its reply. `None` if there was no reply. The send
-    /// time is the session layer's stamp: taken just before the write that
-    /// handed the request to the socket.
-    pub(crate) async fn heartbeat(&self, zk: &zk::Client, patience: Duration) -> Option<SyncReply> {
+    /// Sends one `sync` (a write once the clock has run out) now, if the
+    /// session is connected; the returned future waits for its reply
+    /// (`None` if there is none: the connection failed, or a write was
+    /// answered `SessionExpired`). The send time is the session layer's
+    /// stamp, taken just before the write that handed the request to the
+    /// socket. A reply counts however late it comes (the connection's read
+    /// timeout bounds the wait): a sync sent during an outage and answered
+    /// after it is evidence like any other.
+    pub(crate) fn heartbeat(&self, zk: &zk::Client) -> Option<impl std::future::Future<Output = Option<SyncReply>> + Send + 'static> {
         let connected = zk.connected()?;
         let write = !self.is_safe();
-        let (answered_ok, stamp) = if write {
-            let probe = zk.set_data("/", &[], i32::MIN).stamped();
-            match tokio::time::timeout(patience, probe).await {
-                Ok((
-                    Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)),
-                    stamp,
-                )) => (true, stamp),
-                _ => (false, None),
-            }
+        let probe = if write {
+            futures_util::future::Either::Left(zk.set_data("/", &[], i32::MIN).stamped())
         } else {
-            match tokio::time::timeout(patience, zk.sync("/").stamped()).await {
-                Ok((Ok(()), stamp)) => (true, stamp),
-                _ => (false, None),
-            }
+            futures_util::future::Either::Right(zk.sync("/").stamped())
         };
-        let stamp = stamp.filter(|_| answered_ok)?;
-        let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
-        Some(SyncReply { sent: stamp.sent, answered: stamp.answered, connection: stamp.connection, write, connect_sent })
+        Some(async move {
+            let stamp = match probe {
+                futures_util::future::Either::Left(write) => match write.await {
+                    (Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)), s) => s,
+                    _ => None,
+                },
+                futures_util::future::Either::Right(sync) => match sync.await {
+                    (Ok(()), s) => s,
+                    _ => None,
+                },
+            }?;
+            let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
+            Some(SyncReply { sent: stamp.sent, answered: stamp.answered, connection: stamp.connection, write, connect_sent })
+        })
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).
     pub(crate) fn credit(&self, reply: SyncReply) {
         let Ok(mut history) = self.history.lock() else { return };
+        if reply.connection < history.connection {
+            // A late reply of a connection that was replaced.
+            return;
+        }
         if history.connection != reply.connection {
             // The same session on another connection: answering its connect
             // request, the server revalidated the session, which touches it

@@ -392,49 +392,80 @@ fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
     assert!(states.lock().unwrap().is_empty(), "state changes: {:?}", states.lock().unwrap());
 }
 
-/// A connection outage of up to 0.3 T on a healthy server: the session
-/// reconnects, and its lock, Held again, stays Held (longer ones may not:
-/// protocol section 5).
-/// (The new connection's heartbeats count only a third of a session
-/// timeout after its first reply; before the reconnect counted as a touch,
-/// the safety clock ran out in that gap and the lock was Suspended again,
-/// and the CLI declared it lost: found by an outside test.)
+/// Connection outages of 0.2 T and 0.4 T that the session survives, on a
+/// healthy server, the connection reset at the start (the client reconnects
+/// at once when it heals) or silent (nothing comes back; the client notices
+/// nothing before the end): the lock may be Suspended meanwhile (`check()`
+/// fails while the connection is down) but its safety clock never runs out
+/// (`safe_until()` stays ahead: the CLI keeps its command), and once the
+/// connection is back it is Held again within about a round trip. (Before
+/// the session layer stamped requests and counted a reconnect from its
+/// connect request, and counted syncs answered after an outage, 0.4 T ran
+/// the clock out and the CLI killed its command: protocol section 5.)
+/// Longer outages (0.6 T, 0.8 T) are measured and printed: the clock runs
+/// out about 0.52 T after the outage began (protocol section 5); the lock
+/// is Held again after the reconnect.
 #[test]
-fn a_lock_held_again_after_a_short_outage_stays_held() {
+fn a_lock_survives_outages_of_up_to_two_fifths_of_the_session_timeout() {
     let zk = server();
-    for outage_ms in [800, 1_200] {
-        let proxy = Proxy::start(zk.client_addr(0)).unwrap();
-        let c = via_proxy(&proxy, 4 * SEC);
-        let path = format!("/short-outage-{outage_ms}");
-        let g = lock_of(&c, &path, LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
-        let reconnected = Arc::new(Mutex::new(false));
-        let r = reconnected.clone();
-        let _sub = c.on_connection_state(move |st| {
-            if st == zklock_core::ConnectionState::Reconnected {
-                *r.lock().unwrap() = true;
+    let t = 4 * SEC;
+    for silent in [false, true] {
+        for fifths in [1u32, 2, 3, 4] {
+            let outage = t * fifths * 2 / 10;
+            let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+            let c = via_proxy(&proxy, t);
+            let path = format!("/outage-{silent}-{fifths}");
+            let g = lock_of(&c, &path, LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+            // Past the session's first timeout: the clock runs on
+            // heartbeats alone, not on the session's creation.
+            std::thread::sleep(t + t / 2);
+            let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
+            let began = Instant::now();
+            proxy.blackhole();
+            if !silent {
+                proxy.drop_connections();
             }
-        });
-        std::thread::sleep(SEC);
-        proxy.blackhole();
-        std::thread::sleep(outage_ms * MS);
-        // What the blackhole swallowed is lost: the client gives the
-        // connection up and reconnects with its session.
-        proxy.heal();
-        wait_until("the session reconnected", 10 * SEC, || *reconnected.lock().unwrap());
-        wait_until("held again", 10 * SEC, || g.check().is_ok());
-        let states = Arc::new(Mutex::new(Vec::new()));
-        let s = states.clone();
-        g.on_state_change(move |st| s.lock().unwrap().push(st));
-        let until = Instant::now() + 8 * SEC;
-        while Instant::now() < until {
-            if let Err(e) = g.check() {
-                panic!("outage {outage_ms} ms: check() failed after the lock was held again: {}", e.message());
+            let mut out_at: Option<Duration> = None;
+            while began.elapsed() < outage {
+                if out_at.is_none() && ran_out(&g) {
+                    out_at = Some(began.elapsed());
+                }
+                std::thread::sleep(2 * MS);
             }
-            std::thread::sleep(5 * MS);
+            proxy.heal();
+            let healed = Instant::now();
+            let mut held_again: Option<Duration> = None;
+            while healed.elapsed() < t {
+                if out_at.is_none() && ran_out(&g) {
+                    out_at = Some(began.elapsed());
+                }
+                match g.check() {
+                    Err(e) if e.kind() != ErrorKind::ConnectionLoss => {
+                        panic!("outage {outage:?} (silent {silent}): {}", e.message())
+                    },
+                    Err(_) => held_again = None,
+                    Ok(()) => {
+                        held_again.get_or_insert(healed.elapsed());
+                    },
+                }
+                std::thread::sleep(2 * MS);
+            }
+            eprintln!(
+                "outage {:.1} T ({} ms, {}): the clock ran out at {:?} after the outage began; held again {:?} after \
+                 the heal",
+                fifths as f64 * 0.2,
+                outage.as_millis(),
+                if silent { "silent" } else { "reset" },
+                out_at,
+                held_again
+            );
+            assert!(held_again.is_some(), "outage {outage:?} (silent {silent}): the lock is not held again");
+            if fifths <= 2 {
+                assert_eq!(out_at, None, "outage {outage:?} (silent {silent}): the safety clock ran out");
+            }
+            g.release().unwrap();
+            c.close();
         }
-        assert!(states.lock().unwrap().is_empty(), "outage {outage_ms} ms: {:?}", states.lock().unwrap());
-        g.release().unwrap();
-        c.close();
     }
 }
 
