@@ -214,7 +214,12 @@ impl Session {
         let mut hosts = config.connect.hosts.clone();
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
-        let ready = connect_round_robin(&config, &hosts, 0, &attach, deadline, None).await;
+        // Each server gets its share of the connect timeout (or of the
+        // session timeout, if shorter), so that a silent one does not use
+        // up the time of the others.
+        let share = config.session_timeout.min(config.connect_timeout) / hosts.len() as u32;
+        let per_attempt = share.max(Duration::from_millis(500));
+        let ready = connect_round_robin(&config, &hosts, 0, &attach, deadline, Some(per_attempt)).await;
         let (ready, at) = match ready {
             Ok(r) => r,
             Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
