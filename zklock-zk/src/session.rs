@@ -368,7 +368,8 @@ impl Session {
         full.chroot(&self.chroot);
         let Request::Sync { path: full } = full else { unreachable!("a sync stays a sync") };
         let reg = WatchReg { path: full.clone(), kind, id, tx };
-        (reg, Watch { rx, path: full, chroot: self.chroot.clone(), kind, id, cmd: self.shared.tx.downgrade() })
+        let cmd = self.shared.tx.downgrade();
+        (reg, Watch { rx, path: full, chroot: self.chroot.clone(), kind, id, fired: false, cmd })
     }
 
     /// Creates a node (`create2`, or `createContainer` for
@@ -615,6 +616,8 @@ pub struct Watch {
     chroot: Arc<str>,
     kind: WatchKind,
     id: u64,
+    /// Its node event was read.
+    fired: bool,
     cmd: mpsc::WeakUnboundedSender<Cmd>,
 }
 
@@ -625,7 +628,10 @@ impl Future for Watch {
         let this = self.get_mut();
         match Pin::new(&mut this.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(e)) => Poll::Ready(WatchedEvent { path: strip_chroot(&this.chroot, e.path), ..e }),
+            Poll::Ready(Ok(e)) => {
+                this.fired = true;
+                Poll::Ready(WatchedEvent { path: strip_chroot(&this.chroot, e.path), ..e })
+            },
             Poll::Ready(Err(_)) => Poll::Ready(WatchedEvent {
                 kind: EventType::Session,
                 path: strip_chroot(&this.chroot, this.path.clone()),
@@ -637,6 +643,11 @@ impl Future for Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
+        // One that fired (its event read, or waiting unread) is gone from
+        // the server already: a removeWatches would only be refused.
+        if self.fired || self.rx.try_recv().is_ok() {
+            return;
+        }
         if let Some(tx) = self.cmd.upgrade() {
             let _ = tx.send(Cmd::Unwatch { path: std::mem::take(&mut self.path), kind: self.kind, id: self.id });
         }
