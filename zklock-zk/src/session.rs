@@ -469,7 +469,9 @@ impl Session {
     }
 
     /// The identities the server knows this session by: (scheme, id)
-    /// pairs. Servers before 3.7 answer [`Code::Unimplemented`].
+    /// pairs. Servers before 3.7 answer [`Code::Unimplemented`] and close
+    /// the connection right after: the session reconnects, and the calls
+    /// still outstanding then fail with [`Error::ConnectionLoss`].
     pub fn who_am_i(&self) -> ReplyFuture<Vec<(String, String)>> {
         self.call(Request::WhoAmI, None, |r, _| match r {
             Response::WhoAmI(v) => Ok(v),
@@ -1365,6 +1367,28 @@ impl Task {
             let why = format!("reply xid {} out of order (expected {})", h.xid, p.xid);
             // Still outstanding: it fails with the connection loss.
             self.fifo.push_front(p);
+            // A request the server does not implement (whoAmI before 3.7)
+            // is answered at once, ahead of the requests before it still in
+            // the server's pipeline, and the server closes the connection
+            // right after (ZooKeeper's UnimplementedRequestProcessor): that
+            // request gets its answer, the others the connection's loss.
+            if Code::from_wire(h.err) == Some(Code::Unimplemented) {
+                let at = self
+                    .fifo
+                    .iter()
+                    .position(|q| q.xid == h.xid && matches!(q.purpose, Purpose::User { watch: None, .. }));
+                if let Some(Pending { opcode, sent, purpose: Purpose::User { tx, .. }, .. }) =
+                    at.and_then(|at| self.fifo.remove(at))
+                {
+                    let stamp =
+                        Stamp { sent: sent.unwrap_or(answered), answered, connection: self.connection, zxid: h.zxid };
+                    let _ = tx.send((Err(Error::Server(Code::Unimplemented)), Some(stamp)));
+                    return Some(End::Lost(format!(
+                        "the server does not implement request type {opcode} (xid {}) and closes the connection",
+                        h.xid
+                    )));
+                }
+            }
             return Some(End::Lost(why));
         }
         if h.zxid > 0 {
