@@ -100,7 +100,8 @@ pub struct WatchedEvent {
     pub kind: EventType,
     /// The node (chroot stripped).
     pub path: String,
-    /// The zxid of the change (0 when the session ended).
+    /// The zxid of the change as the notification carries it: servers
+    /// before 3.9 send -1; 0 when the session ended.
     pub zxid: i64,
 }
 
