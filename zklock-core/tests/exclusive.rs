@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, lock_of, queue, server, wait_until, Raw};
 use zklock_core::{Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
 

@@ -258,7 +258,7 @@ fn duplicate_own_nodes_after_a_lost_reply_are_deleted_keeping_one_in(mode: LockM
     let raw = Raw::connect(&hosts);
     // A foreign holder, so that both of a's nodes exist while a recovers.
     raw.mkdir("/dup");
-    let foreign = raw.create("/dup/ffff__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    let foreign = raw.create("/dup/ffff__lock__", zklock_zk::CreateMode::EphemeralSequential);
     proxy.duplicate_next_create_and_drop_reply();
     let la = lock_of(&a, "/dup", mode);
     let t = std::thread::spawn(move || la.acquire(Some(20 * SEC)).map(|g| (g.node_path(), g)));
@@ -323,8 +323,8 @@ fn predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode: LockMode)
     let w = via_proxy(&proxy, 4 * SEC);
     let raw = Raw::connect(&hosts);
     raw.mkdir("/between");
-    let holder = raw.create("/between/aaaa__lock__", zookeeper_client::CreateMode::EphemeralSequential);
-    let before = raw.create("/between/bbbb__lock__", zookeeper_client::CreateMode::EphemeralSequential);
+    let holder = raw.create("/between/aaaa__lock__", zklock_zk::CreateMode::EphemeralSequential);
+    let before = raw.create("/between/bbbb__lock__", zklock_zk::CreateMode::EphemeralSequential);
     // Hold the waiter's getData (+watch) on the node before it for a second,
     // and delete that node meanwhile: the watch then answers NoNode.
     proxy.delay_next_request(4, SEC);

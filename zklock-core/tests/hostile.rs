@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{options, queue, server, wait_until, Raw};
 use zklock_core::{Client, ClientOptions, Error, ErrorKind, LockState, ReleaseStatus, MAX_PATH_BYTES};
 use zklock_harness::Proxy;
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -314,10 +314,11 @@ fn participants_of_a_long_queue_answers_and_disturbs_nothing() {
     let raw = Raw::connect(&hosts);
     raw.mkdir("/long");
     // Readers, one writer in the middle, readers: sent pipelined.
-    let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let (acl, mode) = (zk::Acl::open(), zk::CreateMode::EphemeralSequential);
     let paths: Vec<String> =
         (0..N).map(|i| format!("/long/_c_{i:08}-{}", if i == N / 2 { "__WRIT__" } else { "__READ__" })).collect();
-    let creates: Vec<_> = paths.iter().map(|p| raw.zk.create(p, b"", &opts)).collect();
+    // Each call is enqueued (in order) when it is made.
+    let creates: Vec<_> = paths.iter().map(|p| raw.zk.create(p, b"", &acl, mode)).collect();
     for c in creates {
         raw.block_on(c).expect("create");
     }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{connect, queue, server, wait_until, Raw};
 use zklock_core::{Client, NodeKind};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
 /// How long a contender that must wait is watched to really be waiting.

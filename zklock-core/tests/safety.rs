@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::{connect, lock_of, queue, server, wait_until, Raw};
 use zklock_core::{Client, Guard, LockMode, Result};
 use zklock_harness::Proxy;
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -66,12 +66,11 @@ fn a_waiter_whose_node_goes_in_its_blockers_transaction_is_not_granted_on_it() {
         std::thread::sleep(SEC / 5);
         let b_node = format!("{path}/{}", queue(&a, &path)[1]);
         let a_node = ga.node_path();
-        raw.block_on(async {
-            let mut multi = raw.zk.new_multi_writer();
-            multi.add_delete(&a_node, None).unwrap();
-            multi.add_delete(&b_node, None).unwrap();
-            multi.commit().await.expect("multi committed");
-        });
+        let deletes = [
+            zk::MultiOp::Delete { path: a_node.to_owned(), version: -1 },
+            zk::MultiOp::Delete { path: b_node.clone(), version: -1 },
+        ];
+        raw.block_on(raw.zk.multi(&deletes)).expect("multi committed");
         let gb = tb.join().unwrap().expect("b queues again and is granted the free lock");
         assert_ne!(gb.node_path(), b_node, "round {round} ({holder:?}, {waiter:?}): granted on its deleted node");
         let owner = raw.exists(&gb.node_path()).map(|st| st.ephemeral_owner);

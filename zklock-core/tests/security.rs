@@ -20,24 +20,27 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::{options, server, wait_until, Raw};
 use zklock_core::{Acl, Client, ClientOptions, ErrorKind, LockOptions, TlsOptions};
 use zklock_harness::{Cluster, ClusterOptions};
-use zookeeper_client as zk;
+use zklock_zk as zk;
+use zklock_zk::codec::frame::write_frame;
+use zklock_zk::codec::jute::{Reader, Writer};
+use zklock_zk::codec::records::{ConnectRequest, ConnectResponse, ReplyHeader, Request};
 
 const SEC: Duration = Duration::from_secs(1);
 
 /// A raw session authenticated as `user` (or not at all).
 fn raw_as(hosts: &str, user: Option<&str>) -> Raw {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let mut connector = zk::Client::connector();
+    let mut config = zk::Config::new(hosts).unwrap();
     if let Some(user) = user {
-        connector = connector.with_auth("digest", format!("{user}:pw-{user}").as_bytes());
+        config = config.auth("digest", format!("{user}:pw-{user}").as_bytes());
     }
-    let zk = rt.block_on(connector.connect(hosts)).unwrap();
-    Raw { rt, zk }
+    Raw::connect_with(config)
 }
 
 fn client_as(hosts: &str, user: Option<&str>, acl: Acl) -> Client {
@@ -48,24 +51,57 @@ fn client_as(hosts: &str, user: Option<&str>, acl: Acl) -> Client {
     Client::connect(opts).unwrap()
 }
 
-/// The ACL ZooKeeper keeps for `path`, as `scheme:id:perms` strings.
-fn acl_of(raw: &Raw, path: &str) -> Vec<String> {
-    let (acl, _) = raw.block_on(raw.zk.get_acl(path)).unwrap();
-    acl.iter()
-        .map(|a| {
-            let p = a.permission();
-            let letters: String = [
-                (zk::Permission::CREATE, 'c'),
-                (zk::Permission::DELETE, 'd'),
-                (zk::Permission::READ, 'r'),
-                (zk::Permission::WRITE, 'w'),
-                (zk::Permission::ADMIN, 'a'),
-            ]
-            .iter()
-            .filter(|(bit, _)| p.has(*bit))
-            .map(|(_, c)| *c)
-            .collect();
-            format!("{}:{}:{letters}", a.scheme(), a.id())
+/// One frame from a blocking socket.
+fn read_frame(s: &mut TcpStream) -> Vec<u8> {
+    let mut len = [0; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0; usize::try_from(i32::from_be_bytes(len)).unwrap()];
+    s.read_exact(&mut body).unwrap();
+    body
+}
+
+/// The ACL ZooKeeper keeps for `path`, as `scheme:id:perms` strings, read
+/// with getACL by a new session of `user` (digest, password `pw-<user>`).
+/// zklock never reads an ACL, so its session layer has no getACL: this
+/// sends one on a plain blocking socket, framed by zklock-zk's codec
+/// (connect, addAuth, getACL, each answered before the next).
+fn acl_of(hosts: &str, user: &str, path: &str) -> Vec<String> {
+    let mut s = TcpStream::connect(hosts.split(',').next().unwrap()).unwrap();
+    s.set_read_timeout(Some(10 * SEC)).unwrap();
+    let mut send = |body: &dyn Fn(&mut Vec<u8>)| {
+        let mut out = Vec::new();
+        write_frame(&mut out, body);
+        s.write_all(&out).unwrap();
+        read_frame(&mut s)
+    };
+    let connect =
+        ConnectRequest { last_zxid_seen: 0, timeout_ms: 4000, session_id: 0, password: vec![0; 16], read_only: false };
+    let answer = ConnectResponse::decode(&send(&|b| connect.encode(b))).unwrap();
+    assert!(answer.timeout_ms > 0, "connected");
+    let auth = Request::Auth { scheme: "digest".into(), auth: format!("{user}:pw-{user}").into_bytes() };
+    let reply = send(&|b| auth.encode(-4, b));
+    let (header, _) = ReplyHeader::split(&reply).unwrap();
+    assert_eq!((header.xid, header.err), (-4, 0), "addAuth as {user}");
+    // GetACLRequest: the request header (xid, opcode 6), then the path.
+    let reply = send(&|b| {
+        Writer::new(b).i32(1).i32(6).string(path);
+    });
+    let (header, body) = ReplyHeader::split(&reply).unwrap();
+    assert_eq!((header.xid, header.err), (1, 0), "getACL {path}");
+    // GetACLResponse: vector<ACL{perms, Id{scheme, id}}>, then the Stat.
+    let mut r = Reader::new(body);
+    let n = r.count("acl", 12).unwrap();
+    (0..n)
+        .map(|_| {
+            let perms = r.i32("perms").unwrap();
+            let (scheme, id) = (r.string("scheme").unwrap(), r.string("id").unwrap());
+            // Permission bits: read 1, write 2, create 4, delete 8, admin 16.
+            let letters: String = [(4, 'c'), (8, 'd'), (1, 'r'), (2, 'w'), (16, 'a')]
+                .iter()
+                .filter(|(bit, _)| perms & bit != 0)
+                .map(|(_, c)| *c)
+                .collect();
+            format!("{scheme}:{id}:{letters}")
         })
         .collect()
 }
@@ -74,10 +110,9 @@ fn acl_of(raw: &Raw, path: &str) -> Vec<String> {
 fn digest_id(hosts: &str, user: &str) -> String {
     let raw = raw_as(hosts, Some(user));
     let probe = format!("/digest-of-{user}");
-    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
-    raw.block_on(raw.zk.create(&probe, b"", &opts)).unwrap();
-    let acl = acl_of(&raw, &probe);
-    raw.block_on(raw.zk.delete(&probe, None)).unwrap();
+    raw.block_on(raw.zk.create(&probe, b"", &zk::Acl::creator_all(), zk::CreateMode::Persistent)).unwrap();
+    let acl = acl_of(hosts, user, &probe);
+    raw.block_on(raw.zk.delete(&probe, -1)).unwrap();
     acl[0].rsplit_once(':').unwrap().0.to_owned()
 }
 
@@ -92,18 +127,19 @@ fn creator_acl_shuts_out_other_identities_and_says_no_auth() {
     // ZooKeeper's own record: the lock path and our node are alice's only.
     let raw_alice = raw_as(&hosts, Some("alice"));
     let alice_id = digest_id(&hosts, "alice");
-    assert_eq!(acl_of(&raw_alice, "/secure/job"), vec![format!("{alice_id}:cdrwa")]);
-    assert_eq!(acl_of(&raw_alice, &node), vec![format!("{alice_id}:cdrwa")]);
-    assert_eq!(acl_of(&raw_alice, "/secure"), vec![format!("{alice_id}:cdrwa")], "ancestors too");
+    assert_eq!(acl_of(&hosts, "alice", "/secure/job"), vec![format!("{alice_id}:cdrwa")]);
+    assert_eq!(acl_of(&hosts, "alice", &node), vec![format!("{alice_id}:cdrwa")]);
+    assert_eq!(acl_of(&hosts, "alice", "/secure"), vec![format!("{alice_id}:cdrwa")], "ancestors too");
 
     // Another identity, and no identity, as a raw third party: no list, no
     // create, no delete of the holder's node.
     for user in [None, Some("mallory")] {
         let raw = raw_as(&hosts, user);
-        assert_eq!(raw.block_on(raw.zk.list_children("/secure/job")).unwrap_err(), zk::Error::NoAuth);
-        let create = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
-        assert_eq!(raw.block_on(raw.zk.create("/secure/job/x", b"", &create)).unwrap_err(), zk::Error::NoAuth);
-        assert_eq!(raw.block_on(raw.zk.delete(&node, None)).unwrap_err(), zk::Error::NoAuth);
+        let no_auth = zk::Error::Server(zk::Code::NoAuth);
+        assert_eq!(raw.block_on(raw.zk.children("/secure/job")).unwrap_err(), no_auth);
+        let create = raw.zk.create("/secure/job/x", b"", &zk::Acl::open(), zk::CreateMode::Ephemeral);
+        assert_eq!(raw.block_on(create).unwrap_err(), no_auth);
+        assert_eq!(raw.block_on(raw.zk.delete(&node, -1)).unwrap_err(), no_auth);
     }
     guard.check().expect("still held after the refused delete");
 
@@ -153,7 +189,7 @@ fn a_listed_acl_lets_each_listed_identity_contend() {
     // the ADMIN right.
     let raw = raw_as(&hosts, Some("alice"));
     for node in raw.children("/listed") {
-        assert_eq!(acl_of(&raw, &format!("/listed/{node}")), spec.split(',').collect::<Vec<_>>());
+        assert_eq!(acl_of(&hosts, "alice", &format!("/listed/{node}")), spec.split(',').collect::<Vec<_>>());
     }
     assert_eq!(raw.children("/listed").len(), 2, "bob queued behind alice");
     // world:anyone:r lets a monitor see the queue, not take the lock. Asked
@@ -187,8 +223,8 @@ fn an_acl_outlasts_an_emptied_lock_path_only_under_a_parent_that_stays() {
     g.release().unwrap();
 
     let raw_alice = raw_as(&hosts, Some("alice"));
-    let kept = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
-    raw_alice.block_on(raw_alice.zk.create("/kept", b"", &kept)).unwrap();
+    let kept = raw_alice.zk.create("/kept", b"", &zk::Acl::creator_all(), zk::CreateMode::Persistent);
+    raw_alice.block_on(kept).unwrap();
     alice.lock("/kept/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
     wait_until("the emptied lock path is reaped", 10 * SEC, || raw_alice.exists("/kept/job").is_none());
     assert_eq!(stranger.lock("/kept/job").unwrap().try_acquire().unwrap_err().kind(), ErrorKind::NoAuth);
@@ -242,10 +278,9 @@ fn a_semaphore_and_an_election_make_their_nodes_with_the_acl() {
     let alice_id = digest_id(&hosts, "alice");
     let lease = alice.semaphore("/sem", 2, LockOptions::default()).unwrap().acquire(Some(10 * SEC)).unwrap();
     let leader = alice.election("/elect", "me").unwrap().acquire(Some(10 * SEC)).unwrap();
-    let raw = raw_as(&hosts, Some("alice"));
     let want = vec![format!("{alice_id}:cdrwa")];
     for path in ["/sem", "/sem/leases", &lease.node_path(), "/elect", &leader.node_path()] {
-        assert_eq!(acl_of(&raw, path), want, "{path}");
+        assert_eq!(acl_of(&hosts, "alice", path), want, "{path}");
     }
     let stranger = client_as(&hosts, Some("eve"), Acl::creator_all());
     let e = stranger.semaphore("/sem", 2, LockOptions::default()).unwrap().try_acquire().unwrap_err();
@@ -372,7 +407,7 @@ fn tls_client_certificate_where_the_server_needs_one() {
         .unwrap();
     let g = c.lock("/x509/job").unwrap().acquire(Some(10 * SEC)).unwrap();
     let raw = Raw::connect(&zk.connect_string());
-    assert_eq!(raw.block_on(raw.zk.list_children("/x509/job")).unwrap_err(), zk::Error::NoAuth);
+    assert_eq!(raw.block_on(raw.zk.children("/x509/job")).unwrap_err(), zk::Error::Server(zk::Code::NoAuth));
     g.release().unwrap();
 
     let no_certificate = tls_options(&secure, TlsOptions::ca_file(certs.ca())).connect_timeout(3 * SEC);
@@ -402,7 +437,7 @@ fn sasl_digest_md5_authenticates_and_names_the_acl_identity() {
     let g = alice.lock("/sasl/job").unwrap().acquire(Some(10 * SEC)).unwrap();
     // The creator ACL became the SASL identity.
     let raw = Raw::connect(&hosts);
-    assert_eq!(raw.block_on(raw.zk.list_children("/sasl/job")).unwrap_err(), zk::Error::NoAuth);
+    assert_eq!(raw.block_on(raw.zk.children("/sasl/job")).unwrap_err(), zk::Error::Server(zk::Code::NoAuth));
     let named = Client::connect(
         options(&hosts, 4 * SEC).sasl_digest_md5("alice", "pw-alice").acl(Acl::parse("sasl:alice:cdrwa").unwrap()),
     )
@@ -434,10 +469,9 @@ fn an_acl_that_forbids_deleting_is_not_retried_for_ever() {
     let hosts = zk.connect_string();
     let raw = raw_as(&hosts, Some("alice"));
     raw.mkdir("/nodelete");
-    let crwa = zk::Permission::CREATE | zk::Permission::READ | zk::Permission::WRITE | zk::Permission::ADMIN;
-    let entries = [zk::Acl::new(crwa, zk::AuthId::new("auth", ""))];
-    let acl = zk::CreateMode::Persistent.with_acls(zk::Acls::new(&entries));
-    raw.block_on(raw.zk.create("/nodelete/job", b"", &acl)).unwrap();
+    // create 4, read 1, write 2, admin 16: every right but delete (8).
+    let crwa = [zk::Acl { perms: 4 | 1 | 2 | 16, scheme: "auth".into(), id: String::new() }];
+    raw.block_on(raw.zk.create("/nodelete/job", b"", &crwa, zk::CreateMode::Persistent)).unwrap();
     let alice = client_as(&hosts, Some("alice"), Acl::creator_all());
     let lock = alice.lock("/nodelete/job").unwrap();
     let g = lock.acquire(Some(10 * SEC)).unwrap();

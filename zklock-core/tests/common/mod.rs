@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zklock_core::{Client, ClientOptions, Lock, LockMode, LockOptions};
 use zklock_harness::{Cluster, ClusterOptions};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 /// The lock modes every edge-case test runs in.
 pub const MODES: [LockMode; 3] = [LockMode::Exclusive, LockMode::Read, LockMode::Write];
@@ -50,55 +50,68 @@ pub fn queue(client: &Client, path: &str) -> Vec<String> {
     client.participants(path).expect("participants").into_iter().map(|p| p.name).collect()
 }
 
-/// A plain ZooKeeper session, for acting as a third party.
+/// A plain ZooKeeper session (zklock's own session layer, used directly),
+/// for acting as a third party.
 pub struct Raw {
+    // Dropped before the runtime its task runs on.
+    pub zk: zk::Session,
     pub rt: tokio::runtime::Runtime,
-    pub zk: zk::Client,
 }
 
 impl Raw {
     pub fn connect(hosts: &str) -> Raw {
+        Raw::connect_with(zk::Config::new(hosts).expect("valid connect string"))
+    }
+
+    /// A session made from `config` (e.g. with credentials).
+    pub fn connect_with(config: zk::Config) -> Raw {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
-        let zk = rt.block_on(zk::Client::connect(hosts)).expect("raw client connects");
-        Raw { rt, zk }
+        // The session's task runs on the runtime that connects it.
+        let zk = rt.block_on(zk::Session::connect(config)).expect("raw client connects");
+        Raw { zk, rt }
     }
 
     pub fn children(&self, path: &str) -> Vec<String> {
-        match self.rt.block_on(self.zk.list_children(path)) {
+        match self.rt.block_on(self.zk.children(path).value()) {
             Ok(c) => c,
-            Err(zk::Error::NoNode) => Vec::new(),
+            Err(zk::Error::Server(zk::Code::NoNode)) => Vec::new(),
             Err(e) => panic!("list {path}: {e}"),
         }
     }
 
     pub fn exists(&self, path: &str) -> Option<zk::Stat> {
-        self.rt.block_on(self.zk.check_stat(path)).expect("exists")
+        self.rt.block_on(self.zk.exists(path).value()).expect("exists")
     }
 
     pub fn delete(&self, path: &str) {
-        self.rt.block_on(self.zk.delete(path, None)).unwrap_or_else(|e| panic!("delete {path}: {e}"));
+        self.rt.block_on(self.zk.delete(path, -1).value()).unwrap_or_else(|e| panic!("delete {path}: {e}"));
     }
 
-    /// Creates `path` (parents must exist) and returns the created name.
+    /// Creates `path` (parents must exist) with an open ACL and returns the
+    /// created name (with the sequence number of a sequential mode).
     pub fn create(&self, path: &str, mode: zk::CreateMode) -> String {
-        let opts = mode.with_acls(zk::Acls::anyone_all());
-        let (_, seq) =
-            self.rt.block_on(self.zk.create(path, b"", &opts)).unwrap_or_else(|e| panic!("create {path}: {e}"));
-        let name = path.rsplit('/').next().unwrap_or_default();
-        if matches!(mode, zk::CreateMode::EphemeralSequential | zk::CreateMode::PersistentSequential) {
-            format!("{name}{seq}")
-        } else {
-            name.to_owned()
+        let (made, _) = self
+            .rt
+            .block_on(self.zk.create(path, b"", &zk::Acl::open(), mode).value())
+            .unwrap_or_else(|e| panic!("create {path}: {e}"));
+        made.rsplit('/').next().unwrap_or_default().to_owned()
+    }
+
+    /// Creates `path` and its missing ancestors as persistent nodes with
+    /// an open ACL; an existing node is left as it is.
+    pub fn mkdir(&self, path: &str) {
+        let ends = path.match_indices('/').skip(1).map(|(i, _)| i).chain([path.len()]);
+        for end in ends {
+            let node = &path[..end];
+            match self.rt.block_on(self.zk.create(node, b"", &zk::Acl::open(), zk::CreateMode::Persistent).value()) {
+                Ok(_) | Err(zk::Error::Server(zk::Code::NodeExists)) => {},
+                Err(e) => panic!("mkdir {node}: {e}"),
+            }
         }
     }
 
-    pub fn mkdir(&self, path: &str) {
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-        self.rt.block_on(self.zk.mkdir(path, &opts)).expect("mkdir");
-    }
-
     pub fn session_id(&self) -> i64 {
-        self.zk.session_id().0
+        self.zk.id()
     }
 
     /// Runs `f` to completion on this client's runtime.
