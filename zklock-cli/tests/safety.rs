@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{all_threads_stopped, connect, queue, server, signal_dispositions, wait_until, Raw, SEC};
 use zklock_core::{Guard, Result};
 use zklock_harness::Proxy;
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 /// A process that stalls between sending its requests and reading their
 /// replies must not credit those replies with the time it read them. Here
@@ -259,9 +259,10 @@ fn wait_for_exit(p: &mut std::process::Child, limit: Duration) -> Option<bool> {
 }
 
 /// Whether the process started by [`zklock_run_stalling_with`] in `dir`
-/// has woken from its stall and learnt that its session expired.
+/// has woken from its stall and learnt that its session expired (the
+/// client logs "session 0x... ended (expired); ...").
 fn expired(dir: &std::path::Path) -> bool {
-    std::fs::read_to_string(dir.join("stderr")).is_ok_and(|e| e.contains("(Expired)"))
+    std::fs::read_to_string(dir.join("stderr")).is_ok_and(|e| e.contains("ended (expired)"))
 }
 
 /// Holds `gc` while the `zklock` process `p`, stalled first in line past
