@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use zklock_harness::{four_letter_word, Cluster, ClusterOptions};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 type R<T> = Result<T, String>;
 
@@ -304,7 +304,7 @@ fn scenarios(quick: bool, reps: usize, fsync: bool) -> Vec<Scenario> {
 /// The runner's own raw session (herd measurements).
 struct Observer {
     rt: tokio::runtime::Runtime,
-    zk: zk::Client,
+    zk: zk::Session,
     addr: std::net::SocketAddr,
     /// The server's process, for its CPU time.
     pid: Option<u32>,
@@ -328,11 +328,11 @@ impl Observer {
     fn holder(&self, path: &str) -> R<(String, i64)> {
         let zk = &self.zk;
         self.rt.block_on(async {
-            let children = zk.list_children(path).await.map_err(err)?;
+            let children = zk.children(path).await.map_err(err)?.value;
             let seq = |n: &String| n.get(n.len().saturating_sub(10)..).and_then(|s| s.parse::<i64>().ok());
             let first = children.iter().filter(|n| seq(n).is_some()).min_by_key(|n| seq(n)).ok_or("empty queue")?;
             let node = format!("{path}/{first}");
-            let (_, stat) = zk.get_data(&node).await.map_err(err)?;
+            let (_, stat) = zk.get_data(&node).await.map_err(err)?.value;
             Ok((node, stat.ephemeral_owner))
         })
     }

@@ -1,6 +1,6 @@
 //! Benchmark driver for the zklock Rust core (`impl=zklock`) and for the
-//! raw-client floor (`impl=floor`: create + getChildren + delete with
-//! `zookeeper-client`, no lock logic).
+//! raw-client floor (`impl=floor`: create + getChildren + delete on a plain
+//! session of zklock's own session layer, `zklock-zk`, no lock logic).
 //!
 //! Every driver of `make bench` (this one, C, Python, Node, Curator, kazoo)
 //! speaks the same small command line, documented in `bench/README.md`:
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use zklock_core::{Client, ClientOptions};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 #[path = "../raw.rs"]
 mod raw;
@@ -48,10 +48,23 @@ fn connect(hosts: &str) -> R<Client> {
     Client::connect(ClientOptions::new(hosts).session_timeout(Duration::from_secs(10))).map_err(err)
 }
 
+/// Creates `path` and its missing ancestors (persistent, open ACL); an
+/// existing node is left as it is.
+async fn mkdir(zk: &zk::Session, path: &str) -> Result<(), zk::Error> {
+    let ends = path.match_indices('/').skip(1).map(|(i, _)| i).chain([path.len()]);
+    for end in ends {
+        match zk.create(&path[..end], b"", &zk::Acl::open(), zk::CreateMode::Persistent).await {
+            Ok(_) | Err(zk::Error::Server(zk::Code::NodeExists)) => {},
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// A raw ZooKeeper session with its own single-threaded runtime.
 struct Raw {
     rt: tokio::runtime::Runtime,
-    zk: zk::Client,
+    zk: zk::Session,
 }
 
 impl Raw {
@@ -61,22 +74,18 @@ impl Raw {
     }
 
     fn ensure(&self, path: &str) -> R<()> {
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-        match self.rt.block_on(self.zk.mkdir(path, &opts)) {
-            Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
-            Err(e) => Err(err(e)),
-        }
+        self.rt.block_on(mkdir(&self.zk, path)).map_err(err)
     }
 
     /// One floor cycle: create (ephemeral sequential), list, delete, each
     /// awaited before the next (three round trips).
     fn cycle(&self, path: &str) -> R<()> {
-        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        let zk = &self.zk;
+        let (zk, open) = (&self.zk, zk::Acl::open());
         self.rt.block_on(async {
-            let (_, seq) = zk.create(&format!("{path}/n-"), b"", &opts).await.map_err(err)?;
-            let _ = zk.list_children(path).await.map_err(err)?;
-            zk.delete(&format!("{path}/n-{seq}"), None).await.map_err(err)
+            let eph = zk::CreateMode::EphemeralSequential;
+            let (node, _) = zk.create(&format!("{path}/n-"), b"", &open, eph).await.map_err(err)?.value;
+            let _ = zk.children(path).await.map_err(err)?;
+            zk.delete(&node, -1).await.map(drop).map_err(err)
         })
     }
 
@@ -84,18 +93,18 @@ impl Raw {
     /// Curator and zklock name a queued node (`_c_<uuid>-lock-<seq>`, 50
     /// bytes each).
     fn fill(&self, path: &str, n: usize) -> R<()> {
-        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let (open, eph) = (zk::Acl::open(), zk::CreateMode::EphemeralSequential);
         self.rt.block_on(async {
             for i in 0..n {
                 let name = format!("{path}/_c_{:08x}-0000-4000-8000-{:012x}-lock-", i, i);
-                self.zk.create(&name, b"", &opts).await.map_err(err)?;
+                self.zk.create(&name, b"", &open, eph).await.map_err(err)?;
             }
             Ok(())
         })
     }
 
     fn count_children(&self, path: &str) -> usize {
-        self.rt.block_on(self.zk.list_children(path)).map(|c| c.len()).unwrap_or(0)
+        self.rt.block_on(self.zk.children(path)).map(|c| c.value.len()).unwrap_or(0)
     }
 }
 
@@ -145,8 +154,7 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
         // does): `hop1` one hand-over per cycle, `hop3` one per request.
         let per_op = p.str("impl", "") == "hop3";
         let (rt, zk) = raw::connect(hosts, Duration::from_secs(10), true)?;
-        let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-        let _ = rt.block_on(zk.mkdir(path, &opts));
+        let _ = rt.block_on(mkdir(&zk, path));
         let hop = |f: std::pin::Pin<Box<dyn std::future::Future<Output = R<()>> + Send>>| -> R<()> {
             let (tx, rx) = mpsc::sync_channel(1);
             rt.spawn(async move {
@@ -157,23 +165,23 @@ fn uncontended(hosts: &str, path: &str, p: &Params) -> R<Value> {
         timed(warmup as usize, iters as usize, |_| {
             let (zk, path) = (zk.clone(), path.to_owned());
             if per_op {
-                let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+                let (eph, open) = (zk::CreateMode::EphemeralSequential, zk::Acl::open());
                 let (z, pa) = (zk.clone(), path.clone());
                 let (tx, rx) = mpsc::sync_channel(1);
                 rt.spawn(async move {
-                    let _ = tx.send(z.create(&format!("{pa}/n-"), b"", &eph).await.map(|(_, s)| s));
+                    let _ = tx.send(z.create(&format!("{pa}/n-"), b"", &open, eph).await.map(|r| r.value.0));
                 });
-                let seq = rx.recv().map_err(err)?.map_err(err)?;
+                let node = rx.recv().map_err(err)?.map_err(err)?;
                 let (z, pa) = (zk.clone(), path.clone());
-                hop(Box::pin(async move { z.list_children(&pa).await.map(|_| ()).map_err(err) }))?;
-                let (z, pa) = (zk.clone(), path.clone());
-                hop(Box::pin(async move { z.delete(&format!("{pa}/n-{seq}"), None).await.map_err(err) }))?;
+                hop(Box::pin(async move { z.children(&pa).await.map(drop).map_err(err) }))?;
+                let z = zk.clone();
+                hop(Box::pin(async move { z.delete(&node, -1).await.map(drop).map_err(err) }))?;
             } else {
                 hop(Box::pin(async move {
-                    let eph = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-                    let (_, seq) = zk.create(&format!("{path}/n-"), b"", &eph).await.map_err(err)?;
-                    zk.list_children(&path).await.map_err(err)?;
-                    zk.delete(&format!("{path}/n-{seq}"), None).await.map_err(err)
+                    let (eph, open) = (zk::CreateMode::EphemeralSequential, zk::Acl::open());
+                    let (node, _) = zk.create(&format!("{path}/n-"), b"", &open, eph).await.map_err(err)?.value;
+                    zk.children(&path).await.map_err(err)?;
+                    zk.delete(&node, -1).await.map(drop).map_err(err)
                 }))?;
             }
             Ok(())
@@ -540,7 +548,7 @@ fn list(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let raw = Raw::connect(hosts)?;
     raw.ensure(path)?;
     raw.fill(path, p.num("children", 32) as usize)?;
-    timed(warmup, iters, |_| raw.rt.block_on(raw.zk.list_children(path)).map(drop).map_err(err))
+    timed(warmup, iters, |_| raw.rt.block_on(raw.zk.children(path)).map(drop).map_err(err))
 }
 
 /// Runs `step` `warmup` times, then `iters` times timed (`step` is told
