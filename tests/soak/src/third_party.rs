@@ -2,7 +2,7 @@
 //! clients' lock nodes (fault kind `third-party-delete`).
 //!
 //! It lists the queue with `zklock_core::Client::participants` and acts
-//! with a plain `zookeeper-client` session. The targets come in turn (see
+//! with a plain session of zklock's own session layer (`zklock-zk`). The targets come in turn (see
 //! [`targets`]): a waiter's node, a holder's node, on every lock; on the
 //! read/write lock a waiting reader behind a writer and a waiting writer,
 //! and the holder (reader or writer, whichever holds).
@@ -33,7 +33,7 @@
 use std::time::{Duration, Instant};
 
 use zklock_core::{Client, ClientOptions, NodeKind, Participant};
-use zookeeper_client as zk;
+use zklock_zk as zk;
 
 use crate::analysis::{DeletedNode, Fault, FaultKind, LockId, Mode, Role};
 use crate::clock::mono_ns;
@@ -46,6 +46,12 @@ const SEARCH: Duration = Duration::from_secs(5);
 /// How long a holder's node may still exist after a delete whose reply was
 /// lost (the holder releases within milliseconds, or its session expires).
 const REPLY_LOST_LIMIT: Duration = Duration::from_secs(15);
+
+/// Whether `e` says a node was not there (for a multi: the operation that
+/// failed).
+fn no_node(e: &zk::Error) -> bool {
+    e.code() == zk::Code::NoNode
+}
 
 /// Which node to delete next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +120,7 @@ fn mode_of(lock: LockId, kind: NodeKind) -> Mode {
 pub struct Outsider {
     hosts: String,
     lister: Option<Client>,
-    raw: Option<(tokio::runtime::Runtime, zk::Client)>,
+    raw: Option<(tokio::runtime::Runtime, zk::Session)>,
     rotation: Vec<Target>,
     next: usize,
 }
@@ -142,26 +148,29 @@ impl Outsider {
 
     /// Runs `f` on the plain session (connecting first if needed), bounded
     /// by `OP_TIMEOUT`; a failed session is dropped to be made again.
-    fn raw<T>(&mut self, f: impl AsyncFnOnce(&zk::Client) -> Result<T, zk::Error>) -> Result<T, zk::Error> {
+    /// A request not answered within `OP_TIMEOUT` fails with
+    /// [`zk::Error::ConnectionLoss`]: it may or may not have been carried out.
+    fn raw<T>(&mut self, f: impl AsyncFnOnce(&zk::Session) -> Result<T, zk::Error>) -> Result<T, zk::Error> {
         if self.raw.as_ref().is_some_and(|(_, c)| c.state().is_terminated()) {
             self.raw = None;
         }
         if self.raw.is_none() {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .map_err(|e| zk::Error::UnexpectedError(e.to_string()))?;
-            let connect = zk::Client::connector().with_session_timeout(Duration::from_secs(20)).connect(&self.hosts);
-            let client = rt
-                .block_on(async { tokio::time::timeout(Duration::from_secs(10), connect).await })
-                .map_err(|_| zk::Error::Timeout)??;
+            let rt =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().map_err(|e| {
+                    zk::Error::ConnectionLoss(format!("not connected: no runtime for the session: {e}"))
+                })?;
+            let config = zk::Config::new(&self.hosts)?
+                .session_timeout(Duration::from_secs(20))
+                .connect_timeout(Duration::from_secs(10));
+            // The session's task runs on the runtime that connects it.
+            let client = rt.block_on(zk::Session::connect(config))?;
             self.raw = Some((rt, client));
         }
-        let Some((rt, client)) = self.raw.as_ref() else { return Err(zk::Error::ClientClosed) };
-        let out =
-            rt.block_on(async { tokio::time::timeout(OP_TIMEOUT, f(client)).await }).unwrap_or(Err(zk::Error::Timeout));
-        if matches!(out, Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) {
+        let Some((rt, client)) = self.raw.as_ref() else { return Err(zk::Error::Closed) };
+        let out = rt.block_on(async { tokio::time::timeout(OP_TIMEOUT, f(client)).await }).unwrap_or_else(|_| {
+            Err(zk::Error::ConnectionLoss(format!("no reply within {OP_TIMEOUT:?} (it may have been carried out)")))
+        });
+        if out.as_ref().is_err_and(zk::Error::is_final) {
             self.raw = None;
         }
         out
@@ -201,23 +210,22 @@ impl Outsider {
             Target::Waiter(_, kind) => {
                 let Some((victim, waits_on)) = pick_waiter(&queue, kind) else { return Ok(Vec::new()) };
                 let (victim_path, waits_on_path) = (node(&victim.name), node(&waits_on.name));
-                let czxid = match self.raw(async |c| c.get_data(&victim_path).await.map(|(_, stat)| stat.czxid)) {
+                let czxid = match self.raw(async |c| c.get_data(&victim_path).await.map(|r| r.value.1.czxid)) {
                     Ok(z) => z,
-                    Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                    Err(e) if no_node(&e) => return Ok(Vec::new()),
                     Err(e) => return Err(format!("reading {victim_path}: {e}")),
                 };
                 let start = mono_ns();
-                let deleted = self.raw(async |c| {
-                    let mut multi = c.new_multi_writer();
-                    multi.add_check_version(&waits_on_path, -1)?;
-                    multi.add_delete(&victim_path, None)?;
-                    multi.commit().await.map(|_| ()).map_err(zk::Error::from)
-                });
+                let ops = [
+                    zk::MultiOp::Check { path: waits_on_path.clone(), version: -1 },
+                    zk::MultiOp::Delete { path: victim_path.clone(), version: -1 },
+                ];
+                let deleted = self.raw(async |c| c.multi(&ops).await.map(drop));
                 let end = mono_ns();
                 match deleted {
                     Ok(()) => Ok(vec![self.fault(lock, victim, czxid, Role::Waiter, false, start, end)]),
                     // The node waited on, or ours, went meanwhile: look again.
-                    Err(zk::Error::NoNode) => Ok(Vec::new()),
+                    Err(e) if no_node(&e) => Ok(Vec::new()),
                     Err(e) => Err(format!("deleting {victim_path} (not recorded, it may have happened): {e}")),
                 }
             },
@@ -226,20 +234,20 @@ impl Outsider {
                 // Every lease node may hold; the open grants tell which do.
                 for holder in queue.iter().filter(|p| p.holds || lock.permits().is_some()) {
                     let holder_path = node(&holder.name);
-                    let czxid = match self.raw(async |c| c.get_data(&holder_path).await.map(|(_, stat)| stat.czxid)) {
+                    let czxid = match self.raw(async |c| c.get_data(&holder_path).await.map(|r| r.value.1.czxid)) {
                         Ok(z) => z,
-                        Err(zk::Error::NoNode) => continue,
+                        Err(e) if no_node(&e) => continue,
                         Err(e) => return Err(format!("reading {holder_path}: {e}")),
                     };
                     if !open.iter().any(|g| i64::try_from(g.token) == Ok(czxid)) {
                         continue;
                     }
                     let start = mono_ns();
-                    let deleted = self.raw(async |c| c.delete(&holder_path, None).await);
+                    let deleted = self.raw(async |c| c.delete(&holder_path, -1).await.map(drop));
                     let end = mono_ns();
                     return match deleted {
                         Ok(()) => Ok(vec![self.fault(lock, holder, czxid, Role::Holder, false, start, end)]),
-                        Err(zk::Error::NoNode) => Ok(Vec::new()),
+                        Err(e) if no_node(&e) => Ok(Vec::new()),
                         Err(e) => self.holder_reply_lost(lock, holder, czxid, start, &e).map(|f| vec![f]),
                     };
                 }
@@ -256,32 +264,31 @@ impl Outsider {
                 }
                 let (victim_path, holder_path) = (node(&victim.name), node(&holder.name));
                 let czxids = self.raw(async |c| {
-                    let (_, h) = c.get_data(&holder_path).await?;
-                    let (_, v) = c.get_data(&victim_path).await?;
+                    let (_, h) = c.get_data(&holder_path).await?.value;
+                    let (_, v) = c.get_data(&victim_path).await?.value;
                     Ok((h.czxid, v.czxid))
                 });
                 let (holder_czxid, victim_czxid) = match czxids {
                     Ok(z) => z,
-                    Err(zk::Error::NoNode) => return Ok(Vec::new()),
+                    Err(e) if no_node(&e) => return Ok(Vec::new()),
                     Err(e) => return Err(format!("reading {holder_path} and {victim_path}: {e}")),
                 };
                 if !resource.open_grants(lock).iter().any(|g| i64::try_from(g.token) == Ok(holder_czxid)) {
                     return Ok(Vec::new());
                 }
                 let start = mono_ns();
-                let deleted = self.raw(async |c| {
-                    let mut multi = c.new_multi_writer();
-                    multi.add_delete(&holder_path, None)?;
-                    multi.add_delete(&victim_path, None)?;
-                    multi.commit().await.map(|_| ()).map_err(zk::Error::from)
-                });
+                let ops = [
+                    zk::MultiOp::Delete { path: holder_path.clone(), version: -1 },
+                    zk::MultiOp::Delete { path: victim_path.clone(), version: -1 },
+                ];
+                let deleted = self.raw(async |c| c.multi(&ops).await.map(drop));
                 let end = mono_ns();
                 match deleted {
                     Ok(()) => Ok(vec![
                         self.fault(lock, holder, holder_czxid, Role::Holder, false, start, end),
                         self.fault(lock, victim, victim_czxid, Role::Waiter, false, start, end),
                     ]),
-                    Err(zk::Error::NoNode) => Ok(Vec::new()),
+                    Err(e) if no_node(&e) => Ok(Vec::new()),
                     // The waiter's delete is not recorded (that can only
                     // hide a violation); the holder's must be once done.
                     Err(e) => self.holder_reply_lost(lock, holder, holder_czxid, start, &e).map(|f| vec![f]),
@@ -313,7 +320,7 @@ impl Outsider {
     fn wait_gone(&mut self, path: &str, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if let Err(zk::Error::NoNode) = self.raw(async |c| c.get_data(path).await.map(|_| ())) {
+            if self.raw(async |c| c.get_data(path).await.map(drop)).is_err_and(|e| no_node(&e)) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));
