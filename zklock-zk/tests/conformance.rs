@@ -9,8 +9,9 @@
 //! `--nocapture`) and fails at the end naming every feature that failed.
 //!
 //! * standalone (with TLS and a SASL user, so the server runs Netty):
-//!   every request, removeWatches, watches, close, expiry, whoAmI, digest
-//!   auth, SASL DIGEST-MD5, TLS (x509 by a client certificate), chroot;
+//!   every request, removeWatches, watches, close, expiry, whoAmI, pings,
+//!   SetWatches in batches, digest auth, SASL DIGEST-MD5, TLS (x509 by a
+//!   client certificate), chroot (auth checked across a reconnect);
 //! * ensemble (plain, NIO): every request (through a follower),
 //!   removeWatches, watches, close, expiry (closed on another member),
 //!   whoAmI, and the re-attach to another member with its watches
@@ -199,6 +200,22 @@ fn plus(a: (usize, usize), b: (usize, usize)) -> (usize, usize) {
 /// Whether `path` is `prefix` and ten digits (a sequential create's name).
 fn is_sequential(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix).is_some_and(|n| n.len() == 10 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Drops the session's connection at `proxy` and waits until it is
+/// connected again (connection `n + 1`).
+async fn reconnect(s: &Session, proxy: &Proxy) {
+    let n = s.connected().expect("connected").connection;
+    let mut ev = s.events();
+    proxy.drop_connections();
+    match next_event(&mut ev, 10).await {
+        SessionEvent::Disconnected { connection, .. } if connection == n => {},
+        e => panic!("{e:?}"),
+    }
+    match next_event(&mut ev, 20).await {
+        SessionEvent::Connected(c) if c.connection == n + 1 => {},
+        e => panic!("{e:?}"),
+    }
 }
 
 /// Every request of the API, each answer checked.
@@ -657,12 +674,98 @@ fn who_am_i(env: Arc<Env>) -> Feature {
     })
 }
 
-/// Digest auth: a node made with `creator_all` is the digest user's alone.
+/// Pings keep an idle session: idle for three of its timeouts, it is still
+/// on its first connection, its ephemeral node kept.
+fn pings(env: Arc<Env>) -> Feature {
+    Box::pin(async move {
+        let proxy = Proxy::start(env.zk.client_addr(env.member)).expect("proxy");
+        let cfg = Config::new(&proxy.addr().to_string()).expect("connect string");
+        let s = Session::connect(cfg.session_timeout(Duration::from_millis(600))).await.expect("connect");
+        let t = s.timeout();
+        assert!(t <= Duration::from_millis(600), "granted {t:?}");
+        let p = s.create("/pings", b"", &Acl::open(), CreateMode::Ephemeral).await.expect("create").value.0;
+        let mut ev = s.events();
+        tokio::time::sleep(t * 3).await;
+        let pings = proxy.requests().get("ping").copied().unwrap_or(0);
+        assert!(pings >= 3, "{pings} pings in three timeouts: {:?}", proxy.requests());
+        assert_eq!(ev.try_next(), None, "an idle session's events");
+        let r = s.exists(&p).await.expect("exists");
+        assert_eq!((r.connection, r.value.map(|st| st.ephemeral_owner)), (1, Some(s.id())));
+        s.close().await;
+        format!("{pings} pings in {} ms", (t * 3).as_millis())
+    })
+}
+
+/// Many watches are registered again after a reconnect in several
+/// SetWatches requests, each under the packet limit (4 KiB here); every
+/// one of them holds.
+fn setwatches_batches(env: Arc<Env>) -> Feature {
+    Box::pin(async move {
+        const N: usize = 150;
+        let proxy = Proxy::start(env.zk.client_addr(env.member)).expect("proxy");
+        let cfg = Config::new(&proxy.addr().to_string()).expect("connect string").max_frame(4096);
+        let s = Session::connect(cfg.session_timeout(Duration::from_secs(4))).await.expect("connect");
+        let other = connect(&env.cs()).await;
+        let open = Acl::open();
+        other.create("/batch", b"", &open, CreateMode::Persistent).await.expect("create");
+        let made: Vec<_> =
+            (0..N).map(|i| other.create(&format!("/batch/node-{i:03}"), b"", &open, CreateMode::Persistent)).collect();
+        for m in made {
+            m.await.expect("create");
+        }
+        let mut data_ws = Vec::new();
+        let mut exist_ws = Vec::new();
+        for i in 0..N {
+            let (r, w) = s.get_data_watch(&format!("/batch/node-{i:03}"));
+            r.await.expect("getData");
+            data_ws.push(w);
+            let (r, w) = s.exists_watch(&format!("/batch/absent-{i:03}"));
+            assert_eq!(r.await.expect("exists").value, None);
+            exist_ws.push(w);
+        }
+        let (r, child_w) = s.children_watch("/batch");
+        assert_eq!(r.await.expect("getChildren").value.len(), N);
+        reconnect(&s, &proxy).await;
+        s.sync("/").await.expect("sync");
+        let batches = proxy.requests().get("setWatches").copied().unwrap_or(0);
+        assert!(batches >= 2, "{batches} setWatches for {} watches: {:?}", 2 * N + 1, proxy.requests());
+        let changes: Vec<_> = (0..N).map(|i| other.set_data(&format!("/batch/node-{i:03}"), b"1", -1)).collect();
+        for c in changes {
+            c.await.expect("setData");
+        }
+        let creates: Vec<_> = (0..N)
+            .map(|i| other.create(&format!("/batch/absent-{i:03}"), b"", &open, CreateMode::Persistent))
+            .collect();
+        for c in creates {
+            c.await.expect("create");
+        }
+        for (i, w) in data_ws.into_iter().enumerate() {
+            let e = within(10, "data watch", w).await;
+            assert_eq!((e.kind, e.path), (EventType::NodeDataChanged, format!("/batch/node-{i:03}")));
+        }
+        for (i, w) in exist_ws.into_iter().enumerate() {
+            let e = within(10, "exists watch", w).await;
+            assert_eq!((e.kind, e.path), (EventType::NodeCreated, format!("/batch/absent-{i:03}")));
+        }
+        assert_eq!(within(10, "child watch", child_w).await.kind, EventType::NodeChildrenChanged);
+        s.close().await;
+        other.close().await;
+        format!("{} watches in {batches} setWatches", 2 * N + 1)
+    })
+}
+
+/// Digest auth: a node made with `creator_all` is the digest user's alone,
+/// on every connection of the session.
 fn digest(env: Arc<Env>) -> Feature {
     Box::pin(async move {
-        let cfg = Config::new(&env.cs()).expect("connect string").auth("digest", b"alice:secret");
+        let proxy = Proxy::start(env.zk.client_addr(env.member)).expect("proxy");
+        let cfg = Config::new(&proxy.addr().to_string()).expect("connect string").auth("digest", b"alice:secret");
         let s = Session::connect(cfg).await.expect("connect with digest");
         s.create("/digest", b"d", &Acl::creator_all(), CreateMode::Persistent).await.expect("create creator_all");
+        // The credentials go again with every connection.
+        reconnect(&s, &proxy).await;
+        let read = s.get_data("/digest").await.expect("getData after a reconnect");
+        assert_eq!((read.connection, read.value.0.as_slice()), (2, &b"d"[..]));
         let anon = connect(&env.cs()).await;
         assert_eq!(anon.get_data("/digest").await.unwrap_err(), Error::Server(Code::NoAuth));
         assert_eq!(anon.children("/digest").await.unwrap_err(), Error::Server(Code::NoAuth));
@@ -696,15 +799,21 @@ fn digest(env: Arc<Env>) -> Feature {
     })
 }
 
-/// SASL DIGEST-MD5: the login is the identity `sasl:<user>`; a wrong
-/// password ends the connect with `AuthFailed`.
+/// SASL DIGEST-MD5: the login is the identity `sasl:<user>`, on every
+/// connection of the session; a wrong password ends the connect with
+/// `AuthFailed`.
 fn sasl(env: Arc<Env>) -> Feature {
     Box::pin(async move {
-        let cfg = Config::new(&env.cs()).expect("connect string").sasl_digest_md5("alice", "pw-alice");
+        let proxy = Proxy::start(env.zk.client_addr(env.member)).expect("proxy");
+        let cfg = Config::new(&proxy.addr().to_string()).expect("connect string").sasl_digest_md5("alice", "pw-alice");
         let s = Session::connect(cfg).await.expect("SASL login");
         let acl = [Acl { perms: Acl::ALL, scheme: "sasl".into(), id: "alice".into() }];
         s.create("/sasl", b"s", &acl, CreateMode::Persistent).await.expect("create for sasl:alice");
         assert_eq!(s.get_data("/sasl").await.expect("getData").value.0, b"s");
+        // The login is done again on every connection.
+        reconnect(&s, &proxy).await;
+        let read = s.get_data("/sasl").await.expect("getData after a reconnect");
+        assert_eq!((read.connection, read.value.0.as_slice()), (2, &b"s"[..]));
         let anon = connect(&env.cs()).await;
         assert_eq!(anon.get_data("/sasl").await.unwrap_err(), Error::Server(Code::NoAuth));
         let note = if env.has_who_am_i() {
@@ -750,15 +859,17 @@ fn tls_config(ca: &Path, client: Option<(std::path::PathBuf, std::path::PathBuf)
 }
 
 /// TLS on the secure port: requests and watches; a client certificate is
-/// the identity `x509:<subject DN>`; a client that trusts another CA is
-/// refused at once, saying why.
+/// the identity `x509:<subject DN>`, on every connection; a client that
+/// trusts another CA is refused at once, saying why.
 fn tls(env: Arc<Env>) -> Feature {
     Box::pin(async move {
         let certs = env.zk.tls_certs().expect("a TLS cluster");
         let secure = env.zk.secure_connect_string();
         let secure = secure.split(',').nth(env.member).expect("the member's secure port").to_string();
-        let cfg =
-            |tls: Tls| Config::new(&secure).expect("connect string").session_timeout(Duration::from_secs(4)).tls(tls);
+        let config = |cs: &str, tls: Tls| {
+            Config::new(cs).expect("connect string").session_timeout(Duration::from_secs(4)).tls(tls)
+        };
+        let cfg = |tls: Tls| config(&secure, tls);
 
         let s = Session::connect(cfg(tls_config(&certs.ca(), None))).await.expect("TLS without a certificate");
         let p = s.create("/tls-e", b"t", &Acl::open(), CreateMode::Ephemeral).await.expect("create over TLS").value.0;
@@ -768,12 +879,18 @@ fn tls(env: Arc<Env>) -> Feature {
         assert_eq!(within(10, "watch over TLS", w).await.kind, EventType::NodeDataChanged);
         let anon_me = s.who_am_i().await;
 
-        let x =
-            Session::connect(cfg(tls_config(&certs.ca(), Some(certs.client())))).await.expect("TLS with a certificate");
+        // Through a relay of the TLS bytes, to drop the connection.
+        let relay = Proxy::start_raw(secure.parse().expect("an address")).expect("relay");
+        let with_cert = tls_config(&certs.ca(), Some(certs.client()));
+        let x = Session::connect(config(&relay.addr().to_string(), with_cert)).await.expect("TLS with a certificate");
         let dn = "CN=zklock-test-client";
         let acl = [Acl { perms: Acl::ALL, scheme: "x509".into(), id: dn.into() }];
         x.create("/tls-x509", b"x", &acl, CreateMode::Persistent).await.expect("create for the x509 identity");
         assert_eq!(x.get_data("/tls-x509").await.expect("getData").value.0, b"x");
+        // The certificate is shown again on every connection.
+        reconnect(&x, &relay).await;
+        let read = x.get_data("/tls-x509").await.expect("getData after a reconnect");
+        assert_eq!((read.connection, read.value.0.as_slice()), (2, &b"x"[..]));
         // creator_all names the session's authenticated identities: x509.
         x.create("/tls-creator", b"", &Acl::creator_all(), CreateMode::Persistent).await.expect("creator_all");
         assert_eq!(s.get_data("/tls-x509").await.unwrap_err(), Error::Server(Code::NoAuth));
@@ -951,13 +1068,15 @@ fn standalone(release: ServerRelease) {
     let zk = Cluster::start(opts).unwrap_or_else(|e| panic!("{release}: start: {e}"));
     let version = server_version(&zk, 0);
     let env = Env { zk, release, member: 0, version };
-    let features: [Named; 10] = [
+    let features: [Named; 12] = [
         ("requests", requests),
         ("remove_watches", remove_watches),
         ("watches", watches),
         ("close", close),
         ("expiry", expiry),
         ("who_am_i", who_am_i),
+        ("pings", pings),
+        ("setwatches_batches", setwatches_batches),
         ("digest", digest),
         ("sasl", sasl),
         ("tls", tls),
