@@ -10,8 +10,9 @@
 //!
 //! * standalone (with TLS and a SASL user, so the server runs Netty):
 //!   every request, removeWatches, watches, close, expiry, whoAmI, pings,
-//!   SetWatches in batches, digest auth, SASL DIGEST-MD5, TLS (x509 by a
-//!   client certificate), chroot (auth checked across a reconnect);
+//!   SetWatches in batches, the packet limit, digest auth, SASL
+//!   DIGEST-MD5, TLS (x509 by a client certificate), chroot (auth checked
+//!   across a reconnect);
 //! * ensemble (plain, NIO): every request (through a follower),
 //!   removeWatches, watches, close, expiry (closed on another member),
 //!   whoAmI, and the re-attach to another member with its watches
@@ -754,6 +755,53 @@ fn setwatches_batches(env: Arc<Env>) -> Feature {
     })
 }
 
+/// The packet limit (`jute.maxbuffer`, 0xfffff, the default of both
+/// sides): a request of exactly that size is accepted by the server; one
+/// byte more is refused before it is sent; a reply over it ends the
+/// connection (the session reconnects), and a session with a higher limit
+/// reads it.
+fn packet_limit(env: Arc<Env>) -> Feature {
+    Box::pin(async move {
+        let s = connect(&env.cs()).await;
+        let mut ev = s.events();
+        let open = Acl::open();
+        let body = |path: &str, data: usize| {
+            let req = Request::Create {
+                path: path.into(),
+                data: vec![0; data],
+                acl: open.clone(),
+                mode: CreateMode::Persistent,
+            };
+            write_frame(&mut Vec::new(), |b| req.encode(1, b))
+        };
+        let data = DEFAULT_MAX_FRAME - body("/big", 0);
+        assert_eq!(body("/big", data), DEFAULT_MAX_FRAME);
+        let made = s.create("/big", &vec![b'x'; data], &open, CreateMode::Persistent).await;
+        assert_eq!(made.expect("a request of exactly the limit").value.1.data_length as usize, data);
+        let over = s.create("/bih", &vec![b'x'; data + 1], &open, CreateMode::Persistent).await;
+        assert!(matches!(over, Err(Error::BadArgument(_))), "{over:?}");
+        let r = s.exists("/bih").await.expect("exists");
+        assert_eq!((r.connection, r.value), (1, None), "a request over the limit was sent");
+        // getData's reply: header, data and Stat, over the limit.
+        let read = s.get_data("/big").await;
+        assert!(matches!(read, Err(Error::ConnectionLoss(_))), "{:?}", read.map(|r| r.value.0.len()));
+        match next_event(&mut ev, 10).await {
+            SessionEvent::Disconnected { connection: 1, reason } => {
+                assert!(reason.contains("over the packet limit"), "{reason}")
+            },
+            e => panic!("{e:?}"),
+        }
+        assert!(matches!(next_event(&mut ev, 20).await, SessionEvent::Connected(_)));
+        let cfg = Config::new(&env.cs()).expect("connect string").max_frame(2 << 20);
+        let big = Session::connect(cfg).await.expect("connect");
+        assert_eq!(big.get_data("/big").await.expect("getData").value.0.len(), data);
+        big.delete("/big", -1).await.expect("delete");
+        big.close().await;
+        s.close().await;
+        String::new()
+    })
+}
+
 /// Digest auth: a node made with `creator_all` is the digest user's alone,
 /// on every connection of the session.
 fn digest(env: Arc<Env>) -> Feature {
@@ -1068,7 +1116,7 @@ fn standalone(release: ServerRelease) {
     let zk = Cluster::start(opts).unwrap_or_else(|e| panic!("{release}: start: {e}"));
     let version = server_version(&zk, 0);
     let env = Env { zk, release, member: 0, version };
-    let features: [Named; 12] = [
+    let features: [Named; 13] = [
         ("requests", requests),
         ("remove_watches", remove_watches),
         ("watches", watches),
@@ -1077,6 +1125,7 @@ fn standalone(release: ServerRelease) {
         ("who_am_i", who_am_i),
         ("pings", pings),
         ("setwatches_batches", setwatches_batches),
+        ("packet_limit", packet_limit),
         ("digest", digest),
         ("sasl", sasl),
         ("tls", tls),
