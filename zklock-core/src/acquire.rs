@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::zk::{self, ClientExt as _};
 use futures_util::FutureExt as _;
 use tokio::sync::watch;
-use crate::zk::{self, ClientExt as _};
 
 use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
@@ -268,12 +268,7 @@ pub(crate) struct OwnWatch {
 impl OwnWatch {
     /// The watch from a read of our node, if its reply showed our session
     /// as the node's owner.
-    pub(crate) fn armed(
-        stat: &zk::Stat,
-        watch: zk::Watch,
-        states: zk::StateWatcher,
-        session: i64,
-    ) -> Option<OwnWatch> {
+    pub(crate) fn armed(stat: &zk::Stat, watch: zk::Watch, states: zk::StateWatcher, session: i64) -> Option<OwnWatch> {
         (stat.ephemeral_owner == session).then(|| OwnWatch { event: Box::pin(watch), states })
     }
 
@@ -399,7 +394,12 @@ impl Attempt {
                 Some(d) => {
                     let commit = zk.multi(&[
                         zk::MultiOp::Check { path: d.write_node.clone(), version: -1 },
-                        zk::MultiOp::Create { path: create_path.clone(), data: ctx.data.clone(), acl: acl.to_vec(), mode },
+                        zk::MultiOp::Create {
+                            path: create_path.clone(),
+                            data: ctx.data.clone(),
+                            acl: acl.to_vec(),
+                            mode,
+                        },
                     ]);
                     futures_util::future::Either::Right(async move {
                         match commit.await {
@@ -413,7 +413,9 @@ impl Attempt {
                                 // No create result: not what ZooKeeper
                                 // answers; look for our node as after a
                                 // lost reply.
-                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss("a multi's reply without its create".into()))),
+                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss(
+                                    "a multi's reply without its create".into(),
+                                ))),
                             Err(zk::Error::Multi { index: 0, code: zk::Code::NoNode }) => Made::WriteNodeGone,
                             Err(zk::Error::Multi { code, .. }) => Made::Failed(zk::Error::Server(code)),
                             Err(e) => Made::Failed(e),
@@ -512,7 +514,10 @@ impl Attempt {
                 // own node: recover it like a lost reply (our read node
                 // exists only if its transaction, with the write node's
                 // check, was applied).
-                Made::Failed(e) if outcome_unknown(&e) || (e == zk::Error::Server(zk::Code::NodeExists) && ctx.downgrade.is_some()) => {
+                Made::Failed(e)
+                    if outcome_unknown(&e)
+                        || (e == zk::Error::Server(zk::Code::NodeExists) && ctx.downgrade.is_some()) =>
+                {
                     drop(list);
                     if let Some(children) = self.recover(ctx).await? {
                         return Ok(Some(Look { children, proof: None, own: None }));
@@ -625,7 +630,9 @@ impl Attempt {
         loop {
             match ctx.op(zk::mkdir(&zk, &ctx.path, acl, mode)).await? {
                 Ok(()) => return Ok(()),
-                Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => mode = zk::CreateMode::Persistent,
+                Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => {
+                    mode = zk::CreateMode::Persistent
+                },
                 // The chroot of the connect string does not exist: make it,
                 // as persistent nodes (as kazoo does; a namespace is not a
                 // lock parent and must not vanish when empty).

@@ -7,20 +7,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{Session, Shared};
-use crate::zk::{self, ClientExt as _, Code};
 use crate::names::{self};
+use crate::zk::{self, ClientExt as _, Code};
 
 /// Whether a ZooKeeper error leaves the outcome of a request unknown.
 pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
     matches!(
         e,
-        zk::Error::ConnectionLoss(_) | zk::Error::Timeout(_) | zk::Error::Server(Code::ConnectionLoss | Code::OperationTimeout)
+        zk::Error::ConnectionLoss(_)
+            | zk::Error::Timeout(_)
+            | zk::Error::Server(Code::ConnectionLoss | Code::OperationTimeout)
     )
 }
 
 /// Whether a ZooKeeper error means the session is gone.
 pub(crate) fn session_gone(e: &zk::Error) -> bool {
-    matches!(e, zk::Error::SessionExpired | zk::Error::Closed | zk::Error::Server(Code::SessionExpired | Code::SessionMoved))
+    matches!(
+        e,
+        zk::Error::SessionExpired | zk::Error::Closed | zk::Error::Server(Code::SessionExpired | Code::SessionMoved)
+    )
 }
 
 /// Something to delete in the background until it is gone or the session is.

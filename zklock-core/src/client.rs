@@ -25,7 +25,6 @@ use crate::zk::{self, ClientExt as _};
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
 
-
 /// Options for [`Client::connect`].
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -529,11 +528,10 @@ impl Shared {
         // positive one is valid) asks for 1 ms, which the server
         // negotiates up to its minimum.
         let asked = options.session_timeout.max(Duration::from_millis(1));
-        let bad = |e: zk::Error| Error::new(ErrorKind::InvalidArgument, format!("connect string {}: {e}", shown(hosts)));
-        let mut config = zklock_zk::Config::new(hosts)
-            .map_err(bad)?
-            .session_timeout(asked)
-            .connect_timeout(options.connect_timeout);
+        let bad =
+            |e: zk::Error| Error::new(ErrorKind::InvalidArgument, format!("connect string {}: {e}", shown(hosts)));
+        let mut config =
+            zklock_zk::Config::new(hosts).map_err(bad)?.session_timeout(asked).connect_timeout(options.connect_timeout);
         if let Some((user, password)) = &options.digest {
             if !user.is_ascii() || !password.is_ascii() {
                 // The server decodes the login with its JVM's default
@@ -570,7 +568,10 @@ impl Shared {
         // The server created the session after the connect request was
         // handed to the socket: the safety clock counts from there.
         let Some(first) = zk.connected() else {
-            return Err(Error::new(ErrorKind::ConnectionLoss, format!("connecting to {}: the connection dropped", shown(hosts))));
+            return Err(Error::new(
+                ErrorKind::ConnectionLoss,
+                format!("connecting to {}: the connection dropped", shown(hosts)),
+            ));
         };
         if options.sasl.is_some() || !options.acl.is_open() {
             // One whoami for both checks; servers before 3.7 cannot say

@@ -200,7 +200,10 @@ impl SafetyClock {
     /// socket. A reply counts however late it comes (the connection's read
     /// timeout bounds the wait): a sync sent during an outage and answered
     /// after it is evidence like any other.
-    pub(crate) fn heartbeat(&self, zk: &zk::Client) -> Option<impl std::future::Future<Output = Option<SyncReply>> + Send + 'static> {
+    pub(crate) fn heartbeat(
+        &self,
+        zk: &zk::Client,
+    ) -> Option<impl std::future::Future<Output = Option<SyncReply>> + Send + 'static> {
         let connected = zk.connected()?;
         let write = !self.is_safe();
         let probe = if write {
@@ -211,7 +214,9 @@ impl SafetyClock {
         Some(async move {
             let stamp = match probe {
                 futures_util::future::Either::Left(write) => match write.await {
-                    (Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)), s) => s,
+                    (Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)), s) => {
+                        s
+                    },
                     _ => None,
                 },
                 futures_util::future::Either::Right(sync) => match sync.await {
@@ -220,7 +225,13 @@ impl SafetyClock {
                 },
             }?;
             let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
-            Some(SyncReply { sent: stamp.sent, answered: stamp.answered, connection: stamp.connection, write, connect_sent })
+            Some(SyncReply {
+                sent: stamp.sent,
+                answered: stamp.answered,
+                connection: stamp.connection,
+                write,
+                connect_sent,
+            })
         })
     }
 
@@ -282,13 +293,22 @@ mod tests {
 
     fn reply(clock: &SafetyClock, sent_s: u64, answered_ms: u64, connection: u64) -> SyncReply {
         let sent = clock.base + Duration::from_secs(sent_s);
-        SyncReply { sent, answered: sent + Duration::from_millis(answered_ms), connection, write: false, connect_sent: None }
+        SyncReply {
+            sent,
+            answered: sent + Duration::from_millis(answered_ms),
+            connection,
+            write: false,
+            connect_sent: None,
+        }
     }
 
     /// The first reply on `connection`, whose connect request was sent at
     /// `connect_s`.
     fn first_on(clock: &SafetyClock, sent_s: u64, connection: u64, connect_s: f64) -> SyncReply {
-        SyncReply { connect_sent: Some(clock.base + Duration::from_secs_f64(connect_s)), ..reply(clock, sent_s, 10, connection) }
+        SyncReply {
+            connect_sent: Some(clock.base + Duration::from_secs_f64(connect_s)),
+            ..reply(clock, sent_s, 10, connection)
+        }
     }
 
     fn credited_s(clock: &SafetyClock) -> f64 {

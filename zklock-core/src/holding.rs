@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use crate::zk::{self, ClientExt as _};
 use futures_util::FutureExt as _;
 use tokio::sync::watch;
-use crate::zk::{self, ClientExt as _};
 
 use crate::acquire::OwnNodeProof;
 use crate::cleanup::{delete_node, session_gone, Deletion};

@@ -49,9 +49,9 @@ mod lock;
 pub mod logging;
 mod multi;
 pub mod names;
-mod zk;
 mod security;
 mod validate;
+mod zk;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, Result};

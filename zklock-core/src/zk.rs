@@ -7,7 +7,7 @@
 use std::future::Future;
 
 pub(crate) use zklock_zk::{
-    Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, State as SessionState, Stat,
+    Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, Stat, State as SessionState,
     StateWatcher, Watch, WatchedEvent,
 };
 
@@ -21,9 +21,13 @@ pub(crate) trait ClientExt {
     /// getChildren2: the child names and the node's Stat.
     fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + use<Self>;
     /// getChildren with a watch.
-    fn list_and_watch_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<Self>;
+    fn list_and_watch_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<Self>;
     /// getData with a watch.
-    fn get_and_watch_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
+    fn get_and_watch_data(&self, path: &str)
+        -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
     /// exists: the Stat, `None` for no node.
     fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + use<Self>;
     /// getData.
