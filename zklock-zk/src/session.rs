@@ -1098,10 +1098,13 @@ impl Task {
         if n > self.cfg.max_frame {
             c.wbuf.truncate(before);
             if let Purpose::User { tx, .. } = purpose {
-                let _ = tx.send((Err(Error::BadArgument(format!(
-                    "the request takes {n} bytes, over the packet limit of {} bytes; not sent",
-                    self.cfg.max_frame
-                ))), None));
+                let _ = tx.send((
+                    Err(Error::BadArgument(format!(
+                        "the request takes {n} bytes, over the packet limit of {} bytes; not sent",
+                        self.cfg.max_frame
+                    ))),
+                    None,
+                ));
             }
             return;
         }
