@@ -7,11 +7,12 @@
 //! answer without the leader. A plain read can be answered by a follower
 //! that is cut off from the leader while the leader expires the session,
 //! and the reply to any request proves nothing about the time before the
-//! request was handed to the client library. So:
+//! request was handed to the socket. So:
 //!
-//! - [`SyncReply`] can only be made by [`SafetyClock::heartbeat`], which
-//!   reads the send time BEFORE handing the `sync` to the client library
-//!   (a stall between the two only makes the credit smaller);
+//! - [`SyncReply`] can only be made by [`SafetyClock::heartbeat`], whose
+//!   send time is the session layer's stamp, taken just before the write
+//!   that handed the `sync` to the socket (a stall before the write only
+//!   makes the credit smaller);
 //! - [`SafetyClock::credit`] takes a `SyncReply` and nothing else.
 //!
 //! How much a sync reply proves. The leader expires a session one session
@@ -34,16 +35,16 @@
 //! `a_j <= s_k - T / 3`. A client connected to the leader itself is touched
 //! directly, later than that: the rule stays safe. A new leader gives every
 //! session a full timeout from its start, which only extends the bound.
-//! The session's creation counts as a touch at the time the connect began.
-//! So does a reconnect of the same session: the server revalidates it
-//! (`touchSession` on the leader, through the follower; ZooKeeper's
-//! `Learner.validateSession`, `LeaderZooKeeperServer.checkIfValidGlobalSession`)
-//! before it answers the connect, and the client sends that connect only
-//! after the old connection failed, after every heartbeat answered on the
-//! old connection was sent. The first reply on the new connection credits
-//! the send time of the latest heartbeat answered on the old one. (A
-//! read-only server answers without the leader: heartbeats run only while
-//! `SyncConnected`.)
+//! The session's creation counts as a touch at the send time of its connect
+//! request. So does a reconnect of the same session, and it proves the
+//! session alive: the server revalidates it (`touchSession` on the leader,
+//! through the follower; ZooKeeper's `Learner.validateSession`,
+//! `LeaderZooKeeperServer.checkIfValidGlobalSession`) after reading the
+//! connect request and before answering it, with a positive timeout only if
+//! the session lives. A deposed leader may answer for about a tick after the
+//! new one started (as for syncs, below), so the first reply on the new
+//! connection credits its connect request's send time less `T/3`, even
+//! after the clock ran out. (The session layer refuses read-only servers.)
 //!
 //! A sync reply does not prove that the session is still alive: the leader
 //! answers a sync of an expired session too (the follower closes the
