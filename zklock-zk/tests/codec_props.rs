@@ -17,6 +17,8 @@
 //! seconds in all). `make fuzz` runs the same decoders under libFuzzer for longer
 //! (`zklock-zk/fuzz`).
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 

@@ -6,6 +6,8 @@
 //! of stopping the suite; the bounds are far above what the code needs and
 //! are not speed assertions.
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;

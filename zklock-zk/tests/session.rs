@@ -2,6 +2,8 @@
 //! 3.8 unless a test says otherwise): every request zklock sends, watches,
 //! reconnects, expiry, close, auth, chroot.
 
+#![allow(clippy::unwrap_used)] // tests assert by panicking
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
