@@ -46,10 +46,14 @@ docs: python-install node-deps
 	scripts/docs.sh
 
 ## publish-check: `cargo publish --dry-run` of the crates meant for crates.io
-## (zklock-core, zklock-cli): packaged and built from the package as a user
-## would get them (--allow-dirty: a working tree with local changes too)
+## (zklock-zk, zklock-core, zklock-cli): packaged and built from the package as
+## a user would get them (--allow-dirty: a working tree with local changes too).
+## Cargo unpacks a workspace crate a dependent is verified against into
+## $CARGO_HOME/registry/src/-<hash>/ and reuses what an earlier run left there
+## under the same version: those copies of our crates go first.
 .PHONY: publish-check
 publish-check:
+	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/zklock-*
 	$(CARGO) publish --dry-run --workspace --locked --allow-dirty
 
 # The fault tests need the engine's stall points (zklock-core/src/fault.rs).
