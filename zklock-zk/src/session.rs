@@ -345,11 +345,11 @@ impl Session {
         map: fn(Response, &str) -> Result<T, Error>,
     ) -> ReplyFuture<T> {
         let (tx, rx) = oneshot::channel();
-        let early = match check_paths(&req) {
+        let mut req = req;
+        let early = match check_paths(&mut req) {
             Err(e) => Some(e),
             Ok(()) => match self.shared.tx.send(Cmd::Call {
                 req: {
-                    let mut req = req;
                     req.chroot(&self.chroot);
                     req
                 },
@@ -500,34 +500,16 @@ impl Session {
     }
 }
 
-fn check_paths(req: &Request) -> Result<(), Error> {
-    let check = |p: &str| {
+fn check_paths(req: &mut Request) -> Result<(), Error> {
+    for p in req.paths_mut() {
         if !p.starts_with('/') {
-            Err(Error::BadArgument(format!("path {p:?} does not start with '/'")))
-        } else if p.contains('\0') {
-            Err(Error::BadArgument(format!("path {p:?} contains a NUL character")))
-        } else {
-            Ok(())
+            return Err(Error::BadArgument(format!("path {p:?} does not start with '/'")));
         }
-    };
-    match req {
-        Request::Create { path, .. }
-        | Request::Delete { path, .. }
-        | Request::Exists { path, .. }
-        | Request::GetData { path, .. }
-        | Request::SetData { path, .. }
-        | Request::GetChildren { path, .. }
-        | Request::GetChildren2 { path, .. }
-        | Request::Sync { path }
-        | Request::RemoveWatches { path, .. } => check(path),
-        Request::Multi(ops) => ops.iter().try_for_each(|o| match o {
-            MultiOp::Check { path, .. }
-            | MultiOp::Create { path, .. }
-            | MultiOp::Delete { path, .. }
-            | MultiOp::SetData { path, .. } => check(path),
-        }),
-        _ => Ok(()),
+        if p.contains('\0') {
+            return Err(Error::BadArgument(format!("path {p:?} contains a NUL character")));
+        }
     }
+    Ok(())
 }
 
 fn unexpected(r: Response) -> Error {

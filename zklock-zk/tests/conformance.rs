@@ -1158,31 +1158,9 @@ fn ensemble(release: ServerRelease) {
     run_features(env, "ensemble", &features);
 }
 
-/// One module per release, each with a standalone and an ensemble test
-/// (e.g. `v3_5_10::ensemble`), so that one release can be run alone.
-macro_rules! release_tests {
-    ($($module:ident => $release:expr),* $(,)?) => {$(
-        mod $module {
-            #[test]
-            fn standalone() {
-                super::standalone($release);
-            }
-
-            #[test]
-            fn ensemble() {
-                super::ensemble($release);
-            }
-        }
-    )*};
-}
-
-release_tests! {
-    v3_5_10 => zklock_harness::ServerRelease::V3_5_10,
-    v3_6_4 => zklock_harness::ServerRelease::V3_6_4,
-    v3_7_2 => zklock_harness::ServerRelease::V3_7_2,
-    debian_3_8 => zklock_harness::ServerRelease::Debian38,
-    v3_9_5 => zklock_harness::ServerRelease::V3_9_5,
-}
+// One module per release (e.g. `v3_5_10::ensemble`), so that one release
+// can be run alone.
+zklock_harness::release_tests!();
 
 /// The tests above cover every release there is.
 #[test]

@@ -286,6 +286,37 @@ impl FromStr for ServerRelease {
     }
 }
 
+/// One test module per release (`v3_5_10`, `v3_6_4`, `v3_7_2`, `debian_3_8`,
+/// `v3_9_5`), each with the tests `standalone` and `ensemble`, which call
+/// `super::standalone(release)` and `super::ensemble(release)` of the
+/// module that uses the macro: one release's tests can then be run alone
+/// (`cargo test v3_5_10::`).
+#[macro_export]
+macro_rules! release_tests {
+    () => {
+        $crate::release_tests! {
+            v3_5_10 => $crate::ServerRelease::V3_5_10,
+            v3_6_4 => $crate::ServerRelease::V3_6_4,
+            v3_7_2 => $crate::ServerRelease::V3_7_2,
+            debian_3_8 => $crate::ServerRelease::Debian38,
+            v3_9_5 => $crate::ServerRelease::V3_9_5,
+        }
+    };
+    ($($module:ident => $release:expr),* $(,)?) => {$(
+        mod $module {
+            #[test]
+            fn standalone() {
+                super::standalone($release);
+            }
+
+            #[test]
+            fn ensemble() {
+                super::ensemble($release);
+            }
+        }
+    )*};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,14 +337,8 @@ impl Request {
         }
     }
 
-    /// Prefixes every path with `chroot` (empty: no change).
-    pub fn chroot(&mut self, chroot: &str) {
-        if chroot.is_empty() {
-            return;
-        }
-        let fix = |p: &mut String| {
-            *p = if p == "/" { chroot.to_string() } else { format!("{chroot}{p}") };
-        };
+    /// Every node path the request names (none for pings, auth, ...).
+    pub fn paths_mut(&mut self) -> Vec<&mut String> {
         match self {
             Request::Create { path, .. }
             | Request::Delete { path, .. }
@@ -354,12 +348,24 @@ impl Request {
             | Request::GetChildren { path, .. }
             | Request::GetChildren2 { path, .. }
             | Request::Sync { path }
-            | Request::RemoveWatches { path, .. } => fix(path),
-            Request::Multi(ops) => ops.iter_mut().for_each(|o| fix(o.path_mut())),
+            | Request::RemoveWatches { path, .. } => vec![path],
+            Request::Multi(ops) => ops.iter_mut().map(MultiOp::path_mut).collect(),
             Request::SetWatches { data, exist, child, .. } => {
-                data.iter_mut().chain(exist.iter_mut()).chain(child.iter_mut()).for_each(fix)
+                data.iter_mut().chain(exist.iter_mut()).chain(child.iter_mut()).collect()
             },
-            Request::WhoAmI | Request::CloseSession | Request::Ping | Request::Auth { .. } | Request::Sasl { .. } => {},
+            Request::WhoAmI | Request::CloseSession | Request::Ping | Request::Auth { .. } | Request::Sasl { .. } => {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Prefixes every path with `chroot` (empty: no change).
+    pub fn chroot(&mut self, chroot: &str) {
+        if chroot.is_empty() {
+            return;
+        }
+        for p in self.paths_mut() {
+            *p = if p == "/" { chroot.to_string() } else { format!("{chroot}{p}") };
         }
     }
 
