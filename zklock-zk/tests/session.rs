@@ -393,3 +393,75 @@ fn chroot_is_added_and_stripped() {
         root.close().await;
     });
 }
+
+/// A relay to `upstream` that, while `closing`, accepts each connection and
+/// closes it at once (counting them) and ends the ones it relays.
+struct ClosingRelay {
+    addr: std::net::SocketAddr,
+    closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    relayed: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl ClosingRelay {
+    fn start(upstream: std::net::SocketAddr) -> ClosingRelay {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let relay = ClosingRelay {
+            addr: listener.local_addr().unwrap(),
+            closing: Default::default(),
+            closed: Default::default(),
+            relayed: Default::default(),
+        };
+        let (closing, closed, relayed) = (relay.closing.clone(), relay.closed.clone(), relay.relayed.clone());
+        std::thread::spawn(move || {
+            for down in listener.incoming().flatten() {
+                if closing.load(Ordering::SeqCst) {
+                    closed.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+                let up = std::net::TcpStream::connect(upstream).unwrap();
+                relayed.lock().unwrap().extend([down.try_clone().unwrap(), up.try_clone().unwrap()]);
+                for (mut from, mut to) in [(down.try_clone().unwrap(), up.try_clone().unwrap()), (up, down)] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        relay
+    }
+
+    fn close_all(&self) {
+        self.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+        for c in self.relayed.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// While no server takes the session back, it tries again in rounds at most
+/// T/40 apart (at least 25 ms), not backing off to a second: every moment
+/// between the end of an outage and the reconnect spends the safety clock
+/// (outside test round 11: rounds up to 1.5 s apart cost the CLI's command
+/// after a 0.4 T outage). With T = 4 s, 1.6 s of connections closed at once
+/// give well over ten tries (backing off to 1 s gave six).
+#[test]
+fn reconnect_rounds_stay_close_together() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    run(async {
+        let relay = ClosingRelay::start(zk.client_addr(0));
+        let cfg = Config::new(&relay.addr.to_string()).unwrap().session_timeout(Duration::from_secs(4));
+        let s = Session::connect(cfg).await.unwrap();
+        let mut ev = s.events();
+        relay.close_all();
+        assert!(matches!(next_event(&mut ev, 10).await, SessionEvent::Disconnected { .. }));
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        let tries = relay.closed.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(tries >= 10, "{tries} tries in 1.6 s");
+        relay.closing.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert!(matches!(next_event(&mut ev, 10).await, SessionEvent::Connected(_)));
+        s.close().await;
+    });
+}
