@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::codec::frame::{next_frame, write_frame};
 use crate::codec::ops::{op, xid, Code, EventType};
 use crate::codec::records::{
-    Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
+    with_chroot, Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
 };
 use crate::config::Config;
 use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
@@ -366,9 +366,7 @@ impl Session {
     fn watch(&self, path: &str, kind: WatchKind) -> (WatchReg, Watch) {
         let id = self.shared.watch_ids.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let mut full = Request::Sync { path: path.to_string() };
-        full.chroot(&self.chroot);
-        let Request::Sync { path: full } = full else { unreachable!("a sync stays a sync") };
+        let full = with_chroot(&self.chroot, path);
         let reg = WatchReg { path: full.clone(), kind, id, tx };
         let cmd = self.shared.tx.downgrade();
         (reg, Watch { rx, path: full, chroot: self.chroot.clone(), kind, id, fired: false, cmd })

@@ -5,27 +5,8 @@
 use zklock_zk::codec::ops::op;
 use zklock_zk::codec::records::{MultiResult, Response};
 
-/// Every opcode whose reply zklock decodes, and a few whose replies decode
-/// as empty.
-pub const OPCODES: &[i32] = &[
-    op::CREATE2,
-    op::CREATE_CONTAINER,
-    op::DELETE,
-    op::EXISTS,
-    op::GET_DATA,
-    op::SET_DATA,
-    op::GET_CHILDREN,
-    op::GET_CHILDREN2,
-    op::SYNC,
-    op::MULTI,
-    op::REMOVE_WATCHES,
-    op::WHO_AM_I,
-    op::CLOSE_SESSION,
-    op::PING,
-    op::AUTH,
-    op::SASL,
-    op::SET_WATCHES,
-];
+/// Every opcode a reply can answer (`op::ALL`).
+pub const OPCODES: &[i32] = op::ALL;
 
 /// Decodes `body` as the reply to `opcode` and checks the result's sizes.
 pub fn check_reply(opcode: i32, body: &[u8]) {

@@ -28,6 +28,31 @@ pub mod op {
     pub const CLOSE_SESSION: i32 = -11;
     /// The type of an operation's result inside a failed multi.
     pub const ERROR: i32 = -1;
+
+    /// Every operation above (but `ERROR`): what a reply body can be
+    /// decoded as (`Response::decode`; those without a body decode as
+    /// empty). The codec's property tests and fuzz targets go through it.
+    pub const ALL: &[i32] = &[
+        CREATE,
+        DELETE,
+        EXISTS,
+        GET_DATA,
+        SET_DATA,
+        GET_CHILDREN,
+        SYNC,
+        PING,
+        GET_CHILDREN2,
+        CHECK,
+        MULTI,
+        CREATE2,
+        REMOVE_WATCHES,
+        CREATE_CONTAINER,
+        AUTH,
+        SET_WATCHES,
+        SASL,
+        WHO_AM_I,
+        CLOSE_SESSION,
+    ];
 }
 
 /// Xids with a meaning of their own (ZooKeeper's `ClientCnxn`).

@@ -365,7 +365,7 @@ impl Request {
             return;
         }
         for p in self.paths_mut() {
-            *p = if p == "/" { chroot.to_string() } else { format!("{chroot}{p}") };
+            *p = with_chroot(chroot, p);
         }
     }
 
@@ -433,6 +433,16 @@ impl Request {
                 w.i64(*relative_zxid).strings(data).strings(exist).strings(child);
             },
         }
+    }
+}
+
+/// `path` under `chroot` (`/` is the chroot itself; an empty chroot
+/// changes nothing).
+pub fn with_chroot(chroot: &str, path: &str) -> String {
+    match (chroot, path) {
+        ("", _) => path.to_string(),
+        (_, "/") => chroot.to_string(),
+        _ => format!("{chroot}{path}"),
     }
 }
 
