@@ -567,7 +567,7 @@ impl Cluster {
             let look_for_crash = polls.is_multiple_of(20);
             for &i in &pending {
                 self.check_alive(i)?;
-                if self.mode(i).is_err() {
+                if self.mode(i).is_err() || !self.secure_port_listens(i) {
                     if look_for_crash {
                         self.check_main_thread(i)?;
                     }
@@ -925,13 +925,25 @@ impl Cluster {
         let deadline = Instant::now() + timeout;
         loop {
             self.check_alive(i)?;
-            if self.mode(i).is_ok() {
+            // With TLS, the secure port must listen too: a client that
+            // connects to it at once is refused otherwise (the session
+            // layer says so at once, where a retrying client library hid
+            // the race).
+            if self.mode(i).is_ok() && self.secure_port_listens(i) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 return Err(self.not_serving_err(i));
             }
             thread::sleep(POLL);
+        }
+    }
+
+    /// Whether member `i`'s TLS port (if it has one) accepts a connection.
+    fn secure_port_listens(&self, i: usize) -> bool {
+        match self.members.get(i).map(|m| m.secure_port) {
+            None | Some(0) => true,
+            Some(port) => std::net::TcpStream::connect_timeout(&loopback(port), Duration::from_secs(1)).is_ok(),
         }
     }
 
