@@ -59,7 +59,7 @@ publish-check:
 # The fault tests need the engine's stall points (zklock-core/src/fault.rs).
 test-rust:
 	@mkdir -p target
-	set -o pipefail; $(CARGO) test --workspace --locked --features zklock-core/fault-points -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
+	set -o pipefail; $(CARGO) test --workspace --locked --features zklock-core/fault-points,zklock-proto/history -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
 
 # The demo must keep working: run it (the same builds as the C, Python and
 # Node tests; make builds each prerequisite once per run).

@@ -40,7 +40,6 @@ mod acquire;
 mod cleanup;
 mod client;
 mod clock;
-mod driver;
 mod error;
 mod fault;
 mod holding;
@@ -48,10 +47,13 @@ mod listeners;
 mod lock;
 pub mod logging;
 mod multi;
-pub mod names;
 mod security;
 mod validate;
 mod zk;
+
+/// Lock-node names and the ordering rule (protocol doc sections 2 and 3):
+/// pure functions over child-name lists, from `zklock-proto`.
+pub use zklock_proto::names;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, Result};

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use crate::names::{LockNode, NodeKind};
 
 /// One lock kind's rules. Drivers are pure: no ZooKeeper access.
-pub(crate) trait Driver: Send + Sync + 'static {
+pub trait Driver: Send + Sync + 'static {
     /// The token written after the protected prefix `_c_<uuid>-`, before
     /// the sequence the server appends (Curator's names).
     fn token(&self) -> &'static str;
@@ -48,12 +48,12 @@ pub(crate) trait Driver: Send + Sync + 'static {
 /// Where a serialised kind keeps its queue and its mutex, below the path
 /// the user names.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Layout {
+pub struct Layout {
     /// The child holding the queue (our nodes).
-    pub(crate) queue: &'static str,
+    pub queue: &'static str,
     /// The child holding the exclusive lock a contender takes while it
     /// creates its node and waits (released once it holds or gives up).
-    pub(crate) mutex: &'static str,
+    pub mutex: &'static str,
 }
 
 /// A writer (exclusive lock, write side): blocked by every lock node
@@ -138,14 +138,14 @@ impl Driver for Lease {
 }
 
 /// Curator's `InterProcessMutex`: `_c_<uuid>-lock-<seq>`.
-pub(crate) static EXCLUSIVE: &dyn Driver = &Writer("lock-");
+pub static EXCLUSIVE: &dyn Driver = &Writer("lock-");
 /// The read side of Curator's `InterProcessReadWriteLock`: `__READ__`.
-pub(crate) static READ: &dyn Driver = &Reader;
+pub static READ: &dyn Driver = &Reader;
 /// The write side of Curator's `InterProcessReadWriteLock`: `__WRIT__`.
-pub(crate) static WRITE: &dyn Driver = &Writer("__WRIT__");
+pub static WRITE: &dyn Driver = &Writer("__WRIT__");
 /// A participant of Curator's `LeaderLatch`: `latch-`; the first in the
 /// queue leads, the others wait on the one before them, as writers do.
-pub(crate) static LEADER: &dyn Driver = &Writer("latch-");
+pub static LEADER: &dyn Driver = &Writer("latch-");
 /// A lease of Curator's `InterProcessSemaphoreV2`: `_c_<uuid>-lease-<seq>`
 /// under `<path>/leases`.
-pub(crate) static LEASE: &dyn Driver = &Lease;
+pub static LEASE: &dyn Driver = &Lease;

@@ -64,7 +64,7 @@ impl LockMode {
     }
 
     /// The driver of this kind of lock: its node names and queue rules.
-    pub(crate) fn driver(self) -> &'static dyn Driver {
+    pub fn driver(self) -> &'static dyn Driver {
         match self {
             LockMode::Exclusive => driver::EXCLUSIVE,
             LockMode::Read => driver::READ,
@@ -81,13 +81,13 @@ impl LockMode {
 }
 
 /// The protected prefix `_c_<uuid>-` that identifies one acquire attempt.
-pub(crate) fn protected_prefix(uuid: &uuid::Uuid) -> String {
+pub fn protected_prefix(uuid: &uuid::Uuid) -> String {
     format!("_c_{}-", uuid.hyphenated())
 }
 
 /// The name (relative to the lock path, without sequence) that a contender
 /// of `mode` passes to a sequential create: `_c_<uuid>-lock-` etc.
-pub(crate) fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
+pub fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
     format!("{}{}", protected_prefix(uuid), mode.driver().token())
 }
 
@@ -109,7 +109,7 @@ impl LockNode {
     /// Queue order: sequence as a number, then the whole name so that equal
     /// sequences (only possible with foreign, hand-made nodes) still have one
     /// total order and at most one writer holds.
-    pub(crate) fn queue_cmp(&self, other: &LockNode) -> Ordering {
+    pub fn queue_cmp(&self, other: &LockNode) -> Ordering {
         self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
     }
 }
@@ -208,7 +208,7 @@ pub fn decide(mode: LockMode, children: &[String], ours: &str) -> Decision {
 /// fewer than `permits` nodes block us. A lock (one permit) waits on the
 /// last of its blockers; a kind whose driver says so (a semaphore) waits
 /// on the children, as any of its blockers may be the one to go.
-pub(crate) fn decide_with_permits(mode: LockMode, permits: usize, children: &[String], ours: &str) -> Decision {
+pub fn decide_with_permits(mode: LockMode, permits: usize, children: &[String], ours: &str) -> Decision {
     let Some(blockers) = blockers(mode, children, ours) else { return Decision::Gone };
     if blockers.len() < permits {
         return Decision::Held;
@@ -269,7 +269,7 @@ pub fn held_once_gone(mode: LockMode, children: &[String], ours: &str) -> bool {
 
 /// Our own nodes among `children`: names that start with `prefix` (the
 /// protected prefix of one attempt), in queue order.
-pub(crate) fn own_nodes(children: &[String], prefix: &str) -> Vec<LockNode> {
+pub fn own_nodes(children: &[String], prefix: &str) -> Vec<LockNode> {
     queue(children).into_iter().filter(|n| n.name.starts_with(prefix)).collect()
 }
 

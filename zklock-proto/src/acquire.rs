@@ -1,0 +1,1305 @@
+//! One acquire attempt (protocol section 4) as a state machine: the create
+//! of our node, the recovery of a lost create reply, the wait on the one
+//! node that blocks us, and the grant on a proof that our node is ours.
+//!
+//! An [`Attempt`] is fed [`Event`]s in the order the session delivered them
+//! and answers with [`Action`]s. It never blocks, reads no clock and sends
+//! nothing itself: the runner (`zklock-core`'s acquire, or the simulator)
+//! sends each [`Request`] in the order the actions give them, feeds every
+//! reply and watch notification back, and does what the other actions ask.
+//!
+//! What the runner promises, and the attempt relies on:
+//! - Requests are sent in action order on one session, and ZooKeeper
+//!   answers them in that order.
+//! - Replies and notifications are fed in the order the session received
+//!   them. A notification that came before a reply is fed before it (the
+//!   runner looks for fired watches before it feeds a reply); feeding one
+//!   that came after it first only makes the attempt more careful.
+//! - Each reply names the connection it came on; connections of a session
+//!   are numbered upwards.
+//!
+//! One attempt is one uuid: at most one node of ours. When it ends
+//! ([`Action::Ended`]) or grants ([`Action::Granted`]), [`Attempt::leftover`]
+//! says what its runner must clean up.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::names::{self, Decision, LockMode};
+
+/// Names a request of one attempt, and the watch it leaves. Numbered from 1
+/// in the order the attempt asks for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id(pub u64);
+
+/// A request for ZooKeeper. Paths are full paths (below the chroot).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Create an ephemeral node; with `sequential` the server appends the
+    /// sequence.
+    Create {
+        /// The path (its prefix, when sequential).
+        path: String,
+        /// The node's data.
+        data: Vec<u8>,
+        /// Ephemeral-sequential (else plain ephemeral).
+        sequential: bool,
+    },
+    /// A transaction: check that `check` exists, then create the ephemeral
+    /// node `path` (a downgrade's read node).
+    CheckAndCreate {
+        /// The node that must exist.
+        check: String,
+        /// The node to create.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+    },
+    /// getChildren, with the parent's Stat when `stat` (getChildren2), and
+    /// a child watch when `watch`.
+    Children {
+        /// The parent.
+        path: String,
+        /// With the parent's Stat.
+        stat: bool,
+        /// Leave a child watch.
+        watch: bool,
+    },
+    /// getData (the data is not needed: the Stat is), with a data watch
+    /// when `watch`.
+    GetData {
+        /// The node.
+        path: String,
+        /// Leave a data watch.
+        watch: bool,
+    },
+    /// exists, without a watch (it needs no read right on the node).
+    Exists {
+        /// The node.
+        path: String,
+    },
+    /// delete, any version.
+    Delete {
+        /// The node.
+        path: String,
+    },
+    /// Make the lock path and its missing ancestors (as containers where
+    /// the server has them). The runner may spend several requests on it;
+    /// its answer is [`Answer::Done`] or a failure.
+    MakeParents {
+        /// The lock path.
+        path: String,
+    },
+}
+
+impl Request {
+    /// Whether the request leaves a watch (named by its [`Id`]).
+    pub fn watches(&self) -> bool {
+        matches!(self, Request::Children { watch: true, .. } | Request::GetData { watch: true, .. })
+    }
+}
+
+/// The parts of a node's Stat the protocol reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// The zxid of the node's creation (the fencing token).
+    pub czxid: i64,
+    /// The zxid of the last change to its children.
+    pub pzxid: i64,
+    /// The session that owns it (0: not ephemeral).
+    pub owner: i64,
+}
+
+/// A successful reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A create: the name the node got (the last path component; for a
+    /// transaction's create, the name asked for), and its Stat when the
+    /// server sent it (a create inside a transaction comes without it on
+    /// some releases: ZOOKEEPER-4026, ZOOKEEPER-4667).
+    Created {
+        /// The node's name.
+        name: String,
+        /// Its Stat, if sent.
+        stat: Option<Stat>,
+    },
+    /// getChildren: the names, and the parent's Stat when asked for.
+    Children {
+        /// The child names.
+        names: Vec<String>,
+        /// The parent's Stat.
+        stat: Option<Stat>,
+    },
+    /// getData: the Stat.
+    Data(Stat),
+    /// exists: the Stat, `None` for no node.
+    Exists(Option<Stat>),
+    /// delete, or [`Request::MakeParents`].
+    Done,
+}
+
+/// A failed reply, as the protocol tells failures apart. `E` is the
+/// runner's error, carried to [`Why::Zk`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure<E> {
+    /// No such node.
+    NoNode,
+    /// The node exists.
+    NodeExists,
+    /// A transaction's check failed (the checked node is gone).
+    CheckFailed,
+    /// The outcome is unknown: the connection was lost, or no reply came in
+    /// time. The session may still live.
+    Unknown,
+    /// The session is gone (expired, closed): so are its nodes.
+    SessionGone,
+    /// Anything else: the attempt gives up with it.
+    Other(E),
+}
+
+/// A reply, with the connection it came on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply<E> {
+    /// The answer or the failure.
+    pub result: Result<Answer, Failure<E>>,
+    /// The connection (numbered upwards within the session).
+    pub connection: u64,
+}
+
+/// A watch notification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// The node was deleted.
+    Deleted,
+    /// The node's data changed (or it was created).
+    Changed,
+    /// The node's children changed.
+    Children,
+    /// The session ended: the watch is gone.
+    SessionEnded,
+}
+
+/// What the runner feeds an attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<E> {
+    /// The reply to a request.
+    Reply(Id, Reply<E>),
+    /// The watch left by a request fired.
+    Watch(Id, Notice),
+    /// After [`Action::AwaitReconnect`]: connected again, same session.
+    Reconnected,
+    /// After [`Action::AwaitReconnect`] or [`Action::AwaitClock`]: the
+    /// session ended (its nodes are gone).
+    SessionEnded,
+    /// After [`Action::CheckClock`]: whether the safety clock says the
+    /// session is safely alive for long enough to hand out the lock
+    /// (protocol section 5).
+    Clock {
+        /// Safe to grant.
+        safe: bool,
+    },
+    /// After [`Action::AwaitClock`]: the safety clock moved.
+    ClockMoved,
+    /// A serialised kind's mutex, held while we wait, was lost.
+    MutexLost,
+    /// The caller stopped the acquire (cancel, deadline); `closed`: the
+    /// client was closed (then nothing is waited for).
+    Stop {
+        /// The client was closed.
+        closed: bool,
+    },
+    /// After [`Action::Linger`]: the grace for the create's reply is over.
+    GraceOver,
+}
+
+/// What an attempt asks of its runner, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<E> {
+    /// Send this request now (after the ones asked for before it).
+    Send(Id, Request),
+    /// The watch left by this request is not needed any more: drop it.
+    DropWatch(Id),
+    /// Wait for the session to be connected again; answer
+    /// [`Event::Reconnected`] or [`Event::SessionEnded`].
+    AwaitReconnect,
+    /// Ask the safety clock; answer [`Event::Clock`].
+    CheckClock,
+    /// Wait for the safety clock to move; answer [`Event::ClockMoved`] or
+    /// [`Event::SessionEnded`].
+    AwaitClock,
+    /// Stopped while our create was on its way: wait for its reply at most
+    /// the cleanup grace, then feed [`Event::GraceOver`].
+    Linger,
+    /// Blocked: waiting for a notification (a point where a process may
+    /// stall for long; the runner's fault points sit here).
+    Waiting,
+    /// The handle's guess of the sequence of its next node (see
+    /// [`Config::seq_guess`]): the next one after ours when the list behind
+    /// our create showed our node alone, else none.
+    SeqGuess(Option<i64>),
+    /// The lock is ours (the attempt is over).
+    Granted(Grant),
+    /// The attempt is over without the lock.
+    Ended(End<E>),
+}
+
+/// A grant: our node, and the proof that it is ours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// Our node's name.
+    pub name: String,
+    /// Its creation zxid (the fencing token).
+    pub czxid: i64,
+    /// The watch on our node that comes with the proof (the read that
+    /// proved it ours left it), if any: it becomes the holder's.
+    pub watch: Option<Id>,
+    /// The request sent first in the exchange that proved the node ours:
+    /// the holder must hear of any change of the session's connection
+    /// since just before it was sent.
+    pub since: Id,
+}
+
+/// How an attempt ended without the lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End<E> {
+    /// Our node is gone (session ended, deleted by someone) or was never
+    /// ours: queue again with a new attempt.
+    Restart,
+    /// Give up.
+    Failed(Why<E>),
+    /// Stopped by [`Event::Stop`].
+    Stopped,
+}
+
+/// Why an attempt gave up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why<E> {
+    /// A try-once found the lock held by others.
+    HeldByOthers,
+    /// A downgrade found its write node gone: no read node was made.
+    WriteLockLost,
+    /// ZooKeeper refused a request: while doing `what`.
+    Zk {
+        /// What the attempt was doing.
+        what: &'static str,
+        /// The failure.
+        failure: Failure<E>,
+    },
+}
+
+/// Our node, once the attempt knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnNode {
+    /// Its name (no parent).
+    pub name: String,
+    /// Its creation zxid.
+    pub czxid: i64,
+}
+
+/// What an ended attempt leaves for its runner to clean up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leftover {
+    /// Our node, to delete.
+    pub node: Option<OwnNode>,
+    /// A create whose outcome is unknown: look for a node with our
+    /// protected prefix (and our session) and delete it.
+    pub unknown_create: bool,
+}
+
+/// A write-to-read downgrade: the read node takes the held write node's
+/// sequence and may be made only while the write node exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Downgrade {
+    /// The write node's sequence.
+    pub sequence: i64,
+    /// The write node's full path.
+    pub write_node: String,
+}
+
+/// What one attempt is for.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The lock path (the queue's parent).
+    pub path: String,
+    /// The lock kind.
+    pub mode: LockMode,
+    /// How many contenders hold at once (1 for a lock).
+    pub permits: usize,
+    /// Our node's data.
+    pub data: Vec<u8>,
+    /// Give up at once when blocked ([`Why::HeldByOthers`]).
+    pub try_once: bool,
+    /// A downgrade's read node, if this attempt makes one.
+    pub downgrade: Option<Downgrade>,
+    /// Our session.
+    pub session: i64,
+    /// The protected prefix `_c_<uuid>-` of this attempt.
+    pub protected: String,
+    /// Our node's name before its sequence (`_c_<uuid>-lock-`).
+    pub name_prefix: String,
+    /// A guess of the sequence our node will get: a read of that node goes
+    /// out with the create, and if the guess is right, it arms our watch a
+    /// round trip early. A guess is never evidence: a hit is checked like
+    /// any read of our node.
+    pub seq_guess: Option<i64>,
+    /// Whether a serialised kind's mutex is held while we wait (see
+    /// [`Event::MutexLost`]).
+    pub serialised: bool,
+    /// Bugs zklock once had, brought back for the simulator to find (only
+    /// with the `history` feature; without it they are compiled out).
+    #[doc(hidden)]
+    pub bugs: Bugs,
+}
+
+/// Bugs zklock once had, each brought back by its switch when this crate is
+/// built with the `history` feature (the simulator's tests must find each).
+/// Without the feature every switch is ignored.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// Grant when the sole blocker's deletion is notified while our watch on
+    /// our node stayed silent, without a read (one transaction can delete
+    /// the blocker and then our node; its second notification comes later).
+    pub grant_on_silent_watch: bool,
+    /// Grant when the sole blocker's deletion is notified, with no proof
+    /// that our node still exists (the list-free handoff).
+    pub grant_on_notice: bool,
+    /// Take our watch as good across a reconnect.
+    pub watch_survives_reconnect: bool,
+    /// When stopped with a create on its way, end at once (the node it
+    /// makes is found by the background cleanup, after the caller was
+    /// told).
+    pub no_linger: bool,
+}
+
+impl Bugs {
+    /// Whether the bug `which` is switched on (never without `history`).
+    fn on(&self, which: fn(&Bugs) -> bool) -> bool {
+        cfg!(feature = "history") && which(self)
+    }
+}
+
+/// Proof that our node is ours after the last blocker was gone (section 4,
+/// grant rule).
+#[derive(Clone, Copy, Debug)]
+struct Proof {
+    watch: Option<Id>,
+    since: Id,
+}
+
+/// Our watch on our node, left by a read that showed it ours.
+#[derive(Clone, Copy, Debug)]
+struct Own {
+    id: Id,
+    /// The connection of the read's reply.
+    connection: u64,
+}
+
+/// A look at the queue.
+struct Look {
+    children: Vec<String>,
+    /// A proof the look itself gives (the list right behind our create).
+    proof: Option<Proof>,
+    /// A read of our node pipelined behind the list, which showed it ours.
+    fresh: Option<Own>,
+    /// The connection of the list's reply.
+    connection: u64,
+}
+
+/// Where to go once reconnected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    Recover,
+    Parents,
+    Look,
+    Restart,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Our create is out, the list (and maybe a guessed read) behind it.
+    Create { create: Id, list: Id, guess: Option<(String, Id)>, name: Option<String>, made: Option<Stat>, stat_read: Option<Id> },
+    Parents { req: Id },
+    Reconnect { then: After },
+    RecoverList { list: Id },
+    RecoverExists { children: Vec<String>, checks: Vec<(String, Id)> },
+    Look { list: Id, read: Option<Id> },
+    Prove { read: Id, old: Option<Id> },
+    Clock { proof: Proof },
+    ClockWait,
+    WatchChildren { list: Id, read: Option<Id> },
+    WaitChildren { watch: Id },
+    WatchBlocker { get: Id, read: Option<Id>, sole: bool },
+    WaitBlocker { watch: Id, sole: bool },
+    Linger { create: Id },
+    Done,
+}
+
+/// One acquire attempt. See the module documentation.
+pub struct Attempt<E> {
+    cfg: Config,
+    next: u64,
+    actions: VecDeque<Action<E>>,
+    phase: Phase,
+    /// Replies the phase is waiting for, as they came.
+    got: HashMap<Id, Reply<E>>,
+    /// Requests whose watch the runner holds for us.
+    watches: HashSet<Id>,
+    node: Option<OwnNode>,
+    unknown_create: bool,
+    own: Option<Own>,
+    /// The newest connection a reply came on.
+    connection: u64,
+    mutex_lost: bool,
+}
+
+impl<E: Clone> Attempt<E> {
+    /// A new attempt; its first actions (the create and the list behind
+    /// it) are ready at once.
+    pub fn new(cfg: Config) -> Attempt<E> {
+        let mut a = Attempt {
+            cfg,
+            next: 0,
+            actions: VecDeque::new(),
+            phase: Phase::Done,
+            got: HashMap::new(),
+            watches: HashSet::new(),
+            node: None,
+            unknown_create: false,
+            own: None,
+            connection: 0,
+            mutex_lost: false,
+        };
+        a.create();
+        a
+    }
+
+    /// The next action, if any.
+    pub fn poll_action(&mut self) -> Option<Action<E>> {
+        self.actions.pop_front()
+    }
+
+    /// Whether the attempt is over (granted or ended).
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    /// What the runner must clean up once the attempt is over (after a
+    /// grant, nothing: the node belongs to the holder).
+    pub fn leftover(&self) -> Leftover {
+        Leftover { node: self.node.clone(), unknown_create: self.unknown_create }
+    }
+
+    /// The full path of our node `name`.
+    fn path_of(&self, name: &str) -> String {
+        format!("{}/{name}", self.cfg.path)
+    }
+
+    fn send(&mut self, req: Request) -> Id {
+        self.next += 1;
+        let id = Id(self.next);
+        if req.watches() {
+            self.watches.insert(id);
+        }
+        self.actions.push_back(Action::Send(id, req));
+        id
+    }
+
+    fn drop_watch(&mut self, id: Id) {
+        if self.watches.remove(&id) {
+            self.actions.push_back(Action::DropWatch(id));
+        }
+    }
+
+    fn drop_own(&mut self) {
+        if let Some(own) = self.own.take() {
+            self.drop_watch(own.id);
+        }
+    }
+
+    fn end(&mut self, end: End<E>) {
+        self.drop_all_but(None);
+        self.phase = Phase::Done;
+        self.actions.push_back(Action::Ended(end));
+    }
+
+    fn restart_gone(&mut self) {
+        self.node = None;
+        self.end(End::Restart);
+    }
+
+    /// Gives up on `f` while doing `what`; a session that is gone took our
+    /// node with it: queue again.
+    fn fail(&mut self, what: &'static str, failure: Failure<E>) {
+        match failure {
+            Failure::SessionGone => self.end(End::Restart),
+            failure => self.end(End::Failed(Why::Zk { what, failure })),
+        }
+    }
+
+    /// Drops every watch we hold but `keep`.
+    fn drop_all_but(&mut self, keep: Option<Id>) {
+        let mut ids: Vec<Id> = self.watches.iter().copied().filter(|id| Some(*id) != keep).collect();
+        ids.sort();
+        for id in ids {
+            self.drop_watch(id);
+        }
+        if self.own.is_some_and(|o| Some(o.id) != keep) {
+            self.own = None;
+        }
+    }
+
+    fn reconnect(&mut self, then: After) {
+        self.got.clear();
+        self.phase = Phase::Reconnect { then };
+        self.actions.push_back(Action::AwaitReconnect);
+    }
+
+    /// Whether our watch is still good as of a reply on `connection`: it
+    /// has not fired (it would be gone) and no reconnect came between.
+    fn intact(&self, connection: u64) -> Option<Own> {
+        self.own.filter(|o| o.connection == connection || self.cfg.bugs.on(|b| b.watch_survives_reconnect))
+    }
+
+    /// Sends the create of our node, the list behind it (answered after it,
+    /// so it includes our node) and, with a guess of our name, a read of it.
+    fn create(&mut self) {
+        self.got.clear();
+        let (create, name) = match &self.cfg.downgrade {
+            None => {
+                let path = self.path_of(&self.cfg.name_prefix);
+                (Request::Create { path, data: self.cfg.data.clone(), sequential: true }, None)
+            },
+            // The read node takes the write node's sequence, so it sorts
+            // before every node queued since: made only while the write
+            // node exists, in one transaction with a check of it.
+            Some(d) => {
+                let name = format!("{}{:010}", self.cfg.name_prefix, d.sequence);
+                let req = Request::CheckAndCreate {
+                    check: d.write_node.clone(),
+                    path: self.path_of(&name),
+                    data: self.cfg.data.clone(),
+                };
+                (req, Some(name))
+            },
+        };
+        let create = self.send(create);
+        let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: true, watch: false });
+        let guess = match (&self.cfg.downgrade, self.cfg.seq_guess) {
+            (None, Some(seq)) => {
+                let name = format!("{}{seq:010}", self.cfg.name_prefix);
+                let read = self.send(Request::GetData { path: self.path_of(&name), watch: true });
+                Some((name, read))
+            },
+            _ => None,
+        };
+        self.unknown_create = true;
+        self.phase = Phase::Create { create, list, guess, name, made: None, stat_read: None };
+    }
+
+    /// Feeds one event.
+    pub fn handle(&mut self, event: Event<E>) {
+        match event {
+            Event::Reply(id, reply) => {
+                self.connection = self.connection.max(reply.connection);
+                if self.wanted(id) {
+                    self.got.insert(id, reply);
+                    self.advance();
+                }
+            },
+            Event::Watch(id, notice) => self.notice(id, notice),
+            Event::Reconnected => {
+                if let Phase::Reconnect { then } = self.phase {
+                    match then {
+                        After::Recover => self.recover(),
+                        After::Parents => self.parents(),
+                        After::Look => self.look(),
+                        After::Restart => self.restart_gone(),
+                    }
+                }
+            },
+            Event::SessionEnded => {
+                if matches!(self.phase, Phase::Reconnect { .. } | Phase::ClockWait) {
+                    self.end(End::Restart);
+                }
+            },
+            Event::Clock { safe } => {
+                if let Phase::Clock { proof } = self.phase {
+                    if safe {
+                        self.granted(proof);
+                    } else {
+                        // Not safely alive for long enough: wait for the
+                        // clock to move, then look again (the proof is
+                        // stale by then).
+                        if let Some(w) = proof.watch {
+                            self.drop_watch(w);
+                        }
+                        self.phase = Phase::ClockWait;
+                        self.actions.push_back(Action::AwaitClock);
+                    }
+                }
+            },
+            Event::ClockMoved => {
+                if matches!(self.phase, Phase::ClockWait) {
+                    self.look();
+                }
+            },
+            Event::MutexLost => {
+                self.mutex_lost = true;
+                if matches!(self.phase, Phase::WaitChildren { .. }) {
+                    self.look();
+                }
+            },
+            Event::Stop { closed } => self.stop(closed),
+            Event::GraceOver => {
+                if matches!(self.phase, Phase::Linger { .. }) {
+                    self.end(End::Stopped);
+                }
+            },
+        }
+    }
+
+    fn stop(&mut self, closed: bool) {
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        // Stopped with our create on its way: wait (a grace) for its
+        // reply, so that the node it made is cleaned up before the caller
+        // is told.
+        if let Phase::Create { create, made: None, stat_read: None, .. } = self.phase {
+            if !closed && !self.cfg.bugs.on(|b| b.no_linger) {
+                self.drop_all_but(None);
+                self.got.clear();
+                self.phase = Phase::Linger { create };
+                self.actions.push_back(Action::Linger);
+                return;
+            }
+        }
+        self.end(End::Stopped);
+    }
+
+    /// Whether the current phase waits for the reply to `id`.
+    fn wanted(&self, id: Id) -> bool {
+        match &self.phase {
+            Phase::Create { create, list, guess, stat_read, .. } => {
+                id == *create || id == *list || guess.as_ref().is_some_and(|g| g.1 == id) || *stat_read == Some(id)
+            },
+            Phase::Parents { req } | Phase::RecoverList { list: req } | Phase::Prove { read: req, .. } => id == *req,
+            Phase::Linger { create } => id == *create,
+            Phase::RecoverExists { checks, .. } => checks.iter().any(|c| c.1 == id),
+            Phase::Look { list, read } | Phase::WatchChildren { list, read } => id == *list || *read == Some(id),
+            Phase::WatchBlocker { get, read, .. } => id == *get || *read == Some(id),
+            _ => false,
+        }
+    }
+
+    fn notice(&mut self, id: Id, notice: Notice) {
+        if !self.watches.remove(&id) {
+            return;
+        }
+        if self.own.is_some_and(|o| o.id == id) {
+            // Something happened to our node (or the session ended).
+            self.own = None;
+            match self.phase {
+                Phase::WaitBlocker { .. } | Phase::WaitChildren { .. } => match notice {
+                    Notice::SessionEnded => self.end(End::Restart),
+                    Notice::Deleted if matches!(self.phase, Phase::WaitBlocker { .. }) => self.restart_gone(),
+                    _ => self.look(),
+                },
+                _ => {},
+            }
+            return;
+        }
+        match self.phase {
+            Phase::WaitBlocker { watch, sole } if watch == id => {
+                if notice == Notice::SessionEnded {
+                    return self.end(End::Restart);
+                }
+                // The only node before ours is gone and none can take its
+                // place: ours is first if it still exists. Our watch on it,
+                // silent through this notification, does not show that: one
+                // transaction may delete the blocker and then our node, and
+                // the second notification comes after the first. A read
+                // sent now is answered after every notification of that
+                // transaction (section 4, grant rule). The old watch is
+                // dropped once the read has left a new one.
+                if sole && notice == Notice::Deleted && self.cfg.bugs.on(|b| b.grant_on_notice) {
+                    return self.prove_done(Proof { watch: None, since: id });
+                }
+                if sole && notice == Notice::Deleted && self.cfg.bugs.on(|b| b.grant_on_silent_watch) {
+                    if let Some(o) = self.own.take() {
+                        return self.prove_done(Proof { watch: Some(o.id), since: o.id });
+                    }
+                }
+                if sole && notice == Notice::Deleted {
+                    let old = self.own.take().map(|o| o.id);
+                    let read = self.read_own();
+                    self.phase = Phase::Prove { read, old };
+                } else {
+                    self.look();
+                }
+            },
+            Phase::WaitChildren { watch } if watch == id => self.look(),
+            _ => {},
+        }
+    }
+
+    fn read_own(&mut self) -> Id {
+        let name = self.node.as_ref().map(|n| n.name.clone()).unwrap_or_default();
+        self.send(Request::GetData { path: self.path_of(&name), watch: true })
+    }
+
+    /// Lists the queue, with a read of our node behind it when we hold no
+    /// watch on it.
+    fn look(&mut self) {
+        self.got.clear();
+        if self.node.is_none() {
+            return self.end(End::Restart);
+        }
+        let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: false, watch: false });
+        let read = self.own.is_none().then(|| self.read_own());
+        self.phase = Phase::Look { list, read };
+    }
+
+    fn parents(&mut self) {
+        self.got.clear();
+        let req = self.send(Request::MakeParents { path: self.cfg.path.clone() });
+        self.phase = Phase::Parents { req };
+    }
+
+    fn recover(&mut self) {
+        self.got.clear();
+        let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: false, watch: false });
+        self.phase = Phase::RecoverList { list };
+    }
+
+    /// Works through the replies that came, as far as they allow.
+    fn advance(&mut self) {
+        loop {
+            let progressed = match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Create { create, list, guess, name, made, stat_read } => {
+                    self.on_create(create, list, guess, name, made, stat_read)
+                },
+                Phase::Parents { req } => match self.got.remove(&req) {
+                    None => self.wait(Phase::Parents { req }),
+                    Some(r) => {
+                        match r.result {
+                            Ok(_) => self.create(),
+                            Err(Failure::Unknown) => self.reconnect(After::Parents),
+                            Err(f) => self.fail("creating the lock path", f),
+                        }
+                        true
+                    },
+                },
+                Phase::RecoverList { list } => match self.got.remove(&list) {
+                    None => self.wait(Phase::RecoverList { list }),
+                    Some(r) => {
+                        self.on_recover_list(r);
+                        true
+                    },
+                },
+                Phase::RecoverExists { children, checks } => {
+                    if checks.iter().all(|c| self.got.contains_key(&c.1)) {
+                        self.on_recover_exists(children, checks);
+                        true
+                    } else {
+                        self.wait(Phase::RecoverExists { children, checks })
+                    }
+                },
+                Phase::Look { list, read } => {
+                    if self.got.contains_key(&list) && read.is_none_or(|r| self.got.contains_key(&r)) {
+                        self.on_look(list, read);
+                        true
+                    } else {
+                        self.wait(Phase::Look { list, read })
+                    }
+                },
+                Phase::Prove { read, old } => match self.got.remove(&read) {
+                    None => self.wait(Phase::Prove { read, old }),
+                    Some(r) => {
+                        if let Some(old) = old {
+                            self.drop_watch(old);
+                        }
+                        if let Some(own) = self.read_own_reply(read, r, After::Look) {
+                            self.prove_done(Proof { watch: Some(own.id), since: own.id });
+                        }
+                        true
+                    },
+                },
+                Phase::WatchChildren { list, read } => {
+                    if self.got.contains_key(&list) && read.is_none_or(|r| self.got.contains_key(&r)) {
+                        self.on_watch_children(list, read);
+                        true
+                    } else {
+                        self.wait(Phase::WatchChildren { list, read })
+                    }
+                },
+                Phase::WatchBlocker { get, read, sole } => {
+                    if self.got.contains_key(&get) && read.is_none_or(|r| self.got.contains_key(&r)) {
+                        self.on_watch_blocker(get, read, sole);
+                        true
+                    } else {
+                        self.wait(Phase::WatchBlocker { get, read, sole })
+                    }
+                },
+                Phase::Linger { create } => match self.got.remove(&create) {
+                    None => self.wait(Phase::Linger { create }),
+                    Some(r) => {
+                        match r.result {
+                            Ok(Answer::Created { name, stat: Some(stat) }) => {
+                                self.node = Some(OwnNode { name, czxid: stat.czxid });
+                                self.unknown_create = false;
+                            },
+                            // Made, its Stat not sent: looked for by prefix.
+                            Ok(_) | Err(Failure::Unknown) => {},
+                            Err(_) => self.unknown_create = false,
+                        }
+                        self.end(End::Stopped);
+                        true
+                    },
+                },
+                other => self.wait(other),
+            };
+            if !progressed || matches!(self.phase, Phase::Done) {
+                return;
+            }
+        }
+    }
+
+    /// Puts `phase` back: nothing to do until more replies come.
+    fn wait(&mut self, phase: Phase) -> bool {
+        self.phase = phase;
+        false
+    }
+
+    fn on_create(
+        &mut self,
+        create: Id,
+        list: Id,
+        guess: Option<(String, Id)>,
+        name: Option<String>,
+        made: Option<Stat>,
+        stat_read: Option<Id>,
+    ) -> bool {
+        let forget = |a: &mut Self, guess: &Option<(String, Id)>| {
+            if let Some((_, g)) = guess {
+                a.drop_watch(*g);
+            }
+        };
+        // The create's reply.
+        let (name, made, stat_read) = match (made, stat_read) {
+            (Some(stat), _) => (name, stat, None),
+            (None, Some(read)) => match self.got.remove(&read) {
+                None => return self.wait(Phase::Create { create, list, guess, name, made, stat_read }),
+                Some(r) => match r.result {
+                    Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => (name, stat, None),
+                    Ok(_) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.restart_gone();
+                        return true;
+                    },
+                    Err(Failure::Unknown) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.reconnect(After::Restart);
+                        return true;
+                    },
+                    Err(f) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.fail("reading the read node made", f);
+                        return true;
+                    },
+                },
+            },
+            (None, None) => match self.got.remove(&create) {
+                None => return self.wait(Phase::Create { create, list, guess, name, made, stat_read }),
+                Some(r) => match r.result {
+                    Ok(Answer::Created { name: made_name, stat }) => {
+                        let name = name.unwrap_or(made_name);
+                        match stat {
+                            Some(stat) => (Some(name), stat, None),
+                            None => {
+                                let read = self.send(Request::Exists { path: self.path_of(&name) });
+                                self.phase =
+                                    Phase::Create { create, list, guess, name: Some(name), made: None, stat_read: Some(read) };
+                                return true;
+                            },
+                        }
+                    },
+                    Ok(_) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.end(End::Restart);
+                        return true;
+                    },
+                    Err(Failure::CheckFailed) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.end(End::Failed(Why::WriteLockLost));
+                        return true;
+                    },
+                    Err(Failure::NoNode) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.parents();
+                        return true;
+                    },
+                    // A downgrade's create retried after a lost reply finds
+                    // its own node: recovered like a lost reply.
+                    Err(Failure::Unknown) => {
+                        forget(self, &guess);
+                        self.reconnect(After::Recover);
+                        return true;
+                    },
+                    Err(Failure::NodeExists) if self.cfg.downgrade.is_some() => {
+                        forget(self, &guess);
+                        self.reconnect(After::Recover);
+                        return true;
+                    },
+                    Err(f) => {
+                        forget(self, &guess);
+                        self.unknown_create = false;
+                        self.fail("creating the lock node", f);
+                        return true;
+                    },
+                },
+            },
+        };
+        let name = name.unwrap_or_default();
+        self.unknown_create = false;
+        self.node = Some(OwnNode { name: name.clone(), czxid: made.czxid });
+        // The list behind the create.
+        let Some(listed) = self.got.get(&list) else {
+            return self.wait(Phase::Create { create, list, guess, name: Some(name), made: Some(made), stat_read });
+        };
+        let (children, parent) = match &listed.result {
+            Ok(Answer::Children { names, stat }) => (names.clone(), *stat),
+            // No first look: look again (with a read of our node).
+            _ => {
+                forget(self, &guess);
+                self.look();
+                return true;
+            },
+        };
+        let connection = listed.connection;
+        if let Some((guessed, read)) = &guess {
+            if *guessed == name && !self.got.contains_key(read) {
+                return self.wait(Phase::Create { create, list, guess, name: Some(name), made: Some(made), stat_read });
+            }
+        }
+        let alone = children.len() == 1;
+        let next = names::parse_child(&name).filter(|_| alone).map(|n| n.sequence.saturating_add(1));
+        self.actions.push_back(Action::SeqGuess(next));
+        match guess {
+            Some((guessed, read)) if guessed == name => {
+                let Some(r) = self.got.remove(&read) else { return true };
+                self.got.remove(&list);
+                // The guess was right: the read, answered after the list,
+                // shows our node (or what became of it).
+                let fresh = match r.result {
+                    Ok(Answer::Data(got)) if got.czxid == made.czxid && got.owner == self.cfg.session => {
+                        Some(Own { id: read, connection: r.connection })
+                    },
+                    _ => {
+                        self.drop_watch(read);
+                        None
+                    },
+                };
+                self.decide(Look { children, proof: None, fresh, connection });
+            },
+            guess => {
+                self.got.remove(&list);
+                forget(self, &guess);
+                // The list right behind our create shows that no child was
+                // created or deleted since (pzxid is still our create's
+                // zxid): the node listed is the one we created.
+                let proof = parent.filter(|p| p.pzxid == made.czxid).map(|_| Proof { watch: None, since: create });
+                self.decide(Look { children, proof, fresh: None, connection });
+            },
+        }
+        true
+    }
+
+    fn on_recover_list(&mut self, r: Reply<E>) {
+        match r.result {
+            Ok(Answer::Children { names: children, .. }) => {
+                let mine = names::own_nodes(&children, &self.cfg.protected);
+                if mine.is_empty() {
+                    self.unknown_create = false;
+                    return self.create();
+                }
+                let checks = mine
+                    .into_iter()
+                    .map(|n| {
+                        let id = self.send(Request::Exists { path: self.path_of(&n.name) });
+                        (n.name, id)
+                    })
+                    .collect();
+                self.phase = Phase::RecoverExists { children, checks };
+            },
+            Ok(_) => self.end(End::Restart),
+            Err(Failure::NoNode) => {
+                self.unknown_create = false;
+                self.create();
+            },
+            Err(Failure::Unknown) => self.reconnect(After::Recover),
+            Err(f) => self.fail("listing the lock after a lost create reply", f),
+        }
+    }
+
+    fn on_recover_exists(&mut self, children: Vec<String>, checks: Vec<(String, Id)>) {
+        let mut adopted: Option<OwnNode> = None;
+        let mut retry = false;
+        for (name, id) in checks {
+            let Some(r) = self.got.remove(&id) else { continue };
+            match r.result {
+                Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => {
+                    if adopted.is_none() {
+                        adopted = Some(OwnNode { name, czxid: stat.czxid });
+                    } else {
+                        self.send(Request::Delete { path: self.path_of(&name) });
+                    }
+                },
+                Ok(_) | Err(Failure::NoNode) => {},
+                Err(Failure::Unknown) => retry = true,
+                Err(f) => return self.fail("looking at our lock node", f),
+            }
+        }
+        if retry {
+            return self.reconnect(After::Recover);
+        }
+        self.unknown_create = false;
+        match adopted {
+            Some(node) => {
+                self.node = Some(node);
+                self.decide(Look { children, proof: None, fresh: None, connection: self.connection });
+            },
+            None => self.create(),
+        }
+    }
+
+    /// The reply to a read of our node with a watch: our watch if the node
+    /// is ours. Otherwise the attempt ends (gone or someone else's: not
+    /// ours to delete) or waits to reconnect and goes on to `then`.
+    fn read_own_reply(&mut self, id: Id, r: Reply<E>, then: After) -> Option<Own> {
+        match r.result {
+            Ok(Answer::Data(stat)) if stat.owner == self.cfg.session => Some(Own { id, connection: r.connection }),
+            Ok(_) | Err(Failure::NoNode) => {
+                self.drop_watch(id);
+                self.restart_gone();
+                None
+            },
+            Err(Failure::Unknown) => {
+                self.drop_watch(id);
+                self.reconnect(then);
+                None
+            },
+            Err(f) => {
+                self.drop_watch(id);
+                self.fail("reading our lock node", f);
+                None
+            },
+        }
+    }
+
+    fn on_look(&mut self, list: Id, read: Option<Id>) {
+        let Some(r) = self.got.remove(&list) else { return };
+        let read_reply = read.and_then(|id| self.got.remove(&id));
+        let connection = r.connection;
+        let children = match r.result {
+            Ok(Answer::Children { names, .. }) => names,
+            Ok(_) | Err(Failure::NoNode) => Vec::new(),
+            Err(Failure::Unknown) => {
+                if let Some(id) = read {
+                    self.drop_watch(id);
+                }
+                return self.reconnect(After::Look);
+            },
+            Err(f) => return self.fail("listing the lock", f),
+        };
+        let fresh = match (read, read_reply) {
+            (Some(id), Some(rr)) => match self.read_own_reply(id, rr, After::Look) {
+                Some(own) => Some(own),
+                None => return,
+            },
+            _ => None,
+        };
+        self.decide(Look { children, proof: None, fresh, connection });
+    }
+
+    /// Decides on a look at the queue (section 4, step 4).
+    fn decide(&mut self, look: Look) {
+        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return self.end(End::Restart) };
+        let fresh = look.fresh.is_some();
+        if let Some(f) = look.fresh {
+            if self.own.is_some_and(|o| o.id != f.id) {
+                self.drop_own();
+            }
+            self.own = Some(f);
+        }
+        match names::decide_with_permits(self.cfg.mode, self.cfg.permits, &look.children, &name) {
+            Decision::Gone => self.restart_gone(),
+            // First in the queue as of that list: the grant needs proof
+            // that our node is still ours after it: the list itself (right
+            // behind our create), the read pipelined behind it, our watch
+            // armed before it and silent through its reply, or a read now.
+            Decision::Held => {
+                let proof = match (look.proof, fresh) {
+                    (Some(p), _) => Some(p),
+                    (None, true) => self.own.take().map(|o| Proof { watch: Some(o.id), since: o.id }),
+                    (None, false) => match self.intact(look.connection) {
+                        Some(o) => {
+                            self.own = None;
+                            Some(Proof { watch: Some(o.id), since: o.id })
+                        },
+                        None => None,
+                    },
+                };
+                match proof {
+                    Some(p) => self.prove_done(p),
+                    None => {
+                        self.drop_own();
+                        let read = self.read_own();
+                        self.phase = Phase::Prove { read, old: None };
+                    },
+                }
+            },
+            Decision::WaitOnChildren => {
+                if self.cfg.try_once {
+                    return self.end(End::Failed(Why::HeldByOthers));
+                }
+                // List again with a watch on the children (and a read of
+                // our node behind it when we have no good watch on it).
+                if self.intact(self.connection).is_none() {
+                    self.drop_own();
+                }
+                let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: false, watch: true });
+                let read = self.own.is_none().then(|| self.read_own());
+                self.phase = Phase::WatchChildren { list, read };
+            },
+            Decision::WaitOn(blocker) => {
+                if self.cfg.try_once {
+                    return self.end(End::Failed(Why::HeldByOthers));
+                }
+                let sole = names::held_once_gone(self.cfg.mode, &look.children, &name);
+                if self.intact(self.connection).is_none() {
+                    self.drop_own();
+                }
+                let get = self.send(Request::GetData { path: self.path_of(&blocker), watch: true });
+                let read = self.own.is_none().then(|| self.read_own());
+                self.phase = Phase::WatchBlocker { get, read, sole };
+            },
+        }
+    }
+
+    fn on_watch_children(&mut self, list: Id, read: Option<Id>) {
+        let Some(r) = self.got.remove(&list) else { return };
+        let read_reply = read.and_then(|id| self.got.remove(&id));
+        let connection = r.connection;
+        let (children, watch) = match r.result {
+            Ok(Answer::Children { names, .. }) => (names, Some(list)),
+            Ok(_) | Err(Failure::NoNode) => (Vec::new(), None),
+            Err(Failure::Unknown) => {
+                self.drop_watch(list);
+                if let Some(id) = read {
+                    self.drop_watch(id);
+                }
+                return self.reconnect(After::Look);
+            },
+            Err(f) => return self.fail("watching the queue", f),
+        };
+        if watch.is_none() {
+            self.drop_watch(list);
+        }
+        let fresh = match (read, read_reply) {
+            (Some(id), Some(rr)) => match self.read_own_reply(id, rr, After::Look) {
+                Some(own) => Some(own),
+                None => {
+                    self.drop_watch(list);
+                    return;
+                },
+            },
+            _ => None,
+        };
+        let name = self.node.as_ref().map(|n| n.name.clone()).unwrap_or_default();
+        let blocked = names::decide_with_permits(self.cfg.mode, self.cfg.permits, &children, &name)
+            == Decision::WaitOnChildren;
+        match watch.filter(|_| blocked) {
+            // Not blocked any more (or gone): decide on this list, with the
+            // read sent behind it as its proof.
+            None => {
+                self.drop_watch(list);
+                self.decide(Look { children, proof: None, fresh, connection });
+            },
+            Some(watch) => {
+                if let Some(f) = fresh {
+                    self.drop_own();
+                    self.own = Some(f);
+                }
+                if self.mutex_lost {
+                    return self.end(End::Restart);
+                }
+                self.phase = Phase::WaitChildren { watch };
+                self.actions.push_back(Action::Waiting);
+            },
+        }
+    }
+
+    fn on_watch_blocker(&mut self, get: Id, read: Option<Id>, sole: bool) {
+        let Some(r) = self.got.remove(&get) else { return };
+        if let Some(id) = read {
+            let Some(rr) = self.got.remove(&id) else { return };
+            match self.read_own_reply(id, rr, After::Look) {
+                Some(own) => {
+                    self.drop_own();
+                    self.own = Some(own);
+                },
+                None => {
+                    self.drop_watch(get);
+                    return;
+                },
+            }
+        }
+        match r.result {
+            Ok(_) => {
+                self.phase = Phase::WaitBlocker { watch: get, sole };
+                self.actions.push_back(Action::Waiting);
+            },
+            // Gone between the list and the watch: look again now.
+            Err(Failure::NoNode) => {
+                self.drop_watch(get);
+                self.look();
+            },
+            Err(Failure::Unknown) => {
+                self.drop_watch(get);
+                self.reconnect(After::Look);
+            },
+            Err(f) => {
+                self.drop_watch(get);
+                self.fail("watching the node before ours", f);
+            },
+        }
+    }
+
+    /// A proof is in hand: ask the safety clock before granting.
+    fn prove_done(&mut self, proof: Proof) {
+        self.phase = Phase::Clock { proof };
+        self.actions.push_back(Action::CheckClock);
+    }
+
+    fn granted(&mut self, proof: Proof) {
+        let Some(node) = self.node.take() else { return self.end(End::Restart) };
+        self.drop_all_but(proof.watch);
+        if let Some(w) = proof.watch {
+            self.watches.remove(&w);
+        }
+        self.phase = Phase::Done;
+        self.actions.push_back(Action::Granted(Grant {
+            name: node.name,
+            czxid: node.czxid,
+            watch: proof.watch,
+            since: proof.since,
+        }));
+    }
+}

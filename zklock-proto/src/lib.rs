@@ -1,0 +1,23 @@
+//! # zklock-proto
+//!
+//! zklock's lock protocol (the project's `docs/lock-protocol.md`) as
+//! deterministic state machines, kept apart from sockets, clocks and
+//! threads as rustls keeps TLS apart from its transport: events go in
+//! (replies, watch notifications, session news, the caller's stop), actions
+//! come out (requests to send, a grant with its proof, what is left to clean
+//! up). `zklock-core` runs them against ZooKeeper; the simulator in this
+//! crate's tests runs them against a model of ZooKeeper under schedules drawn
+//! from a seed.
+//!
+//! - [`names`]: lock-node names and the ordering rule (sections 2 and 3).
+//! - [`driver`]: each lock kind's queue rules.
+//! - [`acquire`]: one acquire attempt, from the create of our node to the
+//!   grant (section 4).
+//!
+//! This crate depends on nothing that does I/O; its API follows what
+//! `zklock-core` needs and may change with any release (zklock-core's API is
+//! the stable one).
+
+pub mod acquire;
+pub mod driver;
+pub mod names;
