@@ -1,0 +1,168 @@
+//! The acquire state machine under a deterministic simulator (issue 32):
+//! schedules drawn from seeds run contenders against a model of ZooKeeper
+//! with faults, and every promise is checked after every step (see
+//! `sim/check.rs`).
+//!
+//! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
+//!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
+//!   schedules and steps per second on stderr. `ZKLOCK_SIM_SEED=<n>` replays
+//!   one seed exactly (and prints its steps); `ZKLOCK_SIM_BASE=<n>` fixes
+//!   the first seed (else it comes from the time, and is printed).
+//! - `finds_*` (feature `history`): each of the bugs zklock once had
+//!   (`acquire::Bugs`) switched on in every contender must be found within
+//!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards.
+
+#[path = "sim/mod.rs"]
+mod sim;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zklock_proto::acquire::Bugs;
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Runs seeds from `first` (thread `t` of `threads` takes every
+/// `threads`-th) until `budget` is spent or one fails.
+fn explore_seeds(
+    first: u64,
+    threads: u64,
+    budget: Duration,
+    opts: sim::Opts,
+) -> (u64, u64, Option<(Box<sim::Found>, Duration)>) {
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let schedules = Arc::new(AtomicU64::new(0));
+    let steps = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (stop, schedules, steps) = (stop.clone(), schedules.clone(), steps.clone());
+            std::thread::spawn(move || {
+                let mut seed = first.wrapping_add(t);
+                while !stop.load(Ordering::Relaxed) && start.elapsed() < budget {
+                    match sim::try_seed(seed, opts, Duration::from_secs(20)) {
+                        Ok(n) => {
+                            schedules.fetch_add(1, Ordering::Relaxed);
+                            steps.fetch_add(n, Ordering::Relaxed);
+                        },
+                        Err(found) => {
+                            let at = start.elapsed();
+                            stop.store(true, Ordering::Relaxed);
+                            return Some((found, at));
+                        },
+                    }
+                    seed = seed.wrapping_add(threads);
+                }
+                None
+            })
+        })
+        .collect();
+    let mut found = None;
+    for h in handles {
+        if let Some(f) = h.join().expect("simulator thread") {
+            found.get_or_insert(f);
+        }
+    }
+    (schedules.load(Ordering::Relaxed), steps.load(Ordering::Relaxed), found)
+}
+
+/// Random schedules with faults: no promise may break.
+#[test]
+fn explore() {
+    if let Some(seed) = env_u64("ZKLOCK_SIM_SEED") {
+        let opts = sim::Opts { statless: env_u64("ZKLOCK_SIM_STATLESS") == Some(1), ..sim::Opts::default() };
+        let out = sim::run(seed, None, opts, true);
+        eprintln!("{}", out.trace.join("\n"));
+        if let Some(v) = out.violation {
+            match sim::try_seed(seed, opts, Duration::from_secs(60)) {
+                Err(found) => panic!("{}", found.report()),
+                Ok(_) => panic!("seed {seed}: {}: {}", v.kind, v.what),
+            }
+        }
+        eprintln!("seed {seed}: {} steps, every promise kept", out.steps);
+        return;
+    }
+    let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_SECONDS").unwrap_or(20));
+    let threads = env_u64("ZKLOCK_SIM_THREADS").unwrap_or(1).max(1);
+    let first = env_u64("ZKLOCK_SIM_BASE").unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    });
+    let start = Instant::now();
+    let (schedules, steps, found) = explore_seeds(
+        first,
+        threads,
+        budget,
+        sim::Opts { statless: env_u64("ZKLOCK_SIM_STATLESS") == Some(1), ..sim::Opts::default() },
+    );
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "sim explore: seeds from {first} on {threads} thread(s): {schedules} schedules, {steps} steps in {secs:.1} s: \
+         {:.0} schedules/s, {:.0} steps/s",
+        schedules as f64 / secs,
+        steps as f64 / secs
+    );
+    if let Some((found, _)) = found {
+        panic!("{}", found.report());
+    }
+    assert!(schedules > 0, "no schedule ran");
+}
+
+/// Switches `bugs` on in every contender and asserts that the simulator
+/// finds a broken promise of kind `kind` within the budget.
+#[cfg(feature = "history")]
+fn finds(name: &str, bugs: Bugs, kinds: &[&str]) {
+    let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_HISTORY_SECONDS").unwrap_or(30));
+    let (schedules, _, found) = explore_seeds(0, 1, budget, sim::Opts { bugs, ..sim::Opts::default() });
+    let Some((found, at)) = found else {
+        panic!("{name}: no broken promise found in {budget:?} ({schedules} schedules)");
+    };
+    eprintln!(
+        "{name}: found at seed {} after {schedules} passing schedules in {:.2} s; shrunk to {} steps ({} choices)\n{}",
+        found.seed,
+        at.as_secs_f64(),
+        found.shrunk_steps,
+        found.shrunk.len(),
+        found.report()
+    );
+    assert!(
+        kinds.contains(&found.violation.kind),
+        "{name}: found {} ({}), expected one of {kinds:?}",
+        found.violation.kind,
+        found.violation.what
+    );
+}
+
+/// `grant_on_silent_watch`: a multi deletes the blocker and then our node.
+#[cfg(feature = "history")]
+#[test]
+fn finds_grant_on_silent_watch() {
+    finds("grant_on_silent_watch", Bugs { grant_on_silent_watch: true, ..Bugs::default() }, &["grant", "holders"]);
+}
+
+/// `grant_on_notice`: a grant with no proof that our node exists.
+#[cfg(feature = "history")]
+#[test]
+fn finds_grant_on_notice() {
+    finds("grant_on_notice", Bugs { grant_on_notice: true, ..Bugs::default() }, &["grant", "holders"]);
+}
+
+/// `watch_survives_reconnect`: a watch taken as good across a reconnect.
+#[cfg(feature = "history")]
+#[test]
+fn finds_watch_survives_reconnect() {
+    finds(
+        "watch_survives_reconnect",
+        Bugs { watch_survives_reconnect: true, ..Bugs::default() },
+        &["grant", "holders"],
+    );
+}
+
+/// `no_linger`: stopped with the create's reply waiting to be read.
+#[cfg(feature = "history")]
+#[test]
+fn finds_no_linger() {
+    finds("no_linger", Bugs { no_linger: true, ..Bugs::default() }, &["stopped"]);
+}

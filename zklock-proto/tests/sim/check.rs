@@ -1,0 +1,147 @@
+//! The promises, checked against the model's record (never the machine's
+//! view): grant justification, no more holders than permits, no delete of
+//! another session's node, nothing known left behind by a stopped attempt,
+//! and at quiescence no leaked node, every contender granted and every
+//! attempt over.
+
+use zklock_proto::acquire::Leftover;
+use zklock_proto::names::{self, Decision, LockMode};
+
+use super::model::{Msg, Zk};
+use super::runner::{Contender, State, Tag};
+
+/// A broken promise.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    /// Which promise (shrinking keeps it).
+    pub kind: &'static str,
+    /// What happened.
+    pub what: String,
+}
+
+fn v(kind: &'static str, what: String) -> Violation {
+    Violation { kind, what }
+}
+
+/// Grant justification: as of the last message the contender's session got
+/// before the grant, our node existed, was owned by our session (hence the
+/// session was alive), had the czxid granted, and the queue rule said Held.
+pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), Violation> {
+    let z = c.last_zxid;
+    let kids = zk.children_at(z);
+    let Some(ours) = kids.iter().find(|l| l.name == name) else {
+        return Err(v(
+            "grant",
+            format!("{} granted {name}, but as of zxid {z} (the last message it got) that node did not exist", c.name),
+        ));
+    };
+    if ours.owner != c.session || ours.czxid != czxid {
+        return Err(v(
+            "grant",
+            format!(
+                "{} granted {name} (czxid {czxid}) in session {:#x}, but as of zxid {z} it was owned by {:#x} with czxid {}",
+                c.name, c.session, ours.owner, ours.czxid
+            ),
+        ));
+    }
+    let children: Vec<String> = kids.iter().map(|l| l.name.clone()).collect();
+    let d = names::decide_with_permits(c.mode, c.permits, &children, name);
+    if d != Decision::Held {
+        return Err(v(
+            "grant",
+            format!("{} granted {name}, but as of zxid {z} the queue said {d:?}: {children:?}", c.name),
+        ));
+    }
+    Ok(())
+}
+
+/// Never more holders than permits, counting contenders that hold and
+/// whose node still exists now.
+pub fn holders(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
+    let holding: Vec<&Contender> =
+        cs.iter().filter(|c| matches!(&c.state, State::Holding { path, .. } if zk.nodes.contains_key(path))).collect();
+    let writers = holding.iter().filter(|c| c.mode != LockMode::Read).count();
+    let readers = holding.len() - writers;
+    let permits = cs.first().map_or(1, |c| c.permits);
+    let bad = if permits > 1 { holding.len() > permits } else { writers > 1 || (writers == 1 && readers > 0) };
+    if bad {
+        let who: Vec<String> = holding.iter().map(|c| format!("{} ({:?})", c.name, c.mode)).collect();
+        return Err(v(
+            "holders",
+            format!("{} hold at once with {permits} permit(s): {}", holding.len(), who.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// No contender deleted a node another session owned.
+pub fn deletes(zk: &Zk<Tag>) -> Result<(), Violation> {
+    match zk.foreign_deletes.first() {
+        Some((by, path, owner)) => {
+            Err(v("foreign delete", format!("session {by:#x} deleted {path}, owned by session {owner:#x}")))
+        },
+        None => Ok(()),
+    }
+}
+
+/// When an attempt tells its caller `Stopped`: a node it made is either
+/// named by `leftover` or could not be known. The reply of its create
+/// waiting at the client (applied, not yet read) is a node it could have
+/// learned of by reading it (the runner waits for it while it lingers).
+pub fn stopped(zk: &Zk<Tag>, c: &Contender, left: &Leftover) -> Result<(), Violation> {
+    if left.node.is_some() {
+        return Ok(());
+    }
+    let s = &zk.sessions[&c.session];
+    for m in &s.out {
+        if let Msg::Reply { tag: Tag::Attempt { gen, id }, result: Ok(_), .. } = m {
+            if *gen == c.gen && c.creates.contains(id) {
+                return Err(v(
+                    "stopped",
+                    format!(
+                        "{} was told Stopped (leftover {left:?}) while the reply of its create was waiting to be read: \
+                         its node stays after the caller was told",
+                        c.name
+                    ),
+                ));
+            }
+        }
+    }
+    if !left.unknown_create {
+        let prefix = format!("{}/{}", zk.lock_path, c.protected);
+        if let Some((p, _)) = zk.nodes.iter().find(|(p, n)| p.starts_with(&prefix) && n.owner == c.session) {
+            return Err(v(
+                "stopped",
+                format!("{} was told Stopped, its node {p} exists and leftover {left:?} does not name it", c.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// At quiescence: no node of a contender's live session under the lock
+/// path, every contender granted after the faults stopped, every attempt
+/// over.
+pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
+    for c in cs {
+        if let Some(a) = &c.attempt {
+            if !a.is_done() {
+                return Err(v("unanswered", format!("{}'s attempt never ended", c.name)));
+            }
+        }
+        if !c.granted_clean {
+            return Err(v("liveness", format!("{} was never granted after the faults stopped", c.name)));
+        }
+        let leaked: Vec<&String> = zk
+            .nodes
+            .get(&zk.lock_path)
+            .map(|n| {
+                n.children.iter().filter(|k| zk.nodes[&format!("{}/{k}", zk.lock_path)].owner == c.session).collect()
+            })
+            .unwrap_or_default();
+        if !leaked.is_empty() {
+            return Err(v("leak", format!("{} (session {:#x}) left {leaked:?}", c.name, c.session)));
+        }
+    }
+    Ok(())
+}

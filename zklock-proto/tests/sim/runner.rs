@@ -1,0 +1,608 @@
+//! The runner of each contender, as zklock-core runs an attempt: it sends
+//! the attempt's requests in action order on its session, feeds replies and
+//! notifications in the order the session received them, keeps the
+//! session layer's watchers (set again with SetWatches on reconnect),
+//! answers the clock, lingers, holds and releases, and cleans up what an
+//! ended attempt leaves.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use zklock_proto::acquire::{Action, Attempt, Bugs, Config, End, Event, Failure, Id, Notice, Reply, Request};
+use zklock_proto::names::{self, LockMode};
+
+use super::check::{self, Violation};
+use super::model::{Msg, Op, SessionId, WatchKind};
+use super::World;
+
+/// Who sent a request.
+#[derive(Clone, Debug)]
+pub enum Tag {
+    /// Request `id` of the contender's attempt number `gen`.
+    Attempt {
+        /// The attempt's number.
+        gen: u64,
+        /// The request.
+        id: Id,
+    },
+    /// The runner's own work.
+    Task(Task),
+}
+
+/// The runner's own requests: release and cleanup, retried after a lost
+/// reply until they are answered or the session ends.
+#[derive(Clone, Debug)]
+pub enum Task {
+    /// Delete our held node.
+    Release(String),
+    /// Delete a node an ended attempt left (if our session owns it).
+    Clean(String),
+    /// List the lock path and delete our nodes with this protected prefix.
+    Sweep(String),
+}
+
+/// What the session layer tells the runner, not from the server.
+#[derive(Clone, Debug)]
+pub enum Local {
+    /// A request failed on the client (connection lost, session gone).
+    Fail {
+        /// The request.
+        tag: Tag,
+        /// Why.
+        failure: Failure<String>,
+        /// The connection it was sent on.
+        conn: u64,
+    },
+    /// Connected again (same session).
+    Reconnected,
+    /// The session ended.
+    SessionEnded,
+}
+
+/// What a contender is doing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Between attempts: starts one after this many steps.
+    Idle(u32),
+    /// An attempt runs.
+    Acquiring,
+    /// Holds `path`; releases after `left` steps.
+    Holding {
+        /// The held node.
+        path: String,
+        /// Steps until release.
+        left: u32,
+    },
+    /// Held and released after the faults stopped: contends no more.
+    Done,
+}
+
+/// One contender: a client session and the runner of its attempts.
+pub struct Contender {
+    /// `c0`, `c1`, ...
+    pub name: String,
+    /// Its lock kind.
+    pub mode: LockMode,
+    /// Permits of the lock (1 but for a semaphore).
+    pub permits: usize,
+    /// Tries once (gives up when held by others).
+    pub try_once: bool,
+    /// Its session now.
+    pub session: SessionId,
+    /// The last zxid its session got a message with.
+    pub last_zxid: i64,
+    /// Session-layer messages to deliver before the server's.
+    pub inbox: VecDeque<Local>,
+    /// The current (or last) attempt.
+    pub attempt: Option<Attempt<String>>,
+    /// The attempt's number.
+    pub gen: u64,
+    /// The attempt's protected prefix.
+    pub protected: String,
+    /// The creates the attempt sent.
+    pub creates: Vec<Id>,
+    /// Registered watchers: (attempt, request, path, kind).
+    pub watchers: Vec<(u64, Id, String, WatchKind)>,
+    /// Watch requests not answered yet.
+    pub pending_watch: HashMap<(u64, Id), (String, WatchKind)>,
+    /// The attempt waits for a reconnect.
+    pub awaiting_reconnect: bool,
+    /// Lingering for the create's reply: steps of grace left.
+    pub linger: Option<u32>,
+    /// Waiting for the clock to move: steps left.
+    pub clock_wait: Option<u32>,
+    /// Stalled for this many steps (takes no steps).
+    pub stalled: u32,
+    /// What it is doing.
+    pub state: State,
+    /// Tasks to send again once reconnected.
+    pub retry: Vec<Task>,
+    /// Task requests not answered yet.
+    pub tasks_out: usize,
+    /// The guess the last attempt gave for the next one.
+    pub seq_guess: Option<i64>,
+    /// Granted after the faults stopped.
+    pub granted_clean: bool,
+    /// The current attempt was told to stop.
+    pub stopped: bool,
+}
+
+impl Contender {
+    /// A contender of `mode` on session `session`.
+    pub fn new(i: usize, mode: LockMode, permits: usize, try_once: bool, session: SessionId) -> Contender {
+        Contender {
+            name: format!("c{i}"),
+            mode,
+            permits,
+            try_once,
+            session,
+            last_zxid: 0,
+            inbox: VecDeque::new(),
+            attempt: None,
+            gen: 0,
+            protected: String::new(),
+            creates: Vec::new(),
+            watchers: Vec::new(),
+            pending_watch: HashMap::new(),
+            awaiting_reconnect: false,
+            linger: None,
+            clock_wait: None,
+            stalled: 0,
+            state: State::Idle(0),
+            retry: Vec::new(),
+            tasks_out: 0,
+            seq_guess: None,
+            granted_clean: false,
+            stopped: false,
+        }
+    }
+
+    /// Whether nothing is left to do (for quiescence).
+    pub fn quiet(&self) -> bool {
+        self.state == State::Done && self.tasks_out == 0 && self.retry.is_empty() && self.inbox.is_empty()
+    }
+}
+
+/// A short, readable form of node names and paths (the uuid cut to 4 hex).
+pub fn short(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("_c_") {
+        out.push_str(&rest[..i + 3]);
+        let after = &rest[i + 3..];
+        if after.len() >= 37 {
+            out.push_str(&after[..4]);
+            rest = &after[36..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl World {
+    fn tr(&mut self, f: impl FnOnce() -> String) {
+        if let Some(t) = &mut self.trace {
+            t.push(format!("{:5} {}", self.step, f()));
+        }
+    }
+
+    fn fail(&mut self, v: Violation) {
+        if self.violation.is_none() {
+            self.violation = Some(v);
+        }
+    }
+
+    /// Starts a new attempt for contender `i`, with a new uuid.
+    pub fn start(&mut self, i: usize) {
+        let uuid = uuid::Uuid::from_u128(self.uuids.u128(..));
+        let bugs: Bugs = self.bugs;
+        let path = self.lock_path.clone();
+        let c = &mut self.cs[i];
+        let cfg = Config {
+            path,
+            mode: c.mode,
+            permits: c.permits,
+            data: Vec::new(),
+            try_once: c.try_once,
+            downgrade: None,
+            session: c.session,
+            protected: names::protected_prefix(&uuid),
+            name_prefix: names::node_name_prefix(c.mode, &uuid),
+            seq_guess: c.seq_guess.take(),
+            serialised: c.mode == LockMode::Lease,
+            bugs,
+        };
+        c.protected = cfg.protected.clone();
+        c.gen += 1;
+        c.stopped = false;
+        c.creates.clear();
+        c.attempt = Some(Attempt::new(cfg));
+        c.state = State::Acquiring;
+        if self.trace.is_some() {
+            let p = short(&self.cs[i].protected);
+            self.tr(|| format!("c{i}: new attempt {p}"));
+        }
+        self.pump(i);
+    }
+
+    /// Sends a request tagged `tag` for contender `i`, or fails it at once
+    /// when there is no connection.
+    fn send(&mut self, i: usize, tag: Tag, op: Op) {
+        let sid = self.cs[i].session;
+        if !self.zk.send(sid, tag.clone(), op) {
+            let s = &self.zk.sessions[&sid];
+            let failure = if s.alive { Failure::Unknown } else { Failure::SessionGone };
+            let conn = s.conn;
+            self.cs[i].inbox.push_back(Local::Fail { tag, failure, conn });
+        }
+    }
+
+    /// Sends a task of the runner.
+    pub fn task(&mut self, i: usize, t: Task) {
+        let op = match &t {
+            Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
+            Task::Sweep(_) => Op::Children { path: self.lock_path.clone(), stat: false, watch: false },
+        };
+        self.cs[i].tasks_out += 1;
+        self.send(i, Tag::Task(t), op);
+    }
+
+    /// Removes contender `i`'s watcher `(gen, id)`; the server's watch goes
+    /// with the path's last watcher.
+    fn unwatch(&mut self, i: usize, gen: u64, id: Id) {
+        let c = &mut self.cs[i];
+        c.pending_watch.remove(&(gen, id));
+        let Some(pos) = c.watchers.iter().position(|w| w.0 == gen && w.1 == id) else { return };
+        let (_, _, path, kind) = c.watchers.remove(pos);
+        if !c.watchers.iter().any(|w| w.2 == path && w.3 == kind) {
+            let sid = c.session;
+            self.zk.unwatch(sid, &path, kind);
+        }
+    }
+
+    /// Feeds `ev` to contender `i`'s attempt and does what it asks.
+    fn feed(&mut self, i: usize, ev: Event<String>) {
+        let Some(a) = self.cs[i].attempt.as_mut() else { return };
+        if a.is_done() {
+            return;
+        }
+        a.handle(ev);
+        self.pump(i);
+    }
+
+    /// Does the actions contender `i`'s attempt asks for.
+    pub fn pump(&mut self, i: usize) {
+        loop {
+            let Some(action) = self.cs[i].attempt.as_mut().and_then(|a| a.poll_action()) else { return };
+            let gen = self.cs[i].gen;
+            match action {
+                Action::Send(id, req) => {
+                    if self.trace.is_some() {
+                        let lp = short(&format!("{req:?}"));
+                        self.tr(|| format!("c{i}: send #{} {lp}", id.0));
+                    }
+                    let op = match req {
+                        Request::Create { path, sequential, .. } => {
+                            self.cs[i].creates.push(id);
+                            Op::Create { path, sequential }
+                        },
+                        Request::Children { path, stat, watch } => {
+                            if watch {
+                                self.cs[i].pending_watch.insert((gen, id), (path.clone(), WatchKind::Child));
+                            }
+                            Op::Children { path, stat, watch }
+                        },
+                        Request::GetData { path, watch } => {
+                            if watch {
+                                self.cs[i].pending_watch.insert((gen, id), (path.clone(), WatchKind::Data));
+                            }
+                            Op::GetData { path, watch }
+                        },
+                        Request::Exists { path } => Op::Exists { path },
+                        Request::Delete { path } => Op::Delete { path },
+                        Request::MakeParents { path } => Op::MakeParents { path },
+                        Request::CheckAndCreate { .. } => {
+                            self.fail(Violation { kind: "model", what: "a downgrade's create: not modelled".into() });
+                            return;
+                        },
+                    };
+                    self.send(i, Tag::Attempt { gen, id }, op);
+                },
+                Action::DropWatch(id) => self.unwatch(i, gen, id),
+                Action::AwaitReconnect => {
+                    let c = &mut self.cs[i];
+                    c.awaiting_reconnect = true;
+                    let s = &self.zk.sessions[&c.session];
+                    if !s.alive {
+                        if !c.inbox.iter().any(|l| matches!(l, Local::SessionEnded)) {
+                            c.inbox.push_back(Local::SessionEnded);
+                        }
+                    } else if s.connected && !c.inbox.iter().any(|l| matches!(l, Local::Reconnected)) {
+                        c.inbox.push_back(Local::Reconnected);
+                    }
+                },
+                Action::CheckClock => {
+                    let safe = !(self.ch.roll(self.clock_unsafe));
+                    self.tr(|| format!("c{i}: clock safe={safe}"));
+                    if let Some(a) = self.cs[i].attempt.as_mut() {
+                        a.handle(Event::Clock { safe });
+                    }
+                },
+                Action::AwaitClock => self.cs[i].clock_wait = Some(self.ch.between(1, 20)),
+                Action::Linger => {
+                    let g = self.ch.between(0, 30);
+                    self.cs[i].linger = Some(g);
+                    self.tr(|| format!("c{i}: linger {g}"));
+                },
+                Action::Waiting => {},
+                Action::SeqGuess(g) => self.cs[i].seq_guess = g,
+                Action::Granted(g) => {
+                    let path = format!("{}/{}", self.lock_path, g.name);
+                    let sp = short(&path);
+                    self.tr(|| format!("c{i}: GRANTED {sp} czxid {}", g.czxid));
+                    if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
+                        self.fail(v);
+                    }
+                    if let Some(w) = g.watch {
+                        self.unwatch(i, gen, w);
+                    }
+                    if self.mutex == Some(i) {
+                        self.mutex = None;
+                    }
+                    let left = self.ch.between(0, 15);
+                    let c = &mut self.cs[i];
+                    c.state = State::Holding { path, left };
+                    if !self.faults {
+                        c.granted_clean = true;
+                    }
+                },
+                Action::Ended(end) => self.ended(i, end),
+            }
+        }
+    }
+
+    /// An attempt of contender `i` ended without the lock: check, clean up
+    /// what it left, and start again later.
+    fn ended(&mut self, i: usize, end: End<String>) {
+        let Some(left) = self.cs[i].attempt.as_ref().map(|a| a.leftover()) else { return };
+        if self.trace.is_some() {
+            let e = format!("{end:?}");
+            self.tr(|| format!("c{i}: ended {e} leftover {}", short(&format!("{left:?}"))));
+        }
+        if end == End::Stopped {
+            if let Err(v) = check::stopped(&self.zk, &self.cs[i], &left) {
+                self.fail(v);
+            }
+        }
+        if self.mutex == Some(i) {
+            self.mutex = None;
+        }
+        let gen = self.cs[i].gen;
+        let ids: Vec<Id> = self.cs[i].watchers.iter().filter(|w| w.0 == gen).map(|w| w.1).collect();
+        for id in ids {
+            self.unwatch(i, gen, id);
+        }
+        let c = &mut self.cs[i];
+        c.pending_watch.clear();
+        c.linger = None;
+        c.clock_wait = None;
+        c.awaiting_reconnect = false;
+        if self.zk.sessions[&c.session].alive {
+            if let Some(n) = left.node {
+                let p = format!("{}/{}", self.lock_path, n.name);
+                self.task(i, Task::Clean(p));
+            }
+            if left.unknown_create {
+                let p = self.cs[i].protected.clone();
+                self.task(i, Task::Sweep(p));
+            }
+        }
+        let wait = self.ch.between(0, 10);
+        self.cs[i].state = State::Idle(wait);
+    }
+
+    /// Feeds contender `i` a reply (from the server or its session layer).
+    fn reply(&mut self, i: usize, tag: Tag, result: Result<zklock_proto::acquire::Answer, Failure<String>>, conn: u64) {
+        match tag {
+            Tag::Attempt { gen, id } => {
+                let c = &mut self.cs[i];
+                let watch = c.pending_watch.remove(&(gen, id));
+                if gen != c.gen {
+                    return;
+                }
+                if let (Some((path, kind)), Ok(_)) = (watch, &result) {
+                    c.watchers.push((gen, id, path, kind));
+                }
+                self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
+            },
+            Tag::Task(t) => {
+                self.cs[i].tasks_out -= 1;
+                match (result, &t) {
+                    (Err(Failure::Unknown), _) => {
+                        let c = &mut self.cs[i];
+                        let s = &self.zk.sessions[&c.session];
+                        if s.connected && !c.inbox.iter().any(|l| matches!(l, Local::Reconnected)) {
+                            self.task(i, t);
+                        } else {
+                            c.retry.push(t);
+                        }
+                    },
+                    (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::Sweep(prefix)) => {
+                        for n in names.into_iter().filter(|n| n.starts_with(prefix.as_str())) {
+                            let p = format!("{}/{n}", self.lock_path);
+                            self.task(i, Task::Clean(p));
+                        }
+                    },
+                    _ => {},
+                }
+            },
+        }
+    }
+
+    /// Delivers the next message to contender `i`: its session layer's
+    /// first, then the server's.
+    pub fn deliver(&mut self, i: usize) {
+        if let Some(l) = self.cs[i].inbox.pop_front() {
+            if self.trace.is_some() {
+                let d = short(&format!("{l:?}"));
+                self.tr(|| format!("c{i}: gets {d}"));
+            }
+            match l {
+                Local::Fail { tag, failure, conn } => self.reply(i, tag, Err(failure), conn),
+                Local::Reconnected => {
+                    let retry = std::mem::take(&mut self.cs[i].retry);
+                    for t in retry {
+                        self.task(i, t);
+                    }
+                    if std::mem::take(&mut self.cs[i].awaiting_reconnect) {
+                        self.feed(i, Event::Reconnected);
+                    }
+                },
+                Local::SessionEnded => {
+                    let gen = self.cs[i].gen;
+                    let c = &mut self.cs[i];
+                    let ws: Vec<Id> = c.watchers.drain(..).filter(|w| w.0 == gen).map(|w| w.1).collect();
+                    c.pending_watch.clear();
+                    c.retry.clear();
+                    c.awaiting_reconnect = false;
+                    c.clock_wait = None;
+                    if matches!(c.state, State::Holding { .. }) {
+                        c.state = State::Idle(0);
+                    }
+                    for id in ws {
+                        self.feed(i, Event::Watch(id, Notice::SessionEnded));
+                    }
+                    self.feed(i, Event::SessionEnded);
+                },
+            }
+            return;
+        }
+        let sid = self.cs[i].session;
+        let Some(m) = self.zk.deliver(sid) else { return };
+        if self.trace.is_some() {
+            let d = short(&format!("{m:?}"));
+            self.tr(|| format!("c{i}: gets {d}"));
+        }
+        match m {
+            Msg::Reply { tag, result, conn, zxid } => {
+                let c = &mut self.cs[i];
+                c.last_zxid = c.last_zxid.max(zxid);
+                self.reply(i, tag, result, conn);
+            },
+            Msg::Notify { path, notice, zxid } => {
+                let c = &mut self.cs[i];
+                c.last_zxid = c.last_zxid.max(zxid);
+                let fires = |k: WatchKind| match notice {
+                    Notice::Deleted => true,
+                    Notice::Changed => k == WatchKind::Data,
+                    Notice::Children => k == WatchKind::Child,
+                    Notice::SessionEnded => true,
+                };
+                let (hit, keep): (Vec<_>, Vec<_>) = c.watchers.drain(..).partition(|w| w.2 == path && fires(w.3));
+                c.watchers = keep;
+                let gen = c.gen;
+                for (g, id, _, _) in hit {
+                    if g == gen {
+                        self.feed(i, Event::Watch(id, notice));
+                    }
+                }
+            },
+        }
+    }
+
+    /// Time passes for contender `i` (one step): stalls, holds, graces and
+    /// the clock count down.
+    pub fn tick(&mut self, i: usize) {
+        if self.cs[i].stalled > 0 {
+            self.cs[i].stalled -= 1;
+            return;
+        }
+        let alive = self.zk.sessions[&self.cs[i].session].alive;
+        match self.cs[i].state.clone() {
+            // A semaphore's contender creates its lease and waits only while
+            // it holds the semaphore's mutex (an ideal one here, not made of
+            // ZooKeeper nodes): taken before the attempt, let go when it
+            // grants or ends.
+            State::Idle(0) if alive && self.cs[i].mode == LockMode::Lease && self.mutex.is_some_and(|m| m != i) => {},
+            State::Idle(0) if alive => {
+                if self.cs[i].mode == LockMode::Lease {
+                    self.mutex = Some(i);
+                }
+                self.start(i)
+            },
+            State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
+            State::Holding { path, left: 0 } => {
+                let sp = short(&path);
+                self.tr(|| format!("c{i}: release {sp}"));
+                let done = self.cs[i].granted_clean;
+                self.cs[i].state = if done { State::Done } else { State::Idle(self.ch.between(0, 10)) };
+                if alive {
+                    self.task(i, Task::Release(path));
+                }
+            },
+            State::Holding { path, left } => self.cs[i].state = State::Holding { path, left: left - 1 },
+            _ => {},
+        }
+        match self.cs[i].linger {
+            Some(0) => {
+                // The grace runs out only while no reply of the attempt is
+                // waiting to be read (a runner reads what came first).
+                let gen = self.cs[i].gen;
+                let waiting = self.zk.sessions[&self.cs[i].session]
+                    .out
+                    .iter()
+                    .any(|m| matches!(m, Msg::Reply { tag: Tag::Attempt { gen: g, .. }, .. } if *g == gen))
+                    || !self.cs[i].inbox.is_empty();
+                if !waiting {
+                    self.cs[i].linger = None;
+                    self.tr(|| format!("c{i}: grace over"));
+                    self.feed(i, Event::GraceOver);
+                }
+            },
+            Some(n) => self.cs[i].linger = Some(n - 1),
+            None => {},
+        }
+        match self.cs[i].clock_wait {
+            Some(0) => {
+                self.cs[i].clock_wait = None;
+                self.feed(i, Event::ClockMoved);
+            },
+            Some(n) => self.cs[i].clock_wait = Some(n - 1),
+            None => {},
+        }
+    }
+
+    /// Contender `i` gets a new session after its old one expired (and
+    /// everything of the old one was delivered).
+    pub fn new_session(&mut self, i: usize) {
+        if let Some(a) = &self.cs[i].attempt {
+            if !a.is_done() {
+                let n = self.cs[i].name.clone();
+                self.fail(Violation {
+                    kind: "unanswered",
+                    what: format!("{n}'s attempt did not end when its session did"),
+                });
+            }
+        }
+        self.next_session += 1;
+        let sid = self.next_session;
+        self.zk.open(sid);
+        let c = &mut self.cs[i];
+        c.session = sid;
+        c.watchers.clear();
+        c.pending_watch.clear();
+        c.retry.clear();
+        c.tasks_out = 0;
+        c.seq_guess = None;
+        if matches!(c.state, State::Holding { .. } | State::Acquiring) {
+            c.state = State::Idle(0);
+        }
+        self.tr(|| format!("c{i}: new session {sid:#x}"));
+    }
+
+    /// The client watches of contender `i` (SetWatches on reconnect).
+    pub fn client_watches(&self, i: usize) -> BTreeSet<(String, WatchKind)> {
+        self.cs[i].watchers.iter().map(|w| (w.2.clone(), w.3)).collect()
+    }
+}
