@@ -15,8 +15,9 @@
 #[path = "sim/mod.rs"]
 mod sim;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zklock_proto::acquire::Bugs;
@@ -27,26 +28,34 @@ fn env_u64(name: &str) -> Option<u64> {
 
 /// Runs seeds from `first` (thread `t` of `threads` takes every
 /// `threads`-th) until `budget` is spent or one fails.
-fn explore_seeds(
-    first: u64,
-    threads: u64,
-    budget: Duration,
-    opts: sim::Opts,
-) -> (u64, u64, Option<(Box<sim::Found>, Duration)>) {
+/// What `explore_seeds` saw.
+struct Explored {
+    schedules: u64,
+    steps: u64,
+    counts: BTreeMap<&'static str, u64>,
+    found: Option<(Box<sim::Found>, Duration)>,
+}
+
+fn explore_seeds(first: u64, threads: u64, budget: Duration, opts: sim::Opts) -> Explored {
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let schedules = Arc::new(AtomicU64::new(0));
     let steps = Arc::new(AtomicU64::new(0));
+    let counts = Arc::new(Mutex::new(BTreeMap::new()));
     let handles: Vec<_> = (0..threads)
         .map(|t| {
-            let (stop, schedules, steps) = (stop.clone(), schedules.clone(), steps.clone());
+            let (stop, schedules, steps, counts) = (stop.clone(), schedules.clone(), steps.clone(), counts.clone());
             std::thread::spawn(move || {
                 let mut seed = first.wrapping_add(t);
                 while !stop.load(Ordering::Relaxed) && start.elapsed() < budget {
                     match sim::try_seed(seed, opts, Duration::from_secs(20)) {
-                        Ok(n) => {
+                        Ok(out) => {
                             schedules.fetch_add(1, Ordering::Relaxed);
-                            steps.fetch_add(n, Ordering::Relaxed);
+                            steps.fetch_add(out.steps, Ordering::Relaxed);
+                            let mut all = counts.lock().expect("counts");
+                            for (k, n) in out.counts {
+                                *all.entry(k).or_insert(0) += n;
+                            }
                         },
                         Err(found) => {
                             let at = start.elapsed();
@@ -66,7 +75,8 @@ fn explore_seeds(
             found.get_or_insert(f);
         }
     }
-    (schedules.load(Ordering::Relaxed), steps.load(Ordering::Relaxed), found)
+    let counts = counts.lock().expect("counts").clone();
+    Explored { schedules: schedules.load(Ordering::Relaxed), steps: steps.load(Ordering::Relaxed), counts, found }
 }
 
 /// Random schedules with faults: no promise may break.
@@ -91,12 +101,8 @@ fn explore() {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     });
     let start = Instant::now();
-    let (schedules, steps, found) = explore_seeds(
-        first,
-        threads,
-        budget,
-        sim::Opts { statless: env_u64("ZKLOCK_SIM_STATLESS") == Some(1), ..sim::Opts::default() },
-    );
+    let opts = sim::Opts { statless: env_u64("ZKLOCK_SIM_STATLESS") == Some(1), ..sim::Opts::default() };
+    let Explored { schedules, steps, counts, found } = explore_seeds(first, threads, budget, opts);
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "sim explore: seeds from {first} on {threads} thread(s): {schedules} schedules, {steps} steps in {secs:.1} s: \
@@ -104,6 +110,8 @@ fn explore() {
         schedules as f64 / secs,
         steps as f64 / secs
     );
+    let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    eprintln!("sim explore: passing schedules saw {}", counts.join(", "));
     if let Some((found, _)) = found {
         panic!("{}", found.report());
     }
@@ -115,7 +123,7 @@ fn explore() {
 #[cfg(feature = "history")]
 fn finds(name: &str, bugs: Bugs, kinds: &[&str]) {
     let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_HISTORY_SECONDS").unwrap_or(30));
-    let (schedules, _, found) = explore_seeds(0, 1, budget, sim::Opts { bugs, ..sim::Opts::default() });
+    let Explored { schedules, found, .. } = explore_seeds(0, 1, budget, sim::Opts { bugs, ..sim::Opts::default() });
     let Some((found, at)) = found else {
         panic!("{name}: no broken promise found in {budget:?} ({schedules} schedules)");
     };

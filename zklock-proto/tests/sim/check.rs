@@ -8,7 +8,7 @@ use zklock_proto::acquire::Leftover;
 use zklock_proto::names::{self, Decision, LockMode};
 
 use super::model::{Msg, Zk};
-use super::runner::{Contender, State, Tag};
+use super::runner::{Contender, State, Tag, Task};
 
 /// A broken promise.
 #[derive(Clone, Debug)]
@@ -141,6 +141,36 @@ pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
             .unwrap_or_default();
         if !leaked.is_empty() {
             return Err(v("leak", format!("{} (session {:#x}) left {leaked:?}", c.name, c.session)));
+        }
+    }
+    Ok(())
+}
+
+/// No leaked node, at any step: every node under the lock path of a
+/// contender's session is known to it: its current attempt's (by prefix),
+/// the one it holds, or one a cleanup in flight will delete (by path or
+/// prefix). A node nobody knows of blocks everyone behind it until the
+/// session ends.
+pub fn orphans(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
+    let Some(parent) = zk.nodes.get(&zk.lock_path) else { return Ok(()) };
+    for k in &parent.children {
+        let path = format!("{}/{k}", zk.lock_path);
+        let owner = zk.nodes[&path].owner;
+        let Some(c) = cs.iter().find(|c| c.session == owner) else { continue };
+        let current = c.attempt.as_ref().is_some_and(|a| !a.is_done()) && k.starts_with(&c.protected);
+        let held = matches!(&c.state, State::Holding { path: p, .. } if *p == path);
+        let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
+            Task::Release(p) | Task::Clean(p) => *p == path,
+            Task::Sweep(prefix) => k.starts_with(prefix.as_str()),
+        });
+        if !(current || held || cleaning) {
+            return Err(v(
+                "leak",
+                format!(
+                    "{path} of {}'s session {owner:#x} is known to no attempt, hold or cleanup of it (its attempt now: {})",
+                    c.name, c.protected
+                ),
+            ));
         }
     }
     Ok(())

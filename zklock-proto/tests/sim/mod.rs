@@ -11,6 +11,7 @@ pub mod model;
 pub mod runner;
 pub mod schedule;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::acquire::Bugs;
@@ -72,6 +73,10 @@ pub struct World {
     pub step: u64,
     /// The lock path.
     pub lock_path: String,
+    /// Where in the chooser's log each step began.
+    pub step_starts: Vec<usize>,
+    /// How often each interesting thing happened.
+    pub counts: BTreeMap<&'static str, u64>,
     /// The contender holding the semaphore's mutex (Lease scenarios).
     pub mutex: Option<usize>,
     /// Percent of clock checks that say "not safe".
@@ -86,6 +91,10 @@ pub struct Outcome {
     pub choices: Vec<u32>,
     /// Steps taken.
     pub steps: u64,
+    /// Where in `choices` each step began.
+    pub step_starts: Vec<usize>,
+    /// How often each interesting thing happened.
+    pub counts: BTreeMap<&'static str, u64>,
     /// Readable steps, when asked for.
     pub trace: Vec<String>,
 }
@@ -140,6 +149,8 @@ impl World {
             lock_path,
             clock_unsafe,
             mutex: None,
+            step_starts: Vec::new(),
+            counts: BTreeMap::new(),
         };
         let desc: Vec<String> =
             w.cs.iter().map(|c| format!("{}:{:?}{}", c.name, c.mode, if c.try_once { "(try)" } else { "" })).collect();
@@ -165,6 +176,7 @@ impl World {
                 let s = &self.zk.sessions[&sid];
                 if s.alive && s.connected {
                     let conn = s.conn;
+                    self.count("fault: connection dropped");
                     self.trace_line(format!("FAULT drop c{i}'s connection {conn}"));
                     for tag in self.zk.drop_conn(sid) {
                         self.cs[i].inbox.push_back(runner::Local::Fail {
@@ -178,6 +190,7 @@ impl World {
             2 => {
                 let sid = self.cs[i].session;
                 if self.zk.sessions[&sid].alive {
+                    self.count("fault: session expired");
                     self.trace_line(format!("FAULT expire c{i}'s session {sid:#x}"));
                     let conn = self.zk.sessions[&sid].conn;
                     for tag in self.zk.expire(sid) {
@@ -195,6 +208,7 @@ impl World {
                 // the linger at once (the caller stops an acquire once).
                 if self.cs[i].state == State::Acquiring && self.cs[i].stalled == 0 && !self.cs[i].stopped {
                     self.cs[i].stopped = true;
+                    self.count("fault: attempt stopped");
                     self.trace_line(format!("FAULT stop c{i}'s attempt"));
                     if let Some(a) = self.cs[i].attempt.as_mut() {
                         a.handle(zklock_proto::acquire::Event::Stop { closed: false });
@@ -212,11 +226,17 @@ impl World {
                 let paths = if self.ch.choose(2) == 0 || j == 0 { vec![path(j)] } else { vec![path(j - 1), path(j)] };
                 if self.zk.third_party_delete(&paths) {
                     let s: Vec<String> = paths.iter().map(|p| runner::short(p)).collect();
+                    self.count(if paths.len() == 1 {
+                        "fault: third party deletes a node"
+                    } else {
+                        "fault: third party multi deletes two"
+                    });
                     self.trace_line(format!("FAULT third party deletes {} in one transaction", s.join(" + ")));
                 }
             },
             6 => {
                 if self.zk.reap() {
+                    self.count("fault: container reaped");
                     self.trace_line("FAULT containers reaped".to_string());
                 }
             },
@@ -234,6 +254,11 @@ impl World {
         let k = self.ch.between(5, 60);
         self.trace_line(format!("FAULT stall c{i} for {k} steps"));
         self.cs[i].stalled = k;
+    }
+
+    /// Counts one `what`.
+    pub fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
     }
 
     fn trace_line(&mut self, s: String) {
@@ -272,6 +297,7 @@ impl World {
     /// One scheduler step; then the promises are checked.
     fn one(&mut self, fault_pct: u32) {
         self.step += 1;
+        self.step_starts.push(self.ch.log.len());
         self.tick_all();
         if self.faults && self.ch.roll(fault_pct) {
             self.fault();
@@ -304,7 +330,10 @@ impl World {
             }
         }
         if self.violation.is_none() {
-            if let Err(v) = check::holders(&self.zk, &self.cs).and_then(|()| check::deletes(&self.zk)) {
+            if let Err(v) = check::holders(&self.zk, &self.cs)
+                .and_then(|()| check::deletes(&self.zk))
+                .and_then(|()| check::orphans(&self.zk, &self.cs))
+            {
                 self.violation = Some(v);
             }
         }
@@ -320,7 +349,7 @@ impl World {
 }
 
 /// The most steps a run takes after its faults stopped.
-const QUIESCE_STEPS: u64 = 20_000;
+const QUIESCE_STEPS: u64 = 4_000;
 
 /// Runs one schedule: its choices from `seed`, or replayed from `list`.
 pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome {
@@ -349,16 +378,33 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
                             c.state,
                             c.stalled,
                             c.inbox.len(),
-                            c.tasks_out,
+                            c.tasks.len(),
                             c.retry.len(),
                             c.attempt.as_ref().map(|a| a.is_done())
                         )
                     })
                     .collect();
+            // Nodes of a contender's session that neither its attempt nor
+            // its hold knows of: leaked.
+            let orphans: Vec<String> =
+                w.zk.lock_children()
+                    .into_iter()
+                    .filter(|k| {
+                        let path = format!("{}/{k}", w.lock_path);
+                        let owner = w.zk.nodes[&path].owner;
+                        w.cs.iter().any(|c| {
+                            c.session == owner
+                                && !k.starts_with(&c.protected)
+                                && !matches!(&c.state, State::Holding { path: p, .. } if *p == path)
+                        })
+                    })
+                    .map(|k| runner::short(&k))
+                    .collect();
             w.violation = Some(Violation {
                 kind: "liveness",
                 what: format!(
-                    "not quiet {QUIESCE_STEPS} steps after the faults stopped: {}; lock children {:?}",
+                    "not quiet {QUIESCE_STEPS} steps after the faults stopped: {}; lock children {:?}; \
+                     of those, known to no attempt or hold of their session (leaked): {orphans:?}",
                     states.join("; "),
                     w.zk.lock_children().iter().map(|k| runner::short(k)).collect::<Vec<_>>()
                 ),
@@ -372,7 +418,14 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
             w.violation = Some(v);
         }
     }
-    Outcome { violation: w.violation, choices: w.ch.log, steps: w.step, trace: w.trace.unwrap_or_default() }
+    Outcome {
+        violation: w.violation,
+        choices: w.ch.log,
+        steps: w.step,
+        step_starts: w.step_starts,
+        counts: w.counts,
+        trace: w.trace.unwrap_or_default(),
+    }
 }
 
 /// A failure found: its seed, shrunk choices and readable steps.
@@ -414,14 +467,17 @@ impl Found {
 }
 
 /// Runs `seed`; on a broken promise, shrinks it (for at most `shrink_for`).
-pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<u64, Box<Found>> {
+pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, Box<Found>> {
     let out = run(seed, None, opts, false);
-    let Some(violation) = out.violation else { return Ok(out.steps) };
+    let Some(violation) = out.violation else { return Ok(out) };
     let want = violation.kind;
     let deadline = Instant::now() + shrink_for;
-    let shrunk = schedule::shrink(out.choices.clone(), deadline, |cand| {
+    let first = schedule::Failing { choices: out.choices.clone(), step_starts: out.step_starts.clone() };
+    let shrunk = schedule::shrink(first, deadline, |cand| {
         let o = run(seed, Some(cand), opts, false);
-        o.violation.filter(|v| v.kind == want).map(|_| o.choices)
+        o.violation
+            .filter(|v| v.kind == want)
+            .map(|_| schedule::Failing { choices: o.choices, step_starts: o.step_starts })
     });
     let last = run(seed, Some(&shrunk), opts, true);
     let shrunk_violation = last.violation.clone().unwrap_or_else(|| violation.clone());

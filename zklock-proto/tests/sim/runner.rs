@@ -30,7 +30,7 @@ pub enum Tag {
 
 /// The runner's own requests: release and cleanup, retried after a lost
 /// reply until they are answered or the session ends.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Task {
     /// Delete our held node.
     Release(String),
@@ -117,7 +117,7 @@ pub struct Contender {
     /// Tasks to send again once reconnected.
     pub retry: Vec<Task>,
     /// Task requests not answered yet.
-    pub tasks_out: usize,
+    pub tasks: Vec<Task>,
     /// The guess the last attempt gave for the next one.
     pub seq_guess: Option<i64>,
     /// Granted after the faults stopped.
@@ -149,7 +149,7 @@ impl Contender {
             stalled: 0,
             state: State::Idle(0),
             retry: Vec::new(),
-            tasks_out: 0,
+            tasks: Vec::new(),
             seq_guess: None,
             granted_clean: false,
             stopped: false,
@@ -158,7 +158,7 @@ impl Contender {
 
     /// Whether nothing is left to do (for quiescence).
     pub fn quiet(&self) -> bool {
-        self.state == State::Done && self.tasks_out == 0 && self.retry.is_empty() && self.inbox.is_empty()
+        self.state == State::Done && self.tasks.is_empty() && self.retry.is_empty() && self.inbox.is_empty()
     }
 }
 
@@ -244,7 +244,7 @@ impl World {
             Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
             Task::Sweep(_) => Op::Children { path: self.lock_path.clone(), stat: false, watch: false },
         };
-        self.cs[i].tasks_out += 1;
+        self.cs[i].tasks.push(t.clone());
         self.send(i, Tag::Task(t), op);
     }
 
@@ -325,6 +325,9 @@ impl World {
                 Action::CheckClock => {
                     let safe = !(self.ch.roll(self.clock_unsafe));
                     self.tr(|| format!("c{i}: clock safe={safe}"));
+                    if !safe {
+                        self.count("clock not safe");
+                    }
                     if let Some(a) = self.cs[i].attempt.as_mut() {
                         a.handle(Event::Clock { safe });
                     }
@@ -333,6 +336,7 @@ impl World {
                 Action::Linger => {
                     let g = self.ch.between(0, 30);
                     self.cs[i].linger = Some(g);
+                    self.count("linger");
                     self.tr(|| format!("c{i}: linger {g}"));
                 },
                 Action::Waiting => {},
@@ -341,6 +345,7 @@ impl World {
                     let path = format!("{}/{}", self.lock_path, g.name);
                     let sp = short(&path);
                     self.tr(|| format!("c{i}: GRANTED {sp} czxid {}", g.czxid));
+                    self.count("granted");
                     if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
                         self.fail(v);
                     }
@@ -369,6 +374,15 @@ impl World {
         if self.trace.is_some() {
             let e = format!("{end:?}");
             self.tr(|| format!("c{i}: ended {e} leftover {}", short(&format!("{left:?}"))));
+        }
+        self.count(match &end {
+            End::Restart => "ended: restart",
+            End::Stopped => "ended: stopped",
+            End::Failed(zklock_proto::acquire::Why::HeldByOthers) => "ended: held by others (try once)",
+            End::Failed(_) => "ended: failed",
+        });
+        if left.unknown_create {
+            self.count("ended with a create of unknown outcome");
         }
         if end == End::Stopped {
             if let Err(v) = check::stopped(&self.zk, &self.cs[i], &left) {
@@ -417,7 +431,10 @@ impl World {
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
             Tag::Task(t) => {
-                self.cs[i].tasks_out -= 1;
+                let c = &mut self.cs[i];
+                if let Some(k) = c.tasks.iter().position(|x| *x == t) {
+                    c.tasks.remove(k);
+                }
                 match (result, &t) {
                     (Err(Failure::Unknown), _) => {
                         let c = &mut self.cs[i];
@@ -451,6 +468,7 @@ impl World {
             match l {
                 Local::Fail { tag, failure, conn } => self.reply(i, tag, Err(failure), conn),
                 Local::Reconnected => {
+                    self.count("reconnected");
                     let retry = std::mem::take(&mut self.cs[i].retry);
                     for t in retry {
                         self.task(i, t);
@@ -593,12 +611,13 @@ impl World {
         c.watchers.clear();
         c.pending_watch.clear();
         c.retry.clear();
-        c.tasks_out = 0;
+        c.tasks.clear();
         c.seq_guess = None;
         if matches!(c.state, State::Holding { .. } | State::Acquiring) {
             c.state = State::Idle(0);
         }
         self.tr(|| format!("c{i}: new session {sid:#x}"));
+        self.count("new session");
     }
 
     /// The client watches of contender `i` (SetWatches on reconnect).

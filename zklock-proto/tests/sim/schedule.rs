@@ -61,23 +61,35 @@ impl Chooser {
     }
 }
 
-/// Shrinks `choices`, on which `fails` says yes, to a shorter list on which
-/// it still says yes: drop chunks (halving their size), then turn single
-/// choices into 0. `fails` returns the choices the failing run consumed
-/// (its canonical list), or `None` when it passes. Stops at `deadline`.
-pub fn shrink(mut best: Vec<u32>, deadline: Instant, mut fails: impl FnMut(&[u32]) -> Option<Vec<u32>>) -> Vec<u32> {
-    let mut chunk = best.len().div_ceil(2).max(1);
+/// A failing run, as the shrinker sees it: the choices it consumed, and
+/// where in them each scheduler step began.
+pub struct Failing {
+    /// The choices consumed.
+    pub choices: Vec<u32>,
+    /// The index of each step's first choice.
+    pub step_starts: Vec<usize>,
+}
+
+/// Shrinks a failing list of choices to a shorter one on which `fails`
+/// still says yes (it returns the failing run, or `None` when it passes):
+/// drop runs of whole scheduler steps (halving their number), then chunks
+/// of choices, then make single choices 0 or half. Stops at `deadline`.
+pub fn shrink(first: Failing, deadline: Instant, mut fails: impl FnMut(&[u32]) -> Option<Failing>) -> Vec<u32> {
+    let mut best = first;
+    // Whole steps: later steps keep their choices.
+    let mut chunk = best.step_starts.len().div_ceil(2).max(1);
     loop {
         let mut i = 0;
-        while i < best.len() {
+        while i + chunk <= best.step_starts.len() {
             if Instant::now() > deadline {
-                return best;
+                return best.choices;
             }
-            let end = (i + chunk).min(best.len());
-            let mut cand = best[..i].to_vec();
-            cand.extend_from_slice(&best[end..]);
+            let from = best.step_starts[i];
+            let to = best.step_starts.get(i + chunk).copied().unwrap_or(best.choices.len());
+            let mut cand = best.choices[..from].to_vec();
+            cand.extend_from_slice(&best.choices[to..]);
             match fails(&cand) {
-                Some(c) if c.len() < best.len() => best = c,
+                Some(f) if f.choices.len() < best.choices.len() => best = f,
                 _ => i += chunk,
             }
         }
@@ -86,21 +98,48 @@ pub fn shrink(mut best: Vec<u32>, deadline: Instant, mut fails: impl FnMut(&[u32
         }
         chunk = chunk.div_ceil(2);
     }
+    // Chunks of choices.
+    let mut chunk = best.choices.len().div_ceil(2).max(1);
+    loop {
+        let mut i = 0;
+        while i < best.choices.len() {
+            if Instant::now() > deadline {
+                return best.choices;
+            }
+            let end = (i + chunk).min(best.choices.len());
+            let mut cand = best.choices[..i].to_vec();
+            cand.extend_from_slice(&best.choices[end..]);
+            match fails(&cand) {
+                Some(f) if f.choices.len() < best.choices.len() => best = f,
+                _ => i += chunk,
+            }
+        }
+        if chunk == 1 {
+            break;
+        }
+        chunk = chunk.div_ceil(2);
+    }
+    // Smaller values: 0 (no fault, the first step) or half.
     let mut i = 0;
-    while i < best.len() {
+    while i < best.choices.len() {
         if Instant::now() > deadline {
             break;
         }
-        if best[i] != 0 {
-            let mut cand = best.clone();
-            cand[i] = 0;
-            if let Some(c) = fails(&cand) {
-                if c.len() <= best.len() {
-                    best = c;
+        let v = best.choices[i];
+        for smaller in [0, v / 2] {
+            if smaller >= v {
+                continue;
+            }
+            let mut cand = best.choices.clone();
+            cand[i] = smaller;
+            if let Some(f) = fails(&cand) {
+                if f.choices.len() <= best.choices.len() {
+                    best = f;
+                    break;
                 }
             }
         }
         i += 1;
     }
-    best
+    best.choices
 }
