@@ -364,3 +364,16 @@ fuzz:
 	  PATH="$(FUZZ_TOOLS)/bin:$$PATH" cargo +nightly fuzz run --target-dir $(CURDIR)/target/fuzz $$t \
 	    -- -max_total_time=$(FUZZ_SECONDS); \
 	done
+
+# ---- the acquire machine's simulator (not part of `make test`) -----------------
+.PHONY: sim
+SIM_SECONDS ?= 600
+
+## sim: zklock-proto's acquire state machine against the simulator's model of
+## ZooKeeper (zklock-proto/tests/sim.rs) for SIM_SECONDS (600) s, one thread per
+## core, each with its own seed range (release build); prints schedules per
+## second, and a broken promise with its seed and shrunk schedule (replay one
+## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s
+sim:
+	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \
+	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore -- --nocapture

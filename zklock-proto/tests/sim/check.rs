@@ -5,7 +5,7 @@
 //! attempt over.
 
 use zklock_proto::acquire::Leftover;
-use zklock_proto::names::{self, Decision, LockMode};
+use zklock_proto::names::{self, Decision, NodeKind};
 
 use super::model::{Msg, Zk};
 use super::runner::{Contender, State, Tag, Task};
@@ -45,7 +45,7 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
         ));
     }
     let children: Vec<String> = kids.iter().map(|l| l.name.clone()).collect();
-    let d = names::decide_with_permits(c.mode, c.permits, &children, name);
+    let d = names::decide_with_permits(c.attempt_mode, c.permits, &children, name);
     if d != Decision::Held {
         return Err(v(
             "grant",
@@ -56,19 +56,40 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
 }
 
 /// Never more holders than permits, counting contenders that hold and
-/// whose node still exists now.
+/// whose node still exists now: a contender holding a writer node (also a
+/// write node kept while it downgrades) is a writer, one holding only a
+/// read node a reader.
 pub fn holders(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
-    let holding: Vec<&Contender> =
-        cs.iter().filter(|c| matches!(&c.state, State::Holding { path, .. } if zk.nodes.contains_key(path))).collect();
-    let writers = holding.iter().filter(|c| c.mode != LockMode::Read).count();
-    let readers = holding.len() - writers;
+    let mut writers = Vec::new();
+    let mut readers = Vec::new();
+    for c in cs {
+        let mut held: Vec<&String> = c.write_held.iter().collect();
+        if let State::Holding { path, .. } = &c.state {
+            held.push(path);
+        }
+        let held: Vec<&String> = held.into_iter().filter(|p| zk.nodes.contains_key(*p)).collect();
+        if held.is_empty() {
+            continue;
+        }
+        let reader = held
+            .iter()
+            .all(|p| names::parse_child(super::model::name_of(p)).is_some_and(|n| n.kind == NodeKind::Reader));
+        if reader {
+            readers.push(c.name.clone());
+        } else {
+            writers.push(c.name.clone());
+        }
+    }
     let permits = cs.first().map_or(1, |c| c.permits);
-    let bad = if permits > 1 { holding.len() > permits } else { writers > 1 || (writers == 1 && readers > 0) };
+    let bad = if permits > 1 {
+        writers.len() + readers.len() > permits
+    } else {
+        writers.len() > 1 || (!writers.is_empty() && !readers.is_empty())
+    };
     if bad {
-        let who: Vec<String> = holding.iter().map(|c| format!("{} ({:?})", c.name, c.mode)).collect();
         return Err(v(
             "holders",
-            format!("{} hold at once with {permits} permit(s): {}", holding.len(), who.join(", ")),
+            format!("holding at once with {permits} permit(s): writers {writers:?}, readers {readers:?}"),
         ));
     }
     Ok(())
@@ -158,7 +179,8 @@ pub fn orphans(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
         let owner = zk.nodes[&path].owner;
         let Some(c) = cs.iter().find(|c| c.session == owner) else { continue };
         let current = c.attempt.as_ref().is_some_and(|a| !a.is_done()) && k.starts_with(&c.protected);
-        let held = matches!(&c.state, State::Holding { path: p, .. } if *p == path);
+        let held =
+            matches!(&c.state, State::Holding { path: p, .. } if *p == path) || c.write_held.as_ref() == Some(&path);
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
             Task::Sweep(prefix) => k.starts_with(prefix.as_str()),

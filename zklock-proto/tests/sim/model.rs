@@ -71,6 +71,9 @@ pub struct Life {
 pub enum Op {
     /// Create an ephemeral node (its sequence appended when `sequential`).
     Create { path: String, sequential: bool },
+    /// A transaction: check that `check` exists, then create the ephemeral
+    /// node `path` (a downgrade's read node).
+    CheckAndCreate { check: String, path: String },
     /// getChildren (with the parent's Stat when `stat`), with a child watch
     /// when `watch`.
     Children { path: String, stat: bool, watch: bool },
@@ -148,6 +151,9 @@ pub struct Zk<T> {
     /// Whether a create's reply carries its Stat (ZooKeeper 3.5+ does for a
     /// plain create; without it the machine reads it).
     pub stat_on_create: bool,
+    /// Whether a transaction's create result carries its Stat (not on some
+    /// releases: ZOOKEEPER-4026, ZOOKEEPER-4667).
+    pub stat_in_multi: bool,
     /// Whether a reconnect sets the session's watches again (SetWatches).
     pub set_watches: bool,
     /// Deletes by a session of a node another session owned: (deleter,
@@ -170,7 +176,7 @@ pub fn name_of(path: &str) -> &str {
 
 impl<T: Clone> Zk<T> {
     /// A server with only the root.
-    pub fn new(lock_path: &str, stat_on_create: bool, set_watches: bool) -> Zk<T> {
+    pub fn new(lock_path: &str, stat_on_create: bool, stat_in_multi: bool, set_watches: bool) -> Zk<T> {
         let mut nodes = BTreeMap::new();
         nodes.insert(
             "/".to_string(),
@@ -183,6 +189,7 @@ impl<T: Clone> Zk<T> {
             lives: Vec::new(),
             sessions: BTreeMap::new(),
             stat_on_create,
+            stat_in_multi,
             set_watches,
             foreign_deletes: Vec::new(),
         }
@@ -347,6 +354,14 @@ impl<T: Clone> Zk<T> {
             Op::Create { path, sequential } => {
                 let full = self.create(path, sid, *sequential, false)?;
                 let stat = self.stat_on_create.then(|| self.nodes[&full].stat());
+                Ok(Answer::Created { name: name_of(&full).to_string(), stat })
+            },
+            Op::CheckAndCreate { check, path } => {
+                if !self.nodes.contains_key(check) {
+                    return Err(Failure::CheckFailed);
+                }
+                let full = self.create(path, sid, false, false)?;
+                let stat = self.stat_in_multi.then(|| self.nodes[&full].stat());
                 Ok(Answer::Created { name: name_of(&full).to_string(), stat })
             },
             Op::Children { path, stat, watch } => {

@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use zklock_proto::acquire::{Action, Attempt, Bugs, Config, End, Event, Failure, Id, Notice, Reply, Request};
+use zklock_proto::acquire::{
+    Action, Attempt, Bugs, Config, Downgrade, End, Event, Failure, Id, Notice, Reply, Request,
+};
 use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
@@ -124,6 +126,11 @@ pub struct Contender {
     pub granted_clean: bool,
     /// The current attempt was told to stop.
     pub stopped: bool,
+    /// The lock kind of the current attempt (a writer's downgrade is a
+    /// reader's attempt).
+    pub attempt_mode: LockMode,
+    /// The write node a writer keeps while its downgrade attempt runs.
+    pub write_held: Option<String>,
 }
 
 impl Contender {
@@ -153,6 +160,8 @@ impl Contender {
             seq_guess: None,
             granted_clean: false,
             stopped: false,
+            attempt_mode: mode,
+            write_held: None,
         }
     }
 
@@ -193,22 +202,25 @@ impl World {
         }
     }
 
-    /// Starts a new attempt for contender `i`, with a new uuid.
-    pub fn start(&mut self, i: usize) {
+    /// Starts a new attempt for contender `i`, with a new uuid (a
+    /// downgrade of its held write node when `downgrade`).
+    pub fn start(&mut self, i: usize, downgrade: Option<Downgrade>) {
         let uuid = uuid::Uuid::from_u128(self.uuids.u128(..));
         let bugs: Bugs = self.bugs;
         let path = self.lock_path.clone();
         let c = &mut self.cs[i];
+        let mode = if downgrade.is_some() { LockMode::Read } else { c.mode };
+        c.attempt_mode = mode;
         let cfg = Config {
             path,
-            mode: c.mode,
+            mode,
             permits: c.permits,
             data: Vec::new(),
             try_once: c.try_once,
-            downgrade: None,
+            downgrade,
             session: c.session,
             protected: names::protected_prefix(&uuid),
-            name_prefix: names::node_name_prefix(c.mode, &uuid),
+            name_prefix: names::node_name_prefix(mode, &uuid),
             seq_guess: c.seq_guess.take(),
             serialised: c.mode == LockMode::Lease,
             bugs,
@@ -302,9 +314,9 @@ impl World {
                         Request::Exists { path } => Op::Exists { path },
                         Request::Delete { path } => Op::Delete { path },
                         Request::MakeParents { path } => Op::MakeParents { path },
-                        Request::CheckAndCreate { .. } => {
-                            self.fail(Violation { kind: "model", what: "a downgrade's create: not modelled".into() });
-                            return;
+                        Request::CheckAndCreate { check, path, .. } => {
+                            self.cs[i].creates.push(id);
+                            Op::CheckAndCreate { check, path }
                         },
                     };
                     self.send(i, Tag::Attempt { gen, id }, op);
@@ -356,6 +368,12 @@ impl World {
                         self.mutex = None;
                     }
                     let left = self.ch.between(0, 15);
+                    // A downgrade holds the read node now: the write node
+                    // goes.
+                    if let Some(w) = self.cs[i].write_held.take() {
+                        self.count("downgraded");
+                        self.task(i, Task::Release(w));
+                    }
                     let c = &mut self.cs[i];
                     c.state = State::Holding { path, left };
                     if !self.faults {
@@ -410,6 +428,12 @@ impl World {
             if left.unknown_create {
                 let p = self.cs[i].protected.clone();
                 self.task(i, Task::Sweep(p));
+            }
+        }
+        // A downgrade that did not grant: the write node goes too.
+        if let Some(w) = self.cs[i].write_held.take() {
+            if self.zk.sessions[&self.cs[i].session].alive {
+                self.task(i, Task::Release(w));
             }
         }
         let wait = self.ch.between(0, 10);
@@ -485,6 +509,7 @@ impl World {
                     c.retry.clear();
                     c.awaiting_reconnect = false;
                     c.clock_wait = None;
+                    c.write_held = None;
                     if matches!(c.state, State::Holding { .. }) {
                         c.state = State::Idle(0);
                     }
@@ -547,9 +572,20 @@ impl World {
                 if self.cs[i].mode == LockMode::Lease {
                     self.mutex = Some(i);
                 }
-                self.start(i)
+                self.start(i, None)
             },
             State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
+            // A writer that holds its write node may downgrade it to a read
+            // node instead of releasing it.
+            State::Holding { path, left: 0 }
+                if self.cs[i].mode == LockMode::Write && path.contains("__WRIT__") && alive && self.ch.roll(40) =>
+            {
+                let sequence = names::parse_child(super::model::name_of(&path)).map_or(0, |n| n.sequence);
+                let sp = short(&path);
+                self.tr(|| format!("c{i}: downgrades {sp}"));
+                self.cs[i].write_held = Some(path.clone());
+                self.start(i, Some(Downgrade { sequence, write_node: path }));
+            },
             State::Holding { path, left: 0 } => {
                 let sp = short(&path);
                 self.tr(|| format!("c{i}: release {sp}"));
@@ -613,6 +649,7 @@ impl World {
         c.retry.clear();
         c.tasks.clear();
         c.seq_guess = None;
+        c.write_held = None;
         if matches!(c.state, State::Holding { .. } | State::Acquiring) {
             c.state = State::Idle(0);
         }
