@@ -35,7 +35,8 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
             format!("{} granted {name}, but as of zxid {z} (the last message it got) that node did not exist", c.name),
         ));
     };
-    if ours.owner != c.session || ours.czxid != czxid {
+    // A peer that adopted its node by name does not know its czxid (-1).
+    if ours.owner != c.session || (czxid >= 0 && ours.czxid != czxid) {
         return Err(v(
             "grant",
             format!(
@@ -184,6 +185,7 @@ pub fn orphans(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
             Task::Sweep(prefix) => k.starts_with(prefix.as_str()),
+            Task::Unlock => false,
         });
         if !(current || held || cleaning) {
             return Err(v(

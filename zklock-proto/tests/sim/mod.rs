@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod model;
+pub mod peer;
 pub mod runner;
 pub mod schedule;
 
@@ -77,7 +78,9 @@ pub struct World {
     pub step_starts: Vec<usize>,
     /// How often each interesting thing happened.
     pub counts: BTreeMap<&'static str, u64>,
-    /// The contender holding the semaphore's mutex (Lease scenarios).
+    /// The contender holding the semaphore's mutex (Lease scenarios): an
+    /// exclusive lock outside the tree, let go in order with the holder's
+    /// requests (`Task::Unlock`) or with its session.
     pub mutex: Option<usize>,
     /// Percent of clock checks that say "not safe".
     pub clock_unsafe: u32,
@@ -134,7 +137,9 @@ impl World {
                 Kind::Lease => (LockMode::Lease, 2),
             };
             let try_once = ch.roll(20);
-            cs.push(Contender::new(i, mode, permits, try_once, sid));
+            // Curator-like peers share exclusive locks' queues.
+            let peer = kind == Kind::Exclusive && ch.roll(25);
+            cs.push(Contender::new(i, mode, permits, try_once && !peer, peer, sid));
         }
         let mut w = World {
             zk,
@@ -202,12 +207,20 @@ impl World {
                         });
                     }
                     self.cs[i].inbox.push_back(runner::Local::SessionEnded);
+                    // The mutex node was ephemeral too.
+                    if self.mutex == Some(i) {
+                        self.mutex = None;
+                    }
                 }
             },
             3 => {
                 // Once per attempt: a second Stop while it lingers would end
                 // the linger at once (the caller stops an acquire once).
-                if self.cs[i].state == State::Acquiring && self.cs[i].stalled == 0 && !self.cs[i].stopped {
+                if self.cs[i].state == State::Acquiring
+                    && self.cs[i].stalled == 0
+                    && !self.cs[i].stopped
+                    && !self.cs[i].peer
+                {
                     self.cs[i].stopped = true;
                     self.count("fault: attempt stopped");
                     self.trace_line(format!("FAULT stop c{i}'s attempt"));
@@ -310,6 +323,9 @@ impl World {
                     Step::Apply(i) => {
                         let sid = self.cs[i].session;
                         if let Some(op) = self.zk.apply(sid) {
+                            if matches!(op, model::Op::Unlock) && self.mutex == Some(i) {
+                                self.mutex = None;
+                            }
                             if self.trace.is_some() {
                                 let d = runner::short(&format!("{op:?}"));
                                 self.trace_line(format!("server applies c{i}'s {d} (zxid {})", self.zk.zxid));

@@ -90,6 +90,9 @@ pub enum Op {
     /// The lock path's missing ancestors (persistent) and the lock path
     /// (a container), in one step.
     MakeParents { path: String },
+    /// The delete of a semaphore's mutex node, which the model keeps outside
+    /// the tree (the simulator lets go of its mutex when this is applied).
+    Unlock,
 }
 
 /// A message from the server to a session's client.
@@ -404,6 +407,7 @@ impl<T: Clone> Zk<T> {
                 self.zxid += 1;
                 self.delete_now(path).map(|()| Answer::Done)
             },
+            Op::Unlock => Ok(Answer::Done),
             Op::MakeParents { path } => {
                 let mut at = String::new();
                 for part in path.split('/').filter(|p| !p.is_empty()) {

@@ -14,6 +14,7 @@ use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
 use super::model::{Msg, Op, SessionId, WatchKind};
+use super::peer::{Machine, Peer};
 use super::World;
 
 /// Who sent a request.
@@ -40,6 +41,9 @@ pub enum Task {
     Clean(String),
     /// List the lock path and delete our nodes with this protected prefix.
     Sweep(String),
+    /// Let go of the semaphore's mutex (delete its node: applied in order
+    /// with our other requests).
+    Unlock,
 }
 
 /// What the session layer tells the runner, not from the server.
@@ -95,7 +99,9 @@ pub struct Contender {
     /// Session-layer messages to deliver before the server's.
     pub inbox: VecDeque<Local>,
     /// The current (or last) attempt.
-    pub attempt: Option<Attempt<String>>,
+    pub attempt: Option<Box<dyn Machine>>,
+    /// A Curator-like peer (`peer::Peer`) rather than zklock's machine.
+    pub peer: bool,
     /// The attempt's number.
     pub gen: u64,
     /// The attempt's protected prefix.
@@ -135,9 +141,10 @@ pub struct Contender {
 
 impl Contender {
     /// A contender of `mode` on session `session`.
-    pub fn new(i: usize, mode: LockMode, permits: usize, try_once: bool, session: SessionId) -> Contender {
+    pub fn new(i: usize, mode: LockMode, permits: usize, try_once: bool, peer: bool, session: SessionId) -> Contender {
         Contender {
-            name: format!("c{i}"),
+            name: if peer { format!("c{i}(peer)") } else { format!("c{i}") },
+            peer,
             mode,
             permits,
             try_once,
@@ -229,7 +236,7 @@ impl World {
         c.gen += 1;
         c.stopped = false;
         c.creates.clear();
-        c.attempt = Some(Attempt::new(cfg));
+        c.attempt = Some(if c.peer { Box::new(Peer::new(&cfg.path, &uuid)) } else { Box::new(Attempt::new(cfg)) });
         c.state = State::Acquiring;
         if self.trace.is_some() {
             let p = short(&self.cs[i].protected);
@@ -255,9 +262,18 @@ impl World {
         let op = match &t {
             Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
             Task::Sweep(_) => Op::Children { path: self.lock_path.clone(), stat: false, watch: false },
+            Task::Unlock => Op::Unlock,
         };
         self.cs[i].tasks.push(t.clone());
         self.send(i, Tag::Task(t), op);
+    }
+
+    /// Lets go of the semaphore's mutex if contender `i` holds it: once the
+    /// server applies the unlock, after every request sent before it.
+    fn unlock(&mut self, i: usize) {
+        if self.mutex == Some(i) && !self.cs[i].tasks.contains(&Task::Unlock) {
+            self.task(i, Task::Unlock);
+        }
     }
 
     /// Removes contender `i`'s watcher `(gen, id)`; the server's watch goes
@@ -364,9 +380,7 @@ impl World {
                     if let Some(w) = g.watch {
                         self.unwatch(i, gen, w);
                     }
-                    if self.mutex == Some(i) {
-                        self.mutex = None;
-                    }
+                    self.unlock(i);
                     let left = self.ch.between(0, 15);
                     // A downgrade holds the read node now: the write node
                     // goes.
@@ -407,9 +421,7 @@ impl World {
                 self.fail(v);
             }
         }
-        if self.mutex == Some(i) {
-            self.mutex = None;
-        }
+        self.unlock(i);
         let gen = self.cs[i].gen;
         let ids: Vec<Id> = self.cs[i].watchers.iter().filter(|w| w.0 == gen).map(|w| w.1).collect();
         for id in ids {
@@ -567,7 +579,7 @@ impl World {
             // it holds the semaphore's mutex (an ideal one here, not made of
             // ZooKeeper nodes): taken before the attempt, let go when it
             // grants or ends.
-            State::Idle(0) if alive && self.cs[i].mode == LockMode::Lease && self.mutex.is_some_and(|m| m != i) => {},
+            State::Idle(0) if alive && self.cs[i].mode == LockMode::Lease && self.mutex.is_some() => {},
             State::Idle(0) if alive => {
                 if self.cs[i].mode == LockMode::Lease {
                     self.mutex = Some(i);
