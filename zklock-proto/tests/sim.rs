@@ -48,6 +48,7 @@ fn explore_seeds(first: u64, threads: u64, budget: Duration, opts: sim::Opts) ->
             std::thread::spawn(move || {
                 let mut seed = first.wrapping_add(t);
                 while !stop.load(Ordering::Relaxed) && start.elapsed() < budget {
+                    let before = start.elapsed();
                     match sim::try_seed(seed, opts, Duration::from_secs(20)) {
                         Ok(out) => {
                             schedules.fetch_add(1, Ordering::Relaxed);
@@ -58,7 +59,9 @@ fn explore_seeds(first: u64, threads: u64, budget: Duration, opts: sim::Opts) ->
                             }
                         },
                         Err(found) => {
-                            let at = start.elapsed();
+                            // Found after the runs before it and its own
+                            // (shrinking not counted).
+                            let at = before + found.run_time;
                             stop.store(true, Ordering::Relaxed);
                             return Some((found, at));
                         },

@@ -185,7 +185,7 @@ pub fn orphans(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
             Task::Sweep(prefix) => k.starts_with(prefix.as_str()),
-            Task::Unlock => false,
+            Task::Unlock(_) => false,
         });
         if !(current || held || cleaning) {
             return Err(v(

@@ -78,10 +78,13 @@ pub struct World {
     pub step_starts: Vec<usize>,
     /// How often each interesting thing happened.
     pub counts: BTreeMap<&'static str, u64>,
-    /// The contender holding the semaphore's mutex (Lease scenarios): an
+    /// The contender holding the semaphore's mutex and the number of that
+    /// taking (Lease scenarios): an
     /// exclusive lock outside the tree, let go in order with the holder's
     /// requests (`Task::Unlock`) or with its session.
-    pub mutex: Option<usize>,
+    pub mutex: Option<(usize, u64)>,
+    /// Times the mutex was taken (its number).
+    pub mutexes: u64,
     /// Percent of clock checks that say "not safe".
     pub clock_unsafe: u32,
 }
@@ -155,6 +158,7 @@ impl World {
             lock_path,
             clock_unsafe,
             mutex: None,
+            mutexes: 0,
             step_starts: Vec::new(),
             counts: BTreeMap::new(),
         };
@@ -208,7 +212,7 @@ impl World {
                     }
                     self.cs[i].inbox.push_back(runner::Local::SessionEnded);
                     // The mutex node was ephemeral too.
-                    if self.mutex == Some(i) {
+                    if self.mutex.is_some_and(|m| m.0 == i) {
                         self.mutex = None;
                     }
                 }
@@ -323,8 +327,10 @@ impl World {
                     Step::Apply(i) => {
                         let sid = self.cs[i].session;
                         if let Some(op) = self.zk.apply(sid) {
-                            if matches!(op, model::Op::Unlock) && self.mutex == Some(i) {
-                                self.mutex = None;
+                            if let model::Op::Unlock(n) = op {
+                                if self.mutex == Some((i, n)) {
+                                    self.mutex = None;
+                                }
                             }
                             if self.trace.is_some() {
                                 let d = runner::short(&format!("{op:?}"));
@@ -462,6 +468,8 @@ pub struct Found {
     pub trace: Vec<String>,
     /// The shrunk run's violation.
     pub shrunk_violation: Violation,
+    /// How long the failing run took (before shrinking).
+    pub run_time: Duration,
 }
 
 impl Found {
@@ -486,7 +494,9 @@ impl Found {
 
 /// Runs `seed`; on a broken promise, shrinks it (for at most `shrink_for`).
 pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, Box<Found>> {
+    let began = Instant::now();
     let out = run(seed, None, opts, false);
+    let run_time = began.elapsed();
     let Some(violation) = out.violation else { return Ok(out) };
     let want = violation.kind;
     let deadline = Instant::now() + shrink_for;
@@ -507,5 +517,6 @@ pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, 
         shrunk: last.choices,
         trace: last.trace,
         shrunk_violation,
+        run_time,
     }))
 }

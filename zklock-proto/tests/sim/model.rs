@@ -92,7 +92,7 @@ pub enum Op {
     MakeParents { path: String },
     /// The delete of a semaphore's mutex node, which the model keeps outside
     /// the tree (the simulator lets go of its mutex when this is applied).
-    Unlock,
+    Unlock(u64),
 }
 
 /// A message from the server to a session's client.
@@ -407,7 +407,7 @@ impl<T: Clone> Zk<T> {
                 self.zxid += 1;
                 self.delete_now(path).map(|()| Answer::Done)
             },
-            Op::Unlock => Ok(Answer::Done),
+            Op::Unlock(_) => Ok(Answer::Done),
             Op::MakeParents { path } => {
                 let mut at = String::new();
                 for part in path.split('/').filter(|p| !p.is_empty()) {

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use zklock_proto::acquire::{Action, Answer, End, Event, Failure, Grant, Id, Leftover, OwnNode, Request};
+use zklock_proto::acquire::{Action, Answer, End, Event, Failure, Grant, Id, Leftover, OwnNode, Request, Requeue};
 use zklock_proto::names::{self, Decision, LockMode};
 
 /// What a runner drives: an attempt of zklock's machine, or a peer.
@@ -138,7 +138,7 @@ impl Peer {
 
     /// Decides on a list: first holds (the textbook recipe grants on it).
     fn decide(&mut self, children: &[String], since: Id) {
-        let Some((name, czxid)) = self.node.clone() else { return self.end(End::Restart) };
+        let Some((name, czxid)) = self.node.clone() else { return self.end(End::Restart(Requeue::NodeGone)) };
         match names::decide(LockMode::Exclusive, children, &name) {
             Decision::Held => {
                 self.node = None;
@@ -151,7 +151,7 @@ impl Peer {
             },
             _ => {
                 self.node = None;
-                self.end(End::Restart);
+                self.end(End::Restart(Requeue::NodeGone));
             },
         }
     }
@@ -161,7 +161,7 @@ impl Peer {
             Failure::Unknown => self.reconnect(),
             _ => {
                 self.unknown_create = false;
-                self.end(End::Restart)
+                self.end(End::Restart(Requeue::NodeGone))
             },
         }
     }
@@ -185,7 +185,7 @@ impl Machine for Peer {
                                 return;
                             },
                             Err(f) => return self.failed(f),
-                            Ok(_) => return self.end(End::Restart),
+                            Ok(_) => return self.end(End::Restart(Requeue::NodeGone)),
                         }
                     } else if id == list {
                         match r.result {
@@ -197,7 +197,7 @@ impl Machine for Peer {
                                 }
                                 return self.failed(f);
                             },
-                            Ok(_) => return self.end(End::Restart),
+                            Ok(_) => return self.end(End::Restart(Requeue::NodeGone)),
                         }
                     }
                     match (created, listed) {
@@ -214,9 +214,9 @@ impl Machine for Peer {
                 },
                 Phase::Look { list } if id == list => match r.result {
                     Ok(Answer::Children { names, .. }) => self.decide(&names, list),
-                    Err(Failure::NoNode) => self.end(End::Restart),
+                    Err(Failure::NoNode) => self.end(End::Restart(Requeue::NodeGone)),
                     Err(f) => self.failed(f),
-                    Ok(_) => self.end(End::Restart),
+                    Ok(_) => self.end(End::Restart(Requeue::NodeGone)),
                 },
                 Phase::Watch { get } if id == get => match r.result {
                     Ok(_) => {
@@ -244,7 +244,7 @@ impl Machine for Peer {
                         }
                     },
                     Err(f) => self.failed(f),
-                    Ok(_) => self.end(End::Restart),
+                    Ok(_) => self.end(End::Restart(Requeue::NodeGone)),
                 },
                 other => self.phase = other,
             },
@@ -252,7 +252,7 @@ impl Machine for Peer {
                 if let Phase::Wait { get } = self.phase {
                     if id == get {
                         if notice == zklock_proto::acquire::Notice::SessionEnded {
-                            return self.end(End::Restart);
+                            return self.end(End::Restart(Requeue::SessionEnded));
                         }
                         self.look();
                     }
@@ -274,7 +274,7 @@ impl Machine for Peer {
                 if !matches!(self.phase, Phase::Done) {
                     self.node = None;
                     self.unknown_create = false;
-                    self.end(End::Restart);
+                    self.end(End::Restart(Requeue::SessionEnded));
                 }
             },
             Event::Stop { .. } => {

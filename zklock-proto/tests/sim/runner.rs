@@ -41,9 +41,9 @@ pub enum Task {
     Clean(String),
     /// List the lock path and delete our nodes with this protected prefix.
     Sweep(String),
-    /// Let go of the semaphore's mutex (delete its node: applied in order
-    /// with our other requests).
-    Unlock,
+    /// Let go of the semaphore's mutex taken as number `n` (delete its
+    /// node: applied in order with our other requests).
+    Unlock(u64),
 }
 
 /// What the session layer tells the runner, not from the server.
@@ -262,7 +262,7 @@ impl World {
         let op = match &t {
             Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
             Task::Sweep(_) => Op::Children { path: self.lock_path.clone(), stat: false, watch: false },
-            Task::Unlock => Op::Unlock,
+            Task::Unlock(n) => Op::Unlock(*n),
         };
         self.cs[i].tasks.push(t.clone());
         self.send(i, Tag::Task(t), op);
@@ -271,8 +271,10 @@ impl World {
     /// Lets go of the semaphore's mutex if contender `i` holds it: once the
     /// server applies the unlock, after every request sent before it.
     fn unlock(&mut self, i: usize) {
-        if self.mutex == Some(i) && !self.cs[i].tasks.contains(&Task::Unlock) {
-            self.task(i, Task::Unlock);
+        if let Some((holder, n)) = self.mutex {
+            if holder == i && !self.cs[i].tasks.contains(&Task::Unlock(n)) {
+                self.task(i, Task::Unlock(n));
+            }
         }
     }
 
@@ -408,7 +410,7 @@ impl World {
             self.tr(|| format!("c{i}: ended {e} leftover {}", short(&format!("{left:?}"))));
         }
         self.count(match &end {
-            End::Restart => "ended: restart",
+            End::Restart(_) => "ended: restart",
             End::Stopped => "ended: stopped",
             End::Failed(zklock_proto::acquire::Why::HeldByOthers) => "ended: held by others (try once)",
             End::Failed(_) => "ended: failed",
@@ -582,7 +584,8 @@ impl World {
             State::Idle(0) if alive && self.cs[i].mode == LockMode::Lease && self.mutex.is_some() => {},
             State::Idle(0) if alive => {
                 if self.cs[i].mode == LockMode::Lease {
-                    self.mutex = Some(i);
+                    self.mutexes += 1;
+                    self.mutex = Some((i, self.mutexes));
                 }
                 self.start(i, None)
             },

@@ -76,13 +76,26 @@ pub struct Failing {
 /// of choices, then make single choices 0 or half. Stops at `deadline`.
 pub fn shrink(first: Failing, deadline: Instant, mut fails: impl FnMut(&[u32]) -> Option<Failing>) -> Vec<u32> {
     let mut best = first;
+    // Rounds of the passes below until one gains nothing.
+    loop {
+        let before = best.choices.clone();
+        best = shrink_round(best, deadline, &mut fails);
+        if best.choices == before || Instant::now() > deadline {
+            return best.choices;
+        }
+    }
+}
+
+/// One round of [`shrink`]'s passes.
+fn shrink_round(first: Failing, deadline: Instant, fails: &mut impl FnMut(&[u32]) -> Option<Failing>) -> Failing {
+    let mut best = first;
     // Whole steps: later steps keep their choices.
     let mut chunk = best.step_starts.len().div_ceil(2).max(1);
     loop {
         let mut i = 0;
         while i + chunk <= best.step_starts.len() {
             if Instant::now() > deadline {
-                return best.choices;
+                return best;
             }
             let from = best.step_starts[i];
             let to = best.step_starts.get(i + chunk).copied().unwrap_or(best.choices.len());
@@ -104,7 +117,7 @@ pub fn shrink(first: Failing, deadline: Instant, mut fails: impl FnMut(&[u32]) -
         let mut i = 0;
         while i < best.choices.len() {
             if Instant::now() > deadline {
-                return best.choices;
+                return best;
             }
             let end = (i + chunk).min(best.choices.len());
             let mut cand = best.choices[..i].to_vec();
@@ -141,5 +154,5 @@ pub fn shrink(first: Failing, deadline: Instant, mut fails: impl FnMut(&[u32]) -
         }
         i += 1;
     }
-    best.choices
+    best
 }
