@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "history")]
 use zklock_proto::acquire::Bugs;
 
 fn env_u64(name: &str) -> Option<u64> {

@@ -270,18 +270,12 @@ impl Machine for Peer {
                     }
                 }
             },
-            Event::SessionEnded => {
-                if !matches!(self.phase, Phase::Done) {
-                    self.node = None;
-                    self.unknown_create = false;
-                    self.end(End::Restart(Requeue::SessionEnded));
-                }
+            Event::SessionEnded if !matches!(self.phase, Phase::Done) => {
+                self.node = None;
+                self.unknown_create = false;
+                self.end(End::Restart(Requeue::SessionEnded));
             },
-            Event::Stop { .. } => {
-                if !matches!(self.phase, Phase::Done) {
-                    self.end(End::Stopped);
-                }
-            },
+            Event::Stop { .. } if !matches!(self.phase, Phase::Done) => self.end(End::Stopped),
             _ => {},
         }
     }
