@@ -1,24 +1,26 @@
-//! The acquire engine (protocol doc section 4): attempts, the queue (whose
-//! rules are the lock kind's driver, `driver.rs`), waiting on the one
-//! blocker, and the grant rule ([`OwnNodeProof`]).
+//! The acquire engine (protocol doc section 4): attempts, each one run of
+//! the protocol's attempt machine (`zklock_proto::acquire`, where every
+//! decision is: the queue, the one blocker, the grant rule), against the
+//! session; the caller's options (deadline, cancel, close), the safety
+//! clock's answers and the cleanup of what an attempt leaves.
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::zk::{self, ClientExt as _};
+use crate::zk;
 use futures_util::FutureExt as _;
 use tokio::sync::watch;
+use zklock_proto::acquire as proto;
 
 use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{monitor, EventFuture, Holding, Status};
 use crate::lock::{CancelState, LockState};
-use crate::names::{self, Decision, LockMode};
-
-type ZkResult<T> = std::result::Result<T, zk::Error>;
+use crate::names::{self, LockMode};
 
 /// Why an acquire attempt stopped without the lock.
 pub(crate) enum Step {
@@ -70,17 +72,6 @@ pub(crate) struct Downgrade {
     pub(crate) write_node: String,
 }
 
-/// What came of the create of our node.
-enum Made {
-    /// Created: its Stat (`None` when the server did not send it: a create
-    /// inside a transaction on some releases) and its name as the server
-    /// made it (`None` for a downgrade's read node, whose name is chosen).
-    Node(Option<zk::Stat>, Option<String>),
-    /// A downgrade's write node was gone: no read node was made.
-    WriteNodeGone,
-    Failed(zk::Error),
-}
-
 /// A handle's guess of the sequence number of its next node, so that the
 /// read of our node that arms the holder's watch can go out with the create
 /// instead of after it. On a lock path that only this handle uses, the
@@ -105,11 +96,9 @@ impl SeqHint {
         Some(self.0.load(Ordering::Relaxed)).filter(|s| (0..=i64::from(i32::MAX)).contains(s))
     }
 
-    /// Learns from the list pipelined behind the create of our node `name`.
-    pub(crate) fn learn(&self, children: &[String], name: &str) {
-        let alone = children.len() == 1;
-        let next = names::parse_child(name).filter(|_| alone).map_or(-1, |n| n.sequence.saturating_add(1));
-        self.0.store(next, Ordering::Relaxed);
+    /// Takes the attempt's guess (see `zklock_proto::acquire::Action::SeqGuess`).
+    pub(crate) fn set(&self, next: Option<i64>) {
+        self.0.store(next.unwrap_or(-1), Ordering::Relaxed);
     }
 }
 
@@ -203,824 +192,454 @@ impl Ctx {
             _ = self.shared.closed() => Err(Error::closed()),
         }
     }
-
-    /// One ZooKeeper request, also bounded by the operation timeout (which
-    /// counts as an unknown outcome). Replies do not move the safety clock:
-    /// only the heartbeat's syncs do (`clock.rs`).
-    pub(crate) async fn op<T>(&self, fut: impl Future<Output = ZkResult<T>>) -> Result<ZkResult<T>> {
-        match self.race(tokio::time::timeout(self.shared.options.operation_timeout, fut)).await? {
-            Err(_) => Ok(Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into()))),
-            Ok(r) => Ok(r),
-        }
-    }
-
-    /// After an unknown outcome: wait for the reconnect; Restart if the
-    /// session is gone meanwhile.
-    pub(crate) async fn reconnected(&self, session: &Session) -> std::result::Result<(), Step> {
-        match self.race(session.wait_connected(self.deadline)).await? {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::SessionExpired => Err(Step::Restart),
-            Err(e) => Err(Step::Fail(self.deadline_error(e))),
-        }
-    }
-
-    pub(crate) fn zk_failure(what: &str, e: zk::Error) -> Step {
-        if session_gone(&e) {
-            Step::Restart
-        } else {
-            Step::Fail(Error::from_zk(what, e))
-        }
-    }
-}
-
-pub(crate) struct OwnNode {
-    pub(crate) name: String,
-    pub(crate) czxid: i64,
-}
-
-/// A look at the queue: the children, and a proof of our node's ownership
-/// when the list itself gives one.
-pub(crate) struct Look {
-    pub(crate) children: Vec<String>,
-    pub(crate) proof: Option<OwnNodeProof>,
-    /// A read of our node pipelined right behind the list (so answered
-    /// after it) that showed the node ours, and armed a watch on it.
-    pub(crate) own: Option<OwnWatch>,
-}
-
-/// A watch on our node, armed by a read whose reply showed the node owned
-/// by our session, with the session state as of just before that read was
-/// sent. Only [`OwnWatch::armed`] makes one, from such a reply.
-///
-/// ZooKeeper sends one connection its replies and watch notifications in
-/// the order it applied the changes (writes are applied one at a time, and
-/// a change's notifications are queued while it is applied). So while this
-/// watch has not fired and the connection is the same one, the reply to a
-/// request sent after the read is about a state in which our node is still
-/// the one that read saw. A notification is not: one transaction (a multi)
-/// can delete another node and then ours, and the notification of ours
-/// comes after the other's.
-pub(crate) struct OwnWatch {
-    pub(crate) event: EventFuture,
-    pub(crate) states: zk::StateWatcher,
-}
-
-impl OwnWatch {
-    /// The watch from a read of our node, if its reply showed our session
-    /// as the node's owner.
-    pub(crate) fn armed(stat: &zk::Stat, watch: zk::Watch, states: zk::StateWatcher, session: i64) -> Option<OwnWatch> {
-        (stat.ephemeral_owner == session).then(|| OwnWatch { event: Box::pin(watch), states })
-    }
-
-    /// `self` if nothing was reported on our node and the session stayed on
-    /// the same connection since the read that armed it; `None` otherwise
-    /// (the watch has fired, or events of another connection need not come
-    /// in order with it). Call it only after the reply or notification it
-    /// is to vouch for has been received: the client library hands out a
-    /// connection's events in the order they arrive, so one on our node
-    /// that came before is visible by then.
-    pub(crate) fn intact(mut self) -> Option<OwnWatch> {
-        let fired = self.event.as_mut().now_or_never().is_some();
-        let reconnected = self.states.changed().now_or_never().is_some();
-        (!fired && !reconnected).then_some(self)
-    }
 }
 
 /// Evidence, required by every grant, that our node exists and is owned by
 /// our session at a point (in ZooKeeper's order of our session's replies
 /// and notifications) after the last blocker was gone (protocol section 4,
-/// grant rule). Only the three functions below make one.
+/// grant rule): what the attempt's machine proved, as the holder takes it.
 pub(crate) struct OwnNodeProof {
     /// The watch on our node, armed by a read that showed it ours, if the
     /// proof has one: it becomes the holder's watch.
     pub(crate) watch: Option<EventFuture>,
-    /// The session state as of just before the request that armed the
-    /// watch (or the proving list) was sent (see
-    /// [`Session::watch_from_now`]): the holder's monitor starts from it,
-    /// so a disconnect after the proof is reported even when it is over
-    /// before the monitor first runs.
+    /// The session state as of just before the request that began the
+    /// proof was sent (see [`Session::watch_from_now`]): the holder's
+    /// monitor starts from it, so a disconnect after the proof is reported
+    /// even when it is over before the monitor first runs.
     pub(crate) states: zk::StateWatcher,
 }
 
-impl OwnNodeProof {
-    /// A read of our node, sent after the last blocker was seen gone (its
-    /// delete notification, or the reply to a list that showed us first
-    /// and that the read was pipelined behind), found it ours.
-    pub(crate) fn read(own: OwnWatch) -> OwnNodeProof {
-        OwnNodeProof { watch: Some(own.event), states: own.states }
-    }
+/// A reply as the machine reads it, with the connection it came on.
+type Answered = (std::result::Result<proto::Answer, zk::Error>, u64);
 
-    /// The list sent right behind our create (same session, so answered
-    /// after it) shows that no child of the lock path was created or
-    /// deleted since our node (`pzxid` is still our create's zxid): our
-    /// node is the one we created. No proof if anything changed.
-    pub(crate) fn unchanged_since_create(
-        czxid: i64,
-        parent: &zk::Stat,
-        states: zk::StateWatcher,
-    ) -> Option<OwnNodeProof> {
-        (parent.pzxid == czxid).then_some(OwnNodeProof { watch: None, states })
-    }
+/// A request on its way: its reply, bounded by the operation timeout from
+/// when it was sent (no reply by then counts as an unknown outcome).
+type Pending = futures_util::future::BoxFuture<'static, Answered>;
 
-    /// A list, sent after the last blocker was seen gone, has just shown us
-    /// first, and `own` (armed before it was sent) had not fired when its
-    /// reply arrived on the same connection: the name in that list is our
-    /// node, still ours (see [`OwnWatch`]). No read behind the list.
-    pub(crate) fn watched_through_list(own: OwnWatch) -> Option<OwnNodeProof> {
-        own.intact().map(OwnNodeProof::read)
-    }
-}
-
-/// One attempt: one uuid, one session, at most one node of ours.
+/// One attempt: one uuid, one session, at most one node of ours. The
+/// protocol's decisions are the machine's (`zklock_proto::acquire`); this
+/// runs it: sends what it asks, in order, and feeds it the replies and
+/// notifications in the order the session received them, the caller's
+/// stops, the session's news and the safety clock's answers.
 pub(crate) struct Attempt {
     pub(crate) session: Arc<Session>,
-    pub(crate) name_prefix: String,
     pub(crate) protected: String,
-    pub(crate) node: Option<OwnNode>,
-    pub(crate) unknown_create: bool,
+    machine: proto::Attempt<zk::Error>,
     /// Until when the cleanup may wait for ZooKeeper before leaving the
     /// rest to the background, when the attempt already waited for its
     /// create's reply after being stopped ([`CLEANUP_GRACE`] in all).
-    pub(crate) grace_end: Option<tokio::time::Instant>,
+    grace_end: Option<tokio::time::Instant>,
     /// For a serialised kind: the mutex this attempt holds while it waits.
     /// If it is lost (its node deleted, by a third party say), another
     /// contender may take it and queue too, and waiters that each count
-    /// the other could wait for ever: the attempt starts over.
-    pub(crate) mutex: Option<Arc<Holding>>,
+    /// the other could wait for ever: the machine starts over.
+    mutex: Option<Arc<Holding>>,
+}
+
+/// What the runner waits for besides replies and notifications.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Awaiting {
+    Nothing,
+    Reconnect,
+    Clock,
+    Grace(tokio::time::Instant),
 }
 
 impl Attempt {
+    pub(crate) fn new(ctx: &Ctx, session: Arc<Session>, mutex: Option<Arc<Holding>>) -> Attempt {
+        let uuid = uuid::Uuid::new_v4();
+        let protected = names::protected_prefix(&uuid);
+        let machine = proto::Attempt::new(proto::Config {
+            path: ctx.path.clone(),
+            mode: ctx.mode,
+            permits: ctx.permits,
+            data: ctx.data.clone(),
+            try_once: ctx.try_once,
+            downgrade: ctx
+                .downgrade
+                .as_ref()
+                .map(|d| proto::Downgrade { sequence: d.sequence, write_node: d.write_node.clone() }),
+            session: session.id,
+            protected: protected.clone(),
+            name_prefix: names::node_name_prefix(ctx.mode, &uuid),
+            seq_guess: ctx.seq_hint.get(),
+            serialised: mutex.is_some(),
+            bugs: proto::Bugs::default(),
+        });
+        Attempt { session, protected, machine, grace_end: None, mutex }
+    }
+
+    /// Runs the attempt to its grant or its end.
     pub(crate) async fn run(&mut self, ctx: &Ctx) -> std::result::Result<Arc<Holding>, Step> {
-        let first = self.create(ctx).await?;
-        self.wait(ctx, first).await
-    }
-
-    /// Creates our node, pipelining a getChildren (with the lock path's
-    /// Stat) behind the create. Returns that first look at the queue when
-    /// the list is known to include our node.
-    pub(crate) async fn create(&mut self, ctx: &Ctx) -> std::result::Result<Option<Look>, Step> {
         let zk = self.session.zk()?;
-        let (create_path, mode) = match &ctx.downgrade {
-            Some(d) => (format!("{}/{}{:010}", ctx.path, self.name_prefix, d.sequence), zk::CreateMode::Ephemeral),
-            None => (format!("{}/{}", ctx.path, self.name_prefix), zk::CreateMode::EphemeralSequential),
-        };
-        let acl = ctx.shared.acl();
+        // Replies in the order the requests went (ZooKeeper answers in
+        // that order), and the watches the machine holds: `armed` once the
+        // reply that left them was fed.
+        let mut pending: std::collections::VecDeque<(proto::Id, bool, Pending)> = Default::default();
+        let mut watches: HashMap<proto::Id, zk::Watch> = HashMap::new();
+        let mut armed: HashSet<proto::Id> = HashSet::new();
+        // The session state as of just before each request that may begin
+        // a proof was sent (creates, reads with a watch).
+        let mut states_at: HashMap<proto::Id, zk::StateWatcher> = HashMap::new();
+        let mut awaiting = Awaiting::Nothing;
+        let mut stopped: Option<Error> = None;
+        let mut mutex_lost = false;
         loop {
-            ctx.interrupted()?;
-            let states = self.session.watch_from_now();
-            // Both requests are sent now, in this order; the server answers
-            // them in order, so the list includes our node.
-            // Either future, unboxed: the plain create is every acquire's.
-            let create = match &ctx.downgrade {
-                None => {
-                    let create = zk.create(&create_path, &ctx.data, acl, mode);
-                    futures_util::future::Either::Left(async move {
-                        match create.await {
-                            Ok(made) => {
-                                let (path, stat) = made.value;
-                                Made::Node(Some(stat), path.rsplit('/').next().map(str::to_owned))
-                            },
-                            Err(e) => Made::Failed(e),
+            while let Some(action) = self.machine.poll_action() {
+                match action {
+                    proto::Action::Send(id, req) => {
+                        let creates =
+                            matches!(req, proto::Request::Create { .. } | proto::Request::CheckAndCreate { .. });
+                        if creates || req.watches() {
+                            states_at.insert(id, self.session.watch_from_now());
                         }
-                    })
-                },
-                // The read node takes the write node's sequence, so it
-                // sorts before every node queued since: it may be made only
-                // while the write node exists, so in one transaction with a
-                // check of it. (An outside test delayed the create: a third
-                // party deleted the write node meanwhile, a writer queued
-                // behind it was granted, and the read node then came before
-                // that writer: two holders.)
-                Some(d) => {
-                    let commit = zk.multi(&[
-                        zk::MultiOp::Check { path: d.write_node.clone(), version: -1 },
-                        zk::MultiOp::Create {
-                            path: create_path.clone(),
-                            data: ctx.data.clone(),
-                            acl: acl.to_vec(),
-                            mode,
-                        },
-                    ]);
-                    futures_util::future::Either::Right(async move {
-                        match commit.await {
-                            Ok(results) => results
-                                .value
-                                .into_iter()
-                                .find_map(|r| match r {
-                                    zk::MultiResult::Create { stat, .. } => Some(Made::Node(stat, None)),
-                                    _ => None,
-                                })
-                                // No create result: not what ZooKeeper
-                                // answers; look for our node as after a
-                                // lost reply.
-                                .unwrap_or(Made::Failed(zk::Error::ConnectionLoss(
-                                    "a multi's reply without its create".into(),
-                                ))),
-                            Err(zk::Error::Multi { index: 0, code: zk::Code::NoNode }) => Made::WriteNodeGone,
-                            Err(zk::Error::Multi { code, .. }) => Made::Failed(zk::Error::Server(code)),
-                            Err(e) => Made::Failed(e),
+                        let (reply, watch) = self.send(ctx, &zk, req);
+                        if let Some(w) = watch {
+                            watches.insert(id, w);
                         }
-                    })
-                },
-            };
-            let list = zk.get_children(&ctx.path);
-            // A read of the node we expect to create, if we can guess its
-            // name (see SeqHint): answered after the list.
-            let guess = match (&ctx.downgrade, ctx.seq_hint.get()) {
-                (None, Some(seq)) => {
-                    let name = format!("{}{seq:010}", self.name_prefix);
-                    let read = zk.get_and_watch_data(&format!("{}/{name}", ctx.path));
-                    Some((name, read))
-                },
-                _ => None,
-            };
-            self.unknown_create = true;
-            let mut create = std::pin::pin!(create);
-            let made = match ctx.op(async { Ok((&mut create).await) }).await {
-                Ok(Ok(made)) => made,
-                // The operation timeout: the outcome is unknown.
-                Ok(Err(e)) => Made::Failed(e),
-                Err(stopped) => {
-                    self.stopped_while_creating(create, &create_path, &stopped).await;
-                    return Err(stopped.into());
-                },
-            };
-            match made {
-                Made::Node(stat, seq) => {
-                    self.unknown_create = false;
-                    let name = self.made_name(seq, &create_path);
-                    // A create inside a transaction may come back without
-                    // its Stat (ZOOKEEPER-4026, ZOOKEEPER-4667): read it.
-                    let stat = if let Some(stat) = stat {
-                        stat
-                    } else {
-                        match ctx.op(zk.check_stat(&create_path)).await? {
-                            Ok(Some(stat)) if stat.ephemeral_owner == self.session.id => stat,
-                            Ok(_) => {
-                                self.node = None;
-                                return Err(Step::Restart);
-                            },
-                            Err(e) if outcome_unknown(&e) => {
-                                ctx.reconnected(&self.session).await?;
-                                self.node = None;
-                                return Err(Step::Restart);
-                            },
-                            Err(e) => return Err(Ctx::zk_failure("reading the read node made", e)),
-                        }
-                    };
-                    self.node = Some(OwnNode { name: name.clone(), czxid: stat.czxid });
-                    crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
-                    let (children, parent) = match ctx.op(list).await? {
-                        Ok(reply) => reply,
-                        Err(_) => return Ok(None),
-                    };
-                    ctx.seq_hint.learn(&children, &name);
-                    let Some((guessed, read)) = guess.filter(|(guessed, _)| *guessed == name) else {
-                        let proof = OwnNodeProof::unchanged_since_create(stat.czxid, &parent, states);
-                        return Ok(Some(Look { children, proof, own: None }));
-                    };
-                    // The guess was right: the read, answered after the
-                    // list, shows our node (or what became of it).
-                    let own = match ctx.op(read).await? {
-                        Ok((_, got, watch)) if got.czxid == stat.czxid => {
-                            OwnWatch::armed(&got, watch, states, self.session.id)
-                        },
-                        _ => None,
-                    };
-                    log::trace!("zklock: guessed our node {guessed}: {}", if own.is_some() { "armed" } else { "no" });
-                    // Anything but our node, unchanged: no proof from this
-                    // look; the queue is looked at again (and our node read).
-                    return Ok(Some(match own {
-                        Some(own) => Look { children, proof: None, own: Some(own) },
-                        None => Look { children, proof: None, own: None },
-                    }));
-                },
-                Made::WriteNodeGone => {
-                    self.unknown_create = false;
-                    let write_node = ctx.downgrade.as_ref().map_or("", |d| d.write_node.as_str());
-                    return Err(Step::Fail(Error::new(
-                        ErrorKind::LockLost,
-                        format!(
-                            "downgrading {write_node}: the write lock was lost (its node is gone); no read lock taken"
-                        ),
-                    )));
-                },
-                Made::Failed(zk::Error::Server(zk::Code::NoNode)) => {
-                    self.unknown_create = false;
-                    drop(list);
-                    self.make_parents(ctx).await?;
-                },
-                // A downgrade's create retried after a lost reply finds its
-                // own node: recover it like a lost reply (our read node
-                // exists only if its transaction, with the write node's
-                // check, was applied).
-                Made::Failed(e)
-                    if outcome_unknown(&e)
-                        || (e == zk::Error::Server(zk::Code::NodeExists) && ctx.downgrade.is_some()) =>
-                {
-                    drop(list);
-                    if let Some(children) = self.recover(ctx).await? {
-                        return Ok(Some(Look { children, proof: None, own: None }));
-                    }
-                },
-                Made::Failed(e) => {
-                    self.unknown_create = false;
-                    return Err(Ctx::zk_failure("creating the lock node", e));
-                },
-            }
-        }
-    }
-
-    /// The name of the node our create made at `create_path`: with the
-    /// sequence the server appended, or as chosen (a downgrade's read node).
-    fn made_name(&self, made: Option<String>, create_path: &str) -> String {
-        match made {
-            Some(name) => name,
-            None => create_path.rsplit('/').next().unwrap_or_default().to_owned(),
-        }
-    }
-
-    /// The acquire was cancelled or ran out of time with its create on its
-    /// way: wait for the create's reply (at most [`CLEANUP_GRACE`]), so
-    /// that the cleanup deletes the node it made before the caller hears
-    /// of the failure. Without the reply the node is looked for in the
-    /// background, after the caller was told: an outside test saw the
-    /// node still listed right after a `CANCELLED` rejection in 15 of 30
-    /// aborts made in the same tick as the acquire.
-    async fn stopped_while_creating(
-        &mut self,
-        create: std::pin::Pin<&mut impl Future<Output = Made>>,
-        create_path: &str,
-        stopped: &Error,
-    ) {
-        if stopped.kind() == ErrorKind::Closed {
-            return;
-        }
-        let grace_end = tokio::time::Instant::now() + CLEANUP_GRACE;
-        self.grace_end = Some(grace_end);
-        match tokio::time::timeout_at(grace_end, create).await {
-            Ok(Made::Node(Some(stat), seq)) => {
-                self.node = Some(OwnNode { name: self.made_name(seq, create_path), czxid: stat.czxid });
-                self.unknown_create = false;
-            },
-            // Made, but its Stat not sent (a transaction's create on some
-            // releases): the background looks for it like an unknown outcome.
-            Ok(Made::Node(None, _)) => {},
-            // Nothing was made.
-            Ok(Made::WriteNodeGone) => self.unknown_create = false,
-            Ok(Made::Failed(e)) if !outcome_unknown(&e) => self.unknown_create = false,
-            // Still unknown: the background looks for it.
-            Ok(Made::Failed(_)) | Err(_) => {},
-        }
-    }
-
-    /// The create's reply was lost: find our node by its protected prefix,
-    /// adopt it only if our session owns it, delete duplicates. `None`: no
-    /// node of ours exists, create again (same uuid).
-    pub(crate) async fn recover(&mut self, ctx: &Ctx) -> std::result::Result<Option<Vec<String>>, Step> {
-        let zk = self.session.zk()?;
-        loop {
-            ctx.reconnected(&self.session).await?;
-            let children = match ctx.op(zk.list_children(&ctx.path)).await? {
-                Ok(c) => c,
-                Err(zk::Error::Server(zk::Code::NoNode)) => {
-                    self.unknown_create = false;
-                    return Ok(None);
-                },
-                Err(e) if outcome_unknown(&e) => continue,
-                Err(e) => return Err(Ctx::zk_failure("listing the lock after a lost create reply", e)),
-            };
-            let mut adopted: Option<OwnNode> = None;
-            let mut retry = false;
-            for node in names::own_nodes(&children, &self.protected) {
-                let path = format!("{}/{}", ctx.path, node.name);
-                // exists, not getData: it needs no read right on the node.
-                match ctx.op(zk.check_stat(&path)).await? {
-                    Ok(Some(stat)) if stat.ephemeral_owner == self.session.id => {
-                        if adopted.is_none() {
-                            adopted = Some(OwnNode { name: node.name, czxid: stat.czxid });
-                        } else {
-                            log::warn!("zklock: deleting duplicate lock node {path}");
-                            let _ = ctx.op(zk.remove(&path, None)).await?;
-                        }
+                        pending.push_back((id, creates, reply));
                     },
-                    Ok(_) | Err(zk::Error::Server(zk::Code::NoNode)) => {},
-                    Err(e) if outcome_unknown(&e) => retry = true,
-                    Err(e) => return Err(Ctx::zk_failure("looking at our lock node", e)),
-                }
-            }
-            if retry {
-                continue;
-            }
-            self.unknown_create = false;
-            return Ok(adopted.map(|n| {
-                log::info!("zklock: adopted {}/{} after a lost create reply", ctx.path, n.name);
-                self.node = Some(n);
-                children
-            }));
-        }
-    }
-
-    /// Creates the lock path (and missing ancestors) as containers, or as
-    /// persistent nodes on servers without containers.
-    pub(crate) async fn make_parents(&self, ctx: &Ctx) -> std::result::Result<(), Step> {
-        let zk = self.session.zk()?;
-        let mut mode = zk::CreateMode::Container;
-        let acl = ctx.shared.acl();
-        loop {
-            match ctx.op(zk::mkdir(&zk, &ctx.path, acl, mode)).await? {
-                Ok(()) => return Ok(()),
-                Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => {
-                    mode = zk::CreateMode::Persistent
-                },
-                // The chroot of the connect string does not exist: make it,
-                // as persistent nodes (as kazoo does; a namespace is not a
-                // lock parent and must not vanish when empty).
-                Err(zk::Error::Server(zk::Code::NoNode)) if !zk.chroot().is_empty() => {
-                    let chroot = zk.chroot().to_owned();
-                    let root = zk.without_chroot();
-                    match ctx.op(zk::mkdir(&root, &chroot, acl, zk::CreateMode::Persistent)).await? {
-                        Ok(()) => log::info!("zklock: created the chroot {chroot} of the connect string"),
-                        Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
-                        Err(e) => {
-                            return Err(Ctx::zk_failure(
-                                &format!("creating the chroot {chroot} of the connect string"),
-                                e,
-                            ))
-                        },
-                    }
-                },
-                Err(e) if outcome_unknown(&e) => ctx.reconnected(&self.session).await?,
-                Err(e) => return Err(Ctx::zk_failure(&format!("creating the lock path {}", ctx.path), e)),
-            }
-        }
-    }
-
-    /// Waits in the queue until our node holds the lock (section 4, step 4).
-    pub(crate) async fn wait(&mut self, ctx: &Ctx, mut known: Option<Look>) -> std::result::Result<Arc<Holding>, Step> {
-        let zk = self.session.zk()?;
-        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return Err(Step::Restart) };
-        let own_path = format!("{}/{name}", ctx.path);
-        // Our watch on our own node, armed by a read that showed it ours;
-        // kept across waits, and handed to the holder with the grant.
-        let mut own: Option<OwnWatch> = None;
-        loop {
-            ctx.interrupted()?;
-            let look = match known.take() {
-                Some(look) => look,
-                None => match self.look(ctx, &own_path, own.is_none()).await? {
-                    Some(look) => look,
-                    None => continue,
-                },
-            };
-            // A read pipelined behind this list: sent after the last
-            // blocker was seen gone.
-            let fresh = look.own.is_some();
-            if fresh {
-                own = look.own;
-            }
-            match names::decide_with_permits(ctx.mode, ctx.permits, &look.children, &name) {
-                Decision::Gone => {
-                    log::info!("zklock: our node {own_path} is gone (session {:#x}); queueing again", self.session.id);
-                    self.node = None;
-                    return Err(Step::Restart);
-                },
-                // First in the queue as of that list: the grant needs proof
-                // that our node is still ours after it (section 4, grant
-                // rule): the list itself (right behind our create), the
-                // read pipelined behind it, our watch armed before it and
-                // silent through its reply, or a read now.
-                Decision::Held => {
-                    let proof = match (look.proof, fresh, own.take()) {
-                        (Some(p), _, _) => Some(p),
-                        (None, true, Some(w)) => Some(OwnNodeProof::read(w)),
-                        (None, false, Some(w)) => OwnNodeProof::watched_through_list(w),
-                        _ => None,
-                    };
-                    let proof = match proof {
-                        Some(p) => p,
-                        None => match self.prove(ctx, &own_path).await? {
-                            Some(p) => p,
-                            None => continue,
-                        },
-                    };
-                    if let Some(h) = self.grant(ctx, &name, proof).await? {
-                        return Ok(h);
-                    }
-                },
-                Decision::WaitOnChildren => {
-                    if ctx.try_once {
-                        return Err(Step::Fail(held_by_others(ctx)));
-                    }
-                    // List again with a watch on the children (and a read
-                    // of our node behind it when we have no good watch on
-                    // it): any change to the queue wakes us to look again.
-                    own = own.and_then(OwnWatch::intact);
-                    let states = self.session.watch_from_now();
-                    let list = zk.list_and_watch_children(&ctx.path);
-                    let read_own = own.is_none().then(|| zk.get_and_watch_data(&own_path));
-                    let (children, watcher) = match ctx.op(list).await? {
-                        Ok((children, watcher)) => (children, Some(watcher)),
-                        Err(zk::Error::Server(zk::Code::NoNode)) => (Vec::new(), None),
-                        Err(e) if outcome_unknown(&e) => {
-                            ctx.reconnected(&self.session).await?;
-                            continue;
-                        },
-                        Err(e) => return Err(Ctx::zk_failure("watching the queue", e)),
-                    };
-                    let fresh = match read_own {
-                        Some(read) => match self.read_own(ctx, &own_path, read, states).await? {
-                            Some(w) => Some(w),
-                            None => continue,
-                        },
-                        None => None,
-                    };
-                    let blocked =
-                        names::decide_with_permits(ctx.mode, ctx.permits, &children, &name) == Decision::WaitOnChildren;
-                    let Some(mut watcher) = watcher.filter(|_| blocked) else {
-                        // Not blocked any more (or gone): decide on this
-                        // list, with the read sent behind it as its proof.
-                        known = Some(Look { children, proof: None, own: fresh });
-                        continue;
-                    };
-                    if fresh.is_some() {
-                        own = fresh;
-                    }
-                    let mutex = self.mutex.clone();
-                    if mutex.as_ref().is_some_and(|m| !m.is_live()) {
-                        log::info!("zklock: the mutex of {} is lost while we wait; starting over", ctx.path);
-                        return Err(Step::Restart);
-                    }
-                    crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path);
-                    let own_event = async {
-                        match own.as_mut() {
-                            Some(w) => w.event.as_mut().await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    let mutex_ended = async {
-                        match &mutex {
-                            Some(m) => m.ended().await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    let woken = ctx
-                        .race(async {
-                            tokio::select! {
-                                biased;
-                                ev = own_event => Some(Err(ev)),
-                                ev = &mut watcher => Some(Ok(ev)),
-                                () = mutex_ended => None,
-                            }
-                        })
-                        .await?;
-                    match woken {
-                        Some(Err(ev)) => {
-                            own = None;
-                            if ev.kind == zk::EventType::Session {
-                                return Err(Step::Restart);
-                            }
-                        },
-                        Some(Ok(_)) => {},
-                        // Starts over at the next look, unless that look
-                        // grants us.
-                        None => {},
-                    }
-                    // Look at the queue again (the list decides; no
-                    // notification is a grant).
-                },
-                Decision::WaitOn(blocker) => {
-                    if ctx.try_once {
-                        return Err(Step::Fail(held_by_others(ctx)));
-                    }
-                    let path = format!("{}/{blocker}", ctx.path);
-                    let sole = names::held_once_gone(ctx.mode, &look.children, &name);
-                    // Watch the blocker; arm our own watch in the same round
-                    // trip if we have none that is still good.
-                    own = own.and_then(OwnWatch::intact);
-                    let states = self.session.watch_from_now();
-                    let watch_blocker = zk.get_and_watch_data(&path);
-                    let read_own = own.is_none().then(|| zk.get_and_watch_data(&own_path));
-                    let blocker_reply = ctx.op(watch_blocker).await?;
-                    if let Some(read) = read_own {
-                        match self.read_own(ctx, &own_path, read, states).await? {
-                            Some(w) => own = Some(w),
-                            None => continue,
-                        }
-                    }
-                    let mut watcher = match blocker_reply {
-                        Ok((_, _, watcher)) => watcher,
-                        // Gone between the list and the watch: look again now.
-                        Err(zk::Error::Server(zk::Code::NoNode)) => continue,
-                        Err(e) if outcome_unknown(&e) => {
-                            ctx.reconnected(&self.session).await?;
-                            continue;
-                        },
-                        Err(e) => return Err(Ctx::zk_failure("watching the node before ours", e)),
-                    };
-                    crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path);
-                    let own_event = async {
-                        match own.as_mut() {
-                            Some(w) => w.event.as_mut().await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    let woken = ctx
-                        .race(async {
-                            tokio::select! {
-                                biased;
-                                ev = &mut watcher => Ok(ev),
-                                ev = own_event => Err(ev),
-                            }
-                        })
-                        .await?;
-                    let event = match woken {
-                        Ok(event) => event,
-                        // Something happened to our node while we waited.
-                        Err(ev) => {
-                            own = None;
-                            if ev.kind == zk::EventType::Session {
-                                return Err(Step::Restart);
-                            }
-                            if ev.kind == zk::EventType::NodeDeleted {
+                    proto::Action::DropWatch(id) => {
+                        watches.remove(&id);
+                        armed.remove(&id);
+                        states_at.remove(&id);
+                    },
+                    proto::Action::AwaitReconnect => awaiting = Awaiting::Reconnect,
+                    proto::Action::CheckClock => {
+                        // A cancel that races with the grant wins (section
+                        // 4, step 6).
+                        if ctx.cancelled() {
+                            stopped = Some(Error::cancelled("acquire"));
+                            self.machine.handle(proto::Event::Stop { closed: false });
+                        } else {
+                            let safe = self.session.clock.will_stay_safe();
+                            if !safe {
                                 log::info!(
-                                    "zklock: our node {own_path} was deleted while waiting (session {:#x}); queueing again",
+                                    "zklock: {} is first, but session {:#x} is not safely alive for long enough; \
+                                     waiting for its heartbeat",
+                                    ctx.path,
                                     self.session.id
                                 );
-                                self.node = None;
-                                return Err(Step::Restart);
                             }
-                            continue;
-                        },
-                    };
-                    if event.kind == zk::EventType::Session {
-                        return Err(Step::Restart);
-                    }
-                    // The only node before ours is gone and none can take
-                    // its place: ours is first if it still exists. Our
-                    // watch on it, silent through the delete notification,
-                    // does not show that: one transaction (a multi) may
-                    // delete the blocker and then our node, and its second
-                    // notification comes after the first (an outside tester
-                    // got a grant on a deleted node that way). A read sent
-                    // now is answered after every notification of that
-                    // transaction: it proves the node ours, or sends us to
-                    // the back of the queue (protocol section 4, grant rule).
-                    if sole && event.kind == zk::EventType::NodeDeleted {
-                        // The watch armed while waiting is no evidence, but
-                        // it is dropped only once the read has armed the new
-                        // one: dropping the last watcher of a path makes the
-                        // client library send removeWatches, and with the
-                        // read's watch registered first it sends nothing
-                        // (one request less per handoff, counted on the
-                        // wire by `make bench`'s wire-contended-2).
-                        let waited_with = own.take();
-                        let proof = self.prove(ctx, &own_path).await;
-                        drop(waited_with);
-                        if let Some(proof) = proof? {
-                            if let Some(h) = self.grant(ctx, &name, proof).await? {
-                                return Ok(h);
-                            }
+                            self.machine.handle(proto::Event::Clock { safe });
                         }
+                    },
+                    proto::Action::AwaitClock => awaiting = Awaiting::Clock,
+                    proto::Action::Linger => {
+                        let end = tokio::time::Instant::now() + CLEANUP_GRACE;
+                        self.grace_end = Some(end);
+                        awaiting = Awaiting::Grace(end);
+                    },
+                    proto::Action::Waiting => crate::fault::stall(crate::fault::BEFORE_WAITING, &ctx.path),
+                    proto::Action::SeqGuess(next) => ctx.seq_hint.set(next),
+                    proto::Action::Granted(grant) => {
+                        let watch = grant.watch.and_then(|id| watches.remove(&id));
+                        let states = states_at.remove(&grant.since).unwrap_or_else(|| self.session.states());
+                        return Ok(self.grant(ctx, grant, watch, states));
+                    },
+                    proto::Action::Ended(proto::End::Restart(why)) => {
+                        self.log_requeue(ctx, why);
+                        return Err(Step::Restart);
+                    },
+                    proto::Action::Ended(proto::End::Stopped) => {
+                        return Err(Step::Fail(stopped.take().unwrap_or_else(|| Error::cancelled("acquire"))))
+                    },
+                    proto::Action::Ended(proto::End::Failed(why)) => return Err(Step::Fail(self.failure(ctx, why))),
+                }
+            }
+            let event =
+                self.next_event(ctx, &mut pending, &mut watches, &armed, awaiting, stopped.is_some(), mutex_lost).await;
+            match event {
+                Input::Stop(e) => {
+                    let closed = e.kind() == ErrorKind::Closed;
+                    stopped = Some(e);
+                    self.machine.handle(proto::Event::Stop { closed });
+                },
+                Input::Reply(id, creates, answered) => {
+                    // Notifications that came before this reply go first.
+                    for (wid, notice) in fired(&mut watches, &armed) {
+                        self.machine.handle(proto::Event::Watch(wid, notice));
                     }
+                    if watches.contains_key(&id) {
+                        armed.insert(id);
+                    }
+                    let (result, connection) = answered;
+                    let result = result.map_err(failure);
+                    self.machine.handle(proto::Event::Reply(id, proto::Reply { result, connection }));
+                    if creates {
+                        crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
+                    }
+                },
+                Input::Watch(id, notice) => self.machine.handle(proto::Event::Watch(id, notice)),
+                Input::Reconnected(Ok(())) => {
+                    awaiting = Awaiting::Nothing;
+                    self.machine.handle(proto::Event::Reconnected);
+                },
+                Input::Reconnected(Err(e)) if e.kind() == ErrorKind::SessionExpired => {
+                    awaiting = Awaiting::Nothing;
+                    self.machine.handle(proto::Event::SessionEnded);
+                },
+                Input::Reconnected(Err(e)) => {
+                    awaiting = Awaiting::Nothing;
+                    stopped = Some(ctx.deadline_error(e));
+                    self.machine.handle(proto::Event::Stop { closed: false });
+                },
+                Input::ClockMoved(moved) => {
+                    awaiting = Awaiting::Nothing;
+                    if moved {
+                        self.machine.handle(proto::Event::ClockMoved);
+                    } else {
+                        log::info!(
+                            "zklock: session {:#x} ended while {} waited for its heartbeat; queueing again",
+                            self.session.id,
+                            ctx.path
+                        );
+                        self.machine.handle(proto::Event::SessionEnded);
+                    }
+                },
+                Input::GraceOver => {
+                    awaiting = Awaiting::Nothing;
+                    self.machine.handle(proto::Event::GraceOver);
+                },
+                Input::MutexLost => {
+                    mutex_lost = true;
+                    self.machine.handle(proto::Event::MutexLost);
                 },
             }
         }
     }
 
-    /// Lists the queue. With `read`, a read of our node (and a watch on it)
-    /// is pipelined behind the list: sent after the last blocker was seen
-    /// gone, it proves the node ours if the list shows us first, and arms
-    /// our watch for the next wait if not (without, the caller's watch on
-    /// our node vouches for the list). `Restart` if our node is gone or
-    /// someone else's; `None` if ZooKeeper did not answer (look again once
-    /// reconnected).
-    pub(crate) async fn look(
-        &mut self,
+    /// Waits for what comes next: a stop (unless stopping), the oldest
+    /// reply, a notification on an armed watch, or what `awaiting` names.
+    #[allow(clippy::too_many_arguments)]
+    async fn next_event(
+        &self,
         ctx: &Ctx,
-        own_path: &str,
-        read: bool,
-    ) -> std::result::Result<Option<Look>, Step> {
-        let zk = self.session.zk()?;
-        let states = self.session.watch_from_now();
-        let list = zk.list_children(&ctx.path);
-        let read = read.then(|| zk.get_and_watch_data(own_path));
-        let children = match ctx.op(list).await? {
-            Ok(children) => children,
-            Err(zk::Error::Server(zk::Code::NoNode)) => Vec::new(),
-            Err(e) if outcome_unknown(&e) => {
-                ctx.reconnected(&self.session).await?;
-                return Ok(None);
-            },
-            Err(e) => return Err(Ctx::zk_failure("listing the lock", e)),
+        pending: &mut std::collections::VecDeque<(proto::Id, bool, Pending)>,
+        watches: &mut HashMap<proto::Id, zk::Watch>,
+        armed: &HashSet<proto::Id>,
+        awaiting: Awaiting,
+        stopping: bool,
+        mutex_lost: bool,
+    ) -> Input {
+        let stop = async {
+            if stopping {
+                return std::future::pending().await;
+            }
+            match ctx.race(std::future::pending::<()>()).await {
+                Err(e) => e,
+                Ok(()) => Error::cancelled("acquire"),
+            }
         };
-        let Some(read) = read else { return Ok(Some(Look { children, proof: None, own: None })) };
-        Ok(self.read_own(ctx, own_path, read, states).await?.map(|own| Look { children, proof: None, own: Some(own) }))
-    }
-
-    /// Reads our node with a watch, now: a proof if it exists and our
-    /// session owns it. `Restart` if it is gone or someone else's (it is not
-    /// ours to delete); `None` if ZooKeeper did not answer (look again once
-    /// reconnected).
-    pub(crate) async fn prove(&mut self, ctx: &Ctx, own_path: &str) -> std::result::Result<Option<OwnNodeProof>, Step> {
-        let zk = self.session.zk()?;
-        let states = self.session.watch_from_now();
-        let read = zk.get_and_watch_data(own_path);
-        Ok(self.read_own(ctx, own_path, read, states).await?.map(OwnNodeProof::read))
-    }
-
-    /// The reply to a read of our node with a watch (`states` taken just
-    /// before it was sent): the armed watch if the node exists and our
-    /// session owns it. `Restart` if it is gone or someone else's; `None`
-    /// if ZooKeeper did not answer (once reconnected).
-    pub(crate) async fn read_own(
-        &mut self,
-        ctx: &Ctx,
-        own_path: &str,
-        read: impl Future<Output = ZkResult<(Vec<u8>, zk::Stat, zk::Watch)>>,
-        states: zk::StateWatcher,
-    ) -> std::result::Result<Option<OwnWatch>, Step> {
-        match ctx.op(read).await? {
-            Ok((_, stat, watch)) => match OwnWatch::armed(&stat, watch, states, self.session.id) {
-                Some(own) => Ok(Some(own)),
-                None => {
-                    log::info!(
-                        "zklock: our node {own_path} is another session's now (ours is {:#x}); queueing again",
-                        self.session.id
-                    );
-                    self.node = None;
-                    Err(Step::Restart)
-                },
-            },
-            Err(zk::Error::Server(zk::Code::NoNode)) => {
-                log::info!("zklock: our node {own_path} is gone (session {:#x}); queueing again", self.session.id);
-                self.node = None;
-                Err(Step::Restart)
-            },
-            Err(e) if outcome_unknown(&e) => {
-                ctx.reconnected(&self.session).await?;
-                Ok(None)
-            },
-            Err(e) => Err(Ctx::zk_failure("reading our lock node", e)),
-        }
-    }
-
-    /// Hands out the holding, on the proof that our first-in-line node is
-    /// ours, and only while the session is safely alive (protocol sections
-    /// 4 and 5): if the safety clock has run out (a stalled process, a
-    /// server cut off from the leader) the session may have expired and the
-    /// lock been granted to another; if it is about to run out before the
-    /// heartbeat can move it (a new session whose connect waited for a
-    /// silent server), the lock would be suspended a moment after the
-    /// grant. Either way, wait for the clock to move and look at the queue
-    /// again (`None`), or, if the session ends meanwhile (a process stalled
-    /// past its session timeout: its node went with it, and only the dead
-    /// session's heartbeat could move its clock), start again on the new
-    /// session at the back of the queue (`Restart`).
-    pub(crate) async fn grant(
-        &mut self,
-        ctx: &Ctx,
-        name: &str,
-        proof: OwnNodeProof,
-    ) -> std::result::Result<Option<Arc<Holding>>, Step> {
-        // A cancel that races with the grant wins (section 4, step 6).
-        if ctx.cancelled() {
-            return Err(Step::Fail(Error::cancelled("acquire")));
-        }
-        if !self.session.clock.will_stay_safe() {
-            log::info!(
-                "zklock: {}/{name} is first, but session {:#x} is not safely alive for long enough; waiting for \
-                 its heartbeat",
-                ctx.path,
-                self.session.id
-            );
-            let moved = ctx
-                .race(async {
-                    tokio::select! {
-                        () = self.session.clock_advanced() => true,
-                        () = self.session.ended() => false,
-                    }
-                })
-                .await?;
-            if !moved {
-                log::info!(
-                    "zklock: session {:#x} ended while {}/{name} waited for its heartbeat; queueing again",
-                    self.session.id,
-                    ctx.path
-                );
-                return Err(Step::Restart);
+        let reply = async {
+            match pending.front_mut() {
+                Some((_, _, fut)) => fut.await,
+                None => std::future::pending().await,
             }
-            return Ok(None);
+        };
+        let watch = std::future::poll_fn(|cx| {
+            for (id, w) in watches.iter_mut().filter(|(id, _)| armed.contains(id)) {
+                if let std::task::Poll::Ready(ev) = std::pin::Pin::new(w).poll(cx) {
+                    return std::task::Poll::Ready((*id, notice(&ev)));
+                }
+            }
+            std::task::Poll::Pending
+        });
+        let other = async {
+            match awaiting {
+                Awaiting::Nothing => std::future::pending().await,
+                Awaiting::Reconnect => Input::Reconnected(self.session.wait_connected(ctx.deadline).await),
+                Awaiting::Clock => Input::ClockMoved(tokio::select! {
+                    () = self.session.clock_advanced() => true,
+                    () = self.session.ended() => false,
+                }),
+                Awaiting::Grace(end) => {
+                    tokio::time::sleep_until(end).await;
+                    Input::GraceOver
+                },
+            }
+        };
+        let mutex = async {
+            match &self.mutex {
+                Some(m) if !mutex_lost => m.ended().await,
+                _ => std::future::pending().await,
+            }
+        };
+        let input = tokio::select! {
+            biased;
+            e = stop => Input::Stop(e),
+            answered = reply => {
+                let (id, creates, _) = pending.pop_front().expect("a reply came for the oldest request");
+                return Input::Reply(id, creates, answered);
+            },
+            (id, notice) = watch => Input::Watch(id, notice),
+            input = other => input,
+            () = mutex => Input::MutexLost,
+        };
+        if let Input::Watch(id, _) = &input {
+            watches.remove(id);
         }
-        let Some(czxid) = self.node.as_ref().map(|n| n.czxid) else { return Err(Step::Restart) };
-        let sequence = names::parse_child(name).map(|n| n.sequence).unwrap_or(-1);
+        input
+    }
+
+    /// Sends `req` now: its reply (bounded by the operation timeout from
+    /// now), and the watch it leaves.
+    fn send(&self, ctx: &Ctx, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
+        let timeout = ctx.shared.options.operation_timeout;
+        let acl = ctx.shared.acl();
+        let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
+            proto::Request::Create { path, data, sequential } => {
+                let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
+                let f = zk.create(&path, &data, acl, mode);
+                (
+                    answered(f, |(path, stat)| proto::Answer::Created {
+                        name: last(&path),
+                        stat: Some(stat_of(&stat)),
+                    }),
+                    None,
+                )
+            },
+            proto::Request::CheckAndCreate { check, path, data } => {
+                let f = zk.multi(&[
+                    zk::MultiOp::Check { path: check, version: -1 },
+                    zk::MultiOp::Create {
+                        path: path.clone(),
+                        data,
+                        acl: acl.to_vec(),
+                        mode: zk::CreateMode::Ephemeral,
+                    },
+                ]);
+                let f = async move {
+                    let (result, stamp) = f.stamped().await;
+                    let result = result.and_then(|results| {
+                        results
+                            .into_iter()
+                            .find_map(|r| match r {
+                                zk::MultiResult::Create { stat, .. } => {
+                                    Some(proto::Answer::Created { name: last(&path), stat: stat.as_ref().map(stat_of) })
+                                },
+                                _ => None,
+                            })
+                            // No create result: not what ZooKeeper answers;
+                            // look for our node as after a lost reply.
+                            .ok_or_else(|| zk::Error::ConnectionLoss("a multi's reply without its create".into()))
+                    });
+                    (result, stamp.map_or(0, |s| s.connection))
+                };
+                (Box::pin(f), None)
+            },
+            proto::Request::Children { path, stat: true, watch: false } => {
+                let f = zk.children2(&path);
+                (answered(f, |(names, stat)| proto::Answer::Children { names, stat: Some(stat_of(&stat)) }), None)
+            },
+            proto::Request::Children { path, watch: true, .. } => {
+                let (f, w) = zk.children_watch(&path);
+                (answered(f, |names| proto::Answer::Children { names, stat: None }), Some(w))
+            },
+            proto::Request::Children { path, .. } => {
+                let f = zk.children(&path);
+                (answered(f, |names| proto::Answer::Children { names, stat: None }), None)
+            },
+            proto::Request::GetData { path, watch: true } => {
+                let (f, w) = zk.get_data_watch(&path);
+                (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), Some(w))
+            },
+            proto::Request::GetData { path, watch: false } => {
+                let f = zk.get_data(&path);
+                (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), None)
+            },
+            proto::Request::Exists { path } => {
+                let f = zk.exists(&path);
+                (answered(f, |stat| proto::Answer::Exists(stat.as_ref().map(stat_of))), None)
+            },
+            proto::Request::Delete { path } => {
+                let f = zk.delete(&path, -1);
+                (answered(f, |()| proto::Answer::Done), None)
+            },
+            proto::Request::MakeParents { path } => {
+                let zk = zk.clone();
+                let acl = acl.to_vec();
+                let f = async move {
+                    let connection = zk.connected().map_or(0, |c| c.connection);
+                    (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)
+                };
+                (Box::pin(f), None)
+            },
+        };
+        let bounded = async move {
+            match tokio::time::timeout(timeout, reply).await {
+                Ok(answered) => answered,
+                Err(_) => (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0),
+            }
+        };
+        (Box::pin(bounded), watch)
+    }
+
+    /// Says why the attempt queues again.
+    fn log_requeue(&self, ctx: &Ctx, why: proto::Requeue) {
+        let node = format!("{}/{}", ctx.path, self.machine.last_node().unwrap_or("?"));
+        let session = self.session.id;
+        match why {
+            proto::Requeue::NodeGone => {
+                log::info!("zklock: our node {node} is gone (session {session:#x}); queueing again")
+            },
+            proto::Requeue::NotOurs => {
+                log::info!("zklock: our node {node} is another session's now (ours is {session:#x}); queueing again")
+            },
+            proto::Requeue::SessionEnded => {
+                log::info!("zklock: session {session:#x} ended while acquiring {}; queueing again", ctx.path)
+            },
+            proto::Requeue::MutexLost => {
+                log::info!("zklock: the mutex of {} is lost while we wait; starting over", ctx.path)
+            },
+        }
+    }
+
+    /// The error of a failed attempt.
+    fn failure(&self, ctx: &Ctx, why: proto::Why<zk::Error>) -> Error {
+        match why {
+            proto::Why::HeldByOthers => held_by_others(ctx),
+            proto::Why::WriteLockLost => {
+                let write_node = ctx.downgrade.as_ref().map_or("", |d| d.write_node.as_str());
+                Error::new(
+                    ErrorKind::LockLost,
+                    format!("downgrading {write_node}: the write lock was lost (its node is gone); no read lock taken"),
+                )
+            },
+            proto::Why::Zk { what, failure } => {
+                let e = match failure {
+                    proto::Failure::Other(e) => e,
+                    proto::Failure::NoNode => zk::Error::Server(zk::Code::NoNode),
+                    proto::Failure::NodeExists => zk::Error::Server(zk::Code::NodeExists),
+                    proto::Failure::CheckFailed => zk::Error::Multi { index: 0, code: zk::Code::NoNode },
+                    proto::Failure::Unknown => zk::Error::ConnectionLoss("the outcome is unknown".into()),
+                    proto::Failure::SessionGone => zk::Error::SessionExpired,
+                };
+                let what =
+                    if what == "creating the lock path" { format!("{what} {}", ctx.path) } else { what.to_owned() };
+                Error::from_zk(&what, e)
+            },
+        }
+    }
+
+    /// Hands out the holding, on the machine's grant (its proof checked,
+    /// the safety clock asked).
+    fn grant(
+        &mut self,
+        ctx: &Ctx,
+        grant: proto::Grant,
+        watch: Option<zk::Watch>,
+        states: zk::StateWatcher,
+    ) -> Arc<Holding> {
+        let proof = OwnNodeProof { watch: watch.map(|w| Box::pin(w) as EventFuture), states };
+        let sequence = names::parse_child(&grant.name).map(|n| n.sequence).unwrap_or(-1);
         let holding = Arc::new(Holding {
             shared: ctx.shared.clone(),
             session: self.session.clone(),
             lock_path: ctx.path.clone(),
-            name: name.to_owned(),
+            name: grant.name.clone(),
             sequence,
-            token: u64::try_from(czxid).unwrap_or(0),
+            token: u64::try_from(grant.czxid).unwrap_or(0),
             count: AtomicUsize::new(1),
             status: Mutex::new(Status { state: LockState::Held, reason: None }),
             callbacks: Arc::default(),
@@ -1029,14 +648,18 @@ impl Attempt {
             monitor: Mutex::new(None),
             watch_armed: AtomicBool::new(proof.watch.is_some()),
         });
-        // The node now belongs to the holding: no cleanup by this attempt.
-        self.node = None;
-        log::debug!("zklock: granted {}/{name} (session {:#x}, token {czxid})", ctx.path, self.session.id);
+        log::debug!(
+            "zklock: granted {}/{} (session {:#x}, token {})",
+            ctx.path,
+            grant.name,
+            self.session.id,
+            grant.czxid
+        );
         let task = tokio::spawn(monitor(holding.clone(), proof));
         if let Ok(mut slot) = holding.monitor.lock() {
             *slot = Some(task);
         }
-        Ok(Some(holding))
+        holding
     }
 
     /// Deletes what this attempt left behind (timeout, cancel, error):
@@ -1046,7 +669,8 @@ impl Attempt {
     /// ACL without the delete right): the node stays until the session
     /// ends, and the caller must say so rather than queue again.
     pub(crate) async fn cleanup(&mut self, ctx: &Ctx) -> Result<()> {
-        if let Some(node) = self.node.take() {
+        let left = self.machine.leftover();
+        if let Some(node) = left.node {
             let path = format!("{}/{}", ctx.path, node.name);
             let patience = self
                 .grace_end
@@ -1062,11 +686,103 @@ impl Attempt {
                     ),
                 ));
             }
-        } else if self.unknown_create {
+        } else if left.unknown_create {
             let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
         }
         Ok(())
+    }
+}
+
+/// What the runner feeds on.
+enum Input {
+    Stop(Error),
+    Reply(proto::Id, bool, Answered),
+    Watch(proto::Id, proto::Notice),
+    Reconnected(Result<()>),
+    ClockMoved(bool),
+    GraceOver,
+    MutexLost,
+}
+
+/// The notifications of armed watches that have come (in no particular
+/// order: they concern different nodes), taken out of `watches`.
+fn fired(watches: &mut HashMap<proto::Id, zk::Watch>, armed: &HashSet<proto::Id>) -> Vec<(proto::Id, proto::Notice)> {
+    let mut out = Vec::new();
+    let ids: Vec<proto::Id> = watches.keys().copied().filter(|id| armed.contains(id)).collect();
+    for id in ids {
+        if let Some(w) = watches.get_mut(&id) {
+            if let Some(ev) = w.now_or_never() {
+                watches.remove(&id);
+                out.push((id, notice(&ev)));
+            }
+        }
+    }
+    out.sort_by_key(|(id, _)| *id);
+    out
+}
+
+fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
+    match ev.kind {
+        zk::EventType::NodeDeleted => proto::Notice::Deleted,
+        zk::EventType::NodeChildrenChanged => proto::Notice::Children,
+        zk::EventType::Session => proto::Notice::SessionEnded,
+        _ => proto::Notice::Changed,
+    }
+}
+
+/// A reply future as the machine reads it.
+fn answered<T: Send + 'static>(
+    f: zklock_zk::ReplyFuture<T>,
+    map: impl FnOnce(T) -> proto::Answer + Send + 'static,
+) -> futures_util::future::BoxFuture<'static, Answered> {
+    Box::pin(async move {
+        let (result, stamp) = f.stamped().await;
+        (result.map(map), stamp.map_or(0, |s| s.connection))
+    })
+}
+
+fn last(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or_default().to_owned()
+}
+
+fn stat_of(stat: &zk::Stat) -> proto::Stat {
+    proto::Stat { czxid: stat.czxid, pzxid: stat.pzxid, owner: stat.ephemeral_owner }
+}
+
+/// How the machine tells failures apart.
+fn failure(e: zk::Error) -> proto::Failure<zk::Error> {
+    match e {
+        zk::Error::Server(zk::Code::NoNode) => proto::Failure::NoNode,
+        zk::Error::Server(zk::Code::NodeExists) => proto::Failure::NodeExists,
+        zk::Error::Multi { index: 0, code: zk::Code::NoNode } => proto::Failure::CheckFailed,
+        zk::Error::Multi { code, .. } => failure(zk::Error::Server(code)),
+        e if outcome_unknown(&e) => proto::Failure::Unknown,
+        e if session_gone(&e) => proto::Failure::SessionGone,
+        e => proto::Failure::Other(e),
+    }
+}
+
+/// Creates the lock path (and missing ancestors) as containers, or as
+/// persistent nodes on servers without containers; and the chroot of the
+/// connect string if it does not exist (as persistent nodes, as kazoo
+/// does: a namespace is not a lock parent and must not vanish when empty).
+async fn make_parents(zk: &zk::Client, path: &str, acl: &[zk::Acl]) -> zk::Result<()> {
+    let mut mode = zk::CreateMode::Container;
+    let mut made_chroot = false;
+    loop {
+        match zk::mkdir(zk, path, acl, mode).await {
+            Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => {
+                mode = zk::CreateMode::Persistent
+            },
+            Err(zk::Error::Server(zk::Code::NoNode)) if !zk.chroot().is_empty() && !made_chroot => {
+                let chroot = zk.chroot().to_owned();
+                zk::mkdir(&zk.without_chroot(), &chroot, acl, zk::CreateMode::Persistent).await?;
+                log::info!("zklock: created the chroot {chroot} of the connect string");
+                made_chroot = true;
+            },
+            other => return other,
+        }
     }
 }
 
@@ -1106,16 +822,7 @@ async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Ho
         Ok(Err(e)) => return Some(Err(ctx.deadline_error(e))),
         Err(e) => return Some(Err(e)),
     };
-    let uuid = uuid::Uuid::new_v4();
-    let mut attempt = Attempt {
-        session,
-        name_prefix: names::node_name_prefix(ctx.mode, &uuid),
-        protected: names::protected_prefix(&uuid),
-        node: None,
-        unknown_create: false,
-        grace_end: None,
-        mutex,
-    };
+    let mut attempt = Attempt::new(ctx, session, mutex);
     match attempt.run(ctx).await {
         Ok(holding) => Some(Ok(holding)),
         Err(Step::Restart) => match attempt.cleanup(ctx).await {

@@ -18,13 +18,6 @@ pub(crate) type Result<T> = std::result::Result<T, Error>;
 pub(crate) trait ClientExt {
     /// getChildren: the child names.
     fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<Self>;
-    /// getChildren2: the child names and the node's Stat.
-    fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + use<Self>;
-    /// getChildren with a watch.
-    fn list_and_watch_children(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<Self>;
     /// getData with a watch.
     fn get_and_watch_data(&self, path: &str)
         -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
@@ -39,15 +32,6 @@ pub(crate) trait ClientExt {
 impl ClientExt for Client {
     fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<> {
         self.children(path).value()
-    }
-
-    fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + use<> {
-        self.children2(path).value()
-    }
-
-    fn list_and_watch_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + use<> {
-        let (reply, watch) = self.children_watch(path);
-        async move { reply.await.map(|r| (r.value, watch)) }
     }
 
     fn get_and_watch_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<> {

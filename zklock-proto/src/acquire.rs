@@ -261,13 +261,25 @@ pub struct Grant {
 /// How an attempt ended without the lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End<E> {
-    /// Our node is gone (session ended, deleted by someone) or was never
-    /// ours: queue again with a new attempt.
-    Restart,
+    /// Queue again with a new attempt: why.
+    Restart(Requeue),
     /// Give up.
     Failed(Why<E>),
     /// Stopped by [`Event::Stop`].
     Stopped,
+}
+
+/// Why an attempt ended to queue again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    /// Our node is gone: deleted by someone, or with our session.
+    NodeGone,
+    /// The node by our node's name is another session's.
+    NotOurs,
+    /// The session ended (its nodes went with it).
+    SessionEnded,
+    /// A serialised kind's mutex was lost while we waited.
+    MutexLost,
 }
 
 /// Why an attempt gave up.
@@ -417,20 +429,58 @@ enum After {
 #[derive(Debug)]
 enum Phase {
     /// Our create is out, the list (and maybe a guessed read) behind it.
-    Create { create: Id, list: Id, guess: Option<(String, Id)>, name: Option<String>, made: Option<Stat>, stat_read: Option<Id> },
-    Parents { req: Id },
-    Reconnect { then: After },
-    RecoverList { list: Id },
-    RecoverExists { children: Vec<String>, checks: Vec<(String, Id)> },
-    Look { list: Id, read: Option<Id> },
-    Prove { read: Id, old: Option<Id> },
-    Clock { proof: Proof },
+    Create {
+        create: Id,
+        list: Id,
+        guess: Option<(String, Id)>,
+        name: Option<String>,
+        made: Option<Stat>,
+        stat_read: Option<Id>,
+    },
+    Parents {
+        req: Id,
+    },
+    Reconnect {
+        then: After,
+    },
+    RecoverList {
+        list: Id,
+    },
+    RecoverExists {
+        children: Vec<String>,
+        checks: Vec<(String, Id)>,
+    },
+    Look {
+        list: Id,
+        read: Option<Id>,
+    },
+    Prove {
+        read: Id,
+        old: Option<Id>,
+    },
+    Clock {
+        proof: Proof,
+    },
     ClockWait,
-    WatchChildren { list: Id, read: Option<Id> },
-    WaitChildren { watch: Id },
-    WatchBlocker { get: Id, read: Option<Id>, sole: bool },
-    WaitBlocker { watch: Id, sole: bool },
-    Linger { create: Id },
+    WatchChildren {
+        list: Id,
+        read: Option<Id>,
+    },
+    WaitChildren {
+        watch: Id,
+    },
+    WatchBlocker {
+        get: Id,
+        read: Option<Id>,
+        sole: bool,
+    },
+    WaitBlocker {
+        watch: Id,
+        sole: bool,
+    },
+    Linger {
+        create: Id,
+    },
     Done,
 }
 
@@ -450,6 +500,12 @@ pub struct Attempt<E> {
     /// The newest connection a reply came on.
     connection: u64,
     mutex_lost: bool,
+    /// A notification on the watch we are about to wait on, come before
+    /// the wait began (the read pipelined behind the request that left
+    /// the watch was still out): the wait ends as soon as it begins.
+    early: Option<(Id, Notice)>,
+    /// Our node's name once it is gone.
+    last_node: Option<String>,
 }
 
 impl<E: Clone> Attempt<E> {
@@ -468,6 +524,8 @@ impl<E: Clone> Attempt<E> {
             own: None,
             connection: 0,
             mutex_lost: false,
+            early: None,
+            last_node: None,
         };
         a.create();
         a
@@ -522,16 +580,33 @@ impl<E: Clone> Attempt<E> {
         self.actions.push_back(Action::Ended(end));
     }
 
+    /// Ends to queue again (`why`). A node that is gone, or not ours, is
+    /// not ours to delete; otherwise ours stays in [`Attempt::leftover`]
+    /// (a lost mutex leaves it in the queue).
+    fn requeue(&mut self, why: Requeue) {
+        if matches!(why, Requeue::NodeGone | Requeue::NotOurs) {
+            if let Some(n) = self.node.take() {
+                self.last_node = Some(n.name);
+            }
+        }
+        self.end(End::Restart(why));
+    }
+
     fn restart_gone(&mut self) {
-        self.node = None;
-        self.end(End::Restart);
+        self.requeue(Requeue::NodeGone);
+    }
+
+    /// The name of the node this attempt had last (for the runner's log
+    /// when it ends to queue again).
+    pub fn last_node(&self) -> Option<&str> {
+        self.node.as_ref().map(|n| n.name.as_str()).or(self.last_node.as_deref())
     }
 
     /// Gives up on `f` while doing `what`; a session that is gone took our
     /// node with it: queue again.
     fn fail(&mut self, what: &'static str, failure: Failure<E>) {
         match failure {
-            Failure::SessionGone => self.end(End::Restart),
+            Failure::SessionGone => self.requeue(Requeue::SessionEnded),
             failure => self.end(End::Failed(Why::Zk { what, failure })),
         }
     }
@@ -550,6 +625,7 @@ impl<E: Clone> Attempt<E> {
 
     fn reconnect(&mut self, then: After) {
         self.got.clear();
+        self.early = None;
         self.phase = Phase::Reconnect { then };
         self.actions.push_back(Action::AwaitReconnect);
     }
@@ -564,6 +640,7 @@ impl<E: Clone> Attempt<E> {
     /// so it includes our node) and, with a guess of our name, a read of it.
     fn create(&mut self) {
         self.got.clear();
+        self.early = None;
         let (create, name) = match &self.cfg.downgrade {
             None => {
                 let path = self.path_of(&self.cfg.name_prefix);
@@ -619,7 +696,7 @@ impl<E: Clone> Attempt<E> {
             },
             Event::SessionEnded => {
                 if matches!(self.phase, Phase::Reconnect { .. } | Phase::ClockWait) {
-                    self.end(End::Restart);
+                    self.requeue(Requeue::SessionEnded);
                 }
             },
             Event::Clock { safe } => {
@@ -701,7 +778,7 @@ impl<E: Clone> Attempt<E> {
             self.own = None;
             match self.phase {
                 Phase::WaitBlocker { .. } | Phase::WaitChildren { .. } => match notice {
-                    Notice::SessionEnded => self.end(End::Restart),
+                    Notice::SessionEnded => self.requeue(Requeue::SessionEnded),
                     Notice::Deleted if matches!(self.phase, Phase::WaitBlocker { .. }) => self.restart_gone(),
                     _ => self.look(),
                 },
@@ -712,7 +789,7 @@ impl<E: Clone> Attempt<E> {
         match self.phase {
             Phase::WaitBlocker { watch, sole } if watch == id => {
                 if notice == Notice::SessionEnded {
-                    return self.end(End::Restart);
+                    return self.requeue(Requeue::SessionEnded);
                 }
                 // The only node before ours is gone and none can take its
                 // place: ours is first if it still exists. Our watch on it,
@@ -739,7 +816,21 @@ impl<E: Clone> Attempt<E> {
                 }
             },
             Phase::WaitChildren { watch } if watch == id => self.look(),
+            // Before the wait on it began: kept for the wait.
+            Phase::WatchChildren { list: watch, .. } | Phase::WatchBlocker { get: watch, .. } if watch == id => {
+                self.watches.insert(id);
+                self.early = Some((id, notice));
+            },
             _ => {},
+        }
+    }
+
+    /// Begins the wait on `watch` (the phase set): at once over if its
+    /// notification came already.
+    fn begin_wait(&mut self) {
+        self.actions.push_back(Action::Waiting);
+        if let Some((id, notice)) = self.early.take() {
+            self.notice(id, notice);
         }
     }
 
@@ -752,8 +843,9 @@ impl<E: Clone> Attempt<E> {
     /// watch on it.
     fn look(&mut self) {
         self.got.clear();
+        self.early = None;
         if self.node.is_none() {
-            return self.end(End::Restart);
+            return self.restart_gone();
         }
         let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: false, watch: false });
         let read = self.own.is_none().then(|| self.read_own());
@@ -921,8 +1013,14 @@ impl<E: Clone> Attempt<E> {
                             Some(stat) => (Some(name), stat, None),
                             None => {
                                 let read = self.send(Request::Exists { path: self.path_of(&name) });
-                                self.phase =
-                                    Phase::Create { create, list, guess, name: Some(name), made: None, stat_read: Some(read) };
+                                self.phase = Phase::Create {
+                                    create,
+                                    list,
+                                    guess,
+                                    name: Some(name),
+                                    made: None,
+                                    stat_read: Some(read),
+                                };
                                 return true;
                             },
                         }
@@ -930,7 +1028,7 @@ impl<E: Clone> Attempt<E> {
                     Ok(_) => {
                         forget(self, &guess);
                         self.unknown_create = false;
-                        self.end(End::Restart);
+                        self.restart_gone();
                         return true;
                     },
                     Err(Failure::CheckFailed) => {
@@ -1038,7 +1136,7 @@ impl<E: Clone> Attempt<E> {
                     .collect();
                 self.phase = Phase::RecoverExists { children, checks };
             },
-            Ok(_) => self.end(End::Restart),
+            Ok(_) => self.restart_gone(),
             Err(Failure::NoNode) => {
                 self.unknown_create = false;
                 self.create();
@@ -1085,7 +1183,12 @@ impl<E: Clone> Attempt<E> {
     fn read_own_reply(&mut self, id: Id, r: Reply<E>, then: After) -> Option<Own> {
         match r.result {
             Ok(Answer::Data(stat)) if stat.owner == self.cfg.session => Some(Own { id, connection: r.connection }),
-            Ok(_) | Err(Failure::NoNode) => {
+            Ok(_) => {
+                self.drop_watch(id);
+                self.requeue(Requeue::NotOurs);
+                None
+            },
+            Err(Failure::NoNode) => {
                 self.drop_watch(id);
                 self.restart_gone();
                 None
@@ -1130,7 +1233,7 @@ impl<E: Clone> Attempt<E> {
 
     /// Decides on a look at the queue (section 4, step 4).
     fn decide(&mut self, look: Look) {
-        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return self.end(End::Restart) };
+        let Some(name) = self.node.as_ref().map(|n| n.name.clone()) else { return self.restart_gone() };
         let fresh = look.fresh.is_some();
         if let Some(f) = look.fresh {
             if self.own.is_some_and(|o| o.id != f.id) {
@@ -1223,8 +1326,8 @@ impl<E: Clone> Attempt<E> {
             _ => None,
         };
         let name = self.node.as_ref().map(|n| n.name.clone()).unwrap_or_default();
-        let blocked = names::decide_with_permits(self.cfg.mode, self.cfg.permits, &children, &name)
-            == Decision::WaitOnChildren;
+        let blocked =
+            names::decide_with_permits(self.cfg.mode, self.cfg.permits, &children, &name) == Decision::WaitOnChildren;
         match watch.filter(|_| blocked) {
             // Not blocked any more (or gone): decide on this list, with the
             // read sent behind it as its proof.
@@ -1238,10 +1341,10 @@ impl<E: Clone> Attempt<E> {
                     self.own = Some(f);
                 }
                 if self.mutex_lost {
-                    return self.end(End::Restart);
+                    return self.requeue(Requeue::MutexLost);
                 }
                 self.phase = Phase::WaitChildren { watch };
-                self.actions.push_back(Action::Waiting);
+                self.begin_wait();
             },
         }
     }
@@ -1264,7 +1367,7 @@ impl<E: Clone> Attempt<E> {
         match r.result {
             Ok(_) => {
                 self.phase = Phase::WaitBlocker { watch: get, sole };
-                self.actions.push_back(Action::Waiting);
+                self.begin_wait();
             },
             // Gone between the list and the watch: look again now.
             Err(Failure::NoNode) => {
@@ -1289,7 +1392,7 @@ impl<E: Clone> Attempt<E> {
     }
 
     fn granted(&mut self, proof: Proof) {
-        let Some(node) = self.node.take() else { return self.end(End::Restart) };
+        let Some(node) = self.node.take() else { return self.restart_gone() };
         self.drop_all_but(proof.watch);
         if let Some(w) = proof.watch {
             self.watches.remove(&w);
@@ -1301,5 +1404,284 @@ impl<E: Clone> Attempt<E> {
             watch: proof.watch,
             since: proof.since,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SESSION: i64 = 0x51;
+
+    fn config(mode: LockMode) -> Config {
+        Config {
+            path: "/l".into(),
+            mode,
+            permits: 1,
+            data: Vec::new(),
+            try_once: false,
+            downgrade: None,
+            session: SESSION,
+            protected: "_c_u-".into(),
+            name_prefix: format!("_c_u-{}", mode.driver().token()),
+            seq_guess: None,
+            serialised: false,
+            bugs: Bugs::default(),
+        }
+    }
+
+    fn actions(a: &mut Attempt<String>) -> Vec<Action<String>> {
+        std::iter::from_fn(|| a.poll_action()).collect()
+    }
+
+    fn sent(actions: &[Action<String>]) -> Vec<(Id, Request)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send(id, r) => Some((*id, r.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ok(a: &mut Attempt<String>, id: Id, answer: Answer) {
+        a.handle(Event::Reply(id, Reply { result: Ok(answer), connection: 1 }));
+    }
+
+    fn err(a: &mut Attempt<String>, id: Id, f: Failure<String>) {
+        a.handle(Event::Reply(id, Reply { result: Err(f), connection: 1 }));
+    }
+
+    fn stat(czxid: i64, owner: i64) -> Stat {
+        Stat { czxid, pzxid: czxid, owner }
+    }
+
+    fn created(name: &str, czxid: i64) -> Answer {
+        Answer::Created { name: name.into(), stat: Some(stat(czxid, SESSION)) }
+    }
+
+    fn children(names: &[&str], pzxid: i64) -> Answer {
+        Answer::Children {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            stat: Some(Stat { czxid: 1, pzxid, owner: 0 }),
+        }
+    }
+
+    const OURS: &str = "_c_u-lock-0000000001";
+    const BEFORE: &str = "_c_v-lock-0000000000";
+
+    #[test]
+    fn alone_on_the_lock_the_list_behind_the_create_is_the_proof() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        assert!(matches!(&out[0].1, Request::Create { path, sequential: true, .. } if path == "/l/_c_u-lock-"));
+        assert!(matches!(&out[1].1, Request::Children { stat: true, watch: false, .. }));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        ok(&mut a, out[1].0, children(&[OURS], 7));
+        assert_eq!(actions(&mut a), vec![Action::SeqGuess(Some(2)), Action::CheckClock]);
+        a.handle(Event::Clock { safe: true });
+        let grant = Grant { name: OURS.into(), czxid: 7, watch: None, since: out[0].0 };
+        assert_eq!(actions(&mut a), vec![Action::Granted(grant)]);
+        assert_eq!(a.leftover(), Leftover { node: None, unknown_create: false });
+    }
+
+    #[test]
+    fn a_changed_queue_behind_the_create_needs_a_read_of_our_node() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        // Something changed after our create (pzxid 8): no proof.
+        ok(&mut a, out[1].0, children(&[OURS], 8));
+        let next = actions(&mut a);
+        let read = sent(&next);
+        assert!(
+            matches!(&read[..], [(_, Request::GetData { path, watch: true })] if path == "/l/_c_u-lock-0000000001")
+        );
+        ok(&mut a, read[0].0, Answer::Data(stat(7, SESSION)));
+        assert_eq!(actions(&mut a), vec![Action::CheckClock]);
+    }
+
+    #[test]
+    fn the_sole_blockers_deletion_is_no_grant_without_a_read_after_it() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        let w = sent(&actions(&mut a));
+        // Watch the blocker, and read (and watch) our node behind it.
+        assert!(matches!(&w[0].1, Request::GetData { path, watch: true } if path == "/l/_c_v-lock-0000000000"));
+        assert!(matches!(&w[1].1, Request::GetData { path, watch: true } if path == "/l/_c_u-lock-0000000001"));
+        ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
+        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
+        assert_eq!(actions(&mut a), vec![Action::Waiting]);
+        a.handle(Event::Watch(w[0].0, Notice::Deleted));
+        let prove = sent(&actions(&mut a));
+        assert!(matches!(&prove[..], [(_, Request::GetData { watch: true, .. })]), "{prove:?}");
+        // One transaction deleted the blocker and then our node.
+        err(&mut a, prove[0].0, Failure::NoNode);
+        let end = actions(&mut a);
+        assert_eq!(end.last(), Some(&Action::Ended(End::Restart(Requeue::NodeGone))));
+        assert_eq!(a.leftover(), Leftover { node: None, unknown_create: false });
+    }
+
+    #[test]
+    fn a_notification_before_the_read_behind_the_watch_ends_the_wait_at_once() {
+        let mut cfg = config(LockMode::Lease);
+        cfg.permits = 1;
+        cfg.name_prefix = "_c_u-lease-".into();
+        let ours = "_c_u-lease-0000000001";
+        let other = "_c_v-lease-0000000000";
+        let mut a = Attempt::new(cfg);
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(ours, 7));
+        ok(&mut a, out[1].0, children(&[other, ours], 7));
+        let w = sent(&actions(&mut a));
+        assert!(matches!(&w[0].1, Request::Children { watch: true, .. }));
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        // The children changed between the list's reply and the read's.
+        a.handle(Event::Watch(w[0].0, Notice::Children));
+        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
+        let next = actions(&mut a);
+        assert!(next.contains(&Action::Waiting));
+        assert!(
+            sent(&next).iter().any(|(_, r)| matches!(r, Request::Children { watch: false, .. })),
+            "looks at the queue again at once: {next:?}"
+        );
+    }
+
+    #[test]
+    fn a_lost_create_reply_is_recovered_by_our_prefix_and_owner() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        err(&mut a, out[0].0, Failure::Unknown);
+        err(&mut a, out[1].0, Failure::Unknown);
+        assert_eq!(actions(&mut a), vec![Action::AwaitReconnect]);
+        assert!(a.leftover().unknown_create);
+        a.handle(Event::Reconnected);
+        let list = sent(&actions(&mut a));
+        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into(), BEFORE.into()], stat: None });
+        let exists = sent(&actions(&mut a));
+        assert!(matches!(&exists[..], [(_, Request::Exists { path })] if path == "/l/_c_u-lock-0000000001"));
+        ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, SESSION))));
+        assert_eq!(
+            a.leftover(),
+            Leftover { node: Some(OwnNode { name: OURS.into(), czxid: 7 }), unknown_create: false }
+        );
+        // Blocked by the node before ours: watch it.
+        let w = sent(&actions(&mut a));
+        assert!(matches!(&w[0].1, Request::GetData { path, .. } if path == "/l/_c_v-lock-0000000000"));
+    }
+
+    #[test]
+    fn a_node_with_our_prefix_but_another_owner_is_not_adopted() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        err(&mut a, out[0].0, Failure::Unknown);
+        actions(&mut a);
+        a.handle(Event::Reconnected);
+        let list = sent(&actions(&mut a));
+        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into()], stat: None });
+        let exists = sent(&actions(&mut a));
+        ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, 0x99))));
+        // Not ours: create again.
+        let again = sent(&actions(&mut a));
+        assert!(matches!(&again[0].1, Request::Create { .. }), "{again:?}");
+    }
+
+    #[test]
+    fn try_once_blocked_gives_up_and_leaves_our_node_to_delete() {
+        let mut cfg = config(LockMode::Exclusive);
+        cfg.try_once = true;
+        let mut a = Attempt::new(cfg);
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        assert_eq!(actions(&mut a).last(), Some(&Action::Ended(End::Failed(Why::HeldByOthers))));
+        assert_eq!(a.leftover().node.map(|n| n.name), Some(OURS.to_string()));
+    }
+
+    #[test]
+    fn stopped_with_the_create_out_it_waits_for_the_reply_to_name_the_node() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        a.handle(Event::Stop { closed: false });
+        assert_eq!(actions(&mut a), vec![Action::Linger]);
+        ok(&mut a, out[0].0, created(OURS, 7));
+        assert_eq!(actions(&mut a), vec![Action::Ended(End::Stopped)]);
+        assert_eq!(
+            a.leftover(),
+            Leftover { node: Some(OwnNode { name: OURS.into(), czxid: 7 }), unknown_create: false }
+        );
+    }
+
+    #[test]
+    fn stopped_with_no_reply_in_the_grace_leaves_an_unknown_create() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        actions(&mut a);
+        a.handle(Event::Stop { closed: false });
+        actions(&mut a);
+        a.handle(Event::GraceOver);
+        assert_eq!(actions(&mut a), vec![Action::Ended(End::Stopped)]);
+        assert_eq!(a.leftover(), Leftover { node: None, unknown_create: true });
+    }
+
+    #[test]
+    fn an_unsafe_clock_holds_the_grant_until_it_moves() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        ok(&mut a, out[1].0, children(&[OURS], 7));
+        actions(&mut a);
+        a.handle(Event::Clock { safe: false });
+        assert_eq!(actions(&mut a), vec![Action::AwaitClock]);
+        a.handle(Event::ClockMoved);
+        // A fresh look, with a read of our node behind it.
+        let look = sent(&actions(&mut a));
+        assert!(matches!(&look[0].1, Request::Children { .. }));
+        assert!(matches!(&look[1].1, Request::GetData { watch: true, .. }));
+    }
+
+    #[test]
+    fn our_watch_vouches_for_a_list_only_on_the_connection_it_was_left_on() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(OURS, 7));
+        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        let w = sent(&actions(&mut a));
+        ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
+        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
+        actions(&mut a);
+        // The blocker changes (not deleted): look again, our watch kept.
+        a.handle(Event::Watch(w[0].0, Notice::Changed));
+        let look = sent(&actions(&mut a));
+        assert_eq!(look.len(), 1, "no read: our watch is good: {look:?}");
+        // The list comes on a new connection and shows us first.
+        a.handle(Event::Reply(look[0].0, Reply { result: Ok(children(&[OURS], 9)), connection: 2 }));
+        let prove = sent(&actions(&mut a));
+        assert!(matches!(&prove[..], [(_, Request::GetData { watch: true, .. })]), "a read first: {prove:?}");
+    }
+
+    #[test]
+    fn a_lost_mutex_starts_over_and_leaves_our_lease_node_to_delete() {
+        let mut cfg = config(LockMode::Lease);
+        cfg.name_prefix = "_c_u-lease-".into();
+        cfg.serialised = true;
+        let ours = "_c_u-lease-0000000001";
+        let other = "_c_v-lease-0000000000";
+        let mut a = Attempt::new(cfg);
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(ours, 7));
+        ok(&mut a, out[1].0, children(&[other, ours], 7));
+        let w = sent(&actions(&mut a));
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
+        assert_eq!(actions(&mut a), vec![Action::Waiting]);
+        a.handle(Event::MutexLost);
+        let look = sent(&actions(&mut a));
+        ok(&mut a, look[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        let again = sent(&actions(&mut a));
+        ok(&mut a, again[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        assert_eq!(actions(&mut a).last(), Some(&Action::Ended(End::Restart(Requeue::MutexLost))));
+        assert_eq!(a.leftover().node.map(|n| n.name), Some(ours.to_string()), "our lease node is still ours to delete");
     }
 }
