@@ -364,9 +364,10 @@ impl Attempt {
                         armed.insert(id);
                     }
                     let (result, connection) = answered;
+                    let made = creates && result.is_ok();
                     let result = result.map_err(failure);
                     self.machine.handle(proto::Event::Reply(id, proto::Reply { result, connection }));
-                    if creates {
+                    if made {
                         crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
                     }
                 },
