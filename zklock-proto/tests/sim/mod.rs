@@ -43,11 +43,14 @@ pub struct Opts {
     pub bugs: Bugs,
     /// Only scenarios of this kind.
     pub kind: Option<Kind>,
-    /// Some scenarios answer creates without their Stat (as a downgrade's
-    /// transaction is answered on some releases, and plain creates too, to
-    /// reach that path more often): off by default while the machine leaks
-    /// a node there (see the test `create_without_stat_then_lost_read`).
-    pub statless: bool,
+    /// Some scenarios answer a downgrade's transaction without its
+    /// create's Stat (as some releases do): off by default while the
+    /// machine leaks a node there (see the test
+    /// `create_without_stat_then_lost_read`).
+    pub statless_multi: bool,
+    /// Some scenarios answer plain creates without their Stat too (no
+    /// release does: it reaches the same path of the machine more often).
+    pub statless_create: bool,
 }
 
 /// Everything one run is made of.
@@ -121,8 +124,8 @@ impl World {
         let k = ch.choose(4);
         let kind = opts.kind.unwrap_or([Kind::Exclusive, Kind::ReadWrite, Kind::Leader, Kind::Lease][k]);
         let lock_path = if kind == Kind::Lease { "/app/sem/leases" } else { "/app/lock" }.to_string();
-        let stat_on_create = !ch.roll(20) || !opts.statless;
-        let stat_in_multi = !ch.roll(30) || !opts.statless;
+        let stat_on_create = !ch.roll(20) || !opts.statless_create;
+        let stat_in_multi = !ch.roll(30) || !opts.statless_multi;
         // The session layer sets watches again on reconnect (SetWatches):
         // without it a waiting attempt, told of nothing, waits forever.
         let set_watches = true;
