@@ -25,10 +25,24 @@ use zklock_proto::acquire::Bugs;
 
 /// The options `ZKLOCK_SIM_STATLESS` asks for: `multi` (a downgrade's
 /// transaction answered without its create's Stat, as some releases do) or
-/// `1` (plain creates too).
+/// `1` (plain creates too); and `ZKLOCK_SIM_BUG=<switch>` (feature
+/// `history`): that bug of `acquire::Bugs` in every contender.
 fn env_opts() -> sim::Opts {
     let v = std::env::var("ZKLOCK_SIM_STATLESS").unwrap_or_default();
-    sim::Opts { statless_multi: v == "1" || v == "multi", statless_create: v == "1", ..sim::Opts::default() }
+    #[allow(unused_mut)]
+    let mut opts =
+        sim::Opts { statless_multi: v == "1" || v == "multi", statless_create: v == "1", ..sim::Opts::default() };
+    // A bug of `acquire::Bugs` switched on in every contender, to replay
+    // what a `finds_*` test found.
+    #[cfg(feature = "history")]
+    match std::env::var("ZKLOCK_SIM_BUG").unwrap_or_default().as_str() {
+        "grant_on_silent_watch" => opts.bugs.grant_on_silent_watch = true,
+        "grant_on_notice" => opts.bugs.grant_on_notice = true,
+        "watch_survives_reconnect" => opts.bugs.watch_survives_reconnect = true,
+        "no_linger" => opts.bugs.no_linger = true,
+        _ => {},
+    }
+    opts
 }
 
 fn env_u64(name: &str) -> Option<u64> {

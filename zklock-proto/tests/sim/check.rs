@@ -110,8 +110,10 @@ pub fn deletes(zk: &Zk<Tag>) -> Result<(), Violation> {
 /// named by `leftover` or could not be known. The reply of its create
 /// waiting at the client (applied, not yet read) is a node it could have
 /// learned of by reading it (the runner waits for it while it lingers).
+/// A client that is closed waits for nothing: its session ends, and its
+/// nodes with it.
 pub fn stopped(zk: &Zk<Tag>, c: &Contender, left: &Leftover) -> Result<(), Violation> {
-    if left.node.is_some() {
+    if left.node.is_some() || c.closed {
         return Ok(());
     }
     let s = &zk.sessions[&c.session];

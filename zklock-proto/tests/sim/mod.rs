@@ -53,6 +53,31 @@ pub struct Opts {
     pub statless_create: bool,
 }
 
+impl Opts {
+    /// The environment that replays a seed with these options.
+    pub fn replay_env(&self, seed: u64) -> String {
+        let mut env = Vec::new();
+        if self.statless_create {
+            env.push("ZKLOCK_SIM_STATLESS=1".to_string());
+        } else if self.statless_multi {
+            env.push("ZKLOCK_SIM_STATLESS=multi".to_string());
+        }
+        let b = self.bugs;
+        for (on, name) in [
+            (b.grant_on_silent_watch, "grant_on_silent_watch"),
+            (b.grant_on_notice, "grant_on_notice"),
+            (b.watch_survives_reconnect, "watch_survives_reconnect"),
+            (b.no_linger, "no_linger"),
+        ] {
+            if on {
+                env.push(format!("ZKLOCK_SIM_BUG={name}"));
+            }
+        }
+        env.push(format!("ZKLOCK_SIM_SEED={seed}"));
+        env.join(" ")
+    }
+}
+
 /// Everything one run is made of.
 pub struct World {
     /// The server.
@@ -205,19 +230,7 @@ impl World {
                 if self.zk.sessions[&sid].alive {
                     self.count("fault: session expired");
                     self.trace_line(format!("FAULT expire c{i}'s session {sid:#x}"));
-                    let conn = self.zk.sessions[&sid].conn;
-                    for tag in self.zk.expire(sid) {
-                        self.cs[i].inbox.push_back(runner::Local::Fail {
-                            tag,
-                            failure: zklock_proto::acquire::Failure::SessionGone,
-                            conn,
-                        });
-                    }
-                    self.cs[i].inbox.push_back(runner::Local::SessionEnded);
-                    // The mutex node was ephemeral too.
-                    if self.mutex.is_some_and(|m| m.0 == i) {
-                        self.mutex = None;
-                    }
+                    self.end_session(i);
                 }
             },
             3 => {
@@ -228,13 +241,23 @@ impl World {
                     && !self.cs[i].stopped
                     && !self.cs[i].peer
                 {
+                    // Sometimes because the client is closed: nothing is
+                    // waited for, and its session ends right after.
+                    let closed = self.ch.roll(20);
                     self.cs[i].stopped = true;
-                    self.count("fault: attempt stopped");
-                    self.trace_line(format!("FAULT stop c{i}'s attempt"));
+                    self.cs[i].closed = closed;
+                    self.count(if closed { "fault: client closed" } else { "fault: attempt stopped" });
+                    self.trace_line(format!(
+                        "FAULT stop c{i}'s attempt{}",
+                        if closed { " (client closed)" } else { "" }
+                    ));
                     if let Some(a) = self.cs[i].attempt.as_mut() {
-                        a.handle(zklock_proto::acquire::Event::Stop { closed: false });
+                        a.handle(zklock_proto::acquire::Event::Stop { closed });
                     }
                     self.pump(i);
+                    if closed {
+                        self.end_session(i);
+                    }
                 }
             },
             4 | 5 => {
@@ -268,6 +291,28 @@ impl World {
                     self.tick_all();
                 }
             },
+        }
+    }
+
+    /// Contender `i`'s session ends (expired, or closed): its ephemeral
+    /// nodes go, and its client fails everything outstanding.
+    fn end_session(&mut self, i: usize) {
+        let sid = self.cs[i].session;
+        if !self.zk.sessions[&sid].alive {
+            return;
+        }
+        let conn = self.zk.sessions[&sid].conn;
+        for tag in self.zk.expire(sid) {
+            self.cs[i].inbox.push_back(runner::Local::Fail {
+                tag,
+                failure: zklock_proto::acquire::Failure::SessionGone,
+                conn,
+            });
+        }
+        self.cs[i].inbox.push_back(runner::Local::SessionEnded);
+        // The mutex node was ephemeral too.
+        if self.mutex.is_some_and(|m| m.0 == i) {
+            self.mutex = None;
         }
     }
 
@@ -473,15 +518,17 @@ pub struct Found {
     pub shrunk_violation: Violation,
     /// How long the failing run took (before shrinking).
     pub run_time: Duration,
+    /// The environment that replays it.
+    pub replay: String,
 }
 
 impl Found {
     /// A report for stderr.
     pub fn report(&self) -> String {
         format!(
-            "seed {} (replay: ZKLOCK_SIM_SEED={}): {}: {}\n  first run {} steps; shrunk to {} steps ({} choices): {}: {}\n{}\n  shrunk choices: {:?}",
+            "seed {} (replay: {} cargo test -p zklock-proto --features history --test sim explore): {}: {}\n  first run {} steps; shrunk to {} steps ({} choices): {}: {}\n{}\n  shrunk choices: {:?}",
             self.seed,
-            self.seed,
+            self.replay,
             self.violation.kind,
             self.violation.what,
             self.steps,
@@ -521,5 +568,6 @@ pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, 
         trace: last.trace,
         shrunk_violation,
         run_time,
+        replay: opts.replay_env(seed),
     }))
 }

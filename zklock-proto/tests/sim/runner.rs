@@ -132,6 +132,8 @@ pub struct Contender {
     pub granted_clean: bool,
     /// The current attempt was told to stop.
     pub stopped: bool,
+    /// ... because the client was closed.
+    pub closed: bool,
     /// The lock kind of the current attempt (a writer's downgrade is a
     /// reader's attempt).
     pub attempt_mode: LockMode,
@@ -167,6 +169,7 @@ impl Contender {
             seq_guess: None,
             granted_clean: false,
             stopped: false,
+            closed: false,
             attempt_mode: mode,
             write_held: None,
         }
@@ -235,6 +238,7 @@ impl World {
         c.protected = cfg.protected.clone();
         c.gen += 1;
         c.stopped = false;
+        c.closed = false;
         c.creates.clear();
         c.attempt = Some(if c.peer { Box::new(Peer::new(&cfg.path, &uuid)) } else { Box::new(Attempt::new(cfg)) });
         c.state = State::Acquiring;
