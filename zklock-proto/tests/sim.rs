@@ -45,6 +45,7 @@ fn env_opts() -> sim::Opts {
     opts
 }
 
+/// The number in environment variable `name`, if set.
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
