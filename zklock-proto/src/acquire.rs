@@ -972,96 +972,49 @@ impl<E: Clone> Attempt<E> {
         made: Option<Stat>,
         stat_read: Option<Id>,
     ) -> bool {
-        let forget = |a: &mut Self, guess: &Option<(String, Id)>| {
-            if let Some((_, g)) = guess {
-                a.drop_watch(*g);
-            }
-        };
-        // The create's reply.
-        let (name, made, stat_read) = match (made, stat_read) {
-            (Some(stat), _) => (name, stat, None),
-            (None, Some(read)) => match self.got.remove(&read) {
-                None => return self.wait(Phase::Create { create, list, guess, name, made, stat_read }),
-                Some(r) => match r.result {
-                    Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => (name, stat, None),
-                    Ok(_) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.restart_gone();
-                        return true;
-                    },
-                    Err(Failure::Unknown) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.reconnect(After::Restart);
-                        return true;
-                    },
-                    Err(f) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.fail("reading the read node made", f);
-                        return true;
-                    },
-                },
+        // The create's reply (and, when it came without its Stat, the read
+        // of the node it made).
+        let (name, made) = match (made, stat_read) {
+            (Some(stat), _) => (name, stat),
+            (None, Some(read)) => {
+                let Some(r) = self.got.remove(&read) else {
+                    return self.wait(Phase::Create { create, list, guess, name, made, stat_read });
+                };
+                match r.result {
+                    Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => (name, stat),
+                    Ok(_) => return self.leave_create(&guess, false, Self::restart_gone),
+                    Err(Failure::Unknown) => return self.leave_create(&guess, false, |a| a.reconnect(After::Restart)),
+                    Err(f) => return self.leave_create(&guess, false, |a| a.fail("reading the read node made", f)),
+                }
             },
-            (None, None) => match self.got.remove(&create) {
-                None => return self.wait(Phase::Create { create, list, guess, name, made, stat_read }),
-                Some(r) => match r.result {
-                    Ok(Answer::Created { name: made_name, stat }) => {
+            (None, None) => {
+                let Some(r) = self.got.remove(&create) else {
+                    return self.wait(Phase::Create { create, list, guess, name, made, stat_read });
+                };
+                match r.result {
+                    Ok(Answer::Created { name: made_name, stat: Some(stat) }) => {
+                        (Some(name.unwrap_or(made_name)), stat)
+                    },
+                    Ok(Answer::Created { name: made_name, stat: None }) => {
                         let name = name.unwrap_or(made_name);
-                        match stat {
-                            Some(stat) => (Some(name), stat, None),
-                            None => {
-                                let read = self.send(Request::Exists { path: self.path_of(&name) });
-                                self.phase = Phase::Create {
-                                    create,
-                                    list,
-                                    guess,
-                                    name: Some(name),
-                                    made: None,
-                                    stat_read: Some(read),
-                                };
-                                return true;
-                            },
-                        }
-                    },
-                    Ok(_) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.restart_gone();
+                        let read = self.send(Request::Exists { path: self.path_of(&name) });
+                        self.phase =
+                            Phase::Create { create, list, guess, name: Some(name), made: None, stat_read: Some(read) };
                         return true;
                     },
+                    Ok(_) => return self.leave_create(&guess, false, Self::restart_gone),
                     Err(Failure::CheckFailed) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.end(End::Failed(Why::WriteLockLost));
-                        return true;
+                        return self.leave_create(&guess, false, |a| a.end(End::Failed(Why::WriteLockLost)))
                     },
-                    Err(Failure::NoNode) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.parents();
-                        return true;
-                    },
+                    Err(Failure::NoNode) => return self.leave_create(&guess, false, Self::parents),
                     // A downgrade's create retried after a lost reply finds
                     // its own node: recovered like a lost reply.
-                    Err(Failure::Unknown) => {
-                        forget(self, &guess);
-                        self.reconnect(After::Recover);
-                        return true;
-                    },
+                    Err(Failure::Unknown) => return self.leave_create(&guess, true, |a| a.reconnect(After::Recover)),
                     Err(Failure::NodeExists) if self.cfg.downgrade.is_some() => {
-                        forget(self, &guess);
-                        self.reconnect(After::Recover);
-                        return true;
+                        return self.leave_create(&guess, true, |a| a.reconnect(After::Recover))
                     },
-                    Err(f) => {
-                        forget(self, &guess);
-                        self.unknown_create = false;
-                        self.fail("creating the lock node", f);
-                        return true;
-                    },
-                },
+                    Err(f) => return self.leave_create(&guess, false, |a| a.fail("creating the lock node", f)),
+                }
             },
         };
         let name = name.unwrap_or_default();
@@ -1074,11 +1027,7 @@ impl<E: Clone> Attempt<E> {
         let (children, parent) = match &listed.result {
             Ok(Answer::Children { names, stat }) => (names.clone(), *stat),
             // No first look: look again (with a read of our node).
-            _ => {
-                forget(self, &guess);
-                self.look();
-                return true;
-            },
+            _ => return self.leave_create(&guess, false, Self::look),
         };
         let connection = listed.connection;
         if let Some((guessed, read)) = &guess {
@@ -1108,7 +1057,9 @@ impl<E: Clone> Attempt<E> {
             },
             guess => {
                 self.got.remove(&list);
-                forget(self, &guess);
+                if let Some((_, g)) = &guess {
+                    self.drop_watch(*g);
+                }
                 // The list right behind our create shows that no child was
                 // created or deleted since (pzxid is still our create's
                 // zxid): the node listed is the one we created.
@@ -1116,6 +1067,20 @@ impl<E: Clone> Attempt<E> {
                 self.decide(Look { children, proof, fresh: None, connection });
             },
         }
+        true
+    }
+
+    /// Leaves the create phase without a node known: the guessed read's
+    /// watch is dropped, the create's outcome stays unknown only if
+    /// `unknown`, then `then`.
+    fn leave_create(&mut self, guess: &Option<(String, Id)>, unknown: bool, then: impl FnOnce(&mut Self)) -> bool {
+        if let Some((_, g)) = guess {
+            self.drop_watch(*g);
+        }
+        if !unknown {
+            self.unknown_create = false;
+        }
+        then(self);
         true
     }
 
@@ -1452,6 +1417,17 @@ mod tests {
         a.handle(Event::Reply(id, Reply { result: Err(f), connection: 1 }));
     }
 
+    /// A new attempt of `cfg` whose create made `name` (czxid 7) and whose
+    /// list behind it showed `queue`, the parent's pzxid `pzxid`: the
+    /// attempt (its next actions not yet taken) and the create's requests.
+    fn queued(cfg: Config, name: &str, queue: &[&str], pzxid: i64) -> (Attempt<String>, Vec<(Id, Request)>) {
+        let mut a = Attempt::new(cfg);
+        let out = sent(&actions(&mut a));
+        ok(&mut a, out[0].0, created(name, 7));
+        ok(&mut a, out[1].0, children(queue, pzxid));
+        (a, out)
+    }
+
     fn stat(czxid: i64, owner: i64) -> Stat {
         Stat { czxid, pzxid: czxid, owner }
     }
@@ -1487,11 +1463,8 @@ mod tests {
 
     #[test]
     fn a_changed_queue_behind_the_create_needs_a_read_of_our_node() {
-        let mut a = Attempt::new(config(LockMode::Exclusive));
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(OURS, 7));
         // Something changed after our create (pzxid 8): no proof.
-        ok(&mut a, out[1].0, children(&[OURS], 8));
+        let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[OURS], 8);
         let next = actions(&mut a);
         let read = sent(&next);
         assert!(
@@ -1503,10 +1476,7 @@ mod tests {
 
     #[test]
     fn the_sole_blockers_deletion_is_no_grant_without_a_read_after_it() {
-        let mut a = Attempt::new(config(LockMode::Exclusive));
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(OURS, 7));
-        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[BEFORE, OURS], 7);
         let w = sent(&actions(&mut a));
         // Watch the blocker, and read (and watch) our node behind it.
         assert!(matches!(&w[0].1, Request::GetData { path, watch: true } if path == "/l/_c_v-lock-0000000000"));
@@ -1531,10 +1501,7 @@ mod tests {
         cfg.name_prefix = "_c_u-lease-".into();
         let ours = "_c_u-lease-0000000001";
         let other = "_c_v-lease-0000000000";
-        let mut a = Attempt::new(cfg);
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(ours, 7));
-        ok(&mut a, out[1].0, children(&[other, ours], 7));
+        let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
         let w = sent(&actions(&mut a));
         assert!(matches!(&w[0].1, Request::Children { watch: true, .. }));
         ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
@@ -1592,10 +1559,7 @@ mod tests {
     fn try_once_blocked_gives_up_and_leaves_our_node_to_delete() {
         let mut cfg = config(LockMode::Exclusive);
         cfg.try_once = true;
-        let mut a = Attempt::new(cfg);
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(OURS, 7));
-        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        let (mut a, _) = queued(cfg, OURS, &[BEFORE, OURS], 7);
         assert_eq!(actions(&mut a).last(), Some(&Action::Ended(End::Failed(Why::HeldByOthers))));
         assert_eq!(a.leftover().node.map(|n| n.name), Some(OURS.to_string()));
     }
@@ -1627,10 +1591,7 @@ mod tests {
 
     #[test]
     fn an_unsafe_clock_holds_the_grant_until_it_moves() {
-        let mut a = Attempt::new(config(LockMode::Exclusive));
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(OURS, 7));
-        ok(&mut a, out[1].0, children(&[OURS], 7));
+        let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[OURS], 7);
         actions(&mut a);
         a.handle(Event::Clock { safe: false });
         assert_eq!(actions(&mut a), vec![Action::AwaitClock]);
@@ -1643,10 +1604,7 @@ mod tests {
 
     #[test]
     fn our_watch_vouches_for_a_list_only_on_the_connection_it_was_left_on() {
-        let mut a = Attempt::new(config(LockMode::Exclusive));
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(OURS, 7));
-        ok(&mut a, out[1].0, children(&[BEFORE, OURS], 7));
+        let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[BEFORE, OURS], 7);
         let w = sent(&actions(&mut a));
         ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
         ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
@@ -1668,10 +1626,7 @@ mod tests {
         cfg.serialised = true;
         let ours = "_c_u-lease-0000000001";
         let other = "_c_v-lease-0000000000";
-        let mut a = Attempt::new(cfg);
-        let out = sent(&actions(&mut a));
-        ok(&mut a, out[0].0, created(ours, 7));
-        ok(&mut a, out[1].0, children(&[other, ours], 7));
+        let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
         let w = sent(&actions(&mut a));
         ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
         ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
