@@ -426,61 +426,37 @@ enum After {
     Restart,
 }
 
+/// Our create is out, the list (and maybe a guessed read) behind it.
+#[derive(Debug)]
+struct Creating {
+    create: Id,
+    list: Id,
+    /// A read of the node we guess we make: its name and request.
+    guess: Option<(String, Id)>,
+    /// Our node's name, once known (a downgrade's, from the start).
+    name: Option<String>,
+    /// Our node's Stat, once known.
+    made: Option<Stat>,
+    /// The read of our node when the create came without its Stat.
+    stat_read: Option<Id>,
+}
+
 #[derive(Debug)]
 enum Phase {
-    /// Our create is out, the list (and maybe a guessed read) behind it.
-    Create {
-        create: Id,
-        list: Id,
-        guess: Option<(String, Id)>,
-        name: Option<String>,
-        made: Option<Stat>,
-        stat_read: Option<Id>,
-    },
-    Parents {
-        req: Id,
-    },
-    Reconnect {
-        then: After,
-    },
-    RecoverList {
-        list: Id,
-    },
-    RecoverExists {
-        children: Vec<String>,
-        checks: Vec<(String, Id)>,
-    },
-    Look {
-        list: Id,
-        read: Option<Id>,
-    },
-    Prove {
-        read: Id,
-        old: Option<Id>,
-    },
-    Clock {
-        proof: Proof,
-    },
+    Create(Creating),
+    Parents { req: Id },
+    Reconnect { then: After },
+    RecoverList { list: Id },
+    RecoverExists { children: Vec<String>, checks: Vec<(String, Id)> },
+    Look { list: Id, read: Option<Id> },
+    Prove { read: Id, old: Option<Id> },
+    Clock { proof: Proof },
     ClockWait,
-    WatchChildren {
-        list: Id,
-        read: Option<Id>,
-    },
-    WaitChildren {
-        watch: Id,
-    },
-    WatchBlocker {
-        get: Id,
-        read: Option<Id>,
-        sole: bool,
-    },
-    WaitBlocker {
-        watch: Id,
-        sole: bool,
-    },
-    Linger {
-        create: Id,
-    },
+    WatchChildren { list: Id, read: Option<Id> },
+    WaitChildren { watch: Id },
+    WatchBlocker { get: Id, read: Option<Id>, sole: bool },
+    WaitBlocker { watch: Id, sole: bool },
+    Linger { create: Id },
     Done,
 }
 
@@ -670,7 +646,7 @@ impl<E: Clone> Attempt<E> {
             _ => None,
         };
         self.unknown_create = true;
-        self.phase = Phase::Create { create, list, guess, name, made: None, stat_read: None };
+        self.phase = Phase::Create(Creating { create, list, guess, name, made: None, stat_read: None });
     }
 
     /// Feeds one event.
@@ -742,7 +718,7 @@ impl<E: Clone> Attempt<E> {
         // Stopped with our create on its way: wait (a grace) for its
         // reply, so that the node it made is cleaned up before the caller
         // is told.
-        if let Phase::Create { create, made: None, stat_read: None, .. } = self.phase {
+        if let Phase::Create(Creating { create, made: None, stat_read: None, .. }) = self.phase {
             if !closed && !self.cfg.bugs.on(|b| b.no_linger) {
                 self.drop_all_but(None);
                 self.got.clear();
@@ -757,7 +733,7 @@ impl<E: Clone> Attempt<E> {
     /// Whether the current phase waits for the reply to `id`.
     fn wanted(&self, id: Id) -> bool {
         match &self.phase {
-            Phase::Create { create, list, guess, stat_read, .. } => {
+            Phase::Create(Creating { create, list, guess, stat_read, .. }) => {
                 id == *create || id == *list || guess.as_ref().is_some_and(|g| g.1 == id) || *stat_read == Some(id)
             },
             Phase::Parents { req } | Phase::RecoverList { list: req } | Phase::Prove { read: req, .. } => id == *req,
@@ -868,9 +844,7 @@ impl<E: Clone> Attempt<E> {
     fn advance(&mut self) {
         loop {
             let progressed = match std::mem::replace(&mut self.phase, Phase::Done) {
-                Phase::Create { create, list, guess, name, made, stat_read } => {
-                    self.on_create(create, list, guess, name, made, stat_read)
-                },
+                Phase::Create(c) => self.on_create(c),
                 Phase::Parents { req } => match self.got.remove(&req) {
                     None => self.wait(Phase::Parents { req }),
                     Some(r) => {
@@ -963,22 +937,15 @@ impl<E: Clone> Attempt<E> {
         false
     }
 
-    fn on_create(
-        &mut self,
-        create: Id,
-        list: Id,
-        guess: Option<(String, Id)>,
-        name: Option<String>,
-        made: Option<Stat>,
-        stat_read: Option<Id>,
-    ) -> bool {
+    fn on_create(&mut self, c: Creating) -> bool {
+        let Creating { create, list, guess, name, made, stat_read } = c;
         // The create's reply (and, when it came without its Stat, the read
         // of the node it made).
         let (name, made) = match (made, stat_read) {
             (Some(stat), _) => (name, stat),
             (None, Some(read)) => {
                 let Some(r) = self.got.remove(&read) else {
-                    return self.wait(Phase::Create { create, list, guess, name, made, stat_read });
+                    return self.wait(Phase::Create(Creating { create, list, guess, name, made, stat_read }));
                 };
                 match r.result {
                     Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => (name, stat),
@@ -989,7 +956,7 @@ impl<E: Clone> Attempt<E> {
             },
             (None, None) => {
                 let Some(r) = self.got.remove(&create) else {
-                    return self.wait(Phase::Create { create, list, guess, name, made, stat_read });
+                    return self.wait(Phase::Create(Creating { create, list, guess, name, made, stat_read }));
                 };
                 match r.result {
                     Ok(Answer::Created { name: made_name, stat: Some(stat) }) => {
@@ -998,8 +965,14 @@ impl<E: Clone> Attempt<E> {
                     Ok(Answer::Created { name: made_name, stat: None }) => {
                         let name = name.unwrap_or(made_name);
                         let read = self.send(Request::Exists { path: self.path_of(&name) });
-                        self.phase =
-                            Phase::Create { create, list, guess, name: Some(name), made: None, stat_read: Some(read) };
+                        self.phase = Phase::Create(Creating {
+                            create,
+                            list,
+                            guess,
+                            name: Some(name),
+                            made: None,
+                            stat_read: Some(read),
+                        });
                         return true;
                     },
                     Ok(_) => return self.leave_create(&guess, false, Self::restart_gone),
@@ -1020,9 +993,13 @@ impl<E: Clone> Attempt<E> {
         let name = name.unwrap_or_default();
         self.unknown_create = false;
         self.node = Some(OwnNode { name: name.clone(), czxid: made.czxid });
-        // The list behind the create.
-        let Some(listed) = self.got.get(&list) else {
-            return self.wait(Phase::Create { create, list, guess, name: Some(name), made: Some(made), stat_read });
+        // The list behind the create (and the guessed read behind it, if
+        // the guess named our node): until they come, wait.
+        let guessed_ours = guess.as_ref().filter(|(g, _)| *g == name).map(|(_, read)| *read);
+        let Some(listed) = self.got.get(&list).filter(|_| guessed_ours.is_none_or(|read| self.got.contains_key(&read)))
+        else {
+            let c = Creating { create, list, guess, name: Some(name), made: Some(made), stat_read };
+            return self.wait(Phase::Create(c));
         };
         let (children, parent) = match &listed.result {
             Ok(Answer::Children { names, stat }) => (names.clone(), *stat),
@@ -1030,11 +1007,6 @@ impl<E: Clone> Attempt<E> {
             _ => return self.leave_create(&guess, false, Self::look),
         };
         let connection = listed.connection;
-        if let Some((guessed, read)) = &guess {
-            if *guessed == name && !self.got.contains_key(read) {
-                return self.wait(Phase::Create { create, list, guess, name: Some(name), made: Some(made), stat_read });
-            }
-        }
         let alone = children.len() == 1;
         let next = names::parse_child(&name).filter(|_| alone).map(|n| n.sequence.saturating_add(1));
         self.actions.push_back(Action::SeqGuess(next));
