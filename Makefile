@@ -46,7 +46,7 @@ docs: python-install node-deps
 	scripts/docs.sh
 
 ## publish-check: `cargo publish --dry-run` of the crates meant for crates.io
-## (zklock-zk, zklock-core, zklock-cli): packaged and built from the package as
+## (zklock-proto, zklock-zk, zklock-core, zklock-cli): packaged and built from the package as
 ## a user would get them (--allow-dirty: a working tree with local changes too).
 ## Cargo unpacks a workspace crate a dependent is verified against into
 ## $CARGO_HOME/registry/src/-<hash>/ and reuses what an earlier run left there
