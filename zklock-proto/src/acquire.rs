@@ -375,8 +375,6 @@ pub struct Bugs {
     /// Grant when the sole blocker's deletion is notified, with no proof
     /// that our node still exists (the list-free handoff).
     pub grant_on_notice: bool,
-    /// Take our watch as good across a reconnect.
-    pub watch_survives_reconnect: bool,
     /// When stopped with a create on its way, end at once (the node it
     /// makes is found by the background cleanup, after the caller was
     /// told).
@@ -423,7 +421,6 @@ enum After {
     Recover,
     Parents,
     Look,
-    Restart,
 }
 
 /// Our create is out, the list (and maybe a guessed read) behind it.
@@ -609,7 +606,7 @@ impl<E: Clone> Attempt<E> {
     /// Whether our watch is still good as of a reply on `connection`: it
     /// has not fired (it would be gone) and no reconnect came between.
     fn intact(&self, connection: u64) -> Option<Own> {
-        self.own.filter(|o| o.connection == connection || self.cfg.bugs.on(|b| b.watch_survives_reconnect))
+        self.own.filter(|o| o.connection == connection)
     }
 
     /// Sends the create of our node, the list behind it (answered after it,
@@ -666,7 +663,6 @@ impl<E: Clone> Attempt<E> {
                         After::Recover => self.recover(),
                         After::Parents => self.parents(),
                         After::Look => self.look(),
-                        After::Restart => self.restart_gone(),
                     }
                 }
             },
@@ -712,7 +708,9 @@ impl<E: Clone> Attempt<E> {
     }
 
     fn stop(&mut self, closed: bool) {
-        if matches!(self.phase, Phase::Done) {
+        // Stopped already and waiting for the create's reply: a second stop
+        // (a cancel, then the deadline) changes nothing; a close ends it.
+        if matches!(self.phase, Phase::Done) || (matches!(self.phase, Phase::Linger { .. }) && !closed) {
             return;
         }
         // Stopped with our create on its way: wait (a grace) for its
@@ -950,8 +948,8 @@ impl<E: Clone> Attempt<E> {
                 match r.result {
                     Ok(Answer::Exists(Some(stat))) if stat.owner == self.cfg.session => (name, stat),
                     Ok(_) => return self.leave_create(&guess, false, Self::restart_gone),
-                    Err(Failure::Unknown) => return self.leave_create(&guess, false, |a| a.reconnect(After::Restart)),
-                    Err(f) => return self.leave_create(&guess, false, |a| a.fail("reading the read node made", f)),
+                    Err(Failure::Unknown) => return self.leave_create(&guess, true, |a| a.reconnect(After::Recover)),
+                    Err(f) => return self.leave_create(&guess, true, |a| a.fail("reading the read node made", f)),
                 }
             },
             (None, None) => {
@@ -1610,5 +1608,27 @@ mod tests {
         ok(&mut a, again[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
         assert_eq!(actions(&mut a).last(), Some(&Action::Ended(End::Restart(Requeue::MutexLost))));
         assert_eq!(a.leftover().node.map(|n| n.name), Some(ours.to_string()), "our lease node is still ours to delete");
+    }
+
+    /// Found by the simulator (a downgrade's transaction answered without
+    /// its create's Stat, and the read of the node lost): the node made
+    /// must not be forgotten.
+    #[test]
+    fn a_lost_read_of_a_create_answered_without_its_stat_recovers_the_node() {
+        let mut cfg = config(LockMode::Read);
+        cfg.name_prefix = "_c_u-__READ__".into();
+        cfg.downgrade = Some(Downgrade { sequence: 4, write_node: "/l/_c_w-__WRIT__0000000004".into() });
+        let mut a = Attempt::new(cfg);
+        let out = sent(&actions(&mut a));
+        assert!(matches!(&out[0].1, Request::CheckAndCreate { path, .. } if path == "/l/_c_u-__READ__0000000004"));
+        ok(&mut a, out[0].0, Answer::Created { name: "_c_u-__READ__0000000004".into(), stat: None });
+        let read = sent(&actions(&mut a));
+        assert!(matches!(&read[..], [(_, Request::Exists { .. })]), "{read:?}");
+        err(&mut a, read[0].0, Failure::Unknown);
+        assert_eq!(actions(&mut a), vec![Action::AwaitReconnect]);
+        assert!(a.leftover().unknown_create, "the node made is looked for if the attempt ends here");
+        a.handle(Event::Reconnected);
+        let list = sent(&actions(&mut a));
+        assert!(matches!(&list[..], [(_, Request::Children { stat: false, watch: false, .. })]), "{list:?}");
     }
 }

@@ -44,9 +44,8 @@ pub struct Opts {
     /// Only scenarios of this kind.
     pub kind: Option<Kind>,
     /// Some scenarios answer a downgrade's transaction without its
-    /// create's Stat (as some releases do): off by default while the
-    /// machine leaks a node there (see the test
-    /// `create_without_stat_then_lost_read`).
+    /// create's Stat (as some releases do); `explore` sets it unless
+    /// `ZKLOCK_SIM_STATLESS=0`.
     pub statless_multi: bool,
     /// Some scenarios answer plain creates without their Stat too (no
     /// release does: it reaches the same path of the machine more often).
@@ -59,14 +58,13 @@ impl Opts {
         let mut env = Vec::new();
         if self.statless_create {
             env.push("ZKLOCK_SIM_STATLESS=1".to_string());
-        } else if self.statless_multi {
-            env.push("ZKLOCK_SIM_STATLESS=multi".to_string());
+        } else if !self.statless_multi {
+            env.push("ZKLOCK_SIM_STATLESS=0".to_string());
         }
         let b = self.bugs;
         for (on, name) in [
             (b.grant_on_silent_watch, "grant_on_silent_watch"),
             (b.grant_on_notice, "grant_on_notice"),
-            (b.watch_survives_reconnect, "watch_survives_reconnect"),
             (b.no_linger, "no_linger"),
         ] {
             if on {
