@@ -375,6 +375,11 @@ pub struct Bugs {
     /// Grant when the sole blocker's deletion is notified, with no proof
     /// that our node still exists (the list-free handoff).
     pub grant_on_notice: bool,
+    /// Go on waiting when the serialised kind's mutex is lost (a semaphore
+    /// waiter whose mutex node a third party deleted: the next contender
+    /// takes the mutex and queues too, and with one permit each counts the
+    /// other; nobody is granted once the holder releases).
+    pub ignore_mutex_lost: bool,
     /// When stopped with a create on its way, end at once (the node it
     /// makes is found by the background cleanup, after the caller was
     /// told).
@@ -692,6 +697,7 @@ impl<E: Clone> Attempt<E> {
                     self.look();
                 }
             },
+            Event::MutexLost if self.cfg.bugs.on(|b| b.ignore_mutex_lost) => {},
             Event::MutexLost => {
                 self.mutex_lost = true;
                 if matches!(self.phase, Phase::WaitChildren { .. }) {
