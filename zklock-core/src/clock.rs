@@ -1,116 +1,34 @@
-//! The safety clock (protocol section 5): until when a session certainly
-//! has not been expired by the ZooKeeper leader, so that a lock held by it
-//! cannot have been granted to anyone else.
+//! The safety clock as a session runs it (protocol section 5): the
+//! protocol's clock (`zklock_proto::clock`, where its rules and their
+//! argument are: a pure machine that reads no clock), fed by this module's
+//! heartbeat with the session layer's stamps, and read with this machine's
+//! clock.
 //!
 //! This module is the only place that can move the clock, and it accepts
-//! one kind of evidence: the reply to a `sync`, which a follower cannot
-//! answer without the leader. A plain read can be answered by a follower
-//! that is cut off from the leader while the leader expires the session,
-//! and the reply to any request proves nothing about the time before the
-//! request was handed to the socket. So:
-//!
-//! - [`SyncReply`] can only be made by [`SafetyClock::heartbeat`], whose
-//!   send time is the session layer's stamp, taken just before the write
-//!   that handed the `sync` to the socket (a stall before the write only
-//!   makes the credit smaller);
-//! - [`SafetyClock::credit`] takes a `SyncReply` and nothing else.
-//!
-//! How much a sync reply proves. The leader expires a session one session
-//! timeout `T` after it last processed a report of the session's activity.
-//! A client connected to a follower is reported to the leader in the
-//! follower's answers to the leader's pings, which the leader sends every
-//! `tickTime / 2` over the same FIFO stream that carries the follower's
-//! forwarded requests (ZooKeeper's `Leader.lead`, `Learner.ping`,
-//! `LearnerHandler`); the leader does not count a forwarded request itself
-//! as activity. So when sync `k` (sent at `s_k`) is answered, the leader has
-//! processed every ping answer the follower wrote before forwarding it.
-//! Heartbeat `j` on the same connection, answered at `a_j`, touched the
-//! session at the follower before `a_j`; if a ping reached the follower
-//! between `a_j` and `s_k`, its answer reported that touch, and the leader
-//! processed it after `s_j`: the session lives at least until `s_j + T`.
-//! Pings come every `tickTime / 2 <= T / 4` (ZooKeeper's default
-//! `minSessionTimeout` is `2 * tickTime`); allowing another `T / 12` for
-//! late pings, `a_j <= s_k - T / 3` is enough. The credit is therefore the
-//! send time of the latest heartbeat `j` on the same connection with
-//! `a_j <= s_k - T / 3`. A client connected to the leader itself is touched
-//! directly, later than that: the rule stays safe. A new leader gives every
-//! session a full timeout from its start, which only extends the bound.
-//! The session's creation counts as a touch at the send time of its connect
-//! request. So does a reconnect of the same session, and it proves the
-//! session alive: the server revalidates it (`touchSession` on the leader,
-//! through the follower; ZooKeeper's `Learner.validateSession`,
-//! `LeaderZooKeeperServer.checkIfValidGlobalSession`) after reading the
-//! connect request and before answering it, with a positive timeout only if
-//! the session lives. A deposed leader may answer for about a tick after the
-//! new one started (as for syncs, below), so the first reply on the new
-//! connection credits its connect request's send time less `T/3`, even
-//! after the clock ran out. (The session layer refuses read-only servers.)
-//!
-//! A sync reply does not prove that the session is still alive: the leader
-//! answers a sync of an expired session too (the follower closes the
-//! connection only when the expiry reaches it), and a touch of an expired
-//! session is ignored. So a sync can only extend a clock that has not run
-//! out when its reply arrives (the report it relies on was processed
-//! before that). Once the clock has run out, the heartbeat sends a write
-//! instead (a `setData` of the chroot's root with a version that never
-//! matches: it changes nothing), whose reply, unless it is
-//! `SessionExpired`, proves the session alive when the leader processed
-//! it, after every report the follower wrote before it.
-//!
-//! Leader changes: a new leader gives every session a full timeout from
-//! its start; an old leader cut off with our follower may still answer
-//! syncs for up to about a tick after the new one started. With
-//! `tickTime <= T/2` the `T/3` lag keeps the credit at most `0.07 T`
-//! after the new leader's start, within the `T/10` drift margin.
+//! one kind of evidence: [`SyncReply`], which only
+//! [`SafetyClock::heartbeat`] makes, from the reply to its `sync` (or, once
+//! the clock ran out, its write), whose send time is the session layer's
+//! stamp, taken just before the write that handed the request to the
+//! socket (a stall before the write only makes the credit smaller).
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
+use zklock_proto::clock::{Clock, Heartbeat};
 
 use crate::zk;
 
-/// Heartbeats remembered per connection (more than `T / 3` worth).
-const HISTORY: usize = 16;
-
-/// Evidence that the leader heard from the session: a request was handed
-/// to the socket at `sent` and answered at `answered`, both on the
-/// connection numbered `connection` (the session layer's stamps). Only
-/// [`SafetyClock::heartbeat`] makes one.
+/// Evidence that the leader heard from the session (see
+/// [`zklock_proto::clock::Heartbeat`]). Only [`SafetyClock::heartbeat`]
+/// makes one.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct SyncReply {
-    sent: Instant,
-    answered: Instant,
-    connection: u64,
-    /// A write, whose reply proves the session alive (a sync's does not).
-    write: bool,
-    /// When the connect request of `connection` was handed to the socket,
-    /// if it is still the session's connection: its answer revalidated the
-    /// session on the leader after that.
-    connect_sent: Option<Instant>,
-}
-
-/// Answered heartbeats of the current connection.
-#[derive(Debug, Default)]
-struct History {
-    connection: u64,
-    replies: VecDeque<SyncReply>,
-    /// A reply of this connection has moved the clock: from then on each
-    /// heartbeat (every `T / 8`) moves it again, keeping it at least about
-    /// `0.4 T` ahead while the server answers.
-    credited: bool,
-}
+pub(crate) struct SyncReply(Heartbeat);
 
 /// Until when the session is safely alive; see the module documentation.
 #[derive(Debug)]
 pub(crate) struct SafetyClock {
-    base: Instant,
-    timeout: Duration,
-    /// Nanoseconds after `base` of the latest credited time.
-    credited: AtomicU64,
-    history: Mutex<History>,
+    clock: Mutex<Clock>,
     advanced: Notify,
 }
 
@@ -119,73 +37,34 @@ impl SafetyClock {
     /// was handed to the socket at `connect_sent` (the server created the
     /// session after that), on the session layer's connection `connection`.
     pub(crate) fn new(connect_sent: Instant, timeout: Duration, connection: u64) -> SafetyClock {
-        SafetyClock {
-            base: connect_sent,
-            timeout,
-            credited: AtomicU64::new(0),
-            history: Mutex::new(History { connection, ..History::default() }),
-            advanced: Notify::new(),
-        }
+        SafetyClock { clock: Mutex::new(Clock::new(connect_sent, timeout, connection)), advanced: Notify::new() }
     }
 
-    /// How long before `s_k` heartbeat `j` must have been answered for its
-    /// touch to be known reported (see the module documentation).
-    fn report_lag(&self) -> Duration {
-        self.timeout / 4 + self.timeout / 12
+    fn clock(&self) -> MutexGuard<'_, Clock> {
+        self.clock.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Until when a lock held by this session is safely ours: the credited
-    /// time plus the session timeout, minus a tenth of it for clock-rate
-    /// drift between this machine and the servers.
+    /// Until when a lock held by this session is safely ours
+    /// ([`Clock::safe_until`]).
     pub(crate) fn safe_until(&self) -> Instant {
-        let credited = self.base + Duration::from_nanos(self.credited.load(Ordering::Acquire));
-        credited + self.timeout - self.timeout / 10
+        self.clock().safe_until()
     }
 
     /// Whether the session is safely alive now.
     pub(crate) fn is_safe(&self) -> bool {
-        Instant::now() < self.safe_until()
+        self.clock().is_safe(Instant::now())
     }
 
     /// Whether a lock granted now stays safely held while the server
-    /// answers: the clock has not run out, and either the heartbeats of
-    /// this connection already move it, or it has time left for their
-    /// first credit (a connection's first heartbeat can count only once a
-    /// later one is sent `T / 3` after its answer, which
-    /// [`SafetyClock::next_heartbeat`] schedules; `T / 8` more allows for
-    /// round trips). A session whose connect waited long for its
-    /// server (an outage) starts with a nearly spent clock: granting on it
-    /// would hand out a lock that is suspended a moment later.
+    /// answers ([`Clock::will_stay_safe`]).
     pub(crate) fn will_stay_safe(&self) -> bool {
-        let now = Instant::now();
-        let until = self.safe_until();
-        if now >= until {
-            return false;
-        }
-        if self.history.lock().map(|h| h.credited).unwrap_or(false) {
-            return true;
-        }
-        until - now >= self.report_lag() + self.timeout / 8
+        self.clock().will_stay_safe(Instant::now())
     }
 
-    /// How long the heartbeat waits before its next `sync`: `every`, or
-    /// less while this connection's replies have not moved the clock yet:
-    /// the first one that can count (sent `T / 3` after the answer of the
-    /// first) goes out as soon as it can, not up to `every` later. Never
-    /// below `T / 32`.
+    /// How long the heartbeat waits before its next request
+    /// ([`Clock::next_heartbeat`]).
     pub(crate) fn next_heartbeat(&self, every: Duration) -> Duration {
-        let floor = self.timeout / 32;
-        let Ok(history) = self.history.lock() else { return every };
-        if history.credited {
-            return every;
-        }
-        let Some(first) = history.replies.front() else { return every };
-        let until = (first.answered + self.report_lag()).saturating_duration_since(Instant::now());
-        if until < every {
-            until.max(floor)
-        } else {
-            every
-        }
+        self.clock().next_heartbeat(Instant::now(), every)
     }
 
     /// Resolves the next time the clock moves forward.
@@ -226,229 +105,21 @@ impl SafetyClock {
                 },
             }?;
             let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
-            Some(SyncReply {
+            Some(SyncReply(Heartbeat {
                 sent: stamp.sent,
                 answered: stamp.answered,
                 connection: stamp.connection,
                 write,
                 connect_sent,
-            })
+            }))
         })
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).
     pub(crate) fn credit(&self, reply: SyncReply) {
-        let Ok(mut history) = self.history.lock() else { return };
-        if reply.connection < history.connection {
-            // A late reply of a connection that was replaced.
-            return;
-        }
-        if history.connection != reply.connection {
-            // The same session on another connection: answering its connect
-            // request, the server revalidated the session, which touches it
-            // on the leader after the request was handed to the socket. A
-            // leader that was deposed but does not know it yet may answer
-            // for about a tick after the new one started: the same lag as a
-            // sync's report covers that. Its answer proves the session
-            // alive (an expired one is answered with timeout 0), so it
-            // counts even after the clock ran out.
-            history.connection = reply.connection;
-            history.replies.clear();
-            history.credited = false;
-            if let Some(touched) = reply.connect_sent.and_then(|c| c.checked_sub(self.report_lag())) {
-                self.credit_to(touched);
-            }
-        }
-        let lag = self.report_lag();
-        // A sync answered after the clock ran out may be an expired
-        // session's: it may neither credit nor count for later credits.
-        if !reply.write && reply.answered >= self.safe_until() {
-            return;
-        }
-        let reported = history.replies.iter().rev().find(|j| j.answered + lag <= reply.sent).map(|j| j.sent);
-        history.replies.push_back(reply);
-        if history.replies.len() > HISTORY {
-            history.replies.pop_front();
-        }
-        history.credited |= reported.is_some();
-        drop(history);
-        if let Some(sent) = reported {
-            self.credit_to(sent);
-        }
-    }
-
-    /// Moves the credited time to `touched` (never back).
-    fn credit_to(&self, touched: Instant) {
-        let nanos = u64::try_from(touched.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
-        if self.credited.fetch_max(nanos, Ordering::AcqRel) < nanos {
+        let moved = self.clock().credit(reply.0);
+        if moved {
             self.advanced.notify_waiters();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const T: Duration = Duration::from_secs(12);
-
-    fn reply(clock: &SafetyClock, sent_s: u64, answered_ms: u64, connection: u64) -> SyncReply {
-        let sent = clock.base + Duration::from_secs(sent_s);
-        SyncReply {
-            sent,
-            answered: sent + Duration::from_millis(answered_ms),
-            connection,
-            write: false,
-            connect_sent: None,
-        }
-    }
-
-    /// The first reply on `connection`, whose connect request was sent at
-    /// `connect_s`.
-    fn first_on(clock: &SafetyClock, sent_s: u64, connection: u64, connect_s: f64) -> SyncReply {
-        SyncReply {
-            connect_sent: Some(clock.base + Duration::from_secs_f64(connect_s)),
-            ..reply(clock, sent_s, 10, connection)
-        }
-    }
-
-    fn credited_s(clock: &SafetyClock) -> f64 {
-        Duration::from_nanos(clock.credited.load(Ordering::Acquire)).as_secs_f64()
-    }
-
-    #[test]
-    fn the_session_start_counts_until_a_reported_heartbeat() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        assert_eq!(clock.safe_until(), clock.base + T - T / 10);
-        // T/3 = 4 s: a heartbeat answered less than that before the
-        // latest one was sent proves nothing yet.
-        clock.credit(reply(&clock, 1, 10, 0));
-        clock.credit(reply(&clock, 3, 10, 0));
-        clock.credit(reply(&clock, 5, 10, 0));
-        assert_eq!(credited_s(&clock), 0.0);
-        // 7 s: the one answered at 3.01 s is 0.01 s too late; 1.01 s counts.
-        clock.credit(reply(&clock, 7, 10, 0));
-        assert_eq!(credited_s(&clock), 1.0);
-        clock.credit(reply(&clock, 9, 10, 0));
-        assert_eq!(credited_s(&clock), 3.0);
-    }
-
-    #[test]
-    fn a_late_answer_is_not_reported_yet() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        // Sent at 1 s, answered at 4.5 s: only a heartbeat sent at 8.5 s
-        // or later can count it.
-        clock.credit(reply(&clock, 1, 3_500, 0));
-        clock.credit(reply(&clock, 8, 10, 0));
-        assert_eq!(credited_s(&clock), 0.0);
-        clock.credit(reply(&clock, 9, 10, 0));
-        assert_eq!(credited_s(&clock), 1.0);
-    }
-
-    #[test]
-    fn another_connection_starts_a_new_history_from_its_connect() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        clock.credit(reply(&clock, 1, 10, 0));
-        clock.credit(reply(&clock, 2, 10, 0));
-        assert_eq!(credited_s(&clock), 0.0);
-        // The session moved to another connection, whose connect request
-        // left at 8.5 s: the server revalidated the session on the leader
-        // after that; less the lag of a deposed leader's answers (T/3).
-        clock.credit(first_on(&clock, 9, 1, 8.5));
-        assert_eq!(credited_s(&clock), 4.5);
-        // Replies of the old connection count no more.
-        clock.credit(reply(&clock, 12, 10, 1));
-        assert_eq!(credited_s(&clock), 4.5);
-        clock.credit(reply(&clock, 14, 10, 1));
-        assert_eq!(credited_s(&clock), 9.0, "the new connection's own history");
-    }
-
-    #[test]
-    fn a_reconnect_credits_even_after_the_clock_ran_out() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        // Safe until 10.8 s; an outage until 20 s: a sync answered then
-        // proves nothing, a connect answered proves the session alive.
-        clock.credit(reply(&clock, 21, 10, 0));
-        assert_eq!(credited_s(&clock), 0.0);
-        clock.credit(first_on(&clock, 21, 1, 20.0));
-        assert_eq!(credited_s(&clock), 16.0);
-        // Without its connect's time (the connection was gone by then), the
-        // reply of a new connection credits nothing.
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        clock.credit(reply(&clock, 21, 10, 1));
-        assert_eq!(credited_s(&clock), 0.0);
-    }
-
-    #[test]
-    fn a_sync_answered_after_the_clock_ran_out_proves_nothing_until_a_write() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        // Safe until 10.8 s. A stall: the next answers come after that.
-        clock.credit(reply(&clock, 1, 10, 0));
-        clock.credit(reply(&clock, 11, 10, 0));
-        clock.credit(reply(&clock, 16, 10, 0));
-        assert_eq!(credited_s(&clock), 0.0, "syncs answered after the clock ran out");
-        // A write answered proves the session alive: the sync of 11 s was
-        // reported before it (but the late syncs were not kept).
-        let mut w = reply(&clock, 20, 10, 0);
-        w.write = true;
-        clock.credit(w);
-        assert_eq!(credited_s(&clock), 1.0, "only what was kept before the stall");
-        let mut w = reply(&clock, 25, 10, 0);
-        w.write = true;
-        clock.credit(w);
-        assert_eq!(credited_s(&clock), 20.0);
-    }
-
-    #[test]
-    fn a_grant_needs_time_for_the_first_credit_or_a_moving_clock() {
-        // A connect that waited half a session timeout: 0.4 T left, less
-        // than the T/3 + T/8 its first credit may take.
-        let clock = SafetyClock::new(Instant::now() - T / 2, T, 0);
-        assert!(clock.is_safe());
-        assert!(!clock.will_stay_safe());
-        // The first heartbeat is answered: the one that can count, T/3
-        // after that answer, goes out then, not on the T/8 grid.
-        let now = Instant::now();
-        clock.credit(SyncReply { sent: now, answered: now, connection: 0, write: false, connect_sent: None });
-        assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 away: the usual wait");
-        let clock = SafetyClock::new(Instant::now() - T / 2, T, 0);
-        let early = Instant::now() - T / 4;
-        clock.credit(SyncReply { sent: early, answered: early, connection: 0, write: false, connect_sent: None });
-        let wait = clock.next_heartbeat(T / 8);
-        assert!(wait <= T / 12 && wait > T / 12 - Duration::from_millis(100), "{wait:?}");
-        // A heartbeat of this connection has moved the clock: it keeps
-        // moving every T/8, so even 0.3 T left is enough.
-        let clock = SafetyClock::new(Instant::now() - T * 3 / 5, T, 0);
-        let first = clock.base + Duration::from_secs(1);
-        clock.credit(SyncReply { sent: first, answered: first, connection: 0, write: false, connect_sent: None });
-        let later = first + T / 3;
-        clock.credit(SyncReply { sent: later, answered: later, connection: 0, write: false, connect_sent: None });
-        assert_eq!(credited_s(&clock), 1.0);
-        assert!(clock.will_stay_safe());
-        assert_eq!(clock.next_heartbeat(T / 8), T / 8);
-        // Another connection starts over: its revalidation credits its
-        // connect's send time less T/3 (7.2 s - 1 s - 4 s), and its own
-        // heartbeats have not moved the clock yet: enough time is left.
-        let other = Instant::now();
-        let connect_sent = Some(other - Duration::from_secs(1));
-        clock.credit(SyncReply { sent: other, answered: other, connection: 1, write: false, connect_sent });
-        assert!((credited_s(&clock) - 2.2).abs() < 0.01, "{}", credited_s(&clock));
-        assert_eq!(clock.next_heartbeat(T / 8), T / 8, "T/3 until its first reply can count");
-        assert!(clock.will_stay_safe());
-        // A fresh session has nearly all of its clock.
-        assert!(SafetyClock::new(Instant::now(), T, 0).will_stay_safe());
-    }
-
-    #[test]
-    fn the_clock_never_goes_back() {
-        let clock = SafetyClock::new(Instant::now(), T, 0);
-        clock.credit(reply(&clock, 1, 10, 0));
-        clock.credit(reply(&clock, 8, 10, 0));
-        assert_eq!(credited_s(&clock), 1.0);
-        // Another connection whose connect left at 4.5 s: its credit
-        // (0.5 s) and older replies do not move the clock back.
-        clock.credit(first_on(&clock, 5, 1, 4.5));
-        clock.credit(reply(&clock, 0, 10, 1));
-        assert_eq!(credited_s(&clock), 1.0);
     }
 }

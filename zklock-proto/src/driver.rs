@@ -4,7 +4,7 @@
 //! its only blocker grants it without another look at the queue. The
 //! acquire engine asks the driver of its lock kind and has no branch on the
 //! kind; a new kind (a semaphore, a leader latch) is a new driver here and
-//! its [`crate::LockMode`].
+//! its [`crate::names::LockMode`].
 
 use std::cmp::Ordering;
 

@@ -13,11 +13,14 @@
 //! - [`driver`]: each lock kind's queue rules.
 //! - [`acquire`]: one acquire attempt, from the create of our node to the
 //!   grant (section 4).
+//! - [`clock`]: the safety clock (section 5): until when the session is
+//!   certainly alive, from the heartbeats' send and answer times.
 //!
 //! This crate depends on nothing that does I/O; its API follows what
 //! `zklock-core` needs and may change with any release (zklock-core's API is
 //! the stable one).
 
 pub mod acquire;
+pub mod clock;
 pub mod driver;
 pub mod names;

@@ -30,12 +30,12 @@ pub enum LockMode {
     Write,
     /// A participant of a leader election (Curator `LeaderLatch`):
     /// `_c_<uuid>-latch-<seq>` holding the participant's id; the first in
-    /// the queue is the leader (see [`crate::Client::election`]).
+    /// the queue is the leader (see zklock-core's `Client::election`).
     Leader,
     /// A lease of a counting semaphore (Curator `InterProcessSemaphoreV2`):
     /// `<path>/leases/_c_<uuid>-lease-<seq>`, taken while holding the
     /// mutex `<path>/locks`; held while at most the semaphore's permits
-    /// lease nodes exist (see [`crate::Client::semaphore`]).
+    /// lease nodes exist (see zklock-core's `Client::semaphore`).
     Lease,
 }
 
