@@ -38,6 +38,7 @@ fn env_opts() -> sim::Opts {
         "grant_on_silent_watch" => opts.bugs.grant_on_silent_watch = true,
         "grant_on_notice" => opts.bugs.grant_on_notice = true,
         "no_linger" => opts.bugs.no_linger = true,
+        "ignore_mutex_lost" => opts.bugs.ignore_mutex_lost = true,
         _ => {},
     }
     opts
@@ -153,10 +154,11 @@ fn finds(name: &str, bugs: Bugs, kinds: &[&str]) {
         panic!("{name}: no broken promise found in {budget:?} ({schedules} schedules)");
     };
     eprintln!(
-        "{name}: found at seed {} after {schedules} passing schedules in {:.2} s; shrunk to {} steps ({} choices)\n{}",
+        "{name}: found at seed {} after {schedules} passing schedules in {:.2} s; shrunk to {} steps ({} with faults; {} choices)\n{}",
         found.seed,
         at.as_secs_f64(),
         found.shrunk_steps,
+        found.shrunk_fault_steps,
         found.shrunk.len(),
         found.report()
     );
@@ -180,6 +182,16 @@ fn finds_grant_on_silent_watch() {
 #[test]
 fn finds_grant_on_notice() {
     finds("grant_on_notice", Bugs { grant_on_notice: true, ..Bugs::default() }, &["grant", "holders"]);
+}
+
+/// `ignore_mutex_lost`: a third party deletes a semaphore waiter's mutex
+/// node; the waiter goes on waiting, the next contender takes the mutex and
+/// queues too, and with one permit each counts the other: nobody is granted
+/// once the holder releases.
+#[cfg(feature = "history")]
+#[test]
+fn finds_ignore_mutex_lost() {
+    finds("ignore_mutex_lost", Bugs { ignore_mutex_lost: true, ..Bugs::default() }, &["liveness"]);
 }
 
 /// `no_linger`: stopped with the create's reply waiting to be read.

@@ -28,7 +28,7 @@ fn v(kind: &'static str, what: String) -> Violation {
 /// session was alive), had the czxid granted, and the queue rule said Held.
 pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), Violation> {
     let z = c.last_zxid;
-    let kids = zk.children_at(z);
+    let kids = zk.children_at(&c.attempt_path, z);
     let Some(ours) = kids.iter().find(|l| l.name == name) else {
         return Err(v(
             "grant",
@@ -46,8 +46,18 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
         ));
     }
     let children: Vec<String> = kids.iter().map(|l| l.name.clone()).collect();
-    let d = names::decide_with_permits(c.attempt_mode, c.permits, &children, name);
-    if d != Decision::Held {
+    let d = names::decide_with_permits(c.attempt_mode, c.attempt_permits, &children, name);
+    // A lease counts every other lease node, also ones made after the list
+    // that counted (a contender that took the mutex after ours was lost):
+    // it is justified when the count said Held at some zxid since our node
+    // was made (that list's), our node living on since. The count of
+    // holders (`holders`) is the safety promise.
+    let counted_once = c.attempt_mode == names::LockMode::Lease
+        && (ours.czxid..=z).any(|at| {
+            let then: Vec<String> = zk.children_at(&c.attempt_path, at).iter().map(|l| l.name.clone()).collect();
+            names::decide_with_permits(c.attempt_mode, c.attempt_permits, &then, name) == Decision::Held
+        });
+    if d != Decision::Held && !counted_once {
         return Err(v(
             "grant",
             format!("{} granted {name}, but as of zxid {z} the queue said {d:?}: {children:?}", c.name),
@@ -93,6 +103,16 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
             format!("holding at once with {permits} permit(s): writers {writers:?}, readers {readers:?}"),
         ));
     }
+    // A semaphore's mutex is an exclusive lock: one holder whose node
+    // exists.
+    let mutex: Vec<&String> = cs
+        .iter()
+        .filter(|c| c.mutex_held.as_ref().is_some_and(|m| zk.nodes.contains_key(&m.path)))
+        .map(|c| &c.name)
+        .collect();
+    if mutex.len() > 1 {
+        return Err(v("holders", format!("the semaphore's mutex held at once by {mutex:?}")));
+    }
     Ok(())
 }
 
@@ -132,7 +152,7 @@ pub fn stopped(zk: &Zk<Tag>, c: &Contender, left: &Leftover) -> Result<(), Viola
         }
     }
     if !left.unknown_create {
-        let prefix = format!("{}/{}", zk.lock_path, c.protected);
+        let prefix = format!("{}/{}", c.attempt_path, c.protected);
         if let Some((p, _)) = zk.nodes.iter().find(|(p, n)| p.starts_with(&prefix) && n.owner == c.session) {
             return Err(v(
                 "stopped",
@@ -156,13 +176,12 @@ pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
         if !c.granted_clean {
             return Err(v("liveness", format!("{} was never granted after the faults stopped", c.name)));
         }
-        let leaked: Vec<&String> = zk
-            .nodes
-            .get(&zk.lock_path)
-            .map(|n| {
-                n.children.iter().filter(|k| zk.nodes[&format!("{}/{k}", zk.lock_path)].owner == c.session).collect()
-            })
-            .unwrap_or_default();
+        let leaked: Vec<String> = zk
+            .tracked
+            .iter()
+            .flat_map(|parent| zk.children_of(parent).into_iter().map(move |k| format!("{parent}/{k}")))
+            .filter(|p| zk.nodes[p].owner == c.session)
+            .collect();
         if !leaked.is_empty() {
             return Err(v("leak", format!("{} (session {:#x}) left {leaked:?}", c.name, c.session)));
         }
@@ -170,24 +189,34 @@ pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
     Ok(())
 }
 
-/// No leaked node, at any step: every node under the lock path of a
-/// contender's session is known to it: its current attempt's (by prefix),
-/// the one it holds, or one a cleanup in flight will delete (by path or
-/// prefix). A node nobody knows of blocks everyone behind it until the
-/// session ends.
+/// No leaked node, at any step: every node under the lock path (or a
+/// semaphore's mutex path) of a contender's session is known to it: its
+/// current attempt's (by prefix), the one it holds (or its mutex node), or
+/// one a cleanup in flight will delete (by path or prefix). A node nobody
+/// knows of blocks everyone behind it until the session ends.
 pub fn orphans(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
-    let Some(parent) = zk.nodes.get(&zk.lock_path) else { return Ok(()) };
+    for parent in &zk.tracked {
+        orphans_under(zk, cs, parent)?;
+    }
+    Ok(())
+}
+
+fn orphans_under(zk: &Zk<Tag>, cs: &[Contender], parent_path: &str) -> Result<(), Violation> {
+    let Some(parent) = zk.nodes.get(parent_path) else { return Ok(()) };
     for k in &parent.children {
-        let path = format!("{}/{k}", zk.lock_path);
+        let path = format!("{parent_path}/{k}");
         let owner = zk.nodes[&path].owner;
         let Some(c) = cs.iter().find(|c| c.session == owner) else { continue };
-        let current = c.attempt.as_ref().is_some_and(|a| !a.is_done()) && k.starts_with(&c.protected);
-        let held =
-            matches!(&c.state, State::Holding { path: p, .. } if *p == path) || c.write_held.as_ref() == Some(&path);
+        let current = c.attempt.as_ref().is_some_and(|a| !a.is_done())
+            && c.attempt_path == parent_path
+            && k.starts_with(&c.protected);
+        let held = matches!(&c.state, State::Holding { path: p, .. } if *p == path)
+            || c.write_held.as_ref() == Some(&path)
+            || c.mutex_held.as_ref().is_some_and(|m| m.path == path);
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
-            Task::Sweep(prefix) => k.starts_with(prefix.as_str()),
-            Task::Unlock(_) => false,
+            Task::Sweep(sp, prefix) => sp == parent_path && k.starts_with(prefix.as_str()),
+            Task::Watch(_) => false,
         });
         if !(current || held || cleaning) {
             return Err(v(

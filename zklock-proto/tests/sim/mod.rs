@@ -32,7 +32,9 @@ pub enum Kind {
     ReadWrite,
     /// Leader election participants.
     Leader,
-    /// Leases of a semaphore with 2 permits (without Curator's mutex).
+    /// Leases of a semaphore with 1 or 2 permits (`/app/sem/leases`), each
+    /// attempt behind the semaphore's mutex (an exclusive lock of nodes
+    /// under `/app/sem/locks`).
     Lease,
 }
 
@@ -66,6 +68,7 @@ impl Opts {
             (b.grant_on_silent_watch, "grant_on_silent_watch"),
             (b.grant_on_notice, "grant_on_notice"),
             (b.no_linger, "no_linger"),
+            (b.ignore_mutex_lost, "ignore_mutex_lost"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
@@ -104,13 +107,11 @@ pub struct World {
     pub step_starts: Vec<usize>,
     /// How often each interesting thing happened.
     pub counts: BTreeMap<&'static str, u64>,
-    /// The contender holding the semaphore's mutex and the number of that
-    /// taking (Lease scenarios): an
-    /// exclusive lock outside the tree, let go in order with the holder's
-    /// requests (`Task::Unlock`) or with its session.
-    pub mutex: Option<(usize, u64)>,
-    /// Times the mutex was taken (its number).
-    pub mutexes: u64,
+    /// The semaphore's mutex path (Lease scenarios).
+    pub mutex_path: Option<String>,
+    /// Uuids from the contender and its attempt number rather than the
+    /// seed (the exhaustive search), and fed events hashed.
+    pub fixed_uuids: bool,
     /// Percent of clock checks that say "not safe".
     pub clock_unsafe: u32,
 }
@@ -129,6 +130,28 @@ pub struct Outcome {
     pub counts: BTreeMap<&'static str, u64>,
     /// Readable steps, when asked for.
     pub trace: Vec<String>,
+    /// The number of choices made when the faults stopped (the quiet tail's
+    /// choices follow).
+    pub fault_end: usize,
+    /// Steps taken when the faults stopped.
+    pub fault_steps: u64,
+}
+
+impl Outcome {
+    /// The run as the shrinker sees it; for a liveness failure only its
+    /// fault phase: the quiet tail's choices are dropped (replayed as zeros,
+    /// the first step that can make progress), so shrinking spends its
+    /// time on the faults, not on thousands of quiet steps.
+    fn failing(self, liveness: bool) -> schedule::Failing {
+        let mut f = schedule::Failing { choices: self.choices, step_starts: self.step_starts };
+        if liveness {
+            // Trailing zeros read the same as none: a shorter list.
+            let end = f.choices[..self.fault_end].iter().rposition(|c| *c != 0).map_or(0, |p| p + 1);
+            f.choices.truncate(end);
+            f.step_starts.retain(|s| *s < end);
+        }
+        f
+    }
 }
 
 /// A scheduler step.
@@ -154,6 +177,9 @@ impl World {
         let set_watches = true;
         let clock_unsafe = ch.between(0, 10);
         let mut zk = Zk::new(&lock_path, stat_on_create, stat_in_multi, set_watches);
+        let mutex_path = (kind == Kind::Lease).then(|| "/app/sem/locks".to_string());
+        zk.tracked.extend(mutex_path.clone());
+        let sem_permits = 1 + ch.choose(2);
         let n = 2 + ch.choose(3);
         let mut cs = Vec::new();
         for i in 0..n {
@@ -163,12 +189,14 @@ impl World {
                 Kind::Exclusive => (LockMode::Exclusive, 1),
                 Kind::ReadWrite => (if ch.choose(2) == 0 { LockMode::Write } else { LockMode::Read }, 1),
                 Kind::Leader => (LockMode::Leader, 1),
-                Kind::Lease => (LockMode::Lease, 2),
+                Kind::Lease => (LockMode::Lease, sem_permits),
             };
             let try_once = ch.roll(20);
             // Curator-like peers share exclusive locks' queues.
             let peer = kind == Kind::Exclusive && ch.roll(25);
-            cs.push(Contender::new(i, mode, permits, try_once && !peer, peer, sid));
+            let mut c = Contender::new(i, mode, permits, try_once && !peer, peer, sid);
+            c.mutex_path = mutex_path.clone();
+            cs.push(c);
         }
         let mut w = World {
             zk,
@@ -183,8 +211,8 @@ impl World {
             step: 0,
             lock_path,
             clock_unsafe,
-            mutex: None,
-            mutexes: 0,
+            mutex_path,
+            fixed_uuids: false,
             step_starts: Vec::new(),
             counts: BTreeMap::new(),
         };
@@ -192,7 +220,8 @@ impl World {
             w.cs.iter().map(|c| format!("{}:{:?}{}", c.name, c.mode, if c.try_once { "(try)" } else { "" })).collect();
         if let Some(t) = &mut w.trace {
             t.push(format!(
-                "scenario {kind:?} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}%",
+                "scenario {kind:?}{} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}%",
+                if kind == Kind::Lease { format!(" permits={sem_permits}") } else { String::new() },
                 desc.join(" ")
             ));
         }
@@ -259,12 +288,17 @@ impl World {
                 }
             },
             4 | 5 => {
-                let kids = zklock_proto::names::queue(&self.zk.lock_children());
+                // A semaphore's mutex nodes too.
+                let parent = match &self.mutex_path {
+                    Some(m) if self.ch.choose(2) == 1 => m.clone(),
+                    _ => self.lock_path.clone(),
+                };
+                let kids = zklock_proto::names::queue(&self.zk.children_of(&parent));
                 if kids.is_empty() {
                     return;
                 }
                 let j = self.ch.choose(kids.len());
-                let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
+                let path = |k: usize| format!("{parent}/{}", kids[k].name);
                 let paths = if self.ch.choose(2) == 0 || j == 0 { vec![path(j)] } else { vec![path(j - 1), path(j)] };
                 if self.zk.third_party_delete(&paths) {
                     let s: Vec<String> = paths.iter().map(|p| runner::short(p)).collect();
@@ -308,10 +342,6 @@ impl World {
             });
         }
         self.cs[i].inbox.push_back(runner::Local::SessionEnded);
-        // The mutex node was ephemeral too.
-        if self.mutex.is_some_and(|m| m.0 == i) {
-            self.mutex = None;
-        }
     }
 
     fn stall(&mut self, i: usize) {
@@ -373,11 +403,6 @@ impl World {
                     Step::Apply(i) => {
                         let sid = self.cs[i].session;
                         if let Some(op) = self.zk.apply(sid) {
-                            if let model::Op::Unlock(n) = op {
-                                if self.mutex == Some((i, n)) {
-                                    self.mutex = None;
-                                }
-                            }
                             if self.trace.is_some() {
                                 let d = runner::short(&format!("{op:?}"));
                                 self.trace_line(format!("server applies c{i}'s {d} (zxid {})", self.zk.zxid));
@@ -420,6 +445,12 @@ impl World {
 /// The most steps a run takes after its faults stopped.
 const QUIESCE_STEPS: u64 = 4_000;
 
+/// Steps in a row after the faults stopped in which nothing could make
+/// progress (no request to apply, message to deliver, reconnect or new
+/// session) after which a run that is not quiet is stuck for good: longer
+/// than every countdown (stall 60, linger 30, clock 20, hold 15, idle 10).
+const STUCK_STEPS: u64 = 200;
+
 /// Runs one schedule: its choices from `seed`, or replayed from `list`.
 pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome {
     let ch = match list {
@@ -434,9 +465,20 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
         w.one(fault_pct);
     }
     w.faults = false;
+    let fault_end = w.ch.log.len();
+    let fault_steps_taken = w.step;
     w.trace_line("faults stop".to_string());
-    let end = w.step + QUIESCE_STEPS;
+    let mut end = w.step + QUIESCE_STEPS;
+    let mut idle_since = w.step;
     while w.violation.is_none() && !w.quiet() {
+        if !w.steps().is_empty() {
+            idle_since = w.step;
+        } else if w.step >= idle_since + STUCK_STEPS {
+            // Stuck: it would stay so until the end; report it now (a
+            // liveness failure costs hundreds of steps, not thousands,
+            // which makes shrinking it quick).
+            end = w.step;
+        }
         if w.step >= end {
             let states: Vec<String> =
                 w.cs.iter()
@@ -473,8 +515,10 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
             w.violation = Some(Violation {
                 kind: "liveness",
                 what: format!(
-                    "not quiet {QUIESCE_STEPS} steps after the faults stopped: {}; lock children {:?}; \
+                    "not quiet {} steps after the faults stopped{}: {}; lock children {:?}; \
                      of those, known to no attempt or hold of their session (leaked): {orphans:?}",
+                    w.step - fault_steps_taken,
+                    if w.step - fault_steps_taken < QUIESCE_STEPS { " (stuck: nothing could happen)" } else { "" },
                     states.join("; "),
                     w.zk.lock_children().iter().map(|k| runner::short(k)).collect::<Vec<_>>()
                 ),
@@ -495,6 +539,8 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
         step_starts: w.step_starts,
         counts: w.counts,
         trace: w.trace.unwrap_or_default(),
+        fault_end,
+        fault_steps: fault_steps_taken,
     }
 }
 
@@ -510,6 +556,8 @@ pub struct Found {
     pub shrunk: Vec<u32>,
     /// Steps of the shrunk run.
     pub shrunk_steps: u64,
+    /// Of those, steps of its fault phase.
+    pub shrunk_fault_steps: u64,
     /// The shrunk run, readable.
     pub trace: Vec<String>,
     /// The shrunk run's violation.
@@ -524,13 +572,14 @@ impl Found {
     /// A report for stderr.
     pub fn report(&self) -> String {
         format!(
-            "seed {} (replay: {} cargo test -p zklock-proto --features history --test sim explore): {}: {}\n  first run {} steps; shrunk to {} steps ({} choices): {}: {}\n{}\n  shrunk choices: {:?}",
+            "seed {} (replay: {} cargo test -p zklock-proto --features history --test sim explore): {}: {}\n  first run {} steps; shrunk to {} steps ({} with faults; {} choices): {}: {}\n{}\n  shrunk choices (zeros after them): {:?}",
             self.seed,
             self.replay,
             self.violation.kind,
             self.violation.what,
             self.steps,
             self.shrunk_steps,
+            self.shrunk_fault_steps,
             self.shrunk.len(),
             self.shrunk_violation.kind,
             self.shrunk_violation.what,
@@ -545,24 +594,43 @@ pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, 
     let began = Instant::now();
     let out = run(seed, None, opts, false);
     let run_time = began.elapsed();
-    let Some(violation) = out.violation else { return Ok(out) };
+    let Some(violation) = out.violation.clone() else { return Ok(out) };
     let want = violation.kind;
     let deadline = Instant::now() + shrink_for;
-    let first = schedule::Failing { choices: out.choices.clone(), step_starts: out.step_starts.clone() };
-    let shrunk = schedule::shrink(first, deadline, |cand| {
+    let steps = out.steps;
+    let full = schedule::Failing { choices: out.choices.clone(), step_starts: out.step_starts.clone() };
+    let fails = |cand: &[u32], liveness: bool| {
         let o = run(seed, Some(cand), opts, false);
-        o.violation
-            .filter(|v| v.kind == want)
-            .map(|_| schedule::Failing { choices: o.choices, step_starts: o.step_starts })
-    });
+        if o.violation.as_ref().is_none_or(|v| v.kind != want) {
+            return None;
+        }
+        let mut f = o.failing(liveness);
+        if liveness && cand.len() < f.choices.len() {
+            // The list given (its tail read as zeros) replays the same run.
+            f.choices = cand.to_vec();
+            f.step_starts.retain(|s| *s < cand.len());
+        }
+        Some(f)
+    };
+    // A liveness failure: shrink the fault phase only, if it fails with
+    // its quiet tail replayed as zeros.
+    let liveness = want == "liveness";
+    let all_choices = out.choices.len();
+    let first = match out.failing(liveness) {
+        f if liveness => fails(&f.choices, true).unwrap_or(full),
+        _ => full,
+    };
+    let tail_zero = liveness && first.choices.len() < all_choices;
+    let shrunk = schedule::shrink(first, deadline, |cand| fails(cand, tail_zero));
     let last = run(seed, Some(&shrunk), opts, true);
     let shrunk_violation = last.violation.clone().unwrap_or_else(|| violation.clone());
     Err(Box::new(Found {
         seed,
         violation,
-        steps: out.steps,
+        steps,
         shrunk_steps: last.steps,
-        shrunk: last.choices,
+        shrunk_fault_steps: last.fault_steps,
+        shrunk: if tail_zero { shrunk } else { last.choices },
         trace: last.trace,
         shrunk_violation,
         run_time,

@@ -53,9 +53,12 @@ impl Node {
     }
 }
 
-/// One life of a child of the lock path, kept forever for the checker.
+/// One life of a child of a tracked parent (the lock path, a semaphore's
+/// mutex path), kept forever for the checker.
 #[derive(Clone, Debug)]
 pub struct Life {
+    /// The parent.
+    pub parent: String,
     /// The child's name.
     pub name: String,
     /// Creation zxid.
@@ -90,9 +93,6 @@ pub enum Op {
     /// The lock path's missing ancestors (persistent) and the lock path
     /// (a container), in one step.
     MakeParents { path: String },
-    /// The delete of a semaphore's mutex node, which the model keeps outside
-    /// the tree (the simulator lets go of its mutex when this is applied).
-    Unlock(u64),
 }
 
 /// A message from the server to a session's client.
@@ -147,7 +147,10 @@ pub struct Zk<T> {
     pub zxid: i64,
     /// The lock path whose children's lives are kept.
     pub lock_path: String,
-    /// Every life of a child of the lock path.
+    /// The parents whose children's lives are kept: the lock path first,
+    /// then a semaphore's mutex path.
+    pub tracked: Vec<String>,
+    /// Every life of a child of a tracked parent.
     pub lives: Vec<Life>,
     /// The sessions, by id.
     pub sessions: BTreeMap<SessionId, Session<T>>,
@@ -189,6 +192,7 @@ impl<T: Clone> Zk<T> {
             nodes,
             zxid: 0,
             lock_path: lock_path.to_string(),
+            tracked: vec![lock_path.to_string()],
             lives: Vec::new(),
             sessions: BTreeMap::new(),
             stat_on_create,
@@ -213,15 +217,23 @@ impl<T: Clone> Zk<T> {
         );
     }
 
-    /// The children of the lock path as of `zxid` (after every change with
-    /// that zxid).
-    pub fn children_at(&self, zxid: i64) -> Vec<&Life> {
-        self.lives.iter().filter(|l| l.czxid <= zxid && l.dzxid.is_none_or(|d| d > zxid)).collect()
+    /// The children of the tracked parent `parent` as of `zxid` (after
+    /// every change with that zxid).
+    pub fn children_at(&self, parent: &str, zxid: i64) -> Vec<&Life> {
+        self.lives
+            .iter()
+            .filter(|l| l.parent == parent && l.czxid <= zxid && l.dzxid.is_none_or(|d| d > zxid))
+            .collect()
     }
 
     /// The current children of the lock path.
     pub fn lock_children(&self) -> Vec<String> {
-        self.nodes.get(&self.lock_path).map(|n| n.children.iter().cloned().collect()).unwrap_or_default()
+        self.children_of(&self.lock_path)
+    }
+
+    /// The current children of `path`.
+    pub fn children_of(&self, path: &str) -> Vec<String> {
+        self.nodes.get(path).map(|n| n.children.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// Fires the watches `kinds` on `path`: each watching session that is
@@ -268,8 +280,8 @@ impl<T: Clone> Zk<T> {
             full.clone(),
             Node { czxid: z, mzxid: z, pzxid: z, owner, cversion: 0, container, children: BTreeSet::new() },
         );
-        if parent == self.lock_path {
-            self.lives.push(Life { name, czxid: z, dzxid: None, owner });
+        if self.tracked.contains(&parent) {
+            self.lives.push(Life { parent: parent.clone(), name, czxid: z, dzxid: None, owner });
         }
         self.trigger(&parent, &[WatchKind::Child], Notice::Children);
         Ok(full)
@@ -291,8 +303,10 @@ impl<T: Clone> Zk<T> {
             p.pzxid = z;
             p.children.remove(&name);
         }
-        if parent == self.lock_path {
-            if let Some(l) = self.lives.iter_mut().rev().find(|l| l.name == name && l.dzxid.is_none()) {
+        if self.tracked.contains(&parent) {
+            if let Some(l) =
+                self.lives.iter_mut().rev().find(|l| l.parent == parent && l.name == name && l.dzxid.is_none())
+            {
                 l.dzxid = Some(z);
             }
         }
@@ -407,7 +421,6 @@ impl<T: Clone> Zk<T> {
                 self.zxid += 1;
                 self.delete_now(path).map(|()| Answer::Done)
             },
-            Op::Unlock(_) => Ok(Answer::Done),
             Op::MakeParents { path } => {
                 let mut at = String::new();
                 for part in path.split('/').filter(|p| !p.is_empty()) {

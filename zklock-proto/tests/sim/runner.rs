@@ -39,11 +39,24 @@ pub enum Task {
     Release(String),
     /// Delete a node an ended attempt left (if our session owns it).
     Clean(String),
-    /// List the lock path and delete our nodes with this protected prefix.
-    Sweep(String),
-    /// Let go of the semaphore's mutex taken as number `n` (delete its
-    /// node: applied in order with our other requests).
-    Unlock(u64),
+    /// List this parent and delete our nodes with this protected prefix.
+    Sweep(String, String),
+    /// Read our mutex node with a data watch (the holder's monitor, when
+    /// the grant left no watch on it).
+    Watch(String),
+}
+
+/// The attempt number of the runner's own watch on its mutex node.
+pub const MONITOR: (u64, Id) = (u64::MAX, Id(0));
+
+/// A semaphore contender's mutex, taken before each lease attempt: its node
+/// under the mutex path, and the watch on it the grant's proof left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MutexHold {
+    /// The mutex node's full path.
+    pub path: String,
+    /// The watch on it (attempt number, request), if the grant left one.
+    pub watch: Option<(u64, Id)>,
 }
 
 /// What the session layer tells the runner, not from the server.
@@ -139,6 +152,19 @@ pub struct Contender {
     pub attempt_mode: LockMode,
     /// The write node a writer keeps while its downgrade attempt runs.
     pub write_held: Option<String>,
+    /// The parent the current attempt queues under.
+    pub attempt_path: String,
+    /// The permits the current attempt counts with.
+    pub attempt_permits: usize,
+    /// A semaphore contender's mutex path (`<path>/locks`).
+    pub mutex_path: Option<String>,
+    /// The semaphore's mutex, while this contender holds it.
+    pub mutex_held: Option<MutexHold>,
+    /// The current attempt is the one for the mutex.
+    pub in_mutex: bool,
+    /// A hash of every event fed to the current attempt (it is a pure
+    /// function of its config and these: the exhaustive search's state).
+    pub fed: u64,
 }
 
 impl Contender {
@@ -172,6 +198,12 @@ impl Contender {
             closed: false,
             attempt_mode: mode,
             write_held: None,
+            attempt_path: String::new(),
+            attempt_permits: permits,
+            mutex_path: None,
+            mutex_held: None,
+            in_mutex: false,
+            fed: 0,
         }
     }
 
@@ -214,25 +246,39 @@ impl World {
 
     /// Starts a new attempt for contender `i`, with a new uuid (a
     /// downgrade of its held write node when `downgrade`).
+    /// A semaphore contender without its mutex starts the mutex's attempt
+    /// (an exclusive lock on the mutex path) first.
     pub fn start(&mut self, i: usize, downgrade: Option<Downgrade>) {
-        let uuid = uuid::Uuid::from_u128(self.uuids.u128(..));
+        let uuid = match self.fixed_uuids {
+            // Contender and attempt number (the exhaustive search: the same
+            // state whatever order the contenders started in).
+            true => uuid::Uuid::from_u128(((i as u128 + 1) << 64) | u128::from(self.cs[i].gen + 1)),
+            false => uuid::Uuid::from_u128(self.uuids.u128(..)),
+        };
         let bugs: Bugs = self.bugs;
-        let path = self.lock_path.clone();
         let c = &mut self.cs[i];
-        let mode = if downgrade.is_some() { LockMode::Read } else { c.mode };
+        let in_mutex = c.mutex_path.is_some() && c.mutex_held.is_none();
+        let (path, mode, permits) = match &c.mutex_path {
+            Some(m) if in_mutex => (m.clone(), LockMode::Exclusive, 1),
+            _ => (self.lock_path.clone(), if downgrade.is_some() { LockMode::Read } else { c.mode }, c.permits),
+        };
         c.attempt_mode = mode;
+        c.attempt_path = path.clone();
+        c.attempt_permits = permits;
+        c.in_mutex = in_mutex;
+        c.fed = 0;
         let cfg = Config {
             path,
             mode,
-            permits: c.permits,
+            permits,
             data: Vec::new(),
-            try_once: c.try_once,
+            try_once: c.try_once && !in_mutex,
             downgrade,
             session: c.session,
             protected: names::protected_prefix(&uuid),
             name_prefix: names::node_name_prefix(mode, &uuid),
-            seq_guess: c.seq_guess.take(),
-            serialised: c.mode == LockMode::Lease,
+            seq_guess: if in_mutex { None } else { c.seq_guess.take() },
+            serialised: mode == LockMode::Lease,
             bugs,
         };
         c.protected = cfg.protected.clone();
@@ -244,7 +290,8 @@ impl World {
         c.state = State::Acquiring;
         if self.trace.is_some() {
             let p = short(&self.cs[i].protected);
-            self.tr(|| format!("c{i}: new attempt {p}"));
+            let what = if self.cs[i].in_mutex { "mutex " } else { "" };
+            self.tr(|| format!("c{i}: new {what}attempt {p}"));
         }
         self.pump(i);
     }
@@ -265,20 +312,38 @@ impl World {
     pub fn task(&mut self, i: usize, t: Task) {
         let op = match &t {
             Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
-            Task::Sweep(_) => Op::Children { path: self.lock_path.clone(), stat: false, watch: false },
-            Task::Unlock(n) => Op::Unlock(*n),
+            Task::Sweep(parent, _) => Op::Children { path: parent.clone(), stat: false, watch: false },
+            Task::Watch(p) => Op::GetData { path: p.clone(), watch: true },
         };
         self.cs[i].tasks.push(t.clone());
         self.send(i, Tag::Task(t), op);
     }
 
-    /// Lets go of the semaphore's mutex if contender `i` holds it: once the
-    /// server applies the unlock, after every request sent before it.
+    /// Lets go of the semaphore's mutex if contender `i` holds it: drops
+    /// its watch and deletes its node, after every request sent before.
     fn unlock(&mut self, i: usize) {
-        if let Some((holder, n)) = self.mutex {
-            if holder == i && !self.cs[i].tasks.contains(&Task::Unlock(n)) {
-                self.task(i, Task::Unlock(n));
-            }
+        let Some(m) = self.cs[i].mutex_held.take() else { return };
+        if let Some((g, id)) = m.watch {
+            self.unwatch(i, g, id);
+        }
+        if self.zk.sessions[&self.cs[i].session].alive {
+            self.tr(|| format!("c{i}: lets go of the mutex {}", short(&m.path)));
+            self.task(i, Task::Release(m.path));
+        }
+    }
+
+    /// Contender `i` learned that its mutex is gone (its node deleted, or
+    /// its session ended): a lease attempt that runs is told.
+    fn mutex_lost(&mut self, i: usize, why: &str) {
+        let Some(m) = self.cs[i].mutex_held.take() else { return };
+        if let Some((g, id)) = m.watch {
+            self.unwatch(i, g, id);
+        }
+        self.count("mutex lost");
+        let sp = short(&m.path);
+        self.tr(|| format!("c{i}: lost the mutex {sp} ({why})"));
+        if !self.cs[i].in_mutex {
+            self.feed(i, Event::MutexLost);
         }
     }
 
@@ -301,6 +366,14 @@ impl World {
         if a.is_done() {
             return;
         }
+        if self.fixed_uuids {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.cs[i].fed.hash(&mut h);
+            format!("{ev:?}").hash(&mut h);
+            self.cs[i].fed = h.finish();
+        }
+        let Some(a) = self.cs[i].attempt.as_mut() else { return };
         a.handle(ev);
         self.pump(i);
     }
@@ -374,7 +447,28 @@ impl World {
                     self.tr(|| format!("c{i}: linger {g}"));
                 },
                 Action::Waiting => {},
-                Action::SeqGuess(g) => self.cs[i].seq_guess = g,
+                Action::SeqGuess(g) => {
+                    if !self.cs[i].in_mutex {
+                        self.cs[i].seq_guess = g;
+                    }
+                },
+                Action::Granted(g) if self.cs[i].in_mutex => {
+                    let path = format!("{}/{}", self.cs[i].attempt_path, g.name);
+                    let sp = short(&path);
+                    self.tr(|| format!("c{i}: takes the mutex {sp} czxid {}", g.czxid));
+                    self.count("mutex taken");
+                    if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
+                        self.fail(v);
+                    }
+                    let c = &mut self.cs[i];
+                    c.mutex_held = Some(MutexHold { path: path.clone(), watch: g.watch.map(|w| (gen, w)) });
+                    c.state = State::Idle(0);
+                    if g.watch.is_none() {
+                        // The holder's monitor reads its node with a watch.
+                        self.count("mutex taken without a watch on its node");
+                        self.task(i, Task::Watch(path));
+                    }
+                },
                 Action::Granted(g) => {
                     let path = format!("{}/{}", self.lock_path, g.name);
                     let sp = short(&path);
@@ -427,7 +521,9 @@ impl World {
                 self.fail(v);
             }
         }
-        self.unlock(i);
+        if !self.cs[i].in_mutex {
+            self.unlock(i);
+        }
         let gen = self.cs[i].gen;
         let ids: Vec<Id> = self.cs[i].watchers.iter().filter(|w| w.0 == gen).map(|w| w.1).collect();
         for id in ids {
@@ -440,12 +536,13 @@ impl World {
         c.awaiting_reconnect = false;
         if self.zk.sessions[&c.session].alive {
             if let Some(n) = left.node {
-                let p = format!("{}/{}", self.lock_path, n.name);
+                let p = format!("{}/{}", self.cs[i].attempt_path, n.name);
                 self.task(i, Task::Clean(p));
             }
             if left.unknown_create {
                 let p = self.cs[i].protected.clone();
-                self.task(i, Task::Sweep(p));
+                let parent = self.cs[i].attempt_path.clone();
+                self.task(i, Task::Sweep(parent, p));
             }
         }
         // A downgrade that did not grant: the write node goes too.
@@ -487,9 +584,29 @@ impl World {
                             c.retry.push(t);
                         }
                     },
-                    (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::Sweep(prefix)) => {
+                    (Ok(zklock_proto::acquire::Answer::Data(stat)), Task::Watch(p)) => {
+                        let c = &mut self.cs[i];
+                        let ours = c.mutex_held.as_ref().is_some_and(|m| m.path == *p && m.watch.is_none());
+                        if ours && stat.owner == c.session {
+                            c.watchers.push((MONITOR.0, MONITOR.1, p.clone(), WatchKind::Data));
+                            if let Some(m) = c.mutex_held.as_mut() {
+                                m.watch = Some(MONITOR);
+                            }
+                        } else if ours {
+                            self.mutex_lost(i, "its node is another session's");
+                        } else if !c.watchers.iter().any(|w| w.2 == *p && w.3 == WatchKind::Data) {
+                            let sid = c.session;
+                            self.zk.unwatch(sid, p, WatchKind::Data);
+                        }
+                    },
+                    (Err(Failure::NoNode), Task::Watch(p))
+                        if self.cs[i].mutex_held.as_ref().is_some_and(|m| m.path == *p) =>
+                    {
+                        self.mutex_lost(i, "its node is gone");
+                    },
+                    (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::Sweep(parent, prefix)) => {
                         for n in names.into_iter().filter(|n| n.starts_with(prefix.as_str())) {
-                            let p = format!("{}/{n}", self.lock_path);
+                            let p = format!("{parent}/{n}");
                             self.task(i, Task::Clean(p));
                         }
                     },
@@ -520,6 +637,7 @@ impl World {
                     }
                 },
                 Local::SessionEnded => {
+                    self.mutex_lost(i, "session ended");
                     let gen = self.cs[i].gen;
                     let c = &mut self.cs[i];
                     let ws: Vec<Id> = c.watchers.drain(..).filter(|w| w.0 == gen).map(|w| w.1).collect();
@@ -563,6 +681,11 @@ impl World {
                 let (hit, keep): (Vec<_>, Vec<_>) = c.watchers.drain(..).partition(|w| w.2 == path && fires(w.3));
                 c.watchers = keep;
                 let gen = c.gen;
+                let mutex_watch = c.mutex_held.as_ref().and_then(|m| m.watch);
+                if hit.iter().any(|w| Some((w.0, w.1)) == mutex_watch) {
+                    let why = format!("{notice:?} on its node");
+                    self.mutex_lost(i, &why);
+                }
                 for (g, id, _, _) in hit {
                     if g == gen {
                         self.feed(i, Event::Watch(id, notice));
@@ -582,17 +705,11 @@ impl World {
         let alive = self.zk.sessions[&self.cs[i].session].alive;
         match self.cs[i].state.clone() {
             // A semaphore's contender creates its lease and waits only while
-            // it holds the semaphore's mutex (an ideal one here, not made of
-            // ZooKeeper nodes): taken before the attempt, let go when it
-            // grants or ends.
-            State::Idle(0) if alive && self.cs[i].mode == LockMode::Lease && self.mutex.is_some() => {},
-            State::Idle(0) if alive => {
-                if self.cs[i].mode == LockMode::Lease {
-                    self.mutexes += 1;
-                    self.mutex = Some((i, self.mutexes));
-                }
-                self.start(i, None)
-            },
+            // it holds the semaphore's mutex (an exclusive lock on
+            // `<path>/locks`): `start` takes the mutex first, then the
+            // lease; the mutex is let go when the lease attempt grants or
+            // ends.
+            State::Idle(0) if alive => self.start(i, None),
             State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
             // A writer that holds its write node may downgrade it to a read
             // node instead of releasing it.
@@ -669,6 +786,7 @@ impl World {
         c.tasks.clear();
         c.seq_guess = None;
         c.write_held = None;
+        c.mutex_held = None;
         if matches!(c.state, State::Holding { .. } | State::Acquiring) {
             c.state = State::Idle(0);
         }
