@@ -373,7 +373,12 @@ SIM_SECONDS ?= 600
 ## ZooKeeper (zklock-proto/tests/sim.rs) for SIM_SECONDS (600) s, one thread per
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
-## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s
+## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the
+## exhaustive search (zklock-proto/tests/exhaustive.rs) with SIM_FAULTS (1) fault
+## per path, three contenders too (`make test`: two contenders, no fault)
+SIM_FAULTS ?= 1
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \
 	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore -- --nocapture
+	ZKLOCK_EXHAUSTIVE_FAULTS=$(SIM_FAULTS) \
+	  $(CARGO) test --locked --release -p zklock-proto --features history --test exhaustive -- --include-ignored --nocapture

@@ -12,6 +12,7 @@
 //!   (`acquire::Bugs`) switched on in every contender must be found within
 //!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards.
 
+#[allow(dead_code)] // the exhaustive search's parts are exhaustive.rs's
 #[path = "sim/mod.rs"]
 mod sim;
 

@@ -7,6 +7,7 @@
 //! steps.
 
 pub mod check;
+pub mod dfs;
 pub mod model;
 pub mod peer;
 pub mod runner;
@@ -236,30 +237,8 @@ impl World {
             0 => {
                 self.stall(i);
             },
-            1 => {
-                let sid = self.cs[i].session;
-                let s = &self.zk.sessions[&sid];
-                if s.alive && s.connected {
-                    let conn = s.conn;
-                    self.count("fault: connection dropped");
-                    self.trace_line(format!("FAULT drop c{i}'s connection {conn}"));
-                    for tag in self.zk.drop_conn(sid) {
-                        self.cs[i].inbox.push_back(runner::Local::Fail {
-                            tag,
-                            failure: zklock_proto::acquire::Failure::Unknown,
-                            conn,
-                        });
-                    }
-                }
-            },
-            2 => {
-                let sid = self.cs[i].session;
-                if self.zk.sessions[&sid].alive {
-                    self.count("fault: session expired");
-                    self.trace_line(format!("FAULT expire c{i}'s session {sid:#x}"));
-                    self.end_session(i);
-                }
-            },
+            1 => self.drop_connection(i),
+            2 => self.expire(i),
             3 => {
                 // Once per attempt: a second Stop while it lingers would end
                 // the linger at once (the caller stops an acquire once).
@@ -300,15 +279,7 @@ impl World {
                 let j = self.ch.choose(kids.len());
                 let path = |k: usize| format!("{parent}/{}", kids[k].name);
                 let paths = if self.ch.choose(2) == 0 || j == 0 { vec![path(j)] } else { vec![path(j - 1), path(j)] };
-                if self.zk.third_party_delete(&paths) {
-                    let s: Vec<String> = paths.iter().map(|p| runner::short(p)).collect();
-                    self.count(if paths.len() == 1 {
-                        "fault: third party deletes a node"
-                    } else {
-                        "fault: third party multi deletes two"
-                    });
-                    self.trace_line(format!("FAULT third party deletes {} in one transaction", s.join(" + ")));
-                }
+                self.third_party_delete(&paths);
             },
             6 => {
                 if self.zk.reap() {
@@ -323,6 +294,48 @@ impl World {
                     self.tick_all();
                 }
             },
+        }
+    }
+
+    /// Contender `i`'s connection drops (if it has one): everything not
+    /// answered fails as unknown.
+    fn drop_connection(&mut self, i: usize) {
+        let sid = self.cs[i].session;
+        let s = &self.zk.sessions[&sid];
+        if s.alive && s.connected {
+            let conn = s.conn;
+            self.count("fault: connection dropped");
+            self.trace_line(format!("FAULT drop c{i}'s connection {conn}"));
+            for tag in self.zk.drop_conn(sid) {
+                self.cs[i].inbox.push_back(runner::Local::Fail {
+                    tag,
+                    failure: zklock_proto::acquire::Failure::Unknown,
+                    conn,
+                });
+            }
+        }
+    }
+
+    /// Contender `i`'s session expires (if alive).
+    fn expire(&mut self, i: usize) {
+        let sid = self.cs[i].session;
+        if self.zk.sessions[&sid].alive {
+            self.count("fault: session expired");
+            self.trace_line(format!("FAULT expire c{i}'s session {sid:#x}"));
+            self.end_session(i);
+        }
+    }
+
+    /// A third party deletes `paths` in one transaction (if all exist).
+    fn third_party_delete(&mut self, paths: &[String]) {
+        if self.zk.third_party_delete(paths) {
+            let s: Vec<String> = paths.iter().map(|p| runner::short(p)).collect();
+            self.count(if paths.len() == 1 {
+                "fault: third party deletes a node"
+            } else {
+                "fault: third party multi deletes two"
+            });
+            self.trace_line(format!("FAULT third party deletes {} in one transaction", s.join(" + ")));
         }
     }
 
@@ -399,30 +412,40 @@ impl World {
             let steps = self.steps();
             if !steps.is_empty() {
                 let s = steps[self.ch.choose(steps.len())];
-                match s {
-                    Step::Apply(i) => {
-                        let sid = self.cs[i].session;
-                        if let Some(op) = self.zk.apply(sid) {
-                            if self.trace.is_some() {
-                                let d = runner::short(&format!("{op:?}"));
-                                self.trace_line(format!("server applies c{i}'s {d} (zxid {})", self.zk.zxid));
-                            }
-                        }
-                    },
-                    Step::Deliver(i) => self.deliver(i),
-                    Step::Reconnect(i) => {
-                        let sid = self.cs[i].session;
-                        let w = self.client_watches(i);
-                        let last = self.cs[i].last_zxid;
-                        self.zk.reconnect(sid, &w, last);
-                        self.cs[i].inbox.push_back(runner::Local::Reconnected);
-                        let conn = self.zk.sessions[&sid].conn;
-                        self.trace_line(format!("c{i} reconnects (connection {conn}, {} watches set again)", w.len()));
-                    },
-                    Step::NewSession(i) => self.new_session(i),
-                }
+                self.do_step(s);
             }
         }
+        self.check_step();
+    }
+
+    /// Takes scheduler step `s`.
+    fn do_step(&mut self, s: Step) {
+        match s {
+            Step::Apply(i) => {
+                let sid = self.cs[i].session;
+                if let Some(op) = self.zk.apply(sid) {
+                    if self.trace.is_some() {
+                        let d = runner::short(&format!("{op:?}"));
+                        self.trace_line(format!("server applies c{i}'s {d} (zxid {})", self.zk.zxid));
+                    }
+                }
+            },
+            Step::Deliver(i) => self.deliver(i),
+            Step::Reconnect(i) => {
+                let sid = self.cs[i].session;
+                let w = self.client_watches(i);
+                let last = self.cs[i].last_zxid;
+                self.zk.reconnect(sid, &w, last);
+                self.cs[i].inbox.push_back(runner::Local::Reconnected);
+                let conn = self.zk.sessions[&sid].conn;
+                self.trace_line(format!("c{i} reconnects (connection {conn}, {} watches set again)", w.len()));
+            },
+            Step::NewSession(i) => self.new_session(i),
+        }
+    }
+
+    /// The promises checked after every step.
+    fn check_step(&mut self) {
         if self.violation.is_none() {
             if let Err(v) = check::holders(&self.zk, &self.cs)
                 .and_then(|()| check::deletes(&self.zk))

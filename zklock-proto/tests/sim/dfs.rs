@@ -1,0 +1,279 @@
+//! The exhaustive search (issue 32 item 4): every interleaving of a small
+//! scenario, depth first over the scheduler's moves, with a bounded number
+//! of faults.
+//!
+//! A world here makes no random draw: every choice but the scheduler's is
+//! its plainest (no try-once, no downgrade, the safety clock always safe,
+//! no hold time, no linger grace, no wait between attempts), and uuids come
+//! from the contender and its attempt number. At each state the moves are
+//! every scheduler step that can make progress (apply a request, deliver a
+//! message, reconnect, open a new session after an expiry) and, while
+//! faults are left, every fault: drop a contender's connection, expire its
+//! session, a third party deletes one node of the queue, or two neighbours
+//! in one transaction. When nothing can make progress, a move lets time
+//! pass (countdowns); if that changes nothing, the state is stuck.
+//!
+//! A world cannot be copied (the attempts are not `Clone`), so each state
+//! is reached by replaying its moves from the start. States are hashed
+//! (the model's tree, sessions and messages, each runner's state, and each
+//! attempt as its config and the events fed to it: the machine is a pure
+//! function of those) and a state seen before is not expanded again.
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use zklock_proto::acquire::Bugs;
+use zklock_proto::names::{self, LockMode};
+
+use super::check::{self, Violation};
+use super::model::Zk;
+use super::runner::Contender;
+use super::schedule::Chooser;
+use super::{Step, World};
+
+/// A move of the search.
+#[derive(Clone, Debug)]
+enum Move {
+    Step(Step),
+    Tick,
+    Drop(usize),
+    Expire(usize),
+    Delete(Vec<String>),
+}
+
+impl Move {
+    fn is_fault(&self) -> bool {
+        matches!(self, Move::Drop(_) | Move::Expire(_) | Move::Delete(_))
+    }
+}
+
+/// What a search covers.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// The most faults on one path.
+    pub faults: u32,
+    /// The most moves on one path (a path cut there is counted).
+    pub depth: usize,
+}
+
+/// What a search saw.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Distinct states expanded.
+    pub states: u64,
+    /// Paths that reached a state seen before (pruned there).
+    pub pruned: u64,
+    /// Paths that ended quiet (every contender granted and done).
+    pub ends: u64,
+    /// Paths cut at the depth bound.
+    pub cut: u64,
+    /// The longest path.
+    pub max_depth: usize,
+    /// A broken promise: the moves (indices) that reach it, what broke,
+    /// and the readable steps.
+    pub found: Option<(Vec<u32>, Violation, Vec<String>)>,
+}
+
+impl World {
+    /// A world of contenders of `modes` on one lock, with no random draw.
+    fn fixed(modes: &[LockMode], bugs: Bugs, trace: bool) -> World {
+        let lock_path = "/app/lock".to_string();
+        let mut zk = Zk::new(&lock_path, true, true, true);
+        let mut cs = Vec::new();
+        for (i, mode) in modes.iter().enumerate() {
+            let sid = 0x100 + i as i64;
+            zk.open(sid);
+            cs.push(Contender::new(i, *mode, 1, false, false, sid));
+        }
+        let mut w = World {
+            zk,
+            cs,
+            ch: Chooser::from_list(Vec::new()),
+            uuids: fastrand::Rng::with_seed(0),
+            faults: false,
+            bugs,
+            trace: trace.then(Vec::new),
+            violation: None,
+            next_session: 0x100 + modes.len() as i64,
+            step: 0,
+            lock_path,
+            step_starts: Vec::new(),
+            counts: Default::default(),
+            mutex_path: None,
+            fixed_uuids: true,
+            clock_unsafe: 0,
+        };
+        if let Some(t) = &mut w.trace {
+            t.push(format!("exhaustive scenario {modes:?}"));
+        }
+        w.tick_all();
+        w
+    }
+
+    /// Every move from here, with `faults` faults left.
+    fn moves(&self, faults: u32) -> Vec<Move> {
+        let mut v: Vec<Move> = self.steps().into_iter().map(Move::Step).collect();
+        if v.is_empty() {
+            v.push(Move::Tick);
+        }
+        if faults > 0 {
+            for (i, c) in self.cs.iter().enumerate() {
+                let s = &self.zk.sessions[&c.session];
+                if s.alive && s.connected {
+                    v.push(Move::Drop(i));
+                }
+                if s.alive {
+                    v.push(Move::Expire(i));
+                }
+            }
+            let kids = names::queue(&self.zk.lock_children());
+            let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
+            for j in 0..kids.len() {
+                v.push(Move::Delete(vec![path(j)]));
+                if j > 0 {
+                    v.push(Move::Delete(vec![path(j - 1), path(j)]));
+                }
+            }
+        }
+        v
+    }
+
+    /// Takes move `m`, then time passes one step; the promises are checked
+    /// after each.
+    fn take(&mut self, m: &Move) {
+        self.step += 1;
+        match m {
+            Move::Step(s) => self.do_step(*s),
+            Move::Tick => {},
+            Move::Drop(i) => self.drop_connection(*i),
+            Move::Expire(i) => self.expire(*i),
+            Move::Delete(paths) => self.third_party_delete(paths),
+        }
+        self.check_step();
+        self.tick_all();
+        self.check_step();
+    }
+
+    /// A hash of the state (not of the path to it), with `faults` left.
+    fn fingerprint(&self, faults: u32) -> u64 {
+        let mut h = DefaultHasher::new();
+        faults.hash(&mut h);
+        format!("{:?}", self.zk).hash(&mut h);
+        for c in &self.cs {
+            let mut pending: Vec<String> = c.pending_watch.iter().map(|e| format!("{e:?}")).collect();
+            pending.sort();
+            format!(
+                "{:?} {:?} {pending:?}",
+                (
+                    &c.state,
+                    c.session,
+                    c.last_zxid,
+                    &c.inbox,
+                    c.gen,
+                    &c.creates,
+                    &c.watchers,
+                    c.awaiting_reconnect,
+                    c.linger,
+                    c.clock_wait,
+                    c.stalled,
+                    &c.retry
+                ),
+                (
+                    &c.tasks,
+                    c.seq_guess,
+                    c.granted_clean,
+                    c.stopped,
+                    c.closed,
+                    c.attempt_mode,
+                    &c.write_held,
+                    c.fed,
+                    &c.mutex_held,
+                    c.attempt.as_ref().map(|a| a.is_done()),
+                ),
+            )
+            .hash(&mut h);
+        }
+        h.finish()
+    }
+}
+
+/// Replays `path` (move indices) from the start: the world and the faults
+/// it used.
+fn replay(modes: &[LockMode], bugs: Bugs, bounds: &Bounds, path: &[u32], trace: bool) -> (World, u32) {
+    let mut w = World::fixed(modes, bugs, trace);
+    let mut used = 0;
+    for k in path {
+        let ms = w.moves(bounds.faults - used);
+        let m = &ms[*k as usize];
+        if m.is_fault() {
+            used += 1;
+        }
+        w.take(m);
+        if w.violation.is_some() {
+            break;
+        }
+    }
+    (w, used)
+}
+
+/// Searches every interleaving of contenders of `modes` on one lock within
+/// `bounds`; stops at the first broken promise.
+pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
+    let mut r = Report::default();
+    let mut seen = HashSet::new();
+    // Paths to visit, with the hash of their parent's state (a time move
+    // that changes nothing is stuck).
+    let mut stack: Vec<(Vec<u32>, Option<u64>)> = vec![(Vec::new(), None)];
+    while let Some((path, parent)) = stack.pop() {
+        let (w, used) = replay(modes, bugs, bounds, &path, false);
+        r.max_depth = r.max_depth.max(path.len());
+        let left = bounds.faults - used;
+        let mut broken = w.violation.clone();
+        let quiet = w.quiet();
+        let h = w.fingerprint(left);
+        if broken.is_none() && quiet {
+            r.ends += 1;
+            broken = check::quiescent(&w.zk, &w.cs).err();
+        } else if broken.is_none() && parent == Some(h) {
+            broken = Some(Violation {
+                kind: "liveness",
+                what: "stuck: nothing can happen, and not every contender was granted and done".to_string(),
+            });
+        }
+        if let Some(v) = broken {
+            let (w, _) = replay(modes, bugs, bounds, &path, true);
+            r.found = Some((path, v, w.trace.unwrap_or_default()));
+            return r;
+        }
+        if quiet {
+            continue;
+        }
+        if !seen.insert(h) {
+            r.pruned += 1;
+            continue;
+        }
+        r.states += 1;
+        if r.states % 20_000 == 0 && std::env::var("ZKLOCK_EXHAUSTIVE_PROGRESS").is_ok() {
+            eprintln!(
+                "  {} states, {} pruned, {} ends, depth {} (max {})",
+                r.states,
+                r.pruned,
+                r.ends,
+                path.len(),
+                r.max_depth
+            );
+        }
+        if path.len() >= bounds.depth {
+            r.cut += 1;
+            continue;
+        }
+        let ms = w.moves(left);
+        for k in (0..ms.len()).rev() {
+            let mut p = path.clone();
+            p.push(k as u32);
+            let tick = matches!(ms[k], Move::Tick);
+            stack.push((p, tick.then_some(h)));
+        }
+    }
+    r
+}
