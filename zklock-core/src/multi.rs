@@ -86,7 +86,11 @@ impl MultiLock {
                     },
                 }
             }
-            let paths = members.iter().map(|l| l.path().to_owned()).collect();
+            let paths: Vec<String> = members.iter().map(|l| l.path().to_owned()).collect();
+            if let Err(e) = still_held(&taken, &paths).await {
+                let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
+                return Err(e);
+            }
             Ok(MultiGuard { guards: taken, paths })
         }
     }
@@ -122,6 +126,45 @@ async fn settle(
         }
     }
     first_error.map_or(Ok(status), Err)
+}
+
+/// Whether every member taken before the last is still ours now that the
+/// last was granted: each one's node read on its session (all the reads
+/// sent before any reply is awaited: one round trip), then each guard's
+/// `check()`. An outside test (round 12) got a set back as held whose first
+/// member's node a third party had deleted, or whose session had expired,
+/// while a later member waited: another client held that member.
+async fn still_held(taken: &[Guard], paths: &[String]) -> Result<()> {
+    let earlier = taken.len().saturating_sub(1);
+    let mut reads = Vec::with_capacity(earlier);
+    for (guard, path) in taken.iter().zip(paths).take(earlier) {
+        let h = &guard.holding;
+        let zk = h.session.zk().map_err(|e| member_error(path, &e))?;
+        reads.push((guard, path, zk.exists(&h.node_path())));
+    }
+    for (guard, path, read) in reads {
+        let h = &guard.holding;
+        let gone = || {
+            let e = Error::new(
+                ErrorKind::LockLost,
+                "our lock node is gone (deleted, or with our session) while a later member was taken",
+            );
+            member_error(path, &e)
+        };
+        match tokio::time::timeout(h.shared.options.operation_timeout, read.value()).await {
+            Ok(Ok(Some(stat))) if stat.ephemeral_owner == h.session.id && u64::try_from(stat.czxid) == Ok(h.token) => {},
+            Ok(Ok(_)) => return Err(gone()),
+            Ok(Err(e)) => return Err(member_error(path, &Error::from_zk("reading our lock node", e))),
+            Err(_) => {
+                let e = Error::new(ErrorKind::ConnectionLoss, "reading our lock node: no reply within the operation timeout");
+                return Err(member_error(path, &e));
+            },
+        }
+    }
+    for (guard, path) in taken.iter().zip(paths) {
+        guard.check().map_err(|e| member_error(path, &e))?;
+    }
+    Ok(())
 }
 
 fn empty() -> Error {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{connect, lock_of, queue, server, wait_until, Raw};
-use zklock_core::{Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
+use zklock_core::{AcquireOptions, CancelToken, Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
 use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
@@ -442,4 +442,34 @@ fn digest_authenticated_session_locks() {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{user:?}");
         assert!(e.message().contains("digest user"), "{e}");
     }
+}
+
+/// Two acquires on one handle while another client holds the lock: the
+/// second one's timeout, cancel and try-once are its own, even after the
+/// handle took the lock alone once (an outside test, round 12: the second
+/// acquire answered only when the first one's wait ended).
+#[test]
+fn a_second_acquire_on_a_waiting_handle_keeps_its_own_deadline() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let h = connect(&hosts);
+    let lock = c.lock("/shared-handle").unwrap();
+    // Alone once: the handle now guesses the sequence of its next node.
+    lock.acquire(Some(10 * SEC)).unwrap().release().unwrap();
+    let held = h.lock("/shared-handle").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let waiter = lock.clone();
+    let w = std::thread::spawn(move || {
+        waiter.acquire_with(&AcquireOptions::new().cancel_token(CancelToken::new())).map(|g| g.release())
+    });
+    wait_until("the first acquire waits", 10 * SEC, || queue(&h, "/shared-handle").len() == 2);
+    for timeout in [Duration::from_millis(100), Duration::ZERO] {
+        let start = Instant::now();
+        let opts = AcquireOptions::new().timeout(Some(timeout)).cancel_token(CancelToken::new());
+        let e = lock.acquire_with(&opts).expect_err("held by another client");
+        assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+        assert!(start.elapsed() < 3 * SEC, "answered after {:?} (timeout {timeout:?})", start.elapsed());
+    }
+    held.release().unwrap();
+    w.join().unwrap().unwrap().unwrap();
 }

@@ -484,7 +484,13 @@ pub struct Attempt<E> {
     early: Option<(Id, Notice)>,
     /// Our node's name once it is gone.
     last_node: Option<String>,
+    /// How often making the lock path found an ancestor gone.
+    parents_reaped: u32,
 }
+
+/// How often the lock path is made again when an ancestor went before its
+/// child was made (see [`Request::MakeParents`]).
+const PARENTS_REAPED: u32 = 3;
 
 impl<E: Clone> Attempt<E> {
     /// A new attempt; its first actions (the create and the list behind
@@ -504,6 +510,7 @@ impl<E: Clone> Attempt<E> {
             mutex_lost: false,
             early: None,
             last_node: None,
+            parents_reaped: 0,
         };
         a.create();
         a
@@ -855,6 +862,14 @@ impl<E: Clone> Attempt<E> {
                         match r.result {
                             Ok(_) => self.create(),
                             Err(Failure::Unknown) => self.reconnect(After::Parents),
+                            // An ancestor (a container too) reaped between
+                            // its create and its child's: make them again,
+                            // a few times (a server that refuses for ever
+                            // must not keep us here).
+                            Err(Failure::NoNode) if self.parents_reaped < PARENTS_REAPED => {
+                                self.parents_reaped += 1;
+                                self.parents();
+                            },
                             Err(f) => self.fail("creating the lock path", f),
                         }
                         true
@@ -1636,5 +1651,25 @@ mod tests {
         a.handle(Event::Reconnected);
         let list = sent(&actions(&mut a));
         assert!(matches!(&list[..], [(_, Request::Children { stat: false, watch: false, .. })]), "{list:?}");
+    }
+
+    /// An outside test (round 12) deleted the lock path's ancestors (all
+    /// containers) whenever they were empty, as the server's reaper does:
+    /// one reaped between its create and its child's failed the acquire.
+    #[test]
+    fn an_ancestor_reaped_while_the_lock_path_is_made_is_made_again() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        err(&mut a, out[0].0, Failure::NoNode);
+        err(&mut a, out[1].0, Failure::NoNode);
+        for _ in 0..=PARENTS_REAPED {
+            let make = sent(&actions(&mut a));
+            assert!(matches!(&make[..], [(_, Request::MakeParents { .. })]), "{make:?}");
+            err(&mut a, make[0].0, Failure::NoNode);
+        }
+        assert!(matches!(
+            actions(&mut a).last(),
+            Some(Action::Ended(End::Failed(Why::Zk { failure: Failure::NoNode, .. })))
+        ));
     }
 }
