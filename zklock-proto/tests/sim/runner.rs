@@ -252,7 +252,8 @@ impl World {
         let uuid = match self.fixed_uuids {
             // Contender and attempt number (the exhaustive search: the same
             // state whatever order the contenders started in).
-            true => uuid::Uuid::from_u128(((i as u128 + 1) << 64) | u128::from(self.cs[i].gen + 1)),
+            // Its first hex digits: the contender (from 1), then the number.
+            true => uuid::Uuid::from_u128(((i as u128 + 1) << 124) | (u128::from(self.cs[i].gen + 1) << 112)),
             false => uuid::Uuid::from_u128(self.uuids.u128(..)),
         };
         let bugs: Bugs = self.bugs;
