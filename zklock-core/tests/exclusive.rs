@@ -445,9 +445,9 @@ fn digest_authenticated_session_locks() {
 }
 
 /// Two acquires on one handle while another client holds the lock: the
-/// second one's timeout, cancel and try-once are its own, even after the
-/// handle took the lock alone once (an outside test, round 12: the second
-/// acquire answered only when the first one's wait ended).
+/// second one's timeout and try-once are its own, also after the handle took
+/// the lock alone once (its next acquire then guesses its node's name). An
+/// outside test (round 12) suspected a hang here; it was its driver's.
 #[test]
 fn a_second_acquire_on_a_waiting_handle_keeps_its_own_deadline() {
     let zk = server();
