@@ -152,11 +152,15 @@ async fn still_held(taken: &[Guard], paths: &[String]) -> Result<()> {
             member_error(path, &e)
         };
         match tokio::time::timeout(h.shared.options.operation_timeout, read.value()).await {
-            Ok(Ok(Some(stat))) if stat.ephemeral_owner == h.session.id && u64::try_from(stat.czxid) == Ok(h.token) => {},
+            Ok(Ok(Some(stat))) if stat.ephemeral_owner == h.session.id && u64::try_from(stat.czxid) == Ok(h.token) => {
+            },
             Ok(Ok(_)) => return Err(gone()),
             Ok(Err(e)) => return Err(member_error(path, &Error::from_zk("reading our lock node", e))),
             Err(_) => {
-                let e = Error::new(ErrorKind::ConnectionLoss, "reading our lock node: no reply within the operation timeout");
+                let e = Error::new(
+                    ErrorKind::ConnectionLoss,
+                    "reading our lock node: no reply within the operation timeout",
+                );
                 return Err(member_error(path, &e));
             },
         }

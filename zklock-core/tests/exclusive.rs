@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{connect, lock_of, queue, server, wait_until, Raw};
-use zklock_core::{AcquireOptions, CancelToken, Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, ReleaseStatus};
+use zklock_core::{
+    AcquireOptions, CancelToken, Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind,
+    ReleaseStatus,
+};
 use zklock_zk as zk;
 
 const SEC: Duration = Duration::from_secs(1);
