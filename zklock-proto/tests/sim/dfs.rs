@@ -224,8 +224,22 @@ pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
     // Paths to visit, with the hash of their parent's state (a time move
     // that changes nothing is stuck).
     let mut stack: Vec<(Vec<u32>, Option<u64>)> = vec![(Vec::new(), None)];
+    // The world of the state expanded last: its first child (visited
+    // next) takes one move on it rather than a replay.
+    let mut last: Option<(Vec<u32>, World, u32)> = None;
     while let Some((path, parent)) = stack.pop() {
-        let (w, used) = replay(modes, bugs, bounds, &path, false);
+        let (w, used) = match last.take() {
+            Some((p, mut w, mut used)) if path.len() == p.len() + 1 && path.starts_with(&p) => {
+                let ms = w.moves(bounds.faults - used);
+                let m = &ms[path[p.len()] as usize];
+                if m.is_fault() {
+                    used += 1;
+                }
+                w.take(m);
+                (w, used)
+            },
+            _ => replay(modes, bugs, bounds, &path, false),
+        };
         r.max_depth = r.max_depth.max(path.len());
         let left = bounds.faults - used;
         let mut broken = w.violation.clone();
@@ -274,6 +288,7 @@ pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
             let tick = matches!(ms[k], Move::Tick);
             stack.push((p, tick.then_some(h)));
         }
+        last = Some((path, w, used));
     }
     r
 }
