@@ -50,11 +50,14 @@ docs: python-install node-deps
 ## a user would get them (--allow-dirty: a working tree with local changes too).
 ## Cargo unpacks a workspace crate a dependent is verified against into
 ## $CARGO_HOME/registry/src/-<hash>/ and reuses what an earlier run left there
-## under the same version: those copies of our crates go first.
+## under the same version, and its build too (a registry crate of one version
+## counts as unchanged): those copies of our crates and their builds go first
+## (the verify builds go to target/publish-check, so the rest stays built).
 .PHONY: publish-check
 publish-check:
 	rm -rf "$${CARGO_HOME:-$$HOME/.cargo}"/registry/src/-*/zklock-*
-	$(CARGO) publish --dry-run --workspace --locked --allow-dirty
+	rm -rf target/publish-check/debug/.fingerprint/zklock-* target/publish-check/debug/deps/*zklock*
+	$(CARGO) publish --dry-run --workspace --locked --allow-dirty --target-dir target/publish-check
 
 # The fault tests need the engine's stall points (zklock-core/src/fault.rs).
 test-rust:
@@ -374,8 +377,8 @@ SIM_SECONDS ?= 600
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
 ## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the
-## exhaustive search (zklock-proto/tests/exhaustive.rs) with SIM_FAULTS (1) fault
-## per path, three contenders too (`make test`: two contenders, no fault)
+## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders with
+## SIM_FAULTS (1) fault per path, and three without (`make test`: two, no fault)
 SIM_FAULTS ?= 1
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \
