@@ -20,8 +20,9 @@
 //! are cut at 400 moves and the cut paths are counted: the tests assert
 //! none).
 //!
-//! - `exhaustive_exclusive_two` and `exhaustive_read_write`: two
-//!   contenders (exclusive; a reader and a writer).
+//! - `exhaustive_exclusive_two`, `exhaustive_read_write` and
+//!   `exhaustive_two_readers`: two contenders (exclusive; a reader and a
+//!   writer; two readers).
 //! - `exhaustive_exclusive_three` (ignored but in `make sim`, release
 //!   build): three exclusive contenders, no fault.
 //! - `exhaustive_finds_*` (feature `history`): a bug of `acquire::Bugs`
@@ -81,6 +82,13 @@ fn exhaustive_exclusive_two() {
 fn exhaustive_read_write() {
     let faults = env_u32("ZKLOCK_EXHAUSTIVE_FAULTS").unwrap_or(0);
     exhaust("read_write", &[LockMode::Read, LockMode::Write], faults);
+}
+
+/// Two readers (they never block each other).
+#[test]
+fn exhaustive_two_readers() {
+    let faults = env_u32("ZKLOCK_EXHAUSTIVE_FAULTS").unwrap_or(0);
+    exhaust("two_readers", &[LockMode::Read, LockMode::Read], faults);
 }
 
 /// Three exclusive contenders, no fault (`ZKLOCK_EXHAUSTIVE_THREE_FAULTS`

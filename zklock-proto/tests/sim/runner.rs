@@ -3,7 +3,11 @@
 //! notifications in the order the session received them, keeps the
 //! session layer's watchers (set again with SetWatches on reconnect),
 //! answers the clock, lingers, holds and releases, and cleans up what an
-//! ended attempt leaves.
+//! ended attempt leaves. A semaphore's contender takes the semaphore's
+//! mutex first (an exclusive attempt on `<path>/locks`), keeps a watch on
+//! its node (the grant's, or a read of its own), feeds `MutexLost` to the
+//! lease attempt when the node goes or the session ends, and deletes the
+//! node after the lease attempt ends (in order with its requests).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
