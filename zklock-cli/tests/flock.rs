@@ -143,7 +143,9 @@ fn shared_holders_overlap_and_exclusive_excludes_them() {
     // a (-s) holds until b (-s) has run: b must get the lock while a holds it.
     let a = run("a", &["-s"], &logged("a", &wait_for_file("b-done")));
     wait_until("a runs", 20 * SEC, || d.read("log").contains("start a"));
-    let b = run("b", &["-s", "-w", "20s"], &logged("b", r#"sleep 0.2; touch "$D/b-done""#));
+    // b says it ended before it lets a go (a touch before the log line let
+    // a end first now and then: the test, not the lock, overlapped them).
+    let b = run("b", &["-s", "-w", "20s"], &format!(r#"{}; touch "$D/b-done""#, logged("b", "sleep 0.2")));
     let o = b.wait(30 * SEC);
     assert_eq!(o.code, 0, "{o:?}");
     let o = a.wait(30 * SEC);
