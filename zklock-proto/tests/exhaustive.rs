@@ -25,7 +25,8 @@
 //!   writer; two readers).
 //! - `exhaustive_exclusive_three` (ignored; run it by name with
 //!   `--ignored`, release build): three exclusive contenders, no fault.
-//!   More than 4 million states: it did not finish in 20 minutes.
+//!   8,018,706 states, 163,314 paths ended quiet, none broke a promise:
+//!   18 minutes in a release build on a shared 2-core machine.
 //! - `exhaustive_finds_*` (feature `history`): a bug of `acquire::Bugs`
 //!   switched on must be found with at most 1 fault (the search stops at
 //!   the first broken promise).
