@@ -86,19 +86,29 @@ pub fn shrink(first: Failing, deadline: Instant, mut fails: impl FnMut(&[u32]) -
     }
 }
 
-/// One round of [`shrink`]'s passes.
-fn shrink_round(first: Failing, deadline: Instant, fails: &mut impl FnMut(&[u32]) -> Option<Failing>) -> Failing {
+/// Drops runs of the units that `starts` cuts the choices into (each unit
+/// from its start to the next one's), halving the run's length down to one
+/// unit, while `fails` still says yes; and whether `deadline` came first.
+fn drop_chunks(
+    first: Failing,
+    deadline: Instant,
+    fails: &mut impl FnMut(&[u32]) -> Option<Failing>,
+    starts: impl Fn(&Failing) -> Vec<usize>,
+) -> (Failing, bool) {
     let mut best = first;
-    // Whole steps: later steps keep their choices.
-    let mut chunk = best.step_starts.len().div_ceil(2).max(1);
+    let mut chunk = starts(&best).len().div_ceil(2).max(1);
     loop {
         let mut i = 0;
-        while i + chunk <= best.step_starts.len() {
-            if Instant::now() > deadline {
-                return best;
+        loop {
+            let cuts = starts(&best);
+            if i + chunk > cuts.len() {
+                break;
             }
-            let from = best.step_starts[i];
-            let to = best.step_starts.get(i + chunk).copied().unwrap_or(best.choices.len());
+            if Instant::now() > deadline {
+                return (best, true);
+            }
+            let from = cuts[i];
+            let to = cuts.get(i + chunk).copied().unwrap_or(best.choices.len());
             let mut cand = best.choices[..from].to_vec();
             cand.extend_from_slice(&best.choices[to..]);
             match fails(&cand) {
@@ -107,30 +117,23 @@ fn shrink_round(first: Failing, deadline: Instant, fails: &mut impl FnMut(&[u32]
             }
         }
         if chunk == 1 {
-            break;
+            return (best, false);
         }
         chunk = chunk.div_ceil(2);
     }
-    // Chunks of choices.
-    let mut chunk = best.choices.len().div_ceil(2).max(1);
-    loop {
-        let mut i = 0;
-        while i < best.choices.len() {
-            if Instant::now() > deadline {
-                return best;
-            }
-            let end = (i + chunk).min(best.choices.len());
-            let mut cand = best.choices[..i].to_vec();
-            cand.extend_from_slice(&best.choices[end..]);
-            match fails(&cand) {
-                Some(f) if f.choices.len() < best.choices.len() => best = f,
-                _ => i += chunk,
-            }
-        }
-        if chunk == 1 {
-            break;
-        }
-        chunk = chunk.div_ceil(2);
+}
+
+/// One round of [`shrink`]'s passes.
+fn shrink_round(first: Failing, deadline: Instant, fails: &mut impl FnMut(&[u32]) -> Option<Failing>) -> Failing {
+    // Whole steps (later steps keep their choices), then chunks of choices.
+    let (mut best, out_of_time) = drop_chunks(first, deadline, fails, |f| f.step_starts.clone());
+    if out_of_time {
+        return best;
+    }
+    let (shorter, out_of_time) = drop_chunks(best, deadline, fails, |f| (0..f.choices.len()).collect());
+    best = shorter;
+    if out_of_time {
+        return best;
     }
     // Smaller values: 0 (no fault, the first step) or half.
     let mut i = 0;
