@@ -6,20 +6,19 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::zk;
 use futures_util::FutureExt as _;
-use tokio::sync::watch;
 use zklock_proto::acquire as proto;
 
 use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::holding::{monitor, EventFuture, Holding, Status};
-use crate::lock::{CancelState, LockState};
+use crate::holding::{Handover, Holding};
+use crate::lock::CancelState;
 use crate::names::{self, LockMode};
 
 /// Why an acquire attempt stopped without the lock.
@@ -192,21 +191,6 @@ impl Ctx {
             _ = self.shared.closed() => Err(Error::closed()),
         }
     }
-}
-
-/// Evidence, required by every grant, that our node exists and is owned by
-/// our session at a point (in ZooKeeper's order of our session's replies
-/// and notifications) after the last blocker was gone (protocol section 4,
-/// grant rule): what the attempt's machine proved, as the holder takes it.
-pub(crate) struct OwnNodeProof {
-    /// The watch on our node, armed by a read that showed it ours, if the
-    /// proof has one: it becomes the holder's watch.
-    pub(crate) watch: Option<EventFuture>,
-    /// The session state as of just before the request that began the
-    /// proof was sent (see [`Session::watch_from_now`]): the holder's
-    /// monitor starts from it, so a disconnect after the proof is reported
-    /// even when it is over before the monitor first runs.
-    pub(crate) states: zk::StateWatcher,
 }
 
 /// A reply as the machine reads it, with the connection it came on.
@@ -632,23 +616,6 @@ impl Attempt {
         watch: Option<zk::Watch>,
         states: zk::StateWatcher,
     ) -> Arc<Holding> {
-        let proof = OwnNodeProof { watch: watch.map(|w| Box::pin(w) as EventFuture), states };
-        let sequence = names::parse_child(&grant.name).map(|n| n.sequence).unwrap_or(-1);
-        let holding = Arc::new(Holding {
-            shared: ctx.shared.clone(),
-            session: self.session.clone(),
-            lock_path: ctx.path.clone(),
-            name: grant.name.clone(),
-            sequence,
-            token: u64::try_from(grant.czxid).unwrap_or(0),
-            count: AtomicUsize::new(1),
-            status: Mutex::new(Status { state: LockState::Held, reason: None }),
-            callbacks: Arc::default(),
-            stop: watch::channel(false).0,
-            changes: watch::channel(0).0,
-            monitor: Mutex::new(None),
-            watch_armed: AtomicBool::new(proof.watch.is_some()),
-        });
         log::debug!(
             "zklock: granted {}/{} (session {:#x}, token {})",
             ctx.path,
@@ -656,11 +623,14 @@ impl Attempt {
             self.session.id,
             grant.czxid
         );
-        let task = tokio::spawn(monitor(holding.clone(), proof));
-        if let Ok(mut slot) = holding.monitor.lock() {
-            *slot = Some(task);
-        }
-        holding
+        Holding::start(
+            ctx.shared.clone(),
+            self.session.clone(),
+            ctx.path.clone(),
+            grant.name,
+            grant.czxid,
+            Handover { watch, states },
+        )
     }
 
     /// Deletes what this attempt left behind (timeout, cancel, error):
@@ -723,7 +693,7 @@ fn fired(watches: &mut HashMap<proto::Id, zk::Watch>, armed: &HashSet<proto::Id>
     out
 }
 
-fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
+pub(crate) fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
     match ev.kind {
         zk::EventType::NodeDeleted => proto::Notice::Deleted,
         zk::EventType::NodeChildrenChanged => proto::Notice::Children,
@@ -747,12 +717,12 @@ fn last(path: &str) -> String {
     path.rsplit('/').next().unwrap_or_default().to_owned()
 }
 
-fn stat_of(stat: &zk::Stat) -> proto::Stat {
+pub(crate) fn stat_of(stat: &zk::Stat) -> proto::Stat {
     proto::Stat { czxid: stat.czxid, pzxid: stat.pzxid, owner: stat.ephemeral_owner }
 }
 
 /// How the machine tells failures apart.
-fn failure(e: zk::Error) -> proto::Failure<zk::Error> {
+pub(crate) fn failure(e: zk::Error) -> proto::Failure<zk::Error> {
     match e {
         zk::Error::Server(zk::Code::NoNode) => proto::Failure::NoNode,
         zk::Error::Server(zk::Code::NodeExists) => proto::Failure::NodeExists,

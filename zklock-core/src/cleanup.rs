@@ -40,20 +40,9 @@ pub(crate) enum Cleanup {
     Prefix { parent: String, prefix: String },
 }
 
-/// What became of a node we set out to delete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Deletion {
-    /// Our delete removed it.
-    Deleted,
-    /// Nothing of ours was there to delete: the node is gone, is another
-    /// session's, or went with our session.
-    Gone,
-    /// Not done yet (no answer, or a changed version): try again.
-    Pending,
-    /// ZooKeeper refused (NoAuth: the ACL does not let us delete or read
-    /// it): trying again cannot help; the node goes with the session.
-    Refused,
-}
+/// What became of a node we set out to delete (the holder's machine reads
+/// it after a release).
+pub(crate) use zklock_proto::hold::Deletion;
 
 /// Deletes our node now if the session is connected, else in the
 /// background (`Pending`). `known_ours`: the caller holds the lock on this

@@ -2,6 +2,7 @@
 //! monitor that follows it (session state, deletion of our node; the
 //! safety clock is `clock.rs`), and the guard with its release.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,11 +11,11 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::zk::{self, ClientExt as _};
-use futures_util::FutureExt as _;
 use tokio::sync::watch;
+use zklock_proto::hold as proto;
 
-use crate::acquire::OwnNodeProof;
-use crate::cleanup::{delete_node, session_gone, Deletion};
+use crate::acquire::{failure, notice, stat_of};
+use crate::cleanup::delete_node;
 use crate::client::{Client, Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::listeners::{Listener, Listeners, Subscription};
@@ -22,9 +23,14 @@ use crate::lock::{AcquireOptions, HeldSlot, Lock, LockState, ReleaseStatus};
 
 pub(crate) type Callback = Listener<LockState>;
 
-pub(crate) struct Status {
-    pub(crate) state: LockState,
-    pub(crate) reason: Option<Error>,
+/// How long a recheck of our node that got no answer waits before the next.
+const RECHECK_AGAIN: Duration = Duration::from_millis(250);
+
+/// The holder's machine (`zklock_proto::hold`) and the error its loss is
+/// reported with.
+pub(crate) struct HoldState {
+    machine: proto::Hold,
+    reason: Option<Error>,
 }
 
 /// One held lock node, shared by the guards of its node (more than one on a
@@ -37,30 +43,88 @@ pub(crate) struct Holding {
     pub(crate) sequence: i64,
     pub(crate) token: u64,
     pub(crate) count: AtomicUsize,
-    pub(crate) status: Mutex<Status>,
+    /// The protocol's decisions: fed by the monitor and the release.
+    pub(crate) hold: Mutex<HoldState>,
     pub(crate) callbacks: Arc<Listeners<LockState>>,
     pub(crate) stop: watch::Sender<bool>,
     /// Moves on every state change and every release of one of its guards
     /// (what [`Guard::lost`] waits for).
     pub(crate) changes: watch::Sender<u64>,
-    /// The task that follows this holding (and owns the watch on our node).
+    /// The task that follows this holding (and owns the watches on our
+    /// node).
     pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// Whether the monitor's watch on our node is armed by a read that
-    /// showed the node owned by our session, and has not fired. Only then
-    /// does a release of a `Held` lock delete without reading the node
-    /// first: before that read is answered (the grant's proof was the first
-    /// list), our node may already have been replaced by someone else's of
-    /// the same name.
-    pub(crate) watch_armed: AtomicBool,
+}
+
+/// What the grant hands the holder: the watch on our node its proof left
+/// (armed by a read that showed the node ours), if any, and the session
+/// state as of just before the request that began the proof was sent (a
+/// disconnect after the proof is reported even when it is over before the
+/// monitor first runs).
+pub(crate) struct Handover {
+    pub(crate) watch: Option<zk::Watch>,
+    pub(crate) states: zk::StateWatcher,
+}
+
+fn lock_state(state: proto::State) -> LockState {
+    match state {
+        proto::State::Held => LockState::Held,
+        proto::State::Suspended => LockState::Suspended,
+        proto::State::Lost(_) => LockState::Lost,
+        proto::State::Released => LockState::Released,
+    }
 }
 
 impl Holding {
+    /// The holding of a granted node, and its monitor started on the
+    /// runtime.
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        session: Arc<Session>,
+        lock_path: String,
+        name: String,
+        czxid: i64,
+        mut handover: Handover,
+    ) -> Arc<Holding> {
+        let sequence = crate::names::parse_child(&name).map(|n| n.sequence).unwrap_or(-1);
+        let changed = handover.states.has_changed();
+        let connected = handover.states.state() == zk::SessionState::Connected;
+        let safe = Instant::now() < session.safe_until();
+        let machine = proto::Hold::new(proto::Config {
+            path: format!("{lock_path}/{name}"),
+            session: session.id,
+            watch: handover.watch.is_some(),
+            changed,
+            connected,
+            safe,
+            bugs: proto::Bugs::default(),
+        });
+        let holding = Arc::new(Holding {
+            shared,
+            session,
+            lock_path,
+            name,
+            sequence,
+            token: u64::try_from(czxid).unwrap_or(0),
+            count: AtomicUsize::new(1),
+            hold: Mutex::new(HoldState { machine, reason: None }),
+            callbacks: Arc::default(),
+            stop: watch::channel(false).0,
+            changes: watch::channel(0).0,
+            monitor: Mutex::new(None),
+        });
+        let task = tokio::spawn(monitor(holding.clone(), handover, safe));
+        if let Ok(mut slot) = holding.monitor.lock() {
+            *slot = Some(task);
+        }
+        holding
+    }
+
     pub(crate) fn node_path(&self) -> String {
         format!("{}/{}", self.lock_path, self.name)
     }
 
     pub(crate) fn state(&self) -> LockState {
-        self.status.lock().map(|s| s.state).unwrap_or(LockState::Lost)
+        self.hold.lock().map(|h| lock_state(h.machine.state())).unwrap_or(LockState::Lost)
     }
 
     pub(crate) fn is_live(&self) -> bool {
@@ -76,23 +140,62 @@ impl Holding {
         }
     }
 
-    /// Moves to `state` (never out of Lost or Released) and tells the
-    /// callbacks on the event thread.
-    pub(crate) fn set_state(&self, state: LockState, reason: Option<Error>) {
+    /// Feeds the machine `event` (or nothing: its pending actions), reports
+    /// the state changes it makes, and gives back its other actions.
+    pub(crate) fn feed(&self, event: Option<proto::Event<zk::Error>>) -> Vec<proto::Action> {
+        let (changes, rest) = {
+            let Ok(mut h) = self.hold.lock() else { return Vec::new() };
+            if let Some(event) = event {
+                h.machine.handle(event);
+            }
+            let mut changes = Vec::new();
+            let mut rest = Vec::new();
+            while let Some(action) = h.machine.poll_action() {
+                match action {
+                    proto::Action::State(state) => {
+                        if let proto::State::Lost(loss) = state {
+                            h.reason = Some(self.loss_error(loss));
+                        }
+                        changes.push(lock_state(state));
+                    },
+                    other => rest.push(other),
+                }
+            }
+            (changes, rest)
+        };
+        for state in changes {
+            self.report(state);
+        }
+        rest
+    }
+
+    /// The error a loss is reported with. Whatever the route (node
+    /// deleted, session closed), a loss caused by closing the client is
+    /// reported as Closed.
+    fn loss_error(&self, loss: proto::Loss) -> Error {
+        let (kind, why) = match loss {
+            _ if self.shared.is_closed() => (ErrorKind::Closed, "the client was closed".to_owned()),
+            proto::Loss::Closed => (ErrorKind::Closed, "the client was closed".to_owned()),
+            proto::Loss::Deleted => (ErrorKind::LockLost, "our lock node was deleted".to_owned()),
+            proto::Loss::NotOurs => (ErrorKind::LockLost, "our lock node is owned by another session".to_owned()),
+            proto::Loss::GoneAfterReconnect => {
+                (ErrorKind::LockLost, "after reconnecting, our node is gone or not ours".to_owned())
+            },
+            proto::Loss::SessionEnded => {
+                (ErrorKind::LockLost, format!("the session {:#x} ended ({})", self.session.id, self.session.state()))
+            },
+        };
+        Error::new(kind, format!("lock {} lost: {why}", self.node_path()))
+    }
+
+    /// Tells a state change: the `changes` watchers, the log and the
+    /// callbacks on the event thread (not for a release: the caller's own
+    /// act).
+    fn report(&self, state: LockState) {
         if state == LockState::Suspended && self.shared.is_closed() {
             // Closing makes requests fail like a lost connection; it is not
             // one: the monitor reports Lost (Closed) instead.
             return;
-        }
-        {
-            let Ok(mut st) = self.status.lock() else { return };
-            if st.state == state || matches!(st.state, LockState::Lost | LockState::Released) {
-                return;
-            }
-            st.state = state;
-            if reason.is_some() {
-                st.reason = reason;
-            }
         }
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         if state == LockState::Released {
@@ -126,25 +229,16 @@ impl Holding {
         }
     }
 
-    pub(crate) fn lose(&self, kind: ErrorKind, why: String) {
-        // Whatever the route (node deleted, session closed), a loss caused
-        // by closing the client is reported as Closed.
-        let (kind, why) =
-            if self.shared.is_closed() { (ErrorKind::Closed, "the client was closed".into()) } else { (kind, why) };
-        let msg = format!("lock {} lost: {why}", self.node_path());
-        self.set_state(LockState::Lost, Some(Error::new(kind, msg)));
-        self.stop.send_replace(true);
-    }
-
     pub(crate) fn check(&self) -> Result<()> {
-        let st = self.status.lock().map_err(|_| Error::internal("status mutex poisoned"))?;
-        if self.shared.is_closed() && st.state != LockState::Released {
+        let h = self.hold.lock().map_err(|_| Error::internal("holding mutex poisoned"))?;
+        let state = lock_state(h.machine.state());
+        if self.shared.is_closed() && state != LockState::Released {
             let why = self.shared.closed_error();
             return Err(Error::new(ErrorKind::Closed, format!("lock {} lost: {}", self.node_path(), why.message())));
         }
-        match st.state {
+        match state {
             LockState::Released => Err(Error::new(ErrorKind::NotHeld, "the lock was released")),
-            LockState::Lost => Err(st
+            LockState::Lost => Err(h
                 .reason
                 .clone()
                 .unwrap_or_else(|| Error::new(ErrorKind::LockLost, format!("lock {} lost", self.node_path())))),
@@ -166,7 +260,7 @@ impl Holding {
                          timeout, so it may have expired and the lock be someone else's",
                     ));
                 }
-                if st.state == LockState::Suspended {
+                if state == LockState::Suspended {
                     return Err(Error::new(
                         ErrorKind::ConnectionLoss,
                         "the lock is suspended: the connection to ZooKeeper came back, and zklock has not yet \
@@ -179,165 +273,133 @@ impl Holding {
     }
 }
 
-pub(crate) type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
+/// A read of our node on its way: its reply (bounded by the operation
+/// timeout) with the watch it leaves.
+type Read = Pin<Box<dyn Future<Output = zk::Result<(Vec<u8>, zk::Stat, zk::Watch)>> + Send>>;
 
-pub(crate) enum Wake {
-    Stop,
-    Node(zk::WatchedEvent),
-    /// The session state changed (the connection may be another one now).
-    StateChanged,
-    Other,
-}
-
-/// Follows a held lock until it is released or lost (section 5): session
-/// state, deletion of our node, and the safety clock. It starts from the
-/// grant's proof: its session-state watcher (any change since the proving
-/// request was sent means the connection dropped: Suspended until a
-/// recheck) and the watch on our node the proving read set; without one
-/// (the grant's proof was the first list) it starts by reading our node
-/// with a watch. Release aborts this task, which drops the watch (the
-/// client sends removeWatches) before the delete, so a release notifies
-/// only the next waiter, not ourselves.
-pub(crate) async fn monitor(h: Arc<Holding>, proof: OwnNodeProof) {
+/// Follows a held lock until it is released or lost (protocol section 5):
+/// runs the holder's machine (`zklock_proto::hold`), feeding it the
+/// replies to its reads of our node, the notifications of its watches on
+/// our node, the session's state changes, the safety clock's verdict
+/// (`safe`: what the machine was told at the start) and the close of the
+/// client. Release aborts this task, which drops the watches (the client
+/// sends removeWatches) before the delete, so a release notifies only the
+/// next waiter, not ourselves.
+async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) {
     let session = h.session.clone();
-    let OwnNodeProof { watch, mut states } = proof;
+    let Handover { watch, mut states } = handover;
+    // The machine was told of any change up to now.
+    let _ = states.state();
     let mut stop = h.stop.subscribe();
-    let mut node_watch: Option<EventFuture> = match watch {
-        Some(w) => Some(w),
-        None => {
-            let first = match session.zk() {
-                // Only for this read: a client kept here would keep the
-                // session open after Client::close.
-                Ok(zk) => tokio::select! {
-                    _ = stop.wait_for(|s| *s) => return,
-                    r = tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&h.node_path())) => r.ok(),
-                },
-                Err(_) => None,
-            };
-            match first {
-                Some(Ok((_, stat, w))) if stat.ephemeral_owner == session.id => {
-                    h.watch_armed.store(true, Ordering::Release);
-                    Some(Box::pin(w))
-                },
-                Some(Ok(_)) => {
-                    h.lose(ErrorKind::LockLost, "our lock node is owned by another session".into());
-                    return;
-                },
-                Some(Err(zk::Error::Server(zk::Code::NoNode))) => {
-                    h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
-                    return;
-                },
-                // Session gone: the loop below reports it. Connection
-                // trouble: suspended until a recheck (which sets the
-                // watch) succeeds.
-                Some(Err(e)) if session_gone(&e) => None,
-                _ => {
-                    h.set_state(LockState::Suspended, None);
-                    None
-                },
-            }
-        },
-    };
-    // Whether the session state changed since it was last looked at: the
-    // connection may have dropped and come back in between.
-    let mut reconnected = states.changed().now_or_never().is_some();
+    let mut watches: HashMap<zklock_proto::acquire::Id, zk::Watch> = HashMap::new();
+    if let Some(w) = watch {
+        watches.insert(proto::GRANT_WATCH, w);
+    }
+    let mut read: Option<(zklock_proto::acquire::Id, Read)> = None;
+    let mut retry_at: Option<tokio::time::Instant> = None;
+    let mut actions = h.feed(None);
     loop {
-        if *stop.borrow() {
-            return;
-        }
-        if h.shared.is_closed() {
-            // Closing ends the session: lost, without passing through
-            // Suspended on the way (lose() reports it as Closed).
-            h.lose(ErrorKind::Closed, "the client was closed".into());
-            return;
-        }
-        let zs = states.state();
-        if zs.is_terminated() {
-            let kind = if zs == zk::SessionState::Closed { ErrorKind::Closed } else { ErrorKind::LockLost };
-            h.lose(kind, format!("the session {:#x} ended ({zs})", session.id));
-            return;
-        }
-        let connected = matches!(zs, zk::SessionState::Connected);
-        let safe = Instant::now() < session.safe_until();
-        match h.state() {
-            LockState::Held if reconnected || !connected || !safe => h.set_state(LockState::Suspended, None),
-            LockState::Suspended if connected && safe => match recheck(&h).await {
-                Ok(Some(w)) => {
-                    node_watch = Some(Box::pin(w));
-                    h.watch_armed.store(true, Ordering::Release);
-                    h.set_state(LockState::Held, None);
+        for action in actions.drain(..) {
+            match action {
+                proto::Action::Send(id, zklock_proto::acquire::Request::GetData { path, .. }) => {
+                    let timeout = h.shared.options.operation_timeout;
+                    let reply: Read = match session.zk() {
+                        Ok(zk) => {
+                            let f = zk.get_and_watch_data(&path);
+                            Box::pin(async move {
+                                tokio::time::timeout(timeout, f).await.unwrap_or_else(|_| {
+                                    Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into()))
+                                })
+                            })
+                        },
+                        Err(_) => Box::pin(std::future::ready(Err(zk::Error::Closed))),
+                    };
+                    read = Some((id, reply));
                 },
-                Ok(None) => {
-                    h.lose(ErrorKind::LockLost, "after reconnecting, our node is gone or not ours".into());
-                    return;
+                proto::Action::Send(id, req) => log::error!("zklock: the holder asked for {req:?} ({id:?}): ignored"),
+                proto::Action::DropWatch(id) => {
+                    watches.remove(&id);
+                    if read.as_ref().is_some_and(|(r, _)| *r == id) {
+                        read = None;
+                    }
                 },
-                Err(()) => {},
-            },
-            LockState::Lost | LockState::Released => return,
-            _ => {},
+                proto::Action::RetryLater => retry_at = Some(tokio::time::Instant::now() + RECHECK_AGAIN),
+                // The release's, which stops this task first.
+                proto::Action::Delete { .. } | proto::Action::Released(_) | proto::Action::State(_) => {},
+            }
         }
-        reconnected = false;
-        let wake_at = if h.state() == LockState::Held {
-            session.safe_until()
-        } else {
-            Instant::now() + Duration::from_millis(250)
-        };
-        let wake = {
-            let node = async {
-                match node_watch.as_mut() {
-                    Some(f) => f.await,
+        if !h.is_live() {
+            return;
+        }
+        let safe_until = session.safe_until();
+        let event = {
+            let reply = async {
+                match read.as_mut() {
+                    Some((_, f)) => f.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let fired = std::future::poll_fn(|cx| {
+                for (id, w) in watches.iter_mut() {
+                    if let Poll::Ready(ev) = Pin::new(w).poll(cx) {
+                        return Poll::Ready((*id, notice(&ev)));
+                    }
+                }
+                Poll::Pending
+            });
+            let run_out = async {
+                if safe {
+                    tokio::time::sleep_until(safe_until.into()).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            let retry = async {
+                match retry_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
-                _ = stop.wait_for(|s| *s) => Wake::Stop,
-                ev = node => Wake::Node(ev),
-                _ = states.changed() => Wake::StateChanged,
-                _ = tokio::time::sleep_until(wake_at.into()) => Wake::Other,
-                _ = session.clock_advanced() => Wake::Other,
+                biased;
+                _ = stop.wait_for(|s| *s) => return,
+                () = h.shared.closed() => Some(proto::Event::SessionEnded { closed: true }),
+                // A reply before the notifications that came after it.
+                r = reply => {
+                    let id = read.take().map(|(id, _)| id).unwrap_or(proto::GRANT_WATCH);
+                    let result = match r {
+                        Ok((_, stat, w)) => {
+                            watches.insert(id, w);
+                            Ok(zklock_proto::acquire::Answer::Data(stat_of(&stat)))
+                        },
+                        Err(e) => Err(failure(e)),
+                    };
+                    Some(proto::Event::Reply(id, zklock_proto::acquire::Reply { result, connection: 0 }))
+                },
+                (id, notice) = fired => {
+                    watches.remove(&id);
+                    Some(proto::Event::Watch(id, notice))
+                },
+                zs = states.changed() => Some(if zs.is_terminated() {
+                    proto::Event::SessionEnded { closed: zs == zk::SessionState::Closed }
+                } else {
+                    proto::Event::Connection { connected: zs == zk::SessionState::Connected }
+                }),
+                () = run_out => None,
+                () = session.clock_advanced() => None,
+                () = retry => {
+                    retry_at = None;
+                    Some(proto::Event::Retry)
+                },
             }
         };
-        match wake {
-            Wake::Stop => return,
-            Wake::StateChanged => reconnected = true,
-            Wake::Other => {},
-            Wake::Node(ev) => {
-                node_watch = None;
-                h.watch_armed.store(false, Ordering::Release);
-                match ev.kind {
-                    zk::EventType::NodeDeleted => {
-                        h.lose(ErrorKind::LockLost, "our lock node was deleted".into());
-                        return;
-                    },
-                    zk::EventType::Session => {},
-                    // Data changed (someone wrote to our node): watch again.
-                    _ => match recheck(&h).await {
-                        Ok(Some(w)) => {
-                            node_watch = Some(Box::pin(w));
-                            h.watch_armed.store(true, Ordering::Release);
-                        },
-                        Ok(None) => {
-                            h.lose(ErrorKind::LockLost, "our lock node is gone or not ours".into());
-                            return;
-                        },
-                        Err(()) => h.set_state(LockState::Suspended, None),
-                    },
-                }
-            },
+        actions = h.feed(event);
+        // The safety clock's verdict, whenever it changed.
+        let now_safe = Instant::now() < session.safe_until();
+        if now_safe != safe {
+            safe = now_safe;
+            actions.extend(h.feed(Some(proto::Event::Clock { safe })));
         }
-    }
-}
-
-/// Reads our node with a watch: `Some` if it exists and our session owns it,
-/// `None` if not, `Err` if ZooKeeper did not answer.
-pub(crate) async fn recheck(h: &Holding) -> std::result::Result<Option<zk::Watch>, ()> {
-    let zk = h.session.zk().map_err(|_| ())?;
-    let path = h.node_path();
-    match tokio::time::timeout(h.shared.options.operation_timeout, zk.get_and_watch_data(&path)).await {
-        Ok(Ok((_, stat, w))) => Ok((stat.ephemeral_owner == h.session.id).then_some(w)),
-        Ok(Err(zk::Error::Server(zk::Code::NoNode))) => Ok(None),
-        Ok(Err(e)) if session_gone(&e) => Ok(None),
-        _ => Err(()),
     }
 }
 
@@ -630,17 +692,53 @@ impl Guard {
 
 impl Holding {
     /// Ends this holding (Released) and stops following it; what remains
-    /// is the deletion of its node. For the last guard's release, and for
-    /// the mutex a semaphore's acquire holds while it waits (no guard).
+    /// is the deletion of its node, if the machine asks for one. For the
+    /// last guard's release, and for the mutex a semaphore's acquire holds
+    /// while it waits (no guard).
     pub(crate) fn begin_delete(self: &Arc<Self>) -> Deleting {
-        let state = self.state();
-        // Read before the monitor stops (it clears this when its watch fires).
-        let known_ours = state == LockState::Held && self.watch_armed.load(Ordering::Acquire);
-        let lost = self.check().err().filter(|e| e.kind() != ErrorKind::ConnectionLoss);
-        self.set_state(LockState::Released, None);
+        let actions = self.feed(Some(proto::Event::Release { closed: self.shared.is_closed() }));
         self.stop.send_replace(true);
         let monitor = self.monitor.lock().ok().and_then(|mut m| m.take());
-        Deleting { holding: self.clone(), state, known_ours, lost, monitor }
+        let next = actions.into_iter().find_map(|a| match a {
+            proto::Action::Delete { known_ours } => Some(Next::Delete { known_ours }),
+            proto::Action::Released(outcome) => Some(Next::Done(outcome)),
+            _ => None,
+        });
+        Deleting { holding: self.clone(), next, monitor }
+    }
+
+    /// What a release's outcome tells the caller.
+    fn released(&self, outcome: proto::Outcome) -> Result<ReleaseStatus> {
+        match outcome {
+            proto::Outcome::Released => Ok(ReleaseStatus::Released),
+            proto::Outcome::Pending => Ok(ReleaseStatus::Pending),
+            proto::Outcome::Refused => Err(Error::new(
+                ErrorKind::NoAuth,
+                format!(
+                    "releasing {}: not authorized to delete the node (NoAuth: the ACL lacks the delete right): \
+                     the lock is held until the session ends (close the client)",
+                    self.node_path()
+                ),
+            )),
+            // Closed before or while the release was on its way: the close
+            // took the session, and the node with it. Not a loss that the
+            // critical section could have run into (an outside test got
+            // LOCK_LOST for a release and a close made in the same tick).
+            proto::Outcome::Closed => Err(Error::new(
+                ErrorKind::Closed,
+                format!("releasing {}: the client was closed; the node went with the session", self.node_path()),
+            )),
+            proto::Outcome::Lost(_) => Err(self.hold.lock().ok().and_then(|h| h.reason.clone()).unwrap_or_else(|| {
+                Error::new(ErrorKind::LockLost, format!("lock {} lost before the release", self.node_path()))
+            })),
+            proto::Outcome::LostBefore => Err(Error::new(
+                ErrorKind::LockLost,
+                format!(
+                    "lock {} lost before the release: the node was gone or another session's (it was left alone)",
+                    self.node_path()
+                ),
+            )),
+        }
     }
 }
 
@@ -652,65 +750,48 @@ pub(crate) enum Releasing {
     Delete(Deleting),
 }
 
-/// The deletion of a released node, with what was known at the release.
+/// What the machine asked of a release.
+enum Next {
+    /// Delete our node (at once when `known_ours`, else if still ours).
+    Delete { known_ours: bool },
+    /// Nothing to delete: the outcome.
+    Done(proto::Outcome),
+}
+
+/// The rest of a release: the deletion of its node, as the machine asked.
 pub(crate) struct Deleting {
-    pub(crate) holding: Arc<Holding>,
-    pub(crate) state: LockState,
-    pub(crate) known_ours: bool,
-    pub(crate) lost: Option<Error>,
-    pub(crate) monitor: Option<tokio::task::JoinHandle<()>>,
+    holding: Arc<Holding>,
+    /// `None`: the machine had nothing to say (released already).
+    next: Option<Next>,
+    monitor: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Deleting {
     pub(crate) async fn finish(self) -> Result<ReleaseStatus> {
-        let Deleting { holding: h, state, known_ours, lost, monitor } = self;
+        let Deleting { holding: h, next, monitor } = self;
         // End the monitor first: dropping its watch on our node queues
         // removeWatches ahead of the delete.
         if let Some(task) = monitor {
             task.abort();
             let _ = task.await;
         }
-        let deletion = match state {
-            // Our node was deleted, is not ours any more, or went with the
-            // session: nothing of ours to delete (a node of the same name
-            // now is someone else's).
-            LockState::Lost => Deletion::Gone,
-            // Held with an armed watch: one delete at once. (A third party
-            // that deletes our node and makes another of the same name in
-            // the one round trip before our delete cannot be told apart:
-            // ZooKeeper has no delete-if-owner.) Otherwise (suspended, or
-            // the watch not yet armed by a read showing the node ours) the
-            // node is read first.
-            _ => delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await,
+        let outcome = match next {
+            None => return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", h.node_path()))),
+            Some(Next::Done(outcome)) => outcome,
+            Some(Next::Delete { known_ours }) => {
+                let deletion = delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await;
+                let closed = h.shared.is_closed();
+                let actions = h.feed(Some(proto::Event::Deleted { deletion, closed }));
+                actions
+                    .into_iter()
+                    .find_map(|a| match a {
+                        proto::Action::Released(outcome) => Some(outcome),
+                        _ => None,
+                    })
+                    .unwrap_or(proto::Outcome::Pending)
+            },
         };
-        match (lost, deletion) {
-            (Some(e), _) => Err(e),
-            (None, Deletion::Deleted) => Ok(ReleaseStatus::Released),
-            (None, Deletion::Pending) => Ok(ReleaseStatus::Pending),
-            (None, Deletion::Refused) => Err(Error::new(
-                ErrorKind::NoAuth,
-                format!(
-                    "releasing {}: not authorized to delete the node (NoAuth: the ACL lacks the delete right): \
-                     the lock is held until the session ends (close the client)",
-                    h.node_path()
-                ),
-            )),
-            // Closed while the release was on its way: the close took the
-            // session, and the node with it. Not a loss that the critical
-            // section could have run into (an outside test got LOCK_LOST
-            // for a release and a close made in the same tick).
-            (None, Deletion::Gone) if h.shared.is_closed() => Err(Error::new(
-                ErrorKind::Closed,
-                format!("releasing {}: the client was closed meanwhile; the node went with the session", h.node_path()),
-            )),
-            (None, Deletion::Gone) => Err(Error::new(
-                ErrorKind::LockLost,
-                format!(
-                    "lock {} lost before the release: the node was gone or another session's (it was left alone)",
-                    h.node_path()
-                ),
-            )),
-        }
+        h.released(outcome)
     }
 }
 

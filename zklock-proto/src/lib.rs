@@ -13,6 +13,9 @@
 //! - [`driver`]: each lock kind's queue rules.
 //! - [`acquire`]: one acquire attempt, from the create of our node to the
 //!   grant (section 4).
+//! - [`hold`]: a granted lock from the grant to its release or loss
+//!   (sections 5 and 6): suspended, held again, lost, and what a release
+//!   deletes.
 //! - [`clock`]: the safety clock (section 5): until when the session is
 //!   certainly alive, from the heartbeats' send and answer times.
 //!
@@ -23,4 +26,5 @@
 pub mod acquire;
 pub mod clock;
 pub mod driver;
+pub mod hold;
 pub mod names;
