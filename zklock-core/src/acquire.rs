@@ -14,7 +14,7 @@ use crate::zk;
 use futures_util::FutureExt as _;
 use zklock_proto::acquire as proto;
 
-use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Cleanup, Deletion, CLEANUP_GRACE};
+use crate::cleanup::{delete_node, outcome_unknown, session_gone, spawn_cleanup, Deletion, Target, CLEANUP_GRACE};
 use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{Handover, Holding};
@@ -194,11 +194,11 @@ impl Ctx {
 }
 
 /// A reply as the machine reads it, with the connection it came on.
-type Answered = (std::result::Result<proto::Answer, zk::Error>, u64);
+pub(crate) type Answered = (std::result::Result<proto::Answer, zk::Error>, u64);
 
 /// A request on its way: its reply, bounded by the operation timeout from
 /// when it was sent (no reply by then counts as an unknown outcome).
-type Pending = futures_util::future::BoxFuture<'static, Answered>;
+pub(crate) type Pending = futures_util::future::BoxFuture<'static, Answered>;
 
 /// One attempt: one uuid, one session, at most one node of ours. The
 /// protocol's decisions are the machine's (`zklock_proto::acquire`); this
@@ -277,7 +277,7 @@ impl Attempt {
                         if creates || req.watches() {
                             states_at.insert(id, self.session.watch_from_now());
                         }
-                        let (reply, watch) = self.send(ctx, &zk, req);
+                        let (reply, watch) = send(&ctx.shared, &zk, req);
                         if let Some(w) = watch {
                             watches.insert(id, w);
                         }
@@ -469,97 +469,6 @@ impl Attempt {
 
     /// Sends `req` now: its reply (bounded by the operation timeout from
     /// now), and the watch it leaves.
-    fn send(&self, ctx: &Ctx, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
-        let timeout = ctx.shared.options.operation_timeout;
-        let acl = ctx.shared.acl();
-        let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
-            proto::Request::Create { path, data, sequential } => {
-                let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
-                let f = zk.create(&path, &data, acl, mode);
-                (
-                    answered(f, |(path, stat)| proto::Answer::Created {
-                        name: last(&path),
-                        stat: Some(stat_of(&stat)),
-                    }),
-                    None,
-                )
-            },
-            proto::Request::CheckAndCreate { check, path, data } => {
-                let f = zk.multi(&[
-                    zk::MultiOp::Check { path: check, version: -1 },
-                    zk::MultiOp::Create {
-                        path: path.clone(),
-                        data,
-                        acl: acl.to_vec(),
-                        mode: zk::CreateMode::Ephemeral,
-                    },
-                ]);
-                let f = async move {
-                    let (result, stamp) = f.stamped().await;
-                    let result = result.and_then(|results| {
-                        results
-                            .into_iter()
-                            .find_map(|r| match r {
-                                zk::MultiResult::Create { stat, .. } => {
-                                    Some(proto::Answer::Created { name: last(&path), stat: stat.as_ref().map(stat_of) })
-                                },
-                                _ => None,
-                            })
-                            // No create result: not what ZooKeeper answers;
-                            // look for our node as after a lost reply.
-                            .ok_or_else(|| zk::Error::ConnectionLoss("a multi's reply without its create".into()))
-                    });
-                    (result, stamp.map_or(0, |s| s.connection))
-                };
-                (Box::pin(f), None)
-            },
-            proto::Request::Children { path, stat: true, watch: false } => {
-                let f = zk.children2(&path);
-                (answered(f, |(names, stat)| proto::Answer::Children { names, stat: Some(stat_of(&stat)) }), None)
-            },
-            proto::Request::Children { path, watch: true, .. } => {
-                let (f, w) = zk.children_watch(&path);
-                (answered(f, |names| proto::Answer::Children { names, stat: None }), Some(w))
-            },
-            proto::Request::Children { path, .. } => {
-                let f = zk.children(&path);
-                (answered(f, |names| proto::Answer::Children { names, stat: None }), None)
-            },
-            proto::Request::GetData { path, watch: true } => {
-                let (f, w) = zk.get_data_watch(&path);
-                (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), Some(w))
-            },
-            proto::Request::GetData { path, watch: false } => {
-                let f = zk.get_data(&path);
-                (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), None)
-            },
-            proto::Request::Exists { path } => {
-                let f = zk.exists(&path);
-                (answered(f, |stat| proto::Answer::Exists(stat.as_ref().map(stat_of))), None)
-            },
-            proto::Request::Delete { path } => {
-                let f = zk.delete(&path, -1);
-                (answered(f, |()| proto::Answer::Done), None)
-            },
-            proto::Request::MakeParents { path } => {
-                let zk = zk.clone();
-                let acl = acl.to_vec();
-                let f = async move {
-                    let connection = zk.connected().map_or(0, |c| c.connection);
-                    (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)
-                };
-                (Box::pin(f), None)
-            },
-        };
-        let bounded = async move {
-            match tokio::time::timeout(timeout, reply).await {
-                Ok(answered) => answered,
-                Err(_) => (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0),
-            }
-        };
-        (Box::pin(bounded), watch)
-    }
-
     /// Says why the attempt queues again.
     fn log_requeue(&self, ctx: &Ctx, why: proto::Requeue) {
         let node = format!("{}/{}", ctx.path, self.machine.last_node().unwrap_or("?"));
@@ -599,6 +508,7 @@ impl Attempt {
                     proto::Failure::CheckFailed => zk::Error::Multi { index: 0, code: zk::Code::NoNode },
                     proto::Failure::Unknown => zk::Error::ConnectionLoss("the outcome is unknown".into()),
                     proto::Failure::SessionGone => zk::Error::SessionExpired,
+                    proto::Failure::NoAuth => zk::Error::Server(zk::Code::NoAuth),
                 };
                 let what =
                     if what == "creating the lock path" { format!("{what} {}", ctx.path) } else { what.to_owned() };
@@ -658,7 +568,7 @@ impl Attempt {
                 ));
             }
         } else if left.unknown_create {
-            let what = Cleanup::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
+            let what = Target::Prefix { parent: ctx.path.clone(), prefix: self.protected.clone() };
             spawn_cleanup(ctx.shared.clone(), self.session.clone(), what);
         }
         Ok(())
@@ -693,6 +603,89 @@ fn fired(watches: &mut HashMap<proto::Id, zk::Watch>, armed: &HashSet<proto::Id>
     out
 }
 
+/// Sends `req` on `zk` now: its reply as the machines read it, bounded by
+/// the operation timeout (no reply by then is an unknown outcome), and the
+/// watch it leaves, if any.
+pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
+    let timeout = shared.options.operation_timeout;
+    let acl = shared.acl();
+    let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
+        proto::Request::Create { path, data, sequential } => {
+            let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
+            let f = zk.create(&path, &data, acl, mode);
+            (answered(f, |(path, stat)| proto::Answer::Created { name: last(&path), stat: Some(stat_of(&stat)) }), None)
+        },
+        proto::Request::CheckAndCreate { check, path, data } => {
+            let f = zk.multi(&[
+                zk::MultiOp::Check { path: check, version: -1 },
+                zk::MultiOp::Create { path: path.clone(), data, acl: acl.to_vec(), mode: zk::CreateMode::Ephemeral },
+            ]);
+            let f = async move {
+                let (result, stamp) = f.stamped().await;
+                let result = result.and_then(|results| {
+                    results
+                        .into_iter()
+                        .find_map(|r| match r {
+                            zk::MultiResult::Create { stat, .. } => {
+                                Some(proto::Answer::Created { name: last(&path), stat: stat.as_ref().map(stat_of) })
+                            },
+                            _ => None,
+                        })
+                        // No create result: not what ZooKeeper answers;
+                        // look for our node as after a lost reply.
+                        .ok_or_else(|| zk::Error::ConnectionLoss("a multi's reply without its create".into()))
+                });
+                (result, stamp.map_or(0, |s| s.connection))
+            };
+            (Box::pin(f), None)
+        },
+        proto::Request::Children { path, stat: true, watch: false } => {
+            let f = zk.children2(&path);
+            (answered(f, |(names, stat)| proto::Answer::Children { names, stat: Some(stat_of(&stat)) }), None)
+        },
+        proto::Request::Children { path, watch: true, .. } => {
+            let (f, w) = zk.children_watch(&path);
+            (answered(f, |names| proto::Answer::Children { names, stat: None }), Some(w))
+        },
+        proto::Request::Children { path, .. } => {
+            let f = zk.children(&path);
+            (answered(f, |names| proto::Answer::Children { names, stat: None }), None)
+        },
+        proto::Request::GetData { path, watch: true } => {
+            let (f, w) = zk.get_data_watch(&path);
+            (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), Some(w))
+        },
+        proto::Request::GetData { path, watch: false } => {
+            let f = zk.get_data(&path);
+            (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), None)
+        },
+        proto::Request::Exists { path } => {
+            let f = zk.exists(&path);
+            (answered(f, |stat| proto::Answer::Exists(stat.as_ref().map(stat_of))), None)
+        },
+        proto::Request::Delete { path, version } => {
+            let f = zk.delete(&path, version.unwrap_or(-1));
+            (answered(f, |()| proto::Answer::Done), None)
+        },
+        proto::Request::MakeParents { path } => {
+            let zk = zk.clone();
+            let acl = acl.to_vec();
+            let f = async move {
+                let connection = zk.connected().map_or(0, |c| c.connection);
+                (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)
+            };
+            (Box::pin(f), None)
+        },
+    };
+    let bounded = async move {
+        match tokio::time::timeout(timeout, reply).await {
+            Ok(answered) => answered,
+            Err(_) => (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0),
+        }
+    };
+    (Box::pin(bounded), watch)
+}
+
 pub(crate) fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
     match ev.kind {
         zk::EventType::NodeDeleted => proto::Notice::Deleted,
@@ -718,7 +711,7 @@ fn last(path: &str) -> String {
 }
 
 pub(crate) fn stat_of(stat: &zk::Stat) -> proto::Stat {
-    proto::Stat { czxid: stat.czxid, pzxid: stat.pzxid, owner: stat.ephemeral_owner }
+    proto::Stat { czxid: stat.czxid, pzxid: stat.pzxid, owner: stat.ephemeral_owner, version: stat.version }
 }
 
 /// How the machine tells failures apart.
@@ -726,6 +719,7 @@ pub(crate) fn failure(e: zk::Error) -> proto::Failure<zk::Error> {
     match e {
         zk::Error::Server(zk::Code::NoNode) => proto::Failure::NoNode,
         zk::Error::Server(zk::Code::NodeExists) => proto::Failure::NodeExists,
+        zk::Error::Server(zk::Code::NoAuth) => proto::Failure::NoAuth,
         zk::Error::Multi { index: 0, code: zk::Code::NoNode } => proto::Failure::CheckFailed,
         zk::Error::Multi { code, .. } => failure(zk::Error::Server(code)),
         e if outcome_unknown(&e) => proto::Failure::Unknown,

@@ -2,13 +2,17 @@
 //! timeout, a cancel or an error; at once or in the background; and only
 //! nodes that are still ours.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use zklock_proto::acquire::Id;
+use zklock_proto::cleanup::Action;
+
+use crate::acquire::{failure, send, Pending};
 use crate::client::{Session, Shared};
-use crate::names::{self};
-use crate::zk::{self, ClientExt as _, Code};
+use crate::zk::{self, Code};
 
 /// Whether a ZooKeeper error leaves the outcome of a request unknown.
 pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
@@ -28,18 +32,9 @@ pub(crate) fn session_gone(e: &zk::Error) -> bool {
     )
 }
 
-/// Something to delete in the background until it is gone or the session is.
-#[derive(Debug)]
-pub(crate) enum Cleanup {
-    /// Our node at this path, if the session still owns it (a node of the
-    /// same name made by another session after ours was deleted is not
-    /// ours to delete).
-    Node(String),
-    /// Our nodes under `parent` whose name starts with `prefix` and whose
-    /// owner is the session (a create whose reply was lost).
-    Prefix { parent: String, prefix: String },
-}
-
+/// Something to delete: our node, or the nodes of a create of unknown
+/// outcome (`zklock_proto::cleanup`).
+pub(crate) use zklock_proto::cleanup::Target;
 /// What became of a node we set out to delete (the holder's machine reads
 /// it after a release).
 pub(crate) use zklock_proto::hold::Deletion;
@@ -47,11 +42,11 @@ pub(crate) use zklock_proto::hold::Deletion;
 /// Deletes our node now if the session is connected, else in the
 /// background (`Pending`). `known_ours`: the caller holds the lock on this
 /// node and a watch armed by a read that showed it ours has reported
-/// nothing, so one `delete` is sent at once; otherwise the node is read
-/// first and deleted only if the session owns it (see [`Cleanup::Node`]).
-/// `patience` bounds the try made now (each request is bounded by the
-/// operation timeout anyway); what is not done by then goes on in the
-/// background.
+/// nothing, so one `delete` is sent at once; otherwise the node is looked
+/// at first and deleted only if the session owns it (the machine's rule:
+/// `zklock_proto::cleanup`). `patience` bounds the try made now (each
+/// request is bounded by the operation timeout anyway); what is not done by
+/// then goes on in the background.
 pub(crate) async fn delete_node(
     shared: &Arc<Shared>,
     session: &Arc<Session>,
@@ -63,13 +58,7 @@ pub(crate) async fn delete_node(
         return Deletion::Gone;
     }
     if session.state() == zk::SessionState::Connected {
-        let now = async {
-            if known_ours {
-                delete_once(shared, session, &path, None).await
-            } else {
-                delete_if_ours(shared, session, &path).await
-            }
-        };
+        let now = one_try(shared, session, Target::Node { path: path.clone(), known_ours });
         let done = match patience {
             Some(p) => tokio::time::timeout(p, now).await.unwrap_or(Deletion::Pending),
             None => now.await,
@@ -78,41 +67,52 @@ pub(crate) async fn delete_node(
             return done;
         }
     }
-    spawn_cleanup(shared.clone(), session.clone(), Cleanup::Node(path));
+    spawn_cleanup(shared.clone(), session.clone(), Target::Node { path, known_ours: false });
     Deletion::Pending
 }
 
-/// One `delete` of `path` (at `version`, if given).
-pub(crate) async fn delete_once(shared: &Shared, session: &Session, path: &str, version: Option<i32>) -> Deletion {
+/// Runs one try of the cleanup machine on `target`: sends what it asks, in
+/// order, and feeds it the replies (ZooKeeper answers in order).
+async fn one_try(shared: &Shared, session: &Session, target: Target) -> Deletion {
     let Ok(zk) = session.zk() else { return Deletion::Gone };
-    match tokio::time::timeout(shared.options.operation_timeout, zk.remove(path, version)).await {
-        Ok(Ok(())) => Deletion::Deleted,
-        Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => Deletion::Gone,
-        Ok(Err(zk::Error::Server(zk::Code::NoAuth))) => refused(path, session),
-        Ok(Err(_)) | Err(_) => Deletion::Pending,
+    let mut machine = zklock_proto::cleanup::Cleanup::new(target, session.id);
+    let mut pending: VecDeque<(Id, Pending)> = VecDeque::new();
+    loop {
+        while let Some(action) = machine.poll_action() {
+            match action {
+                Action::Send(id, req) => pending.push_back((id, send(shared, &zk, req).0)),
+                Action::NotOurs { path, owner } => {
+                    log::warn!("zklock: not deleting {path}: it is owned by session {owner:#x}, not ours")
+                },
+                Action::Done(Deletion::Refused) => {
+                    log::warn!(
+                        "zklock: not authorized to delete a node of ours (NoAuth): it stays until session {:#x} ends",
+                        session.id
+                    );
+                    return Deletion::Refused;
+                },
+                Action::Done(done) => return done,
+            }
+        }
+        let Some((id, reply)) = pending.pop_front() else { return Deletion::Pending };
+        let (result, connection) = reply.await;
+        machine.handle(id, zklock_proto::acquire::Reply { result: result.map_err(failure), connection });
     }
-}
-
-/// An ACL that does not let us delete (or read) our own node: trying again
-/// cannot help; the node, ephemeral, goes with the session.
-fn refused(path: &str, session: &Session) -> Deletion {
-    log::warn!("zklock: not authorized to delete {path} (NoAuth): it stays until session {:#x} ends", session.id);
-    Deletion::Refused
 }
 
 /// Retries `what` until it is done, the session ends, or the client closes
 /// (which ends the session).
-pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cleanup) {
+pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Target) {
     match &what {
         // Connected, the server was only slower than the caller's patience
         // (an outside test aborting 2,000 acquires at once got a warning
         // for half of them): routine.
-        Cleanup::Node(path) if session.state() == zk::SessionState::Connected => log::info!(
+        Target::Node { path, .. } if session.state() == zk::SessionState::Connected => log::info!(
             "zklock: {path} is not deleted yet (session {:#x}): the server is slow to answer; going on in the \
              background",
             session.id
         ),
-        Cleanup::Node(path) => log::warn!(
+        Target::Node { path, .. } => log::warn!(
             "zklock: cannot delete {path} now (session {:#x}, {:?}); retrying in the background",
             session.id,
             session.state()
@@ -120,7 +120,7 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
         // Routine after an acquire cancelled or timed out while its create
         // was on its way (an outside test saw a warning for each such
         // abort): the outcome is not known, so the node is looked for.
-        Cleanup::Prefix { parent, prefix } => log::info!(
+        Target::Prefix { parent, prefix } => log::info!(
             "zklock: the outcome of a create under {parent} is not known (its reply was lost, or the acquire \
              stopped waiting for it; session {:#x}); looking for {prefix}* in the background",
             session.id
@@ -142,7 +142,7 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
                 );
                 break;
             }
-            if cleanup_once(&shared, &session, &what).await {
+            if one_try(&shared, &session, what.clone()).await != Deletion::Pending {
                 log::info!("zklock: background cleanup {what:?} done (session {:#x})", session.id);
                 break;
             }
@@ -151,47 +151,6 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Cl
         }
         shared.pending_cleanups.fetch_sub(1, Ordering::AcqRel);
     });
-}
-
-/// One try of a cleanup; true when nothing is left to do.
-pub(crate) async fn cleanup_once(shared: &Shared, session: &Session, what: &Cleanup) -> bool {
-    match what {
-        Cleanup::Node(path) => delete_if_ours(shared, session, path).await != Deletion::Pending,
-        Cleanup::Prefix { parent, prefix } => {
-            let Ok(zk) = session.zk() else { return true };
-            let children = match tokio::time::timeout(shared.options.operation_timeout, zk.list_children(parent)).await
-            {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => return true,
-                _ => return false,
-            };
-            for node in names::own_nodes(&children, prefix) {
-                if delete_if_ours(shared, session, &format!("{parent}/{}", node.name)).await == Deletion::Pending {
-                    return false;
-                }
-            }
-            true
-        },
-    }
-}
-
-/// Looks at the node at `path` and deletes it (at the version seen) if the
-/// session owns it. The look is an `exists`, which ZooKeeper checks
-/// against no ACL: a node we may delete but not read is still deleted.
-pub(crate) async fn delete_if_ours(shared: &Shared, session: &Session, path: &str) -> Deletion {
-    let Ok(zk) = session.zk() else { return Deletion::Gone };
-    match tokio::time::timeout(shared.options.operation_timeout, zk.check_stat(path)).await {
-        Ok(Ok(Some(stat))) if stat.ephemeral_owner == session.id => {
-            delete_once(shared, session, path, Some(stat.version)).await
-        },
-        Ok(Ok(Some(stat))) => {
-            log::warn!("zklock: not deleting {path}: it is owned by session {:#x}, not ours", stat.ephemeral_owner);
-            Deletion::Gone
-        },
-        Ok(Ok(None)) => Deletion::Gone,
-        Ok(Err(e)) if e == zk::Error::Server(zk::Code::NoNode) || session_gone(&e) => Deletion::Gone,
-        Ok(Err(_)) | Err(_) => Deletion::Pending,
-    }
 }
 
 /// How long a failed acquire waits for the deletion of its node before

@@ -21,12 +21,8 @@ pub(crate) trait ClientExt {
     /// getData with a watch.
     fn get_and_watch_data(&self, path: &str)
         -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
-    /// exists: the Stat, `None` for no node.
-    fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + use<Self>;
     /// getData.
     fn read_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + use<Self>;
-    /// delete, at `version` (`None`: any).
-    fn remove(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + Send + use<Self>;
 }
 
 impl ClientExt for Client {
@@ -39,16 +35,8 @@ impl ClientExt for Client {
         async move { reply.await.map(|r| (r.value.0, r.value.1, watch)) }
     }
 
-    fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send + use<> {
-        self.exists(path).value()
-    }
-
     fn read_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + use<> {
         self.get_data(path).value()
-    }
-
-    fn remove(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + Send + use<> {
-        self.delete(path, version.unwrap_or(-1)).value()
     }
 }
 

@@ -77,10 +77,12 @@ pub enum Request {
         /// The node.
         path: String,
     },
-    /// delete, any version.
+    /// delete, at `version` (`None`: any version).
     Delete {
         /// The node.
         path: String,
+        /// The version the node must have.
+        version: Option<i32>,
     },
     /// Make the lock path and its missing ancestors (as containers where
     /// the server has them). The runner may spend several requests on it;
@@ -107,6 +109,8 @@ pub struct Stat {
     pub pzxid: i64,
     /// The session that owns it (0: not ephemeral).
     pub owner: i64,
+    /// The version of its data.
+    pub version: i32,
 }
 
 /// A successful reply.
@@ -152,6 +156,8 @@ pub enum Failure<E> {
     Unknown,
     /// The session is gone (expired, closed): so are its nodes.
     SessionGone,
+    /// The node's ACL does not allow it (trying again cannot help).
+    NoAuth,
     /// Anything else: the attempt gives up with it.
     Other(E),
 }
@@ -1112,7 +1118,7 @@ impl<E: Clone> Attempt<E> {
                     if adopted.is_none() {
                         adopted = Some(OwnNode { name, czxid: stat.czxid });
                     } else {
-                        self.send(Request::Delete { path: self.path_of(&name) });
+                        self.send(Request::Delete { path: self.path_of(&name), version: None });
                     }
                 },
                 Ok(_) | Err(Failure::NoNode) => {},
@@ -1420,7 +1426,7 @@ mod tests {
     }
 
     fn stat(czxid: i64, owner: i64) -> Stat {
-        Stat { czxid, pzxid: czxid, owner }
+        Stat { czxid, pzxid: czxid, owner, version: 0 }
     }
 
     fn created(name: &str, czxid: i64) -> Answer {
@@ -1430,7 +1436,7 @@ mod tests {
     fn children(names: &[&str], pzxid: i64) -> Answer {
         Answer::Children {
             names: names.iter().map(|n| n.to_string()).collect(),
-            stat: Some(Stat { czxid: 1, pzxid, owner: 0 }),
+            stat: Some(Stat { czxid: 1, pzxid, owner: 0, version: 0 }),
         }
     }
 

@@ -146,9 +146,6 @@ pub struct Bugs {
     /// (LOCK_LOST) rather than closed: the delete found the node gone with
     /// the closed session.
     pub close_is_loss: bool,
-    /// Suspended becomes Held again on the reconnect alone, without a read
-    /// showing our node ours.
-    pub held_without_recheck: bool,
 }
 
 impl Bugs {
@@ -318,9 +315,6 @@ impl Hold {
                 self.retrying = false;
                 if self.state == State::Held {
                     self.set(State::Suspended);
-                }
-                if self.state == State::Suspended && self.cfg.bugs.on(|b| b.held_without_recheck) && connected {
-                    self.set(State::Held);
                 }
             },
             Event::Clock { safe } => {
@@ -523,7 +517,10 @@ mod tests {
     }
 
     fn data(owner: i64) -> Event<String> {
-        Event::Reply(Id(1), Reply { result: Ok(Answer::Data(Stat { czxid: 7, pzxid: 7, owner })), connection: 1 })
+        Event::Reply(
+            Id(1),
+            Reply { result: Ok(Answer::Data(Stat { czxid: 7, pzxid: 7, owner, version: 0 })), connection: 1 },
+        )
     }
 
     fn read(id: u64) -> Action {
@@ -599,7 +596,7 @@ mod tests {
         assert_eq!(actions(&mut h), vec![], "a stale read's reply is ignored");
         h.handle::<String>(Event::Reply(
             Id(2),
-            Reply { result: Ok(Answer::Data(Stat { czxid: 7, pzxid: 7, owner: SESSION })), connection: 2 },
+            Reply { result: Ok(Answer::Data(Stat { czxid: 7, pzxid: 7, owner: SESSION, version: 0 })), connection: 2 },
         ));
         assert_eq!(actions(&mut h), vec![Action::DropWatch(GRANT_WATCH), Action::State(State::Held)]);
         assert!(h.known_ours());

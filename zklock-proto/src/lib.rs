@@ -16,6 +16,8 @@
 //! - [`hold`]: a granted lock from the grant to its release or loss
 //!   (sections 5 and 6): suspended, held again, lost, and what a release
 //!   deletes.
+//! - [`cleanup`]: one try at deleting a node of ours, or the nodes a create
+//!   of unknown outcome may have made: only nodes our session owns.
 //! - [`clock`]: the safety clock (section 5): until when the session is
 //!   certainly alive, from the heartbeats' send and answer times.
 //!
@@ -24,6 +26,7 @@
 //! the stable one).
 
 pub mod acquire;
+pub mod cleanup;
 pub mod clock;
 pub mod driver;
 pub mod hold;

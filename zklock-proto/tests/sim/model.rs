@@ -49,7 +49,7 @@ pub struct Node {
 
 impl Node {
     fn stat(&self) -> Stat {
-        Stat { czxid: self.czxid, pzxid: self.pzxid, owner: self.owner }
+        Stat { czxid: self.czxid, pzxid: self.pzxid, owner: self.owner, version: 0 }
     }
 }
 

@@ -412,7 +412,7 @@ impl World {
                             Op::GetData { path, watch }
                         },
                         Request::Exists { path } => Op::Exists { path },
-                        Request::Delete { path } => Op::Delete { path },
+                        Request::Delete { path, .. } => Op::Delete { path },
                         Request::MakeParents { path } => Op::MakeParents { path },
                         Request::CheckAndCreate { check, path, .. } => {
                             self.cs[i].creates.push(id);
