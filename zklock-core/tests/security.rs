@@ -503,8 +503,18 @@ fn a_contender_that_may_not_read_deletes_its_node_when_refused() {
     let acl = Acl::parse(&format!("{alice_id}:cdwa,{admin_id}:cdrwa")).unwrap();
     let admin = client_as(&hosts, Some("admin"), acl.clone());
     let raw = raw_as(&hosts, Some("admin"));
+    // The lock path is persistent, with that ACL: a container made by the
+    // admin's acquire is reaped once empty (every 200 ms on the test
+    // server), and alice's acquire would then make it again under her own
+    // ACL, which lets her read.
+    let entry = |id: &str, perms: i32| {
+        let (scheme, id) = id.split_once(':').unwrap();
+        zk::Acl { perms, scheme: scheme.into(), id: id.into() }
+    };
+    raw.mkdir("/noread");
+    let job_acl = [entry(&alice_id, 4 | 8 | 2 | 16), entry(&admin_id, 31)];
+    raw.block_on(raw.zk.create("/noread/job", b"", &job_acl, zk::CreateMode::Persistent)).unwrap();
     admin.lock("/noread/job").unwrap().acquire(Some(10 * SEC)).unwrap().release().unwrap();
-    raw.mkdir("/noread/keep");
     // alice's own ACL would leave her no read right, which her client
     // refuses at connect: she makes her nodes under `creator`, in the lock
     // path the admin made.
