@@ -96,7 +96,7 @@ impl Holding {
             changed,
             connected,
             safe,
-            bugs: proto::Bugs::default(),
+            bugs: zklock_proto::acquire::Bugs::default(),
         });
         let holding = Arc::new(Holding {
             shared,

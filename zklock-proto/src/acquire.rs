@@ -390,11 +390,15 @@ pub struct Bugs {
     /// makes is found by the background cleanup, after the caller was
     /// told).
     pub no_linger: bool,
+    /// The holder ([`crate::hold`]): a release overtaken by the client's
+    /// close reports the lock lost (LOCK_LOST) rather than closed (the
+    /// delete found the node gone with the closed session).
+    pub close_is_loss: bool,
 }
 
 impl Bugs {
     /// Whether the bug `which` is switched on (never without `history`).
-    fn on(&self, which: fn(&Bugs) -> bool) -> bool {
+    pub(crate) fn is_on(&self, which: fn(&Bugs) -> bool) -> bool {
         cfg!(feature = "history") && which(self)
     }
 }
@@ -710,7 +714,7 @@ impl<E: Clone> Attempt<E> {
                     self.look();
                 }
             },
-            Event::MutexLost if self.cfg.bugs.on(|b| b.ignore_mutex_lost) => {},
+            Event::MutexLost if self.cfg.bugs.is_on(|b| b.ignore_mutex_lost) => {},
             Event::MutexLost => {
                 self.mutex_lost = true;
                 if matches!(self.phase, Phase::WaitChildren { .. }) {
@@ -736,7 +740,7 @@ impl<E: Clone> Attempt<E> {
         // reply, so that the node it made is cleaned up before the caller
         // is told.
         if let Phase::Create(Creating { create, made: None, stat_read: None, .. }) = self.phase {
-            if !closed && !self.cfg.bugs.on(|b| b.no_linger) {
+            if !closed && !self.cfg.bugs.is_on(|b| b.no_linger) {
                 self.drop_all_but(None);
                 self.got.clear();
                 self.phase = Phase::Linger { create };
@@ -792,10 +796,10 @@ impl<E: Clone> Attempt<E> {
                 // sent now is answered after every notification of that
                 // transaction (section 4, grant rule). The old watch is
                 // dropped once the read has left a new one.
-                if sole && notice == Notice::Deleted && self.cfg.bugs.on(|b| b.grant_on_notice) {
+                if sole && notice == Notice::Deleted && self.cfg.bugs.is_on(|b| b.grant_on_notice) {
                     return self.prove_done(Proof { watch: None, since: id });
                 }
-                if sole && notice == Notice::Deleted && self.cfg.bugs.on(|b| b.grant_on_silent_watch) {
+                if sole && notice == Notice::Deleted && self.cfg.bugs.is_on(|b| b.grant_on_silent_watch) {
                     if let Some(o) = self.own.take() {
                         return self.prove_done(Proof { watch: Some(o.id), since: o.id });
                     }

@@ -27,7 +27,7 @@
 //!   reads the node first). A lock already lost is not deleted (a node of
 //!   that name is someone else's now).
 
-use crate::acquire::{Answer, Failure, Id, Notice, Reply, Request};
+use crate::acquire::{Answer, Bugs, Failure, Id, Notice, Reply, Request};
 
 /// The watch the grant's proof left on our node (armed by a read that
 /// showed it ours), as a [`Hold`] names it: the runner feeds its
@@ -130,29 +130,9 @@ pub struct Config {
     pub connected: bool,
     /// The safety clock is safe when the hold starts.
     pub safe: bool,
-    /// Test-only bugs (see [`Bugs`]).
+    /// Test-only bugs (see [`Bugs`]; the holder's: `close_is_loss`).
     #[doc(hidden)]
     pub bugs: Bugs,
-}
-
-/// Bugs zklock once had on the holder's side, each brought back by its
-/// switch when this crate is built with the `history` feature (the
-/// simulator's tests must find each). Without the feature every switch is
-/// ignored.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Bugs {
-    /// A release overtaken by the client's close reports the lock lost
-    /// (LOCK_LOST) rather than closed: the delete found the node gone with
-    /// the closed session.
-    pub close_is_loss: bool,
-}
-
-impl Bugs {
-    /// Whether the bug `which` is switched on (never without `history`).
-    fn on(&self, which: fn(&Bugs) -> bool) -> bool {
-        cfg!(feature = "history") && which(self)
-    }
 }
 
 /// What the runner feeds a [`Hold`].
@@ -481,7 +461,7 @@ impl Hold {
             Deletion::Deleted => Outcome::Released,
             Deletion::Pending => Outcome::Pending,
             Deletion::Refused => Outcome::Refused,
-            Deletion::Gone if closed && !self.cfg.bugs.on(|b| b.close_is_loss) => Outcome::Closed,
+            Deletion::Gone if closed && !self.cfg.bugs.is_on(|b| b.close_is_loss) => Outcome::Closed,
             Deletion::Gone => Outcome::LostBefore,
         };
         self.finish(outcome);

@@ -40,6 +40,7 @@ fn env_opts() -> sim::Opts {
         "grant_on_notice" => opts.bugs.grant_on_notice = true,
         "no_linger" => opts.bugs.no_linger = true,
         "ignore_mutex_lost" => opts.bugs.ignore_mutex_lost = true,
+        "close_is_loss" => opts.bugs.close_is_loss = true,
         _ => {},
     }
     opts
@@ -200,4 +201,12 @@ fn finds_ignore_mutex_lost() {
 #[test]
 fn finds_no_linger() {
     finds("no_linger", Bugs { no_linger: true, ..Bugs::default() }, &["stopped"]);
+}
+
+/// `close_is_loss`: a release overtaken by the client's close reports the
+/// lock lost (the holder's machine).
+#[cfg(feature = "history")]
+#[test]
+fn finds_close_is_loss() {
+    finds("close_is_loss", Bugs { close_is_loss: true, ..Bugs::default() }, &["released"]);
 }

@@ -116,6 +116,47 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
     Ok(())
 }
 
+/// A holder's machine says the lock is lost only when it is: our node is
+/// gone or not ours (the session's end takes it).
+pub fn lost(zk: &Zk<Tag>, c: &Contender, path: &str, loss: zklock_proto::hold::Loss) -> Result<(), Violation> {
+    if zk.nodes.get(path).is_some_and(|n| n.owner == c.session) {
+        return Err(v(
+            "false loss",
+            format!("{}'s hold says Lost ({loss:?}), but {path} is still its session's", c.name),
+        ));
+    }
+    Ok(())
+}
+
+/// What a release tells its caller is true: a loss only when our node is
+/// gone or not ours, and never a loss when the client's close took the
+/// node (a release overtaken by the close reports Closed).
+pub fn released(
+    zk: &Zk<Tag>,
+    c: &Contender,
+    path: &str,
+    outcome: zklock_proto::hold::Outcome,
+) -> Result<(), Violation> {
+    use zklock_proto::hold::Outcome;
+    let lost = matches!(outcome, Outcome::Lost(_) | Outcome::LostBefore);
+    if lost && zk.nodes.get(path).is_some_and(|n| n.owner == c.session) {
+        return Err(v(
+            "released",
+            format!("{}'s release of {path} says {outcome:?}, but the node is still ours", c.name),
+        ));
+    }
+    if outcome == Outcome::LostBefore && c.closed {
+        return Err(v(
+            "released",
+            format!(
+                "{}'s release of {path} was overtaken by the client's close and says {outcome:?}, not Closed",
+                c.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// No contender deleted a node another session owned.
 pub fn deletes(zk: &Zk<Tag>) -> Result<(), Violation> {
     match zk.foreign_deletes.first() {

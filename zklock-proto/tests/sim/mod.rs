@@ -70,6 +70,7 @@ impl Opts {
             (b.grant_on_notice, "grant_on_notice"),
             (b.no_linger, "no_linger"),
             (b.ignore_mutex_lost, "ignore_mutex_lost"),
+            (b.close_is_loss, "close_is_loss"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
@@ -264,6 +265,13 @@ impl World {
                     if closed {
                         self.end_session(i);
                     }
+                } else if self.cs[i].hold.is_some() && self.cs[i].stalled == 0 && self.ch.roll(30) {
+                    // The client is closed while it holds, or while its
+                    // release is on its way.
+                    self.cs[i].closed = true;
+                    self.count("fault: client closed while holding");
+                    self.trace_line(format!("FAULT close c{i}'s client (holding or releasing)"));
+                    self.end_session(i);
                 }
             },
             4 | 5 => {

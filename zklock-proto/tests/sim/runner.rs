@@ -8,12 +8,19 @@
 //! its node (the grant's, or a read of its own), feeds `MutexLost` to the
 //! lease attempt when the node goes or the session ends, and deletes the
 //! node after the lease attempt ends (in order with its requests).
+//! A granted lock is followed by the holder's machine
+//! (`zklock_proto::hold`): its reads and watches of our node, the session's
+//! reconnects and end, the release (its delete, the outcome told to the
+//! caller). The model's `DeleteOwned` stands in for the look and the delete
+//! at the version seen that a release of a node not known ours makes
+//! (`zklock_proto::cleanup`).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use zklock_proto::acquire::{
     Action, Attempt, Bugs, Config, Downgrade, End, Event, Failure, Id, Notice, Reply, Request,
 };
+use zklock_proto::hold::{self, Hold};
 use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
@@ -33,6 +40,22 @@ pub enum Tag {
     },
     /// The runner's own work.
     Task(Task),
+    /// Request `id` of the contender's hold number `n` (its delete:
+    /// [`HOLD_DELETE`]).
+    Hold {
+        /// The hold's number.
+        n: u64,
+        /// The request.
+        id: Id,
+    },
+}
+
+/// The id of a hold's delete (the hold's own requests count from 1).
+pub const HOLD_DELETE: Id = Id(u64::MAX);
+
+/// The watcher key (in place of an attempt number) of hold `n`'s watches.
+pub fn hold_key(n: u64) -> u64 {
+    u64::MAX / 2 + n
 }
 
 /// The runner's own requests: release and cleanup, retried after a lost
@@ -169,6 +192,13 @@ pub struct Contender {
     /// A hash of every event fed to the current attempt (it is a pure
     /// function of its config and these: the exhaustive search's state).
     pub fed: u64,
+    /// The holder's machine of the lock granted last (until its release
+    /// is over).
+    pub hold: Option<Hold>,
+    /// The number of holds so far.
+    pub holds: u64,
+    /// Steps until the hold's retry.
+    pub hold_retry: Option<u32>,
 }
 
 impl Contender {
@@ -208,6 +238,9 @@ impl Contender {
             mutex_held: None,
             in_mutex: false,
             fed: 0,
+            hold: None,
+            holds: 0,
+            hold_retry: None,
         }
     }
 
@@ -482,9 +515,6 @@ impl World {
                     if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
                         self.fail(v);
                     }
-                    if let Some(w) = g.watch {
-                        self.unwatch(i, gen, w);
-                    }
                     self.unlock(i);
                     let left = self.ch.between(0, 15);
                     // A downgrade holds the read node now: the write node
@@ -494,10 +524,11 @@ impl World {
                         self.task(i, Task::Release(w));
                     }
                     let c = &mut self.cs[i];
-                    c.state = State::Holding { path, left };
+                    c.state = State::Holding { path: path.clone(), left };
                     if !self.faults {
                         c.granted_clean = true;
                     }
+                    self.start_hold(i, path, g.watch.map(|w| (gen, w)));
                 },
                 Action::Ended(end) => self.ended(i, end),
             }
@@ -574,6 +605,7 @@ impl World {
                 }
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
+            Tag::Hold { n, id } => self.hold_reply(i, n, id, result, conn),
             Tag::Task(t) => {
                 let c = &mut self.cs[i];
                 if let Some(k) = c.tasks.iter().position(|x| *x == t) {
@@ -640,8 +672,12 @@ impl World {
                     if std::mem::take(&mut self.cs[i].awaiting_reconnect) {
                         self.feed(i, Event::Reconnected);
                     }
+                    self.feed_hold(i, hold::Event::Connection { connected: true });
                 },
                 Local::SessionEnded => {
+                    let closed = self.cs[i].closed;
+                    self.feed_hold(i, hold::Event::SessionEnded { closed });
+                    self.cs[i].hold = None;
                     self.mutex_lost(i, "session ended");
                     let gen = self.cs[i].gen;
                     let c = &mut self.cs[i];
@@ -691,9 +727,12 @@ impl World {
                     let why = format!("{notice:?} on its node");
                     self.mutex_lost(i, &why);
                 }
+                let hk = hold_key(self.cs[i].holds);
                 for (g, id, _, _) in hit {
                     if g == gen {
                         self.feed(i, Event::Watch(id, notice));
+                    } else if g == hk {
+                        self.feed_hold(i, hold::Event::Watch(id, notice));
                     }
                 }
             },
@@ -732,7 +771,10 @@ impl World {
                 self.tr(|| format!("c{i}: release {sp}"));
                 let done = self.cs[i].granted_clean;
                 self.cs[i].state = if done { State::Done } else { State::Idle(self.ch.between(0, 10)) };
-                if alive {
+                if self.cs[i].hold.is_some() {
+                    let closed = self.cs[i].closed;
+                    self.feed_hold(i, hold::Event::Release { closed });
+                } else if alive {
                     self.task(i, Task::Release(path));
                 }
             },
@@ -766,6 +808,137 @@ impl World {
             Some(n) => self.cs[i].clock_wait = Some(n - 1),
             None => {},
         }
+        match self.cs[i].hold_retry {
+            Some(0) => {
+                self.cs[i].hold_retry = None;
+                self.feed_hold(i, hold::Event::Retry);
+            },
+            Some(n) => self.cs[i].hold_retry = Some(n - 1),
+            None => {},
+        }
+    }
+
+    /// Contender `i` was granted `path`: its holder's machine starts, with
+    /// the grant's watch on our node (`(attempt, request)`), if any.
+    fn start_hold(&mut self, i: usize, path: String, watch: Option<(u64, Id)>) {
+        let c = &mut self.cs[i];
+        c.holds += 1;
+        c.hold_retry = None;
+        let key = hold_key(c.holds);
+        if let Some((g, w)) = watch {
+            if let Some(entry) = c.watchers.iter_mut().find(|e| e.0 == g && e.1 == w) {
+                entry.0 = key;
+                entry.1 = hold::GRANT_WATCH;
+            }
+        }
+        let connected = self.zk.sessions[&c.session].connected;
+        c.hold = Some(Hold::new(hold::Config {
+            path,
+            session: c.session,
+            watch: watch.is_some(),
+            changed: false,
+            connected,
+            safe: true,
+            bugs: self.bugs,
+        }));
+        self.pump_hold(i);
+    }
+
+    /// Feeds `ev` to contender `i`'s hold, if any, and does what it asks.
+    fn feed_hold(&mut self, i: usize, ev: hold::Event<String>) {
+        let Some(h) = self.cs[i].hold.as_mut() else { return };
+        h.handle(ev);
+        self.pump_hold(i);
+    }
+
+    /// Does the actions contender `i`'s hold asks for.
+    fn pump_hold(&mut self, i: usize) {
+        let key = hold_key(self.cs[i].holds);
+        let n = self.cs[i].holds;
+        loop {
+            let Some(action) = self.cs[i].hold.as_mut().and_then(|h| h.poll_action()) else { return };
+            let path = self.cs[i].hold.as_ref().map(|h| h.path().to_owned()).unwrap_or_default();
+            if self.trace.is_some() {
+                let a = short(&format!("{action:?}"));
+                self.tr(|| format!("c{i}: hold {a}"));
+            }
+            match action {
+                hold::Action::Send(id, Request::GetData { path, .. }) => {
+                    self.cs[i].pending_watch.insert((key, id), (path.clone(), WatchKind::Data));
+                    self.send(i, Tag::Hold { n, id }, Op::GetData { path, watch: true });
+                },
+                hold::Action::Send(id, req) => panic!("the hold sent {req:?} ({id:?})"),
+                hold::Action::DropWatch(id) => self.unwatch(i, key, id),
+                hold::Action::State(hold::State::Lost(loss)) => {
+                    self.count("hold lost");
+                    if let Err(v) = check::lost(&self.zk, &self.cs[i], &path, loss) {
+                        self.fail(v);
+                    }
+                },
+                hold::Action::State(_) => {},
+                hold::Action::RetryLater => self.cs[i].hold_retry = Some(self.ch.between(0, 5)),
+                hold::Action::Delete { known_ours } => {
+                    self.count(if known_ours { "release: delete at once" } else { "release: look first" });
+                    // Known to the orphan check until answered.
+                    self.cs[i].tasks.push(Task::Release(path.clone()));
+                    let op = if known_ours { Op::Delete { path } } else { Op::DeleteOwned { path } };
+                    self.send(i, Tag::Hold { n, id: HOLD_DELETE }, op);
+                },
+                hold::Action::Released(outcome) => {
+                    self.count(match outcome {
+                        hold::Outcome::Released => "released",
+                        hold::Outcome::Pending => "released: pending",
+                        hold::Outcome::Closed => "released: closed",
+                        hold::Outcome::Lost(_) | hold::Outcome::LostBefore => "released: was lost",
+                        hold::Outcome::Refused => "released: refused",
+                    });
+                    if let Err(v) = check::released(&self.zk, &self.cs[i], &path, outcome) {
+                        self.fail(v);
+                    }
+                    self.cs[i].hold = None;
+                },
+            }
+        }
+    }
+
+    /// A reply to contender `i`'s hold number `n`.
+    fn hold_reply(
+        &mut self,
+        i: usize,
+        n: u64,
+        id: Id,
+        result: Result<zklock_proto::acquire::Answer, Failure<String>>,
+        conn: u64,
+    ) {
+        let c = &mut self.cs[i];
+        let watch = c.pending_watch.remove(&(hold_key(n), id));
+        if id == HOLD_DELETE {
+            let path = c.hold.as_ref().map(|h| h.path().to_owned()).unwrap_or_default();
+            if let Some(k) = c.tasks.iter().position(|t| *t == Task::Release(path.clone())) {
+                c.tasks.remove(k);
+            }
+            let deletion = match &result {
+                Ok(_) => hold::Deletion::Deleted,
+                Err(Failure::Unknown) => {
+                    // Retried in the background until done or the session ends.
+                    c.retry.push(Task::Release(path));
+                    hold::Deletion::Pending
+                },
+                Err(_) => hold::Deletion::Gone,
+            };
+            let closed = self.cs[i].closed;
+            if n == self.cs[i].holds {
+                self.feed_hold(i, hold::Event::Deleted { deletion, closed });
+            }
+            return;
+        }
+        if n != c.holds {
+            return;
+        }
+        if let (Some((path, kind)), Ok(_)) = (watch, &result) {
+            c.watchers.push((hold_key(n), id, path, kind));
+        }
+        self.feed_hold(i, hold::Event::Reply(id, Reply { result, connection: conn }));
     }
 
     /// Contender `i` gets a new session after its old one expired (and
@@ -792,6 +965,8 @@ impl World {
         c.seq_guess = None;
         c.write_held = None;
         c.mutex_held = None;
+        c.hold = None;
+        c.hold_retry = None;
         if matches!(c.state, State::Holding { .. } | State::Acquiring) {
             c.state = State::Idle(0);
         }
