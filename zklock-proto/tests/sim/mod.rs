@@ -16,9 +16,10 @@
 //! contender is cut off from the server (a `cut` fault: nothing goes
 //! either way for 0.25 to 1.5 session timeouts, silently: the client
 //! learns only by its read timeout of `2T/3`) or stalled (a process pause:
-//! mostly 5 to 60 ticks, some 0.33 to 1.5 session timeouts; it sends and
-//! reads nothing, what it sent before is still read by the server) for
-//! long enough. Each client reads its own clock, which runs at a rate drawn per
+//! mostly 5 to 60 ticks, some 0.33 to 1.5 session timeouts, half of those
+//! with a cut-off from a moment into the stall; it sends and reads
+//! nothing, what it sent before is still read by the server) for long
+//! enough. Each client reads its own clock, which runs at a rate drawn per
 //! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
 //! session timeout it gains or loses at most `T/20`, less than the `T/10`
 //! margin of the safety clock. A client's instants are one base
@@ -62,6 +63,11 @@ pub const DRIFT_PER_MILLE: i64 = 50;
 /// A client's read timeout (`2T/3` of its own clock): with nothing read for
 /// that long it gives its connection up.
 pub const READ_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS * 2 / 3);
+
+/// How long after it was sent the server reads a heartbeat or ping at the
+/// latest, unless a lock request is ahead of it (ticks): the network's
+/// one-way delay for them (lock requests wait for the scheduler).
+pub const LATENCY: u64 = 5;
 
 /// The instant a client whose clock runs `rate` per mille fast reads at
 /// server time `ticks`.
@@ -301,10 +307,14 @@ impl World {
         let i = self.ch.choose(n);
         match self.ch.choose(8) {
             0 => {
+                let i = self.aim(i);
                 self.stall(i);
             },
             1 => self.drop_connection(i),
-            2 => self.cut(i),
+            2 => {
+                let i = self.aim(i);
+                self.cut(i);
+            },
             3 => {
                 // Once per attempt: a second Stop while it lingers would end
                 // the linger at once (the caller stops an acquire once).
@@ -365,6 +375,21 @@ impl World {
         }
     }
 
+    /// In timed runs, half of the stalls and cut-offs are aimed at a
+    /// contender that holds the lock (if any; else `i`): the promise that a
+    /// holder learns it may have lost the lock is at stake there.
+    fn aim(&mut self, i: usize) -> usize {
+        if !self.timed || !self.ch.roll(50) {
+            return i;
+        }
+        let holders: Vec<usize> =
+            (0..self.cs.len()).filter(|&j| matches!(self.cs[j].state, State::Holding { .. })).collect();
+        if holders.is_empty() {
+            return i;
+        }
+        holders[self.ch.choose(holders.len())]
+    }
+
     /// Contender `i`'s connection drops (if it has one; a connection cut
     /// off carries no reset): everything not answered fails as unknown.
     fn drop_connection(&mut self, i: usize) {
@@ -399,9 +424,15 @@ impl World {
             return;
         }
         let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        self.cut_for(i, d);
+    }
+
+    /// Cuts contender `i` off for `d` ticks from now (see `cut`).
+    fn cut_for(&mut self, i: usize, d: u64) {
         let sid = self.cs[i].session;
         let queued = self.zk.sessions[&sid].out.len();
         let c = &mut self.cs[i];
+        c.cut_from = self.zk.now;
         c.cut_until = self.zk.now + d;
         c.cut_readable = queued;
         self.count("fault: cut off");
@@ -410,7 +441,7 @@ impl World {
 
     /// Whether contender `i` is cut off from the server now.
     pub fn is_cut(&self, i: usize) -> bool {
-        self.zk.now < self.cs[i].cut_until
+        (self.cs[i].cut_from..self.cs[i].cut_until).contains(&self.zk.now)
     }
 
     /// Contender `i`'s session expires (if alive): at once (the
@@ -484,6 +515,11 @@ impl World {
                     ));
                     self.end_session(i);
                 }
+                if self.cs[i].cut_from == now && self.cs[i].cut_until > now {
+                    // A cut-off drawn to begin now: what is queued for it
+                    // is on its way.
+                    self.cs[i].cut_readable = self.zk.sessions[&self.cs[i].session].out.len();
+                }
                 if self.cs[i].cut_until == now {
                     self.trace_line(format!("c{i}'s cut-off ends"));
                     if !self.cs[i].deferred.is_empty() {
@@ -498,7 +534,9 @@ impl World {
 
     /// The session layer's own requests (heartbeats, pings) take no
     /// scheduler step: those at the head of contender `i`'s requests in
-    /// flight are read by the server now, and their replies (or failures)
+    /// flight are read by the server [`LATENCY`] ticks after they were sent
+    /// (or earlier, when the scheduler applies them), and their replies
+    /// (or failures)
     /// at the head of what is queued for it are read by its client now,
     /// unless it is cut off or stalled (FIFO order kept: behind a lock
     /// request or reply they wait for the scheduler). Otherwise they would
@@ -508,7 +546,12 @@ impl World {
             return;
         }
         let sid = self.cs[i].session;
-        while self.zk.sessions[&sid].inflight.front().is_some_and(|(t, _)| t.is_session_layer()) {
+        let now = self.zk.now;
+        while self.zk.sessions[&sid]
+            .inflight
+            .front()
+            .is_some_and(|(t, _)| t.session_layer_tick().is_some_and(|at| at + LATENCY <= now))
+        {
             self.zk.apply(sid);
         }
         loop {
@@ -527,14 +570,29 @@ impl World {
         }
     }
 
+    /// Contender `i`'s process stalls: mostly 5 to 60 ticks, in timed runs
+    /// sometimes 0.33 to 1.5 session timeouts, and half of those with its
+    /// network gone too from 1 to 20 ticks into the stall (a paused
+    /// virtual machine whose network goes) until up to a session timeout
+    /// after it: what the server had queued for it before the cut is read
+    /// when it resumes, nothing more gets through.
     fn stall(&mut self, i: usize) {
-        let k = if self.timed && self.ch.roll(30) {
-            self.ch.between((T_TICKS / 3) as u32, (T_TICKS * 3 / 2) as u32)
-        } else {
-            self.ch.between(5, 60)
-        };
+        let long = self.timed && self.ch.roll(30);
+        let k =
+            if long { self.ch.between((T_TICKS / 3) as u32, (T_TICKS * 3 / 2) as u32) } else { self.ch.between(5, 60) };
         self.trace_line(format!("FAULT stall c{i} for {k} ticks"));
         self.cs[i].stalled = k;
+        if long && !self.is_cut(i) && self.ch.roll(50) {
+            let after = u64::from(self.ch.between(1, 20));
+            let d = u64::from(k + self.ch.between(0, T_TICKS as u32));
+            self.cs[i].cut_from = self.zk.now + after;
+            self.cs[i].cut_until = self.zk.now + after + d;
+            self.trace_line(format!(
+                "FAULT ... and c{i} is cut off from t={} to t={}",
+                self.zk.now + after,
+                self.zk.now + after + d
+            ));
+        }
     }
 
     /// Counts one `what`.
@@ -664,7 +722,7 @@ const QUIESCE_STEPS: u64 = 4_000;
 /// session; the session layers' heartbeats and pings do not count) after
 /// which a run that is not quiet is stuck for good: longer than every
 /// countdown (stall 180, cut-off 180 then the read timeout 80, linger 30,
-/// hold 15, idle 10) and than the safety clock's wait for its first
+/// hold 240, idle 10) and than the safety clock's wait for its first
 /// credit (about 60 ticks after a connect).
 const STUCK_STEPS: u64 = 600;
 

@@ -56,15 +56,25 @@ pub enum Tag {
         write: bool,
         /// The connect stamp of the connection it was sent on.
         connect_sent: Instant,
+        /// The server time (ticks) it was sent at.
+        tick: u64,
     },
-    /// The session layer's ping.
-    Ping,
+    /// The session layer's ping, sent at this server time (ticks).
+    Ping(u64),
 }
 
 impl Tag {
     /// A request of the session layer (heartbeat, ping), not of the lock.
     pub fn is_session_layer(&self) -> bool {
-        matches!(self, Tag::Beat { .. } | Tag::Ping)
+        matches!(self, Tag::Beat { .. } | Tag::Ping(_))
+    }
+
+    /// The server time (ticks) a session-layer request was sent at.
+    pub fn session_layer_tick(&self) -> Option<u64> {
+        match self {
+            Tag::Beat { tick, .. } | Tag::Ping(tick) => Some(*tick),
+            _ => None,
+        }
     }
 }
 
@@ -228,7 +238,9 @@ pub struct Contender {
     pub connect_sent: Option<Instant>,
     /// The server time (ticks) it last sent something at.
     pub last_send: u64,
-    /// Cut off from the server until this server time (ticks).
+    /// Cut off from the server from this server time (ticks) ...
+    pub cut_from: u64,
+    /// ... until this one.
     pub cut_until: u64,
     /// Messages queued before the cut began: they still arrive.
     pub cut_readable: usize,
@@ -284,6 +296,7 @@ impl Contender {
             last_read: None,
             connect_sent: None,
             last_send: 0,
+            cut_from: 0,
             cut_until: 0,
             cut_readable: 0,
             deferred: Vec::new(),
@@ -384,22 +397,16 @@ impl World {
                 let write = !k.is_safe(now);
                 c.next_beat = Some(now + k.next_heartbeat(now, super::SESSION_TIMEOUT / 8));
                 let op = if write { Op::Probe } else { Op::Sync };
-                if self.zk.send(sid, Tag::Beat { sent: now, write, connect_sent }, op) {
+                if self.zk.send(sid, Tag::Beat { sent: now, write, connect_sent, tick: self.zk.now }, op) {
                     self.cs[i].last_send = self.zk.now;
                 }
             }
         }
-        if self.zk.now >= self.cs[i].last_send + super::T_TICKS / 3 && self.zk.send(sid, Tag::Ping, Op::Ping) {
+        if self.zk.now >= self.cs[i].last_send + super::T_TICKS / 3
+            && self.zk.send(sid, Tag::Ping(self.zk.now), Op::Ping)
+        {
             self.cs[i].last_send = self.zk.now;
         }
-    }
-
-    /// Whether contender `i`'s `check()` would pass now, but for its lock's
-    /// state (timed runs): its session layer is connected and its safety
-    /// clock safe at its own time.
-    pub fn check_passes(&self, i: usize) -> bool {
-        let c = &self.cs[i];
-        self.timed && c.link_up && c.clock.as_ref().is_some_and(|k| k.is_safe(self.client_now(i)))
     }
 
     fn tr(&mut self, f: impl FnOnce() -> String) {
@@ -659,7 +666,14 @@ impl World {
                         self.unwatch(i, gen, w);
                     }
                     self.unlock(i);
-                    let left = self.ch.between(0, 15);
+                    // In timed runs a quarter of the holds last 0.5 to 2
+                    // session timeouts: long enough for the session to
+                    // expire under a holder that is cut off or stalled.
+                    let left = if self.timed && self.ch.roll(25) {
+                        self.ch.between((super::T_TICKS / 2) as u32, (super::T_TICKS * 2) as u32)
+                    } else {
+                        self.ch.between(0, 15)
+                    };
                     // A downgrade holds the read node now: the write node
                     // goes.
                     if let Some(w) = self.cs[i].write_held.take() {
@@ -737,10 +751,11 @@ impl World {
     /// Feeds contender `i` a reply (from the server or its session layer).
     fn reply(&mut self, i: usize, tag: Tag, result: Result<zklock_proto::acquire::Answer, Failure<String>>, conn: u64) {
         match tag {
-            Tag::Ping => {},
-            Tag::Beat { sent, write, connect_sent } => {
-                // As zklock-core's heartbeat: a sync answered, or a write
-                // answered but SessionExpired (the model's probe: BadVersion).
+            Tag::Ping(_) => {},
+            Tag::Beat { sent, write, connect_sent, .. } => {
+                // As zklock-core's heartbeat: a sync answered Ok, or a write
+                // answered with anything but SessionExpired (the model
+                // answers the probe BadVersion).
                 let answered = match &result {
                     Ok(_) => !write,
                     Err(Failure::Other(m)) => write && m == "BadVersion",
