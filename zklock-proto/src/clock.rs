@@ -105,6 +105,29 @@ pub struct Clock {
     /// The latest credited time, after `base`.
     credited: Duration,
     history: History,
+    bugs: Bugs,
+}
+
+/// Wrong rules a safety clock could follow, which this module's argument
+/// rules out, each switched on by its switch when this crate is built with
+/// the `history` feature: the simulator's tests must find each. Without
+/// the feature every switch is ignored.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// Credit every reply at the time it was read, as if the server had
+    /// just heard from the session (the naive "last heard" rule): no report
+    /// lag, the answer time rather than the send time. A reply read long
+    /// after the server touched the session (the process stalled, the
+    /// reply waited in its socket) stretches the clock past the expiry.
+    pub credit_on_answer: bool,
+}
+
+impl Bugs {
+    /// Whether the bug `which` is switched on (never without `history`).
+    fn on(&self, which: fn(&Bugs) -> bool) -> bool {
+        cfg!(feature = "history") && which(self)
+    }
 }
 
 impl Clock {
@@ -117,7 +140,15 @@ impl Clock {
             timeout,
             credited: Duration::ZERO,
             history: History { connection, ..History::default() },
+            bugs: Bugs::default(),
         }
+    }
+
+    /// Switches on the bugs `bugs` (only with the `history` feature; without
+    /// it they are ignored). For the simulator.
+    #[doc(hidden)]
+    pub fn set_bugs(&mut self, bugs: Bugs) {
+        self.bugs = bugs;
     }
 
     /// How long before `s_k` heartbeat `j` must have been answered for its
@@ -181,6 +212,11 @@ impl Clock {
         if reply.connection < self.history.connection {
             // A late reply of a connection that was replaced.
             return false;
+        }
+        if self.bugs.on(|b| b.credit_on_answer) {
+            self.history.connection = reply.connection;
+            self.history.credited = true;
+            return self.credit_to(reply.answered);
         }
         if self.history.connection != reply.connection {
             // The same session on another connection: answering its connect
@@ -378,6 +414,16 @@ mod tests {
         assert!(clock.will_stay_safe(now));
         // A fresh session has nearly all of its clock.
         assert!(Clock::new(now, T, 0).will_stay_safe(now));
+    }
+
+    #[test]
+    fn the_credit_on_answer_switch_works_only_with_history() {
+        let mut clock = Clock::new(Instant::now(), T, 0);
+        clock.set_bugs(Bugs { credit_on_answer: true });
+        // Sent at 1 s, read at 1.5 s: the naive rule credits 1.5 s at once.
+        clock.credit(reply(&clock, 1, 500, 0));
+        let expected = if cfg!(feature = "history") { 1.5 } else { 0.0 };
+        assert_eq!(credited_s(&clock), expected);
     }
 
     #[test]

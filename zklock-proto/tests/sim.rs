@@ -1,7 +1,8 @@
 //! The acquire state machine under a deterministic simulator (issue 32):
 //! schedules drawn from seeds run contenders against a model of ZooKeeper
-//! with faults, and every promise is checked after every step (see
-//! `sim/check.rs`).
+//! with faults, in model time (sessions expire by time; each contender
+//! runs the safety clock as zklock-core does: see `sim/mod.rs`), and every
+//! promise is checked after every step (see `sim/check.rs`).
 //!
 //! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
 //!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
@@ -10,7 +11,9 @@
 //!   the first seed (else it comes from the time, and is printed).
 //! - `finds_*` (feature `history`): each of the bugs zklock once had
 //!   (`acquire::Bugs`) switched on in every contender must be found within
-//!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards.
+//!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards; so
+//!   must a wrong rule of the safety clock (`clock::Bugs`) in every
+//!   contender's clock.
 
 #[allow(dead_code)] // the exhaustive search's parts are exhaustive.rs's
 #[path = "sim/mod.rs"]
@@ -41,6 +44,7 @@ fn env_opts() -> sim::Opts {
         "no_linger" => opts.bugs.no_linger = true,
         "ignore_mutex_lost" => opts.bugs.ignore_mutex_lost = true,
         "close_is_loss" => opts.bugs.close_is_loss = true,
+        "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         _ => {},
     }
     opts
@@ -150,8 +154,15 @@ fn explore() {
 /// finds a broken promise of kind `kind` within the budget.
 #[cfg(feature = "history")]
 fn finds(name: &str, bugs: Bugs, kinds: &[&str]) {
+    finds_with(name, sim::Opts { bugs, ..sim::Opts::default() }, kinds);
+}
+
+/// Runs seeds from 0 with `opts` and asserts that the simulator finds a
+/// broken promise of kind `kind` within the budget.
+#[cfg(feature = "history")]
+fn finds_with(name: &str, opts: sim::Opts, kinds: &[&str]) {
     let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_HISTORY_SECONDS").unwrap_or(30));
-    let Explored { schedules, found, .. } = explore_seeds(0, 1, budget, sim::Opts { bugs, ..sim::Opts::default() });
+    let Explored { schedules, found, .. } = explore_seeds(0, 1, budget, opts);
     let Some((found, at)) = found else {
         panic!("{name}: no broken promise found in {budget:?} ({schedules} schedules)");
     };
@@ -209,4 +220,16 @@ fn finds_no_linger() {
 #[test]
 fn finds_close_is_loss() {
     finds("close_is_loss", Bugs { close_is_loss: true, ..Bugs::default() }, &["released"]);
+}
+
+/// `clock::Bugs::credit_on_answer`: the safety clock credits each reply at
+/// the time it was read (the naive "the server just heard from us"): a
+/// reply that waited while its process stalled, the connection then cut
+/// off, keeps `check()` passing after the server expired the session and
+/// another contender was granted the lock.
+#[cfg(feature = "history")]
+#[test]
+fn finds_credit_on_answer() {
+    let clock_bugs = zklock_proto::clock::Bugs { credit_on_answer: true };
+    finds_with("credit_on_answer", sim::Opts { clock_bugs, ..sim::Opts::default() }, &["check"]);
 }

@@ -1,8 +1,12 @@
 //! The promises, checked against the model's record (never the machine's
-//! view): grant justification, no more holders than permits, no delete of
+//! view): grant justification, no more holders than permits (counting
+//! those whose `check()` would pass: a holder learns it may have lost the
+//! lock before anyone else can be granted it), no delete of
 //! another session's node, nothing known left behind by a stopped attempt,
 //! and at quiescence no leaked node, every contender granted and every
 //! attempt over.
+
+use std::time::Instant;
 
 use zklock_proto::acquire::Leftover;
 use zklock_proto::names::{self, Decision, NodeKind};
@@ -66,42 +70,71 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
     Ok(())
 }
 
+/// Whether a zklock contender's `check()` would pass now (timed runs,
+/// `base` the client clocks' instant at tick 0), as zklock-core's does: its
+/// holder's machine says Held, its session layer believes itself connected,
+/// and its safety clock is safe at the contender's own (drifted) time.
+/// (The semaphore's mutex has no holder's machine here: its holder counts
+/// on the other two alone, which only makes the promise stricter.)
+fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
+    let Some(base) = base else { return false };
+    let held = c.hold.as_ref().is_none_or(|h| h.state() == zklock_proto::hold::State::Held);
+    !c.peer
+        && held
+        && c.link_up
+        && c.clock.as_ref().is_some_and(|k| k.is_safe(super::client_time(base, zk.now, c.rate)))
+}
+
 /// Never more holders than permits, counting contenders that hold and
-/// whose node still exists now: a contender holding a writer node (also a
-/// write node kept while it downgrades) is a writer, one holding only a
-/// read node a reader.
-pub fn holders(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
-    let mut writers = Vec::new();
-    let mut readers = Vec::new();
-    for c in cs {
-        let mut held: Vec<&String> = c.write_held.iter().collect();
-        if let State::Holding { path, .. } = &c.state {
-            held.push(path);
+/// whose node still exists now, and (timed runs: `base` is the client
+/// clocks' instant at tick 0) those whose `check()` would pass now, unless
+/// a third party deleted their node (outside the promise): a contender
+/// holding a writer node (also a write node kept while it downgrades) is a
+/// writer, one holding only a read node a reader. Broken only by those
+/// whose `check()` passes: kind `check` (a holder that could not tell it
+/// may have lost the lock while another was granted it).
+pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<(), Violation> {
+    let count = |by_check: bool| {
+        let mut writers = Vec::new();
+        let mut readers = Vec::new();
+        for c in cs {
+            let mut held: Vec<&String> = c.write_held.iter().collect();
+            if let State::Holding { path, .. } = &c.state {
+                held.push(path);
+            }
+            let passes = by_check && check_passes(zk, c, base);
+            let held: Vec<&String> = held
+                .into_iter()
+                .filter(|p| zk.nodes.contains_key(*p) || (passes && !zk.third_party_deleted.contains(*p)))
+                .collect();
+            if held.is_empty() {
+                continue;
+            }
+            let reader = held
+                .iter()
+                .all(|p| names::parse_child(super::model::name_of(p)).is_some_and(|n| n.kind == NodeKind::Reader));
+            let who = if zk.nodes.contains_key(held[0]) { c.name.clone() } else { format!("{}(check passes)", c.name) };
+            if reader {
+                readers.push(who);
+            } else {
+                writers.push(who);
+            }
         }
-        let held: Vec<&String> = held.into_iter().filter(|p| zk.nodes.contains_key(*p)).collect();
-        if held.is_empty() {
-            continue;
-        }
-        let reader = held
-            .iter()
-            .all(|p| names::parse_child(super::model::name_of(p)).is_some_and(|n| n.kind == NodeKind::Reader));
-        if reader {
-            readers.push(c.name.clone());
+        let permits = cs.first().map_or(1, |c| c.permits);
+        let bad = if permits > 1 {
+            writers.len() + readers.len() > permits
         } else {
-            writers.push(c.name.clone());
-        }
-    }
-    let permits = cs.first().map_or(1, |c| c.permits);
-    let bad = if permits > 1 {
-        writers.len() + readers.len() > permits
-    } else {
-        writers.len() > 1 || (!writers.is_empty() && !readers.is_empty())
+            writers.len() > 1 || (!writers.is_empty() && !readers.is_empty())
+        };
+        bad.then(|| format!("holding at once with {permits} permit(s): writers {writers:?}, readers {readers:?}"))
     };
-    if bad {
-        return Err(v(
-            "holders",
-            format!("holding at once with {permits} permit(s): writers {writers:?}, readers {readers:?}"),
-        ));
+    if let Some(what) = count(false) {
+        return Err(v("holders", what));
+    }
+    if base.is_some() {
+        if let Some(what) = count(true) {
+            return Err(v("check", format!("at t={}: {what}", zk.now)));
+        }
     }
     // A semaphore's mutex is an exclusive lock: one holder whose node
     // exists.

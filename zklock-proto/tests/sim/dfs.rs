@@ -11,7 +11,9 @@
 //! faults are left, every fault: drop a contender's connection, expire its
 //! session, a third party deletes one node of the queue, or two neighbours
 //! in one transaction. When nothing can make progress, a move lets time
-//! pass (countdowns); if that changes nothing, the state is stuck.
+//! pass (countdowns); if that changes nothing, the state is stuck. The
+//! world is untimed (`World::timed` false): no heartbeats, no expiry by
+//! time, so the state space stays that of the acquire machine.
 //!
 //! A world cannot be copied (the attempts are not `Clone`), so each state
 //! is reached by replaying its moves from the start. States are hashed
@@ -102,6 +104,9 @@ impl World {
             mutex_path: None,
             fixed_uuids: true,
             clock_unsafe: 0,
+            timed: false,
+            base: std::time::Instant::now(),
+            clock_bugs: Default::default(),
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {modes:?}"));

@@ -5,6 +5,28 @@
 //! checked after every step against the model's record (see `check`); a
 //! failing schedule is shrunk to a short one and printed as readable
 //! steps.
+//!
+//! Time. A run's steps are its clock: each scheduler step is one tick of
+//! model time ([`TICK`], 10 ms), and so is each tick of a `delay` fault.
+//! The server's time is `Zk::now` (in ticks); it expires a session once
+//! `now` reaches its last touch plus the session timeout ([`T_TICKS`] =
+//! 120 ticks, 1.2 s): standalone (or leader) semantics, every request or
+//! ping it reads from the session touches it, and so do the session's
+//! creation and a reconnect. Sessions expire only so, by time: when a
+//! contender is cut off from the server (a `cut` fault: nothing goes
+//! either way for 0.25 to 1.5 session timeouts, silently: the client
+//! learns only by its read timeout of `2T/3`) or stalled (a process pause:
+//! mostly 5 to 60 ticks, some 0.33 to 1.5 session timeouts, half of those
+//! with a cut-off from a moment into the stall; it sends and reads
+//! nothing, what it sent before is still read by the server) for long
+//! enough. Each client reads its own clock, which runs at a rate drawn per
+//! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
+//! session timeout it gains or loses at most `T/20`, less than the `T/10`
+//! margin of the safety clock. A client's instants are one base
+//! `Instant` plus model durations, so runs stay deterministic per seed.
+//! The exhaustive search (`dfs`) stays untimed (time would multiply its
+//! states): there a session expires at once by a fault, and the safety
+//! clock always says safe.
 
 pub mod check;
 pub mod dfs;
@@ -17,12 +39,42 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::acquire::Bugs;
+use zklock_proto::clock::Bugs as ClockBugs;
 use zklock_proto::names::LockMode;
 
 use check::Violation;
 use model::Zk;
 use runner::{Contender, State, Tag};
 use schedule::Chooser;
+
+/// One tick of model time: a scheduler step.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// The session timeout `T`, in ticks.
+pub const T_TICKS: u64 = 120;
+
+/// The session timeout `T` every session is granted.
+pub const SESSION_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS);
+
+/// The bound of a client clock's rate drift from the server's, per mille
+/// (5 %: `T/20` over a session timeout, inside the clock's `T/10` margin).
+pub const DRIFT_PER_MILLE: i64 = 50;
+
+/// A client's read timeout (`2T/3` of its own clock): with nothing read for
+/// that long it gives its connection up.
+pub const READ_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS * 2 / 3);
+
+/// How long after it was sent the server reads a heartbeat or ping at the
+/// latest, unless a lock request is ahead of it (ticks): the network's
+/// one-way delay for them (lock requests wait for the scheduler).
+pub const LATENCY: u64 = 5;
+
+/// The instant a client whose clock runs `rate` per mille fast reads at
+/// server time `ticks`.
+pub fn client_time(base: Instant, ticks: u64, rate: i64) -> Instant {
+    let nanos = (ticks as i128) * (TICK.as_nanos() as i128) * (1000 + rate as i128) / 1000;
+    base + Duration::from_nanos(nanos as u64)
+}
 
 /// The lock kinds a scenario is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +96,8 @@ pub enum Kind {
 pub struct Opts {
     /// The bugs switched on in every attempt.
     pub bugs: Bugs,
+    /// The bugs switched on in every contender's safety clock.
+    pub clock_bugs: ClockBugs,
     /// Only scenarios of this kind.
     pub kind: Option<Kind>,
     /// Some scenarios answer a downgrade's transaction without its
@@ -71,6 +125,7 @@ impl Opts {
             (b.no_linger, "no_linger"),
             (b.ignore_mutex_lost, "ignore_mutex_lost"),
             (b.close_is_loss, "close_is_loss"),
+            (self.clock_bugs.credit_on_answer, "credit_on_answer"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
@@ -114,8 +169,16 @@ pub struct World {
     /// Uuids from the contender and its attempt number rather than the
     /// seed (the exhaustive search), and fed events hashed.
     pub fixed_uuids: bool,
-    /// Percent of clock checks that say "not safe".
+    /// Percent of clock checks that say "not safe" (untimed runs).
     pub clock_unsafe: u32,
+    /// Time passes (see the module documentation): sessions expire by
+    /// time, contenders run the safety clock. The exhaustive search is
+    /// untimed.
+    pub timed: bool,
+    /// Every client clock's instant at tick 0.
+    pub base: Instant,
+    /// The bugs switched on in every contender's safety clock.
+    pub clock_bugs: ClockBugs,
 }
 
 /// How a run went.
@@ -198,6 +261,7 @@ impl World {
             let peer = kind == Kind::Exclusive && ch.roll(25);
             let mut c = Contender::new(i, mode, permits, try_once && !peer, peer, sid);
             c.mutex_path = mutex_path.clone();
+            c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
             cs.push(c);
         }
         let mut w = World {
@@ -217,9 +281,17 @@ impl World {
             fixed_uuids: false,
             step_starts: Vec::new(),
             counts: BTreeMap::new(),
+            timed: true,
+            base: Instant::now(),
+            clock_bugs: opts.clock_bugs,
         };
+        for i in 0..w.cs.len() {
+            w.connected(i, true);
+        }
         let desc: Vec<String> =
-            w.cs.iter().map(|c| format!("{}:{:?}{}", c.name, c.mode, if c.try_once { "(try)" } else { "" })).collect();
+            w.cs.iter()
+                .map(|c| format!("{}:{:?}{} rate{:+}‰", c.name, c.mode, if c.try_once { "(try)" } else { "" }, c.rate))
+                .collect();
         if let Some(t) = &mut w.trace {
             t.push(format!(
                 "scenario {kind:?}{} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}%",
@@ -236,10 +308,14 @@ impl World {
         let i = self.ch.choose(n);
         match self.ch.choose(8) {
             0 => {
+                let i = self.aim(i);
                 self.stall(i);
             },
             1 => self.drop_connection(i),
-            2 => self.expire(i),
+            2 => {
+                let i = self.aim(i);
+                self.cut(i);
+            },
             3 => {
                 // Once per attempt: a second Stop while it lingers would end
                 // the linger at once (the caller stops an acquire once).
@@ -264,6 +340,8 @@ impl World {
                     self.pump(i);
                     if closed {
                         self.end_session(i);
+                        // The client closed it: it knows.
+                        self.link_down(i);
                     }
                 } else if self.cs[i].hold.is_some() && self.cs[i].stalled == 0 && self.ch.roll(30) {
                     // The client is closed while it holds, or while its
@@ -272,6 +350,7 @@ impl World {
                     self.count("fault: client closed while holding");
                     self.trace_line(format!("FAULT close c{i}'s client (holding or releasing)"));
                     self.end_session(i);
+                    self.link_down(i);
                 }
             },
             4 | 5 => {
@@ -299,18 +378,33 @@ impl World {
                 let d = self.ch.between(1, 10);
                 self.trace_line(format!("FAULT delay {d} steps"));
                 for _ in 0..d {
-                    self.tick_all();
+                    self.pass_tick();
                 }
             },
         }
     }
 
-    /// Contender `i`'s connection drops (if it has one): everything not
-    /// answered fails as unknown.
+    /// In timed runs, half of the stalls and cut-offs are aimed at a
+    /// contender that holds the lock (if any; else `i`): the promise that a
+    /// holder learns it may have lost the lock is at stake there.
+    fn aim(&mut self, i: usize) -> usize {
+        if !self.timed || !self.ch.roll(50) {
+            return i;
+        }
+        let holders: Vec<usize> =
+            (0..self.cs.len()).filter(|&j| matches!(self.cs[j].state, State::Holding { .. })).collect();
+        if holders.is_empty() {
+            return i;
+        }
+        holders[self.ch.choose(holders.len())]
+    }
+
+    /// Contender `i`'s connection drops (if it has one; a connection cut
+    /// off carries no reset): everything not answered fails as unknown.
     fn drop_connection(&mut self, i: usize) {
         let sid = self.cs[i].session;
         let s = &self.zk.sessions[&sid];
-        if s.alive && s.connected {
+        if s.alive && s.connected && !self.is_cut(i) {
             let conn = s.conn;
             self.count("fault: connection dropped");
             self.trace_line(format!("FAULT drop c{i}'s connection {conn}"));
@@ -321,10 +415,46 @@ impl World {
                     conn,
                 });
             }
+            self.link_down(i);
         }
     }
 
-    /// Contender `i`'s session expires (if alive).
+    /// Contender `i` is cut off from the server (timed runs; an untimed
+    /// run expires its session instead): for a drawn time nothing goes
+    /// either way, but what the server had queued for it before (already
+    /// on its way) still arrives. Its client learns only by its read
+    /// timeout; the server expires the session if the cut lasts.
+    fn cut(&mut self, i: usize) {
+        if !self.timed {
+            self.expire(i);
+            return;
+        }
+        if self.is_cut(i) {
+            return;
+        }
+        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        self.cut_for(i, d);
+    }
+
+    /// Cuts contender `i` off for `d` ticks from now (see `cut`).
+    fn cut_for(&mut self, i: usize, d: u64) {
+        let sid = self.cs[i].session;
+        let queued = self.zk.sessions[&sid].out.len();
+        let c = &mut self.cs[i];
+        c.cut_from = self.zk.now;
+        c.cut_until = self.zk.now + d;
+        c.cut_readable = queued;
+        self.count("fault: cut off");
+        self.trace_line(format!("FAULT cut c{i} off for {d} ticks (until t={})", self.zk.now + d));
+    }
+
+    /// Whether contender `i` is cut off from the server now.
+    pub fn is_cut(&self, i: usize) -> bool {
+        (self.cs[i].cut_from..self.cs[i].cut_until).contains(&self.zk.now)
+    }
+
+    /// Contender `i`'s session expires (if alive): at once (the
+    /// exhaustive search's fault).
     fn expire(&mut self, i: usize) {
         let sid = self.cs[i].session;
         if self.zk.sessions[&sid].alive {
@@ -348,27 +478,130 @@ impl World {
     }
 
     /// Contender `i`'s session ends (expired, or closed): its ephemeral
-    /// nodes go, and its client fails everything outstanding.
+    /// nodes go, and its client fails everything outstanding: at once, or
+    /// if it is cut off, once it learns (the cut ends, or its read timeout
+    /// gives the connection up).
     fn end_session(&mut self, i: usize) {
         let sid = self.cs[i].session;
         if !self.zk.sessions[&sid].alive {
             return;
         }
         let conn = self.zk.sessions[&sid].conn;
-        for tag in self.zk.expire(sid) {
-            self.cs[i].inbox.push_back(runner::Local::Fail {
-                tag,
-                failure: zklock_proto::acquire::Failure::SessionGone,
-                conn,
-            });
+        let mut told: Vec<runner::Local> = self
+            .zk
+            .expire(sid)
+            .into_iter()
+            .map(|tag| runner::Local::Fail { tag, failure: zklock_proto::acquire::Failure::SessionGone, conn })
+            .collect();
+        told.push(runner::Local::SessionEnded);
+        if self.is_cut(i) {
+            self.cs[i].cut_readable = 0;
+            self.cs[i].deferred.extend(told);
+        } else {
+            self.cs[i].inbox.extend(told);
+            self.link_down(i);
         }
-        self.cs[i].inbox.push_back(runner::Local::SessionEnded);
     }
 
+    /// One tick of time passes: the server expires the sessions it has
+    /// not heard from for a session timeout, cut-offs end, and every
+    /// contender ticks.
+    fn pass_tick(&mut self) {
+        if self.timed {
+            self.zk.now += 1;
+            let now = self.zk.now;
+            for i in 0..self.cs.len() {
+                let s = &self.zk.sessions[&self.cs[i].session];
+                let touched = s.touched;
+                if s.alive && now >= touched + T_TICKS {
+                    let sid = self.cs[i].session;
+                    self.count("session expired");
+                    if matches!(self.cs[i].state, State::Holding { .. }) {
+                        self.count("session expired while holding");
+                    }
+                    self.trace_line(format!(
+                        "server expires c{i}'s session {sid:#x} (t={now}; last heard t={touched})"
+                    ));
+                    self.end_session(i);
+                }
+                if self.cs[i].cut_from == now && self.cs[i].cut_until > now {
+                    // A cut-off drawn to begin now: what is queued for it
+                    // is on its way.
+                    self.cs[i].cut_readable = self.zk.sessions[&self.cs[i].session].out.len();
+                }
+                if self.cs[i].cut_until == now {
+                    self.trace_line(format!("c{i}'s cut-off ends"));
+                    if !self.cs[i].deferred.is_empty() {
+                        self.link_down(i);
+                    }
+                }
+                self.session_layer_traffic(i);
+            }
+        }
+        self.tick_all();
+    }
+
+    /// The session layer's own requests (heartbeats, pings) take no
+    /// scheduler step: those at the head of contender `i`'s requests in
+    /// flight are read by the server [`LATENCY`] ticks after they were sent
+    /// (or earlier, when the scheduler applies them), and their replies
+    /// (or failures)
+    /// at the head of what is queued for it are read by its client now,
+    /// unless it is cut off or stalled (FIFO order kept: behind a lock
+    /// request or reply they wait for the scheduler). Otherwise they would
+    /// crowd the lock's messages out of the schedule.
+    fn session_layer_traffic(&mut self, i: usize) {
+        if self.is_cut(i) {
+            return;
+        }
+        let sid = self.cs[i].session;
+        let now = self.zk.now;
+        while self.zk.sessions[&sid]
+            .inflight
+            .front()
+            .is_some_and(|(t, _)| t.session_layer_tick().is_some_and(|at| at + LATENCY <= now))
+        {
+            self.zk.apply(sid);
+        }
+        loop {
+            let c = &self.cs[i];
+            let next = match c.inbox.front() {
+                Some(l) => matches!(l, runner::Local::Fail { tag, .. } if tag.is_session_layer()),
+                None => self.zk.sessions[&sid]
+                    .out
+                    .front()
+                    .is_some_and(|m| matches!(m, model::Msg::Reply { tag, .. } if tag.is_session_layer())),
+            };
+            if c.stalled > 0 || !next {
+                break;
+            }
+            self.deliver(i);
+        }
+    }
+
+    /// Contender `i`'s process stalls: mostly 5 to 60 ticks, in timed runs
+    /// sometimes 0.33 to 1.5 session timeouts, and half of those with its
+    /// network gone too from 1 to 20 ticks into the stall (a paused
+    /// virtual machine whose network goes) until up to a session timeout
+    /// after it: what the server had queued for it before the cut is read
+    /// when it resumes, nothing more gets through.
     fn stall(&mut self, i: usize) {
-        let k = self.ch.between(5, 60);
-        self.trace_line(format!("FAULT stall c{i} for {k} steps"));
+        let long = self.timed && self.ch.roll(30);
+        let k =
+            if long { self.ch.between((T_TICKS / 3) as u32, (T_TICKS * 3 / 2) as u32) } else { self.ch.between(5, 60) };
+        self.trace_line(format!("FAULT stall c{i} for {k} ticks"));
         self.cs[i].stalled = k;
+        if long && !self.is_cut(i) && self.ch.roll(50) {
+            let after = u64::from(self.ch.between(1, 20));
+            let d = u64::from(k + self.ch.between(0, T_TICKS as u32));
+            self.cs[i].cut_from = self.zk.now + after;
+            self.cs[i].cut_until = self.zk.now + after + d;
+            self.trace_line(format!(
+                "FAULT ... and c{i} is cut off from t={} to t={}",
+                self.zk.now + after,
+                self.zk.now + after + d
+            ));
+        }
     }
 
     /// Counts one `what`.
@@ -388,21 +621,34 @@ impl World {
         }
     }
 
+    /// Whether a step could move something but the session layers'
+    /// heartbeats and pings (for the stuck detection).
+    fn progress(&self) -> bool {
+        self.steps().iter().any(|s| match *s {
+            Step::Apply(i) => self.zk.sessions[&self.cs[i].session].inflight.iter().any(|(t, _)| !t.is_session_layer()),
+            Step::Deliver(i) => {
+                !self.cs[i].inbox.is_empty() || runner::real_out(&self.zk.sessions[&self.cs[i].session])
+            },
+            Step::Reconnect(_) | Step::NewSession(_) => true,
+        })
+    }
+
     /// Steps that make progress, benign first.
     fn steps(&self) -> Vec<Step> {
         let mut v = Vec::new();
         for (i, c) in self.cs.iter().enumerate() {
             let s = &self.zk.sessions[&c.session];
-            if !s.inflight.is_empty() {
+            let cut = self.is_cut(i);
+            if !s.inflight.is_empty() && !cut {
                 v.push(Step::Apply(i));
             }
-            if c.stalled == 0 && (!c.inbox.is_empty() || !s.out.is_empty()) {
+            if c.stalled == 0 && (!c.inbox.is_empty() || (!s.out.is_empty() && (!cut || c.cut_readable > 0))) {
                 v.push(Step::Deliver(i));
             }
-            if s.alive && !s.connected {
+            if s.alive && !s.connected && (!self.timed || (!c.link_up && c.stalled == 0 && !cut)) {
                 v.push(Step::Reconnect(i));
             }
-            if !s.alive && c.inbox.is_empty() && s.out.is_empty() && c.stalled == 0 {
+            if !s.alive && c.inbox.is_empty() && s.out.is_empty() && c.stalled == 0 && c.deferred.is_empty() && !cut {
                 v.push(Step::NewSession(i));
             }
         }
@@ -413,7 +659,7 @@ impl World {
     fn one(&mut self, fault_pct: u32) {
         self.step += 1;
         self.step_starts.push(self.ch.log.len());
-        self.tick_all();
+        self.pass_tick();
         if self.faults && self.ch.roll(fault_pct) {
             self.fault();
         } else {
@@ -444,6 +690,7 @@ impl World {
                 let w = self.client_watches(i);
                 let last = self.cs[i].last_zxid;
                 self.zk.reconnect(sid, &w, last);
+                self.connected(i, false);
                 self.cs[i].inbox.push_back(runner::Local::Reconnected);
                 let conn = self.zk.sessions[&sid].conn;
                 self.trace_line(format!("c{i} reconnects (connection {conn}, {} watches set again)", w.len()));
@@ -455,7 +702,7 @@ impl World {
     /// The promises checked after every step.
     fn check_step(&mut self) {
         if self.violation.is_none() {
-            if let Err(v) = check::holders(&self.zk, &self.cs)
+            if let Err(v) = check::holders(&self.zk, &self.cs, self.timed.then_some(self.base))
                 .and_then(|()| check::deletes(&self.zk))
                 .and_then(|()| check::orphans(&self.zk, &self.cs))
             {
@@ -468,7 +715,10 @@ impl World {
     fn quiet(&self) -> bool {
         self.cs.iter().all(|c| {
             let s = &self.zk.sessions[&c.session];
-            c.quiet() && s.inflight.is_empty() && s.out.is_empty() && c.attempt.as_ref().is_none_or(|a| a.is_done())
+            c.quiet()
+                && !s.inflight.iter().any(|(t, _)| !t.is_session_layer())
+                && !runner::real_out(s)
+                && c.attempt.as_ref().is_none_or(|a| a.is_done())
         })
     }
 }
@@ -478,9 +728,12 @@ const QUIESCE_STEPS: u64 = 4_000;
 
 /// Steps in a row after the faults stopped in which nothing could make
 /// progress (no request to apply, message to deliver, reconnect or new
-/// session) after which a run that is not quiet is stuck for good: longer
-/// than every countdown (stall 60, linger 30, clock 20, hold 15, idle 10).
-const STUCK_STEPS: u64 = 200;
+/// session; the session layers' heartbeats and pings do not count) after
+/// which a run that is not quiet is stuck for good: longer than every
+/// countdown (stall 180, cut-off 180 then the read timeout 80, linger 30,
+/// hold 240, idle 10) and than the safety clock's wait for its first
+/// credit (about 60 ticks after a connect).
+const STUCK_STEPS: u64 = 600;
 
 /// Runs one schedule: its choices from `seed`, or replayed from `list`.
 pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome {
@@ -502,7 +755,7 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
     let mut end = w.step + QUIESCE_STEPS;
     let mut idle_since = w.step;
     while w.violation.is_none() && !w.quiet() {
-        if !w.steps().is_empty() {
+        if w.progress() {
             idle_since = w.step;
         } else if w.step >= idle_since + STUCK_STEPS {
             // Stuck: it would stay so until the end; report it now (a

@@ -93,6 +93,13 @@ pub enum Op {
     /// The lock path's missing ancestors (persistent) and the lock path
     /// (a container), in one step.
     MakeParents { path: String },
+    /// sync (the safety clock's heartbeat): changes nothing, answered Done.
+    Sync,
+    /// setData of the root with a version that never matches (the
+    /// heartbeat once the clock ran out): answered BadVersion.
+    Probe,
+    /// The session layer's ping: answered Done.
+    Ping,
 }
 
 /// A message from the server to a session's client.
@@ -136,6 +143,10 @@ pub struct Session<T> {
     /// The watches the server holds for it (dropped with its connection,
     /// set again by SetWatches on reconnect).
     pub watches: BTreeSet<(String, WatchKind)>,
+    /// The server's time (`Zk::now`) when it last heard from the session:
+    /// its creation, a request or ping it read, a reconnect (standalone and
+    /// leader semantics: every one touches the session).
+    pub touched: u64,
 }
 
 /// The server.
@@ -165,6 +176,10 @@ pub struct Zk<T> {
     /// Deletes by a session of a node another session owned: (deleter,
     /// path, owner).
     pub foreign_deletes: Vec<(SessionId, String, SessionId)>,
+    /// The server's time in ticks (the World's clock; 0 in untimed runs).
+    pub now: u64,
+    /// The nodes a third party deleted (outside the holders' promise).
+    pub third_party_deleted: BTreeSet<String>,
 }
 
 /// The parent of a full path ("/" for a top-level node).
@@ -199,11 +214,14 @@ impl<T: Clone> Zk<T> {
             stat_in_multi,
             set_watches,
             foreign_deletes: Vec::new(),
+            now: 0,
+            third_party_deleted: BTreeSet::new(),
         }
     }
 
-    /// Opens session `id`, connected on connection 1.
+    /// Opens session `id`, connected on connection 1, touched now.
     pub fn open(&mut self, id: SessionId) {
+        let touched = self.now;
         self.sessions.insert(
             id,
             Session {
@@ -213,6 +231,7 @@ impl<T: Clone> Zk<T> {
                 inflight: VecDeque::new(),
                 out: VecDeque::new(),
                 watches: BTreeSet::new(),
+                touched,
             },
         );
     }
@@ -324,6 +343,7 @@ impl<T: Clone> Zk<T> {
         self.zxid += 1;
         for p in paths {
             let _ = self.delete_now(p);
+            self.third_party_deleted.insert(p.clone());
         }
         true
     }
@@ -355,11 +375,15 @@ impl<T: Clone> Zk<T> {
         true
     }
 
-    /// Applies the oldest request in flight of session `sid`: the change,
-    /// its notifications, then the reply, queued for the client. Returns
-    /// the op applied (for the trace).
+    /// Applies the oldest request in flight of session `sid` (reading it
+    /// touches the session): the change, its notifications, then the
+    /// reply, queued for the client. Returns the op applied (for the
+    /// trace).
     pub fn apply(&mut self, sid: SessionId) -> Option<Op> {
-        let (tag, op) = self.sessions.get_mut(&sid)?.inflight.pop_front()?;
+        let now = self.now;
+        let s = self.sessions.get_mut(&sid)?;
+        let (tag, op) = s.inflight.pop_front()?;
+        s.touched = now;
         let result = self.exec(sid, &op);
         let s = self.sessions.get_mut(&sid).expect("session");
         s.out.push_back(Msg::Reply { tag, result, conn: s.conn, zxid: self.zxid });
@@ -368,6 +392,8 @@ impl<T: Clone> Zk<T> {
 
     fn exec(&mut self, sid: SessionId, op: &Op) -> Result<Answer, Failure<String>> {
         match op {
+            Op::Sync | Op::Ping => Ok(Answer::Done),
+            Op::Probe => Err(Failure::Other("BadVersion".into())),
             Op::Create { path, sequential } => {
                 let full = self.create(path, sid, *sequential, false)?;
                 let stat = self.stat_on_create.then(|| self.nodes[&full].stat());
@@ -473,7 +499,8 @@ impl<T: Clone> Zk<T> {
         tags
     }
 
-    /// Connects session `sid` again (a higher connection number); with
+    /// Connects session `sid` again (a higher connection number, and a
+    /// touch); with
     /// SetWatches, each of `watches` either fires at once (its node changed
     /// after `last_zxid`, the last zxid the client saw, or is gone) or is
     /// set again.
@@ -494,9 +521,12 @@ impl<T: Clone> Zk<T> {
                 }
             }
         }
+        let now = self.now;
         let s = self.sessions.get_mut(&sid).expect("session");
         s.connected = true;
         s.conn += 1;
+        // The server revalidates the session: a touch.
+        s.touched = now;
         s.watches = keep;
         fire.dedup();
         for (path, notice) in fire {

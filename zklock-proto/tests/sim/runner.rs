@@ -14,17 +14,32 @@
 //! caller). The model's `DeleteOwned` stands in for the look and the delete
 //! at the version seen that a release of a node not known ours makes
 //! (`zklock_proto::cleanup`).
+//!
+//! In timed runs each runner's session layer also does what zklock-core's
+//! does for the safety clock (`zklock-core/src/clock.rs`, `client.rs`): a
+//! heartbeat every `T/8` (sooner while the connection's replies have not
+//! moved the clock: `Clock::next_heartbeat`), a `sync`, or once the clock
+//! ran out a write probe; each reply, however late, is credited with its
+//! send and answer stamps and its connection's connect stamp; after a
+//! reconnect or a new session the first heartbeat goes at once. The
+//! attempt's clock questions are answered from that clock
+//! (`Clock::will_stay_safe`; an attempt waiting for it is told when a
+//! credit moves it). Every session layer (the Curator-like peers' too)
+//! pings after `T/3` without sending, and gives its connection up after
+//! its read timeout without reading.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
 
 use zklock_proto::acquire::{
     Action, Attempt, Bugs, Config, Downgrade, End, Event, Failure, Id, Notice, Reply, Request,
 };
+use zklock_proto::clock::{Clock, Heartbeat};
 use zklock_proto::hold::{self, Hold};
 use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
-use super::model::{Msg, Op, SessionId, WatchKind};
+use super::model::{Msg, Op, Session, SessionId, WatchKind};
 use super::peer::{Machine, Peer};
 use super::World;
 
@@ -48,6 +63,43 @@ pub enum Tag {
         /// The request.
         id: Id,
     },
+    /// The safety clock's heartbeat: a sync, or a write probe when `write`.
+    Beat {
+        /// Its send stamp (the client's clock).
+        sent: Instant,
+        /// A write probe.
+        write: bool,
+        /// The connect stamp of the connection it was sent on.
+        connect_sent: Instant,
+        /// The server time (ticks) it was sent at.
+        tick: u64,
+    },
+    /// The session layer's ping, sent at this server time (ticks).
+    Ping(u64),
+}
+
+impl Tag {
+    /// A request of the session layer (heartbeat, ping), not of the lock.
+    pub fn is_session_layer(&self) -> bool {
+        matches!(self, Tag::Beat { .. } | Tag::Ping(_))
+    }
+
+    /// The server time (ticks) a session-layer request was sent at.
+    pub fn session_layer_tick(&self) -> Option<u64> {
+        match self {
+            Tag::Beat { tick, .. } | Tag::Ping(tick) => Some(*tick),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the server queued anything for `s`'s client but replies to its
+/// session layer.
+pub fn real_out(s: &Session<Tag>) -> bool {
+    s.out.iter().any(|m| match m {
+        Msg::Reply { tag, .. } => !tag.is_session_layer(),
+        Msg::Notify { .. } => true,
+    })
 }
 
 /// The id of a hold's delete (the hold's own requests count from 1).
@@ -199,6 +251,36 @@ pub struct Contender {
     pub holds: u64,
     /// Steps until the hold's retry.
     pub hold_retry: Option<u32>,
+    /// What the hold was last told of the safety clock.
+    pub hold_safe: bool,
+    /// The safety clock of its session (timed runs; not for peers).
+    pub clock: Option<Clock>,
+    /// How much faster its clock runs than the server's, per mille.
+    pub rate: i64,
+    /// Its session layer believes its connection up (what `check()` asks).
+    pub link_up: bool,
+    /// Its connection went while it was stalled: it learns when the stall
+    /// ends.
+    pub down_pending: bool,
+    /// When its next heartbeat goes (its clock).
+    pub next_beat: Option<Instant>,
+    /// When it last read a message from the server (its clock).
+    pub last_read: Option<Instant>,
+    /// When its current connection's connect request went (its clock).
+    pub connect_sent: Option<Instant>,
+    /// The server time (ticks) it last sent something at.
+    pub last_send: u64,
+    /// Cut off from the server from this server time (ticks) ...
+    pub cut_from: u64,
+    /// ... until this one.
+    pub cut_until: u64,
+    /// Messages queued before the cut began: they still arrive.
+    pub cut_readable: usize,
+    /// What its session layer will learn once the cut ends (its session
+    /// expired meanwhile).
+    pub deferred: Vec<Local>,
+    /// The attempt waits for the safety clock to move (timed runs).
+    pub awaiting_clock: bool,
 }
 
 impl Contender {
@@ -241,6 +323,20 @@ impl Contender {
             hold: None,
             holds: 0,
             hold_retry: None,
+            hold_safe: true,
+            clock: None,
+            rate: 0,
+            link_up: true,
+            down_pending: false,
+            next_beat: None,
+            last_read: None,
+            connect_sent: None,
+            last_send: 0,
+            cut_from: 0,
+            cut_until: 0,
+            cut_readable: 0,
+            deferred: Vec::new(),
+            awaiting_clock: false,
         }
     }
 
@@ -269,6 +365,107 @@ pub fn short(s: &str) -> String {
 }
 
 impl World {
+    /// Contender `i`'s own clock now.
+    pub fn client_now(&self, i: usize) -> Instant {
+        super::client_time(self.base, self.zk.now, self.cs[i].rate)
+    }
+
+    /// Contender `i`'s session layer is connected now (timed runs): a new
+    /// session (`fresh`: a new safety clock from its connect stamp) or a
+    /// reconnect of the same one; its first heartbeat goes at once.
+    pub fn connected(&mut self, i: usize, fresh: bool) {
+        let now = self.client_now(i);
+        let conn = self.zk.sessions[&self.cs[i].session].conn;
+        let (timed, bugs) = (self.timed, self.clock_bugs);
+        let c = &mut self.cs[i];
+        c.link_up = true;
+        c.down_pending = false;
+        c.connect_sent = Some(now);
+        c.last_read = Some(now);
+        c.next_beat = Some(now);
+        c.last_send = self.zk.now;
+        if fresh && timed && !c.peer {
+            let mut k = Clock::new(now, super::SESSION_TIMEOUT, conn);
+            k.set_bugs(bugs);
+            c.clock = Some(k);
+        }
+    }
+
+    /// Contender `i`'s session layer learns that its connection is gone
+    /// (when its stall ends, if it is stalled), and what it was kept from
+    /// learning while cut off.
+    pub fn link_down(&mut self, i: usize) {
+        let c = &mut self.cs[i];
+        let d: Vec<Local> = c.deferred.drain(..).collect();
+        c.inbox.extend(d);
+        if c.stalled > 0 {
+            c.down_pending = true;
+        } else {
+            self.link_lost(i);
+        }
+    }
+
+    /// Contender `i`'s session layer knows its connection is gone: so does
+    /// its holder's machine.
+    fn link_lost(&mut self, i: usize) {
+        if std::mem::replace(&mut self.cs[i].link_up, false) {
+            self.feed_hold(i, hold::Event::Connection { connected: false });
+        }
+    }
+
+    /// Tells contender `i`'s holder's machine when its safety clock's
+    /// verdict changed (timed runs).
+    fn hold_clock(&mut self, i: usize) {
+        if !self.timed || self.cs[i].hold.is_none() {
+            return;
+        }
+        let now = self.client_now(i);
+        let safe = self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(now));
+        if std::mem::replace(&mut self.cs[i].hold_safe, safe) != safe {
+            self.feed_hold(i, hold::Event::Clock { safe });
+        }
+    }
+
+    /// Contender `i`'s session layer (timed runs): gives the connection up
+    /// after its read timeout, sends the heartbeat when due, pings after
+    /// `T/3` without sending.
+    fn session_layer(&mut self, i: usize) {
+        if !self.timed || !self.cs[i].link_up {
+            return;
+        }
+        let now = self.client_now(i);
+        let sid = self.cs[i].session;
+        if self.cs[i].last_read.is_some_and(|r| now.duration_since(r) >= super::READ_TIMEOUT) {
+            self.count("read timeout");
+            self.tr(|| format!("c{i}: read timeout: gives its connection up"));
+            let s = &self.zk.sessions[&sid];
+            if s.alive && s.connected {
+                let conn = s.conn;
+                for tag in self.zk.drop_conn(sid) {
+                    self.cs[i].inbox.push_back(Local::Fail { tag, failure: Failure::Unknown, conn });
+                }
+            }
+            self.link_down(i);
+            return;
+        }
+        let c = &mut self.cs[i];
+        if let (Some(k), Some(due), Some(connect_sent)) = (&c.clock, c.next_beat, c.connect_sent) {
+            if now >= due {
+                let write = !k.is_safe(now);
+                c.next_beat = Some(now + k.next_heartbeat(now, super::SESSION_TIMEOUT / 8));
+                let op = if write { Op::Probe } else { Op::Sync };
+                if self.zk.send(sid, Tag::Beat { sent: now, write, connect_sent, tick: self.zk.now }, op) {
+                    self.cs[i].last_send = self.zk.now;
+                }
+            }
+        }
+        if self.zk.now >= self.cs[i].last_send + super::T_TICKS / 3
+            && self.zk.send(sid, Tag::Ping(self.zk.now), Op::Ping)
+        {
+            self.cs[i].last_send = self.zk.now;
+        }
+    }
+
     fn tr(&mut self, f: impl FnOnce() -> String) {
         if let Some(t) = &mut self.trace {
             t.push(format!("{:5} {}", self.step, f()));
@@ -338,7 +535,9 @@ impl World {
     /// when there is no connection.
     fn send(&mut self, i: usize, tag: Tag, op: Op) {
         let sid = self.cs[i].session;
-        if !self.zk.send(sid, tag.clone(), op) {
+        if self.zk.send(sid, tag.clone(), op) {
+            self.cs[i].last_send = self.zk.now;
+        } else {
             let s = &self.zk.sessions[&sid];
             let failure = if s.alive { Failure::Unknown } else { Failure::SessionGone };
             let conn = s.conn;
@@ -468,7 +667,11 @@ impl World {
                     }
                 },
                 Action::CheckClock => {
-                    let safe = !(self.ch.roll(self.clock_unsafe));
+                    let now = self.client_now(i);
+                    let safe = match &self.cs[i].clock {
+                        Some(k) if self.timed => k.will_stay_safe(now),
+                        _ => !(self.ch.roll(self.clock_unsafe)),
+                    };
                     self.tr(|| format!("c{i}: clock safe={safe}"));
                     if !safe {
                         self.count("clock not safe");
@@ -477,6 +680,7 @@ impl World {
                         a.handle(Event::Clock { safe });
                     }
                 },
+                Action::AwaitClock if self.timed && self.cs[i].clock.is_some() => self.cs[i].awaiting_clock = true,
                 Action::AwaitClock => self.cs[i].clock_wait = Some(self.ch.between(1, 20)),
                 Action::Linger => {
                     let g = self.ch.between(0, 30);
@@ -516,7 +720,14 @@ impl World {
                         self.fail(v);
                     }
                     self.unlock(i);
-                    let left = self.ch.between(0, 15);
+                    // In timed runs a quarter of the holds last 0.5 to 2
+                    // session timeouts: long enough for the session to
+                    // expire under a holder that is cut off or stalled.
+                    let left = if self.timed && self.ch.roll(25) {
+                        self.ch.between((super::T_TICKS / 2) as u32, (super::T_TICKS * 2) as u32)
+                    } else {
+                        self.ch.between(0, 15)
+                    };
                     // A downgrade holds the read node now: the write node
                     // goes.
                     if let Some(w) = self.cs[i].write_held.take() {
@@ -569,6 +780,7 @@ impl World {
         c.pending_watch.clear();
         c.linger = None;
         c.clock_wait = None;
+        c.awaiting_clock = false;
         c.awaiting_reconnect = false;
         if self.zk.sessions[&c.session].alive {
             if let Some(n) = left.node {
@@ -594,6 +806,34 @@ impl World {
     /// Feeds contender `i` a reply (from the server or its session layer).
     fn reply(&mut self, i: usize, tag: Tag, result: Result<zklock_proto::acquire::Answer, Failure<String>>, conn: u64) {
         match tag {
+            Tag::Ping(_) => {},
+            Tag::Beat { sent, write, connect_sent, .. } => {
+                // As zklock-core's heartbeat: a sync answered Ok, or a write
+                // answered with anything but SessionExpired (the model
+                // answers the probe BadVersion).
+                let answered = match &result {
+                    Ok(_) => !write,
+                    Err(Failure::Other(m)) => write && m == "BadVersion",
+                    Err(_) => false,
+                };
+                if !answered {
+                    return;
+                }
+                let now = self.client_now(i);
+                let beat = Heartbeat { sent, answered: now, connection: conn, write, connect_sent: Some(connect_sent) };
+                let Some(k) = self.cs[i].clock.as_mut() else { return };
+                let moved = k.credit(beat);
+                if moved {
+                    if self.trace.is_some() {
+                        let left = k.safe_until().saturating_duration_since(now);
+                        self.tr(|| format!("c{i}: clock credited: safe for {} ms more", left.as_millis()));
+                    }
+                    if std::mem::take(&mut self.cs[i].awaiting_clock) {
+                        self.feed(i, Event::ClockMoved);
+                    }
+                    self.hold_clock(i);
+                }
+            },
             Tag::Attempt { gen, id } => {
                 let c = &mut self.cs[i];
                 let watch = c.pending_watch.remove(&(gen, id));
@@ -686,6 +926,7 @@ impl World {
                     c.retry.clear();
                     c.awaiting_reconnect = false;
                     c.clock_wait = None;
+                    c.awaiting_clock = false;
                     c.write_held = None;
                     if matches!(c.state, State::Holding { .. }) {
                         c.state = State::Idle(0);
@@ -699,19 +940,30 @@ impl World {
             return;
         }
         let sid = self.cs[i].session;
+        if self.is_cut(i) {
+            // Only what was on its way before the cut arrives.
+            if self.cs[i].cut_readable == 0 {
+                return;
+            }
+            self.cs[i].cut_readable -= 1;
+        }
         let Some(m) = self.zk.deliver(sid) else { return };
-        if self.trace.is_some() {
+        if self.trace.is_some() && !matches!(&m, Msg::Reply { tag, .. } if tag.is_session_layer()) {
             let d = short(&format!("{m:?}"));
             self.tr(|| format!("c{i}: gets {d}"));
         }
         match m {
             Msg::Reply { tag, result, conn, zxid } => {
+                let now = self.timed.then(|| self.client_now(i));
                 let c = &mut self.cs[i];
+                c.last_read = now.or(c.last_read);
                 c.last_zxid = c.last_zxid.max(zxid);
                 self.reply(i, tag, result, conn);
             },
             Msg::Notify { path, notice, zxid } => {
+                let now = self.timed.then(|| self.client_now(i));
                 let c = &mut self.cs[i];
+                c.last_read = now.or(c.last_read);
                 c.last_zxid = c.last_zxid.max(zxid);
                 let fires = |k: WatchKind| match notice {
                     Notice::Deleted => true,
@@ -743,9 +995,15 @@ impl World {
     /// the clock count down.
     pub fn tick(&mut self, i: usize) {
         if self.cs[i].stalled > 0 {
-            self.cs[i].stalled -= 1;
+            let c = &mut self.cs[i];
+            c.stalled -= 1;
+            if c.stalled == 0 && std::mem::take(&mut c.down_pending) {
+                self.link_lost(i);
+            }
             return;
         }
+        self.session_layer(i);
+        self.hold_clock(i);
         let alive = self.zk.sessions[&self.cs[i].session].alive;
         match self.cs[i].state.clone() {
             // A semaphore's contender creates its lease and waits only while
@@ -821,6 +1079,13 @@ impl World {
     /// Contender `i` was granted `path`: its holder's machine starts, with
     /// the grant's watch on our node (`(attempt, request)`), if any.
     fn start_hold(&mut self, i: usize, path: String, watch: Option<(u64, Id)>) {
+        // A downgrade's grant: the write node's hold ends here (the node is
+        // released by the runner): its watches go.
+        let old = hold_key(self.cs[i].holds);
+        let ids: Vec<Id> = self.cs[i].watchers.iter().filter(|w| w.0 == old).map(|w| w.1).collect();
+        for id in ids {
+            self.unwatch(i, old, id);
+        }
         let c = &mut self.cs[i];
         c.holds += 1;
         c.hold_retry = None;
@@ -831,14 +1096,20 @@ impl World {
                 entry.1 = hold::GRANT_WATCH;
             }
         }
-        let connected = self.zk.sessions[&c.session].connected;
+        let (connected, safe) = if self.timed {
+            let now = super::client_time(self.base, self.zk.now, c.rate);
+            (c.link_up, c.clock.as_ref().is_some_and(|k| k.is_safe(now)))
+        } else {
+            (self.zk.sessions[&c.session].connected, true)
+        };
+        c.hold_safe = safe;
         c.hold = Some(Hold::new(hold::Config {
             path,
             session: c.session,
             watch: watch.is_some(),
             changed: false,
             connected,
-            safe: true,
+            safe,
             bugs: self.bugs,
         }));
         self.pump_hold(i);
@@ -956,8 +1227,10 @@ impl World {
         self.next_session += 1;
         let sid = self.next_session;
         self.zk.open(sid);
+        self.cs[i].session = sid;
+        self.connected(i, true);
         let c = &mut self.cs[i];
-        c.session = sid;
+        c.awaiting_clock = false;
         c.watchers.clear();
         c.pending_watch.clear();
         c.retry.clear();
