@@ -372,7 +372,7 @@ fuzz:
 .PHONY: sim
 SIM_SECONDS ?= 600
 
-## sim: zklock-proto's acquire state machine against the simulator's model of
+## sim: zklock-proto's state machines (acquire, holder, cleanup, clock) against the simulator's model of
 ## ZooKeeper (zklock-proto/tests/sim.rs) for SIM_SECONDS (600) s, one thread per
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
