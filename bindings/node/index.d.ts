@@ -241,8 +241,9 @@ export declare class Client {
    */
   onConnectionState(callback: (state: 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'CONNECTED') => void): Subscription
   /**
-   * The id of the current ZooKeeper session. Throws `CLOSED` after
-   * `close()`.
+   * The id of the current ZooKeeper session (it changes when an expired
+   * session is replaced). Throws `CLOSED` after `close()`, and `TIMEOUT`
+   * or `CONNECTION_LOSS` while no session is established.
    */
   sessionId(): bigint
   /** Whether `close()` was called. */

@@ -1156,10 +1156,13 @@ impl Client {
         })
     }
 
-    /// The id of the current ZooKeeper session.
+    /// The id of the current ZooKeeper session (it changes when an expired
+    /// session is replaced). Blocks the calling thread only while it asks.
     ///
     /// # Errors
-    /// `Closed` after [`Client::close`].
+    /// `Closed` after [`Client::close`]; `Timeout` or `ConnectionLoss` while
+    /// no session is established (the last one ended and the next is not yet
+    /// made: the client keeps trying).
     pub fn session_id(&self) -> Result<i64> {
         self.check_open()?;
         let shared = self.shared().clone();

@@ -837,8 +837,9 @@ impl Client {
         Ok(Subscription { inner: self.client.on_connection_state(move |state| callback.call(state.name())) })
     }
 
-    /// The id of the current ZooKeeper session. Throws `CLOSED` after
-    /// `close()`.
+    /// The id of the current ZooKeeper session (it changes when an expired
+    /// session is replaced). Throws `CLOSED` after `close()`, and `TIMEOUT`
+    /// or `CONNECTION_LOSS` while no session is established.
     #[napi(catch_unwind)]
     pub fn session_id(&self, env: Env) -> napi::Result<BigInt> {
         self.client.session_id().map(BigInt::from).map_err(|e| zk_error(&env, &e))

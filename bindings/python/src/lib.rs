@@ -798,7 +798,8 @@ impl Client {
     }
 
     /// The id of the current ZooKeeper session (raises Closed after close()
-    /// or in a forked child).
+    /// or in a forked child, and Timeout or ConnectionLoss while no session
+    /// is established).
     #[getter]
     fn session_id(&self, py: Python<'_>) -> PyResult<i64> {
         self.origin.check("client")?;

@@ -1010,7 +1010,8 @@ class Client:
     @property
     def session_id(self) -> int:
         """The id of the current ZooKeeper session (raises Closed after
-        close() or in a forked child)."""
+        close() or in a forked child, and Timeout or ConnectionLoss while no
+        session is established)."""
         return self._native.session_id
 
     @property
