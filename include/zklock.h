@@ -477,6 +477,8 @@ typedef struct zklock_client_options {
    * writes one: `scheme:id:perms` entries separated by commas (perms
    * letters of `cdrwa`), or the words `open` and `creator` (every right
    * for the session's authenticated identities only). NULL: `open`.
+   * Lock nodes get it without ADMIN for `world:anyone` (nobody may
+   * change their ACL).
    */
   const char *acl;
   /**

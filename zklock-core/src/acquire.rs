@@ -608,7 +608,7 @@ fn fired(watches: &mut HashMap<proto::Id, zk::Watch>, armed: &HashSet<proto::Id>
 /// watch it leaves, if any.
 pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
     let timeout = shared.options.operation_timeout;
-    let acl = shared.acl();
+    let acl = shared.node_acl();
     let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
         proto::Request::Create { path, data, sequential } => {
             let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
@@ -669,7 +669,7 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
         },
         proto::Request::MakeParents { path } => {
             let zk = zk.clone();
-            let acl = acl.to_vec();
+            let acl = shared.acl().to_vec();
             let f = async move {
                 let connection = zk.connected().map_or(0, |c| c.connection);
                 (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)

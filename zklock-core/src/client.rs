@@ -105,6 +105,9 @@ impl ClientOptions {
 
     /// The ACL of every node this client creates (lock nodes, lock paths and
     /// their missing ancestors); [`Acl::open`] by default. See [`Acl`].
+    /// Lock nodes get it without ADMIN for `world:anyone`, so that nobody
+    /// may change their ACL (a session that lost READ on a node is told
+    /// nothing of it by ZooKeeper 3.8 and later: protocol section 1).
     /// [`Client::connect`] fails with [`ErrorKind::NoAuth`] when the ACL
     /// gives the session's own identities (as the server lists them,
     /// ZooKeeper >= 3.7) no right to read, create or delete: a lock path
@@ -311,6 +314,8 @@ pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
     /// `options.acl` as the session layer takes it.
     acl: Vec<zk::Acl>,
+    /// The ACL of our lock nodes: `acl` without `world:anyone`'s ADMIN.
+    node_acl: Vec<zk::Acl>,
     hosts: String,
     pub(crate) handle: tokio::runtime::Handle,
     session: watch::Sender<Option<Arc<Session>>>,
@@ -328,9 +333,37 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The ACL every node of this client is created with.
+    /// The ACL of the lock paths (and their ancestors) this client makes.
     pub(crate) fn acl(&self) -> &[zk::Acl] {
         &self.acl
+    }
+
+    /// The ACL of the lock nodes this client makes: the client's ACL, but
+    /// `world:anyone` never gets ADMIN on them. With ADMIN a third party
+    /// could take READ away from our node, and ZooKeeper 3.8 and later then
+    /// tell us nothing of it (not even its deletion): a holder would stay
+    /// Held, a waiter would wait for ever (outside test round 13).
+    pub(crate) fn node_acl(&self) -> &[zk::Acl] {
+        &self.node_acl
+    }
+}
+
+/// `acl` without ADMIN for `world:anyone` (an entry left with no right is
+/// dropped; if none is left, `acl` as it is).
+fn without_world_admin(acl: &[zk::Acl]) -> Vec<zk::Acl> {
+    const ADMIN: i32 = 16;
+    let out: Vec<zk::Acl> = acl
+        .iter()
+        .map(|e| {
+            let world = e.scheme == "world" && e.id == "anyone";
+            zk::Acl { perms: if world { e.perms & !ADMIN } else { e.perms }, ..e.clone() }
+        })
+        .filter(|e| e.perms != 0)
+        .collect();
+    if out.is_empty() {
+        acl.to_vec()
+    } else {
+        out
     }
 }
 
@@ -924,8 +957,11 @@ impl Client {
                 }
             })
             .map_err(|e| Error::internal(format!("cannot start the event thread: {e}")))?;
+        let acl = options.acl.to_zk();
+        let node_acl = without_world_admin(&acl);
         let shared = Arc::new(Shared {
-            acl: options.acl.to_zk(),
+            acl,
+            node_acl,
             options,
             hosts,
             handle: runtime.handle().clone(),

@@ -167,6 +167,28 @@ fn creator_acl_shuts_out_other_identities_and_says_no_auth() {
     g2.release().unwrap();
 }
 
+/// With the open ACL, our lock nodes give `world:anyone` every right but
+/// ADMIN (the lock path keeps all five): nobody can take READ away from a
+/// holder's or a waiter's node, which on ZooKeeper 3.8 and later would stop
+/// every notification about it (outside test round 13: a holder stayed Held
+/// after its node was deleted, a waiter waited for ever).
+#[test]
+fn lock_nodes_give_nobody_the_right_to_change_their_acl() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = client_as(&hosts, None, Acl::open());
+    let g = c.lock("/open-acl").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let lease = c.semaphore("/open-sem", 1, LockOptions::default()).unwrap().acquire(Some(10 * SEC)).unwrap();
+    for node in [g.node_path(), lease.node_path()] {
+        assert_eq!(acl_of(&hosts, "alice", &node), vec!["world:anyone:cdrw".to_owned()], "{node}");
+    }
+    for path in ["/open-acl", "/open-sem", "/open-sem/leases"] {
+        assert_eq!(acl_of(&hosts, "alice", path), vec!["world:anyone:cdrwa".to_owned()], "{path}");
+    }
+    g.release().unwrap();
+    lease.release().unwrap();
+}
+
 #[test]
 fn a_listed_acl_lets_each_listed_identity_contend() {
     let zk = server();

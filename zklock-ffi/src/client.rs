@@ -69,6 +69,8 @@ pub struct zklock_client_options {
     /// writes one: `scheme:id:perms` entries separated by commas (perms
     /// letters of `cdrwa`), or the words `open` and `creator` (every right
     /// for the session's authenticated identities only). NULL: `open`.
+    /// Lock nodes get it without ADMIN for `world:anyone` (nobody may
+    /// change their ACL).
     pub acl: *const c_char,
     /// A PEM file of the certificate authorities to trust: set, the client
     /// speaks TLS to every server (name their `secureClientPort`s in

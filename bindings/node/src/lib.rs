@@ -530,7 +530,8 @@ pub struct ConnectOptions {
     /// `NO_AUTH`. Kerberos is not offered.
     pub sasl: Option<DigestAuth>,
     /// The ACL of every node the client creates (lock nodes, lock paths and
-    /// their missing ancestors), written as `zkCli.sh` writes one:
+    /// their missing ancestors; lock nodes without ADMIN for `world:anyone`,
+    /// so nobody may change their ACL), written as `zkCli.sh` writes one:
     /// `scheme:id:perms` entries separated by commas (perms letters of
     /// `cdrwa`), or the words `open` (the default) and `creator` (every
     /// right for the session's authenticated identities, nothing for anyone

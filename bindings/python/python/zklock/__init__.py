@@ -772,7 +772,9 @@ class Client:
     login (the identity ``sasl:user``; Kerberos is not offered).
 
     ``acl`` is the ACL of every node the client creates (lock nodes, lock
-    paths and their missing ancestors), written as ``zkCli.sh`` writes one:
+    paths and their missing ancestors; lock nodes without ADMIN for
+    ``world:anyone``, so nobody may change their ACL), written as
+    ``zkCli.sh`` writes one:
     ``"scheme:id:perms"`` entries separated by commas (perms letters of
     ``cdrwa``), or the words ``"open"`` (the default: everyone may do
     everything) and ``"creator"`` (every right for the session's
