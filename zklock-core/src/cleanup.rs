@@ -10,27 +10,9 @@ use std::time::Duration;
 use zklock_proto::acquire::Id;
 use zklock_proto::cleanup::Action;
 
-use crate::acquire::{failure, send, Pending};
 use crate::client::{Session, Shared};
-use crate::zk::{self, Code};
-
-/// Whether a ZooKeeper error leaves the outcome of a request unknown.
-pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::ConnectionLoss(_)
-            | zk::Error::Timeout(_)
-            | zk::Error::Server(Code::ConnectionLoss | Code::OperationTimeout)
-    )
-}
-
-/// Whether a ZooKeeper error means the session is gone.
-pub(crate) fn session_gone(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::SessionExpired | zk::Error::Closed | zk::Error::Server(Code::SessionExpired | Code::SessionMoved)
-    )
-}
+use crate::requests::{failure, send, Pending};
+use crate::zk;
 
 /// Something to delete: our node, or the nodes of a create of unknown
 /// outcome (`zklock_proto::cleanup`).

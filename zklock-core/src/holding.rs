@@ -14,12 +14,12 @@ use crate::zk::{self, ClientExt as _};
 use tokio::sync::watch;
 use zklock_proto::hold as proto;
 
-use crate::acquire::{failure, notice, stat_of};
 use crate::cleanup::delete_node;
 use crate::client::{Client, Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::listeners::{Listener, Listeners, Subscription};
 use crate::lock::{AcquireOptions, HeldSlot, Lock, LockState, ReleaseStatus};
+use crate::requests::{failure, notice, stat_of};
 
 pub(crate) type Callback = Listener<LockState>;
 

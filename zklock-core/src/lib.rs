@@ -47,6 +47,7 @@ mod listeners;
 mod lock;
 pub mod logging;
 mod multi;
+mod requests;
 mod security;
 mod validate;
 mod zk;

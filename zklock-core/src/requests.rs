@@ -1,0 +1,182 @@
+//! Requests as the protocol's machines ask for them (`zklock_proto`): sent
+//! on the session layer, their replies and notifications read back in the
+//! machines' terms. Shared by the acquire, the holder and the cleanup
+//! runners (`acquire.rs`, `holding.rs`, `cleanup.rs`).
+
+use zklock_proto::acquire as proto;
+
+use crate::client::Shared;
+use crate::zk::{self, Code};
+
+/// A reply as the machine reads it, with the connection it came on.
+pub(crate) type Answered = (std::result::Result<proto::Answer, zk::Error>, u64);
+
+/// A request on its way: its reply, bounded by the operation timeout from
+/// when it was sent (no reply by then counts as an unknown outcome).
+pub(crate) type Pending = futures_util::future::BoxFuture<'static, Answered>;
+
+/// Whether a ZooKeeper error leaves the outcome of a request unknown.
+pub(crate) fn outcome_unknown(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss(_)
+            | zk::Error::Timeout(_)
+            | zk::Error::Server(Code::ConnectionLoss | Code::OperationTimeout)
+    )
+}
+
+/// Whether a ZooKeeper error means the session is gone.
+pub(crate) fn session_gone(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::SessionExpired | zk::Error::Closed | zk::Error::Server(Code::SessionExpired | Code::SessionMoved)
+    )
+}
+
+/// Sends `req` on `zk` now: its reply as the machines read it, bounded by
+/// the operation timeout (no reply by then is an unknown outcome), and the
+/// watch it leaves, if any.
+pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
+    let timeout = shared.options.operation_timeout;
+    let acl = shared.node_acl();
+    let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
+        proto::Request::Create { path, data, sequential } => {
+            let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
+            let f = zk.create(&path, &data, acl, mode);
+            (answered(f, |(path, stat)| proto::Answer::Created { name: last(&path), stat: Some(stat_of(&stat)) }), None)
+        },
+        proto::Request::CheckAndCreate { check, path, data } => {
+            let f = zk.multi(&[
+                zk::MultiOp::Check { path: check, version: -1 },
+                zk::MultiOp::Create { path: path.clone(), data, acl: acl.to_vec(), mode: zk::CreateMode::Ephemeral },
+            ]);
+            let f = async move {
+                let (result, stamp) = f.stamped().await;
+                let result = result.and_then(|results| {
+                    results
+                        .into_iter()
+                        .find_map(|r| match r {
+                            zk::MultiResult::Create { stat, .. } => {
+                                Some(proto::Answer::Created { name: last(&path), stat: stat.as_ref().map(stat_of) })
+                            },
+                            _ => None,
+                        })
+                        // No create result: not what ZooKeeper answers;
+                        // look for our node as after a lost reply.
+                        .ok_or_else(|| zk::Error::ConnectionLoss("a multi's reply without its create".into()))
+                });
+                (result, stamp.map_or(0, |s| s.connection))
+            };
+            (Box::pin(f), None)
+        },
+        proto::Request::Children { path, stat: true, watch: false } => {
+            let f = zk.children2(&path);
+            (answered(f, |(names, stat)| proto::Answer::Children { names, stat: Some(stat_of(&stat)) }), None)
+        },
+        proto::Request::Children { path, watch: true, .. } => {
+            let (f, w) = zk.children_watch(&path);
+            (answered(f, |names| proto::Answer::Children { names, stat: None }), Some(w))
+        },
+        proto::Request::Children { path, .. } => {
+            let f = zk.children(&path);
+            (answered(f, |names| proto::Answer::Children { names, stat: None }), None)
+        },
+        proto::Request::GetData { path, watch: true } => {
+            let (f, w) = zk.get_data_watch(&path);
+            (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), Some(w))
+        },
+        proto::Request::GetData { path, watch: false } => {
+            let f = zk.get_data(&path);
+            (answered(f, |(_, stat)| proto::Answer::Data(stat_of(&stat))), None)
+        },
+        proto::Request::Exists { path } => {
+            let f = zk.exists(&path);
+            (answered(f, |stat| proto::Answer::Exists(stat.as_ref().map(stat_of))), None)
+        },
+        proto::Request::Delete { path, version } => {
+            let f = zk.delete(&path, version.unwrap_or(-1));
+            (answered(f, |()| proto::Answer::Done), None)
+        },
+        proto::Request::MakeParents { path } => {
+            let zk = zk.clone();
+            let acl = shared.acl().to_vec();
+            let f = async move {
+                let connection = zk.connected().map_or(0, |c| c.connection);
+                (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)
+            };
+            (Box::pin(f), None)
+        },
+    };
+    let bounded = async move {
+        match tokio::time::timeout(timeout, reply).await {
+            Ok(answered) => answered,
+            Err(_) => (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0),
+        }
+    };
+    (Box::pin(bounded), watch)
+}
+
+pub(crate) fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
+    match ev.kind {
+        zk::EventType::NodeDeleted => proto::Notice::Deleted,
+        zk::EventType::NodeChildrenChanged => proto::Notice::Children,
+        zk::EventType::Session => proto::Notice::SessionEnded,
+        _ => proto::Notice::Changed,
+    }
+}
+
+/// A reply future as the machine reads it.
+fn answered<T: Send + 'static>(
+    f: zklock_zk::ReplyFuture<T>,
+    map: impl FnOnce(T) -> proto::Answer + Send + 'static,
+) -> futures_util::future::BoxFuture<'static, Answered> {
+    Box::pin(async move {
+        let (result, stamp) = f.stamped().await;
+        (result.map(map), stamp.map_or(0, |s| s.connection))
+    })
+}
+
+fn last(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or_default().to_owned()
+}
+
+pub(crate) fn stat_of(stat: &zk::Stat) -> proto::Stat {
+    proto::Stat { czxid: stat.czxid, pzxid: stat.pzxid, owner: stat.ephemeral_owner, version: stat.version }
+}
+
+/// How the machine tells failures apart.
+pub(crate) fn failure(e: zk::Error) -> proto::Failure<zk::Error> {
+    match e {
+        zk::Error::Server(zk::Code::NoNode) => proto::Failure::NoNode,
+        zk::Error::Server(zk::Code::NodeExists) => proto::Failure::NodeExists,
+        zk::Error::Server(zk::Code::NoAuth) => proto::Failure::NoAuth,
+        zk::Error::Multi { index: 0, code: zk::Code::NoNode } => proto::Failure::CheckFailed,
+        zk::Error::Multi { code, .. } => failure(zk::Error::Server(code)),
+        e if outcome_unknown(&e) => proto::Failure::Unknown,
+        e if session_gone(&e) => proto::Failure::SessionGone,
+        e => proto::Failure::Other(e),
+    }
+}
+
+/// Creates the lock path (and missing ancestors) as containers, or as
+/// persistent nodes on servers without containers; and the chroot of the
+/// connect string if it does not exist (as persistent nodes, as kazoo
+/// does: a namespace is not a lock parent and must not vanish when empty).
+async fn make_parents(zk: &zk::Client, path: &str, acl: &[zk::Acl]) -> zk::Result<()> {
+    let mut mode = zk::CreateMode::Container;
+    let mut made_chroot = false;
+    loop {
+        match zk::mkdir(zk, path, acl, mode).await {
+            Err(zk::Error::Server(zk::Code::Unimplemented)) if mode == zk::CreateMode::Container => {
+                mode = zk::CreateMode::Persistent
+            },
+            Err(zk::Error::Server(zk::Code::NoNode)) if !zk.chroot().is_empty() && !made_chroot => {
+                let chroot = zk.chroot().to_owned();
+                zk::mkdir(&zk.without_chroot(), &chroot, acl, zk::CreateMode::Persistent).await?;
+                log::info!("zklock: created the chroot {chroot} of the connect string");
+                made_chroot = true;
+            },
+            other => return other,
+        }
+    }
+}
