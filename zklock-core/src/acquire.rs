@@ -18,8 +18,8 @@ use crate::cleanup::{delete_node, spawn_cleanup, Deletion, Target, CLEANUP_GRACE
 use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{Handover, Holding};
-use crate::lock::CancelState;
 use crate::names::{self, LockMode};
+use crate::options::CancelState;
 use crate::requests::{failure, notice, send, Answered, Pending};
 
 /// Why an acquire attempt stopped without the lock.

@@ -15,8 +15,7 @@ use tokio::sync::watch;
 use crate::clock::SafetyClock;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::listeners::{Listeners, Subscription};
-use crate::lock::{Lock, LockOptions, ReadWriteLock};
-use crate::names::{self, LockMode, NodeKind};
+use crate::names::{self, NodeKind};
 use crate::security::{Acl, TlsOptions};
 use crate::validate::{
     option_timeout_from_secs, validate_connect_string, validate_lock_path, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
@@ -993,65 +992,6 @@ impl Client {
         &self.inner.shared
     }
 
-    /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path.
-    pub fn lock(&self, path: &str) -> Result<Lock> {
-        self.lock_with(path, LockMode::Exclusive, LockOptions::default())
-    }
-
-    /// The read side of a read/write lock on `path`, as an independent
-    /// handle (Curator `InterProcessReadWriteLock.readLock()` compatible).
-    /// Use [`Client::read_write_lock`] for a pair that can downgrade.
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path.
-    pub fn read_lock(&self, path: &str) -> Result<Lock> {
-        self.lock_with(path, LockMode::Read, LockOptions::default())
-    }
-
-    /// The write side of a read/write lock on `path`, as an independent
-    /// handle. Two handles are two contenders: a separate read handle of the
-    /// same client that holds the lock blocks this one like anyone else's.
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path.
-    pub fn write_lock(&self, path: &str) -> Result<Lock> {
-        self.lock_with(path, LockMode::Write, LockOptions::default())
-    }
-
-    /// A read/write lock pair on `path` whose sides know each other:
-    /// write-to-read downgrade, read-to-write upgrade refused
-    /// (`WouldDeadlock`). See [`ReadWriteLock`].
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path; `Closed`.
-    pub fn read_write_lock(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        options.validate()?;
-        Ok(ReadWriteLock::new(self.clone(), path, options))
-    }
-
-    /// A participant of the leader election on `path` with the id `id`
-    /// (Curator `LeaderLatch` compatible: Curator latches and zklock
-    /// participants on one path elect one leader between them). An acquire
-    /// of the returned handle joins the election and waits until it leads:
-    /// its guard is the leadership, with the states, `check()`,
-    /// [`crate::Guard::lost`] and fencing token of a lock; releasing it resigns.
-    /// Waiting participants are the queue (see [`Client::participants`];
-    /// each one's data is its id); [`Client::leader`] names the leader.
-    /// Leadership that is lost is not taken back by itself: acquire again
-    /// to rejoin.
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
-    /// for an id over 64 KiB or equal to `__REVOKE__`; `Closed`.
-    pub fn election(&self, path: &str, id: impl Into<Vec<u8>>) -> Result<Lock> {
-        self.lock_with(path, LockMode::Leader, LockOptions::default().data(id))
-    }
-
     /// The leader of the election on `path` (see [`Client::election`]): the
     /// first participant of its queue, with its id as `data`; `None` when
     /// nobody takes part.
@@ -1069,56 +1009,6 @@ impl Client {
     pub fn leader_async(&self, path: &str) -> impl Future<Output = Result<Option<Participant>>> + Send + 'static {
         let participants = self.participants_async(path);
         async move { Ok(participants.await?.into_iter().find(|p| p.holds)) }
-    }
-
-    /// A lock on `path` of `mode` with `options`.
-    ///
-    /// # Errors
-    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
-    /// for bad options (see [`LockOptions::validate`]); `Closed`.
-    pub fn lock_with(&self, path: &str, mode: LockMode, options: LockOptions) -> Result<Lock> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        options.validate()?;
-        if mode == LockMode::Lease {
-            return Err(Error::invalid_argument(
-                "a lease needs the semaphore's permits: use Client::semaphore, not a lock of mode Lease",
-            ));
-        }
-        Ok(Lock::new(self.clone(), path, mode, options))
-    }
-
-    /// A counting semaphore on `path` with `permits` leases (Curator
-    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
-    /// ones on one path with the same permits share the leases). An acquire
-    /// of the returned handle takes one lease: at most `permits` acquires
-    /// hold at once. Its guard is the lease, with the states, `check()`,
-    /// [`crate::Guard::lost`], fencing token and cleanup of a lock; releasing
-    /// it returns the lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>`
-    /// (holding `options`' data); a contender takes the exclusive lock
-    /// `<path>/locks` while it waits for a lease (protocol doc section 8c).
-    /// Every participant must use the same `permits`, as with Curator.
-    /// Not reentrant: each acquire takes a lease of its own.
-    ///
-    /// # Errors
-    /// `InvalidArgument` for `permits` of 0 or over 2^31 - 1 (Curator's
-    /// limit), for a reentrant `options` or bad data (see
-    /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
-    /// lock path; `Closed`.
-    pub fn semaphore(&self, path: &str, permits: usize, options: LockOptions) -> Result<Lock> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        options.validate()?;
-        if permits == 0 || permits > i32::MAX as usize {
-            return Err(Error::invalid_argument(format!(
-                "semaphore permits must be between 1 and {} (got {permits})",
-                i32::MAX
-            )));
-        }
-        if options.reentrant {
-            return Err(Error::invalid_argument("a semaphore is not reentrant: each acquire takes a lease of its own"));
-        }
-        Ok(Lock::semaphore(self.clone(), path, permits, options))
     }
 
     /// Registers `callback` to be told of every change of this client's
@@ -1269,7 +1159,7 @@ impl Client {
         self.shared().is_closed()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.is_closed() {
             Err(self.shared().closed_error())
         } else {

@@ -141,7 +141,7 @@ impl Error {
     /// Maps an error of the ZooKeeper client, adding what we were doing.
     pub(crate) fn from_zk(what: &str, err: zklock_zk::Error) -> Self {
         use zklock_zk::{Code, Error as Zk};
-        if let Some(refused) = crate::security::refusal(what, &err) {
+        if let Some(refused) = refusal(what, &err) {
             return refused;
         }
         let kind = match &err {
@@ -154,6 +154,34 @@ impl Error {
         };
         Error::new(kind, format!("{what}: {err}"))
     }
+}
+
+/// The kind and message for ZooKeeper's refusals that have to do with
+/// permissions, or `None` for every other error.
+pub(crate) fn refusal(what: &str, err: &zklock_zk::Error) -> Option<Error> {
+    Some(match err {
+        zklock_zk::Error::Server(zklock_zk::Code::NoAuth) => Error::new(
+            ErrorKind::NoAuth,
+            format!(
+                "{what}: not authorized (NoAuth): the ACL of the node or of its parent does not allow this \
+                 session; authenticate (digest auth or a TLS client certificate) as an identity the ACL names"
+            ),
+        ),
+        zklock_zk::Error::AuthFailed(why) => Error::new(
+            ErrorKind::NoAuth,
+            format!("{what}: authentication failed (AuthFailed): the server refused the credentials ({why})"),
+        ),
+        zklock_zk::Error::Server(zklock_zk::Code::AuthFailed) => Error::new(
+            ErrorKind::NoAuth,
+            format!("{what}: authentication failed (AuthFailed): the server refused the credentials"),
+        ),
+        zklock_zk::Error::Server(zklock_zk::Code::InvalidAcl) => Error::invalid_argument(format!(
+            "{what}: ZooKeeper refused the ACL (InvalidACL): one of its entries is not valid there (an \
+             `auth`/`creator` entry needs an authenticated session; a scheme needs a provider on the server; \
+             the id must be one that provider accepts: ZooKeeper 3.8 takes only IPv4 `ip` entries)"
+        )),
+        _ => return None,
+    })
 }
 
 impl fmt::Display for Error {

@@ -1,11 +1,13 @@
 //! Holding a lock (protocol doc section 5): the holding of one node, the
 //! monitor that follows it (session state, deletion of our node; the
-//! safety clock is `clock.rs`), and the guard with its release.
+//! safety clock is `clock.rs`), and the deletion a release asks for, all
+//! run by zklock-proto's holder machine. The guard that callers hold is
+//! `lock.rs`'s; nothing here knows it.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -15,11 +17,11 @@ use tokio::sync::watch;
 use zklock_proto::hold as proto;
 
 use crate::cleanup::delete_node;
-use crate::client::{Client, Session, Shared};
+use crate::client::{Session, Shared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::listeners::{Listener, Listeners, Subscription};
-use crate::lock::{AcquireOptions, HeldSlot, Lock, LockState, ReleaseStatus};
+use crate::listeners::{Listener, Listeners};
 use crate::requests::{failure, notice, stat_of};
+use crate::state::{LockState, ReleaseStatus};
 
 pub(crate) type Callback = Listener<LockState>;
 
@@ -403,293 +405,6 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) {
     }
 }
 
-/// Proof of holding a lock. Released by [`Guard::release`] or on drop.
-///
-/// `Guard` is `Send + Sync`: it may be released from any thread.
-pub struct Guard {
-    pub(crate) client: Client,
-    pub(crate) holding: Arc<Holding>,
-    /// The nodes its handle holds (this one leaves it at the last release).
-    pub(crate) slot: HeldSlot,
-    /// For a write guard of a read/write pair: the pair's read side.
-    pub(crate) pair_read: Option<Lock>,
-    pub(crate) released: Arc<AtomicBool>,
-}
-
-impl std::fmt::Debug for Guard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
-            .field("node", &self.holding.node_path())
-            .field("token", &self.holding.token)
-            .field("state", &self.holding.state())
-            .finish()
-    }
-}
-
-impl Guard {
-    /// The full path of our lock node.
-    pub fn node_path(&self) -> String {
-        self.holding.node_path()
-    }
-
-    /// The sequence number of our lock node.
-    pub fn sequence(&self) -> i64 {
-        self.holding.sequence
-    }
-
-    /// The fencing token of this grant: the creation zxid of our node. It
-    /// only grows over the ensemble's life, so successive grants of a lock
-    /// have strictly larger tokens; give it to the protected resource and
-    /// have it reject tokens smaller than the largest it has seen.
-    pub fn fencing_token(&self) -> u64 {
-        self.holding.token
-    }
-
-    /// The client this guard's lock belongs to.
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The id of the session that holds the lock.
-    pub fn session_id(&self) -> i64 {
-        self.holding.session.id
-    }
-
-    /// The current state of this guard: `Released` once this guard is
-    /// released (even while the handle's other guards keep the lock), `Lost`
-    /// once the client is closed.
-    pub fn state(&self) -> LockState {
-        if self.released.load(Ordering::Acquire) {
-            return LockState::Released;
-        }
-        self.holding.reported_state()
-    }
-
-    /// Ok while the lock is safely held: state `Held`, connected, and the
-    /// safety clock ([`Guard::safe_until`]) has not run out, so the
-    /// ZooKeeper leader cannot have expired the session yet.
-    ///
-    /// # Errors
-    /// `ConnectionLoss` while suspended (may come back), `LockLost` once
-    /// lost, `Closed` once the client is closed, `NotHeld` after this guard
-    /// is released.
-    pub fn check(&self) -> Result<()> {
-        if self.released.load(Ordering::Acquire) {
-            return Err(Error::new(
-                ErrorKind::NotHeld,
-                format!("this guard of {} was released", self.holding.node_path()),
-            ));
-        }
-        self.holding.check()
-    }
-
-    /// Until when the lock is safely ours even if ZooKeeper stops answering
-    /// now: the latest time at which the ZooKeeper leader is known to have
-    /// processed a report of this session's activity, plus the session
-    /// timeout, minus a tenth of it for clock-rate drift (protocol document,
-    /// section 5). The leader cannot expire the session, and so grant the
-    /// lock to anyone else, before then; [`Guard::check`] fails from then
-    /// on. While connected it keeps moving forward, by the heartbeat (a
-    /// `sync` every eighth of the session timeout); it runs about half a
-    /// session timeout ahead of now. `None` once the lock is lost or this
-    /// guard is released.
-    pub fn safe_until(&self) -> Option<Instant> {
-        matches!(self.state(), LockState::Held | LockState::Suspended).then(|| self.holding.session.safe_until())
-    }
-
-    /// Registers `callback` to be told of every state change (Held,
-    /// Suspended, Lost) of this lock. It runs on the client's event thread,
-    /// one call at a time in order; it may call any zklock function but
-    /// should return promptly (other callbacks wait). If the lock is no
-    /// longer `Held` when registering, the callback is called once soon
-    /// with the current state (on a released guard: once, with `Released`,
-    /// and not registered). A release is not reported to callbacks: it is
-    /// the caller's own act. The returned [`Subscription`] takes the
-    /// callback back (ignore it to keep the callback as long as the lock).
-    pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) -> Subscription {
-        let cb: Callback = Arc::new(callback);
-        // A released guard's callback is told once and not kept: registered
-        // and taken back at once.
-        let (subscription, id) = self.holding.callbacks.add_with_id(cb.clone());
-        if self.released.load(Ordering::Acquire) {
-            subscription.cancel();
-            let state = self.state();
-            self.holding.shared.post_event(Box::new(move || cb(state)));
-            return subscription;
-        }
-        let state = self.state();
-        if state != LockState::Held {
-            let shared = &self.holding.shared;
-            self.holding.callbacks.post_one(id, cb, state, &|job| shared.post_event(job));
-        }
-        subscription
-    }
-
-    /// Resolves, with the error [`Guard::check`] gives then, once this
-    /// guard is no longer safely held: lost, suspended, past its safety
-    /// clock, released, or its client closed. Every poll asks what
-    /// `check()` says first, so a poll after `check()` started to fail
-    /// resolves; and a watcher on the client's runtime wakes the future on
-    /// every state change of the lock, every change of the session's
-    /// connection and when the safety clock runs out (the wake reaches the
-    /// awaiting task a moment after `check()` starts to fail: the time of a
-    /// task switch). A "stop now" signal for work done under the lock:
-    /// select on it next to the work. Any executor can await it; dropping
-    /// it stops nothing.
-    pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
-        let failure = {
-            let holding = self.holding.clone();
-            let released = self.released.clone();
-            move || {
-                if released.load(Ordering::Acquire) {
-                    Some(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", holding.node_path())))
-                } else {
-                    holding.check().err()
-                }
-            }
-        };
-        let holding = self.holding.clone();
-        let watch_failure = failure.clone();
-        let watching = async move {
-            let mut changes = holding.changes.subscribe();
-            let mut states = holding.session.states();
-            loop {
-                // Mark what is seen now as seen: only later changes wake us.
-                changes.borrow_and_update();
-                let _ = states.state();
-                if let Some(e) = watch_failure() {
-                    return e;
-                }
-                let until = holding.session.safe_until();
-                tokio::select! {
-                    _ = changes.changed() => {},
-                    _ = states.changed() => {},
-                    () = tokio::time::sleep_until(until.into()) => {},
-                    () = holding.shared.closed() => {},
-                }
-            }
-        };
-        let mut watcher = Box::pin(self.client.shared().run(watching));
-        std::future::poll_fn(move |cx| {
-            if let Some(e) = failure() {
-                return Poll::Ready(e);
-            }
-            watcher.as_mut().poll(cx).map(|out| out.unwrap_or_else(|e| e))
-        })
-    }
-
-    /// Write to read downgrade: a read guard of the same pair whose node
-    /// takes this write node's sequence, granted at once (no writer queued
-    /// behind this one can slip in between); then release this guard to
-    /// let other readers in. Each call makes one more read guard (calling
-    /// it twice gives two read nodes of that sequence, each to release,
-    /// as two read acquires would). Blocks the calling thread for one
-    /// request, at most the operation timeout.
-    ///
-    /// # Errors
-    /// `InvalidArgument` unless this is a write guard of a
-    /// [`crate::ReadWriteLock`]; `NotHeld` once released; what
-    /// [`Guard::check`] gives if the write lock is not safely held;
-    /// `LockLost` if the write node was gone when the read node was to be
-    /// made (it is made in one transaction with a check of the write node,
-    /// so never after it went); `Timeout` if ZooKeeper did not answer
-    /// within the operation timeout; as [`crate::Lock::acquire`] otherwise.
-    pub fn downgrade(&self) -> Result<Guard> {
-        let work = self.start_downgrade(Some(std::thread::current().id()))?;
-        self.client.shared().block_on(work)?
-    }
-
-    /// [`Guard::downgrade`] as a future that any executor can await.
-    ///
-    /// # Errors
-    /// As [`Guard::downgrade`].
-    pub fn downgrade_async(&self) -> impl Future<Output = Result<Guard>> + Send + 'static {
-        let started = self.start_downgrade(None).map(|work| self.client.shared().run(work));
-        async move { started?.await? }
-    }
-
-    fn start_downgrade(
-        &self,
-        owner: Option<std::thread::ThreadId>,
-    ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
-        let Some(read) = &self.pair_read else {
-            return Err(Error::invalid_argument(format!(
-                "{}: only a write guard of a read/write pair can downgrade",
-                self.holding.node_path()
-            )));
-        };
-        self.check()?;
-        let call = tokio_util::sync::CancellationToken::new();
-        let downgrade =
-            crate::acquire::Downgrade { sequence: self.holding.sequence, write_node: self.holding.node_path() };
-        // One request: bounded by the operation timeout, also while the
-        // connection is down (an outside test saw it wait for the reconnect).
-        let bound = AcquireOptions::new().timeout(Some(self.client.shared().options.operation_timeout));
-        read.start_acquire(&bound, call, owner, Some(downgrade))
-    }
-
-    /// Releases this guard. The node is deleted when this is the last guard
-    /// of its node (a reentrant handle gives one per acquire of a thread).
-    /// Idempotent in effect: a second call fails with `NotHeld`.
-    /// Blocks the calling thread; [`Guard::release_async`] is the same call
-    /// as a future.
-    ///
-    /// # Errors
-    /// `NotHeld` if this guard was already released; `LockLost` if the lock
-    /// had been lost before the release (the critical section may have run
-    /// without the lock; our node is cleaned up all the same); `NoAuth` if
-    /// ZooKeeper refused to delete our node (an ACL without the delete
-    /// right): the guard is released, but the node stays, and others wait,
-    /// until the session ends; `Closed` if the client was closed before or
-    /// while the release was on its way (the node goes with the session).
-    pub fn release(&self) -> Result<ReleaseStatus> {
-        match self.begin_release()? {
-            Releasing::Done(out) => out,
-            Releasing::Delete(work) => self.client.shared().block_on(work.finish())?,
-        }
-    }
-
-    /// [`Guard::release`] as a future that any executor can await. The
-    /// release happens even if the future is dropped unfinished (this guard
-    /// counts as released from the first poll's start: the call is made
-    /// when this method is called).
-    ///
-    /// # Errors
-    /// As [`Guard::release`].
-    pub fn release_async(&self) -> impl Future<Output = Result<ReleaseStatus>> + Send + 'static {
-        let started = self.begin_release().map(|r| match r {
-            Releasing::Done(out) => Box::pin(std::future::ready(Ok(out))) as Pin<Box<dyn Future<Output = _> + Send>>,
-            Releasing::Delete(work) => Box::pin(self.client.shared().run(work.finish())),
-        });
-        async move { started?.await? }
-    }
-
-    /// The part of a release done at once: mark this guard released and,
-    /// for the last guard of the node, stop following it; what remains is
-    /// the deletion (to run on the runtime).
-    pub(crate) fn begin_release(&self) -> Result<Releasing> {
-        if self.released.swap(true, Ordering::AcqRel) {
-            return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
-        }
-        // Wakes this guard's `lost()` (an inner guard's release changes no
-        // state of the lock).
-        self.holding.changes.send_modify(|n| *n = n.wrapping_add(1));
-        if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
-            // An inner guard: the node stays for the others, but a loss is
-            // this guard's news too (its critical section may have run
-            // without the lock).
-            return Ok(Releasing::Done(match self.holding.check() {
-                Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
-                _ => Ok(ReleaseStatus::Released),
-            }));
-        }
-        if let Ok(mut held) = self.slot.lock() {
-            held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
-        }
-        Ok(Releasing::Delete(self.holding.begin_delete()))
-    }
-}
-
 impl Holding {
     /// Ends this holding (Released) and stops following it; what remains
     /// is the deletion of its node, if the machine asks for one. For the
@@ -742,14 +457,6 @@ impl Holding {
     }
 }
 
-/// What [`Guard::begin_release`] leaves to do.
-pub(crate) enum Releasing {
-    /// Nothing: an inner reentrant guard.
-    Done(Result<ReleaseStatus>),
-    /// Delete the node.
-    Delete(Deleting),
-}
-
 /// What the machine asked of a release.
 enum Next {
     /// Delete our node (at once when `known_ours`, else if still ours).
@@ -782,33 +489,16 @@ impl Deleting {
                 let deletion = delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await;
                 let closed = h.shared.is_closed();
                 let actions = h.feed(Some(proto::Event::Deleted { deletion, closed }));
-                actions
-                    .into_iter()
-                    .find_map(|a| match a {
-                        proto::Action::Released(outcome) => Some(outcome),
-                        _ => None,
-                    })
-                    .unwrap_or(proto::Outcome::Pending)
+                // The machine answers every deletion it asked for.
+                let outcome = actions.into_iter().find_map(|a| match a {
+                    proto::Action::Released(outcome) => Some(outcome),
+                    _ => None,
+                });
+                outcome.ok_or_else(|| {
+                    Error::internal(format!("releasing {}: the holder machine gave no outcome", h.node_path()))
+                })?
             },
         };
         h.released(outcome)
-    }
-}
-
-impl Drop for Guard {
-    /// Releases the guard if it was not released. Blocks until the delete
-    /// is answered, except inside an async runtime (a tokio one, or the
-    /// client's own runtime): there the delete runs in the background, so
-    /// a dropped guard never blocks an executor.
-    fn drop(&mut self) {
-        if self.released.load(Ordering::Acquire) || self.client.shared().forked() {
-            return;
-        }
-        let Ok(Releasing::Delete(work)) = self.begin_release() else { return };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            drop(self.client.shared().handle.spawn(work.finish()));
-        } else {
-            let _ = self.client.shared().block_on(work.finish());
-        }
     }
 }

@@ -47,8 +47,10 @@ mod listeners;
 mod lock;
 pub mod logging;
 mod multi;
+mod options;
 mod requests;
 mod security;
+mod state;
 mod validate;
 mod zk;
 
@@ -58,15 +60,13 @@ pub use zklock_proto::names;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, Result};
-pub use holding::Guard;
 pub use listeners::Subscription;
-pub use lock::{
-    AcquireOptions, CancelHandle, CancelToken, Lock, LockOptions, LockState, PendingAcquire, ReadWriteLock,
-    ReleaseStatus,
-};
+pub use lock::{Guard, Lock, PendingAcquire, ReadWriteLock};
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{LockMode, NodeKind};
+pub use options::{AcquireOptions, CancelHandle, CancelToken, LockOptions};
 pub use security::{Acl, TlsOptions};
+pub use state::{LockState, ReleaseStatus};
 pub use validate::{
     acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,
     MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SERVERS_BYTES, MAX_SESSION_TIMEOUT,

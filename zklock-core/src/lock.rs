@@ -1,242 +1,31 @@
-//! The public lock handles and per-call options: [`Lock`], [`ReadWriteLock`],
-//! [`LockOptions`], [`AcquireOptions`], [`CancelToken`]. The engine behind
-//! them: `acquire.rs` (queue and grant), `holding.rs` (monitor, guard,
-//! release), `cleanup.rs` (deleting our nodes), `driver.rs` (the rules of
-//! each lock kind).
+//! The lock handles and their guards, the part of the engine a caller
+//! holds: [`Lock`] (and its constructors on [`Client`]), [`ReadWriteLock`],
+//! [`PendingAcquire`], [`Guard`]. They are one module because each makes
+//! the other: an acquire of a `Lock` gives a `Guard`, and a write `Guard`'s
+//! downgrade is an acquire of its pair's read `Lock`. Below them, with no
+//! way back up: `acquire.rs` (queue and grant), `holding.rs` (following a
+//! held node and deleting it), `cleanup.rs` (deleting our nodes),
+//! `requests.rs`, `client.rs` (the session); the rules themselves are
+//! zklock-proto's machines. Options and cancellation: `options.rs`; the
+//! states a guard reports: `state.rs`.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
-
-use tokio::sync::Notify;
 
 use crate::acquire::{acquire, Ctx, Downgrade, SeqHint};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::holding::{Guard, Holding};
+use crate::holding::{Callback, Deleting, Holding};
+use crate::listeners::Subscription;
 use crate::names::LockMode;
-
-/// Options for a lock handle.
-#[derive(Clone, Debug, Default)]
-pub struct LockOptions {
-    pub(crate) data: Vec<u8>,
-    pub(crate) reentrant: bool,
-}
-
-impl LockOptions {
-    /// Makes the handle reentrant per thread, as Curator's
-    /// `InterProcessMutex`: a blocking acquire (`acquire`, `acquire_with`,
-    /// `try_acquire`, `begin_acquire`) by a thread that holds the lock
-    /// through this handle (or a clone) gets another guard on the same node
-    /// at once; the node is deleted when the last of them is released.
-    /// Other threads, and every async or callback acquire (which may
-    /// complete on any thread), are contenders like anyone else. Default:
-    /// not reentrant (a thread that acquires twice waits behind itself, as
-    /// with `std::sync::Mutex`).
-    pub fn reentrant(mut self) -> Self {
-        self.reentrant = true;
-        self
-    }
-
-    /// Bytes stored in our lock node, shown to other participants (for
-    /// example a host name). Default: empty. At most 64 KiB, and never the
-    /// bytes `__REVOKE__` (Curator's revocation request).
-    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
-        self
-    }
-
-    /// Stores `"<hostname>/<pid>"` in our lock node.
-    pub fn identify_process(self) -> Self {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .unwrap_or_else(|_| "unknown-host".to_owned());
-        self.data(format!("{host}/{}", std::process::id()))
-    }
-
-    /// Checks the options (the lock constructors and `acquire` do too):
-    /// for checking a user's input before connecting.
-    ///
-    /// # Errors
-    /// `InvalidArgument` for data over 64 KiB or Curator's `__REVOKE__`.
-    pub fn validate(&self) -> Result<()> {
-        if self.data.len() > 64 * 1024 {
-            return Err(Error::invalid_argument("lock node data must be at most 64 KiB"));
-        }
-        if self.data == b"__REVOKE__" {
-            return Err(Error::invalid_argument(
-                "lock node data must not be __REVOKE__ (Curator's revocation request)",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// What a holder knows about its lock (protocol doc section 5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum LockState {
-    /// Held, and the session is connected and answering.
-    Held = 1,
-    /// The connection is lost or the server stopped answering: the lock may
-    /// still be ours, but that cannot be known; act as if it is not. Goes
-    /// back to `Held` after reconnecting with the same session and finding
-    /// our node still ours.
-    Suspended = 2,
-    /// Lost for good: session expired, our node deleted, or the re-check
-    /// after a reconnect failed. Another client may hold the lock.
-    Lost = 3,
-    /// Released by us.
-    Released = 4,
-}
-
-/// The outcome of [`Guard::release`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReleaseStatus {
-    /// Our node is deleted (or this was an inner reentrant release and the
-    /// lock stays held by the handle's other guards).
-    Released,
-    /// The delete could not be confirmed (connection trouble); it is retried
-    /// in the background until it succeeds or the session ends.
-    Pending,
-}
-
-impl LockState {
-    /// The state's name, the same in every language: `"HELD"`,
-    /// `"SUSPENDED"`, `"LOST"`, `"RELEASED"` (the front ends show these;
-    /// C has the enum `zklock_state` of the same names).
-    pub fn name(self) -> &'static str {
-        match self {
-            LockState::Held => "HELD",
-            LockState::Suspended => "SUSPENDED",
-            LockState::Lost => "LOST",
-            LockState::Released => "RELEASED",
-        }
-    }
-}
-
-impl ReleaseStatus {
-    /// `"RELEASED"` or `"PENDING"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReleaseStatus::Released => "RELEASED",
-            ReleaseStatus::Pending => "PENDING",
-        }
-    }
-}
-
-/// Cancels the acquires in progress on one lock handle, from any thread.
-#[derive(Clone)]
-pub struct CancelHandle {
-    state: Arc<CancelState>,
-}
-
-impl CancelHandle {
-    /// Makes every acquire that is in progress on the lock handle fail with
-    /// `Cancelled` (and delete its node). An acquire that starts later is
-    /// not affected. Never blocks; safe from signal-handling threads and
-    /// callbacks.
-    pub fn cancel(&self) {
-        self.state.epoch.fetch_add(1, Ordering::AcqRel);
-        self.state.notify.notify_waiters();
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct CancelState {
-    pub(crate) epoch: AtomicU64,
-    pub(crate) notify: Notify,
-}
-
-/// Cancels the one acquire call (or calls) it is given to, from any thread
-/// (see [`AcquireOptions::cancel_token`]).
-///
-/// Make it before the call and keep a clone: [`CancelToken::cancel`] makes
-/// the calls that were given it fail with `Cancelled` (their nodes are
-/// deleted), whether they are waiting now or start later: a cancel that
-/// lands before the call starts is not lost. A cancel that comes after the
-/// grant is too late: the call returns its guard (a dropped future releases
-/// it). Other calls on the same lock
-/// handle are not affected. Cheap to clone (clones are one token);
-/// `Send + Sync`.
-#[derive(Clone, Debug, Default)]
-pub struct CancelToken {
-    token: tokio_util::sync::CancellationToken,
-}
-
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-
-    /// Cancels every call given this token, now and later. Idempotent;
-    /// never blocks; safe from signal-handling threads and callbacks.
-    pub fn cancel(&self) {
-        self.token.cancel();
-    }
-
-    /// Whether [`CancelToken::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
-    }
-}
-
-/// Options for one acquire call: how long it may wait and how it can be
-/// cancelled. The default waits without limit and has no cancel token.
-#[derive(Clone, Debug, Default)]
-pub struct AcquireOptions {
-    timeout: Option<Duration>,
-    cancel: Option<CancelToken>,
-    /// The deadline itself, when the caller has one already (a multi-lock's
-    /// members share theirs); else the positive `timeout` counts from the
-    /// call. Not for a try-once (zero) timeout.
-    until: Option<Instant>,
-}
-
-impl AcquireOptions {
-    /// Waits without limit, no cancel token.
-    pub fn new() -> AcquireOptions {
-        AcquireOptions::default()
-    }
-
-    /// Waits at most `timeout` in total (`None`: no limit; zero: try once
-    /// without waiting, see [`Lock::try_acquire`]). A timeout too large to
-    /// represent as a deadline is no limit.
-    pub fn timeout(mut self, timeout: Option<Duration>) -> AcquireOptions {
-        self.timeout = timeout;
-        self.until = None;
-        self
-    }
-
-    /// The call fails with `Cancelled` once `token` is cancelled, even if
-    /// it was cancelled before the call started.
-    pub fn cancel_token(mut self, token: CancelToken) -> AcquireOptions {
-        self.cancel = Some(token);
-        self
-    }
-
-    /// The wait limit given to [`AcquireOptions::timeout`].
-    pub(crate) fn wait_limit(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    /// These options with `until` as the deadline of a positive timeout
-    /// (see the field).
-    pub(crate) fn until(mut self, until: Option<Instant>) -> AcquireOptions {
-        self.until = until;
-        self
-    }
-}
-
-impl From<Option<Duration>> for AcquireOptions {
-    fn from(timeout: Option<Duration>) -> AcquireOptions {
-        AcquireOptions::new().timeout(timeout)
-    }
-}
+use crate::options::{AcquireOptions, CancelHandle, CancelState, CancelToken, LockOptions};
+use crate::state::{LockState, ReleaseStatus};
+use crate::validate::validate_lock_path;
 
 /// A lock handle: exclusive, read or write side, on one path.
 ///
@@ -403,7 +192,7 @@ impl Lock {
     /// # Errors
     /// As [`Lock::acquire`]; `Cancelled` once the call's token is cancelled.
     pub fn acquire_with(&self, options: &AcquireOptions) -> Result<Guard> {
-        let call = call_token(options);
+        let call = options.call_token();
         let work = self.start_acquire(options, call, Some(std::thread::current().id()), None)?;
         self.inner.client.shared().block_on(work)?
     }
@@ -418,7 +207,7 @@ impl Lock {
     /// # Errors
     /// As [`Lock::acquire_with`].
     pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<Guard>> + Send + 'static {
-        let call = call_token(&options);
+        let call = options.call_token();
         let started =
             self.start_acquire(&options, call.clone(), None, None).map(|work| self.inner.client.shared().run(work));
         // Cancels the call if this future is dropped before its output, also
@@ -449,7 +238,7 @@ impl Lock {
         options: &AcquireOptions,
         done: impl FnOnce(Result<Guard>) + Send + 'static,
     ) -> Result<()> {
-        let work = self.start_acquire(options, call_token(options), None, None)?;
+        let work = self.start_acquire(options, options.call_token(), None, None)?;
         self.inner.client.shared().spawn_then(work, done)
     }
 
@@ -466,7 +255,7 @@ impl Lock {
     /// `Cancelled`, a suspended reentrant hold); everything else is the
     /// outcome.
     pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire> {
-        let call = call_token(options);
+        let call = options.call_token();
         let work = self.start_acquire(options, call.clone(), Some(std::thread::current().id()), None)?;
         let shared = self.inner.client.shared();
         if shared.forked() {
@@ -523,8 +312,7 @@ impl Lock {
         };
         let shared = self.inner.client.shared().clone();
         let epoch = self.inner.cancel.epoch.load(Ordering::Acquire);
-        let timeout = options.timeout;
-        let try_once = timeout == Some(Duration::ZERO);
+        let try_once = options.wait_limit() == Some(Duration::ZERO);
         // A serialised kind (a semaphore) queues under one child of the path
         // and takes a mutex on another (driver::Layout).
         let (path, mutex) = match self.inner.mode.driver().layout() {
@@ -542,7 +330,7 @@ impl Lock {
             deadline: if try_once {
                 Instant::now().checked_add(shared.options.operation_timeout)
             } else {
-                options.until.or_else(|| timeout.and_then(|t| Instant::now().checked_add(t)))
+                options.deadline()
             },
             try_once,
             downgrade,
@@ -576,7 +364,7 @@ impl Lock {
 
     /// A handle that cancels this lock's acquires in progress, from any thread.
     pub fn cancel_handle(&self) -> CancelHandle {
-        CancelHandle { state: self.inner.cancel.clone() }
+        CancelHandle::of(self.inner.cancel.clone())
     }
 
     /// Cancels the acquires in progress on this handle (see [`CancelHandle`]).
@@ -730,18 +518,436 @@ impl std::fmt::Debug for PendingAcquire {
     }
 }
 
-/// The cancellation of one acquire call: a child of the caller's token, so
-/// that the call's own cancel (a dropped future) reaches no other call.
-fn call_token(options: &AcquireOptions) -> tokio_util::sync::CancellationToken {
-    options.cancel.as_ref().map_or_else(Default::default, |t| t.token.child_token())
-}
-
 /// A try-once acquire's outcome: its `Timeout` means "held by someone else".
 fn try_once_outcome(out: Result<Guard>) -> Result<Option<Guard>> {
     match out {
         Ok(g) => Ok(Some(g)),
         Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+impl Client {
+    /// An exclusive lock on `path` (Curator `InterProcessMutex` compatible).
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Exclusive, LockOptions::default())
+    }
+
+    /// The read side of a read/write lock on `path`, as an independent
+    /// handle (Curator `InterProcessReadWriteLock.readLock()` compatible).
+    /// Use [`Client::read_write_lock`] for a pair that can downgrade.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn read_lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Read, LockOptions::default())
+    }
+
+    /// The write side of a read/write lock on `path`, as an independent
+    /// handle. Two handles are two contenders: a separate read handle of the
+    /// same client that holds the lock blocks this one like anyone else's.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path.
+    pub fn write_lock(&self, path: &str) -> Result<Lock> {
+        self.lock_with(path, LockMode::Write, LockOptions::default())
+    }
+
+    /// A read/write lock pair on `path` whose sides know each other:
+    /// write-to-read downgrade, read-to-write upgrade refused
+    /// (`WouldDeadlock`). See [`ReadWriteLock`].
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path; `Closed`.
+    pub fn read_write_lock(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        options.validate()?;
+        Ok(ReadWriteLock::new(self.clone(), path, options))
+    }
+
+    /// A participant of the leader election on `path` with the id `id`
+    /// (Curator `LeaderLatch` compatible: Curator latches and zklock
+    /// participants on one path elect one leader between them). An acquire
+    /// of the returned handle joins the election and waits until it leads:
+    /// its guard is the leadership, with the states, `check()`,
+    /// [`crate::Guard::lost`] and fencing token of a lock; releasing it resigns.
+    /// Waiting participants are the queue (see [`Client::participants`];
+    /// each one's data is its id); [`Client::leader`] names the leader.
+    /// Leadership that is lost is not taken back by itself: acquire again
+    /// to rejoin.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
+    /// for an id over 64 KiB or equal to `__REVOKE__`; `Closed`.
+    pub fn election(&self, path: &str, id: impl Into<Vec<u8>>) -> Result<Lock> {
+        self.lock_with(path, LockMode::Leader, LockOptions::default().data(id))
+    }
+
+    /// A lock on `path` of `mode` with `options`.
+    ///
+    /// # Errors
+    /// `InvalidPath` if `path` is not a valid lock path; `InvalidArgument`
+    /// for bad options (see [`LockOptions::validate`]); `Closed`.
+    pub fn lock_with(&self, path: &str, mode: LockMode, options: LockOptions) -> Result<Lock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        options.validate()?;
+        if mode == LockMode::Lease {
+            return Err(Error::invalid_argument(
+                "a lease needs the semaphore's permits: use Client::semaphore, not a lock of mode Lease",
+            ));
+        }
+        Ok(Lock::new(self.clone(), path, mode, options))
+    }
+
+    /// A counting semaphore on `path` with `permits` leases (Curator
+    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
+    /// ones on one path with the same permits share the leases). An acquire
+    /// of the returned handle takes one lease: at most `permits` acquires
+    /// hold at once. Its guard is the lease, with the states, `check()`,
+    /// [`crate::Guard::lost`], fencing token and cleanup of a lock; releasing
+    /// it returns the lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>`
+    /// (holding `options`' data); a contender takes the exclusive lock
+    /// `<path>/locks` while it waits for a lease (protocol doc section 8c).
+    /// Every participant must use the same `permits`, as with Curator.
+    /// Not reentrant: each acquire takes a lease of its own.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for `permits` of 0 or over 2^31 - 1 (Curator's
+    /// limit), for a reentrant `options` or bad data (see
+    /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
+    /// lock path; `Closed`.
+    pub fn semaphore(&self, path: &str, permits: usize, options: LockOptions) -> Result<Lock> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        options.validate()?;
+        if permits == 0 || permits > i32::MAX as usize {
+            return Err(Error::invalid_argument(format!(
+                "semaphore permits must be between 1 and {} (got {permits})",
+                i32::MAX
+            )));
+        }
+        if options.reentrant {
+            return Err(Error::invalid_argument("a semaphore is not reentrant: each acquire takes a lease of its own"));
+        }
+        Ok(Lock::semaphore(self.clone(), path, permits, options))
+    }
+}
+
+/// Proof of holding a lock. Released by [`Guard::release`] or on drop.
+///
+/// `Guard` is `Send + Sync`: it may be released from any thread.
+pub struct Guard {
+    pub(crate) client: Client,
+    pub(crate) holding: Arc<Holding>,
+    /// The nodes its handle holds (this one leaves it at the last release).
+    pub(crate) slot: HeldSlot,
+    /// For a write guard of a read/write pair: the pair's read side.
+    pub(crate) pair_read: Option<Lock>,
+    pub(crate) released: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("node", &self.holding.node_path())
+            .field("token", &self.holding.token)
+            .field("state", &self.holding.state())
+            .finish()
+    }
+}
+
+impl Guard {
+    /// The full path of our lock node.
+    pub fn node_path(&self) -> String {
+        self.holding.node_path()
+    }
+
+    /// The sequence number of our lock node.
+    pub fn sequence(&self) -> i64 {
+        self.holding.sequence
+    }
+
+    /// The fencing token of this grant: the creation zxid of our node. It
+    /// only grows over the ensemble's life, so successive grants of a lock
+    /// have strictly larger tokens; give it to the protected resource and
+    /// have it reject tokens smaller than the largest it has seen.
+    pub fn fencing_token(&self) -> u64 {
+        self.holding.token
+    }
+
+    /// The client this guard's lock belongs to.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The id of the session that holds the lock.
+    pub fn session_id(&self) -> i64 {
+        self.holding.session.id
+    }
+
+    /// The current state of this guard: `Released` once this guard is
+    /// released (even while the handle's other guards keep the lock), `Lost`
+    /// once the client is closed.
+    pub fn state(&self) -> LockState {
+        if self.released.load(Ordering::Acquire) {
+            return LockState::Released;
+        }
+        self.holding.reported_state()
+    }
+
+    /// Ok while the lock is safely held: state `Held`, connected, and the
+    /// safety clock ([`Guard::safe_until`]) has not run out, so the
+    /// ZooKeeper leader cannot have expired the session yet.
+    ///
+    /// # Errors
+    /// `ConnectionLoss` while suspended (may come back), `LockLost` once
+    /// lost, `Closed` once the client is closed, `NotHeld` after this guard
+    /// is released.
+    pub fn check(&self) -> Result<()> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorKind::NotHeld,
+                format!("this guard of {} was released", self.holding.node_path()),
+            ));
+        }
+        self.holding.check()
+    }
+
+    /// Until when the lock is safely ours even if ZooKeeper stops answering
+    /// now: the latest time at which the ZooKeeper leader is known to have
+    /// processed a report of this session's activity, plus the session
+    /// timeout, minus a tenth of it for clock-rate drift (protocol document,
+    /// section 5). The leader cannot expire the session, and so grant the
+    /// lock to anyone else, before then; [`Guard::check`] fails from then
+    /// on. While connected it keeps moving forward, by the heartbeat (a
+    /// `sync` every eighth of the session timeout); it runs about half a
+    /// session timeout ahead of now. `None` once the lock is lost or this
+    /// guard is released.
+    pub fn safe_until(&self) -> Option<Instant> {
+        matches!(self.state(), LockState::Held | LockState::Suspended).then(|| self.holding.session.safe_until())
+    }
+
+    /// Registers `callback` to be told of every state change (Held,
+    /// Suspended, Lost) of this lock. It runs on the client's event thread,
+    /// one call at a time in order; it may call any zklock function but
+    /// should return promptly (other callbacks wait). If the lock is no
+    /// longer `Held` when registering, the callback is called once soon
+    /// with the current state (on a released guard: once, with `Released`,
+    /// and not registered). A release is not reported to callbacks: it is
+    /// the caller's own act. The returned [`Subscription`] takes the
+    /// callback back (ignore it to keep the callback as long as the lock).
+    pub fn on_state_change(&self, callback: impl Fn(LockState) + Send + Sync + 'static) -> Subscription {
+        let cb: Callback = Arc::new(callback);
+        // A released guard's callback is told once and not kept: registered
+        // and taken back at once.
+        let (subscription, id) = self.holding.callbacks.add_with_id(cb.clone());
+        if self.released.load(Ordering::Acquire) {
+            subscription.cancel();
+            let state = self.state();
+            self.holding.shared.post_event(Box::new(move || cb(state)));
+            return subscription;
+        }
+        let state = self.state();
+        if state != LockState::Held {
+            let shared = &self.holding.shared;
+            self.holding.callbacks.post_one(id, cb, state, &|job| shared.post_event(job));
+        }
+        subscription
+    }
+
+    /// Resolves, with the error [`Guard::check`] gives then, once this
+    /// guard is no longer safely held: lost, suspended, past its safety
+    /// clock, released, or its client closed. Every poll asks what
+    /// `check()` says first, so a poll after `check()` started to fail
+    /// resolves; and a watcher on the client's runtime wakes the future on
+    /// every state change of the lock, every change of the session's
+    /// connection and when the safety clock runs out (the wake reaches the
+    /// awaiting task a moment after `check()` starts to fail: the time of a
+    /// task switch). A "stop now" signal for work done under the lock:
+    /// select on it next to the work. Any executor can await it; dropping
+    /// it stops nothing.
+    pub fn lost(&self) -> impl Future<Output = Error> + Send + 'static {
+        let failure = {
+            let holding = self.holding.clone();
+            let released = self.released.clone();
+            move || {
+                if released.load(Ordering::Acquire) {
+                    Some(Error::new(ErrorKind::NotHeld, format!("this guard of {} was released", holding.node_path())))
+                } else {
+                    holding.check().err()
+                }
+            }
+        };
+        let holding = self.holding.clone();
+        let watch_failure = failure.clone();
+        let watching = async move {
+            let mut changes = holding.changes.subscribe();
+            let mut states = holding.session.states();
+            loop {
+                // Mark what is seen now as seen: only later changes wake us.
+                changes.borrow_and_update();
+                let _ = states.state();
+                if let Some(e) = watch_failure() {
+                    return e;
+                }
+                let until = holding.session.safe_until();
+                tokio::select! {
+                    _ = changes.changed() => {},
+                    _ = states.changed() => {},
+                    () = tokio::time::sleep_until(until.into()) => {},
+                    () = holding.shared.closed() => {},
+                }
+            }
+        };
+        let mut watcher = Box::pin(self.client.shared().run(watching));
+        std::future::poll_fn(move |cx| {
+            if let Some(e) = failure() {
+                return Poll::Ready(e);
+            }
+            watcher.as_mut().poll(cx).map(|out| out.unwrap_or_else(|e| e))
+        })
+    }
+
+    /// Write to read downgrade: a read guard of the same pair whose node
+    /// takes this write node's sequence, granted at once (no writer queued
+    /// behind this one can slip in between); then release this guard to
+    /// let other readers in. Each call makes one more read guard (calling
+    /// it twice gives two read nodes of that sequence, each to release,
+    /// as two read acquires would). Blocks the calling thread for one
+    /// request, at most the operation timeout.
+    ///
+    /// # Errors
+    /// `InvalidArgument` unless this is a write guard of a
+    /// [`crate::ReadWriteLock`]; `NotHeld` once released; what
+    /// [`Guard::check`] gives if the write lock is not safely held;
+    /// `LockLost` if the write node was gone when the read node was to be
+    /// made (it is made in one transaction with a check of the write node,
+    /// so never after it went); `Timeout` if ZooKeeper did not answer
+    /// within the operation timeout; as [`crate::Lock::acquire`] otherwise.
+    pub fn downgrade(&self) -> Result<Guard> {
+        let work = self.start_downgrade(Some(std::thread::current().id()))?;
+        self.client.shared().block_on(work)?
+    }
+
+    /// [`Guard::downgrade`] as a future that any executor can await.
+    ///
+    /// # Errors
+    /// As [`Guard::downgrade`].
+    pub fn downgrade_async(&self) -> impl Future<Output = Result<Guard>> + Send + 'static {
+        let started = self.start_downgrade(None).map(|work| self.client.shared().run(work));
+        async move { started?.await? }
+    }
+
+    fn start_downgrade(
+        &self,
+        owner: Option<std::thread::ThreadId>,
+    ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
+        let Some(read) = &self.pair_read else {
+            return Err(Error::invalid_argument(format!(
+                "{}: only a write guard of a read/write pair can downgrade",
+                self.holding.node_path()
+            )));
+        };
+        self.check()?;
+        let call = tokio_util::sync::CancellationToken::new();
+        let downgrade =
+            crate::acquire::Downgrade { sequence: self.holding.sequence, write_node: self.holding.node_path() };
+        // One request: bounded by the operation timeout, also while the
+        // connection is down (an outside test saw it wait for the reconnect).
+        let bound = AcquireOptions::new().timeout(Some(self.client.shared().options.operation_timeout));
+        read.start_acquire(&bound, call, owner, Some(downgrade))
+    }
+
+    /// Releases this guard. The node is deleted when this is the last guard
+    /// of its node (a reentrant handle gives one per acquire of a thread).
+    /// Idempotent in effect: a second call fails with `NotHeld`.
+    /// Blocks the calling thread; [`Guard::release_async`] is the same call
+    /// as a future.
+    ///
+    /// # Errors
+    /// `NotHeld` if this guard was already released; `LockLost` if the lock
+    /// had been lost before the release (the critical section may have run
+    /// without the lock; our node is cleaned up all the same); `NoAuth` if
+    /// ZooKeeper refused to delete our node (an ACL without the delete
+    /// right): the guard is released, but the node stays, and others wait,
+    /// until the session ends; `Closed` if the client was closed before or
+    /// while the release was on its way (the node goes with the session).
+    pub fn release(&self) -> Result<ReleaseStatus> {
+        match self.begin_release()? {
+            Releasing::Done(out) => out,
+            Releasing::Delete(work) => self.client.shared().block_on(work.finish())?,
+        }
+    }
+
+    /// [`Guard::release`] as a future that any executor can await. The
+    /// release happens even if the future is dropped unfinished (this guard
+    /// counts as released from the first poll's start: the call is made
+    /// when this method is called).
+    ///
+    /// # Errors
+    /// As [`Guard::release`].
+    pub fn release_async(&self) -> impl Future<Output = Result<ReleaseStatus>> + Send + 'static {
+        let started = self.begin_release().map(|r| match r {
+            Releasing::Done(out) => Box::pin(std::future::ready(Ok(out))) as Pin<Box<dyn Future<Output = _> + Send>>,
+            Releasing::Delete(work) => Box::pin(self.client.shared().run(work.finish())),
+        });
+        async move { started?.await? }
+    }
+
+    /// The part of a release done at once: mark this guard released and,
+    /// for the last guard of the node, stop following it; what remains is
+    /// the deletion (to run on the runtime).
+    pub(crate) fn begin_release(&self) -> Result<Releasing> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", self.holding.node_path())));
+        }
+        // Wakes this guard's `lost()` (an inner guard's release changes no
+        // state of the lock).
+        self.holding.changes.send_modify(|n| *n = n.wrapping_add(1));
+        if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
+            // An inner guard: the node stays for the others, but a loss is
+            // this guard's news too (its critical section may have run
+            // without the lock).
+            return Ok(Releasing::Done(match self.holding.check() {
+                Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
+                _ => Ok(ReleaseStatus::Released),
+            }));
+        }
+        if let Ok(mut held) = self.slot.lock() {
+            held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
+        }
+        Ok(Releasing::Delete(self.holding.begin_delete()))
+    }
+}
+
+/// What [`Guard::begin_release`] leaves to do.
+pub(crate) enum Releasing {
+    /// Nothing: an inner reentrant guard.
+    Done(Result<ReleaseStatus>),
+    /// Delete the node.
+    Delete(Deleting),
+}
+
+impl Drop for Guard {
+    /// Releases the guard if it was not released. Blocks until the delete
+    /// is answered, except inside an async runtime (a tokio one, or the
+    /// client's own runtime): there the delete runs in the background, so
+    /// a dropped guard never blocks an executor.
+    fn drop(&mut self) {
+        if self.released.load(Ordering::Acquire) || self.client.shared().forked() {
+            return;
+        }
+        let Ok(Releasing::Delete(work)) = self.begin_release() else { return };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            drop(self.client.shared().handle.spawn(work.finish()));
+        } else {
+            let _ = self.client.shared().block_on(work.finish());
+        }
     }
 }
 

@@ -12,9 +12,10 @@ use futures_util::future::select_all;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::holding::Guard;
-use crate::lock::{AcquireOptions, Lock, LockState, ReleaseStatus};
+use crate::lock::{Guard, Lock};
 use crate::names::LockMode;
+use crate::options::AcquireOptions;
+use crate::state::{LockState, ReleaseStatus};
 
 /// Several locks (any mix of exclusive, read and write, on distinct paths)
 /// taken all or none: made by [`Client::multi_lock`].
@@ -273,7 +274,7 @@ impl Client {
                     format!("multi-lock member {}: an election is not a lock", crate::error::shown(path)),
                 ));
             }
-            locks.push(self.lock_with(path, mode, crate::lock::LockOptions::default())?);
+            locks.push(self.lock_with(path, mode, crate::options::LockOptions::default())?);
         }
         locks.sort_by(|a, b| a.path().cmp(b.path()));
         if let Some(w) = locks.windows(2).find(|w| w[0].path() == w[1].path()) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::zk;
 
-use crate::error::{shown, Error, ErrorKind, Result};
+use crate::error::{shown, Error, Result};
 
 /// The most entries an [`Acl`] may have, and the longest spec in bytes: an
 /// ACL travels in every create request, and ZooKeeper drops a connection
@@ -62,9 +62,9 @@ impl Acl {
     /// `auth::cdrwa`: every right for the identities of the creating
     /// session, nothing for anyone else. Needs an authenticated session:
     /// otherwise [`Client::connect`](crate::Client::connect) fails with
-    /// [`ErrorKind::NoAuth`] saying so (a server before 3.7, which cannot
+    /// [`crate::ErrorKind::NoAuth`] saying so (a server before 3.7, which cannot
     /// list the session's identities, refuses the first create instead:
-    /// the acquire fails with [`ErrorKind::InvalidArgument`]).
+    /// the acquire fails with [`crate::ErrorKind::InvalidArgument`]).
     pub fn creator_all() -> Acl {
         Acl { entries: vec![AclEntry { perms: "cdrwa".into(), scheme: "auth".into(), id: String::new() }] }
     }
@@ -81,7 +81,7 @@ impl Acl {
     /// `\\`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`] naming the entry and what is wrong:
+    /// [`crate::ErrorKind::InvalidArgument`] naming the entry and what is wrong:
     /// empty, no scheme or permissions, a scheme that is not a lower-case
     /// word, an unknown permission letter, a `world` id other than
     /// `anyone`, a digest id without its hash or with a `:` in its user, an
@@ -527,37 +527,10 @@ struct Loaded {
     identity: Option<(String, String)>,
 }
 
-/// The kind and message for ZooKeeper's refusals that have to do with
-/// permissions, or `None` for every other error.
-pub(crate) fn refusal(what: &str, err: &zk::Error) -> Option<Error> {
-    Some(match err {
-        zk::Error::Server(zk::Code::NoAuth) => Error::new(
-            ErrorKind::NoAuth,
-            format!(
-                "{what}: not authorized (NoAuth): the ACL of the node or of its parent does not allow this \
-                 session; authenticate (digest auth or a TLS client certificate) as an identity the ACL names"
-            ),
-        ),
-        zk::Error::AuthFailed(why) => Error::new(
-            ErrorKind::NoAuth,
-            format!("{what}: authentication failed (AuthFailed): the server refused the credentials ({why})"),
-        ),
-        zk::Error::Server(zk::Code::AuthFailed) => Error::new(
-            ErrorKind::NoAuth,
-            format!("{what}: authentication failed (AuthFailed): the server refused the credentials"),
-        ),
-        zk::Error::Server(zk::Code::InvalidAcl) => Error::invalid_argument(format!(
-            "{what}: ZooKeeper refused the ACL (InvalidACL): one of its entries is not valid there (an \
-             `auth`/`creator` entry needs an authenticated session; a scheme needs a provider on the server; \
-             the id must be one that provider accepts: ZooKeeper 3.8 takes only IPv4 `ip` entries)"
-        )),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     #[test]
     fn parse_round_trips() {
