@@ -4,11 +4,53 @@
 //! its only blocker grants it without another look at the queue. The
 //! acquire engine asks the driver of its lock kind and has no branch on the
 //! kind; a new kind (a semaphore, a leader latch) is a new driver here and
-//! its [`crate::names::LockMode`].
+//! its [`crate::names::LockMode`]. The terms the drivers' rules are written
+//! in, [`NodeKind`] and [`LockNode`], are defined here (and named in
+//! [`crate::names`] too, which parses child names into them).
 
 use std::cmp::Ordering;
 
-use crate::names::{LockNode, NodeKind};
+/// Whether a lock node is a reader (shared) or a writer (exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
+    Reader,
+    /// An exclusive node: Curator's `lock-`, `__WRIT__` and `latch-`, kazoo's
+    /// `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other name that
+    /// ends in a sequence.
+    Writer,
+}
+
+impl NodeKind {
+    /// `"READER"` or `"WRITER"`, the name every front end shows (Python
+    /// and the CLI in lower case).
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Reader => "READER",
+            NodeKind::Writer => "WRITER",
+        }
+    }
+}
+
+/// A lock node found among the children of a lock path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockNode {
+    /// The child name (no parent path).
+    pub name: String,
+    /// The sequence number the server appended.
+    pub sequence: i64,
+    /// Reader or writer.
+    pub kind: NodeKind,
+}
+
+impl LockNode {
+    /// Queue order: sequence as a number, then the whole name so that equal
+    /// sequences (only possible with foreign, hand-made nodes) still have one
+    /// total order and at most one writer holds.
+    pub fn queue_cmp(&self, other: &LockNode) -> Ordering {
+        self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
+    }
+}
 
 /// One lock kind's rules. Drivers are pure: no ZooKeeper access.
 pub trait Driver: Send + Sync + 'static {

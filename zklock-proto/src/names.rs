@@ -4,20 +4,10 @@
 //! sequence and kind they have, and for a contender whether it holds the lock
 //! or which single node it must watch. No ZooKeeper access here.
 
-use std::cmp::Ordering;
-
 use crate::driver::{self, Driver};
-
-/// Whether a lock node is a reader (shared) or a writer (exclusive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NodeKind {
-    /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
-    Reader,
-    /// An exclusive node: Curator's `lock-`, `__WRIT__` and `latch-`, kazoo's
-    /// `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other name that
-    /// ends in a sequence.
-    Writer,
-}
+// The kinds of lock node and a parsed lock node are the drivers' terms;
+// named here too, where names are parsed into them.
+pub use crate::driver::{LockNode, NodeKind};
 
 /// The lock modes zklock creates nodes for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,17 +27,6 @@ pub enum LockMode {
     /// mutex `<path>/locks`; held while at most the semaphore's permits
     /// lease nodes exist (see zklock-core's `Client::semaphore`).
     Lease,
-}
-
-impl NodeKind {
-    /// `"READER"` or `"WRITER"`, the name every front end shows (Python
-    /// and the CLI in lower case).
-    pub fn name(self) -> &'static str {
-        match self {
-            NodeKind::Reader => "READER",
-            NodeKind::Writer => "WRITER",
-        }
-    }
 }
 
 impl LockMode {
@@ -93,26 +72,6 @@ pub fn node_name_prefix(mode: LockMode, uuid: &uuid::Uuid) -> String {
 
 /// Tokens after which a sequence may be negative (`-` and 9 or 10 digits).
 const KNOWN_TOKENS: [&str; 7] = ["__READ__", "__WRIT__", "__rlock__", "__lock__", "lock-", "latch-", "lease-"];
-
-/// A lock node found among the children of a lock path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockNode {
-    /// The child name (no parent path).
-    pub name: String,
-    /// The sequence number the server appended.
-    pub sequence: i64,
-    /// Reader or writer.
-    pub kind: NodeKind,
-}
-
-impl LockNode {
-    /// Queue order: sequence as a number, then the whole name so that equal
-    /// sequences (only possible with foreign, hand-made nodes) still have one
-    /// total order and at most one writer holds.
-    pub fn queue_cmp(&self, other: &LockNode) -> Ordering {
-        self.sequence.cmp(&other.sequence).then_with(|| self.name.cmp(&other.name))
-    }
-}
 
 /// Parses a sequence written by the server (`%010d`): exactly ten digits, or
 /// a minus sign and nine or ten digits once the parent's cversion wrapped.
