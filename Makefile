@@ -377,8 +377,9 @@ SIM_SECONDS ?= 600
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
 ## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the
-## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders with
-## SIM_FAULTS (1) fault per path (`make test`: no fault)
+## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders, from
+## their grants to their releases' ends, with SIM_FAULTS (1) fault per path
+## (`make test`: no fault)
 SIM_FAULTS ?= 1
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \

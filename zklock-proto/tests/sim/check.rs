@@ -3,8 +3,9 @@
 //! those whose `check()` would pass: a holder learns it may have lost the
 //! lock before anyone else can be granted it), no delete of
 //! another session's node, nothing known left behind by a stopped attempt,
-//! and at quiescence no leaked node, every contender granted and every
-//! attempt over.
+//! a holder's loss and release's outcome true, a holder told all there is
+//! that says Held has its node (the exhaustive search), and at quiescence
+//! no leaked node, every contender granted and every attempt over.
 
 use std::time::Instant;
 
@@ -70,24 +71,28 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
     Ok(())
 }
 
-/// Whether a zklock contender's `check()` would pass now (timed runs,
-/// `base` the client clocks' instant at tick 0), as zklock-core's does: its
-/// holder's machine says Held, its session layer believes itself connected,
-/// and its safety clock is safe at the contender's own (drifted) time.
+/// Whether a zklock contender's `check()` would pass now, as zklock-core's
+/// does: its holder's machine says Held, its session layer believes itself
+/// connected, and its safety clock is safe: in timed runs (`base` the
+/// client clocks' instant at tick 0) at the contender's own (drifted)
+/// time; in untimed runs (the exhaustive search) unless a move of the
+/// search made it run out.
 /// (The semaphore's mutex has no holder's machine here: its holder counts
 /// on the other two alone, which only makes the promise stricter.)
 fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
-    let Some(base) = base else { return false };
     let held = c.hold.as_ref().is_none_or(|h| h.state() == zklock_proto::hold::State::Held);
-    !c.peer
-        && held
-        && c.link_up
-        && c.clock.as_ref().is_some_and(|k| k.is_safe(super::client_time(base, zk.now, c.rate)))
+    // Untimed runs (the exhaustive search): the clock is safe unless a move
+    // of the search made it run out.
+    let safe = match base {
+        Some(base) => c.clock.as_ref().is_some_and(|k| k.is_safe(super::client_time(base, zk.now, c.rate))),
+        None => !c.clock_out,
+    };
+    !c.peer && held && c.link_up && safe
 }
 
 /// Never more holders than permits, counting contenders that hold and
-/// whose node still exists now, and (timed runs: `base` is the client
-/// clocks' instant at tick 0) those whose `check()` would pass now, unless
+/// whose node still exists now, and (`base`: see `check_passes`) those
+/// whose `check()` would pass now, unless
 /// a third party deleted their node (outside the promise): a contender
 /// holding a writer node (also a write node kept while it downgrades) is a
 /// writer, one holding only a read node a reader. Broken only by those
@@ -131,10 +136,8 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
     if let Some(what) = count(false) {
         return Err(v("holders", what));
     }
-    if base.is_some() {
-        if let Some(what) = count(true) {
-            return Err(v("check", format!("at t={}: {what}", zk.now)));
-        }
+    if let Some(what) = count(true) {
+        return Err(v("check", format!("at t={}: {what}", zk.now)));
     }
     // A semaphore's mutex is an exclusive lock: one holder whose node
     // exists.
@@ -157,6 +160,35 @@ pub fn lost(zk: &Zk<Tag>, c: &Contender, path: &str, loss: zklock_proto::hold::L
             "false loss",
             format!("{}'s hold says Lost ({loss:?}), but {path} is still its session's", c.name),
         ));
+    }
+    Ok(())
+}
+
+/// A holder that was told all there is (the exhaustive search, untimed:
+/// nothing of its session is left for it to read or for the server to
+/// apply, and no retry of its holder's machine is pending) and whose
+/// holder's machine says Held has its node, owned by its session: a
+/// holder whose node was deleted (by anyone, a third party too) or is
+/// another session's does not stay Held once it was told.
+pub fn told(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
+    for c in cs {
+        let (State::Holding { path, .. }, Some(h)) = (&c.state, &c.hold) else { continue };
+        let s = &zk.sessions[&c.session];
+        let settled =
+            c.inbox.is_empty() && s.out.is_empty() && s.inflight.is_empty() && c.hold_retry.is_none() && c.stalled == 0;
+        if settled
+            && h.state() == zklock_proto::hold::State::Held
+            && zk.nodes.get(path).is_none_or(|n| n.owner != c.session)
+        {
+            return Err(v(
+                "told",
+                format!(
+                    "{}'s hold says Held with nothing left to hear, but {path} is {}",
+                    c.name,
+                    if zk.nodes.contains_key(path) { "another session's" } else { "gone" }
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -1,25 +1,32 @@
 //! The exhaustive search (issue 32 item 4): every interleaving of a small
 //! scenario, depth first over the scheduler's moves, with a bounded number
-//! of faults.
+//! of faults (the bound, precisely: `exhaustive.rs`).
 //!
 //! A world here makes no random draw: every choice but the scheduler's is
-//! its plainest (no try-once, no downgrade, the safety clock always safe,
-//! no hold time, no linger grace, no wait between attempts), and uuids come
+//! its plainest (no try-once, no downgrade, no hold time, no linger grace,
+//! no wait between attempts or before a hold's retry), and uuids come
 //! from the contender and its attempt number. At each state the moves are
 //! every scheduler step that can make progress (apply a request, deliver a
-//! message, reconnect, open a new session after an expiry) and, while
-//! faults are left, every fault: drop a contender's connection, expire its
-//! session, a third party deletes one node of the queue, or two neighbours
-//! in one transaction. When nothing can make progress, a move lets time
-//! pass (countdowns); if that changes nothing, the state is stuck. The
-//! world is untimed (`World::timed` false): no heartbeats, no expiry by
-//! time, so the state space stays that of the acquire machine.
+//! message, reconnect, open a new session after an expiry), a release by
+//! each contender that holds (`World::release_moves`: a granted contender
+//! holds until this move), a credit of each safety clock that ran out
+//! (its session connected), and, while faults are left, every fault: drop
+//! a contender's connection, expire its session, a third party deletes
+//! one node of the queue or two neighbours in one transaction, a
+//! contender's safety clock runs out (not done, or its release on its
+//! way), a holder's client is closed (holding or releasing). When nothing
+//! else can happen, a move lets time pass (countdowns); if that changes
+//! nothing, the state is stuck. The world is untimed (`World::timed`
+//! false): no heartbeats, no expiry by time; the safety clock is the two
+//! moves above (`Contender::clock_out`), so the state space stays that of
+//! the machines.
 //!
 //! A world cannot be copied (the attempts are not `Clone`), so each state
 //! is reached by replaying its moves from the start. States are hashed
-//! (the model's tree, sessions and messages, each runner's state, and each
+//! (the model's tree, sessions and messages, each runner's state, each
 //! attempt as its config and the events fed to it: the machine is a pure
-//! function of those) and a state seen before is not expanded again.
+//! function of those, and each holder's machine as it is, by its `Debug`
+//! form) and a state seen before is not expanded again.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -29,7 +36,7 @@ use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
 use super::model::Zk;
-use super::runner::Contender;
+use super::runner::{Contender, State};
 use super::schedule::Chooser;
 use super::{Step, World};
 
@@ -37,15 +44,24 @@ use super::{Step, World};
 #[derive(Clone, Debug)]
 enum Move {
     Step(Step),
+    /// A holder releases.
+    Release(usize),
+    /// A contender's safety clock, run out, is credited: safe again.
+    Credit(usize),
     Tick,
     Drop(usize),
     Expire(usize),
     Delete(Vec<String>),
+    /// A contender's safety clock runs out.
+    ClockOut(usize),
+    /// A holder's client is closed (while it holds, or while its release
+    /// is on its way).
+    Close(usize),
 }
 
 impl Move {
     fn is_fault(&self) -> bool {
-        matches!(self, Move::Drop(_) | Move::Expire(_) | Move::Delete(_))
+        matches!(self, Move::Drop(_) | Move::Expire(_) | Move::Delete(_) | Move::ClockOut(_) | Move::Close(_))
     }
 }
 
@@ -107,6 +123,7 @@ impl World {
             timed: false,
             base: std::time::Instant::now(),
             clock_bugs: Default::default(),
+            release_moves: true,
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {modes:?}"));
@@ -118,6 +135,16 @@ impl World {
     /// Every move from here, with `faults` faults left.
     fn moves(&self, faults: u32) -> Vec<Move> {
         let mut v: Vec<Move> = self.steps().into_iter().map(Move::Step).collect();
+        for (i, c) in self.cs.iter().enumerate() {
+            if matches!(c.state, State::Holding { left: 1.., .. }) {
+                v.push(Move::Release(i));
+            }
+            let s = &self.zk.sessions[&c.session];
+            // A credit needs a heartbeat answered: a live connection.
+            if c.clock_out && s.alive && s.connected {
+                v.push(Move::Credit(i));
+            }
+        }
         if v.is_empty() {
             v.push(Move::Tick);
         }
@@ -129,6 +156,12 @@ impl World {
                 }
                 if s.alive {
                     v.push(Move::Expire(i));
+                }
+                if !c.clock_out && (c.state != State::Done || c.hold.is_some()) {
+                    v.push(Move::ClockOut(i));
+                }
+                if s.alive && c.hold.is_some() && !c.closed {
+                    v.push(Move::Close(i));
                 }
             }
             let kids = names::queue(&self.zk.lock_children());
@@ -149,14 +182,28 @@ impl World {
         self.step += 1;
         match m {
             Move::Step(s) => self.do_step(*s),
+            Move::Release(i) => self.release(*i),
+            Move::Credit(i) => self.clock_credited(*i),
             Move::Tick => {},
             Move::Drop(i) => self.drop_connection(*i),
             Move::Expire(i) => self.expire(*i),
             Move::Delete(paths) => self.third_party_delete(paths),
+            Move::ClockOut(i) => self.clock_runs_out(*i),
+            Move::Close(i) => {
+                // As the random simulator's fault: the close ends the
+                // session, and the client knows.
+                self.cs[*i].closed = true;
+                self.trace_line(format!("FAULT close c{i}'s client (holding or releasing)"));
+                self.end_session(*i);
+                self.link_down(*i);
+            },
         }
         self.check_step();
         self.tick_all();
         self.check_step();
+        if self.violation.is_none() {
+            self.violation = check::told(&self.zk, &self.cs).err();
+        }
     }
 
     /// A hash of the state (not of the path to it), with `faults` left.
@@ -168,7 +215,7 @@ impl World {
             let mut pending: Vec<String> = c.pending_watch.iter().map(|e| format!("{e:?}")).collect();
             pending.sort();
             format!(
-                "{:?} {:?} {pending:?}",
+                "{:?} {:?} {:?} {pending:?}",
                 (
                     &c.state,
                     c.session,
@@ -195,6 +242,7 @@ impl World {
                     &c.mutex_held,
                     c.attempt.as_ref().map(|a| a.is_done()),
                 ),
+                (c.holds, &c.hold, c.hold_safe, c.hold_retry, c.clock_out, c.awaiting_clock, c.link_up),
             )
             .hash(&mut h);
         }

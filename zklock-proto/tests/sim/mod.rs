@@ -26,7 +26,7 @@
 //! `Instant` plus model durations, so runs stay deterministic per seed.
 //! The exhaustive search (`dfs`) stays untimed (time would multiply its
 //! states): there a session expires at once by a fault, and the safety
-//! clock always says safe.
+//! clock runs out and is credited by moves of the search.
 
 pub mod check;
 pub mod dfs;
@@ -179,6 +179,10 @@ pub struct World {
     pub base: Instant,
     /// The bugs switched on in every contender's safety clock.
     pub clock_bugs: ClockBugs,
+    /// The exhaustive search's holders (untimed): a holder releases only
+    /// when the search's release move says so (`runner::World::release`),
+    /// not after a countdown.
+    pub release_moves: bool,
 }
 
 /// How a run went.
@@ -284,6 +288,7 @@ impl World {
             timed: true,
             base: Instant::now(),
             clock_bugs: opts.clock_bugs,
+            release_moves: false,
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);

@@ -27,6 +27,11 @@
 //! credit moves it). Every session layer (the Curator-like peers' too)
 //! pings after `T/3` without sending, and gives its connection up after
 //! its read timeout without reading.
+//!
+//! In the exhaustive search (untimed) a holder releases when the search's
+//! release move says so, and its safety clock runs out and is credited by
+//! moves of the search (`clock_runs_out`, `clock_credited`), fed to the
+//! attempt and the holder's machine as a timed run's clock is.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
@@ -279,8 +284,12 @@ pub struct Contender {
     /// What its session layer will learn once the cut ends (its session
     /// expired meanwhile).
     pub deferred: Vec<Local>,
-    /// The attempt waits for the safety clock to move (timed runs).
+    /// The attempt waits for the safety clock to move (timed runs, and the
+    /// exhaustive search's clock moves).
     pub awaiting_clock: bool,
+    /// Untimed runs (the exhaustive search): its safety clock ran out (a
+    /// move of the search) and was not credited since.
+    pub clock_out: bool,
 }
 
 impl Contender {
@@ -337,6 +346,7 @@ impl Contender {
             cut_readable: 0,
             deferred: Vec::new(),
             awaiting_clock: false,
+            clock_out: false,
         }
     }
 
@@ -670,7 +680,7 @@ impl World {
                     let now = self.client_now(i);
                     let safe = match &self.cs[i].clock {
                         Some(k) if self.timed => k.will_stay_safe(now),
-                        _ => !(self.ch.roll(self.clock_unsafe)),
+                        _ => !self.cs[i].clock_out && !(self.ch.roll(self.clock_unsafe)),
                     };
                     self.tr(|| format!("c{i}: clock safe={safe}"));
                     if !safe {
@@ -680,7 +690,9 @@ impl World {
                         a.handle(Event::Clock { safe });
                     }
                 },
-                Action::AwaitClock if self.timed && self.cs[i].clock.is_some() => self.cs[i].awaiting_clock = true,
+                Action::AwaitClock if (self.timed && self.cs[i].clock.is_some()) || self.cs[i].clock_out => {
+                    self.cs[i].awaiting_clock = true;
+                },
                 Action::AwaitClock => self.cs[i].clock_wait = Some(self.ch.between(1, 20)),
                 Action::Linger => {
                     let g = self.ch.between(0, 30);
@@ -723,7 +735,10 @@ impl World {
                     // In timed runs a quarter of the holds last 0.5 to 2
                     // session timeouts: long enough for the session to
                     // expire under a holder that is cut off or stalled.
-                    let left = if self.timed && self.ch.roll(25) {
+                    // The exhaustive search releases by a move (`release`).
+                    let left = if self.release_moves {
+                        1
+                    } else if self.timed && self.ch.roll(25) {
                         self.ch.between((super::T_TICKS / 2) as u32, (super::T_TICKS * 2) as u32)
                     } else {
                         self.ch.between(0, 15)
@@ -1006,6 +1021,8 @@ impl World {
         self.hold_clock(i);
         let alive = self.zk.sessions[&self.cs[i].session].alive;
         match self.cs[i].state.clone() {
+            // The exhaustive search's holder waits for its release move.
+            State::Holding { left: 1.., .. } if self.release_moves => {},
             // A semaphore's contender creates its lease and waits only while
             // it holds the semaphore's mutex (an exclusive lock on
             // `<path>/locks`): `start` takes the mutex first, then the
@@ -1100,7 +1117,7 @@ impl World {
             let now = super::client_time(self.base, self.zk.now, c.rate);
             (c.link_up, c.clock.as_ref().is_some_and(|k| k.is_safe(now)))
         } else {
-            (self.zk.sessions[&c.session].connected, true)
+            (self.zk.sessions[&c.session].connected, !c.clock_out)
         };
         c.hold_safe = safe;
         c.hold = Some(Hold::new(hold::Config {
@@ -1113,6 +1130,39 @@ impl World {
             bugs: self.bugs,
         }));
         self.pump_hold(i);
+    }
+
+    /// The exhaustive search's release move: contender `i`, holding,
+    /// releases now (in the tick that follows).
+    pub fn release(&mut self, i: usize) {
+        if let State::Holding { left, .. } = &mut self.cs[i].state {
+            *left = 0;
+        }
+    }
+
+    /// The exhaustive search's move "the safety clock runs out" (untimed
+    /// runs): contender `i`'s holder's machine is told, and its attempt's
+    /// clock questions are answered "not safe" until `clock_credited`.
+    pub fn clock_runs_out(&mut self, i: usize) {
+        self.cs[i].clock_out = true;
+        self.tr(|| format!("c{i}: the safety clock runs out"));
+        if std::mem::replace(&mut self.cs[i].hold_safe, false) {
+            self.feed_hold(i, hold::Event::Clock { safe: false });
+        }
+    }
+
+    /// The exhaustive search's move "the safety clock is credited" (untimed
+    /// runs): safe again; as a credit in timed runs, an attempt waiting
+    /// for the clock is told it moved, then the holder's machine is told.
+    pub fn clock_credited(&mut self, i: usize) {
+        self.cs[i].clock_out = false;
+        self.tr(|| format!("c{i}: the safety clock is credited: safe again"));
+        if std::mem::take(&mut self.cs[i].awaiting_clock) {
+            self.feed(i, Event::ClockMoved);
+        }
+        if !std::mem::replace(&mut self.cs[i].hold_safe, true) {
+            self.feed_hold(i, hold::Event::Clock { safe: true });
+        }
     }
 
     /// Feeds `ev` to contender `i`'s hold, if any, and does what it asks.
