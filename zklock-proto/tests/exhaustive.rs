@@ -17,8 +17,12 @@
 //!   again); a contender whose session ended opens a new one; a holder
 //!   releases (so every move can land between a grant and its release,
 //!   and while the release's delete is on its way); a safety clock that ran
-//!   out is credited, safe again (only while its session is connected).
-//!   Time passes (countdowns) only when nothing else can happen.
+//!   out is credited, safe again (only while its session is connected); a
+//!   paused contender wakes. One tick of the runners' countdowns (all 0 or
+//!   1 tick long here: a hold's retry, a wait for the clock) follows every
+//!   move; a move that only lets time pass is offered only when nothing
+//!   else can happen (if it changes nothing, the state is stuck: a
+//!   liveness failure).
 //! - At most `ZKLOCK_EXHAUSTIVE_FAULTS` faults per path (0 in `make test`,
 //!   where the debug build must finish in seconds; 1 in `make sim`),
 //!   anywhere in it, among: drop a contender's connection; expire its
@@ -28,18 +32,26 @@
 //!   clock questions say "not safe" until a credit), while it is not done
 //!   or its release is on its way; a holder's client is closed, while it
 //!   holds or while its release is on its way (the session ends with the
-//!   close). The clock's credit is no fault (it comes at any move after,
-//!   while connected); running out again is another fault.
-//! - Untimed: time is the clock moves above, not ticks. No session expires
-//!   by time, and none silently (a cut-off or a stall that outlasts the
-//!   session is the timed simulator's, `sim.rs`): the `check` count of
-//!   `check::holders` (a holder whose `check()` passes) takes a holder's
-//!   clock as safe unless a move made it run out, in place of the clock's
-//!   verdict at the contender's own time.
+//!   close); a contender pauses past its session's expiry, while it is not
+//!   done or its release is on its way: its safety clock runs out, then
+//!   the server expires the session (its nodes go), and the contender
+//!   reads, releases and learns nothing until a wake move (its connection
+//!   gone, the session's end, the clock's verdict). The clock's credit is
+//!   no fault (it comes at any move after, while connected); running out
+//!   again is another fault.
+//! - Untimed: time is the moves above, not ticks. No session expires by
+//!   time; the `check` count of `check::holders` (a holder whose `check()`
+//!   passes) takes a contender's clock as safe unless a move made it run
+//!   out, in place of the clock's verdict at the contender's own time. That
+//!   the clock runs out before a paused contender's session can expire is
+//!   taken as given here (the pause fault does both, in that order): the
+//!   clock's own rules (`clock::Bugs`) and the timing of heartbeats, read
+//!   timeouts, cut-offs and stalls are the timed simulator's (`sim.rs`).
 //! - Every draw other than the scheduler's is its plainest (no try-once,
-//!   no downgrade, no stopped or closed attempt, no stall, no cut-off, no
-//!   Curator-like peer, creates and transactions answered with their
-//!   Stat, no linger grace or wait between attempts or before a retry).
+//!   no downgrade, no stopped or closed attempt, no timed stall or
+//!   cut-off (the pause fault stands for them), no Curator-like peer,
+//!   creates and transactions answered with their Stat, no linger grace,
+//!   no wait between attempts or before a retry).
 //! - No depth bound is reached (paths are cut at 400 moves and the cut
 //!   paths are counted: the tests assert none). A path that loops (a
 //!   state seen before) is pruned there, not reported.

@@ -174,8 +174,12 @@ pub fn told(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
     for c in cs {
         let (State::Holding { path, .. }, Some(h)) = (&c.state, &c.hold) else { continue };
         let s = &zk.sessions[&c.session];
-        let settled =
-            c.inbox.is_empty() && s.out.is_empty() && s.inflight.is_empty() && c.hold_retry.is_none() && c.stalled == 0;
+        let settled = c.inbox.is_empty()
+            && c.deferred.is_empty()
+            && s.out.is_empty()
+            && s.inflight.is_empty()
+            && c.hold_retry.is_none()
+            && c.stalled == 0;
         if settled
             && h.state() == zklock_proto::hold::State::Held
             && zk.nodes.get(path).is_none_or(|n| n.owner != c.session)

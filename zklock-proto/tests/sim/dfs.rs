@@ -14,7 +14,9 @@
 //! a contender's connection, expire its session, a third party deletes
 //! one node of the queue or two neighbours in one transaction, a
 //! contender's safety clock runs out (not done, or its release on its
-//! way), a holder's client is closed (holding or releasing). When nothing
+//! way), a holder's client is closed (holding or releasing), a contender
+//! pauses past its session's expiry (its clock runs out, the server
+//! expires the session; a wake move, free, tells it). When nothing
 //! else can happen, a move lets time pass (countdowns); if that changes
 //! nothing, the state is stuck. The world is untimed (`World::timed`
 //! false): no heartbeats, no expiry by time; the safety clock is the two
@@ -36,7 +38,7 @@ use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
 use super::model::Zk;
-use super::runner::{Contender, State};
+use super::runner::{self, Contender, State};
 use super::schedule::Chooser;
 use super::{Step, World};
 
@@ -57,11 +59,22 @@ enum Move {
     /// A holder's client is closed (while it holds, or while its release
     /// is on its way).
     Close(usize),
+    /// A contender pauses past its session's expiry: its safety clock runs
+    /// out (before the session can expire: the clock's promise, which the
+    /// timed simulator tests), the server expires the session, and the
+    /// client learns nothing of it until it wakes.
+    Silent(usize),
+    /// A paused contender wakes: its connection is gone, and it learns
+    /// what happened meanwhile.
+    Wake(usize),
 }
 
 impl Move {
     fn is_fault(&self) -> bool {
-        matches!(self, Move::Drop(_) | Move::Expire(_) | Move::Delete(_) | Move::ClockOut(_) | Move::Close(_))
+        matches!(
+            self,
+            Move::Drop(_) | Move::Expire(_) | Move::Delete(_) | Move::ClockOut(_) | Move::Close(_) | Move::Silent(_)
+        )
     }
 }
 
@@ -134,10 +147,16 @@ impl World {
 
     /// Every move from here, with `faults` faults left.
     fn moves(&self, faults: u32) -> Vec<Move> {
-        let mut v: Vec<Move> = self.steps().into_iter().map(Move::Step).collect();
+        // A paused contender reads nothing and releases nothing.
+        let paused = |i: usize| !self.cs[i].deferred.is_empty();
+        let mut v: Vec<Move> =
+            self.steps().into_iter().filter(|s| !matches!(*s, Step::Deliver(i) if paused(i))).map(Move::Step).collect();
         for (i, c) in self.cs.iter().enumerate() {
-            if matches!(c.state, State::Holding { left: 1.., .. }) {
+            if matches!(c.state, State::Holding { left: 1.., .. }) && !paused(i) {
                 v.push(Move::Release(i));
+            }
+            if paused(i) {
+                v.push(Move::Wake(i));
             }
             let s = &self.zk.sessions[&c.session];
             // A credit needs a heartbeat answered: a live connection.
@@ -162,6 +181,9 @@ impl World {
                 }
                 if s.alive && c.hold.is_some() && !c.closed {
                     v.push(Move::Close(i));
+                }
+                if s.alive && (c.state != State::Done || c.hold.is_some()) {
+                    v.push(Move::Silent(i));
                 }
             }
             let kids = names::queue(&self.zk.lock_children());
@@ -196,6 +218,29 @@ impl World {
                 self.trace_line(format!("FAULT close c{i}'s client (holding or releasing)"));
                 self.end_session(*i);
                 self.link_down(*i);
+            },
+            Move::Silent(i) => {
+                let i = *i;
+                let sid = self.cs[i].session;
+                let conn = self.zk.sessions[&sid].conn;
+                self.trace_line(format!(
+                    "FAULT c{i} pauses: its safety clock runs out, then the server expires its session {sid:#x}"
+                ));
+                self.cs[i].clock_out = true;
+                // As `end_session` for a contender cut off: what it is told
+                // waits until it wakes.
+                let told = self.zk.expire(sid).into_iter().map(|tag| runner::Local::Fail {
+                    tag,
+                    failure: zklock_proto::acquire::Failure::SessionGone,
+                    conn,
+                });
+                self.cs[i].deferred.extend(told);
+                self.cs[i].deferred.push(runner::Local::SessionEnded);
+            },
+            Move::Wake(i) => {
+                self.trace_line(format!("c{i} wakes"));
+                self.link_down(*i);
+                self.clock_runs_out(*i);
             },
         }
         self.check_step();
@@ -242,7 +287,7 @@ impl World {
                     &c.mutex_held,
                     c.attempt.as_ref().map(|a| a.is_done()),
                 ),
-                (c.holds, &c.hold, c.hold_safe, c.hold_retry, c.clock_out, c.awaiting_clock, c.link_up),
+                (c.holds, &c.hold, c.hold_safe, c.hold_retry, c.clock_out, c.awaiting_clock, c.link_up, &c.deferred),
             )
             .hash(&mut h);
         }

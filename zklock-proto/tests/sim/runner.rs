@@ -1141,11 +1141,13 @@ impl World {
     }
 
     /// The exhaustive search's move "the safety clock runs out" (untimed
-    /// runs): contender `i`'s holder's machine is told, and its attempt's
-    /// clock questions are answered "not safe" until `clock_credited`.
+    /// runs; also when a paused contender wakes, its clock having run out
+    /// meanwhile): contender `i`'s holder's machine is told, and its
+    /// attempt's clock questions are answered "not safe" until
+    /// `clock_credited`.
     pub fn clock_runs_out(&mut self, i: usize) {
         self.cs[i].clock_out = true;
-        self.tr(|| format!("c{i}: the safety clock runs out"));
+        self.tr(|| format!("c{i}: its safety clock is out"));
         if std::mem::replace(&mut self.cs[i].hold_safe, false) {
             self.feed_hold(i, hold::Event::Clock { safe: false });
         }
