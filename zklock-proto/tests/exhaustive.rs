@@ -65,12 +65,16 @@
 //!
 //! - `exhaustive_exclusive_two`, `exhaustive_read_write` and
 //!   `exhaustive_two_readers`: two contenders (exclusive; a reader and a
-//!   writer; two readers). With 0 faults (debug build): about 10,600,
-//!   10,600 and 12,600 states, 4 to 8 s each on a shared 2-core machine.
+//!   writer; two readers). With 0 faults (`make test`, debug build):
+//!   10,649, 10,649 and 12,605 states, 3.5 to 6 s each on a shared 2-core
+//!   machine (one test thread; twice that under a load of 5). With 1 fault
+//!   (`make sim`, release build): 931,814, 931,814 and 1,020,818 states,
+//!   none broke a promise, 3 to 4 minutes each (under a load of 5).
 //! - `exhaustive_exclusive_three` (ignored; run it by name with
 //!   `--ignored`, release build): three exclusive contenders, no fault.
-//!   (Before holders released by a move: 8,018,706 states, 163,314 paths
-//!   ended quiet, none broke a promise, 18 minutes in a release build.)
+//!   Before holders released by a move of their own: 8,018,706 states,
+//!   163,314 paths ended quiet, none broke a promise, 18 minutes in a
+//!   release build; not run since (more states: each release is a move).
 //! - `exhaustive_finds_*` (feature `history`): a bug of `acquire::Bugs`
 //!   switched on must be found with at most 1 fault (the search stops at
 //!   the first broken promise); the same scenario with every switch off
