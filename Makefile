@@ -373,7 +373,9 @@ fuzz:
 SIM_SECONDS ?= 600
 
 ## sim: zklock-proto's state machines (acquire, holder, cleanup, clock) against the simulator's model of
-## ZooKeeper (zklock-proto/tests/sim.rs) for SIM_SECONDS (600) s, one thread per
+## a ZooKeeper ensemble (zklock-proto/tests/sim.rs: a leader and two followers that report their
+## clients' sessions only in ping answers, answer reads alone from a copy that may lag, and may be
+## cut off from the leader; or a standalone server) for SIM_SECONDS (600) s, one thread per
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
 ## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the

@@ -121,12 +121,31 @@ pub struct Bugs {
     /// after the server touched the session (the process stalled, the
     /// reply waited in its socket) stretches the clock past the expiry.
     pub credit_on_answer: bool,
+    /// Credit each sync's own send time when its reply comes (the send
+    /// time of the latest answered heartbeat), with no `T / 3` report lag:
+    /// as if the leader had heard of the session when the sync passed. A
+    /// follower reports its clients' activity only in its next ping answer;
+    /// if it is cut off from the leader before that, the leader's last
+    /// report of the session may be nearly a ping interval older.
+    pub no_report_lag: bool,
+    /// The heartbeat sends a plain read (an `exists` of the root) rather
+    /// than a sync, and its reply is credited like a sync's: a follower cut
+    /// off from the leader answers it alone. (Acted on by the heartbeat,
+    /// which makes the [`Heartbeat`]s: see [`Bugs::heartbeat_reads`]; the
+    /// clock cannot tell.)
+    pub credit_reads: bool,
 }
 
 impl Bugs {
     /// Whether the bug `which` is switched on (never without `history`).
     fn on(&self, which: fn(&Bugs) -> bool) -> bool {
         cfg!(feature = "history") && which(self)
+    }
+
+    /// Whether the heartbeat should send a plain read rather than a sync
+    /// (`credit_reads`; never without `history`).
+    pub fn heartbeat_reads(&self) -> bool {
+        self.on(|b| b.credit_reads)
     }
 }
 
@@ -239,6 +258,14 @@ impl Clock {
         // session's: it may neither credit nor count for later credits.
         if !reply.write && reply.answered >= self.safe_until() {
             return moved;
+        }
+        if self.bugs.on(|b| b.no_report_lag) {
+            self.history.replies.push_back(reply);
+            if self.history.replies.len() > HISTORY {
+                self.history.replies.pop_front();
+            }
+            self.history.credited = true;
+            return self.credit_to(reply.sent) || moved;
         }
         let reported = self.history.replies.iter().rev().find(|j| j.answered + lag <= reply.sent).map(|j| j.sent);
         self.history.replies.push_back(reply);
@@ -419,11 +446,23 @@ mod tests {
     #[test]
     fn the_credit_on_answer_switch_works_only_with_history() {
         let mut clock = Clock::new(Instant::now(), T, 0);
-        clock.set_bugs(Bugs { credit_on_answer: true });
+        clock.set_bugs(Bugs { credit_on_answer: true, ..Bugs::default() });
         // Sent at 1 s, read at 1.5 s: the naive rule credits 1.5 s at once.
         clock.credit(reply(&clock, 1, 500, 0));
         let expected = if cfg!(feature = "history") { 1.5 } else { 0.0 };
         assert_eq!(credited_s(&clock), expected);
+    }
+
+    #[test]
+    fn the_new_switches_work_only_with_history() {
+        let on = cfg!(feature = "history");
+        // no_report_lag: a sync sent at 1 s credits 1 s on its reply.
+        let mut clock = Clock::new(Instant::now(), T, 0);
+        clock.set_bugs(Bugs { no_report_lag: true, ..Bugs::default() });
+        clock.credit(reply(&clock, 1, 10, 0));
+        assert_eq!(credited_s(&clock), if on { 1.0 } else { 0.0 });
+        // credit_reads: only the heartbeat acts on it.
+        assert_eq!(Bugs { credit_reads: true, ..Bugs::default() }.heartbeat_reads(), on);
     }
 
     #[test]

@@ -1,8 +1,13 @@
 //! The acquire state machine under a deterministic simulator (issue 32):
-//! schedules drawn from seeds run contenders against a model of ZooKeeper
-//! with faults, in model time (sessions expire by time; each contender
-//! runs the safety clock as zklock-core does: see `sim/mod.rs`), and every
-//! promise is checked after every step (see `sim/check.rs`).
+//! schedules drawn from seeds run contenders against a model of a
+//! ZooKeeper ensemble with faults (a leader and two followers, or a
+//! standalone server: followers report their clients' activity to the
+//! leader only in ping answers, answer reads alone from a copy that may
+//! lag, hold writes and syncs while cut off from the leader; see
+//! `sim/model.rs`), in model time (the leader expires sessions by time;
+//! each contender runs the safety clock as zklock-core does: see
+//! `sim/mod.rs`), and every promise is checked after every step (see
+//! `sim/check.rs`).
 //!
 //! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
 //!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
@@ -13,7 +18,18 @@
 //!   (`acquire::Bugs`) switched on in every contender must be found within
 //!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards; so
 //!   must a wrong rule of the safety clock (`clock::Bugs`) in every
-//!   contender's clock.
+//!   contender's clock (`ZKLOCK_SIM_BUG=<switch>` replays one; a test
+//!   restricted to one kind of scenario says so in its replay line with
+//!   `ZKLOCK_SIM_KIND`). Two wrong rules the clock's documentation rules
+//!   out have no switch, because the model does not show them wrong (40 s
+//!   of seeds each found nothing with them switched on): letting
+//!   a sync answered after the clock ran out count (the model's leader
+//!   answers an expired session's sync, but its answer comes down the
+//!   follower's stream behind the close, which ends the connection first),
+//!   and dropping the `T/10` margin (it covers a deposed leader's late
+//!   answers, and leader changes are not modelled; with the ±5 % drift
+//!   alone a client connected to the leader has a window of a few ticks,
+//!   which the seeds did not hit). See `sim/model.rs`.
 
 #[allow(dead_code)] // the exhaustive search's parts are exhaustive.rs's
 #[path = "sim/mod.rs"]
@@ -35,6 +51,15 @@ fn env_opts() -> sim::Opts {
     let v = std::env::var("ZKLOCK_SIM_STATLESS").unwrap_or_default();
     #[allow(unused_mut)]
     let mut opts = sim::Opts { statless_multi: v != "0", statless_create: v == "1", ..sim::Opts::default() };
+    // Only scenarios of one kind (`ZKLOCK_SIM_KIND=Exclusive`, `ReadWrite`,
+    // `Leader`, `Lease`), to replay what a `finds_*` test restricted so.
+    opts.kind = match std::env::var("ZKLOCK_SIM_KIND").unwrap_or_default().as_str() {
+        "Exclusive" => Some(sim::Kind::Exclusive),
+        "ReadWrite" => Some(sim::Kind::ReadWrite),
+        "Leader" => Some(sim::Kind::Leader),
+        "Lease" => Some(sim::Kind::Lease),
+        _ => None,
+    };
     // A bug of `acquire::Bugs` switched on in every contender, to replay
     // what a `finds_*` test found.
     #[cfg(feature = "history")]
@@ -45,6 +70,8 @@ fn env_opts() -> sim::Opts {
         "ignore_mutex_lost" => opts.bugs.ignore_mutex_lost = true,
         "close_is_loss" => opts.bugs.close_is_loss = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
+        "no_report_lag" => opts.clock_bugs.no_report_lag = true,
+        "credit_reads" => opts.clock_bugs.credit_reads = true,
         _ => {},
     }
     opts
@@ -230,6 +257,29 @@ fn finds_close_is_loss() {
 #[cfg(feature = "history")]
 #[test]
 fn finds_credit_on_answer() {
-    let clock_bugs = zklock_proto::clock::Bugs { credit_on_answer: true };
+    let clock_bugs = zklock_proto::clock::Bugs { credit_on_answer: true, ..Default::default() };
     finds_with("credit_on_answer", sim::Opts { clock_bugs, ..sim::Opts::default() }, &["check"]);
+}
+
+/// `clock::Bugs::no_report_lag`: the safety clock credits each sync's send
+/// time when its reply comes: a holder connected to a follower that is cut
+/// off from the leader right after answering it (the sync's touch never
+/// reported) and stalled keeps `check()` passing after the leader expired
+/// the session and another contender was granted the lock.
+#[cfg(feature = "history")]
+#[test]
+fn finds_no_report_lag() {
+    let clock_bugs = zklock_proto::clock::Bugs { no_report_lag: true, ..Default::default() };
+    let kind = Some(sim::Kind::Exclusive);
+    finds_with("no_report_lag", sim::Opts { clock_bugs, kind, ..sim::Opts::default() }, &["check"]);
+}
+
+/// `clock::Bugs::credit_reads`: the heartbeat is a plain read, which a
+/// follower cut off from the leader answers alone: the holder's clock
+/// moves on while the leader hears nothing of the session and expires it.
+#[cfg(feature = "history")]
+#[test]
+fn finds_credit_reads() {
+    let clock_bugs = zklock_proto::clock::Bugs { credit_reads: true, ..Default::default() };
+    finds_with("credit_reads", sim::Opts { clock_bugs, ..sim::Opts::default() }, &["check"]);
 }

@@ -113,7 +113,7 @@ impl World {
         let mut cs = Vec::new();
         for (i, mode) in modes.iter().enumerate() {
             let sid = 0x100 + i as i64;
-            zk.open(sid);
+            zk.open(sid, 0);
             cs.push(Contender::new(i, *mode, 1, false, false, sid));
         }
         let mut w = World {

@@ -8,18 +8,31 @@
 //!
 //! Time. A run's steps are its clock: each scheduler step is one tick of
 //! model time ([`TICK`], 10 ms), and so is each tick of a `delay` fault.
-//! The server's time is `Zk::now` (in ticks); it expires a session once
-//! `now` reaches its last touch plus the session timeout ([`T_TICKS`] =
-//! 120 ticks, 1.2 s): standalone (or leader) semantics, every request or
-//! ping it reads from the session touches it, and so do the session's
-//! creation and a reconnect. Sessions expire only so, by time: when a
-//! contender is cut off from the server (a `cut` fault: nothing goes
-//! either way for 0.25 to 1.5 session timeouts, silently: the client
-//! learns only by its read timeout of `2T/3`) or stalled (a process pause:
-//! mostly 5 to 60 ticks, some 0.33 to 1.5 session timeouts, half of those
-//! with a cut-off from a moment into the stall; it sends and reads
-//! nothing, what it sent before is still read by the server) for long
-//! enough. Each client reads its own clock, which runs at a rate drawn per
+//! The servers' time is `Zk::now` (in ticks). Four runs in five are
+//! against an ensemble, one in five against a standalone server (see
+//! `model.rs`): a leader and two followers, `tickTime` `T/2` or `T/3`
+//! (the leader pings each follower every `tickTime/2`), `syncLimit` 2 to 5;
+//! each session connects to a server drawn at its connect and at each
+//! reconnect (the leader, or a follower in step with it). The leader
+//! expires a session once `now` reaches its last touch there plus the
+//! session timeout ([`T_TICKS`] = 120 ticks, 1.2 s): a request or ping it
+//! reads from a client connected to it, the session's creation or
+//! revalidation (a reconnect), or a follower's report of the session's
+//! activity (in its ping answers only) processed. A client connected to a
+//! follower learns of the expiry when the follower applies the close.
+//! Sessions expire only so, by time: when a contender is cut off from its
+//! server (a `cut` fault: nothing goes either way for 0.25 to 1.5 session
+//! timeouts, silently: the client learns only by its read timeout of
+//! `2T/3`), stalled (a process pause: mostly 5 to 60 ticks, some 0.33 to
+//! 1.5 session timeouts, half of those with a cut-off from a moment into
+//! the stall; it sends and reads nothing, what it sent before is still
+//! read by the server), or connected to a follower cut off from the
+//! leader (a `partition` fault: 0.25 to 1.5 session timeouts; the
+//! follower answers reads alone and holds writes and syncs; half of those
+//! aimed at a contender's follower also stall the contender as long, a
+//! host that carries both freezing) for long enough. A `lag` fault holds a
+//! follower's copy of the tree (and its answers to forwarded requests)
+//! back for up to `T/2`. Each client reads its own clock, which runs at a rate drawn per
 //! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
 //! session timeout it gains or loses at most `T/20`, less than the `T/10`
 //! margin of the safety clock. A client's instants are one base
@@ -126,10 +139,15 @@ impl Opts {
             (b.ignore_mutex_lost, "ignore_mutex_lost"),
             (b.close_is_loss, "close_is_loss"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
+            (self.clock_bugs.no_report_lag, "no_report_lag"),
+            (self.clock_bugs.credit_reads, "credit_reads"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
             }
+        }
+        if let Some(k) = self.kind {
+            env.push(format!("ZKLOCK_SIM_KIND={k:?}"));
         }
         env.push(format!("ZKLOCK_SIM_SEED={seed}"));
         env.join(" ")
@@ -246,6 +264,12 @@ impl World {
         let set_watches = true;
         let clock_unsafe = ch.between(0, 10);
         let mut zk = Zk::new(&lock_path, stat_on_create, stat_in_multi, set_watches);
+        // An ensemble: the leader and two followers (one run in five a
+        // standalone server); tickTime T/2 or T/3, syncLimit 2 to 5.
+        let followers = if ch.roll(20) { 0 } else { 2 };
+        let tick_time = [T_TICKS / 2, T_TICKS / 3][ch.choose(2)];
+        let sync_limit = u64::from(ch.between(2, 5));
+        zk.add_followers(followers, tick_time, sync_limit);
         let mutex_path = (kind == Kind::Lease).then(|| "/app/sem/locks".to_string());
         zk.tracked.extend(mutex_path.clone());
         let sem_permits = 1 + ch.choose(2);
@@ -253,7 +277,8 @@ impl World {
         let mut cs = Vec::new();
         for i in 0..n {
             let sid = 0x100 + i as i64;
-            zk.open(sid);
+            let servers = zk.servers_for(None);
+            zk.open(sid, servers[ch.choose(servers.len())]);
             let (mode, permits) = match kind {
                 Kind::Exclusive => (LockMode::Exclusive, 1),
                 Kind::ReadWrite => (if ch.choose(2) == 0 { LockMode::Write } else { LockMode::Read }, 1),
@@ -298,10 +323,14 @@ impl World {
                 .map(|c| format!("{}:{:?}{} rate{:+}‰", c.name, c.mode, if c.try_once { "(try)" } else { "" }, c.rate))
                 .collect();
         if let Some(t) = &mut w.trace {
+            let servers: Vec<String> =
+                w.cs.iter().map(|c| format!("{}@s{}", c.name, w.zk.sessions[&c.session].server)).collect();
             t.push(format!(
-                "scenario {kind:?}{} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}%",
+                "scenario {kind:?}{} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}% \
+                 followers={followers} tickTime={tick_time} syncLimit={sync_limit} servers {}",
                 if kind == Kind::Lease { format!(" permits={sem_permits}") } else { String::new() },
-                desc.join(" ")
+                desc.join(" "),
+                servers.join(" ")
             ));
         }
         w
@@ -311,7 +340,7 @@ impl World {
     fn fault(&mut self) {
         let n = self.cs.len();
         let i = self.ch.choose(n);
-        match self.ch.choose(8) {
+        match self.ch.choose(10) {
             0 => {
                 let i = self.aim(i);
                 self.stall(i);
@@ -379,6 +408,18 @@ impl World {
                     self.trace_line("FAULT containers reaped".to_string());
                 }
             },
+            8 => self.partition(i),
+            9 => {
+                if !self.zk.followers.is_empty() {
+                    let f = self.ch.choose(self.zk.followers.len());
+                    let d = u64::from(self.ch.between(1, (T_TICKS / 2) as u32));
+                    let now = self.zk.now;
+                    let fl = &mut self.zk.followers[f];
+                    fl.lag_until = fl.lag_until.max(now + d);
+                    self.count("fault: follower lags");
+                    self.trace_line(format!("FAULT follower s{} applies nothing for {d} ticks", f + 1));
+                }
+            },
             _ => {
                 let d = self.ch.between(1, 10);
                 self.trace_line(format!("FAULT delay {d} steps"));
@@ -386,6 +427,40 @@ impl World {
                     self.pass_tick();
                 }
             },
+        }
+    }
+
+    /// A follower is cut off from the leader for 0.25 to 1.5 session
+    /// timeouts (half the time the follower of a holder, contender `i`
+    /// if it holds): it answers its clients' reads alone, their writes
+    /// and syncs wait, the leader hears none of its reports.
+    fn partition(&mut self, i: usize) {
+        if self.zk.followers.is_empty() {
+            return;
+        }
+        let i = self.aim(i);
+        let at = self.zk.sessions[&self.cs[i].session].server;
+        let f = if at > 0 && self.ch.roll(50) { at - 1 } else { self.ch.choose(self.zk.followers.len()) };
+        let now = self.zk.now;
+        if self.zk.followers[f].is_cut(now) {
+            return;
+        }
+        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        let fl = &mut self.zk.followers[f];
+        fl.cut_from = now;
+        fl.cut_until = now + d;
+        self.count("fault: follower cut off from the leader");
+        self.trace_line(format!(
+            "FAULT follower s{} cut off from the leader for {d} ticks (until t={})",
+            f + 1,
+            now + d
+        ));
+        // Half the time, contender `i` on that follower stalls as long: a
+        // host or rack that carries both freezes.
+        if at == f + 1 && self.cs[i].stalled == 0 && self.ch.roll(50) {
+            self.cs[i].stalled = d as u32;
+            self.count("fault: host of a contender and its follower freezes");
+            self.trace_line(format!("FAULT ... and c{i} stalls as long (their host froze)"));
         }
     }
 
@@ -492,9 +567,85 @@ impl World {
             return;
         }
         let conn = self.zk.sessions[&sid].conn;
-        let mut told: Vec<runner::Local> = self
-            .zk
-            .expire(sid)
+        let tags = self.zk.drop_conn(sid);
+        self.zk.expire(sid);
+        self.tell_end(i, tags, conn);
+    }
+
+    /// The leader expires contender `i`'s session (it heard of it for a
+    /// session timeout): at once for its client if it is connected to the
+    /// leader (or to no server); through a follower, its client learns when
+    /// the follower applies the close (or its connection goes), and until
+    /// then the follower answers its reads.
+    fn expire_by_time(&mut self, i: usize) {
+        let sid = self.cs[i].session;
+        let s = &self.zk.sessions[&sid];
+        if s.server == 0 || !s.connected {
+            self.end_session(i);
+            return;
+        }
+        self.zk.expire(sid);
+        self.cs[i].end_pending = true;
+        self.trace_line(format!("c{i}'s follower s{} does not know yet", self.zk.sessions[&sid].server));
+    }
+
+    /// What the followers did to their clients' connections this tick:
+    /// closed those of sessions the leader closed (their clients learn the
+    /// end), or all of theirs when they lost the leader; and the end of a
+    /// session whose connection went meanwhile.
+    fn server_events(&mut self) {
+        for sid in std::mem::take(&mut self.zk.ended) {
+            if let Some(i) = self.cs.iter().position(|c| c.session == sid && c.end_pending) {
+                self.cs[i].end_pending = false;
+                let conn = self.zk.sessions[&sid].conn;
+                let tags = self.zk.drop_conn(sid);
+                self.trace_line(format!("c{i}'s follower closes its expired session {sid:#x}"));
+                self.tell_end(i, tags, conn);
+            }
+        }
+        for sid in std::mem::take(&mut self.zk.dropped) {
+            let Some(i) = self.cs.iter().position(|c| c.session == sid) else { continue };
+            let s = &self.zk.sessions[&sid];
+            if !s.connected {
+                continue;
+            }
+            let (conn, server) = (s.conn, s.server);
+            self.count("follower closed its connections");
+            self.trace_line(format!("c{i}'s follower s{server} lost the leader: closes connection {conn}"));
+            let tags = self.zk.drop_conn(sid);
+            if std::mem::take(&mut self.cs[i].end_pending) {
+                self.tell_end(i, tags, conn);
+                continue;
+            }
+            let fails = tags.into_iter().map(|tag| runner::Local::Fail {
+                tag,
+                failure: zklock_proto::acquire::Failure::Unknown,
+                conn,
+            });
+            if self.is_cut(i) {
+                self.cs[i].cut_readable = 0;
+                self.cs[i].deferred.extend(fails);
+            } else {
+                self.cs[i].inbox.extend(fails);
+                self.link_down(i);
+            }
+        }
+        for i in 0..self.cs.len() {
+            let sid = self.cs[i].session;
+            if self.cs[i].end_pending && !self.zk.sessions[&sid].connected {
+                self.cs[i].end_pending = false;
+                let conn = self.zk.sessions[&sid].conn;
+                self.tell_end(i, Vec::new(), conn);
+            }
+        }
+    }
+
+    /// Contender `i`'s client learns that its session ended: the requests
+    /// `tags` (on connection `conn`) fail, then the end: at once, or if it
+    /// is cut off, once it learns (the cut ends, or its read timeout gives
+    /// the connection up).
+    fn tell_end(&mut self, i: usize, tags: Vec<Tag>, conn: u64) {
+        let mut told: Vec<runner::Local> = tags
             .into_iter()
             .map(|tag| runner::Local::Fail { tag, failure: zklock_proto::acquire::Failure::SessionGone, conn })
             .collect();
@@ -515,6 +666,10 @@ impl World {
         if self.timed {
             self.zk.now += 1;
             let now = self.zk.now;
+            if !self.zk.followers.is_empty() {
+                self.zk.tick_ensemble();
+                self.server_events();
+            }
             for i in 0..self.cs.len() {
                 let s = &self.zk.sessions[&self.cs[i].session];
                 let touched = s.touched;
@@ -524,10 +679,17 @@ impl World {
                     if matches!(self.cs[i].state, State::Holding { .. }) {
                         self.count("session expired while holding");
                     }
+                    let cnow = self.client_now(i);
+                    if self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(cnow)) {
+                        self.count("session expired while its clock says safe");
+                        if matches!(self.cs[i].state, State::Holding { .. }) {
+                            self.count("session expired while holding and its clock says safe");
+                        }
+                    }
                     self.trace_line(format!(
                         "server expires c{i}'s session {sid:#x} (t={now}; last heard t={touched})"
                     ));
-                    self.end_session(i);
+                    self.expire_by_time(i);
                 }
                 if self.cs[i].cut_from == now && self.cs[i].cut_until > now {
                     // A cut-off drawn to begin now: what is queued for it
@@ -561,10 +723,11 @@ impl World {
         }
         let sid = self.cs[i].session;
         let now = self.zk.now;
-        while self.zk.sessions[&sid]
-            .inflight
-            .front()
-            .is_some_and(|(t, _)| t.session_layer_tick().is_some_and(|at| at + LATENCY <= now))
+        while self.zk.can_apply(sid)
+            && self.zk.sessions[&sid]
+                .inflight
+                .front()
+                .is_some_and(|(t, _)| t.session_layer_tick().is_some_and(|at| at + LATENCY <= now))
         {
             self.zk.apply(sid);
         }
@@ -644,7 +807,7 @@ impl World {
         for (i, c) in self.cs.iter().enumerate() {
             let s = &self.zk.sessions[&c.session];
             let cut = self.is_cut(i);
-            if !s.inflight.is_empty() && !cut {
+            if self.zk.can_apply(c.session) && !cut {
                 v.push(Step::Apply(i));
             }
             if c.stalled == 0 && (!c.inbox.is_empty() || (!s.out.is_empty() && (!cut || c.cut_readable > 0))) {
@@ -653,7 +816,14 @@ impl World {
             if s.alive && !s.connected && (!self.timed || (!c.link_up && c.stalled == 0 && !cut)) {
                 v.push(Step::Reconnect(i));
             }
-            if !s.alive && c.inbox.is_empty() && s.out.is_empty() && c.stalled == 0 && c.deferred.is_empty() && !cut {
+            if !s.alive
+                && !c.end_pending
+                && c.inbox.is_empty()
+                && s.out.is_empty()
+                && c.stalled == 0
+                && c.deferred.is_empty()
+                && !cut
+            {
                 v.push(Step::NewSession(i));
             }
         }
@@ -694,11 +864,16 @@ impl World {
                 let sid = self.cs[i].session;
                 let w = self.client_watches(i);
                 let last = self.cs[i].last_zxid;
-                self.zk.reconnect(sid, &w, last);
+                let servers = self.zk.servers_for(Some(sid));
+                let server = servers[self.ch.choose(servers.len())];
+                self.zk.reconnect(sid, server, &w, last);
                 self.connected(i, false);
                 self.cs[i].inbox.push_back(runner::Local::Reconnected);
                 let conn = self.zk.sessions[&sid].conn;
-                self.trace_line(format!("c{i} reconnects (connection {conn}, {} watches set again)", w.len()));
+                self.trace_line(format!(
+                    "c{i} reconnects to s{server} (connection {conn}, {} watches set again)",
+                    w.len()
+                ));
             },
             Step::NewSession(i) => self.new_session(i),
         }
@@ -722,6 +897,7 @@ impl World {
             let s = &self.zk.sessions[&c.session];
             c.quiet()
                 && !s.inflight.iter().any(|(t, _)| !t.is_session_layer())
+                && !s.forwarded.iter().any(|t| !t.is_session_layer())
                 && !runner::real_out(s)
                 && c.attempt.as_ref().is_none_or(|a| a.is_done())
         })

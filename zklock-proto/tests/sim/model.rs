@@ -1,14 +1,63 @@
-//! A model of one ZooKeeper server: a linearizable tree of nodes, sessions
-//! with one connection each, and one-shot watches.
+//! A model of a ZooKeeper ensemble: a leader with a linearizable tree of
+//! nodes, followers that serve clients from their own copies of it,
+//! sessions with one connection each (to one server), and one-shot
+//! watches.
 //!
-//! Each session's connection is two FIFOs: requests in flight (applied by
-//! the server when the scheduler picks them) and messages for the client
+//! Each session's connection is two FIFOs: requests in flight (read by its
+//! server when the scheduler picks them) and messages for the client
 //! (replies and watch notifications, delivered when the scheduler picks
 //! them). A change queues its notifications on every watching session's
-//! connection while it is applied, so they come before any later reply, as
-//! ZooKeeper does. Every child of the lock path keeps its life (creation and
-//! deletion zxid, owner) so the checker can ask what the tree looked like as
-//! of any zxid.
+//! connection while its server applies it, so they come before any later
+//! reply, as ZooKeeper does. Every child of the lock path keeps its life
+//! (creation and deletion zxid, owner) on the leader so the checker can ask
+//! what the tree looked like as of any zxid.
+//!
+//! The ensemble, as ZooKeeper 3.8 runs it (`Leader`, `Learner`,
+//! `LearnerHandler`, `FollowerZooKeeperServer`, `SessionTrackerImpl`,
+//! `LearnerSessionTracker`), as far as the safety clock's argument
+//! depends on it (`zklock_proto::clock`):
+//!
+//! - The leader (server 0) alone decides expiry: a session expires once
+//!   the leader's time reaches its last touch there plus the session
+//!   timeout. The leader touches a session when it creates or revalidates
+//!   it (a connect or reconnect, through whichever server), when it reads a
+//!   request of a client connected to it, and when it processes a
+//!   follower's report naming it, at that moment. A request a follower
+//!   forwards does not touch the session.
+//! - A follower (servers 1 and 2, when the scenario has them) records a
+//!   touch of each session that sends it anything, and reports the
+//!   sessions touched since its last report only in its answer to the
+//!   leader's ping, which the leader sends every `tick_time / 2`. The
+//!   answer goes up the same FIFO stream as the follower's forwarded
+//!   requests.
+//! - A follower answers reads (getData, exists, getChildren) and the
+//!   session layer's pings alone, from its own copy of the tree; it
+//!   forwards writes and syncs to the leader and answers them once the
+//!   leader's answer comes down its stream, behind the commits the leader
+//!   made before it (a session's later requests wait for them). Its copy
+//!   follows the leader's commits in order, with a delay (the `LINK`
+//!   latency, longer while a `lag` fault holds it), and its watches fire
+//!   when it applies a change.
+//! - A connect (a new session or a reconnect) goes to the leader or to a
+//!   follower that is in step (see [`Zk::servers_for`]); the server
+//!   becomes the session's owner, and the leader refuses what an old owner
+//!   forwards later (ZooKeeper's SessionMoved).
+//! - A follower cut off from the leader (a `partition`) answers reads from
+//!   its stale copy and holds writes and syncs; the leader hears none of
+//!   its reports. What was sent waits (TCP); if the cut-off lasts
+//!   `sync_limit` `tick_time`s without a word from the leader, the follower
+//!   gives up: it closes its clients' connections (`dropped`), drops what
+//!   it had not sent or applied (its unreported touches too), and once back
+//!   in touch takes the leader's tree.
+//! - The leader closes an expired session at once (its ephemeral nodes go
+//!   in one transaction); a follower closes its client's connection when
+//!   it applies that close (`ended`), and answers its reads until then.
+//!
+//! Not modelled: a leader change (a leader that dies or is cut off, a new
+//! one that gives every session a full timeout from its start, a deposed
+//! one that still answers for a while), observers, read-only servers, the
+//! rounding of expiry times up to `tick_time`, and a follower's connect or
+//! revalidation taking time (a connect is at once, to a server in step).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -143,10 +192,108 @@ pub struct Session<T> {
     /// The watches the server holds for it (dropped with its connection,
     /// set again by SetWatches on reconnect).
     pub watches: BTreeSet<(String, WatchKind)>,
-    /// The server's time (`Zk::now`) when it last heard from the session:
-    /// its creation, a request or ping it read, a reconnect (standalone and
-    /// leader semantics: every one touches the session).
+    /// The leader's time (`Zk::now`) when it last heard from the session:
+    /// its creation, a reconnect (revalidated on the leader), a request or
+    /// ping the leader read from it, or the leader processing a follower's
+    /// report of its activity (a follower's ping answer).
     pub touched: u64,
+    /// The server it is connected to (or was last): 0 the leader, `f + 1`
+    /// follower `f`.
+    pub server: usize,
+    /// Requests its follower forwarded to the leader, not answered yet (in
+    /// order): the session's later requests wait for them.
+    pub forwarded: VecDeque<T>,
+}
+
+/// A change the leader committed, as a follower applies it (in zxid
+/// order).
+#[derive(Clone, Debug)]
+pub enum Entry {
+    /// The node at this path is now this.
+    Put(String, Node),
+    /// The node at this path is gone.
+    Remove(String),
+    /// Watches of these kinds on this path fire with this notice.
+    Fire(String, Vec<WatchKind>, Notice),
+    /// The session is closed (expired or closed by its client).
+    Close(SessionId),
+}
+
+/// What the leader sends a follower, in order.
+#[derive(Clone, Debug)]
+pub enum Down<T> {
+    /// Apply every change up to this zxid.
+    Commit(i64),
+    /// The answer to a forwarded request of session `sid` on connection
+    /// `conn`.
+    Answer {
+        /// The session.
+        sid: SessionId,
+        /// Its connection the request came on.
+        conn: u64,
+        /// The client's tag.
+        tag: T,
+        /// The answer.
+        result: Result<Answer, Failure<String>>,
+    },
+}
+
+/// What a follower sends the leader, in order (one FIFO stream).
+#[derive(Clone, Debug)]
+pub enum Up<T> {
+    /// A ping answer: the sessions touched since the last one.
+    Report(Vec<SessionId>),
+    /// A client's write or sync.
+    Forward {
+        /// The session.
+        sid: SessionId,
+        /// Its connection.
+        conn: u64,
+        /// The client's tag.
+        tag: T,
+        /// The request.
+        op: Op,
+    },
+}
+
+/// A follower: its own copy of the tree (applied from the leader's
+/// commits with a lag), its clients' touches not reported yet, and its
+/// two streams with the leader.
+#[derive(Debug)]
+pub struct Follower<T> {
+    /// Its copy of the tree.
+    pub nodes: BTreeMap<String, Node>,
+    /// The last zxid it applied.
+    pub zxid: i64,
+    /// How far into the leader's `log` it applied.
+    pub log_pos: usize,
+    /// From the leader, with the tick each was sent at.
+    pub down: VecDeque<(u64, Down<T>)>,
+    /// To the leader, with the tick each was sent at.
+    pub up: VecDeque<(u64, Up<T>)>,
+    /// Sessions touched here since its last ping answer.
+    pub touches: BTreeSet<SessionId>,
+    /// The leader's pings on their way (the tick each was sent at).
+    pub pings: VecDeque<u64>,
+    /// The last tick it heard from the leader.
+    pub heard: u64,
+    /// Cut off from the leader from this tick ...
+    pub cut_from: u64,
+    /// ... until this one (nothing goes either way; what was sent waits).
+    pub cut_until: u64,
+    /// Applies no commit before this tick (a slow disk, a busy machine).
+    pub lag_until: u64,
+    /// Serving clients: false from when it noticed it lost the leader
+    /// (`sync_limit` ticks of `tick_time` without hearing from it) until
+    /// it is back in touch and synchronised.
+    pub serving: bool,
+}
+
+impl<T> Follower<T> {
+    /// Whether it is cut off from the leader at tick `now`.
+    pub fn is_cut(&self, now: u64) -> bool {
+        (self.cut_from..self.cut_until).contains(&now)
+    }
 }
 
 /// The server.
@@ -180,6 +327,60 @@ pub struct Zk<T> {
     pub now: u64,
     /// The nodes a third party deleted (outside the holders' promise).
     pub third_party_deleted: BTreeSet<String>,
+    /// The followers (none: a standalone server, the leader alone).
+    pub followers: Vec<Follower<T>>,
+    /// Every change committed, with its zxid, for the followers to apply
+    /// (kept only when there are followers).
+    pub log: Vec<(i64, Entry)>,
+    /// ZooKeeper's `tickTime` in ticks: the leader pings each follower
+    /// every half of it.
+    pub tick_time: u64,
+    /// ZooKeeper's `syncLimit`: a follower that has not heard from the
+    /// leader for this many `tick_time`s gives up on it.
+    pub sync_limit: u64,
+    /// Sessions whose server learned that the leader closed them (it
+    /// closed their connection): the simulator tells their clients.
+    pub ended: Vec<SessionId>,
+    /// Sessions whose follower closed their connection because it lost
+    /// the leader: the simulator tells their clients.
+    pub dropped: Vec<SessionId>,
+    /// The last zxid sent to the followers as a commit.
+    pub committed: i64,
+}
+
+/// How long a message between the leader and a follower, or a ping, is
+/// on its way (ticks).
+pub const LINK: u64 = 1;
+
+impl Op {
+    /// A read (or the session layer's ping): a follower answers it alone.
+    pub fn is_read(&self) -> bool {
+        matches!(self, Op::Children { .. } | Op::GetData { .. } | Op::Exists { .. } | Op::Ping)
+    }
+}
+
+/// A read's answer, and the watch it leaves (if any).
+type ReadAnswer = (Result<Answer, Failure<String>>, Option<(String, WatchKind)>);
+
+/// Answers the read `op` from the tree `nodes`.
+fn read(nodes: &BTreeMap<String, Node>, op: &Op) -> ReadAnswer {
+    match op {
+        Op::Children { path, stat, watch } => match nodes.get(path) {
+            None => (Err(Failure::NoNode), None),
+            Some(n) => {
+                let names = n.children.iter().cloned().collect();
+                let stat = stat.then(|| n.stat());
+                (Ok(Answer::Children { names, stat }), watch.then(|| (path.clone(), WatchKind::Child)))
+            },
+        },
+        Op::GetData { path, watch } => match nodes.get(path) {
+            None => (Err(Failure::NoNode), None),
+            Some(n) => (Ok(Answer::Data(n.stat())), watch.then(|| (path.clone(), WatchKind::Data))),
+        },
+        Op::Exists { path } => (Ok(Answer::Exists(nodes.get(path).map(Node::stat))), None),
+        Op::Ping => (Ok(Answer::Done), None),
+        _ => unreachable!("not a read: {op:?}"),
+    }
 }
 
 /// The parent of a full path ("/" for a top-level node).
@@ -216,11 +417,99 @@ impl<T: Clone> Zk<T> {
             foreign_deletes: Vec::new(),
             now: 0,
             third_party_deleted: BTreeSet::new(),
+            followers: Vec::new(),
+            log: Vec::new(),
+            tick_time: 0,
+            sync_limit: 0,
+            ended: Vec::new(),
+            dropped: Vec::new(),
+            committed: 0,
         }
     }
 
-    /// Opens session `id`, connected on connection 1, touched now.
-    pub fn open(&mut self, id: SessionId) {
+    /// Adds `n` followers (in step with the leader), pinged every
+    /// `tick_time / 2` ticks, giving up on the leader after `sync_limit`
+    /// `tick_time`s without it.
+    pub fn add_followers(&mut self, n: usize, tick_time: u64, sync_limit: u64) {
+        self.tick_time = tick_time;
+        self.sync_limit = sync_limit;
+        for _ in 0..n {
+            self.followers.push(Follower {
+                nodes: self.nodes.clone(),
+                zxid: self.zxid,
+                log_pos: self.log.len(),
+                down: VecDeque::new(),
+                up: VecDeque::new(),
+                touches: BTreeSet::new(),
+                pings: VecDeque::new(),
+                heard: self.now,
+                cut_from: 0,
+                cut_until: 0,
+                lag_until: 0,
+                serving: true,
+            });
+        }
+    }
+
+    /// The servers session `sid` (or a new session) may connect to now:
+    /// the leader, and each follower that serves, is in touch with the
+    /// leader and has applied everything the leader committed, with no
+    /// request of the session on its way to or from the leader. A connect
+    /// through a follower is a request to the leader in the follower's
+    /// stream (the session's creation, or its revalidation, which makes
+    /// that follower the session's owner): it is answered after what the
+    /// follower forwarded before it was applied, and after the follower
+    /// applied what the leader committed before it. The model connects at
+    /// once, so it connects only where that already holds (a follower that
+    /// lags or still carries the session's requests would delay the
+    /// connect; the client takes another server).
+    pub fn servers_for(&self, sid: Option<SessionId>) -> Vec<usize> {
+        let mut v = vec![0];
+        let ours = |s: &SessionId| Some(*s) == sid;
+        for (f, fl) in self.followers.iter().enumerate() {
+            let carries = fl.up.iter().any(|(_, m)| matches!(m, Up::Forward { sid: s, .. } if ours(s)))
+                || fl.down.iter().any(|(_, m)| matches!(m, Down::Answer { sid: s, .. } if ours(s)));
+            if fl.serving && !fl.is_cut(self.now) && fl.zxid == self.zxid && !carries {
+                v.push(f + 1);
+            }
+        }
+        v
+    }
+
+    /// Records `e` for the followers (with the current zxid), if any.
+    fn record(&mut self, e: Entry) {
+        if !self.followers.is_empty() {
+            self.log.push((self.zxid, e));
+        }
+    }
+
+    /// Records the node at `path` (or its absence) for the followers.
+    fn record_node(&mut self, path: &str) {
+        if self.followers.is_empty() {
+            return;
+        }
+        let e = match self.nodes.get(path) {
+            Some(n) => Entry::Put(path.to_string(), n.clone()),
+            None => Entry::Remove(path.to_string()),
+        };
+        self.record(e);
+    }
+
+    /// Sends the followers a commit of everything up to the current zxid
+    /// (if anything new).
+    fn commit(&mut self) {
+        if self.zxid > self.committed {
+            self.committed = self.zxid;
+            let (now, z) = (self.now, self.zxid);
+            for f in &mut self.followers {
+                f.down.push_back((now, Down::Commit(z)));
+            }
+        }
+    }
+
+    /// Opens session `id` on server `server`, connected on connection 1,
+    /// touched now (a session's creation is a transaction of the leader's).
+    pub fn open(&mut self, id: SessionId, server: usize) {
         let touched = self.now;
         self.sessions.insert(
             id,
@@ -232,6 +521,8 @@ impl<T: Clone> Zk<T> {
                 out: VecDeque::new(),
                 watches: BTreeSet::new(),
                 touched,
+                server,
+                forwarded: VecDeque::new(),
             },
         );
     }
@@ -255,11 +546,11 @@ impl<T: Clone> Zk<T> {
         self.nodes.get(path).map(|n| n.children.iter().cloned().collect()).unwrap_or_default()
     }
 
-    /// Fires the watches `kinds` on `path`: each watching session that is
-    /// connected gets the notification queued now.
-    fn trigger(&mut self, path: &str, kinds: &[WatchKind], notice: Notice) {
-        let zxid = self.zxid;
-        for s in self.sessions.values_mut() {
+    /// Fires the watches `kinds` on `path` at server `server`: each
+    /// watching session connected there gets the notification queued now
+    /// (with zxid `zxid`).
+    fn fire(&mut self, server: usize, path: &str, kinds: &[WatchKind], notice: Notice, zxid: i64) {
+        for s in self.sessions.values_mut().filter(|s| s.server == server) {
             let mut fired = false;
             for k in kinds {
                 fired |= s.watches.remove(&(path.to_string(), *k));
@@ -268,6 +559,13 @@ impl<T: Clone> Zk<T> {
                 s.out.push_back(Msg::Notify { path: path.to_string(), notice, zxid });
             }
         }
+    }
+
+    /// Fires the watches `kinds` on `path` on the leader now; each
+    /// follower fires its own when it applies the change.
+    fn trigger(&mut self, path: &str, kinds: &[WatchKind], notice: Notice) {
+        self.fire(0, path, kinds, notice, self.zxid);
+        self.record(Entry::Fire(path.to_string(), kinds.to_vec(), notice));
     }
 
     /// Creates `path` (with the next sequence appended when `sequential`)
@@ -299,6 +597,8 @@ impl<T: Clone> Zk<T> {
             full.clone(),
             Node { czxid: z, mzxid: z, pzxid: z, owner, cversion: 0, container, children: BTreeSet::new() },
         );
+        self.record_node(&parent);
+        self.record_node(&full);
         if self.tracked.contains(&parent) {
             self.lives.push(Life { parent: parent.clone(), name, czxid: z, dzxid: None, owner });
         }
@@ -322,6 +622,8 @@ impl<T: Clone> Zk<T> {
             p.pzxid = z;
             p.children.remove(&name);
         }
+        self.record_node(path);
+        self.record_node(&parent);
         if self.tracked.contains(&parent) {
             if let Some(l) =
                 self.lives.iter_mut().rev().find(|l| l.parent == parent && l.name == name && l.dzxid.is_none())
@@ -345,6 +647,7 @@ impl<T: Clone> Zk<T> {
             let _ = self.delete_now(p);
             self.third_party_deleted.insert(p.clone());
         }
+        self.commit();
         true
     }
 
@@ -361,6 +664,7 @@ impl<T: Clone> Zk<T> {
             self.zxid += 1;
             let _ = self.delete_now(p);
         }
+        self.commit();
         !empty.is_empty()
     }
 
@@ -368,29 +672,204 @@ impl<T: Clone> Zk<T> {
     /// none (the client fails it at once).
     pub fn send(&mut self, sid: SessionId, tag: T, op: Op) -> bool {
         let s = self.sessions.get_mut(&sid).expect("session");
-        if !s.alive || !s.connected {
+        if !s.connected {
             return false;
         }
         s.inflight.push_back((tag, op));
         true
     }
 
-    /// Applies the oldest request in flight of session `sid` (reading it
-    /// touches the session): the change, its notifications, then the
-    /// reply, queued for the client. Returns the op applied (for the
-    /// trace).
+    /// Whether session `sid`'s server can read its oldest request in
+    /// flight now: there is one, and no request of the session waits for
+    /// the leader (a session's requests are answered in order).
+    pub fn can_apply(&self, sid: SessionId) -> bool {
+        self.sessions.get(&sid).is_some_and(|s| !s.inflight.is_empty() && s.forwarded.is_empty())
+    }
+
+    /// Session `sid`'s server reads its oldest request in flight (if it
+    /// can: [`Zk::can_apply`]). The leader touches the session, applies
+    /// the request (the change, its notifications) and queues the reply.
+    /// A follower records the touch for its next ping answer, answers a
+    /// read (or ping) from its own copy of the tree, and forwards a write
+    /// or sync to the leader. Returns the op read (for the trace).
     pub fn apply(&mut self, sid: SessionId) -> Option<Op> {
+        if !self.can_apply(sid) {
+            return None;
+        }
         let now = self.now;
         let s = self.sessions.get_mut(&sid)?;
         let (tag, op) = s.inflight.pop_front()?;
-        s.touched = now;
-        let result = self.exec(sid, &op);
-        let s = self.sessions.get_mut(&sid).expect("session");
-        s.out.push_back(Msg::Reply { tag, result, conn: s.conn, zxid: self.zxid });
+        let (server, conn) = (s.server, s.conn);
+        if server == 0 {
+            s.touched = now;
+            let result = self.exec(sid, &op);
+            self.commit();
+            let s = self.sessions.get_mut(&sid).expect("session");
+            s.out.push_back(Msg::Reply { tag, result, conn: s.conn, zxid: self.zxid });
+            return Some(op);
+        }
+        let f = &mut self.followers[server - 1];
+        f.touches.insert(sid);
+        if op.is_read() {
+            let (result, watch) = read(&f.nodes, &op);
+            let zxid = f.zxid;
+            let s = self.sessions.get_mut(&sid).expect("session");
+            if let Some(w) = watch {
+                s.watches.insert(w);
+            }
+            s.out.push_back(Msg::Reply { tag, result, conn, zxid });
+        } else {
+            f.up.push_back((now, Up::Forward { sid, conn, tag: tag.clone(), op: op.clone() }));
+            self.sessions.get_mut(&sid).expect("session").forwarded.push_back(tag);
+        }
         Some(op)
     }
 
+    /// One tick of the ensemble (after `now` moved on): the leader pings
+    /// each follower it has every `tick_time / 2` (while they are cut off,
+    /// the pings wait with everything else); a follower answers a ping that
+    /// reached it with the sessions touched since its last answer; the
+    /// leader reads what each follower sent (reports touch the sessions
+    /// they name, forwarded requests are applied and answered down the same
+    /// follower's stream, behind their commits); each follower applies what
+    /// the leader sent, unless it lags. Each message takes [`LINK`] ticks;
+    /// nothing goes between a follower and the leader while it is cut off
+    /// from it (what was sent waits). A follower that has not heard from the
+    /// leader for `sync_limit` `tick_time`s gives up: it closes its
+    /// clients' connections (`dropped`), forgets what it had not sent or
+    /// applied, and once back in touch takes the leader's tree.
+    pub fn tick_ensemble(&mut self) {
+        let now = self.now;
+        let half = (self.tick_time / 2).max(1);
+        for fi in 0..self.followers.len() {
+            let cut = self.followers[fi].is_cut(now);
+            if now.is_multiple_of(half) && self.followers[fi].serving {
+                self.followers[fi].pings.push_back(now);
+            }
+            if !cut {
+                let f = &mut self.followers[fi];
+                while f.pings.front().is_some_and(|t| t + LINK <= now) {
+                    f.pings.pop_front();
+                    f.heard = now;
+                    let touched: Vec<SessionId> = std::mem::take(&mut f.touches).into_iter().collect();
+                    f.up.push_back((now, Up::Report(touched)));
+                }
+                while self.followers[fi].up.front().is_some_and(|(t, _)| t + LINK <= now) {
+                    let (_, m) = self.followers[fi].up.pop_front().expect("up");
+                    self.leader_reads(fi, m);
+                }
+                while now >= self.followers[fi].lag_until
+                    && self.followers[fi].down.front().is_some_and(|(t, _)| t + LINK <= now)
+                {
+                    let (_, m) = self.followers[fi].down.pop_front().expect("down");
+                    self.followers[fi].heard = now;
+                    self.follower_applies(fi, m);
+                }
+            }
+            let f = &mut self.followers[fi];
+            if f.serving && now >= f.heard + self.sync_limit * self.tick_time {
+                f.serving = false;
+                f.up.clear();
+                f.down.clear();
+                f.pings.clear();
+                f.touches.clear();
+                for (sid, s) in &self.sessions {
+                    if s.server == fi + 1 && s.connected {
+                        self.dropped.push(*sid);
+                    }
+                }
+            }
+            if !self.followers[fi].serving && !cut {
+                let (nodes, zxid, pos) = (self.nodes.clone(), self.zxid, self.log.len());
+                let f = &mut self.followers[fi];
+                f.nodes = nodes;
+                f.zxid = zxid;
+                f.log_pos = pos;
+                f.heard = now;
+                f.serving = true;
+            }
+        }
+    }
+
+    /// The leader reads `m` from follower `fi`.
+    fn leader_reads(&mut self, fi: usize, m: Up<T>) {
+        let now = self.now;
+        match m {
+            Up::Report(sids) => {
+                for sid in sids {
+                    if let Some(s) = self.sessions.get_mut(&sid).filter(|s| s.alive) {
+                        s.touched = now;
+                    }
+                }
+            },
+            Up::Forward { sid, conn, tag, op } => {
+                // A request from a follower that no longer owns the session
+                // (it reconnected elsewhere) is refused (ZooKeeper's
+                // SessionMoved); a sync is answered whatever the session's
+                // state; a write of a closed session fails.
+                let s = self.sessions.get(&sid);
+                let alive = s.is_some_and(|s| s.alive);
+                let moved = s.is_some_and(|s| s.server != fi + 1);
+                let result = match op {
+                    _ if moved => Err(Failure::Other("SessionMoved".into())),
+                    Op::Sync => Ok(Answer::Done),
+                    _ if !alive => Err(Failure::SessionGone),
+                    _ => self.exec(sid, &op),
+                };
+                self.commit();
+                self.followers[fi].down.push_back((now, Down::Answer { sid, conn, tag, result }));
+            },
+        }
+    }
+
+    /// Follower `fi` applies `m` from the leader.
+    fn follower_applies(&mut self, fi: usize, m: Down<T>) {
+        let server = fi + 1;
+        match m {
+            Down::Commit(z) => {
+                while let Some((ez, e)) = self.log.get(self.followers[fi].log_pos).cloned() {
+                    if ez > z {
+                        break;
+                    }
+                    self.followers[fi].log_pos += 1;
+                    let f = &mut self.followers[fi];
+                    match e {
+                        Entry::Put(p, n) => {
+                            f.nodes.insert(p, n);
+                        },
+                        Entry::Remove(p) => {
+                            f.nodes.remove(&p);
+                        },
+                        Entry::Fire(p, kinds, notice) => self.fire(server, &p, &kinds, notice, ez),
+                        Entry::Close(sid) => {
+                            if self.sessions.get(&sid).is_some_and(|s| s.server == server && s.connected) {
+                                self.ended.push(sid);
+                            }
+                        },
+                    }
+                }
+                self.followers[fi].zxid = z;
+            },
+            Down::Answer { sid, conn, tag, result } => {
+                let zxid = self.followers[fi].zxid;
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    if s.server == server && s.conn == conn && s.connected {
+                        s.forwarded.pop_front();
+                        s.out.push_back(Msg::Reply { tag, result, conn, zxid });
+                    }
+                }
+            },
+        }
+    }
+
     fn exec(&mut self, sid: SessionId, op: &Op) -> Result<Answer, Failure<String>> {
+        if op.is_read() {
+            let (result, watch) = read(&self.nodes, op);
+            if let Some(w) = watch {
+                self.sessions.get_mut(&sid).expect("session").watches.insert(w);
+            }
+            return result;
+        }
         match op {
             Op::Sync | Op::Ping => Ok(Answer::Done),
             Op::Probe => Err(Failure::Other("BadVersion".into())),
@@ -407,23 +886,7 @@ impl<T: Clone> Zk<T> {
                 let stat = self.stat_in_multi.then(|| self.nodes[&full].stat());
                 Ok(Answer::Created { name: name_of(&full).to_string(), stat })
             },
-            Op::Children { path, stat, watch } => {
-                let n = self.nodes.get(path).ok_or(Failure::NoNode)?;
-                let names = n.children.iter().cloned().collect();
-                let stat = stat.then(|| n.stat());
-                if *watch {
-                    self.watch(sid, path, WatchKind::Child);
-                }
-                Ok(Answer::Children { names, stat })
-            },
-            Op::GetData { path, watch } => {
-                let st = self.nodes.get(path).ok_or(Failure::NoNode)?.stat();
-                if *watch {
-                    self.watch(sid, path, WatchKind::Data);
-                }
-                Ok(Answer::Data(st))
-            },
-            Op::Exists { path } => Ok(Answer::Exists(self.nodes.get(path).map(Node::stat))),
+            Op::Children { .. } | Op::GetData { .. } | Op::Exists { .. } => unreachable!("reads are read()'s"),
             Op::Delete { path } => {
                 let owner = self.nodes.get(path).ok_or(Failure::NoNode)?.owner;
                 self.zxid += 1;
@@ -462,10 +925,6 @@ impl<T: Clone> Zk<T> {
         }
     }
 
-    fn watch(&mut self, sid: SessionId, path: &str, kind: WatchKind) {
-        self.sessions.get_mut(&sid).expect("session").watches.insert((path.to_string(), kind));
-    }
-
     /// The client let go of its last watcher of `path`/`kind`
     /// (removeWatches).
     pub fn unwatch(&mut self, sid: SessionId, path: &str, kind: WatchKind) {
@@ -480,9 +939,10 @@ impl<T: Clone> Zk<T> {
     }
 
     /// Drops session `sid`'s connection: returns the tags of every request
-    /// not answered to the client (replies queued first, then requests not
-    /// applied), in order; queued notifications are lost; the server
-    /// forgets the connection's watches.
+    /// not answered to the client (replies queued first, then requests
+    /// forwarded to the leader, then requests not read), in order; queued
+    /// notifications are lost; the server forgets the connection's
+    /// watches. (A forwarded request may still be applied by the leader.)
     pub fn drop_conn(&mut self, sid: SessionId) -> Vec<T> {
         let s = self.sessions.get_mut(&sid).expect("session");
         s.connected = false;
@@ -495,23 +955,33 @@ impl<T: Clone> Zk<T> {
                 Msg::Notify { .. } => None,
             })
             .collect();
+        tags.extend(s.forwarded.drain(..));
         tags.extend(s.inflight.drain(..).map(|(t, _)| t));
         tags
     }
 
-    /// Connects session `sid` again (a higher connection number, and a
-    /// touch); with
-    /// SetWatches, each of `watches` either fires at once (its node changed
-    /// after `last_zxid`, the last zxid the client saw, or is gone) or is
-    /// set again.
-    pub fn reconnect(&mut self, sid: SessionId, watches: &BTreeSet<(String, WatchKind)>, last_zxid: i64) {
-        let zxid = self.zxid;
+    /// Connects session `sid` again, to server `server` (a higher
+    /// connection number, and a touch: the leader revalidates the
+    /// session); with SetWatches, each of `watches` either fires at once
+    /// (its node changed after `last_zxid`, the last zxid the client saw,
+    /// or is gone: as that server's copy of the tree says) or is set again.
+    pub fn reconnect(
+        &mut self,
+        sid: SessionId,
+        server: usize,
+        watches: &BTreeSet<(String, WatchKind)>,
+        last_zxid: i64,
+    ) {
+        let (nodes, zxid) = match server {
+            0 => (&self.nodes, self.zxid),
+            f => (&self.followers[f - 1].nodes, self.followers[f - 1].zxid),
+        };
         let set_watches = self.set_watches;
         let mut fire = Vec::new();
         let mut keep = BTreeSet::new();
         if set_watches {
             for (path, kind) in watches {
-                match (self.nodes.get(path), kind) {
+                match (nodes.get(path), kind) {
                     (None, _) => fire.push((path.clone(), Notice::Deleted)),
                     (Some(n), WatchKind::Data) if n.mzxid > last_zxid => fire.push((path.clone(), Notice::Changed)),
                     (Some(n), WatchKind::Child) if n.pzxid > last_zxid => fire.push((path.clone(), Notice::Children)),
@@ -525,7 +995,9 @@ impl<T: Clone> Zk<T> {
         let s = self.sessions.get_mut(&sid).expect("session");
         s.connected = true;
         s.conn += 1;
-        // The server revalidates the session: a touch.
+        s.server = server;
+        s.forwarded.clear();
+        // The leader revalidates the session: a touch.
         s.touched = now;
         s.watches = keep;
         fire.dedup();
@@ -534,20 +1006,24 @@ impl<T: Clone> Zk<T> {
         }
     }
 
-    /// Expires session `sid`: its ephemeral nodes go in one transaction
-    /// (others are notified); returns the tags of every request not
-    /// answered to its client.
-    pub fn expire(&mut self, sid: SessionId) -> Vec<T> {
-        let tags = self.drop_conn(sid);
+    /// The leader closes session `sid` (expired, or closed by its
+    /// client): its ephemeral nodes go in one transaction (others are
+    /// notified). Its connection stays: its server closes it (the
+    /// simulator does, with `drop_conn`) when it learns: the leader at
+    /// once, a follower when it applies the close (`ended`).
+    pub fn expire(&mut self, sid: SessionId) {
         let s = self.sessions.get_mut(&sid).expect("session");
         s.alive = false;
         let mine: Vec<String> = self.nodes.iter().filter(|(_, n)| n.owner == sid).map(|(p, _)| p.clone()).collect();
-        if !mine.is_empty() {
+        if !mine.is_empty() || !self.followers.is_empty() {
+            // The closeSession transaction (with followers it always has a
+            // zxid of its own: they apply it in order).
             self.zxid += 1;
             for p in &mine {
                 let _ = self.delete_now(p);
             }
         }
-        tags
+        self.record(Entry::Close(sid));
+        self.commit();
     }
 }

@@ -18,8 +18,9 @@
 //! In timed runs each runner's session layer also does what zklock-core's
 //! does for the safety clock (`zklock-core/src/clock.rs`, `client.rs`): a
 //! heartbeat every `T/8` (sooner while the connection's replies have not
-//! moved the clock: `Clock::next_heartbeat`), a `sync`, or once the clock
-//! ran out a write probe; each reply, however late, is credited with its
+//! moved the clock: `Clock::next_heartbeat`), a `sync` (a plain `exists`
+//! with the history switch `credit_reads`), or once the clock ran out a
+//! write probe; each reply, however late, is credited with its
 //! send and answer stamps and its connection's connect stamp; after a
 //! reconnect or a new session the first heartbeat goes at once. The
 //! attempt's clock questions are answered from that clock
@@ -290,6 +291,9 @@ pub struct Contender {
     /// Untimed runs (the exhaustive search): its safety clock ran out (a
     /// move of the search) and was not credited since.
     pub clock_out: bool,
+    /// The leader expired its session; its follower has not closed the
+    /// connection yet (its client learns when it does).
+    pub end_pending: bool,
 }
 
 impl Contender {
@@ -347,6 +351,7 @@ impl Contender {
             deferred: Vec::new(),
             awaiting_clock: false,
             clock_out: false,
+            end_pending: false,
         }
     }
 
@@ -449,7 +454,7 @@ impl World {
             self.count("read timeout");
             self.tr(|| format!("c{i}: read timeout: gives its connection up"));
             let s = &self.zk.sessions[&sid];
-            if s.alive && s.connected {
+            if s.connected {
                 let conn = s.conn;
                 for tag in self.zk.drop_conn(sid) {
                     self.cs[i].inbox.push_back(Local::Fail { tag, failure: Failure::Unknown, conn });
@@ -463,7 +468,12 @@ impl World {
             if now >= due {
                 let write = !k.is_safe(now);
                 c.next_beat = Some(now + k.next_heartbeat(now, super::SESSION_TIMEOUT / 8));
-                let op = if write { Op::Probe } else { Op::Sync };
+                // `credit_reads`: a plain read in place of the sync.
+                let op = match write {
+                    true => Op::Probe,
+                    false if self.clock_bugs.heartbeat_reads() => Op::Exists { path: "/".to_string() },
+                    false => Op::Sync,
+                };
                 if self.zk.send(sid, Tag::Beat { sent: now, write, connect_sent, tick: self.zk.now }, op) {
                     self.cs[i].last_send = self.zk.now;
                 }
@@ -668,7 +678,7 @@ impl World {
                     let c = &mut self.cs[i];
                     c.awaiting_reconnect = true;
                     let s = &self.zk.sessions[&c.session];
-                    if !s.alive {
+                    if !s.alive && !c.end_pending {
                         if !c.inbox.iter().any(|l| matches!(l, Local::SessionEnded)) {
                             c.inbox.push_back(Local::SessionEnded);
                         }
@@ -1278,7 +1288,9 @@ impl World {
         }
         self.next_session += 1;
         let sid = self.next_session;
-        self.zk.open(sid);
+        let servers = self.zk.servers_for(None);
+        let server = servers[self.ch.choose(servers.len())];
+        self.zk.open(sid, server);
         self.cs[i].session = sid;
         self.connected(i, true);
         let c = &mut self.cs[i];
