@@ -26,10 +26,11 @@
 //!   a sync answered after the clock ran out count (the model's leader
 //!   answers an expired session's sync, but its answer comes down the
 //!   follower's stream behind the close, which ends the connection first),
-//!   and dropping the `T/10` margin (it covers a deposed leader's late
-//!   answers, and leader changes are not modelled; with the ±5 % drift
-//!   alone a client connected to the leader has a window of a few ticks,
-//!   which the seeds did not hit). See `sim/model.rs`.
+//!   and dropping the `T/10` margin (it covers the drift and a deposed
+//!   leader's late answers; with the deposed leader answering for up to
+//!   `0.4 T`, the bound the clock's documentation assumes, the window is a
+//!   few ticks after the new leader's expiry, in which another contender
+//!   must be granted: 30 s of seeds did not hit it). See `sim/model.rs`.
 
 #[allow(dead_code)] // the exhaustive search's parts are exhaustive.rs's
 #[path = "sim/mod.rs"]

@@ -32,7 +32,9 @@
 //! aimed at a contender's follower also stall the contender as long, a
 //! host that carries both freezing) for long enough. A `lag` fault holds a
 //! follower's copy of the tree (and its answers to forwarded requests)
-//! back for up to `T/2`. Each client reads its own clock, which runs at a rate drawn per
+//! back for up to `T/2`. A `leader change` fault starts a new leader that
+//! gives every session a full timeout; one follower stays with the
+//! deposed leader, which answers its syncs for up to [`DEPOSED_TICKS`]. Each client reads its own clock, which runs at a rate drawn per
 //! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
 //! session timeout it gains or loses at most `T/20`, less than the `T/10`
 //! margin of the safety clock. A client's instants are one base
@@ -72,6 +74,12 @@ pub const SESSION_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS);
 /// The bound of a client clock's rate drift from the server's, per mille
 /// (5 %: `T/20` over a session timeout, inside the clock's `T/10` margin).
 pub const DRIFT_PER_MILLE: i64 = 50;
+
+/// How long a deposed leader may still answer syncs after the new leader
+/// started (ticks): `0.4 T`, the bound the safety clock's documentation
+/// relies on (its `T/3` report lag keeps the credit at most `0.07 T` after
+/// the new leader's start, inside the `T/10` margin).
+pub const DEPOSED_TICKS: u64 = T_TICKS * 2 / 5;
 
 /// A client's read timeout (`2T/3` of its own clock): with nothing read for
 /// that long it gives its connection up.
@@ -340,7 +348,7 @@ impl World {
     fn fault(&mut self) {
         let n = self.cs.len();
         let i = self.ch.choose(n);
-        match self.ch.choose(10) {
+        match self.ch.choose(11) {
             0 => {
                 let i = self.aim(i);
                 self.stall(i);
@@ -409,6 +417,7 @@ impl World {
                 }
             },
             8 => self.partition(i),
+            10 => self.leader_change(i),
             9 => {
                 if !self.zk.followers.is_empty() {
                     let f = self.ch.choose(self.zk.followers.len());
@@ -462,6 +471,33 @@ impl World {
             self.count("fault: host of a contender and its follower freezes");
             self.trace_line(format!("FAULT ... and c{i} stalls as long (their host froze)"));
         }
+    }
+
+    /// The leader changes: a new one starts now (see `Zk::leader_change`);
+    /// a follower (half the time contender `i`'s, aimed as a partition is)
+    /// stays with the deposed leader, cut off from the new one for 0.25 to
+    /// 1.5 session timeouts, and the deposed leader answers its syncs for up
+    /// to [`DEPOSED_TICKS`] more (half the time that long).
+    fn leader_change(&mut self, i: usize) {
+        if self.zk.followers.is_empty() {
+            return;
+        }
+        let i = self.aim(i);
+        let at = self.zk.sessions[&self.cs[i].session].server;
+        let f = if at > 0 && self.ch.roll(50) { at - 1 } else { self.ch.choose(self.zk.followers.len()) };
+        if self.zk.followers[f].is_cut(self.zk.now) {
+            return;
+        }
+        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        // Half the time the worst case: the whole `DEPOSED_TICKS`.
+        let ghost = if self.ch.roll(50) { DEPOSED_TICKS } else { u64::from(self.ch.between(0, DEPOSED_TICKS as u32)) };
+        self.zk.leader_change(f, d, ghost);
+        self.count("fault: leader change");
+        self.trace_line(format!(
+            "FAULT leader change: a new leader starts; follower s{} stays with the deposed one for {d} ticks, \
+             which answers its syncs for {ghost}",
+            f + 1
+        ));
     }
 
     /// In timed runs, half of the stalls and cut-offs are aimed at a

@@ -53,11 +53,22 @@
 //!   in one transaction); a follower closes its client's connection when
 //!   it applies that close (`ended`), and answers its reads until then.
 //!
-//! Not modelled: a leader change (a leader that dies or is cut off, a new
-//! one that gives every session a full timeout from its start, a deposed
-//! one that still answers for a while), observers, read-only servers, the
-//! rounding of expiry times up to `tick_time`, and a follower's connect or
-//! revalidation taking time (a connect is at once, to a server in step).
+//! - A leader change ([`Zk::leader_change`]): a new leader with every
+//!   committed change starts and gives every live session a full timeout
+//!   from its start; every server's clients lose their connections but
+//!   those of one follower, which stays with the deposed leader, cut off
+//!   from the new one: the deposed leader still answers its syncs for a
+//!   while (the simulator draws up to `0.4 T`), commits nothing, and the
+//!   follower gives up once the cut-off ends. The leader stays server 0 in
+//!   the model (the old leader's clients reconnect to "server 0", the new
+//!   one), and three servers stand for an ensemble large enough for a
+//!   leader and a follower to be a minority.
+//!
+//! Not modelled: observers, read-only servers, the rounding of expiry
+//! times up to `tick_time`, a follower's connect or revalidation taking
+//! time (a connect is at once, to a server in step), writes lost or
+//! committed across a leader change (the new leader has exactly what the
+//! old one committed), and the election's own duration.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -287,6 +298,13 @@ pub struct Follower<T> {
     /// (`sync_limit` ticks of `tick_time` without hearing from it) until
     /// it is back in touch and synchronised.
     pub serving: bool,
+    /// Cut off from the ensemble together with a deposed leader (a leader
+    /// change): once the cut-off ends it gives up and synchronises with the
+    /// new leader.
+    pub deposed: bool,
+    /// Until this tick the deposed leader still answers the syncs it
+    /// forwards (it has not noticed yet that it lost its quorum).
+    pub ghost_until: u64,
 }
 
 impl<T> Follower<T> {
@@ -447,6 +465,8 @@ impl<T: Clone> Zk<T> {
                 cut_until: 0,
                 lag_until: 0,
                 serving: true,
+                deposed: false,
+                ghost_until: 0,
             });
         }
     }
@@ -746,6 +766,9 @@ impl<T: Clone> Zk<T> {
             if now.is_multiple_of(half) && self.followers[fi].serving {
                 self.followers[fi].pings.push_back(now);
             }
+            if cut && now < self.followers[fi].ghost_until {
+                self.ghost_answers(fi);
+            }
             if !cut {
                 let f = &mut self.followers[fi];
                 while f.pings.front().is_some_and(|t| t + LINK <= now) {
@@ -767,8 +790,9 @@ impl<T: Clone> Zk<T> {
                 }
             }
             let f = &mut self.followers[fi];
-            if f.serving && now >= f.heard + self.sync_limit * self.tick_time {
+            if f.serving && (now >= f.heard + self.sync_limit * self.tick_time || (f.deposed && !cut)) {
                 f.serving = false;
+                f.deposed = false;
                 f.up.clear();
                 f.down.clear();
                 f.pings.clear();
@@ -787,6 +811,74 @@ impl<T: Clone> Zk<T> {
                 f.log_pos = pos;
                 f.heard = now;
                 f.serving = true;
+            }
+        }
+    }
+
+    /// A leader change (the leader dies or is cut off, with follower `fi`):
+    /// a new leader, which has every committed change, starts now and
+    /// gives every live session a full timeout from now. Every other
+    /// server's clients lose their connections (`dropped`: their servers
+    /// go back to electing; they reconnect to the new ensemble), and the
+    /// other followers synchronise with the new leader. Follower `fi` stays
+    /// with the deposed leader, cut off from the new one for `cut` ticks
+    /// (then it gives up and synchronises), and for the first `ghost` of
+    /// them the deposed leader still answers the syncs it forwards; it
+    /// commits nothing (writes wait) and its reports reach nobody.
+    pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64) {
+        let now = self.now;
+        for (sid, s) in self.sessions.iter_mut() {
+            if s.alive {
+                s.touched = now;
+            }
+            if s.connected && s.server != fi + 1 {
+                self.dropped.push(*sid);
+            }
+        }
+        let (nodes, zxid, pos) = (self.nodes.clone(), self.zxid, self.log.len());
+        for (g, f) in self.followers.iter_mut().enumerate() {
+            if g == fi {
+                f.cut_from = now;
+                f.cut_until = now + cut.max(ghost + 1);
+                f.deposed = true;
+                f.ghost_until = now + ghost;
+                f.pings.clear();
+                continue;
+            }
+            f.up.clear();
+            f.down.clear();
+            f.pings.clear();
+            f.touches.clear();
+            f.nodes = nodes.clone();
+            f.zxid = zxid;
+            f.log_pos = pos;
+            f.heard = now;
+        }
+    }
+
+    /// The deposed leader reads what follower `fi` sent it (while it still
+    /// answers): reports go nowhere, syncs are answered (the answer reaches
+    /// the client through the follower), a write waits for a quorum that
+    /// never comes (and the syncs behind it with it).
+    fn ghost_answers(&mut self, fi: usize) {
+        let now = self.now;
+        self.followers[fi].heard = now;
+        while let Some((t, m)) = self.followers[fi].up.front() {
+            if t + LINK > now {
+                break;
+            }
+            match m {
+                Up::Report(_) => {},
+                Up::Forward { op: Op::Sync, .. } => {},
+                Up::Forward { .. } => break,
+            }
+            let Some((_, Up::Forward { sid, conn, tag, .. })) = self.followers[fi].up.pop_front() else { continue };
+            let zxid = self.followers[fi].zxid;
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                if s.server == fi + 1 && s.conn == conn && s.connected {
+                    s.forwarded.pop_front();
+                    s.out.push_back(Msg::Reply { tag, result: Ok(Answer::Done), conn, zxid });
+                }
             }
         }
     }
