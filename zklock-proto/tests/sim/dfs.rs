@@ -19,7 +19,8 @@
 //! expires the session; a wake move, free, tells it). When nothing
 //! else can happen, a move lets time pass (countdowns); if that changes
 //! nothing, the state is stuck. The world is untimed (`World::timed`
-//! false): no heartbeats, no expiry by time; the safety clock is the two
+//! false): no heartbeats, no expiry by time, one standalone server (no
+//! followers); the safety clock is the two
 //! moves above (`Contender::clock_out`), so the state space stays that of
 //! the machines.
 //!

@@ -34,7 +34,8 @@
 //! follower's copy of the tree (and its answers to forwarded requests)
 //! back for up to `T/2`. A `leader change` fault starts a new leader that
 //! gives every session a full timeout; one follower stays with the
-//! deposed leader, which answers its syncs for up to [`DEPOSED_TICKS`]. Each client reads its own clock, which runs at a rate drawn per
+//! deposed leader, which answers its syncs for up to [`DEPOSED_TICKS`].
+//! Each client reads its own clock, which runs at a rate drawn per
 //! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
 //! session timeout it gains or loses at most `T/20`, less than the `T/10`
 //! margin of the safety clock. A client's instants are one base
@@ -417,7 +418,6 @@ impl World {
                 }
             },
             8 => self.partition(i),
-            10 => self.leader_change(i),
             9 => {
                 if !self.zk.followers.is_empty() {
                     let f = self.ch.choose(self.zk.followers.len());
@@ -429,6 +429,7 @@ impl World {
                     self.trace_line(format!("FAULT follower s{} applies nothing for {d} ticks", f + 1));
                 }
             },
+            10 => self.leader_change(i),
             _ => {
                 let d = self.ch.between(1, 10);
                 self.trace_line(format!("FAULT delay {d} steps"));
