@@ -230,7 +230,9 @@ impl World {
                 self.cs[i].clock_out = true;
                 // As `end_session` for a contender cut off: what it is told
                 // waits until it wakes.
-                let told = self.zk.expire(sid).into_iter().map(|tag| runner::Local::Fail {
+                let tags = self.zk.drop_conn(sid);
+                self.zk.expire(sid);
+                let told = tags.into_iter().map(|tag| runner::Local::Fail {
                     tag,
                     failure: zklock_proto::acquire::Failure::SessionGone,
                     conn,
