@@ -395,6 +395,8 @@ impl Lock {
                 return Ok(None);
             };
             h.holding.check()?;
+            // Under the slot's mutex, as the last release's count and
+            // removal (`Guard::begin_release`).
             h.holding.count.fetch_add(1, Ordering::AcqRel);
             h.holding.clone()
         };
@@ -909,7 +911,22 @@ impl Guard {
         // Wakes this guard's `lost()` (an inner guard's release changes no
         // state of the lock).
         self.holding.changes.send_modify(|n| *n = n.wrapping_add(1));
-        if self.holding.count.fetch_sub(1, Ordering::AcqRel) > 1 {
+        // The count falls, and the last guard's node leaves the handle's
+        // slot, under the slot's mutex, which a reentrant acquire holds
+        // while it counts one more guard: it either counts before (this is
+        // then an inner release) or finds the node gone from the slot and
+        // queues anew. Never a guard on a node being deleted (outside
+        // attack round 14: a thread acquiring again while another thread
+        // released its last guard got one).
+        let last = {
+            let mut held = self.slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let last = self.holding.count.fetch_sub(1, Ordering::AcqRel) == 1;
+            if last {
+                held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
+            }
+            last
+        };
+        if !last {
             // An inner guard: the node stays for the others, but a loss is
             // this guard's news too (its critical section may have run
             // without the lock).
@@ -917,9 +934,6 @@ impl Guard {
                 Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
                 _ => Ok(ReleaseStatus::Released),
             }));
-        }
-        if let Ok(mut held) = self.slot.lock() {
-            held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
         }
         Ok(Releasing::Delete(self.holding.begin_delete()))
     }

@@ -134,6 +134,50 @@ fn a_reentrant_handle_reenters_per_thread() {
     assert!(queue(&c, "/reentrant").is_empty());
 }
 
+/// The last guard of a reentrant hold released on another thread at the
+/// moment its thread acquires again (outside attack round 14, F1): the
+/// acquire either reenters before the release (the release is then an
+/// inner one and the node stays) or queues anew; it never returns a guard
+/// on the node the release is deleting (one came back `Released`, its node
+/// gone, while another client was granted the lock).
+#[test]
+fn a_reacquire_racing_the_last_release_on_another_thread_never_gets_a_dead_guard() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let raw = Raw::connect(&zk.connect_string());
+    let lock = common::reentrant_lock_of(&c, "/reenter-race", LockMode::Exclusive);
+    for i in 0..300u64 {
+        let first = lock.acquire(Some(5 * SEC)).unwrap();
+        let go = Arc::new(std::sync::Barrier::new(2));
+        let releaser = {
+            let go = go.clone();
+            // Released or dropped: both end the hold.
+            std::thread::spawn(move || {
+                go.wait();
+                if i % 2 == 0 {
+                    first.release().map(drop)
+                } else {
+                    drop(first);
+                    Ok(())
+                }
+            })
+        };
+        go.wait();
+        std::thread::sleep(Duration::from_micros([0, 0, 5, 10, 20][(i % 5) as usize]));
+        let again = lock.acquire(Some(5 * SEC)).unwrap();
+        releaser.join().unwrap().unwrap();
+        // Whichever came first, `again` holds a node that exists, owned by
+        // our session, and says so.
+        assert_eq!(again.state(), LockState::Held, "try {i}: {}", again.node_path());
+        again.check().unwrap();
+        let stat = raw.exists(&again.node_path()).unwrap_or_else(|| panic!("try {i}: {} is gone", again.node_path()));
+        assert_eq!(stat.ephemeral_owner, again.session_id());
+        assert_eq!(u64::try_from(stat.czxid).unwrap(), again.fencing_token(), "try {i}: another node by that name");
+        again.release().unwrap();
+        assert!(queue(&c, "/reenter-race").is_empty(), "try {i}");
+    }
+}
+
 #[test]
 fn try_acquire_when_held_elsewhere_leaves_no_node() {
     for mode in common::MODES {
