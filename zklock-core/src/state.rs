@@ -26,7 +26,9 @@ pub enum ReleaseStatus {
     /// lock stays held by the handle's other guards).
     Released,
     /// The delete could not be confirmed (connection trouble); it is retried
-    /// in the background until it succeeds or the session ends.
+    /// in the background until it succeeds or the session ends, or until
+    /// ZooKeeper refuses it (`NoAuth`: an ACL without the delete right; a
+    /// warning is logged and the node stays until the session ends).
     Pending,
 }
 

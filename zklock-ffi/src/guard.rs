@@ -159,7 +159,9 @@ pub unsafe extern "C" fn zklock_guard_downgrade(
 /// On success `*pending` (if `pending` is not NULL) is set to false when the
 /// node is deleted (or other guards of its node still hold it), and to true
 /// when the delete could not be confirmed because of connection trouble; it
-/// is then retried in the background until it succeeds or the session ends.
+/// is then retried in the background until it succeeds or the session ends,
+/// or until ZooKeeper refuses it (NoAuth: an ACL without the delete right; a
+/// warning is logged and the node stays until the session ends).
 ///
 /// # Errors
 /// `ZKLOCK_NOT_HELD` if this guard was already released;
