@@ -1,7 +1,8 @@
 //! Memory per waiter of the Rust core (issue 33, item 3): a holder and `N`
 //! waiters queued behind it on one lock, the process's resident memory,
 //! its peak, its heap in use and its thread count before the waiters
-//! start, once all their nodes exist, and 5 s later.
+//! start, once all their nodes exist, and 5 s after every waiter has read
+//! its list and watches its blocker (the server's watch count settled).
 //!
 //! ```text
 //! zklock-bench-memory [--n 300,1000,3000] [--clients 1,4] [--settle-s 5]
@@ -98,12 +99,21 @@ fn snap_json(s: Snap, before: Snap, n: usize) -> Value {
     })
 }
 
+/// The server's count of watches (`wchs`: `Total watches:N`).
+fn watches(server: std::net::SocketAddr) -> R<usize> {
+    let text = zklock_harness::four_letter_word(server, "wchs", Duration::from_secs(10)).map_err(err)?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Total watches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| format!("wchs: {text:?}"))
+}
+
 /// One case in this process (see the module documentation).
 fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> R<Value> {
     let options = || {
         ClientOptions::new(hosts)
             .session_timeout(Duration::from_secs(20))
-            .operation_timeout(Duration::from_secs(30))
+            .operation_timeout(Duration::from_secs(600))
     };
     let clients: Vec<Client> =
         (0..clients.max(1)).map(|_| Client::connect(options()).map_err(err)).collect::<R<_>>()?;
@@ -152,6 +162,25 @@ fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> 
     }
     let queued_s = t0.elapsed().as_secs_f64();
     let queued = snap();
+    // Every waiter has read its list and watches its blocker once the
+    // server's count of watches stops growing (a list may come long after
+    // the last create: N = 10,000 queued in a minute with 2,300 lists
+    // still on their way).
+    let server: std::net::SocketAddr = hosts.parse().map_err(err)?;
+    let mut last = (0, Instant::now());
+    loop {
+        let total = watches(server)?;
+        if total != last.0 {
+            last = (total, Instant::now());
+        } else if total > n && last.1.elapsed() >= Duration::from_secs(1) {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(600) {
+            return Err(format!("the server's watch count did not settle ({total})"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let waiting_s = t0.elapsed().as_secs_f64();
     std::thread::sleep(settle);
     let later = snap();
     sampling.store(false, Ordering::Release);
@@ -168,7 +197,7 @@ fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> 
     rt.shutdown_background();
     let peak = peak_heap.load(Ordering::Acquire) as u64;
     Ok(json!({
-        "n": n, "clients": clients.len(), "spawned_s": spawned_s, "queued_s": queued_s,
+        "n": n, "clients": clients.len(), "spawned_s": spawned_s, "queued_s": queued_s, "waiting_s": waiting_s,
         "granted_while_held": early_grants,
         "before": snap_json(before, before, n),
         "queued": snap_json(queued, before, n),
@@ -186,14 +215,18 @@ fn list(s: &str) -> R<Vec<usize>> {
 /// Starts a server and runs every case as a child process; prints a table.
 fn run_all(ns: &[usize], clients: &[usize], settle_s: u64) -> R<()> {
     zklock_harness::ensure_zookeeper().map_err(err)?;
-    let cluster = Cluster::start(ClusterOptions::new().tick_time_ms(2000)).map_err(|e| format!("ZooKeeper: {e}"))?;
+    // The harness's server has 256 MB of heap and C1 only: enough for the
+    // tests, but 10,000 waiters' lists (50 million names on the wire) ran
+    // it out of memory. The last -Xmx and TieredStopAtLevel win.
+    let options = ClusterOptions::new().tick_time_ms(2000).jvm_arg("-Xmx2g").jvm_arg("-XX:TieredStopAtLevel=4");
+    let cluster = Cluster::start(options).map_err(|e| format!("ZooKeeper: {e}"))?;
     let hosts = cluster.connect_string();
     let exe = std::env::current_exe().map_err(err)?;
     let mut lines = Vec::new();
     println!(
-        "{:>6} {:>7} | {:>26} | {:>26} | {:>26} | {:>9} | {:>9} | {:>7}",
+        "{:>6} {:>7} | {:>26} | {:>26} | {:>26} | {:>9} | {:>9} | {:>13}",
         "N", "clients", "queued KB/waiter rss hwm heap", "later KB/waiter rss hwm heap", "after trim rss", "peak heap",
-        "threads", "queue s"
+        "threads", "queued/wait s"
     );
     for &k in clients {
         for &n in ns {
@@ -208,7 +241,7 @@ fn run_all(ns: &[usize], clients: &[usize], settle_s: u64) -> R<()> {
             };
             let kb = |s: &str, f: &str| v[s][f].as_f64().unwrap_or(f64::NAN) / 1024.0;
             println!(
-                "{:>6} {:>7} | {:>8.1} {:>8.1} {:>8.1} | {:>8.1} {:>8.1} {:>8.1} | {:>26.1} | {:>9.1} | {:>4}->{:<4} | {:>7.2}",
+                "{:>6} {:>7} | {:>8.1} {:>8.1} {:>8.1} | {:>8.1} {:>8.1} {:>8.1} | {:>26.1} | {:>9.1} | {:>4}->{:<4} | {:>6.1}/{:<6.1}",
                 n,
                 k,
                 kb("queued", "rss_per_waiter"),
@@ -222,6 +255,7 @@ fn run_all(ns: &[usize], clients: &[usize], settle_s: u64) -> R<()> {
                 v["before"]["threads"],
                 v["later"]["threads"],
                 v["queued_s"].as_f64().unwrap_or(f64::NAN),
+                v["waiting_s"].as_f64().unwrap_or(f64::NAN),
             );
             lines.push(v);
         }
