@@ -105,6 +105,19 @@ pub struct WatchedEvent {
     pub zxid: i64,
 }
 
+/// How many bytes of reply frames the session task decodes and hands out
+/// before it yields, so that the tasks those replies woke (on the same
+/// runtime: zklock's has one worker) take them before more are decoded.
+/// Without it the task went on decoding as long as the socket had bytes
+/// (up to tokio's budget of 128 reads a turn): N waiters queued at once
+/// each get a list of the queue behind their create, and some 150 lists of
+/// up to N names each were held decoded at once (issue 33: a peak of
+/// O(N^2) bytes that malloc kept, 20 to 30 KB of resident memory per
+/// waiter at N = 3,000 against 10 KB at 300; see
+/// `bench/src/bin/memory.rs`). A yield costs about a microsecond; small
+/// replies (an uncontended acquire's) never reach this in one burst.
+const HAND_OUT_BEFORE_YIELD: usize = 64 * 1024;
+
 /// Where a call's answer goes: the result, and the stamps when the server
 /// answered (a reply frame came, success or server error).
 type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
@@ -1164,6 +1177,9 @@ impl Task {
         self.state.send_if_modified(|s| std::mem::replace(s, State::Connected) != State::Connected);
         let read_timeout = self.timeout * 2 / 3;
         let ping_after = self.timeout / 3;
+        // Bytes of frames handed out since this task last let the tasks
+        // waiting for them run (see [`HAND_OUT_BEFORE_YIELD`]).
+        let mut handed = 0usize;
         loop {
             if !c.wbuf.is_empty() {
                 if let Err(why) = self.flush(&mut c, read_timeout).await {
@@ -1183,6 +1199,12 @@ impl Task {
                         let frame = c.rbuf.split_to(4 + n);
                         if let Some(end) = self.on_frame(&mut c, &frame[4..]) {
                             return end;
+                        }
+                        drop(frame);
+                        handed += 4 + n;
+                        if handed >= HAND_OUT_BEFORE_YIELD {
+                            handed = 0;
+                            tokio::task::yield_now().await;
                         }
                     },
                 }
