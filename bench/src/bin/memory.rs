@@ -111,9 +111,7 @@ fn watches(server: std::net::SocketAddr) -> R<usize> {
 /// One case in this process (see the module documentation).
 fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> R<Value> {
     let options = || {
-        ClientOptions::new(hosts)
-            .session_timeout(Duration::from_secs(20))
-            .operation_timeout(Duration::from_secs(600))
+        ClientOptions::new(hosts).session_timeout(Duration::from_secs(20)).operation_timeout(Duration::from_secs(600))
     };
     let clients: Vec<Client> =
         (0..clients.max(1)).map(|_| Client::connect(options()).map_err(err)).collect::<R<_>>()?;
@@ -225,8 +223,14 @@ fn run_all(ns: &[usize], clients: &[usize], settle_s: u64) -> R<()> {
     let mut lines = Vec::new();
     println!(
         "{:>6} {:>7} | {:>26} | {:>26} | {:>26} | {:>9} | {:>9} | {:>13}",
-        "N", "clients", "queued KB/waiter rss hwm heap", "later KB/waiter rss hwm heap", "after trim rss", "peak heap",
-        "threads", "queued/wait s"
+        "N",
+        "clients",
+        "queued KB/waiter rss hwm heap",
+        "later KB/waiter rss hwm heap",
+        "after trim rss",
+        "peak heap",
+        "threads",
+        "queued/wait s"
     );
     for &k in clients {
         for &n in ns {
