@@ -815,6 +815,72 @@ async fn a_reattach_answered_with_another_session_id_ends_the_session() {
     assert_eq!(within(10, "exists", s.exists("/a")).await.err(), Some(Error::SessionExpired));
 }
 
+// ---- servers that flood ------------------------------------------------
+
+/// A burst of large replies (N lock waiters queued at once each get the
+/// queue's list behind their create) is handed out a few at a time: the
+/// session task lets the tasks waiting for them run before it decodes
+/// more, so decoded replies never pile up (issue 33: some 150 lists of up
+/// to N names each were held at once, and malloc kept the peak). The
+/// client runs on one thread, as in zklock's own runtime; the fake server
+/// on another, writing the whole burst as fast as the client reads it.
+#[test]
+fn a_burst_of_large_replies_is_handed_out_a_few_at_a_time() {
+    const CALLS: usize = 256;
+    // 300 names of 50 bytes: a reply frame of about 16 KiB.
+    let names: Vec<String> = (0..300).map(|i| format!("_c_{i:08x}-0000-4000-8000-000000000000-lock-{i:010}")).collect();
+    let server = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let fake = server.block_on(Fake::start(move |_, mut s| {
+        let names = names.clone();
+        async move {
+            handshake(&mut s).await;
+            let mut burst = Vec::new();
+            for _ in 0..CALLS {
+                let r = next_request(&mut s).await.expect("a getChildren");
+                assert_eq!(r.op, op::GET_CHILDREN);
+                burst.extend(reply(r.xid, 1, 0, |w| {
+                    w.strings(&names);
+                }));
+            }
+            s.write_all(&burst).await.unwrap();
+            hold(s).await;
+        }
+    }));
+    let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // For each call: when its reply was decoded, and when its task had it.
+    let times = client.block_on(async {
+        let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+        let calls: Vec<_> = (0..CALLS).map(|_| s.children("/q")).collect();
+        let tasks: Vec<_> = calls
+            .into_iter()
+            .map(|call| {
+                tokio::spawn(async move {
+                    let r = call.await.expect("the list");
+                    assert_eq!(r.value.len(), 300);
+                    (r.answered, std::time::Instant::now())
+                })
+            })
+            .collect();
+        let mut times = Vec::new();
+        for t in tasks {
+            times.push(within(30, "a reply", t).await.unwrap());
+        }
+        within(10, "close", s.close()).await;
+        times
+    });
+    // The most replies decoded and not yet taken by their task at once.
+    let mut steps: Vec<(std::time::Instant, i32)> = times.iter().flat_map(|&(d, t)| [(d, 1), (t, -1)]).collect();
+    steps.sort_by_key(|&(at, step)| (at, step));
+    let (mut held, mut most) = (0, 0);
+    for (_, step) in steps {
+        held += step;
+        most = most.max(held);
+    }
+    // 64 KiB of frames between yields: four of these replies.
+    assert!(most <= 5, "{most} decoded replies of about 16 KiB were waiting for their tasks at once");
+    drop(fake);
+}
+
 #[test]
 fn server_error_codes_come_back_typed() {
     // Sanity of the helper encodings against the crate's own decoder.
