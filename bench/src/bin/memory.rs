@@ -124,7 +124,9 @@ fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> 
     // not depend on N).
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().map_err(err)?;
     let locks: Vec<_> = (0..n).map(|i| clients[i % clients.len()].lock(path).map_err(err)).collect::<R<_>>()?;
-    // Peak heap in use, sampled every 5 ms while the waiters queue.
+    // Peak heap in use, sampled every 50 ms while the waiters queue
+    // (mallinfo2 walks the free lists under the arena lock: sampled every
+    // 5 ms it took as much CPU as the client's runtime at N = 10,000).
     let sampling = Arc::new(AtomicBool::new(true));
     let peak_heap = Arc::new(AtomicUsize::new(0));
     std::thread::sleep(Duration::from_millis(200));
@@ -135,7 +137,7 @@ fn case(hosts: &str, path: &str, n: usize, clients: usize, settle: Duration) -> 
         std::thread::spawn(move || {
             while sampling.load(Ordering::Acquire) {
                 peak_heap.fetch_max(heap_in_use() as usize, Ordering::AcqRel);
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(50));
             }
         })
     };
