@@ -112,7 +112,7 @@ pub struct WatchedEvent {
 /// (up to tokio's budget of 128 reads a turn): N waiters queued at once
 /// each get a list of the queue behind their create, and some 150 lists of
 /// up to N names each were held decoded at once (issue 33: a peak of
-/// O(N^2) bytes that malloc kept, 20 to 34 KB of resident memory per
+/// O(N^2) bytes that malloc kept, 20 to 75 KB of resident memory per
 /// waiter at N = 3,000 against 10 to 12 KB at 300; see
 /// `bench/src/bin/memory.rs`). The count runs across reads (a burst comes
 /// in many), so small replies also yield once per 64 KiB of them: one
