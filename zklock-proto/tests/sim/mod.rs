@@ -445,17 +445,8 @@ impl World {
     /// if it holds): it answers its clients' reads alone, their writes
     /// and syncs wait, the leader hears none of its reports.
     fn partition(&mut self, i: usize) {
-        if self.zk.followers.is_empty() {
-            return;
-        }
-        let i = self.aim(i);
-        let at = self.zk.sessions[&self.cs[i].session].server;
-        let f = if at > 0 && self.ch.roll(50) { at - 1 } else { self.ch.choose(self.zk.followers.len()) };
+        let Some(Cut { i, at, f, d }) = self.cut_target(i) else { return };
         let now = self.zk.now;
-        if self.zk.followers[f].is_cut(now) {
-            return;
-        }
-        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
         let fl = &mut self.zk.followers[f];
         fl.cut_from = now;
         fl.cut_until = now + d;
@@ -480,16 +471,7 @@ impl World {
     /// 1.5 session timeouts, and the deposed leader answers its syncs for up
     /// to [`DEPOSED_TICKS`] more (half the time that long).
     fn leader_change(&mut self, i: usize) {
-        if self.zk.followers.is_empty() {
-            return;
-        }
-        let i = self.aim(i);
-        let at = self.zk.sessions[&self.cs[i].session].server;
-        let f = if at > 0 && self.ch.roll(50) { at - 1 } else { self.ch.choose(self.zk.followers.len()) };
-        if self.zk.followers[f].is_cut(self.zk.now) {
-            return;
-        }
-        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        let Some(Cut { f, d, .. }) = self.cut_target(i) else { return };
         // Half the time the worst case: the whole `DEPOSED_TICKS`.
         let ghost = if self.ch.roll(50) { DEPOSED_TICKS } else { u64::from(self.ch.between(0, DEPOSED_TICKS as u32)) };
         self.zk.leader_change(f, d, ghost);
@@ -499,6 +481,24 @@ impl World {
              which answers its syncs for {ghost}",
             f + 1
         ));
+    }
+
+    /// Which follower a partition or a leader change cuts off, and for how
+    /// long (0.25 to 1.5 session timeouts): half the time the follower of
+    /// contender `i` (aimed as a stall is), else any; `None` without
+    /// followers or when that one is cut off already.
+    fn cut_target(&mut self, i: usize) -> Option<Cut> {
+        if self.zk.followers.is_empty() {
+            return None;
+        }
+        let i = self.aim(i);
+        let at = self.zk.sessions[&self.cs[i].session].server;
+        let f = if at > 0 && self.ch.roll(50) { at - 1 } else { self.ch.choose(self.zk.followers.len()) };
+        if self.zk.followers[f].is_cut(self.zk.now) {
+            return None;
+        }
+        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        Some(Cut { i, at, f, d })
     }
 
     /// In timed runs, half of the stalls and cut-offs are aimed at a
@@ -1138,4 +1138,16 @@ pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, 
         run_time,
         replay: opts.replay_env(seed),
     }))
+}
+
+/// A follower to cut off (see `World::cut_target`).
+struct Cut {
+    /// The contender it was aimed at.
+    i: usize,
+    /// That contender's server (0: the leader).
+    at: usize,
+    /// The follower (index into `Zk::followers`; server `f + 1`).
+    f: usize,
+    /// For how many ticks.
+    d: u64,
 }
