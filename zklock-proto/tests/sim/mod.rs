@@ -659,13 +659,7 @@ impl World {
                 failure: zklock_proto::acquire::Failure::Unknown,
                 conn,
             });
-            if self.is_cut(i) {
-                self.cs[i].cut_readable = 0;
-                self.cs[i].deferred.extend(fails);
-            } else {
-                self.cs[i].inbox.extend(fails);
-                self.link_down(i);
-            }
+            self.tell(i, fails);
         }
         for i in 0..self.cs.len() {
             let sid = self.cs[i].session;
@@ -687,11 +681,18 @@ impl World {
             .map(|tag| runner::Local::Fail { tag, failure: zklock_proto::acquire::Failure::SessionGone, conn })
             .collect();
         told.push(runner::Local::SessionEnded);
+        self.tell(i, told);
+    }
+
+    /// Contender `i`'s session layer learns `news` as its connection goes
+    /// down: at once, or if it is cut off, once it learns (then the
+    /// messages queued before the cut no longer arrive either).
+    fn tell(&mut self, i: usize, news: impl IntoIterator<Item = runner::Local>) {
         if self.is_cut(i) {
             self.cs[i].cut_readable = 0;
-            self.cs[i].deferred.extend(told);
+            self.cs[i].deferred.extend(news);
         } else {
-            self.cs[i].inbox.extend(told);
+            self.cs[i].inbox.extend(news);
             self.link_down(i);
         }
     }
