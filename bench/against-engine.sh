@@ -2,7 +2,9 @@
 # Compares this checkout's engine with another commit's on this machine:
 # the Rust bench driver built twice (once over each engine), run in turns
 # against one private ZooKeeper, so that drift of a noisy machine hits both
-# alike. Prints a table of medians and the change.
+# alike. Prints a table of medians and the change, and one of the server's
+# CPU time per cycle or acquisition (read from /proc over the part each
+# driver measures: the work the engine costs ZooKeeper).
 #
 #   bench/against-engine.sh COMMIT [ROUNDS] [SCENARIOS]
 #
@@ -11,10 +13,10 @@
 # e.g. issue 13's check against the engine before it:
 #   bench/against-engine.sh c227ec0 6
 #
-# The other engine is built as tests/soak/against-engine.sh does: a
-# throwaway worktree of HEAD with COMMIT's zklock-core/src in place (the
-# driver uses only the public API, which must still compile), its own target
-# directory, removed at the end. Needs an idle machine for numbers that mean
+# The other engine is built in a throwaway worktree of HEAD with COMMIT's
+# engine in place (the sources of zklock-zk, zklock-proto and zklock-core:
+# the driver uses only the public API, which must still compile), its own
+# target directory, removed at the end. Needs an idle machine for numbers that mean
 # anything; `make bench` is the full benchmark.
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 COMMIT [ROUNDS] [SCENARIOS]" >&2; exit 64; }
@@ -28,18 +30,20 @@ cleanup() { git -C "$repo" worktree remove --force "$tree" 2>/dev/null || rm -rf
 trap cleanup EXIT INT TERM
 git -C "$repo" worktree add --detach "$tree" HEAD >/dev/null
 cp -R "$repo/bench/." "$tree/bench/"
-rm -rf "$tree/zklock-core/src"
-git -C "$repo" archive "$commit" zklock-core/src | tar -x -C "$tree"
+for crate in zklock-zk zklock-proto zklock-core; do
+  rm -rf "${tree:?}/$crate/src"
+  git -C "$repo" archive "$commit" "$crate/src" | tar -x -C "$tree"
+done
 echo "against-engine: building the driver over this checkout's engine and over $commit's" >&2
 (cd "$repo" && cargo build --release --locked -p zklock-bench -p zklock-harness --bin zklock-bench-driver --bin zkharness)
 (cd "$tree" && CARGO_TARGET_DIR="$tree/target" cargo build --release -p zklock-bench --bin zklock-bench-driver)
 python3 - "$repo/target/release" "$tree/target/release" "$commit" "$rounds" "$scenarios" <<'EOF'
-import json, statistics, subprocess, sys
+import json, os, statistics, subprocess, sys
 
 now_dir, other_dir, commit, rounds, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 # scenario -> (driver scenario, parameters, what the number is, higher is better)
 SCENARIOS = {
-    "uncontended": ("uncontended", ["iters=1000", "warmup=100"], "median cycle, µs", False),
+    "uncontended": ("uncontended", ["iters=3000", "warmup=300"], "median cycle, µs", False),
     "contended-2": ("contended", ["sessions=2", "duration_ms=2500", "warmup_ms=500"], "grants/s", True),
     "contended-32": ("contended", ["sessions=32", "duration_ms=2500", "warmup_ms=500"], "grants/s", True),
     "queue-32": ("queue", ["sessions=32", "waiters=32", "duration_ms=3500", "warmup_ms=1500"], "handoffs/s", True),
@@ -50,8 +54,17 @@ if unknown:
     sys.exit(f"against-engine: unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
 harness = subprocess.Popen([f"{now_dir}/zkharness", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 try:
-    hosts = json.loads(harness.stdout.readline())["connect"]
-    values = {}
+    hello = json.loads(harness.stdout.readline())
+    hosts, pid = hello["connect"], hello["servers"][0]["pid"]
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def server_cpu_s():
+        # utime + stime of the server's process (fields 14 and 15).
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    values, cpu = {}, {}
     for r in range(rounds):
         # Alternate which engine goes first, round by round.
         order = [("now", now_dir), (commit, other_dir)]
@@ -59,19 +72,31 @@ try:
             for name in wanted:
                 scenario, params, _, _ = SCENARIOS[name]
                 path = f"/against/{name}/{r}/{who}"
-                out = subprocess.run(
-                    [f"{d}/zklock-bench-driver", scenario, hosts, path, *params], capture_output=True, text=True
+                driver = subprocess.Popen(
+                    [f"{d}/zklock-bench-driver", scenario, hosts, path, *params],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
                 )
-                results = [json.loads(line)["result"] for line in out.stdout.splitlines() if '"result"' in line]
-                if not results:
-                    sys.exit(f"against-engine: {who} {name} failed: {out.stderr[-500:]}")
+                results, marks = [], []
+                for line in driver.stdout:
+                    if '"event"' in line and json.loads(line).get("event") in ("measuring", "measured"):
+                        marks.append(server_cpu_s())
+                    elif '"result"' in line:
+                        results.append(json.loads(line)["result"])
+                err = driver.stderr.read()
+                driver.wait()
+                if not results or len(marks) != 2:
+                    sys.exit(f"against-engine: {who} {name} failed: {err[-500:]}")
                 res = results[0]
                 if name == "uncontended":
-                    v = statistics.median(res["lat_us"])
+                    v, n = statistics.median(res["lat_us"]), len(res["lat_us"])
                 else:
-                    v = res["grants"] / res["window_s"]
+                    v, n = res["grants"] / res["window_s"], res["grants"]
+                c = (marks[1] - marks[0]) * 1e6 / n
                 values.setdefault((name, who), []).append(v)
-                print(f"  round {r} {who:>8} {name:<13} {v:9.0f}", file=sys.stderr, flush=True)
+                cpu.setdefault((name, who), []).append(c)
+                print(f"  round {r} {who:>8} {name:<13} {v:9.0f}  server {c:6.0f} µs", file=sys.stderr, flush=True)
 finally:
     harness.stdin.close()
     harness.wait()
@@ -83,4 +108,10 @@ for name in wanted:
     change = 100 * (new - old) / old
     better = change >= 0 if higher else change <= 0
     print(f"| {name}: {unit} | {old:.0f} | {new:.0f} | {change:+.1f} % ({'better or equal' if better else 'worse'}) |")
+print()
+print(f"| server CPU per cycle or acquisition, µs ({rounds} alternating runs, median) | {commit} | now | change |")
+print("|---|---|---|---|")
+for name in wanted:
+    old, new = statistics.median(cpu[(name, commit)]), statistics.median(cpu[(name, "now")])
+    print(f"| {name} | {old:.0f} | {new:.0f} | {100 * (new - old) / old:+.1f} % |")
 EOF

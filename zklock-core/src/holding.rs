@@ -54,7 +54,7 @@ pub(crate) struct Holding {
     pub(crate) changes: watch::Sender<u64>,
     /// The task that follows this holding (and owns the watches on our
     /// node).
-    pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<Vec<zk::Watch>>>>,
 }
 
 /// What the grant hands the holder: the watch on our node its proof left
@@ -284,10 +284,12 @@ type Read = Pin<Box<dyn Future<Output = zk::Result<(Vec<u8>, zk::Stat, zk::Watch
 /// replies to its reads of our node, the notifications of its watches on
 /// our node, the session's state changes, the safety clock's verdict
 /// (`safe`: what the machine was told at the start) and the close of the
-/// client. Release aborts this task, which drops the watches (the client
-/// sends removeWatches) before the delete, so a release notifies only the
-/// next waiter, not ourselves.
-async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) {
+/// client. Ends when the holding ends (`stop`, or the machine no longer
+/// live) and gives back its watches on our node: a release that deletes
+/// the node lets them fire (`Watch::let_fire`: the delete's notification
+/// costs the server less than a `removeWatches` request; it comes to
+/// nobody), any other end drops them (the client sends `removeWatches`).
+async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk::Watch> {
     let session = h.session.clone();
     let Handover { watch, mut states } = handover;
     // The machine was told of any change up to now.
@@ -331,7 +333,7 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) {
             }
         }
         if !h.is_live() {
-            return;
+            return watches.into_values().collect();
         }
         let safe_until = session.safe_until();
         let event = {
@@ -364,7 +366,7 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) {
             };
             tokio::select! {
                 biased;
-                _ = stop.wait_for(|s| *s) => return,
+                _ = stop.wait_for(|s| *s) => return watches.into_values().collect(),
                 () = h.shared.closed() => Some(proto::Event::SessionEnded { closed: true }),
                 // A reply before the notifications that came after it.
                 r = reply => {
@@ -470,22 +472,27 @@ pub(crate) struct Deleting {
     holding: Arc<Holding>,
     /// `None`: the machine had nothing to say (released already).
     next: Option<Next>,
-    monitor: Option<tokio::task::JoinHandle<()>>,
+    monitor: Option<tokio::task::JoinHandle<Vec<zk::Watch>>>,
 }
 
 impl Deleting {
     pub(crate) async fn finish(self) -> Result<ReleaseStatus> {
         let Deleting { holding: h, next, monitor } = self;
-        // End the monitor first: dropping its watch on our node queues
-        // removeWatches ahead of the delete.
-        if let Some(task) = monitor {
-            task.abort();
-            let _ = task.await;
-        }
+        // The monitor ends (begin_delete told it to stop) and gives back
+        // its watches on our node. Dropped, they queue removeWatches ahead
+        // of anything sent after them.
+        let watches = match monitor {
+            Some(task) => task.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
         let outcome = match next {
             None => return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", h.node_path()))),
             Some(Next::Done(outcome)) => outcome,
             Some(Next::Delete { known_ours }) => {
+                // The delete fires them (or our node is gone or replaced,
+                // which fired them already): no removeWatches, one request
+                // less per release; the notification comes to nobody.
+                watches.into_iter().for_each(zk::Watch::let_fire);
                 let deletion = delete_node(&h.shared, &h.session, h.node_path(), known_ours, None).await;
                 let closed = h.shared.is_closed();
                 let actions = h.feed(Some(proto::Event::Deleted { deletion, closed }));

@@ -85,21 +85,23 @@ fn each_release_notifies_exactly_one_waiter() {
     assert_eq!(handoffs, 32);
 }
 
-/// Counted on the wire: every session talks through one proxy, which counts
-/// the watch notifications the server sends. A release must send exactly
-/// one (to the next waiter): none to the other waiters, and none to the
-/// releasing holder for its own node's watch (removed before the delete).
+/// Counted on the wire: every session talks through a proxy of its own,
+/// which counts the watch notifications and requests the server sends and
+/// gets. A release must send exactly one notification to the waiters (to
+/// the next one). The releasing holder gets one too: the delete fires its
+/// own watch on its node, which it lets go without a `removeWatches`
+/// request (a notification costs the server less than a request; issue 33).
 #[test]
 fn each_release_sends_exactly_one_watch_notification() {
     let zk = server();
-    let proxy = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
-    let hosts = proxy.addr().to_string();
-    let holder = connect(&hosts);
-    let mut guard = Some(holder.lock("/herd-wire").unwrap().acquire(None).unwrap());
+    let proxies: Vec<zklock_harness::Proxy> =
+        (0..9).map(|_| zklock_harness::Proxy::start(zk.client_addr(0)).unwrap()).collect();
+    let holder = connect(&proxies[8].addr().to_string());
+    let mut guard = Some((8, holder.lock("/herd-wire").unwrap().acquire(None).unwrap()));
     let (tx, rx) = std::sync::mpsc::channel();
     let mut clients = Vec::new();
-    for i in 0..8 {
-        let c = connect(&hosts);
+    for (i, proxy) in proxies.iter().enumerate().take(8) {
+        let c = connect(&proxy.addr().to_string());
         let lock = Arc::new(c.lock("/herd-wire").unwrap());
         let (tx, l) = (tx.clone(), lock.clone());
         std::thread::spawn(move || {
@@ -109,20 +111,25 @@ fn each_release_sends_exactly_one_watch_notification() {
         wait_until("waiter queued", 5 * SEC, || common::queue(&holder, "/herd-wire").len() == i + 2);
         clients.push((c, lock));
     }
+    let removes = |p: &zklock_harness::Proxy| p.requests().get("removeWatches").copied().unwrap_or(0);
     for round in 0..9 {
         // Let the holder's and the waiters' watches settle.
         std::thread::sleep(Duration::from_millis(200));
-        let before = proxy.notifications();
-        drop(guard.take());
+        let before: Vec<(u64, u64)> = proxies.iter().map(|p| (p.notifications(), removes(p))).collect();
+        let (releaser, g) = guard.take().unwrap();
+        drop(g);
         if round < 8 {
             let (i, g) = rx.recv_timeout(10 * SEC).expect("next waiter granted");
             assert_eq!(i, round, "granted in queue order");
-            guard = Some(g);
+            guard = Some((i, g));
         }
         // Anything else the release set off has arrived by now.
         std::thread::sleep(Duration::from_millis(300));
-        let sent = proxy.notifications() - before;
-        let expected = u64::from(round < 8);
-        assert_eq!(sent, expected, "round {round}: {sent} watch notifications for one release");
+        for (i, (p, (n, r))) in proxies.iter().zip(&before).enumerate() {
+            let (sent, removed) = (p.notifications() - n, removes(p) - r);
+            let expected = u64::from(i == releaser || (round < 8 && i == round));
+            assert_eq!(sent, expected, "round {round}: {sent} watch notifications to session {i} for one release");
+            assert_eq!(removed, 0, "round {round}: session {i} sent removeWatches");
+        }
     }
 }

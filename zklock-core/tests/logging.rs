@@ -43,8 +43,9 @@ fn connects_suspensions_reconnects_and_requeues_are_logged_with_session_and_path
     wait_until("the reconnect is logged", 10 * SEC, || seen(log::Level::Info, &["reconnected", &session]));
     held.release().unwrap();
 
-    // A waiter whose node a third party deletes queues again: logged with
-    // its node's path.
+    // A waiter whose node a third party deletes queues again (when its
+    // blocker goes: a wait keeps no watch on its own node): logged with its
+    // node's path.
     let other = connect(&hosts);
     let blocker = other.lock("/logged").unwrap().acquire(Some(10 * SEC)).unwrap();
     let lock = c.lock("/logged").unwrap();
@@ -53,8 +54,8 @@ fn connects_suspensions_reconnects_and_requeues_are_logged_with_session_and_path
     let raw = Raw::connect(&hosts);
     let victim = raw.children("/logged").into_iter().find(|n| !blocker.node_path().ends_with(n.as_str())).unwrap();
     raw.delete(&format!("/logged/{victim}"));
-    wait_until("the re-queue is logged", 10 * SEC, || seen(log::Level::Info, &["queueing again", &victim, &session]));
     blocker.release().unwrap();
+    wait_until("the re-queue is logged", 10 * SEC, || seen(log::Level::Info, &["queueing again", &victim, &session]));
     waiting.join().unwrap().unwrap().unwrap();
 
     // Nothing below the level asked for.

@@ -94,7 +94,8 @@ fn a_waiter_is_never_granted_on_its_deleted_node_in(holder: LockMode, waiter: Lo
     // b is waiting on a's node; now its own node goes.
     let b_node = queue(&a, path)[1].clone();
     raw.delete(&format!("{path}/{b_node}"));
-    // b may queue again at once (its watch on its own node fires): let it.
+    // b may queue again at once (if a watch on its own node fires; a wait
+    // sets none of its own): let it.
     std::thread::sleep(SEC / 2);
     let before_c = queue(&a, path).len();
     let lc = lock_of(&c, path, later);

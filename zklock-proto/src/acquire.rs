@@ -1255,9 +1255,16 @@ impl<E: Clone> Attempt<E> {
                 if self.intact(self.connection).is_none() {
                     self.drop_own();
                 }
+                // No read of our node with it (issue 33: one request less
+                // per wait): what the wait ends with reads it (the sole
+                // blocker's delete: a read of our node, the grant's proof;
+                // any other notice: a list and that read), so a node a
+                // third party deleted meanwhile is found then and never
+                // granted on; the waiter queues again only then, not as
+                // soon as its node goes. A watch on our node that is still
+                // good is kept.
                 let get = self.send(Request::GetData { path: self.path_of(&blocker), watch: true });
-                let read = self.own.is_none().then(|| self.read_own());
-                self.phase = Phase::WatchBlocker { get, read, sole };
+                self.phase = Phase::WatchBlocker { get, read: None, sole };
             },
         }
     }
@@ -1479,11 +1486,9 @@ mod tests {
     fn the_sole_blockers_deletion_is_no_grant_without_a_read_after_it() {
         let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[BEFORE, OURS], 7);
         let w = sent(&actions(&mut a));
-        // Watch the blocker, and read (and watch) our node behind it.
-        assert!(matches!(&w[0].1, Request::GetData { path, watch: true } if path == "/l/_c_v-lock-0000000000"));
-        assert!(matches!(&w[1].1, Request::GetData { path, watch: true } if path == "/l/_c_u-lock-0000000001"));
+        // Watch the blocker; no read of our node with it (issue 33).
+        assert!(matches!(&w[..], [(_, Request::GetData { path, watch: true })] if path == "/l/_c_v-lock-0000000000"));
         ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
-        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
         assert_eq!(actions(&mut a), vec![Action::Waiting]);
         a.handle(Event::Watch(w[0].0, Notice::Deleted));
         let prove = sent(&actions(&mut a));
@@ -1608,9 +1613,19 @@ mod tests {
         let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[BEFORE, OURS], 7);
         let w = sent(&actions(&mut a));
         ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
-        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
         actions(&mut a);
-        // The blocker changes (not deleted): look again, our watch kept.
+        // The blocker changes (not deleted): look again, with a read of our
+        // node (no watch on it yet), on connection 1; still blocked.
+        a.handle(Event::Watch(w[0].0, Notice::Changed));
+        let look = sent(&actions(&mut a));
+        assert!(matches!(&look[1].1, Request::GetData { watch: true, .. }), "{look:?}");
+        a.handle(Event::Reply(look[0].0, Reply { result: Ok(children(&[BEFORE, OURS], 9)), connection: 1 }));
+        ok(&mut a, look[1].0, Answer::Data(stat(7, SESSION)));
+        let w = sent(&actions(&mut a));
+        assert_eq!(w.len(), 1, "the blocker watched again, our good watch kept: {w:?}");
+        ok(&mut a, w[0].0, Answer::Data(stat(5, 0x52)));
+        actions(&mut a);
+        // It changes again: look, no read this time: our watch is good.
         a.handle(Event::Watch(w[0].0, Notice::Changed));
         let look = sent(&actions(&mut a));
         assert_eq!(look.len(), 1, "no read: our watch is good: {look:?}");

@@ -172,18 +172,13 @@ fn finds(name: &str, modes: &[LockMode], bugs: Bugs, faults: u32, kinds: &[&str]
     assert!(kinds.contains(&v.kind), "{name}: found {} ({}), expected one of {kinds:?}", v.kind, v.what);
 }
 
-/// `grant_on_silent_watch`: a multi deletes the blocker and then our node.
-#[cfg(feature = "history")]
-#[test]
-fn exhaustive_finds_grant_on_silent_watch() {
-    finds(
-        "grant_on_silent_watch",
-        &[LockMode::Exclusive, LockMode::Exclusive],
-        Bugs { grant_on_silent_watch: true, ..Bugs::default() },
-        1,
-        &["grant", "holders"],
-    );
-}
+// `grant_on_silent_watch` (a multi deletes the blocker and then our node)
+// is not searched here: it needs a wait begun with a good watch on our
+// node, which (since a wait sends no read of our node, issue 33) only a
+// look before it leaves: a blocker that changed, or a third contender
+// whose blocker went first. Two contenders never get there (searched:
+// nothing found with one fault); the random simulator finds it
+// (`sim.rs`, `finds_grant_on_silent_watch`).
 
 /// `grant_on_notice`: a grant with no proof that our node exists.
 #[cfg(feature = "history")]

@@ -144,7 +144,9 @@ type Waiter = (u64, oneshot::Sender<WatchedEvent>);
 
 enum Cmd {
     Call { req: Request, tx: Sink, watch: Option<WatchReg> },
-    Unwatch { path: String, kind: WatchKind, id: u64 },
+    /// A local watch let go; `server`: remove the server's watch too when
+    /// nobody else needs it (false: the caller's own change fires it).
+    Unwatch { path: String, kind: WatchKind, id: u64, server: bool },
     Close(oneshot::Sender<()>),
 }
 
@@ -615,7 +617,8 @@ pub struct Watch {
     chroot: Arc<str>,
     kind: WatchKind,
     id: u64,
-    /// Its node event was read.
+    /// Its node event was read, or it was let go: nothing for the drop
+    /// to remove.
     fired: bool,
     cmd: mpsc::WeakUnboundedSender<Cmd>,
 }
@@ -640,16 +643,38 @@ impl Future for Watch {
     }
 }
 
-impl Drop for Watch {
-    fn drop(&mut self) {
+impl Watch {
+    /// Lets this watch go without removing the server's watch: for a
+    /// caller about to make the change that fires it (the delete of the
+    /// watched node), to whom a `removeWatches` request would cost more
+    /// than the notification it avoids. The notification, when it comes,
+    /// goes to this session's other watches of the node, or to nobody.
+    /// Until it fires, the server's watch is not set again after a
+    /// reconnect (unless another watch of the session needs it). If the
+    /// change is not made, the server keeps the watch until the node
+    /// changes or the connection ends.
+    pub fn let_fire(mut self) {
+        self.release(false);
+    }
+
+    fn release(&mut self, server: bool) {
         // One that fired (its event read, or waiting unread) is gone from
         // the server already: a removeWatches would only be refused.
         if self.fired || self.rx.try_recv().is_ok() {
+            self.fired = true;
             return;
         }
+        self.fired = true;
         if let Some(tx) = self.cmd.upgrade() {
-            let _ = tx.send(Cmd::Unwatch { path: std::mem::take(&mut self.path), kind: self.kind, id: self.id });
+            let path = std::mem::take(&mut self.path);
+            let _ = tx.send(Cmd::Unwatch { path, kind: self.kind, id: self.id, server });
         }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.release(true);
     }
 }
 
@@ -1060,7 +1085,7 @@ impl Task {
                     None => return Err(End::Closed(None)),
                     Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
                     Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
-                    Some(Cmd::Unwatch { path, kind, id }) => {
+                    Some(Cmd::Unwatch { path, kind, id, .. }) => {
                         self.unwatch_local(&path, kind, id);
                     }
                 },
@@ -1132,8 +1157,8 @@ impl Task {
                 let x = self.take_xid();
                 self.enqueue(c, x, req, Purpose::User { tx, watch });
             },
-            Cmd::Unwatch { path, kind, id } => {
-                if self.unwatch_local(&path, kind, id) && c.closing.is_none() {
+            Cmd::Unwatch { path, kind, id, server } => {
+                if self.unwatch_local(&path, kind, id) && server && c.closing.is_none() {
                     self.remove_server_watch(c, path, kind);
                 }
             },
