@@ -1342,10 +1342,20 @@ impl<E: Clone> Attempt<E> {
                 self.phase = Phase::WaitBlocker { watch: get, sole };
                 self.begin_wait();
             },
-            // Gone between the list and the watch: look again now.
+            // Gone between the list and the watch. The sole blocker's
+            // NoNode says what its delete notification would (it went, and
+            // none can take its place): a read of our node sent now
+            // settles it, with no list (issue 33: one request less when a
+            // handoff overtakes the watch). Otherwise look again now.
             Err(Failure::NoNode) => {
                 self.drop_watch(get);
-                self.look();
+                if sole {
+                    let old = self.own.take().map(|o| o.id);
+                    let read = self.read_own();
+                    self.phase = Phase::Prove { read, old };
+                } else {
+                    self.look();
+                }
             },
             Err(Failure::Unknown) => {
                 self.drop_watch(get);
@@ -1498,6 +1508,29 @@ mod tests {
         let end = actions(&mut a);
         assert_eq!(end.last(), Some(&Action::Ended(End::Restart(Requeue::NodeGone))));
         assert_eq!(a.leftover(), Leftover { node: None, unknown_create: false });
+    }
+
+    #[test]
+    fn a_sole_blocker_gone_before_its_read_is_followed_by_a_read_of_our_node_alone() {
+        let (mut a, _) = queued(config(LockMode::Exclusive), OURS, &[BEFORE, OURS], 7);
+        let w = sent(&actions(&mut a));
+        err(&mut a, w[0].0, Failure::NoNode);
+        let prove = sent(&actions(&mut a));
+        assert!(
+            matches!(&prove[..], [(_, Request::GetData { path, watch: true })] if path == "/l/_c_u-lock-0000000001"),
+            "a read of our node, no list: {prove:?}"
+        );
+        // The read is the proof; without it, nothing is granted.
+        assert!(!a.is_done());
+        ok(&mut a, prove[0].0, Answer::Data(stat(7, SESSION)));
+        assert_eq!(actions(&mut a), vec![Action::CheckClock]);
+        // Behind a blocker that is not the only one, a list again.
+        let (ours, queue) = ("_c_u-lock-0000000002", ["_c_w-lock-0000000000", "_c_v-lock-0000000001"]);
+        let (mut a, _) = queued(config(LockMode::Exclusive), ours, &[queue[0], queue[1], ours], 7);
+        let w = sent(&actions(&mut a));
+        err(&mut a, w[0].0, Failure::NoNode);
+        let look = sent(&actions(&mut a));
+        assert!(matches!(&look[0].1, Request::Children { .. }), "{look:?}");
     }
 
     #[test]

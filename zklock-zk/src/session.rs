@@ -607,9 +607,11 @@ impl<T> Future for ReplyFuture<T> {
 }
 
 /// A watch left by a call. Resolves once, with the node event or with
-/// [`EventType::Session`] when the session ends. A reconnect keeps it (it
-/// is registered again on the new connection). Dropping it removes it; the
-/// server's watch goes too when no other watch of the session needs it.
+/// [`EventType::Session`] when the session ends or the call failed (the
+/// server set no watch). A reconnect keeps it (it is registered again on
+/// the new connection). Dropping it removes it; the server's watch goes
+/// too (a `removeWatches` request) when no other watch of the session
+/// needs it.
 pub struct Watch {
     rx: oneshot::Receiver<WatchedEvent>,
     /// The server's path (chroot included).
@@ -659,8 +661,12 @@ impl Watch {
 
     fn release(&mut self, server: bool) {
         // One that fired (its event read, or waiting unread) is gone from
-        // the server already: a removeWatches would only be refused.
-        if self.fired || self.rx.try_recv().is_ok() {
+        // the server already: a removeWatches would only be refused. So is
+        // one the session let go (its call failed, so the server set none:
+        // a getData of a missing node, or a call lost with its connection;
+        // or the session ended): nothing to remove (issue 33: a waiter whose
+        // blocker went before its read paid a removeWatches for it).
+        if self.fired || !matches!(self.rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
             self.fired = true;
             return;
         }

@@ -194,6 +194,39 @@ fn watches_fire_once_and_go_from_the_server_when_dropped() {
     });
 }
 
+/// A watch whose call failed (getData of a missing node sets none on the
+/// server) and a watch let go to be fired by the session's own delete
+/// (`Watch::let_fire`) cost no `removeWatches` request; a watch dropped
+/// while the server holds it does (counted on the wire by a proxy).
+#[test]
+fn watches_with_nothing_to_remove_send_no_remove_watches() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let proxy = Proxy::start(zk.client_addr(0)).expect("proxy");
+    run(async {
+        let s = connect(&proxy.addr().to_string()).await;
+        let removes = || proxy.requests().get("removeWatches").copied().unwrap_or(0);
+        let (r, failed) = s.get_data_watch("/missing");
+        assert!(matches!(r.await, Err(Error::Server(Code::NoNode))));
+        drop(failed);
+        s.create("/fired", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let (r, let_go) = s.get_data_watch("/fired");
+        r.await.unwrap();
+        assert_eq!(watch_count(&zk), 1);
+        let_go.let_fire();
+        s.delete("/fired", -1).await.unwrap();
+        s.sync("/").await.unwrap();
+        assert_eq!((removes(), watch_count(&zk)), (0, 0), "nothing removed; the delete fired the watch");
+        // The protection's own check: a watch the server holds is removed.
+        s.create("/held", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
+        let (r, held) = s.get_data_watch("/held");
+        r.await.unwrap();
+        drop(held);
+        s.sync("/").await.unwrap();
+        assert_eq!((removes(), watch_count(&zk)), (1, 0));
+        s.close().await;
+    });
+}
+
 /// Watches the server holds for all sessions (`wchs`).
 fn watch_count(zk: &Cluster) -> usize {
     let out = zk.four_letter(0, "wchs").expect("wchs");
