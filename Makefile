@@ -169,7 +169,18 @@ test-interop: deps
 ## BENCH_QUICK=1: a ~3-minute smoke run into bench/results/quick-<date>; BENCH_ARGS: more flags
 bench: deps
 	bench/build.sh
-	target/release/zklock-bench $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)
+	$(CARGO_OUT)/release/zklock-bench $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_ARGS)
+
+.PHONY: bench-scale
+## bench-scale: the ZooKeeper ensemble's CPU time per lock operation (3 nodes on loopback; clients
+## on a follower, then on the leader): zklock (Rust core), Curator, kazoo and the raw-client floor,
+## uncontended and 2-/8-way contended, 2 repetitions; results in bench/results/scale-<date>
+## (about 12 minutes). BENCH_QUICK=1: a ~1-minute smoke run; BENCH_SCALE_ARGS: more flags
+## (--reps N, --only IMPL,.., --scenarios NAME,.., --out DIR)
+bench-scale:
+	./scripts/install-deps.sh bench-scale
+	bench/build.sh rust java
+	$(CARGO_OUT)/release/zklock-bench scale $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_SCALE_ARGS)
 
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local

@@ -2,7 +2,9 @@
 # Installs what zklock's build, demo and tests need on a Debian machine;
 # `install-deps.sh demo` only what `make demo` needs (ZooKeeper with Java, a
 # C compiler, python3-venv with maturin, Node with the package's build
-# tools). Safe to run again: it installs only what is missing.
+# tools); `install-deps.sh bench-scale` only what `make bench-scale` needs
+# (the apt packages below and kazoo's venv). Safe to run again: it installs
+# only what is missing.
 # - apt: ZooKeeper 3.8 (package `zookeeper`, which brings Java), a C
 #   compiler, Apache Curator 5.x and a JDK (interop tests compile a Curator
 #   peer), python3 with venv, valgrind, pkg-config and g++ (C tests);
@@ -15,10 +17,12 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 demo_only=false
+scale_only=false
 case "${1:-}" in
   "") ;;
   demo) demo_only=true ;;
-  *) echo "usage: scripts/install-deps.sh [demo]" >&2; exit 64 ;;
+  bench-scale) scale_only=true ;;
+  *) echo "usage: scripts/install-deps.sh [demo|bench-scale]" >&2; exit 64 ;;
 esac
 venv="$root/target/interop-venv"
 kazoo_version=2.11.0
@@ -77,6 +81,8 @@ if ! $demo_only; then
 
   version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '(not from apt)'; }
   echo "install-deps: zookeeper $(version zookeeper); curator $(version libcurator-recipes-java); $(java -version 2>&1 | head -1); $(javac -version 2>&1); kazoo $kazoo_version; $(cargo --version)"
+  # `make bench-scale` runs the Rust core, Curator and kazoo only.
+  if $scale_only; then exit 0; fi
 
   # C ABI (zklock-ffi, `make header`, `make check-header`, `make test-c`):
   # cbindgen generates include/zklock.h. Pinned, so that the committed header

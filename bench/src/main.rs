@@ -3,16 +3,20 @@
 //!
 //! ```text
 //! zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
+//! zklock-bench scale [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
 //! ```
 //!
 //! Starts a standalone server through the test harness (forceSync off, then
 //! on), runs every scenario for every implementation as a separate driver
 //! process (order rotated between repetitions), and writes `results.json`,
 //! `results.md` and `latency.svg` under `--out` (default
-//! `bench/results/<date>`). See `bench/README.md`.
+//! `bench/results/<date>`). `scale` (`make bench-scale`, `scale.rs`)
+//! measures a 3-node ensemble's CPU time per lock operation instead
+//! (default `bench/results/scale-<date>`). See `bench/README.md`.
 
 mod raw;
 mod report;
+mod scale;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -310,20 +314,35 @@ struct Observer {
     pid: Option<u32>,
 }
 
-impl Observer {
-    /// CPU time (user + system) the server's process has used so far, in
-    /// seconds (`/proc/PID/stat`, clock-tick resolution).
-    fn server_cpu_s(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid?)).ok()?;
-        // Fields after the command name (which may hold spaces): state is
-        // the first, utime the 12th, stime the 13th.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        (per_s > 0.0).then(|| ticks / per_s)
-    }
+/// CPU time (user + system) process `pid` has used so far, in clock ticks
+/// (`/proc/PID/stat`; [`ticks_per_s`] of them a second).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    stat_cpu_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
 
+/// utime + stime of a `/proc/PID/stat` line, in clock ticks.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    // Fields after the command name (which may hold spaces and
+    // parentheses): state is the first, utime the 12th, stime the 13th.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on Linux): the
+/// resolution of [`cpu_ticks`].
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if per_s > 0 {
+        per_s as f64
+    } else {
+        100.0
+    }
+}
+
+impl Observer {
     /// The current holder of `path` (lowest sequence) and its session.
     fn holder(&self, path: &str) -> R<(String, i64)> {
         let zk = &self.zk;
@@ -447,21 +466,41 @@ impl Drop for Driver {
     }
 }
 
+/// Runs one driver to its result and reads the CPU time of each process
+/// of `pids` when the driver says the part it measures starts and ends
+/// (`{"event": "measuring"}`, `{"event": "measured"}`): the result, and
+/// the clock ticks each used in between (None if the driver did not say
+/// both or a process could not be read).
+fn run_metered(
+    imp: &Imp,
+    sc: &Scenario,
+    hosts: &str,
+    path: &str,
+    log: &Path,
+    pids: &[u32],
+) -> R<(Value, Option<Vec<u64>>)> {
+    let mut marks = Vec::new();
+    let r = Driver::start(imp, sc, hosts, path, log)?.result_with(|e| {
+        if e == "measuring" || e == "measured" {
+            marks.push(pids.iter().map(|p| cpu_ticks(*p)).collect::<Option<Vec<u64>>>());
+        }
+    })?;
+    let ticks = match marks.as_slice() {
+        [Some(from), Some(to)] => Some(from.iter().zip(to).map(|(a, b)| b.saturating_sub(*a)).collect()),
+        _ => None,
+    };
+    Ok((r, ticks))
+}
+
 /// Runs one driver to its result (herd: drives the releases and reads the
 /// server's watch table before each).
 fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &Observer) -> R<Value> {
     if sc.family != "herd" {
-        // The server's CPU time over the part the driver measures (it says
-        // when that starts and ends).
-        let mut marks = Vec::new();
-        let mut run = |hosts: &str| -> R<Value> {
-            let mut r = Driver::start(imp, sc, hosts, path, log)?.result_with(|e| {
-                if e == "measuring" || e == "measured" {
-                    marks.extend(obs.server_cpu_s());
-                }
-            })?;
-            if let (Some(o), [from, to]) = (r.as_object_mut(), marks.as_slice()) {
-                o.insert("server_cpu_s".into(), json!(to - from));
+        // The server's CPU time over the part the driver measures.
+        let run = |hosts: &str| -> R<Value> {
+            let (mut r, ticks) = run_metered(imp, sc, hosts, path, log, &Vec::from_iter(obs.pid))?;
+            if let (Some(o), Some([t])) = (r.as_object_mut(), ticks.as_deref()) {
+                o.insert("server_cpu_s".into(), json!(*t as f64 / ticks_per_s()));
             }
             Ok(r)
         };
@@ -534,6 +573,20 @@ fn run_one(imp: &Imp, sc: &Scenario, hosts: &str, path: &str, log: &Path, obs: &
     Ok(r)
 }
 
+/// The order of repetition `rep`: `items` rotated left by `rep`, and
+/// reversed every other repetition (so that no implementation always
+/// follows the same one).
+fn rotated<T: Copy>(items: &[T], rep: usize) -> Vec<T> {
+    let mut order = items.to_vec();
+    if !order.is_empty() {
+        order.rotate_left(rep % items.len());
+    }
+    if rep % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 fn sh(cmd: &str) -> String {
     Command::new("sh")
         .args(["-c", cmd])
@@ -569,32 +622,56 @@ fn machine() -> Value {
     })
 }
 
+/// The command line.
 struct Args {
+    /// `zklock-bench scale`: the ensemble's work per lock operation
+    /// (`scale.rs`) instead of `make bench`'s scenarios.
+    scale: bool,
     quick: bool,
     reps: usize,
     out: PathBuf,
     only: Option<Vec<String>>,
     scenarios: Option<Vec<String>>,
+    /// forceSync of each server started in turn (false: `no`).
     modes: Vec<bool>,
 }
 
+impl Args {
+    /// Whether `--scenarios` (if given) names this scenario or its family.
+    fn wants(&self, sc: &Scenario) -> bool {
+        self.scenarios.as_ref().is_none_or(|o| o.iter().any(|n| *n == sc.name || n == sc.family))
+    }
+}
+
+/// The implementations `--only` (if given) names, in `all`'s order.
+fn chosen(args: &Args, all: Vec<Imp>) -> Vec<Imp> {
+    all.into_iter().filter(|i| args.only.as_ref().is_none_or(|o| o.iter().any(|n| n == i.name))).collect()
+}
+
+const USAGE: &str = "zklock-bench [scale] [--quick] [--reps N] [--out DIR] [--only IMPL,..] [--scenarios NAME,..] \
+                     [--fsync on|off|both]";
+
 fn parse_args() -> R<Args> {
     let date = sh("date -u +%Y-%m-%d");
+    let mut it = std::env::args().skip(1).peekable();
+    let scale = it.next_if(|a| a == "scale").is_some();
     let mut a = Args {
+        scale,
         quick: std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1"),
-        reps: 3,
+        reps: 0,
         out: PathBuf::new(),
         only: None,
         scenarios: None,
-        modes: vec![false, true],
+        // The scale runs: forceSync=no unless asked (as `make bench`'s first mode).
+        modes: if scale { vec![false] } else { vec![false, true] },
     };
+    let mut reps = None;
     let mut out = None;
-    let mut it = std::env::args().skip(1);
     let list = |v: Option<String>| v.map(|s| s.split(',').map(str::to_owned).collect::<Vec<_>>());
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--quick" => a.quick = true,
-            "--reps" => a.reps = it.next().and_then(|v| v.parse().ok()).ok_or("--reps N")?,
+            "--reps" => reps = Some(it.next().and_then(|v| v.parse().ok()).ok_or("--reps N")?),
             "--out" => out = Some(PathBuf::from(it.next().ok_or("--out DIR")?)),
             "--only" => a.only = list(it.next()),
             "--scenarios" => a.scenarios = list(it.next()),
@@ -606,17 +683,24 @@ fn parse_args() -> R<Args> {
                 }
             },
             "-h" | "--help" => {
-                println!("zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,..] [--scenarios NAME,..] [--fsync on|off|both]");
+                println!("{USAGE}");
                 std::process::exit(0);
             },
-            other => return Err(format!("unknown argument {other}")),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    if a.quick && a.reps == 3 {
-        a.reps = 1;
-    }
+    a.reps = reps.unwrap_or(match (a.quick, a.scale) {
+        (true, _) => 1,
+        (false, true) => 2,
+        (false, false) => 3,
+    });
     a.out = out.unwrap_or_else(|| {
-        let sub = if a.quick { format!("quick-{date}") } else { date };
+        let sub = match (a.quick, a.scale) {
+            (false, false) => date,
+            (true, false) => format!("quick-{date}"),
+            (false, true) => format!("scale-{date}"),
+            (true, true) => format!("scale-quick-{date}"),
+        };
         root().join("bench/results").join(sub)
     });
     Ok(a)
@@ -632,16 +716,14 @@ fn main() {
 fn run() -> R<()> {
     let args = parse_args()?;
     std::fs::create_dir_all(args.out.join("logs")).map_err(err)?;
-    let imps: Vec<Imp> = implementations()
-        .into_iter()
-        .filter(|i| args.only.as_ref().is_none_or(|o| o.iter().any(|n| n == i.name)))
-        .collect();
+    if args.scale {
+        return scale::run(&args);
+    }
+    let imps = chosen(&args, implementations());
     let machine = machine();
     let started = Instant::now();
-    let mut metrics = report::Metrics::new();
-    let mut raw_runs = Vec::new();
+    let mut record = Record::default();
     let mut lat: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
-    let mut failures = Vec::new();
     for &fsync in &args.modes {
         let mode = if fsync { "fsync-on" } else { "fsync-off" };
         eprintln!("zklock-bench: starting ZooKeeper (standalone, forceSync={})", if fsync { "yes" } else { "no" });
@@ -652,73 +734,20 @@ fn run() -> R<()> {
         let (rt, zk) = raw::connect(&hosts, Duration::from_secs(30), true)?;
         let obs = Observer { rt, zk, addr: cluster.client_addr(0), pid: cluster.pid(0) };
         for sc in scenarios(args.quick, args.reps, fsync) {
-            if args.scenarios.as_ref().is_some_and(|o| !o.iter().any(|n| *n == sc.name || n == sc.family)) {
+            if !args.wants(&sc) {
                 continue;
             }
             let runs: Vec<&Imp> = imps.iter().filter(|i| i.runs.contains(&sc.family)).collect();
             for rep in 0..sc.reps {
-                // Alternate the order: rotate by the repetition, reverse every other.
-                let mut order: Vec<&Imp> = runs.clone();
-                if !order.is_empty() {
-                    let k = rep % order.len();
-                    order.rotate_left(k);
-                }
-                if rep % 2 == 1 {
-                    order.reverse();
-                }
-                for imp in order {
+                for imp in rotated(&runs, rep) {
                     let path = format!("/bench/{mode}/{}/{}-{rep}", sc.name, imp.name);
                     let log = args.out.join("logs").join(format!("{mode}-{}-{}-{rep}.log", sc.name, imp.name));
                     let t = Instant::now();
                     let res = run_one(imp, &sc, &hosts, &path, &log, &obs);
                     let wall = t.elapsed().as_secs_f64();
-                    match res {
-                        Ok(mut r) => {
-                            report::add_result(&mut metrics, mode, &sc.name, imp.name, &r);
-                            if let Some(l) = r.get("lat_us").and_then(Value::as_array) {
-                                lat.entry(mode.to_owned())
-                                    .or_default()
-                                    .entry(imp.name.to_owned())
-                                    .or_default()
-                                    .extend(l.iter().filter_map(Value::as_f64));
-                            }
-                            let summary = metrics
-                                .get(mode)
-                                .and_then(|m| m.get(&sc.name))
-                                .and_then(|m| m.get(imp.name))
-                                .map(|m| {
-                                    m.iter()
-                                        .filter_map(|(k, s)| s.0.last().map(|v| format!("{k}={}", report::fmt(*v))))
-                                        .collect::<Vec<_>>()
-                                        .join(" ")
-                                })
-                                .unwrap_or_default();
-                            eprintln!("  {mode} {:<15} rep {rep} {:<14} {summary} ({wall:.1}s)", sc.name, imp.name);
-                            if let Some(o) = r.as_object_mut() {
-                                // Samples go to the chart and the quantiles; keep the JSON small.
-                                if let Some(Value::Array(l)) = o.remove("lat_us") {
-                                    let v: Vec<f64> = l.iter().filter_map(Value::as_f64).collect();
-                                    let qs: Vec<f64> = [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
-                                        .iter()
-                                        .filter_map(|q| report::quantile(&v, *q))
-                                        .collect();
-                                    o.insert("samples".into(), json!(v.len()));
-                                    o.insert("quantiles_us_0_10_50_90_99_999_100".into(), json!(qs));
-                                }
-                            }
-                            raw_runs.push(json!({ "mode": mode, "scenario": sc.name, "impl": imp.name, "rep": rep,
-                                "params": sc.params.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                                "wall_s": wall, "result": r }));
-                        },
-                        Err(e) => {
-                            eprintln!(
-                                "  {mode} {:<15} rep {rep} {:<14} FAILED: {e} (log {})",
-                                sc.name,
-                                imp.name,
-                                log.display()
-                            );
-                            failures.push(format!("{mode} {} {} rep {rep}: {e}", sc.name, imp.name));
-                        },
+                    let samples = record.add(mode, &sc, imp.name, rep, wall, res, &log);
+                    if !samples.is_empty() {
+                        lat.entry(mode.to_owned()).or_default().entry(imp.name.to_owned()).or_default().extend(samples);
                     }
                 }
             }
@@ -734,16 +763,116 @@ fn run() -> R<()> {
         started.elapsed().as_secs_f64(),
         args.reps
     )];
-    if !failures.is_empty() {
-        notes.push(format!("Failed runs: {}", failures.join("; ")));
+    if !record.failures.is_empty() {
+        notes.push(format!("Failed runs: {}", record.failures.join("; ")));
     }
-    let md = report::markdown(&metrics, &machine, &notes);
-    let results = json!({ "machine": machine, "runs": raw_runs, "targets": report::verdicts_json(&metrics), "failures": failures });
-    let write = |name: &str, body: &str| std::fs::write(args.out.join(name), body).map_err(|e| format!("{name}: {e}"));
-    write("results.md", &md)?;
-    write("results.json", &serde_json::to_string_pretty(&results).map_err(err)?)?;
-    write("latency.svg", &report::svg(&lat))?;
-    println!("{md}");
-    eprintln!("zklock-bench: results in {}", args.out.display());
+    let md = report::markdown(&record.metrics, &machine, &notes);
+    let results = json!({ "machine": machine, "runs": record.runs, "targets": report::verdicts_json(&record.metrics),
+        "failures": record.failures });
+    write_results(&args.out, &md, &results)?;
+    write_file(&args.out, "latency.svg", &report::svg(&lat))?;
     Ok(())
+}
+
+/// Writes `results.md` and `results.json` under `out` and prints the markdown.
+fn write_results(out: &Path, md: &str, results: &Value) -> R<()> {
+    write_file(out, "results.md", md)?;
+    write_file(out, "results.json", &serde_json::to_string_pretty(results).map_err(err)?)?;
+    println!("{md}");
+    eprintln!("zklock-bench: results in {}", out.display());
+    Ok(())
+}
+
+fn write_file(out: &Path, name: &str, body: &str) -> R<()> {
+    std::fs::write(out.join(name), body).map_err(|e| format!("{name}: {e}"))
+}
+
+/// What a run of many drivers keeps: the metrics, every driver run's JSON
+/// and the failures.
+#[derive(Default)]
+struct Record {
+    metrics: report::Metrics,
+    runs: Vec<Value>,
+    failures: Vec<String>,
+}
+
+impl Record {
+    /// Adds one driver run's outcome under `mode` and prints a line about
+    /// it; returns its latency samples (those of a cycle, if it timed
+    /// cycles), which the JSON keeps only as quantiles.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        mode: &str,
+        sc: &Scenario,
+        imp: &str,
+        rep: usize,
+        wall: f64,
+        res: R<Value>,
+        log: &Path,
+    ) -> Vec<f64> {
+        let mut r = match res {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("  {mode} {:<15} rep {rep} {imp:<14} FAILED: {e} (log {})", sc.name, log.display());
+                self.failures.push(format!("{mode} {} {imp} rep {rep}: {e}", sc.name));
+                return Vec::new();
+            },
+        };
+        report::add_result(&mut self.metrics, mode, &sc.name, imp, &r);
+        let summary = self
+            .metrics
+            .get(mode)
+            .and_then(|m| m.get(&sc.name))
+            .and_then(|m| m.get(imp))
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, s)| s.0.last().map(|v| format!("{k}={}", report::fmt(*v))))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        eprintln!("  {mode} {:<15} rep {rep} {imp:<14} {summary} ({wall:.1}s)", sc.name);
+        let mut samples = Vec::new();
+        if let Some(o) = r.as_object_mut() {
+            // Samples go to the chart and the quantiles; keep the JSON small.
+            if let Some(Value::Array(l)) = o.remove("lat_us") {
+                samples = l.iter().filter_map(Value::as_f64).collect();
+                let qs: Vec<f64> = [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
+                    .iter()
+                    .filter_map(|q| report::quantile(&samples, *q))
+                    .collect();
+                o.insert("samples".into(), json!(samples.len()));
+                o.insert("quantiles_us_0_10_50_90_99_999_100".into(), json!(qs));
+            }
+        }
+        self.runs.push(json!({ "mode": mode, "scenario": sc.name, "impl": imp, "rep": rep,
+            "params": sc.params.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "wall_s": wall, "result": r }));
+        samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_are_utime_plus_stime() {
+        // A command name may hold spaces and parentheses: the fields are
+        // counted from the last ')'.
+        let stat = "4242 (java (x) y) S 1 4242 4242 0 -1 4194304 9 0 0 0 1234 567 0 0 20 0 40 0 100 0 0";
+        assert_eq!(stat_cpu_ticks(stat), Some(1234 + 567));
+        assert_eq!(stat_cpu_ticks("4242 (java) S 1 2"), None, "too few fields");
+        assert_eq!(cpu_ticks(std::process::id()).map(|_| ()), Some(()), "our own process can be read");
+    }
+
+    #[test]
+    fn rotation_varies_the_order() {
+        assert_eq!(rotated(&[1, 2, 3, 4], 0), [1, 2, 3, 4]);
+        assert_eq!(rotated(&[1, 2, 3, 4], 1), [1, 4, 3, 2]);
+        assert_eq!(rotated(&[1, 2, 3, 4], 2), [3, 4, 1, 2]);
+        assert!(rotated::<u8>(&[], 1).is_empty());
+    }
 }

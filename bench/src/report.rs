@@ -88,24 +88,34 @@ pub fn add_result(m: &mut Metrics, mode: &str, scenario: &str, imp: &str, result
             .unwrap_or_default()
     };
     let num = |k: &str| result.get(k).and_then(Value::as_f64);
-    if let Some(lat) = result.get("lat_us").and_then(Value::as_array) {
-        let lat: Vec<f64> = lat.iter().filter_map(Value::as_f64).collect();
-        put("median_us", quantile(&lat, 0.5));
-        put("p99_us", quantile(&lat, 0.99));
-        // CPU per measured cycle: the driver's process, and the server's.
-        let cycles = lat.len() as f64;
-        let per_cycle = |k: &str| num(k).filter(|_| cycles > 0.0).map(|s| s * 1e6 / cycles);
-        put("client_cpu_us", per_cycle("cpu_s"));
-        put("server_cpu_us", per_cycle("server_cpu_s"));
+    let lat: Option<Vec<f64>> =
+        result.get("lat_us").and_then(Value::as_array).map(|l| l.iter().filter_map(Value::as_f64).collect());
+    if let Some(lat) = &lat {
+        put("median_us", quantile(lat, 0.5));
+        put("p99_us", quantile(lat, 0.99));
     }
+    // What CPU figures are per: each measured cycle (a driver that times
+    // its cycles), else each grant in the window.
+    let ops = match &lat {
+        Some(lat) => Some(lat.len() as f64),
+        None => num("grants").filter(|_| num("window_s").is_some()),
+    }
+    .filter(|n| *n > 0.0);
+    let per_op = |cpu_s: Option<f64>| Some(cpu_s? * 1e6 / ops?);
+    // The driver's process, and the server's.
+    put("client_cpu_us", per_op(num("cpu_s")));
+    put("server_cpu_us", per_op(num("server_cpu_s")));
+    // A scale run's ensemble (`scale.rs`): the members' CPU summed, the
+    // leader's, the client's member's; and the fewest clock ticks any of
+    // them rests on.
+    for (k, cpu_s) in result.get("ensemble_cpu_s").and_then(Value::as_object).into_iter().flatten() {
+        put(&format!("ensemble_{k}_us"), per_op(cpu_s.as_f64()));
+    }
+    let ticks = result.get("ensemble_ticks").and_then(Value::as_object);
+    put("ticks_min", ticks.and_then(|t| t.values().filter_map(Value::as_f64).reduce(f64::min)));
     if let (Some(g), Some(w)) = (num("grants"), num("window_s")) {
         if w > 0.0 {
             put("per_s", Some(g / w));
-        }
-        // CPU per grant in the window: the driver's process, and the server's.
-        if g > 0.0 && result.get("lat_us").is_none() {
-            put("client_cpu_us", num("cpu_s").map(|s| s * 1e6 / g));
-            put("server_cpu_us", num("server_cpu_s").map(|s| s * 1e6 / g));
         }
         put("violations", num("violations"));
         put("fairness", jain(&nums("per_worker")));
@@ -496,6 +506,107 @@ pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
     s
 }
 
+/// How a scale run's `mode` reads, `"fsync-off/follower"`: (forceSync
+/// mode, the member the clients talk to).
+fn scale_mode(mode: &str) -> (&str, &str) {
+    mode.split_once('/').unwrap_or((mode, "?"))
+}
+
+/// The per-operation word of a scale scenario.
+fn scale_op(scenario: &str) -> &'static str {
+    if scenario.starts_with("contended") {
+        "acquisition"
+    } else {
+        "cycle"
+    }
+}
+
+/// The markdown report of `zklock-bench scale`: machine, notes, a summary
+/// of zklock's figures against Curator's and kazoo's, then one table per
+/// scenario and placement of the clients (`m`'s modes are
+/// `"<fsync mode>/<follower|leader>"`, see `scale.rs`).
+pub fn scale_markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
+    const ZK: &str = "zklock-rust";
+    let mut s = String::new();
+    let _ = writeln!(s, "# zklock scale benchmark: the ensemble's work per lock operation\n");
+    let _ = writeln!(s, "## Machine\n");
+    for (k, v) in machine.as_object().into_iter().flatten() {
+        let v = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        let _ = writeln!(s, "- **{k}**: {v}");
+    }
+    let _ = writeln!(s);
+    for n in notes {
+        let _ = writeln!(s, "{n}\n");
+    }
+    let cell = |x: Option<f64>| x.map(fmt).unwrap_or_else(|| "–".into());
+    let figures =
+        [("ensemble_sum_us", "sum"), ("ensemble_leader_us", "leader"), ("ensemble_member_us", "client's member")];
+    let _ = writeln!(s, "## Summary: {ZK}'s server CPU per operation ÷ the peer's, same run\n");
+    let _ = writeln!(
+        s,
+        "| scenario | clients on | sum × Curator | leader × Curator | client's member × Curator | sum × kazoo | sum × floor |"
+    );
+    let _ = writeln!(s, "|{}", "---|".repeat(7));
+    let mut rows: Vec<(&String, &String)> =
+        m.iter().flat_map(|(mode, scs)| scs.keys().map(move |sc| (sc, mode))).collect();
+    // The uncontended cycle first, then the contended scenarios by size.
+    rows.sort_by_key(|(sc, mode)| (*sc != "uncontended", sc.len(), *sc, *mode));
+    for &(scenario, mode) in &rows {
+        let (fsync, on) = scale_mode(mode);
+        let x = |k: &str, base: &str| ratio(get(m, mode, scenario, ZK, k), get(m, mode, scenario, base, k));
+        let _ = write!(s, "| {scenario} ({fsync}) | {on} |");
+        for (k, _) in figures {
+            let _ = write!(s, " {} |", cell(x(k, "curator")));
+        }
+        let _ = writeln!(s, " {} | {} |", cell(x("ensemble_sum_us", "kazoo")), cell(x("ensemble_sum_us", "floor")));
+    }
+    let _ = writeln!(s);
+    for (scenario, mode) in rows {
+        let (fsync, on) = scale_mode(mode);
+        let Some(imps) = m.get(mode).and_then(|s| s.get(scenario)) else { continue };
+        let op = scale_op(scenario);
+        let _ = writeln!(s, "### {scenario}: clients on the {on} ({fsync})\n");
+        let rate: &[(&str, &str)] = if op == "cycle" {
+            &[("median_us", "cycle median µs")]
+        } else {
+            &[("per_s", "acquisitions/s"), ("violations", "violations")]
+        };
+        let mut cols: Vec<(&str, String)> = rate.iter().map(|(k, h)| (*k, (*h).to_owned())).collect();
+        cols.extend(figures.iter().map(|(k, h)| (*k, format!("{h} µs/{op}"))));
+        cols.push(("ticks_min", "fewest ticks".into()));
+        let ratios = [
+            ("ensemble_sum_us", "curator", "sum × Curator"),
+            ("ensemble_sum_us", "kazoo", "sum × kazoo"),
+            ("ensemble_sum_us", "floor", "sum × floor"),
+            ("ensemble_leader_us", "curator", "leader × Curator"),
+            ("ensemble_member_us", "curator", "member × Curator"),
+        ];
+        let ratios: Vec<_> = ratios.iter().filter(|(_, base, _)| imps.contains_key(*base)).collect();
+        let _ = write!(s, "| implementation |");
+        for (_, h) in &cols {
+            let _ = write!(s, " {h} |");
+        }
+        for (_, _, h) in &ratios {
+            let _ = write!(s, " {h} |");
+        }
+        let _ = writeln!(s, "\n|{}", "---|".repeat(1 + cols.len() + ratios.len()));
+        for (imp, metrics) in imps {
+            let _ = write!(s, "| {imp} |");
+            for (k, _) in &cols {
+                let c = metrics.get(*k).map(|x| format!("{}{}", x.mid().map(fmt).unwrap_or_default(), x.spread()));
+                let _ = write!(s, " {} |", c.unwrap_or_else(|| "–".into()));
+            }
+            for (k, base, _) in &ratios {
+                let _ =
+                    write!(s, " {} |", cell(ratio(get(m, mode, scenario, imp, k), get(m, mode, scenario, base, k))));
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
 const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"];
 
 /// An SVG of the uncontended cycle latency distributions: one panel per
@@ -663,6 +774,42 @@ mod tests {
         assert_eq!(req.met(), Some(false));
         assert_eq!(find("wire-hold-0: notifications").measured, Some(0.05));
         assert!(!v.iter().any(|x| x.target.contains("rtt-2ms")), "rtt-2ms did not run");
+    }
+
+    #[test]
+    fn scale_figures_are_per_cycle_and_per_acquisition() {
+        let mut m = Metrics::new();
+        let ens = |sum: f64, leader: f64, member: f64| json!({ "sum": sum, "leader": leader, "member": member });
+        // 4 cycles; 0.004 s of the ensemble's CPU = 1,000 µs a cycle.
+        for (imp, sum) in [("zklock-rust", 0.004), ("curator", 0.002), ("kazoo", 0.008), ("floor", 0.001)] {
+            let r = json!({ "lat_us": [1.0, 2.0, 3.0, 4.0], "ensemble_cpu_s": ens(sum, sum / 2.0, sum / 4.0),
+                "ensemble_ticks": { "sum": 400, "leader": 200, "member": 100 } });
+            add_result(&mut m, "fsync-off/follower", "uncontended", imp, &r);
+        }
+        // 500 grants in the window: per acquisition.
+        for (imp, sum) in [("zklock-rust", 1.5), ("curator", 1.0)] {
+            let r = json!({ "grants": 500, "window_s": 7.0, "violations": 0, "ensemble_cpu_s": ens(sum, sum, sum),
+                "ensemble_ticks": { "sum": 150, "leader": 150, "member": 150 } });
+            add_result(&mut m, "fsync-off/leader", "contended-2", imp, &r);
+        }
+        let g = |mode: &str, sc: &str, imp: &str, k: &str| get(&m, mode, sc, imp, k).unwrap();
+        assert!((g("fsync-off/follower", "uncontended", "zklock-rust", "ensemble_sum_us") - 1000.0).abs() < 1e-9);
+        assert!((g("fsync-off/follower", "uncontended", "zklock-rust", "ensemble_member_us") - 250.0).abs() < 1e-9);
+        assert_eq!(g("fsync-off/follower", "uncontended", "zklock-rust", "ticks_min"), 100.0);
+        assert!((g("fsync-off/leader", "contended-2", "zklock-rust", "ensemble_leader_us") - 3000.0).abs() < 1e-9);
+        let md = scale_markdown(&m, &json!({ "nproc": 2 }), &["a note".into()]);
+        // Summary: zklock ÷ Curator (sum, leader, member), ÷ kazoo, ÷ floor.
+        assert!(md.contains("| uncontended (fsync-off) | follower | 2.00 | 2.00 | 2.00 | 0.50 | 4.00 |"), "{md}");
+        assert!(md.contains("| contended-2 (fsync-off) | leader | 1.50 | 1.50 | 1.50 | – | – |"), "{md}");
+        assert!(md.contains("### uncontended: clients on the follower (fsync-off)"), "{md}");
+        assert!(md.contains("| implementation | cycle median µs | sum µs/cycle | leader µs/cycle | client's member µs/cycle | fewest ticks | sum × Curator | sum × kazoo | sum × floor | leader × Curator | member × Curator |"), "{md}");
+        assert!(
+            md.contains("| zklock-rust | 3.00 | 1000 | 500 | 250 | 100 | 2.00 | 0.50 | 4.00 | 2.00 | 2.00 |"),
+            "{md}"
+        );
+        // No kazoo or floor in the contended run: no column for them.
+        assert!(md.contains("| implementation | acquisitions/s | violations | sum µs/acquisition | leader µs/acquisition | client's member µs/acquisition | fewest ticks | sum × Curator | leader × Curator | member × Curator |"), "{md}");
+        assert!(md.contains("| curator | 71.4 | 0.00 | 2000 | 2000 | 2000 | 150 | 1.00 | 1.00 | 1.00 |"), "{md}");
     }
 
     #[test]
