@@ -32,9 +32,27 @@ pub fn jain(counts: &[f64]) -> Option<f64> {
 pub struct Series(pub Vec<f64>);
 
 impl Series {
-    /// The median across repetitions.
+    /// The median across repetitions (of an even number, the mean of the
+    /// middle two: of two repetitions, their mean, not the larger).
     pub fn mid(&self) -> Option<f64> {
-        quantile(&self.0, 0.5)
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => v.get(n / 2).copied(),
+            _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+        }
+    }
+
+    /// Each repetition's value divided by `base`'s in the same repetition
+    /// (None unless both have the same number of repetitions, every one of
+    /// `base`'s positive). Runs of one repetition follow each other within
+    /// a minute or two: the ratio of a pair shares the machine's state of
+    /// the moment, which the ratio of two medians does not.
+    pub fn paired_ratio(&self, base: &Series) -> Option<Series> {
+        (!self.0.is_empty() && self.0.len() == base.0.len() && base.0.iter().all(|b| *b > 0.0))
+            .then(|| Series(self.0.iter().zip(&base.0).map(|(a, b)| a / b).collect()))
     }
     fn spread(&self) -> String {
         let lo = self.0.iter().copied().fold(f64::INFINITY, f64::min);
@@ -538,7 +556,14 @@ pub fn scale_markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String 
     for n in notes {
         let _ = writeln!(s, "{n}\n");
     }
-    let cell = |x: Option<f64>| x.map(fmt).unwrap_or_else(|| "–".into());
+    // A ratio: the median of the per-repetition ratios, [min–max] their spread.
+    let paired = |mode: &str, scenario: &str, imp: &str, k: &str, base: &str| {
+        let series = |i: &str| m.get(mode)?.get(scenario)?.get(i)?.get(k);
+        series(imp)?.paired_ratio(series(base)?)
+    };
+    let cell = |x: Option<Series>| {
+        x.and_then(|x| Some(format!("{}{}", fmt(x.mid()?), x.spread()))).unwrap_or_else(|| "–".into())
+    };
     let figures =
         [("ensemble_sum_us", "sum"), ("ensemble_leader_us", "leader"), ("ensemble_member_us", "client's member")];
     let _ = writeln!(s, "## Summary: {ZK}'s server CPU per operation ÷ the peer's, same run\n");
@@ -553,7 +578,7 @@ pub fn scale_markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String 
     rows.sort_by_key(|(sc, mode)| (*sc != "uncontended", sc.len(), *sc, *mode));
     for &(scenario, mode) in &rows {
         let (fsync, on) = scale_mode(mode);
-        let x = |k: &str, base: &str| ratio(get(m, mode, scenario, ZK, k), get(m, mode, scenario, base, k));
+        let x = |k: &str, base: &str| paired(mode, scenario, ZK, k, base);
         let _ = write!(s, "| {scenario} ({fsync}) | {on} |");
         for (k, _) in figures {
             let _ = write!(s, " {} |", cell(x(k, "curator")));
@@ -597,8 +622,7 @@ pub fn scale_markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String 
                 let _ = write!(s, " {} |", c.unwrap_or_else(|| "–".into()));
             }
             for (k, base, _) in &ratios {
-                let _ =
-                    write!(s, " {} |", cell(ratio(get(m, mode, scenario, imp, k), get(m, mode, scenario, base, k))));
+                let _ = write!(s, " {} |", cell(paired(mode, scenario, imp, k, base)));
             }
             let _ = writeln!(s);
         }
@@ -723,6 +747,21 @@ mod tests {
         assert_eq!(fmt(1234.4), "1234");
         assert_eq!(fmt(12.34), "12.3");
         assert_eq!(fmt(0.734), "0.73");
+        // Of two repetitions, the median is their mean.
+        assert_eq!(Series(vec![3.0, 1.0]).mid(), Some(2.0));
+        assert_eq!(Series(vec![3.0, 1.0, 2.0]).mid(), Some(2.0));
+        assert_eq!(Series(vec![]).mid(), None);
+    }
+
+    #[test]
+    fn ratios_pair_the_repetitions() {
+        let a = Series(vec![2.0, 9.0]);
+        let b = Series(vec![1.0, 10.0]);
+        // 2/1 and 9/10: median 1.45; the ratio of the medians would be 5.5/5.5 = 1.
+        assert_eq!(a.paired_ratio(&b).unwrap().0, vec![2.0, 0.9]);
+        assert!((a.paired_ratio(&b).unwrap().mid().unwrap() - 1.45).abs() < 1e-12);
+        assert!(a.paired_ratio(&Series(vec![1.0])).is_none(), "a repetition failed: nothing to pair");
+        assert!(a.paired_ratio(&Series(vec![1.0, 0.0])).is_none());
     }
 
     fn sample() -> Metrics {
@@ -810,6 +849,14 @@ mod tests {
         // No kazoo or floor in the contended run: no column for them.
         assert!(md.contains("| implementation | acquisitions/s | violations | sum µs/acquisition | leader µs/acquisition | client's member µs/acquisition | fewest ticks | sum × Curator | leader × Curator | member × Curator |"), "{md}");
         assert!(md.contains("| curator | 71.4 | 0.00 | 2000 | 2000 | 2000 | 150 | 1.00 | 1.00 | 1.00 |"), "{md}");
+        // A second repetition, the machine twice as slow for both: the
+        // paired ratios stay 1.5.
+        for (imp, sum) in [("zklock-rust", 3.0), ("curator", 2.0)] {
+            let r = json!({ "grants": 500, "window_s": 7.0, "ensemble_cpu_s": ens(sum, sum, sum) });
+            add_result(&mut m, "fsync-off/leader", "contended-2", imp, &r);
+        }
+        let md = scale_markdown(&m, &json!({}), &[]);
+        assert!(md.contains("| contended-2 (fsync-off) | leader | 1.50 [1.50–1.50] |"), "{md}");
     }
 
     #[test]

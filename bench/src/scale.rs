@@ -211,8 +211,10 @@ pub(crate) fn run(args: &Args) -> R<()> {
          cycles (uncontended) or by the acquisitions in the window (contended): the sum over the members, the \
          leader alone, the member the clients talk to (the leader itself in the leader rows). `fewest ticks`: \
          the smallest of those three in ticks (want ≥ 100). Values are medians across repetitions, [min–max] \
-         the spread; ratios divide this implementation's median by the peer's. The leader was the same member \
-         before every run and after the last.",
+         the spread. A ratio divides this implementation's figure by the peer's of the same repetition (runs \
+         minutes apart, so that a pair shares the machine's load of the moment), then takes the median of \
+         those per-repetition ratios, [min–max] their spread. The leader was the same member before every run \
+         and after the last.",
         if args.quick { " (quick mode)" } else { "" },
         started.elapsed().as_secs_f64(),
         args.reps,
