@@ -175,7 +175,7 @@ bench: deps
 ## bench-scale: the ZooKeeper ensemble's CPU time per lock operation (3 nodes on loopback; clients
 ## on a follower, then on the leader): zklock (Rust core), Curator, kazoo and the raw-client floor,
 ## uncontended and 2-/8-way contended, 2 repetitions; results in bench/results/scale-<date>
-## (about 12 minutes). BENCH_QUICK=1: a ~1-minute smoke run; BENCH_SCALE_ARGS: more flags
+## (about 9 minutes). BENCH_QUICK=1: a ~1-minute smoke run; BENCH_SCALE_ARGS: more flags
 ## (--reps N, --only IMPL,.., --scenarios NAME,.., --out DIR)
 bench-scale:
 	./scripts/install-deps.sh bench-scale
