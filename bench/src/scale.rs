@@ -37,12 +37,12 @@ const IDLE: Duration = Duration::from_secs(10);
 /// The clock ticks 100 times a second: each figure should rest on at least
 /// about 100 ticks (1 s of CPU), so that one tick is at most 1 % of it. The
 /// smallest reported figure is the leader's share while the clients talk to
-/// a follower: on this machine (2026-11-29, quick runs) at least about
-/// 0.4 ms of CPU per uncontended cycle (the floor's) and 0.4 ms per
-/// contended acquisition at 300-800 acquisitions/s. So 8,000 measured
-/// cycles (about 320 ticks) and 10 s contended windows (after 3 s of
-/// warm-up, as in `make bench`; over 100 ticks at 300 acquisitions/s). The
-/// report shows the fewest ticks of each run.
+/// a follower: on this machine (2026-11-29) at least about 0.3 ms of CPU per
+/// uncontended cycle (the floor's), and per contended acquisition about
+/// 0.4 ms at kazoo's 8-way rate of about 500 a second. So 8,000 measured
+/// cycles (at least about 240 ticks) and 10 s contended windows (after 3 s
+/// of warm-up, as in `make bench`; kazoo's 8-way leader share got 175-220
+/// ticks). The report shows the fewest ticks of each run.
 fn scenarios(quick: bool, reps: usize) -> Vec<Scenario> {
     let q = |full: u64, small: u64| if quick { small } else { full };
     let p = |v: &[(&str, u64)]| v.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect::<Vec<_>>();
