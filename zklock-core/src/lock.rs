@@ -64,6 +64,15 @@ struct LockInner {
 /// acquire was granted it (for reentrancy and the pair's rules).
 pub(crate) type HeldSlot = Arc<Mutex<Vec<Held>>>;
 
+/// The slot's list, poisoned or not. Its sections only push, retain and
+/// look (a panic in one leaves a whole list), so a poisoned slot's list is
+/// still right; read as "nothing held", as some places once did, it let a
+/// reentrant acquire queue behind its own node and left a granted node out
+/// of the list that the release and the pair's rules consult.
+fn slot_list(slot: &Mutex<Vec<Held>>) -> std::sync::MutexGuard<'_, Vec<Held>> {
+    slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// One node a handle holds.
 pub(crate) struct Held {
     /// The thread of the blocking acquire that was granted it; `None` for
@@ -122,11 +131,10 @@ impl Lock {
     /// downgrade is [`Guard::downgrade`]).
     fn pair_rule(&self, owner: Option<ThreadId>) -> Result<Option<Downgrade>> {
         let (Some(sibling), Some(owner)) = (&self.inner.sibling, owner) else { return Ok(None) };
-        let other = sibling.lock().ok().and_then(|held| {
-            held.iter()
-                .find(|h| h.owner == Some(owner) && h.holding.is_live())
-                .map(|h| Downgrade { sequence: h.holding.sequence, write_node: h.holding.node_path() })
-        });
+        let other = slot_list(sibling)
+            .iter()
+            .find(|h| h.owner == Some(owner) && h.holding.is_live())
+            .map(|h| Downgrade { sequence: h.holding.sequence, write_node: h.holding.node_path() });
         match (self.inner.mode, other) {
             (LockMode::Write, Some(_)) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
@@ -344,9 +352,7 @@ impl Lock {
         let lock = self.clone();
         Ok(Box::pin(async move {
             let holding = acquire(ctx).await?;
-            if let Ok(mut held) = lock.inner.held.lock() {
-                held.push(Held { owner, holding: holding.clone() });
-            }
+            slot_list(&lock.inner.held).push(Held { owner, holding: holding.clone() });
             Ok(lock.guard(holding))
         }))
     }
@@ -375,9 +381,9 @@ impl Lock {
     /// Whether an acquire through this handle (or a clone) holds the lock
     /// now (held or suspended; not once the client is closed).
     pub fn is_held(&self) -> bool {
-        self.inner.held.lock().is_ok_and(|held| {
-            held.iter().any(|h| matches!(h.holding.reported_state(), LockState::Held | LockState::Suspended))
-        })
+        slot_list(&self.inner.held)
+            .iter()
+            .any(|h| matches!(h.holding.reported_state(), LockState::Held | LockState::Suspended))
     }
 
     /// On a reentrant handle, a blocking acquire by a thread that holds a
@@ -390,7 +396,7 @@ impl Lock {
     fn reenter(&self, owner: Option<ThreadId>) -> Result<Option<Guard>> {
         let Some(owner) = owner.filter(|_| self.inner.options.reentrant) else { return Ok(None) };
         let holding = {
-            let Ok(held) = self.inner.held.lock() else { return Ok(None) };
+            let held = slot_list(&self.inner.held);
             let Some(h) = held.iter().find(|h| h.owner == Some(owner) && h.holding.is_live()) else {
                 return Ok(None);
             };
@@ -919,7 +925,7 @@ impl Guard {
         // attack round 14: a thread acquiring again while another thread
         // released its last guard got one).
         let last = {
-            let mut held = self.slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut held = slot_list(&self.slot);
             let last = self.holding.count.fetch_sub(1, Ordering::AcqRel) == 1;
             if last {
                 held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
@@ -976,3 +982,21 @@ const _: fn() = || {
     is::<AcquireOptions>();
     is::<ReadWriteLock>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_slot_still_gives_its_list() {
+        let slot: HeldSlot = Arc::default();
+        let poisoner = slot.clone();
+        let _ = std::thread::spawn(move || {
+            let _held = poisoner.lock();
+            panic!("poisons the slot");
+        })
+        .join();
+        assert!(slot.is_poisoned());
+        assert!(slot_list(&slot).is_empty());
+    }
+}
