@@ -835,7 +835,9 @@ impl Guard {
     /// [`Guard::check`] gives if the write lock is not safely held;
     /// `LockLost` if the write node was gone when the read node was to be
     /// made (it is made in one transaction with a check of the write node,
-    /// so never after it went); `Timeout` if ZooKeeper did not answer
+    /// so never after it went, unless a third party made a node of its name
+    /// since: docs/guarantees.md, "Lock-node names made by someone else");
+    /// `Timeout` if ZooKeeper did not answer
     /// within the operation timeout; as [`crate::Lock::acquire`] otherwise.
     pub fn downgrade(&self) -> Result<Guard> {
         let work = self.start_downgrade(Some(std::thread::current().id()))?;

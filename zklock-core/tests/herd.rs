@@ -133,3 +133,51 @@ fn each_release_sends_exactly_one_watch_notification() {
         }
     }
 }
+
+/// The one exception to "a release wakes one waiter" (guarantees: "No
+/// herd"): a waiter whose node a third party deleted while it waited keeps
+/// its watch on its blocker (a wait sets no watch on its own node), so
+/// the release wakes it besides the waiter that moved up behind it. It is
+/// woken once, is not granted on its deleted node and queues again at the
+/// back. Counted on the wire, a proxy per session.
+#[test]
+fn a_waiter_whose_node_a_third_party_deleted_is_woken_once_more_and_queues_again() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = common::Raw::connect(&hosts);
+    let holder = connect(&hosts);
+    let held = holder.lock("/herd-orphan").unwrap().acquire(None).unwrap();
+    let proxies: Vec<zklock_harness::Proxy> =
+        (0..2).map(|_| zklock_harness::Proxy::start(zk.client_addr(0)).unwrap()).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut clients = Vec::new();
+    for (i, proxy) in proxies.iter().enumerate() {
+        let c = connect(&proxy.addr().to_string());
+        let lock = c.lock("/herd-orphan").unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let g = lock.acquire(Some(60 * SEC)).unwrap();
+            let _ = tx.send((i, g));
+        });
+        wait_until("waiter queued", 5 * SEC, || common::queue(&holder, "/herd-orphan").len() == i + 2);
+        clients.push(c);
+    }
+    let orphan = common::queue(&holder, "/herd-orphan")[1].clone();
+    raw.delete(&format!("/herd-orphan/{orphan}"));
+    // The waiter behind it is told (its blocker went) and watches the holder.
+    std::thread::sleep(Duration::from_millis(500));
+    let before: Vec<u64> = proxies.iter().map(zklock_harness::Proxy::notifications).collect();
+    held.release().unwrap();
+    let (first, g1) = rx.recv_timeout(10 * SEC).expect("the waiter that moved up is granted");
+    assert_eq!(first, 1, "the waiter whose node is gone is not granted");
+    std::thread::sleep(Duration::from_millis(300));
+    let woken: Vec<u64> = proxies.iter().zip(&before).map(|(p, n)| p.notifications() - n).collect();
+    assert_eq!(woken, vec![1, 1], "one notification to each of the two waiters, none more");
+    // It queued again, at the back, with a new node.
+    wait_until("the orphan queued again", 5 * SEC, || common::queue(&holder, "/herd-orphan").len() == 2);
+    g1.release().unwrap();
+    let (second, g0) = rx.recv_timeout(10 * SEC).expect("the orphan is granted after");
+    assert_eq!(second, 0);
+    assert_ne!(g0.node_path(), format!("/herd-orphan/{orphan}"), "granted on a new node");
+    g0.release().unwrap();
+}

@@ -123,7 +123,9 @@ impl Gate {
 /// released; what `zklock_guard_check` gives if the write lock is not
 /// safely held; `ZKLOCK_LOCK_LOST` if the write node was gone when the read
 /// node was to be made (it is made in one transaction with a check of the
-/// write node, so never after it went).
+/// write node, so never after it went, unless a third party made a node of
+/// its name since: docs/guarantees.md, "Lock-node names made by someone
+/// else").
 ///
 /// # Threads
 /// Blocks the calling thread for one request, at most the operation
