@@ -143,10 +143,19 @@ pub struct Stamp {
 type Waiter = (u64, oneshot::Sender<WatchedEvent>);
 
 enum Cmd {
-    Call { req: Request, tx: Sink, watch: Option<WatchReg> },
+    Call {
+        req: Request,
+        tx: Sink,
+        watch: Option<WatchReg>,
+    },
     /// A local watch let go; `server`: remove the server's watch too when
     /// nobody else needs it (false: the caller's own change fires it).
-    Unwatch { path: String, kind: WatchKind, id: u64, server: bool },
+    Unwatch {
+        path: String,
+        kind: WatchKind,
+        id: u64,
+        server: bool,
+    },
     Close(oneshot::Sender<()>),
 }
 
