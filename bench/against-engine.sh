@@ -10,6 +10,9 @@
 #
 # ROUNDS (default 5) alternating runs per scenario; SCENARIOS a comma list of
 # uncontended, contended-2, contended-32, queue-32 (default: all four).
+# AGAINST_ENSEMBLE=3: on a 3-node ensemble instead of a standalone server,
+# the drivers talking to its first member only; the server CPU is then the
+# sum over the members.
 # e.g. issue 13's check against the engine before it:
 #   bench/against-engine.sh c227ec0 6
 #
@@ -37,10 +40,11 @@ done
 echo "against-engine: building the driver over this checkout's engine and over $commit's" >&2
 (cd "$repo" && cargo build --release --locked -p zklock-bench -p zklock-harness --bin zklock-bench-driver --bin zkharness)
 (cd "$tree" && CARGO_TARGET_DIR="$tree/target" cargo build --release -p zklock-bench --bin zklock-bench-driver)
-python3 - "$repo/target/release" "$tree/target/release" "$commit" "$rounds" "$scenarios" <<'EOF'
+python3 - "$repo/target/release" "$tree/target/release" "$commit" "$rounds" "$scenarios" "${AGAINST_ENSEMBLE:-1}" <<'EOF'
 import json, os, statistics, subprocess, sys
 
 now_dir, other_dir, commit, rounds, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+members = int(sys.argv[6])
 # scenario -> (driver scenario, parameters, what the number is, higher is better)
 SCENARIOS = {
     "uncontended": ("uncontended", ["iters=3000", "warmup=300"], "median cycle, µs", False),
@@ -52,17 +56,22 @@ wanted = [s for s in scenarios.split(",") if s]
 unknown = [s for s in wanted if s not in SCENARIOS]
 if unknown:
     sys.exit(f"against-engine: unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
-harness = subprocess.Popen([f"{now_dir}/zkharness", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+serve = [f"{now_dir}/zkharness", "serve"] + (["--ensemble", str(members)] if members > 1 else [])
+harness = subprocess.Popen(serve, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 try:
     hello = json.loads(harness.stdout.readline())
-    hosts, pid = hello["connect"], hello["servers"][0]["pid"]
+    hosts = f"127.0.0.1:{hello['servers'][0]['client_port']}"
+    pids = [s["pid"] for s in hello["servers"]]
     tick = os.sysconf("SC_CLK_TCK")
 
     def server_cpu_s():
-        # utime + stime of the server's process (fields 14 and 15).
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick
+        # utime + stime of each member's process (fields 14 and 15), summed.
+        total = 0
+        for pid in pids:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / tick
 
     values, cpu = {}, {}
     for r in range(rounds):
