@@ -114,13 +114,16 @@ fn a_dropped_acquire_future_deletes_its_node() {
     let waiter = connect(&hosts).lock("/dropped").expect("lock");
     let raw = Raw::connect(&hosts);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    // The call starts its work at once (on the client's runtime): seen
+    // queued before the future is dropped (read after the drop, the count
+    // raced the cleanup on a loaded machine).
+    let acquire = waiter.acquire_async(AcquireOptions::new());
+    wait_until("the waiter queued", LONG, || raw.children("/dropped").len() == 2);
     rt.block_on(async {
-        let acquire = waiter.acquire_async(AcquireOptions::new());
         // The caller gives up (select/timeout): the future is dropped.
         let out = tokio::time::timeout(Duration::from_millis(500), acquire).await;
         assert!(out.is_err(), "still waiting behind the holder");
     });
-    assert_eq!(raw.children("/dropped").len(), 2, "the waiter had queued");
     wait_until("the dropped waiter's node deleted", LONG, || raw.children("/dropped").len() == 1);
     // A future dropped without ever being polled: its call had started (the
     // work runs on the client's runtime) and is cancelled too.
