@@ -182,6 +182,15 @@ bench-scale:
 	bench/build.sh rust java
 	$(CARGO_OUT)/release/zklock-bench scale $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_SCALE_ARGS)
 
+.PHONY: bench-memory
+## bench-memory: the client's memory per waiting acquire and per held lock (issue 33, item 3):
+## zklock's Rust core, Python (asyncio) and Node packages, Curator and kazoo, N = 1,000, 3,000,
+## 10,000 on one lock and on N locks; results in bench/results/memory-<date>. BENCH_MEMORY_ARGS:
+## more flags (--impl IMPL,.., --n N,.., --shapes one,many,hold, --settle-s S, --out DIR)
+bench-memory: deps
+	bench/build.sh rust python node java
+	$(CARGO_OUT)/release/zklock-bench memory $(BENCH_MEMORY_ARGS)
+
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

@@ -12,6 +12,7 @@
  *   rw           readers writers hold_us ...       InterProcessReadWriteLock, one session each
  *   herd         sessions waiters                  a holder and queued waiters; stdin-driven
  *   drain        sessions waiters                  waiters queued behind a holder acquire once each
+ *   memory-one / memory-many / memory-hold   n      zklock-bench memory's protocol (bench/src/memory.rs)
  * </pre>
  * Prints one JSON line {"result": {...}} on stdout (the same format as every
  * driver of bench/); herd also prints {"event": ...} lines.
@@ -336,6 +337,96 @@ public final class CuratorBench {
             + violations.get() + "}";
     }
 
+    /** A number field (kB) of /proc/self/status, in bytes; Threads as is. */
+    private static long status(String text, String key) {
+        for (String line : text.split("\n")) {
+            if (line.startsWith(key + ":")) {
+                String v = line.substring(key.length() + 1).trim().split("\\s+")[0];
+                return Long.parseLong(v) * (key.equals("Threads") ? 1 : 1024);
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * One look at this process for zklock-bench memory: VmRSS, VmHWM (bytes)
+     * and Threads from /proc/self/status; heap: null (no mallinfo from Java);
+     * gc_heap: the Java heap in use (total - free).
+     */
+    private static String memSnapshot(String name) throws Exception {
+        String st = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/self/status")),
+            StandardCharsets.UTF_8);
+        Runtime rt = Runtime.getRuntime();
+        return "{\"snap\":\"" + name + "\",\"rss\":" + status(st, "VmRSS") + ",\"hwm\":" + status(st, "VmHWM")
+            + ",\"threads\":" + status(st, "Threads") + ",\"heap\":null,\"gc_heap\":"
+            + (rt.totalMemory() - rt.freeMemory()) + "}";
+    }
+
+    /**
+     * zklock-bench memory (bench/src/memory.rs): one session; a holder (one)
+     * or n holders (many) taken first; on "start" n acquires, each its own
+     * InterProcessMutex on a thread of its own (acquire blocks), or, in
+     * hold, taken one after another on one thread (then "granted"). On
+     * "snap gc" System.gc() runs first. Nothing is released.
+     */
+    private static String memory(String hosts, String path, String shape) throws Exception {
+        final int n = (int) num("n", 1000);
+        CuratorFramework c = connect(hosts);
+        final List<InterProcessMutex> holders = new ArrayList<>();
+        if (shape.equals("one")) holders.add(new InterProcessMutex(c, path));
+        if (shape.equals("many")) for (int i = 0; i < n; i++) holders.add(new InterProcessMutex(c, path + "/" + i));
+        for (InterProcessMutex h : holders) h.acquire();
+        final List<InterProcessMutex> locks = new ArrayList<>();
+        for (int i = 0; i < n; i++) locks.add(new InterProcessMutex(c, shape.equals("one") ? path : path + "/" + i));
+        System.gc();
+        Thread.sleep(200);
+        say("{\"event\":\"ready\"}");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] w = line.trim().split("\\s+");
+            if (w[0].equals("start")) {
+                java.nio.file.Files.write(java.nio.file.Paths.get("/proc/self/clear_refs"), "5".getBytes());
+                say(memSnapshot("before"));
+                if (shape.equals("hold")) {
+                    Thread t = new Thread(() -> {
+                        try {
+                            for (InterProcessMutex m : locks) m.acquire();
+                            say("{\"event\":\"granted\"}");
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                        }
+                    });
+                    t.setDaemon(true);
+                    t.start();
+                } else {
+                    for (InterProcessMutex m : locks) {
+                        Thread t = new Thread(() -> {
+                            try {
+                                m.acquire();
+                                m.release();
+                            } catch (Exception e) {
+                                e.printStackTrace();
+                            }
+                        });
+                        t.setDaemon(true);
+                        t.start();
+                    }
+                }
+                say("{\"event\":\"started\"}");
+            } else if (w[0].equals("snap") && w.length == 2) {
+                if (w[1].equals("gc")) System.gc();
+                say(memSnapshot(w[1]));
+            } else if (w[0].equals("quit")) {
+                break;
+            } else {
+                throw new IllegalArgumentException("unknown command " + line);
+            }
+        }
+        c.close();
+        return "{\"n\":" + n + "}";
+    }
+
     public static void main(String[] args) throws Exception {
         for (int i = 3; i < args.length; i++) {
             int eq = args[i].indexOf('=');
@@ -350,6 +441,8 @@ public final class CuratorBench {
                 case "rw": out = rw(args[1], args[2]); break;
                 case "herd": out = herd(args[1], args[2]); break;
                 case "drain": out = drain(args[1], args[2]); break;
+                case "memory-one": case "memory-many": case "memory-hold":
+                    out = memory(args[1], args[2], args[0].substring("memory-".length())); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);
             }
         } catch (Throwable e) {

@@ -226,7 +226,79 @@ async function drain() {
   return { grants: waiters * (rounds - 1), window_s: windowUs / 1e6, violations }
 }
 
+// One look at this process for `zklock-bench memory` (bench/src/memory.rs):
+// VmRSS, VmHWM (bytes) and Threads from /proc/self/status; heap: null (no
+// mallinfo from JavaScript); gc_heap: V8's heap in use plus the memory of
+// JavaScript objects held outside it (heapUsed + external).
+function memSnapshot(name) {
+  const status = require('node:fs').readFileSync('/proc/self/status', 'utf8')
+  const field = (key) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)[1])
+  const m = process.memoryUsage()
+  return {
+    snap: name,
+    rss: field('VmRSS') * 1024,
+    hwm: field('VmHWM') * 1024,
+    threads: field('Threads'),
+    heap: null,
+    gc_heap: m.heapUsed + m.external,
+  }
+}
+
+// memory-one / memory-many / memory-hold: `zklock-bench memory`'s protocol
+// (bench/src/memory.rs). One client; a holder (one) or N holders (many)
+// taken first; on `start` N acquires, each its own lock handle, as
+// Promises. In hold they keep their locks (`granted` once all hold);
+// waiters granted (none should be) release at once. `snap gc` runs V8's
+// collector first (node --expose-gc). Nothing is released on `quit`.
+async function memory(shape) {
+  const n = num('n', 1000)
+  const c = await connect()
+  const lockPath = (i) => (shape === 'one' ? path : `${path}/${i}`)
+  const holders = shape === 'one' ? [c.lock(path)] : shape === 'many' ? Array.from({ length: n }, (_, i) => c.lock(lockPath(i))) : []
+  const guards = await Promise.all(holders.map((l) => l.acquire({ timeoutMs: 600000 })))
+  const locks = Array.from({ length: n }, (_, i) => c.lock(lockPath(i)))
+  global.gc?.()
+  await sleep(200)
+  say({ event: 'ready' })
+  let granted = 0
+  const pending = []
+  const lines = require('node:readline').createInterface({ input: process.stdin })
+  for await (const line of lines) {
+    const words = line.trim().split(/\s+/)
+    if (words[0] === 'start') {
+      require('node:fs').writeFileSync('/proc/self/clear_refs', '5')
+      say(memSnapshot('before'))
+      for (const lock of locks) {
+        pending.push(
+          lock.acquire({ timeoutMs: 900000 }).then((g) => {
+            granted++
+            if (shape === 'hold') {
+              if (granted === n) say({ event: 'granted' })
+              return g
+            }
+            return g.release()
+          }).catch((e) => console.error(`acquire: ${e}`)),
+        )
+      }
+      say({ event: 'started' })
+    } else if (words[0] === 'snap' && words.length === 2) {
+      if (words[1] === 'gc') global.gc?.()
+      say(memSnapshot(words[1]))
+    } else if (words[0] === 'quit') {
+      break
+    } else {
+      throw new Error(`unknown command ${line}`)
+    }
+  }
+  lines.close()
+  await c.close()
+  return { n, granted, holders: guards.length }
+}
+
 const scenarios = {
+  'memory-one': () => memory('one'),
+  'memory-many': () => memory('many'),
+  'memory-hold': () => memory('hold'),
   uncontended,
   drain,
   contended: () => throughput(false),

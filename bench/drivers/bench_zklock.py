@@ -112,5 +112,58 @@ def waiters(hosts, path, p):
     return out
 
 
+def memory(hosts, path, p, shape):
+    """`zklock-bench memory` (bench/src/memory.rs) for the asyncio API: one
+    client; a holder (one) or N holders (many) taken first, then on `start`
+    N acquire_async tasks, each its own lock object, on an asyncio loop that
+    runs on a thread of its own (the main thread reads the runner's
+    commands). In `hold` the tasks keep their locks and say `granted` once
+    all hold; waiters granted (none should be) release at once."""
+    import threading
+
+    n = p.get("n", 1000)
+    c = zklock.Client(hosts, session_timeout=10.0)
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+
+    def on_loop(coro):
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    async def acquire_all(locks):
+        await asyncio.gather(*(lock.acquire_async(timeout=900) for lock in locks))
+
+    holders = []
+    if shape == "one":
+        holders = [c.lock(path)]
+    elif shape == "many":
+        holders = [c.lock(pybench.memory_path(path, shape, i)) for i in range(n)]
+    on_loop(acquire_all(holders))
+    locks = [c.lock(pybench.memory_path(path, shape, i)) for i in range(n)]
+    granted = [0]
+
+    async def one(lock):
+        assert await lock.acquire_async(timeout=900)
+        granted[0] += 1
+        if shape == "hold":
+            if granted[0] == n:
+                pybench.say({"event": "granted"})
+        else:
+            await lock.release_async()
+
+    async def start_all():
+        return [asyncio.ensure_future(one(lock)) for lock in locks]
+
+    tasks = []
+    pybench.memory_serve(lambda: tasks.extend(on_loop(start_all())))
+    c.close()
+    return {"n": n, "granted": granted[0]}
+
+
 if __name__ == "__main__":
-    pybench.main(Zk, extra={"waiters": waiters})
+    pybench.main(
+        Zk,
+        extra={
+            "waiters": waiters,
+            **{f"memory-{s}": (lambda hosts, path, p, s=s: memory(hosts, path, p, s)) for s in ("one", "many", "hold")},
+        },
+    )

@@ -8,6 +8,8 @@ line {"result": {...}} on stdout (herd also prints {"event": ...} lines and
 reads "release" / "quit" lines from stdin).
 """
 
+import ctypes
+import gc
 import json
 import sys
 import threading
@@ -261,6 +263,117 @@ def drain(b, hosts, path, p):
     return {"grants": waiters * (rounds - 1), "window_s": window, "violations": state["violations"]}
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+_libc = ctypes.CDLL(None)
+_libc.mallinfo2.restype = _Mallinfo2
+
+
+def mem_snapshot(name):
+    """One look at this process for `zklock-bench memory` (bench/src/memory.rs):
+    VmRSS, VmHWM (bytes), Threads from /proc/self/status, and the bytes glibc's
+    malloc has handed out (mallinfo2: the Rust core's allocations and Python's
+    large objects; pymalloc's own arenas are mmapped apart and not in it)."""
+    fields = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            fields[key] = value.split()
+    m = _libc.mallinfo2()
+    return {
+        "snap": name,
+        "rss": int(fields["VmRSS"][0]) * 1024,
+        "hwm": int(fields["VmHWM"][0]) * 1024,
+        "threads": int(fields["Threads"][0]),
+        "heap": m.uordblks + m.hblkhd,
+        "gc_heap": None,
+    }
+
+
+def memory_serve(start):
+    """The driver's side of `zklock-bench memory`'s protocol (described in
+    bench/src/memory.rs): says ready, then on `start` resets VmHWM, says the
+    `before` snapshot and calls ``start()`` (which starts the acquires and
+    returns); on `snap NAME` says a snapshot (`gc`: after gc.collect() and
+    malloc_trim(0)); stops on `quit` or the end of stdin."""
+    gc.collect()
+    time.sleep(0.2)
+    say({"event": "ready"})
+    for line in sys.stdin:
+        words = line.split()
+        if words == ["start"]:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            say(mem_snapshot("before"))
+            start()
+            say({"event": "started"})
+        elif len(words) == 2 and words[0] == "snap":
+            if words[1] == "gc":
+                gc.collect()
+                _libc.malloc_trim(0)
+            say(mem_snapshot(words[1]))
+        elif words == ["quit"]:
+            break
+        else:
+            raise RuntimeError(f"unknown command {line!r}")
+
+
+def memory_path(path, shape, i):
+    """The lock path of item i: the one lock, or the i-th of N."""
+    return path if shape == "one" else f"{path}/{i}"
+
+
+def memory(b, hosts, path, p, shape):
+    """`zklock-bench memory` for a blocking backend (kazoo): one session; a
+    holder (one) or N holders (many) taken first, then on `start` N acquires,
+    each its own lock object: one thread each waiting (one, many), or taken
+    one after another on one background thread (hold, which then says
+    `granted`). Nothing is released; on `quit` the session is closed."""
+    n = p.get("n", 1000)
+    c = b.connect(hosts)
+    if shape == "one":
+        b.lock(c, path, "mutex").acquire()
+    elif shape == "many":
+        for i in range(n):
+            b.lock(c, memory_path(path, shape, i), "mutex").acquire()
+    locks = [b.lock(c, memory_path(path, shape, i), "mutex") for i in range(n)]
+    # As the drain and herd scenarios: 256 KiB of address space per thread
+    # (only the pages a thread touches are resident).
+    threading.stack_size(256 * 1024)
+
+    def hold_all():
+        for lock in locks:
+            lock.acquire()
+        say({"event": "granted"})
+
+    def start():
+        if shape == "hold":
+            threading.Thread(target=hold_all, daemon=True).start()
+        else:
+            for lock in locks:
+                threading.Thread(target=lock.acquire, daemon=True).start()
+
+    memory_serve(start)
+    b.close(c)
+    return {"n": n}
+
+
 def main(backend, extra=None):
     """Runs the scenario named on the command line; ``extra`` maps more
     scenario names to ``fn(hosts, path, params)`` (a backend's own)."""
@@ -277,6 +390,7 @@ def main(backend, extra=None):
         "rw": lambda: rw(backend, hosts, path, p),
         "herd": lambda: herd(backend, hosts, path, p),
         "drain": lambda: drain(backend, hosts, path, p),
+        **{f"memory-{s}": (lambda s=s: memory(backend, hosts, path, p, s)) for s in ("one", "many", "hold")},
         **{name: (lambda f=f: f(hosts, path, p)) for name, f in (extra or {}).items()},
     }[scenario]
     out = fn()

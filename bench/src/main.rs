@@ -4,6 +4,7 @@
 //! ```text
 //! zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
 //! zklock-bench scale [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
+//! zklock-bench memory [--impl IMPL,..] [--n N,..] [--shapes one,many,hold] [--settle-s S] [--out DIR]
 //! ```
 //!
 //! Starts a standalone server through the test harness (forceSync off, then
@@ -12,8 +13,11 @@
 //! `results.md` and `latency.svg` under `--out` (default
 //! `bench/results/<date>`). `scale` (`make bench-scale`, `scale.rs`)
 //! measures a 3-node ensemble's CPU time per lock operation instead
-//! (default `bench/results/scale-<date>`). See `bench/README.md`.
+//! (default `bench/results/scale-<date>`); `memory` (`make bench-memory`,
+//! `memory.rs`) the client's memory per waiter and per held lock (default
+//! `bench/results/memory-<date>`). See `bench/README.md`.
 
+mod memory;
 mod raw;
 mod report;
 mod scale;
@@ -707,7 +711,9 @@ fn parse_args() -> R<Args> {
 }
 
 fn main() {
-    if let Err(e) = run() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out = if args.first().map(String::as_str) == Some("memory") { memory::run(&args[1..]) } else { run() };
+    if let Err(e) = out {
         eprintln!("zklock-bench: {e}");
         std::process::exit(1);
     }
