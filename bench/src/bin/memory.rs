@@ -101,7 +101,9 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
     // The holders of `one` and `many`, taken before `before`.
     let mut guards = Vec::new();
     match shape {
-        "memory-one" => guards.push(client.lock(path).map_err(err)?.acquire(Some(Duration::from_secs(30))).map_err(err)?),
+        "memory-one" => {
+            guards.push(client.lock(path).map_err(err)?.acquire(Some(Duration::from_secs(30))).map_err(err)?)
+        },
         "memory-many" => {
             let holders: Vec<_> = (0..n).map(|i| client.lock(&path_of(i)).map_err(err)).collect::<R<_>>()?;
             let futs: Vec<_> = holders.iter().map(|l| l.acquire_async(AcquireOptions::new())).collect();
@@ -210,7 +212,11 @@ fn main() {
                 .args(&args)
                 .status()
                 .map_err(err)?;
-            if status.success() { Ok(()) } else { Err(format!("zklock-bench memory: {status}")) }
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!("zklock-bench memory: {status}"))
+            }
         })
     };
     if let Err(e) = out {
