@@ -59,6 +59,11 @@ use crate::{err, implementations, machine, raw, root, sh, write_results, Driver,
 /// The implementations measured, in this order (`--impl` chooses).
 const IMPLS: [&str; 5] = ["zklock-rust", "zklock-python", "zklock-node", "curator", "kazoo"];
 
+/// More that `--impl` may name: the Rust core with its waiters' futures on
+/// the client's own runtime (`Client::spawn_then`, as the Python and Node
+/// bindings run them) instead of a runtime of the driver's.
+const MORE: [&str; 1] = ["zklock-rust-spawn-then"];
+
 /// The shapes (see the module documentation).
 const SHAPES: [&str; 3] = ["one", "many", "hold"];
 
@@ -104,8 +109,8 @@ fn parse(args: &[String]) -> R<Opts> {
         }
     }
     for i in &o.impls {
-        if !IMPLS.contains(&i.as_str()) {
-            return Err(format!("--impl {i}: one of {}", IMPLS.join(", ")));
+        if !IMPLS.contains(&i.as_str()) && !MORE.contains(&i.as_str()) {
+            return Err(format!("--impl {i}: one of {}, {}", IMPLS.join(", "), MORE.join(", ")));
         }
     }
     for s in &o.shapes {
@@ -117,12 +122,19 @@ fn parse(args: &[String]) -> R<Opts> {
 }
 
 /// How to start `name`'s driver for this run: `make bench`'s, but the Rust
-/// core runs `zklock-bench-memory` (its heap sampler and `malloc_trim`) and
-/// Node may collect garbage when told.
+/// core runs `zklock-bench-memory` (its heap sampler and `malloc_trim`;
+/// `zklock-rust-spawn-then`: with `ZKLOCK_BENCH_SPAWN_THEN=1`) and Node may
+/// collect garbage when told.
 fn imp(name: &str) -> R<Imp> {
-    let mut imp = implementations().into_iter().find(|i| i.name == name).ok_or(format!("no implementation {name}"))?;
+    let base = if name == "zklock-rust-spawn-then" { "zklock-rust" } else { name };
+    let mut imp = implementations().into_iter().find(|i| i.name == base).ok_or(format!("no implementation {name}"))?;
     match name {
         "zklock-rust" => imp.program = imp.program.with_file_name("zklock-bench-memory"),
+        "zklock-rust-spawn-then" => {
+            imp.name = "zklock-rust-spawn-then";
+            imp.program = imp.program.with_file_name("zklock-bench-memory");
+            imp.env.push(("ZKLOCK_BENCH_SPAWN_THEN".into(), "1".into()));
+        },
         "zklock-node" => imp.args.insert(0, "--expose-gc".into()),
         _ => {},
     }

@@ -2,7 +2,9 @@
 //! client, and a holder with `N` waiters queued behind it on one lock
 //! (`memory-one`), `N` held locks with a waiter on each (`memory-many`) or
 //! `N` held locks (`memory-hold`), the waiters' futures on a one-worker
-//! runtime of the program's own (each its own lock handle).
+//! runtime of the program's own (each its own lock handle), or with
+//! `ZKLOCK_BENCH_SPAWN_THEN=1` on the client's own runtime
+//! (`Client::spawn_then`, as the Python and Node bindings run them).
 //!
 //! ```text
 //! zklock-bench-memory memory-one|memory-many|memory-hold HOSTS PATH n=N
@@ -115,6 +117,9 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
         other => return Err(format!("unknown scenario {other}")),
     }
     let locks: Vec<_> = (0..n).map(|i| client.lock(&path_of(i)).map_err(err)).collect::<R<_>>()?;
+    // The waiters' futures on the client's own runtime, as the Python and
+    // Node bindings run them (`Client::spawn_then`), instead of on `rt`.
+    let spawn_then = std::env::var("ZKLOCK_BENCH_SPAWN_THEN").is_ok_and(|v| v == "1");
     std::thread::sleep(Duration::from_millis(200));
     say(&json!({"event": "ready"}));
     let sampling = Arc::new(AtomicBool::new(true));
@@ -142,7 +147,7 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
                 for lock in &locks {
                     let (acquire, held) = (lock.acquire_async(AcquireOptions::new()), held.clone());
                     let hold = shape == "memory-hold";
-                    tasks.push(rt.spawn(async move {
+                    let task = async move {
                         if let Ok(g) = acquire.await {
                             if held.fetch_add(1, Ordering::AcqRel) + 1 == n && hold {
                                 say(&json!({"event": "granted"}));
@@ -155,7 +160,12 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
                                 let _ = g.release_async().await;
                             }
                         }
-                    }));
+                    };
+                    if spawn_then {
+                        client.spawn_then(task, |()| {}).map_err(err)?;
+                    } else {
+                        tasks.push(rt.spawn(task));
+                    }
                 }
                 say(&json!({"event": "started"}));
             },
