@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! zklock-bench memory [--impl IMPL,..] [--n 1000,3000,10000] [--shapes one,many,hold] [--settle-s 5]
-//!                     [--limit-s 600] [--out DIR]
+//!                     [--limit-s 600] [--skip IMPL/SHAPE/N,..] [--out DIR]
 //! ```
 //!
 //! Starts a private standalone ZooKeeper (the test harness's) and runs, for
@@ -70,7 +70,7 @@ const MORE: [&str; 1] = ["zklock-rust-spawn-then"];
 const SHAPES: [&str; 3] = ["one", "many", "hold"];
 
 const USAGE: &str = "zklock-bench memory [--impl IMPL,..] [--n 1000,3000,10000] [--shapes one,many,hold] \
-                     [--settle-s 5] [--limit-s 600] [--out DIR]";
+                     [--settle-s 5] [--limit-s 600] [--skip IMPL/SHAPE/N,..] [--out DIR]";
 
 /// The command line of `zklock-bench memory`.
 struct Opts {
@@ -80,6 +80,8 @@ struct Opts {
     settle: Duration,
     /// Longest wait for one case's nodes, then for its watches.
     limit: Duration,
+    /// Cases left out, as `IMPL/SHAPE/N`.
+    skip: Vec<String>,
     out: PathBuf,
 }
 
@@ -91,6 +93,7 @@ fn parse(args: &[String]) -> R<Opts> {
         shapes: SHAPES.iter().map(|s| (*s).to_owned()).collect(),
         settle: Duration::from_secs(5),
         limit: Duration::from_secs(600),
+        skip: Vec::new(),
         out: root().join("bench/results").join(format!("memory-{}", sh("date -u +%Y-%m-%d"))),
     };
     let mut it = args.iter();
@@ -106,6 +109,7 @@ fn parse(args: &[String]) -> R<Opts> {
             "--shapes" => o.shapes = list(v),
             "--settle-s" => o.settle = Duration::from_secs(v.parse().map_err(err)?),
             "--limit-s" => o.limit = Duration::from_secs(v.parse().map_err(err)?),
+            "--skip" => o.skip = list(v),
             "--out" => o.out = PathBuf::from(v),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -459,6 +463,9 @@ pub(crate) fn run(args: &[String]) -> R<()> {
         let imp = imp(name)?;
         for shape in &opts.shapes {
             for &n in &opts.ns {
+                if opts.skip.contains(&format!("{name}/{shape}/{n}")) {
+                    continue;
+                }
                 let log = opts.out.join("logs").join(format!("{name}-{shape}-{n}.log"));
                 let t = Instant::now();
                 let nodes = mntr(addr, "zk_znode_count")?;
