@@ -64,7 +64,9 @@ const IMPLS: [&str; 5] = ["zklock-rust", "zklock-python", "zklock-node", "curato
 /// More that `--impl` may name: the Rust core with its waiters' futures on
 /// the client's own runtime (`Client::spawn_then`, as the Python and Node
 /// bindings run them) instead of a runtime of the driver's.
-const MORE: [&str; 1] = ["zklock-rust-spawn-then"];
+/// `zklock-rust-spawn-then-timeout`: the same with a timeout of 900 s on
+/// every acquire, as the Python and Node drivers give theirs.
+const MORE: [&str; 2] = ["zklock-rust-spawn-then", "zklock-rust-spawn-then-timeout"];
 
 /// The shapes (see the module documentation).
 const SHAPES: [&str; 3] = ["one", "many", "hold"];
@@ -132,14 +134,18 @@ fn parse(args: &[String]) -> R<Opts> {
 /// `zklock-rust-spawn-then`: with `ZKLOCK_BENCH_SPAWN_THEN=1`) and Node may
 /// collect garbage when told.
 fn imp(name: &str) -> R<Imp> {
-    let base = if name == "zklock-rust-spawn-then" { "zklock-rust" } else { name };
+    let base = if name.starts_with("zklock-rust") { "zklock-rust" } else { name };
     let mut imp = implementations().into_iter().find(|i| i.name == base).ok_or(format!("no implementation {name}"))?;
     match name {
         "zklock-rust" => imp.program = imp.program.with_file_name("zklock-bench-memory"),
-        "zklock-rust-spawn-then" => {
-            imp.name = "zklock-rust-spawn-then";
+        "zklock-rust-spawn-then" | "zklock-rust-spawn-then-timeout" => {
+            imp.name =
+                if name.ends_with("timeout") { "zklock-rust-spawn-then-timeout" } else { "zklock-rust-spawn-then" };
             imp.program = imp.program.with_file_name("zklock-bench-memory");
             imp.env.push(("ZKLOCK_BENCH_SPAWN_THEN".into(), "1".into()));
+            if name.ends_with("timeout") {
+                imp.env.push(("ZKLOCK_BENCH_TIMEOUT_S".into(), "900".into()));
+            }
         },
         "zklock-node" => imp.args.insert(0, "--expose-gc".into()),
         _ => {},

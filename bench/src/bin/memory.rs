@@ -4,7 +4,8 @@
 //! `N` held locks (`memory-hold`), the waiters' futures on a one-worker
 //! runtime of the program's own (each its own lock handle), or with
 //! `ZKLOCK_BENCH_SPAWN_THEN=1` on the client's own runtime
-//! (`Client::spawn_then`, as the Python and Node bindings run them).
+//! (`Client::spawn_then`, as the Python and Node bindings run them); with
+//! `ZKLOCK_BENCH_TIMEOUT_S=S` each acquire has a timeout of S seconds.
 //!
 //! ```text
 //! zklock-bench-memory memory-one|memory-many|memory-hold HOSTS PATH n=N
@@ -120,6 +121,9 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
     // The waiters' futures on the client's own runtime, as the Python and
     // Node bindings run them (`Client::spawn_then`), instead of on `rt`.
     let spawn_then = std::env::var("ZKLOCK_BENCH_SPAWN_THEN").is_ok_and(|v| v == "1");
+    // Each acquire's timeout, in seconds (none unless set; the Python and
+    // Node drivers give theirs 900 s).
+    let timeout = std::env::var("ZKLOCK_BENCH_TIMEOUT_S").ok().and_then(|v| v.parse().ok()).map(Duration::from_secs);
     std::thread::sleep(Duration::from_millis(200));
     say(&json!({"event": "ready"}));
     let sampling = Arc::new(AtomicBool::new(true));
@@ -145,7 +149,7 @@ fn case(shape: &str, hosts: &str, path: &str, n: usize) -> R<()> {
                     }
                 }));
                 for lock in &locks {
-                    let (acquire, held) = (lock.acquire_async(AcquireOptions::new()), held.clone());
+                    let (acquire, held) = (lock.acquire_async(AcquireOptions::new().timeout(timeout)), held.clone());
                     let hold = shape == "memory-hold";
                     let task = async move {
                         if let Ok(g) = acquire.await {
