@@ -185,11 +185,13 @@ bench-scale:
 .PHONY: bench-memory
 ## bench-memory: the client's memory per waiting acquire and per held lock (issue 33, item 3):
 ## zklock's Rust core, Python (asyncio) and Node packages, Curator and kazoo, N = 1,000, 3,000,
-## 10,000 on one lock and on N locks; results in bench/results/memory-<date>. BENCH_MEMORY_ARGS:
-## more flags (--impl IMPL,.., --n N,.., --shapes one,many,hold, --settle-s S, --out DIR)
+## 10,000 on one lock and on N locks; results in bench/results/memory-<date>. Each case waits at
+## most 120 s for the server's watches to settle (Python and Node at 10,000 on one lock do not:
+## issue 33). BENCH_MEMORY_ARGS: more flags (--impl IMPL,.., --n N,.., --shapes one,many,hold,
+## --settle-s S, --limit-s S, --skip IMPL/SHAPE/N,.., --out DIR)
 bench-memory: deps
 	bench/build.sh rust python node java
-	$(CARGO_OUT)/release/zklock-bench memory $(BENCH_MEMORY_ARGS)
+	$(CARGO_OUT)/release/zklock-bench memory --limit-s 120 $(BENCH_MEMORY_ARGS)
 
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local
