@@ -254,7 +254,8 @@ async function memory(shape) {
   const n = num('n', 1000)
   const c = await connect()
   const lockPath = (i) => (shape === 'one' ? path : `${path}/${i}`)
-  const holders = shape === 'one' ? [c.lock(path)] : shape === 'many' ? Array.from({ length: n }, (_, i) => c.lock(lockPath(i))) : []
+  const holders =
+    shape === 'one' ? [c.lock(path)] : shape === 'many' ? Array.from({ length: n }, (_, i) => c.lock(lockPath(i))) : []
   const guards = await Promise.all(holders.map((l) => l.acquire({ timeoutMs: 600000 })))
   const locks = Array.from({ length: n }, (_, i) => c.lock(lockPath(i)))
   global.gc?.()
@@ -270,14 +271,17 @@ async function memory(shape) {
       say(memSnapshot('before'))
       for (const lock of locks) {
         pending.push(
-          lock.acquire({ timeoutMs: 900000 }).then((g) => {
-            granted++
-            if (shape === 'hold') {
-              if (granted === n) say({ event: 'granted' })
-              return g
-            }
-            return g.release()
-          }).catch((e) => console.error(`acquire: ${e}`)),
+          lock
+            .acquire({ timeoutMs: 900000 })
+            .then((g) => {
+              granted++
+              if (shape === 'hold') {
+                if (granted === n) say({ event: 'granted' })
+                return g
+              }
+              return g.release()
+            })
+            .catch((e) => console.error(`acquire: ${e}`)),
         )
       }
       say({ event: 'started' })
