@@ -95,12 +95,32 @@ impl fmt::Display for ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    pub(crate) failed_op: Option<FailedOp>,
+}
+
+/// Which operation of a fenced write ([`crate::Guard::fenced_multi`])
+/// ZooKeeper refused, and why; nothing of the write was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedOp {
+    /// The index of the operation in the list the caller gave.
+    pub index: usize,
+    /// ZooKeeper's name for the error, as its Java client spells it
+    /// without the prefix: `"BadVersion"`, `"NoNode"`, `"NodeExists"`,
+    /// `"NotEmpty"`, `"NoChildrenForEphemerals"`, `"NoAuth"`, ...
+    pub code: String,
 }
 
 impl Error {
     /// Makes an error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into() }
+        Error { kind, message: message.into(), failed_op: None }
+    }
+
+    /// For a fenced write that ZooKeeper refused because of one of the
+    /// caller's operations: which one and why. `None` for every other
+    /// error.
+    pub fn failed_op(&self) -> Option<&FailedOp> {
+        self.failed_op.as_ref()
     }
 
     /// The kind of failure.

@@ -42,6 +42,7 @@ mod client;
 mod clock;
 mod error;
 mod fault;
+mod fenced;
 mod holding;
 mod listeners;
 mod lock;
@@ -59,7 +60,8 @@ mod zk;
 pub use zklock_proto::names;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, FailedOp, Result};
+pub use fenced::{CreateMode, FencedOp, FencedResult, MAX_FENCED_BYTES};
 pub use listeners::Subscription;
 pub use lock::{Guard, Lock, PendingAcquire, ReadWriteLock};
 pub use multi::{MultiGuard, MultiLock};

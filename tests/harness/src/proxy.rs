@@ -996,6 +996,21 @@ impl Proxy {
         self.inner.hold_armed.store(true, Ordering::SeqCst);
     }
 
+    /// Starts holding now every server→client frame (replies,
+    /// notifications, pings) of every open connection, in order, until
+    /// [`release_held_replies`](Proxy::release_held_replies), as
+    /// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create)
+    /// does from its create's reply. Client→server traffic keeps flowing;
+    /// connections opened later are not held.
+    pub fn hold_replies_now(&self) {
+        for conn in self.inner.conns() {
+            let mut held = lock(&conn.held);
+            if held.is_none() {
+                *held = Some(Vec::new());
+            }
+        }
+    }
+
     /// How many server→client frames are held right now by
     /// [`hold_replies_from_next_create`](Proxy::hold_replies_from_next_create),
     /// over every open connection: 0 before the create's reply arrives, then

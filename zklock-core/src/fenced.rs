@@ -1,0 +1,517 @@
+//! Fenced writes: the caller's ZooKeeper writes in one transaction (a
+//! ZooKeeper `multi`) with a check of the guard's own lock node(s), so they
+//! are made only while the lock is ours, with no window at all (protocol
+//! document, section 8).
+//!
+//! The check is made by the ZooKeeper leader in the same transaction as the
+//! writes: if our node is gone (the session expired, a third party deleted
+//! it, zklock's own cleanup deleted it after a loss), nothing is written.
+//! Our node existing means no one else can have been granted the lock:
+//! every contender waits for it to go. The local state only refuses early
+//! what the server would refuse anyway (a released guard, a lost lock, a
+//! closed client).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::Session;
+use crate::error::{shown, Error, ErrorKind, FailedOp, Result};
+use crate::lock::Guard;
+use crate::multi::MultiGuard;
+use crate::requests::outcome_unknown;
+use crate::state::LockState;
+use crate::zk;
+
+/// The largest fenced write, in bytes of paths and data (1 MiB less 4 KiB
+/// for the request's framing and the checks): ZooKeeper drops the
+/// connection of a client that sends a larger packet (its default
+/// `jute.maxbuffer`), which would leave the outcome unknown.
+pub const MAX_FENCED_BYTES: usize = 0xfffff - 4096;
+
+/// How a node made by a fenced write lives: ZooKeeper's create modes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CreateMode {
+    /// Stays until deleted.
+    #[default]
+    Persistent,
+    /// Goes when the lock's session ends.
+    Ephemeral,
+    /// Persistent, with a ten-digit sequence number appended to its name.
+    PersistentSequential,
+    /// Ephemeral, with a ten-digit sequence number appended to its name.
+    EphemeralSequential,
+}
+
+impl CreateMode {
+    fn zk(self) -> zk::CreateMode {
+        match self {
+            CreateMode::Persistent => zk::CreateMode::Persistent,
+            CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+            CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
+            CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+        }
+    }
+}
+
+/// One ZooKeeper operation of a fenced write ([`Guard::fenced_multi`]).
+/// A `version` of `None` matches any version; `Some(v)` makes the
+/// operation (and so the whole write) fail with `BadVersion` unless the
+/// node's data version is `v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FencedOp {
+    /// Creates `path` with `data` (the parent must exist), with the
+    /// client's ACL.
+    Create {
+        /// The node to make (for a sequential mode, the prefix of its name).
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// How it lives.
+        mode: CreateMode,
+    },
+    /// Sets the data of `path`.
+    SetData {
+        /// The node.
+        path: String,
+        /// Its new data.
+        data: Vec<u8>,
+        /// The data version it must have, or any.
+        version: Option<i32>,
+    },
+    /// Deletes `path` (it must have no children).
+    Delete {
+        /// The node.
+        path: String,
+        /// The data version it must have, or any.
+        version: Option<i32>,
+    },
+    /// Writes nothing: fails the write unless `path` exists (with that
+    /// data version, if given).
+    Check {
+        /// The node.
+        path: String,
+        /// The data version it must have, or any.
+        version: Option<i32>,
+    },
+}
+
+impl FencedOp {
+    /// [`FencedOp::Create`].
+    pub fn create(path: impl Into<String>, data: impl Into<Vec<u8>>, mode: CreateMode) -> FencedOp {
+        FencedOp::Create { path: path.into(), data: data.into(), mode }
+    }
+
+    /// [`FencedOp::SetData`].
+    pub fn set_data(path: impl Into<String>, data: impl Into<Vec<u8>>, version: Option<i32>) -> FencedOp {
+        FencedOp::SetData { path: path.into(), data: data.into(), version }
+    }
+
+    /// [`FencedOp::Delete`].
+    pub fn delete(path: impl Into<String>, version: Option<i32>) -> FencedOp {
+        FencedOp::Delete { path: path.into(), version }
+    }
+
+    /// [`FencedOp::Check`].
+    pub fn check(path: impl Into<String>, version: Option<i32>) -> FencedOp {
+        FencedOp::Check { path: path.into(), version }
+    }
+
+    /// The node this operation is about.
+    pub fn path(&self) -> &str {
+        match self {
+            FencedOp::Create { path, .. }
+            | FencedOp::SetData { path, .. }
+            | FencedOp::Delete { path, .. }
+            | FencedOp::Check { path, .. } => path,
+        }
+    }
+
+    /// The operation's name as error messages give it.
+    fn name(&self) -> &'static str {
+        match self {
+            FencedOp::Create { .. } => "create",
+            FencedOp::SetData { .. } => "set_data",
+            FencedOp::Delete { .. } => "delete",
+            FencedOp::Check { .. } => "check",
+        }
+    }
+
+    fn version(&self) -> Option<i32> {
+        match self {
+            FencedOp::Create { .. } => None,
+            FencedOp::SetData { version, .. } | FencedOp::Delete { version, .. } | FencedOp::Check { version, .. } => {
+                *version
+            },
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            FencedOp::Create { path, data, .. } | FencedOp::SetData { path, data, .. } => path.len() + data.len(),
+            FencedOp::Delete { path, .. } | FencedOp::Check { path, .. } => path.len(),
+        }
+    }
+
+    fn to_zk(&self, acl: &[zk::Acl]) -> zk::MultiOp {
+        let version = self.version().unwrap_or(-1);
+        match self {
+            FencedOp::Create { path, data, mode } => {
+                zk::MultiOp::Create { path: path.clone(), data: data.clone(), acl: acl.to_vec(), mode: mode.zk() }
+            },
+            FencedOp::SetData { path, data, .. } => {
+                zk::MultiOp::SetData { path: path.clone(), data: data.clone(), version }
+            },
+            FencedOp::Delete { path, .. } => zk::MultiOp::Delete { path: path.clone(), version },
+            FencedOp::Check { path, .. } => zk::MultiOp::Check { path: path.clone(), version },
+        }
+    }
+}
+
+/// What one operation of a successful fenced write did, in the order of
+/// the operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FencedResult {
+    /// The node was made; its path (with the sequence number for a
+    /// sequential mode).
+    Created {
+        /// The path of the new node.
+        path: String,
+    },
+    /// The data was set; the node's new data version.
+    DataSet {
+        /// The new data version.
+        version: i32,
+    },
+    /// The node was deleted.
+    Deleted,
+    /// The check passed.
+    Checked,
+}
+
+/// Validates `ops` against the lock paths of the guard(s) they are fenced
+/// by: every path a node path, none inside a lock's own directory (its
+/// queue), every version given not negative, the whole under
+/// [`MAX_FENCED_BYTES`].
+fn validate(ops: &[FencedOp], lock_paths: &[&str]) -> Result<()> {
+    let mut bytes = 0usize;
+    for (i, op) in ops.iter().enumerate() {
+        let path = op.path();
+        let at =
+            |e: Error| Error::new(e.kind(), format!("fenced write, operation {i} ({}): {}", op.name(), e.message()));
+        if path == "/" {
+            return Err(at(Error::invalid_path(path, "the root cannot be written")));
+        }
+        crate::validate::validate_lock_path(path).map_err(at)?;
+        if let Some(lock) =
+            lock_paths.iter().find(|l| path.len() > l.len() && path.starts_with(*l) && path[l.len()..].starts_with('/'))
+        {
+            return Err(at(Error::invalid_path(
+                path,
+                &format!("it is inside the lock path {} (its queue of lock nodes is zklock's to write)", shown(lock)),
+            )));
+        }
+        if let Some(v) = op.version().filter(|v| *v < 0) {
+            return Err(at(Error::invalid_argument(format!("version {v} is negative (leave it out to match any)"))));
+        }
+        bytes = bytes.saturating_add(op.bytes());
+    }
+    if bytes > MAX_FENCED_BYTES {
+        return Err(Error::invalid_argument(format!(
+            "fenced write of {bytes} bytes of paths and data: at most {MAX_FENCED_BYTES} fit in one ZooKeeper request \
+             (jute.maxbuffer); split it"
+        )));
+    }
+    Ok(())
+}
+
+/// A fenced write ready to send: the session our nodes belong to, the
+/// checks of our nodes, and the caller's operations.
+struct Prepared {
+    session: Arc<Session>,
+    nodes: Vec<String>,
+    ops: Vec<FencedOp>,
+    acl: Vec<zk::Acl>,
+    bound: Duration,
+}
+
+/// The part of a fenced write done at once, for the guards that fence it:
+/// the local refusals and the validation.
+fn prepare(guards: &[&Guard], ops: Vec<FencedOp>) -> Result<Prepared> {
+    let Some(first) = guards.first() else {
+        return Err(Error::invalid_argument("a fenced write needs at least one guard"));
+    };
+    for g in guards {
+        match g.state() {
+            LockState::Released => {
+                return Err(Error::new(
+                    ErrorKind::NotHeld,
+                    format!("fenced write: the guard of {} was released; nothing was written", g.node_path()),
+                ))
+            },
+            LockState::Lost => {
+                let why = g.check().err().map(|e| e.message().to_owned()).unwrap_or_else(|| "lost".into());
+                let kind = if g.client().is_closed() { ErrorKind::Closed } else { ErrorKind::LockLost };
+                return Err(Error::new(kind, format!("fenced write: {why}; nothing was written")));
+            },
+            LockState::Held | LockState::Suspended => {},
+        }
+        if g.holding.session.id != first.holding.session.id {
+            return Err(Error::new(
+                ErrorKind::LockLost,
+                format!(
+                    "fenced write: {} and {} belong to different sessions, so one was lost; nothing was written",
+                    first.node_path(),
+                    g.node_path()
+                ),
+            ));
+        }
+    }
+    let lock_paths: Vec<&str> = guards.iter().map(|g| g.holding.lock_path.as_str()).collect();
+    validate(&ops, &lock_paths)?;
+    let shared = first.client().shared();
+    Ok(Prepared {
+        session: first.holding.session.clone(),
+        nodes: guards.iter().map(|g| g.node_path()).collect(),
+        ops,
+        acl: shared.acl().to_vec(),
+        bound: shared.options.operation_timeout,
+    })
+}
+
+impl Prepared {
+    /// Sends the write once the session is connected (or at once if the
+    /// deadline passes first: it then waits in the session's queue) and
+    /// reads the answer.
+    async fn send(self) -> Result<Vec<FencedResult>> {
+        let Prepared { session, nodes, ops, acl, bound } = self;
+        let deadline = Instant::now() + bound;
+        let zk = session.zk()?;
+        // Not sent while disconnected: a write queued for the next
+        // connection could be made after the caller's deadline told it
+        // "unknown" (it would still be fenced, but late).
+        session.wait_connected(Some(deadline)).await.map_err(|e| match e.kind() {
+            ErrorKind::Timeout => Error::new(
+                ErrorKind::ConnectionLoss,
+                format!(
+                    "fenced write: not connected to ZooKeeper within the operation timeout ({bound:?}); nothing \
+                     was sent"
+                ),
+            ),
+            _ => Error::new(ErrorKind::LockLost, format!("fenced write: {}; nothing was written", e.message())),
+        })?;
+        let mut request: Vec<zk::MultiOp> =
+            nodes.iter().map(|n| zk::MultiOp::Check { path: n.clone(), version: -1 }).collect();
+        request.extend(ops.iter().map(|op| op.to_zk(&acl)));
+        let reply = zk.multi(&request).value();
+        let answer = match tokio::time::timeout_at(deadline.into(), reply).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "fenced write: no answer within the operation timeout ({bound:?}): the outcome is unknown (if \
+                         it was made, it was made while {} was ours)",
+                        nodes.join(", ")
+                    ),
+                ))
+            },
+        };
+        match answer {
+            Ok(results) => Ok(results.into_iter().skip(nodes.len()).map(result).collect()),
+            Err(zk::Error::Multi { index, code }) if index < nodes.len() => Err(Error::new(
+                ErrorKind::LockLost,
+                format!(
+                    "fenced write: lock node {} is gone ({code}): the lock is lost; nothing was written",
+                    nodes[index]
+                ),
+            )),
+            Err(zk::Error::Multi { index, code }) => {
+                let i = index - nodes.len();
+                let op = &ops[i];
+                let what = format!("fenced write, operation {i} ({} {})", op.name(), shown(op.path()));
+                let mut e = match code {
+                    zk::Code::BadArguments => Error::invalid_argument(format!(
+                        "{what}: ZooKeeper refused it as malformed ({code}); nothing was written"
+                    )),
+                    _ => crate::error::refusal(&what, &zk::Error::Server(code)).map_or_else(
+                        || Error::new(ErrorKind::ZooKeeper, format!("{what} failed: {code}; nothing was written")),
+                        |e| Error::new(e.kind(), format!("{}; nothing was written", e.message())),
+                    ),
+                };
+                e.failed_op = Some(FailedOp { index: i, code: format!("{code:?}") });
+                Err(e)
+            },
+            Err(e) if outcome_unknown(&e) => Err(Error::new(
+                ErrorKind::ConnectionLoss,
+                format!(
+                    "fenced write: {e}: the outcome is unknown (if it was made, it was made while {} was ours)",
+                    nodes.join(", ")
+                ),
+            )),
+            Err(
+                e @ (zk::Error::SessionExpired | zk::Error::Server(zk::Code::SessionExpired | zk::Code::SessionMoved)),
+            ) => Err(Error::new(
+                ErrorKind::LockLost,
+                format!("fenced write: the session ended ({e}): the lock is lost; nothing was written"),
+            )),
+            Err(e) => Err(Error::from_zk("fenced write", e)),
+        }
+    }
+}
+
+fn result(r: zk::MultiResult) -> FencedResult {
+    match r {
+        zk::MultiResult::Create { path, .. } => FencedResult::Created { path },
+        zk::MultiResult::SetData { stat } => FencedResult::DataSet { version: stat.version },
+        zk::MultiResult::Delete => FencedResult::Deleted,
+        zk::MultiResult::Check => FencedResult::Checked,
+    }
+}
+
+impl Guard {
+    /// Makes `ops` (the caller's ZooKeeper writes) in one ZooKeeper
+    /// transaction with a check that our lock node still exists: all are
+    /// made, and only while the lock is ours, or none is. A holder stalled
+    /// past its session, or whose node was deleted, has its write refused
+    /// by ZooKeeper itself, whatever it believes. Use it for state kept in
+    /// ZooKeeper that only the lock's holder may change. An empty `ops`
+    /// only checks. Blocks the calling thread for one request (waiting
+    /// first for the connection if it is down), at most the client's
+    /// operation timeout; [`Guard::fenced_multi_async`] is the same call as
+    /// a future.
+    ///
+    /// # Errors
+    /// Checked at once, nothing sent: `InvalidPath` / `InvalidArgument`
+    /// naming the operation (a malformed path, a path inside the lock's own
+    /// path, a negative version, more than [`MAX_FENCED_BYTES`]); `NotHeld`
+    /// after this guard's release; `LockLost` once the lock is known lost;
+    /// `Closed` once the client is closed.
+    /// From ZooKeeper, nothing written: `LockLost` when our node is gone or
+    /// the session ended; for an operation ZooKeeper refused, `ZooKeeper`
+    /// (or `NoAuth`, `InvalidArgument`) with [`Error::failed_op`] giving
+    /// its index and ZooKeeper's code (`"BadVersion"`, `"NoNode"`,
+    /// `"NodeExists"`, `"NotEmpty"`, ...).
+    /// Outcome unknown: `ConnectionLoss` (the connection was lost with the
+    /// write on its way, or did not come back within the operation timeout:
+    /// then it was not sent) and `Timeout` (no answer within the operation
+    /// timeout); if such a write was made, it was made while the lock was
+    /// ours.
+    pub fn fenced_multi(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        let work = prepare(&[self], ops.to_vec())?;
+        self.client().shared().block_on(work.send())?
+    }
+
+    /// [`Guard::fenced_multi`] as a future that any executor can await.
+    /// The checks made at once are made when this method is called; the
+    /// write is sent when the future is first polled (dropped unpolled, it
+    /// sends nothing; dropped later, the write may still be made).
+    ///
+    /// # Errors
+    /// As [`Guard::fenced_multi`].
+    pub fn fenced_multi_async(
+        &self,
+        ops: Vec<FencedOp>,
+    ) -> impl Future<Output = Result<Vec<FencedResult>>> + Send + 'static {
+        let started = prepare(&[self], ops).map(|work| self.client().shared().run(work.send()));
+        async move { started?.await? }
+    }
+}
+
+impl MultiGuard {
+    /// [`Guard::fenced_multi`] fenced by every member: `ops` are made only
+    /// while every member's node exists.
+    ///
+    /// # Errors
+    /// As [`Guard::fenced_multi`]; a path inside any member's lock path is
+    /// refused.
+    pub fn fenced_multi(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
+        let guards: Vec<&Guard> = self.guards().iter().collect();
+        let work = prepare(&guards, ops.to_vec())?;
+        guards[0].client().shared().block_on(work.send())?
+    }
+
+    /// [`MultiGuard::fenced_multi`] as a future that any executor can
+    /// await (see [`Guard::fenced_multi_async`]).
+    ///
+    /// # Errors
+    /// As [`Guard::fenced_multi`].
+    pub fn fenced_multi_async(
+        &self,
+        ops: Vec<FencedOp>,
+    ) -> impl Future<Output = Result<Vec<FencedResult>>> + Send + 'static {
+        let guards: Vec<&Guard> = self.guards().iter().collect();
+        let started = prepare(&guards, ops).map(|work| guards[0].client().shared().run(work.send()));
+        async move { started?.await? }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(ops: &[FencedOp]) -> Error {
+        validate(ops, &["/locks/job"]).expect_err("refused")
+    }
+
+    #[test]
+    fn each_bad_operation_is_named() {
+        let e = err(&[FencedOp::check("/ok", None), FencedOp::set_data("relative", "x", None)]);
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        assert!(e.message().starts_with("fenced write, operation 1 (set_data): invalid path \"relative\""), "{e}");
+        let e = err(&[FencedOp::delete("/", None)]);
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        let e = err(&[FencedOp::create("/zookeeper/x", "", CreateMode::Persistent)]);
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        let e = err(&[FencedOp::check("/a", Some(-1))]);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("operation 0 (check)") && e.message().contains("negative"), "{e}");
+    }
+
+    #[test]
+    fn the_lock_s_own_queue_is_refused_but_its_neighbours_are_not() {
+        let e = err(&[FencedOp::delete("/locks/job/_c_x-lock-0000000001", None)]);
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        assert!(e.message().contains("inside the lock path"), "{e}");
+        validate(
+            &[
+                FencedOp::set_data("/locks/job", "x", None),
+                FencedOp::set_data("/locks/jobs/a", "x", None),
+                FencedOp::set_data("/locks/job-state", "x", Some(3)),
+            ],
+            &["/locks/job"],
+        )
+        .expect("outside the queue");
+    }
+
+    #[test]
+    fn a_write_over_the_request_limit_is_refused_before_sending() {
+        let big = vec![0u8; MAX_FENCED_BYTES / 2 + 1];
+        let e = err(&[FencedOp::set_data("/a", big.clone(), None), FencedOp::set_data("/b", big, None)]);
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("jute.maxbuffer"), "{e}");
+        validate(&[FencedOp::set_data("/a", vec![0u8; MAX_FENCED_BYTES - 2], None)], &[]).expect("fits");
+    }
+
+    #[test]
+    fn versions_and_modes_reach_the_wire_as_zookeeper_spells_them() {
+        let acl = [];
+        assert_eq!(
+            FencedOp::set_data("/a", "x", None).to_zk(&acl),
+            zk::MultiOp::SetData { path: "/a".into(), data: b"x".to_vec(), version: -1 }
+        );
+        assert_eq!(FencedOp::delete("/a", Some(4)).to_zk(&acl), zk::MultiOp::Delete { path: "/a".into(), version: 4 });
+        assert_eq!(
+            FencedOp::create("/a", "", CreateMode::EphemeralSequential).to_zk(&acl),
+            zk::MultiOp::Create {
+                path: "/a".into(),
+                data: vec![],
+                acl: vec![],
+                mode: zk::CreateMode::EphemeralSequential
+            }
+        );
+    }
+}
