@@ -178,6 +178,41 @@ typedef int32_t zklock_code;
 #endif // __cplusplus
 
 /**
+ * What one operation of a fenced write does.
+ */
+enum zklock_fenced_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Create `path` with `data` (its parent must exist), in `mode`, with
+   * the client's ACL.
+   */
+  ZKLOCK_FENCED_CREATE = 1,
+  /**
+   * Set the data of `path` to `data`.
+   */
+  ZKLOCK_FENCED_SET_DATA = 2,
+  /**
+   * Delete `path` (it must have no children).
+   */
+  ZKLOCK_FENCED_DELETE = 3,
+  /**
+   * Write nothing: fail the write unless `path` exists (with data
+   * version `version`, unless it is -1).
+   */
+  ZKLOCK_FENCED_CHECK = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zklock_fenced_kind zklock_fenced_kind;
+#else
+typedef int32_t zklock_fenced_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What a holder knows about its lock.
  */
 enum zklock_state
@@ -332,6 +367,39 @@ typedef int32_t zklock_mode;
 #endif // __cplusplus
 
 /**
+ * How a node made by `ZKLOCK_FENCED_CREATE` lives.
+ */
+enum zklock_create_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Stays until deleted.
+   */
+  ZKLOCK_CREATE_PERSISTENT = 0,
+  /**
+   * Goes when the lock's session ends.
+   */
+  ZKLOCK_CREATE_EPHEMERAL = 1,
+  /**
+   * Persistent, with a ten-digit sequence number appended to its name.
+   */
+  ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL = 2,
+  /**
+   * Ephemeral, with a ten-digit sequence number appended to its name.
+   */
+  ZKLOCK_CREATE_EPHEMERAL_SEQUENTIAL = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum zklock_create_mode zklock_create_mode;
+#else
+typedef int32_t zklock_create_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A cancel token: made before an acquire call, given to it
  * (`zklock_lock_acquire_cancellable`, `zklock_lock_acquire_async`), and cancelled with `zklock_cancel_cancel`
  * to make that call fail with `ZKLOCK_CANCELLED`: that call only, not
@@ -361,6 +429,13 @@ typedef struct zklock_client zklock_client;
  * `zklock_error_free`. Immutable: it may be read from any thread.
  */
 typedef struct zklock_error zklock_error;
+
+/**
+ * What each operation of a successful fenced write did, in the order of
+ * the operations. Immutable: may be read from any thread. Every string it
+ * returns is owned by it and valid until `zklock_fenced_results_free`.
+ */
+typedef struct zklock_fenced_results zklock_fenced_results;
 
 /**
  * Proof of holding a lock, from `zklock_lock_acquire`.
@@ -498,6 +573,41 @@ typedef struct zklock_client_options {
    */
   const char *tls_key_file;
 } zklock_client_options;
+
+/**
+ * One operation of a fenced write, filled in by the caller. Only read
+ * during the call; the caller keeps ownership of every pointer.
+ */
+typedef struct zklock_fenced_op {
+  /**
+   * What to do: a `zklock_fenced_kind` value.
+   */
+  zklock_fenced_kind kind;
+  /**
+   * The node: a NUL-terminated UTF-8 absolute path (outside the lock's
+   * own path). For a sequential create, the prefix of its name.
+   */
+  const char *path;
+  /**
+   * The data of a create or set data (`data_len` bytes; may be NULL
+   * when `data_len` is 0); ignored otherwise.
+   */
+  const uint8_t *data;
+  /**
+   * The length of `data`.
+   */
+  size_t data_len;
+  /**
+   * For set data, delete and check: the data version the node must have,
+   * or -1 for any (other negative values are refused). Ignored for a
+   * create.
+   */
+  int32_t version;
+  /**
+   * For a create: a `zklock_create_mode` value. Ignored otherwise.
+   */
+  zklock_create_mode mode;
+} zklock_fenced_op;
 
 /**
  * A state-change callback: `userdata` is the pointer given to
@@ -715,6 +825,20 @@ zklock_code zklock_error_code(const struct zklock_error *err);
 const char *zklock_error_message(const struct zklock_error *err);
 
 /**
+ * For a fenced write that ZooKeeper refused because of one of the
+ * caller's operations (`zklock_guard_fenced_multi`): ZooKeeper's name for
+ * the error (`"BadVersion"`, `"NoNode"`, `"NodeExists"`, `"NotEmpty"`,
+ * ...; owned by the error object, valid until `zklock_error_free`), and
+ * the operation's index in `*index` (if `index` is not NULL). NULL (and
+ * `*index` untouched) for every other error and for NULL.
+ *
+ * # Safety
+ * `err` is NULL or an error object that was not freed; `index` is NULL or
+ * valid for writing.
+ */
+const char *zklock_error_failed_op(const struct zklock_error *err, size_t *index);
+
+/**
  * Frees an error object. `zklock_error_free(NULL)` does nothing.
  *
  * # Safety
@@ -729,6 +853,102 @@ void zklock_error_free(struct zklock_error *err);
  * are not codes. A static string: never NULL, do not free it. Any thread.
  */
 const char *zklock_code_name(zklock_code code);
+
+/**
+ * Makes the `n_ops` operations `ops[0..n_ops]` in one ZooKeeper
+ * transaction with a check that the guard's lock node still exists: all
+ * are made, and only while the lock is ours, or none is. A holder paused
+ * past its session, or whose node was deleted, has its write refused by
+ * ZooKeeper itself, whatever it believes. `n_ops` 0 only checks. On
+ * success `*out` (if `out` is not NULL) receives the results, which the
+ * caller frees with `zklock_fenced_results_free`.
+ *
+ * # Errors
+ * Nothing sent: `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, an unknown
+ * kind or mode, a version below -1, more than 1 MiB less 4 KiB of paths
+ * and data; `ZKLOCK_INVALID_PATH` for a malformed path or one inside the
+ * lock's own path (each message names the operation); `ZKLOCK_NOT_HELD`
+ * after the release; `ZKLOCK_LOCK_LOST` once the lock is known lost;
+ * `ZKLOCK_CLOSED` after `zklock_client_close`. From ZooKeeper, nothing
+ * written: `ZKLOCK_LOCK_LOST` when our node is gone or the session ended;
+ * `ZKLOCK_ZOOKEEPER` (or `ZKLOCK_NO_AUTH`, `ZKLOCK_INVALID_ARGUMENT`) for an
+ * operation ZooKeeper refused: `zklock_error_failed_op` gives its index
+ * and ZooKeeper's code name. Outcome unknown: `ZKLOCK_CONNECTION_LOSS`
+ * and `ZKLOCK_TIMEOUT` (a write that was made was made while the lock was
+ * ours).
+ *
+ * # Threads
+ * Blocks the calling thread for one request (waiting first for the
+ * connection if it is down), at most the operation timeout; any thread.
+ *
+ * # Safety
+ * `guard` is NULL or a live guard; `ops` is NULL or points to `n_ops`
+ * operations as documented on `zklock_fenced_op`; `out` and `err` are
+ * NULL or valid for writing a pointer.
+ */
+zklock_code zklock_guard_fenced_multi(const struct zklock_guard *guard, const struct zklock_fenced_op *ops, size_t n_ops, struct zklock_fenced_results **out, struct zklock_error **err);
+
+/**
+ * `zklock_guard_fenced_multi` fenced by every member of a multi-lock:
+ * the operations are made only while every member's node exists.
+ *
+ * # Errors
+ * As `zklock_guard_fenced_multi`; a path inside any member's lock path is
+ * refused.
+ *
+ * # Threads
+ * As `zklock_guard_fenced_multi`.
+ *
+ * # Safety
+ * As `zklock_guard_fenced_multi`, with `guard` NULL or a live multi-lock
+ * guard.
+ */
+zklock_code zklock_multi_guard_fenced_multi(const struct zklock_multi_guard *guard, const struct zklock_fenced_op *ops, size_t n_ops, struct zklock_fenced_results **out, struct zklock_error **err);
+
+/**
+ * The number of results (0 for NULL).
+ *
+ * # Safety
+ * `r` is NULL or a live result list.
+ */
+size_t zklock_fenced_results_len(const struct zklock_fenced_results *r);
+
+/**
+ * What operation `i` did (its `zklock_fenced_kind`); `ZKLOCK_FENCED_CHECK`
+ * if `r` is NULL or `i` is out of range.
+ *
+ * # Safety
+ * `r` is NULL or a live result list.
+ */
+zklock_fenced_kind zklock_fenced_results_kind(const struct zklock_fenced_results *r, size_t i);
+
+/**
+ * The path of the node operation `i` created (with the sequence number
+ * of a sequential mode; NUL-terminated, owned by the list); NULL if it
+ * was not a create, `r` is NULL or `i` is out of range.
+ *
+ * # Safety
+ * `r` is NULL or a live result list.
+ */
+const char *zklock_fenced_results_path(const struct zklock_fenced_results *r, size_t i);
+
+/**
+ * The node's new data version after set data operation `i`; -1 if it
+ * was not a set data, `r` is NULL or `i` is out of range.
+ *
+ * # Safety
+ * `r` is NULL or a live result list.
+ */
+int32_t zklock_fenced_results_version(const struct zklock_fenced_results *r, size_t i);
+
+/**
+ * Frees a result list. `zklock_fenced_results_free(NULL)` does nothing.
+ *
+ * # Safety
+ * `r` is NULL or a result list not freed yet; it must not be used
+ * afterwards.
+ */
+void zklock_fenced_results_free(struct zklock_fenced_results *r);
 
 /**
  * Write to read downgrade: `*out` receives a new read guard of the same

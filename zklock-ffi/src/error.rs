@@ -97,13 +97,24 @@ pub type zklock_code_arg = i32;
 pub struct zklock_error {
     code: zklock_code,
     message: CString,
+    /// For a fenced write ZooKeeper refused: the operation's index and
+    /// ZooKeeper's code name.
+    failed_op: Option<(usize, CString)>,
 }
 
 impl zklock_error {
     pub(crate) fn new(code: zklock_code, message: &str) -> zklock_error {
         // A NUL inside the message would cut it short in C: replace it.
         let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-        zklock_error { code, message }
+        zklock_error { code, message, failed_op: None }
+    }
+
+    /// The error object of a core error (its code, message and failed
+    /// operation).
+    pub(crate) fn of(e: &zklock_core::Error) -> zklock_error {
+        let mut out = zklock_error::new(zklock_code::from_kind(e.kind()), e.message());
+        out.failed_op = e.failed_op().map(|f| (f.index, CString::new(f.code.replace('\0', "")).unwrap_or_default()));
+        out
     }
 
     /// The code.
@@ -140,6 +151,31 @@ pub unsafe extern "C" fn zklock_error_message(err: *const zklock_error) -> *cons
     let empty = c"".as_ptr();
     // SAFETY: caller's contract.
     guarded(empty, || unsafe { err.as_ref() }.map_or(empty, |e| e.message.as_ptr()))
+}
+
+/// For a fenced write that ZooKeeper refused because of one of the
+/// caller's operations (`zklock_guard_fenced_multi`): ZooKeeper's name for
+/// the error (`"BadVersion"`, `"NoNode"`, `"NodeExists"`, `"NotEmpty"`,
+/// ...; owned by the error object, valid until `zklock_error_free`), and
+/// the operation's index in `*index` (if `index` is not NULL). NULL (and
+/// `*index` untouched) for every other error and for NULL.
+///
+/// # Safety
+/// `err` is NULL or an error object that was not freed; `index` is NULL or
+/// valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_error_failed_op(err: *const zklock_error, index: *mut usize) -> *const c_char {
+    // SAFETY: caller's contract.
+    guarded(std::ptr::null(), || match unsafe { err.as_ref() }.and_then(|e| e.failed_op.as_ref()) {
+        Some((i, code)) => {
+            if !index.is_null() {
+                // SAFETY: index is valid for writes (caller's contract).
+                unsafe { index.write(*i) };
+            }
+            code.as_ptr()
+        },
+        None => std::ptr::null(),
+    })
 }
 
 /// Frees an error object. `zklock_error_free(NULL)` does nothing.

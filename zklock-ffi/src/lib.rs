@@ -19,6 +19,7 @@
 pub mod cancel;
 pub mod client;
 pub mod error;
+pub mod fenced;
 pub mod guard;
 pub mod listener;
 pub mod lock;

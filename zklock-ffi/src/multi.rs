@@ -22,7 +22,7 @@ pub struct zklock_multi {
 /// Thread-safe; free with `zklock_multi_guard_free`, which releases every
 /// member still held.
 pub struct zklock_multi_guard {
-    inner: MultiGuard,
+    pub(crate) inner: MultiGuard,
 }
 
 /// Makes a multi-lock over the `n` paths `paths[0..n]`, member `i` of mode

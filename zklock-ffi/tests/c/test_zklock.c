@@ -2009,6 +2009,131 @@ static int test_tls(void) {
     return 0;
 }
 
+/* Fenced writes: every operation kind and its result, a refused operation
+ * named by index and ZooKeeper code with nothing written, bad input, and a
+ * write refused once our node is gone (deleted here through a guard of
+ * another lock, a third party to this one). */
+static int test_fenced_writes(void) {
+    char path[128], other[128], state[160], seqp[176], node[512], made_copy[200];
+    lock_path(path, sizeof path, "fenced");
+    lock_path(other, sizeof other, "fenced-other");
+    snprintf(state, sizeof state, "%s-state", path);
+    snprintf(seqp, sizeof seqp, "%s/job-", state);
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *lock = NULL, *lock2 = NULL;
+    zklock_guard *g = NULL, *g2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    const zklock_fenced_op ops[4] = {
+        {ZKLOCK_FENCED_CREATE, state, (const uint8_t *)"v0", 2, -1, ZKLOCK_CREATE_PERSISTENT},
+        {ZKLOCK_FENCED_SET_DATA, state, (const uint8_t *)"v1", 2, 0, 0},
+        {ZKLOCK_FENCED_CREATE, seqp, NULL, 0, -1, ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL},
+        {ZKLOCK_FENCED_CHECK, state, NULL, 0, 1, 0},
+    };
+    zklock_fenced_results *res = NULL;
+    EXPECT(ZKLOCK_OK, zklock_guard_fenced_multi(g, ops, 4, &res, &err));
+    CHECK(zklock_fenced_results_len(res) == 4);
+    CHECK(zklock_fenced_results_kind(res, 0) == ZKLOCK_FENCED_CREATE);
+    CHECK(strcmp(zklock_fenced_results_path(res, 0), state) == 0);
+    CHECK(zklock_fenced_results_kind(res, 1) == ZKLOCK_FENCED_SET_DATA);
+    CHECK(zklock_fenced_results_version(res, 1) == 1 && zklock_fenced_results_path(res, 1) == NULL);
+    const char *made = zklock_fenced_results_path(res, 2);
+    CHECK(made != NULL && strncmp(made, seqp, strlen(seqp)) == 0 &&
+          strlen(made) == strlen(seqp) + 10);
+    CHECK(zklock_fenced_results_kind(res, 3) == ZKLOCK_FENCED_CHECK);
+    CHECK(zklock_fenced_results_path(res, 4) == NULL &&
+          zklock_fenced_results_version(res, 4) == -1);
+    CHECK(zklock_fenced_results_len(NULL) == 0);
+    snprintf(made_copy, sizeof made_copy, "%s", made);
+    made = made_copy; /* the list owns its strings */
+    zklock_fenced_results_free(res);
+    zklock_fenced_results_free(NULL);
+    /* No operations: only the check of our node; results not asked for. */
+    EXPECT(ZKLOCK_OK, zklock_guard_fenced_multi(g, NULL, 0, NULL, &err));
+
+    /* ZooKeeper refuses operation 1: its index and code; operation 0 is
+     * not made (the version stays 1). */
+    const zklock_fenced_op cas[2] = {
+        {ZKLOCK_FENCED_SET_DATA, state, (const uint8_t *)"v2", 2, -1, 0},
+        {ZKLOCK_FENCED_CHECK, state, NULL, 0, 7, 0},
+    };
+    zklock_error *e = NULL;
+    CHECK_RC(zklock_guard_fenced_multi(g, cas, 2, NULL, &e), ZKLOCK_ZOOKEEPER);
+    size_t index = 99;
+    const char *code = zklock_error_failed_op(e, &index);
+    CHECK(code != NULL && strcmp(code, "BadVersion") == 0 && index == 1);
+    zklock_error_free(e);
+    CHECK(zklock_error_failed_op(NULL, &index) == NULL);
+    const zklock_fenced_op still_v1 = {ZKLOCK_FENCED_CHECK, state, NULL, 0, 1, 0};
+    EXPECT(ZKLOCK_OK, zklock_guard_fenced_multi(g, &still_v1, 1, NULL, &err));
+
+    /* Bad input: refused before anything is sent, naming the operation;
+     * such errors name no failed operation. */
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops", zklock_guard_fenced_multi(g, NULL, 1, NULL, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_guard_fenced_multi(NULL, ops, 1, NULL, &err));
+    zklock_fenced_op bad = {42, state, NULL, 0, -1, 0};
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops[0].kind",
+               zklock_guard_fenced_multi(g, &bad, 1, NULL, &err));
+    bad = (zklock_fenced_op){ZKLOCK_FENCED_CHECK, state, NULL, 0, -2, 0};
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops[0].version",
+               zklock_guard_fenced_multi(g, &bad, 1, NULL, &err));
+    bad = (zklock_fenced_op){ZKLOCK_FENCED_CREATE, state, NULL, 0, -1, 9};
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops[0].mode",
+               zklock_guard_fenced_multi(g, &bad, 1, NULL, &err));
+    bad = (zklock_fenced_op){ZKLOCK_FENCED_SET_DATA, state, NULL, 3, -1, 0};
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops[0].data",
+               zklock_guard_fenced_multi(g, &bad, 1, NULL, &err));
+    bad = (zklock_fenced_op){ZKLOCK_FENCED_DELETE, NULL, NULL, 0, -1, 0};
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "ops[0].path",
+               zklock_guard_fenced_multi(g, &bad, 1, NULL, &err));
+    const zklock_fenced_op two[2] = {{ZKLOCK_FENCED_CHECK, state, NULL, 0, -1, 0},
+                                     {ZKLOCK_FENCED_DELETE, "relative", NULL, 0, -1, 0}};
+    e = NULL;
+    CHECK_RC(zklock_guard_fenced_multi(g, two, 2, NULL, &e), ZKLOCK_INVALID_PATH);
+    CHECK(strstr(zklock_error_message(e), "operation 1") != NULL);
+    CHECK(zklock_error_failed_op(e, &index) == NULL);
+    zklock_error_free(e);
+    CHECK(zklock_guard_node_path(g, node, sizeof node) < sizeof node);
+    const zklock_fenced_op own = {ZKLOCK_FENCED_DELETE, node, NULL, 0, -1, 0};
+    EXPECT_MSG(ZKLOCK_INVALID_PATH, "inside the lock path",
+               zklock_guard_fenced_multi(g, &own, 1, NULL, &err));
+
+    /* Our node is deleted by a third party: the write is refused. */
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, other, ZKLOCK_MODE_EXCLUSIVE, &lock2, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock2, 5000, &g2, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_fenced_multi(g2, &own, 1, NULL, &err));
+    EXPECT_MSG(ZKLOCK_LOCK_LOST, "nothing was written",
+               zklock_guard_fenced_multi(g, cas, 1, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_fenced_multi(g2, &still_v1, 1, NULL, &err));
+    EXPECT(ZKLOCK_LOCK_LOST, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_NOT_HELD, zklock_guard_fenced_multi(g, &still_v1, 1, NULL, &err));
+
+    /* A multi-lock guard fences by its members. */
+    zklock_multi *multi = NULL;
+    zklock_multi_guard *mg = NULL;
+    const char *paths[] = {path};
+    EXPECT(ZKLOCK_OK, zklock_multi_new(zk, paths, NULL, 1, &multi, &err));
+    EXPECT(ZKLOCK_OK, zklock_multi_acquire(multi, 5000, NULL, &mg, &err));
+    const zklock_fenced_op cleanup[2] = {{ZKLOCK_FENCED_DELETE, made, NULL, 0, -1, 0},
+                                         {ZKLOCK_FENCED_DELETE, state, NULL, 0, 1, 0}};
+    res = NULL;
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_fenced_multi(mg, cleanup, 2, &res, &err));
+    CHECK(zklock_fenced_results_kind(res, 1) == ZKLOCK_FENCED_DELETE);
+    zklock_fenced_results_free(res);
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_multi_guard_fenced_multi(NULL, cleanup, 2, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_release(mg, NULL, &err));
+    zklock_multi_guard_free(mg);
+    zklock_multi_free(multi);
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g2, NULL, &err));
+    zklock_guard_free(g2);
+    zklock_guard_free(g);
+    zklock_lock_free(lock2);
+    zklock_lock_free(lock);
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* A loopback port that nothing listens on (bound, then let go), or 0. */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2069,6 +2194,7 @@ static const struct test TESTS[] = {
     {"acl_creator_and_no_auth", test_acl_creator_and_no_auth},
     {"tls", test_tls},
     {"connect_refused", test_connect_refused},
+    {"fenced_writes", test_fenced_writes},
 };
 
 int main(int argc, char **argv) {

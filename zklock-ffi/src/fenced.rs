@@ -1,0 +1,335 @@
+//! Fenced writes: `zklock_guard_fenced_multi` and
+//! `zklock_multi_guard_fenced_multi` make the caller's ZooKeeper operations
+//! in one transaction with a check of the guard's own lock node(s).
+
+use std::ffi::{c_char, CString};
+
+use zklock_core::{CreateMode, FencedOp, FencedResult};
+
+use crate::error::{zklock_code, zklock_error};
+use crate::guard::zklock_guard;
+use crate::multi::zklock_multi_guard;
+use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, Result};
+
+/// What one operation of a fenced write does.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zklock_fenced_kind {
+    /// Create `path` with `data` (its parent must exist), in `mode`, with
+    /// the client's ACL.
+    ZKLOCK_FENCED_CREATE = 1,
+    /// Set the data of `path` to `data`.
+    ZKLOCK_FENCED_SET_DATA = 2,
+    /// Delete `path` (it must have no children).
+    ZKLOCK_FENCED_DELETE = 3,
+    /// Write nothing: fail the write unless `path` exists (with data
+    /// version `version`, unless it is -1).
+    ZKLOCK_FENCED_CHECK = 4,
+}
+
+/// How a node made by `ZKLOCK_FENCED_CREATE` lives.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zklock_create_mode {
+    /// Stays until deleted.
+    ZKLOCK_CREATE_PERSISTENT = 0,
+    /// Goes when the lock's session ends.
+    ZKLOCK_CREATE_EPHEMERAL = 1,
+    /// Persistent, with a ten-digit sequence number appended to its name.
+    ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL = 2,
+    /// Ephemeral, with a ten-digit sequence number appended to its name.
+    ZKLOCK_CREATE_EPHEMERAL_SEQUENTIAL = 3,
+}
+
+/// A `zklock_fenced_kind` value in a `zklock_fenced_op` (a plain integer
+/// on the Rust side, so that an out-of-range value is an ordinary input).
+pub type zklock_fenced_kind_arg = i32;
+
+/// A `zklock_create_mode` value in a `zklock_fenced_op` (a plain integer
+/// on the Rust side).
+pub type zklock_create_mode_arg = i32;
+
+/// One operation of a fenced write, filled in by the caller. Only read
+/// during the call; the caller keeps ownership of every pointer.
+#[repr(C)]
+pub struct zklock_fenced_op {
+    /// What to do: a `zklock_fenced_kind` value.
+    pub kind: zklock_fenced_kind_arg,
+    /// The node: a NUL-terminated UTF-8 absolute path (outside the lock's
+    /// own path). For a sequential create, the prefix of its name.
+    pub path: *const c_char,
+    /// The data of a create or set data (`data_len` bytes; may be NULL
+    /// when `data_len` is 0); ignored otherwise.
+    pub data: *const u8,
+    /// The length of `data`.
+    pub data_len: usize,
+    /// For set data, delete and check: the data version the node must have,
+    /// or -1 for any (other negative values are refused). Ignored for a
+    /// create.
+    pub version: i32,
+    /// For a create: a `zklock_create_mode` value. Ignored otherwise.
+    pub mode: zklock_create_mode_arg,
+}
+
+/// What each operation of a successful fenced write did, in the order of
+/// the operations. Immutable: may be read from any thread. Every string it
+/// returns is owned by it and valid until `zklock_fenced_results_free`.
+pub struct zklock_fenced_results {
+    items: Vec<(zklock_fenced_kind, Option<CString>, i32)>,
+}
+
+impl zklock_fenced_results {
+    fn new(results: Vec<FencedResult>) -> zklock_fenced_results {
+        let items = results
+            .into_iter()
+            .map(|r| match r {
+                FencedResult::Created { path } => (
+                    zklock_fenced_kind::ZKLOCK_FENCED_CREATE,
+                    Some(CString::new(path.replace('\0', "\\0")).unwrap_or_default()),
+                    -1,
+                ),
+                FencedResult::DataSet { version } => (zklock_fenced_kind::ZKLOCK_FENCED_SET_DATA, None, version),
+                FencedResult::Deleted => (zklock_fenced_kind::ZKLOCK_FENCED_DELETE, None, -1),
+                _ => (zklock_fenced_kind::ZKLOCK_FENCED_CHECK, None, -1),
+            })
+            .collect();
+        zklock_fenced_results { items }
+    }
+
+    /// # Safety
+    /// `r` is NULL or a live result list.
+    unsafe fn at<'a>(
+        r: *const zklock_fenced_results,
+        i: usize,
+    ) -> Option<&'a (zklock_fenced_kind, Option<CString>, i32)> {
+        // SAFETY: caller's contract.
+        unsafe { r.as_ref() }.and_then(|r| r.items.get(i))
+    }
+}
+
+/// Reads the caller's operations.
+///
+/// # Safety
+/// `ops` is NULL or points to `n` readable operations whose pointers are as
+/// documented on `zklock_fenced_op`.
+unsafe fn read_ops(f: &str, ops: *const zklock_fenced_op, n: usize) -> Result<Vec<FencedOp>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if ops.is_null() {
+        return Err(invalid_arg(f, "ops", &format!("is NULL with n_ops {n}")));
+    }
+    // SAFETY: ops points to n operations (caller's contract).
+    let raw = unsafe { std::slice::from_raw_parts(ops, n) };
+    raw.iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let name = format!("ops[{i}]");
+            // SAFETY: path is NULL or NUL-terminated (caller's contract).
+            let path = unsafe { arg_str(op.path, f, &format!("{name}.path")) }?.to_owned();
+            let data = || -> Result<Vec<u8>> {
+                match (op.data.is_null(), op.data_len) {
+                    (_, 0) => Ok(Vec::new()),
+                    (true, len) => {
+                        Err(invalid_arg(f, &format!("{name}.data"), &format!("is NULL with data_len {len}")))
+                    },
+                    // SAFETY: data points to data_len bytes (caller's contract).
+                    (false, len) => Ok(unsafe { std::slice::from_raw_parts(op.data, len) }.to_vec()),
+                }
+            };
+            let version = || -> Result<Option<i32>> {
+                match op.version {
+                    -1 => Ok(None),
+                    v if v < 0 => Err(invalid_arg(
+                        f,
+                        &format!("{name}.version"),
+                        &format!("is {v}: give a data version, or -1 for any"),
+                    )),
+                    v => Ok(Some(v)),
+                }
+            };
+            let kind = op.kind;
+            Ok(match kind {
+                k if k == zklock_fenced_kind::ZKLOCK_FENCED_CREATE as i32 => {
+                    FencedOp::create(path, data()?, mode_of(f, &name, op.mode)?)
+                },
+                k if k == zklock_fenced_kind::ZKLOCK_FENCED_SET_DATA as i32 => {
+                    FencedOp::set_data(path, data()?, version()?)
+                },
+                k if k == zklock_fenced_kind::ZKLOCK_FENCED_DELETE as i32 => FencedOp::delete(path, version()?),
+                k if k == zklock_fenced_kind::ZKLOCK_FENCED_CHECK as i32 => FencedOp::check(path, version()?),
+                k => {
+                    return Err(invalid_arg(f, &format!("{name}.kind"), &format!("is not a zklock_fenced_kind ({k})")))
+                },
+            })
+        })
+        .collect()
+}
+
+fn mode_of(f: &str, name: &str, mode: zklock_create_mode_arg) -> Result<CreateMode> {
+    use zklock_create_mode as M;
+    Ok(match mode {
+        m if m == M::ZKLOCK_CREATE_PERSISTENT as i32 => CreateMode::Persistent,
+        m if m == M::ZKLOCK_CREATE_EPHEMERAL as i32 => CreateMode::Ephemeral,
+        m if m == M::ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL as i32 => CreateMode::PersistentSequential,
+        m if m == M::ZKLOCK_CREATE_EPHEMERAL_SEQUENTIAL as i32 => CreateMode::EphemeralSequential,
+        m => return Err(invalid_arg(f, &format!("{name}.mode"), &format!("is not a zklock_create_mode ({m})"))),
+    })
+}
+
+/// Makes the `n_ops` operations `ops[0..n_ops]` in one ZooKeeper
+/// transaction with a check that the guard's lock node still exists: all
+/// are made, and only while the lock is ours, or none is. A holder paused
+/// past its session, or whose node was deleted, has its write refused by
+/// ZooKeeper itself, whatever it believes. `n_ops` 0 only checks. On
+/// success `*out` (if `out` is not NULL) receives the results, which the
+/// caller frees with `zklock_fenced_results_free`.
+///
+/// # Errors
+/// Nothing sent: `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, an unknown
+/// kind or mode, a version below -1, more than 1 MiB less 4 KiB of paths
+/// and data; `ZKLOCK_INVALID_PATH` for a malformed path or one inside the
+/// lock's own path (each message names the operation); `ZKLOCK_NOT_HELD`
+/// after the release; `ZKLOCK_LOCK_LOST` once the lock is known lost;
+/// `ZKLOCK_CLOSED` after `zklock_client_close`. From ZooKeeper, nothing
+/// written: `ZKLOCK_LOCK_LOST` when our node is gone or the session ended;
+/// `ZKLOCK_ZOOKEEPER` (or `ZKLOCK_NO_AUTH`, `ZKLOCK_INVALID_ARGUMENT`) for an
+/// operation ZooKeeper refused: `zklock_error_failed_op` gives its index
+/// and ZooKeeper's code name. Outcome unknown: `ZKLOCK_CONNECTION_LOSS`
+/// and `ZKLOCK_TIMEOUT` (a write that was made was made while the lock was
+/// ours).
+///
+/// # Threads
+/// Blocks the calling thread for one request (waiting first for the
+/// connection if it is down), at most the operation timeout; any thread.
+///
+/// # Safety
+/// `guard` is NULL or a live guard; `ops` is NULL or points to `n_ops`
+/// operations as documented on `zklock_fenced_op`; `out` and `err` are
+/// NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_guard_fenced_multi(
+    guard: *const zklock_guard,
+    ops: *const zklock_fenced_op,
+    n_ops: usize,
+    out: *mut *mut zklock_fenced_results,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_guard_fenced_multi";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let guard = arg_ref(guard, F, "guard")?;
+            let ops = read_ops(F, ops, n_ops)?;
+            let results = guard.inner.fenced_multi(&ops)?;
+            write_results(out, results);
+            Ok(())
+        })
+    }
+}
+
+/// `zklock_guard_fenced_multi` fenced by every member of a multi-lock:
+/// the operations are made only while every member's node exists.
+///
+/// # Errors
+/// As `zklock_guard_fenced_multi`; a path inside any member's lock path is
+/// refused.
+///
+/// # Threads
+/// As `zklock_guard_fenced_multi`.
+///
+/// # Safety
+/// As `zklock_guard_fenced_multi`, with `guard` NULL or a live multi-lock
+/// guard.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_multi_guard_fenced_multi(
+    guard: *const zklock_multi_guard,
+    ops: *const zklock_fenced_op,
+    n_ops: usize,
+    out: *mut *mut zklock_fenced_results,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_multi_guard_fenced_multi";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let guard = arg_ref(guard, F, "guard")?;
+            let ops = read_ops(F, ops, n_ops)?;
+            let results = guard.inner.fenced_multi(&ops)?;
+            write_results(out, results);
+            Ok(())
+        })
+    }
+}
+
+/// Hands the results to the caller, if it asked for them.
+///
+/// # Safety
+/// `out` is NULL or valid for writing a pointer.
+unsafe fn write_results(out: *mut *mut zklock_fenced_results, results: Vec<FencedResult>) {
+    if !out.is_null() {
+        // SAFETY: out is valid for writes (caller's contract).
+        unsafe { out.write(Box::into_raw(Box::new(zklock_fenced_results::new(results)))) };
+    }
+}
+
+/// The number of results (0 for NULL).
+///
+/// # Safety
+/// `r` is NULL or a live result list.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_fenced_results_len(r: *const zklock_fenced_results) -> usize {
+    // SAFETY: caller's contract.
+    guarded(0, || unsafe { r.as_ref() }.map_or(0, |r| r.items.len()))
+}
+
+/// What operation `i` did (its `zklock_fenced_kind`); `ZKLOCK_FENCED_CHECK`
+/// if `r` is NULL or `i` is out of range.
+///
+/// # Safety
+/// `r` is NULL or a live result list.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_fenced_results_kind(r: *const zklock_fenced_results, i: usize) -> zklock_fenced_kind {
+    // SAFETY: caller's contract.
+    guarded(zklock_fenced_kind::ZKLOCK_FENCED_CHECK, || {
+        unsafe { zklock_fenced_results::at(r, i) }.map_or(zklock_fenced_kind::ZKLOCK_FENCED_CHECK, |x| x.0)
+    })
+}
+
+/// The path of the node operation `i` created (with the sequence number
+/// of a sequential mode; NUL-terminated, owned by the list); NULL if it
+/// was not a create, `r` is NULL or `i` is out of range.
+///
+/// # Safety
+/// `r` is NULL or a live result list.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_fenced_results_path(r: *const zklock_fenced_results, i: usize) -> *const c_char {
+    // SAFETY: caller's contract.
+    guarded(std::ptr::null(), || {
+        unsafe { zklock_fenced_results::at(r, i) }.and_then(|x| x.1.as_ref()).map_or(std::ptr::null(), |p| p.as_ptr())
+    })
+}
+
+/// The node's new data version after set data operation `i`; -1 if it
+/// was not a set data, `r` is NULL or `i` is out of range.
+///
+/// # Safety
+/// `r` is NULL or a live result list.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_fenced_results_version(r: *const zklock_fenced_results, i: usize) -> i32 {
+    // SAFETY: caller's contract.
+    guarded(-1, || unsafe { zklock_fenced_results::at(r, i) }.map_or(-1, |x| x.2))
+}
+
+/// Frees a result list. `zklock_fenced_results_free(NULL)` does nothing.
+///
+/// # Safety
+/// `r` is NULL or a result list not freed yet; it must not be used
+/// afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_fenced_results_free(r: *mut zklock_fenced_results) {
+    if !r.is_null() {
+        // SAFETY: r came from Box::into_raw and is freed once (caller's contract).
+        guarded((), || drop(unsafe { Box::from_raw(r) }));
+    }
+}
