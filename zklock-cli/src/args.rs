@@ -52,7 +52,9 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   ZKLOCK_NODE_PATH         our lock node, e.g. /locks/job/_c_<uuid>-lock-0000000004
   ZKLOCK_LOCK_PATH         the lock path
   ZKLOCK_LOCK_MODE         exclusive, read, write, leader or lease
-  ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)",
+  ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)
+  ZKLOCK_HOSTS, ...        the connection options given (flags too), so that
+                           `zklock fence-check` in it connects the same way",
     ),
     (
         "LOCK KINDS",
@@ -136,7 +138,8 @@ fn after_long_help() -> String {
     long_about = "\
 zklock takes distributed locks on Apache ZooKeeper and runs a command while it holds one, in the spirit of flock(1); \
 it can also hold a lock for a shell script (`zklock hold`, like `etcdctl lock` without a command), run a command while \
-it leads an election (`zklock lead`), and list who holds a lock and who waits (`zklock list`).
+it leads an election (`zklock lead`), list who holds a lock and who waits (`zklock list`), and tell a script run under \
+a lock whether its grant still stands (`zklock fence-check`).
 
 The locks use Curator's node names, so Curator, kazoo and the zklock libraries (Rust, C, Python, Node) on the same path \
 contend with it. Whatever happens (the command fails, a timeout, a signal, a lost lock), zklock deletes its node and \
@@ -211,6 +214,26 @@ Print the participants of the lock at PATH in queue order, holders first: positi
 sequence, owner session, node name and node data (other libraries' nodes too). A lock path that does not exist has an \
 empty queue (exit 0).")]
     List(ListArgs),
+    /// Exit 0 while the grant of `zklock run` or `lead` still stands (for the command's scripts)
+    #[command(
+        name = "fence-check",
+        long_about = "\
+Ask ZooKeeper whether the grant whose fencing token is TOKEN (default $ZKLOCK_FENCING_TOKEN) and whose lock node is \
+--node (default $ZKLOCK_NODE_PATH) still stands: after a sync, the node must exist with that creation zxid. Exit 0 if \
+it does, 70 if the grant is over (the node is gone or is another node). `zklock run` and `zklock lead` give their \
+command both variables and ZKLOCK_HOSTS (with the connection options given as flags in their variables too), so a \
+script it runs calls `zklock fence-check` with no arguments before each step that must not run without the lock.
+
+The answer is for the moment ZooKeeper read the node: the lock may be lost right after. Where that window matters, \
+give the token to the resource (it refuses smaller ones) or keep the state in ZooKeeper with a fenced write.
+
+Example (sh, run by `zklock run /locks/job -- ./steps.sh`):
+  for step in fetch build publish; do
+    zklock fence-check || exit 70      # the lock is gone: stop
+    ./$step --fencing-token \"$ZKLOCK_FENCING_TOKEN\"
+  done"
+    )]
+    FenceCheck(FenceCheckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(long_about = "\
 Print the completion script for SHELL on stdout, e.g.
@@ -272,6 +295,26 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// The connection as environment variables for the command of `run`
+    /// and `lead` (so that `zklock fence-check` and other zklock calls in
+    /// it connect the same way): every option given, by flag or by
+    /// variable, in its variable. Passwords are only ever variables, so the
+    /// command has them already.
+    pub(crate) fn env(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("ZKLOCK_HOSTS", &self.hosts),
+            ("ZKLOCK_TLS_CA", &self.tls_ca),
+            ("ZKLOCK_TLS_CERT", &self.tls_cert),
+            ("ZKLOCK_TLS_KEY", &self.tls_key),
+            ("ZKLOCK_DIGEST_USER", &self.digest_user),
+            ("ZKLOCK_SASL_USER", &self.sasl_user),
+            ("ZKLOCK_ACL", &self.acl),
+        ]
+        .into_iter()
+        .filter_map(|(var, value)| value.as_deref().map(|v| (var, v)))
+        .collect()
+    }
+
     /// The connect string: `--hosts`, else `$ZKLOCK_HOSTS` (clap read it).
     ///
     /// # Errors
@@ -542,6 +585,20 @@ pub(crate) struct ListArgs {
     connection: Connection,
 }
 
+/// `zklock fence-check`'s command line.
+#[derive(Args, Debug)]
+pub(crate) struct FenceCheckArgs {
+    /// The grant's fencing token (`zklock run` and `lead` give it to their command in $ZKLOCK_FENCING_TOKEN)
+    #[arg(value_name = "TOKEN", env = "ZKLOCK_FENCING_TOKEN")]
+    pub(crate) token: u64,
+    /// The grant's lock node (`zklock run` and `lead` give it to their command in $ZKLOCK_NODE_PATH)
+    #[arg(long, value_name = "PATH", env = "ZKLOCK_NODE_PATH")]
+    pub(crate) node: String,
+    /// Where to connect.
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
 /// Node data for the lock node.
 #[derive(Debug)]
 pub(crate) enum NodeData {
@@ -727,7 +784,8 @@ impl ListArgs {
 /// subcommand given if any.
 pub(crate) fn clap_message(e: &clap::Error, sub: Option<&str>) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    let subcommands = "use `zklock run`, `zklock hold`, `zklock lead` or `zklock list` (see zklock --help)";
+    let subcommands =
+        "use `zklock run`, `zklock hold`, `zklock lead`, `zklock list` or `zklock fence-check` (see zklock --help)";
     match e.kind() {
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return format!("missing subcommand: {subcommands}");
@@ -883,7 +941,7 @@ fn signal(text: &str) -> Result<i32, String> {
 /// arguments, which a test compares with this list: kept as a constant so
 /// that start-up need not build the command twice); an empty one counts as
 /// unset.
-pub(crate) const ENV_OPTIONS: [&str; 7] = [
+pub(crate) const ENV_OPTIONS: [&str; 9] = [
     "ZKLOCK_HOSTS",
     "ZKLOCK_TLS_CA",
     "ZKLOCK_TLS_CERT",
@@ -891,6 +949,8 @@ pub(crate) const ENV_OPTIONS: [&str; 7] = [
     "ZKLOCK_DIGEST_USER",
     "ZKLOCK_SASL_USER",
     "ZKLOCK_ACL",
+    "ZKLOCK_FENCING_TOKEN",
+    "ZKLOCK_NODE_PATH",
 ];
 
 /// `SIGTERM` for 15, `signal 40` for numbers without a name.

@@ -48,6 +48,11 @@
 //! lost meanwhile is reported on stderr, exit 70 at once. Like `etcdctl
 //! lock` without a command.
 //!
+//! `zklock fence-check [TOKEN]` exits 0 while the grant with that fencing
+//! token (default `$ZKLOCK_FENCING_TOKEN`) and lock node (`--node`, default
+//! `$ZKLOCK_NODE_PATH`) still stands in ZooKeeper, 70 once it is over: for
+//! the scripts `run` and `lead` run.
+//!
 //! `zklock list` prints the participants of a lock in queue order, holders
 //! first (a table, or one JSON object with `--json`). `zklock completions
 //! SHELL` prints a completion script; the hidden `zklock man [--dir DIR]`
@@ -62,6 +67,7 @@
 //! | `ZKLOCK_LOCK_PATH` | the lock path as given |
 //! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write`, `leader` or `lease` |
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
+//! | `ZKLOCK_HOSTS`, `ZKLOCK_TLS_CA`, ... | the connection options given, by flag or variable |
 //!
 //! `ZKLOCK_HOSTS` is read by zklock when `--hosts` is absent, `ZKLOCK_LOG`
 //! (or else `RUST_LOG`)
@@ -189,7 +195,7 @@ fn dispatch(sub: args::Sub) -> i32 {
         Sub::Run(a) => a.verbose(),
         Sub::Lead(a) => a.verbose(),
         Sub::Hold(a) => a.verbose(),
-        Sub::List(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
+        Sub::List(_) | Sub::FenceCheck(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
     };
     log_to_stderr(verbose);
     let outcome = match sub {
@@ -197,10 +203,39 @@ fn dispatch(sub: args::Sub) -> i32 {
         Sub::Lead(a) => a.options().map(run::run),
         Sub::Hold(a) => a.options().map(hold::hold),
         Sub::List(a) => Ok(list::list(a.options())),
+        Sub::FenceCheck(a) => Ok(fence_check(&a)),
         Sub::Completions { shell } => Ok(docs::completions(shell)),
         Sub::Man { dir } => Ok(docs::man(dir.as_deref())),
     };
     outcome.unwrap_or_else(|u| usage_error(&u.0))
+}
+
+/// Runs `zklock fence-check`: 0 while the grant stands, 70 once it is
+/// over, as `zk_error` says for a failure to ask.
+fn fence_check(a: &args::FenceCheckArgs) -> i32 {
+    let hosts = match checked_target(&a.connection, &a.node) {
+        Ok(h) => h,
+        Err(code) => return code,
+    };
+    // Creates nothing: the ACL is not the client's (as for `list`).
+    let options = match connect_options(&a.connection, &hosts) {
+        Ok((options, _)) => options.acl(zklock_core::Acl::open()),
+        Err(code) => return code,
+    };
+    let client = match zklock_core::Client::connect(options) {
+        Ok(c) => c,
+        Err(e) => return connect_error(&hosts, &e),
+    };
+    let checked = client.fence_check(&a.node, a.token);
+    client.close();
+    match checked {
+        Ok(()) => exit::OK,
+        Err(e) if e.kind() == ErrorKind::LockLost => {
+            note!("{}", e.message());
+            exit::LOST
+        },
+        Err(e) => zk_error("cannot check the grant", &e),
+    }
 }
 
 /// `--help` and `--version` (exit 0), or a usage error in one line (64);

@@ -336,7 +336,8 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         .env("ZKLOCK_NODE_PATH", guard.node_path())
         .env("ZKLOCK_LOCK_PATH", &opts.lock.path)
         .env("ZKLOCK_LOCK_MODE", opts.lock.mode.name().to_ascii_lowercase())
-        .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()));
+        .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()))
+        .envs(opts.lock.connection.env());
     if opts.process_group {
         // A group of its own, led by the command: its id is the command's pid.
         cmd.process_group(0);

@@ -63,6 +63,55 @@ fn run_passes_the_lock_details_to_the_command() {
     assert!(tokens[0] > 0 && tokens[1] > tokens[0], "tokens grow: {tokens:?}");
 }
 
+/// `zklock fence-check` in the command `run` runs: 0 while the grant
+/// stands, 70 once its node is gone (deleted here by a third party; the
+/// command ignores the lost-signal to ask once more), with the connection
+/// taken from the variables `run` gave the command (its `--hosts` was a
+/// flag).
+#[test]
+fn fence_check_in_the_command_follows_the_grant() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let d = Dir::new("fence-check");
+    let script = format!(
+        r#"trap '' TERM; "$ZK" fence-check; echo $? > "$D/first"; {}; "$ZK" fence-check; echo $? > "$D/second""#,
+        wait_for_file("go")
+    );
+    let zk_bin = common::bin();
+    let r = spawn(
+        &d,
+        "run",
+        &["run", "--hosts", &hosts, "--kill-after", "60s", "/cli/fence", "--", "sh", "-c", &script],
+        &[("ZK", &zk_bin)],
+    );
+    wait_until("the first check", 20 * SEC, || d.exists("first"));
+    assert_eq!(d.read("first").trim(), "0", "held: {:?}", d.read("run.stderr"));
+    // From outside, with the arguments given.
+    let node = format!("/cli/fence/{}", raw.children("/cli/fence")[0]);
+    let token = raw.exists(&node).unwrap().czxid.to_string();
+    let o = zklock(&d, "outside", &["fence-check", "--hosts", &hosts, "--node", &node, &token]);
+    assert_eq!(o.code, 0, "{o:?}");
+    raw.delete(&node);
+    d.touch("go");
+    wait_until("the second check", 20 * SEC, || d.exists("second"));
+    assert_eq!(d.read("second").trim(), "70");
+    let o = r.wait(20 * SEC);
+    assert_eq!(o.code, 70, "the lock was lost: {o:?}");
+    assert!(o.stderr.contains("is gone"), "the check said why: {o:?}");
+    let o = zklock(&d, "outside-after", &["fence-check", "--hosts", &hosts, "--node", &node, &token]);
+    assert_eq!(o.code, 70, "{o:?}");
+    // Usage errors: no token, a token that is not a number, a bad path.
+    let o = zklock(&d, "no-token", &["fence-check", "--hosts", &hosts, "--node", &node]);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert!(o.stderr.contains("TOKEN"), "{o:?}");
+    let o = zklock(&d, "bad-token", &["fence-check", "--hosts", &hosts, "--node", &node, "x1"]);
+    assert_eq!(o.code, 64, "{o:?}");
+    let o = zklock(&d, "bad-node", &["fence-check", "--hosts", &hosts, "--node", "relative", "5"]);
+    assert_eq!(o.code, 64, "{o:?}");
+    assert_no_panic(&o);
+}
+
 #[test]
 fn exit_status_of_the_command_is_passed_on() {
     let zk = server();

@@ -58,8 +58,17 @@ fn the_man_pages_render_with_every_option() {
     pages.sort();
     assert_eq!(
         pages,
-        ["zklock-completions.1", "zklock-hold.1", "zklock-lead.1", "zklock-list.1", "zklock-run.1", "zklock.1"]
+        [
+            "zklock-completions.1",
+            "zklock-fence-check.1",
+            "zklock-hold.1",
+            "zklock-lead.1",
+            "zklock-list.1",
+            "zklock-run.1",
+            "zklock.1"
+        ]
     );
+    assert!(d.read("pages/zklock-fence-check.1").contains("ZKLOCK_NODE_PATH"));
     let run = d.read("pages/zklock-run.1");
     for needle in
         ["\\-\\-nonblock", "\\-\\-conflict\\-exit\\-code", "\\-\\-shared", "\\-\\-process\\-group", ".SH WAITING"]

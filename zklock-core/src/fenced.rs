@@ -449,6 +449,58 @@ impl MultiGuard {
     }
 }
 
+impl crate::Client {
+    /// Whether the grant whose node is `node_path` and whose fencing token
+    /// is `token` still stands, asked of ZooKeeper by a process that does
+    /// not hold its guard (a script run by `zklock run`, which gets both in
+    /// its environment): after a `sync` (so the server answering has seen
+    /// every write the leader had committed), our node must exist with
+    /// creation zxid `token`. A node that exists keeps every other
+    /// contender waiting, so the lock was still that grant's when the read
+    /// was answered; it may be lost right after (use a fenced write, or
+    /// give the token to the resource, where that window matters). Blocks
+    /// the calling thread for two requests, at most the operation timeout.
+    ///
+    /// # Errors
+    /// `LockLost` when the node is gone or is another node (made again by
+    /// a third party: another creation zxid); `InvalidPath` for a malformed
+    /// path; `Closed`; `ConnectionLoss` / `Timeout` when ZooKeeper does not
+    /// answer within the operation timeout.
+    pub fn fence_check(&self, node_path: &str, token: u64) -> Result<()> {
+        self.check_open()?;
+        crate::validate::validate_lock_path(node_path)?;
+        let shared = self.shared().clone();
+        let path = node_path.to_owned();
+        let work = async move {
+            let deadline = Instant::now() + shared.options.operation_timeout;
+            let session = shared.session(Some(deadline)).await?;
+            let zk = session.zk()?;
+            let sync = zk.sync(&path).value();
+            let read = zk.exists(&path).value();
+            let answered = tokio::time::timeout_at(deadline.into(), async { (sync.await, read.await) }).await;
+            let (synced, stat) = answered.map_err(|_| Error::timeout("fence check"))?;
+            synced.map_err(|e| Error::from_zk("fence check: sync", e))?;
+            match stat.map_err(|e| Error::from_zk("fence check", e))? {
+                Some(stat) if u64::try_from(stat.czxid).ok() == Some(token) => Ok(()),
+                Some(stat) => Err(Error::new(
+                    ErrorKind::LockLost,
+                    format!(
+                        "fence check: {} is another node (creation zxid {}, not the token {token}): the grant is \
+                         over",
+                        shown(&path),
+                        stat.czxid
+                    ),
+                )),
+                None => Err(Error::new(
+                    ErrorKind::LockLost,
+                    format!("fence check: {} is gone: the grant with token {token} is over", shown(&path)),
+                )),
+            }
+        };
+        self.shared().block_on(work)?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

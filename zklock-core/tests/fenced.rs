@@ -232,3 +232,30 @@ fn paths_are_the_chroot_s_like_every_other_path() {
     assert!(raw.exists(&format!("/tenant{path}")).is_some_and(|s| s.ephemeral_owner == g.session_id()));
     g.release().unwrap();
 }
+
+#[test]
+fn a_fence_check_from_another_client_follows_the_grant() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let holder = connect(&hosts);
+    let checker = connect(&hosts);
+    let g = holder.lock("/check/lock").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let (node, token) = (g.node_path(), g.fencing_token());
+    checker.fence_check(&node, token).unwrap();
+    let e = checker.fence_check(&node, token + 1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("another node"), "{e}");
+    let e = checker.fence_check("relative", token).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidPath, "{e}");
+    g.release().unwrap();
+    let e = checker.fence_check(&node, token).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("is gone"), "{e}");
+    // Made again by a third party under the same name: another czxid.
+    raw.create(&node, zk::CreateMode::Ephemeral);
+    let e = checker.fence_check(&node, token).unwrap_err();
+    assert!(e.message().contains("another node"), "{e}");
+    checker.close();
+    assert_eq!(checker.fence_check(&node, token).unwrap_err().kind(), ErrorKind::Closed);
+}
