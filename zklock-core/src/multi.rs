@@ -57,7 +57,8 @@ impl MultiLock {
     /// As [`MultiLock::acquire`].
     pub fn acquire_with(&self, options: &AcquireOptions) -> Result<MultiGuard> {
         let Some(first) = self.members.first() else { return Err(empty()) };
-        first.client().shared().block_on(self.acquire_async(options.clone()))?
+        let work = self.acquire_members(options.clone(), Some(std::thread::current().id()));
+        first.client().shared().block_on(work)?
     }
 
     /// [`MultiLock::acquire_with`] as a future that any executor can await.
@@ -67,6 +68,17 @@ impl MultiLock {
     /// # Errors
     /// As [`MultiLock::acquire`].
     pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<MultiGuard>> + Send + 'static {
+        self.acquire_members(options, None)
+    }
+
+    /// Takes every member in order; `owner`: the thread of a blocking
+    /// call (each reentrant member then reenters that thread's hold, as a
+    /// blocking [`Lock::acquire_with`] does), `None` for a future.
+    fn acquire_members(
+        &self,
+        options: AcquireOptions,
+        owner: Option<std::thread::ThreadId>,
+    ) -> impl Future<Output = Result<MultiGuard>> + Send + 'static {
         let members = self.members.clone();
         let started = Instant::now();
         async move {
@@ -79,7 +91,7 @@ impl MultiLock {
             let options = options.until(deadline);
             let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
             for lock in &members {
-                match lock.acquire_async(options.clone()).await {
+                match acquire_member(lock, &options, owner).await {
                     Ok(guard) => taken.push(guard),
                     Err(e) => {
                         let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
@@ -108,6 +120,17 @@ impl MultiLock {
             Err(e) => Err(e),
         }
     }
+}
+
+/// One member's acquire, as [`Lock::acquire_async`] (dropping the future
+/// cancels it), but for `owner`'s thread when the call blocks one.
+async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<std::thread::ThreadId>) -> Result<Guard> {
+    let call = options.call_token();
+    let on_drop = call.clone().drop_guard();
+    let work = lock.start_acquire(options, call, owner, None)?;
+    let out = lock.client().shared().run(work).await;
+    on_drop.disarm();
+    out?
 }
 
 /// Awaits `releases` one after another, each to the end: the first error,
@@ -263,9 +286,22 @@ impl Client {
     /// behind itself) or a `Leader` member; `InvalidPath` for a bad path;
     /// `Closed`.
     pub fn multi_lock(&self, members: &[(&str, LockMode)]) -> Result<MultiLock> {
-        if members.is_empty() {
-            return Err(empty());
-        }
+        self.multi_lock_with(members, crate::options::LockOptions::default())
+    }
+
+    /// [`Client::multi_lock`] with the members' lock options: with
+    /// [`LockOptions::reentrant`](crate::LockOptions::reentrant) a thread
+    /// that holds the set and acquires it again (blocking) gets another
+    /// guard on the same nodes at once (Curator's `InterProcessMultiLock`
+    /// over its reentrant mutexes); the nodes go at the last release.
+    ///
+    /// # Errors
+    /// As [`Client::multi_lock`]; `InvalidArgument` for bad options.
+    pub fn multi_lock_with(
+        &self,
+        members: &[(&str, LockMode)],
+        options: crate::options::LockOptions,
+    ) -> Result<MultiLock> {
         let mut locks = Vec::with_capacity(members.len());
         for &(path, mode) in members {
             if mode == LockMode::Leader {
@@ -274,7 +310,33 @@ impl Client {
                     format!("multi-lock member {}: an election is not a lock", crate::error::shown(path)),
                 ));
             }
-            locks.push(self.lock_with(path, mode, crate::options::LockOptions::default())?);
+            locks.push(self.lock_with(path, mode, options.clone())?);
+        }
+        MultiLock::new(locks)
+    }
+}
+
+impl MultiLock {
+    /// A multi-lock over lock handles made before (exclusive, read or write
+    /// sides; any client), so that a thread holding one of them through a
+    /// reentrant handle reenters it from the set (Curator's
+    /// `InterProcessMultiLock(List<InterProcessLock>)`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for no member, a path named twice, or an election
+    /// or semaphore member.
+    pub fn new(members: Vec<Lock>) -> Result<MultiLock> {
+        if members.is_empty() {
+            return Err(empty());
+        }
+        let mut locks = members;
+        if let Some(l) =
+            locks.iter().find(|l| !matches!(l.mode(), LockMode::Exclusive | LockMode::Read | LockMode::Write))
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("multi-lock member {}: a {:?} is not a lock", crate::error::shown(l.path()), l.mode()),
+            ));
         }
         locks.sort_by(|a, b| a.path().cmp(b.path()));
         if let Some(w) = locks.windows(2).find(|w| w[0].path() == w[1].path()) {

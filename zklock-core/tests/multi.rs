@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zklock_core::{AcquireOptions, CancelToken, ErrorKind, LockMode, LockState, ReleaseStatus};
+use zklock_core::{AcquireOptions, CancelToken, ErrorKind, LockMode, LockOptions, LockState, MultiLock, ReleaseStatus};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -188,4 +188,85 @@ fn a_member_lost_while_a_later_one_waits_fails_the_set() {
     held_a.check().expect("x still holds a");
     wait_until("m's b node released", LONG, || raw.children("/ml-lost/b").is_empty());
     held_a.release().unwrap();
+}
+
+/// Curator's `testReentrant` (InterProcessMultiLockTest): a thread that
+/// holds a reentrant multi-lock takes it again at once, on the same nodes,
+/// and holds it until its last release.
+#[test]
+fn a_reentrant_multi_lock_is_taken_again_by_its_thread_until_the_last_release() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let other = connect(&zk.connect_string());
+    let members = [("/mre/a", LockMode::Exclusive), ("/mre/b", LockMode::Write)];
+    let ml = c.multi_lock_with(&members, LockOptions::default().reentrant()).unwrap();
+    let theirs = other.multi_lock(&members).unwrap();
+    let outer = ml.acquire(Some(LONG)).unwrap();
+    let inner = ml.acquire(Some(Duration::ZERO)).expect("reentered at once");
+    let nodes = |g: &zklock_core::MultiGuard| g.guards().iter().map(|g| g.node_path()).collect::<Vec<_>>();
+    assert_eq!(nodes(&outer), nodes(&inner), "the same nodes");
+    assert_eq!(queue(&c, "/mre/a").len(), 1);
+    assert!(theirs.try_acquire().unwrap().is_none());
+    assert_eq!(inner.release().unwrap(), ReleaseStatus::Released);
+    assert!(theirs.try_acquire().unwrap().is_none(), "the outer acquire still holds it");
+    outer.release().unwrap();
+    let g = theirs.acquire(Some(LONG)).unwrap();
+    g.release().unwrap();
+}
+
+/// Curator's `testReentrant2Threads`: reentrancy is the thread's; another
+/// thread waits for the set.
+#[test]
+fn another_thread_waits_for_a_reentrant_multi_lock() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let ml = c
+        .multi_lock_with(
+            &[("/mr2/a", LockMode::Exclusive), ("/mr2/b", LockMode::Exclusive)],
+            LockOptions::default().reentrant(),
+        )
+        .unwrap();
+    let held = ml.acquire(Some(LONG)).unwrap();
+    let ml2 = ml.clone();
+    let e = std::thread::spawn(move || ml2.acquire(Some(Duration::from_millis(300))).map(|_| ()))
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    // A future has no thread: never reentrant either.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let e = rt
+        .block_on(ml.acquire_async(AcquireOptions::new().timeout(Some(Duration::from_millis(300)))))
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    held.release().unwrap();
+    let ml2 = ml.clone();
+    let g = std::thread::spawn(move || ml2.acquire(Some(LONG))).join().unwrap().unwrap();
+    g.release().unwrap();
+    assert!(queue(&c, "/mr2/a").is_empty() && queue(&c, "/mr2/b").is_empty());
+}
+
+/// Curator's `testReentrantSingleLock`: a multi-lock over a reentrant
+/// handle the thread already holds reenters it.
+#[test]
+fn a_multi_lock_over_a_held_reentrant_handle_reenters_it() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let lock = c.lock_with("/mrs/a", LockMode::Exclusive, LockOptions::default().reentrant()).unwrap();
+    let g = lock.acquire(Some(LONG)).unwrap();
+    let ml = MultiLock::new(vec![lock.clone()]).unwrap();
+    let mg = ml.acquire(Some(Duration::ZERO)).expect("reentered");
+    assert_eq!(mg.guards()[0].node_path(), g.node_path());
+    mg.release().unwrap();
+    assert_eq!(queue(&c, "/mrs/a").len(), 1, "the handle's own acquire still holds the node");
+    g.release().unwrap();
+    assert!(queue(&c, "/mrs/a").is_empty());
+    // Members that are not locks, or none.
+    assert_eq!(MultiLock::new(Vec::new()).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let sem = c.semaphore("/mrs/s", 2, LockOptions::default()).unwrap();
+    assert_eq!(MultiLock::new(vec![sem]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let elect = c.election("/mrs/e", "me").unwrap();
+    assert_eq!(MultiLock::new(vec![elect, lock.clone()]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(MultiLock::new(vec![lock.clone(), lock]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
