@@ -315,7 +315,9 @@ pub(crate) struct Shared {
     acl: Vec<zk::Acl>,
     /// The ACL of our lock nodes: `acl` without `world:anyone`'s ADMIN.
     node_acl: Vec<zk::Acl>,
-    hosts: String,
+    /// The connect string every new session uses (changed by
+    /// [`Client::set_hosts`]).
+    hosts: Mutex<String>,
     pub(crate) handle: tokio::runtime::Handle,
     session: watch::Sender<Option<Arc<Session>>>,
     closed: watch::Sender<bool>,
@@ -344,6 +346,11 @@ impl Shared {
     /// Held, a waiter would wait for ever (outside test round 13).
     pub(crate) fn node_acl(&self) -> &[zk::Acl] {
         &self.node_acl
+    }
+
+    /// The connect string new sessions use.
+    pub(crate) fn hosts(&self) -> String {
+        self.hosts.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone())
     }
 }
 
@@ -789,7 +796,8 @@ impl Shared {
                 if self.is_closed() {
                     return;
                 }
-                match Self::connect_session(&self.options, &self.hosts).await {
+                let hosts = self.hosts();
+                match Self::connect_session(&self.options, &hosts).await {
                     // Closed while this session was being made: it goes at
                     // once, unannounced (an outside test saw "new session"
                     // after `close()` had returned).
@@ -798,6 +806,14 @@ impl Shared {
                         return;
                     },
                     Ok(s) => {
+                        // A set_hosts while it was made: it takes the new
+                        // list too (set_hosts saw the old session).
+                        let now = self.hosts();
+                        if now != hosts {
+                            if let Ok(zk) = s.zk() {
+                                let _ = zk.set_hosts(&now);
+                            }
+                        }
                         log::info!("zklock: new session {:#x}, timeout {:?}", s.id, s.timeout);
                         self.tell(ConnectionState::Connected);
                         break s;
@@ -885,7 +901,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("hosts", &self.inner.shared.hosts).finish()
+        f.debug_struct("Client").field("hosts", &self.inner.shared.hosts()).finish()
     }
 }
 
@@ -962,7 +978,7 @@ impl Client {
             acl,
             node_acl,
             options,
-            hosts,
+            hosts: Mutex::new(hosts),
             handle: runtime.handle().clone(),
             session: watch::channel(None).0,
             closed: watch::channel(false).0,
@@ -974,12 +990,12 @@ impl Client {
         });
         let inner = Arc::new(ClientInner { runtime: Some(runtime), shared: shared.clone() });
         let first = async move {
-            let session = Shared::connect_session(&shared.options, &shared.hosts).await?;
+            let session = Shared::connect_session(&shared.options, &shared.hosts()).await?;
             shared.session.send_replace(Some(session.clone()));
             tokio::spawn(shared.clone().supervise(session.clone()));
             log::info!(
                 "zklock: connected to {}: session {:#x}, timeout {:?}",
-                shown(&shared.hosts),
+                shown(&shared.hosts()),
                 session.id,
                 session.timeout
             );
@@ -1157,6 +1173,47 @@ impl Client {
     /// Whether [`Client::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.shared().is_closed()
+    }
+
+    /// Moves this client to a new list of ZooKeeper servers (an ensemble
+    /// that grew, shrank or moved; kazoo's `set_hosts`, Curator's
+    /// `EnsembleProvider`), keeping its session and every lock: every later
+    /// (re)connect, and every new session, uses `hosts`. If the server
+    /// connected now is in the new list nothing else happens; if not, the
+    /// session finishes what it has in flight, then reconnects to a server
+    /// of the new list, as after any lost connection: the locks are
+    /// `Suspended` for that moment and `Held` again once the session is
+    /// back (lost if no new server takes it within the session timeout).
+    /// Never blocks.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a malformed connect string, or one with
+    /// another chroot than the client's (none means the same); `Closed`.
+    pub fn set_hosts(&self, hosts: &str) -> Result<()> {
+        self.check_open()?;
+        let hosts = validate_connect_string(hosts)?;
+        let shared = self.shared();
+        let old = shared.hosts();
+        let chroot_of = |h: &str| h.find('/').map(|i| h[i..].trim_end_matches('/').to_owned()).unwrap_or_default();
+        let (was, is) = (chroot_of(&old), chroot_of(&hosts));
+        if !is.is_empty() && is != was {
+            return Err(Error::invalid_argument(format!(
+                "set_hosts: chroot {} is not the client's ({}); a client cannot change its chroot",
+                shown(&is),
+                shown(&was)
+            )));
+        }
+        let hosts = if is.is_empty() { format!("{}{was}", hosts.trim_end_matches('/')) } else { hosts };
+        // The list first: a session the supervisor makes from now on
+        // starts with it, or is moved to it once made.
+        *shared.hosts.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = hosts.clone();
+        let current = shared.session.borrow().clone();
+        if let Some(zk) = current.and_then(|s| s.zk().ok()) {
+            // An ended session refuses: its successor takes the list.
+            let _ = zk.set_hosts(&hosts);
+        }
+        log::info!("zklock: server list is now {}", shown(&hosts));
+        Ok(())
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {

@@ -157,6 +157,8 @@ enum Cmd {
         server: bool,
     },
     Close(oneshot::Sender<()>),
+    /// A new server list (same chroot): see [`Session::set_hosts`].
+    SetHosts(Vec<Host>),
 }
 
 struct WatchReg {
@@ -297,6 +299,7 @@ impl Session {
             inflight: HashMap::new(),
             last_recv: tokio::time::Instant::now(),
             held: VecDeque::new(),
+            moving: None,
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
@@ -492,6 +495,36 @@ impl Session {
             Response::Multi(Err((index, code))) => Err(Error::Multi { index, code }),
             other => Err(unexpected(other)),
         })
+    }
+
+    /// Moves the session to a new list of servers (a changed ensemble:
+    /// kazoo's `set_hosts`, ZooKeeper's `updateServerList`), keeping the
+    /// session, its watches and its ephemeral nodes. Every later
+    /// (re)connect uses the new list (shuffled). If the server connected
+    /// now is in it, nothing else happens; if not, calls made from now on
+    /// wait, and once every reply of the current connection is in, that
+    /// connection ends ([`SessionEvent::Disconnected`]) and the session
+    /// reconnects to a server of the new list (as after any lost
+    /// connection; it expires if none takes it within the session
+    /// timeout). While reconnecting, the next round uses the new list.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadArgument`] for a malformed connect string or one whose
+    /// chroot differs from the session's (none means the same);
+    /// [`Error::Closed`] once the session ended.
+    pub fn set_hosts(&self, connect: &str) -> Result<(), Error> {
+        let parsed = crate::hosts::ConnectString::parse(connect)?;
+        if !parsed.chroot.is_empty() && *parsed.chroot != *self.chroot {
+            return Err(Error::BadArgument(format!(
+                "connect string {connect:?}: chroot {:?} is not the session's ({:?}); a session cannot change its \
+                 chroot",
+                parsed.chroot, &*self.chroot
+            )));
+        }
+        let mut hosts = parsed.hosts;
+        fastrand::shuffle(&mut hosts);
+        self.shared.tx.send(Cmd::SetHosts(hosts)).map_err(|_| self.shared.info().ended.clone().unwrap_or(Error::Closed))
     }
 
     /// The identities the server knows this session by: (scheme, id)
@@ -921,6 +954,10 @@ struct Task {
     last_recv: tokio::time::Instant,
     /// Calls made while reconnecting: sent on the next connection.
     held: VecDeque<Cmd>,
+    /// Moving to a server of a new list ([`Session::set_hosts`]): why.
+    /// New calls wait in `held`; once every reply is in, the connection
+    /// ends and the session reconnects to the new list.
+    moving: Option<String>,
 }
 
 /// How a connection ended.
@@ -1044,7 +1081,7 @@ impl Task {
                 Cmd::Close(c) => {
                     let _ = c.send(());
                 },
-                Cmd::Unwatch { .. } => {},
+                Cmd::Unwatch { .. } | Cmd::SetHosts(_) => {},
             }
         }
         for ((path, _), waiters) in self.watches.drain() {
@@ -1070,40 +1107,50 @@ impl Task {
             last_zxid: self.last_zxid,
             next_xid: self.next_xid,
         };
-        let start = (self.host_at + 1) % self.hosts.len();
-        let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
-        let cfg = self.cfg.clone();
-        let hosts = self.hosts.clone();
         // Rounds come at most T/40 apart (at least 25 ms, at most 1 s): the
         // reconnect must follow the end of an outage closely, for every
         // moment without it spends the safety clock (an outside test: with
         // rounds up to 1.5 s apart, a 0.4 T outage of refused connections
         // cost the lock in 5 of 8 runs at T = 4 s).
         let max_backoff = (self.timeout / 40).clamp(Duration::from_millis(25), Duration::from_secs(1));
-        let rounds = connect_round_robin(&cfg, &hosts, start, &attach, expire_at, Some(per_attempt), max_backoff);
-        tokio::pin!(rounds);
-        loop {
-            tokio::select! {
-                r = &mut rounds => {
-                    return match r {
-                        Ok((ready, at)) => {
-                            self.host_at = at;
-                            Ok(ready)
-                        }
-                        Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
-                            Err(End::Final(Error::SessionExpired))
-                        }
-                        Err(RoundsEnd::AuthFailed(why)) => Err(End::Final(Error::AuthFailed(why))),
-                    };
-                }
-                cmd = self.rx.recv() => match cmd {
-                    None => return Err(End::Closed(None)),
-                    Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
-                    Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
-                    Some(Cmd::Unwatch { path, kind, id, .. }) => {
-                        self.unwatch_local(&path, kind, id);
+        // Started again over a new server list (`set_hosts`), with the same
+        // deadline.
+        'list: loop {
+            let start = (self.host_at + 1) % self.hosts.len();
+            let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
+            let cfg = self.cfg.clone();
+            let hosts = self.hosts.clone();
+            let rounds = connect_round_robin(&cfg, &hosts, start, &attach, expire_at, Some(per_attempt), max_backoff);
+            tokio::pin!(rounds);
+            loop {
+                tokio::select! {
+                    r = &mut rounds => {
+                        return match r {
+                            Ok((ready, at)) => {
+                                self.host_at = at;
+                                Ok(ready)
+                            }
+                            Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
+                                Err(End::Final(Error::SessionExpired))
+                            }
+                            Err(RoundsEnd::AuthFailed(why)) => Err(End::Final(Error::AuthFailed(why))),
+                        };
                     }
-                },
+                    cmd = self.rx.recv() => match cmd {
+                        None => return Err(End::Closed(None)),
+                        Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
+                        Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
+                        Some(Cmd::Unwatch { path, kind, id, .. }) => {
+                            self.unwatch_local(&path, kind, id);
+                        }
+                        Some(Cmd::SetHosts(hosts)) => {
+                            self.host_at = hosts.len() - 1;
+                            self.cfg.connect.hosts = hosts.clone();
+                            self.hosts = hosts;
+                            continue 'list;
+                        }
+                    },
+                }
             }
         }
     }
@@ -1166,6 +1213,10 @@ impl Task {
                     let _ = tx.send((Err(Error::Closed), None));
                     return;
                 }
+                if self.moving.is_some() {
+                    self.held.push_back(Cmd::Call { req, tx, watch });
+                    return;
+                }
                 if let Some(w) = &watch {
                     *self.inflight.entry((w.path.clone(), server_kind(w.kind))).or_insert(0) += 1;
                 }
@@ -1176,6 +1227,20 @@ impl Task {
                 if self.unwatch_local(&path, kind, id) && server && c.closing.is_none() {
                     self.remove_server_watch(c, path, kind);
                 }
+            },
+            Cmd::SetHosts(hosts) => {
+                let current = self.hosts.get(self.host_at).cloned();
+                match current.and_then(|h| hosts.iter().position(|x| *x == h)) {
+                    Some(at) => self.host_at = at,
+                    None => {
+                        self.host_at = hosts.len() - 1;
+                        if c.closing.is_none() {
+                            self.moving = Some("moving to a server of the new server list".into());
+                        }
+                    },
+                }
+                self.cfg.connect.hosts = hosts.clone();
+                self.hosts = hosts;
             },
             Cmd::Close(done) => {
                 if c.closing.is_none() {
@@ -1225,6 +1290,11 @@ impl Task {
         loop {
             if !c.wbuf.is_empty() {
                 if let Err(why) = self.flush(&mut c, read_timeout).await {
+                    return End::Lost(why);
+                }
+            }
+            if self.fifo.is_empty() && c.closing.is_none() {
+                if let Some(why) = self.moving.take() {
                     return End::Lost(why);
                 }
             }
@@ -1311,7 +1381,7 @@ impl Task {
                         }
                         return End::Lost(format!("no whole frame received for {} ms", read_timeout.as_millis()));
                     }
-                    if now >= ping_at && c.closing.is_none() {
+                    if now >= ping_at && c.closing.is_none() && self.moving.is_none() {
                         self.enqueue(&mut c, xid::PING, Request::Ping, Purpose::Internal);
                     }
                 }

@@ -498,3 +498,40 @@ fn reconnect_rounds_stay_close_together() {
         s.close().await;
     });
 }
+
+/// `set_hosts` without the current server: the request in flight is
+/// answered on the old connection (not failed as a lost connection), a
+/// call made meanwhile waits and goes on the new one, and the session, its
+/// ephemeral node and its watch stay.
+#[test]
+fn set_hosts_moves_after_the_replies_in_flight() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        let id = s.id();
+        let made = s.create("/moving", b"x", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        let (_, watch) = s.get_data_watch("/moving");
+        let mut events = s.events();
+        // getData (op 4) held 300 ms in the proxy: in flight during the move.
+        p1.delay_next_request(4, Duration::from_millis(300));
+        let slow = s.get_data("/moving");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(s.set_hosts("127.0.0.1:1/other").unwrap_err().to_string().contains("chroot"));
+        s.set_hosts(&p2.addr().to_string()).unwrap();
+        let after = s.exists("/moving");
+        assert_eq!(within(5, "the slow read", slow).await.unwrap().value.0, b"x", "answered, not lost");
+        assert!(within(5, "the call made during the move", after).await.unwrap().value.is_some());
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Connected(_)));
+        assert_eq!((p1.connections(), p2.connections()), (0, 1));
+        assert_eq!(s.id(), id);
+        let stat = s.exists("/moving").await.unwrap().value.expect("the ephemeral node stays");
+        assert_eq!(stat.czxid, made.value.1.czxid);
+        // The watch was set again on the new server: a change fires it.
+        s.set_data("/moving", b"y", -1).await.unwrap();
+        assert_eq!(within(5, "the watch", watch).await.kind, EventType::NodeDataChanged);
+        s.close().await;
+    });
+}
