@@ -762,6 +762,28 @@ zklock_code zklock_client_new(const char *hosts, const struct zklock_client_opti
 zklock_code zklock_client_close(const struct zklock_client *client, struct zklock_error **err);
 
 /**
+ * Moves the client to a new list of ZooKeeper servers `hosts` (a
+ * connect string; an ensemble that grew, shrank or moved), keeping its
+ * session and every lock: every later (re)connect, and every new session,
+ * uses it. If the server connected now is not in the list, the session
+ * finishes the replies in flight and reconnects to one that is (the locks
+ * are `SUSPENDED` for that moment). Never blocks.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a malformed connect string
+ * or one with another chroot than the client's (none keeps it);
+ * `ZKLOCK_CLOSED` after `zklock_client_close`.
+ *
+ * # Threads
+ * Any thread, also a state-change callback.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `hosts` is NULL or NUL-terminated;
+ * `err` is NULL or valid for writing a pointer.
+ */
+zklock_code zklock_client_set_hosts(const struct zklock_client *client, const char *hosts, struct zklock_error **err);
+
+/**
  * Frees a client handle. Locks and guards made from it keep working (they
  * hold the session); the session closes when the last of them is freed.
  * `zklock_client_free(NULL)` does nothing. May block up to about a second
@@ -1417,6 +1439,23 @@ zklock_code zklock_set_logger(zklock_log_cb cb, void *userdata, zklock_log_level
  * values; `out` and `err` are NULL or valid for writing a pointer.
  */
 zklock_code zklock_multi_new(const struct zklock_client *client, const char *const *paths, const zklock_mode *modes, size_t n, struct zklock_multi **out, struct zklock_error **err);
+
+/**
+ * `zklock_multi_new` for a multi-lock that is reentrant per thread
+ * (Curator's `InterProcessMultiLock` over its reentrant mutexes): a thread
+ * that holds the set and acquires it again gets another multi-guard on
+ * the same nodes at once; the nodes go at the last release.
+ *
+ * # Errors
+ * As `zklock_multi_new`.
+ *
+ * # Threads
+ * Any thread.
+ *
+ * # Safety
+ * As `zklock_multi_new`.
+ */
+zklock_code zklock_multi_new_reentrant(const struct zklock_client *client, const char *const *paths, const zklock_mode *modes, size_t n, struct zklock_multi **out, struct zklock_error **err);
 
 /**
  * Takes every member of `multi`, waiting at most `timeout_ms` in total

@@ -260,6 +260,41 @@ pub unsafe extern "C" fn zklock_client_close(client: *const zklock_client, err: 
     }
 }
 
+/// Moves the client to a new list of ZooKeeper servers `hosts` (a
+/// connect string; an ensemble that grew, shrank or moved), keeping its
+/// session and every lock: every later (re)connect, and every new session,
+/// uses it. If the server connected now is not in the list, the session
+/// finishes the replies in flight and reconnects to one that is (the locks
+/// are `SUSPENDED` for that moment). Never blocks.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a malformed connect string
+/// or one with another chroot than the client's (none keeps it);
+/// `ZKLOCK_CLOSED` after `zklock_client_close`.
+///
+/// # Threads
+/// Any thread, also a state-change callback.
+///
+/// # Safety
+/// `client` is NULL or a live client; `hosts` is NULL or NUL-terminated;
+/// `err` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_set_hosts(
+    client: *const zklock_client,
+    hosts: *const c_char,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_set_hosts";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let hosts = arg_str(hosts, F, "hosts")?;
+            client.inner.set_hosts(hosts)
+        })
+    }
+}
+
 /// Frees a client handle. Locks and guards made from it keep working (they
 /// hold the session); the session closes when the last of them is freed.
 /// `zklock_client_free(NULL)` does nothing. May block up to about a second

@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use zklock_core::{LockMode, MultiGuard, MultiLock};
+use zklock_core::{LockMode, LockOptions, MultiGuard, MultiLock};
 
 use crate::cancel::zklock_cancel;
 use crate::client::zklock_client;
@@ -55,29 +55,75 @@ pub unsafe extern "C" fn zklock_multi_new(
     out: *mut *mut zklock_multi,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_multi_new";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe { new_multi("zklock_multi_new", client, paths, modes, n, LockOptions::default(), out, err) }
+}
+
+/// `zklock_multi_new` for a multi-lock that is reentrant per thread
+/// (Curator's `InterProcessMultiLock` over its reentrant mutexes): a thread
+/// that holds the set and acquires it again gets another multi-guard on
+/// the same nodes at once; the nodes go at the last release.
+///
+/// # Errors
+/// As `zklock_multi_new`.
+///
+/// # Threads
+/// Any thread.
+///
+/// # Safety
+/// As `zklock_multi_new`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_multi_new_reentrant(
+    client: *const zklock_client,
+    paths: *const *const c_char,
+    modes: *const zklock_mode_arg,
+    n: usize,
+    out: *mut *mut zklock_multi,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let client = arg_ref(client, F, "client")?;
-            let out = out_arg(out, F, "out")?;
+        new_multi("zklock_multi_new_reentrant", client, paths, modes, n, LockOptions::default().reentrant(), out, err)
+    }
+}
+
+/// The body of `zklock_multi_new` and `zklock_multi_new_reentrant`.
+///
+/// # Safety
+/// As `zklock_multi_new`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn new_multi(
+    f: &'static str,
+    client: *const zklock_client,
+    paths: *const *const c_char,
+    modes: *const zklock_mode_arg,
+    n: usize,
+    options: LockOptions,
+    out: *mut *mut zklock_multi,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(f, err, || {
+            let client = arg_ref(client, f, "client")?;
+            let out = out_arg(out, f, "out")?;
             if paths.is_null() {
-                return Err(null_arg(F, "paths"));
+                return Err(null_arg(f, "paths"));
             }
             if n == 0 {
-                return Err(invalid_arg(F, "n", "is 0: a multi-lock needs at least one member"));
+                return Err(invalid_arg(f, "n", "is 0: a multi-lock needs at least one member"));
             }
             let mut members: Vec<(&str, LockMode)> = Vec::with_capacity(n);
             for i in 0..n {
-                let path = arg_str(*paths.add(i), F, &format!("paths[{i}]"))?;
+                let path = arg_str(*paths.add(i), f, &format!("paths[{i}]"))?;
                 let mode = if modes.is_null() {
                     LockMode::Exclusive
                 } else {
-                    mode_of(F, &format!("modes[{i}]"), *modes.add(i))?
+                    mode_of(f, &format!("modes[{i}]"), *modes.add(i))?
                 };
                 members.push((path, mode));
             }
-            let multi = client.inner.multi_lock(&members)?;
+            let multi = client.inner.multi_lock_with(&members, options)?;
             out.write(Box::into_raw(Box::new(zklock_multi { inner: multi })));
             Ok(())
         })

@@ -2134,6 +2134,58 @@ static int test_fenced_writes(void) {
     return 0;
 }
 
+/* set_hosts: a client on the proxy moved to the direct address keeps its
+ * session and its lock; bad lists are refused. A reentrant multi-lock is
+ * taken again by its thread. */
+static int test_set_hosts_and_reentrant_multi(void) {
+    const char *proxied = getenv("ZKLOCK_TEST_PROXIED_CONNECT");
+    if (!proxied || !*proxied) FAIL("no proxied connect string (run with-zk.sh --proxy)");
+    char path[128], path2[128];
+    lock_path(path, sizeof path, "set-hosts");
+    lock_path(path2, sizeof path2, "set-hosts-b");
+    zklock_client *zk = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_new(proxied, NULL, &zk, &err));
+    int64_t before = 0, after = 0;
+    EXPECT(ZKLOCK_OK, zklock_client_session_id(zk, &before, &err));
+    zklock_multi *multi = NULL;
+    zklock_multi_guard *outer = NULL, *inner = NULL;
+    const char *paths[] = {path, path2};
+    EXPECT(ZKLOCK_OK, zklock_multi_new_reentrant(zk, paths, NULL, 2, &multi, &err));
+    EXPECT(ZKLOCK_OK, zklock_multi_acquire(multi, 5000, NULL, &outer, &err));
+    EXPECT(ZKLOCK_OK, zklock_multi_acquire(multi, 0, NULL, &inner, &err));
+    CHECK(zklock_multi_guard_fencing_token(outer, 0) == zklock_multi_guard_fencing_token(inner, 0));
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_release(inner, NULL, &err));
+    CHECK(participant_count(zk, path) == 1);
+
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_set_hosts(zk, NULL, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_set_hosts(NULL, connect_string(), &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_set_hosts(zk, "", &err));
+    char other_root[256];
+    snprintf(other_root, sizeof other_root, "%s/elsewhere", connect_string());
+    EXPECT_MSG(ZKLOCK_INVALID_ARGUMENT, "chroot", zklock_client_set_hosts(zk, other_root, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_set_hosts(zk, connect_string(), &err));
+    /* The move: suspended for a moment, then held again on the same
+     * session. */
+    int held = 0;
+    for (int i = 0; i < 200 && !held; i++) {
+        sleep_ms(50);
+        held = zklock_multi_guard_check(outer, NULL) == ZKLOCK_OK;
+    }
+    CHECK(held);
+    EXPECT(ZKLOCK_OK, zklock_client_session_id(zk, &after, &err));
+    CHECK(before == after);
+    CHECK(participant_count(zk, path) == 1 && participant_count(zk, path2) == 1);
+    EXPECT(ZKLOCK_OK, zklock_multi_guard_release(outer, NULL, &err));
+    CHECK(participant_count(zk, path) == 0);
+    zklock_multi_guard_free(inner);
+    zklock_multi_guard_free(outer);
+    zklock_multi_free(multi);
+    EXPECT(ZKLOCK_OK, zklock_client_close(zk, &err));
+    EXPECT(ZKLOCK_CLOSED, zklock_client_set_hosts(zk, connect_string(), &err));
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* A loopback port that nothing listens on (bound, then let go), or 0. */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2195,6 +2247,7 @@ static const struct test TESTS[] = {
     {"tls", test_tls},
     {"connect_refused", test_connect_refused},
     {"fenced_writes", test_fenced_writes},
+    {"set_hosts_and_reentrant_multi", test_set_hosts_and_reentrant_multi},
 };
 
 int main(int argc, char **argv) {
