@@ -276,6 +276,60 @@ impl Lock {
         Ok(PendingAcquire { outcome: rx, call: Some(call.drop_guard()) })
     }
 
+    /// Runs `task` while this lock is held: for an election, while leading
+    /// (leadership as a task: Curator's `LeaderSelector`, kazoo's
+    /// `Election.run`, Node's `withLeadership`). Waits for the grant as
+    /// [`Lock::acquire_async`] does, gives `task` the guard, and when the
+    /// task's future completes releases the lock and returns its output.
+    /// If the lock stops being safely held first ([`Guard::lost`]
+    /// resolves: lost, or suspended by connection trouble, as Curator's
+    /// `LeaderSelector` cancels its leader on `SUSPENDED`), the task's
+    /// future is dropped (cancelled at its next await), the lock released,
+    /// and the call fails with that error. A task that releases the guard
+    /// itself runs to its end. To stand again after a loss or after the
+    /// task (Curator's auto-requeue), call it again in a loop. Any
+    /// executor can await it.
+    ///
+    /// # Errors
+    /// As [`Lock::acquire_async`] before the task; the error
+    /// [`Guard::lost`] gave when the task was cut off (`LockLost`,
+    /// `ConnectionLoss` while suspended, `Closed`); after the task, as
+    /// [`Guard::release_async`] (`LockLost` if the lock was lost just as
+    /// the task ended: its output is then dropped, for it may have run
+    /// without the lock).
+    pub fn run_async<T, F, Fut>(
+        &self,
+        options: AcquireOptions,
+        task: F,
+    ) -> impl Future<Output = Result<T>> + Send + 'static
+    where
+        F: FnOnce(Arc<Guard>) -> Fut + Send + 'static,
+        Fut: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        use futures_util::future::{select, Either};
+        let acquire = self.acquire_async(options);
+        async move {
+            let guard = Arc::new(acquire.await?);
+            let work = Box::pin(task(guard.clone()));
+            let out = match select(work, Box::pin(guard.lost())).await {
+                Either::Left((out, _)) => out,
+                // The task released the guard itself: it runs to its end.
+                Either::Right((e, work)) if e.kind() == ErrorKind::NotHeld => work.await,
+                Either::Right((e, work)) => {
+                    drop(work);
+                    let _ = guard.release_async().await;
+                    return Err(e);
+                },
+            };
+            match guard.release_async().await {
+                Ok(_) => Ok(out),
+                Err(e) if e.kind() == ErrorKind::NotHeld => Ok(out),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
     /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
     ///
     /// # Errors

@@ -101,3 +101,72 @@ fn bad_ids_are_refused_at_once_and_an_async_participant_cancels_cleanly() {
     leader.release().expect("resigned");
     assert!(c.leader("/elect-bad").expect("leader").is_none());
 }
+
+/// Leadership as a task (`Lock::run_async`, Curator's `LeaderSelector`):
+/// one task at a time, in join order, each released when it returns; a
+/// loop stands again with a newer token each time.
+#[test]
+fn leadership_as_a_task_runs_one_leader_at_a_time_and_a_loop_stands_again() {
+    use std::sync::{Arc, Mutex};
+    let zk = server();
+    let hosts = zk.connect_string();
+    let (c1, c2) = (connect(&hosts), connect(&hosts));
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let task = |who: &'static str, log: Arc<Mutex<Vec<String>>>| {
+        move |guard: Arc<zklock_core::Guard>| async move {
+            log.lock().unwrap().push(format!("{who} start"));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            log.lock().unwrap().push(format!("{who} end"));
+            guard.fencing_token()
+        }
+    };
+    let e1 = c1.election("/task", "one").unwrap();
+    let e2 = c2.election("/task", "two").unwrap();
+    let first = rt.spawn(e1.run_async(AcquireOptions::new(), task("one", log.clone())));
+    wait_until("one leads", LONG, || log.lock().unwrap().len() == 1);
+    let second = rt.spawn(e2.run_async(AcquireOptions::new(), task("two", log.clone())));
+    let t1 = rt.block_on(first).unwrap().unwrap();
+    let t2 = rt.block_on(second).unwrap().unwrap();
+    assert_eq!(*log.lock().unwrap(), ["one start", "one end", "two start", "two end"]);
+    assert!(t2 > t1);
+    assert!(queue(&c1, "/task").is_empty(), "each released when its task returned");
+    // Auto-requeue is a loop: each round leads anew, with a newer token.
+    let mut tokens = Vec::new();
+    for _ in 0..2 {
+        tokens.push(rt.block_on(e1.run_async(AcquireOptions::new(), |g| async move { g.fencing_token() })).unwrap());
+    }
+    assert!(t2 < tokens[0] && tokens[0] < tokens[1], "{tokens:?}");
+}
+
+/// A leader whose node is deleted (its leadership lost) has its task
+/// cancelled (dropped) and the call fails with the loss; nothing is left
+/// on the path.
+#[test]
+fn a_task_is_cancelled_when_its_leadership_is_lost() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    struct Dropped(Arc<AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let run = rt.spawn(c.election("/cut", "me").unwrap().run_async(AcquireOptions::new(), move |_guard| async move {
+        let _mark = Dropped(flag);
+        std::future::pending::<()>().await;
+    }));
+    wait_until("leading", LONG, || queue(&c, "/cut").len() == 1);
+    raw.delete(&format!("/cut/{}", queue(&c, "/cut")[0]));
+    let e = rt.block_on(run).unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(dropped.load(Ordering::SeqCst), "the task was dropped");
+    assert!(queue(&c, "/cut").is_empty());
+}
