@@ -15,7 +15,11 @@
  *                 await() until leader, "release" is close()),
  *                 multi (InterProcessMultiLock over LOCK_PATH/a and LOCK_PATH/b),
  *                 lease (InterProcessSemaphoreV2 with 2 leases: "acquire" takes
- *                 one lease, "release" returns it; reports as side S)
+ *                 one lease, "release" returns it; reports as side S),
+ *                 revocable (InterProcessMutex.makeRevocable: prints
+ *                 "REVOCATION REQUESTED" when asked to let go; hold mode),
+ *                 revoke (Revoker.attemptRevoke on LOCK_PATH, a holder's
+ *                 node: prints "REVOKED" and exits 0)
  *   ROUNDS        number of rounds, or the word "hold"
  *   CHECKER_PORT  TCP port of the test's checker on 127.0.0.1 (0: none, hold mode only)
  *   PEER_ID       name used in the checker's messages
@@ -54,6 +58,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorPeer {
@@ -177,7 +182,7 @@ public final class CuratorPeer {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 6) {
-            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi|lease ROUNDS|hold CHECKER_PORT PEER_ID", null);
+            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi|lease|revocable|revoke ROUNDS|hold CHECKER_PORT PEER_ID", null);
         }
         String hosts = args[0];
         String path = args[1];
@@ -230,8 +235,21 @@ public final class CuratorPeer {
             case "lease":
                 lock = ofLease(new InterProcessSemaphoreV2(client, path, 2));
                 break;
+            case "revocable": {
+                InterProcessMutex mutex = new InterProcessMutex(client, path);
+                mutex.makeRevocable(m -> say("REVOCATION REQUESTED"));
+                lock = ofLock(mutex);
+                break;
+            }
+            case "revoke":
+                // LOCK_PATH is the holder's node: ask it to let go, once.
+                Revoker.attemptRevoke(client, path);
+                say("REVOKED");
+                client.close();
+                System.exit(0);
+                return;
             default:
-                fail(2, "unknown kind " + kind + " (mutex, read, write, latch, multi or lease)", null);
+                fail(2, "unknown kind " + kind + " (mutex, read, write, latch, multi, lease, revocable or revoke)", null);
                 return;
         }
         Checker checker = port == 0 ? null : new Checker(port);

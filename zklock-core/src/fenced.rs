@@ -450,6 +450,38 @@ impl MultiGuard {
 }
 
 impl crate::Client {
+    /// Asks the holder of the lock node `node_path` to let go: writes
+    /// `__REVOKE__` to it, as Curator's `Revoker.attemptRevoke` does, so a
+    /// zklock holder's [`Guard::on_revocation`] callbacks and a Curator
+    /// holder's `RevocationListener` (`makeRevocable`) are told. The holder
+    /// decides; nothing is taken from it. `Ok(false)` if the node is gone.
+    /// Blocks the calling thread for one request, at most the operation
+    /// timeout.
+    ///
+    /// # Errors
+    /// `InvalidPath` for a malformed path; `NoAuth` if the node's ACL does
+    /// not let this client write it; `Closed`; `ConnectionLoss` / `Timeout`
+    /// when ZooKeeper does not answer within the operation timeout (the
+    /// request may have been made).
+    pub fn revoke(&self, node_path: &str) -> Result<bool> {
+        self.check_open()?;
+        crate::validate::validate_lock_path(node_path)?;
+        let shared = self.shared().clone();
+        let path = node_path.to_owned();
+        let work = async move {
+            let deadline = Instant::now() + shared.options.operation_timeout;
+            let session = shared.session(Some(deadline)).await?;
+            let zk = session.zk()?;
+            let write = zk.set_data(&path, crate::holding::REVOKE, -1).value();
+            match tokio::time::timeout_at(deadline.into(), write).await.map_err(|_| Error::timeout("revoke"))? {
+                Ok(_) => Ok(true),
+                Err(zk::Error::Server(zk::Code::NoNode)) => Ok(false),
+                Err(e) => Err(Error::from_zk(&format!("revoking {}", shown(&path)), e)),
+            }
+        };
+        self.shared().block_on(work)?
+    }
+
     /// Whether the grant whose node is `node_path` and whose fencing token
     /// is `token` still stands, asked of ZooKeeper by a process that does
     /// not hold its guard (a script run by `zklock run`, which gets both in

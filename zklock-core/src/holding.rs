@@ -25,6 +25,10 @@ use crate::state::{LockState, ReleaseStatus};
 
 pub(crate) type Callback = Listener<LockState>;
 
+/// The data a revoker writes to a holder's node to ask it to let go
+/// (Curator's `LockInternals.REVOKE_MESSAGE`).
+pub(crate) const REVOKE: &[u8] = b"__REVOKE__";
+
 /// How long a recheck of our node that got no answer waits before the next.
 const RECHECK_AGAIN: Duration = Duration::from_millis(250);
 
@@ -48,6 +52,11 @@ pub(crate) struct Holding {
     /// The protocol's decisions: fed by the monitor and the release.
     pub(crate) hold: Mutex<HoldState>,
     pub(crate) callbacks: Arc<Listeners<LockState>>,
+    /// Told when someone asks the holder to let go (Curator's revocation:
+    /// `__REVOKE__` written to our node).
+    pub(crate) revocations: Arc<Listeners<()>>,
+    /// Someone asked (a read of our node found `__REVOKE__`).
+    pub(crate) revoke_requested: std::sync::atomic::AtomicBool,
     pub(crate) stop: watch::Sender<bool>,
     /// Moves on every state change and every release of one of its guards
     /// (what [`Guard::lost`] waits for).
@@ -110,6 +119,8 @@ impl Holding {
             count: AtomicUsize::new(1),
             hold: Mutex::new(HoldState { machine, reason: None }),
             callbacks: Arc::default(),
+            revocations: Arc::default(),
+            revoke_requested: std::sync::atomic::AtomicBool::new(false),
             stop: watch::channel(false).0,
             changes: watch::channel(0).0,
             monitor: Mutex::new(None),
@@ -123,6 +134,15 @@ impl Holding {
 
     pub(crate) fn node_path(&self) -> String {
         format!("{}/{}", self.lock_path, self.name)
+    }
+
+    /// A read of our node found a revocation request: remembered, and told
+    /// to every revocation callback on the event thread.
+    fn revocation_requested(&self) {
+        self.revoke_requested.store(true, std::sync::atomic::Ordering::Release);
+        log::info!("zklock: lock {} (session {:#x}): revocation requested", self.node_path(), self.session.id);
+        let shared = &self.shared;
+        self.revocations.notify((), |job| shared.post_event(job));
     }
 
     pub(crate) fn state(&self) -> LockState {
@@ -372,8 +392,11 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk:
                 r = reply => {
                     let id = read.take().map(|(id, _)| id).unwrap_or(proto::GRANT_WATCH);
                     let result = match r {
-                        Ok((_, stat, w)) => {
+                        Ok((data, stat, w)) => {
                             watches.insert(id, w);
+                            if data == REVOKE && stat.ephemeral_owner == session.id {
+                                h.revocation_requested();
+                            }
                             Ok(zklock_proto::acquire::Answer::Data(stat_of(&stat)))
                         },
                         Err(e) => Err(failure(e)),

@@ -822,6 +822,30 @@ impl Guard {
         subscription
     }
 
+    /// Registers `callback` to be told when someone asks this holder to
+    /// let go: revocation, Curator-compatible (Curator's `Revoker`, or
+    /// [`Client::revoke`], writes `__REVOKE__` to our node; the holder is
+    /// told and decides, for example to finish and release). It runs on
+    /// the client's event thread, like [`Guard::on_state_change`]; if a
+    /// request came before, it is called once soon. The holder learns of a
+    /// request through the watch it keeps on its node (a notification and
+    /// a read: one round trip). The returned [`Subscription`] takes it back.
+    pub fn on_revocation(&self, callback: impl Fn() + Send + Sync + 'static) -> Subscription {
+        let cb: crate::listeners::Listener<()> = Arc::new(move |()| callback());
+        let (subscription, id) = self.holding.revocations.add_with_id(cb.clone());
+        if self.revocation_requested() {
+            let shared = &self.holding.shared;
+            self.holding.revocations.post_one(id, cb, (), &|job| shared.post_event(job));
+        }
+        subscription
+    }
+
+    /// Whether someone asked this holder to let go (see
+    /// [`Guard::on_revocation`]) while it held the lock.
+    pub fn revocation_requested(&self) -> bool {
+        self.holding.revoke_requested.load(Ordering::Acquire)
+    }
+
     /// Resolves, with the error [`Guard::check`] gives then, once this
     /// guard is no longer safely held: lost, suspended, past its safety
     /// clock, released, or its client closed. Every poll asks what

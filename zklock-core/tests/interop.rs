@@ -189,6 +189,12 @@ enum Kind {
     /// A lease of a semaphore with [`PERMITS`] leases: zklock `semaphore`,
     /// Curator `InterProcessSemaphoreV2` (not kazoo).
     Lease,
+    /// Curator's `InterProcessMutex` made revocable (hold mode; prints
+    /// `REVOCATION REQUESTED` when asked to let go).
+    Revocable,
+    /// Curator's `Revoker.attemptRevoke` on a holder's node (the peer's
+    /// path), once: prints `REVOKED` and exits.
+    Revoke,
 }
 
 /// The leases of the semaphore the `Lease` contenders share.
@@ -204,6 +210,8 @@ impl Kind {
             Kind::Latch => "latch",
             Kind::Multi => "multi",
             Kind::Lease => "lease",
+            Kind::Revocable => "revocable",
+            Kind::Revoke => "revoke",
         }
     }
 
@@ -224,7 +232,7 @@ impl Kind {
             Kind::Write => c.write_lock(path),
             Kind::Latch => c.election(path, "zklock"),
             Kind::Lease => c.semaphore(path, PERMITS, zklock_core::LockOptions::default()),
-            Kind::Multi => unreachable!("a multi-lock is not one Lock"),
+            Kind::Multi | Kind::Revocable | Kind::Revoke => unreachable!("not a zklock contender kind"),
         }
         .unwrap()
     }
@@ -750,6 +758,42 @@ fn curator_multi_lock_vs_zklock_multi_lock() {
     peer.expect_success(10 * SEC);
 }
 
+/// Revocation both ways: Curator's `Revoker` asks a zklock holder to let
+/// go (its `on_revocation` callback is told), and zklock's
+/// `Client::revoke` asks a Curator holder (its `makeRevocable` listener is
+/// told). Each holder keeps the lock until it releases.
+#[test]
+fn curator_revocation_both_ways() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let g = c.lock("/interop/revoke-zklock").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _sub = g.on_revocation(move || {
+        let _ = tx.send(());
+    });
+    let mut revoker = Peer::spawn(Lib::Curator, &hosts, &g.node_path(), Kind::Revoke, None, 0, "revoker");
+    revoker.expect("REVOKED", 30 * SEC);
+    revoker.expect_success(10 * SEC);
+    rx.recv_timeout(10 * SEC).expect("the zklock holder was told");
+    assert!(g.revocation_requested());
+    g.check().expect("still held: the holder decides");
+    g.release().unwrap();
+
+    let path = "/interop/revoke-curator";
+    let mut holder = Peer::spawn(Lib::Curator, &hosts, path, Kind::Revocable, None, 0, "holder");
+    holder.expect_held(30 * SEC);
+    let seen = participants(&c, path);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(c.revoke(&format!("{path}/{}", seen[0].0)).unwrap());
+    holder.expect("REVOCATION REQUESTED", 10 * SEC);
+    assert_eq!(participants(&c, path).len(), 1, "still held: the holder decides");
+    holder.send_line();
+    holder.expect("RELEASED", 10 * SEC);
+    holder.expect_success(10 * SEC);
+    assert!(!c.revoke(&format!("{path}/{}", seen[0].0)).unwrap(), "a node that is gone: false");
+}
+
 /// Curator's `InterProcessSemaphoreV2` and zklock's semaphore share the
 /// leases of one path: never more than the permits hold at once, both
 /// libraries take turns, and leases were held together.
@@ -790,7 +834,10 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
         (Lib::Curator, Kind::Latch) => "-latch-",
         (Lib::Curator, Kind::Multi) => "-lock-",
         (Lib::Curator, Kind::Lease) => "-lease-",
-        (Lib::Kazoo, Kind::Latch | Kind::Multi | Kind::Lease) => unreachable!("not a kazoo peer kind"),
+        (Lib::Curator, Kind::Revocable | Kind::Revoke) => "-lock-",
+        (Lib::Kazoo, Kind::Latch | Kind::Multi | Kind::Lease | Kind::Revocable | Kind::Revoke) => {
+            unreachable!("not a kazoo peer kind")
+        },
         (Lib::Kazoo, Kind::Mutex | Kind::Write) => "__lock__",
         (Lib::Kazoo, Kind::Read) => "__rlock__",
     };
