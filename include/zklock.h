@@ -624,6 +624,13 @@ typedef struct zklock_fenced_op {
 typedef void (*zklock_state_cb)(void *userdata, zklock_state state);
 
 /**
+ * A revocation callback: `userdata` as given to
+ * `zklock_guard_on_revocation`. Runs on the client's event thread, like
+ * `zklock_state_cb` (same rules).
+ */
+typedef void (*zklock_revocation_cb)(void *userdata);
+
+/**
  * A connection listener: `userdata` as given to
  * `zklock_client_on_connection_state`, `state` the change. It runs on the
  * client's event thread, one callback at a time, in order (with the
@@ -782,6 +789,28 @@ zklock_code zklock_client_close(const struct zklock_client *client, struct zkloc
  * `err` is NULL or valid for writing a pointer.
  */
 zklock_code zklock_client_set_hosts(const struct zklock_client *client, const char *hosts, struct zklock_error **err);
+
+/**
+ * Asks the holder of the lock node `node_path` to let go: writes
+ * `__REVOKE__` to it, as Curator's `Revoker.attemptRevoke` does (a zklock
+ * holder's `zklock_guard_on_revocation` callbacks and a Curator holder's
+ * `RevocationListener` are told; the holder decides). On success
+ * `*revoked` (if not NULL) is true, or false if the node was gone. Blocks
+ * for one request, at most the operation timeout.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments; `ZKLOCK_INVALID_PATH`;
+ * `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`; `ZKLOCK_CONNECTION_LOSS` /
+ * `ZKLOCK_TIMEOUT` (the request may have been made).
+ *
+ * # Threads
+ * Any thread.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `node_path` is NULL or
+ * NUL-terminated; `revoked` and `err` are NULL or valid for writing.
+ */
+zklock_code zklock_client_revoke(const struct zklock_client *client, const char *node_path, bool *revoked, struct zklock_error **err);
 
 /**
  * Frees a client handle. Locks and guards made from it keep working (they
@@ -1128,6 +1157,32 @@ size_t zklock_guard_node_path(const struct zklock_guard *guard, char *buf, size_
  * and `err` are NULL or valid for writing a pointer.
  */
 zklock_code zklock_guard_on_state_change(const struct zklock_guard *guard, zklock_state_cb cb, void *userdata, struct zklock_subscription **out, struct zklock_error **err);
+
+/**
+ * Registers `cb` to be called with `userdata` when someone asks this
+ * holder to let go: revocation, Curator-compatible (Curator's `Revoker`,
+ * or `zklock_client_revoke`, writes `__REVOKE__` to our node). The lock
+ * stays held: the holder decides (for example to finish and release). If
+ * a request came before, `cb` is called once soon. `out` and the
+ * callback's life are as for `zklock_guard_on_state_change` (never called
+ * after `zklock_guard_free` of this guard has returned).
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL `guard` or `cb`.
+ *
+ * # Safety
+ * As `zklock_guard_on_state_change`.
+ */
+zklock_code zklock_guard_on_revocation(const struct zklock_guard *guard, zklock_revocation_cb cb, void *userdata, struct zklock_subscription **out, struct zklock_error **err);
+
+/**
+ * Whether someone asked this holder to let go (see
+ * `zklock_guard_on_revocation`); false for NULL. Never blocks.
+ *
+ * # Safety
+ * `guard` is NULL or a live guard.
+ */
+bool zklock_guard_revocation_requested(const struct zklock_guard *guard);
 
 /**
  * Frees a guard, releasing the lock first if this guard still holds it

@@ -295,6 +295,46 @@ pub unsafe extern "C" fn zklock_client_set_hosts(
     }
 }
 
+/// Asks the holder of the lock node `node_path` to let go: writes
+/// `__REVOKE__` to it, as Curator's `Revoker.attemptRevoke` does (a zklock
+/// holder's `zklock_guard_on_revocation` callbacks and a Curator holder's
+/// `RevocationListener` are told; the holder decides). On success
+/// `*revoked` (if not NULL) is true, or false if the node was gone. Blocks
+/// for one request, at most the operation timeout.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments; `ZKLOCK_INVALID_PATH`;
+/// `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`; `ZKLOCK_CONNECTION_LOSS` /
+/// `ZKLOCK_TIMEOUT` (the request may have been made).
+///
+/// # Threads
+/// Any thread.
+///
+/// # Safety
+/// `client` is NULL or a live client; `node_path` is NULL or
+/// NUL-terminated; `revoked` and `err` are NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_revoke(
+    client: *const zklock_client,
+    node_path: *const c_char,
+    revoked: *mut bool,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_revoke";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(node_path, F, "node_path")?;
+            let done = client.inner.revoke(path)?;
+            if !revoked.is_null() {
+                revoked.write(done);
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Frees a client handle. Locks and guards made from it keep working (they
 /// hold the session); the session closes when the last of them is freed.
 /// `zklock_client_free(NULL)` does nothing. May block up to about a second

@@ -343,6 +343,75 @@ pub unsafe extern "C" fn zklock_guard_on_state_change(
     }
 }
 
+/// A revocation callback: `userdata` as given to
+/// `zklock_guard_on_revocation`. Runs on the client's event thread, like
+/// `zklock_state_cb` (same rules).
+pub type zklock_revocation_cb = Option<unsafe extern "C" fn(userdata: *mut c_void)>;
+
+/// Registers `cb` to be called with `userdata` when someone asks this
+/// holder to let go: revocation, Curator-compatible (Curator's `Revoker`,
+/// or `zklock_client_revoke`, writes `__REVOKE__` to our node). The lock
+/// stays held: the holder decides (for example to finish and release). If
+/// a request came before, `cb` is called once soon. `out` and the
+/// callback's life are as for `zklock_guard_on_state_change` (never called
+/// after `zklock_guard_free` of this guard has returned).
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for a NULL `guard` or `cb`.
+///
+/// # Safety
+/// As `zklock_guard_on_state_change`.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_guard_on_revocation(
+    guard: *const zklock_guard,
+    cb: zklock_revocation_cb,
+    userdata: *mut c_void,
+    out: *mut *mut zklock_subscription,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_guard_on_revocation";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let guard = arg_ref(guard, F, "guard")?;
+            let cb = cb.ok_or_else(|| null_arg(F, "cb"))?;
+            let gate = Arc::new(Gate::default());
+            guard.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate.clone());
+            let sub = guard.inner.on_revocation(revocation_callback(cb, UserData(userdata), gate.clone()));
+            if let Some(out) = out.as_mut() {
+                *out = zklock_subscription::new(sub, gate);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The core revocation callback that calls the C callback through its
+/// gate.
+fn revocation_callback(
+    cb: unsafe extern "C" fn(*mut c_void),
+    userdata: UserData,
+    gate: Arc<Gate>,
+) -> impl Fn() + Send + Sync + 'static {
+    move || {
+        // SAFETY: cb and userdata as promised by the caller of
+        // zklock_guard_on_revocation; the gate keeps this from running
+        // after zklock_guard_free.
+        gate.run(|| unsafe { cb(userdata.get()) });
+    }
+}
+
+/// Whether someone asked this holder to let go (see
+/// `zklock_guard_on_revocation`); false for NULL. Never blocks.
+///
+/// # Safety
+/// `guard` is NULL or a live guard.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_guard_revocation_requested(guard: *const zklock_guard) -> bool {
+    // SAFETY: caller's contract.
+    guarded(false, || unsafe { guard.as_ref() }.is_some_and(|g| g.inner.revocation_requested()))
+}
+
 /// The core callback that calls the C callback through its gate.
 fn callback(
     cb: unsafe extern "C" fn(*mut c_void, zklock_state),

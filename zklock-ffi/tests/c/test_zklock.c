@@ -2186,6 +2186,48 @@ static int test_set_hosts_and_reentrant_multi(void) {
     return 0;
 }
 
+/* A revocation callback: recorded as the state value 99. */
+static void record_revocation(void *userdata) {
+    record_state(userdata, (zklock_state)99);
+}
+
+/* Revocation: one client asks, the holder's callback is told on the event
+ * thread, and the lock stays held until the holder releases. */
+static int test_revocation(void) {
+    char path[128], node[512];
+    lock_path(path, sizeof path, "revoke");
+    zklock_client *zk = NULL, *asker = NULL;
+    if (connect_default(&zk) || connect_default(&asker)) return 1;
+    zklock_lock *lock = NULL;
+    zklock_guard *g = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    recorder rec;
+    recorder_init(&rec);
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_guard_on_revocation(g, NULL, &rec, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_on_revocation(g, record_revocation, &rec, NULL, &err));
+    CHECK(!zklock_guard_revocation_requested(g) && !zklock_guard_revocation_requested(NULL));
+    CHECK(zklock_guard_node_path(g, node, sizeof node) < sizeof node);
+    bool revoked = false;
+    EXPECT(ZKLOCK_OK, zklock_client_revoke(asker, node, &revoked, &err));
+    CHECK(revoked);
+    CHECK(recorder_wait(&rec, (zklock_state)99, 10000) == 0);
+    CHECK(rec.calls_on_caller_thread == 0);
+    CHECK(zklock_guard_revocation_requested(g));
+    EXPECT(ZKLOCK_OK, zklock_guard_check(g, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_revoke(asker, node, &revoked, &err));
+    CHECK(!revoked);
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_client_revoke(asker, "relative", NULL, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_revoke(asker, NULL, NULL, &err));
+    zklock_guard_free(g);
+    recorder_destroy(&rec);
+    zklock_lock_free(lock);
+    zklock_client_free(asker);
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* A loopback port that nothing listens on (bound, then let go), or 0. */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2248,6 +2290,7 @@ static const struct test TESTS[] = {
     {"connect_refused", test_connect_refused},
     {"fenced_writes", test_fenced_writes},
     {"set_hosts_and_reentrant_multi", test_set_hosts_and_reentrant_multi},
+    {"revocation", test_revocation},
 };
 
 int main(int argc, char **argv) {
