@@ -216,7 +216,7 @@ pub(crate) struct Session {
     zk: Mutex<Option<zk::Client>>,
     states: zk::StateWatcher,
     /// A handle kept for `close()` after `zk` was taken.
-    closer: zk::Client,
+    pub(crate) closer: zk::Client,
     /// The session id (`ephemeralOwner` of our nodes).
     pub(crate) id: i64,
     /// The negotiated session timeout.
@@ -324,6 +324,8 @@ pub(crate) struct Shared {
     events: Mutex<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
     /// Background deletions still running (tests and close() look at this).
     pub(crate) pending_cleanups: AtomicU64,
+    /// What [`Client::metrics`] reports.
+    pub(crate) counters: crate::metrics::Counters,
     /// The listeners of [`Client::on_connection_state`].
     connection: Arc<Listeners<ConnectionState>>,
     /// The process that made the client, and its fork generation (see
@@ -487,7 +489,17 @@ impl Shared {
 
     /// Tells the connection listeners `state` (on the event thread).
     fn tell(&self, state: ConnectionState) {
+        match state {
+            ConnectionState::Reconnected => self.counters.reconnects.fetch_add(1, Ordering::Relaxed),
+            ConnectionState::Lost => self.counters.expiries.fetch_add(1, Ordering::Relaxed),
+            ConnectionState::Suspended | ConnectionState::Connected => 0,
+        };
         self.connection.notify(state, |job| self.post_event(job));
+    }
+
+    /// The session in use now, if any.
+    pub(crate) fn current_session(&self) -> Option<Arc<Session>> {
+        self.session.borrow().clone()
     }
 
     /// Runs `job` on the client's event thread (state-change callbacks).
@@ -828,7 +840,14 @@ impl Shared {
                     },
                 }
             };
-            self.session.send_replace(Some(current.clone()));
+            // The old session's requests join the retired ones as the new
+            // session takes its place, under the lock a snapshot takes
+            // (each request counted once, the totals never fall).
+            let mut retired = self.counters.retired.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let old = self.session.send_replace(Some(current.clone()));
+            for (op, n) in old.map(|s| s.closer.requests_sent()).unwrap_or_default() {
+                *retired.entry(op).or_default() += n;
+            }
         }
     }
 }
@@ -984,6 +1003,7 @@ impl Client {
             closed: watch::channel(false).0,
             events: Mutex::new(events_tx),
             pending_cleanups: AtomicU64::new(0),
+            counters: crate::metrics::Counters::default(),
             connection: Arc::default(),
             pid: std::process::id(),
             generation: fork_generation(),

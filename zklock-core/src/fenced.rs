@@ -406,9 +406,10 @@ impl Guard {
     }
 
     /// [`Guard::fenced_multi`] as a future that any executor can await.
-    /// The checks made at once are made when this method is called; the
-    /// write is sent when the future is first polled (dropped unpolled, it
-    /// sends nothing; dropped later, the write may still be made).
+    /// The checks made at once, and the write's start, happen when this
+    /// method is called: the future only waits for the outcome, and
+    /// dropping it does not take the write back (it may still be made,
+    /// only while the lock is ours).
     ///
     /// # Errors
     /// As [`Guard::fenced_multi`].

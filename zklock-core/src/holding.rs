@@ -57,6 +57,10 @@ pub(crate) struct Holding {
     pub(crate) revocations: Arc<Listeners<()>>,
     /// Someone asked (a read of our node found `__REVOKE__`).
     pub(crate) revoke_requested: std::sync::atomic::AtomicBool,
+    /// When the lock was granted (the hold time's start).
+    granted_at: Instant,
+    /// The hold time was counted (at the release or the loss).
+    hold_counted: std::sync::atomic::AtomicBool,
     pub(crate) stop: watch::Sender<bool>,
     /// Moves on every state change and every release of one of its guards
     /// (what [`Guard::lost`] waits for).
@@ -121,6 +125,8 @@ impl Holding {
             callbacks: Arc::default(),
             revocations: Arc::default(),
             revoke_requested: std::sync::atomic::AtomicBool::new(false),
+            granted_at: Instant::now(),
+            hold_counted: std::sync::atomic::AtomicBool::new(false),
             stop: watch::channel(false).0,
             changes: watch::channel(0).0,
             monitor: Mutex::new(None),
@@ -218,6 +224,21 @@ impl Holding {
             // Closing makes requests fail like a lost connection; it is not
             // one: the monitor reports Lost (Closed) instead.
             return;
+        }
+        let counters = &self.shared.counters;
+        match state {
+            LockState::Suspended => {
+                counters.suspensions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            },
+            LockState::Lost if !self.shared.is_closed() => {
+                counters.losses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            },
+            _ => {},
+        }
+        if matches!(state, LockState::Lost | LockState::Released)
+            && !self.hold_counted.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            counters.hold.observe(self.granted_at.elapsed());
         }
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         if state == LockState::Released {

@@ -366,7 +366,9 @@ impl Lock {
             return Err(Error::cancelled("acquire"));
         }
         if let Some(g) = self.reenter(owner)? {
-            return Ok(Box::pin(std::future::ready(Ok(g))));
+            let granted = Ok(g);
+            self.inner.client.shared().counters.acquire(&granted, Duration::ZERO);
+            return Ok(Box::pin(std::future::ready(granted)));
         }
         let downgrade = match downgrade {
             Some(d) => Some(d),
@@ -404,10 +406,14 @@ impl Lock {
             mutex,
         };
         let lock = self.clone();
+        let started = Instant::now();
         Ok(Box::pin(async move {
-            let holding = acquire(ctx).await?;
-            slot_list(&lock.inner.held).push(Held { owner, holding: holding.clone() });
-            Ok(lock.guard(holding))
+            let outcome = acquire(ctx).await.map(|holding| {
+                slot_list(&lock.inner.held).push(Held { owner, holding: holding.clone() });
+                lock.guard(holding)
+            });
+            lock.inner.client.shared().counters.acquire(&outcome, started.elapsed());
+            outcome
         }))
     }
 

@@ -176,8 +176,12 @@ struct Info {
     ended: Option<Error>,
 }
 
+/// Requests handed to the socket, by operation (indexed as `op::ALL`).
+type Sent = Arc<[AtomicU64; crate::codec::ops::op::ALL.len()]>;
+
 struct Shared {
     tx: mpsc::UnboundedSender<Cmd>,
+    sent: Sent,
     chroot: Arc<str>,
     info: Mutex<Info>,
     state: watch::Receiver<State>,
@@ -267,8 +271,10 @@ impl Session {
             connect_sent: ready.connect_sent,
             answered: ready.answered,
         };
+        let sent: Sent = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         let shared = Arc::new(Shared {
             tx,
+            sent: sent.clone(),
             chroot: Arc::from(config.connect.chroot.as_str()),
             info: Mutex::new(Info {
                 session_id: ready.response.session_id,
@@ -282,6 +288,7 @@ impl Session {
             watch_ids: AtomicU64::new(1),
         });
         let task = Task {
+            sent,
             cfg: config,
             hosts,
             host_at: at,
@@ -525,6 +532,20 @@ impl Session {
         let mut hosts = parsed.hosts;
         fastrand::shuffle(&mut hosts);
         self.shared.tx.send(Cmd::SetHosts(hosts)).map_err(|_| self.shared.info().ended.clone().unwrap_or(Error::Closed))
+    }
+
+    /// How many requests of each operation this session has written to its
+    /// connections so far (pings and internal requests included; the
+    /// connect, auth and SASL handshakes not), as ZooKeeper names them:
+    /// `[("create2", 12), ("getData", 30), ...]`, operations never sent
+    /// left out.
+    pub fn requests_sent(&self) -> Vec<(&'static str, u64)> {
+        crate::codec::ops::op::ALL
+            .iter()
+            .zip(self.shared.sent.iter())
+            .map(|(&op, n)| (crate::codec::ops::op_name(op), n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 
     /// The identities the server knows this session by: (scheme, id)
@@ -935,6 +956,7 @@ fn server_kind(k: WatchKind) -> WatchKind {
 
 struct Task {
     cfg: Config,
+    sent: Sent,
     hosts: Vec<Host>,
     host_at: usize,
     shared: std::sync::Weak<Shared>,
@@ -1197,6 +1219,9 @@ impl Task {
                 ));
             }
             return;
+        }
+        if let Some(i) = crate::codec::ops::op::ALL.iter().position(|&o| o == req.opcode()) {
+            self.sent[i].fetch_add(1, Ordering::Relaxed);
         }
         if x == xid::PING {
             c.pings += 1;

@@ -55,6 +55,33 @@ pub mod op {
     ];
 }
 
+/// ZooKeeper's name for operation `code` (`ZooDefs.OpCode`, as the
+/// server's logs and metrics spell it), `"unknown"` for others.
+pub fn op_name(code: i32) -> &'static str {
+    match code {
+        op::CREATE => "create",
+        op::DELETE => "delete",
+        op::EXISTS => "exists",
+        op::GET_DATA => "getData",
+        op::SET_DATA => "setData",
+        op::GET_CHILDREN => "getChildren",
+        op::SYNC => "sync",
+        op::PING => "ping",
+        op::GET_CHILDREN2 => "getChildren2",
+        op::CHECK => "check",
+        op::MULTI => "multi",
+        op::CREATE2 => "create2",
+        op::REMOVE_WATCHES => "removeWatches",
+        op::CREATE_CONTAINER => "createContainer",
+        op::AUTH => "auth",
+        op::SET_WATCHES => "setWatches",
+        op::SASL => "sasl",
+        op::WHO_AM_I => "whoAmI",
+        op::CLOSE_SESSION => "closeSession",
+        _ => "unknown",
+    }
+}
+
 /// Xids with a meaning of their own (ZooKeeper's `ClientCnxn`).
 pub mod xid {
     /// A watch notification from the server.
