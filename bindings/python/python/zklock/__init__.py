@@ -80,7 +80,7 @@ import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Generator, List, Optional, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _errors, _zklock
 
@@ -89,6 +89,7 @@ from . import _errors, _zklock
 from ._errors import Cancelled as Cancelled
 from ._errors import Closed as Closed
 from ._errors import ConnectionLoss as ConnectionLoss
+from ._errors import FailedOp as FailedOp
 from ._errors import InternalError as InternalError
 from ._errors import InvalidArgument as InvalidArgument
 from ._errors import InvalidPath as InvalidPath
@@ -113,6 +114,9 @@ __all__ = [
     "LockState",
     "Subscription",
     "Participant",
+    "CreateMode",
+    "FencedOp",
+    "FencedResult",
     "ERROR_CODES",
     "error_class",
     "set_log_level",
@@ -230,6 +234,150 @@ class Participant:
     session_id: int
 
 
+class CreateMode(str, enum.Enum):
+    """How a node made by a fenced write (:meth:`FencedOp.create`) lives:
+    ZooKeeper's create modes. A ``str``: ``"EPHEMERAL"`` works too."""
+
+    #: Stays until deleted.
+    PERSISTENT = "PERSISTENT"
+    #: Goes when the lock's session ends.
+    EPHEMERAL = "EPHEMERAL"
+    #: Persistent, with a ten-digit sequence number appended to its name.
+    PERSISTENT_SEQUENTIAL = "PERSISTENT_SEQUENTIAL"
+    #: Ephemeral, with a ten-digit sequence number appended to its name.
+    EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The data of a fenced write's create or set_data: bytes (any bytes-like
+#: object) or ``str`` (stored as UTF-8).
+Data = Union[bytes, bytearray, memoryview, str]
+
+
+def _fenced_invalid(message: str) -> InvalidArgument:
+    return InvalidArgument("fenced write: " + message, "INVALID_ARGUMENT")
+
+
+@dataclass(frozen=True)
+class FencedOp:
+    """One ZooKeeper operation of a fenced write (:meth:`Lock.fenced_multi`).
+    Make it with :meth:`create`, :meth:`set_data`, :meth:`delete` or
+    :meth:`check`. A ``version`` of None matches any data version; an int
+    makes the operation (and so the whole write) fail with ``BadVersion``
+    unless the node's data version is that int (a compare-and-set).
+
+    Wrong types are refused when it is made (:class:`InvalidArgument`,
+    naming the argument); the paths, negative versions and the write's size
+    are checked by :meth:`Lock.fenced_multi` (naming the operation's index).
+    """
+
+    #: ``"create"``, ``"set_data"``, ``"delete"`` or ``"check"``.
+    op: str
+    #: The node (for a sequential create, the prefix of its name).
+    path: str
+    #: The data of a create or set_data (empty for the others).
+    data: bytes = b""
+    #: The data version a set_data, delete or check requires, or None
+    #: (any); always None for a create.
+    version: Optional[int] = None
+    #: How a create's node lives; None for the other operations.
+    mode: Optional[CreateMode] = None
+
+    def __post_init__(self) -> None:
+        op = self.op
+        if op not in ("create", "set_data", "delete", "check"):
+            raise _fenced_invalid("op must be create, set_data, delete or check, not %r" % (op,))
+        if not isinstance(self.path, str):
+            raise _fenced_invalid("%s: path must be str, not %s" % (op, type(self.path).__name__))
+        data = self.data
+        if isinstance(data, str):
+            try:
+                data = data.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _fenced_invalid("%s: data is not valid Unicode text (a lone surrogate)" % op) from None
+        elif isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)
+        elif not isinstance(data, bytes):
+            raise _fenced_invalid("%s: data must be bytes or str, not %s" % (op, type(data).__name__))
+        if data and op in ("delete", "check"):
+            raise _fenced_invalid("%s takes no data" % op)
+        object.__setattr__(self, "data", data)
+        version = self.version
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+            raise _fenced_invalid("%s: version must be an int or None, not %s" % (op, type(version).__name__))
+        if op == "create":
+            if version is not None:
+                raise _fenced_invalid("create takes no version")
+            mode = CreateMode.PERSISTENT if self.mode is None else self.mode
+            try:
+                object.__setattr__(self, "mode", CreateMode(mode))
+            except ValueError:
+                names = ", ".join(m.value for m in CreateMode)
+                raise _fenced_invalid("create: mode must be a zklock.CreateMode (%s), not %r" % (names, mode)) from None
+        elif self.mode is not None:
+            raise _fenced_invalid("%s takes no mode" % op)
+
+    @classmethod
+    def create(cls, path: str, data: Data = b"", mode: Union[CreateMode, str] = CreateMode.PERSISTENT) -> "FencedOp":
+        """Creates ``path`` with ``data`` (its parent must exist), with the
+        client's ACL; ``mode`` as :class:`CreateMode` says (or its name)."""
+        return cls("create", path, data, None, mode)  # type: ignore[arg-type]
+
+    @classmethod
+    def set_data(cls, path: str, data: Data, version: Optional[int] = None) -> "FencedOp":
+        """Sets the data of ``path`` (if its data version is ``version``,
+        when given)."""
+        return cls("set_data", path, data, version)  # type: ignore[arg-type]
+
+    @classmethod
+    def delete(cls, path: str, version: Optional[int] = None) -> "FencedOp":
+        """Deletes ``path``, which must have no children (if its data version
+        is ``version``, when given)."""
+        return cls("delete", path, b"", version)
+
+    @classmethod
+    def check(cls, path: str, version: Optional[int] = None) -> "FencedOp":
+        """Writes nothing: fails the write unless ``path`` exists (with that
+        data version, when given)."""
+        return cls("check", path, b"", version)
+
+    def _native(self) -> Tuple[str, str, bytes, Optional[int], str]:
+        """The tuple the native module takes."""
+        return (self.op, self.path, self.data, self.version, (self.mode or CreateMode.PERSISTENT).value)
+
+
+@dataclass(frozen=True)
+class FencedResult:
+    """What one operation of a successful fenced write did, in the order of
+    the operations (:meth:`Lock.fenced_multi`)."""
+
+    #: The operation: ``"create"``, ``"set_data"``, ``"delete"`` or ``"check"``.
+    op: str
+    #: For a create, the path of the new node (with the sequence number for
+    #: a sequential mode); None for the others.
+    path: Optional[str] = None
+    #: For a set_data, the node's new data version; None for the others.
+    version: Optional[int] = None
+
+
+def _fenced_tuples(ops: Sequence[FencedOp]) -> List[Tuple[str, str, bytes, Optional[int], str]]:
+    """The native tuples of ``ops``; InvalidArgument naming the index of an
+    entry that is not a :class:`FencedOp`, or if ``ops`` is not a list or
+    tuple."""
+    if not isinstance(ops, (list, tuple)):
+        raise _fenced_invalid("the operations must be a list of zklock.FencedOp, not %s" % type(ops).__name__)
+    for i, op in enumerate(ops):
+        if not isinstance(op, FencedOp):
+            raise InvalidArgument(
+                "fenced write, operation %d: not a zklock.FencedOp (make it with FencedOp.create, .set_data, "
+                ".delete or .check) but %s" % (i, type(op).__name__),
+                "INVALID_ARGUMENT",
+            )
+    return [op._native() for op in ops]
+
+
 def _wait_limit(blocking: bool, timeout: Optional[float]) -> Optional[float]:
     """The wait of ``acquire(blocking, timeout)`` in seconds (None: no
     limit), by the core's rule; raises what acquire would raise for these
@@ -295,6 +443,54 @@ class _Held:
     def check(self) -> None:
         """Raises unless held safely right now (see :meth:`Lock.check`)."""
         self._native.check()
+
+    def fenced_multi(self, ops: Sequence[FencedOp]) -> List[FencedResult]:
+        """A fenced write: makes ``ops`` (:class:`FencedOp`) in one ZooKeeper
+        transaction with a check that this object's lock node (for a
+        :class:`MultiLock`, every member's node) still exists, so they are
+        made all or none, and only while the lock is ours, whatever this
+        process believes: a holder paused past its session, or whose node
+        was deleted, has its write refused by ZooKeeper itself. For state
+        kept in ZooKeeper that only the lock's holder may change::
+
+            with zk.lock("/jobs/nightly") as lock:
+                lock.fenced_multi([zklock.FencedOp.set_data("/jobs/nightly-state", b"step 2")])
+
+        Goes with the newest acquire of this object. An empty list only
+        checks. Returns one :class:`FencedResult` per operation, in order.
+        Blocks (one request, waiting first for the connection if it is down)
+        at most the client's operation timeout, without the GIL.
+
+        Raises:
+            InvalidArgument, InvalidPath: refused before sending, naming the
+                operation's index: a malformed path, one inside the lock's
+                own path (its queue is zklock's), a negative version or one
+                beyond 32 bits, more than 1 MiB less 4 KiB of paths and
+                data, an entry that is not a :class:`FencedOp`.
+            NotHeld: this object holds nothing (e.g. released).
+            LockLost: the lock is lost (known before, or ZooKeeper found our
+                node gone or the session ended); nothing was written.
+            Closed: the client was closed, or this object was inherited
+                through ``fork()``.
+            ZooKeeperError, NoAuth, InvalidArgument: ZooKeeper refused one
+                of ``ops``; ``failed_op`` on the exception is its index and
+                ZooKeeper's code, e.g. ``FailedOp(0, "BadVersion")``;
+                nothing was written.
+            ConnectionLoss, LockTimeout: the outcome is unknown (if the
+                write was made, it was made while the lock was ours).
+        """
+        return [FencedResult(*r) for r in self._native.fenced_multi(_fenced_tuples(ops))]
+
+    async def fenced_multi_async(self, ops: Sequence[FencedOp]) -> List[FencedResult]:
+        """:meth:`fenced_multi` for asyncio: the write is awaited without a
+        thread (completed from the client's event thread), so the event
+        loop keeps running. Errors as :meth:`fenced_multi`, raised by the
+        ``await``. Cancelling the awaiting task only stops the wait: the
+        write, once started, may still be made."""
+        fut, done = _completion(asyncio.get_running_loop())
+        self._native.fenced_multi_start(_fenced_tuples(ops), done)
+        results: List[Tuple[str, Optional[str], Optional[int]]] = await fut
+        return [FencedResult(*r) for r in results]
 
     def lost_event(self) -> threading.Event:
         """A ``threading.Event`` that is set once the newest acquire of this

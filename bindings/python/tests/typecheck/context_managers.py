@@ -78,3 +78,32 @@ async def asynchronous(hosts: str) -> int:
     assert_type(other, zklock.Client)
     await other.close_async()
     return lock.fencing_token
+
+
+def fenced(lock: zklock.Lock, multi: zklock.MultiLock) -> Optional[int]:
+    """Fenced writes: the operations, the results and the error's failed_op."""
+    ops = [
+        zklock.FencedOp.create("/typed/state", b"", zklock.CreateMode.PERSISTENT),
+        zklock.FencedOp.create("/typed/state/e-", "text", "EPHEMERAL_SEQUENTIAL"),
+        zklock.FencedOp.set_data("/typed/state", "v1", version=0),
+        zklock.FencedOp.delete("/typed/state/x"),
+        zklock.FencedOp.check("/typed/state", 1),
+    ]
+    results = lock.fenced_multi(ops)
+    assert_type(results, List[zklock.FencedResult])
+    assert_type(multi.fenced_multi(ops)[0].path, Optional[str])
+    try:
+        lock.fenced_multi(ops)
+    except zklock.ZkLockError as e:
+        assert_type(e.failed_op, Optional[zklock.FailedOp])
+        if e.failed_op is not None:
+            assert_type(e.failed_op.index, int)
+            assert_type(e.failed_op.code, str)
+    return results[2].version
+
+
+async def fenced_async(lock: zklock.Lock, multi: zklock.MultiLock) -> List[zklock.FencedResult]:
+    """The asyncio form of fenced writes."""
+    done = await multi.fenced_multi_async([zklock.FencedOp.check("/typed/state")])
+    assert_type(done, List[zklock.FencedResult])
+    return await lock.fenced_multi_async([zklock.FencedOp.check("/typed/state")])
