@@ -149,6 +149,54 @@ export interface AcquireOptions {
    */
   timeoutMs?: number
 }
+/**
+ * One ZooKeeper operation of a fenced write (`guard.fencedMulti()`).
+ * `op` says which: `'create'` (`path`, `data`, `mode`), `'setData'`
+ * (`path`, `data`, `version`), `'delete'` (`path`, `version`), `'check'`
+ * (`path`, `version`: writes nothing, fails the write unless the node
+ * exists with that version). `version` absent matches any data version;
+ * a number makes the whole write fail with `BadVersion` unless the node's
+ * data version is that number (a compare-and-set). Any other key, or a key
+ * that the operation does not take, is refused (`INVALID_ARGUMENT`).
+ */
+export interface FencedOp {
+  /** The operation. */
+  op: 'create' | 'setData' | 'delete' | 'check'
+  /**
+   * The node (for a sequential create, the prefix of its name). Any
+   * node outside the lock's own path.
+   */
+  path: string
+  /**
+   * The data of a create (default empty) or a setData (required): a
+   * string (stored as UTF-8) or a Buffer.
+   */
+  data?: string | Buffer
+  /**
+   * The data version a setData, delete or check requires (an integer
+   * from 0 to 2147483647); absent: any.
+   */
+  version?: number
+  /**
+   * How a create's node lives (default `'PERSISTENT'`); the sequential
+   * modes append a ten-digit sequence number to its name.
+   */
+  mode?: 'PERSISTENT' | 'EPHEMERAL' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL_SEQUENTIAL'
+}
+/**
+ * What one operation of a successful fenced write did, in the order of
+ * the operations: `op` as the operation's, with `path` for a create (the
+ * new node's path, with the sequence number for a sequential mode) and
+ * `version` for a setData (the node's new data version).
+ */
+export interface FencedResult {
+  /** The operation that did it. */
+  op: 'create' | 'setData' | 'delete' | 'check'
+  /** For a create: the path of the new node. */
+  path?: string
+  /** For a setData: the node's new data version. */
+  version?: number
+}
 /** A member of `client.multiLock()`. */
 export interface MultiLockMember {
   /** The lock path. */
@@ -335,6 +383,34 @@ export declare class Guard {
    */
   release(): Promise<'RELEASED' | 'PENDING'>
   /**
+   * A fenced write: makes `ops` in one ZooKeeper transaction with a
+   * check that this guard's lock node still exists, so they are made all
+   * or none, and only while the lock is ours, whatever this process
+   * believes: a holder paused past its session, or whose node was
+   * deleted, has its write refused by ZooKeeper itself. For state kept
+   * in ZooKeeper that only the lock's holder may change. Resolves with
+   * one result per operation, in order; an empty array only checks.
+   * Waits (without a thread) for one request, first for the connection
+   * if it is down, at most the client's operation timeout.
+   *
+   * Throws `INVALID_ARGUMENT` naming the operation's index for an
+   * unknown `op`, `mode` or key, a key the operation does not take, a
+   * version that is not a 32-bit integer; `TypeError` for a value of the
+   * wrong type. Rejects, nothing sent, with `INVALID_PATH` /
+   * `INVALID_ARGUMENT` naming the operation's index (a malformed path,
+   * one inside the lock's own path, a negative version, more than 1 MiB
+   * less 4 KiB of paths and data). Rejects, nothing written, with
+   * `NOT_HELD` once released,
+   * `LOCK_LOST` when the lock is lost (known before, or ZooKeeper found
+   * our node gone or the session ended), `CLOSED` after `close()`; with
+   * `ZOOKEEPER` (or `NO_AUTH`, `INVALID_ARGUMENT`) when ZooKeeper
+   * refused one of `ops`, the error's `failedOp` then naming it: `{
+   * index, code }` (`code` like `'BadVersion'`, `'NoNode'`,
+   * `'NodeExists'`). `CONNECTION_LOSS` and `TIMEOUT` leave the outcome
+   * unknown (if the write was made, it was made while the lock was ours).
+   */
+  fencedMulti(ops: Array<FencedOp>): Promise<Array<FencedResult>>
+  /**
    * Write to read downgrade, for a write guard of `client.readWriteLock()`:
    * resolves with a read guard of the same pair whose node takes this
    * write node's sequence, granted at once (no writer queued behind can
@@ -437,6 +513,12 @@ export declare class MultiGuard {
    * lost, `NOT_HELD` if already released) after releasing every member.
    */
   release(): Promise<'RELEASED' | 'PENDING'>
+  /**
+   * As `guard.fencedMulti()`, fenced by every member: `ops` are made
+   * only while every member's node exists; a path inside any member's
+   * lock path is refused.
+   */
+  fencedMulti(ops: Array<FencedOp>): Promise<Array<FencedResult>>
 }
 /**
  * A registered callback (`guard.onStateChange`,
@@ -481,6 +563,24 @@ export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
 export declare class ZkLockError extends Error {
   constructor(message: string, code: ZkLockErrorCode, options?: { cause?: unknown })
   readonly code: ZkLockErrorCode
+  /**
+   * For a fenced write (`guard.fencedMulti()`) that ZooKeeper refused
+   * because of one of the caller's operations: which one and why (nothing
+   * of the write was made). Absent for every other error.
+   */
+  readonly failedOp?: FailedOp
+}
+
+/** The operation of a fenced write that ZooKeeper refused (`ZkLockError.failedOp`). */
+export interface FailedOp {
+  /** The index of the operation in the array given to `fencedMulti()`. */
+  readonly index: number
+  /**
+   * ZooKeeper's name for the error, as its Java client spells it without
+   * the prefix: `'BadVersion'`, `'NoNode'`, `'NodeExists'`, `'NotEmpty'`,
+   * `'NoAuth'`, ...
+   */
+  readonly code: string
 }
 
 export interface AcquireOptions {

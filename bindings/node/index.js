@@ -65,6 +65,7 @@ const OPTION_KEYS = Object.freeze({
   tls: ['ca', 'cert', 'key'],
   acquire: ['timeoutMs', 'signal'],
   multiLockMember: ['path', 'mode'],
+  fencedOp: ['op', 'path', 'data', 'version', 'mode'],
 })
 
 /** `value` is an object whose keys checkKeys() can look at. */
@@ -75,6 +76,8 @@ function convertError(err) {
   if (err === null || typeof err !== 'object' || err instanceof ZkLockError) return err
   if (CODE_SET.has(err.code)) {
     const e = new ZkLockError(err.message, err.code)
+    // A fenced write's refused operation: { index, code }.
+    if (isObject(err.failedOp)) e.failedOp = err.failedOp
     return e
   }
   if (NAPI_TYPE_CODES.has(err.code) && !(err instanceof TypeError)) {
@@ -217,6 +220,50 @@ Client.prototype.multiLock = function multiLock(members) {
     for (const m of members) if (isObject(m)) checkKeys('a member of multiLock()', m, OPTION_KEYS.multiLockMember)
   }
   return nativeMultiLock.call(this, members)
+}
+
+const typeOf = (v) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v)
+
+// fencedMulti(ops): each operation an object with known keys and values of
+// the right types (napi would say neither which operation nor which key);
+// the values themselves are the addon's and the core's to judge.
+function checkFencedOps(ops) {
+  if (!Array.isArray(ops)) throw invalidArgType(`ops must be an array of operations, got ${typeOf(ops)}`)
+  ops.forEach((op, i) => {
+    const what = `operation ${i} of fencedMulti()`
+    if (!isObject(op)) throw invalidArgType(`${what} must be an object, got ${typeOf(op)}`)
+    checkKeys(what, op, OPTION_KEYS.fencedOp)
+    for (const key of ['op', 'path', 'mode']) {
+      if (op[key] !== undefined && typeof op[key] !== 'string') {
+        throw invalidArgType(`${what}: ${key} must be a string, got ${typeOf(op[key])}`)
+      }
+    }
+    for (const key of ['op', 'path']) {
+      if (typeof op[key] !== 'string') throw invalidArgType(`${what}: ${key} must be a string, got ${typeOf(op[key])}`)
+    }
+    if (op.version !== undefined && typeof op.version !== 'number') {
+      throw invalidArgType(`${what}: version must be a number, got ${typeOf(op.version)}`)
+    }
+    const data = op.data
+    if (data !== undefined && typeof data !== 'string' && !Buffer.isBuffer(data)) {
+      throw invalidArgType(`${what}: data must be a string or a Buffer, got ${typeOf(data)}`)
+    }
+    if (typeof data === 'string' && LONE_SURROGATE.test(data)) {
+      throw new ZkLockError(`${what}: data is not well-formed Unicode (it has a lone surrogate)`, 'INVALID_ARGUMENT')
+    }
+    if (LONE_SURROGATE.test(op.path)) {
+      throw new ZkLockError(`${what}: path is not well-formed Unicode (it has a lone surrogate)`, 'INVALID_PATH')
+    }
+  })
+}
+
+for (const cls of [Guard, MultiGuard]) {
+  const nativeFencedMulti = cls.prototype.fencedMulti
+  cls.prototype.fencedMulti = function fencedMulti(ops) {
+    if (!(this instanceof cls)) throw invalidThis(`${cls.name}.prototype.fencedMulti`, cls, this)
+    checkFencedOps(ops)
+    return nativeFencedMulti.call(this, ops)
+  }
 }
 
 // --- AbortSignal ------------------------------------------------------------

@@ -28,6 +28,24 @@ export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
 export declare class ZkLockError extends Error {
   constructor(message: string, code: ZkLockErrorCode, options?: { cause?: unknown })
   readonly code: ZkLockErrorCode
+  /**
+   * For a fenced write (`guard.fencedMulti()`) that ZooKeeper refused
+   * because of one of the caller's operations: which one and why (nothing
+   * of the write was made). Absent for every other error.
+   */
+  readonly failedOp?: FailedOp
+}
+
+/** The operation of a fenced write that ZooKeeper refused (`ZkLockError.failedOp`). */
+export interface FailedOp {
+  /** The index of the operation in the array given to `fencedMulti()`. */
+  readonly index: number
+  /**
+   * ZooKeeper's name for the error, as its Java client spells it without
+   * the prefix: `'BadVersion'`, `'NoNode'`, `'NodeExists'`, `'NotEmpty'`,
+   * `'NoAuth'`, ...
+   */
+  readonly code: string
 }
 
 export interface AcquireOptions {

@@ -64,8 +64,27 @@ mod settle;
 /// is the kind's stable name (`"TIMEOUT"`, `"LOCK_LOST"`, ... the C enum
 /// names) and whose message is the core's message. `index.js` gives it the
 /// prototype of `ZkLockError`.
+/// For a fenced write that ZooKeeper refused because of one of the
+/// caller's operations (the core's `Error::failed_op`), the error also has
+/// `failedOp: { index, code }`.
 fn zk_error(env: &Env, err: &core::Error) -> napi::Error {
-    js_error_with_code(env, err.kind().name(), err.message())
+    let Some(failed) = err.failed_op() else {
+        return js_error_with_code(env, err.kind().name(), err.message());
+    };
+    let build = || -> napi::Result<JsUnknown> {
+        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, err.message().to_owned()))?;
+        obj.set_named_property("code", env.create_string(err.kind().name())?)?;
+        let mut op = env.create_object()?;
+        // An index into the caller's array: far below 2^32.
+        op.set_named_property("index", env.create_double(failed.index as f64)?)?;
+        op.set_named_property("code", env.create_string(&failed.code)?)?;
+        obj.set_named_property("failedOp", op)?;
+        Ok(obj.into_unknown())
+    };
+    match build() {
+        Ok(v) => napi::Error::from(v),
+        Err(e) => e,
+    }
 }
 
 /// A plain JavaScript `Error` with `code`, thrown or used as a rejection.
@@ -1042,6 +1061,159 @@ impl Lock {
 }
 
 // ---------------------------------------------------------------------------
+// Fenced writes
+// ---------------------------------------------------------------------------
+
+/// One ZooKeeper operation of a fenced write (`guard.fencedMulti()`).
+/// `op` says which: `'create'` (`path`, `data`, `mode`), `'setData'`
+/// (`path`, `data`, `version`), `'delete'` (`path`, `version`), `'check'`
+/// (`path`, `version`: writes nothing, fails the write unless the node
+/// exists with that version). `version` absent matches any data version;
+/// a number makes the whole write fail with `BadVersion` unless the node's
+/// data version is that number (a compare-and-set). Any other key, or a key
+/// that the operation does not take, is refused (`INVALID_ARGUMENT`).
+#[napi(object)]
+pub struct FencedOp {
+    /// The operation.
+    #[napi(ts_type = "'create' | 'setData' | 'delete' | 'check'")]
+    pub op: String,
+    /// The node (for a sequential create, the prefix of its name). Any
+    /// node outside the lock's own path.
+    pub path: String,
+    /// The data of a create (default empty) or a setData (required): a
+    /// string (stored as UTF-8) or a Buffer.
+    pub data: Option<Either<String, Buffer>>,
+    /// The data version a setData, delete or check requires (an integer
+    /// from 0 to 2147483647); absent: any.
+    pub version: Option<f64>,
+    /// How a create's node lives (default `'PERSISTENT'`); the sequential
+    /// modes append a ten-digit sequence number to its name.
+    #[napi(ts_type = "'PERSISTENT' | 'EPHEMERAL' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL_SEQUENTIAL'")]
+    pub mode: Option<String>,
+}
+
+/// What one operation of a successful fenced write did, in the order of
+/// the operations: `op` as the operation's, with `path` for a create (the
+/// new node's path, with the sequence number for a sequential mode) and
+/// `version` for a setData (the node's new data version).
+#[napi(object, object_from_js = false)]
+pub struct FencedResult {
+    /// The operation that did it.
+    #[napi(ts_type = "'create' | 'setData' | 'delete' | 'check'")]
+    pub op: String,
+    /// For a create: the path of the new node.
+    pub path: Option<String>,
+    /// For a setData: the node's new data version.
+    pub version: Option<i32>,
+}
+
+impl From<core::FencedResult> for FencedResult {
+    fn from(r: core::FencedResult) -> FencedResult {
+        let (op, path, version) = match r {
+            core::FencedResult::Created { path } => ("create", Some(path), None),
+            core::FencedResult::DataSet { version } => ("setData", None, Some(version)),
+            core::FencedResult::Deleted => ("delete", None, None),
+            // Checked, and any result the core may add later (it makes
+            // none of another kind for the operations this binding sends).
+            _ => ("check", None, None),
+        };
+        FencedResult { op: op.to_owned(), path, version }
+    }
+}
+
+/// The core's operations of a fenced write. Only translates (the core
+/// decides paths, negative versions, the size): `INVALID_ARGUMENT` naming
+/// the operation's index for an unknown `op` or `mode`, a key the
+/// operation does not take, a setData without data, a version that is not
+/// an integer of ZooKeeper's range (32 bits).
+fn fenced_ops(ops: Vec<FencedOp>) -> core::Result<Vec<core::FencedOp>> {
+    let mut out = Vec::with_capacity(ops.len());
+    for (i, spec) in ops.into_iter().enumerate() {
+        let at = |what: String| {
+            core::Error::new(
+                core::ErrorKind::InvalidArgument,
+                format!("fenced write, operation {i} ({}): {what}", spec.op),
+            )
+        };
+        let data: Option<Vec<u8>> = match &spec.data {
+            Some(Either::A(text)) => Some(text.clone().into_bytes()),
+            Some(Either::B(bytes)) => Some(bytes.to_vec()),
+            None => None,
+        };
+        let version = match spec.version {
+            None => None,
+            Some(v) if v.fract() == 0.0 && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v) => {
+                // A whole number in range, checked here.
+                #[allow(clippy::cast_possible_truncation)]
+                Some(v as i32)
+            },
+            Some(v) => return Err(at(format!("version {v} is not an integer of 32 bits"))),
+        };
+        let takes = |data_ok: bool, version_ok: bool, mode_ok: bool| -> core::Result<()> {
+            for (given, ok, key) in [
+                (data.is_some(), data_ok, "data"),
+                (version.is_some(), version_ok, "version"),
+                (spec.mode.is_some(), mode_ok, "mode"),
+            ] {
+                if given && !ok {
+                    return Err(at(format!("{} takes no {key}", spec.op)));
+                }
+            }
+            Ok(())
+        };
+        let path = spec.path.clone();
+        out.push(match spec.op.as_str() {
+            "create" => {
+                takes(true, false, true)?;
+                let mode = match spec.mode.as_deref() {
+                    None | Some("PERSISTENT") => core::CreateMode::Persistent,
+                    Some("EPHEMERAL") => core::CreateMode::Ephemeral,
+                    Some("PERSISTENT_SEQUENTIAL") => core::CreateMode::PersistentSequential,
+                    Some("EPHEMERAL_SEQUENTIAL") => core::CreateMode::EphemeralSequential,
+                    Some(other) => {
+                        return Err(at(format!(
+                            "mode must be PERSISTENT, EPHEMERAL, PERSISTENT_SEQUENTIAL or EPHEMERAL_SEQUENTIAL, got {other:?}"
+                        )))
+                    },
+                };
+                core::FencedOp::create(path, data.unwrap_or_default(), mode)
+            },
+            "setData" => {
+                takes(true, true, false)?;
+                let Some(data) = data else { return Err(at("data is required".into())) };
+                core::FencedOp::set_data(path, data, version)
+            },
+            "delete" => {
+                takes(false, true, false)?;
+                core::FencedOp::delete(path, version)
+            },
+            "check" => {
+                takes(false, true, false)?;
+                core::FencedOp::check(path, version)
+            },
+            other => {
+                return Err(core::Error::new(
+                    core::ErrorKind::InvalidArgument,
+                    format!("fenced write, operation {i}: op must be create, setData, delete or check, got {other:?}"),
+                ))
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// A fenced write's Promise: resolves with the results, rejects with the
+/// core's error (its `failedOp` on it).
+fn fenced_promise(
+    env: &Env,
+    write: impl Future<Output = core::Result<Vec<core::FencedResult>>> + Send + 'static,
+) -> napi::Result<JsObject> {
+    promise_inline(env, "fencedMulti", async move {
+        Ok(write.await?.into_iter().map(FencedResult::from).collect::<Vec<_>>())
+    })
+}
+
+// ---------------------------------------------------------------------------
 // Guard
 // ---------------------------------------------------------------------------
 
@@ -1098,6 +1270,37 @@ impl Guard {
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let release = self.guard.release_async();
         promise_inline(&env, "release", async move { Ok(release.await?.name().to_owned()) })
+    }
+
+    /// A fenced write: makes `ops` in one ZooKeeper transaction with a
+    /// check that this guard's lock node still exists, so they are made all
+    /// or none, and only while the lock is ours, whatever this process
+    /// believes: a holder paused past its session, or whose node was
+    /// deleted, has its write refused by ZooKeeper itself. For state kept
+    /// in ZooKeeper that only the lock's holder may change. Resolves with
+    /// one result per operation, in order; an empty array only checks.
+    /// Waits (without a thread) for one request, first for the connection
+    /// if it is down, at most the client's operation timeout.
+    ///
+    /// Throws `INVALID_ARGUMENT` naming the operation's index for an
+    /// unknown `op`, `mode` or key, a key the operation does not take, a
+    /// version that is not a 32-bit integer; `TypeError` for a value of the
+    /// wrong type. Rejects, nothing sent, with `INVALID_PATH` /
+    /// `INVALID_ARGUMENT` naming the operation's index (a malformed path,
+    /// one inside the lock's own path, a negative version, more than 1 MiB
+    /// less 4 KiB of paths and data). Rejects, nothing written, with
+    /// `NOT_HELD` once released,
+    /// `LOCK_LOST` when the lock is lost (known before, or ZooKeeper found
+    /// our node gone or the session ended), `CLOSED` after `close()`; with
+    /// `ZOOKEEPER` (or `NO_AUTH`, `INVALID_ARGUMENT`) when ZooKeeper
+    /// refused one of `ops`, the error's `failedOp` then naming it: `{
+    /// index, code }` (`code` like `'BadVersion'`, `'NoNode'`,
+    /// `'NodeExists'`). `CONNECTION_LOSS` and `TIMEOUT` leave the outcome
+    /// unknown (if the write was made, it was made while the lock was ours).
+    #[napi(ts_args_type = "ops: Array<FencedOp>", ts_return_type = "Promise<Array<FencedResult>>", catch_unwind)]
+    pub fn fenced_multi(&self, env: Env, ops: Vec<FencedOp>) -> napi::Result<JsObject> {
+        let ops = fenced_ops(ops).map_err(|e| zk_error(&env, &e))?;
+        fenced_promise(&env, self.get().fenced_multi_async(ops))
     }
 
     /// Write to read downgrade, for a write guard of `client.readWriteLock()`:
@@ -1368,6 +1571,15 @@ impl MultiGuard {
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let release = self.guard.release_async();
         promise_inline(&env, "release", async move { Ok(release.await?.name().to_owned()) })
+    }
+
+    /// As `guard.fencedMulti()`, fenced by every member: `ops` are made
+    /// only while every member's node exists; a path inside any member's
+    /// lock path is refused.
+    #[napi(ts_args_type = "ops: Array<FencedOp>", ts_return_type = "Promise<Array<FencedResult>>", catch_unwind)]
+    pub fn fenced_multi(&self, env: Env, ops: Vec<FencedOp>) -> napi::Result<JsObject> {
+        let ops = fenced_ops(ops).map_err(|e| zk_error(&env, &e))?;
+        fenced_promise(&env, self.guard.fenced_multi_async(ops))
     }
 
     /// As `Guard._onLost`, for any member (behind `multiGuard.signal`).

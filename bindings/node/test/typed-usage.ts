@@ -3,9 +3,13 @@
 import {
   Client,
   ERROR_CODES,
+  type FailedOp,
+  type FencedOp,
+  type FencedResult,
   type Guard,
   type Lock,
   type LockState,
+  type MultiGuard,
   type Participant,
   ZkLockError,
   type ZkLockErrorCode,
@@ -56,3 +60,25 @@ async function scoped(client: Client): Promise<void> {
   guard.check()
 }
 void scoped
+
+async function fenced(guard: Guard, multi: MultiGuard): Promise<number | undefined> {
+  const ops: FencedOp[] = [
+    { op: 'create', path: '/jobs/state', data: 'v0', mode: 'PERSISTENT' },
+    { op: 'create', path: '/jobs/state/e-', data: Buffer.from('x'), mode: 'EPHEMERAL_SEQUENTIAL' },
+    { op: 'setData', path: '/jobs/state', data: 'v1', version: 0 },
+    { op: 'delete', path: '/jobs/state/x' },
+    { op: 'check', path: '/jobs/state', version: 1 },
+  ]
+  const results: FencedResult[] = await guard.fencedMulti(ops)
+  const created: string | undefined = (await multi.fencedMulti(ops))[0].path
+  try {
+    await guard.fencedMulti([{ op: 'check', path: '/jobs/state' }])
+  } catch (e) {
+    if (e instanceof ZkLockError && e.failedOp) {
+      const failed: FailedOp = e.failedOp
+      console.log(failed.index + 1, failed.code.length, created)
+    }
+  }
+  return results[2].version
+}
+void fenced
