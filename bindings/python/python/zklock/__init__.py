@@ -67,8 +67,15 @@ zk.lock(path):`` take no thread while they wait (the core completes the
 awaited future from its event thread), so the event loop keeps running;
 cancelling the awaiting task cancels that acquire only and deletes its
 node before the cancellation is re-raised. ``await zk.close_async()``,
-``await zk.participants_async(path)`` and ``await
-zk.leader_async(path)`` are the asyncio forms of the blocking calls.
+``await zk.participants_async(path)``, ``await
+zk.leader_async(path)`` and ``await lock.fenced_multi_async(ops)`` are
+the asyncio forms of the blocking calls.
+
+Fenced writes: for state kept in ZooKeeper itself,
+``lock.fenced_multi([zklock.FencedOp.set_data(path, data), ...])`` makes
+the operations in one ZooKeeper transaction with a check of the lock's
+node, all or none, and only while the lock is ours (see
+:meth:`Lock.fenced_multi`).
 """
 
 from __future__ import annotations
