@@ -828,6 +828,11 @@ class Lock(_Held):
         """``"exclusive"``, ``"read"``, ``"write"``, ``"leader"`` or ``"lease"``."""
         return self._native.mode
 
+    # The fenced writes of _Held, named here so that the API docs (which
+    # show a class's own members) list them.
+    fenced_multi = _Held.fenced_multi
+    fenced_multi_async = _Held.fenced_multi_async
+
     def _what(self) -> str:
         return self.path
 
@@ -911,6 +916,10 @@ class MultiLock(_Held):
     def paths(self) -> List[str]:
         """The member paths, in the order an acquire takes them."""
         return self._native.paths
+
+    # As in Lock: listed for the API docs.
+    fenced_multi = _Held.fenced_multi
+    fenced_multi_async = _Held.fenced_multi_async
 
     def _what(self) -> str:
         return ", ".join(self.paths)
