@@ -58,7 +58,7 @@ pub(crate) fn hold(opts: HoldOptions) -> i32 {
         },
         Err(code) => code,
     };
-    session.close();
+    session.close(req.verbose);
     code
 }
 

@@ -159,8 +159,12 @@ impl Session {
         Ok(guard)
     }
 
-    /// Closes the client (its session ends; any node left goes with it).
-    pub(crate) fn close(self) {
+    /// Closes the client (its session ends; any node left goes with it);
+    /// with `verbose`, first says what the client did (its metrics).
+    pub(crate) fn close(self, verbose: bool) {
+        if verbose {
+            note!("{}", summary(&self.client.metrics()));
+        }
         self.client.close();
     }
 }
@@ -200,8 +204,29 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
         // `zklock lead`: the command has exited; stand again.
         note!("leadership of {} lost; rejoining the election", opts.lock.path);
     };
-    session.close();
+    session.close(opts.lock.verbose);
     code
+}
+
+/// The one-line summary `-v` prints at exit: acquires by outcome, the
+/// time spent waiting and holding, trouble seen, and ZooKeeper requests.
+pub(crate) fn summary(m: &zklock_core::Metrics) -> String {
+    let requests: u64 = m.requests.iter().filter(|(op, _)| **op != "ping").map(|(_, n)| n).sum();
+    format!(
+        "summary: {} acquired, {} timed out, {} cancelled, {} failed; waited {:.3} s, held {:.3} s; {} \
+         suspension(s), {} loss(es), {} reconnect(s), {} session expiry(ies); {requests} ZooKeeper requests \
+         (pings aside)",
+        m.acquires_granted,
+        m.acquires_timed_out,
+        m.acquires_cancelled,
+        m.acquires_failed,
+        m.wait_time.sum_seconds,
+        m.hold_time.sum_seconds,
+        m.suspensions,
+        m.losses,
+        m.reconnects,
+        m.session_expiries,
+    )
 }
 
 /// How [`wait_for`] ended.

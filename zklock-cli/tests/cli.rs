@@ -1090,3 +1090,18 @@ fn a_stop_after_a_signal_to_end_is_not_passed_on() {
     let o = r.wait(60 * SEC);
     assert_eq!(o.code, 5, "{o:?}");
 }
+
+/// `-v` ends with a summary of what the client did (its metrics).
+#[test]
+fn verbose_ends_with_a_summary() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("summary");
+    let o = zklock(&d, "run", &["run", "-v", "--hosts", &hosts, "/cli/summary", "--", "true"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let line = o.stderr.lines().find(|l| l.starts_with("zklock: summary:")).unwrap_or_else(|| panic!("{o:?}"));
+    assert!(line.contains("1 acquired, 0 timed out") && line.contains("0 loss(es)"), "{line}");
+    assert!(line.contains("ZooKeeper requests"), "{line}");
+    let o = zklock(&d, "quiet", &["run", "--hosts", &hosts, "/cli/summary", "--", "true"]);
+    assert!(!o.stderr.contains("summary:"), "only with -v: {o:?}");
+}
