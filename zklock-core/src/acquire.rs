@@ -61,6 +61,40 @@ pub(crate) struct Ctx {
     /// For a serialised kind (see `driver::Layout`): the path of the mutex
     /// taken while our node is created and waits.
     pub(crate) mutex: Option<String>,
+    /// A semaphore whose permits come from a shared count: its node (read
+    /// at each attempt's start, and watched while it waits).
+    pub(crate) count: Option<String>,
+}
+
+/// A shared count's value from its node's data (Curator's `SharedCount`:
+/// 4 bytes, big-endian); a negative count is 0.
+pub(crate) fn parse_count(path: &str, data: &[u8]) -> Result<i32> {
+    let bytes: [u8; 4] = data.try_into().map_err(|_| {
+        Error::invalid_argument(format!(
+            "the shared count {path:?} holds {} bytes, not a 4-byte big-endian count (Curator's SharedCount)",
+            data.len()
+        ))
+    })?;
+    Ok(i32::from_be_bytes(bytes).max(0))
+}
+
+/// Reads the shared count at `path` and leaves a watch on it.
+async fn read_count(ctx: &Ctx, zk: &zk::Client, path: &str) -> Result<(usize, zk::Watch)> {
+    let (reply, watch) = zk.get_data_watch(path);
+    let what = format!("reading the shared count {path:?}");
+    let read = tokio::time::timeout(ctx.shared.options.operation_timeout, reply.value())
+        .await
+        .map_err(|_| Error::new(ErrorKind::ConnectionLoss, format!("{what}: no reply within the operation timeout")))?;
+    let (data, _) = read.map_err(|e| match e {
+        zk::Error::Server(zk::Code::NoNode) => Error::new(
+            ErrorKind::ZooKeeper,
+            format!(
+                "{what}: it does not exist (NoNode); set it first (Client::set_shared_count, Curator's SharedCount)"
+            ),
+        ),
+        e => Error::from_zk(&what, e),
+    })?;
+    Ok((usize::try_from(parse_count(path, &data)?).unwrap_or(0), watch))
 }
 
 /// A write-to-read downgrade: the write node held, whose sequence the read
@@ -120,6 +154,7 @@ impl Ctx {
             seq_hint: Arc::default(),
             permits: 1,
             mutex: None,
+            count: None,
         }
     }
 
@@ -212,6 +247,8 @@ pub(crate) struct Attempt {
     /// contender may take it and queue too, and waiters that each count
     /// the other could wait for ever: the machine starts over.
     mutex: Option<Arc<Holding>>,
+    /// For a semaphore with a shared count: the watch on the count node.
+    count: Option<zk::Watch>,
 }
 
 /// What the runner waits for besides replies and notifications.
@@ -224,13 +261,18 @@ enum Awaiting {
 }
 
 impl Attempt {
-    pub(crate) fn new(ctx: &Ctx, session: Arc<Session>, mutex: Option<Arc<Holding>>) -> Attempt {
+    pub(crate) fn new(
+        ctx: &Ctx,
+        session: Arc<Session>,
+        mutex: Option<Arc<Holding>>,
+        count: Option<(usize, zk::Watch)>,
+    ) -> Attempt {
         let uuid = uuid::Uuid::new_v4();
         let protected = names::protected_prefix(&uuid);
         let machine = proto::Attempt::new(proto::Config {
             path: ctx.path.clone(),
             mode: ctx.mode,
-            permits: ctx.permits,
+            permits: count.as_ref().map_or(ctx.permits, |(n, _)| *n),
             data: ctx.data.clone(),
             try_once: ctx.try_once,
             downgrade: ctx
@@ -244,7 +286,7 @@ impl Attempt {
             serialised: mutex.is_some(),
             bugs: proto::Bugs::default(),
         });
-        Attempt { session, protected, machine, grace_end: None, mutex }
+        Attempt { session, protected, machine, grace_end: None, mutex, count: count.map(|(_, w)| w) }
     }
 
     /// Runs the attempt to its grant or its end.
@@ -262,6 +304,7 @@ impl Attempt {
         let mut awaiting = Awaiting::Nothing;
         let mut stopped: Option<Error> = None;
         let mut mutex_lost = false;
+        let mut count_watch = self.count.take();
         loop {
             while let Some(action) = self.machine.poll_action() {
                 match action {
@@ -325,8 +368,18 @@ impl Attempt {
                     proto::Action::Ended(proto::End::Failed(why)) => return Err(Step::Fail(self.failure(ctx, why))),
                 }
             }
-            let event =
-                self.next_event(ctx, &mut pending, &mut watches, &armed, awaiting, stopped.is_some(), mutex_lost).await;
+            let event = self
+                .next_event(
+                    ctx,
+                    &mut pending,
+                    &mut watches,
+                    &armed,
+                    awaiting,
+                    stopped.is_some(),
+                    mutex_lost,
+                    &mut count_watch,
+                )
+                .await;
             match event {
                 Input::Stop(e) => {
                     let closed = e.kind() == ErrorKind::Closed;
@@ -384,6 +437,21 @@ impl Attempt {
                     mutex_lost = true;
                     self.machine.handle(proto::Event::MutexLost);
                 },
+                Input::CountChanged => {
+                    // Read again (with a new watch): the machine gets the
+                    // new count. A failed read leaves the count as it was
+                    // until the next attempt reads it.
+                    count_watch = None;
+                    if let Some(path) = &ctx.count {
+                        match read_count(ctx, &zk, path).await {
+                            Ok((n, watch)) => {
+                                count_watch = Some(watch);
+                                self.machine.handle(proto::Event::Permits(n));
+                            },
+                            Err(e) => log::info!("zklock: {e}; the semaphore {} keeps its count", ctx.path),
+                        }
+                    }
+                },
             }
         }
     }
@@ -400,6 +468,7 @@ impl Attempt {
         awaiting: Awaiting,
         stopping: bool,
         mutex_lost: bool,
+        count_watch: &mut Option<zk::Watch>,
     ) -> Input {
         let stop = async {
             if stopping {
@@ -444,6 +513,10 @@ impl Attempt {
                 _ => std::future::pending().await,
             }
         };
+        let count = std::future::poll_fn(|cx| match count_watch.as_mut() {
+            Some(w) => std::pin::Pin::new(w).poll(cx).map(|_| ()),
+            None => std::task::Poll::Pending,
+        });
         let input = tokio::select! {
             biased;
             e = stop => Input::Stop(e),
@@ -454,6 +527,7 @@ impl Attempt {
             (id, notice) = watch => Input::Watch(id, notice),
             input = other => input,
             () = mutex => Input::MutexLost,
+            () = count => Input::CountChanged,
         };
         if let Input::Watch(id, _) = &input {
             watches.remove(id);
@@ -578,6 +652,8 @@ enum Input {
     ClockMoved(bool),
     GraceOver,
     MutexLost,
+    /// The shared count's watch fired.
+    CountChanged,
 }
 
 /// The notifications of armed watches that have come (in no particular
@@ -633,7 +709,20 @@ async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Ho
         Ok(Err(e)) => return Some(Err(ctx.deadline_error(e))),
         Err(e) => return Some(Err(e)),
     };
-    let mut attempt = Attempt::new(ctx, session, mutex);
+    let count = match &ctx.count {
+        Some(path) => {
+            let zk = match session.zk() {
+                Ok(zk) => zk,
+                Err(e) => return Some(Err(e)),
+            };
+            match ctx.race(read_count(ctx, &zk, path)).await {
+                Ok(Ok(c)) => Some(c),
+                Ok(Err(e)) | Err(e) => return Some(Err(e)),
+            }
+        },
+        None => None,
+    };
+    let mut attempt = Attempt::new(ctx, session, mutex, count);
     match attempt.run(ctx).await {
         Ok(holding) => Some(Ok(holding)),
         Err(Step::Restart) => match attempt.cleanup(ctx).await {

@@ -58,6 +58,8 @@ struct LockInner {
     seq_hint: Arc<SeqHint>,
     /// How many hold at once: 1, or a semaphore's permits.
     permits: usize,
+    /// A semaphore whose permits come from a shared count: its node.
+    count: Option<String>,
 }
 
 /// The nodes a handle holds now, each with the thread whose blocking
@@ -120,6 +122,7 @@ impl Lock {
                 pair_read,
                 seq_hint: Arc::default(),
                 permits,
+                count: None,
             }),
         }
     }
@@ -164,8 +167,16 @@ impl Lock {
         self.inner.mode
     }
 
+    /// The node of the shared count a semaphore takes its permits from
+    /// ([`Client::semaphore_with_count`]), if any.
+    pub fn shared_count_path(&self) -> Option<&str> {
+        self.inner.count.as_deref()
+    }
+
     /// How many acquires of this kind hold at once: a semaphore's permits
-    /// (see [`Client::semaphore`]); 1 for every lock and an election.
+    /// (see [`Client::semaphore`]); 1 for every lock and an election; 0
+    /// for a semaphore on a shared count (its permits are the count's,
+    /// read at each acquire: [`Client::shared_count`]).
     pub fn permits(&self) -> usize {
         self.inner.permits
     }
@@ -403,6 +414,7 @@ impl Lock {
             call,
             seq_hint: self.inner.seq_hint.clone(),
             permits: self.inner.permits,
+            count: self.inner.count.clone(),
             mutex,
         };
         let lock = self.clone();
@@ -689,6 +701,110 @@ impl Client {
     /// limit), for a reentrant `options` or bad data (see
     /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
     /// lock path; `Closed`.
+    pub fn semaphore_with_count(&self, path: &str, count_path: &str, options: LockOptions) -> Result<Lock> {
+        validate_lock_path(count_path)?;
+        if count_path == path || count_path.starts_with(&format!("{path}/")) {
+            return Err(Error::invalid_argument(format!(
+                "the shared count {count_path:?} must not be the semaphore's path or inside it"
+            )));
+        }
+        // The checks of any semaphore (path, options).
+        drop(self.semaphore(path, 1, options.clone())?);
+        let lock = Lock::semaphore(self.clone(), path, 0, options);
+        let mut inner = Arc::try_unwrap(lock.inner)
+            .map_err(|_| Error::internal("a new semaphore handle was shared before it was returned"))?;
+        inner.count = Some(count_path.to_owned());
+        Ok(Lock { inner: Arc::new(inner) })
+    }
+
+    /// Sets the shared count at `path` to `count` (Curator's
+    /// `SharedCount.setCount`: 4 bytes, big-endian), making the node (and
+    /// its parents, persistent) if it does not exist. Semaphores made with
+    /// [`Client::semaphore_with_count`] on it see the new count at once:
+    /// waiters look at the queue again when it grows; held leases stay
+    /// when it shrinks. Blocks for a few requests, at most the operation
+    /// timeout each.
+    ///
+    /// # Errors
+    /// `InvalidPath`; `InvalidArgument` for a negative count; `NoAuth`;
+    /// `Closed`; `ConnectionLoss` / `Timeout`.
+    pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        if count < 0 {
+            return Err(Error::invalid_argument(format!("a shared count cannot be negative (got {count})")));
+        }
+        let shared = self.shared().clone();
+        let path = path.to_owned();
+        self.shared().block_on(async move {
+            let deadline = Instant::now() + shared.options.operation_timeout;
+            let session = shared.session(Some(deadline)).await?;
+            let zk = session.zk()?;
+            let bytes = count.to_be_bytes();
+            let what = format!("setting the shared count {}", crate::error::shown(&path));
+            let within = Some(deadline);
+            match crate::client::with_deadline(within, &what, zk.set_data(&path, &bytes, -1).value()).await? {
+                Ok(_) => return Ok(()),
+                Err(crate::zk::Error::Server(crate::zk::Code::NoNode)) => {},
+                Err(e) => return Err(Error::from_zk(&what, e)),
+            }
+            if let Some(parent) = path.rsplit_once('/').map(|(p, _)| p).filter(|p| !p.is_empty()) {
+                let parents = crate::zk::mkdir(&zk, parent, shared.acl(), crate::zk::CreateMode::Persistent);
+                crate::client::with_deadline(within, &what, parents).await?.map_err(|e| Error::from_zk(&what, e))?;
+            }
+            let made = zk.create(&path, &bytes, shared.acl(), crate::zk::CreateMode::Persistent).value();
+            match crate::client::with_deadline(within, &what, made).await? {
+                Ok(_) => Ok(()),
+                // Made meanwhile by someone else: set it.
+                Err(crate::zk::Error::Server(crate::zk::Code::NodeExists)) => {
+                    let set = zk.set_data(&path, &bytes, -1).value();
+                    crate::client::with_deadline(within, &what, set)
+                        .await?
+                        .map(|_| ())
+                        .map_err(|e| Error::from_zk(&what, e))
+                },
+                Err(e) => Err(Error::from_zk(&what, e)),
+            }
+        })?
+    }
+
+    /// The shared count at `path` (see [`Client::set_shared_count`]).
+    ///
+    /// # Errors
+    /// `InvalidPath`; `ZooKeeper` if the node does not exist;
+    /// `InvalidArgument` if it does not hold a 4-byte count; `Closed`;
+    /// `ConnectionLoss` / `Timeout`.
+    pub fn shared_count(&self, path: &str) -> Result<i32> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        let shared = self.shared().clone();
+        let path = path.to_owned();
+        self.shared().block_on(async move {
+            let deadline = Instant::now() + shared.options.operation_timeout;
+            let session = shared.session(Some(deadline)).await?;
+            let zk = session.zk()?;
+            let read = tokio::time::timeout_at(deadline.into(), zk.get_data(&path).value())
+                .await
+                .map_err(|_| Error::timeout("reading a shared count"))?;
+            let (data, _) = read.map_err(|e| Error::from_zk(&format!("reading the shared count {path:?}"), e))?;
+            crate::acquire::parse_count(&path, &data)
+        })?
+    }
+
+    /// A counting semaphore on `path` whose permits come from the shared
+    /// count at `count_path` (Curator's `InterProcessSemaphoreV2` with a
+    /// `SharedCountReader`; the count is 4 bytes, big-endian, as Curator's
+    /// `SharedCount` keeps it: [`Client::set_shared_count`]). Each acquire
+    /// reads the count and watches it while it waits: when it grows, the
+    /// waiter looks at the queue again; when it shrinks, leases held stay
+    /// held (new ones wait until fewer are held than the count). The count
+    /// node must exist when an acquire starts.
+    ///
+    /// # Errors
+    /// As [`Client::semaphore`]; `InvalidArgument` for a count path that is
+    /// the semaphore's path or inside it. An acquire fails with `ZooKeeper`
+    /// (NoNode) when the count node does not exist and `InvalidArgument`
+    /// when it does not hold a 4-byte count.
     pub fn semaphore(&self, path: &str, permits: usize, options: LockOptions) -> Result<Lock> {
         self.check_open()?;
         validate_lock_path(path)?;

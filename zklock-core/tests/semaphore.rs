@@ -262,3 +262,69 @@ fn bad_semaphore_arguments_are_refused_at_once() {
     assert_eq!(g.downgrade().expect_err("a lease has no read side").kind(), ErrorKind::InvalidArgument);
     g.release().unwrap();
 }
+
+/// Curator's `testThreadedLeaseIncrease` (InterProcessSemaphoreV2 with a
+/// SharedCount): a waiter gets in as soon as the shared count grows; when
+/// it shrinks, leases held stay and new ones wait until fewer are held than
+/// the count. The count is stored as Curator's SharedCount stores it.
+#[test]
+fn a_semaphore_on_a_shared_count_follows_it() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    c.set_shared_count("/counts/sem", 1).unwrap();
+    assert_eq!(raw.block_on(raw.zk.get_data("/counts/sem").value()).unwrap().0, [0, 0, 0, 1], "4 bytes, big-endian");
+    let sem = c.semaphore_with_count("/shared-sem", "/counts/sem", LockOptions::default()).unwrap();
+    assert_eq!((sem.permits(), sem.shared_count_path()), (0, Some("/counts/sem")));
+    let a = sem.acquire(Some(LONG)).unwrap();
+    let waiter = {
+        let sem = sem.clone();
+        std::thread::spawn(move || sem.acquire(Some(LONG)))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!waiter.is_finished(), "one permit, held");
+    c.set_shared_count("/counts/sem", 2).unwrap();
+    let started = Instant::now();
+    let b = waiter.join().unwrap().unwrap();
+    assert!(started.elapsed() < 10 * SEC);
+    assert_eq!(c.shared_count("/counts/sem").unwrap(), 2);
+    // Shrunk to 1 with two held: both stay, and a third gets in only once
+    // fewer than 1 are held.
+    c.set_shared_count("/counts/sem", 1).unwrap();
+    a.check().unwrap();
+    b.check().unwrap();
+    assert!(sem.try_acquire().unwrap().is_none());
+    a.release().unwrap();
+    assert!(sem.try_acquire().unwrap().is_none(), "one held, count 1");
+    b.release().unwrap();
+    sem.try_acquire().unwrap().expect("none held").release().unwrap();
+    // Set by someone else, as Curator's SharedCount writes it.
+    raw.block_on(raw.zk.set_data("/counts/sem", &3i32.to_be_bytes(), -1).value()).unwrap();
+    assert_eq!(c.shared_count("/counts/sem").unwrap(), 3);
+    let held: Vec<_> = (0..3).map(|_| sem.acquire(Some(LONG)).unwrap()).collect();
+    assert!(sem.try_acquire().unwrap().is_none());
+    drop(held);
+}
+
+#[test]
+fn a_shared_count_that_is_missing_or_malformed_is_refused_clearly() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let sem = c.semaphore_with_count("/sc-sem", "/sc-count", LockOptions::default()).unwrap();
+    let e = sem.acquire(Some(5 * SEC)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ZooKeeper, "{e}");
+    assert!(e.message().contains("does not exist"), "{e}");
+    raw.create("/sc-count", zklock_zk::CreateMode::Persistent);
+    let e = sem.acquire(Some(5 * SEC)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("4-byte"), "{e}");
+    assert_eq!(c.shared_count("/sc-count").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert!(raw.children("/sc-sem/leases").is_empty(), "nothing left behind");
+    let bad = c.semaphore_with_count("/sc-sem", "/sc-sem/count", LockOptions::default()).unwrap_err();
+    assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(c.set_shared_count("/sc-count", -1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(c.set_shared_count("rel", 1).unwrap_err().kind(), ErrorKind::InvalidPath);
+}

@@ -215,6 +215,10 @@ pub enum Event<E> {
     },
     /// After [`Action::Linger`]: the grace for the create's reply is over.
     GraceOver,
+    /// A semaphore whose permits come from a shared count (Curator's
+    /// `SharedCountReader`): the count is now this. A waiter looks at the
+    /// queue again with it; leases held stay held.
+    Permits(usize),
 }
 
 /// What an attempt asks of its runner, in order.
@@ -722,6 +726,15 @@ impl<E: Clone> Attempt<E> {
                 }
             },
             Event::Stop { closed } => self.stop(closed),
+            Event::Permits(n) => {
+                let more = n > self.cfg.permits;
+                self.cfg.permits = n;
+                // More permits may let a waiter in; fewer never take a
+                // lease away (Curator: the count bounds new leases).
+                if more && matches!(self.phase, Phase::WaitChildren { .. }) {
+                    self.look();
+                }
+            },
             Event::GraceOver => {
                 if matches!(self.phase, Phase::Linger { .. }) {
                     self.end(End::Stopped);
@@ -1552,6 +1565,39 @@ mod tests {
         assert!(
             sent(&next).iter().any(|(_, r)| matches!(r, Request::Children { watch: false, .. })),
             "looks at the queue again at once: {next:?}"
+        );
+    }
+
+    #[test]
+    fn a_shared_count_that_grows_lets_a_waiting_lease_look_again_and_one_that_shrinks_does_not() {
+        let mut cfg = config(LockMode::Lease);
+        cfg.permits = 1;
+        cfg.name_prefix = "_c_u-lease-".into();
+        let ours = "_c_u-lease-0000000001";
+        let other = "_c_v-lease-0000000000";
+        let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
+        let w = sent(&actions(&mut a));
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
+        assert!(actions(&mut a).contains(&Action::Waiting));
+        // Fewer (or as many): still waiting, nothing sent.
+        a.handle(Event::Permits(1));
+        a.handle(Event::Permits(0));
+        assert!(sent(&actions(&mut a)).is_empty());
+        // More: a look at the queue, on which the lease holds.
+        a.handle(Event::Permits(2));
+        let look = sent(&actions(&mut a));
+        assert!(look.iter().any(|(_, r)| matches!(r, Request::Children { watch: false, .. })), "{look:?}");
+        let list = look.iter().find(|(_, r)| matches!(r, Request::Children { .. })).map(|(id, _)| *id).unwrap();
+        ok(&mut a, list, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        for (id, r) in look.iter().filter(|(_, r)| matches!(r, Request::GetData { .. })) {
+            let _ = r;
+            ok(&mut a, *id, Answer::Data(stat(7, SESSION)));
+        }
+        let next = actions(&mut a);
+        assert!(
+            next.iter().any(|x| matches!(x, Action::CheckClock | Action::Send(_, Request::GetData { .. }))),
+            "on its way to the grant: {next:?}"
         );
     }
 
