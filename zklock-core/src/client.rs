@@ -1195,6 +1195,29 @@ impl Client {
         self.shared().is_closed()
     }
 
+    /// The body of the one-request calls on a node (`revoke`,
+    /// `fence_check`, the shared counts): checks that the client is open
+    /// and `path` valid, then runs `call` with the current session, the
+    /// path and the deadline (the operation timeout from now), blocking
+    /// the calling thread.
+    pub(crate) fn on_node<T, F, Fut>(&self, path: &str, call: F) -> Result<T>
+    where
+        F: FnOnce(Arc<Shared>, zk::Client, String, Instant) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        let shared = self.shared().clone();
+        let path = path.to_owned();
+        self.shared().block_on(async move {
+            let deadline = Instant::now() + shared.options.operation_timeout;
+            let session = shared.session(Some(deadline)).await?;
+            let zk = session.zk()?;
+            call(shared, zk, path, deadline).await
+        })?
+    }
+
     /// Moves this client to a new list of ZooKeeper servers (an ensemble
     /// that grew, shrank or moved; kazoo's `set_hosts`, Curator's
     /// `EnsembleProvider`), keeping its session and every lock: every later

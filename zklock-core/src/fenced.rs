@@ -465,22 +465,14 @@ impl crate::Client {
     /// when ZooKeeper does not answer within the operation timeout (the
     /// request may have been made).
     pub fn revoke(&self, node_path: &str) -> Result<bool> {
-        self.check_open()?;
-        crate::validate::validate_lock_path(node_path)?;
-        let shared = self.shared().clone();
-        let path = node_path.to_owned();
-        let work = async move {
-            let deadline = Instant::now() + shared.options.operation_timeout;
-            let session = shared.session(Some(deadline)).await?;
-            let zk = session.zk()?;
+        self.on_node(node_path, |_, zk, path, deadline| async move {
             let write = zk.set_data(&path, crate::holding::REVOKE, -1).value();
             match tokio::time::timeout_at(deadline.into(), write).await.map_err(|_| Error::timeout("revoke"))? {
                 Ok(_) => Ok(true),
                 Err(zk::Error::Server(zk::Code::NoNode)) => Ok(false),
                 Err(e) => Err(Error::from_zk(&format!("revoking {}", shown(&path)), e)),
             }
-        };
-        self.shared().block_on(work)?
+        })
     }
 
     /// Whether the grant whose node is `node_path` and whose fencing token
@@ -500,14 +492,7 @@ impl crate::Client {
     /// path; `Closed`; `ConnectionLoss` / `Timeout` when ZooKeeper does not
     /// answer within the operation timeout.
     pub fn fence_check(&self, node_path: &str, token: u64) -> Result<()> {
-        self.check_open()?;
-        crate::validate::validate_lock_path(node_path)?;
-        let shared = self.shared().clone();
-        let path = node_path.to_owned();
-        let work = async move {
-            let deadline = Instant::now() + shared.options.operation_timeout;
-            let session = shared.session(Some(deadline)).await?;
-            let zk = session.zk()?;
+        self.on_node(node_path, move |_, zk, path, deadline| async move {
             let sync = zk.sync(&path).value();
             let read = zk.exists(&path).value();
             let answered = tokio::time::timeout_at(deadline.into(), async { (sync.await, read.await) }).await;
@@ -529,8 +514,7 @@ impl crate::Client {
                     format!("fence check: {} is gone: the grant with token {token} is over", shown(&path)),
                 )),
             }
-        };
-        self.shared().block_on(work)?
+        })
     }
 }
 

@@ -729,43 +729,35 @@ impl Client {
     /// `InvalidPath`; `InvalidArgument` for a negative count; `NoAuth`;
     /// `Closed`; `ConnectionLoss` / `Timeout`.
     pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
-        self.check_open()?;
-        validate_lock_path(path)?;
         if count < 0 {
             return Err(Error::invalid_argument(format!("a shared count cannot be negative (got {count})")));
         }
-        let shared = self.shared().clone();
-        let path = path.to_owned();
-        self.shared().block_on(async move {
-            let deadline = Instant::now() + shared.options.operation_timeout;
-            let session = shared.session(Some(deadline)).await?;
-            let zk = session.zk()?;
+        self.on_node(path, move |shared, zk, path, deadline| async move {
+            use crate::client::with_deadline;
+            use crate::zk::{mkdir, Code, CreateMode, Error as Zk};
             let bytes = count.to_be_bytes();
             let what = format!("setting the shared count {}", crate::error::shown(&path));
             let within = Some(deadline);
-            match crate::client::with_deadline(within, &what, zk.set_data(&path, &bytes, -1).value()).await? {
+            match with_deadline(within, &what, zk.set_data(&path, &bytes, -1).value()).await? {
                 Ok(_) => return Ok(()),
-                Err(crate::zk::Error::Server(crate::zk::Code::NoNode)) => {},
+                Err(Zk::Server(Code::NoNode)) => {},
                 Err(e) => return Err(Error::from_zk(&what, e)),
             }
             if let Some(parent) = path.rsplit_once('/').map(|(p, _)| p).filter(|p| !p.is_empty()) {
-                let parents = crate::zk::mkdir(&zk, parent, shared.acl(), crate::zk::CreateMode::Persistent);
-                crate::client::with_deadline(within, &what, parents).await?.map_err(|e| Error::from_zk(&what, e))?;
+                let parents = mkdir(&zk, parent, shared.acl(), CreateMode::Persistent);
+                with_deadline(within, &what, parents).await?.map_err(|e| Error::from_zk(&what, e))?;
             }
-            let made = zk.create(&path, &bytes, shared.acl(), crate::zk::CreateMode::Persistent).value();
-            match crate::client::with_deadline(within, &what, made).await? {
+            let made = zk.create(&path, &bytes, shared.acl(), CreateMode::Persistent).value();
+            match with_deadline(within, &what, made).await? {
                 Ok(_) => Ok(()),
                 // Made meanwhile by someone else: set it.
-                Err(crate::zk::Error::Server(crate::zk::Code::NodeExists)) => {
+                Err(Zk::Server(Code::NodeExists)) => {
                     let set = zk.set_data(&path, &bytes, -1).value();
-                    crate::client::with_deadline(within, &what, set)
-                        .await?
-                        .map(|_| ())
-                        .map_err(|e| Error::from_zk(&what, e))
+                    with_deadline(within, &what, set).await?.map(|_| ()).map_err(|e| Error::from_zk(&what, e))
                 },
                 Err(e) => Err(Error::from_zk(&what, e)),
             }
-        })?
+        })
     }
 
     /// The shared count at `path` (see [`Client::set_shared_count`]).
@@ -775,20 +767,12 @@ impl Client {
     /// `InvalidArgument` if it does not hold a 4-byte count; `Closed`;
     /// `ConnectionLoss` / `Timeout`.
     pub fn shared_count(&self, path: &str) -> Result<i32> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        let shared = self.shared().clone();
-        let path = path.to_owned();
-        self.shared().block_on(async move {
-            let deadline = Instant::now() + shared.options.operation_timeout;
-            let session = shared.session(Some(deadline)).await?;
-            let zk = session.zk()?;
-            let read = tokio::time::timeout_at(deadline.into(), zk.get_data(&path).value())
-                .await
-                .map_err(|_| Error::timeout("reading a shared count"))?;
-            let (data, _) = read.map_err(|e| Error::from_zk(&format!("reading the shared count {path:?}"), e))?;
+        self.on_node(path, |_, zk, path, deadline| async move {
+            let what = format!("reading the shared count {}", crate::error::shown(&path));
+            let read = crate::client::with_deadline(Some(deadline), &what, zk.get_data(&path).value()).await?;
+            let (data, _) = read.map_err(|e| Error::from_zk(&what, e))?;
             crate::acquire::parse_count(&path, &data)
-        })?
+        })
     }
 
     /// A counting semaphore on `path` whose permits come from the shared

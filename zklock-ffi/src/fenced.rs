@@ -215,13 +215,34 @@ pub unsafe extern "C" fn zklock_guard_fenced_multi(
     out: *mut *mut zklock_fenced_results,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_guard_fenced_multi";
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let guard = arg_ref(guard, F, "guard")?;
-            let ops = read_ops(F, ops, n_ops)?;
-            let results = guard.inner.fenced_multi(&ops)?;
+        fenced("zklock_guard_fenced_multi", guard, ops, n_ops, out, err, |g: &zklock_guard, ops| {
+            g.inner.fenced_multi(ops)
+        })
+    }
+}
+
+/// The body of the two `_fenced_multi` functions: reads the operations,
+/// makes the write through `write` on the guard and hands the results out.
+///
+/// # Safety
+/// As `zklock_guard_fenced_multi`, with `guard` NULL or a live `G`.
+unsafe fn fenced<G>(
+    f: &str,
+    guard: *const G,
+    ops: *const zklock_fenced_op,
+    n_ops: usize,
+    out: *mut *mut zklock_fenced_results,
+    err: *mut *mut zklock_error,
+    write: impl FnOnce(&G, &[FencedOp]) -> zklock_core::Result<Vec<FencedResult>>,
+) -> zklock_code {
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(f, err, || {
+            let guard = arg_ref(guard, f, "guard")?;
+            let ops = read_ops(f, ops, n_ops)?;
+            let results = write(guard, &ops)?;
             write_results(out, results);
             Ok(())
         })
@@ -249,15 +270,10 @@ pub unsafe extern "C" fn zklock_multi_guard_fenced_multi(
     out: *mut *mut zklock_fenced_results,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_multi_guard_fenced_multi";
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let guard = arg_ref(guard, F, "guard")?;
-            let ops = read_ops(F, ops, n_ops)?;
-            let results = guard.inner.fenced_multi(&ops)?;
-            write_results(out, results);
-            Ok(())
+        fenced("zklock_multi_guard_fenced_multi", guard, ops, n_ops, out, err, |g: &zklock_multi_guard, ops| {
+            g.inner.fenced_multi(ops)
         })
     }
 }

@@ -326,15 +326,37 @@ pub unsafe extern "C" fn zklock_guard_on_state_change(
     out: *mut *mut zklock_subscription,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_guard_on_state_change";
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let guard = arg_ref(guard, F, "guard")?;
-            let cb = cb.ok_or_else(|| null_arg(F, "cb"))?;
+        register("zklock_guard_on_state_change", guard, cb, out, err, |g, cb, gate| {
+            g.on_state_change(callback(cb, UserData(userdata), gate))
+        })
+    }
+}
+
+/// The body of the guard's callback registrations: checks the arguments,
+/// gives the callback a gate that `zklock_guard_free` closes, registers it
+/// through `add` and hands the subscription out.
+///
+/// # Safety
+/// `guard` is NULL or a live guard; `out` and `err` are NULL or valid for
+/// writing a pointer.
+unsafe fn register<C>(
+    f: &str,
+    guard: *const zklock_guard,
+    cb: Option<C>,
+    out: *mut *mut zklock_subscription,
+    err: *mut *mut zklock_error,
+    add: impl FnOnce(&Guard, C, Arc<Gate>) -> zklock_core::Subscription,
+) -> zklock_code {
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(f, err, || {
+            let guard = arg_ref(guard, f, "guard")?;
+            let cb = cb.ok_or_else(|| null_arg(f, "cb"))?;
             let gate = Arc::new(Gate::default());
             guard.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate.clone());
-            let sub = guard.inner.on_state_change(callback(cb, UserData(userdata), gate.clone()));
+            let sub = add(&guard.inner, cb, gate.clone());
             if let Some(out) = out.as_mut() {
                 *out = zklock_subscription::new(sub, gate);
             }
@@ -369,19 +391,10 @@ pub unsafe extern "C" fn zklock_guard_on_revocation(
     out: *mut *mut zklock_subscription,
     err: *mut *mut zklock_error,
 ) -> zklock_code {
-    const F: &str = "zklock_guard_on_revocation";
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
-        call(F, err, || {
-            let guard = arg_ref(guard, F, "guard")?;
-            let cb = cb.ok_or_else(|| null_arg(F, "cb"))?;
-            let gate = Arc::new(Gate::default());
-            guard.gates.lock().unwrap_or_else(|e| e.into_inner()).push(gate.clone());
-            let sub = guard.inner.on_revocation(revocation_callback(cb, UserData(userdata), gate.clone()));
-            if let Some(out) = out.as_mut() {
-                *out = zklock_subscription::new(sub, gate);
-            }
-            Ok(())
+        register("zklock_guard_on_revocation", guard, cb, out, err, |g, cb, gate| {
+            g.on_revocation(revocation_callback(cb, UserData(userdata), gate))
         })
     }
 }
