@@ -659,6 +659,75 @@ typedef void (*zklock_acquire_cb)(void *user_data, zklock_code code, struct zklo
  */
 typedef void (*zklock_log_cb)(void *userdata, zklock_log_level level, const char *message);
 
+/**
+ * A snapshot of a client's metrics, from `zklock_client_metrics`. Every
+ * counter only grows over the client's life (hand them to a monitoring
+ * system as counters); `cleanups_pending` is a gauge. The struct can
+ * grow: new fields are only ever appended, and `zklock_client_metrics`
+ * writes as many bytes as the caller's struct has.
+ */
+typedef struct zklock_metrics {
+  /**
+   * Acquires granted (every lock kind, elections and leases; each
+   * member of a multi-lock; reentrant ones included).
+   */
+  uint64_t acquires_granted;
+  /**
+   * Acquires that ended at their deadline (a try that found the lock
+   * held included).
+   */
+  uint64_t acquires_timed_out;
+  /**
+   * Acquires cancelled.
+   */
+  uint64_t acquires_cancelled;
+  /**
+   * Acquires that failed otherwise.
+   */
+  uint64_t acquires_failed;
+  /**
+   * How many granted acquires `wait_seconds` sums.
+   */
+  uint64_t wait_count;
+  /**
+   * The time granted acquires waited, in seconds, in all.
+   */
+  double wait_seconds;
+  /**
+   * How many holds (grant to release or loss) `hold_seconds` sums.
+   */
+  uint64_t hold_count;
+  /**
+   * The time locks were held, in seconds, in all.
+   */
+  double hold_seconds;
+  /**
+   * Times a held lock became suspended.
+   */
+  uint64_t suspensions;
+  /**
+   * Held locks lost (not by a close of the client).
+   */
+  uint64_t losses;
+  /**
+   * Times a lost connection came back with the same session.
+   */
+  uint64_t reconnects;
+  /**
+   * Sessions that expired (each replaced by a new one).
+   */
+  uint64_t session_expiries;
+  /**
+   * Requests written to ZooKeeper, pings aside, over every session
+   * (`zklock_client_requests_sent` gives them by operation).
+   */
+  uint64_t requests;
+  /**
+   * Background cleanups not finished yet (a gauge).
+   */
+  uint64_t cleanups_pending;
+} zklock_metrics;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1469,6 +1538,32 @@ void zklock_lock_free(struct zklock_lock *lock);
  * `err` is NULL or valid for writing a pointer.
  */
 zklock_code zklock_set_logger(zklock_log_cb cb, void *userdata, zklock_log_level level, struct zklock_error **err);
+
+/**
+ * Writes a snapshot of the client's metrics to `*out`: the first `size`
+ * bytes of it (`size` = `sizeof *out` as the caller was compiled; a
+ * library newer than the caller's header writes only the fields the
+ * caller has). Never blocks; any thread, also after `zklock_client_close`.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for a NULL argument or a `size` of 0.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `out` is NULL or valid for writing
+ * `size` bytes; `err` is NULL or valid for writing a pointer.
+ */
+zklock_code zklock_client_metrics(const struct zklock_client *client, struct zklock_metrics *out, size_t size, struct zklock_error **err);
+
+/**
+ * How many requests of operation `op` (ZooKeeper's name: `"create2"`,
+ * `"getData"`, `"getChildren"`, `"delete"`, `"sync"`, `"ping"`, ...) the
+ * client has written to ZooKeeper, over every session; 0 for an
+ * operation never sent, an unknown name, or NULL arguments. Never blocks.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `op` is NULL or NUL-terminated.
+ */
+uint64_t zklock_client_requests_sent(const struct zklock_client *client, const char *op);
 
 /**
  * Makes a multi-lock over the `n` paths `paths[0..n]`, member `i` of mode

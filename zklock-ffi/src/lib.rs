@@ -24,6 +24,7 @@ pub mod guard;
 pub mod listener;
 pub mod lock;
 pub mod logger;
+pub mod metrics;
 pub mod multi;
 pub mod participants;
 mod util;

@@ -2228,6 +2228,48 @@ static int test_revocation(void) {
     return 0;
 }
 
+/* Metrics: a grant, a try that finds the lock held, a release; the
+ * requests by operation; a caller with a smaller struct gets only its
+ * fields. */
+static int test_metrics(void) {
+    char path[128];
+    lock_path(path, sizeof path, "metrics");
+    zklock_client *zk = NULL, *other = NULL;
+    if (connect_default(&zk) || connect_default(&other)) return 1;
+    zklock_lock *lock = NULL, *lock2 = NULL;
+    zklock_guard *g = NULL, *g2 = NULL;
+    EXPECT(ZKLOCK_OK, zklock_lock_new(zk, path, ZKLOCK_MODE_EXCLUSIVE, &lock, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_new(other, path, ZKLOCK_MODE_EXCLUSIVE, &lock2, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(lock, 5000, &g, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(lock2, 0, &g2, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(g, NULL, &err));
+    zklock_metrics m;
+    memset(&m, 0xff, sizeof m);
+    EXPECT(ZKLOCK_OK, zklock_client_metrics(zk, &m, sizeof m, &err));
+    CHECK(m.acquires_granted == 1 && m.acquires_timed_out == 0 && m.acquires_failed == 0);
+    CHECK(m.wait_count == 1 && m.hold_count == 1 && m.hold_seconds >= 0.0);
+    CHECK(m.losses == 0 && m.session_expiries == 0 && m.requests >= 3);
+    CHECK(zklock_client_requests_sent(zk, "create2") >= 1);
+    CHECK(zklock_client_requests_sent(zk, "delete") == 1);
+    CHECK(zklock_client_requests_sent(zk, "no-such-op") == 0 &&
+          zklock_client_requests_sent(NULL, "create2") == 0);
+    EXPECT(ZKLOCK_OK, zklock_client_metrics(other, &m, sizeof m, &err));
+    CHECK(m.acquires_granted == 0 && m.acquires_timed_out == 1);
+    /* An older caller's struct: only its first field is written. */
+    uint64_t small[2] = {0, 42};
+    EXPECT(ZKLOCK_OK, zklock_client_metrics(zk, (zklock_metrics *)small, sizeof small[0], &err));
+    CHECK(small[0] == 1 && small[1] == 42);
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_metrics(zk, NULL, sizeof m, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_metrics(zk, &m, 0, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_metrics(NULL, &m, sizeof m, &err));
+    zklock_guard_free(g);
+    zklock_lock_free(lock2);
+    zklock_lock_free(lock);
+    zklock_client_free(other);
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* A loopback port that nothing listens on (bound, then let go), or 0. */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2291,6 +2333,7 @@ static const struct test TESTS[] = {
     {"fenced_writes", test_fenced_writes},
     {"set_hosts_and_reentrant_multi", test_set_hosts_and_reentrant_multi},
     {"revocation", test_revocation},
+    {"metrics", test_metrics},
 };
 
 int main(int argc, char **argv) {
