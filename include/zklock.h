@@ -1377,6 +1377,42 @@ zklock_code zklock_election_new(const struct zklock_client *client, const char *
 zklock_code zklock_semaphore_new(const struct zklock_client *client, const char *path, uint32_t permits, const char *data, struct zklock_lock **out, struct zklock_error **err);
 
 /**
+ * `zklock_semaphore_new` whose permits come from the shared count at
+ * `count_path` (Curator's `InterProcessSemaphoreV2` with a
+ * `SharedCountReader`; 4 bytes, big-endian, as Curator's `SharedCount`
+ * keeps it: `zklock_client_set_shared_count`). A waiter gets in as soon as
+ * the count grows; leases held stay when it shrinks. The count node must
+ * exist when an acquire starts (else the acquire fails
+ * `ZKLOCK_ZOOKEEPER`; `ZKLOCK_INVALID_ARGUMENT` if it is not a 4-byte
+ * count).
+ *
+ * # Errors
+ * As `zklock_semaphore_new` (without `permits`); `ZKLOCK_INVALID_ARGUMENT`
+ * for a count path that is the semaphore's path or inside it.
+ *
+ * # Safety
+ * As `zklock_semaphore_new`; `count_path` is NULL or NUL-terminated.
+ */
+zklock_code zklock_semaphore_new_with_count(const struct zklock_client *client, const char *path, const char *count_path, const char *data, struct zklock_lock **out, struct zklock_error **err);
+
+/**
+ * Sets the shared count at `path` to `count` (4 bytes, big-endian, as
+ * Curator's `SharedCount.setCount`), making the node and its parents if
+ * they do not exist. Blocks for a few requests, at most the operation
+ * timeout each.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a negative count;
+ * `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`;
+ * `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+ * `err` is NULL or valid for writing a pointer.
+ */
+zklock_code zklock_client_set_shared_count(const struct zklock_client *client, const char *path, int32_t count, struct zklock_error **err);
+
+/**
  * Makes a read/write lock pair on `path` whose sides know each other
  * (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
  * and `*out_write` receive the two sides; free each with `zklock_lock_free`

@@ -220,6 +220,77 @@ pub unsafe extern "C" fn zklock_semaphore_new(
     }
 }
 
+/// `zklock_semaphore_new` whose permits come from the shared count at
+/// `count_path` (Curator's `InterProcessSemaphoreV2` with a
+/// `SharedCountReader`; 4 bytes, big-endian, as Curator's `SharedCount`
+/// keeps it: `zklock_client_set_shared_count`). A waiter gets in as soon as
+/// the count grows; leases held stay when it shrinks. The count node must
+/// exist when an acquire starts (else the acquire fails
+/// `ZKLOCK_ZOOKEEPER`; `ZKLOCK_INVALID_ARGUMENT` if it is not a 4-byte
+/// count).
+///
+/// # Errors
+/// As `zklock_semaphore_new` (without `permits`); `ZKLOCK_INVALID_ARGUMENT`
+/// for a count path that is the semaphore's path or inside it.
+///
+/// # Safety
+/// As `zklock_semaphore_new`; `count_path` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_semaphore_new_with_count(
+    client: *const zklock_client,
+    path: *const c_char,
+    count_path: *const c_char,
+    data: *const c_char,
+    out: *mut *mut zklock_lock,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_semaphore_new_with_count";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let count_path = arg_str(count_path, F, "count_path")?;
+            let data = if data.is_null() { "" } else { arg_str(data, F, "data")? };
+            let out = out_arg(out, F, "out")?;
+            let lock = client.inner.semaphore_with_count(path, count_path, LockOptions::default().data(data))?;
+            out.write(Box::into_raw(Box::new(zklock_lock { inner: lock })));
+            Ok(())
+        })
+    }
+}
+
+/// Sets the shared count at `path` to `count` (4 bytes, big-endian, as
+/// Curator's `SharedCount.setCount`), making the node and its parents if
+/// they do not exist. Blocks for a few requests, at most the operation
+/// timeout each.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a negative count;
+/// `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`;
+/// `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+/// `err` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_set_shared_count(
+    client: *const zklock_client,
+    path: *const c_char,
+    count: i32,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_set_shared_count";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            client.inner.set_shared_count(path, count)
+        })
+    }
+}
+
 /// Makes a read/write lock pair on `path` whose sides know each other
 /// (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
 /// and `*out_write` receive the two sides; free each with `zklock_lock_free`

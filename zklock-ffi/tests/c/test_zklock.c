@@ -2270,6 +2270,39 @@ static int test_metrics(void) {
     return 0;
 }
 
+/* A semaphore on a shared count: one permit held, a waiter gets in when the
+ * count is set to 2. */
+static int test_shared_count_semaphore(void) {
+    char path[128], count[128];
+    lock_path(path, sizeof path, "shared-sem");
+    lock_path(count, sizeof count, "shared-count");
+    zklock_client *zk = NULL;
+    if (connect_default(&zk)) return 1;
+    zklock_lock *sem = NULL;
+    zklock_guard *a = NULL, *b = NULL;
+    EXPECT(ZKLOCK_OK, zklock_client_set_shared_count(zk, count, 1, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_set_shared_count(zk, count, -1, &err));
+    EXPECT(ZKLOCK_OK, zklock_semaphore_new_with_count(zk, path, count, NULL, &sem, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(sem, 5000, &a, &err));
+    EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(sem, 0, &b, &err));
+    EXPECT(ZKLOCK_OK, zklock_client_set_shared_count(zk, count, 2, &err));
+    EXPECT(ZKLOCK_OK, zklock_lock_acquire(sem, 5000, &b, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(b, NULL, &err));
+    EXPECT(ZKLOCK_OK, zklock_guard_release(a, NULL, &err));
+    zklock_lock *bad = NULL;
+    char inside[160];
+    snprintf(inside, sizeof inside, "%s/count", path);
+    EXPECT(ZKLOCK_INVALID_ARGUMENT,
+           zklock_semaphore_new_with_count(zk, path, inside, NULL, &bad, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT,
+           zklock_semaphore_new_with_count(zk, path, NULL, NULL, &bad, &err));
+    zklock_guard_free(b);
+    zklock_guard_free(a);
+    zklock_lock_free(sem);
+    zklock_client_free(zk);
+    return 0;
+}
+
 /* A loopback port that nothing listens on (bound, then let go), or 0. */
 static int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2334,6 +2367,7 @@ static const struct test TESTS[] = {
     {"set_hosts_and_reentrant_multi", test_set_hosts_and_reentrant_multi},
     {"revocation", test_revocation},
     {"metrics", test_metrics},
+    {"shared_count_semaphore", test_shared_count_semaphore},
 };
 
 int main(int argc, char **argv) {
