@@ -16,6 +16,8 @@
  *                 multi (InterProcessMultiLock over LOCK_PATH/a and LOCK_PATH/b),
  *                 lease (InterProcessSemaphoreV2 with 2 leases: "acquire" takes
  *                 one lease, "release" returns it; reports as side S),
+ *                 lease-shared (InterProcessSemaphoreV2 whose permits are
+ *                 the SharedCount at LOCK_PATH-count; hold mode),
  *                 revocable (InterProcessMutex.makeRevocable: prints
  *                 "REVOCATION REQUESTED" when asked to let go; hold mode),
  *                 revoke (Revoker.attemptRevoke on LOCK_PATH, a holder's
@@ -52,6 +54,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -182,7 +185,7 @@ public final class CuratorPeer {
 
     private static void run(String[] args) throws Exception {
         if (args.length != 6) {
-            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi|lease|revocable|revoke ROUNDS|hold CHECKER_PORT PEER_ID", null);
+            fail(2, "usage: CuratorPeer HOSTS LOCK_PATH mutex|read|write|latch|multi|lease|lease-shared|revocable|revoke ROUNDS|hold CHECKER_PORT PEER_ID", null);
         }
         String hosts = args[0];
         String path = args[1];
@@ -235,6 +238,14 @@ public final class CuratorPeer {
             case "lease":
                 lock = ofLease(new InterProcessSemaphoreV2(client, path, 2));
                 break;
+            case "lease-shared": {
+                // Permits from the SharedCount at LOCK_PATH-count (seed 1,
+                // kept if the node exists).
+                SharedCount count = new SharedCount(client, path + "-count", 1);
+                count.start();
+                lock = ofLease(new InterProcessSemaphoreV2(client, path, count));
+                break;
+            }
             case "revocable": {
                 InterProcessMutex mutex = new InterProcessMutex(client, path);
                 mutex.makeRevocable(m -> say("REVOCATION REQUESTED"));
@@ -249,7 +260,7 @@ public final class CuratorPeer {
                 System.exit(0);
                 return;
             default:
-                fail(2, "unknown kind " + kind + " (mutex, read, write, latch, multi, lease, revocable or revoke)", null);
+                fail(2, "unknown kind " + kind + " (mutex, read, write, latch, multi, lease, lease-shared, revocable or revoke)", null);
                 return;
         }
         Checker checker = port == 0 ? null : new Checker(port);

@@ -189,6 +189,9 @@ enum Kind {
     /// A lease of a semaphore with [`PERMITS`] leases: zklock `semaphore`,
     /// Curator `InterProcessSemaphoreV2` (not kazoo).
     Lease,
+    /// A lease of Curator's `InterProcessSemaphoreV2` whose permits are
+    /// the `SharedCount` at `<path>-count` (hold mode).
+    LeaseShared,
     /// Curator's `InterProcessMutex` made revocable (hold mode; prints
     /// `REVOCATION REQUESTED` when asked to let go).
     Revocable,
@@ -210,6 +213,7 @@ impl Kind {
             Kind::Latch => "latch",
             Kind::Multi => "multi",
             Kind::Lease => "lease",
+            Kind::LeaseShared => "lease-shared",
             Kind::Revocable => "revocable",
             Kind::Revoke => "revoke",
         }
@@ -232,7 +236,9 @@ impl Kind {
             Kind::Write => c.write_lock(path),
             Kind::Latch => c.election(path, "zklock"),
             Kind::Lease => c.semaphore(path, PERMITS, zklock_core::LockOptions::default()),
-            Kind::Multi | Kind::Revocable | Kind::Revoke => unreachable!("not a zklock contender kind"),
+            Kind::Multi | Kind::LeaseShared | Kind::Revocable | Kind::Revoke => {
+                unreachable!("not a zklock contender kind")
+            },
         }
         .unwrap()
     }
@@ -794,6 +800,32 @@ fn curator_revocation_both_ways() {
     assert!(!c.revoke(&format!("{path}/{}", seen[0].0)).unwrap(), "a node that is gone: false");
 }
 
+/// A shared count both libraries read: Curator's `InterProcessSemaphoreV2`
+/// over a `SharedCount` and zklock's `semaphore_with_count` on one path and
+/// count node. With the count at 1 and Curator holding, zklock waits; when
+/// zklock sets the count to 2 (Curator's format), zklock gets in beside
+/// Curator's lease.
+#[test]
+fn curator_shared_count_semaphore_vs_zklock() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let path = "/interop/shared-sem";
+    let count = format!("{path}-count");
+    c.set_shared_count(&count, 1).unwrap();
+    let mut peer = Peer::spawn(Lib::Curator, &hosts, path, Kind::LeaseShared, None, 0, "holder");
+    peer.expect_held(30 * SEC);
+    let sem = c.semaphore_with_count(path, &count, zklock_core::LockOptions::default()).unwrap();
+    assert!(sem.try_acquire().unwrap().is_none(), "one permit, Curator's");
+    c.set_shared_count(&count, 2).unwrap();
+    let g = sem.acquire(Some(10 * SEC)).unwrap();
+    assert_eq!(participants(&c, &format!("{path}/leases")).len(), 2, "Curator's lease and ours");
+    peer.send_line();
+    peer.expect("RELEASED", 10 * SEC);
+    peer.expect_success(10 * SEC);
+    g.release().unwrap();
+}
+
 /// Curator's `InterProcessSemaphoreV2` and zklock's semaphore share the
 /// leases of one path: never more than the permits hold at once, both
 /// libraries take turns, and leases were held together.
@@ -833,9 +865,9 @@ fn assert_peer_name(lib: Lib, kind: Kind, name: &str) {
         (Lib::Curator, Kind::Write) => "-__WRIT__",
         (Lib::Curator, Kind::Latch) => "-latch-",
         (Lib::Curator, Kind::Multi) => "-lock-",
-        (Lib::Curator, Kind::Lease) => "-lease-",
+        (Lib::Curator, Kind::Lease | Kind::LeaseShared) => "-lease-",
         (Lib::Curator, Kind::Revocable | Kind::Revoke) => "-lock-",
-        (Lib::Kazoo, Kind::Latch | Kind::Multi | Kind::Lease | Kind::Revocable | Kind::Revoke) => {
+        (Lib::Kazoo, Kind::Latch | Kind::Multi | Kind::Lease | Kind::LeaseShared | Kind::Revocable | Kind::Revoke) => {
             unreachable!("not a kazoo peer kind")
         },
         (Lib::Kazoo, Kind::Mutex | Kind::Write) => "__lock__",
