@@ -398,8 +398,9 @@ export declare class Guard {
    * version that is not a 32-bit integer; `TypeError` for a value of the
    * wrong type. Rejects, nothing sent, with `INVALID_PATH` /
    * `INVALID_ARGUMENT` naming the operation's index (a malformed path,
-   * one inside the lock's own path, a negative version, more than 1 MiB
-   * less 4 KiB of paths and data). Rejects, nothing written, with
+   * one inside the lock's own path, a negative version, a request or
+   * reply over one ZooKeeper packet: 1 MiB less 1 KiB, a 68-byte Stat
+   * per setData and create in the reply). Rejects, nothing written, with
    * `NOT_HELD` once released,
    * `LOCK_LOST` when the lock is lost (known before, or ZooKeeper found
    * our node gone or the session ended), `CLOSED` after `close()`; with

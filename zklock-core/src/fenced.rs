@@ -23,11 +23,24 @@ use crate::requests::outcome_unknown;
 use crate::state::LockState;
 use crate::zk;
 
-/// The largest fenced write, in bytes of paths and data (1 MiB less 4 KiB
-/// for the request's framing and the checks): ZooKeeper drops the
-/// connection of a client that sends a larger packet (its default
-/// `jute.maxbuffer`), which would leave the outcome unknown.
-pub const MAX_FENCED_BYTES: usize = 0xfffff - 4096;
+/// The largest fenced write, in bytes on the wire, each way: its request
+/// (paths, data, and what ZooKeeper adds per operation: headers, versions,
+/// ACLs, the checks of our lock nodes) and its reply (per operation a
+/// header, a created node's path and each result's `Stat`: 68 bytes a
+/// `set_data`, and a create on servers from 3.7) must both fit in
+/// ZooKeeper's packet limit (its default `jute.maxbuffer`, 1 MiB less one
+/// byte), with 1 KiB to spare. A larger request makes the server drop the
+/// connection, and a larger reply the client: the write would be made (or
+/// not) with the outcome unknown. A write over it is refused before
+/// anything is sent (outside attack round 16: 20,000 `set_data`s, 40 KB of
+/// paths and data, had a 1.5 MB reply).
+pub const MAX_FENCED_BYTES: usize = 0xfffff - 1024;
+
+/// What one ZooKeeper `Stat` takes on the wire.
+const STAT_BYTES: usize = 68;
+
+/// A multi's header per operation (type, done, error).
+const OP_HEADER_BYTES: usize = 9;
 
 /// How a node made by a fenced write lives: ZooKeeper's create modes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -148,10 +161,19 @@ impl FencedOp {
         }
     }
 
-    fn bytes(&self) -> usize {
+    /// What this operation takes in the request and in the reply, at most
+    /// (see [`MAX_FENCED_BYTES`]); `acl`: the bytes of the client's ACL.
+    fn wire_bytes(&self, acl: usize) -> (usize, usize) {
+        let path = 4 + self.path().len();
         match self {
-            FencedOp::Create { path, data, .. } | FencedOp::SetData { path, data, .. } => path.len() + data.len(),
-            FencedOp::Delete { path, .. } | FencedOp::Check { path, .. } => path.len(),
+            // A sequential name gets ten digits; the reply may carry a Stat.
+            FencedOp::Create { data, .. } => {
+                (OP_HEADER_BYTES + path + 4 + data.len() + acl + 4, OP_HEADER_BYTES + path + 10 + STAT_BYTES)
+            },
+            FencedOp::SetData { data, .. } => {
+                (OP_HEADER_BYTES + path + 4 + data.len() + 4, OP_HEADER_BYTES + STAT_BYTES)
+            },
+            FencedOp::Delete { .. } | FencedOp::Check { .. } => (OP_HEADER_BYTES + path + 4, OP_HEADER_BYTES),
         }
     }
 
@@ -192,12 +214,18 @@ pub enum FencedResult {
     Checked,
 }
 
-/// Validates `ops` against the lock paths of the guard(s) they are fenced
-/// by: every path a node path, none inside a lock's own directory (its
-/// queue), every version given not negative, the whole under
-/// [`MAX_FENCED_BYTES`].
-fn validate(ops: &[FencedOp], lock_paths: &[&str]) -> Result<()> {
-    let mut bytes = 0usize;
+/// Validates `ops` against the guard(s) they are fenced by: every path a
+/// node path, none inside a lock's own directory (`lock_paths`: what
+/// zklock writes there, its queue), every version given not negative, the
+/// request and the reply (with the checks of the lock nodes `nodes` and
+/// the ACL `acl` of every create) under [`MAX_FENCED_BYTES`].
+fn validate(ops: &[FencedOp], lock_paths: &[&str], nodes: &[String], acl: &[zk::Acl]) -> Result<()> {
+    let acl_bytes = 4 + acl.iter().map(|a| 4 + 4 + a.scheme.len() + 4 + a.id.len()).sum::<usize>();
+    // The multi's own framing (length, xid, type; the closing header).
+    let framing: usize = 64;
+    let checks = nodes.iter().map(|n| FencedOp::check(n.clone(), None).wire_bytes(0));
+    let (mut request, mut reply) =
+        checks.fold((framing, framing), |(q, r), (dq, dr)| (q.saturating_add(dq), r.saturating_add(dr)));
     for (i, op) in ops.iter().enumerate() {
         let path = op.path();
         let at =
@@ -217,12 +245,17 @@ fn validate(ops: &[FencedOp], lock_paths: &[&str]) -> Result<()> {
         if let Some(v) = op.version().filter(|v| *v < 0) {
             return Err(at(Error::invalid_argument(format!("version {v} is negative (leave it out to match any)"))));
         }
-        bytes = bytes.saturating_add(op.bytes());
+        let (q, r) = op.wire_bytes(acl_bytes);
+        request = request.saturating_add(q);
+        reply = reply.saturating_add(r);
     }
-    if bytes > MAX_FENCED_BYTES {
+    if request.max(reply) > MAX_FENCED_BYTES {
+        let (what, n) = if request >= reply { ("request", request) } else { ("reply", reply) };
         return Err(Error::invalid_argument(format!(
-            "fenced write of {bytes} bytes of paths and data: at most {MAX_FENCED_BYTES} fit in one ZooKeeper request \
-             (jute.maxbuffer); split it"
+            "fenced write of {} operations: its {what} would take about {n} bytes, over the {MAX_FENCED_BYTES} that \
+             fit in one ZooKeeper packet (jute.maxbuffer; each set_data's and create's result carries a 68-byte \
+             Stat); split it",
+            ops.len()
         )));
     }
     Ok(())
@@ -270,12 +303,26 @@ fn prepare(guards: &[&Guard], ops: Vec<FencedOp>) -> Result<Prepared> {
             ));
         }
     }
-    let lock_paths: Vec<&str> = guards.iter().map(|g| g.holding.lock_path.as_str()).collect();
-    validate(&ops, &lock_paths)?;
+    // A lock's directory is its queue; a semaphore's whole path is zklock's
+    // (its leases and its mutex's queue: outside attack round 16 planted a
+    // node in the mutex's queue that blocked every later contender).
+    let lock_paths: Vec<&str> = guards
+        .iter()
+        .map(|g| {
+            let dir = g.holding.lock_path.as_str();
+            if g.holding.name.contains("-lease-") {
+                dir.rsplit_once('/').map_or(dir, |(p, _)| p)
+            } else {
+                dir
+            }
+        })
+        .collect();
+    let nodes: Vec<String> = guards.iter().map(|g| g.node_path()).collect();
     let shared = first.client().shared();
+    validate(&ops, &lock_paths, &nodes, shared.acl())?;
     Ok(Prepared {
         session: first.holding.session.clone(),
-        nodes: guards.iter().map(|g| g.node_path()).collect(),
+        nodes,
         ops,
         acl: shared.acl().to_vec(),
         bound: shared.options.operation_timeout,
@@ -523,7 +570,7 @@ mod tests {
     use super::*;
 
     fn err(ops: &[FencedOp]) -> Error {
-        validate(ops, &["/locks/job"]).expect_err("refused")
+        validate(ops, &["/locks/job"], &[], &[]).expect_err("refused")
     }
 
     #[test]
@@ -552,6 +599,8 @@ mod tests {
                 FencedOp::set_data("/locks/job-state", "x", Some(3)),
             ],
             &["/locks/job"],
+            &[],
+            &[],
         )
         .expect("outside the queue");
     }
@@ -562,7 +611,23 @@ mod tests {
         let e = err(&[FencedOp::set_data("/a", big.clone(), None), FencedOp::set_data("/b", big, None)]);
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().contains("jute.maxbuffer"), "{e}");
-        validate(&[FencedOp::set_data("/a", vec![0u8; MAX_FENCED_BYTES - 2], None)], &[]).expect("fits");
+        validate(&[FencedOp::set_data("/a", vec![0u8; MAX_FENCED_BYTES - 200], None)], &[], &[], &[]).expect("fits");
+    }
+
+    /// Outside attack round 16, F1: 20,000 `set_data`s of 40 KB in all had
+    /// a 1.5 MB reply (a Stat each): made, but reported as a lost
+    /// connection. The reply is bounded too.
+    #[test]
+    fn a_write_whose_reply_would_be_over_the_limit_is_refused_before_sending() {
+        let ops: Vec<FencedOp> = (0..20_000).map(|_| FencedOp::set_data("/a", "", None)).collect();
+        let e = validate(&ops, &[], &[], &[]).expect_err("refused");
+        assert!(e.message().contains("its reply would take"), "{e}");
+        let ops: Vec<FencedOp> = (0..10_000).map(|_| FencedOp::set_data("/a", "", None)).collect();
+        validate(&ops, &[], &[], &[]).expect("770 KB of reply fits");
+        // The checks of our nodes count too (O1: long lock paths).
+        let nodes = vec!["/x".repeat(16 * 1024); 40];
+        let e = validate(&[], &[], &nodes, &[]).expect_err("refused");
+        assert!(e.message().contains("its request would take"), "{e}");
     }
 
     #[test]

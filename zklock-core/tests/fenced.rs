@@ -199,9 +199,14 @@ fn every_kind_of_guard_fences_its_writes() {
     write(&e, "leader").unwrap();
     let s = c.semaphore("/kinds/sem", 2, LockOptions::default()).unwrap().acquire(Some(5 * SEC)).unwrap();
     write(&s, "lease").unwrap();
-    // The semaphore's lease directory is its queue.
-    let err = s.fenced_multi(&[FencedOp::create("/kinds/sem/leases/x", "", CreateMode::Persistent)]).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidPath, "{err}");
+    // The semaphore's whole path is zklock's: its leases and its mutex's
+    // queue (outside attack round 16, F2: a node planted in the mutex's
+    // queue blocked every later contender).
+    for inside in ["/kinds/sem/leases/x", "/kinds/sem/locks/_c_planted-lock-0000000000", "/kinds/sem/x"] {
+        let err = s.fenced_multi(&[FencedOp::create(inside, "", CreateMode::Ephemeral)]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidPath, "{inside}: {err}");
+    }
+    assert!(raw.exists("/kinds/sem/x").is_none());
     // A multi-lock: fenced by every member.
     let m = c.multi_lock(&[("/kinds/m1", LockMode::Exclusive), ("/kinds/m2", LockMode::Read)]).unwrap();
     let mg = m.acquire(Some(5 * SEC)).unwrap();
@@ -258,4 +263,27 @@ fn a_fence_check_from_another_client_follows_the_grant() {
     assert!(e.message().contains("another node"), "{e}");
     checker.close();
     assert_eq!(checker.fence_check(&node, token).unwrap_err().kind(), ErrorKind::Closed);
+}
+
+/// The reply is bounded as the request is (outside attack round 16, F1:
+/// 20,000 `set_data`s were made but reported as a lost connection, their
+/// reply over the packet limit): a write whose reply fits is made and
+/// answered; one whose reply would not is refused before it is sent.
+#[test]
+fn a_large_write_is_answered_or_refused_before_it_is_sent() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    raw.mkdir("/large/state");
+    let c = connect(&hosts);
+    let g = c.lock("/large/lock").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let fits: Vec<FencedOp> = (0..12_000).map(|_| FencedOp::set_data("/large/state", "", None)).collect();
+    let out = g.fenced_multi(&fits).unwrap();
+    assert_eq!(out.last(), Some(&FencedResult::DataSet { version: 12_000 }));
+    let over: Vec<FencedOp> = (0..20_000).map(|_| FencedOp::set_data("/large/state", "", None)).collect();
+    let e = g.fenced_multi(&over).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(data(&raw, "/large/state").1.version, 12_000, "nothing more was written");
+    g.check().expect("the connection was not dropped");
+    g.release().unwrap();
 }

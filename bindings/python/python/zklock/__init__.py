@@ -472,8 +472,10 @@ class _Held:
             InvalidArgument, InvalidPath: refused before sending, naming the
                 operation's index: a malformed path, one inside the lock's
                 own path (its queue is zklock's), a negative version or one
-                beyond 32 bits, more than 1 MiB less 4 KiB of paths and
-                data, an entry that is not a :class:`FencedOp`.
+                beyond 32 bits, a request or reply over one ZooKeeper
+                packet (1 MiB less 1 KiB; a 68-byte Stat per set_data and
+                create in the reply), an entry that is not a
+                :class:`FencedOp`.
             NotHeld: this object holds nothing (e.g. released).
             LockLost: the lock is lost (known before, or ZooKeeper found our
                 node gone or the session ended); nothing was written.
