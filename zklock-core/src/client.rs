@@ -1218,6 +1218,17 @@ impl Client {
         })?
     }
 
+    /// A snapshot of this client's metrics: acquires by outcome, wait and
+    /// hold times, suspensions, losses, reconnects, session expiries,
+    /// requests by operation and background cleanups pending. Counters only
+    /// grow (hand them to Prometheus as counters); never blocks, any
+    /// thread, also after `close()`.
+    pub fn metrics(&self) -> crate::metrics::Metrics {
+        let shared = self.shared();
+        let current = || shared.current_session().map(|s| s.closer.requests_sent()).unwrap_or_default();
+        shared.counters.snapshot(current, self.pending_cleanups())
+    }
+
     /// Moves this client to a new list of ZooKeeper servers (an ensemble
     /// that grew, shrank or moved; kazoo's `set_hosts`, Curator's
     /// `EnsembleProvider`), keeping its session and every lock: every later

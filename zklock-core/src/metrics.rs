@@ -1,4 +1,4 @@
-//! Metrics: what a client did, counted as it happens ([`Client::metrics`]
+//! Metrics: what a client did, counted as it happens ([`crate::Client::metrics`]
 //! takes a snapshot). Every counter only grows over the client's life, so
 //! an exporter can hand them on as they are (Prometheus counters and
 //! histograms); the only gauge is the background cleanups pending.
@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 
 /// The upper bounds (seconds) of the wait and hold time histograms'
@@ -29,7 +28,7 @@ pub struct Histogram {
     pub buckets: Vec<(f64, u64)>,
 }
 
-/// A snapshot of a client's metrics ([`Client::metrics`]).
+/// A snapshot of a client's metrics ([`crate::Client::metrics`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Metrics {
@@ -136,37 +135,37 @@ impl Counters {
     }
 }
 
-impl Client {
-    /// A snapshot of this client's metrics: acquires by outcome, wait and
-    /// hold times, suspensions, losses, reconnects, session expiries,
-    /// requests by operation and background cleanups pending. Counters only
-    /// grow (hand them to Prometheus as counters); never blocks, any
-    /// thread, also after `close()`.
-    pub fn metrics(&self) -> Metrics {
-        let shared = self.shared();
-        let c = &shared.counters;
+impl Counters {
+    /// A snapshot ([`crate::Client::metrics`]): `current` gives the
+    /// requests of the session in use, read under the lock a session's
+    /// replacement takes (each request counted once, the totals never
+    /// fall); `cleanups_pending` is the gauge.
+    pub(crate) fn snapshot(
+        &self,
+        current: impl FnOnce() -> Vec<(&'static str, u64)>,
+        cleanups_pending: u64,
+    ) -> Metrics {
         let requests = {
-            // Under the lock the session's replacement takes.
-            let retired = c.retired.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let retired = self.retired.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut requests = retired.clone();
-            for (op, n) in shared.current_session().map(|s| s.closer.requests_sent()).unwrap_or_default() {
+            for (op, n) in current() {
                 *requests.entry(op).or_default() += n;
             }
             requests
         };
         Metrics {
-            acquires_granted: c.granted.load(Ordering::Relaxed),
-            acquires_timed_out: c.timed_out.load(Ordering::Relaxed),
-            acquires_cancelled: c.cancelled.load(Ordering::Relaxed),
-            acquires_failed: c.failed.load(Ordering::Relaxed),
-            wait_time: c.wait.snapshot(),
-            hold_time: c.hold.snapshot(),
-            suspensions: c.suspensions.load(Ordering::Relaxed),
-            losses: c.losses.load(Ordering::Relaxed),
-            reconnects: c.reconnects.load(Ordering::Relaxed),
-            session_expiries: c.expiries.load(Ordering::Relaxed),
+            acquires_granted: self.granted.load(Ordering::Relaxed),
+            acquires_timed_out: self.timed_out.load(Ordering::Relaxed),
+            acquires_cancelled: self.cancelled.load(Ordering::Relaxed),
+            acquires_failed: self.failed.load(Ordering::Relaxed),
+            wait_time: self.wait.snapshot(),
+            hold_time: self.hold.snapshot(),
+            suspensions: self.suspensions.load(Ordering::Relaxed),
+            losses: self.losses.load(Ordering::Relaxed),
+            reconnects: self.reconnects.load(Ordering::Relaxed),
+            session_expiries: self.expiries.load(Ordering::Relaxed),
             requests,
-            cleanups_pending: self.pending_cleanups(),
+            cleanups_pending,
         }
     }
 }
