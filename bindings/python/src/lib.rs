@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, CreateMode, Error, ErrorKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
@@ -717,11 +717,76 @@ impl Client {
         Ok(Subscription { cancel: Box::new(move || inner.cancel()) })
     }
 
+    /// Moves this client to the servers of `hosts` (the core's
+    /// `Client::set_hosts`): keeps the session and every lock; reconnects
+    /// only if the server connected now is not in the new list. Never
+    /// blocks. InvalidArgument for a malformed connect string or another
+    /// chroot; Closed (also in a forked child); TypeError for a non-str.
+    fn set_hosts(&self, py: Python<'_>, hosts: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.origin.check("client")?;
+        let hosts = text("hosts", hosts, ErrorKind::InvalidArgument)?;
+        self.inner.set_hosts(&hosts).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Asks the holder of the lock node `node_path` to let go (the core's
+    /// `Client::revoke`, Curator's `Revoker`): True when asked, False if
+    /// the node is gone. Blocks (one request, at most the operation
+    /// timeout) without the GIL. InvalidPath, NoAuth, Closed,
+    /// ConnectionLoss / LockTimeout.
+    fn revoke(&self, py: Python<'_>, node_path: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.origin.check("client")?;
+        let node_path = text("node_path", node_path, ErrorKind::InvalidPath)?;
+        let client = CoreClient::clone(&self.inner);
+        py.detach(move || client.revoke(&node_path)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// A snapshot of this client's metrics (the core's `Client::metrics`)
+    /// as a dict: the counters by the core's field names (ints), the
+    /// histograms `wait_time` and `hold_time` as `(count, sum_seconds,
+    /// [(upper_bound, cumulative_count), ...])`, `requests` as a dict of
+    /// operation name to count. Never blocks; also after close(). Closed
+    /// in a forked child.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.origin.check("client")?;
+        let m = self.inner.metrics();
+        let out = PyDict::new(py);
+        for (name, value) in [
+            ("acquires_granted", m.acquires_granted),
+            ("acquires_timed_out", m.acquires_timed_out),
+            ("acquires_cancelled", m.acquires_cancelled),
+            ("acquires_failed", m.acquires_failed),
+            ("suspensions", m.suspensions),
+            ("losses", m.losses),
+            ("reconnects", m.reconnects),
+            ("session_expiries", m.session_expiries),
+            ("cleanups_pending", m.cleanups_pending),
+        ] {
+            out.set_item(name, value)?;
+        }
+        out.set_item("wait_time", (m.wait_time.count, m.wait_time.sum_seconds, m.wait_time.buckets))?;
+        out.set_item("hold_time", (m.hold_time.count, m.hold_time.sum_seconds, m.hold_time.buckets))?;
+        let requests = PyDict::new(py);
+        for (op, n) in m.requests {
+            requests.set_item(op, n)?;
+        }
+        out.set_item("requests", requests)?;
+        Ok(out)
+    }
+
     /// A multi-lock over `members`, `(path, mode)` pairs with mode
     /// `"exclusive"`, `"read"` or `"write"`: acquires take all or none, in
-    /// one order (by path). InvalidArgument for no member, a path named
-    /// twice or an unknown mode; InvalidPath; Closed.
-    fn multi_lock(&self, py: Python<'_>, members: Vec<(Bound<'_, PyAny>, String)>) -> PyResult<MultiLock> {
+    /// one order (by path). With `reentrant` every member is reentrant per
+    /// thread (the core's `multi_lock_with` and `LockOptions::reentrant`):
+    /// a thread holding the set that acquires it again (blocking) gets it
+    /// at once. InvalidArgument for no member, a path named twice or an
+    /// unknown mode; InvalidPath; Closed.
+    #[pyo3(signature = (members, reentrant=false))]
+    fn multi_lock(
+        &self,
+        py: Python<'_>,
+        members: Vec<(Bound<'_, PyAny>, String)>,
+        reentrant: bool,
+    ) -> PyResult<MultiLock> {
         self.origin.check("client")?;
         let mut owned = Vec::with_capacity(members.len());
         for (path, mode) in &members {
@@ -742,12 +807,14 @@ impl Client {
             owned.push((path, mode));
         }
         let list: Vec<(&str, LockMode)> = owned.iter().map(|(p, m)| (p.as_str(), *m)).collect();
-        let handle = self.inner.multi_lock(&list).map_err(|e| to_py_err(py, &e))?;
+        let options = lock_options(None, reentrant)?;
+        let handle = self.inner.multi_lock_with(&list, options).map_err(|e| to_py_err(py, &e))?;
         Ok(MultiLock {
             client: Owned::new(self.inner.clone(), self.origin),
             handle: Owned::new(handle, self.origin),
             origin: self.origin,
             guards: Mutex::default(),
+            reentrant,
         })
     }
 
@@ -951,6 +1018,8 @@ struct Lock {
     /// node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
     callbacks: Arc<Mutex<Vec<Arc<StateCallback>>>>,
+    /// The revocation callbacks (`on_revocation`), kept as `callbacks`.
+    revocations: Arc<Mutex<Vec<Arc<StateCallback>>>>,
 }
 
 /// A state callback of a `Lock` object and its registrations on the grants
@@ -969,6 +1038,7 @@ impl Lock {
             guards: Mutex::default(),
             last: Mutex::default(),
             callbacks: Arc::default(),
+            revocations: Arc::default(),
         }
     }
 
@@ -1020,6 +1090,37 @@ fn register(guard: &Guard, state: &Arc<StateCallback>) {
     locked(&state.registrations).push(registration);
 }
 
+/// Registers `revocation`'s callback on `guard`'s grant (the core's
+/// `Guard::on_revocation`): called without arguments, on the client's
+/// event thread, as [`register`] calls a state callback.
+fn register_revocation(guard: &Guard, revocation: &Arc<StateCallback>) {
+    let cb = revocation.cb.clone();
+    let registration = guard.on_revocation(move || {
+        enter_python(|py| {
+            if let Err(e) = cb.call0(py) {
+                e.write_unraisable(py, Some(cb.bind(py)));
+            }
+        });
+    });
+    locked(&revocation.registrations).push(registration);
+}
+
+/// A `Subscription` that takes `callback` out of `list` (under its lock,
+/// which `granted` registers under), then off every grant it was
+/// registered on.
+fn unregistering(list: &Arc<Mutex<Vec<Arc<StateCallback>>>>, callback: Arc<StateCallback>) -> Subscription {
+    let list = Arc::downgrade(list);
+    let cancel = move || {
+        if let Some(list) = list.upgrade() {
+            locked(&list).retain(|c| !Arc::ptr_eq(c, &callback));
+        }
+        for registration in locked(&callback.registrations).drain(..) {
+            registration.cancel();
+        }
+    };
+    Subscription { cancel: Box::new(cancel) }
+}
+
 impl Lock {
     /// Keeps a granted guard: pushed on this object's stack, and the
     /// object's callbacks registered on a fresh grant.
@@ -1034,6 +1135,9 @@ impl Lock {
         if fresh {
             for cb in locked(&self.callbacks).iter() {
                 register(&guard, cb);
+            }
+            for cb in locked(&self.revocations).iter() {
+                register_revocation(&guard, cb);
             }
         }
     }
@@ -1455,18 +1559,37 @@ impl Lock {
         if let Some(guard) = locked(&self.guards).last() {
             register(guard, &state);
         }
-        // Taken out of the list first (under its lock, which `granted`
-        // registers under), then off every grant it was registered on.
-        let callbacks = Arc::downgrade(&self.callbacks);
-        let cancel = move || {
-            if let Some(callbacks) = callbacks.upgrade() {
-                locked(&callbacks).retain(|c| !Arc::ptr_eq(c, &state));
-            }
-            for registration in locked(&state.registrations).drain(..) {
-                registration.cancel();
-            }
-        };
-        Ok(Subscription { cancel: Box::new(cancel) })
+        Ok(unregistering(&self.callbacks, state))
+    }
+
+    /// Registers `callback()` to be called when someone asks the holder of
+    /// the current grant, or of a later grant of this object, to let go
+    /// (the core's `Guard::on_revocation`: `Client.revoke`, Curator's
+    /// `Revoker`); the lock stays held, the holder decides. Called on the
+    /// client's event thread, as `on_state_change` callbacks (once soon if
+    /// a request came before). The returned subscription's `cancel()`
+    /// takes it back. Raises TypeError for a non-callable, Closed in a
+    /// forked child.
+    fn on_revocation(&self, callback: Bound<'_, PyAny>) -> PyResult<Subscription> {
+        if !callback.is_callable() {
+            return Err(PyTypeError::new_err("callback must be callable"));
+        }
+        self.origin.check("lock")?;
+        let revocation = Arc::new(StateCallback { cb: Arc::new(callback.unbind()), registrations: Mutex::default() });
+        locked(&self.revocations).push(revocation.clone());
+        if let Some(guard) = locked(&self.guards).last() {
+            register_revocation(guard, &revocation);
+        }
+        Ok(unregistering(&self.revocations, revocation))
+    }
+
+    /// Whether someone asked the holder of the newest grant still held to
+    /// let go (the core's `Guard::revocation_requested`); False when
+    /// nothing is held and in a forked child.
+    #[getter]
+    fn revocation_requested(&self) -> bool {
+        let top = locked(&self.guards).last().cloned();
+        !self.origin.forked() && top.is_some_and(|g| g.revocation_requested())
     }
 
     /// Whether this object holds the lock now (held or suspended). False
@@ -1575,6 +1698,9 @@ struct MultiLock {
     handle: Owned<CoreMultiLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<MultiGuard>>>,
+    /// Made with `reentrant=True`: blocking acquires wait on the calling
+    /// thread (see `MultiLock.acquire`).
+    reentrant: bool,
 }
 
 impl MultiLock {
@@ -1608,10 +1734,29 @@ impl MultiLock {
     /// is held then). Waits without the GIL; Ctrl-C cancels the wait (every
     /// member taken is given back) and raises KeyboardInterrupt. Not from a
     /// state-change callback (it waits for the client's event thread).
+    ///
+    /// A reentrant multi-lock's acquire waits on the calling thread (the
+    /// core's blocking `MultiLock::acquire_with`, without the GIL): that is
+    /// how the core knows the thread that reenters, and the core has no
+    /// multi-lock call that both knows it and can be waited on in slices.
+    /// So Ctrl-C is raised only once the acquire returns (a grant is then
+    /// given back), within `timeout` at the latest.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("multi-lock")?;
+        if self.reentrant {
+            let handle = CoreMultiLock::clone(&self.handle);
+            let result = py.detach(move || handle.acquire_with(&options));
+            return blocking_outcome(
+                py,
+                result,
+                |guard| {
+                    let _ = guard.release();
+                },
+                |guard| locked(&self.guards).push(Arc::new(guard)),
+            );
+        }
         let (tx, rx) = mpsc::sync_channel(1);
         self.client
             .spawn_then(self.handle.acquire_async(options), move |r| {

@@ -88,3 +88,33 @@ def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> No
         client.multi_lock(["relative"])
     with pytest.raises(TypeError):
         client.multi_lock([5])  # type: ignore[list-item]
+
+
+def test_a_reentrant_multi_lock_is_taken_twice_by_one_thread_and_others_wait(client: zklock.Client, path: str) -> None:
+    multi = client.multi_lock([path + "/a", (path + "/b", "write")], reentrant=True)
+    assert multi.acquire(timeout=5)
+    assert multi.acquire(timeout=2), "the holding thread reenters"
+    assert multi.depth == 2
+    tokens = multi.fencing_tokens
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(multi.acquire(timeout=0.5)))
+    t.start()
+    t.join(10)
+    assert got == [False], "another thread waits"
+    assert multi.release()
+    assert multi.held and multi.fencing_tokens == tokens, "the first acquire still holds the same nodes"
+    assert multi.release()
+    assert not multi.held
+    assert client.participants(path + "/a") == []
+    got.clear()
+    t = threading.Thread(target=lambda: got.append(multi.acquire(timeout=5)) or multi.release())
+    t.start()
+    t.join(10)
+    assert got == [True], "free again for another thread"
+
+
+def test_a_multi_lock_is_not_reentrant_by_default(client: zklock.Client, path: str) -> None:
+    multi = client.multi_lock([path + "/a", path + "/b"])
+    assert multi.acquire(timeout=5)
+    assert not multi.acquire(timeout=0.3), "a second acquire waits behind the first"
+    assert multi.release()

@@ -82,12 +82,27 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import enum
 import os
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Generator, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Generator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _errors, _zklock
 
@@ -124,6 +139,8 @@ __all__ = [
     "CreateMode",
     "FencedOp",
     "FencedResult",
+    "Metrics",
+    "Histogram",
     "ERROR_CODES",
     "error_class",
     "set_log_level",
@@ -162,6 +179,7 @@ def set_log_level(level: Union[int, str]) -> None:
 
 
 _LockT = TypeVar("_LockT", bound="_Held")
+_T = TypeVar("_T")
 _ClientT = TypeVar("_ClientT", bound="Client")
 Identifier = Union[str, bytes, None]
 #: A file name: ``str`` or an ``os.PathLike`` (e.g. ``pathlib.Path``).
@@ -367,6 +385,60 @@ class FencedResult:
     path: Optional[str] = None
     #: For a set_data, the node's new data version; None for the others.
     version: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A histogram of durations as Prometheus keeps one (in :class:`Metrics`)."""
+
+    #: How many durations were observed.
+    count: int
+    #: Their sum, in seconds.
+    sum_seconds: float
+    #: ``(upper bound in seconds, how many were at most that)`` for each
+    #: bucket, in order (cumulative; :attr:`count` is the ``+Inf`` bucket).
+    buckets: Tuple[Tuple[float, int], ...]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A snapshot of a client's metrics (:meth:`Client.metrics`). Every
+    counter only grows over the client's life (hand them to Prometheus as
+    counters); ``cleanups_pending`` is a gauge."""
+
+    #: Acquires granted (every lock kind, elections and semaphore leases;
+    #: each member of a multi-lock), reentrant ones included.
+    acquires_granted: int
+    #: Acquires that ended at their deadline (a try that found the lock
+    #: held included).
+    acquires_timed_out: int
+    #: Acquires cancelled (``cancel()``, Ctrl-C, a cancelled task).
+    acquires_cancelled: int
+    #: Acquires that failed otherwise (connection, session, refusals, a
+    #: closed client).
+    acquires_failed: int
+    #: How long granted acquires waited.
+    wait_time: Histogram
+    #: How long locks were held: from the grant to the release or the loss.
+    hold_time: Histogram
+    #: Times a held lock became suspended (connection trouble).
+    suspensions: int
+    #: Held locks lost (session expired, node deleted, ...; not a close).
+    losses: int
+    #: Times a lost connection came back with the same session.
+    reconnects: int
+    #: Sessions that ended without a close (expired).
+    session_expiries: int
+    #: Requests written to ZooKeeper by operation, as ZooKeeper names it
+    #: (``"create2"``, ``"getData"``, ``"sync"``, ``"ping"``, ...).
+    requests: Dict[str, int]
+    #: Background cleanups (node deletions) not finished yet.
+    cleanups_pending: int
+
+
+def _histogram(native: Tuple[int, float, List[Tuple[float, int]]]) -> Histogram:
+    count, sum_seconds, buckets = native
+    return Histogram(count, sum_seconds, tuple(buckets))
 
 
 def _fenced_tuples(ops: Sequence[FencedOp]) -> List[Tuple[str, str, bytes, Optional[int], str]]:
@@ -656,6 +728,83 @@ class _Held:
         """Releases without blocking the loop."""
         await self.release_async()
 
+    # -- leadership (or any lock) as a task ----------------------------------
+
+    def run(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """Acquires (as ``with self:``, waiting up to ``self.timeout``),
+        calls ``func(*args, **kwargs)``, releases, and returns what ``func``
+        returned; an exception of ``func`` is raised after the release. For
+        an election: runs ``func`` while leading (kazoo's ``Election.run``).
+        A blocking call cannot be cut short: ``func`` should watch
+        :meth:`lost_event` if it must stop when the lock is lost.
+
+        Raises:
+            LockTimeout: not acquired within ``self.timeout``.
+            LockLost: lost before the release (``func``'s result is then
+                dropped: it may have run without the lock).
+            Closed, ConnectionLoss: as :meth:`acquire`.
+        """
+        with self:
+            return func(*args, **kwargs)
+
+    async def run_async(self, func: Callable[..., Awaitable[_T]], *args: Any, **kwargs: Any) -> _T:
+        """Runs ``func(*args, **kwargs)`` (a coroutine function) as a task
+        while this lock is held, as the core's ``Lock::run_async`` does
+        (leadership as a task: Curator's ``LeaderSelector``): acquires as
+        ``async with self:`` (up to ``self.timeout``), runs the task,
+        releases, and returns the task's value. If the lock stops being
+        safely held first (:meth:`wait_lost_async`: lost, or suspended by
+        connection trouble, as ``LeaderSelector`` cancels its leader on
+        SUSPENDED) the task is cancelled, the lock released, and the loss
+        raised. A task that releases this object itself runs to its end.
+        Cancelling the awaiting task cancels ``func``'s task and releases.
+        To stand again after a loss, call it again in a loop.
+
+        Raises:
+            LockTimeout: not acquired within ``self.timeout``.
+            LockLost, ConnectionLoss, Closed: the lock stopped being safely
+                held while the task ran (the task was cancelled), or lost
+                just as it ended (its value is then dropped).
+            Whatever ``func`` raised (after the release).
+        """
+        await self.__aenter__()
+        task: "asyncio.Task[_T]" = asyncio.ensure_future(func(*args, **kwargs))
+        lost: "asyncio.Task[ZkLockError]" = asyncio.ensure_future(self.wait_lost_async())
+        try:
+            await asyncio.wait([task, lost], return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                # NotHeld is raised rather than returned if the task
+                # released before the wait started.
+                failed = lost.exception()
+                error = failed if failed is not None else lost.result()
+                if not isinstance(error, NotHeld):
+                    task.cancel()
+                    await asyncio.wait([task])
+                    with contextlib.suppress(ZkLockError):
+                        await self.release_async()
+                    raise error
+                # The task released the lock itself: it runs to its end.
+                return await task
+        except BaseException:
+            # Cancelled from outside (or the wait failed): no task outlives
+            # the call, and the lock goes back.
+            lost.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.wait([task])
+                with contextlib.suppress(ZkLockError):
+                    await self.release_async()
+            raise
+        lost.cancel()
+        try:
+            await self.release_async()
+        except NotHeld:
+            pass  # the task released it itself
+        except ZkLockError:
+            if task.cancelled() or task.exception() is None:
+                raise  # lost as the task ended: its value is dropped
+        return task.result()
+
 
 class Lock(_Held):
     """A lock handle on one path: exclusive, or the read or write side.
@@ -779,6 +928,28 @@ class Lock(_Held):
 
         return Subscription(self._native.on_state_change(call))
 
+    def on_revocation(self, callback: Callable[[], object]) -> Subscription:
+        """Calls ``callback()`` when someone asks the holder of the current
+        grant, or of a later grant of this object, to let go
+        (:meth:`Client.revoke`, or Curator's ``Revoker``: revocation,
+        Curator-compatible), until the returned :class:`Subscription` is
+        cancelled. Nothing is taken away: the lock stays held and the holder
+        decides (for example: finish, then release). Runs on the client's
+        event thread, as :meth:`on_state_change` callbacks; if a request came
+        before, it is called once soon.
+
+        Raises:
+            TypeError: ``callback`` is not callable.
+            Closed: this object was inherited through ``fork()``.
+        """
+        return Subscription(self._native.on_revocation(callback))
+
+    @property
+    def revocation_requested(self) -> bool:
+        """Whether someone asked the holder of this object's newest grant
+        to let go (see :meth:`on_revocation`); False when nothing is held."""
+        return self._native.revocation_requested
+
     @property
     def held(self) -> bool:
         """Whether this object holds the lock now (held or suspended).
@@ -830,10 +1001,12 @@ class Lock(_Held):
         """``"exclusive"``, ``"read"``, ``"write"``, ``"leader"`` or ``"lease"``."""
         return self._native.mode
 
-    # The fenced writes of _Held, named here so that the API docs (which
-    # show a class's own members) list them.
+    # The fenced writes and run of _Held, named here so that the API docs
+    # (which show a class's own members) list them.
     fenced_multi = _Held.fenced_multi
     fenced_multi_async = _Held.fenced_multi_async
+    run = _Held.run
+    run_async = _Held.run_async
 
     def _what(self) -> str:
         return self.path
@@ -922,6 +1095,8 @@ class MultiLock(_Held):
     # As in Lock: listed for the API docs.
     fenced_multi = _Held.fenced_multi
     fenced_multi_async = _Held.fenced_multi_async
+    run = _Held.run
+    run_async = _Held.run_async
 
     def _what(self) -> str:
         return ", ".join(self.paths)
@@ -1173,7 +1348,9 @@ class Client:
         """
         return Lock(self._native.semaphore(path, permits, identifier), timeout)
 
-    def multi_lock(self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None) -> MultiLock:
+    def multi_lock(
+        self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None, reentrant: bool = False
+    ) -> MultiLock:
         """A multi-lock over ``members``: paths (exclusive) or ``(path,
         mode)`` pairs with mode ``"exclusive"``, ``"read"`` or ``"write"``,
         taken all or none (see :class:`MultiLock`)::
@@ -1182,13 +1359,21 @@ class Client:
                 transfer(both.fencing_tokens)
 
         ``timeout`` bounds ``with``/``async with``. Does not touch ZooKeeper.
+        With ``reentrant=True`` every member is reentrant per thread (as
+        ``Client.lock(path, reentrant=True)``; Curator's
+        ``InterProcessMultiLock`` over reentrant mutexes): a thread holding
+        the set whose blocking ``acquire()`` takes it again gets it at once,
+        and the nodes go at the last ``release()``. Such a blocking acquire
+        waits on the calling thread, so Ctrl-C is raised only once it
+        returns (within its timeout); asyncio acquires are never
+        re-entrant.
 
         Raises InvalidArgument for no member, a path named twice or an
         unknown mode, InvalidPath for a bad path, Closed after
         :meth:`close` or in a forked child, TypeError for wrong types.
         """
         pairs = [(m, "exclusive") if isinstance(m, str) else m for m in members]
-        return MultiLock(self._native.multi_lock(pairs), timeout)
+        return MultiLock(self._native.multi_lock(pairs, reentrant), timeout)
 
     def read_write_lock(
         self, path: str, timeout: Optional[float] = None, identifier: Identifier = None, reentrant: bool = False
@@ -1244,6 +1429,53 @@ class Client:
     def pending_cleanups(self) -> int:
         """How many deletions of our nodes are still retried in the background."""
         return self._native.pending_cleanups
+
+    def set_hosts(self, hosts: str) -> None:
+        """Moves this client to the servers of ``hosts``
+        (``"host:port[,host:port...][/chroot]"``: an ensemble that grew,
+        shrank or moved; kazoo's ``set_hosts``), keeping its session and
+        every lock. If the server connected now is in the new list nothing
+        else happens; if not, the client reconnects to one of the new list
+        (its locks are SUSPENDED for that moment, HELD again once the
+        session is back). Never blocks.
+
+        Raises:
+            InvalidArgument: a malformed connect string, or another chroot
+                than the client's (none means the same).
+            Closed: after :meth:`close` or in a forked child.
+        """
+        self._native.set_hosts(hosts)
+
+    def revoke(self, node_path: str) -> bool:
+        """Asks the holder of the lock node ``node_path`` (a holder's
+        :attr:`Lock.node_path`, or a :class:`Participant`'s path) to let go:
+        writes ``__REVOKE__`` to it as Curator's ``Revoker`` does, so a
+        zklock holder's :meth:`Lock.on_revocation` callbacks and a Curator
+        holder's ``RevocationListener`` are told. The holder decides;
+        nothing is taken from it. Returns False if the node is gone. Blocks
+        (without the GIL) for one request.
+
+        Raises:
+            InvalidPath: a malformed path.
+            NoAuth: the node's ACL does not let this client write it.
+            Closed, ConnectionLoss, LockTimeout: as :meth:`participants`.
+        """
+        return self._native.revoke(node_path)
+
+    def metrics(self) -> Metrics:
+        """A snapshot of this client's :class:`Metrics`: acquires by
+        outcome, wait and hold times (histograms), suspensions, losses,
+        reconnects, session expiries, requests by operation and cleanups
+        pending. Never blocks; also after :meth:`close`. For Prometheus,
+        see :class:`zklock.metrics.Collector`.
+
+        Raises:
+            Closed: in a forked child.
+        """
+        m = self._native.metrics()
+        m["wait_time"] = _histogram(m["wait_time"])
+        m["hold_time"] = _histogram(m["hold_time"])
+        return Metrics(**m)
 
     def close(self) -> None:
         """Closes the session: every lock held through this client is lost
