@@ -104,6 +104,68 @@ export interface DigestAuth {
   /** The password. */
   password: string
 }
+/**
+ * A snapshot of a client's metrics (`client.metrics()`). Every counter
+ * only grows over the client's life (hand them to Prometheus as
+ * counters); `cleanupsPending` is a gauge.
+ */
+export interface Metrics {
+  /**
+   * Acquires granted (every lock kind, elections and semaphore leases;
+   * each member of a multi-lock).
+   */
+  acquiresGranted: number
+  /**
+   * Acquires that ended at their deadline (a `tryAcquire()` that found
+   * the lock held included).
+   */
+  acquiresTimedOut: number
+  /** Acquires cancelled (`AbortSignal`, `lock.cancel()`). */
+  acquiresCancelled: number
+  /**
+   * Acquires that failed otherwise (connection, session, refusals, a
+   * closed client).
+   */
+  acquiresFailed: number
+  /** How long granted acquires waited. */
+  waitTime: Histogram
+  /** How long locks were held: from the grant to the release or the loss. */
+  holdTime: Histogram
+  /** Times a held lock became suspended (connection trouble). */
+  suspensions: number
+  /** Held locks lost (session expired, node deleted, ...; not a close). */
+  losses: number
+  /** Times a lost connection came back with the same session. */
+  reconnects: number
+  /** Sessions that ended without a close (expired). */
+  sessionExpiries: number
+  /**
+   * Requests written to ZooKeeper by operation, as ZooKeeper names it
+   * (`create2`, `getData`, `sync`, `ping`, ...).
+   */
+  requests: Record<string, number>
+  /** Background cleanups (node deletions) not finished yet. */
+  cleanupsPending: number
+}
+/** A histogram of durations as Prometheus keeps one (in [`Metrics`]). */
+export interface Histogram {
+  /** How many durations were observed. */
+  count: number
+  /** Their sum, in seconds. */
+  sumSeconds: number
+  /**
+   * One per bucket, in order: its upper bound in seconds (`le`) and how
+   * many were at most that (cumulative; `count` is the `+Inf` bucket).
+   */
+  buckets: Array<Bucket>
+}
+/** A bucket of a [`Histogram`]. */
+export interface Bucket {
+  /** The upper bound, in seconds. */
+  le: number
+  /** How many durations were at most `le` (cumulative). */
+  count: number
+}
 /** A lock participant as seen in the queue of a lock path. */
 export interface Participant {
   /** Child name, e.g. `_c_<uuid>-lock-0000000003`. */
@@ -295,6 +357,39 @@ export declare class Client {
    * or `CONNECTION_LOSS` while no session is established.
    */
   sessionId(): bigint
+  /**
+   * Moves this client to the servers of `hosts`
+   * (`"host:port[,host:port...][/chroot]"`: an ensemble that grew,
+   * shrank or moved), keeping its session and every lock. If the server
+   * connected now is in the new list nothing else happens; if not, the
+   * client reconnects to one of the new list (its locks are
+   * `"SUSPENDED"` for that moment, `"HELD"` again once the session is
+   * back). Never blocks. Throws `INVALID_ARGUMENT` for a malformed
+   * connect string or another chroot than the client's (none means the
+   * same), `CLOSED` after `close()`.
+   */
+  setHosts(hosts: string): void
+  /**
+   * Asks the holder of the lock node `nodePath` (a holder's
+   * `guard.nodePath`, or a participant's) to let go: writes
+   * `__REVOKE__` to it as Curator's `Revoker` does, so a zklock holder's
+   * `guard.onRevocation()` callbacks and a Curator holder's
+   * `RevocationListener` are told. The holder decides; nothing is taken
+   * from it. Resolves with `true`, or `false` if the node is gone.
+   * Rejects with `INVALID_PATH` for a malformed path, `NO_AUTH` when the
+   * node's ACL does not let this client write it, `CLOSED`,
+   * `CONNECTION_LOSS` / `TIMEOUT` as `participants()`. (The core's
+   * revoke blocks for its one request: it waits on a thread of the
+   * addon's blocking pool, not on the JavaScript thread.)
+   */
+  revoke(nodePath: string): Promise<boolean>
+  /**
+   * A snapshot of this client's metrics (acquires by outcome, wait and
+   * hold times as histograms, suspensions, losses, reconnects, session
+   * expiries, requests by operation, cleanups pending). Never blocks;
+   * also after `close()`.
+   */
+  metrics(): Metrics
   /** Whether `close()` was called. */
   get closed(): boolean
   /**
@@ -462,6 +557,21 @@ export declare class Guard {
    * `cancel()` takes the callback back.
    */
   onStateChange(callback: (state: LockState) => void): Subscription
+  /**
+   * Calls `callback()` on the JavaScript thread when someone asks the
+   * holder of this guard to let go (`client.revoke()`, or Curator's
+   * `Revoker`: revocation, Curator-compatible). Nothing is taken away:
+   * the lock stays held and the holder decides (for example: finish,
+   * then release). If a request came before, it is called once soon.
+   * The callback does not keep the process alive. Returns the
+   * subscription whose `cancel()` takes it back.
+   */
+  onRevocation(callback: () => void): Subscription
+  /**
+   * Whether someone asked the holder of this guard to let go (see
+   * `onRevocation()`) while it held the lock.
+   */
+  get revocationRequested(): boolean
 }
 /**
  * Several locks taken all or none (from `client.multiLock()`): each
@@ -522,7 +632,7 @@ export declare class MultiGuard {
   fencedMulti(ops: Array<FencedOp>): Promise<Array<FencedResult>>
 }
 /**
- * A registered callback (`guard.onStateChange`,
+ * A registered callback (`guard.onStateChange`, `guard.onRevocation`,
  * `client.onConnectionState`): `cancel()` takes it back.
  */
 export declare class Subscription {

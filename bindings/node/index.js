@@ -167,8 +167,8 @@ Object.defineProperty(Client, 'connect', {
 function subscribe(native, target, callback) {
   if (typeof callback !== 'function') throw invalidArgType(`callback must be a function, got ${typeof callback}`)
   let live = true
-  const sub = native.call(target, (state) => {
-    if (live) callback(state)
+  const sub = native.call(target, (...args) => {
+    if (live) callback(...args)
   })
   const cancel = sub.cancel
   Object.defineProperty(sub, 'cancel', {
@@ -188,6 +188,10 @@ Client.prototype.onConnectionState = function onConnectionState(callback) {
 const nativeOnStateChange = Guard.prototype.onStateChange
 Guard.prototype.onStateChange = function onStateChange(callback) {
   return subscribe(nativeOnStateChange, this, callback)
+}
+const nativeOnRevocation = Guard.prototype.onRevocation
+Guard.prototype.onRevocation = function onRevocation(callback) {
+  return subscribe(nativeOnRevocation, this, callback)
 }
 
 // A string id must be well-formed Unicode: napi would store a lone

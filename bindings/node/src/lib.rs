@@ -865,6 +865,50 @@ impl Client {
         self.client.session_id().map(BigInt::from).map_err(|e| zk_error(&env, &e))
     }
 
+    /// Moves this client to the servers of `hosts`
+    /// (`"host:port[,host:port...][/chroot]"`: an ensemble that grew,
+    /// shrank or moved), keeping its session and every lock. If the server
+    /// connected now is in the new list nothing else happens; if not, the
+    /// client reconnects to one of the new list (its locks are
+    /// `"SUSPENDED"` for that moment, `"HELD"` again once the session is
+    /// back). Never blocks. Throws `INVALID_ARGUMENT` for a malformed
+    /// connect string or another chroot than the client's (none means the
+    /// same), `CLOSED` after `close()`.
+    #[napi(catch_unwind)]
+    pub fn set_hosts(&self, env: Env, hosts: String) -> napi::Result<()> {
+        self.client.set_hosts(&hosts).map_err(|e| zk_error(&env, &e))
+    }
+
+    /// Asks the holder of the lock node `nodePath` (a holder's
+    /// `guard.nodePath`, or a participant's) to let go: writes
+    /// `__REVOKE__` to it as Curator's `Revoker` does, so a zklock holder's
+    /// `guard.onRevocation()` callbacks and a Curator holder's
+    /// `RevocationListener` are told. The holder decides; nothing is taken
+    /// from it. Resolves with `true`, or `false` if the node is gone.
+    /// Rejects with `INVALID_PATH` for a malformed path, `NO_AUTH` when the
+    /// node's ACL does not let this client write it, `CLOSED`,
+    /// `CONNECTION_LOSS` / `TIMEOUT` as `participants()`. (The core's
+    /// revoke blocks for its one request: it waits on a thread of the
+    /// addon's blocking pool, not on the JavaScript thread.)
+    #[napi(ts_return_type = "Promise<boolean>", catch_unwind)]
+    pub fn revoke(&self, env: Env, node_path: String) -> napi::Result<JsObject> {
+        let client = self.client.clone();
+        promise(&env, "revoke", async move {
+            napi::tokio::task::spawn_blocking(move || client.revoke(&node_path)).await.map_err(|_| {
+                core::Error::new(core::ErrorKind::Internal, "revoke panicked (a bug in zklock)".to_owned())
+            })?
+        })
+    }
+
+    /// A snapshot of this client's metrics (acquires by outcome, wait and
+    /// hold times as histograms, suspensions, losses, reconnects, session
+    /// expiries, requests by operation, cleanups pending). Never blocks;
+    /// also after `close()`.
+    #[napi(catch_unwind)]
+    pub fn metrics(&self) -> Metrics {
+        Metrics::from(self.client.metrics())
+    }
+
     /// Whether `close()` was called.
     #[napi(getter, catch_unwind)]
     pub fn closed(&self) -> bool {
@@ -882,6 +926,98 @@ impl Client {
             closed.await;
             Ok(())
         })
+    }
+}
+
+/// A counter as a JavaScript number (exact up to 2^53, far more than a
+/// client counts).
+#[allow(clippy::cast_precision_loss)]
+fn number(n: u64) -> f64 {
+    n as f64
+}
+
+/// A snapshot of a client's metrics (`client.metrics()`). Every counter
+/// only grows over the client's life (hand them to Prometheus as
+/// counters); `cleanupsPending` is a gauge.
+#[napi(object, object_from_js = false)]
+pub struct Metrics {
+    /// Acquires granted (every lock kind, elections and semaphore leases;
+    /// each member of a multi-lock).
+    pub acquires_granted: f64,
+    /// Acquires that ended at their deadline (a `tryAcquire()` that found
+    /// the lock held included).
+    pub acquires_timed_out: f64,
+    /// Acquires cancelled (`AbortSignal`, `lock.cancel()`).
+    pub acquires_cancelled: f64,
+    /// Acquires that failed otherwise (connection, session, refusals, a
+    /// closed client).
+    pub acquires_failed: f64,
+    /// How long granted acquires waited.
+    pub wait_time: Histogram,
+    /// How long locks were held: from the grant to the release or the loss.
+    pub hold_time: Histogram,
+    /// Times a held lock became suspended (connection trouble).
+    pub suspensions: f64,
+    /// Held locks lost (session expired, node deleted, ...; not a close).
+    pub losses: f64,
+    /// Times a lost connection came back with the same session.
+    pub reconnects: f64,
+    /// Sessions that ended without a close (expired).
+    pub session_expiries: f64,
+    /// Requests written to ZooKeeper by operation, as ZooKeeper names it
+    /// (`create2`, `getData`, `sync`, `ping`, ...).
+    pub requests: std::collections::HashMap<String, f64>,
+    /// Background cleanups (node deletions) not finished yet.
+    pub cleanups_pending: f64,
+}
+
+/// A histogram of durations as Prometheus keeps one (in [`Metrics`]).
+#[napi(object, object_from_js = false)]
+pub struct Histogram {
+    /// How many durations were observed.
+    pub count: f64,
+    /// Their sum, in seconds.
+    pub sum_seconds: f64,
+    /// One per bucket, in order: its upper bound in seconds (`le`) and how
+    /// many were at most that (cumulative; `count` is the `+Inf` bucket).
+    pub buckets: Vec<Bucket>,
+}
+
+/// A bucket of a [`Histogram`].
+#[napi(object, object_from_js = false)]
+pub struct Bucket {
+    /// The upper bound, in seconds.
+    pub le: f64,
+    /// How many durations were at most `le` (cumulative).
+    pub count: f64,
+}
+
+impl From<core::Histogram> for Histogram {
+    fn from(h: core::Histogram) -> Histogram {
+        Histogram {
+            count: number(h.count),
+            sum_seconds: h.sum_seconds,
+            buckets: h.buckets.into_iter().map(|(le, n)| Bucket { le, count: number(n) }).collect(),
+        }
+    }
+}
+
+impl From<core::Metrics> for Metrics {
+    fn from(m: core::Metrics) -> Metrics {
+        Metrics {
+            acquires_granted: number(m.acquires_granted),
+            acquires_timed_out: number(m.acquires_timed_out),
+            acquires_cancelled: number(m.acquires_cancelled),
+            acquires_failed: number(m.acquires_failed),
+            wait_time: m.wait_time.into(),
+            hold_time: m.hold_time.into(),
+            suspensions: number(m.suspensions),
+            losses: number(m.losses),
+            reconnects: number(m.reconnects),
+            session_expiries: number(m.session_expiries),
+            requests: m.requests.into_iter().map(|(op, n)| (op.to_owned(), number(n))).collect(),
+            cleanups_pending: number(m.cleanups_pending),
+        }
     }
 }
 
@@ -1380,6 +1516,26 @@ impl Guard {
         Ok(Subscription { inner: self.get().on_state_change(move |state| callback.call(state.name())) })
     }
 
+    /// Calls `callback()` on the JavaScript thread when someone asks the
+    /// holder of this guard to let go (`client.revoke()`, or Curator's
+    /// `Revoker`: revocation, Curator-compatible). Nothing is taken away:
+    /// the lock stays held and the holder decides (for example: finish,
+    /// then release). If a request came before, it is called once soon.
+    /// The callback does not keep the process alive. Returns the
+    /// subscription whose `cancel()` takes it back.
+    #[napi(ts_args_type = "callback: () => void", catch_unwind)]
+    pub fn on_revocation(&self, env: Env, callback: JsFunction) -> napi::Result<Subscription> {
+        let callback = unit_callback(&env, callback)?;
+        Ok(Subscription { inner: self.get().on_revocation(move || callback.call(())) })
+    }
+
+    /// Whether someone asked the holder of this guard to let go (see
+    /// `onRevocation()`) while it held the lock.
+    #[napi(getter, catch_unwind)]
+    pub fn revocation_requested(&self) -> bool {
+        self.get().revocation_requested()
+    }
+
     /// Calls `callback(error)` once, on the JavaScript thread, when this
     /// guard is no longer safely held (the core's `Guard::lost`: lost,
     /// suspended, past its safety clock, released, or its client closed),
@@ -1639,7 +1795,16 @@ fn string_callback(env: &Env, callback: JsFunction) -> napi::Result<JsCallback<&
     Ok(JsCallback(Some(tsfn)))
 }
 
-/// A registered callback (`guard.onStateChange`,
+/// A JavaScript function called without arguments from zklock's threads
+/// (it does not keep the process alive): behind `guard.onRevocation()`.
+fn unit_callback(env: &Env, callback: JsFunction) -> napi::Result<JsCallback<()>> {
+    let mut tsfn: ThreadsafeFunction<(), ErrorStrategy::Fatal> =
+        callback.create_threadsafe_function(0, |_: ThreadSafeCallContext<()>| Ok(Vec::<JsUnknown>::new()))?;
+    tsfn.unref(env)?;
+    Ok(JsCallback(Some(tsfn)))
+}
+
+/// A registered callback (`guard.onStateChange`, `guard.onRevocation`,
 /// `client.onConnectionState`): `cancel()` takes it back.
 #[napi]
 pub struct Subscription {

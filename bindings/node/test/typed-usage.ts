@@ -9,6 +9,7 @@ import {
   type Guard,
   type Lock,
   type LockState,
+  type Metrics,
   type MultiGuard,
   type Participant,
   ZkLockError,
@@ -41,6 +42,14 @@ async function usage(): Promise<bigint> {
   const n: number = await client.withLock('/jobs/x', async (g) => Number(g.sequence), { timeoutMs: 100 })
   const parts: Participant[] = await client.participants('/jobs/nightly')
   const sid: bigint = client.sessionId()
+  client.setHosts('127.0.0.1:2181,127.0.0.1:2182')
+  const revoked: boolean = await client.revoke(guard.nodePath)
+  const revocation = guard.onRevocation(() => console.log('asked to let go', guard.revocationRequested))
+  revocation.cancel()
+  const metrics: Metrics = client.metrics()
+  const creates: number = metrics.requests.create2 ?? 0
+  const waited: number = metrics.waitTime.buckets[0].le + metrics.waitTime.sumSeconds + metrics.acquiresGranted
+  void [revoked, creates, waited]
   try {
     await lock.acquire({ timeoutMs: 1 })
   } catch (e) {
