@@ -1,5 +1,7 @@
-"""What type checkers see of zklock's context managers: checked with
-``mypy --strict`` by ``make test-python``, never run.
+"""What type checkers see of zklock's context managers (and, at the end,
+of the calls whose results are typed from their arguments, ``run``, and of
+the newer calls): checked with ``mypy --strict`` by ``make test-python``,
+never run.
 
 Every ``with`` and ``async with`` of the package must give its real type
 (a ``with lock as held:`` typed ``Any`` let ``return held.fencing_token``
@@ -9,7 +11,7 @@ that returns ``int``).
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import zklock
 from typing_extensions import assert_type
@@ -107,3 +109,28 @@ async def fenced_async(lock: zklock.Lock, multi: zklock.MultiLock) -> List[zkloc
     done = await multi.fenced_multi_async([zklock.FencedOp.check("/typed/state")])
     assert_type(done, List[zklock.FencedResult])
     return await lock.fenced_multi_async([zklock.FencedOp.check("/typed/state")])
+
+
+def features(zk: zklock.Client, lock: zklock.Lock) -> str:
+    """Run, revocation, metrics and a changing ensemble: the types of what
+    they give back (``run`` keeps ``func``'s return type)."""
+    assert_type(lock.run(lambda: "done"), str)
+    assert_type(lock.run(int, "42"), int)
+    assert_type(zk.revoke(lock.node_path), bool)
+    assert_type(lock.revocation_requested, bool)
+    lock.on_revocation(lambda: None).cancel()
+    zk.set_hosts("127.0.0.1:2181")
+    m = zk.metrics()
+    assert_type(m.wait_time.buckets[0], Tuple[float, int])
+    assert_type(m.requests.get("create2", 0), int)
+    assert_type(zk.multi_lock(["/typed/a"], reentrant=True), zklock.MultiLock)
+    return lock.run(str.upper, "x")
+
+
+async def run_async(lock: zklock.Lock) -> int:
+    """``run_async`` gives the coroutine function's result type."""
+
+    async def work(x: int) -> int:
+        return x
+
+    return await lock.run_async(work, 1)
