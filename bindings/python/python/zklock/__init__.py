@@ -76,6 +76,13 @@ Fenced writes: for state kept in ZooKeeper itself,
 the operations in one ZooKeeper transaction with a check of the lock's
 node, all or none, and only while the lock is ours (see
 :meth:`Lock.fenced_multi`).
+
+Leadership as a task: ``lock.run(func, ...)`` (kazoo's ``Election.run``)
+and ``await lock.run_async(coro_fn, ...)``, which cancels the task when the
+lock stops being safely held. Revocation (Curator-compatible):
+``zk.revoke(node_path)`` and :meth:`Lock.on_revocation`. A changing
+ensemble: ``zk.set_hosts(hosts)``. Metrics: ``zk.metrics()``
+(:class:`Metrics`; for Prometheus, :class:`zklock.metrics.Collector`).
 """
 
 from __future__ import annotations
