@@ -67,7 +67,8 @@ pub(crate) struct Ctx {
 }
 
 /// A shared count's value from its node's data (Curator's `SharedCount`:
-/// 4 bytes, big-endian); a negative count is 0.
+/// 4 bytes, big-endian), as written (a semaphore takes a negative one as 0
+/// permits).
 pub(crate) fn parse_count(path: &str, data: &[u8]) -> Result<i32> {
     let bytes: [u8; 4] = data.try_into().map_err(|_| {
         Error::invalid_argument(format!(
@@ -75,7 +76,7 @@ pub(crate) fn parse_count(path: &str, data: &[u8]) -> Result<i32> {
             data.len()
         ))
     })?;
-    Ok(i32::from_be_bytes(bytes).max(0))
+    Ok(i32::from_be_bytes(bytes))
 }
 
 /// Reads the shared count at `path` and leaves a watch on it.
@@ -439,8 +440,13 @@ impl Attempt {
                 },
                 Input::CountChanged => {
                     // Read again (with a new watch): the machine gets the
-                    // new count. A failed read leaves the count as it was
-                    // until the next attempt reads it.
+                    // new count. A count that can no longer be read (gone,
+                    // malformed, no answer) fails the acquire, as at its
+                    // start: kept, the old count could grant a lease the
+                    // count no longer allows, and with no watch left no
+                    // later change would be seen (outside attack round 17,
+                    // F1: a waiter was granted with the count deleted, then
+                    // set to 0). Nothing is granted meanwhile: permits 0.
                     count_watch = None;
                     if let Some(path) = &ctx.count {
                         match read_count(ctx, &zk, path).await {
@@ -448,7 +454,11 @@ impl Attempt {
                                 count_watch = Some(watch);
                                 self.machine.handle(proto::Event::Permits(n));
                             },
-                            Err(e) => log::info!("zklock: {e}; the semaphore {} keeps its count", ctx.path),
+                            Err(e) => {
+                                self.machine.handle(proto::Event::Permits(0));
+                                stopped = Some(e);
+                                self.machine.handle(proto::Event::Stop { closed: false });
+                            },
                         }
                     }
                 },

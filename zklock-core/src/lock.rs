@@ -684,23 +684,23 @@ impl Client {
         Ok(Lock::new(self.clone(), path, mode, options))
     }
 
-    /// A counting semaphore on `path` with `permits` leases (Curator
-    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
-    /// ones on one path with the same permits share the leases). An acquire
-    /// of the returned handle takes one lease: at most `permits` acquires
-    /// hold at once. Its guard is the lease, with the states, `check()`,
-    /// [`crate::Guard::lost`], fencing token and cleanup of a lock; releasing
-    /// it returns the lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>`
-    /// (holding `options`' data); a contender takes the exclusive lock
-    /// `<path>/locks` while it waits for a lease (protocol doc section 8c).
-    /// Every participant must use the same `permits`, as with Curator.
-    /// Not reentrant: each acquire takes a lease of its own.
+    /// A counting semaphore on `path` whose permits come from the shared
+    /// count at `count_path` (Curator's `InterProcessSemaphoreV2` with a
+    /// `SharedCountReader`; the count is 4 bytes, big-endian, as Curator's
+    /// `SharedCount` keeps it: [`Client::set_shared_count`]). Each acquire
+    /// reads the count and watches it while it waits: when it grows, the
+    /// waiter looks at the queue again; when it shrinks, leases held stay
+    /// held (new ones wait until fewer are held than the count; a negative
+    /// count is 0). The count node must exist when an acquire starts, and
+    /// stay readable while it waits: an acquire whose count node goes, or
+    /// stops holding a count, or cannot be read, fails (its node cleaned
+    /// up).
     ///
     /// # Errors
-    /// `InvalidArgument` for `permits` of 0 or over 2^31 - 1 (Curator's
-    /// limit), for a reentrant `options` or bad data (see
-    /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
-    /// lock path; `Closed`.
+    /// As [`Client::semaphore`]; `InvalidArgument` for a count path that is
+    /// the semaphore's path or inside it. An acquire fails with `ZooKeeper`
+    /// (NoNode) when the count node does not exist and `InvalidArgument`
+    /// when it does not hold a 4-byte count.
     pub fn semaphore_with_count(&self, path: &str, count_path: &str, options: LockOptions) -> Result<Lock> {
         validate_lock_path(count_path)?;
         if count_path == path || count_path.starts_with(&format!("{path}/")) {
@@ -760,7 +760,9 @@ impl Client {
         })
     }
 
-    /// The shared count at `path` (see [`Client::set_shared_count`]).
+    /// The shared count at `path` (see [`Client::set_shared_count`]), as
+    /// written (a negative count, which a semaphore takes as 0 permits,
+    /// too).
     ///
     /// # Errors
     /// `InvalidPath`; `ZooKeeper` if the node does not exist;
@@ -775,20 +777,23 @@ impl Client {
         })
     }
 
-    /// A counting semaphore on `path` whose permits come from the shared
-    /// count at `count_path` (Curator's `InterProcessSemaphoreV2` with a
-    /// `SharedCountReader`; the count is 4 bytes, big-endian, as Curator's
-    /// `SharedCount` keeps it: [`Client::set_shared_count`]). Each acquire
-    /// reads the count and watches it while it waits: when it grows, the
-    /// waiter looks at the queue again; when it shrinks, leases held stay
-    /// held (new ones wait until fewer are held than the count). The count
-    /// node must exist when an acquire starts.
+    /// A counting semaphore on `path` with `permits` leases (Curator
+    /// `InterProcessSemaphoreV2` compatible: Curator semaphores and zklock
+    /// ones on one path with the same permits share the leases). An acquire
+    /// of the returned handle takes one lease: at most `permits` acquires
+    /// hold at once. Its guard is the lease, with the states, `check()`,
+    /// [`crate::Guard::lost`], fencing token and cleanup of a lock; releasing
+    /// it returns the lease. Lease nodes are `<path>/leases/_c_<uuid>-lease-<seq>`
+    /// (holding `options`' data); a contender takes the exclusive lock
+    /// `<path>/locks` while it waits for a lease (protocol doc section 8c).
+    /// Every participant must use the same `permits`, as with Curator.
+    /// Not reentrant: each acquire takes a lease of its own.
     ///
     /// # Errors
-    /// As [`Client::semaphore`]; `InvalidArgument` for a count path that is
-    /// the semaphore's path or inside it. An acquire fails with `ZooKeeper`
-    /// (NoNode) when the count node does not exist and `InvalidArgument`
-    /// when it does not hold a 4-byte count.
+    /// `InvalidArgument` for `permits` of 0 or over 2^31 - 1 (Curator's
+    /// limit), for a reentrant `options` or bad data (see
+    /// [`LockOptions::validate`]); `InvalidPath` if `path` is not a valid
+    /// lock path; `Closed`.
     pub fn semaphore(&self, path: &str, permits: usize, options: LockOptions) -> Result<Lock> {
         self.check_open()?;
         validate_lock_path(path)?;

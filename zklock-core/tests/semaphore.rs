@@ -328,3 +328,43 @@ fn a_shared_count_that_is_missing_or_malformed_is_refused_clearly() {
     assert_eq!(c.set_shared_count("/sc-count", -1).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(c.set_shared_count("rel", 1).unwrap_err().kind(), ErrorKind::InvalidPath);
 }
+
+/// A waiter whose count node is deleted, or stops holding a count, while it
+/// waits fails and leaves nothing (outside attack round 17, F1: it was
+/// granted later on the count it had read before, also with the count then
+/// set to 0). A negative count is read as written and grants nobody (F5).
+#[test]
+fn a_count_that_goes_or_breaks_while_a_waiter_waits_fails_the_wait() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    for (name, breaks) in [("deleted", &[][..]), ("malformed", &b"abc"[..])] {
+        let count = format!("/cw-count-{name}");
+        let path = format!("/cw-sem-{name}");
+        c.set_shared_count(&count, 1).unwrap();
+        let sem = c.semaphore_with_count(&path, &count, LockOptions::default()).unwrap();
+        let a = sem.acquire(Some(LONG)).unwrap();
+        let waiter = {
+            let sem = sem.clone();
+            std::thread::spawn(move || sem.acquire(Some(LONG)))
+        };
+        wait_until("the waiter's lease node", 10 * SEC, || raw.children(&format!("{path}/leases")).len() == 2);
+        if breaks.is_empty() {
+            raw.delete(&count);
+        } else {
+            raw.block_on(raw.zk.set_data(&count, breaks, -1).value()).unwrap();
+        }
+        let e = waiter.join().unwrap().map(|_| ()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::ZooKeeper | ErrorKind::InvalidArgument), "{name}: {e}");
+        assert_eq!(raw.children(&format!("{path}/leases")).len(), 1, "{name}: only A's lease is left");
+        // Set to 0 afterwards (F1's worst case): nobody new is granted.
+        c.set_shared_count(&count, 0).unwrap();
+        a.release().unwrap();
+        assert!(sem.try_acquire().unwrap().is_none(), "{name}: count 0");
+    }
+    raw.block_on(raw.zk.set_data("/cw-count-deleted", &(-1i32).to_be_bytes(), -1).value()).unwrap();
+    assert_eq!(c.shared_count("/cw-count-deleted").unwrap(), -1);
+    let sem = c.semaphore_with_count("/cw-sem-deleted", "/cw-count-deleted", LockOptions::default()).unwrap();
+    assert!(sem.try_acquire().unwrap().is_none(), "a negative count grants nobody");
+}

@@ -62,10 +62,17 @@ pub enum Action {
 /// One node being deleted.
 #[derive(Debug)]
 enum Step {
-    /// The `exists` (look) or the `delete` on its way.
-    Look(Id),
-    Delete(Id),
+    /// The `exists` (look) or the `delete` on its way, with how many more
+    /// looks a delete at a version that changed meanwhile may make (a
+    /// revocation request, Curator's `__REVOKE__`, changes it: outside
+    /// attack round 17, F3, saw a release come back `Pending`).
+    Look(Id, u8),
+    Delete(Id, u8),
 }
+
+/// How many times a delete at the version read looks again after the
+/// version changed, before the try ends `Pending` (the background goes on).
+const LOOKS_AGAIN: u8 = 3;
 
 /// One try at a cleanup; see the module documentation.
 #[derive(Debug)]
@@ -139,26 +146,32 @@ impl Cleanup {
             return;
         }
         let Some(at) =
-            self.nodes.iter().position(|(_, step)| matches!(step, Step::Look(i) | Step::Delete(i) if *i == id))
+            self.nodes.iter().position(|(_, step)| matches!(step, Step::Look(i, _) | Step::Delete(i, _) if *i == id))
         else {
             return;
         };
         let (path, step) = self.nodes.remove(at);
         match (step, reply.result) {
-            (Step::Look(_), Ok(Answer::Exists(Some(stat)))) if stat.owner == self.session => {
+            (Step::Look(_, left), Ok(Answer::Exists(Some(stat)))) if stat.owner == self.session => {
                 let id = self.send(Request::Delete { path: path.clone(), version: Some(stat.version) });
-                self.nodes.push((path, Step::Delete(id)));
+                self.nodes.push((path, Step::Delete(id, left)));
             },
-            (Step::Look(_), Ok(Answer::Exists(Some(stat)))) => {
+            (Step::Look(..), Ok(Answer::Exists(Some(stat)))) => {
                 self.actions.push_back(Action::NotOurs { path, owner: stat.owner });
                 self.results.push(Deletion::Gone);
             },
-            (Step::Look(_), Ok(Answer::Exists(None))) => self.results.push(Deletion::Gone),
-            (Step::Delete(_), Ok(_)) => self.results.push(Deletion::Deleted),
+            (Step::Look(..), Ok(Answer::Exists(None))) => self.results.push(Deletion::Gone),
+            (Step::Delete(..), Ok(_)) => self.results.push(Deletion::Deleted),
             (_, Err(Failure::NoNode | Failure::SessionGone)) => self.results.push(Deletion::Gone),
             // An ACL without the delete (or read) right: trying again cannot
             // help; the node goes with the session.
             (_, Err(Failure::NoAuth)) => self.results.push(Deletion::Refused),
+            // A delete at the version read refused (the version changed,
+            // say by a revocation request): look again, a few times.
+            (Step::Delete(_, left), Err(Failure::Other(_))) if left > 0 => {
+                let id = self.send(Request::Exists { path: path.clone() });
+                self.nodes.push((path, Step::Look(id, left - 1)));
+            },
             // No answer, a changed version, anything else: try again.
             (_, Ok(_) | Err(_)) => self.results.push(Deletion::Pending),
         }
@@ -167,9 +180,9 @@ impl Cleanup {
 
     fn node(&mut self, path: String, known_ours: bool) {
         let step = if known_ours {
-            Step::Delete(self.send(Request::Delete { path: path.clone(), version: None }))
+            Step::Delete(self.send(Request::Delete { path: path.clone(), version: None }), 0)
         } else {
-            Step::Look(self.send(Request::Exists { path: path.clone() }))
+            Step::Look(self.send(Request::Exists { path: path.clone() }), LOOKS_AGAIN)
         };
         self.nodes.push((path, step));
     }
@@ -242,6 +255,31 @@ mod tests {
         assert_eq!(actions(&mut c), vec![Action::Send(Id(2), Request::Delete { path: NODE.into(), version: Some(3) })]);
         c.handle(Id(2), ok(Answer::Done));
         assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Deleted)]);
+    }
+
+    #[test]
+    fn a_delete_at_a_version_that_changed_looks_again() {
+        let mut c = Cleanup::new(Target::Node { path: NODE.into(), known_ours: false }, SESSION);
+        actions(&mut c);
+        c.handle(Id(1), ok(Answer::Exists(Some(stat(SESSION, 3)))));
+        assert_eq!(actions(&mut c), vec![Action::Send(Id(2), Request::Delete { path: NODE.into(), version: Some(3) })]);
+        c.handle(Id(2), err(Failure::Other("BadVersion".into())));
+        assert_eq!(actions(&mut c), vec![Action::Send(Id(3), Request::Exists { path: NODE.into() })]);
+        c.handle(Id(3), ok(Answer::Exists(Some(stat(SESSION, 4)))));
+        assert_eq!(actions(&mut c), vec![Action::Send(Id(4), Request::Delete { path: NODE.into(), version: Some(4) })]);
+        c.handle(Id(4), ok(Answer::Done));
+        assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Deleted)]);
+        // Not for ever: after LOOKS_AGAIN more looks, Pending.
+        let mut c = Cleanup::new(Target::Node { path: NODE.into(), known_ours: false }, SESSION);
+        actions(&mut c);
+        let mut next = 1;
+        for round in 0..=LOOKS_AGAIN {
+            c.handle(Id(next), ok(Answer::Exists(Some(stat(SESSION, i32::from(round))))));
+            actions(&mut c);
+            c.handle(Id(next + 1), err(Failure::Other("BadVersion".into())));
+            next += 2;
+        }
+        assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Pending)]);
     }
 
     #[test]

@@ -1301,6 +1301,12 @@ impl Task {
         self.last_recv = now;
         let mut c =
             Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, pings: 0, closing: None };
+        // A new connection ends any move (`set_hosts`): also one whose old
+        // connection ended some other way before its replies were in (a
+        // silent server's read timeout). Left set, the calls held for the
+        // move would be held again here for ever (outside attack round 17,
+        // F2: a move away from a frozen server hung the client).
+        self.moving = None;
         self.register_watches_again(&mut c);
         // Calls made while reconnecting, in call order, after the watches.
         while let Some(cmd) = self.held.pop_front() {

@@ -535,3 +535,32 @@ fn set_hosts_moves_after_the_replies_in_flight() {
         s.close().await;
     });
 }
+
+/// `set_hosts` away from a server gone silent with a request in flight
+/// (outside attack round 17, F2: the client hung for good): the move waits
+/// for the reply, the read timeout ends the old connection, and the session
+/// goes on through the new server with the calls made meanwhile.
+#[test]
+fn set_hosts_away_from_a_silent_server_moves_after_the_read_timeout() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        let id = s.id();
+        s.create("/silent", b"x", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        // Everything the server says from now on is held: a request in
+        // flight never gets its reply on this connection.
+        p1.hold_replies_now();
+        let lost = s.exists("/silent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s.set_hosts(&p2.addr().to_string()).unwrap();
+        let after = s.exists("/silent");
+        let _ = within(10, "the request in flight ends", lost).await;
+        let stat = within(10, "the call made during the move", after).await.unwrap().value;
+        assert!(stat.is_some_and(|st| st.ephemeral_owner == id), "the session and its node live on");
+        assert_eq!(s.id(), id);
+        assert_eq!(p2.connections(), 1);
+        s.close().await;
+    });
+}
