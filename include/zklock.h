@@ -985,9 +985,11 @@ const char *zklock_code_name(zklock_code code);
  *
  * # Errors
  * Nothing sent: `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, an unknown
- * kind or mode, a version below -1, more than 1 MiB less 4 KiB of paths
- * and data; `ZKLOCK_INVALID_PATH` for a malformed path or one inside the
- * lock's own path (each message names the operation); `ZKLOCK_NOT_HELD`
+ * kind or mode, a version below -1, a request or reply over one packet
+ * (`MAX_FENCED_BYTES` of zklock-core: 1 MiB less 1 KiB, a 68-byte Stat per
+ * set data and create in the reply); `ZKLOCK_INVALID_PATH` for a malformed
+ * path or one inside the lock's own path (each message names the
+ * operation); `ZKLOCK_NOT_HELD`
  * after the release; `ZKLOCK_LOCK_LOST` once the lock is known lost;
  * `ZKLOCK_CLOSED` after `zklock_client_close`. From ZooKeeper, nothing
  * written: `ZKLOCK_LOCK_LOST` when our node is gone or the session ended;
