@@ -1248,7 +1248,9 @@ impl Client {
         let hosts = validate_connect_string(hosts)?;
         let shared = self.shared();
         let old = shared.hosts();
-        let chroot_of = |h: &str| h.find('/').map(|i| h[i..].trim_end_matches('/').to_owned()).unwrap_or_default();
+        // The session layer's own parse of a connect string, as every
+        // session makes it.
+        let chroot_of = |h: &str| zklock_zk::ConnectString::parse(h).map(|c| c.chroot).unwrap_or_default();
         let (was, is) = (chroot_of(&old), chroot_of(&hosts));
         if !is.is_empty() && is != was {
             return Err(Error::invalid_argument(format!(
