@@ -59,10 +59,11 @@ publish-check:
 	rm -rf target/publish-check/debug/.fingerprint/zklock-* target/publish-check/debug/deps/*zklock*
 	$(CARGO) publish --dry-run --workspace --locked --allow-dirty --target-dir target/publish-check
 
-# The fault tests need the engine's stall points (zklock-core/src/fault.rs).
+# The fault tests need the engine's stall points (zklock-core/src/fault.rs);
+# tests/metrics_facade.rs the feature it tests.
 test-rust:
 	@mkdir -p target
-	set -o pipefail; $(CARGO) test --workspace --locked --features zklock-core/fault-points,zklock-proto/history -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
+	set -o pipefail; $(CARGO) test --workspace --locked --features zklock-core/fault-points,zklock-core/metrics,zklock-proto/history -- --test-threads=$(TEST_THREADS) 2>&1 | tee target/test-rust.log
 
 # The demo must keep working: run it (the same builds as the C, Python and
 # Node tests; make builds each prerequisite once per run).
@@ -114,6 +115,7 @@ C_SOURCES := $(filter-out include/%,$(shell git ls-files '*.c' '*.h'))
 lint: python-venv node-deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy -p zklock-core --all-targets --locked --features metrics -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked --quiet
 	$(PYVENV)/bin/ruff format --check --quiet .
 	$(PYVENV)/bin/ruff check --quiet .

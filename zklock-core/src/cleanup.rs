@@ -109,6 +109,7 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Ta
         ),
     }
     shared.pending_cleanups.fetch_add(1, Ordering::AcqRel);
+    crate::metrics::Counters::cleanup(true);
     let handle = shared.handle.clone();
     handle.spawn(async move {
         let mut backoff = Duration::from_millis(50);
@@ -132,6 +133,7 @@ pub(crate) fn spawn_cleanup(shared: Arc<Shared>, session: Arc<Session>, what: Ta
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
         shared.pending_cleanups.fetch_sub(1, Ordering::AcqRel);
+        crate::metrics::Counters::cleanup(false);
     });
 }
 

@@ -490,10 +490,10 @@ impl Shared {
     /// Tells the connection listeners `state` (on the event thread).
     fn tell(&self, state: ConnectionState) {
         match state {
-            ConnectionState::Reconnected => self.counters.reconnects.fetch_add(1, Ordering::Relaxed),
-            ConnectionState::Lost => self.counters.expiries.fetch_add(1, Ordering::Relaxed),
-            ConnectionState::Suspended | ConnectionState::Connected => 0,
-        };
+            ConnectionState::Reconnected => self.counters.reconnected(),
+            ConnectionState::Lost => self.counters.expired(),
+            ConnectionState::Suspended | ConnectionState::Connected => {},
+        }
         self.connection.notify(state, |job| self.post_event(job));
     }
 
@@ -1206,16 +1206,38 @@ impl Client {
         Fut: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        self.check_open()?;
-        validate_lock_path(path)?;
+        self.shared().block_on(self.on_node_async(path, call))?
+    }
+
+    /// [`Client::on_node`] for async callers: the checks are made now
+    /// (their error is the returned future's output); `call` starts on the
+    /// client's runtime when the returned future (any executor) is first
+    /// polled, and dropping the future after that does not stop it.
+    pub(crate) fn on_node_async<T, F, Fut>(
+        &self,
+        path: &str,
+        call: F,
+    ) -> impl Future<Output = Result<T>> + Send + 'static
+    where
+        F: FnOnce(Arc<Shared>, zk::Client, String, Instant) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let checked = self.check_open().and_then(|()| validate_lock_path(path));
         let shared = self.shared().clone();
         let path = path.to_owned();
-        self.shared().block_on(async move {
-            let deadline = Instant::now() + shared.options.operation_timeout;
-            let session = shared.session(Some(deadline)).await?;
-            let zk = session.zk()?;
-            call(shared, zk, path, deadline).await
-        })?
+        async move {
+            checked?;
+            let runner = shared.clone();
+            runner
+                .run(async move {
+                    let deadline = Instant::now() + shared.options.operation_timeout;
+                    let session = shared.session(Some(deadline)).await?;
+                    let zk = session.zk()?;
+                    call(shared, zk, path, deadline).await
+                })
+                .await?
+        }
     }
 
     /// A snapshot of this client's metrics: acquires by outcome, wait and

@@ -227,18 +227,14 @@ impl Holding {
         }
         let counters = &self.shared.counters;
         match state {
-            LockState::Suspended => {
-                counters.suspensions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            },
-            LockState::Lost if !self.shared.is_closed() => {
-                counters.losses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            },
+            LockState::Suspended => counters.suspended(),
+            LockState::Lost if !self.shared.is_closed() => counters.lost(),
             _ => {},
         }
         if matches!(state, LockState::Lost | LockState::Released)
             && !self.hold_counted.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            counters.hold.observe(self.granted_at.elapsed());
+            counters.held(self.granted_at.elapsed());
         }
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         if state == LockState::Released {

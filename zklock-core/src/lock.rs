@@ -729,10 +729,21 @@ impl Client {
     /// `InvalidPath`; `InvalidArgument` for a negative count; `NoAuth`;
     /// `Closed`; `ConnectionLoss` / `Timeout`.
     pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
-        if count < 0 {
-            return Err(Error::invalid_argument(format!("a shared count cannot be negative (got {count})")));
-        }
-        self.on_node(path, move |shared, zk, path, deadline| async move {
+        self.shared().block_on(self.set_shared_count_async(path, count))?
+    }
+
+    /// [`Client::set_shared_count`] for async callers: the arguments and
+    /// the client are checked now (an error is the future's output); the
+    /// requests are made when the returned future (any executor) is first
+    /// polled, on the client's runtime, and dropping the future after that
+    /// does not stop them.
+    ///
+    /// # Errors
+    /// As [`Client::set_shared_count`].
+    pub fn set_shared_count_async(&self, path: &str, count: i32) -> impl Future<Output = Result<()>> + Send + 'static {
+        let negative =
+            (count < 0).then(|| Error::invalid_argument(format!("a shared count cannot be negative (got {count})")));
+        let set = self.on_node_async(path, move |shared, zk, path, deadline| async move {
             use crate::client::with_deadline;
             use crate::zk::{mkdir, Code, CreateMode, Error as Zk};
             let bytes = count.to_be_bytes();
@@ -757,7 +768,13 @@ impl Client {
                 },
                 Err(e) => Err(Error::from_zk(&what, e)),
             }
-        })
+        });
+        async move {
+            if let Some(e) = negative {
+                return Err(e);
+            }
+            set.await
+        }
     }
 
     /// The shared count at `path` (see [`Client::set_shared_count`]), as
@@ -769,7 +786,16 @@ impl Client {
     /// `InvalidArgument` if it does not hold a 4-byte count; `Closed`;
     /// `ConnectionLoss` / `Timeout`.
     pub fn shared_count(&self, path: &str) -> Result<i32> {
-        self.on_node(path, |_, zk, path, deadline| async move {
+        self.shared().block_on(self.shared_count_async(path))?
+    }
+
+    /// [`Client::shared_count`] for async callers (checks now, the read
+    /// when the returned future is first polled, on the client's runtime).
+    ///
+    /// # Errors
+    /// As [`Client::shared_count`].
+    pub fn shared_count_async(&self, path: &str) -> impl Future<Output = Result<i32>> + Send + 'static {
+        self.on_node_async(path, |_, zk, path, deadline| async move {
             let what = format!("reading the shared count {}", crate::error::shown(&path));
             let read = crate::client::with_deadline(Some(deadline), &what, zk.get_data(&path).value()).await?;
             let (data, _) = read.map_err(|e| Error::from_zk(&what, e))?;

@@ -2,6 +2,17 @@
 //! takes a snapshot). Every counter only grows over the client's life, so
 //! an exporter can hand them on as they are (Prometheus counters and
 //! histograms); the only gauge is the background cleanups pending.
+//!
+//! With the cargo feature `metrics`, every observation also goes, as it
+//! happens, to the recorder the application installed for the `metrics`
+//! crate (the Rust metrics facade), under the names the Prometheus
+//! exporters of the other front ends use: `zklock_acquires_total{outcome}`
+//! (`granted`, `timed_out`, `cancelled`, `failed`),
+//! `zklock_acquire_wait_seconds` and `zklock_hold_seconds` (histograms),
+//! `zklock_suspensions_total`, `zklock_losses_total`,
+//! `zklock_reconnects_total`, `zklock_session_expiries_total`,
+//! `zklock_requests_total{op}` and the gauge `zklock_cleanups_pending`. The
+//! facade is process-wide: the clients of a process add up.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,6 +77,42 @@ pub struct Metrics {
     pub cleanups_pending: u64,
 }
 
+/// The facade's side of each observation (cargo feature `metrics`);
+/// without the feature, nothing.
+mod facade {
+    use std::time::Duration;
+
+    /// `name` (a counter) grew by one; `outcome` labels an acquire's.
+    #[cfg(feature = "metrics")]
+    pub(super) fn count(name: &'static str, outcome: Option<&'static str>) {
+        match outcome {
+            Some(outcome) => metrics::counter!(name, "outcome" => outcome).increment(1),
+            None => metrics::counter!(name).increment(1),
+        }
+    }
+
+    /// `d` observed in the histogram `name`.
+    #[cfg(feature = "metrics")]
+    pub(super) fn observe(name: &'static str, d: Duration) {
+        metrics::histogram!(name).record(d.as_secs_f64());
+    }
+
+    /// The cleanups pending changed by `delta` (one more or one fewer).
+    #[cfg(feature = "metrics")]
+    pub(super) fn cleanups(delta: f64) {
+        metrics::gauge!("zklock_cleanups_pending").increment(delta);
+    }
+
+    #[cfg(not(feature = "metrics"))]
+    pub(super) fn count(_: &'static str, _: Option<&'static str>) {}
+
+    #[cfg(not(feature = "metrics"))]
+    pub(super) fn observe(_: &'static str, _: Duration) {}
+
+    #[cfg(not(feature = "metrics"))]
+    pub(super) fn cleanups(_: f64) {}
+}
+
 /// A histogram being filled.
 #[derive(Default)]
 pub(crate) struct Timer {
@@ -102,36 +149,77 @@ impl Timer {
     }
 }
 
-/// The counters a client keeps (in its shared state).
+/// The counters a client keeps (in its shared state). Each observation
+/// is one method here, which also hands it to the facade.
 #[derive(Default)]
 pub(crate) struct Counters {
     granted: AtomicU64,
     timed_out: AtomicU64,
     cancelled: AtomicU64,
     failed: AtomicU64,
-    pub(crate) wait: Timer,
-    pub(crate) hold: Timer,
-    pub(crate) suspensions: AtomicU64,
-    pub(crate) losses: AtomicU64,
-    pub(crate) reconnects: AtomicU64,
-    pub(crate) expiries: AtomicU64,
+    wait: Timer,
+    hold: Timer,
+    suspensions: AtomicU64,
+    losses: AtomicU64,
+    reconnects: AtomicU64,
+    expiries: AtomicU64,
     /// Requests of the sessions the client no longer uses.
     pub(crate) retired: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Counters {
+    /// A held lock became suspended.
+    pub(crate) fn suspended(&self) {
+        self.suspensions.fetch_add(1, Ordering::Relaxed);
+        facade::count("zklock_suspensions_total", None);
+    }
+
+    /// A held lock was lost.
+    pub(crate) fn lost(&self) {
+        self.losses.fetch_add(1, Ordering::Relaxed);
+        facade::count("zklock_losses_total", None);
+    }
+
+    /// A lost connection came back with the same session.
+    pub(crate) fn reconnected(&self) {
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        facade::count("zklock_reconnects_total", None);
+    }
+
+    /// A session ended without a close.
+    pub(crate) fn expired(&self) {
+        self.expiries.fetch_add(1, Ordering::Relaxed);
+        facade::count("zklock_session_expiries_total", None);
+    }
+
+    /// A grant held for `d` ended (released or lost).
+    pub(crate) fn held(&self, d: Duration) {
+        self.hold.observe(d);
+        facade::observe("zklock_hold_seconds", d);
+    }
+
+    /// A background cleanup started (`true`) or ended: the counter itself
+    /// is the client's `pending_cleanups`; this is the facade's gauge.
+    pub(crate) fn cleanup(started: bool) {
+        facade::cleanups(if started { 1.0 } else { -1.0 });
+    }
+}
+
+impl Counters {
     /// Counts an acquire's outcome (and its wait, when granted).
     pub(crate) fn acquire<T>(&self, outcome: &Result<T>, waited: Duration) {
-        let counter = match outcome {
+        let (counter, name) = match outcome {
             Ok(_) => {
                 self.wait.observe(waited);
-                &self.granted
+                facade::observe("zklock_acquire_wait_seconds", waited);
+                (&self.granted, "granted")
             },
-            Err(e) if e.kind() == ErrorKind::Timeout => &self.timed_out,
-            Err(e) if e.kind() == ErrorKind::Cancelled => &self.cancelled,
-            Err(_) => &self.failed,
+            Err(e) if e.kind() == ErrorKind::Timeout => (&self.timed_out, "timed_out"),
+            Err(e) if e.kind() == ErrorKind::Cancelled => (&self.cancelled, "cancelled"),
+            Err(_) => (&self.failed, "failed"),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        facade::count("zklock_acquires_total", Some(name));
     }
 }
 

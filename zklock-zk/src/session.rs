@@ -1222,6 +1222,8 @@ impl Task {
         }
         if let Some(i) = crate::codec::ops::op::ALL.iter().position(|&o| o == req.opcode()) {
             self.sent[i].fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "metrics")]
+            metrics::counter!("zklock_requests_total", "op" => crate::codec::ops::op_name(req.opcode())).increment(1);
         }
         if x == xid::PING {
             c.pings += 1;
