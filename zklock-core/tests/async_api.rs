@@ -32,8 +32,30 @@ fn every_async_call_works_on_an_executor_that_is_not_tokio() {
         assert!(client.participants_async("/async").await.expect("participants").is_empty());
         let second = guard.release_async().await.expect_err("second release");
         assert_eq!(second.kind(), ErrorKind::NotHeld);
+        // The one-request calls: the shared count, a revoke.
+        client.set_shared_count_async("/async-count", 3).await.expect("set");
+        assert_eq!(client.shared_count_async("/async-count").await.expect("read"), 3);
+        let bad = client.set_shared_count_async("/async-count", -1).await.expect_err("negative");
+        assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(client.shared_count_async("rel").await.expect_err("path").kind(), ErrorKind::InvalidPath);
         let kept = lock.acquire_async(AcquireOptions::new()).await.expect("acquired");
+        let (told, heard) = mpsc::channel();
+        let _sub = kept.on_revocation(move || {
+            let _ = told.send(());
+        });
+        assert!(client.revoke_async(&kept.node_path()).await.expect("revoked"));
+        heard.recv_timeout(LONG).expect("the holder is told");
+        // Made when first polled, not before.
+        let unpolled = client.set_shared_count_async("/async-count", 4);
+        assert_eq!(client.shared_count_async("/async-count").await.expect("read"), 3);
+        drop(unpolled);
+        assert_eq!(
+            client.shared_count_async("/async-count").await.expect("read"),
+            3,
+            "a future never polled made nothing"
+        );
         client.close_async().await;
+        assert_eq!(client.revoke_async("/x").await.expect_err("closed").kind(), ErrorKind::Closed);
         assert!(client.is_closed());
         assert_eq!(kept.check().expect_err("closed").kind(), ErrorKind::Closed);
     });
