@@ -378,11 +378,42 @@ export declare class Client {
    * from it. Resolves with `true`, or `false` if the node is gone.
    * Rejects with `INVALID_PATH` for a malformed path, `NO_AUTH` when the
    * node's ACL does not let this client write it, `CLOSED`,
-   * `CONNECTION_LOSS` / `TIMEOUT` as `participants()`. (The core's
-   * revoke blocks for its one request: it waits on a thread of the
-   * addon's blocking pool, not on the JavaScript thread.)
+   * `CONNECTION_LOSS` / `TIMEOUT` as `participants()`.
    */
   revoke(nodePath: string): Promise<boolean>
+  /**
+   * A counting semaphore on `path` whose permits are the shared count at
+   * `countPath` (Curator's `InterProcessSemaphoreV2` with a
+   * `SharedCountReader`; the count as Curator's `SharedCount` keeps it:
+   * `setSharedCount()`). Each `acquire()` reads the count and watches it
+   * while it waits: when it grows, waiters look at the queue again; when
+   * it shrinks, leases held stay held (new ones wait until fewer are held
+   * than the count; a negative count is 0). An acquire whose count node
+   * is missing, or goes or stops holding a count while it waits,
+   * rejects (`ZOOKEEPER`, `INVALID_ARGUMENT`), its node cleaned up.
+   * Otherwise as `semaphore()`. Throws `INVALID_ARGUMENT` for a count
+   * path that is `path` or inside it and for bad data, `INVALID_PATH`
+   * for a bad path, `CLOSED` after `close()`.
+   */
+  semaphoreWithCount(path: string, countPath: string, data?: string | Buffer | undefined | null): Lock
+  /**
+   * Sets the shared count at `path` to `count` (Curator's
+   * `SharedCount.setCount`: 4 bytes, big-endian), making the node and its
+   * parents if needed; semaphores made with `semaphoreWithCount()` on it
+   * see the new count at once. Rejects with `INVALID_ARGUMENT` for a
+   * count that is not an integer from 0 to 2147483647, `INVALID_PATH`,
+   * `NO_AUTH`, `CLOSED`, `CONNECTION_LOSS` / `TIMEOUT` as
+   * `participants()`.
+   */
+  setSharedCount(path: string, count: number): Promise<void>
+  /**
+   * The shared count at `path` as written (a negative one, which a
+   * semaphore takes as 0 permits, too). Rejects with `ZOOKEEPER` when
+   * the node does not exist, `INVALID_ARGUMENT` when it does not hold a
+   * 4-byte count, `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS` /
+   * `TIMEOUT` as `participants()`.
+   */
+  sharedCount(path: string): Promise<number>
   /**
    * A snapshot of this client's metrics (acquires by outcome, wait and
    * hold times as histograms, suspensions, losses, reconnects, session

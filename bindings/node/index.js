@@ -207,7 +207,8 @@ Client.prototype.election = function election(path, id) {
 }
 
 // permits must be a number (napi would throw a plain Error for anything
-// else), and a string data well-formed Unicode, as an election's id.
+// else), and a string data well-formed Unicode, as an election's id (for a
+// semaphore on a shared count too).
 const nativeSemaphore = Client.prototype.semaphore
 Client.prototype.semaphore = function semaphore(path, permits, data) {
   if (typeof permits !== 'number') throw invalidArgType(`permits must be a number, got ${typeof permits}`)
@@ -215,6 +216,13 @@ Client.prototype.semaphore = function semaphore(path, permits, data) {
     throw new ZkLockError('data is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
   }
   return nativeSemaphore.call(this, path, permits, data ?? undefined)
+}
+const nativeSemaphoreWithCount = Client.prototype.semaphoreWithCount
+Client.prototype.semaphoreWithCount = function semaphoreWithCount(path, countPath, data) {
+  if (typeof data === 'string' && LONE_SURROGATE.test(data)) {
+    throw new ZkLockError('data is not well-formed Unicode (it has a lone surrogate)', 'INVALID_ARGUMENT')
+  }
+  return nativeSemaphoreWithCount.call(this, path, countPath, data ?? undefined)
 }
 
 // A member's unknown key (a misspelled `mode`) is refused, not ignored.

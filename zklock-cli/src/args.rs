@@ -66,7 +66,8 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
   the plain lock excludes -s holders too, like -x. Curator's and kazoo's
   readers, however, do not wait for `-lock-` nodes: on a path that other
   libraries use, use -s and -x together, never -s with the plain lock.
-  --permits N is a counting semaphore (nodes under PATH/leases).",
+  --permits N is a counting semaphore (nodes under PATH/leases); --shared-count
+  COUNT_PATH one whose permits are the shared count at COUNT_PATH.",
     ),
     (
         "SIGNALS",
@@ -234,6 +235,17 @@ Example (sh, run by `zklock run /locks/job -- ./steps.sh`):
   done"
     )]
     FenceCheck(FenceCheckArgs),
+    /// Print the shared count at PATH, or set it to N (the permits of `--shared-count` semaphores)
+    #[command(
+        name = "shared-count",
+        long_about = "\
+Print the shared count at PATH (one line: the number as written), or with N set it to N, making the node and its \
+parents if needed. The count is 4 bytes, big-endian, as Curator's SharedCount keeps it; semaphores taken with \
+`--shared-count PATH` (and Curator's InterProcessSemaphoreV2 over a SharedCount) follow it at once: a waiter gets \
+in as soon as it grows; when it shrinks, leases held stay held. Exit 0; 69 when the node does not exist (printing) or \
+ZooKeeper fails; 64 for a node that holds no count or a bad N (0 to 2147483647)."
+    )]
+    SharedCount(SharedCountArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(long_about = "\
 Print the completion script for SHELL on stdout, e.g.
@@ -350,6 +362,12 @@ pub(crate) struct LockArgs {
     /// Curator InterProcessSemaphoreV2: nodes under PATH/leases and PATH/locks.
     #[arg(long, value_name = "N", value_parser = permits, allow_hyphen_values = true)]
     permits: Option<usize>,
+    /// Take one lease of a counting semaphore whose permits are the shared count at COUNT_PATH
+    ///
+    /// Curator InterProcessSemaphoreV2 with a SharedCount (4 bytes, big-endian; set it with `zklock shared-count
+    /// COUNT_PATH N`): a waiter gets in as soon as the count grows; when it shrinks, leases held stay held.
+    #[arg(long, value_name = "COUNT_PATH", conflicts_with = "permits")]
+    shared_count: Option<String>,
 
     /// Store STRING in the lock node (shown by `zklock list`)
     #[arg(long, value_name = "STRING")]
@@ -364,20 +382,26 @@ impl LockArgs {
     ///
     /// # Errors
     /// A usage error for two kinds at once.
-    fn mode(&self) -> Result<(LockMode, Option<usize>), Usage> {
+    fn mode(&self) -> Result<(LockMode, Option<Pool>), Usage> {
         if self.shared && self.exclusive {
             return Err(Usage::new(
                 "-s/--shared (--read) and -x/--exclusive (--write) exclude each other: they are the two sides of \
                  one read/write lock; take one",
             ));
         }
-        Ok(match (self.permits, self.shared, self.exclusive) {
+        let pool = match (self.permits, &self.shared_count) {
+            (Some(n), _) => Some(Pool::Permits(n)),
+            (None, Some(path)) => Some(Pool::SharedCount(path.clone())),
+            (None, None) => None,
+        };
+        Ok(match (pool, self.shared, self.exclusive) {
             (Some(_), true, _) | (Some(_), _, true) => {
                 return Err(Usage::new(
-                    "--permits (a semaphore) excludes -s/--shared (--read) and -x/--exclusive (--write)",
+                    "--permits and --shared-count (a semaphore) exclude -s/--shared (--read) and -x/--exclusive \
+                     (--write)",
                 ))
             },
-            (Some(n), false, false) => (LockMode::Lease, Some(n)),
+            (Some(pool), false, false) => (LockMode::Lease, Some(pool)),
             (None, true, _) => (LockMode::Read, None),
             (None, _, true) => (LockMode::Write, None),
             (None, false, false) => (LockMode::Exclusive, None),
@@ -405,8 +429,8 @@ impl LockArgs {
         wait: &WaitArgs,
         verbose: bool,
     ) -> Result<LockRequest, Usage> {
-        let (mode, permits) = self.mode()?;
-        Ok(LockRequest { connection, path, mode, permits, wait: wait.wait(), data: self.node_data(), verbose })
+        let (mode, pool) = self.mode()?;
+        Ok(LockRequest { connection, path, mode, pool, wait: wait.wait(), data: self.node_data(), verbose })
     }
 }
 
@@ -599,6 +623,20 @@ pub(crate) struct FenceCheckArgs {
     pub(crate) connection: Connection,
 }
 
+/// `zklock shared-count`'s command line.
+#[derive(Args, Debug)]
+pub(crate) struct SharedCountArgs {
+    /// The count node, e.g. /pools/db-size
+    #[arg(value_name = "PATH")]
+    pub(crate) path: String,
+    /// Set the count to N (0 to 2147483647) instead of printing it
+    #[arg(value_name = "N", value_parser = clap::value_parser!(i32).range(0..), allow_hyphen_values = true)]
+    pub(crate) count: Option<i32>,
+    /// Where to connect.
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
 /// Node data for the lock node.
 #[derive(Debug)]
 pub(crate) enum NodeData {
@@ -629,14 +667,24 @@ pub(crate) struct LockRequest {
     /// Exclusive (default), read (`-s`), write (`-x`), a lease
     /// (`--permits`) or an election (`zklock lead`).
     pub(crate) mode: LockMode,
-    /// `--permits N`: a lease of a semaphore with N permits (mode `Lease`).
-    pub(crate) permits: Option<usize>,
+    /// `--permits N` or `--shared-count COUNT_PATH`: a lease of a semaphore
+    /// (mode `Lease`).
+    pub(crate) pool: Option<Pool>,
     /// `--timeout`, `-n`, `-E`.
     pub(crate) wait: Wait,
     /// `--data` / `--identify` (`--id` for `lead`).
     pub(crate) data: Option<NodeData>,
     /// `--verbose`.
     pub(crate) verbose: bool,
+}
+
+/// Where a semaphore's permits come from.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pool {
+    /// `--permits N`: N, the same for every user.
+    Permits(usize),
+    /// `--shared-count COUNT_PATH`: the shared count at COUNT_PATH.
+    SharedCount(String),
 }
 
 /// Options of `zklock run` and `zklock lead`.
@@ -740,7 +788,7 @@ impl LeadArgs {
             connection: self.connection,
             path: self.path,
             mode: LockMode::Leader,
-            permits: None,
+            pool: None,
             wait: self.wait.wait(),
             data,
             verbose: self.verbose,
@@ -1087,7 +1135,9 @@ mod tests {
         let r = run(&["--write", "/a", "true"]).unwrap();
         assert_eq!(r.lock.mode, LockMode::Write);
         let r = run(&["/a", "--permits=3", "x"]).unwrap();
-        assert_eq!((r.lock.mode, r.lock.permits), (LockMode::Lease, Some(3)));
+        assert_eq!((r.lock.mode, r.lock.pool), (LockMode::Lease, Some(Pool::Permits(3))));
+        let r = run(&["/a", "--shared-count", "/a-count", "x"]).unwrap();
+        assert_eq!((r.lock.mode, r.lock.pool), (LockMode::Lease, Some(Pool::SharedCount("/a-count".into()))));
         let err = |a: &[&str]| run(a).err().unwrap_or_default();
         assert!(err(&["/a", "--"]).contains("missing command"));
         assert!(err(&["/a"]).contains("missing command"));
@@ -1105,7 +1155,9 @@ mod tests {
         assert!(err(&["/a", "-E", "256", "x"]).contains("-E") || err(&["/a", "-E", "256", "x"]).contains("256"));
         assert!(err(&["/a", "--permits", "0", "x"]).contains("whole number"));
         assert!(err(&["/a", "--permits", "-1", "x"]).contains("--permits"));
-        assert!(err(&["/a", "--permits", "2", "--write", "x"]).contains("excludes"));
+        assert!(err(&["/a", "--permits", "2", "--write", "x"]).contains("exclude -s"));
+        assert!(err(&["/a", "--shared-count", "/c", "-s", "x"]).contains("exclude -s"));
+        assert!(err(&["/a", "--shared-count", "/c", "--permits", "2", "x"]).contains("cannot be used with"));
         assert!(err(&["/a", "--data", "d", "--identify", "x"]).contains("--identify"));
         assert!(err(&["/a", "-w", "1x", "x"]).contains("1x"));
         assert!(err(&["/a", "-w", "-1s", "x"]).contains("-1s"));

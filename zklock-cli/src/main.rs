@@ -20,8 +20,9 @@
 //! happened). The lock is the plain exclusive lock by default (Curator
 //! `InterProcessMutex`, nodes `-lock-`); `-s`/`--shared` (`--read`) and
 //! `-x`/`--exclusive` (`--write`) are the read and the write side of a
-//! read/write lock; `--permits N` is one lease of a counting semaphore
-//! (Curator's node names throughout). zklock keeps every kind of a path in
+//! read/write lock; `--permits N` is one lease of a counting semaphore,
+//! `--shared-count COUNT_PATH` one of a semaphore whose permits are a
+//! shared count (Curator's node names throughout). zklock keeps every kind of a path in
 //! one queue, so among zklock clients the plain lock excludes `-s` holders
 //! too; Curator's and kazoo's readers do not wait for the plain lock's
 //! `-lock-` nodes, so on a path shared with them use `-s` and `-x`
@@ -52,6 +53,9 @@
 //! token (default `$ZKLOCK_FENCING_TOKEN`) and lock node (`--node`, default
 //! `$ZKLOCK_NODE_PATH`) still stands in ZooKeeper, 70 once it is over: for
 //! the scripts `run` and `lead` run.
+//!
+//! `zklock shared-count PATH [N]` prints the shared count at `PATH`, or
+//! sets it to `N` (Curator's `SharedCount`: 4 bytes, big-endian).
 //!
 //! `zklock list` prints the participants of a lock in queue order, holders
 //! first (a table, or one JSON object with `--json`). `zklock completions
@@ -195,7 +199,7 @@ fn dispatch(sub: args::Sub) -> i32 {
         Sub::Run(a) => a.verbose(),
         Sub::Lead(a) => a.verbose(),
         Sub::Hold(a) => a.verbose(),
-        Sub::List(_) | Sub::FenceCheck(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
+        Sub::List(_) | Sub::FenceCheck(_) | Sub::SharedCount(_) | Sub::Completions { .. } | Sub::Man { .. } => false,
     };
     log_to_stderr(verbose);
     let outcome = match sub {
@@ -204,6 +208,7 @@ fn dispatch(sub: args::Sub) -> i32 {
         Sub::Hold(a) => a.options().map(hold::hold),
         Sub::List(a) => Ok(list::list(a.options())),
         Sub::FenceCheck(a) => Ok(fence_check(&a)),
+        Sub::SharedCount(a) => Ok(shared_count(&a)),
         Sub::Completions { shell } => Ok(docs::completions(shell)),
         Sub::Man { dir } => Ok(docs::man(dir.as_deref())),
     };
@@ -213,18 +218,10 @@ fn dispatch(sub: args::Sub) -> i32 {
 /// Runs `zklock fence-check`: 0 while the grant stands, 70 once it is
 /// over, as `zk_error` says for a failure to ask.
 fn fence_check(a: &args::FenceCheckArgs) -> i32 {
-    let hosts = match checked_target(&a.connection, &a.node) {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
     // Creates nothing: the ACL is not the client's (as for `list`).
-    let options = match connect_options(&a.connection, &hosts) {
-        Ok((options, _)) => options.acl(zklock_core::Acl::open()),
-        Err(code) => return code,
-    };
-    let client = match zklock_core::Client::connect(options) {
+    let client = match connected(&a.connection, &a.node, false) {
         Ok(c) => c,
-        Err(e) => return connect_error(&hosts, &e),
+        Err(code) => return code,
     };
     let checked = client.fence_check(&a.node, a.token);
     client.close();
@@ -235,6 +232,38 @@ fn fence_check(a: &args::FenceCheckArgs) -> i32 {
             exit::LOST
         },
         Err(e) => zk_error("cannot check the grant", &e),
+    }
+}
+
+/// A client for a one-request subcommand on `path` (`fence-check`,
+/// `shared-count`), with the ACL of the command line if it `creates`.
+///
+/// # Errors
+/// The exit code, reported: a usage error (64) for bad hosts, path or
+/// options, else per [`connect_error`].
+fn connected(c: &args::Connection, path: &str, creates: bool) -> Result<zklock_core::Client, i32> {
+    let hosts = checked_target(c, path)?;
+    let (options, _) = connect_options(c, &hosts)?;
+    let options = if creates { options } else { options.acl(zklock_core::Acl::open()) };
+    zklock_core::Client::connect(options).map_err(|e| connect_error(&hosts, &e))
+}
+
+/// Runs `zklock shared-count`: prints the count, or sets it.
+fn shared_count(a: &args::SharedCountArgs) -> i32 {
+    let client = match connected(&a.connection, &a.path, a.count.is_some()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let done = match a.count {
+        Some(n) => client.set_shared_count(&a.path, n).map(|()| None),
+        None => client.shared_count(&a.path).map(Some),
+    };
+    client.close();
+    match done {
+        Ok(Some(n)) => write_stdout(format!("{n}\n").as_bytes()),
+        Ok(None) => exit::OK,
+        Err(e) if a.count.is_some() => zk_error("cannot set the shared count", &e),
+        Err(e) => zk_error("cannot read the shared count", &e),
     }
 }
 

@@ -14,7 +14,7 @@ use zklock_core::{
     AcquireOptions, CancelToken, Client, Error, ErrorKind, Guard, Lock, LockMode, LockOptions, LockState,
 };
 
-use crate::args::{signal_name, Connection, LockRequest, NodeData, RunOptions};
+use crate::args::{signal_name, Connection, LockRequest, NodeData, Pool, RunOptions};
 use crate::connect_options;
 use crate::exit;
 use crate::signals::{self, Received};
@@ -116,8 +116,9 @@ impl Session {
     /// was not granted in time, 128 + N after signal N, else per
     /// [`crate::zk_error`].
     pub(crate) fn acquire(&self, req: &LockRequest, options: LockOptions) -> Result<Guard, i32> {
-        let made = match req.permits {
-            Some(permits) => self.client.semaphore(&req.path, permits, options),
+        let made = match &req.pool {
+            Some(Pool::Permits(permits)) => self.client.semaphore(&req.path, *permits, options),
+            Some(Pool::SharedCount(count)) => self.client.semaphore_with_count(&req.path, count, options),
             None => self.client.lock_with(&req.path, req.mode, options),
         };
         let lock = made.map_err(|e| crate::zk_error("cannot make the lock", &e))?;

@@ -63,6 +63,54 @@ fn run_passes_the_lock_details_to_the_command() {
     assert!(tokens[0] > 0 && tokens[1] > tokens[0], "tokens grow: {tokens:?}");
 }
 
+/// `zklock shared-count` sets and prints a count; `--shared-count` takes a
+/// lease of a semaphore that follows it (a waiter gets in when it grows).
+#[test]
+fn a_semaphore_on_a_shared_count_follows_it() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let d = Dir::new("shared-count");
+    let o = zklock(&d, "set", &["shared-count", "--hosts", &hosts, "/cli/pool-size", "1"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{o:?}");
+    let o = zklock(&d, "get", &["shared-count", "--hosts", &hosts, "/cli/pool-size"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "1\n"), "{o:?}");
+    let lease = ["--hosts", &hosts, "--shared-count", "/cli/pool-size", "/cli/pool"];
+    let first_script = format!(r#"touch "$D/a"; {}"#, wait_for_file("go"));
+    let first = spawn(&d, "first", &[&["run"], &lease[..], &["--", "sh", "-c", &first_script]].concat(), &[]);
+    wait_until("the first lease", 20 * SEC, || d.exists("a"));
+    let o = zklock(&d, "busy", &[&["run", "-w", "300ms"], &lease[..], &["--", "true"]].concat());
+    assert_eq!(o.code, 75, "one permit, held: {o:?}");
+    let second = spawn(&d, "second", &[&["run"], &lease[..], &["--", "sh", "-c", r#"touch "$D/b""#]].concat(), &[]);
+    std::thread::sleep(SEC / 2);
+    assert!(!d.exists("b"), "waits while the count is 1");
+    let o = zklock(&d, "grow", &["shared-count", "--hosts", &hosts, "/cli/pool-size", "2"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    wait_until("the second lease", 20 * SEC, || d.exists("b"));
+    assert_eq!(second.wait(20 * SEC).code, 0);
+    d.touch("go");
+    assert_eq!(first.wait(20 * SEC).code, 0);
+    // Refusals: a missing count (exit 69), bad values and paths (64).
+    let none = ["--hosts", &hosts, "--shared-count", "/cli/no-such-count", "/cli/pool"];
+    let o = zklock(&d, "missing", &[&["run"], &none[..], &["--", "true"]].concat());
+    assert_eq!(o.code, 69, "{o:?}");
+    assert!(o.stderr.contains("/cli/no-such-count"), "names the count: {o:?}");
+    let o = zklock(&d, "missing-get", &["shared-count", "--hosts", &hosts, "/cli/no-such-count"]);
+    assert_eq!(o.code, 69, "{o:?}");
+    for (name, args) in [
+        ("negative", &["shared-count", "--hosts", &hosts, "/cli/pool-size", "-1"][..]),
+        ("huge", &["shared-count", "--hosts", &hosts, "/cli/pool-size", "2147483648"][..]),
+        ("relative", &["shared-count", "--hosts", &hosts, "relative"][..]),
+        ("both", &["run", "--hosts", &hosts, "--permits", "2", "--shared-count", "/c", "/p", "true"][..]),
+        ("inside", &["run", "--hosts", &hosts, "--shared-count", "/cli/pool/n", "/cli/pool", "true"][..]),
+    ] {
+        let o = zklock(&d, name, args);
+        assert_eq!(o.code, 64, "{name}: {o:?}");
+        assert_no_panic(&o);
+    }
+    let o = zklock(&d, "after", &["shared-count", "--hosts", &hosts, "/cli/pool-size"]);
+    assert_eq!(o.stdout, "2\n", "unchanged by the refusals: {o:?}");
+}
+
 /// `zklock fence-check` in the command `run` runs: 0 while the grant
 /// stands, 70 once its node is gone (deleted here by a third party; the
 /// command ignores the lost-signal to ask once more), with the connection

@@ -887,17 +887,72 @@ impl Client {
     /// from it. Resolves with `true`, or `false` if the node is gone.
     /// Rejects with `INVALID_PATH` for a malformed path, `NO_AUTH` when the
     /// node's ACL does not let this client write it, `CLOSED`,
-    /// `CONNECTION_LOSS` / `TIMEOUT` as `participants()`. (The core's
-    /// revoke blocks for its one request: it waits on a thread of the
-    /// addon's blocking pool, not on the JavaScript thread.)
+    /// `CONNECTION_LOSS` / `TIMEOUT` as `participants()`.
     #[napi(ts_return_type = "Promise<boolean>", catch_unwind)]
     pub fn revoke(&self, env: Env, node_path: String) -> napi::Result<JsObject> {
-        let client = self.client.clone();
-        promise(&env, "revoke", async move {
-            napi::tokio::task::spawn_blocking(move || client.revoke(&node_path)).await.map_err(|_| {
-                core::Error::new(core::ErrorKind::Internal, "revoke panicked (a bug in zklock)".to_owned())
-            })?
-        })
+        promise(&env, "revoke", self.client.revoke_async(&node_path))
+    }
+
+    /// A counting semaphore on `path` whose permits are the shared count at
+    /// `countPath` (Curator's `InterProcessSemaphoreV2` with a
+    /// `SharedCountReader`; the count as Curator's `SharedCount` keeps it:
+    /// `setSharedCount()`). Each `acquire()` reads the count and watches it
+    /// while it waits: when it grows, waiters look at the queue again; when
+    /// it shrinks, leases held stay held (new ones wait until fewer are held
+    /// than the count; a negative count is 0). An acquire whose count node
+    /// is missing, or goes or stops holding a count while it waits,
+    /// rejects (`ZOOKEEPER`, `INVALID_ARGUMENT`), its node cleaned up.
+    /// Otherwise as `semaphore()`. Throws `INVALID_ARGUMENT` for a count
+    /// path that is `path` or inside it and for bad data, `INVALID_PATH`
+    /// for a bad path, `CLOSED` after `close()`.
+    #[napi(catch_unwind)]
+    pub fn semaphore_with_count(
+        &self,
+        env: Env,
+        path: String,
+        count_path: String,
+        data: Option<Either<String, Buffer>>,
+    ) -> napi::Result<Lock> {
+        let data: Vec<u8> = match data {
+            Some(Either::A(text)) => text.into_bytes(),
+            Some(Either::B(bytes)) => bytes.to_vec(),
+            None => Vec::new(),
+        };
+        let options = core::LockOptions::default().data(data);
+        let lock = self.client.semaphore_with_count(&path, &count_path, options).map_err(|e| zk_error(&env, &e))?;
+        Ok(Lock { lock, session: self.session.clone() })
+    }
+
+    /// Sets the shared count at `path` to `count` (Curator's
+    /// `SharedCount.setCount`: 4 bytes, big-endian), making the node and its
+    /// parents if needed; semaphores made with `semaphoreWithCount()` on it
+    /// see the new count at once. Rejects with `INVALID_ARGUMENT` for a
+    /// count that is not an integer from 0 to 2147483647, `INVALID_PATH`,
+    /// `NO_AUTH`, `CLOSED`, `CONNECTION_LOSS` / `TIMEOUT` as
+    /// `participants()`.
+    #[napi(ts_return_type = "Promise<void>", catch_unwind)]
+    pub fn set_shared_count(&self, env: Env, path: String, count: f64) -> napi::Result<JsObject> {
+        let set = if count.fract() == 0.0 && (0.0..=f64::from(i32::MAX)).contains(&count) {
+            // A whole number in range, checked just now.
+            #[allow(clippy::cast_possible_truncation)]
+            Ok(self.client.set_shared_count_async(&path, count as i32))
+        } else {
+            Err(core::Error::new(
+                core::ErrorKind::InvalidArgument,
+                format!("a shared count must be an integer from 0 to 2147483647, got {count}"),
+            ))
+        };
+        promise(&env, "setSharedCount", async move { set?.await })
+    }
+
+    /// The shared count at `path` as written (a negative one, which a
+    /// semaphore takes as 0 permits, too). Rejects with `ZOOKEEPER` when
+    /// the node does not exist, `INVALID_ARGUMENT` when it does not hold a
+    /// 4-byte count, `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS` /
+    /// `TIMEOUT` as `participants()`.
+    #[napi(ts_return_type = "Promise<number>", catch_unwind)]
+    pub fn shared_count(&self, env: Env, path: String) -> napi::Result<JsObject> {
+        promise(&env, "sharedCount", self.client.shared_count_async(&path))
     }
 
     /// A snapshot of this client's metrics (acquires by outcome, wait and

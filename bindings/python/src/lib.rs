@@ -696,6 +696,57 @@ impl Client {
         Ok(Lock::new(&self.inner, self.origin, lock))
     }
 
+    /// A counting semaphore on `path` whose permits are the shared count
+    /// at `count_path` (the core's `Client::semaphore_with_count`; Curator
+    /// `InterProcessSemaphoreV2` with a `SharedCountReader`). InvalidArgument
+    /// for a count path that is `path` or inside it, InvalidPath for a bad
+    /// path, TypeError for wrong types.
+    #[pyo3(signature = (path, count_path, identifier=None))]
+    fn semaphore_with_count(
+        &self,
+        path: &Bound<'_, PyAny>,
+        count_path: &Bound<'_, PyAny>,
+        identifier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Lock> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let count_path = text("count_path", count_path, ErrorKind::InvalidPath)?;
+        let options = lock_options(identifier, false)?;
+        let lock = self.inner.semaphore_with_count(&path, &count_path, options).map_err(py_err)?;
+        Ok(Lock::new(&self.inner, self.origin, lock))
+    }
+
+    /// Sets the shared count at `path` (the core's
+    /// `Client::set_shared_count`), blocking without the GIL for a few
+    /// requests. InvalidArgument for a count that is not an int from 0 to
+    /// 2**31 - 1 (or a bool), TypeError for a count that is not an int.
+    fn set_shared_count(&self, py: Python<'_>, path: &Bound<'_, PyAny>, count: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let range = || invalid_argument(format!("a shared count must be an int from 0 to 2147483647, not {count}"));
+        if count.is_instance_of::<PyBool>() {
+            return Err(range());
+        }
+        let count = match count.extract::<i64>() {
+            Ok(n) => i32::try_from(n).ok().filter(|n| *n >= 0).ok_or_else(range)?,
+            Err(e) if e.is_instance_of::<PyOverflowError>(py) => return Err(range()),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!("count must be an int, not {}", count.get_type().name()?)))
+            },
+        };
+        let client = CoreClient::clone(&self.inner);
+        py.detach(move || client.set_shared_count(&path, count)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// The shared count at `path` as written (the core's
+    /// `Client::shared_count`), blocking without the GIL for one request.
+    fn shared_count(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<i32> {
+        self.origin.check("client")?;
+        let path = text("path", path, ErrorKind::InvalidPath)?;
+        let client = CoreClient::clone(&self.inner);
+        py.detach(move || client.shared_count(&path)).map_err(|e| to_py_err(py, &e))
+    }
+
     /// Calls `callback(state)` (`"SUSPENDED"`, `"RECONNECTED"`, `"LOST"`,
     /// `"CONNECTED"`) on every change of this client's connection, on the
     /// client's event thread with the GIL taken there; exceptions go to

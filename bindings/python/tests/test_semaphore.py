@@ -98,3 +98,66 @@ def test_permits_of_a_wrong_type_are_a_type_error(client: zklock.Client) -> None
         client.semaphore("relative", 2)
     with pytest.raises(zklock.InvalidArgument):
         client.semaphore("/s", 2, identifier="__REVOKE__")
+
+
+def test_a_semaphore_on_a_shared_count_follows_it(client: zklock.Client, hosts: str, path: str, kz) -> None:
+    count = path + "-count"
+    client.set_shared_count(count, 1)
+    assert client.shared_count(count) == 1
+    assert kz.get(count)[0] == b"\x00\x00\x00\x01", "Curator's SharedCount: 4 bytes, big-endian"
+    first = client.semaphore_with_count(path, count, identifier="first")
+    held = first.acquire(timeout=10)
+    assert held
+    with zklock.Client(hosts) as other:
+        second = other.semaphore_with_count(path, count)
+        assert not second.acquire(timeout=0.3), "one permit, held"
+        granted = threading.Event()
+
+        def wait() -> None:
+            if second.acquire(timeout=20):
+                granted.set()
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.3)
+        assert not granted.is_set()
+        client.set_shared_count(count, 2)
+        waiter.join(20)
+        assert granted.is_set(), "the count grew: the waiter gets the second lease"
+        # Shrunk: both leases stay held; a third waits.
+        client.set_shared_count(count, 1)
+        first.check()
+        second.check()
+        third = client.semaphore_with_count(path, count)
+        assert not third.acquire(timeout=0.3)
+        second.release()
+        assert not third.acquire(timeout=0.3), "two held, count 1: still one too many"
+        first.release()
+        assert third.acquire(timeout=10)
+        third.release()
+
+
+def test_a_shared_count_that_is_missing_or_bad_is_refused(client: zklock.Client, path: str, kz) -> None:
+    count = path + "-count"
+    sem = client.semaphore_with_count(path, count)
+    with pytest.raises(zklock.ZooKeeperError):
+        sem.acquire(timeout=5)
+    kz.create(count, b"not a count", makepath=True)
+    with pytest.raises(zklock.InvalidArgument):
+        sem.acquire(timeout=5)
+    with pytest.raises(zklock.InvalidArgument):
+        client.shared_count(count)
+    assert client.participants(path + "/leases") == [], "nothing left behind"
+    kz.set(count, b"\xff\xff\xff\xff")
+    assert client.shared_count(count) == -1, "a negative count as written"
+    for bad in (-1, 2**31, True):
+        with pytest.raises(zklock.InvalidArgument):
+            client.set_shared_count(count, bad)
+    with pytest.raises(TypeError):
+        client.set_shared_count(count, "3")  # type: ignore[arg-type]
+    with pytest.raises(zklock.InvalidArgument):
+        client.semaphore_with_count(path, path + "/inside")
+    with pytest.raises(zklock.InvalidPath):
+        client.semaphore_with_count(path, "relative")
+    with pytest.raises(zklock.InvalidPath):
+        client.shared_count("relative")

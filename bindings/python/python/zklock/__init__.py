@@ -1355,6 +1355,62 @@ class Client:
         """
         return Lock(self._native.semaphore(path, permits, identifier), timeout)
 
+    def semaphore_with_count(
+        self, path: str, count_path: str, timeout: Optional[float] = None, identifier: Identifier = None
+    ) -> Lock:
+        """A counting semaphore on ``path`` whose permits are the shared
+        count at ``count_path`` (Curator's ``InterProcessSemaphoreV2`` with a
+        ``SharedCountReader``; the count is 4 bytes, big-endian, as Curator's
+        ``SharedCount`` keeps it: :meth:`set_shared_count`)::
+
+            zk.set_shared_count("/pools/db-size", 4)
+            with zk.semaphore_with_count("/pools/db", "/pools/db-size") as lease:
+                run_query(lease.fencing_token)
+
+        Each acquire reads the count and watches it while it waits: when it
+        grows, waiters look at the queue again; when it shrinks, leases held
+        stay held (new ones wait until fewer are held than the count; a
+        negative count is 0). The count node must exist when an acquire
+        starts and stay readable while it waits: otherwise the acquire
+        fails (ZooKeeperError for a missing node, InvalidArgument for one
+        that does not hold a 4-byte count), its node cleaned up. Otherwise
+        as :meth:`semaphore`. Does not touch ZooKeeper.
+
+        Raises InvalidArgument for a ``count_path`` that is ``path`` or
+        inside it and for a bad identifier, InvalidPath for a malformed
+        path, Closed after :meth:`close` or in a forked child, TypeError
+        for wrong types.
+        """
+        return Lock(self._native.semaphore_with_count(path, count_path, identifier), timeout)
+
+    def set_shared_count(self, path: str, count: int) -> None:
+        """Sets the shared count at ``path`` to ``count`` (Curator's
+        ``SharedCount.setCount``: 4 bytes, big-endian), making the node and
+        its parents if needed. Semaphores made with
+        :meth:`semaphore_with_count` on it see the new count at once.
+        Blocks (without the GIL) for a few requests.
+
+        Raises:
+            InvalidArgument: a count that is not an int from 0 to 2**31 - 1
+                (or a bool).
+            InvalidPath: a malformed path.
+            NoAuth, Closed, ConnectionLoss, LockTimeout: as :meth:`revoke`.
+            TypeError: a count that is not an int.
+        """
+        self._native.set_shared_count(path, count)
+
+    def shared_count(self, path: str) -> int:
+        """The shared count at ``path`` as written (a negative one, which a
+        semaphore takes as 0 permits, too). Blocks (without the GIL) for one
+        request.
+
+        Raises:
+            ZooKeeperError: the node does not exist.
+            InvalidArgument: it does not hold a 4-byte count.
+            InvalidPath, Closed, ConnectionLoss, LockTimeout: as :meth:`revoke`.
+        """
+        return self._native.shared_count(path)
+
     def multi_lock(
         self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None, reentrant: bool = False
     ) -> MultiLock:
