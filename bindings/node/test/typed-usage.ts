@@ -1,5 +1,7 @@
 // Type-checked by `tsc --noEmit -p test/tsconfig.json` (make test-node);
 // never run. It uses the whole public API as a TypeScript user would.
+
+import { type OpenMetricsContentType, Registry } from 'prom-client'
 import {
   Client,
   ERROR_CODES,
@@ -15,6 +17,7 @@ import {
   ZkLockError,
   type ZkLockErrorCode,
 } from '..'
+import { METRIC_NAMES, type Registration, registerClient } from '../metrics'
 
 async function usage(): Promise<bigint> {
   const client: Client = await Client.connect({
@@ -91,3 +94,15 @@ async function fenced(guard: Guard, multi: MultiGuard): Promise<number | undefin
   return results[2].version
 }
 void fenced
+
+async function prometheus(client: Client, other: Client): Promise<string> {
+  const registry = new Registry()
+  const registration: Registration = registerClient(client, { registry, labels: { client: 'orders' } })
+  registerClient(other, { registry: new Registry<OpenMetricsContentType>() })
+  registerClient(other)
+  const text = await registry.metrics()
+  registration.unregister()
+  const first: string = METRIC_NAMES[0]
+  return text + first
+}
+void prometheus
