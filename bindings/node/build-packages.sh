@@ -81,7 +81,7 @@ done
 
 main="$out/zklock"
 mkdir -p "$main"
-cp index.js index.d.ts native.js README.md "$main/"
+cp index.js index.d.ts native.js metrics.js metrics.d.ts README.md "$main/"
 cp "$root/LICENSE" "$main/"
 node packaging/main-package.js "$version" "$main" "${optional[@]}"
 (cd "$main" && npm pack --silent --pack-destination "$out" >/dev/null)

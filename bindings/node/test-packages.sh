@@ -85,6 +85,10 @@ assert.deepEqual(statics.filter((k) => /ForTest|failNext|errorForKind/.test(k)),
 ;(async () => {
   const client = await Client.connect({ hosts: process.env.ZKLOCK_TEST_CONNECT })
   await client.withLock('/npm-test/job', async (guard) => console.log(`node package (require): token ${guard.fencingToken}`))
+  // zklock/metrics loads without prom-client (an optional peer dependency,
+  // not installed here) and says what is missing when it needs it.
+  const { registerClient } = require('zklock/metrics')
+  assert.throws(() => registerClient(client), /prom-client is not installed/)
   await assert.rejects(Client.connect({ hosts: '' }), ZkLockError)
   await client.close()
 })()
