@@ -6,7 +6,7 @@
 #     protocol, the C header and the Python API (autodoc of the package
 #     installed by `make python-install`);
 #   - rustdoc of zklock-core (html/rustdoc) and TypeDoc of the Node package's
-#     index.d.ts (html/typedoc);
+#     index.d.ts and metrics.d.ts (html/typedoc);
 #   - LinkChecker over the whole site: every internal link and anchor must
 #     resolve (external links are not fetched: no network in CI).
 # The tools come pinned from docs/requirements.txt into target/docs-venv
@@ -39,7 +39,7 @@ for page in pathlib.Path(sys.argv[1]).rglob("*.html"):
 PY
 
 (cd bindings/node && node_modules/.bin/typedoc --logLevel Warn --treatWarningsAsErrors \
-  --entryPoints index.d.ts --tsconfig test/tsconfig.json --out "$out/typedoc" --name "zklock for Node" \
+  --entryPoints index.d.ts --entryPoints metrics.d.ts --tsconfig test/tsconfig.json --out "$out/typedoc" --name "zklock for Node" \
   --readme none --disableSources)
 
 # LinkChecker reads the files (no server); --check-extern is off, so

@@ -13,7 +13,9 @@ replaced by the test server's connect string:
   each in a venv of its own with the package's wheel installed;
 - ``js``: run by every Node major the package claims that is installed here
   (the system node and those of scripts/install-deps.sh in
-  target/node-versions), ``require('zklock')`` resolving to bindings/node; a
+  target/node-versions), ``require('zklock')`` resolving to bindings/node and
+  the package's peer dependencies (``prom-client``, which a user of
+  ``zklock/metrics`` installs beside zklock) to bindings/node/node_modules; a
   block with ``import``/``export`` statements runs as an ES module;
 - ``sh``: ``bash -e`` in a temporary directory, the built ``zklock`` command
   on PATH;
@@ -422,10 +424,25 @@ def find_nodes(report: Report) -> Dict[int, Path]:
     return nodes
 
 
+def node_peers() -> List[Tuple[str, Path]]:
+    """The peer dependencies of bindings/node/package.json (optional ones
+    too) and where bindings/node/node_modules has them: a block finds them
+    beside zklock, as they are in a user's project."""
+    manifest = json.loads((ROOT / "bindings/node/package.json").read_text())
+    peers = []
+    for name in sorted(manifest.get("peerDependencies", {})):
+        installed = ROOT / "bindings" / "node" / "node_modules" / name
+        if not (installed / "package.json").exists():
+            raise SystemExit("doctest: %s is missing: make node-deps" % installed)
+        peers.append((name, installed))
+    return peers
+
+
 def run_js(blocks: List[Block], connect: str, scratch: Scratch, report: Report) -> None:
     if not blocks:
         return
     nodes = find_nodes(report)
+    peers = node_peers()
     for major in claimed_node_majors():
         if major not in nodes:
             report.add(
@@ -444,6 +461,9 @@ def run_js(blocks: List[Block], connect: str, scratch: Scratch, report: Report) 
             d = scratch.new()
             (d / "node_modules").mkdir()
             (d / "node_modules" / "zklock").symlink_to(ROOT / "bindings" / "node", target_is_directory=True)
+            for name, installed in peers:
+                (d / "node_modules" / name).parent.mkdir(parents=True, exist_ok=True)
+                (d / "node_modules" / name).symlink_to(installed, target_is_directory=True)
             esm = re.search(r"^\s*(import|export)\s", b.code, re.M) is not None
             f = d / ("block.mjs" if esm else "block.cjs")
             f.write_text(b.source(connect))

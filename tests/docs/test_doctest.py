@@ -268,3 +268,21 @@ def test_rust_blocks_are_built_and_run(tmp_path: Path) -> None:
     assert "its line N is line %d+N of README.md" % at[1] in proc.stdout
     assert "mismatched types" in proc.stdout
     assert "exited with 7 as marked, but without 'never printed'" in proc.stdout
+
+
+def test_js_blocks_find_the_node_packages_peer_dependencies(tmp_path: Path) -> None:
+    """A user of zklock/metrics installs prom-client (an optional peer
+    dependency of zklock) beside zklock: a block finds it there too."""
+    readme = "# t\n\n" + fence(
+        "js",
+        """\
+        const { Registry } = require('prom-client')
+        const { METRIC_NAMES } = require('zklock/metrics')
+        console.log(new Registry().contentType, METRIC_NAMES.length)
+        """,
+    )
+    at = fences(readme)
+    proc = run_docs(tmp_path, readme)
+    r = results(proc.stdout)
+    nodes = [k for k in r if k.startswith("README.md:%d js [Node " % at[0])]
+    assert nodes and all(r[k] == "ok" for k in nodes), proc.stdout
