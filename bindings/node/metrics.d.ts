@@ -72,7 +72,8 @@ export interface Registration {
  * (`client.metrics()`) of each client, shared by all its metrics, so the
  * values of one scrape belong together. `registry.resetMetrics()` leaves
  * them as they are: they are the client's own counts. A closed client
- * still shows its counts until it is unregistered.
+ * still shows its counts until it is unregistered. A scrape does not wait
+ * for ZooKeeper: a snapshot is a copy of counters kept in the client.
  *
  * @throws {TypeError} `client` is not a zklock `Client`, or a label value is
  *   not a string.
