@@ -276,15 +276,7 @@ impl Lock {
     pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire> {
         let call = options.call_token();
         let work = self.start_acquire(options, call.clone(), Some(std::thread::current().id()), None)?;
-        let shared = self.inner.client.shared();
-        if shared.forked() {
-            return Err(shared.closed_error());
-        }
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        shared.handle.spawn(async move {
-            let _ = tx.send(work.await);
-        });
-        Ok(PendingAcquire { outcome: rx, call: Some(call.drop_guard()) })
+        PendingAcquire::start(self.inner.client.shared(), call, work)
     }
 
     /// Runs `task` while this lock is held: for an election, while leading
@@ -557,19 +549,38 @@ impl ReadWriteLock {
     }
 }
 
-/// An acquire in progress (see [`Lock::begin_acquire`]). Dropping it
-/// before its outcome was taken cancels the call (its node is deleted; a
-/// guard granted at that moment is released). `Send`, not `Sync`.
-pub struct PendingAcquire {
-    outcome: std::sync::mpsc::Receiver<Result<Guard>>,
+/// An acquire in progress (see [`Lock::begin_acquire`], and
+/// [`crate::MultiLock::begin_acquire`], whose outcome is a
+/// [`crate::MultiGuard`]). Dropping it before its outcome was taken
+/// cancels the call (its nodes are deleted; a guard granted at that moment
+/// is released). `Send`, not `Sync`.
+pub struct PendingAcquire<G = Guard> {
+    outcome: std::sync::mpsc::Receiver<Result<G>>,
     /// Cancels the call when dropped; disarmed once the outcome is taken.
     call: Option<tokio_util::sync::DropGuard>,
 }
 
-impl PendingAcquire {
+impl<G: Send + 'static> PendingAcquire<G> {
+    /// Starts `work` (an acquire cancelled by `call`) on the runtime of
+    /// `shared`.
+    pub(crate) fn start(
+        shared: &crate::client::Shared,
+        call: tokio_util::sync::CancellationToken,
+        work: impl Future<Output = Result<G>> + Send + 'static,
+    ) -> Result<PendingAcquire<G>> {
+        if shared.forked() {
+            return Err(shared.closed_error());
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        shared.handle.spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        Ok(PendingAcquire { outcome: rx, call: Some(call.drop_guard()) })
+    }
+
     /// Waits up to `timeout` for the outcome: `None` while the call goes
     /// on, `Some` once (later calls give an `Internal` error).
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<Guard>> {
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<G>> {
         let outcome = match self.outcome.recv_timeout(timeout) {
             Ok(out) => out,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return None,
@@ -592,7 +603,7 @@ impl PendingAcquire {
     }
 }
 
-impl std::fmt::Debug for PendingAcquire {
+impl<G> std::fmt::Debug for PendingAcquire<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingAcquire").field("done", &self.call.is_none()).finish()
     }

@@ -12,7 +12,7 @@ use futures_util::future::select_all;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::{Guard, Lock};
+use crate::lock::{Guard, Lock, PendingAcquire};
 use crate::names::LockMode;
 use crate::options::AcquireOptions;
 use crate::state::{LockState, ReleaseStatus};
@@ -59,6 +59,22 @@ impl MultiLock {
         let Some(first) = self.members.first() else { return Err(empty()) };
         let work = self.acquire_members(options.clone(), Some(std::thread::current().id()));
         first.client().shared().block_on(work)?
+    }
+
+    /// Starts [`MultiLock::acquire_with`] on the client's runtime and
+    /// returns at once; the outcome is waited for in slices (a caller that
+    /// must react to something else meanwhile: Python's Ctrl-C). As for
+    /// [`Lock::begin_acquire`], the call is the calling thread's blocking
+    /// call: each reentrant member reenters this thread's hold.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a multi-lock with no member, `Closed` in a
+    /// forked child; everything else is the outcome.
+    pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire<MultiGuard>> {
+        let Some(first) = self.members.first() else { return Err(empty()) };
+        let (options, call) = options.for_one_call();
+        let work = self.acquire_members(options, Some(std::thread::current().id()));
+        PendingAcquire::start(first.client().shared(), call, work)
     }
 
     /// [`MultiLock::acquire_with`] as a future that any executor can await.

@@ -171,6 +171,14 @@ impl AcquireOptions {
         self.cancel.as_ref().map_or_else(Default::default, |t| t.token.child_token())
     }
 
+    /// These options with a cancel token of one call's own (a child of
+    /// the caller's, if any: [`AcquireOptions::call_token`]), and that
+    /// call's token, which cancels it (and nothing else).
+    pub(crate) fn for_one_call(&self) -> (AcquireOptions, tokio_util::sync::CancellationToken) {
+        let token = self.call_token();
+        (self.clone().cancel_token(CancelToken { token: token.clone() }), token)
+    }
+
     /// The wait limit given to [`AcquireOptions::timeout`].
     pub(crate) fn wait_limit(&self) -> Option<Duration> {
         self.timeout

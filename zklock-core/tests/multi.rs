@@ -270,3 +270,52 @@ fn a_multi_lock_over_a_held_reentrant_handle_reenters_it() {
     assert_eq!(MultiLock::new(vec![elect, lock.clone()]).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(MultiLock::new(vec![lock.clone(), lock]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+/// `MultiLock::begin_acquire`: the calling thread's call, waited for in
+/// slices: it reenters that thread's hold; a cancelled or dropped one
+/// leaves no node and gives back what it took; the caller's token cancels
+/// it too.
+#[test]
+fn begin_acquire_is_the_threads_call_and_a_cancel_or_drop_leaves_nothing() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let other = connect(&zk.connect_string());
+    let members = [("/mba/a", LockMode::Exclusive), ("/mba/b", LockMode::Exclusive)];
+    let ml = c.multi_lock_with(&members, LockOptions::default().reentrant()).unwrap();
+    let mut pending = ml.begin_acquire(&AcquireOptions::new().timeout(Some(LONG))).unwrap();
+    let outer = loop {
+        if let Some(out) = pending.wait_timeout(Duration::from_millis(50)) {
+            break out.unwrap();
+        }
+    };
+    let mut again = ml.begin_acquire(&AcquireOptions::new().timeout(Some(Duration::ZERO))).unwrap();
+    let inner = again.wait_timeout(LONG).expect("an outcome").expect("reentered at once");
+    assert_eq!(inner.guards()[0].node_path(), outer.guards()[0].node_path());
+    inner.release().unwrap();
+    outer.release().unwrap();
+    assert!(queue(&c, "/mba/a").is_empty() && queue(&c, "/mba/b").is_empty());
+    // Another client holds b: a takes its node, b waits. Cancelled, then
+    // dropped, then by the caller's token: nothing of ours is left.
+    let b = other.lock("/mba/b").unwrap().acquire(Some(LONG)).unwrap();
+    let waiting_on_b = |c: &zklock_core::Client| wait_until("waiting on b", LONG, || queue(c, "/mba/b").len() == 2);
+    let mut p = ml.begin_acquire(&AcquireOptions::new()).unwrap();
+    waiting_on_b(&other);
+    assert!(p.wait_timeout(Duration::from_millis(100)).is_none(), "still waiting");
+    p.cancel();
+    let e = p.wait_timeout(LONG).expect("an outcome").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    wait_until("a given back", LONG, || queue(&other, "/mba/a").is_empty() && queue(&other, "/mba/b").len() == 1);
+    let p = ml.begin_acquire(&AcquireOptions::new()).unwrap();
+    waiting_on_b(&other);
+    drop(p);
+    wait_until("nothing left", LONG, || queue(&other, "/mba/a").is_empty() && queue(&other, "/mba/b").len() == 1);
+    let token = CancelToken::new();
+    let mut p = ml.begin_acquire(&AcquireOptions::new().cancel_token(token.clone())).unwrap();
+    waiting_on_b(&other);
+    token.cancel();
+    assert_eq!(p.wait_timeout(LONG).expect("an outcome").unwrap_err().kind(), ErrorKind::Cancelled);
+    b.release().unwrap();
+    let g = ml.begin_acquire(&AcquireOptions::new().timeout(Some(LONG))).unwrap().wait_timeout(LONG).unwrap().unwrap();
+    g.release().unwrap();
+    assert_eq!(ml.locks().len(), 2);
+}

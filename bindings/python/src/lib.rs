@@ -361,8 +361,8 @@ impl<X: Send> Awaited for mpsc::Receiver<zklock_core::Result<X>> {
 /// An acquire started with `begin_acquire`: its outcome comes straight
 /// from the core's runtime, never through the client's event thread, so a
 /// blocking acquire may be made from a state-change callback.
-impl Awaited for PendingAcquire {
-    type Output = zklock_core::Result<Guard>;
+impl<G: Send + 'static> Awaited for PendingAcquire<G> {
+    type Output = zklock_core::Result<G>;
 
     fn wait(&mut self, slice: Duration) -> Option<Self::Output> {
         self.wait_timeout(slice)
@@ -865,7 +865,6 @@ impl Client {
             handle: Owned::new(handle, self.origin),
             origin: self.origin,
             guards: Mutex::default(),
-            reentrant,
         })
     }
 
@@ -1749,9 +1748,6 @@ struct MultiLock {
     handle: Owned<CoreMultiLock>,
     origin: Origin,
     guards: Mutex<Vec<Arc<MultiGuard>>>,
-    /// Made with `reentrant=True`: blocking acquires wait on the calling
-    /// thread (see `MultiLock.acquire`).
-    reentrant: bool,
 }
 
 impl MultiLock {
@@ -1783,40 +1779,19 @@ impl MultiLock {
     /// Takes every member, as `Lock.acquire` takes one lock (`timeout`
     /// covers the whole set): True, or False when the time ran out (nothing
     /// is held then). Waits without the GIL; Ctrl-C cancels the wait (every
-    /// member taken is given back) and raises KeyboardInterrupt. Not from a
-    /// state-change callback (it waits for the client's event thread).
-    ///
-    /// A reentrant multi-lock's acquire waits on the calling thread (the
-    /// core's blocking `MultiLock::acquire_with`, without the GIL): that is
-    /// how the core knows the thread that reenters, and the core has no
-    /// multi-lock call that both knows it and can be waited on in slices.
-    /// So Ctrl-C is raised only once the acquire returns (a grant is then
-    /// given back), within `timeout` at the latest.
+    /// member taken is given back) and raises KeyboardInterrupt. The wait
+    /// is the calling thread's (the core's `MultiLock::begin_acquire`): a
+    /// reentrant multi-lock held by this thread is taken again at once.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("multi-lock")?;
-        if self.reentrant {
-            let handle = CoreMultiLock::clone(&self.handle);
-            let result = py.detach(move || handle.acquire_with(&options));
-            return blocking_outcome(
-                py,
-                result,
-                |guard| {
-                    let _ = guard.release();
-                },
-                |guard| locked(&self.guards).push(Arc::new(guard)),
-            );
-        }
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.client
-            .spawn_then(self.handle.acquire_async(options), move |r| {
-                let _ = tx.send(r);
-            })
-            .map_err(|e| to_py_err(py, &e))?;
-        let result = wait_for_outcome(py, rx, move |rx| {
+        let pending = self.handle.begin_acquire(&options).map_err(|e| to_py_err(py, &e))?;
+        let result = wait_for_outcome(py, pending, move |mut pending| {
             token.cancel();
-            if let Ok(Ok(guard)) = rx.recv() {
+            // As `Lock.acquire`: the cancelled call returns promptly; a
+            // grant that won the race is given back.
+            if let Some(Ok(guard)) = pending.wait_timeout(Duration::MAX) {
                 let _ = guard.release();
             }
         })?;

@@ -55,6 +55,50 @@ def test_ctrl_c_cancels_a_blocked_acquire_and_leaves_no_node(
         assert child.wait(10) == 0
 
 
+MULTI_CHILD = """
+    import sys, zklock
+    hosts, path = sys.argv[1:3]
+    zk = zklock.Client(hosts)
+    both = zk.multi_lock([path + "/a", path + "/b"], reentrant=True)
+    with both:
+        assert both.acquire(timeout=0), "reentered at once by its thread"
+        both.release()
+    print("REENTERED", flush=True)
+    sys.stdin.readline()  # the test takes b meanwhile
+    print("WAITING", flush=True)
+    try:
+        both.acquire()
+        print("ACQUIRED", flush=True)
+    except KeyboardInterrupt:
+        n = len(zk.participants(path + "/a")) + len(zk.participants(path + "/b"))
+        print("INTERRUPTED %d" % n, flush=True)
+        sys.stdin.readline()
+        zk.close()
+        print("BYE", flush=True)
+    """
+
+
+def test_ctrl_c_cancels_a_reentrant_multi_lock_wait(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    with Child(MULTI_CHILD, hosts, path) as child:
+        assert child.line() == "REENTERED"
+        with client.lock(path + "/b"):
+            child.send("\n")
+            assert child.line() == "WAITING"
+            wait_for(lambda: len(observer.participants(path + "/b")) == 2, what="the child to wait for b")
+            time.sleep(0.2)  # well inside the blocking wait
+            sent = time.monotonic()
+            child.proc.send_signal(signal.SIGINT)
+            line = child.line()
+            assert line == "INTERRUPTED 1", line  # our node of b; the child's a given back
+            assert time.monotonic() - sent < 3, "Ctrl-C took too long to interrupt the wait"
+            assert observer.participants(path + "/a") == []
+            child.send("\n")
+            assert child.line() == "BYE"
+            assert child.wait(10) == 0
+
+
 def test_blocking_acquire_releases_the_gil(client: zklock.Client, hosts: str, path: str) -> None:
     with client.lock(path):
         with zklock.Client(hosts) as other:

@@ -1426,10 +1426,8 @@ class Client:
         ``Client.lock(path, reentrant=True)``; Curator's
         ``InterProcessMultiLock`` over reentrant mutexes): a thread holding
         the set whose blocking ``acquire()`` takes it again gets it at once,
-        and the nodes go at the last ``release()``. Such a blocking acquire
-        waits on the calling thread, so Ctrl-C is raised only once it
-        returns (within its timeout); asyncio acquires are never
-        re-entrant.
+        and the nodes go at the last ``release()`` (Ctrl-C interrupts its
+        wait as any acquire's); asyncio acquires are never re-entrant.
 
         Raises InvalidArgument for no member, a path named twice or an
         unknown mode, InvalidPath for a bad path, Closed after
