@@ -155,7 +155,15 @@ fn creator_acl_shuts_out_other_identities_and_says_no_auth() {
         assert!(began.elapsed() < 3 * SEC, "refused at once, took {:?}", began.elapsed());
         let e = c.lock("/secure/job").unwrap().try_acquire().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+        // Nor may it ask the holder to let go, or write a shared count there.
+        let e = c.revoke(&node).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
+        let e = c.set_shared_count("/secure/job/count", 3).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoAuth, "{e}");
     }
+    assert!(!guard.revocation_requested(), "no revoke reached the holder");
+    assert!(alice.revoke(&node).unwrap(), "its own identity may");
+    wait_until("the holder is told", 10 * SEC, || guard.revocation_requested());
     assert_eq!(raw_alice.children("/secure/job"), vec![node[node.rfind('/').unwrap() + 1..].to_owned()]);
 
     // A second session of alice contends as usual.

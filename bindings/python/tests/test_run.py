@@ -4,10 +4,11 @@ Lock::run_async): the work runs while the lock is held, then it goes."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import zklock
-from support import delete_as_third_party
+from support import delete_as_third_party, wait_for
 
 
 def test_run_returns_the_value_and_releases(client: zklock.Client, path: str) -> None:
@@ -90,6 +91,52 @@ def test_run_async_cancels_the_task_when_the_lock_is_lost(client: zklock.Client,
     asyncio.run(main())
     assert state == ["started", "cancelled"]
     assert not lock.held
+
+
+def test_run_async_cancels_the_task_when_the_lock_is_suspended(harness, observer: zklock.Client, path: str) -> None:
+    # Cut off from ZooKeeper for less than the session timeout: the session
+    # survives, but the task is cancelled once the lock is SUSPENDED (as
+    # Curator's LeaderSelector cancels its leader), not at the expiry.
+    zk = zklock.Client(harness.proxied, session_timeout=6.0, connect_timeout=5.0, operation_timeout=2.0)
+    session = zk.session_id
+    lock = zk.lock(path)
+    state: list = []
+
+    async def work() -> None:
+        state.append("started")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            state.append("cancelled")
+            raise
+
+    async def main() -> float:
+        async def cut() -> float:
+            while not state:
+                await asyncio.sleep(0.01)
+            harness.command("blackhole")
+            cut_at = time.monotonic()
+            while state[-1] != "cancelled":
+                await asyncio.sleep(0.01)
+            harness.command("heal")
+            return time.monotonic() - cut_at
+
+        t = asyncio.ensure_future(cut())
+        with pytest.raises(zklock.ZkLockError) as raised:
+            await asyncio.wait_for(lock.run_async(work), 30)
+        assert not isinstance(raised.value, zklock.LockTimeout), raised.value
+        return await t
+
+    try:
+        took = asyncio.run(main())
+        assert state == ["started", "cancelled"]
+        assert took < 6.0, "cancelled at the suspension, before any expiry (%.1f s)" % took
+        assert not lock.held
+        wait_for(lambda: observer.participants(path) == [], timeout=15, what="the node to go")
+        assert zk.session_id == session, "the session survived the cut"
+    finally:
+        harness.command("heal")
+        zk.close()
 
 
 def test_cancelling_run_async_cancels_the_task_and_releases(client: zklock.Client, path: str) -> None:
