@@ -1415,6 +1415,28 @@ zklock_code zklock_semaphore_new_with_count(const struct zklock_client *client, 
 zklock_code zklock_client_set_shared_count(const struct zklock_client *client, const char *path, int32_t count, struct zklock_error **err);
 
 /**
+ * Reads the shared count at `path` into `*out` (as written: a negative
+ * count, which a semaphore takes as 0 permits, too). Blocks for one
+ * request, at most the operation timeout.
+ *
+ * # Errors
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a node that does not
+ * hold a 4-byte count; `ZKLOCK_ZOOKEEPER` when the node does not exist;
+ * `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`;
+ * `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`. `*out` is unchanged on
+ * failure.
+ *
+ * # Threads
+ * Any thread.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+ * `out` is NULL or valid for writing an `int32_t`; `err` is NULL or
+ * valid for writing a pointer.
+ */
+zklock_code zklock_client_shared_count(const struct zklock_client *client, const char *path, int32_t *out, struct zklock_error **err);
+
+/**
  * Makes a read/write lock pair on `path` whose sides know each other
  * (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
  * and `*out_write` receive the two sides; free each with `zklock_lock_free`

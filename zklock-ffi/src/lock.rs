@@ -291,6 +291,44 @@ pub unsafe extern "C" fn zklock_client_set_shared_count(
     }
 }
 
+/// Reads the shared count at `path` into `*out` (as written: a negative
+/// count, which a semaphore takes as 0 permits, too). Blocks for one
+/// request, at most the operation timeout.
+///
+/// # Errors
+/// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a node that does not
+/// hold a 4-byte count; `ZKLOCK_ZOOKEEPER` when the node does not exist;
+/// `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`;
+/// `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`. `*out` is unchanged on
+/// failure.
+///
+/// # Threads
+/// Any thread.
+///
+/// # Safety
+/// `client` is NULL or a live client; `path` is NULL or NUL-terminated;
+/// `out` is NULL or valid for writing an `int32_t`; `err` is NULL or
+/// valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn zklock_client_shared_count(
+    client: *const zklock_client,
+    path: *const c_char,
+    out: *mut i32,
+    err: *mut *mut zklock_error,
+) -> zklock_code {
+    const F: &str = "zklock_client_shared_count";
+    // SAFETY: pointers as documented (caller's contract).
+    unsafe {
+        call(F, err, || {
+            let client = arg_ref(client, F, "client")?;
+            let path = arg_str(path, F, "path")?;
+            let out = out_arg(out, F, "out")?;
+            out.write(client.inner.shared_count(path)?);
+            Ok(())
+        })
+    }
+}
+
 /// Makes a read/write lock pair on `path` whose sides know each other
 /// (Curator `InterProcessReadWriteLock` compatible). On success `*out_read`
 /// and `*out_write` receive the two sides; free each with `zklock_lock_free`

@@ -2286,6 +2286,14 @@ static int test_shared_count_semaphore(void) {
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(sem, 5000, &a, &err));
     EXPECT(ZKLOCK_TIMEOUT, zklock_lock_acquire(sem, 0, &b, &err));
     EXPECT(ZKLOCK_OK, zklock_client_set_shared_count(zk, count, 2, &err));
+    int32_t now = -7;
+    EXPECT(ZKLOCK_OK, zklock_client_shared_count(zk, count, &now, &err));
+    if (now != 2) FAIL("shared count read back as %d, not 2", (int)now);
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s-none", count);
+    EXPECT(ZKLOCK_ZOOKEEPER, zklock_client_shared_count(zk, missing, &now, &err));
+    EXPECT(ZKLOCK_INVALID_ARGUMENT, zklock_client_shared_count(zk, count, NULL, &err));
+    EXPECT(ZKLOCK_INVALID_PATH, zklock_client_shared_count(zk, "relative", &now, &err));
     EXPECT(ZKLOCK_OK, zklock_lock_acquire(sem, 5000, &b, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_release(b, NULL, &err));
     EXPECT(ZKLOCK_OK, zklock_guard_release(a, NULL, &err));
