@@ -200,6 +200,16 @@ fn init() {
     }
 }
 
+/// The bytes of a lock node's `data` argument (a string as UTF-8, a
+/// Buffer as it is; none: empty).
+fn node_data(data: Option<Either<String, Buffer>>) -> Vec<u8> {
+    match data {
+        Some(Either::A(text)) => text.into_bytes(),
+        Some(Either::B(bytes)) => bytes.to_vec(),
+        None => Vec::new(),
+    }
+}
+
 /// Awaits the core's future `work` and returns a Promise that settles with
 /// its result on the JavaScript thread. A core error rejects through
 /// [`zk_error`]; a panic rejects with `INTERNAL`.
@@ -790,11 +800,7 @@ impl Client {
             );
             return Err(zk_error(&env, &e));
         }
-        let data: Vec<u8> = match data {
-            Some(Either::A(text)) => text.into_bytes(),
-            Some(Either::B(bytes)) => bytes.to_vec(),
-            None => Vec::new(),
-        };
+        let data = node_data(data);
         let options = core::LockOptions::default().data(data);
         // A whole number in range, checked above.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -913,11 +919,7 @@ impl Client {
         count_path: String,
         data: Option<Either<String, Buffer>>,
     ) -> napi::Result<Lock> {
-        let data: Vec<u8> = match data {
-            Some(Either::A(text)) => text.into_bytes(),
-            Some(Either::B(bytes)) => bytes.to_vec(),
-            None => Vec::new(),
-        };
+        let data = node_data(data);
         let options = core::LockOptions::default().data(data);
         let lock = self.client.semaphore_with_count(&path, &count_path, options).map_err(|e| zk_error(&env, &e))?;
         Ok(Lock { lock, session: self.session.clone() })

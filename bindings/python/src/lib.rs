@@ -439,6 +439,21 @@ impl Call {
 /// Lock options: node data from `identifier` (`None`, `str` stored as
 /// UTF-8, or `bytes`; anything else is a `TypeError`, a `str` that is not
 /// valid Unicode InvalidArgument) and reentrancy per thread.
+/// `value`, an int from `min` to 2**31 - 1 (Curator's limit for permits
+/// and shared counts), named `name` in the errors: InvalidArgument out of
+/// range (a bool included), TypeError for what is not an int.
+fn int_in(name: &str, value: &Bound<'_, PyAny>, min: i32) -> PyResult<i32> {
+    let range = || invalid_argument(format!("{name} must be an int from {min} to 2147483647, not {value}"));
+    if value.is_instance_of::<PyBool>() {
+        return Err(range());
+    }
+    match value.extract::<i64>() {
+        Ok(n) => i32::try_from(n).ok().filter(|n| *n >= min).ok_or_else(range),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => Err(range()),
+        Err(_) => Err(PyTypeError::new_err(format!("{name} must be an int, not {}", value.get_type().name()?))),
+    }
+}
+
 fn lock_options(identifier: Option<&Bound<'_, PyAny>>, reentrant: bool) -> PyResult<LockOptions> {
     let options = if reentrant { LockOptions::default().reentrant() } else { LockOptions::default() };
     let Some(id) = identifier else { return Ok(options) };
@@ -680,19 +695,11 @@ impl Client {
     ) -> PyResult<Lock> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
-        let range = || invalid_argument(format!("permits must be an int between 1 and 2147483647, not {permits}"));
-        if permits.is_instance_of::<PyBool>() {
-            return Err(range());
-        }
-        let count = match permits.extract::<i64>() {
-            Ok(n) => usize::try_from(n).map_err(|_| range())?,
-            Err(e) if e.is_instance_of::<PyOverflowError>(permits.py()) => return Err(range()),
-            Err(_) => {
-                return Err(PyTypeError::new_err(format!("permits must be an int, not {}", permits.get_type().name()?)))
-            },
-        };
+        let count = int_in("permits", permits, 1)?;
         let options = lock_options(identifier, false)?;
-        let lock = self.inner.semaphore(&path, count, options).map_err(py_err)?;
+        // At least 1: checked by int_in.
+        #[allow(clippy::cast_sign_loss)]
+        let lock = self.inner.semaphore(&path, count as usize, options).map_err(py_err)?;
         Ok(Lock::new(&self.inner, self.origin, lock))
     }
 
@@ -723,17 +730,7 @@ impl Client {
     fn set_shared_count(&self, py: Python<'_>, path: &Bound<'_, PyAny>, count: &Bound<'_, PyAny>) -> PyResult<()> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
-        let range = || invalid_argument(format!("a shared count must be an int from 0 to 2147483647, not {count}"));
-        if count.is_instance_of::<PyBool>() {
-            return Err(range());
-        }
-        let count = match count.extract::<i64>() {
-            Ok(n) => i32::try_from(n).ok().filter(|n| *n >= 0).ok_or_else(range)?,
-            Err(e) if e.is_instance_of::<PyOverflowError>(py) => return Err(range()),
-            Err(_) => {
-                return Err(PyTypeError::new_err(format!("count must be an int, not {}", count.get_type().name()?)))
-            },
-        };
+        let count = int_in("count", count, 0)?;
         let client = CoreClient::clone(&self.inner);
         py.detach(move || client.set_shared_count(&path, count)).map_err(|e| to_py_err(py, &e))
     }
