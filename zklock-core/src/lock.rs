@@ -551,12 +551,15 @@ impl ReadWriteLock {
 
 /// An acquire in progress (see [`Lock::begin_acquire`], and
 /// [`crate::MultiLock::begin_acquire`], whose outcome is a
-/// [`crate::MultiGuard`]). Dropping it before its outcome was taken
-/// cancels the call (its nodes are deleted; a guard granted at that moment
-/// is released). `Send`, not `Sync`.
+/// [`crate::MultiGuard`]). Its outcome is waited for with
+/// [`PendingAcquire::wait_timeout`] (blocking, in slices if the caller
+/// likes) or by awaiting it (it is a future; any executor). Dropping it
+/// before its outcome was taken cancels the call (its nodes are deleted; a
+/// guard granted at that moment is released). `Send`, not `Sync`.
 pub struct PendingAcquire<G = Guard> {
-    outcome: std::sync::mpsc::Receiver<Result<G>>,
-    /// Cancels the call when dropped; disarmed once the outcome is taken.
+    outcome: tokio::sync::oneshot::Receiver<Result<G>>,
+    /// Cancels the call when dropped; disarmed once the outcome is taken
+    /// (`None` from then on).
     call: Option<tokio_util::sync::DropGuard>,
 }
 
@@ -571,27 +574,32 @@ impl<G: Send + 'static> PendingAcquire<G> {
         if shared.forked() {
             return Err(shared.closed_error());
         }
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (tx, rx) = tokio::sync::oneshot::channel();
         shared.handle.spawn(async move {
             let _ = tx.send(work.await);
         });
         Ok(PendingAcquire { outcome: rx, call: Some(call.drop_guard()) })
     }
 
-    /// Waits up to `timeout` for the outcome: `None` while the call goes
-    /// on, `Some` once (later calls give an `Internal` error).
+    /// Waits up to `timeout` for the outcome, blocking the calling thread:
+    /// `None` while the call goes on, `Some` once (later calls, and polls
+    /// of the future, give an `Internal` error).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<G>> {
-        let outcome = match self.outcome.recv_timeout(timeout) {
-            Ok(out) => out,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return None,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                Err(Error::internal("the acquire's outcome was already taken"))
-            },
-        };
-        if let Some(call) = self.call.take() {
-            call.disarm();
+        let deadline = Instant::now().checked_add(timeout);
+        let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = std::task::Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(out) = Pin::new(&mut *self).poll(&mut cx) {
+                return Some(out);
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => match d.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+                    Some(left) => std::thread::park_timeout(left),
+                    None => return None,
+                },
+            }
         }
-        Some(outcome)
     }
 
     /// Cancels the call: it ends with `Cancelled` (or with the guard, if it
@@ -600,6 +608,38 @@ impl<G: Send + 'static> PendingAcquire<G> {
         if let Some(call) = &self.call {
             call.token().cancel();
         }
+    }
+}
+
+/// The outcome, once (then an `Internal` error, as from
+/// [`PendingAcquire::wait_timeout`]); the waker is woken from the client's
+/// runtime when it is there.
+impl<G> Future for PendingAcquire<G> {
+    type Output = Result<G>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Result<G>> {
+        if self.call.is_none() {
+            return Poll::Ready(Err(Error::internal("the acquire's outcome was already taken")));
+        }
+        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(out)) => out,
+            // The runtime ended without an outcome: the client is gone.
+            Poll::Ready(Err(_)) => Err(Error::closed()),
+        };
+        if let Some(call) = self.call.take() {
+            call.disarm();
+        }
+        Poll::Ready(outcome)
+    }
+}
+
+/// Wakes a thread parked in [`PendingAcquire::wait_timeout`].
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
     }
 }
 

@@ -32,6 +32,16 @@ fn every_async_call_works_on_an_executor_that_is_not_tokio() {
         assert!(client.participants_async("/async").await.expect("participants").is_empty());
         let second = guard.release_async().await.expect_err("second release");
         assert_eq!(second.kind(), ErrorKind::NotHeld);
+        // A begun acquire is a future too (and its outcome comes once).
+        let mut pending = lock.begin_acquire(&AcquireOptions::new()).expect("begun");
+        let begun = (&mut pending).await.expect("acquired");
+        let again = (&mut pending).await.expect_err("taken already");
+        assert_eq!(again.kind(), ErrorKind::Internal);
+        assert_eq!(
+            pending.wait_timeout(Duration::ZERO).expect("an answer").expect_err("taken").kind(),
+            ErrorKind::Internal
+        );
+        begun.release_async().await.expect("released");
         // The one-request calls: the shared count, a revoke.
         client.set_shared_count_async("/async-count", 3).await.expect("set");
         assert_eq!(client.shared_count_async("/async-count").await.expect("read"), 3);

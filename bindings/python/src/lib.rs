@@ -5,10 +5,11 @@
 //!
 //! - blocking waits that release the GIL and still honour Ctrl-C: the core
 //!   call runs on the core's runtime (`begin_acquire`; connect through
-//!   `connect_then`) while the caller waits on a channel in slices of [`WAIT_SLICE`],
-//!   running Python's signal handlers between slices; an exception from a
-//!   handler (KeyboardInterrupt) cancels that call's `CancelToken`, so no
-//!   lock node is left, and is then raised;
+//!   `connect_then`) while the caller sleeps until its outcome or a signal
+//!   wakes it ([`wait`]: Python's wakeup fd on the main thread), running
+//!   Python's signal handlers then; an exception from a handler
+//!   (KeyboardInterrupt) cancels that call's `CancelToken`, so no lock node
+//!   is left, and is then raised;
 //! - asyncio without a thread per await: `acquire_start`/`release_start`
 //!   start the core call and hand its outcome to a Python `done(ok,
 //!   value)` on the client's event thread, which completes an asyncio
@@ -45,9 +46,11 @@
 // Python one), so they link to private items.
 #![allow(rustdoc::private_intra_doc_links)]
 
+mod wait;
+
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -58,13 +61,11 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, CreateMode, Error, ErrorKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
-    LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Participant, PendingAcquire, ReleaseStatus,
-    TlsOptions, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Participant, ReleaseStatus, TlsOptions,
+    MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
-/// How long a blocking wait sleeps (without the GIL) between two looks at
-/// Python's pending signals.
-const WAIT_SLICE: Duration = Duration::from_millis(50);
+use wait::wait_for_outcome;
 
 /// `zklock._errors._from_code`, imported once.
 static FROM_CODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -336,68 +337,6 @@ fn _wait_limit(blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<O
     Ok(wait_limit(blocking, timeout)?.map(|d| d.as_secs_f64()))
 }
 
-/// A call in progress whose outcome a blocking method waits for in slices.
-trait Awaited: Send {
-    type Output: Send;
-    /// Waits up to `slice`: `None` while the call goes on.
-    fn wait(&mut self, slice: Duration) -> Option<Self::Output>;
-}
-
-/// A core call that completes through a callback into this channel.
-impl<X: Send> Awaited for mpsc::Receiver<zklock_core::Result<X>> {
-    type Output = zklock_core::Result<X>;
-
-    fn wait(&mut self, slice: Duration) -> Option<Self::Output> {
-        match self.recv_timeout(slice) {
-            Ok(out) => Some(out),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => {
-                Some(Err(Error::new(ErrorKind::Internal, "the call ended without a result")))
-            },
-        }
-    }
-}
-
-/// An acquire started with `begin_acquire`: its outcome comes straight
-/// from the core's runtime, never through the client's event thread, so a
-/// blocking acquire may be made from a state-change callback.
-impl<G: Send + 'static> Awaited for PendingAcquire<G> {
-    type Output = zklock_core::Result<G>;
-
-    fn wait(&mut self, slice: Duration) -> Option<Self::Output> {
-        self.wait_timeout(slice)
-    }
-}
-
-/// Waits for the outcome of `call` without the GIL, in slices of
-/// [`WAIT_SLICE`], running Python's signal handlers between slices. If a
-/// handler raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called
-/// (without the GIL) with the call, so that it can cancel it and clean up
-/// after it, and the handler's exception is returned.
-fn wait_for_outcome<A, I>(py: Python<'_>, call: A, interrupt: I) -> PyResult<A::Output>
-where
-    A: Awaited,
-    I: FnOnce(A) + Send,
-{
-    let mut call = call;
-    loop {
-        // The call moves in and out: it is Send but not Sync.
-        let (back, outcome) = py.detach(move || {
-            let outcome = call.wait(WAIT_SLICE);
-            (call, outcome)
-        });
-        call = back;
-        if let Some(out) = outcome {
-            park_if_exiting(py);
-            return Ok(out);
-        }
-        if let Err(signal) = py.check_signals() {
-            py.detach(move || interrupt(call));
-            return Err(signal);
-        }
-    }
-}
-
 /// Enters Python from one of zklock's threads (the client's event thread):
 /// not at all once the interpreter shuts down ([`SHUTTING_DOWN`]), and
 /// counted in [`RUNNING_CALLBACKS`] meanwhile so that `_shutdown` waits.
@@ -592,13 +531,10 @@ impl Client {
         )?;
         // On Ctrl-C the connect goes on in the background and its client is
         // dropped (which closes its session) when it ends.
-        let (tx, rx) = mpsc::sync_channel(1);
-        CoreClient::connect_then(options, move |r| {
-            let _ = tx.send(r);
-        })
-        .map_err(py_err)?;
+        let (done, connected) = wait::completion();
+        CoreClient::connect_then(options, done).map_err(py_err)?;
         // Ctrl-C: the client, when it comes, is dropped with the channel.
-        let inner = wait_for_outcome(py, rx, |_| {})?.map_err(py_err)?;
+        let inner = wait_for_outcome(py, connected, |_| {})?.map_err(py_err)?;
         Ok(Client::made(inner))
     }
 

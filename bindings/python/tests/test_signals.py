@@ -8,10 +8,12 @@ output and every wait for their end has a time limit.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import threading
 import time
+from typing import List
 
 import zklock
 from support import Child, wait_for
@@ -206,3 +208,90 @@ def test_ctrl_c_anywhere_around_a_with_block_never_leaves_the_lock_held(hosts: s
                 break
         assert child.wait(10) == 0
     assert not leaks, leaks
+
+
+def _switches(pid: int, tid: int) -> int:
+    """The voluntary context switches of thread ``tid`` of ``pid`` so far:
+    how often it went to sleep (a wait that wakes every 50 ms to look at
+    the signals shows about 20 a second)."""
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches for %d/%d" % (pid, tid))
+
+
+SLEEPING_CHILD = """
+    import signal, socket, sys, zklock
+    hosts, path, theirs = sys.argv[1:4]
+    zk = zklock.Client(hosts)
+    if theirs == "yes":
+        mine, _other = socket.socketpair()
+        mine.setblocking(False)
+        signal.set_wakeup_fd(mine.fileno())
+    print("WAITING", flush=True)
+    try:
+        zk.lock(path).acquire()
+        print("ACQUIRED", flush=True)
+    except KeyboardInterrupt:
+        after = signal.set_wakeup_fd(-1)
+        kept = (after == mine.fileno()) if theirs == "yes" else (after == -1)
+        print("INTERRUPTED wakeup_fd_restored=%s" % kept, flush=True)
+    zk.close()
+    """
+
+
+def test_a_blocked_acquire_sleeps_until_woken_on_the_main_thread_and_others(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    # The main thread of a child: asleep while it waits (no wake-ups to
+    # look at the signals), yet Ctrl-C wakes it at once; Python's wakeup
+    # fd is as it was afterwards.
+    with client.lock(path), Child(SLEEPING_CHILD, hosts, path, "no") as child:
+        assert child.line() == "WAITING"
+        wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
+        pid = child.proc.pid
+        before = _switches(pid, pid)
+        time.sleep(1.0)
+        woke = _switches(pid, pid) - before
+        assert woke <= 3, "the waiting main thread woke %d times in 1 s" % woke
+        sent = time.monotonic()
+        child.proc.send_signal(signal.SIGINT)
+        assert child.line() == "INTERRUPTED wakeup_fd_restored=True"
+        assert time.monotonic() - sent < 3
+        assert child.wait(10) == 0
+    # Another thread of this process: asleep too.
+    with client.lock(path):
+        with zklock.Client(hosts) as other:
+            waiter = other.lock(path)
+            tid: List[int] = []
+
+            def wait() -> None:
+                tid.append(threading.get_native_id())
+                waiter.acquire(timeout=3)
+
+            t = threading.Thread(target=wait)
+            t.start()
+            wait_for(lambda: len(observer.participants(path)) == 2, what="the thread to queue")
+            before = _switches(os.getpid(), tid[0])
+            time.sleep(1.0)
+            woke = _switches(os.getpid(), tid[0]) - before
+            t.join(10)
+            assert woke <= 3, "the waiting thread woke %d times in 1 s" % woke
+
+
+def test_ctrl_c_interrupts_a_wait_when_the_wakeup_fd_is_someone_elses(
+    client: zklock.Client, observer: zklock.Client, hosts: str, path: str
+) -> None:
+    # The application's (or an event loop's) wakeup fd stays its own: the
+    # wait looks at the signals in slices instead, and Ctrl-C still works.
+    with client.lock(path), Child(SLEEPING_CHILD, hosts, path, "yes") as child:
+        assert child.line() == "WAITING"
+        wait_for(lambda: len(observer.participants(path)) == 2, what="the child to queue")
+        time.sleep(0.2)
+        sent = time.monotonic()
+        child.proc.send_signal(signal.SIGINT)
+        assert child.line() == "INTERRUPTED wakeup_fd_restored=True"
+        assert time.monotonic() - sent < 3
+        assert child.wait(10) == 0
+    assert observer.participants(path) == []

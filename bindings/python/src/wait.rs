@@ -1,0 +1,252 @@
+//! Blocking waits for a core call that release the GIL, wake when the
+//! outcome comes, and still honour Ctrl-C, without waking in between.
+//!
+//! Python runs its signal handlers only on the main thread, between
+//! bytecodes; a thread blocked in native code must come back to run them.
+//! So a wait on the main thread makes a socket pair, gives its write end to
+//! `signal.set_wakeup_fd` (Python's C-level handler writes a byte to it on
+//! every signal, whichever thread the kernel chose) and blocks reading the
+//! other end; the call's outcome wakes the same read (the waker writes a
+//! byte). On a byte it looks at the outcome and runs the pending signal
+//! handlers (`check_signals`): a handler that raises (KeyboardInterrupt)
+//! ends the wait. The previous wakeup fd (none) is put back at the end.
+//!
+//! Other threads never run signal handlers: they just wait for the
+//! outcome. Only when the main thread's wakeup fd is already someone
+//! else's (an asyncio loop's signal handling, the application's own)
+//! does the wait fall back to looking at the signals every [`SLICE`].
+
+use std::future::Future;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use zklock_core::{Error, ErrorKind, PendingAcquire};
+
+/// How long a wait sleeps between two looks at Python's pending signals
+/// when it cannot be woken by them (see the module docs).
+const SLICE: Duration = Duration::from_millis(50);
+
+/// A core call in progress whose outcome a blocking method waits for.
+pub(crate) trait Awaited: Send {
+    /// The call's outcome.
+    type Output: Send;
+    /// The outcome if it is there; otherwise `cx`'s waker is woken once it
+    /// may be.
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output>;
+}
+
+/// An acquire started with `begin_acquire`: its outcome comes straight
+/// from the core's runtime, never through the client's event thread, so a
+/// blocking acquire may be made from a state-change callback.
+impl<G: Send + 'static> Awaited for PendingAcquire<G> {
+    type Output = zklock_core::Result<G>;
+
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(self).poll(cx)
+    }
+}
+
+/// The outcome of a core call that completes through a callback
+/// ([`completion`]).
+pub(crate) struct Completion<T> {
+    outcome: mpsc::Receiver<T>,
+    waker: Arc<Mutex<Option<Waker>>>,
+}
+
+/// A callback for a core call (`connect_then`) and the [`Completion`] a
+/// blocking wait waits on.
+pub(crate) fn completion<T: Send + 'static>() -> (impl FnOnce(T) + Send + 'static, Completion<T>) {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let waker: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let to_wake = waker.clone();
+    let done = move |out: T| {
+        let _ = tx.send(out);
+        if let Some(w) = crate::locked(&to_wake).take() {
+            w.wake();
+        }
+    };
+    (done, Completion { outcome: rx, waker })
+}
+
+impl<X: Send> Awaited for Completion<zklock_core::Result<X>> {
+    type Output = zklock_core::Result<X>;
+
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // The waker first: an outcome sent after the look below wakes it.
+        *crate::locked(&self.waker) = Some(cx.waker().clone());
+        match self.outcome.try_recv() {
+            Ok(out) => Poll::Ready(out),
+            Err(mpsc::TryRecvError::Empty) => Poll::Pending,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Poll::Ready(Err(Error::new(ErrorKind::Internal, "the call ended without a result")))
+            },
+        }
+    }
+}
+
+/// Wakes a thread parked in [`park_until`].
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Waits (blocking, without the GIL: the caller detaches) until `call`'s
+/// outcome is there, or `limit` passed (`None`: without limit).
+fn park_until<A: Awaited>(call: &mut A, limit: Option<Duration>) -> Option<A::Output> {
+    let deadline = limit.and_then(|l| std::time::Instant::now().checked_add(l));
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(out) = call.poll_outcome(&mut cx) {
+            return Some(out);
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => match d.checked_duration_since(std::time::Instant::now()).filter(|l| !l.is_zero()) {
+                Some(left) => std::thread::park_timeout(left),
+                None => return None,
+            },
+        }
+    }
+}
+
+/// The socket pair of a main-thread wait: Python's wakeup fd (the write
+/// end, non-blocking as Python requires) and the end the wait reads.
+struct Bell {
+    ring: UnixStream,
+    listen: UnixStream,
+}
+
+impl Wake for Bell {
+    fn wake(self: Arc<Self>) {
+        // Full means a byte is waiting already: the wake is not lost.
+        let _ = (&self.ring).write(&[0]);
+    }
+}
+
+/// Python's wakeup fd taken for one wait on the main thread, put back when
+/// dropped (with the GIL).
+struct WakeupFd<'py> {
+    py: Python<'py>,
+    bell: Arc<Bell>,
+}
+
+impl<'py> WakeupFd<'py> {
+    /// How signals can reach a wait on this thread: our bell as the wakeup
+    /// fd if this is the main thread and the fd was nobody's. Only C
+    /// functions are called (Python code could run a signal handler and
+    /// raise before the wait has begun).
+    fn signals(py: Python<'py>) -> PyResult<Signals<'py>> {
+        let signal = py.import("signal")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("warn_on_full_buffer", false)?;
+        let previous = match signal.call_method("set_wakeup_fd", (-1,), Some(&kwargs)) {
+            Ok(p) => p.extract::<i64>()?,
+            // Not the main thread (of the main interpreter): signal handlers
+            // never run here.
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) => return Ok(Signals::NotHere),
+            Err(e) => return Err(e),
+        };
+        if previous != -1 {
+            // Someone else's: give it back and look at the signals in slices.
+            signal.call_method("set_wakeup_fd", (previous,), Some(&kwargs))?;
+            return Ok(Signals::Sliced);
+        }
+        let (ring, listen) = UnixStream::pair()?;
+        ring.set_nonblocking(true)?;
+        signal.call_method("set_wakeup_fd", (ring.as_raw_fd(),), Some(&kwargs))?;
+        Ok(Signals::Woken(WakeupFd { py, bell: Arc::new(Bell { ring, listen }) }))
+    }
+}
+
+impl Drop for WakeupFd<'_> {
+    fn drop(&mut self) {
+        let restored = self.py.import("signal").and_then(|s| s.call_method1("set_wakeup_fd", (-1,)));
+        if let Err(e) = restored {
+            e.write_unraisable(self.py, None);
+        }
+    }
+}
+
+/// How a wait learns of signals.
+enum Signals<'py> {
+    /// The main thread, woken by them through its wakeup fd.
+    Woken(WakeupFd<'py>),
+    /// The main thread whose wakeup fd is someone else's: every [`SLICE`].
+    Sliced,
+    /// Another thread: they are not its to handle.
+    NotHere,
+}
+
+/// Waits for the outcome of `call` without the GIL, running Python's
+/// signal handlers when a signal comes (see the module docs). If a handler
+/// raises (KeyboardInterrupt on Ctrl-C), `interrupt` is called (without
+/// the GIL) with the call, so that it can cancel it and clean up after it,
+/// and the handler's exception is returned.
+pub(crate) fn wait_for_outcome<A, I>(py: Python<'_>, call: A, interrupt: I) -> PyResult<A::Output>
+where
+    A: Awaited,
+    I: FnOnce(A) + Send,
+{
+    let signals = match WakeupFd::signals(py) {
+        Ok(s) => s,
+        Err(e) => {
+            // The call has begun: it is cancelled and cleaned up after, as
+            // for a signal during the wait.
+            py.detach(move || interrupt(call));
+            return Err(e);
+        },
+    };
+    let mut call = call;
+    loop {
+        // The call moves in and out: it is Send but not Sync.
+        let (back, outcome) = match &signals {
+            Signals::Woken(fd) => {
+                let bell = fd.bell.clone();
+                py.detach(move || {
+                    let waker = Waker::from(bell.clone());
+                    let outcome = match call.poll_outcome(&mut Context::from_waker(&waker)) {
+                        Poll::Ready(out) => Some(out),
+                        Poll::Pending => {
+                            // The outcome's wake or a signal's byte; then
+                            // look again (and at the signals, below).
+                            let _ = (&bell.listen).read(&mut [0; 64]);
+                            None
+                        },
+                    };
+                    (call, outcome)
+                })
+            },
+            Signals::Sliced => py.detach(move || {
+                let outcome = park_until(&mut call, Some(SLICE));
+                (call, outcome)
+            }),
+            Signals::NotHere => py.detach(move || {
+                let outcome = park_until(&mut call, None);
+                (call, outcome)
+            }),
+        };
+        call = back;
+        if let Some(out) = outcome {
+            drop(signals);
+            crate::park_if_exiting(py);
+            return Ok(out);
+        }
+        if let Err(signal) = py.check_signals() {
+            drop(signals);
+            py.detach(move || interrupt(call));
+            return Err(signal);
+        }
+    }
+}
