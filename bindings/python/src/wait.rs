@@ -172,7 +172,15 @@ impl<'py> WakeupFd<'py> {
 
 impl Drop for WakeupFd<'_> {
     fn drop(&mut self) {
-        let restored = self.py.import("signal").and_then(|s| s.call_method1("set_wakeup_fd", (-1,)));
+        // Unless a signal handler run meanwhile set one of its own.
+        let ours = i64::from(self.bell.ring.as_raw_fd());
+        let restored = self.py.import("signal").and_then(|signal| {
+            let now: i64 = signal.call_method1("set_wakeup_fd", (-1,))?.extract()?;
+            if now != ours {
+                signal.call_method1("set_wakeup_fd", (now,))?;
+            }
+            Ok(())
+        });
         if let Err(e) = restored {
             e.write_unraisable(self.py, None);
         }
