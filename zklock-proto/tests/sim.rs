@@ -61,6 +61,13 @@ fn env_opts() -> sim::Opts {
         "Lease" => Some(sim::Kind::Lease),
         _ => None,
     };
+    // A wrong rule of the runners' shared count (`runner::CountBugs`), to
+    // replay what a `finds_*` test found.
+    match std::env::var("ZKLOCK_SIM_BUG").unwrap_or_default().as_str() {
+        "keep_count_on_failure" => opts.count_bugs.keep_on_failure = true,
+        "count_no_hold_back" => opts.count_bugs.no_hold_back = true,
+        _ => {},
+    }
     // A bug of `acquire::Bugs` switched on in every contender, to replay
     // what a `finds_*` test found.
     #[cfg(feature = "history")]

@@ -31,8 +31,11 @@ fn v(kind: &'static str, what: String) -> Violation {
 /// Grant justification: as of the last message the contender's session got
 /// before the grant, our node existed, was owned by our session (hence the
 /// session was alive), had the czxid granted, and the queue rule said Held.
+/// (A message its runner held back while it read the shared count again
+/// is fed later than it came: a grant it leads to is checked as of when it
+/// came.)
 pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), Violation> {
-    let z = c.last_zxid;
+    let z = c.as_of.unwrap_or(c.last_zxid);
     let kids = zk.children_at(&c.attempt_path, z);
     let Some(ours) = kids.iter().find(|l| l.name == name) else {
         return Err(v(
@@ -51,7 +54,12 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
         ));
     }
     let children: Vec<String> = kids.iter().map(|l| l.name.clone()).collect();
-    let d = names::decide_with_permits(c.attempt_mode, c.attempt_permits, &children, name);
+    // A lease of a shared count: the permits the count gave at some point
+    // from `at` to the grant (the count's own rule is `count_grant`'s).
+    let shared = zk.count_path.is_some() && c.attempt_mode == names::LockMode::Lease;
+    let upto = z.max(c.count_zxid);
+    let permits = |at: i64| if shared { zk.max_permits_between(at, upto) } else { c.attempt_permits };
+    let d = names::decide_with_permits(c.attempt_mode, permits(z), &children, name);
     // A lease counts every other lease node, also ones made after the list
     // that counted (a contender that took the mutex after ours was lost):
     // it is justified when the count said Held at some zxid since our node
@@ -60,12 +68,49 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
     let counted_once = c.attempt_mode == names::LockMode::Lease
         && (ours.czxid..=z).any(|at| {
             let then: Vec<String> = zk.children_at(&c.attempt_path, at).iter().map(|l| l.name.clone()).collect();
-            names::decide_with_permits(c.attempt_mode, c.attempt_permits, &then, name) == Decision::Held
+            names::decide_with_permits(c.attempt_mode, permits(at), &then, name) == Decision::Held
         });
     if d != Decision::Held && !counted_once {
         return Err(v(
             "grant",
             format!("{} granted {name}, but as of zxid {z} the queue said {d:?}: {children:?}", c.name),
+        ));
+    }
+    Ok(())
+}
+
+/// The shared count's rule at a lease's grant (protocol 8c: "it holds the
+/// lease when fewer than `N` other lease nodes exist", `N` the count; "the
+/// count bounds new leases"; a count that cannot be read fails the
+/// acquire): the list the grant decided on (the last list of the lease
+/// path fed to the attempt, answered at zxid `z`) showed fewer lease nodes
+/// other than ours than the permits the count gave at some zxid from `z`
+/// to the last one the contender's session had read (a count read after
+/// the list may be used, never one older than it; missing or not a count:
+/// 0 permits; negative: 0). Checked from the model's record of the lease
+/// nodes and of the count, not from the machine's count.
+pub fn count_grant(zk: &Zk<Tag>, c: &Contender, name: &str) -> Result<(), Violation> {
+    let Some(z) = c.decided_zxid else {
+        return Err(v("count", format!("{} granted {name} with no list of the leases fed to it", c.name)));
+    };
+    let others: Vec<String> = zk
+        .children_at(&c.attempt_path, z)
+        .iter()
+        .filter(|l| l.name != name && names::parse_child(&l.name).is_some())
+        .map(|l| super::runner::short(&l.name))
+        .collect();
+    let upto = c.as_of.unwrap_or(c.last_zxid).max(c.count_zxid);
+    let permits = zk.max_permits_between(z, upto);
+    if others.len() >= permits {
+        return Err(v(
+            "count",
+            format!(
+                "{} granted {name} on the list of zxid {z}, which showed {} other lease(s) {others:?}, but the shared \
+                 count gave at most {permits} permit(s) from then to zxid {upto} (count log {:?})",
+                c.name,
+                others.len(),
+                zk.count_log
+            ),
         ));
     }
     Ok(())
@@ -92,7 +137,10 @@ fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
 
 /// Never more holders than permits, counting contenders that hold and
 /// whose node still exists now, and (`base`: see `check_passes`) those
-/// whose `check()` would pass now, unless
+/// whose `check()` would pass now (with a shared count: never more than
+/// the most permits the count gave from the earliest list a counted
+/// holder was granted on to now: a decrease takes no lease away, and the
+/// holder granted last counted every other), unless
 /// a third party deleted their node (outside the promise): a contender
 /// holding a writer node (also a write node kept while it downgrades) is a
 /// writer, one holding only a read node a reader. Broken only by those
@@ -102,6 +150,7 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
     let count = |by_check: bool| {
         let mut writers = Vec::new();
         let mut readers = Vec::new();
+        let mut decided: Option<i64> = None;
         for c in cs {
             let mut held: Vec<&String> = c.write_held.iter().collect();
             if let State::Holding { path, .. } = &c.state {
@@ -115,6 +164,9 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
             if held.is_empty() {
                 continue;
             }
+            if let Some(z) = c.held_decided {
+                decided = Some(decided.map_or(z, |d| d.min(z)));
+            }
             let reader = held
                 .iter()
                 .all(|p| names::parse_child(super::model::name_of(p)).is_some_and(|n| n.kind == NodeKind::Reader));
@@ -125,8 +177,13 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
                 writers.push(who);
             }
         }
-        let permits = cs.first().map_or(1, |c| c.permits);
-        let bad = if permits > 1 {
+        let permits = match (&zk.count_path, decided) {
+            (Some(_), Some(z)) => zk.max_permits_between(z, zk.zxid),
+            _ => cs.first().map_or(1, |c| c.permits),
+        };
+        // A semaphore (a shared count, or more than one permit) counts
+        // holders; a lock's rule is the read/write rule.
+        let bad = if zk.count_path.is_some() || permits > 1 {
             writers.len() + readers.len() > permits
         } else {
             writers.len() > 1 || (!writers.is_empty() && !readers.is_empty())

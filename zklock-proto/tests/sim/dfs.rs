@@ -138,6 +138,8 @@ impl World {
             base: std::time::Instant::now(),
             clock_bugs: Default::default(),
             release_moves: true,
+            count_path: None,
+            count_bugs: Default::default(),
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {modes:?}"));

@@ -59,7 +59,7 @@ use zklock_proto::clock::Bugs as ClockBugs;
 use zklock_proto::names::LockMode;
 
 use check::Violation;
-use model::Zk;
+use model::{CountWrite, Zk};
 use runner::{Contender, State, Tag};
 use schedule::Chooser;
 
@@ -129,6 +129,8 @@ pub struct Opts {
     /// Some scenarios answer plain creates without their Stat too (no
     /// release does: it reaches the same path of the machine more often).
     pub statless_create: bool,
+    /// Wrong rules of the runners' shared count switched on.
+    pub count_bugs: runner::CountBugs,
 }
 
 impl Opts {
@@ -150,6 +152,8 @@ impl Opts {
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
+            (self.count_bugs.keep_on_failure, "keep_count_on_failure"),
+            (self.count_bugs.no_hold_back, "count_no_hold_back"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
@@ -210,6 +214,11 @@ pub struct World {
     /// when the search's release move says so (`runner::World::release`),
     /// not after a countdown.
     pub release_moves: bool,
+    /// A semaphore whose permits come from a shared count: the count node
+    /// (Lease scenarios with one; see `model::Zk::set_count`).
+    pub count_path: Option<String>,
+    /// Wrong rules of the runners' shared count, switched on.
+    pub count_bugs: runner::CountBugs,
 }
 
 /// How a run went.
@@ -265,6 +274,9 @@ impl World {
     fn new(mut ch: Chooser, seed: u64, opts: Opts, trace: bool) -> World {
         let k = ch.choose(4);
         let kind = opts.kind.unwrap_or([Kind::Exclusive, Kind::ReadWrite, Kind::Leader, Kind::Lease][k]);
+        // Half the semaphores take their permits from a shared count (a
+        // draw only for them: the other kinds' seeds are as before).
+        let shared = kind == Kind::Lease && ch.roll(50);
         let lock_path = if kind == Kind::Lease { "/app/sem/leases" } else { "/app/lock" }.to_string();
         let stat_on_create = !ch.roll(20) || !opts.statless_create;
         let stat_in_multi = !ch.roll(30) || !opts.statless_multi;
@@ -282,6 +294,13 @@ impl World {
         let mutex_path = (kind == Kind::Lease).then(|| "/app/sem/locks".to_string());
         zk.tracked.extend(mutex_path.clone());
         let sem_permits = 1 + ch.choose(2);
+        // The shared count, made before anything runs (the followers
+        // start with it): as many permits as a fixed semaphore's.
+        let count_path = shared.then(|| "/app/sem/count".to_string());
+        if let Some(p) = &count_path {
+            zk.set_count(p, CountWrite::Value(sem_permits as i32));
+            zk.settle();
+        }
         let n = 2 + ch.choose(3);
         let mut cs = Vec::new();
         for i in 0..n {
@@ -323,6 +342,8 @@ impl World {
             base: Instant::now(),
             clock_bugs: opts.clock_bugs,
             release_moves: false,
+            count_path,
+            count_bugs: opts.count_bugs,
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);
@@ -337,7 +358,11 @@ impl World {
             t.push(format!(
                 "scenario {kind:?}{} {} stat_on_create={stat_on_create} set_watches={set_watches} clock_unsafe={clock_unsafe}% \
                  followers={followers} tickTime={tick_time} syncLimit={sync_limit} servers {}",
-                if kind == Kind::Lease { format!(" permits={sem_permits}") } else { String::new() },
+                match (kind, shared) {
+                    (Kind::Lease, false) => format!(" permits={sem_permits}"),
+                    (Kind::Lease, true) => format!(" shared count={sem_permits}"),
+                    _ => String::new(),
+                },
                 desc.join(" "),
                 servers.join(" ")
             ));
@@ -430,6 +455,7 @@ impl World {
                 }
             },
             10 => self.leader_change(i),
+            7 if self.count_path.is_some() => self.count_fault(),
             _ => {
                 let d = self.ch.between(1, 10);
                 self.trace_line(format!("FAULT delay {d} steps"));
@@ -437,6 +463,27 @@ impl World {
                     self.pass_tick();
                 }
             },
+        }
+    }
+
+    /// A third party changes the shared count: one more or one less, 0,
+    /// negative (0 permits), another count, or makes it unreadable (gone,
+    /// not a count: an acquire that reads it so fails).
+    fn count_fault(&mut self) {
+        let Some(path) = self.count_path.clone() else { return };
+        let now = self.zk.permits_at(self.zk.zxid) as i32;
+        let w = match self.ch.choose(7) {
+            0 => CountWrite::Value((now + 1).min(3)),
+            1 => CountWrite::Value((now - 1).max(0)),
+            2 => CountWrite::Value(0),
+            3 => CountWrite::Value(-1),
+            4 => CountWrite::Delete,
+            5 => CountWrite::Garbage,
+            _ => CountWrite::Value(1 + self.ch.choose(2) as i32),
+        };
+        if self.zk.set_count(&path, w) {
+            self.count("fault: shared count changed");
+            self.trace_line(format!("FAULT a third party writes the shared count: {w:?} (zxid {})", self.zk.zxid));
         }
     }
 
@@ -833,7 +880,9 @@ impl World {
         self.steps().iter().any(|s| match *s {
             Step::Apply(i) => self.zk.sessions[&self.cs[i].session].inflight.iter().any(|(t, _)| !t.is_session_layer()),
             Step::Deliver(i) => {
-                !self.cs[i].inbox.is_empty() || runner::real_out(&self.zk.sessions[&self.cs[i].session])
+                !self.cs[i].inbox.is_empty()
+                    || !self.cs[i].held.is_empty()
+                    || runner::real_out(&self.zk.sessions[&self.cs[i].session])
             },
             Step::Reconnect(_) | Step::NewSession(_) => true,
         })
@@ -848,7 +897,8 @@ impl World {
             if self.zk.can_apply(c.session) && !cut {
                 v.push(Step::Apply(i));
             }
-            if c.stalled == 0 && (!c.inbox.is_empty() || (!s.out.is_empty() && (!cut || c.cut_readable > 0))) {
+            let held = !c.held.is_empty() && c.count_read.is_none();
+            if c.stalled == 0 && (held || !c.inbox.is_empty() || (!s.out.is_empty() && (!cut || c.cut_readable > 0))) {
                 v.push(Step::Deliver(i));
             }
             if s.alive && !s.connected && (!self.timed || (!c.link_up && c.stalled == 0 && !cut)) {
@@ -971,6 +1021,13 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
     let fault_end = w.ch.log.len();
     let fault_steps_taken = w.step;
     w.trace_line("faults stop".to_string());
+    // A shared count ends readable and above 0, so that every contender
+    // can be granted (an increase makes waiters look again).
+    if let Some(p) = w.count_path.clone() {
+        let n = 1 + w.ch.choose(2) as i32;
+        w.zk.set_count(&p, CountWrite::Value(n));
+        w.trace_line(format!("the shared count is set to {n} (zxid {})", w.zk.zxid));
+    }
     let mut end = w.step + QUIESCE_STEPS;
     let mut idle_since = w.step;
     while w.violation.is_none() && !w.quiet() {

@@ -105,6 +105,8 @@ pub struct Node {
     pub container: bool,
     /// The names of the children.
     pub children: BTreeSet<String>,
+    /// Its data (only a semaphore's shared count has any: `Zk::set_count`).
+    pub data: Vec<u8>,
 }
 
 impl Node {
@@ -175,6 +177,8 @@ pub enum Msg<T> {
         conn: u64,
         /// The server's last zxid when it was sent.
         zxid: i64,
+        /// The node's data, for a getData answered Ok (else empty).
+        data: Vec<u8>,
     },
     /// A watch on `path` fired.
     Notify {
@@ -364,6 +368,11 @@ pub struct Zk<T> {
     pub dropped: Vec<SessionId>,
     /// The last zxid sent to the followers as a commit.
     pub committed: i64,
+    /// A semaphore's shared count node (scenarios with one).
+    pub count_path: Option<String>,
+    /// Every state of the shared count from its zxid on: the permits it
+    /// gives (`None`: missing or not a count, which fails an acquire).
+    pub count_log: Vec<(i64, Option<usize>)>,
 }
 
 /// How long a message between the leader and a follower, or a ping, is
@@ -401,6 +410,35 @@ fn read(nodes: &BTreeMap<String, Node>, op: &Op) -> ReadAnswer {
     }
 }
 
+/// The data a getData `op` answered Ok (`result`) from `nodes` returns
+/// (empty for any other request).
+fn data_of(nodes: &BTreeMap<String, Node>, op: &Op, result: &Result<Answer, Failure<String>>) -> Vec<u8> {
+    match (op, result) {
+        (Op::GetData { path, .. }, Ok(_)) => nodes.get(path).map(|n| n.data.clone()).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// What a third party writes to a semaphore's shared count ([`Zk::set_count`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CountWrite {
+    /// This count (4 bytes, big-endian, as Curator's `SharedCount`); the
+    /// node is made if it is missing.
+    Value(i32),
+    /// Three bytes: not a count (the node is made if it is missing).
+    Garbage,
+    /// The count node is deleted.
+    Delete,
+}
+
+/// The permits a shared count's data gives, as zklock-core reads it
+/// (protocol 8c): a 4-byte big-endian count, a negative one 0 permits;
+/// `None` for data that is not a count.
+pub fn count_of(data: &[u8]) -> Option<usize> {
+    let bytes: [u8; 4] = data.try_into().ok()?;
+    Some(usize::try_from(i32::from_be_bytes(bytes)).unwrap_or(0))
+}
+
 /// The parent of a full path ("/" for a top-level node).
 pub fn parent_of(path: &str) -> &str {
     match path.rfind('/') {
@@ -420,7 +458,16 @@ impl<T: Clone> Zk<T> {
         let mut nodes = BTreeMap::new();
         nodes.insert(
             "/".to_string(),
-            Node { czxid: 0, mzxid: 0, pzxid: 0, owner: 0, cversion: 0, container: false, children: BTreeSet::new() },
+            Node {
+                czxid: 0,
+                mzxid: 0,
+                pzxid: 0,
+                owner: 0,
+                cversion: 0,
+                container: false,
+                children: BTreeSet::new(),
+                data: Vec::new(),
+            },
         );
         Zk {
             nodes,
@@ -442,7 +489,72 @@ impl<T: Clone> Zk<T> {
             ended: Vec::new(),
             dropped: Vec::new(),
             committed: 0,
+            count_path: None,
+            count_log: Vec::new(),
         }
+    }
+
+    /// A third party writes the shared count `path` (persistent; its
+    /// missing ancestors made persistent first): one zxid, its data
+    /// watches fired as ZooKeeper does (a change: Changed; a delete:
+    /// Deleted; a create fires no getData watch, as a getData of a missing
+    /// node leaves none). Recorded in `count_log` for the checker. False
+    /// when nothing changed (a delete of a missing node).
+    pub fn set_count(&mut self, path: &str, w: CountWrite) -> bool {
+        self.count_path = Some(path.to_string());
+        let data = match w {
+            CountWrite::Value(v) => v.to_be_bytes().to_vec(),
+            CountWrite::Garbage => b"abc".to_vec(),
+            CountWrite::Delete => {
+                if !self.nodes.contains_key(path) {
+                    return false;
+                }
+                self.zxid += 1;
+                let _ = self.delete_now(path);
+                self.count_log.push((self.zxid, None));
+                self.commit();
+                return true;
+            },
+        };
+        if self.nodes.contains_key(path) {
+            self.zxid += 1;
+            let z = self.zxid;
+            let n = self.nodes.get_mut(path).expect("count node");
+            n.data = data.clone();
+            n.mzxid = z;
+            self.record_node(path);
+            self.trigger(path, &[WatchKind::Data], Notice::Changed);
+        } else {
+            let mut at = String::new();
+            for part in parent_of(path).split('/').filter(|p| !p.is_empty()) {
+                at.push('/');
+                at.push_str(part);
+                if !self.nodes.contains_key(&at) {
+                    let _ = self.create(&at, 0, false, false);
+                }
+            }
+            if self.create(path, 0, false, false).is_err() {
+                return false;
+            }
+            self.nodes.get_mut(path).expect("count node").data = data.clone();
+            self.record_node(path);
+        }
+        self.count_log.push((self.zxid, count_of(&data)));
+        self.commit();
+        true
+    }
+
+    /// The permits the shared count gave as of zxid `z` (0 while it was
+    /// missing or not a count).
+    pub fn permits_at(&self, z: i64) -> usize {
+        self.count_log.iter().rev().find(|(at, _)| *at <= z).and_then(|(_, p)| *p).unwrap_or(0)
+    }
+
+    /// The most permits the shared count gave at any zxid from `from` to
+    /// `to`.
+    pub fn max_permits_between(&self, from: i64, to: i64) -> usize {
+        let inside = self.count_log.iter().filter(|(at, _)| *at > from && *at <= to).filter_map(|(_, p)| *p);
+        inside.chain(std::iter::once(self.permits_at(from))).max().unwrap_or(0)
     }
 
     /// Adds `n` followers (in step with the leader), pinged every
@@ -468,6 +580,17 @@ impl<T: Clone> Zk<T> {
                 deposed: false,
                 ghost_until: 0,
             });
+        }
+    }
+
+    /// Before anything runs: every follower takes the leader's tree at
+    /// once (a scenario's setup, made after the followers were added).
+    pub fn settle(&mut self) {
+        for f in &mut self.followers {
+            f.nodes = self.nodes.clone();
+            f.zxid = self.zxid;
+            f.log_pos = self.log.len();
+            f.down.clear();
         }
     }
 
@@ -615,7 +738,16 @@ impl<T: Clone> Zk<T> {
         p.children.insert(name.clone());
         self.nodes.insert(
             full.clone(),
-            Node { czxid: z, mzxid: z, pzxid: z, owner, cversion: 0, container, children: BTreeSet::new() },
+            Node {
+                czxid: z,
+                mzxid: z,
+                pzxid: z,
+                owner,
+                cversion: 0,
+                container,
+                children: BTreeSet::new(),
+                data: Vec::new(),
+            },
         );
         self.record_node(&parent);
         self.record_node(&full);
@@ -724,20 +856,22 @@ impl<T: Clone> Zk<T> {
             s.touched = now;
             let result = self.exec(sid, &op);
             self.commit();
+            let data = data_of(&self.nodes, &op, &result);
             let s = self.sessions.get_mut(&sid).expect("session");
-            s.out.push_back(Msg::Reply { tag, result, conn: s.conn, zxid: self.zxid });
+            s.out.push_back(Msg::Reply { tag, result, conn: s.conn, zxid: self.zxid, data });
             return Some(op);
         }
         let f = &mut self.followers[server - 1];
         f.touches.insert(sid);
         if op.is_read() {
             let (result, watch) = read(&f.nodes, &op);
+            let data = data_of(&f.nodes, &op, &result);
             let zxid = f.zxid;
             let s = self.sessions.get_mut(&sid).expect("session");
             if let Some(w) = watch {
                 s.watches.insert(w);
             }
-            s.out.push_back(Msg::Reply { tag, result, conn, zxid });
+            s.out.push_back(Msg::Reply { tag, result, conn, zxid, data });
         } else {
             f.up.push_back((now, Up::Forward { sid, conn, tag: tag.clone(), op: op.clone() }));
             self.sessions.get_mut(&sid).expect("session").forwarded.push_back(tag);
@@ -877,7 +1011,7 @@ impl<T: Clone> Zk<T> {
             if let Some(s) = self.sessions.get_mut(&sid) {
                 if s.server == fi + 1 && s.conn == conn && s.connected {
                     s.forwarded.pop_front();
-                    s.out.push_back(Msg::Reply { tag, result: Ok(Answer::Done), conn, zxid });
+                    s.out.push_back(Msg::Reply { tag, result: Ok(Answer::Done), conn, zxid, data: Vec::new() });
                 }
             }
         }
@@ -947,7 +1081,7 @@ impl<T: Clone> Zk<T> {
                 if let Some(s) = self.sessions.get_mut(&sid) {
                     if s.server == server && s.conn == conn && s.connected {
                         s.forwarded.pop_front();
-                        s.out.push_back(Msg::Reply { tag, result, conn, zxid });
+                        s.out.push_back(Msg::Reply { tag, result, conn, zxid, data: Vec::new() });
                     }
                 }
             },

@@ -82,6 +82,12 @@ pub enum Tag {
     },
     /// The session layer's ping, sent at this server time (ticks).
     Ping(u64),
+    /// A read of the semaphore's shared count (with a data watch) for
+    /// attempt number `gen`: before it starts, or again while it runs.
+    Count {
+        /// The attempt's number.
+        gen: u64,
+    },
 }
 
 impl Tag {
@@ -133,6 +139,38 @@ pub enum Task {
 
 /// The attempt number of the runner's own watch on its mutex node.
 pub const MONITOR: (u64, Id) = (u64::MAX, Id(0));
+
+/// The request id of the runner's watch on the shared count (with the
+/// number of the attempt it is read for).
+pub const COUNT: Id = Id(u64::MAX - 1);
+
+/// Wrong rules of the runner's shared count, switched on by tests that
+/// show the simulator finds them (the runner is zklock-core's part: the
+/// attempt machine has no input for a count that cannot be read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CountBugs {
+    /// A count that cannot be read again while an attempt waits (deleted,
+    /// not a count, no answer) is ignored: the attempt keeps the old count
+    /// and no watch is left (zklock-core before the fix of outside attack
+    /// round 17, F1).
+    pub keep_on_failure: bool,
+    /// While the count is read again, replies and notifications that came
+    /// after its change's notification are fed to the attempt anyway (the
+    /// order of zklock-core's runner, whose `select!` takes a reply before
+    /// a fired count watch), so a list answered after the change can be
+    /// decided on with the old count.
+    pub no_hold_back: bool,
+}
+
+/// A message the runner held back while it read the shared count again
+/// (fed in order once the count was given to the attempt).
+#[derive(Clone, Debug)]
+pub enum Held {
+    /// From the session layer.
+    Local(Local),
+    /// From the server.
+    Msg(Msg<Tag>),
+}
 
 /// A semaphore contender's mutex, taken before each lease attempt: its node
 /// under the mutex path, and the watch on it the grant's proof left.
@@ -294,6 +332,25 @@ pub struct Contender {
     /// The leader expired its session; its follower has not closed the
     /// connection yet (its client learns when it does).
     pub end_pending: bool,
+    /// A read of the shared count in flight, for this attempt number (the
+    /// next one's: read before it starts; the current one's: read again
+    /// after its watch fired, the attempt fed nothing until it is answered).
+    pub count_read: Option<u64>,
+    /// The permits the shared count gave, for the attempt about to start.
+    pub count_permits: Option<usize>,
+    /// The zxid of the last answer to a read of the shared count.
+    pub count_zxid: i64,
+    /// Messages held back while the shared count is read again, each with
+    /// the last zxid its session had read when it came.
+    pub held: VecDeque<(Held, i64)>,
+    /// While a held-back message is fed: the last zxid its session had
+    /// read when it came (what a grant it leads to is checked as of).
+    pub as_of: Option<i64>,
+    /// The zxid of the last list of the lease path fed to the current
+    /// lease attempt (the list a grant decides on).
+    pub decided_zxid: Option<i64>,
+    /// The zxid of the list the lease held now was granted on.
+    pub held_decided: Option<i64>,
 }
 
 impl Contender {
@@ -352,12 +409,24 @@ impl Contender {
             awaiting_clock: false,
             clock_out: false,
             end_pending: false,
+            count_read: None,
+            count_permits: None,
+            count_zxid: 0,
+            held: VecDeque::new(),
+            as_of: None,
+            decided_zxid: None,
+            held_decided: None,
         }
     }
 
     /// Whether nothing is left to do (for quiescence).
     pub fn quiet(&self) -> bool {
-        self.state == State::Done && self.tasks.is_empty() && self.retry.is_empty() && self.inbox.is_empty()
+        self.state == State::Done
+            && self.tasks.is_empty()
+            && self.retry.is_empty()
+            && self.inbox.is_empty()
+            && self.held.is_empty()
+            && self.count_read.is_none()
     }
 }
 
@@ -513,15 +582,35 @@ impl World {
         let bugs: Bugs = self.bugs;
         let c = &mut self.cs[i];
         let in_mutex = c.mutex_path.is_some() && c.mutex_held.is_none();
-        let (path, mode, permits) = match &c.mutex_path {
+        let (path, mode, mut permits) = match &c.mutex_path {
             Some(m) if in_mutex => (m.clone(), LockMode::Exclusive, 1),
             _ => (self.lock_path.clone(), if downgrade.is_some() { LockMode::Read } else { c.mode }, c.permits),
         };
+        // A semaphore with a shared count: the count is read (with a data
+        // watch) once the mutex is held, before the lease attempt starts,
+        // which counts with it (zklock-core's acquire).
+        if let (false, LockMode::Lease, Some(count_path)) = (in_mutex, mode, self.count_path.clone()) {
+            match c.count_permits.take() {
+                Some(n) => permits = n,
+                None => {
+                    let gen = c.gen + 1;
+                    c.count_read = Some(gen);
+                    c.stopped = false;
+                    c.closed = false;
+                    c.state = State::Acquiring;
+                    self.tr(|| format!("c{i}: reads the shared count"));
+                    self.send(i, Tag::Count { gen }, Op::GetData { path: count_path, watch: true });
+                    return;
+                },
+            }
+        }
         c.attempt_mode = mode;
         c.attempt_path = path.clone();
         c.attempt_permits = permits;
         c.in_mutex = in_mutex;
         c.fed = 0;
+        c.decided_zxid = None;
+        c.count_permits = None;
         let cfg = Config {
             path,
             mode,
@@ -738,9 +827,17 @@ impl World {
                     let sp = short(&path);
                     self.tr(|| format!("c{i}: GRANTED {sp} czxid {}", g.czxid));
                     self.count("granted");
+                    // A lease of a shared count: the count's rule first (it
+                    // says more than the queue's).
+                    if self.count_path.is_some() {
+                        if let Err(v) = check::count_grant(&self.zk, &self.cs[i], &g.name) {
+                            self.fail(v);
+                        }
+                    }
                     if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
                         self.fail(v);
                     }
+                    self.cs[i].held_decided = self.cs[i].decided_zxid;
                     self.unlock(i);
                     // In timed runs a quarter of the holds last 0.5 to 2
                     // session timeouts: long enough for the session to
@@ -871,6 +968,7 @@ impl World {
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
             Tag::Hold { n, id } => self.hold_reply(i, n, id, result, conn),
+            Tag::Count { gen } => self.count_reply(i, gen, result.map(|_| Vec::new())),
             Tag::Task(t) => {
                 let c = &mut self.cs[i];
                 if let Some(k) = c.tasks.iter().position(|x| *x == t) {
@@ -918,50 +1016,33 @@ impl World {
         }
     }
 
-    /// Delivers the next message to contender `i`: its session layer's
-    /// first, then the server's.
+    /// Delivers the next message to contender `i`: what it held back while
+    /// it read the shared count again (once that read is answered), then
+    /// its session layer's, then the server's.
     pub fn deliver(&mut self, i: usize) {
+        if self.cs[i].count_read.is_none() {
+            if let Some((h, at)) = self.cs[i].held.pop_front() {
+                self.cs[i].as_of = Some(at);
+                match h {
+                    Held::Local(l) => self.local(i, l),
+                    Held::Msg(m) => self.server_msg(i, m),
+                }
+                self.cs[i].as_of = None;
+                return;
+            }
+        }
         if let Some(l) = self.cs[i].inbox.pop_front() {
-            if self.trace.is_some() {
-                let d = short(&format!("{l:?}"));
-                self.tr(|| format!("c{i}: gets {d}"));
+            if self.holds_back(
+                i,
+                matches!(&l, Local::Fail { tag: Tag::Attempt { .. }, .. } | Local::Reconnected | Local::SessionEnded),
+            ) {
+                self.tr(|| format!("c{i}: holds back {}", short(&format!("{l:?}"))));
+                let at = self.cs[i].last_zxid;
+                self.cs[i].held.push_back((Held::Local(l), at));
+                self.count("held back while the shared count is read again");
+                return;
             }
-            match l {
-                Local::Fail { tag, failure, conn } => self.reply(i, tag, Err(failure), conn),
-                Local::Reconnected => {
-                    self.count("reconnected");
-                    let retry = std::mem::take(&mut self.cs[i].retry);
-                    for t in retry {
-                        self.task(i, t);
-                    }
-                    if std::mem::take(&mut self.cs[i].awaiting_reconnect) {
-                        self.feed(i, Event::Reconnected);
-                    }
-                    self.feed_hold(i, hold::Event::Connection { connected: true });
-                },
-                Local::SessionEnded => {
-                    let closed = self.cs[i].closed;
-                    self.feed_hold(i, hold::Event::SessionEnded { closed });
-                    self.cs[i].hold = None;
-                    self.mutex_lost(i, "session ended");
-                    let gen = self.cs[i].gen;
-                    let c = &mut self.cs[i];
-                    let ws: Vec<Id> = c.watchers.drain(..).filter(|w| w.0 == gen).map(|w| w.1).collect();
-                    c.pending_watch.clear();
-                    c.retry.clear();
-                    c.awaiting_reconnect = false;
-                    c.clock_wait = None;
-                    c.awaiting_clock = false;
-                    c.write_held = None;
-                    if matches!(c.state, State::Holding { .. }) {
-                        c.state = State::Idle(0);
-                    }
-                    for id in ws {
-                        self.feed(i, Event::Watch(id, Notice::SessionEnded));
-                    }
-                    self.feed(i, Event::SessionEnded);
-                },
-            }
+            self.local(i, l);
             return;
         }
         let sid = self.cs[i].session;
@@ -973,16 +1054,99 @@ impl World {
             self.cs[i].cut_readable -= 1;
         }
         let Some(m) = self.zk.deliver(sid) else { return };
+        let acquire = matches!(&m, Msg::Reply { tag: Tag::Attempt { .. }, .. } | Msg::Notify { .. });
+        if self.holds_back(i, acquire) {
+            self.tr(|| format!("c{i}: holds back {}", short(&format!("{m:?}"))));
+            let zxid = match &m {
+                Msg::Reply { zxid, .. } | Msg::Notify { zxid, .. } => *zxid,
+            };
+            let c = &mut self.cs[i];
+            c.last_zxid = c.last_zxid.max(zxid);
+            c.held.push_back((Held::Msg(m), c.last_zxid));
+            self.count("held back while the shared count is read again");
+            return;
+        }
+        self.server_msg(i, m);
+    }
+
+    /// Whether contender `i` holds back a message its acquire would take
+    /// (`acquire`): while it reads the shared count again, as zklock-core's
+    /// acquire feeds nothing to the attempt until that read is answered.
+    fn holds_back(&self, i: usize, acquire: bool) -> bool {
+        let c = &self.cs[i];
+        acquire && !self.count_bugs.no_hold_back && c.count_read.is_some_and(|g| g == c.gen)
+    }
+
+    /// Contender `i` takes `l` from its session layer.
+    fn local(&mut self, i: usize, l: Local) {
+        if self.trace.is_some() {
+            let d = short(&format!("{l:?}"));
+            self.tr(|| format!("c{i}: gets {d}"));
+        }
+        match l {
+            Local::Fail { tag, failure, conn } => self.reply(i, tag, Err(failure), conn),
+            Local::Reconnected => {
+                self.count("reconnected");
+                let retry = std::mem::take(&mut self.cs[i].retry);
+                for t in retry {
+                    self.task(i, t);
+                }
+                if std::mem::take(&mut self.cs[i].awaiting_reconnect) {
+                    self.feed(i, Event::Reconnected);
+                }
+                self.feed_hold(i, hold::Event::Connection { connected: true });
+            },
+            Local::SessionEnded => {
+                let closed = self.cs[i].closed;
+                self.feed_hold(i, hold::Event::SessionEnded { closed });
+                self.cs[i].hold = None;
+                self.mutex_lost(i, "session ended");
+                let gen = self.cs[i].gen;
+                let c = &mut self.cs[i];
+                let ws: Vec<Id> = c.watchers.drain(..).filter(|w| w.0 == gen).map(|w| w.1).collect();
+                c.pending_watch.clear();
+                c.retry.clear();
+                c.awaiting_reconnect = false;
+                c.clock_wait = None;
+                c.awaiting_clock = false;
+                c.write_held = None;
+                if matches!(c.state, State::Holding { .. }) {
+                    c.state = State::Idle(0);
+                }
+                for id in ws {
+                    self.feed(i, Event::Watch(id, Notice::SessionEnded));
+                }
+                self.feed(i, Event::SessionEnded);
+            },
+        }
+    }
+
+    /// Contender `i` takes `m` from the server.
+    fn server_msg(&mut self, i: usize, m: Msg<Tag>) {
         if self.trace.is_some() && !matches!(&m, Msg::Reply { tag, .. } if tag.is_session_layer()) {
             let d = short(&format!("{m:?}"));
             self.tr(|| format!("c{i}: gets {d}"));
         }
         match m {
-            Msg::Reply { tag, result, conn, zxid } => {
+            Msg::Reply { tag: Tag::Count { gen }, result, zxid, data, .. } => {
+                let now = self.timed.then(|| self.client_now(i));
+                let c = &mut self.cs[i];
+                c.last_read = now.or(c.last_read);
+                c.count_zxid = c.count_zxid.max(zxid);
+                self.count_reply(i, gen, result.map(|_| data));
+            },
+            Msg::Reply { tag, result, conn, zxid, .. } => {
                 let now = self.timed.then(|| self.client_now(i));
                 let c = &mut self.cs[i];
                 c.last_read = now.or(c.last_read);
                 c.last_zxid = c.last_zxid.max(zxid);
+                // The list a lease's grant decides on is the last one fed.
+                if let (Tag::Attempt { gen, .. }, Ok(zklock_proto::acquire::Answer::Children { .. })) = (&tag, &result)
+                {
+                    if *gen == c.gen && !c.in_mutex && c.attempt_mode == LockMode::Lease {
+                        c.decided_zxid = Some(zxid);
+                    }
+                }
                 self.reply(i, tag, result, conn);
             },
             Msg::Notify { path, notice, zxid } => {
@@ -1006,12 +1170,107 @@ impl World {
                 }
                 let hk = hold_key(self.cs[i].holds);
                 for (g, id, _, _) in hit {
-                    if g == gen {
+                    if g == gen && id == COUNT {
+                        self.count_changed(i);
+                    } else if g == gen {
                         self.feed(i, Event::Watch(id, notice));
                     } else if g == hk {
                         self.feed_hold(i, hold::Event::Watch(id, notice));
                     }
                 }
+            },
+        }
+    }
+
+    /// The shared count's watch fired while contender `i`'s attempt runs:
+    /// it is read again (with a new watch), and the attempt is fed nothing
+    /// until the answer is given to it (`holds_back`).
+    fn count_changed(&mut self, i: usize) {
+        let Some(path) = self.count_path.clone() else { return };
+        let c = &mut self.cs[i];
+        if c.attempt.as_ref().is_none_or(|a| a.is_done()) {
+            return;
+        }
+        let gen = c.gen;
+        c.count_read = Some(gen);
+        self.count("shared count read again");
+        self.tr(|| format!("c{i}: reads the shared count again"));
+        self.send(i, Tag::Count { gen }, Op::GetData { path, watch: true });
+    }
+
+    /// The answer to contender `i`'s read of the shared count for attempt
+    /// `gen` (the data, or why not). Read before the attempt: a count
+    /// starts it; no count (missing, not a count, no answer) or a stop
+    /// meanwhile fails the acquire (the mutex let go, nothing left
+    /// behind). Read again while it runs: a count is given to the attempt
+    /// (`Event::Permits`, a new watch left); no count fails the acquire:
+    /// `Permits(0)`, then `Stop` (protocol 8c: the old count could grant a
+    /// lease the count no longer allows).
+    fn count_reply(&mut self, i: usize, gen: u64, result: Result<Vec<u8>, Failure<String>>) {
+        if self.cs[i].count_read != Some(gen) {
+            return;
+        }
+        self.cs[i].count_read = None;
+        let path = self.count_path.clone().unwrap_or_default();
+        let read = result.is_ok();
+        let permits = result.ok().and_then(|d| super::model::count_of(&d));
+        let before = gen > self.cs[i].gen;
+        self.tr(|| format!("c{i}: the shared count gives {permits:?}{}", if before { "" } else { " (read again)" }));
+        if before {
+            // The mutex lost while the count was read (its node deleted,
+            // the session ended) starts over too.
+            let c = &self.cs[i];
+            let mutex_gone = c.mutex_path.is_some() && c.mutex_held.is_none();
+            if permits.is_none() || c.stopped || mutex_gone {
+                if read {
+                    // The watch the read left is not wanted.
+                    let sid = self.cs[i].session;
+                    if !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
+                        self.zk.unwatch(sid, &path, WatchKind::Data);
+                    }
+                }
+                self.count(if mutex_gone {
+                    "mutex lost while the shared count was read"
+                } else {
+                    "acquire failed: no shared count"
+                });
+                self.unlock(i);
+                let wait = self.ch.between(0, 10);
+                self.cs[i].state = State::Idle(wait);
+                return;
+            }
+            self.cs[i].count_permits = permits;
+            self.start(i, None);
+            self.cs[i].watchers.push((gen, COUNT, path, WatchKind::Data));
+            return;
+        }
+        if self.cs[i].attempt.as_ref().is_none_or(|a| a.is_done()) || gen != self.cs[i].gen {
+            if read && !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
+                let sid = self.cs[i].session;
+                self.zk.unwatch(sid, &path, WatchKind::Data);
+            }
+            return;
+        }
+        match permits {
+            Some(n) => {
+                self.cs[i].watchers.push((gen, COUNT, path, WatchKind::Data));
+                self.feed(i, Event::Permits(n));
+            },
+            None if self.count_bugs.keep_on_failure => {
+                if read && !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
+                    let sid = self.cs[i].session;
+                    self.zk.unwatch(sid, &path, WatchKind::Data);
+                }
+            },
+            None => {
+                if read && !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
+                    let sid = self.cs[i].session;
+                    self.zk.unwatch(sid, &path, WatchKind::Data);
+                }
+                self.count("acquire failed: the shared count could not be read again");
+                self.cs[i].stopped = true;
+                self.feed(i, Event::Permits(0));
+                self.feed(i, Event::Stop { closed: false });
             },
         }
     }
