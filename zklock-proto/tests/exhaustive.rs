@@ -89,7 +89,9 @@ mod sim;
 
 use std::time::Instant;
 
-use sim::dfs::{self, Bounds};
+use sim::dfs::{self, Bounds, Scenario, Semaphore};
+use sim::model::CountWrite;
+use sim::runner::CountBugs;
 use zklock_proto::acquire::Bugs;
 use zklock_proto::names::LockMode;
 
@@ -101,11 +103,17 @@ fn env_u32(name: &str) -> Option<u32> {
 /// Searches `modes` with `faults` and asserts that no promise broke and no
 /// path was cut.
 fn exhaust(name: &str, modes: &[LockMode], faults: u32) {
+    exhaust_in(name, &Scenario::Locks(modes.to_vec()), faults);
+}
+
+/// Searches `scn` with `faults` and asserts that no promise broke and no
+/// path was cut.
+fn exhaust_in(name: &str, scn: &Scenario, faults: u32) {
     let bounds = Bounds { faults, depth: 400 };
     let began = Instant::now();
-    let r = dfs::search(modes, Bugs::default(), &bounds);
+    let r = dfs::search_in(scn, Bugs::default(), &bounds);
     eprintln!(
-        "{name}: {modes:?}, at most {faults} fault(s): {} states, {} paths pruned at a state seen before, {} paths ended quiet, \
+        "{name}: {scn:?}, at most {faults} fault(s): {} states, {} paths pruned at a state seen before, {} paths ended quiet, \
          {} cut, longest path {} moves, in {:.1} s",
         r.states,
         r.pruned,
@@ -140,6 +148,32 @@ fn exhaustive_read_write() {
 fn exhaustive_two_readers() {
     let faults = env_u32("ZKLOCK_EXHAUSTIVE_FAULTS").unwrap_or(0);
     exhaust("two_readers", &[LockMode::Read, LockMode::Read], faults);
+}
+
+/// A semaphore whose permits come from a shared count: one lease
+/// contender (behind the semaphore's mutex) and a stranger's lease, held
+/// from the start. Three searches: the count goes from 1 to 0 and then to
+/// 2, each write at any point, the stranger letting go at any point; the
+/// same with a stranger that never lets go (every path must end with the
+/// contender granted: only the increase can let it in, so a waiter must
+/// look again when the count grows); the count goes from 2 to 1.
+#[test]
+fn exhaustive_shared_count() {
+    let faults = env_u32("ZKLOCK_EXHAUSTIVE_FAULTS").unwrap_or(0);
+    let up = vec![CountWrite::Value(0), CountWrite::Value(2)];
+    let sem = |count: i32, script: Vec<CountWrite>, stranger_stays: bool| {
+        Scenario::Semaphore(Semaphore {
+            contenders: 1,
+            count,
+            script,
+            bugs: CountBugs::default(),
+            stranger: true,
+            stranger_stays,
+        })
+    };
+    exhaust_in("shared_count_0_then_2", &sem(1, up.clone(), false), faults);
+    exhaust_in("shared_count_0_then_2_stranger_stays", &sem(1, up, true), faults);
+    exhaust_in("shared_count_2_to_1", &sem(2, vec![CountWrite::Value(1)], false), faults);
 }
 
 /// Three exclusive contenders, no fault (`ZKLOCK_EXHAUSTIVE_THREE_FAULTS`

@@ -38,8 +38,8 @@ use zklock_proto::acquire::Bugs;
 use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
-use super::model::Zk;
-use super::runner::{self, Contender, State};
+use super::model::{CountWrite, Zk};
+use super::runner::{self, Contender, CountBugs, State};
 use super::schedule::Chooser;
 use super::{Step, World};
 
@@ -68,7 +68,50 @@ enum Move {
     /// A paused contender wakes: its connection is gone, and it learns
     /// what happened meanwhile.
     Wake(usize),
+    /// A third party writes the next change of the shared count's script
+    /// (no fault: the script bounds them).
+    Count,
+    /// The stranger lets go of its lease (deletes its node).
+    StrangerReleases,
 }
+
+/// What a search (or a directed case) runs.
+#[derive(Clone, Debug)]
+pub enum Scenario {
+    /// Contenders of these kinds on one lock (`/app/lock`).
+    Locks(Vec<LockMode>),
+    /// A semaphore whose permits come from a shared count.
+    Semaphore(Semaphore),
+}
+
+/// A semaphore of lease contenders (`/app/sem/leases`, each attempt
+/// behind the mutex `/app/sem/locks`, as the random simulator's) whose
+/// permits come from the shared count `/app/sem/count`.
+#[derive(Clone, Debug)]
+pub struct Semaphore {
+    /// The lease contenders.
+    pub contenders: usize,
+    /// The count at the start.
+    pub count: i32,
+    /// The changes a third party may write, in order, each at any point
+    /// (a move of the search).
+    pub script: Vec<CountWrite>,
+    /// Wrong rules of the runners' shared count, switched on.
+    pub bugs: CountBugs,
+    /// A lease held from the start by a session no contender owns (the
+    /// first in the queue); it lets go of it by a move of the search
+    /// unless `stranger_stays`.
+    pub stranger: bool,
+    /// The stranger never lets go: a contender is granted only when the
+    /// count grows.
+    pub stranger_stays: bool,
+}
+
+/// The session of a semaphore scenario's stranger (`Semaphore::stranger`).
+const STRANGER: i64 = 0xff;
+
+/// The lease node of a semaphore scenario's stranger.
+const STRANGER_LEASE: &str = "/app/sem/leases/_c_ff000000-0000-0000-0000-000000000000-lease-0000000000";
 
 impl Move {
     fn is_fault(&self) -> bool {
@@ -107,15 +150,38 @@ pub struct Report {
 }
 
 impl World {
-    /// A world of contenders of `modes` on one lock, with no random draw.
-    fn fixed(modes: &[LockMode], bugs: Bugs, trace: bool) -> World {
-        let lock_path = "/app/lock".to_string();
+    /// A world of `scn`, with no random draw.
+    pub fn fixed(scn: &Scenario, bugs: Bugs, trace: bool) -> World {
+        let (modes, sem) = match scn {
+            Scenario::Locks(modes) => (modes.clone(), None),
+            Scenario::Semaphore(s) => (vec![LockMode::Lease; s.contenders], Some(s)),
+        };
+        let lock_path = if sem.is_some() { "/app/sem/leases" } else { "/app/lock" }.to_string();
+        let mutex_path = sem.map(|_| "/app/sem/locks".to_string());
+        let count_path = sem.map(|_| "/app/sem/count".to_string());
         let mut zk = Zk::new(&lock_path, true, true, true);
+        zk.tracked.extend(mutex_path.clone());
+        if let (Some(p), Some(s)) = (&count_path, sem) {
+            zk.set_count(p, CountWrite::Value(s.count));
+        }
+        if sem.is_some_and(|s| s.stranger) {
+            zk.open(STRANGER, 0);
+            let tag = || runner::Tag::Task(runner::Task::Release(STRANGER_LEASE.to_string()));
+            let parents = super::model::Op::MakeParents { path: lock_path.clone() };
+            let create = super::model::Op::Create { path: STRANGER_LEASE.to_string(), sequential: false };
+            for op in [parents, create] {
+                zk.send(STRANGER, tag(), op);
+                zk.apply(STRANGER);
+            }
+            zk.sessions.get_mut(&STRANGER).expect("stranger").out.clear();
+        }
         let mut cs = Vec::new();
         for (i, mode) in modes.iter().enumerate() {
             let sid = 0x100 + i as i64;
             zk.open(sid, 0);
-            cs.push(Contender::new(i, *mode, 1, false, false, sid));
+            let mut c = Contender::new(i, *mode, 1, false, false, sid);
+            c.mutex_path = mutex_path.clone();
+            cs.push(c);
         }
         let mut w = World {
             zk,
@@ -131,18 +197,21 @@ impl World {
             lock_path,
             step_starts: Vec::new(),
             counts: Default::default(),
-            mutex_path: None,
+            mutex_path,
             fixed_uuids: true,
             clock_unsafe: 0,
             timed: false,
             base: std::time::Instant::now(),
             clock_bugs: Default::default(),
             release_moves: true,
-            count_path: None,
-            count_bugs: Default::default(),
+            count_path,
+            count_bugs: sem.map(|s| s.bugs).unwrap_or_default(),
+            count_script: sem.map(|s| s.script.clone()).unwrap_or_default(),
+            count_next: 0,
+            stranger_stays: sem.is_some_and(|s| s.stranger_stays),
         };
         if let Some(t) = &mut w.trace {
-            t.push(format!("exhaustive scenario {modes:?}"));
+            t.push(format!("exhaustive scenario {scn:?}"));
         }
         w.tick_all();
         w
@@ -166,6 +235,12 @@ impl World {
             if c.clock_out && s.alive && s.connected {
                 v.push(Move::Credit(i));
             }
+        }
+        if self.count_next < self.count_script.len() {
+            v.push(Move::Count);
+        }
+        if !self.stranger_stays && self.zk.nodes.get(STRANGER_LEASE).is_some_and(|n| n.owner == STRANGER) {
+            v.push(Move::StrangerReleases);
         }
         if v.is_empty() {
             v.push(Move::Tick);
@@ -247,6 +322,18 @@ impl World {
                 self.link_down(*i);
                 self.clock_runs_out(*i);
             },
+            Move::Count => {
+                let w = self.count_script[self.count_next];
+                self.count_next += 1;
+                self.write_count(w);
+            },
+            Move::StrangerReleases => {
+                self.trace_line("the stranger lets go of its lease".to_string());
+                let tag = runner::Tag::Task(runner::Task::Release(STRANGER_LEASE.to_string()));
+                self.zk.send(STRANGER, tag, super::model::Op::DeleteOwned { path: STRANGER_LEASE.to_string() });
+                self.zk.apply(STRANGER);
+                self.zk.sessions.get_mut(&STRANGER).expect("stranger").out.clear();
+            },
         }
         self.check_step();
         self.tick_all();
@@ -260,12 +347,13 @@ impl World {
     fn fingerprint(&self, faults: u32) -> u64 {
         let mut h = DefaultHasher::new();
         faults.hash(&mut h);
+        self.count_next.hash(&mut h);
         format!("{:?}", self.zk).hash(&mut h);
         for c in &self.cs {
             let mut pending: Vec<String> = c.pending_watch.iter().map(|e| format!("{e:?}")).collect();
             pending.sort();
             format!(
-                "{:?} {:?} {:?} {pending:?}",
+                "{:?} {:?} {:?} {:?} {pending:?}",
                 (
                     &c.state,
                     c.session,
@@ -293,6 +381,7 @@ impl World {
                     c.attempt.as_ref().map(|a| a.is_done()),
                 ),
                 (c.holds, &c.hold, c.hold_safe, c.hold_retry, c.clock_out, c.awaiting_clock, c.link_up, &c.deferred),
+                (c.count_read, c.count_permits, c.count_zxid, &c.held, c.decided_zxid, c.held_decided),
             )
             .hash(&mut h);
         }
@@ -302,8 +391,8 @@ impl World {
 
 /// Replays `path` (move indices) from the start: the world and the faults
 /// it used.
-fn replay(modes: &[LockMode], bugs: Bugs, bounds: &Bounds, path: &[u32], trace: bool) -> (World, u32) {
-    let mut w = World::fixed(modes, bugs, trace);
+fn replay(scn: &Scenario, bugs: Bugs, bounds: &Bounds, path: &[u32], trace: bool) -> (World, u32) {
+    let mut w = World::fixed(scn, bugs, trace);
     let mut used = 0;
     for k in path {
         let ms = w.moves(bounds.faults - used);
@@ -322,6 +411,12 @@ fn replay(modes: &[LockMode], bugs: Bugs, bounds: &Bounds, path: &[u32], trace: 
 /// Searches every interleaving of contenders of `modes` on one lock within
 /// `bounds`; stops at the first broken promise.
 pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
+    search_in(&Scenario::Locks(modes.to_vec()), bugs, bounds)
+}
+
+/// Searches every interleaving of `scn` within `bounds`; stops at the
+/// first broken promise.
+pub fn search_in(scn: &Scenario, bugs: Bugs, bounds: &Bounds) -> Report {
     let mut r = Report::default();
     let mut seen = HashSet::new();
     // Paths to visit, with the hash of their parent's state (a time move
@@ -341,7 +436,7 @@ pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
                 w.take(m);
                 (w, used)
             },
-            _ => replay(modes, bugs, bounds, &path, false),
+            _ => replay(scn, bugs, bounds, &path, false),
         };
         r.max_depth = r.max_depth.max(path.len());
         let left = bounds.faults - used;
@@ -358,7 +453,7 @@ pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
             });
         }
         if let Some(v) = broken {
-            let (w, _) = replay(modes, bugs, bounds, &path, true);
+            let (w, _) = replay(scn, bugs, bounds, &path, true);
             r.found = Some((path, v, w.trace.unwrap_or_default()));
             return r;
         }
@@ -394,4 +489,42 @@ pub fn search(modes: &[LockMode], bugs: Bugs, bounds: &Bounds) -> Report {
         last = Some((path, w, used));
     }
     r
+}
+
+/// Directed cases (a schedule written out rather than searched): the
+/// first move that is no fault, release or count change, again and again.
+impl World {
+    /// Takes the first move that is a scheduler step (or a clock's credit,
+    /// or a wake) until none is left, a promise broke, `until` holds, or
+    /// `limit` moves were taken; how many were.
+    pub fn settle(&mut self, limit: usize, until: impl Fn(&World) -> bool) -> usize {
+        let mut n = 0;
+        while n < limit && self.violation.is_none() && !until(self) {
+            let Some(m) =
+                self.moves(0).into_iter().find(|m| matches!(m, Move::Step(_) | Move::Credit(_) | Move::Wake(_)))
+            else {
+                break;
+            };
+            self.take(&m);
+            n += 1;
+        }
+        n
+    }
+
+    /// Holder `i` releases (the search's release move).
+    pub fn release_move(&mut self, i: usize) {
+        self.take(&Move::Release(i));
+    }
+
+    /// The stranger lets go of its lease.
+    pub fn stranger_releases(&mut self) {
+        self.take(&Move::StrangerReleases);
+    }
+
+    /// A third party writes the shared count (then time passes a step, the
+    /// promises checked, as after any move).
+    pub fn count_move(&mut self, w: CountWrite) {
+        self.count_script.push(w);
+        self.take(&Move::Count);
+    }
 }

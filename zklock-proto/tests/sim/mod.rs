@@ -219,6 +219,13 @@ pub struct World {
     pub count_path: Option<String>,
     /// Wrong rules of the runners' shared count, switched on.
     pub count_bugs: runner::CountBugs,
+    /// The exhaustive search's changes of the shared count, in order: a
+    /// move of the search writes the next one (`dfs`).
+    pub count_script: Vec<CountWrite>,
+    /// How many of `count_script` were written.
+    pub count_next: usize,
+    /// A semaphore's stranger never lets go of its lease (`dfs`).
+    pub stranger_stays: bool,
 }
 
 /// How a run went.
@@ -344,6 +351,9 @@ impl World {
             release_moves: false,
             count_path,
             count_bugs: opts.count_bugs,
+            count_script: Vec::new(),
+            count_next: 0,
+            stranger_stays: false,
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);
@@ -470,7 +480,6 @@ impl World {
     /// negative (0 permits), another count, or makes it unreadable (gone,
     /// not a count: an acquire that reads it so fails).
     fn count_fault(&mut self) {
-        let Some(path) = self.count_path.clone() else { return };
         let now = self.zk.permits_at(self.zk.zxid) as i32;
         let w = match self.ch.choose(7) {
             0 => CountWrite::Value((now + 1).min(3)),
@@ -481,6 +490,12 @@ impl World {
             5 => CountWrite::Garbage,
             _ => CountWrite::Value(1 + self.ch.choose(2) as i32),
         };
+        self.write_count(w);
+    }
+
+    /// A third party writes `w` to the shared count.
+    fn write_count(&mut self, w: CountWrite) {
+        let Some(path) = self.count_path.clone() else { return };
         if self.zk.set_count(&path, w) {
             self.count("fault: shared count changed");
             self.trace_line(format!("FAULT a third party writes the shared count: {w:?} (zxid {})", self.zk.zxid));
