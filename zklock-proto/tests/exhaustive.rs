@@ -176,6 +176,74 @@ fn exhaustive_shared_count() {
     exhaust_in("shared_count_2_to_1", &sem(2, vec![CountWrite::Value(1)], false), faults);
 }
 
+/// Outside attack round 17, F1 ("granted on a stale count"), as a
+/// directed case: a lease waits behind a stranger's (count 1); a third
+/// party makes the count unreadable (`unreadable`: deleted, or 3 bytes);
+/// then, when `zero_first`, writes 0; the stranger lets go; at last the
+/// count is 1. The rule is the runner's (zklock-core's acquire, here the
+/// simulator's runner): the machine has no input for a count that cannot
+/// be read, so the runner ends the attempt (`Permits(0)`, then `Stop`) and
+/// the acquire fails, to be made again by its caller. Returns the world
+/// (a broken promise in it, if any) and whether the contender was granted
+/// before the count was 1 again.
+fn stale_count(unreadable: CountWrite, zero_first: bool, bugs: CountBugs) -> (sim::World, bool) {
+    let sem = Semaphore { contenders: 1, count: 1, script: Vec::new(), bugs, stranger: true, stranger_stays: false };
+    let mut w = sim::World::fixed(&Scenario::Semaphore(sem), Bugs::default(), true);
+    let waiting =
+        |w: &sim::World| w.cs[0].attempt.as_ref().is_some_and(|a| !a.is_done()) && w.cs[0].mutex_held.is_some();
+    w.settle(1_000, |_| false);
+    assert!(waiting(&w), "the lease waits behind the stranger's");
+    w.count_move(unreadable);
+    // Until its acquire fails (without that rule it goes on waiting, and
+    // nothing more happens). Made again, each acquire fails while the
+    // count cannot be read: a few rounds of that.
+    let failed = |w: &sim::World| w.counts.get("acquire failed: the shared count could not be read again").is_some();
+    w.settle(1_000, failed);
+    w.settle(60, |_| false);
+    if zero_first {
+        w.count_move(CountWrite::Value(0));
+        w.settle(1_000, |_| false);
+    }
+    w.stranger_releases();
+    w.settle(300, |_| false);
+    let early = matches!(w.cs[0].state, sim::runner::State::Holding { .. } | sim::runner::State::Done);
+    if w.violation.is_none() {
+        w.count_move(CountWrite::Value(1));
+        w.settle(1_000, |_| false);
+    }
+    (w, early)
+}
+
+/// F1 as a directed case, each variant of the attack's: the count deleted
+/// or made 3 bytes while the lease waits, then (or not) set to 0, then the
+/// holder lets go: never granted before the count is 1 again, and granted
+/// then. With the runner's rule removed (`CountBugs::keep_on_failure`:
+/// zklock-core before the fix) the lease is granted on the old count, and
+/// the simulator says so (kind `count`).
+#[test]
+fn directed_stale_count() {
+    for unreadable in [CountWrite::Delete, CountWrite::Garbage] {
+        for zero_first in [false, true] {
+            let (w, early) = stale_count(unreadable, zero_first, CountBugs::default());
+            let case = format!("{unreadable:?}, zero first {zero_first}");
+            if let Some(v) = &w.violation {
+                panic!("{case}: {}: {}\n{}", v.kind, v.what, w.trace.clone().unwrap_or_default().join("\n"));
+            }
+            assert!(!early, "{case}: granted before the count was 1 again");
+            assert!(
+                matches!(w.cs[0].state, sim::runner::State::Holding { .. } | sim::runner::State::Done),
+                "{case}: not granted once the count was 1 again: {:?}",
+                w.cs[0].state
+            );
+            let bug = CountBugs { keep_on_failure: true, ..CountBugs::default() };
+            let (w, _) = stale_count(unreadable, zero_first, bug);
+            let v = w.violation.unwrap_or_else(|| panic!("{case}: keep_on_failure not found"));
+            assert_eq!(v.kind, "count", "{case}: {}", v.what);
+            eprintln!("directed_stale_count, {case}, keep_on_failure: {}: {}", v.kind, v.what);
+        }
+    }
+}
+
 /// Three exclusive contenders, no fault (`ZKLOCK_EXHAUSTIVE_THREE_FAULTS`
 /// for more): millions of states, too many for `make test` and `make sim`.
 #[test]

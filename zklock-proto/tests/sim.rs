@@ -291,3 +291,30 @@ fn finds_credit_reads() {
     let clock_bugs = zklock_proto::clock::Bugs { credit_reads: true, ..Default::default() };
     finds_with("credit_reads", sim::Opts { clock_bugs, ..sim::Opts::default() }, &["check"]);
 }
+
+/// A runner that keeps the old count when the shared count cannot be read
+/// again while its attempt waits (deleted, not a count: zklock-core before
+/// the fix of outside attack round 17, F1; `runner::CountBugs`), in every
+/// contender of semaphores with a shared count: a lease granted beyond the
+/// count (`count`) must be found.
+#[cfg(feature = "history")]
+#[test]
+fn finds_keep_count_on_failure() {
+    let count_bugs = sim::runner::CountBugs { keep_on_failure: true, ..Default::default() };
+    let opts = sim::Opts { count_bugs, kind: Some(sim::Kind::Lease), ..sim::Opts::default() };
+    finds_with("keep_count_on_failure", opts, &["count"]);
+}
+
+/// A runner that feeds the attempt what came after the shared count's
+/// change notification while it reads the count again (the order of
+/// zklock-core's acquire loop today: its `select!` takes a ready reply
+/// before the fired count watch): a list answered after a decrease is
+/// decided on with the old count, and the lease is granted beyond the
+/// count ZooKeeper held at that list (`count`) — see `runner::CountBugs`.
+#[cfg(feature = "history")]
+#[test]
+fn finds_count_no_hold_back() {
+    let count_bugs = sim::runner::CountBugs { no_hold_back: true, ..Default::default() };
+    let opts = sim::Opts { count_bugs, kind: Some(sim::Kind::Lease), ..sim::Opts::default() };
+    finds_with("count_no_hold_back", opts, &["count"]);
+}
