@@ -404,8 +404,8 @@ SIM_SECONDS ?= 600
 ## second, and a broken promise with its seed and shrunk schedule (replay one
 ## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the
 ## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders, from
-## their grants to their releases' ends, with SIM_FAULTS (1) fault per path
-## (`make test`: no fault)
+## their grants to their releases' ends, and a semaphore whose shared count
+## changes, with SIM_FAULTS (1) fault per path (`make test`: no fault)
 SIM_FAULTS ?= 1
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \

@@ -7,13 +7,24 @@
 //! `sim/model.rs`), in model time (the leader expires sessions by time;
 //! each contender runs the safety clock as zklock-core does: see
 //! `sim/mod.rs`), and every promise is checked after every step (see
-//! `sim/check.rs`).
+//! `sim/check.rs`). Half the semaphores (`Lease` scenarios) take their
+//! permits from a shared count (protocol 8c) that a third party changes
+//! as a fault (one more or less, 0, negative, another value, deleted, not
+//! a count), delivered to the waiting attempts as `Event::Permits` by
+//! their runners (issues 32 and 34: see `sim/runner.rs`), with the
+//! count's rule checked from the model's record (`check::count_grant`,
+//! `check::holders`).
 //!
 //! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
 //!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
 //!   schedules and steps per second on stderr. `ZKLOCK_SIM_SEED=<n>` replays
 //!   one seed exactly (and prints its steps); `ZKLOCK_SIM_BASE=<n>` fixes
 //!   the first seed (else it comes from the time, and is printed).
+//! - `finds_keep_count_on_failure`, `finds_count_no_hold_back` (feature
+//!   `history`, semaphores only): two wrong rules of the runner's shared
+//!   count (`runner::CountBugs`) must be found (kind `count`); replay with
+//!   `ZKLOCK_SIM_BUG=keep_count_on_failure` or `count_no_hold_back` and
+//!   `ZKLOCK_SIM_KIND=Lease`.
 //! - `finds_*` (feature `history`): each of the bugs zklock once had
 //!   (`acquire::Bugs`) switched on in every contender must be found within
 //!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards; so

@@ -3,7 +3,8 @@
 //! those whose `check()` would pass: a holder learns it may have lost the
 //! lock before anyone else can be granted it), no delete of
 //! another session's node, nothing known left behind by a stopped attempt,
-//! a holder's loss and release's outcome true, a holder told all there is
+//! a holder's loss and release's outcome true, the shared count's rule at
+//! each lease grant (`count_grant`), a holder told all there is
 //! that says Held has its node (the exhaustive search), and at quiescence
 //! no leaked node, every contender granted and every attempt over.
 

@@ -16,7 +16,12 @@
 //! contender's safety clock runs out (not done, or its release on its
 //! way), a holder's client is closed (holding or releasing), a contender
 //! pauses past its session's expiry (its clock runs out, the server
-//! expires the session; a wake move, free, tells it). When nothing
+//! expires the session; a wake move, free, tells it). A semaphore whose
+//! permits come from a shared count (`Scenario::Semaphore`) has two more
+//! moves, no faults: a third party writes the next change of the count's
+//! script (each change at any point, in the script's order), and a
+//! stranger that holds a lease from the start lets go of it (unless it
+//! never does). When nothing
 //! else can happen, a move lets time pass (countdowns); if that changes
 //! nothing, the state is stuck. The world is untimed (`World::timed`
 //! false): no heartbeats, no expiry by time, one standalone server (no

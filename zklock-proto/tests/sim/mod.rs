@@ -109,7 +109,10 @@ pub enum Kind {
     Leader,
     /// Leases of a semaphore with 1 or 2 permits (`/app/sem/leases`), each
     /// attempt behind the semaphore's mutex (an exclusive lock of nodes
-    /// under `/app/sem/locks`).
+    /// under `/app/sem/locks`); in half the runs the permits come from a
+    /// shared count (`/app/sem/count`, 1 or 2 at the start) that a fault
+    /// changes (`World::count_fault`) and that ends 1 or 2 when the faults
+    /// stop (so that every contender can be granted).
     Lease,
 }
 

@@ -29,6 +29,20 @@
 //! pings after `T/3` without sending, and gives its connection up after
 //! its read timeout without reading.
 //!
+//! A semaphore whose permits come from a shared count (protocol 8c): as
+//! zklock-core's acquire, once the mutex is held the runner reads the
+//! count with a data watch (`Tag::Count`) and starts the lease attempt
+//! with it; a count missing or not a count (or no answer, or a stop
+//! meanwhile) fails the acquire instead, the mutex let go (the contender
+//! acquires again later, as a caller would). When the count's watch fires
+//! while the attempt runs, the runner reads it again with a new watch and
+//! feeds the attempt nothing until the answer came (what it would take
+//! meanwhile is held back, `Held`, and fed in order after; zklock-core's
+//! loop awaits the read), then `Event::Permits(n)`; a count that cannot be
+//! read again ends the attempt: `Permits(0)`, then `Stop` (outside attack
+//! round 17, F1: the machine has no input for an unreadable count, so the
+//! rule is the runner's). `CountBugs` switches two wrong rules on.
+//!
 //! In the exhaustive search (untimed) a holder releases when the search's
 //! release move says so, and its safety clock runs out and is credited by
 //! moves of the search (`clock_runs_out`, `clock_credited`), fed to the
