@@ -221,7 +221,7 @@ fn stale_count(unreadable: CountWrite, zero_first: bool, bugs: CountBugs) -> (si
     // Until its acquire fails (without that rule it goes on waiting, and
     // nothing more happens). Made again, each acquire fails while the
     // count cannot be read: a few rounds of that.
-    let failed = |w: &sim::World| w.counts.get("acquire failed: the shared count could not be read again").is_some();
+    let failed = |w: &sim::World| w.counts.contains_key("acquire failed: the shared count could not be read again");
     w.settle(1_000, failed);
     w.settle(60, |_| false);
     if zero_first {
