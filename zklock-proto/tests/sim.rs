@@ -318,8 +318,8 @@ fn finds_keep_count_on_failure() {
 
 /// A runner that feeds the attempt what came after the shared count's
 /// change notification while it reads the count again (the order of
-/// zklock-core's acquire loop today: its `select!` takes a ready reply
-/// before the fired count watch): a list answered after a decrease is
+/// zklock-core's acquire loop until this was found: its `select!` took a
+/// ready reply before the fired count watch): a list answered after a decrease is
 /// decided on with the old count, and the lease is granted beyond the
 /// count ZooKeeper held at that list (`count`) — see `runner::CountBugs`.
 #[cfg(feature = "history")]

@@ -169,9 +169,9 @@ pub struct CountBugs {
     /// round 17, F1).
     pub keep_on_failure: bool,
     /// While the count is read again, replies and notifications that came
-    /// after its change's notification are fed to the attempt anyway (the
-    /// order of zklock-core's runner, whose `select!` takes a reply before
-    /// a fired count watch), so a list answered after the change can be
+    /// after its change's notification are fed to the attempt anyway
+    /// (zklock-core's runner until its `select!` took a fired count watch
+    /// before a ready reply), so a list answered after the change can be
     /// decided on with the old count.
     pub no_hold_back: bool,
 }
