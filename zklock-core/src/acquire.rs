@@ -530,6 +530,14 @@ impl Attempt {
         let input = tokio::select! {
             biased;
             e = stop => Input::Stop(e),
+            // A fired count watch before the replies and notifications
+            // that are there: a reply ready now may have come after the
+            // change (the session delivers in ZooKeeper's order), and the
+            // machine must not decide on a list with a count older than the
+            // list (the simulator's `finds_count_no_hold_back`); a newer
+            // count with an older list is allowed (the count bounds new
+            // leases). Its re-read is awaited before anything else is fed.
+            () = count => Input::CountChanged,
             answered = reply => {
                 let (id, creates, _) = pending.pop_front().expect("a reply came for the oldest request");
                 return Input::Reply(id, creates, answered);
@@ -537,7 +545,6 @@ impl Attempt {
             (id, notice) = watch => Input::Watch(id, notice),
             input = other => input,
             () = mutex => Input::MutexLost,
-            () = count => Input::CountChanged,
         };
         if let Input::Watch(id, _) = &input {
             watches.remove(id);
