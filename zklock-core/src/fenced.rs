@@ -515,14 +515,14 @@ impl crate::Client {
         self.shared().block_on(self.revoke_async(node_path))?
     }
 
-    /// [`Client::revoke`] for async callers: the path and the client are
+    /// [`crate::Client::revoke`] for async callers: the path and the client are
     /// checked now (an error is the future's output); the request is made
     /// when the returned future (any executor) is first polled, on the
     /// client's runtime, and dropping the future after that does not take
     /// it back.
     ///
     /// # Errors
-    /// As [`Client::revoke`].
+    /// As [`crate::Client::revoke`].
     pub fn revoke_async(&self, node_path: &str) -> impl Future<Output = Result<bool>> + Send + 'static {
         self.on_node_async(node_path, |_, zk, path, deadline| async move {
             let write = zk.set_data(&path, crate::holding::REVOKE, -1).value();
