@@ -64,6 +64,9 @@ pub(crate) struct Ctx {
     /// A semaphore whose permits come from a shared count: its node (read
     /// at each attempt's start, and watched while it waits).
     pub(crate) count: Option<String>,
+    /// zklock's own acquire (a semaphore's mutex), not the caller's: its
+    /// holding is left out of the metrics (outside attack round 18, F4).
+    pub(crate) internal: bool,
 }
 
 /// A shared count's value from its node's data (Curator's `SharedCount`:
@@ -156,6 +159,7 @@ impl Ctx {
             permits: 1,
             mutex: None,
             count: None,
+            internal: true,
         }
     }
 
@@ -624,7 +628,7 @@ impl Attempt {
             ctx.path.clone(),
             grant.name,
             grant.czxid,
-            Handover { watch, states },
+            Handover { watch, states, counted: !ctx.internal },
         )
     }
 

@@ -59,8 +59,11 @@ pub(crate) struct Holding {
     pub(crate) revoke_requested: std::sync::atomic::AtomicBool,
     /// When the lock was granted (the hold time's start).
     granted_at: Instant,
-    /// The hold time was counted (at the release or the loss).
+    /// The hold time was counted (at the release or the loss), or is not
+    /// to be ([`Handover::counted`]).
     hold_counted: std::sync::atomic::AtomicBool,
+    /// The metrics count this holding ([`Handover::counted`]).
+    counted: bool,
     pub(crate) stop: watch::Sender<bool>,
     /// Moves on every state change and every release of one of its guards
     /// (what [`Guard::lost`] waits for).
@@ -78,6 +81,9 @@ pub(crate) struct Holding {
 pub(crate) struct Handover {
     pub(crate) watch: Option<zk::Watch>,
     pub(crate) states: zk::StateWatcher,
+    /// Whether the client's metrics count this holding (its suspensions,
+    /// loss and hold time): not for zklock's own (a semaphore's mutex).
+    pub(crate) counted: bool,
 }
 
 fn lock_state(state: proto::State) -> LockState {
@@ -126,7 +132,8 @@ impl Holding {
             revocations: Arc::default(),
             revoke_requested: std::sync::atomic::AtomicBool::new(false),
             granted_at: Instant::now(),
-            hold_counted: std::sync::atomic::AtomicBool::new(false),
+            hold_counted: std::sync::atomic::AtomicBool::new(!handover.counted),
+            counted: handover.counted,
             stop: watch::channel(false).0,
             changes: watch::channel(0).0,
             monitor: Mutex::new(None),
@@ -227,8 +234,8 @@ impl Holding {
         }
         let counters = &self.shared.counters;
         match state {
-            LockState::Suspended => counters.suspended(),
-            LockState::Lost if !self.shared.is_closed() => counters.lost(),
+            LockState::Suspended if self.counted => counters.suspended(),
+            LockState::Lost if self.counted && !self.shared.is_closed() => counters.lost(),
             _ => {},
         }
         if matches!(state, LockState::Lost | LockState::Released)
@@ -328,7 +335,7 @@ type Read = Pin<Box<dyn Future<Output = zk::Result<(Vec<u8>, zk::Stat, zk::Watch
 /// nobody), any other end drops them (the client sends `removeWatches`).
 async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk::Watch> {
     let session = h.session.clone();
-    let Handover { watch, mut states } = handover;
+    let Handover { watch, mut states, .. } = handover;
     // The machine was told of any change up to now.
     let _ = states.state();
     let mut stop = h.stop.subscribe();

@@ -408,6 +408,7 @@ impl Lock {
             permits: self.inner.permits,
             count: self.inner.count.clone(),
             mutex,
+            internal: false,
         };
         let lock = self.clone();
         let started = Instant::now();
@@ -749,7 +750,7 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::semaphore`]; `InvalidArgument` for a count path that is
-    /// the semaphore's path or inside it. An acquire fails with `ZooKeeper`
+    /// the semaphore's path, inside it or one of its ancestors. An acquire fails with `ZooKeeper`
     /// (NoNode) when the count node does not exist and `InvalidArgument`
     /// when it does not hold a 4-byte count.
     pub fn semaphore_with_count(&self, path: &str, count_path: &str, options: LockOptions) -> Result<Lock> {
@@ -757,6 +758,14 @@ impl Client {
         if count_path == path || count_path.starts_with(&format!("{path}/")) {
             return Err(Error::invalid_argument(format!(
                 "the shared count {count_path:?} must not be the semaphore's path or inside it"
+            )));
+        }
+        // The semaphore's parents are made as containers: the count would
+        // become one, or sit in one (outside attack round 18, F1 and F2).
+        if path.starts_with(&format!("{count_path}/")) {
+            return Err(Error::invalid_argument(format!(
+                "the shared count {count_path:?} must not be an ancestor of the semaphore's path {path:?} (its \
+                 parents are container nodes, which ZooKeeper deletes with the count once they are empty)"
             )));
         }
         // The checks of any semaphore (path, options).
@@ -777,8 +786,10 @@ impl Client {
     /// timeout each.
     ///
     /// # Errors
-    /// `InvalidPath`; `InvalidArgument` for a negative count; `NoAuth`;
-    /// `Closed`; `ConnectionLoss` / `Timeout`.
+    /// `InvalidPath`; `InvalidArgument` for a negative count and for a
+    /// node that has children (a lock path's parent, a container node that
+    /// ZooKeeper would delete with the count); `NoAuth`; `Closed`;
+    /// `ConnectionLoss` / `Timeout`.
     pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
         self.shared().block_on(self.set_shared_count_async(path, count))?
     }
@@ -800,6 +811,17 @@ impl Client {
             let bytes = count.to_be_bytes();
             let what = format!("setting the shared count {}", crate::error::shown(&path));
             let within = Some(deadline);
+            // A node with children is a lock path's parent, made by zklock
+            // or Curator as a container: ZooKeeper would delete it, count
+            // and all, once it has none (outside attack round 18, F1; the
+            // Stat a client reads does not mark containers).
+            let stat = with_deadline(within, &what, zk.exists(&path).value()).await?;
+            if stat.map_err(|e| Error::from_zk(&what, e))?.is_some_and(|s| s.num_children > 0) {
+                return Err(Error::invalid_argument(format!(
+                    "{what}: the node has children, as a lock path's parent has (made as a container node, which \
+                     ZooKeeper deletes with the count once it is empty); keep the count on a path of its own"
+                )));
+            }
             match with_deadline(within, &what, zk.set_data(&path, &bytes, -1).value()).await? {
                 Ok(_) => return Ok(()),
                 Err(Zk::Server(Code::NoNode)) => {},

@@ -90,3 +90,26 @@ fn requests_match_the_wire_and_survive_a_session_expiry() {
     proxy.drop_connections();
     wait_until("reconnected", 10 * SEC, || c.metrics().reconnects > reconnects);
 }
+
+/// A semaphore's mutex is zklock's own: a lease counts one hold (its own),
+/// a lease that timed out none, and the wait behind the mutex is no hold
+/// (outside attack round 18, F4).
+#[test]
+fn a_semaphores_mutex_is_not_counted_as_a_hold() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let c = connect(&hosts);
+    let other = connect(&hosts);
+    let sem = c.semaphore("/m/sem", 1, zklock_core::LockOptions::default()).unwrap();
+    sem.acquire(Some(5 * SEC)).unwrap().release().unwrap();
+    let m = c.metrics();
+    assert_eq!((m.acquires_granted, m.hold_time.count, m.wait_time.count), (1, 1, 1), "{m:?}");
+    let held =
+        other.semaphore("/m/sem", 1, zklock_core::LockOptions::default()).unwrap().acquire(Some(5 * SEC)).unwrap();
+    let e = sem.acquire(Some(std::time::Duration::from_millis(500))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    let m = c.metrics();
+    assert_eq!((m.acquires_timed_out, m.hold_time.count), (1, 1), "no hold for a lease not granted: {m:?}");
+    assert!(m.hold_time.sum_seconds < 0.4, "the wait is no hold: {:?}", m.hold_time);
+    held.release().unwrap();
+}

@@ -327,6 +327,18 @@ fn a_shared_count_that_is_missing_or_malformed_is_refused_clearly() {
     assert_eq!(bad.kind(), ErrorKind::InvalidArgument);
     assert_eq!(c.set_shared_count("/sc-count", -1).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(c.set_shared_count("rel", 1).unwrap_err().kind(), ErrorKind::InvalidPath);
+    // An ancestor of the semaphore, whose parents are containers (outside
+    // attack round 18, F2), and a container made as a lock's parent (F1):
+    // ZooKeeper would delete the count with it.
+    let e = c.semaphore_with_count("/sc-pool/sem", "/sc-pool", LockOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("ancestor"), "{e}");
+    let held = c.lock("/sc-parent/lock").unwrap().acquire(Some(5 * SEC)).unwrap();
+    let e = c.set_shared_count("/sc-parent", 3).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert!(e.message().contains("children"), "{e}");
+    assert_eq!(raw.exists("/sc-parent").unwrap().version, 0, "nothing written");
+    held.release().unwrap();
 }
 
 /// A waiter whose count node is deleted, or stops holding a count, while it

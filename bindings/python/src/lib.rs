@@ -642,7 +642,7 @@ impl Client {
     /// A counting semaphore on `path` whose permits are the shared count
     /// at `count_path` (the core's `Client::semaphore_with_count`; Curator
     /// `InterProcessSemaphoreV2` with a `SharedCountReader`). InvalidArgument
-    /// for a count path that is `path` or inside it, InvalidPath for a bad
+    /// for a count path that is `path`, inside it or an ancestor, InvalidPath for a bad
     /// path, TypeError for wrong types.
     #[pyo3(signature = (path, count_path, identifier=None))]
     fn semaphore_with_count(

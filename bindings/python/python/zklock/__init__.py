@@ -1376,8 +1376,8 @@ class Client:
         that does not hold a 4-byte count), its node cleaned up. Otherwise
         as :meth:`semaphore`. Does not touch ZooKeeper.
 
-        Raises InvalidArgument for a ``count_path`` that is ``path`` or
-        inside it and for a bad identifier, InvalidPath for a malformed
+        Raises InvalidArgument for a ``count_path`` that is ``path``,
+        inside it or an ancestor of it and for a bad identifier, InvalidPath for a malformed
         path, Closed after :meth:`close` or in a forked child, TypeError
         for wrong types.
         """
@@ -1392,7 +1392,8 @@ class Client:
 
         Raises:
             InvalidArgument: a count that is not an int from 0 to 2**31 - 1
-                (or a bool).
+                (or a bool), or a node that has children (a lock path's
+                parent, a container ZooKeeper would delete with the count).
             InvalidPath: a malformed path.
             NoAuth, Closed, ConnectionLoss, LockTimeout: as :meth:`revoke`.
             TypeError: a count that is not an int.
