@@ -254,6 +254,10 @@ pub(crate) struct Attempt {
     mutex: Option<Arc<Holding>>,
     /// For a semaphore with a shared count: the watch on the count node.
     count: Option<zk::Watch>,
+    /// A node's data changed while this attempt waited (a notice): our
+    /// node may hold a revocation request written before the grant, which
+    /// the holder then reads for (outside attack round 18, F5).
+    data_changed: bool,
 }
 
 /// What the runner waits for besides replies and notifications.
@@ -291,7 +295,15 @@ impl Attempt {
             serialised: mutex.is_some(),
             bugs: proto::Bugs::default(),
         });
-        Attempt { session, protected, machine, grace_end: None, mutex, count: count.map(|(_, w)| w) }
+        Attempt {
+            session,
+            protected,
+            machine,
+            grace_end: None,
+            mutex,
+            count: count.map(|(_, w)| w),
+            data_changed: false,
+        }
     }
 
     /// Runs the attempt to its grant or its end.
@@ -394,6 +406,7 @@ impl Attempt {
                 Input::Reply(id, creates, answered) => {
                     // Notifications that came before this reply go first.
                     for (wid, notice) in fired(&mut watches, &armed) {
+                        self.data_changed |= notice == proto::Notice::Changed;
                         self.machine.handle(proto::Event::Watch(wid, notice));
                     }
                     if watches.contains_key(&id) {
@@ -407,7 +420,10 @@ impl Attempt {
                         crate::fault::stall(crate::fault::AFTER_CREATE_REPLY, &ctx.path);
                     }
                 },
-                Input::Watch(id, notice) => self.machine.handle(proto::Event::Watch(id, notice)),
+                Input::Watch(id, notice) => {
+                    self.data_changed |= notice == proto::Notice::Changed;
+                    self.machine.handle(proto::Event::Watch(id, notice));
+                },
                 Input::Reconnected(Ok(())) => {
                     awaiting = Awaiting::Nothing;
                     self.machine.handle(proto::Event::Reconnected);
@@ -628,7 +644,7 @@ impl Attempt {
             ctx.path.clone(),
             grant.name,
             grant.czxid,
-            Handover { watch, states, counted: !ctx.internal },
+            Handover { watch, states, counted: !ctx.internal, reread: self.data_changed },
         )
     }
 

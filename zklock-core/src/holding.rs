@@ -57,6 +57,8 @@ pub(crate) struct Holding {
     pub(crate) revocations: Arc<Listeners<()>>,
     /// Someone asked (a read of our node found `__REVOKE__`).
     pub(crate) revoke_requested: std::sync::atomic::AtomicBool,
+    /// [`Holding::read_for_revocation_once`] was called.
+    revoke_read: std::sync::atomic::AtomicBool,
     /// When the lock was granted (the hold time's start).
     granted_at: Instant,
     /// The hold time was counted (at the release or the loss), or is not
@@ -84,6 +86,11 @@ pub(crate) struct Handover {
     /// Whether the client's metrics count this holding (its suspensions,
     /// loss and hold time): not for zklock's own (a semaphore's mutex).
     pub(crate) counted: bool,
+    /// A data change was notified while the acquire waited: the holder
+    /// reads our node at once (as if its watch fired), so that a
+    /// revocation request written to it before the grant is seen, as
+    /// Curator's holder reads its node's data when granted.
+    pub(crate) reread: bool,
 }
 
 fn lock_state(state: proto::State) -> LockState {
@@ -131,6 +138,7 @@ impl Holding {
             callbacks: Arc::default(),
             revocations: Arc::default(),
             revoke_requested: std::sync::atomic::AtomicBool::new(false),
+            revoke_read: std::sync::atomic::AtomicBool::new(false),
             granted_at: Instant::now(),
             hold_counted: std::sync::atomic::AtomicBool::new(!handover.counted),
             counted: handover.counted,
@@ -147,6 +155,26 @@ impl Holding {
 
     pub(crate) fn node_path(&self) -> String {
         format!("{}/{}", self.lock_path, self.name)
+    }
+
+    /// Reads our node once (the first time this is called), in the
+    /// background: a revocation request written before the grant, while
+    /// the acquire waited, is then seen (outside attack round 18, F5).
+    pub(crate) fn read_for_revocation_once(self: &Arc<Self>) {
+        if self.revoke_read.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let Ok(zk) = self.session.zk() else { return };
+        let h = self.clone();
+        let read = zk.get_data(&self.node_path()).value();
+        let timeout = self.shared.options.operation_timeout;
+        self.shared.handle.spawn(async move {
+            if let Ok(Ok((data, stat))) = tokio::time::timeout(timeout, read).await {
+                if data == REVOKE && stat.ephemeral_owner == h.session.id && h.is_live() {
+                    h.revocation_requested();
+                }
+            }
+        });
     }
 
     /// A read of our node found a revocation request: remembered, and told
@@ -335,17 +363,22 @@ type Read = Pin<Box<dyn Future<Output = zk::Result<(Vec<u8>, zk::Stat, zk::Watch
 /// nobody), any other end drops them (the client sends `removeWatches`).
 async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk::Watch> {
     let session = h.session.clone();
-    let Handover { watch, mut states, .. } = handover;
+    let Handover { watch, mut states, reread, .. } = handover;
     // The machine was told of any change up to now.
     let _ = states.state();
     let mut stop = h.stop.subscribe();
     let mut watches: HashMap<zklock_proto::acquire::Id, zk::Watch> = HashMap::new();
-    if let Some(w) = watch {
+    // With a data change seen while waiting, the machine is told that the
+    // watch fired (it reads our node, leaving a new one), so the watch
+    // handed over is not kept.
+    let reread = reread && watch.is_some();
+    if let Some(w) = watch.filter(|_| !reread) {
         watches.insert(proto::GRANT_WATCH, w);
     }
     let mut read: Option<(zklock_proto::acquire::Id, Read)> = None;
     let mut retry_at: Option<tokio::time::Instant> = None;
-    let mut actions = h.feed(None);
+    let mut actions =
+        h.feed(reread.then_some(proto::Event::Watch(proto::GRANT_WATCH, zklock_proto::acquire::Notice::Changed)));
     loop {
         for action in actions.drain(..) {
             match action {

@@ -1039,13 +1039,18 @@ impl Guard {
     /// the client's event thread, like [`Guard::on_state_change`]; if a
     /// request came before, it is called once soon. The holder learns of a
     /// request through the watch it keeps on its node (a notification and
-    /// a read: one round trip). The returned [`Subscription`] takes it back.
+    /// a read: one round trip); the first registration also reads the node
+    /// once, so that a request written while the acquire still waited is
+    /// seen (as Curator's revocable holder reads its node when granted).
+    /// The returned [`Subscription`] takes it back.
     pub fn on_revocation(&self, callback: impl Fn() + Send + Sync + 'static) -> Subscription {
         let cb: crate::listeners::Listener<()> = Arc::new(move |()| callback());
         let (subscription, id) = self.holding.revocations.add_with_id(cb.clone());
         if self.revocation_requested() {
             let shared = &self.holding.shared;
             self.holding.revocations.post_one(id, cb, (), &|job| shared.post_event(job));
+        } else {
+            self.holding.read_for_revocation_once();
         }
         subscription
     }
