@@ -1390,7 +1390,7 @@ zklock_code zklock_semaphore_new(const struct zklock_client *client, const char 
  *
  * # Errors
  * As `zklock_semaphore_new` (without `permits`); `ZKLOCK_INVALID_ARGUMENT`
- * for a count path that is the semaphore's path or inside it.
+ * for a count path that is the semaphore's path, inside it or an ancestor.
  *
  * # Safety
  * As `zklock_semaphore_new`; `count_path` is NULL or NUL-terminated.
@@ -1404,9 +1404,10 @@ zklock_code zklock_semaphore_new_with_count(const struct zklock_client *client, 
  * timeout each.
  *
  * # Errors
- * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments or a negative count;
- * `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`; `ZKLOCK_CLOSED`;
- * `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`.
+ * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a negative count or a
+ * node that has children (a lock path's parent, a container ZooKeeper
+ * would delete with the count); `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`;
+ * `ZKLOCK_CLOSED`; `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`.
  *
  * # Safety
  * `client` is NULL or a live client; `path` is NULL or NUL-terminated;

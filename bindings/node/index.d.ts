@@ -392,7 +392,7 @@ export declare class Client {
    * is missing, or goes or stops holding a count while it waits,
    * rejects (`ZOOKEEPER`, `INVALID_ARGUMENT`), its node cleaned up.
    * Otherwise as `semaphore()`. Throws `INVALID_ARGUMENT` for a count
-   * path that is `path` or inside it and for bad data, `INVALID_PATH`
+   * path that is `path`, inside it or an ancestor and for bad data, `INVALID_PATH`
    * for a bad path, `CLOSED` after `close()`.
    */
   semaphoreWithCount(path: string, countPath: string, data?: string | Buffer | undefined | null): Lock
@@ -401,7 +401,8 @@ export declare class Client {
    * `SharedCount.setCount`: 4 bytes, big-endian), making the node and its
    * parents if needed; semaphores made with `semaphoreWithCount()` on it
    * see the new count at once. Rejects with `INVALID_ARGUMENT` for a
-   * count that is not an integer from 0 to 2147483647, `INVALID_PATH`,
+   * count that is not an integer from 0 to 2147483647 or a node that has
+   * children (a lock path's parent), `INVALID_PATH`,
    * `NO_AUTH`, `CLOSED`, `CONNECTION_LOSS` / `TIMEOUT` as
    * `participants()`.
    */
