@@ -59,6 +59,9 @@ pub(crate) struct Holding {
     pub(crate) revoke_requested: std::sync::atomic::AtomicBool,
     /// [`Holding::read_for_revocation_once`] was called.
     revoke_read: std::sync::atomic::AtomicBool,
+    /// The modification zxid of the newest request told (each is told
+    /// once).
+    revoke_mzxid: std::sync::atomic::AtomicI64,
     /// When the lock was granted (the hold time's start).
     granted_at: Instant,
     /// The hold time was counted (at the release or the loss), or is not
@@ -139,6 +142,7 @@ impl Holding {
             revocations: Arc::default(),
             revoke_requested: std::sync::atomic::AtomicBool::new(false),
             revoke_read: std::sync::atomic::AtomicBool::new(false),
+            revoke_mzxid: std::sync::atomic::AtomicI64::new(i64::MIN),
             granted_at: Instant::now(),
             hold_counted: std::sync::atomic::AtomicBool::new(!handover.counted),
             counted: handover.counted,
@@ -171,15 +175,19 @@ impl Holding {
         self.shared.handle.spawn(async move {
             if let Ok(Ok((data, stat))) = tokio::time::timeout(timeout, read).await {
                 if data == REVOKE && stat.ephemeral_owner == h.session.id && h.is_live() {
-                    h.revocation_requested();
+                    h.revocation_requested(stat.mzxid);
                 }
             }
         });
     }
 
-    /// A read of our node found a revocation request: remembered, and told
-    /// to every revocation callback on the event thread.
-    fn revocation_requested(&self) {
+    /// A read of our node found a revocation request, written at `mzxid`:
+    /// remembered, and told to every revocation callback on the event
+    /// thread, once per request (two reads may find the same one).
+    fn revocation_requested(&self, mzxid: i64) {
+        if self.revoke_mzxid.fetch_max(mzxid, std::sync::atomic::Ordering::AcqRel) >= mzxid {
+            return;
+        }
         self.revoke_requested.store(true, std::sync::atomic::Ordering::Release);
         log::info!("zklock: lock {} (session {:#x}): revocation requested", self.node_path(), self.session.id);
         let shared = &self.shared;
@@ -452,7 +460,7 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk:
                         Ok((data, stat, w)) => {
                             watches.insert(id, w);
                             if data == REVOKE && stat.ephemeral_owner == session.id {
-                                h.revocation_requested();
+                                h.revocation_requested(stat.mzxid);
                             }
                             Ok(zklock_proto::acquire::Answer::Data(stat_of(&stat)))
                         },

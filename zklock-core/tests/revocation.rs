@@ -95,6 +95,7 @@ fn a_request_made_while_the_acquire_waited_is_told_once_granted() {
             let _ = tx.send(());
         });
         rx.recv_timeout(10 * SEC).unwrap_or_else(|_| panic!("{path}: the request before the grant is told"));
+        assert!(rx.recv_timeout(Duration::from_millis(500)).is_err(), "{path}: told once, however many reads found it");
         assert!(g.revocation_requested());
         g.release().unwrap();
     }
