@@ -1,8 +1,8 @@
 /**
  * `zklock/metrics`: a client's metrics (`client.metrics()`) exported to
  * Prometheus through a [prom-client](https://github.com/siimon/prom-client)
- * registry, the counterpart of Python's `zklock.metrics.Collector`: the
- * same metric names, labels, help texts and values.
+ * registry, the counterpart of Python's `zklock.metrics.register_client`:
+ * the same metric names, labels, help texts and values.
  *
  * ```js
  * const { Registry } = require('prom-client')

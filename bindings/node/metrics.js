@@ -1,7 +1,8 @@
 'use strict'
 // `zklock/metrics`: a client's metrics (`client.metrics()`) in a prom-client
-// registry, the Node counterpart of Python's `zklock.metrics.Collector`:
-// the same metric names, labels, help texts and values.
+// registry, the Node counterpart of Python's
+// `zklock.metrics.register_client`: the same metric names, labels, help
+// texts and values.
 //
 //   const { Registry } = require('prom-client')
 //   const { registerClient } = require('zklock/metrics')

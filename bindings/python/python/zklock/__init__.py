@@ -82,7 +82,7 @@ and ``await lock.run_async(coro_fn, ...)``, which cancels the task when the
 lock stops being safely held. Revocation (Curator-compatible):
 ``zk.revoke(node_path)`` and :meth:`Lock.on_revocation`. A changing
 ensemble: ``zk.set_hosts(hosts)``. Metrics: ``zk.metrics()``
-(:class:`Metrics`; for Prometheus, :class:`zklock.metrics.Collector`).
+(:class:`Metrics`; for Prometheus, :func:`zklock.metrics.register_client`).
 """
 
 from __future__ import annotations
@@ -1529,7 +1529,7 @@ class Client:
         outcome, wait and hold times (histograms), suspensions, losses,
         reconnects, session expiries, requests by operation and cleanups
         pending. Never blocks; also after :meth:`close`. For Prometheus,
-        see :class:`zklock.metrics.Collector`.
+        see :func:`zklock.metrics.register_client`.
 
         Raises:
             Closed: in a forked child.
