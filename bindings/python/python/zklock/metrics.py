@@ -138,8 +138,7 @@ class Collector(_Base):
 
     def _add(self, entry: _Entry) -> None:
         """Adds ``entry`` unless another client has other label names or
-        the same labels (InvalidArgument). Called with ``_lock`` held, or
-        before anyone else sees the collector."""
+        the same labels (InvalidArgument). Called with ``_lock`` held."""
         for other in self._entries:
             if sorted(other.labels) != sorted(entry.labels):
                 raise InvalidArgument(
