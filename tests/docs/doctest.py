@@ -358,7 +358,20 @@ def python_venv(version: str, wheel: Path) -> Path:
         ],
         check=True,
     )
+    # What the docs' blocks use beside zklock (zklock.metrics' exporter
+    # needs prometheus_client), at the test suite's pins.
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *doc_extras()],
+        check=True,
+    )
     return py
+
+
+def doc_extras() -> List[str]:
+    """The pinned requirements of the Python test venv that the docs'
+    blocks import: prometheus_client."""
+    pins = (ROOT / "bindings" / "python" / "requirements-test.txt").read_text().splitlines()
+    return [p.strip() for p in pins if p.strip().startswith("prometheus_client==")]
 
 
 def find_wheel(arg: Optional[str]) -> Path:
