@@ -554,7 +554,8 @@ impl ReadWriteLock {
 /// [`crate::MultiLock::begin_acquire`], whose outcome is a
 /// [`crate::MultiGuard`]). Its outcome is waited for with
 /// [`PendingAcquire::wait_timeout`] (blocking, in slices if the caller
-/// likes) or by awaiting it (it is a future; any executor). Dropping it
+/// likes) or polled with [`PendingAcquire::poll_outcome`] (a waker of the
+/// caller's own is woken when it comes). Dropping it
 /// before its outcome was taken cancels the call (its nodes are deleted; a
 /// guard granted at that moment is released). `Send`, not `Sync`.
 pub struct PendingAcquire<G = Guard> {
@@ -590,7 +591,7 @@ impl<G: Send + 'static> PendingAcquire<G> {
         let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
         let mut cx = std::task::Context::from_waker(&waker);
         loop {
-            if let Poll::Ready(out) = Pin::new(&mut *self).poll(&mut cx) {
+            if let Poll::Ready(out) = self.poll_outcome(&mut cx) {
                 return Some(out);
             }
             match deadline {
@@ -612,13 +613,13 @@ impl<G: Send + 'static> PendingAcquire<G> {
     }
 }
 
-/// The outcome, once (then an `Internal` error, as from
-/// [`PendingAcquire::wait_timeout`]); the waker is woken from the client's
-/// runtime when it is there.
-impl<G> Future for PendingAcquire<G> {
-    type Output = Result<G>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Result<G>> {
+impl<G> PendingAcquire<G> {
+    /// The outcome if it is there, once (later calls, and
+    /// [`PendingAcquire::wait_timeout`], give an `Internal` error); if not,
+    /// `cx`'s waker is woken from the client's runtime when it comes. For a
+    /// caller with a wait of its own (Python's binding sleeps until this
+    /// outcome or a signal wakes it).
+    pub fn poll_outcome(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Result<G>> {
         if self.call.is_none() {
             return Poll::Ready(Err(Error::internal("the acquire's outcome was already taken")));
         }

@@ -16,11 +16,9 @@
 //! else's (an asyncio loop's signal handling, the application's own)
 //! does the wait fall back to looking at the signals every [`SLICE`].
 
-use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::pin::Pin;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -50,7 +48,7 @@ impl<G: Send + 'static> Awaited for PendingAcquire<G> {
     type Output = zklock_core::Result<G>;
 
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(self).poll(cx)
+        PendingAcquire::poll_outcome(self, cx)
     }
 }
 
