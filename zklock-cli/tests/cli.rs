@@ -308,7 +308,7 @@ fn permits_let_that_many_commands_run_at_once() {
         assert!(o.stderr.contains(says), "{o:?}");
     }
     let o = zklock(&d, "rw", &["run", "--hosts", &hosts, "--permits", "2", "--read", "/cli/sem", "--", "true"]);
-    assert!(o.code == 64 && o.stderr.contains("excludes"), "{o:?}");
+    assert!(o.code == 64 && o.stderr.contains("exclude -s"), "{o:?}");
     let o = zklock(&d, "lead", &["lead", "--hosts", &hosts, "--permits", "2", "/cli/sem", "--", "true"]);
     assert!(o.code == 64 && o.stderr.contains("--permits"), "{o:?}");
 }
@@ -814,7 +814,7 @@ fn bad_input_is_refused_with_a_message_naming_it() {
         // flock's options, and the lock kinds, in combinations that make no sense.
         (vec!["run", "--hosts", "127.0.0.1:2181", "-s", "-x", "/cli/job", "true"], 64, "--shared"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "--read", "-x", "/cli/job", "true"], 64, "--exclusive"),
-        (vec!["run", "--hosts", "127.0.0.1:2181", "--permits", "2", "-s", "/cli/job", "true"], 64, "excludes"),
+        (vec!["run", "--hosts", "127.0.0.1:2181", "--permits", "2", "-s", "/cli/job", "true"], 64, "exclude -s"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "-n", "-w", "1s", "/cli/job", "true"], 64, "--nonblock"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job", "-c", "true", "false"], 64, "-c/--command"),
         (vec!["run", "--hosts", "127.0.0.1:2181", "/cli/job", "-c", ""], 64, "empty"),

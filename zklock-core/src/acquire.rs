@@ -69,6 +69,13 @@ pub(crate) struct Ctx {
     pub(crate) internal: bool,
 }
 
+/// An error that says the connection failed (no answer within the
+/// operation timeout, the connection lost, the session ended), not what a
+/// node holds.
+fn connection_trouble(e: &Error) -> bool {
+    matches!(e.kind(), ErrorKind::ConnectionLoss | ErrorKind::SessionExpired)
+}
+
 /// A shared count's value from its node's data (Curator's `SharedCount`:
 /// 4 bytes, big-endian), as written (a semaphore takes a negative one as 0
 /// permits).
@@ -322,6 +329,9 @@ impl Attempt {
         let mut stopped: Option<Error> = None;
         let mut mutex_lost = false;
         let mut count_watch = self.count.take();
+        // The count's last read failed for the connection: read it again
+        // once connected.
+        let mut count_unread = false;
         loop {
             while let Some(action) = self.machine.poll_action() {
                 match action {
@@ -395,6 +405,7 @@ impl Attempt {
                     stopped.is_some(),
                     mutex_lost,
                     &mut count_watch,
+                    count_unread,
                 )
                 .await;
             match event {
@@ -467,12 +478,24 @@ impl Attempt {
                     // later change would be seen (outside attack round 17,
                     // F1: a waiter was granted with the count deleted, then
                     // set to 0). Nothing is granted meanwhile: permits 0.
+                    //
+                    // A read that failed for the connection (no answer, the
+                    // session ended) is no verdict on the count: permits 0
+                    // meanwhile, and it is read again once connected; if the
+                    // session ended, the machine queues again on the next
+                    // one, which reads the count anew (outside attack round
+                    // 19, G3, G5: a waiter lost its place instead).
                     count_watch = None;
+                    count_unread = false;
                     if let Some(path) = &ctx.count {
                         match read_count(ctx, &zk, path).await {
                             Ok((n, watch)) => {
                                 count_watch = Some(watch);
                                 self.machine.handle(proto::Event::Permits(n));
+                            },
+                            Err(e) if connection_trouble(&e) => {
+                                self.machine.handle(proto::Event::Permits(0));
+                                count_unread = true;
                             },
                             Err(e) => {
                                 self.machine.handle(proto::Event::Permits(0));
@@ -499,6 +522,7 @@ impl Attempt {
         stopping: bool,
         mutex_lost: bool,
         count_watch: &mut Option<zk::Watch>,
+        count_unread: bool,
     ) -> Input {
         let stop = async {
             if stopping {
@@ -543,10 +567,21 @@ impl Attempt {
                 _ => std::future::pending().await,
             }
         };
-        let count = std::future::poll_fn(|cx| match count_watch.as_mut() {
-            Some(w) => std::pin::Pin::new(w).poll(cx).map(|_| ()),
-            None => std::task::Poll::Pending,
-        });
+        let count = async {
+            if count_unread {
+                // Connected again with the same session; an ended one is
+                // the machine's to see (it queues again).
+                if self.session.wait_connected(ctx.deadline).await.is_ok() {
+                    return;
+                }
+                return std::future::pending().await;
+            }
+            std::future::poll_fn(|cx| match count_watch.as_mut() {
+                Some(w) => std::pin::Pin::new(w).poll(cx).map(|_| ()),
+                None => std::task::Poll::Pending,
+            })
+            .await
+        };
         let input = tokio::select! {
             biased;
             e = stop => Input::Stop(e),
@@ -754,6 +789,9 @@ async fn attempt(ctx: &Ctx, mutex: Option<Arc<Holding>>) -> Option<Result<Arc<Ho
             };
             match ctx.race(read_count(ctx, &zk, path)).await {
                 Ok(Ok(c)) => Some(c),
+                // The connection's trouble, not the count's: try again (on
+                // the next session if this one ended), within the deadline.
+                Ok(Err(e)) if connection_trouble(&e) => return None,
                 Ok(Err(e)) | Err(e) => return Some(Err(e)),
             }
         },

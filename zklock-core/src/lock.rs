@@ -745,9 +745,11 @@ impl Client {
     /// waiter looks at the queue again; when it shrinks, leases held stay
     /// held (new ones wait until fewer are held than the count; a negative
     /// count is 0). The count node must exist when an acquire starts, and
-    /// stay readable while it waits: an acquire whose count node goes, or
-    /// stops holding a count, or cannot be read, fails (its node cleaned
-    /// up).
+    /// stay while it waits: an acquire whose count node goes, or stops
+    /// holding a count, fails (its node cleaned up). Connection trouble
+    /// while it reads the count is not the count's: it waits with 0
+    /// permits and reads again once connected (on a new session, it queues
+    /// again, as any waiting acquire).
     ///
     /// # Errors
     /// As [`Client::semaphore`]; `InvalidArgument` for a count path that is
@@ -788,9 +790,9 @@ impl Client {
     ///
     /// # Errors
     /// `InvalidPath`; `InvalidArgument` for a negative count and for a
-    /// node that has children (a lock path's parent, a container node that
-    /// ZooKeeper would delete with the count); `NoAuth`; `Closed`;
-    /// `ConnectionLoss` / `Timeout`.
+    /// node that has or had children (a lock path or its parent, container
+    /// nodes that ZooKeeper would delete with the count); `NoAuth`;
+    /// `Closed`; `ConnectionLoss` / `Timeout`.
     pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
         self.shared().block_on(self.set_shared_count_async(path, count))?
     }
@@ -812,15 +814,18 @@ impl Client {
             let bytes = count.to_be_bytes();
             let what = format!("setting the shared count {}", crate::error::shown(&path));
             let within = Some(deadline);
-            // A node with children is a lock path's parent, made by zklock
-            // or Curator as a container: ZooKeeper would delete it, count
-            // and all, once it has none (outside attack round 18, F1; the
-            // Stat a client reads does not mark containers).
+            // A node that has or had children is a lock path or its
+            // parent, made by zklock or Curator as a container: ZooKeeper
+            // would delete it, count and all, once it has none (outside
+            // attack rounds 18, F1, and 19, G1: an empty one; the Stat a
+            // client reads does not mark containers, but a count node never
+            // has children, so its cversion stays 0).
             let stat = with_deadline(within, &what, zk.exists(&path).value()).await?;
-            if stat.map_err(|e| Error::from_zk(&what, e))?.is_some_and(|s| s.num_children > 0) {
+            if stat.map_err(|e| Error::from_zk(&what, e))?.is_some_and(|s| s.num_children > 0 || s.cversion > 0) {
                 return Err(Error::invalid_argument(format!(
-                    "{what}: the node has children, as a lock path's parent has (made as a container node, which \
-                     ZooKeeper deletes with the count once it is empty); keep the count on a path of its own"
+                    "{what}: the node has or had children, as a lock path and its parents do (made as container \
+                     nodes, which ZooKeeper deletes, the count with them, once empty); keep the count on a path of \
+                     its own"
                 )));
             }
             match with_deadline(within, &what, zk.set_data(&path, &bytes, -1).value()).await? {

@@ -339,6 +339,55 @@ fn a_shared_count_that_is_missing_or_malformed_is_refused_clearly() {
     assert!(e.message().contains("children"), "{e}");
     assert_eq!(raw.exists("/sc-parent").unwrap().version, 0, "nothing written");
     held.release().unwrap();
+    // A node that had children once (a released lock path, whose container
+    // ZooKeeper reaps; outside attack round 19, G1).
+    raw.create("/sc-had", zklock_zk::CreateMode::Persistent);
+    raw.create("/sc-had/child", zklock_zk::CreateMode::Persistent);
+    raw.delete("/sc-had/child");
+    let e = c.set_shared_count("/sc-had", 3).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// A counted waiter keeps its place across connection trouble as any
+/// waiter does: a blip while the count is rewritten (its re-read fails for
+/// the connection), and its session's expiry (outside attack round 19, G5
+/// and G3: it failed `ConnectionLoss` / `SessionExpired` instead).
+#[test]
+fn a_counted_waiter_keeps_waiting_across_a_blip_and_an_expiry() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let direct = connect(&hosts);
+    let raw = Raw::connect(&hosts);
+    let waiter_client = Client::connect(options(&proxy.addr().to_string(), 2 * SEC)).unwrap();
+    direct.set_shared_count("/counts/trouble", 1).unwrap();
+    let opts = LockOptions::default();
+    let a = direct.semaphore_with_count("/trouble", "/counts/trouble", opts.clone()).unwrap();
+    let sem = waiter_client.semaphore_with_count("/trouble", "/counts/trouble", opts).unwrap();
+    for round in ["blip", "expiry"] {
+        let held = a.acquire(Some(LONG)).unwrap();
+        let s2 = sem.clone();
+        let waiter = std::thread::spawn(move || s2.acquire(Some(LONG)));
+        wait_until("the waiter queued", LONG, || nodes(&raw, "/trouble").0.len() == 2);
+        std::thread::sleep(Duration::from_millis(300));
+        if round == "blip" {
+            // Its re-read of the count goes out on a connection that drops.
+            proxy.blackhole();
+            direct.set_shared_count("/counts/trouble", 1).unwrap();
+            std::thread::sleep(Duration::from_millis(1200));
+            proxy.heal();
+        } else {
+            proxy.blackhole();
+            std::thread::sleep(Duration::from_millis(3500)); // past the 2 s session
+            proxy.heal();
+            direct.set_shared_count("/counts/trouble", 1).unwrap();
+        }
+        std::thread::sleep(SEC);
+        assert!(!waiter.is_finished(), "{round}: the waiter stopped waiting");
+        held.release().unwrap();
+        let g = waiter.join().unwrap().unwrap_or_else(|e| panic!("{round}: {e}"));
+        g.release().unwrap();
+    }
 }
 
 /// A waiter whose count node is deleted, or stops holding a count, while it

@@ -276,11 +276,15 @@ fn _shutdown(py: Python<'_>) {
 /// `os.register_at_fork`): callbacks that were running in the parent's
 /// threads do not run here.
 #[pyfunction]
-fn _after_fork_in_child() {
+fn _after_fork_in_child(py: Python<'_>) {
     RUNNING_CALLBACKS.store(0, Ordering::SeqCst);
     // The parent's clients are not the child's to close at its exit.
     locked(&LIVE_CLIENTS).clear();
     *locked(&EXIT_THREAD) = None;
+    // A wait of the parent's main thread had borrowed the wakeup fd: the
+    // wait is not the child's, and the fd goes back (outside attack round
+    // 19, G4: children kept the parent's socket as theirs).
+    wait::after_fork_in_child(py);
 }
 
 /// Closes every client of this process still alive (the package's exit

@@ -20,6 +20,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -164,7 +165,36 @@ impl<'py> WakeupFd<'py> {
         let (ring, listen) = UnixStream::pair()?;
         ring.set_nonblocking(true)?;
         signal.call_method("set_wakeup_fd", (ring.as_raw_fd(),), Some(&kwargs))?;
+        BORROWED.store(i64::from(ring.as_raw_fd()), Ordering::Release);
         Ok(Signals::Woken(WakeupFd { py, bell: Arc::new(Bell { ring, listen }) }))
+    }
+}
+
+/// The wakeup fd a wait on the main thread has borrowed (-1: none), for
+/// [`after_fork_in_child`].
+static BORROWED: AtomicI64 = AtomicI64::new(-1);
+
+/// In a child forked while the parent's main thread waited: the borrowed
+/// wakeup fd is given back (its wait is not the child's), unless a signal
+/// handler has set one of its own meanwhile.
+pub(crate) fn after_fork_in_child(py: Python<'_>) {
+    let ours = BORROWED.swap(-1, Ordering::AcqRel);
+    if ours >= 0 {
+        give_back(py, ours);
+    }
+}
+
+/// Sets the wakeup fd back to none if it is still `ours`.
+fn give_back(py: Python<'_>, ours: i64) {
+    let restored = py.import("signal").and_then(|signal| {
+        let now: i64 = signal.call_method1("set_wakeup_fd", (-1,))?.extract()?;
+        if now != ours {
+            signal.call_method1("set_wakeup_fd", (now,))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = restored {
+        e.write_unraisable(py, None);
     }
 }
 
@@ -172,16 +202,8 @@ impl Drop for WakeupFd<'_> {
     fn drop(&mut self) {
         // Unless a signal handler run meanwhile set one of its own.
         let ours = i64::from(self.bell.ring.as_raw_fd());
-        let restored = self.py.import("signal").and_then(|signal| {
-            let now: i64 = signal.call_method1("set_wakeup_fd", (-1,))?.extract()?;
-            if now != ours {
-                signal.call_method1("set_wakeup_fd", (now,))?;
-            }
-            Ok(())
-        });
-        if let Err(e) = restored {
-            e.write_unraisable(self.py, None);
-        }
+        BORROWED.store(-1, Ordering::Release);
+        give_back(self.py, ours);
     }
 }
 

@@ -237,3 +237,39 @@ def test_child_exits_while_a_parent_callback_runs(hosts: str, path: str) -> None
     report = run(hosts, path, body)
     assert ok(report, "child exit") == "0"
     assert report["child exit"][2] < 2.0, "the child waited for the parent's callback"
+
+
+FORK_WHILE_WAITING = """
+    import os, signal, sys, threading, time, zklock
+    hosts, path = sys.argv[1:3]
+    holder = zklock.Client(hosts)
+    holder.lock(path).acquire()
+    waiter = zklock.Client(hosts)
+    def fork_while_the_main_thread_waits():
+        time.sleep(0.5)
+        pid = os.fork()
+        if pid == 0:
+            fd = signal.set_wakeup_fd(-1)
+            os.write(1, ("CHILD wakeup_fd=%d\\n" % fd).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+    t = threading.Thread(target=fork_while_the_main_thread_waits)
+    t.start()
+    waiter.lock(path).acquire(timeout=2)
+    t.join()
+    print("PARENT wakeup_fd=%d" % signal.set_wakeup_fd(-1), flush=True)
+    """
+
+
+def test_a_child_forked_while_the_main_thread_waits_gets_no_borrowed_wakeup_fd(hosts: str, path: str) -> None:
+    # The wait lent itself the parent's wakeup fd; the child is not waiting
+    # and must not keep it (outside attack round 19, G4: its signals then
+    # went to the parent's socket, and filled it).
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FORK_WHILE_WAITING), hosts, path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.splitlines()) == ["CHILD wakeup_fd=-1", "PARENT wakeup_fd=-1"], out

@@ -1392,7 +1392,7 @@ class Client:
 
         Raises:
             InvalidArgument: a count that is not an int from 0 to 2**31 - 1
-                (or a bool), or a node that has children (a lock path's
+                (or a bool), or a node that has or had children (a lock path's
                 parent, a container ZooKeeper would delete with the count).
             InvalidPath: a malformed path.
             NoAuth, Closed, ConnectionLoss, LockTimeout: as :meth:`revoke`.
