@@ -1405,7 +1405,7 @@ zklock_code zklock_semaphore_new_with_count(const struct zklock_client *client, 
  *
  * # Errors
  * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a negative count or a
- * node that has children (a lock path's parent, a container ZooKeeper
+ * node that has or had children (a lock path or its parent, containers ZooKeeper
  * would delete with the count); `ZKLOCK_INVALID_PATH`; `ZKLOCK_NO_AUTH`;
  * `ZKLOCK_CLOSED`; `ZKLOCK_CONNECTION_LOSS` / `ZKLOCK_TIMEOUT`.
  *

@@ -401,7 +401,7 @@ export declare class Client {
    * `SharedCount.setCount`: 4 bytes, big-endian), making the node and its
    * parents if needed; semaphores made with `semaphoreWithCount()` on it
    * see the new count at once. Rejects with `INVALID_ARGUMENT` for a
-   * count that is not an integer from 0 to 2147483647 or a node that has
+   * count that is not an integer from 0 to 2147483647 or a node that has or had
    * children (a lock path's parent), `INVALID_PATH`,
    * `NO_AUTH`, `CLOSED`, `CONNECTION_LOSS` / `TIMEOUT` as
    * `participants()`.

@@ -243,7 +243,8 @@ FORK_WHILE_WAITING = """
     import os, signal, sys, threading, time, zklock
     hosts, path = sys.argv[1:3]
     holder = zklock.Client(hosts)
-    holder.lock(path).acquire()
+    held = holder.lock(path)
+    held.acquire()
     waiter = zklock.Client(hosts)
     def fork_while_the_main_thread_waits():
         time.sleep(0.5)
@@ -255,7 +256,7 @@ FORK_WHILE_WAITING = """
         os.waitpid(pid, 0)
     t = threading.Thread(target=fork_while_the_main_thread_waits)
     t.start()
-    waiter.lock(path).acquire(timeout=2)
+    assert not waiter.lock(path).acquire(timeout=2), "held by the other client"
     t.join()
     print("PARENT wakeup_fd=%d" % signal.set_wakeup_fd(-1), flush=True)
     """
