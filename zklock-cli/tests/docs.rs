@@ -65,10 +65,13 @@ fn the_man_pages_render_with_every_option() {
             "zklock-lead.1",
             "zklock-list.1",
             "zklock-run.1",
+            "zklock-shared-count.1",
             "zklock.1"
         ]
     );
     assert!(d.read("pages/zklock-fence-check.1").contains("ZKLOCK_NODE_PATH"));
+    assert!(d.read("pages/zklock-shared-count.1").contains("SharedCount"));
+    assert!(d.read("pages/zklock-run.1").contains("\\-\\-shared\\-count"));
     let run = d.read("pages/zklock-run.1");
     for needle in
         ["\\-\\-nonblock", "\\-\\-conflict\\-exit\\-code", "\\-\\-shared", "\\-\\-process\\-group", ".SH WAITING"]
