@@ -761,7 +761,24 @@ pub(crate) async fn acquire(ctx: Ctx) -> Result<Arc<Holding>> {
         };
         let out = attempt(&ctx, mutex.clone()).await;
         if let Some(mutex) = mutex {
-            let _ = mutex.begin_delete().finish().await;
+            let release = ctx.shared.handle.spawn(async move {
+                let _ = mutex.begin_delete().finish().await;
+            });
+            if matches!(out, Some(Err(_))) {
+                // A failed acquire returns within CLEANUP_GRACE of its
+                // deadline (or of its end, without one), its own node's
+                // deletion and the mutex's together (section 4): the rest
+                // goes on in the background if ZooKeeper is silent
+                // (outside attack round 20, H3: it took an operation
+                // timeout more).
+                let grace_end = ctx
+                    .deadline
+                    .filter(|d| *d <= Instant::now())
+                    .map_or_else(|| Instant::now() + CLEANUP_GRACE, |d| d + CLEANUP_GRACE);
+                let _ = tokio::time::timeout_at(grace_end.into(), release).await;
+            } else {
+                let _ = release.await;
+            }
         }
         match out {
             Some(out) => return out,

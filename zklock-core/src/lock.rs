@@ -792,7 +792,9 @@ impl Client {
     /// `InvalidPath`; `InvalidArgument` for a negative count and for a
     /// node that has or had children (a lock path or its parent, container
     /// nodes that ZooKeeper would delete with the count); `NoAuth`;
-    /// `Closed`; `ConnectionLoss` / `Timeout`.
+    /// `Closed`; `ConnectionLoss` / `Timeout`. What it cannot see: a
+    /// container that never had a child yet, or a lock made under the path
+    /// at the same moment; keep the count on a path of its own.
     pub fn set_shared_count(&self, path: &str, count: i32) -> Result<()> {
         self.shared().block_on(self.set_shared_count_async(path, count))?
     }

@@ -470,6 +470,25 @@ fn a_timed_acquire_against_a_silent_server_returns_close_to_its_deadline() {
     assert!(a.pending_cleanups() <= 1);
     proxy.heal();
     wait_until("a's node deleted once the server answers", 10 * SEC, || queue(&holder, "/silent").len() == 1);
+    // A lease waiter too: its node's deletion and its mutex's together
+    // within the grace (outside attack round 20, H3: the mutex took an
+    // operation timeout more).
+    let opts = zklock_core::LockOptions::default();
+    let _lease = holder.semaphore("/silent-sem", 1, opts.clone()).unwrap().acquire(Some(5 * SEC)).unwrap();
+    let l = a.semaphore("/silent-sem", 1, opts).unwrap();
+    let t = std::thread::spawn(move || {
+        let began = Instant::now();
+        (l.acquire(Some(2 * SEC)).map(drop), began.elapsed())
+    });
+    wait_until("a's lease queued", 5 * SEC, || queue(&holder, "/silent-sem/leases").len() == 2);
+    proxy.blackhole();
+    let (r, took) = t.join().unwrap();
+    expect_kind("lease", r, ErrorKind::Timeout, "deadline");
+    assert!(took < Duration::from_millis(2500), "the lease returned {took:?} after a 2 s deadline");
+    proxy.heal();
+    wait_until("a's lease and mutex nodes deleted", 10 * SEC, || {
+        queue(&holder, "/silent-sem/leases").len() == 1 && queue(&holder, "/silent-sem/locks").is_empty()
+    });
 }
 
 #[test]

@@ -236,6 +236,7 @@ where
             return Err(e);
         },
     };
+    let pid = std::process::id();
     let mut call = call;
     loop {
         // The call moves in and out: it is Send but not Sync.
@@ -275,6 +276,20 @@ where
             drop(signals);
             py.detach(move || interrupt(call));
             return Err(signal);
+        }
+        if std::process::id() != pid {
+            // A signal handler forked and this is the child, come back into
+            // the parent's wait: the call runs on the parent's threads (the
+            // child has none of them), and reading on, the child would take
+            // the wake-ups of the parent's socket (outside attack round 20,
+            // H1: the parent's acquire never returned). The call is left
+            // alone (the parent's), as any object inherited through fork.
+            drop(signals);
+            std::mem::forget(call);
+            return Err(crate::py_err(Error::new(
+                ErrorKind::Closed,
+                "this wait belongs to the parent process (a signal handler forked while it waited)",
+            )));
         }
     }
 }

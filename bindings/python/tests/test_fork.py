@@ -9,9 +9,11 @@ stdout as JSON.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any, Dict
 
 import pytest
@@ -274,3 +276,55 @@ def test_a_child_forked_while_the_main_thread_waits_gets_no_borrowed_wakeup_fd(h
     )
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.splitlines()) == ["CHILD wakeup_fd=-1", "PARENT wakeup_fd=-1"], out
+
+
+FORK_IN_A_HANDLER = """
+    import os, signal, sys, time, zklock
+    hosts, path = sys.argv[1:3]
+    holder = zklock.Client(hosts)
+    held = holder.lock(path)
+    held.acquire()
+    waiter = zklock.Client(hosts)
+    children = []
+    def fork_here(signum, frame):
+        pid = os.fork()
+        if pid:
+            children.append(pid)
+    signal.signal(signal.SIGUSR1, fork_here)
+    print("WAITING", flush=True)
+    started = time.monotonic()
+    try:
+        got = waiter.lock(path).acquire(timeout=2)
+        if children:
+            print("PARENT acquire=%s after %.1f s" % (got, time.monotonic() - started), flush=True)
+            os.waitpid(children[0], 0)
+        else:
+            print("CHILD acquire=%s" % got, flush=True)
+    except zklock.Closed:
+        print("CHILD Closed", flush=True)
+        os._exit(0)
+    """
+
+
+def test_a_handler_that_forks_during_a_wait_leaves_the_parents_wait_alone(hosts: str, path: str) -> None:
+    # The child comes back from the handler into the parent's wait: it
+    # must leave it (Closed) rather than wait on the parent's threads and
+    # socket, and the parent's wait ends as usual (outside attack round 20,
+    # H1: the parent's acquire never returned).
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(FORK_IN_A_HANDLER), hosts, path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "WAITING"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGUSR1)
+        out, err = child.communicate(timeout=20)
+    finally:
+        child.kill()
+    lines = sorted(out.splitlines())
+    assert lines[0] == "CHILD Closed", (out, err)
+    assert lines[1].startswith("PARENT acquire=False after 2."), (out, err)
