@@ -220,6 +220,15 @@ pc_rel = $(patsubst $(PREFIX)%,$${prefix}%,$(1))
 ffi:
 	$(CARGO) build --locked -p zklock-ffi -p zklock-harness
 
+## vocabulary: regenerate the front ends' files of the shared words (C enums in
+## zklock-ffi/src/vocabulary.rs, Python enums and exceptions in zklock/_vocabulary.py,
+## TypeScript unions in bindings/node/vocabulary.d.ts) from the core's tables, then the
+## header; `make test` fails while one differs (zklock-core/tests/vocabulary.rs)
+.PHONY: vocabulary
+vocabulary:
+	ZKLOCK_WRITE_VOCABULARY=1 $(CARGO) test --locked -q -p zklock-core --test vocabulary
+	$(MAKE) header
+
 ## header: regenerate include/zklock.h from zklock-ffi with cbindgen
 header:
 	cd zklock-ffi && $(CBINDGEN) --quiet --config cbindgen.toml --output ../include/zklock.h

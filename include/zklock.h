@@ -105,13 +105,13 @@ enum zklock_code
    */
   ZKLOCK_OK = 0,
   /**
-   * An argument was invalid: a NULL pointer, a string that is not UTF-8,
-   * an empty or malformed connect string, a bad option value or mode. The
-   * message names the argument.
+   * An argument was invalid: an empty or malformed connect string, a bad
+   * option value or mode, a NULL pointer or a string that is not UTF-8
+   * (C), a wrong type (Python, Node). The message names the argument.
    */
   ZKLOCK_INVALID_ARGUMENT = 1,
   /**
-   * A lock path was malformed (not absolute, empty component, trailing
+   * A ZooKeeper path was malformed (not absolute, empty component, trailing
    * slash, forbidden character, reserved name, ...).
    */
   ZKLOCK_INVALID_PATH = 2,
@@ -121,14 +121,14 @@ enum zklock_code
    */
   ZKLOCK_TIMEOUT = 3,
   /**
-   * The acquire was cancelled with `zklock_lock_cancel` (our node was
-   * deleted).
+   * The operation was cancelled by the caller (a cancel token or call,
+   * an abort signal, a dropped future); an acquire's node was deleted.
    */
   ZKLOCK_CANCELLED = 4,
   /**
-   * The connection to ZooKeeper was lost or could not be established; the
-   * outcome of the operation is unknown or it could not be started. Also
-   * returned by `zklock_guard_check` while the lock is suspended.
+   * The connection to ZooKeeper was lost, or could not be established, and
+   * the outcome of the operation is unknown or it could not be started.
+   * Also what a check of a suspended lock fails with (it may come back).
    */
   ZKLOCK_CONNECTION_LOSS = 5,
   /**
@@ -141,16 +141,17 @@ enum zklock_code
    */
   ZKLOCK_LOCK_LOST = 7,
   /**
-   * The lock is not held by this guard (for example a second release).
+   * The lock is not held by this handle or guard (for example a release of
+   * a guard that was already released).
    */
   ZKLOCK_NOT_HELD = 8,
   /**
-   * The client was closed (`zklock_client_close`).
+   * The client was closed.
    */
   ZKLOCK_CLOSED = 9,
   /**
-   * ZooKeeper answered with an error that has no code of its own (the
-   * message names it).
+   * ZooKeeper answered with an error that has no kind of its own (the
+   * message names the ZooKeeper error).
    */
   ZKLOCK_ZOOKEEPER = 10,
   /**
@@ -158,14 +159,14 @@ enum zklock_code
    */
   ZKLOCK_INTERNAL = 11,
   /**
-   * The operation would deadlock and was refused: acquiring the write
-   * side of a `zklock_rwlock_new` pair while holding its read side.
+   * The operation would deadlock and was refused: acquiring the write side
+   * of a read/write pair while holding its read side.
    */
   ZKLOCK_WOULD_DEADLOCK = 12,
   /**
-   * ZooKeeper refused for lack of permission: an ACL does not allow this
-   * session (`NoAuth`: e.g. a lock path created with the `creator` ACL
-   * of another identity), or the server refused the credentials.
+   * ZooKeeper refused for lack of permission: the ACL of a node, or of
+   * its parent, does not allow this session (`NoAuth`), or the server
+   * refused the session's credentials (`AuthFailed`).
    */
   ZKLOCK_NO_AUTH = 13,
 };
@@ -213,7 +214,10 @@ typedef int32_t zklock_fenced_kind;
 #endif // __cplusplus
 
 /**
- * What a holder knows about its lock.
+ * What a holder knows about its lock (`zklock_guard_state`, state-change
+ * callbacks). A release is not reported to callbacks as a change; a
+ * callback registered on an already released guard is called once with
+ * `ZKLOCK_STATE_RELEASED`.
  */
 enum zklock_state
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -233,14 +237,13 @@ enum zklock_state
   ZKLOCK_STATE_SUSPENDED = 2,
   /**
    * Lost for good: session expired, our node deleted, the re-check after
-   * a reconnect failed, or the client was closed. Another client may hold
-   * the lock.
+   * a reconnect failed, or the client was closed. Another client may
+   * hold the lock.
    */
   ZKLOCK_STATE_LOST = 3,
   /**
-   * Released by us. A release is not reported to callbacks as a change;
-   * a callback registered on an already released guard is called once
-   * with it.
+   * Not held by this guard or lock object: released by us (or never
+   * acquired).
    */
   ZKLOCK_STATE_RELEASED = 4,
 };
@@ -253,7 +256,9 @@ typedef int32_t zklock_state;
 #endif // __cplusplus
 
 /**
- * A change of a client's connection to ZooKeeper.
+ * A change of the client's connection, as the callbacks of
+ * `zklock_client_on_connection_state` are told it (Curator's
+ * `ConnectionState`, kazoo's `KazooState`).
  */
 enum zklock_connection_state
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -261,8 +266,8 @@ enum zklock_connection_state
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * The connection was lost; the session may still be alive: the
-   * client's locks are `SUSPENDED`.
+   * The connection to ZooKeeper was lost; the session may still be
+   * alive: the client's locks are `SUSPENDED`.
    */
   ZKLOCK_CONNECTION_SUSPENDED = 1,
   /**
@@ -271,12 +276,12 @@ enum zklock_connection_state
    */
   ZKLOCK_CONNECTION_RECONNECTED = 2,
   /**
-   * The session ended (expired): every lock of the client is `LOST`; the
-   * client starts a new session.
+   * The session ended (the server expired it): every lock of this
+   * client is `LOST`; the client starts a new session.
    */
   ZKLOCK_CONNECTION_LOST = 3,
   /**
-   * A new session is connected (after `LOST`); lost locks are not taken
+   * A new session is connected (after `LOST`). Lost locks are not taken
    * back: acquire again.
    */
   ZKLOCK_CONNECTION_CONNECTED = 4,
@@ -333,7 +338,10 @@ typedef int32_t zklock_log_level;
 #endif // __cplusplus
 
 /**
- * The kind of lock a `zklock_lock_new` handle takes.
+ * The kind of lock handle `zklock_lock_new` and the multi-lock functions
+ * make (elections and semaphores have functions of their own). A read
+ * or write handle is independent: it excludes even another handle of the
+ * same client; `zklock_rwlock_new` makes a pair that can downgrade.
  */
 enum zklock_mode
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -341,20 +349,18 @@ enum zklock_mode
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * An exclusive lock (Curator `InterProcessMutex` compatible, node
-   * `_c_<uuid>-lock-<seq>`).
+   * An exclusive lock (Curator `InterProcessMutex`): nodes
+   * `_c_<uuid>-lock-<seq>`.
    */
   ZKLOCK_MODE_EXCLUSIVE = 0,
   /**
-   * The read (shared) side of a read/write lock, as an independent handle
-   * (node `_c_<uuid>-__READ__<seq>`). Readers share; writers exclude them.
+   * The read (shared) side of a read/write lock: nodes
+   * `_c_<uuid>-__READ__<seq>`. Readers share it; writers exclude them.
    */
   ZKLOCK_MODE_READ = 1,
   /**
-   * The write side of a read/write lock, as an independent handle (node
-   * `_c_<uuid>-__WRIT__<seq>`). It excludes readers and writers, even a
-   * separate read handle of the same client. Use `zklock_rwlock_new` for
-   * a pair that can downgrade.
+   * The write side of a read/write lock: nodes
+   * `_c_<uuid>-__WRIT__<seq>`. It excludes readers and writers.
    */
   ZKLOCK_MODE_WRITE = 2,
 };
@@ -367,7 +373,7 @@ typedef int32_t zklock_mode;
 #endif // __cplusplus
 
 /**
- * How a node made by `ZKLOCK_FENCED_CREATE` lives.
+ * How a node made by `ZKLOCK_FENCED_CREATE` lives: ZooKeeper's create modes.
  */
 enum zklock_create_mode
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -375,7 +381,7 @@ enum zklock_create_mode
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Stays until deleted.
+   * Stays until deleted (the default).
    */
   ZKLOCK_CREATE_PERSISTENT = 0,
   /**

@@ -1,22 +1,3 @@
-/** The state of a held lock, as `guard.state` and state-change events give it. */
-export type LockState = 'HELD' | 'SUSPENDED' | 'LOST' | 'RELEASED'
-
-/** Every `code` of a ZkLockError: the core's error kinds (the C enum names). */
-export type ZkLockErrorCode =
-  | 'INVALID_ARGUMENT'
-  | 'INVALID_PATH'
-  | 'TIMEOUT'
-  | 'CANCELLED'
-  | 'CONNECTION_LOSS'
-  | 'SESSION_EXPIRED'
-  | 'LOCK_LOST'
-  | 'NOT_HELD'
-  | 'CLOSED'
-  | 'ZOOKEEPER'
-  | 'INTERNAL'
-  | 'WOULD_DEADLOCK'
-  | 'NO_AUTH'
-
 /** The same list at run time, from the Rust core. */
 export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>
 

@@ -51,7 +51,7 @@ pub(crate) const SECTIONS: [(&str, &str); 5] = [
                            grows with every grant: pass it to the resource
   ZKLOCK_NODE_PATH         our lock node, e.g. /locks/job/_c_<uuid>-lock-0000000004
   ZKLOCK_LOCK_PATH         the lock path
-  ZKLOCK_LOCK_MODE         exclusive, read, write, leader or lease
+  ZKLOCK_LOCK_MODE         EXCLUSIVE, READ, WRITE, LEADER or LEASE
   ZKLOCK_SESSION_ID        the ZooKeeper session id, hex (0x...)
   ZKLOCK_HOSTS, ...        the connection options given (flags too), so that
                            `zklock fence-check` in it connects the same way",
@@ -348,14 +348,19 @@ pub(crate) struct LockArgs {
     ///
     /// zklock's plain lock (no -s or -x) waits for -s holders as well, but a Curator or kazoo reader does not wait
     /// for the plain lock: use -s and -x together on one path.
-    #[arg(short = 's', long = "shared", visible_alias = "read")]
+    ///
+    /// --shared is flock's name for it, kept as an alias.
+    #[arg(short = 's', long = "read", visible_alias = "shared")]
     shared: bool,
     /// Take the write side of the read/write lock at PATH: excludes -s and -x holders
     ///
     /// Without -s or -x, the plain exclusive lock (Curator InterProcessMutex, nodes -lock-) is taken. Among zklock
     /// clients it waits for -s holders too (one queue per path), but Curator's and kazoo's readers do not wait for it:
     /// where they share the path, use -s and -x together.
-    #[arg(short = 'x', long = "exclusive", visible_alias = "write")]
+    ///
+    /// --exclusive is flock's name for it, kept as an alias; in zklock's words (LockMode) EXCLUSIVE is the plain lock,
+    /// taken without -s or -x.
+    #[arg(short = 'x', long = "write", visible_alias = "exclusive")]
     exclusive: bool,
     /// Take one lease of a counting semaphore with N permits (up to N at once; every user must give the same N)
     ///
@@ -385,7 +390,7 @@ impl LockArgs {
     fn mode(&self) -> Result<(LockMode, Option<Pool>), Usage> {
         if self.shared && self.exclusive {
             return Err(Usage::new(
-                "-s/--shared (--read) and -x/--exclusive (--write) exclude each other: they are the two sides of \
+                "-s/--read (--shared) and -x/--write (--exclusive) exclude each other: they are the two sides of \
                  one read/write lock; take one",
             ));
         }
@@ -397,8 +402,8 @@ impl LockArgs {
         Ok(match (pool, self.shared, self.exclusive) {
             (Some(_), true, _) | (Some(_), _, true) => {
                 return Err(Usage::new(
-                    "--permits and --shared-count (a semaphore) exclude -s/--shared (--read) and -x/--exclusive \
-                     (--write)",
+                    "--permits and --shared-count (a semaphore) exclude -s/--read (--shared) and -x/--write \
+                     (--exclusive)",
                 ))
             },
             (Some(pool), false, false) => (LockMode::Lease, Some(pool)),
@@ -1147,7 +1152,7 @@ mod tests {
         assert!(err(&["/a", "--read", "--write", "--", "x"]).contains("exclude each other"));
         assert!(err(&["/a", "-s", "-x", "x"]).contains("--read"));
         assert!(err(&["/a", "--timeout"]).contains("--timeout"));
-        assert!(err(&["/a", "--read=1", "--", "x"]).contains("--shared"));
+        assert!(err(&["/a", "--read=1", "--", "x"]).contains("--read"));
         assert!(err(&["/a", "-n", "-w", "1s", "x"]).contains("cannot be used with"));
         assert!(err(&["/a", "-c", "true", "x"]).contains("exclude each other"));
         assert!(err(&["/a", "-c", ""]).contains("empty"));

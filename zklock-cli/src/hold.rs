@@ -22,8 +22,8 @@ struct Held<'a> {
     node_path: String,
     /// The lock path as given.
     lock_path: &'a str,
-    /// `exclusive`, `read`, `write` or `lease`.
-    mode: String,
+    /// `EXCLUSIVE`, `READ`, `WRITE` or `LEASE`.
+    mode: &'static str,
     /// The session id, hex with `0x` (as `zklock list` shows it).
     session_id: String,
 }
@@ -70,7 +70,7 @@ fn hold_until_told(opts: &HoldOptions, guard: &Guard, session: &Session) -> i32 
             token: guard.fencing_token(),
             node_path: guard.node_path(),
             lock_path: path,
-            mode: opts.lock.mode.name().to_ascii_lowercase(),
+            mode: opts.lock.mode.name(),
             session_id: format!("{:#x}", guard.session_id()),
         };
         serde_json::to_string(&held).expect("a struct of strings and numbers is always valid JSON")

@@ -77,7 +77,7 @@ fn table(_path: &str, queue: &[Participant]) -> String {
         rows.push([
             (i + 1).to_string(),
             state_name(p).to_owned(),
-            p.kind.name().to_ascii_lowercase(),
+            p.kind.name().to_owned(),
             p.sequence.to_string(),
             format!("{:#x}", p.session_id),
             p.name.clone(),
@@ -124,8 +124,8 @@ struct Entry {
     state: &'static str,
     /// Whether it holds the lock.
     holds: bool,
-    /// `reader` or `writer`.
-    kind: String,
+    /// `READER` or `WRITER`.
+    kind: &'static str,
     /// The node's sequence number.
     sequence: i64,
     /// The owner session, hex with `0x`.
@@ -148,7 +148,7 @@ fn json(path: &str, parent: &str, queue: &[Participant]) -> String {
             position: i + 1,
             state: state_name(p),
             holds: p.holds,
-            kind: p.kind.name().to_ascii_lowercase(),
+            kind: p.kind.name(),
             sequence: p.sequence,
             session_id: format!("{:#x}", p.session_id),
             data: String::from_utf8_lossy(&p.data).into_owned(),
@@ -178,7 +178,7 @@ mod tests {
         let out = json("/l", "/l", &[p("n", true, NodeKind::Writer, b"h/1")]);
         assert_eq!(
             out,
-            "{\"path\":\"/l\",\"participants\":[{\"position\":1,\"state\":\"HOLDS\",\"holds\":true,\"kind\":\"writer\",\
+            "{\"path\":\"/l\",\"participants\":[{\"position\":1,\"state\":\"HOLDS\",\"holds\":true,\"kind\":\"WRITER\",\
              \"sequence\":7,\"session_id\":\"0x1234\",\"data\":\"h/1\",\"node\":\"n\",\"node_path\":\"/l/n\"}]}\n"
         );
         assert_eq!(json("/l", "/l", &[]), "{\"path\":\"/l\",\"participants\":[]}\n");
@@ -190,7 +190,7 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("POS  STATE  KIND"));
-        assert!(lines[1].contains("HOLDS") && lines[1].contains("reader") && lines[1].ends_with("x y"));
+        assert!(lines[1].contains("HOLDS") && lines[1].contains("READER") && lines[1].ends_with("x y"));
         assert!(lines[2].contains("WAITS") && lines[2].ends_with(" -"));
         assert_eq!(table("/l", &[]).lines().count(), 1);
     }

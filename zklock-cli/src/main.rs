@@ -18,9 +18,9 @@
 //! the lock details in its environment, and when the command exits releases
 //! the lock and closes the session (so no node is left behind, whatever
 //! happened). The lock is the plain exclusive lock by default (Curator
-//! `InterProcessMutex`, nodes `-lock-`); `-s`/`--shared` (`--read`) and
-//! `-x`/`--exclusive` (`--write`) are the read and the write side of a
-//! read/write lock; `--permits N` is one lease of a counting semaphore,
+//! `InterProcessMutex`, nodes `-lock-`); `-s`/`--read` (`--shared`) and
+//! `-x`/`--write` (`--exclusive`, flock's name) are the read and the write
+//! side of a read/write lock; `--permits N` is one lease of a counting semaphore,
 //! `--shared-count COUNT_PATH` one of a semaphore whose permits are a
 //! shared count (Curator's node names throughout). zklock keeps every kind of a path in
 //! one queue, so among zklock clients the plain lock excludes `-s` holders
@@ -69,7 +69,7 @@
 //! | `ZKLOCK_FENCING_TOKEN` | the fencing token (czxid of our node), decimal |
 //! | `ZKLOCK_NODE_PATH` | our lock node, e.g. `/locks/job/_c_<uuid>-lock-0000000004` |
 //! | `ZKLOCK_LOCK_PATH` | the lock path as given |
-//! | `ZKLOCK_LOCK_MODE` | `exclusive`, `read`, `write`, `leader` or `lease` |
+//! | `ZKLOCK_LOCK_MODE` | `EXCLUSIVE`, `READ`, `WRITE`, `LEADER` or `LEASE` |
 //! | `ZKLOCK_SESSION_ID` | the ZooKeeper session id, hex with `0x` |
 //! | `ZKLOCK_HOSTS`, `ZKLOCK_TLS_CA`, ... | the connection options given, by flag or variable |
 //!

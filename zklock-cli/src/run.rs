@@ -150,7 +150,7 @@ impl Session {
         if req.verbose {
             note!(
                 "acquired the {} lock {}: node {}, fencing token {}, session {:#x}",
-                req.mode.name().to_ascii_lowercase(),
+                req.mode.name(),
                 req.path,
                 guard.node_path(),
                 guard.fencing_token(),
@@ -361,7 +361,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         .env("ZKLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
         .env("ZKLOCK_NODE_PATH", guard.node_path())
         .env("ZKLOCK_LOCK_PATH", &opts.lock.path)
-        .env("ZKLOCK_LOCK_MODE", opts.lock.mode.name().to_ascii_lowercase())
+        .env("ZKLOCK_LOCK_MODE", opts.lock.mode.name())
         .env("ZKLOCK_SESSION_ID", format!("{:#x}", guard.session_id()))
         .envs(opts.lock.connection.env());
     if opts.process_group {

@@ -41,7 +41,7 @@ fn run_passes_the_lock_details_to_the_command() {
         let env = env_map(&d.read(&file));
         let node = &env["ZKLOCK_NODE_PATH"];
         assert_eq!(env["ZKLOCK_LOCK_PATH"], "/cli/env");
-        assert_eq!(env["ZKLOCK_LOCK_MODE"], "exclusive");
+        assert_eq!(env["ZKLOCK_LOCK_MODE"], "EXCLUSIVE");
         assert!(node.starts_with("/cli/env/_c_") && node.contains("-lock-"), "{node}");
         let token: u64 = env["ZKLOCK_FENCING_TOKEN"].parse().unwrap();
         // The token is the czxid of our node, the session its owner.
@@ -283,7 +283,7 @@ fn permits_let_that_many_commands_run_at_once() {
         let words: Vec<&str> = line.split(' ').collect();
         let at: u128 = words[1].parse().unwrap();
         if words[0] == "start" {
-            assert_eq!(words[2], "lease", "{line}");
+            assert_eq!(words[2], "LEASE", "{line}");
             assert!(words[3].starts_with("/cli/sem/leases/_c_") && words[3].contains("-lease-"), "{line}");
             events.push((at, 1));
         } else {
@@ -885,7 +885,7 @@ fn list_shows_holders_then_waiters_in_order() {
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[0], (i + 1).to_string());
         assert_eq!(cols[1], if i == 0 { "HOLDS" } else { "WAITS" }, "{}", o.stdout);
-        assert_eq!(cols[2], "writer");
+        assert_eq!(cols[2], "WRITER");
         assert_eq!(cols[3], part.sequence.to_string());
         assert_eq!(cols[4], format!("{:#x}", part.session_id));
         assert_eq!(cols[5], part.name);
@@ -904,7 +904,7 @@ fn list_shows_holders_then_waiters_in_order() {
         assert_eq!(j.get("position").and_then(Value::as_f64), Some((i + 1) as f64));
         assert_eq!(j.get("holds").and_then(Value::as_bool), Some(i == 0));
         assert_eq!(j.get("state").and_then(Value::as_str), Some(if i == 0 { "HOLDS" } else { "WAITS" }));
-        assert_eq!(j.get("kind").and_then(Value::as_str), Some("writer"));
+        assert_eq!(j.get("kind").and_then(Value::as_str), Some("WRITER"));
         assert_eq!(j.get("sequence").and_then(Value::as_f64), Some(part.sequence as f64));
         assert_eq!(j.get("session_id").and_then(Value::as_str), Some(format!("{:#x}", part.session_id).as_str()));
         assert_eq!(j.get("node").and_then(Value::as_str), Some(part.name.as_str()));
@@ -944,7 +944,7 @@ fn lead_runs_the_command_while_leading_and_rejoins_after_losing() {
     };
     let log = || d.read("log");
     let a = lead("a", "a");
-    wait_until("a leads", 20 * SEC, || log().contains("start a leader"));
+    wait_until("a leads", 20 * SEC, || log().contains("start a LEADER"));
     let b = lead("b", "b");
     wait_until("b joins", 20 * SEC, || raw.children("/cli/lead").len() == 2);
     let o = zklock(&d, "list", &["list", "--hosts", &hosts, "/cli/lead", "--json"]);
@@ -982,7 +982,7 @@ fn lead_runs_the_command_while_leading_and_rejoins_after_losing() {
     let mut lines: Vec<&str> = log.lines().map(str::trim).collect();
     // a's command is signalled while b is being granted: either may log first.
     lines[1..3].sort_unstable();
-    assert_eq!(lines, ["start a leader", "start b leader", "stop a", "stop b", "start a leader", "stop a"], "{log}");
+    assert_eq!(lines, ["start a LEADER", "start b LEADER", "stop a", "stop b", "start a LEADER", "stop a"], "{log}");
 }
 
 /// A stop signal to `zklock lead` while leadership is being lost (the

@@ -105,7 +105,7 @@ fn command_option_runs_through_the_shell() {
         &["run", "--hosts", &hosts, "-x", "--command", "echo $ZKLOCK_LOCK_MODE > \"$D/out\"", "/cli/shell"],
     );
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(d.read("out").trim(), "write");
+    assert_eq!(d.read("out").trim(), "WRITE");
     assert!(queue(&connect(&hosts), "/cli/shell").is_empty(), "no node left");
 }
 

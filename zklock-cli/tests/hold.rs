@@ -73,7 +73,7 @@ fn hold_json_describes_the_node_and_a_signal_releases_it() {
         assert_eq!(v["token"].as_i64(), Some(stat.czxid), "{v}");
         assert_eq!(v["session_id"].as_str(), Some(format!("{:#x}", stat.ephemeral_owner).as_str()), "{v}");
         assert_eq!(v["lock_path"].as_str(), Some(p), "{v}");
-        assert_eq!(v["mode"].as_str(), Some("read"), "{v}");
+        assert_eq!(v["mode"].as_str(), Some("READ"), "{v}");
         assert!(node.starts_with(&format!("{p}/_c_")) && node.contains("__READ__"), "{node}");
         kill(r.pid(), sig);
         let _stdin = r.stdin();

@@ -161,35 +161,24 @@ impl ClientOptions {
 /// The longest digest user and password, together, in bytes.
 const MAX_DIGEST_BYTES: usize = 64 * 1024;
 
-/// What the connection listeners of a client are told (see
-/// [`Client::on_connection_state`]), as Curator's
-/// `ConnectionStateListener` and kazoo's listeners are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConnectionState {
-    /// The connection to ZooKeeper was lost; the session may still be
-    /// alive. The client's locks are suspended (see [`crate::Guard::check`]).
-    Suspended,
-    /// The same session is connected again: locks not lost meanwhile are
-    /// held again.
-    Reconnected,
-    /// The session ended (the server expired it): every lock of this
-    /// client is lost; the client starts a new session.
-    Lost,
-    /// A new session is connected (after `Lost`). Lost locks are not taken
-    /// back: acquire again.
-    Connected,
-}
-
-impl ConnectionState {
-    /// `"SUSPENDED"`, `"RECONNECTED"`, `"LOST"` or `"CONNECTED"`, the name
-    /// every front end shows.
-    pub fn name(self) -> &'static str {
-        match self {
-            ConnectionState::Suspended => "SUSPENDED",
-            ConnectionState::Reconnected => "RECONNECTED",
-            ConnectionState::Lost => "LOST",
-            ConnectionState::Connected => "CONNECTED",
-        }
+zklock_proto::vocabulary! {
+    /// What the connection listeners of a client are told (see
+    /// [`Client::on_connection_state`]), as Curator's
+    /// `ConnectionStateListener` and kazoo's listeners are.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum ConnectionState {
+        /// The connection to ZooKeeper was lost; the session may still be
+        /// alive: the client's locks are `SUSPENDED`.
+        Suspended = 1, "SUSPENDED";
+        /// The same session is connected again: locks not lost meanwhile are
+        /// `HELD` again.
+        Reconnected = 2, "RECONNECTED";
+        /// The session ended (the server expired it): every lock of this
+        /// client is `LOST`; the client starts a new session.
+        Lost = 3, "LOST";
+        /// A new session is connected (after `LOST`). Lost locks are not taken
+        /// back: acquire again.
+        Connected = 4, "CONNECTED";
     }
 }
 

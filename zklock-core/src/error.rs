@@ -2,86 +2,62 @@
 //!
 //! Every failure carries an [`ErrorKind`] (a stable code that the C, Python and
 //! Node bindings map to their own error types) and a message that names what
-//! went wrong. The kind list lives here and only here; `ErrorKind::ALL` lets the
-//! bindings' tests check that they map every kind.
+//! went wrong. The kind list lives here and only here (a [`zklock_proto::vocabulary!`]
+//! table: the front ends' error types are generated from it).
 
 use std::fmt;
 
-/// Declares [`ErrorKind`] from one table: variant, fixed code, stable name,
-/// doc. `ALL`, `name()` and `code()` all come from this single list.
-macro_rules! error_kinds {
-    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $name:literal; )*) => {
-        /// What kind of failure an [`Error`] is.
-        ///
-        /// The numeric values are part of the C ABI (`zklock_code`): they are
-        /// fixed and never reused. `0` is reserved for success in C.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        #[repr(i32)]
-        #[non_exhaustive]
-        pub enum ErrorKind {
-            $( $(#[doc = $doc])* $variant = $code, )*
-        }
-
-        impl ErrorKind {
-            /// Every kind, in code order. Bindings use this to check that
-            /// they map all of them.
-            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$variant),*];
-
-            /// The stable name of the kind, as used by the C enum
-            /// (`ZKLOCK_<NAME>`), Python's `.code` and Node's `code`: for
-            /// example `"TIMEOUT"`.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $( ErrorKind::$variant => $name, )*
-                }
-            }
-
-            /// The fixed numeric code of the kind (the C `zklock_code` value).
-            pub fn code(self) -> i32 {
-                self as i32
-            }
-        }
-    };
-}
-
-error_kinds! {
-    /// An argument was invalid (empty or malformed connect string, bad option
-    /// value, null pointer in C, wrong type in Python or Node, ...).
-    InvalidArgument = 1, "INVALID_ARGUMENT";
-    /// A ZooKeeper path was malformed (not absolute, empty component, trailing
-    /// slash, forbidden character, reserved name, ...).
-    InvalidPath = 2, "INVALID_PATH";
-    /// The deadline passed before the operation completed.
-    Timeout = 3, "TIMEOUT";
-    /// The operation was cancelled: through its [`crate::CancelToken`], the
-    /// lock handle's [`crate::CancelHandle`], or (async) by dropping its
-    /// future.
-    Cancelled = 4, "CANCELLED";
-    /// The connection to ZooKeeper was lost, or could not be established, and
-    /// the outcome of the operation is unknown or it could not be started.
-    ConnectionLoss = 5, "CONNECTION_LOSS";
-    /// The ZooKeeper session expired.
-    SessionExpired = 6, "SESSION_EXPIRED";
-    /// The lock was held but is lost (session expired, our node deleted, or
-    /// the re-check after a reconnect failed).
-    LockLost = 7, "LOCK_LOST";
-    /// The lock is not held by this handle or guard (for example a release of
-    /// a guard that was already released).
-    NotHeld = 8, "NOT_HELD";
-    /// The client was closed.
-    Closed = 9, "CLOSED";
-    /// ZooKeeper answered with an error that has no kind of its own (the
-    /// message names the ZooKeeper error).
-    ZooKeeper = 10, "ZOOKEEPER";
-    /// A bug in zklock (a broken invariant or a caught panic).
-    Internal = 11, "INTERNAL";
-    /// The operation would deadlock and was refused (read-to-write upgrade on
-    /// one handle).
-    WouldDeadlock = 12, "WOULD_DEADLOCK";
-    /// ZooKeeper refused for lack of permission: the ACL of a node, or of
-    /// its parent, does not allow this session (`NoAuth`), or the server
-    /// refused the session's credentials (`AuthFailed`).
-    NoAuth = 13, "NO_AUTH";
+zklock_proto::vocabulary! {
+    /// What kind of failure an [`Error`] is.
+    ///
+    /// The numeric values are part of the C ABI (`zklock_code`): they are
+    /// fixed and never reused. `0` is reserved for success in C. The names
+    /// are the C enum's (`ZKLOCK_<NAME>`), Python's `.code` and Node's
+    /// `code`: for example `"TIMEOUT"`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[repr(i32)]
+    #[non_exhaustive]
+    pub enum ErrorKind {
+        /// An argument was invalid: an empty or malformed connect string, a bad
+        /// option value or mode, a NULL pointer or a string that is not UTF-8
+        /// (C), a wrong type (Python, Node). The message names the argument.
+        InvalidArgument = 1, "INVALID_ARGUMENT";
+        /// A ZooKeeper path was malformed (not absolute, empty component, trailing
+        /// slash, forbidden character, reserved name, ...).
+        InvalidPath = 2, "INVALID_PATH";
+        /// The deadline passed before the operation completed (for an acquire:
+        /// someone else holds the lock; our node was deleted).
+        Timeout = 3, "TIMEOUT";
+        /// The operation was cancelled by the caller (a cancel token or call,
+        /// an abort signal, a dropped future); an acquire's node was deleted.
+        Cancelled = 4, "CANCELLED";
+        /// The connection to ZooKeeper was lost, or could not be established, and
+        /// the outcome of the operation is unknown or it could not be started.
+        /// Also what a check of a suspended lock fails with (it may come back).
+        ConnectionLoss = 5, "CONNECTION_LOSS";
+        /// The ZooKeeper session expired.
+        SessionExpired = 6, "SESSION_EXPIRED";
+        /// The lock was held but is lost (session expired, our node deleted, or
+        /// the re-check after a reconnect failed). Another client may hold it.
+        LockLost = 7, "LOCK_LOST";
+        /// The lock is not held by this handle or guard (for example a release of
+        /// a guard that was already released).
+        NotHeld = 8, "NOT_HELD";
+        /// The client was closed.
+        Closed = 9, "CLOSED";
+        /// ZooKeeper answered with an error that has no kind of its own (the
+        /// message names the ZooKeeper error).
+        ZooKeeper = 10, "ZOOKEEPER";
+        /// A bug in zklock (a broken invariant or a caught panic).
+        Internal = 11, "INTERNAL";
+        /// The operation would deadlock and was refused: acquiring the write side
+        /// of a read/write pair while holding its read side.
+        WouldDeadlock = 12, "WOULD_DEADLOCK";
+        /// ZooKeeper refused for lack of permission: the ACL of a node, or of
+        /// its parent, does not allow this session (`NoAuth`), or the server
+        /// refused the session's credentials (`AuthFailed`).
+        NoAuth = 13, "NO_AUTH";
+    }
 }
 
 impl fmt::Display for ErrorKind {

@@ -42,19 +42,27 @@ const STAT_BYTES: usize = 68;
 /// A multi's header per operation (type, done, error).
 const OP_HEADER_BYTES: usize = 9;
 
-/// How a node made by a fenced write lives: ZooKeeper's create modes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CreateMode {
-    /// Stays until deleted.
-    #[default]
-    Persistent,
-    /// Goes when the lock's session ends.
-    Ephemeral,
-    /// Persistent, with a ten-digit sequence number appended to its name.
-    PersistentSequential,
-    /// Ephemeral, with a ten-digit sequence number appended to its name.
-    EphemeralSequential,
+zklock_proto::vocabulary! {
+    /// How a node made by a fenced write lives: ZooKeeper's create modes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum CreateMode {
+        /// Stays until deleted (the default).
+        Persistent = 0, "PERSISTENT";
+        /// Goes when the lock's session ends.
+        Ephemeral = 1, "EPHEMERAL";
+        /// Persistent, with a ten-digit sequence number appended to its name.
+        PersistentSequential = 2, "PERSISTENT_SEQUENTIAL";
+        /// Ephemeral, with a ten-digit sequence number appended to its name.
+        EphemeralSequential = 3, "EPHEMERAL_SEQUENTIAL";
+    }
+}
+
+impl Default for CreateMode {
+    /// [`CreateMode::Persistent`].
+    fn default() -> Self {
+        CreateMode::Persistent
+    }
 }
 
 impl CreateMode {

@@ -54,6 +54,7 @@ mod requests;
 mod security;
 mod state;
 mod validate;
+pub mod vocabulary;
 mod zk;
 
 /// Lock-node names and the ordering rule (protocol doc sections 2 and 3):

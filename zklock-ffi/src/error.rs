@@ -7,82 +7,7 @@ use zklock_core::ErrorKind;
 
 use crate::util::guarded;
 
-/// The result of every fallible zklock function.
-///
-/// `ZKLOCK_OK` (0) is success; every other value is the fixed code of one of
-/// the core's error kinds (the same names as Python's `.code` and Node's
-/// `code`). The numbers are part of the ABI: fixed and never reused. New
-/// codes may be added, so handle unknown values (`zklock_code_name` returns
-/// `"UNKNOWN"` for them).
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum zklock_code {
-    /// Success.
-    ZKLOCK_OK = 0,
-    /// An argument was invalid: a NULL pointer, a string that is not UTF-8,
-    /// an empty or malformed connect string, a bad option value or mode. The
-    /// message names the argument.
-    ZKLOCK_INVALID_ARGUMENT = 1,
-    /// A lock path was malformed (not absolute, empty component, trailing
-    /// slash, forbidden character, reserved name, ...).
-    ZKLOCK_INVALID_PATH = 2,
-    /// The deadline passed before the operation completed (for an acquire:
-    /// someone else holds the lock; our node was deleted).
-    ZKLOCK_TIMEOUT = 3,
-    /// The acquire was cancelled with `zklock_lock_cancel` (our node was
-    /// deleted).
-    ZKLOCK_CANCELLED = 4,
-    /// The connection to ZooKeeper was lost or could not be established; the
-    /// outcome of the operation is unknown or it could not be started. Also
-    /// returned by `zklock_guard_check` while the lock is suspended.
-    ZKLOCK_CONNECTION_LOSS = 5,
-    /// The ZooKeeper session expired.
-    ZKLOCK_SESSION_EXPIRED = 6,
-    /// The lock was held but is lost (session expired, our node deleted, or
-    /// the re-check after a reconnect failed). Another client may hold it.
-    ZKLOCK_LOCK_LOST = 7,
-    /// The lock is not held by this guard (for example a second release).
-    ZKLOCK_NOT_HELD = 8,
-    /// The client was closed (`zklock_client_close`).
-    ZKLOCK_CLOSED = 9,
-    /// ZooKeeper answered with an error that has no code of its own (the
-    /// message names it).
-    ZKLOCK_ZOOKEEPER = 10,
-    /// A bug in zklock (a broken invariant or a caught panic).
-    ZKLOCK_INTERNAL = 11,
-    /// The operation would deadlock and was refused: acquiring the write
-    /// side of a `zklock_rwlock_new` pair while holding its read side.
-    ZKLOCK_WOULD_DEADLOCK = 12,
-    /// ZooKeeper refused for lack of permission: an ACL does not allow this
-    /// session (`NoAuth`: e.g. a lock path created with the `creator` ACL
-    /// of another identity), or the server refused the credentials.
-    ZKLOCK_NO_AUTH = 13,
-}
-
-impl zklock_code {
-    /// The C code of a core error kind (the same number and name).
-    pub(crate) fn from_kind(kind: ErrorKind) -> zklock_code {
-        use zklock_code::*;
-        match kind {
-            ErrorKind::InvalidArgument => ZKLOCK_INVALID_ARGUMENT,
-            ErrorKind::InvalidPath => ZKLOCK_INVALID_PATH,
-            ErrorKind::Timeout => ZKLOCK_TIMEOUT,
-            ErrorKind::Cancelled => ZKLOCK_CANCELLED,
-            ErrorKind::ConnectionLoss => ZKLOCK_CONNECTION_LOSS,
-            ErrorKind::SessionExpired => ZKLOCK_SESSION_EXPIRED,
-            ErrorKind::LockLost => ZKLOCK_LOCK_LOST,
-            ErrorKind::NotHeld => ZKLOCK_NOT_HELD,
-            ErrorKind::Closed => ZKLOCK_CLOSED,
-            ErrorKind::ZooKeeper => ZKLOCK_ZOOKEEPER,
-            ErrorKind::Internal => ZKLOCK_INTERNAL,
-            ErrorKind::WouldDeadlock => ZKLOCK_WOULD_DEADLOCK,
-            ErrorKind::NoAuth => ZKLOCK_NO_AUTH,
-            // A kind added to the core but not here: the unit test
-            // `every_core_kind_has_its_c_code` fails until it is mapped.
-            _ => ZKLOCK_INTERNAL,
-        }
-    }
-}
+pub use crate::vocabulary::zklock_code;
 
 /// A `zklock_code` value passed in from C. Rust receives it as a plain
 /// integer so that an out-of-range value is an ordinary input, not
@@ -112,7 +37,7 @@ impl zklock_error {
     /// The error object of a core error (its code, message and failed
     /// operation).
     pub(crate) fn of(e: &zklock_core::Error) -> zklock_error {
-        let mut out = zklock_error::new(zklock_code::from_kind(e.kind()), e.message());
+        let mut out = zklock_error::new(zklock_code::from(e.kind()), e.message());
         out.failed_op = e.failed_op().map(|f| (f.index, CString::new(f.code.replace('\0', "")).unwrap_or_default()));
         out
     }
@@ -220,7 +145,7 @@ mod tests {
     #[test]
     fn every_core_kind_has_its_c_code() {
         for &kind in ErrorKind::ALL {
-            let c = zklock_code::from_kind(kind);
+            let c = zklock_code::from(kind);
             assert_eq!(c as i32, kind.code(), "{kind:?}");
             assert_eq!(format!("{c:?}"), format!("ZKLOCK_{}", kind.name()), "{kind:?}");
             assert_eq!(code_name(kind.code()).to_str().ok(), Some(kind.name()));

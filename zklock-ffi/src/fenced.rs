@@ -27,19 +27,7 @@ pub enum zklock_fenced_kind {
     ZKLOCK_FENCED_CHECK = 4,
 }
 
-/// How a node made by `ZKLOCK_FENCED_CREATE` lives.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_create_mode {
-    /// Stays until deleted.
-    ZKLOCK_CREATE_PERSISTENT = 0,
-    /// Goes when the lock's session ends.
-    ZKLOCK_CREATE_EPHEMERAL = 1,
-    /// Persistent, with a ten-digit sequence number appended to its name.
-    ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL = 2,
-    /// Ephemeral, with a ten-digit sequence number appended to its name.
-    ZKLOCK_CREATE_EPHEMERAL_SEQUENTIAL = 3,
-}
+pub use crate::vocabulary::zklock_create_mode;
 
 /// A `zklock_fenced_kind` value in a `zklock_fenced_op` (a plain integer
 /// on the Rust side, so that an out-of-range value is an ordinary input).
@@ -167,14 +155,8 @@ unsafe fn read_ops(f: &str, ops: *const zklock_fenced_op, n: usize) -> Result<Ve
 }
 
 fn mode_of(f: &str, name: &str, mode: zklock_create_mode_arg) -> Result<CreateMode> {
-    use zklock_create_mode as M;
-    Ok(match mode {
-        m if m == M::ZKLOCK_CREATE_PERSISTENT as i32 => CreateMode::Persistent,
-        m if m == M::ZKLOCK_CREATE_EPHEMERAL as i32 => CreateMode::Ephemeral,
-        m if m == M::ZKLOCK_CREATE_PERSISTENT_SEQUENTIAL as i32 => CreateMode::PersistentSequential,
-        m if m == M::ZKLOCK_CREATE_EPHEMERAL_SEQUENTIAL as i32 => CreateMode::EphemeralSequential,
-        m => return Err(invalid_arg(f, &format!("{name}.mode"), &format!("is not a zklock_create_mode ({m})"))),
-    })
+    zklock_create_mode::parse(mode)
+        .ok_or_else(|| invalid_arg(f, &format!("{name}.mode"), &format!("is not a zklock_create_mode ({mode})")))
 }
 
 /// Makes the `n_ops` operations `ops[0..n_ops]` in one ZooKeeper

@@ -10,37 +10,7 @@ use crate::error::{zklock_code, zklock_error};
 use crate::listener::zklock_subscription;
 use crate::util::{arg_ref, call, guarded, null_arg, out_arg, write_pending, UserData};
 
-/// What a holder knows about its lock.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_state {
-    /// Held, and the session is connected and answering.
-    ZKLOCK_STATE_HELD = 1,
-    /// The connection is lost or the server stopped answering: the lock may
-    /// still be ours, but that cannot be known; act as if it is not. Goes
-    /// back to `HELD` after reconnecting with the same session and finding
-    /// our node still ours.
-    ZKLOCK_STATE_SUSPENDED = 2,
-    /// Lost for good: session expired, our node deleted, the re-check after
-    /// a reconnect failed, or the client was closed. Another client may hold
-    /// the lock.
-    ZKLOCK_STATE_LOST = 3,
-    /// Released by us. A release is not reported to callbacks as a change;
-    /// a callback registered on an already released guard is called once
-    /// with it.
-    ZKLOCK_STATE_RELEASED = 4,
-}
-
-impl From<LockState> for zklock_state {
-    fn from(s: LockState) -> zklock_state {
-        match s {
-            LockState::Held => zklock_state::ZKLOCK_STATE_HELD,
-            LockState::Suspended => zklock_state::ZKLOCK_STATE_SUSPENDED,
-            LockState::Lost => zklock_state::ZKLOCK_STATE_LOST,
-            LockState::Released => zklock_state::ZKLOCK_STATE_RELEASED,
-        }
-    }
-}
+pub use crate::vocabulary::zklock_state;
 
 /// A state-change callback: `userdata` is the pointer given to
 /// `zklock_guard_on_state_change`, `state` the new state (`HELD`,

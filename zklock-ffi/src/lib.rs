@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod multi;
 pub mod participants;
 mod util;
+pub mod vocabulary;
 
 use std::ffi::c_char;
 

@@ -12,34 +12,7 @@ use crate::error::{zklock_code, zklock_error};
 use crate::guard::Gate;
 use crate::util::{arg_ref, call, null_arg, out_arg, UserData};
 
-/// A change of a client's connection to ZooKeeper.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_connection_state {
-    /// The connection was lost; the session may still be alive: the
-    /// client's locks are `SUSPENDED`.
-    ZKLOCK_CONNECTION_SUSPENDED = 1,
-    /// The same session is connected again: locks not lost meanwhile are
-    /// `HELD` again.
-    ZKLOCK_CONNECTION_RECONNECTED = 2,
-    /// The session ended (expired): every lock of the client is `LOST`; the
-    /// client starts a new session.
-    ZKLOCK_CONNECTION_LOST = 3,
-    /// A new session is connected (after `LOST`); lost locks are not taken
-    /// back: acquire again.
-    ZKLOCK_CONNECTION_CONNECTED = 4,
-}
-
-impl From<ConnectionState> for zklock_connection_state {
-    fn from(s: ConnectionState) -> zklock_connection_state {
-        match s {
-            ConnectionState::Suspended => zklock_connection_state::ZKLOCK_CONNECTION_SUSPENDED,
-            ConnectionState::Reconnected => zklock_connection_state::ZKLOCK_CONNECTION_RECONNECTED,
-            ConnectionState::Lost => zklock_connection_state::ZKLOCK_CONNECTION_LOST,
-            ConnectionState::Connected => zklock_connection_state::ZKLOCK_CONNECTION_CONNECTED,
-        }
-    }
-}
+pub use crate::vocabulary::zklock_connection_state;
 
 /// A connection listener: `userdata` as given to
 /// `zklock_client_on_connection_state`, `state` the change. It runs on the

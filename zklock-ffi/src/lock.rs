@@ -12,22 +12,7 @@ use crate::error::{zklock_code, zklock_error};
 use crate::guard::zklock_guard;
 use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, null_arg, out_arg, timeout_from_ms, UserData};
 
-/// The kind of lock a `zklock_lock_new` handle takes.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_mode {
-    /// An exclusive lock (Curator `InterProcessMutex` compatible, node
-    /// `_c_<uuid>-lock-<seq>`).
-    ZKLOCK_MODE_EXCLUSIVE = 0,
-    /// The read (shared) side of a read/write lock, as an independent handle
-    /// (node `_c_<uuid>-__READ__<seq>`). Readers share; writers exclude them.
-    ZKLOCK_MODE_READ = 1,
-    /// The write side of a read/write lock, as an independent handle (node
-    /// `_c_<uuid>-__WRIT__<seq>`). It excludes readers and writers, even a
-    /// separate read handle of the same client. Use `zklock_rwlock_new` for
-    /// a pair that can downgrade.
-    ZKLOCK_MODE_WRITE = 2,
-}
+pub use crate::vocabulary::zklock_mode;
 
 /// A `zklock_mode` value passed in from C (received as a plain integer so
 /// that an out-of-range value is an ordinary input; the header spells it
@@ -102,12 +87,7 @@ unsafe fn new_lock(
 /// The lock mode a `zklock_mode` value given as argument `name` of `f`
 /// stands for.
 pub(crate) fn mode_of(f: &str, name: &str, mode: zklock_mode_arg) -> zklock_core::Result<LockMode> {
-    match mode {
-        m if m == zklock_mode::ZKLOCK_MODE_EXCLUSIVE as i32 => Ok(LockMode::Exclusive),
-        m if m == zklock_mode::ZKLOCK_MODE_READ as i32 => Ok(LockMode::Read),
-        m if m == zklock_mode::ZKLOCK_MODE_WRITE as i32 => Ok(LockMode::Write),
-        m => Err(invalid_arg(f, name, &format!("is not a zklock_mode ({m})"))),
-    }
+    zklock_mode::parse(mode).ok_or_else(|| invalid_arg(f, name, &format!("is not a zklock_mode ({mode})")))
 }
 
 /// `zklock_lock_new` for a handle that is reentrant per thread (Curator's
@@ -546,7 +526,7 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
                         std::ptr::null_mut(),
                     ),
                     Err(e) => {
-                        let code = zklock_code::from_kind(e.kind());
+                        let code = zklock_code::from(e.kind());
                         (code, std::ptr::null_mut(), Box::into_raw(Box::new(zklock_error::new(code, e.message()))))
                     },
                 };

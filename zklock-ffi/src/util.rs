@@ -26,7 +26,7 @@ pub(crate) unsafe fn call(func: &str, err: *mut *mut zklock_error, body: impl Fn
     match outcome {
         Ok(()) => zklock_code::ZKLOCK_OK,
         Err(e) => {
-            let code = zklock_code::from_kind(e.kind());
+            let code = zklock_code::from(e.kind());
             if !err.is_null() {
                 if let Ok(obj) = catch_unwind(|| Box::into_raw(Box::new(zklock_error::of(&e)))) {
                     // SAFETY: err is not NULL and valid for writes (caller's contract).

@@ -10,25 +10,16 @@
 
 use std::cmp::Ordering;
 
-/// Whether a lock node is a reader (shared) or a writer (exclusive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NodeKind {
-    /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
-    Reader,
-    /// An exclusive node: Curator's `lock-`, `__WRIT__` and `latch-`, kazoo's
-    /// `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other name that
-    /// ends in a sequence.
-    Writer,
-}
-
-impl NodeKind {
-    /// `"READER"` or `"WRITER"`, the name every front end shows (Python
-    /// and the CLI in lower case).
-    pub fn name(self) -> &'static str {
-        match self {
-            NodeKind::Reader => "READER",
-            NodeKind::Writer => "WRITER",
-        }
+crate::vocabulary! {
+    /// Whether a lock node is a reader (shared) or a writer (exclusive).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum NodeKind {
+        /// A shared (read) node: `__READ__` (Curator) or `__rlock__` (kazoo).
+        Reader = 1, "READER";
+        /// An exclusive node: Curator's `lock-`, `__WRIT__` and `latch-`,
+        /// kazoo's `__lock__`, ZooKeeper's recipe `x-<sid>-`, and every other
+        /// name that ends in a sequence.
+        Writer = 2, "WRITER";
     }
 }
 

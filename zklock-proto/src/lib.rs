@@ -18,6 +18,8 @@
 //!   deletes.
 //! - [`cleanup`]: one try at deleting a node of ours, or the nodes a create
 //!   of unknown outcome may have made: only nodes our session owns.
+//! - [`vocabulary`](mod@vocabulary): the words the front ends share, one table each
+//!   ([`vocabulary!`]), from which their generated files are made.
 //! - [`clock`]: the safety clock (section 5): until when the session is
 //!   certainly alive, from the heartbeats' send and answer times.
 //!
@@ -31,3 +33,4 @@ pub mod clock;
 pub mod driver;
 pub mod hold;
 pub mod names;
+pub mod vocabulary;

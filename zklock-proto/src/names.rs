@@ -9,39 +9,32 @@ use crate::driver::{self, Driver};
 // named here too, where names are parsed into them.
 pub use crate::driver::{LockNode, NodeKind};
 
-/// The lock modes zklock creates nodes for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LockMode {
-    /// Exclusive lock (Curator `InterProcessMutex`): `_c_<uuid>-lock-<seq>`.
-    Exclusive,
-    /// Read side of a read/write lock: `_c_<uuid>-__READ__<seq>`.
-    Read,
-    /// Write side of a read/write lock: `_c_<uuid>-__WRIT__<seq>`.
-    Write,
-    /// A participant of a leader election (Curator `LeaderLatch`):
-    /// `_c_<uuid>-latch-<seq>` holding the participant's id; the first in
-    /// the queue is the leader (see zklock-core's `Client::election`).
-    Leader,
-    /// A lease of a counting semaphore (Curator `InterProcessSemaphoreV2`):
-    /// `<path>/leases/_c_<uuid>-lease-<seq>`, taken while holding the
-    /// mutex `<path>/locks`; held while at most the semaphore's permits
-    /// lease nodes exist (see zklock-core's `Client::semaphore`).
-    Lease,
+crate::vocabulary! {
+    /// The lock modes zklock creates nodes for.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum LockMode {
+        /// An exclusive lock (Curator `InterProcessMutex`): nodes
+        /// `_c_<uuid>-lock-<seq>`.
+        Exclusive = 0, "EXCLUSIVE";
+        /// The read (shared) side of a read/write lock: nodes
+        /// `_c_<uuid>-__READ__<seq>`. Readers share it; writers exclude them.
+        Read = 1, "READ";
+        /// The write side of a read/write lock: nodes
+        /// `_c_<uuid>-__WRIT__<seq>`. It excludes readers and writers.
+        Write = 2, "WRITE";
+        /// A participant of a leader election (Curator `LeaderLatch`):
+        /// nodes `_c_<uuid>-latch-<seq>` holding the participant's id; the
+        /// first in the queue is the leader.
+        Leader = 3, "LEADER";
+        /// A lease of a counting semaphore (Curator
+        /// `InterProcessSemaphoreV2`): nodes `<path>/leases/_c_<uuid>-lease-<seq>`,
+        /// taken while holding the mutex `<path>/locks`; held while at most
+        /// the semaphore's permits lease nodes exist.
+        Lease = 4, "LEASE";
+    }
 }
 
 impl LockMode {
-    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` or `"LEASE"`, the
-    /// name every front end shows (Python and the CLI in lower case).
-    pub fn name(self) -> &'static str {
-        match self {
-            LockMode::Exclusive => "EXCLUSIVE",
-            LockMode::Read => "READ",
-            LockMode::Write => "WRITE",
-            LockMode::Leader => "LEADER",
-            LockMode::Lease => "LEASE",
-        }
-    }
-
     /// The driver of this kind of lock: its node names and queue rules.
     pub fn driver(self) -> &'static dyn Driver {
         match self {

@@ -850,10 +850,7 @@ impl Client {
     /// keep the process alive and is not called once the client is closed.
     /// Returns the subscription whose `cancel()` takes it back. Throws
     /// `CLOSED` after `close()`.
-    #[napi(
-        ts_args_type = "callback: (state: 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'CONNECTED') => void",
-        catch_unwind
-    )]
+    #[napi(ts_args_type = "callback: (state: ConnectionState) => void", catch_unwind)]
     pub fn on_connection_state(&self, env: Env, callback: JsFunction) -> napi::Result<Subscription> {
         if self.client.is_closed() {
             let e = core::Error::new(core::ErrorKind::Closed, "the client is closed");
@@ -1088,7 +1085,7 @@ pub struct Participant {
     pub sequence: i64,
     /// `"READER"` or `"WRITER"` (exclusive locks, write sides and election
     /// participants are writers).
-    #[napi(ts_type = "'READER' | 'WRITER'")]
+    #[napi(ts_type = "NodeKind")]
     pub kind: String,
     /// Whether this participant holds the lock now.
     pub holds: bool,
@@ -1201,7 +1198,7 @@ impl Lock {
 
     /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` (an election
     /// participant) or `"LEASE"` (a semaphore).
-    #[napi(getter, ts_return_type = "'EXCLUSIVE' | 'READ' | 'WRITE' | 'LEADER' | 'LEASE'", catch_unwind)]
+    #[napi(getter, ts_return_type = "LockMode", catch_unwind)]
     pub fn mode(&self) -> String {
         self.lock.mode().name().to_owned()
     }
@@ -1282,7 +1279,7 @@ pub struct FencedOp {
     pub version: Option<f64>,
     /// How a create's node lives (default `'PERSISTENT'`); the sequential
     /// modes append a ten-digit sequence number to its name.
-    #[napi(ts_type = "'PERSISTENT' | 'EPHEMERAL' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL_SEQUENTIAL'")]
+    #[napi(ts_type = "CreateMode")]
     pub mode: Option<String>,
 }
 
@@ -1460,7 +1457,7 @@ impl Guard {
     /// had been lost before (the critical section may have run without it;
     /// our node is cleaned up all the same), `CLOSED` if the client was
     /// closed (the node went with the session).
-    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
+    #[napi(ts_return_type = "Promise<ReleaseStatus>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let release = self.guard.release_async();
         promise_inline(&env, "release", async move { Ok(release.await?.name().to_owned()) })
@@ -1661,7 +1658,7 @@ pub struct MultiLockMember {
     /// The lock path.
     pub path: String,
     /// `"EXCLUSIVE"` (the default), `"READ"` or `"WRITE"`.
-    #[napi(ts_type = "'EXCLUSIVE' | 'READ' | 'WRITE'")]
+    #[napi(ts_type = "Extract<LockMode, 'EXCLUSIVE' | 'READ' | 'WRITE'>")]
     pub mode: Option<String>,
 }
 
@@ -1782,7 +1779,7 @@ impl MultiGuard {
     /// when a delete could not be confirmed (retried in the background).
     /// Rejects with the first member's error (`LOCK_LOST` if it had been
     /// lost, `NOT_HELD` if already released) after releasing every member.
-    #[napi(ts_return_type = "Promise<'RELEASED' | 'PENDING'>", catch_unwind)]
+    #[napi(ts_return_type = "Promise<ReleaseStatus>", catch_unwind)]
     pub fn release(&self, env: Env) -> napi::Result<JsObject> {
         let release = self.guard.release_async();
         promise_inline(&env, "release", async move { Ok(release.await?.name().to_owned()) })

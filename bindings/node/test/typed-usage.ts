@@ -4,16 +4,21 @@
 import { type OpenMetricsContentType, Registry } from 'prom-client'
 import {
   Client,
+  type ConnectionState,
+  type CreateMode,
   ERROR_CODES,
   type FailedOp,
   type FencedOp,
   type FencedResult,
   type Guard,
   type Lock,
+  type LockMode,
   type LockState,
   type Metrics,
   type MultiGuard,
+  type NodeKind,
   type Participant,
+  type ReleaseStatus,
   ZkLockError,
   type ZkLockErrorCode,
 } from '..'
@@ -35,7 +40,10 @@ async function usage(): Promise<bigint> {
   guard.check()
   const token: bigint = guard.fencingToken
   const node: string = guard.nodePath
-  const status: 'RELEASED' | 'PENDING' = await guard.release()
+  const status: ReleaseStatus = await guard.release()
+  const mode: LockMode = lock.mode
+  const created: CreateMode = 'EPHEMERAL'
+  client.onConnectionState((change: ConnectionState) => console.log(change === 'SUSPENDED', mode, created))
   const maybe: Guard | null = await lock.tryAcquire()
   if (maybe) await maybe[Symbol.asyncDispose]()
   const { read, write } = client.readWriteLock('/config')
@@ -44,6 +52,7 @@ async function usage(): Promise<bigint> {
   await write.acquire({ timeoutMs: 0 }).then((g) => g.release())
   const n: number = await client.withLock('/jobs/x', async (g) => Number(g.sequence), { timeoutMs: 100 })
   const parts: Participant[] = await client.participants('/jobs/nightly')
+  const kinds: NodeKind[] = parts.map((p) => p.kind)
   const sid: bigint = client.sessionId()
   client.setHosts('127.0.0.1:2181,127.0.0.1:2182')
   const revoked: boolean = await client.revoke(guard.nodePath)
@@ -52,7 +61,7 @@ async function usage(): Promise<bigint> {
   const metrics: Metrics = client.metrics()
   const creates: number = metrics.requests.create2 ?? 0
   const waited: number = metrics.waitTime.buckets[0].le + metrics.waitTime.sumSeconds + metrics.acquiresGranted
-  void [revoked, creates, waited]
+  void [revoked, creates, waited, kinds]
   try {
     await lock.acquire({ timeoutMs: 1 })
   } catch (e) {

@@ -762,7 +762,7 @@ impl Client {
     }
 
     /// A multi-lock over `members`, `(path, mode)` pairs with mode
-    /// `"exclusive"`, `"read"` or `"write"`: acquires take all or none, in
+    /// `"EXCLUSIVE"`, `"READ"` or `"WRITE"` (in any case): acquires take all or none, in
     /// one order (by path). With `reentrant` every member is reentrant per
     /// thread (the core's `multi_lock_with` and `LockOptions::reentrant`):
     /// a thread holding the set that acquires it again (blocking) gets it
@@ -779,18 +779,9 @@ impl Client {
         let mut owned = Vec::with_capacity(members.len());
         for (path, mode) in &members {
             let path = text("path", path, ErrorKind::InvalidPath)?;
-            let mode = match mode.as_str() {
-                "exclusive" => LockMode::Exclusive,
-                "read" => LockMode::Read,
-                "write" => LockMode::Write,
-                other => {
-                    return Err(py_err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                        "multi-lock member {path:?}: mode must be \"exclusive\", \"read\" or \"write\", not {other:?}"
-                    ),
-                    )))
-                },
+            let mode = match LockMode::from_name(&mode.to_ascii_uppercase()) {
+                Some(m @ (LockMode::Exclusive | LockMode::Read | LockMode::Write)) => m,
+                _ => return Err(py_err(bad_member_mode(&path, mode))),
             };
             owned.push((path, mode));
         }
@@ -823,7 +814,7 @@ impl Client {
 
     /// The queue of the lock at `path`, holders first: a list of
     /// `(name, sequence, kind, holds, data, session_id)` tuples with kind
-    /// `"reader"` or `"writer"`. Blocks without the GIL.
+    /// `"READER"` or `"WRITER"`. Blocks without the GIL.
     fn participants<'py>(&self, py: Python<'py>, path: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         self.origin.check("client")?;
         let path = text("path", path, ErrorKind::InvalidPath)?;
@@ -931,13 +922,21 @@ impl Client {
     }
 }
 
+/// The error of a multi-lock member whose mode is not one a multi-lock
+/// takes.
+fn bad_member_mode(path: &str, mode: &str) -> Error {
+    let message =
+        format!("multi-lock member {path:?}: mode must be \"EXCLUSIVE\", \"READ\" or \"WRITE\", not {mode:?}");
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
 /// The core's participants as a list of `(name, sequence, kind, holds,
-/// data, session_id)` tuples (kind `"reader"` or `"writer"`).
+/// data, session_id)` tuples (kind `"READER"` or `"WRITER"`).
 fn participant_tuples(py: Python<'_>, list: Vec<Participant>) -> PyResult<Bound<'_, PyList>> {
     let tuples = list
         .into_iter()
         .map(|p| {
-            let kind = p.kind.name().to_ascii_lowercase();
+            let kind = p.kind.name();
             PyTuple::new(
                 py,
                 [
@@ -1638,10 +1637,10 @@ impl Lock {
         self.handle.path().to_owned()
     }
 
-    /// `"exclusive"`, `"read"` or `"write"`.
+    /// `"EXCLUSIVE"`, `"READ"`, `"WRITE"`, `"LEADER"` or `"LEASE"`.
     #[getter]
-    fn mode(&self) -> String {
-        self.handle.mode().name().to_ascii_lowercase()
+    fn mode(&self) -> &'static str {
+        self.handle.mode().name()
     }
 
     fn __repr__(&self) -> String {

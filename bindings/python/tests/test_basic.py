@@ -41,7 +41,8 @@ def test_with_lock_holds_and_releases(client: zklock.Client, observer: zklock.Cl
         p = parts[0]
         assert isinstance(p, zklock.Participant)
         assert path + "/" + p.name == lock.node_path
-        assert (p.kind, p.holds, p.data, p.session_id) == ("writer", True, b"me", client.session_id)
+        assert (p.kind, p.holds, p.data, p.session_id) == ("WRITER", True, b"me", client.session_id)
+        assert p.kind is zklock.NodeKind.WRITER
         assert p.sequence == lock.sequence
     assert not lock.held
     assert lock.state == "RELEASED"

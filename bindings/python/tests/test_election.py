@@ -15,7 +15,7 @@ def test_one_leader_at_a_time_in_join_order(client: zklock.Client, hosts: str, p
     with zklock.Client(hosts) as other:
         first = client.election(path, "first")
         second = other.election(path, b"second")
-        assert first.mode == "leader"
+        assert first.mode == "LEADER"
         assert client.leader(path) is None
         with first:
             leader = other.leader(path)

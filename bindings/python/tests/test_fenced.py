@@ -216,7 +216,7 @@ def test_a_multi_lock_fences_by_every_member(
     a, b = path + "/a", path + "/b"
     state = path + "-state"
     kz.create(state, b"v0", makepath=True)
-    multi = client.multi_lock([b, (a, "write")])
+    multi = client.multi_lock([b, (a, zklock.LockMode.WRITE)])
     assert multi.acquire(timeout=30)
     try:
         assert multi.fenced_multi([FencedOp.set_data(state, b"both"), FencedOp.check(state)]) == [

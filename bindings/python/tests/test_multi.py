@@ -32,8 +32,8 @@ def test_overlapping_multi_locks_in_opposite_orders_never_deadlock(hosts: str, p
             errors.append(e)
 
     threads = [
-        threading.Thread(target=contend, args=([a, (b, "exclusive"), c],)),
-        threading.Thread(target=contend, args=([c, b, (a, "exclusive")],)),
+        threading.Thread(target=contend, args=([a, (b, "EXCLUSIVE"), c],)),
+        threading.Thread(target=contend, args=([c, b, (a, zklock.LockMode.EXCLUSIVE)],)),
     ]
     for t in threads:
         t.start()
@@ -47,7 +47,7 @@ def test_all_or_none_and_the_sets_guard(client: zklock.Client, observer: zklock.
     with zklock.Client(hosts) as other:
         blocker = other.lock(z)
         assert blocker.acquire(timeout=5)
-        multi = client.multi_lock([(z, "exclusive"), (x, "write"), (y, "read")])
+        multi = client.multi_lock([(z, "EXCLUSIVE"), (x, zklock.LockMode.WRITE), (y, "read")])  # a name in any case
         assert multi.acquire(timeout=0.3) is False
         assert observer.participants(x) == [] and observer.participants(y) == []
         with pytest.raises(zklock.LockTimeout):
@@ -82,7 +82,7 @@ def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> No
         client.multi_lock([])
     with pytest.raises(zklock.InvalidArgument):
         client.multi_lock([path, (path, "read")])
-    with pytest.raises(zklock.InvalidArgument):
+    with pytest.raises(zklock.InvalidArgument, match='mode must be "EXCLUSIVE", "READ" or "WRITE", not "leader"'):
         client.multi_lock([(path, "leader")])
     with pytest.raises(zklock.InvalidPath):
         client.multi_lock(["relative"])
@@ -91,7 +91,7 @@ def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> No
 
 
 def test_a_reentrant_multi_lock_is_taken_twice_by_one_thread_and_others_wait(client: zklock.Client, path: str) -> None:
-    multi = client.multi_lock([path + "/a", (path + "/b", "write")], reentrant=True)
+    multi = client.multi_lock([path + "/a", (path + "/b", zklock.LockMode.WRITE)], reentrant=True)
     assert multi.acquire(timeout=5)
     assert multi.acquire(timeout=2), "the holding thread reenters"
     assert multi.depth == 2

@@ -13,7 +13,7 @@ def test_readers_share_writer_excludes(client: zklock.Client, hosts: str, path: 
         r1 = client.read_lock(path)
         r2 = other.read_lock(path)
         w = other.write_lock(path)
-        assert r1.mode == "read" and w.mode == "write"
+        assert r1.mode == "READ" and w.mode == "WRITE" and r1.mode is zklock.LockMode.READ
         with r1:
             assert r2.acquire(timeout=5), "readers must share"
             assert w.acquire(blocking=False) is False
@@ -22,7 +22,7 @@ def test_readers_share_writer_excludes(client: zklock.Client, hosts: str, path: 
         assert w.acquire(timeout=5)
         assert r1.acquire(blocking=False) is False
         kinds = sorted(p.kind for p in other.participants(path))
-        assert kinds == ["writer"]
+        assert kinds == ["WRITER"]
         w.release()
 
 
@@ -38,7 +38,7 @@ def test_pair_downgrade_and_refused_upgrade(client: zklock.Client, observer: zkl
     rw.read.acquire()
     rw.write.release()  # now only shared
     kinds = [p.kind for p in observer.participants(path)]
-    assert kinds == ["reader"]
+    assert kinds == ["READER"]
     with pytest.raises(zklock.WouldDeadlock) as info:
         rw.write.acquire()
     assert info.value.code == "WOULD_DEADLOCK"

@@ -48,7 +48,7 @@ def test_at_most_permits_hold_at_once(hosts: str, path: str, observer: zklock.Cl
 
 def test_a_lease_is_a_lock_in_every_other_way(client: zklock.Client, hosts: str, path: str) -> None:
     sem = client.semaphore(path, 2, identifier=b"me")
-    assert sem.mode == "lease"
+    assert sem.mode == "LEASE"
     assert sem.acquire(timeout=10)
     first = (sem.fencing_token, sem.node_path)
     assert sem.acquire(timeout=10), "one object, two leases"

@@ -90,7 +90,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import enum
 import os
 import threading
 from dataclasses import dataclass
@@ -111,39 +110,36 @@ from typing import (
     Union,
 )
 
-from . import _errors, _zklock
+from . import _errors, _vocabulary, _zklock
 
 # `X as X`: an explicit re-export, which type checkers (mypy --strict)
-# follow; they do not follow the `__all__ +=` below.
-from ._errors import Cancelled as Cancelled
-from ._errors import Closed as Closed
-from ._errors import ConnectionLoss as ConnectionLoss
+# follow; they do not follow the `__all__ +=` below. The star import
+# re-exports the enums and exception classes generated from the core's
+# tables (their `__all__`).
 from ._errors import FailedOp as FailedOp
-from ._errors import InternalError as InternalError
-from ._errors import InvalidArgument as InvalidArgument
-from ._errors import InvalidPath as InvalidPath
-from ._errors import LockLost as LockLost
-from ._errors import LockTimeout as LockTimeout
-from ._errors import NoAuth as NoAuth
-from ._errors import NotHeld as NotHeld
-from ._errors import SessionExpired as SessionExpired
-from ._errors import WouldDeadlock as WouldDeadlock
 from ._errors import ZkLockError as ZkLockError
-from ._errors import ZooKeeperError as ZooKeeperError
 from ._errors import error_class
+from ._vocabulary import *  # noqa: F403
+from ._vocabulary import (
+    ConnectionState,
+    CreateMode,
+    InvalidArgument,
+    LockMode,
+    LockState,
+    LockTimeout,
+    NodeKind,
+    NotHeld,
+)
 
 __all__ = [
     "Client",
     "connect",
     "Connecting",
-    "ConnectionState",
     "Lock",
     "MultiLock",
     "ReadWriteLock",
-    "LockState",
     "Subscription",
     "Participant",
-    "CreateMode",
     "FencedOp",
     "FencedResult",
     "Metrics",
@@ -152,8 +148,8 @@ __all__ = [
     "error_class",
     "set_log_level",
 ]
-# The exception classes, listed once in _errors.
-__all__ += _errors.__all__
+# The base exception, and the enums and exception classes of the core's tables.
+__all__ += _errors.__all__ + _vocabulary.__all__
 
 __version__: str = _zklock.__version__
 
@@ -193,23 +189,6 @@ Identifier = Union[str, bytes, None]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class LockState(str, enum.Enum):
-    """What a holder knows about its lock. A ``str``: ``state == "HELD"`` works."""
-
-    #: Held, and the session is connected and answering.
-    HELD = "HELD"
-    #: Connection lost or server silent: it may still be ours, but that
-    #: cannot be known; act as if it is not. May go back to HELD.
-    SUSPENDED = "SUSPENDED"
-    #: Lost for good (session expired, node deleted, client closed).
-    LOST = "LOST"
-    #: Not held by this lock object (released, or never acquired).
-    RELEASED = "RELEASED"
-
-    def __str__(self) -> str:
-        return self.value
-
-
 class Subscription:
     """A callback registered with :meth:`Lock.on_state_change`:
     :meth:`cancel` takes it back. Thread-safe."""
@@ -226,28 +205,6 @@ class Subscription:
         self._native.cancel()
 
 
-class ConnectionState(str, enum.Enum):
-    """A change of a client's connection, as :meth:`Client.add_listener`
-    tells it (kazoo's ``KazooState``, Curator's ``ConnectionState``). A
-    ``str``."""
-
-    #: The connection was lost; the session may still be alive: the
-    #: client's locks are SUSPENDED.
-    SUSPENDED = "SUSPENDED"
-    #: The same session is connected again: locks not lost meanwhile are
-    #: HELD again.
-    RECONNECTED = "RECONNECTED"
-    #: The session ended (expired): every lock of the client is LOST; the
-    #: client starts a new session.
-    LOST = "LOST"
-    #: A new session is connected (after LOST); lost locks are not taken
-    #: back: acquire again.
-    CONNECTED = "CONNECTED"
-
-    def __str__(self) -> str:
-        return self.value
-
-
 @dataclass(frozen=True)
 class Participant:
     """One node in the queue of a lock path (see :meth:`Client.participants`)."""
@@ -256,8 +213,9 @@ class Participant:
     name: str
     #: The sequence number the server appended.
     sequence: int
-    #: ``"reader"`` or ``"writer"``.
-    kind: str
+    #: :attr:`NodeKind.READER` or :attr:`NodeKind.WRITER` (a ``str``:
+    #: ``kind == "READER"`` works).
+    kind: NodeKind
     #: Whether this participant holds the lock now.
     holds: bool
     #: The node's data (an identifier chosen by its owner; may be empty).
@@ -266,21 +224,10 @@ class Participant:
     session_id: int
 
 
-class CreateMode(str, enum.Enum):
-    """How a node made by a fenced write (:meth:`FencedOp.create`) lives:
-    ZooKeeper's create modes. A ``str``: ``"EPHEMERAL"`` works too."""
-
-    #: Stays until deleted.
-    PERSISTENT = "PERSISTENT"
-    #: Goes when the lock's session ends.
-    EPHEMERAL = "EPHEMERAL"
-    #: Persistent, with a ten-digit sequence number appended to its name.
-    PERSISTENT_SEQUENTIAL = "PERSISTENT_SEQUENTIAL"
-    #: Ephemeral, with a ten-digit sequence number appended to its name.
-    EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
-
-    def __str__(self) -> str:
-        return self.value
+def _participant(p: Tuple[str, int, str, bool, bytes, int]) -> Participant:
+    """A :class:`Participant` of the native module's tuple."""
+    name, sequence, kind, holds, data, session_id = p
+    return Participant(name, sequence, NodeKind(kind), holds, data, session_id)
 
 
 #: The data of a fenced write's create or set_data: bytes (any bytes-like
@@ -1004,9 +951,10 @@ class Lock(_Held):
         return self._native.path
 
     @property
-    def mode(self) -> str:
-        """``"exclusive"``, ``"read"``, ``"write"``, ``"leader"`` or ``"lease"``."""
-        return self._native.mode
+    def mode(self) -> LockMode:
+        """:class:`LockMode`: ``EXCLUSIVE``, ``READ``, ``WRITE``, ``LEADER``
+        (an election) or ``LEASE`` (a semaphore). A ``str``."""
+        return LockMode(self._native.mode)
 
     # The fenced writes and run of _Held, named here so that the API docs
     # (which show a class's own members) list them.
@@ -1416,10 +1364,11 @@ class Client:
         self, members: "List[Union[str, Tuple[str, str]]]", timeout: Optional[float] = None, reentrant: bool = False
     ) -> MultiLock:
         """A multi-lock over ``members``: paths (exclusive) or ``(path,
-        mode)`` pairs with mode ``"exclusive"``, ``"read"`` or ``"write"``,
-        taken all or none (see :class:`MultiLock`)::
+        mode)`` pairs with a :class:`LockMode` ``EXCLUSIVE``, ``READ`` or
+        ``WRITE`` (or its name, in any case), taken all or none (see
+        :class:`MultiLock`)::
 
-            with zk.multi_lock([("/accounts/a", "write"), ("/accounts/b", "write")]) as both:
+            with zk.multi_lock([("/accounts/a", LockMode.WRITE), ("/accounts/b", LockMode.WRITE)]) as both:
                 transfer(both.fencing_tokens)
 
         ``timeout`` bounds ``with``/``async with``. Does not touch ZooKeeper.
@@ -1434,7 +1383,7 @@ class Client:
         unknown mode, InvalidPath for a bad path, Closed after
         :meth:`close` or in a forked child, TypeError for wrong types.
         """
-        pairs = [(m, "exclusive") if isinstance(m, str) else m for m in members]
+        pairs = [(m, LockMode.EXCLUSIVE.value) if isinstance(m, str) else (m[0], str(m[1])) for m in members]
         return MultiLock(self._native.multi_lock(pairs, reentrant), timeout)
 
     def read_write_lock(
@@ -1452,7 +1401,7 @@ class Client:
         Raises InvalidPath, Closed, ConnectionLoss or LockTimeout when
         ZooKeeper does not answer within the operation timeout.
         """
-        return [Participant(*p) for p in self._native.participants(path)]
+        return [_participant(p) for p in self._native.participants(path)]
 
     async def participants_async(self, path: str) -> List[Participant]:
         """:meth:`participants` for asyncio: the listing is awaited without
@@ -1463,7 +1412,7 @@ class Client:
         fut, done = _completion(asyncio.get_running_loop())
         self._native.participants_start(path, done)
         tuples: List[Tuple[str, int, str, bool, bytes, int]] = await fut
-        return [Participant(*p) for p in tuples]
+        return [_participant(p) for p in tuples]
 
     async def leader_async(self, path: str) -> Optional[Participant]:
         """:meth:`leader` for asyncio (as :meth:`participants_async`): the

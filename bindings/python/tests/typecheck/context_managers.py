@@ -39,7 +39,7 @@ def blocking(hosts: str) -> int:
             assert_type(leading, zklock.Lock)
         with zk.semaphore("/typed/semaphore", 2) as lease:
             assert_type(lease, zklock.Lock)
-        with zk.multi_lock(["/typed/a", ("/typed/b", "read")]) as both:
+        with zk.multi_lock(["/typed/a", ("/typed/b", zklock.LockMode.READ)]) as both:
             assert_type(both, zklock.MultiLock)
             tokens: List[int] = both.fencing_tokens
             assert_type(tokens, List[int])
