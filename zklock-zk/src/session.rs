@@ -120,9 +120,36 @@ pub struct WatchedEvent {
 /// under 1 KiB of replies).
 const HAND_OUT_BEFORE_YIELD: usize = 64 * 1024;
 
+/// How many requests a connection has in flight at most (sent, or in the
+/// write buffer, and not yet answered; pings and the session's own
+/// requests are not held back). Calls beyond it wait in the session, in
+/// call order, and go out as replies come in: on one session the server
+/// answers in order anyway, so this costs no throughput, but it bounds what
+/// one client queues at the server. Without it 10,000 waiters queued at
+/// once on one lock each sent a list of the queue (up to 10,000 names) at
+/// once (issue 33): the server's replies, buffered for a client that read
+/// them more slowly than the server made them, exhausted a 256 MB server
+/// heap within a minute (`OutOfMemoryError`, the server gone), and the
+/// pings of other clients' sessions on that server, queued behind those
+/// lists, went unanswered for longer than their read timeout (a holder's
+/// connection lost every 12 s). A ping of this session waits behind at
+/// most this many requests.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+
 /// Where a call's answer goes: the result, and the stamps when the server
 /// answered (a reply frame came, success or server error).
 type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
+
+/// Whether the caller of a call not sent yet gave up on it: it dropped the
+/// reply's future and the watch, if the call leaves one. Such a call is
+/// not sent: it would have no effect anyone waits for, and under a long
+/// queue (see [`MAX_IN_FLIGHT`]) the callers that gave up (the operation
+/// timeout) and asked again would otherwise fill the queue with requests
+/// nobody reads: 10,000 waiters on one lock re-sent their lists every 10 s
+/// while the old ones still waited, and never got through.
+fn abandoned(tx: &Sink, watch: Option<&WatchReg>) -> bool {
+    tx.is_closed() && watch.is_none_or(|w| w.tx.is_closed())
+}
 
 /// When a request left and its reply came, for a reply the server sent
 /// (an error code included).
@@ -306,6 +333,7 @@ impl Session {
             inflight: HashMap::new(),
             last_recv: tokio::time::Instant::now(),
             held: VecDeque::new(),
+            waiting: VecDeque::new(),
             moving: None,
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
@@ -617,8 +645,11 @@ fn map_children(r: Response, _: &str) -> Result<Vec<String>, Error> {
 }
 
 /// The reply to one call. The request was enqueued when the call was made;
-/// this only waits for the answer.
-#[must_use = "the request is sent anyway; the future only carries its reply"]
+/// this only waits for the answer. Dropped before the request left the
+/// client (it waits while 64 requests of the session are in flight, or
+/// for a reconnect), the request is not sent, unless its watch is still
+/// held.
+#[must_use = "the request is sent unless this is dropped first; the future carries its reply"]
 pub struct ReplyFuture<T> {
     rx: oneshot::Receiver<(Result<Response, Error>, Option<Stamp>)>,
     early: Option<Error>,
@@ -976,6 +1007,10 @@ struct Task {
     last_recv: tokio::time::Instant,
     /// Calls made while reconnecting: sent on the next connection.
     held: VecDeque<Cmd>,
+    /// Calls waiting for room in flight ([`MAX_IN_FLIGHT`]), in call
+    /// order: sent as replies come in; on the next connection if this one
+    /// is lost first (they were never sent).
+    waiting: VecDeque<Cmd>,
     /// Moving to a server of a new list ([`Session::set_hosts`]): why.
     /// New calls wait in `held`; once every reply is in, the connection
     /// ends and the session reconnects to the new list.
@@ -1013,6 +1048,11 @@ impl Task {
             };
             log::debug!("session {:#x}: connection {} lost: {reason}", self.session_id, self.connection);
             self.fail_fifo(|| Error::ConnectionLoss(reason.clone()));
+            // Never sent: on the next connection, before the calls made
+            // since (which come after them).
+            while let Some(cmd) = self.waiting.pop_back() {
+                self.held.push_front(cmd);
+            }
             let _ = self.state.send(State::Connecting);
             if let Some(s) = self.shared.upgrade() {
                 s.info().connected = None;
@@ -1094,7 +1134,7 @@ impl Task {
         }
         self.rx.close();
         self.fail_fifo(|| err.clone());
-        let held: Vec<Cmd> = self.held.drain(..).collect();
+        let held: Vec<Cmd> = self.waiting.drain(..).chain(self.held.drain(..)).collect();
         for cmd in held.into_iter().chain(std::iter::from_fn(|| self.rx.try_recv().ok())) {
             match cmd {
                 Cmd::Call { tx, .. } => {
@@ -1236,6 +1276,9 @@ impl Task {
     fn on_cmd(&mut self, c: &mut Conn, cmd: Cmd) {
         match cmd {
             Cmd::Call { req, tx, watch } => {
+                if abandoned(&tx, watch.as_ref()) {
+                    return;
+                }
                 if c.closing.is_some() {
                     let _ = tx.send((Err(Error::Closed), None));
                     return;
@@ -1244,11 +1287,11 @@ impl Task {
                     self.held.push_back(Cmd::Call { req, tx, watch });
                     return;
                 }
-                if let Some(w) = &watch {
-                    *self.inflight.entry((w.path.clone(), server_kind(w.kind))).or_insert(0) += 1;
+                if !self.waiting.is_empty() || self.fifo.len() >= MAX_IN_FLIGHT {
+                    self.waiting.push_back(Cmd::Call { req, tx, watch });
+                    return;
                 }
-                let x = self.take_xid();
-                self.enqueue(c, x, req, Purpose::User { tx, watch });
+                self.send_call(c, req, tx, watch);
             },
             Cmd::Unwatch { path, kind, id, server } => {
                 if self.unwatch_local(&path, kind, id) && server && c.closing.is_none() {
@@ -1269,6 +1312,10 @@ impl Task {
                 self.cfg.connect.hosts = hosts.clone();
                 self.hosts = hosts;
             },
+            Cmd::Close(done) if !self.waiting.is_empty() && c.closing.is_none() => {
+                // After the calls made before it, as when they were all sent.
+                self.waiting.push_back(Cmd::Close(done));
+            },
             Cmd::Close(done) => {
                 if c.closing.is_none() {
                     let x = self.take_xid();
@@ -1278,6 +1325,29 @@ impl Task {
                     let _ = done.send(());
                 }
             },
+        }
+    }
+
+    /// Puts a call in the write buffer.
+    fn send_call(&mut self, c: &mut Conn, req: Request, tx: Sink, watch: Option<WatchReg>) {
+        if let Some(w) = &watch {
+            *self.inflight.entry((w.path.clone(), server_kind(w.kind))).or_insert(0) += 1;
+        }
+        let x = self.take_xid();
+        self.enqueue(c, x, req, Purpose::User { tx, watch });
+    }
+
+    /// Sends the calls waiting for room in flight, as far as there is room
+    /// (none while the connection closes or moves: they wait for the end
+    /// of the connection, as calls made meanwhile do).
+    fn send_waiting(&mut self, c: &mut Conn) {
+        while self.fifo.len() < MAX_IN_FLIGHT && c.closing.is_none() && self.moving.is_none() {
+            match self.waiting.pop_front() {
+                Some(Cmd::Call { tx, watch, .. }) if abandoned(&tx, watch.as_ref()) => {},
+                Some(Cmd::Call { req, tx, watch }) => self.send_call(c, req, tx, watch),
+                Some(other) => self.on_cmd(c, other),
+                None => break,
+            }
         }
     }
 
@@ -1354,6 +1424,7 @@ impl Task {
                     },
                 }
             }
+            self.send_waiting(&mut c);
             if !c.wbuf.is_empty() {
                 continue;
             }

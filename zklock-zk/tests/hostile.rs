@@ -829,6 +829,7 @@ async fn a_reattach_answered_with_another_session_id_ends_the_session() {
 #[test]
 fn a_burst_of_large_replies_is_handed_out_a_few_at_a_time() {
     const CALLS: usize = 256;
+    const IN_FLIGHT: usize = 64;
     // 300 names of 50 bytes: a reply frame of about 16 KiB.
     let names: Vec<String> = (0..300).map(|i| format!("_c_{i:08x}-0000-4000-8000-000000000000-lock-{i:010}")).collect();
     let server = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
@@ -836,15 +837,19 @@ fn a_burst_of_large_replies_is_handed_out_a_few_at_a_time() {
         let names = names.clone();
         async move {
             handshake(&mut s).await;
-            let mut burst = Vec::new();
-            for _ in 0..CALLS {
-                let r = next_request(&mut s).await.expect("a getChildren");
-                assert_eq!(r.op, op::GET_CHILDREN);
-                burst.extend(reply(r.xid, 1, 0, |w| {
-                    w.strings(&names);
-                }));
+            // The calls come 64 at a time (the session's most in flight):
+            // each 64 answered in one burst, as fast as the client reads.
+            for _ in 0..CALLS / IN_FLIGHT {
+                let mut burst = Vec::new();
+                for _ in 0..IN_FLIGHT {
+                    let r = next_request(&mut s).await.expect("a getChildren");
+                    assert_eq!(r.op, op::GET_CHILDREN);
+                    burst.extend(reply(r.xid, 1, 0, |w| {
+                        w.strings(&names);
+                    }));
+                }
+                s.write_all(&burst).await.unwrap();
             }
-            s.write_all(&burst).await.unwrap();
             hold(s).await;
         }
     }));
@@ -881,6 +886,152 @@ fn a_burst_of_large_replies_is_handed_out_a_few_at_a_time() {
     // 64 KiB of frames between yields: four of these replies.
     assert!(most <= 5, "{most} decoded replies of about 16 KiB were waiting for their tasks at once");
     drop(fake);
+}
+
+/// The body of a getChildren reply with no names.
+fn empty_list(w: &mut Writer<'_>) {
+    w.strings(&Vec::<String>::new());
+}
+
+/// A session has at most 64 requests in flight: 200 calls made at once
+/// reach the server 64 first, one more per reply, in call order, and all
+/// are answered; its pings are not held back behind them. Issue 33: 10,000
+/// waiters' lists sent at once made a 256 MB server run out of heap and
+/// other sessions' pings go unanswered (see `MAX_IN_FLIGHT`).
+#[test]
+fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
+    const CALLS: usize = 200;
+    let (tx, mut seen) = mpsc::unbounded_channel::<(usize, usize)>();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let fake = Fake::start(move |_, mut s| {
+            let tx = tx.clone();
+            async move {
+                handshake(&mut s).await;
+                let mut pings = 0;
+                // The xids of the requests that come in the next `span`
+                // (pings answered at once, counted).
+                async fn gather(s: &mut TcpStream, span: Duration, pings: &mut usize) -> Vec<i32> {
+                    let mut xids = Vec::new();
+                    let until = tokio::time::Instant::now() + span;
+                    while let Ok(Some(body)) = tokio::time::timeout_at(until, read_frame(s)).await {
+                        let r = Req::parse(&body);
+                        if r.op == op::PING {
+                            *pings += 1;
+                            s.write_all(&reply(xid::PING, 0, 0, |_| {})).await.unwrap();
+                        } else {
+                            xids.push(r.xid);
+                        }
+                    }
+                    xids
+                }
+                // Nothing answered for 1.2 s: what came, and a ping (the
+                // client pings after 0.5 s of sending nothing).
+                let first = gather(&mut s, Duration::from_millis(1200), &mut pings).await;
+                tx.send((first.len(), pings)).unwrap();
+                let mut all = first.clone();
+                let mut queue: std::collections::VecDeque<i32> = first.into();
+                // One answer: one more request.
+                let x = queue.pop_front().unwrap();
+                s.write_all(&reply(x, 1, 0, empty_list)).await.unwrap();
+                let more = gather(&mut s, Duration::from_millis(300), &mut pings).await;
+                tx.send((more.len(), pings)).unwrap();
+                all.extend(&more);
+                queue.extend(more);
+                // The rest, each answered as it comes.
+                while let Some(x) = queue.pop_front() {
+                    s.write_all(&reply(x, 1, 0, empty_list)).await.unwrap();
+                    if queue.is_empty() {
+                        let more = gather(&mut s, Duration::from_millis(300), &mut pings).await;
+                        all.extend(&more);
+                        queue.extend(more);
+                    }
+                }
+                assert!(all.windows(2).all(|w| w[0] < w[1]), "requests out of call order: {all:?}");
+                tx.send((all.len(), pings)).unwrap();
+                hold(s).await;
+            }
+        })
+        .await;
+        let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+        let calls: Vec<_> = (0..CALLS).map(|_| session.children("/q")).collect();
+        let (held_back, pinged) = within(10, "the first requests", seen.recv()).await.unwrap();
+        assert_eq!(held_back, 64, "requests in flight before any reply");
+        assert!(pinged >= 1, "no ping while 64 requests were in flight");
+        let (one_more, _) = within(10, "after one reply", seen.recv()).await.unwrap();
+        assert_eq!(one_more, 1, "requests sent after one reply");
+        for (i, call) in calls.into_iter().enumerate() {
+            within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+        }
+        let (total, _) = within(10, "the end", seen.recv()).await.unwrap();
+        assert_eq!(total, CALLS);
+        within(10, "close", session.close()).await;
+        drop(fake);
+    });
+}
+
+/// A call held back (64 in flight) whose caller drops its future before it
+/// leaves is never sent: the server sees 100 - 20 requests, and the other
+/// calls are answered. Without it, callers that timed out and asked again
+/// filled the queue with requests nobody read (issue 33).
+#[test]
+fn a_call_given_up_before_it_is_sent_is_not_sent() {
+    let (tx, mut seen) = mpsc::unbounded_channel::<Vec<i32>>();
+    let (go_tx, go) = tokio::sync::oneshot::channel::<()>();
+    let go = Arc::new(tokio::sync::Mutex::new(Some(go)));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let fake = Fake::start(move |_, mut s| {
+            let tx = tx.clone();
+            let go = go.clone();
+            async move {
+                handshake(&mut s).await;
+                let mut xids = Vec::new();
+                for _ in 0..64 {
+                    xids.push(next_request(&mut s).await.unwrap().xid);
+                }
+                // Answer nothing until the client gave up on some calls.
+                let go = go.lock().await.take().unwrap();
+                go.await.unwrap();
+                let mut i = 0;
+                loop {
+                    let x = xids[i];
+                    s.write_all(&reply(x, 1, 0, empty_list)).await.unwrap();
+                    i += 1;
+                    if i == xids.len() {
+                        match tokio::time::timeout(Duration::from_millis(500), next_request(&mut s)).await {
+                            Ok(Some(r)) => xids.push(r.xid),
+                            _ => break,
+                        }
+                    }
+                    while let Ok(Some(r)) = tokio::time::timeout(Duration::from_millis(20), next_request(&mut s)).await
+                    {
+                        xids.push(r.xid);
+                    }
+                }
+                tx.send(xids).unwrap();
+                hold(s).await;
+            }
+        })
+        .await;
+        let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+        let mut calls: Vec<Option<_>> = (0..100).map(|_| Some(session.children("/q"))).collect();
+        // Let the first 64 reach the server, then give up on 20 held back.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for call in &mut calls[70..90] {
+            drop(call.take());
+        }
+        go_tx.send(()).unwrap();
+        for (i, call) in calls.into_iter().enumerate() {
+            if let Some(call) = call {
+                within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+            }
+        }
+        let xids = within(10, "the requests", seen.recv()).await.unwrap();
+        assert_eq!(xids.len(), 80, "requests the server saw: {xids:?}");
+        within(10, "close", session.close()).await;
+        drop(fake);
+    });
 }
 
 #[test]
