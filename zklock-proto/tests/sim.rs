@@ -20,11 +20,14 @@
 //!   schedules and steps per second on stderr. `ZKLOCK_SIM_SEED=<n>` replays
 //!   one seed exactly (and prints its steps); `ZKLOCK_SIM_BASE=<n>` fixes
 //!   the first seed (else it comes from the time, and is printed).
-//! - `finds_keep_count_on_failure`, `finds_count_no_hold_back` (feature
-//!   `history`, semaphores only): two wrong rules of the runner's shared
-//!   count (`runner::CountBugs`) must be found (kind `count`); replay with
-//!   `ZKLOCK_SIM_BUG=keep_count_on_failure` or `count_no_hold_back` and
-//!   `ZKLOCK_SIM_KIND=Lease`.
+//! - `finds_keep_count_on_failure`, `finds_count_no_hold_back`,
+//!   `finds_count_fail_on_lost_read` (feature `history`, semaphores only):
+//!   three wrong rules of the runner's shared count (`runner::CountBugs`)
+//!   must be found (kind `count`; `count_read` for the third: an acquire
+//!   failed on a read of the count lost to the connection,
+//!   `check::count_failure`); replay with
+//!   `ZKLOCK_SIM_BUG=keep_count_on_failure`, `count_no_hold_back` or
+//!   `count_fail_on_lost_read` and `ZKLOCK_SIM_KIND=Lease`.
 //! - `finds_*` (feature `history`): each of the bugs zklock once had
 //!   (`acquire::Bugs`) switched on in every contender must be found within
 //!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards; so
@@ -77,6 +80,7 @@ fn env_opts() -> sim::Opts {
     match std::env::var("ZKLOCK_SIM_BUG").unwrap_or_default().as_str() {
         "keep_count_on_failure" => opts.count_bugs.keep_on_failure = true,
         "count_no_hold_back" => opts.count_bugs.no_hold_back = true,
+        "count_fail_on_lost_read" => opts.count_bugs.fail_on_lost_read = true,
         _ => {},
     }
     // A bug of `acquire::Bugs` switched on in every contender, to replay
@@ -328,4 +332,19 @@ fn finds_count_no_hold_back() {
     let count_bugs = sim::runner::CountBugs { no_hold_back: true, ..Default::default() };
     let opts = sim::Opts { count_bugs, kind: Some(sim::Kind::Lease), ..sim::Opts::default() };
     finds_with("count_no_hold_back", opts, &["count"]);
+}
+
+/// A runner that fails the acquire when a read of the shared count fails
+/// for the connection (no answer, the session gone), before the lease
+/// attempt or while it waits (zklock-core before the fix of outside attack
+/// round 19, G3, G5: a waiter lost its place; `runner::CountBugs`), in
+/// every contender of semaphores with a shared count: an acquire failed on
+/// the count without ZooKeeper's word that it is missing or not a count
+/// (`count_read`, `check::count_failure`) must be found.
+#[cfg(feature = "history")]
+#[test]
+fn finds_count_fail_on_lost_read() {
+    let count_bugs = sim::runner::CountBugs { fail_on_lost_read: true, ..Default::default() };
+    let opts = sim::Opts { count_bugs, kind: Some(sim::Kind::Lease), ..sim::Opts::default() };
+    finds_with("count_fail_on_lost_read", opts, &["count_read"]);
 }

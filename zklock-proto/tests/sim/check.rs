@@ -4,8 +4,9 @@
 //! lock before anyone else can be granted it), no delete of
 //! another session's node, nothing known left behind by a stopped attempt,
 //! a holder's loss and release's outcome true, the shared count's rule at
-//! each lease grant (`count_grant`), a holder told all there is
-//! that says Held has its node (the exhaustive search), and at quiescence
+//! each lease grant (`count_grant`), an acquire failed on the shared
+//! count only on ZooKeeper's word (`count_failure`), a holder told all
+//! there is that says Held has its node (the exhaustive search), and at quiescence
 //! no leaked node, every contender granted and every attempt over.
 
 use std::time::Instant;
@@ -111,6 +112,40 @@ pub fn count_grant(zk: &Zk<Tag>, c: &Contender, name: &str) -> Result<(), Violat
                 c.name,
                 others.len(),
                 zk.count_log
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// An acquire that fails on the shared count (protocol 8c: "a count node
+/// that is missing or malformed fails the acquire"; "a read that fails for
+/// the connection ... says nothing about the count"): only on ZooKeeper's
+/// word, an answer to the count's read (given at zxid `answered`) at a
+/// zxid where the model's record of the count says it was missing or not
+/// a count. A read that failed on the client (`None`: no answer, the
+/// connection or the session lost) is no such word (outside attack round
+/// 19, G3, G5: a waiter lost its place). Checked from the model's record
+/// of the count, not from what the runner read.
+pub fn count_failure(zk: &Zk<Tag>, c: &Contender, answered: Option<i64>) -> Result<(), Violation> {
+    let Some(z) = answered else {
+        return Err(v(
+            "count_read",
+            format!(
+                "{}'s acquire failed on the shared count, but its read of the count was not answered (it failed \
+                 for the connection), which says nothing about the count",
+                c.name
+            ),
+        ));
+    };
+    let state = zk.count_log.iter().rev().find(|(at, _)| *at <= z).map(|(_, p)| *p);
+    if let Some(Some(permits)) = state {
+        return Err(v(
+            "count_read",
+            format!(
+                "{}'s acquire failed on the shared count, but as of zxid {z} (the read's answer) the count gave \
+                 {permits} permit(s) (count log {:?})",
+                c.name, zk.count_log
             ),
         ));
     }

@@ -386,7 +386,7 @@ impl World {
                     c.attempt.as_ref().map(|a| a.is_done()),
                 ),
                 (c.holds, &c.hold, c.hold_safe, c.hold_retry, c.clock_out, c.awaiting_clock, c.link_up, &c.deferred),
-                (c.count_read, c.count_permits, c.count_zxid, &c.held, c.decided_zxid, c.held_decided),
+                (c.count_read, c.count_permits, c.count_unread, c.count_zxid, &c.held, c.decided_zxid, c.held_decided),
             )
             .hash(&mut h);
         }
@@ -519,6 +519,18 @@ impl World {
     /// Holder `i` releases (the search's release move).
     pub fn release_move(&mut self, i: usize) {
         self.take(&Move::Release(i));
+    }
+
+    /// Contender `i`'s connection drops (the search's fault; nothing if it
+    /// has none).
+    pub fn drop_move(&mut self, i: usize) {
+        self.take(&Move::Drop(i));
+    }
+
+    /// Contender `i`'s session expires, its client told at once (the
+    /// search's fault).
+    pub fn expire_move(&mut self, i: usize) {
+        self.take(&Move::Expire(i));
     }
 
     /// The stranger lets go of its lease.

@@ -157,6 +157,7 @@ impl Opts {
             (self.clock_bugs.credit_reads, "credit_reads"),
             (self.count_bugs.keep_on_failure, "keep_count_on_failure"),
             (self.count_bugs.no_hold_back, "count_no_hold_back"),
+            (self.count_bugs.fail_on_lost_read, "count_fail_on_lost_read"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));

@@ -32,16 +32,22 @@
 //! A semaphore whose permits come from a shared count (protocol 8c): as
 //! zklock-core's acquire, once the mutex is held the runner reads the
 //! count with a data watch (`Tag::Count`) and starts the lease attempt
-//! with it; a count missing or not a count (or no answer, or a stop
-//! meanwhile) fails the acquire instead, the mutex let go (the contender
-//! acquires again later, as a caller would). When the count's watch fires
-//! while the attempt runs, the runner reads it again with a new watch and
-//! feeds the attempt nothing until the answer came (what it would take
-//! meanwhile is held back, `Held`, and fed in order after; zklock-core's
-//! loop awaits the read), then `Event::Permits(n)`; a count that cannot be
-//! read again ends the attempt: `Permits(0)`, then `Stop` (outside attack
-//! round 17, F1: the machine has no input for an unreadable count, so the
-//! rule is the runner's). `CountBugs` switches two wrong rules on.
+//! with it; a count missing or not a count (or a stop meanwhile) fails the
+//! acquire instead, the mutex let go (the contender acquires again later,
+//! as a caller would); a read that failed for the connection (no answer,
+//! the session gone) starts over: the mutex let go and taken again, the
+//! count read again. When the count's watch fires while the attempt runs,
+//! the runner reads it again with a new watch and feeds the attempt
+//! nothing until the answer came (what it would take meanwhile is held
+//! back, `Held`, and fed in order after; zklock-core's loop awaits the
+//! read), then `Event::Permits(n)`; a count that is missing or not a count
+//! ends the attempt: `Permits(0)`, then `Stop` (outside attack round 17,
+//! F1: the machine has no input for an unreadable count, so the rule is
+//! the runner's); a read that failed for the connection gives
+//! `Permits(0)`, and the count is read again once connected (before the
+//! reconnect is given to the attempt), or on the next session after the
+//! attempt queued again (outside attack round 19, G3, G5: the waiter keeps
+//! its place). `CountBugs` switches three wrong rules on.
 //!
 //! In the exhaustive search (untimed) a holder releases when the search's
 //! release move says so, and its safety clock runs out and is credited by
@@ -164,7 +170,7 @@ pub const COUNT: Id = Id(u64::MAX - 1);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CountBugs {
     /// A count that cannot be read again while an attempt waits (deleted,
-    /// not a count, no answer) is ignored: the attempt keeps the old count
+    /// not a count) is ignored: the attempt keeps the old count
     /// and no watch is left (zklock-core before the fix of outside attack
     /// round 17, F1).
     pub keep_on_failure: bool,
@@ -174,6 +180,11 @@ pub struct CountBugs {
     /// before a ready reply), so a list answered after the change can be
     /// decided on with the old count.
     pub no_hold_back: bool,
+    /// A read of the count that failed for the connection (no answer, the
+    /// session gone) fails the acquire, before its attempt or while it
+    /// waits (zklock-core before the fix of outside attack round 19, G3,
+    /// G5: a waiter lost its place).
+    pub fail_on_lost_read: bool,
 }
 
 /// A message the runner held back while it read the shared count again
@@ -352,6 +363,11 @@ pub struct Contender {
     pub count_read: Option<u64>,
     /// The permits the shared count gave, for the attempt about to start.
     pub count_permits: Option<usize>,
+    /// The attempt (its number) whose read of the shared count again
+    /// failed for the connection: it was given 0 permits, and the count is
+    /// read again once its session layer is connected again (zklock-core's
+    /// `count_unread`).
+    pub count_unread: Option<u64>,
     /// The zxid of the last answer to a read of the shared count.
     pub count_zxid: i64,
     /// Messages held back while the shared count is read again, each with
@@ -425,6 +441,7 @@ impl Contender {
             end_pending: false,
             count_read: None,
             count_permits: None,
+            count_unread: None,
             count_zxid: 0,
             held: VecDeque::new(),
             as_of: None,
@@ -918,6 +935,7 @@ impl World {
         c.clock_wait = None;
         c.awaiting_clock = false;
         c.awaiting_reconnect = false;
+        c.count_unread = None;
         if self.zk.sessions[&c.session].alive {
             if let Some(n) = left.node {
                 let p = format!("{}/{}", self.cs[i].attempt_path, n.name);
@@ -982,7 +1000,9 @@ impl World {
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
             Tag::Hold { n, id } => self.hold_reply(i, n, id, result, conn),
-            Tag::Count { gen } => self.count_reply(i, gen, result.map(|_| Vec::new())),
+            // Only failures on the client come here (the server's answers
+            // are `server_msg`'s).
+            Tag::Count { gen } => self.count_reply(i, gen, result.map(|_| Vec::new()), None),
             Tag::Task(t) => {
                 let c = &mut self.cs[i];
                 if let Some(k) = c.tasks.iter().position(|x| *x == t) {
@@ -1046,6 +1066,9 @@ impl World {
             }
         }
         if let Some(l) = self.cs[i].inbox.pop_front() {
+            if matches!(l, Local::Reconnected) {
+                self.count_connected(i);
+            }
             if self.holds_back(
                 i,
                 matches!(&l, Local::Fail { tag: Tag::Attempt { .. }, .. } | Local::Reconnected | Local::SessionEnded),
@@ -1147,7 +1170,7 @@ impl World {
                 let c = &mut self.cs[i];
                 c.last_read = now.or(c.last_read);
                 c.count_zxid = c.count_zxid.max(zxid);
-                self.count_reply(i, gen, result.map(|_| data));
+                self.count_reply(i, gen, result.map(|_| data), Some(zxid));
             },
             Msg::Reply { tag, result, conn, zxid, .. } => {
                 let now = self.timed.then(|| self.client_now(i));
@@ -1196,12 +1219,15 @@ impl World {
         }
     }
 
-    /// The shared count's watch fired while contender `i`'s attempt runs:
-    /// it is read again (with a new watch), and the attempt is fed nothing
-    /// until the answer is given to it (`holds_back`).
+    /// The shared count's watch fired while contender `i`'s attempt runs,
+    /// or (`count_unread`) its last read failed for the connection and its
+    /// session layer is connected again: it is read again (with a new
+    /// watch), and the attempt is fed nothing until the answer is given to
+    /// it (`holds_back`).
     fn count_changed(&mut self, i: usize) {
         let Some(path) = self.count_path.clone() else { return };
         let c = &mut self.cs[i];
+        c.count_unread = None;
         if c.attempt.as_ref().is_none_or(|a| a.is_done()) {
             return;
         }
@@ -1212,30 +1238,66 @@ impl World {
         self.send(i, Tag::Count { gen }, Op::GetData { path, watch: true });
     }
 
+    /// Contender `i`'s session layer is connected again (`Local::Reconnected`
+    /// taken from its inbox): a count whose read failed for the connection
+    /// while the attempt runs is read again now, before the reconnect is
+    /// given to the attempt (zklock-core's `next_event` takes its count
+    /// input before the others: the reconnect is held back until the
+    /// count's answer).
+    fn count_connected(&mut self, i: usize) {
+        let c = &self.cs[i];
+        if c.count_unread.is_some_and(|g| g == c.gen) && c.count_read.is_none() {
+            self.count("shared count read again once connected");
+            self.count_changed(i);
+        }
+    }
+
     /// The answer to contender `i`'s read of the shared count for attempt
-    /// `gen` (the data, or why not). Read before the attempt: a count
-    /// starts it; no count (missing, not a count, no answer) or a stop
-    /// meanwhile fails the acquire (the mutex let go, nothing left
-    /// behind). Read again while it runs: a count is given to the attempt
-    /// (`Event::Permits`, a new watch left); no count fails the acquire:
+    /// `gen`: the data, or why not; `answered`, the zxid of the server's
+    /// answer (`None`: the read failed on the client, for the connection).
+    /// As zklock-core's acquire (`zklock-core/src/acquire.rs`: `attempt`,
+    /// and `Input::CountChanged` in `Attempt::run`), a read that failed for
+    /// the connection (no answer, the session gone: its
+    /// `connection_trouble`) says nothing about the count (protocol 8c;
+    /// outside attack round 19, G3, G5). Read before the attempt: a count
+    /// starts it; a stop meanwhile, or a count missing or not a count,
+    /// fails the acquire (the mutex let go, nothing left behind); a read
+    /// that failed for the connection starts over (the mutex let go and
+    /// taken again, the count read again: `attempt` returns `None`), as
+    /// does a mutex lost meanwhile (the attempt would be told). Read again
+    /// while it runs: a count is given to the attempt (`Event::Permits`, a
+    /// new watch left); a count missing or not a count fails the acquire:
     /// `Permits(0)`, then `Stop` (protocol 8c: the old count could grant a
-    /// lease the count no longer allows).
-    fn count_reply(&mut self, i: usize, gen: u64, result: Result<Vec<u8>, Failure<String>>) {
+    /// lease the count no longer allows); a read that failed for the
+    /// connection gives `Permits(0)` and the count is read again once the
+    /// session layer is connected (`count_unread`; at once if it is), or,
+    /// if the session ended, the attempt queues again on the next one
+    /// (it is told `SessionEnded`) and the count is read anew before it.
+    /// `CountBugs` switches wrong rules on.
+    fn count_reply(&mut self, i: usize, gen: u64, result: Result<Vec<u8>, Failure<String>>, answered: Option<i64>) {
         if self.cs[i].count_read != Some(gen) {
             return;
         }
         self.cs[i].count_read = None;
         let path = self.count_path.clone().unwrap_or_default();
         let read = result.is_ok();
+        // The connection's trouble, not the count's (zklock-core's
+        // `connection_trouble`: ConnectionLoss, SessionExpired).
+        let lost = matches!(result, Err(Failure::Unknown | Failure::SessionGone)) && !self.count_bugs.fail_on_lost_read;
         let permits = result.ok().and_then(|d| super::model::count_of(&d));
         let before = gen > self.cs[i].gen;
-        self.tr(|| format!("c{i}: the shared count gives {permits:?}{}", if before { "" } else { " (read again)" }));
+        self.tr(|| {
+            format!(
+                "c{i}: the shared count gives {permits:?}{}{}",
+                if lost { " (the read failed for the connection)" } else { "" },
+                if before { "" } else { " (read again)" }
+            )
+        });
         if before {
-            // The mutex lost while the count was read (its node deleted,
-            // the session ended) starts over too.
             let c = &self.cs[i];
             let mutex_gone = c.mutex_path.is_some() && c.mutex_held.is_none();
-            if permits.is_none() || c.stopped || mutex_gone {
+            let stopped = c.stopped;
+            if stopped || (permits.is_none() && !lost) {
                 if read {
                     // The watch the read left is not wanted.
                     let sid = self.cs[i].session;
@@ -1243,14 +1305,35 @@ impl World {
                         self.zk.unwatch(sid, &path, WatchKind::Data);
                     }
                 }
-                self.count(if mutex_gone {
-                    "mutex lost while the shared count was read"
+                if stopped {
+                    self.count("acquire stopped while the shared count was read");
                 } else {
-                    "acquire failed: no shared count"
-                });
+                    self.count("acquire failed: no shared count");
+                    if let Err(v) = check::count_failure(&self.zk, &self.cs[i], answered) {
+                        self.fail(v);
+                    }
+                }
                 self.unlock(i);
                 let wait = self.ch.between(0, 10);
                 self.cs[i].state = State::Idle(wait);
+                return;
+            }
+            if lost || mutex_gone {
+                // Starts over at once (the same acquire): the mutex taken
+                // again (once there is a session), then the count read.
+                if read {
+                    let sid = self.cs[i].session;
+                    if !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
+                        self.zk.unwatch(sid, &path, WatchKind::Data);
+                    }
+                }
+                self.count(if lost {
+                    "shared count read failed for the connection: starts over"
+                } else {
+                    "mutex lost while the shared count was read"
+                });
+                self.unlock(i);
+                self.cs[i].state = State::Idle(0);
                 return;
             }
             self.cs[i].count_permits = permits;
@@ -1270,6 +1353,22 @@ impl World {
                 self.cs[i].watchers.push((gen, COUNT, path, WatchKind::Data));
                 self.feed(i, Event::Permits(n));
             },
+            None if lost => {
+                // No verdict on the count: nothing is granted meanwhile.
+                self.count("shared count read again failed for the connection: 0 permits");
+                self.feed(i, Event::Permits(0));
+                let c = &self.cs[i];
+                let s = &self.zk.sessions[&c.session];
+                let connected = s.alive
+                    && s.connected
+                    && c.link_up
+                    && !c.inbox.iter().any(|l| matches!(l, Local::Reconnected | Local::SessionEnded));
+                if connected {
+                    self.count_changed(i);
+                } else {
+                    self.cs[i].count_unread = Some(gen);
+                }
+            },
             None if self.count_bugs.keep_on_failure => {
                 if read && !self.cs[i].watchers.iter().any(|w| w.2 == path && w.3 == WatchKind::Data) {
                     let sid = self.cs[i].session;
@@ -1282,6 +1381,9 @@ impl World {
                     self.zk.unwatch(sid, &path, WatchKind::Data);
                 }
                 self.count("acquire failed: the shared count could not be read again");
+                if let Err(v) = check::count_failure(&self.zk, &self.cs[i], answered) {
+                    self.fail(v);
+                }
                 self.cs[i].stopped = true;
                 self.feed(i, Event::Permits(0));
                 self.feed(i, Event::Stop { closed: false });
