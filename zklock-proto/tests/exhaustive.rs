@@ -66,7 +66,9 @@
 //! `check()`), `check::deletes`, `check::orphans` and `check::told` (a
 //! holder told all there is that says Held has its node); as the runner
 //! feeds the machines, `check::grant` at each grant, `check::lost` at each
-//! loss and `check::released` at each release's outcome; at a path's quiet
+//! loss, `check::released` at each release's outcome, `check::count_grant`
+//! at each lease grant of a shared count and `check::count_failure` at each
+//! acquire that fails on the count; at a path's quiet
 //! end `check::quiescent`.
 //!
 //! - `exhaustive_exclusive_two`, `exhaustive_read_write` and
@@ -81,8 +83,9 @@
 //!   build): 13,641, 1,237 and 2,289 states, about 4 s together on a
 //!   shared 2-core machine; the count's rule (`check::count_grant`) is
 //!   checked at each grant. With 1 fault (`make sim`, release build):
-//!   844,217, 85,430 and 118,430 states, none broke a promise, about
-//!   130 s together. A count that is deleted is not searched (each
+//!   830,950, 84,142 and 115,980 states, none broke a promise, about
+//!   110 s together (844,217, 85,430 and 118,430 while an acquire failed
+//!   on a read of the count lost to the connection). A count that is deleted is not searched (each
 //!   acquire that fails on it is made again with a new uuid: no end of
 //!   states): `directed_stale_count` and the random simulator cover it.
 //!   Shown to fail with the protection removed (a
@@ -94,6 +97,22 @@
 //!   (not searched): a count made unreadable while a lease waits fails its
 //!   acquire; with the runner's rule removed (`CountBugs::keep_on_failure`)
 //!   the lease is granted on the old count, and `count` says so.
+//! - `directed_count_read_lost`: outside attack round 19, G3, G5, written
+//!   out (the search with a fault checks `check::count_failure` at each
+//!   acquire that fails on the count, but a path's end, every contender
+//!   granted, is the same whether an acquire failed and was made again or
+//!   not; that the waiter keeps its place is checked here): a lease contender's read of the
+//!   shared count lost to the connection, before its attempt (a dropped
+//!   connection) or while it waits (a dropped connection, an expired
+//!   session), does not fail its acquire, and once the faults stop it is
+//!   granted, with the node it waited with after a dropped connection. With
+//!   the runner's rule removed (`CountBugs::fail_on_lost_read`) the acquire
+//!   fails on the lost read, and `count_read` (`check::count_failure`) says
+//!   so. Shown to fail with the protection removed (patches of the runner,
+//!   not kept): without the read again once connected the waiter given 0
+//!   permits was never granted (`Acquiring` at the end); with the old rule
+//!   and `check::count_failure` switched off the acquires failed and the
+//!   lease of a dropped connection was granted with another node.
 //! - `exhaustive_exclusive_three` (ignored; run it by name with
 //!   `--ignored`, release build): three exclusive contenders, no fault.
 //!   Before holders released by a move of their own: 8,018,706 states,
@@ -102,7 +121,11 @@
 //! - `exhaustive_finds_*` (feature `history`): a bug of `acquire::Bugs`
 //!   switched on must be found with at most 1 fault (the search stops at
 //!   the first broken promise); the same scenario with every switch off
-//!   and 1 fault is clean (`exhaustive_exclusive_two`).
+//!   and 1 fault is clean (`exhaustive_exclusive_two`). So must
+//!   `CountBugs::fail_on_lost_read` in the first semaphore of
+//!   `exhaustive_shared_count` (`exhaustive_finds_count_fail_on_lost_read`:
+//!   3,371 states, under 3 s in the debug build), clean with the switch
+//!   off and 1 fault.
 //!
 //! Each prints the number of distinct states expanded, of paths pruned at
 //! a state seen before, of paths that ended quiet, and the time.
@@ -268,6 +291,104 @@ fn directed_stale_count() {
     }
 }
 
+/// Where a counted waiter's read of the shared count is lost
+/// (`count_read_lost`).
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    /// Its read before the lease attempt (the mutex held), to a dropped
+    /// connection.
+    FirstDropped,
+    /// Its read again while the lease waits (the count changed), to a
+    /// dropped connection.
+    AgainDropped,
+    /// Its read again while the lease waits, to its session's expiry.
+    AgainExpired,
+}
+
+/// Outside attack round 19, G3, G5 ("a waiter lost its place"), as a
+/// directed case: a lease contender of a shared count (1) behind a
+/// stranger's lease loses a read of the count to the connection (`loss`),
+/// then the faults stop. Before the lease attempt, the stranger lets go
+/// once all is quiet; while the lease waits, the count was set to 2 (the
+/// stranger stays: only that count, read again, lets the lease in). The
+/// rule is zklock-core's acquire (here the simulator's runner): a read that
+/// failed for the connection says nothing about the count, so the acquire
+/// starts over (before the attempt) or the waiter is given 0 permits and
+/// reads the count again once connected (or queues again on its next
+/// session). Returns the world (a broken promise in it, if any) and, for
+/// a read lost while the lease waited, the lease node it waited with.
+fn count_read_lost(loss: Loss, bugs: CountBugs) -> (sim::World, Option<String>) {
+    let sem = Semaphore { contenders: 1, count: 1, script: Vec::new(), bugs, stranger: true, stranger_stays: false };
+    let mut w = sim::World::fixed(&Scenario::Semaphore(sem), Bugs::default(), true);
+    let waiting =
+        |w: &sim::World| w.cs[0].attempt.as_ref().is_some_and(|a| !a.is_done()) && w.cs[0].mutex_held.is_some();
+    if let Loss::FirstDropped = loss {
+        // The mutex held, the count's read on its way.
+        w.settle(1_000, |w| w.cs[0].count_read.is_some_and(|g| g > w.cs[0].gen));
+        assert!(w.cs[0].count_read.is_some(), "{loss:?}: the count is read before the lease attempt");
+        w.drop_move(0);
+        w.settle(1_000, |_| false);
+        w.stranger_releases();
+        w.settle(1_000, |_| false);
+        return (w, None);
+    }
+    w.settle(1_000, |_| false);
+    assert!(waiting(&w), "{loss:?}: the lease waits behind the stranger's");
+    let prefix = w.cs[0].protected.clone();
+    let queued =
+        w.zk.lock_children().into_iter().find(|k| k.starts_with(&prefix)).map(|k| format!("{}/{k}", w.lock_path));
+    assert!(queued.is_some(), "{loss:?}: the lease node it waits with");
+    w.count_move(CountWrite::Value(2));
+    // The count's change told, its read again on its way.
+    w.settle(1_000, |w| w.cs[0].count_read == Some(w.cs[0].gen));
+    assert!(w.cs[0].count_read.is_some(), "{loss:?}: the count is read again");
+    match loss {
+        Loss::AgainExpired => w.expire_move(0),
+        _ => w.drop_move(0),
+    }
+    w.settle(1_000, |_| false);
+    (w, queued)
+}
+
+/// G3, G5 as a directed case, each variant (`Loss`): the acquire does not
+/// fail, and once the faults stopped the lease is granted (it does not
+/// hang); a read lost to a dropped connection while the lease waited is
+/// granted with the node it waited with (it kept its place). With the
+/// runner's rule removed (`CountBugs::fail_on_lost_read`: zklock-core
+/// before the fix) the acquire fails on the lost read, and the simulator
+/// says so (kind `count_read`, `check::count_failure`).
+#[test]
+fn directed_count_read_lost() {
+    let failed = ["acquire failed: no shared count", "acquire failed: the shared count could not be read again"];
+    for loss in [Loss::FirstDropped, Loss::AgainDropped, Loss::AgainExpired] {
+        let (w, queued) = count_read_lost(loss, CountBugs::default());
+        let trace = || w.trace.clone().unwrap_or_default().join("\n");
+        if let Some(v) = &w.violation {
+            panic!("{loss:?}: {}: {}\n{}", v.kind, v.what, trace());
+        }
+        let lost = match loss {
+            Loss::FirstDropped => "shared count read failed for the connection: starts over",
+            _ => "shared count read again failed for the connection: 0 permits",
+        };
+        assert!(w.counts.contains_key(lost), "{loss:?}: no read of the count was lost\n{}", trace());
+        for f in failed {
+            assert!(!w.counts.contains_key(f), "{loss:?}: {f}\n{}", trace());
+        }
+        let held = match &w.cs[0].state {
+            sim::runner::State::Holding { path, .. } => path.clone(),
+            s => panic!("{loss:?}: not granted once the faults stopped: {s:?}\n{}", trace()),
+        };
+        if let Loss::AgainDropped = loss {
+            assert_eq!(Some(held), queued, "{loss:?}: granted with another node than it waited with\n{}", trace());
+        }
+        let bug = CountBugs { fail_on_lost_read: true, ..CountBugs::default() };
+        let (w, _) = count_read_lost(loss, bug);
+        let v = w.violation.unwrap_or_else(|| panic!("{loss:?}: fail_on_lost_read not found"));
+        assert_eq!(v.kind, "count_read", "{loss:?}: {}", v.what);
+        eprintln!("directed_count_read_lost, {loss:?}, fail_on_lost_read: {}: {}", v.kind, v.what);
+    }
+}
+
 /// Three exclusive contenders, no fault (`ZKLOCK_EXHAUSTIVE_THREE_FAULTS`
 /// for more): millions of states, too many for `make test` and `make sim`.
 #[test]
@@ -331,4 +452,37 @@ fn exhaustive_finds_close_is_loss() {
         1,
         &["released"],
     );
+}
+
+/// `CountBugs::fail_on_lost_read` (a read of the shared count lost to the
+/// connection fails the acquire: zklock-core before outside attack round
+/// 19, G3, G5) in the semaphore of `exhaustive_shared_count` (the count
+/// from 1 to 0 to 2): found with 1 fault (`count_read`,
+/// `check::count_failure`).
+#[cfg(feature = "history")]
+#[test]
+fn exhaustive_finds_count_fail_on_lost_read() {
+    let sem = Semaphore {
+        contenders: 1,
+        count: 1,
+        script: vec![CountWrite::Value(0), CountWrite::Value(2)],
+        bugs: CountBugs { fail_on_lost_read: true, ..CountBugs::default() },
+        stranger: true,
+        stranger_stays: false,
+    };
+    let began = Instant::now();
+    let r = dfs::search_in(&Scenario::Semaphore(sem), Bugs::default(), &Bounds { faults: 1, depth: 400 });
+    let Some((path, v, trace)) = r.found else {
+        panic!("count_fail_on_lost_read: nothing found in {} states", r.states);
+    };
+    eprintln!(
+        "count_fail_on_lost_read: found after {} states in {:.2} s: {}: {}\n  moves {path:?} ({} moves)\n{}",
+        r.states,
+        began.elapsed().as_secs_f64(),
+        v.kind,
+        v.what,
+        path.len(),
+        trace.join("\n")
+    );
+    assert_eq!(v.kind, "count_read", "count_fail_on_lost_read: {}", v.what);
 }
