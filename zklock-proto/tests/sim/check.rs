@@ -4,7 +4,8 @@
 //! lock before anyone else can be granted it), no delete of
 //! another session's node, nothing known left behind by a stopped attempt,
 //! a holder's loss and release's outcome true, the shared count's rule at
-//! each lease grant (`count_grant`), an acquire failed on the shared
+//! each lease grant (`count_grant`), no grant after a stop
+//! (`not_stopped`), an acquire failed on the shared
 //! count only on ZooKeeper's word (`count_failure`), a holder told all
 //! there is that says Held has its node (the exhaustive search), and at quiescence
 //! no leaked node, every contender granted and every attempt over.
@@ -77,6 +78,16 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
             "grant",
             format!("{} granted {name}, but as of zxid {z} the queue said {d:?}: {children:?}", c.name),
         ));
+    }
+    Ok(())
+}
+
+/// A cancel wins over a grant (protocol section 4, step 6): an attempt
+/// told to stop (its caller's cancel, the client's close, or its runner's
+/// stop on a shared count that cannot be read again) is never granted.
+pub fn not_stopped(c: &Contender, name: &str) -> Result<(), Violation> {
+    if c.stopped {
+        return Err(v("stopped", format!("{} granted {name} after its attempt was told to stop", c.name)));
     }
     Ok(())
 }
@@ -367,8 +378,9 @@ pub fn stopped(zk: &Zk<Tag>, c: &Contender, left: &Leftover) -> Result<(), Viola
 }
 
 /// At quiescence: no node of a contender's live session under the lock
-/// path, every contender granted after the faults stopped, every attempt
-/// over.
+/// path, every contender granted after the faults stopped (but one whose
+/// caller cancelled its acquire and gave up: `Contender::gave_up`), every
+/// attempt over.
 pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
     for c in cs {
         if let Some(a) = &c.attempt {
@@ -376,7 +388,8 @@ pub fn quiescent(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
                 return Err(v("unanswered", format!("{}'s attempt never ended", c.name)));
             }
         }
-        if !c.granted_clean {
+        // (A contender whose caller cancelled its acquire is not granted.)
+        if !c.granted_clean && !c.gave_up {
             return Err(v("liveness", format!("{} was never granted after the faults stopped", c.name)));
         }
         let leaked: Vec<String> = zk

@@ -21,7 +21,9 @@
 //! moves, no faults: a third party writes the next change of the count's
 //! script (each change at any point, in the script's order), and a
 //! stranger that holds a lease from the start lets go of it (unless it
-//! never does). When nothing
+//! never does). Within `Bounds::stops`, the caller of the last
+//! contender's acquire cancels it mid-wait (`Move::Stop`; it gives up).
+//! When nothing
 //! else can happen, a move lets time pass (countdowns); if that changes
 //! nothing, the state is stuck. The world is untimed (`World::timed`
 //! false): no heartbeats, no expiry by time, one standalone server (no
@@ -78,6 +80,10 @@ enum Move {
     Count,
     /// The stranger lets go of its lease (deletes its node).
     StrangerReleases,
+    /// The caller of a contender's acquire cancels it mid-wait
+    /// (`World::cancel`: `Event::Stop`, not closed; the contender gives
+    /// up). No fault: `Bounds::stops` bounds them.
+    Stop(usize),
 }
 
 /// What a search (or a directed case) runs.
@@ -118,6 +124,34 @@ const STRANGER: i64 = 0xff;
 /// The lease node of a semaphore scenario's stranger.
 const STRANGER_LEASE: &str = "/app/sem/leases/_c_ff000000-0000-0000-0000-000000000000-lease-0000000000";
 
+/// What is left of a path's bounds: faults and cancels.
+#[derive(Clone, Copy, Debug, Hash)]
+struct Left {
+    faults: u32,
+    stops: u32,
+}
+
+impl Left {
+    /// All of `bounds`.
+    fn of(bounds: &Bounds) -> Left {
+        Left { faults: bounds.faults, stops: bounds.stops }
+    }
+
+    /// What is left after `m`.
+    fn after(self, m: &Move) -> Left {
+        match m {
+            Move::Stop(_) => Left { stops: self.stops - 1, ..self },
+            m if m.is_fault() => Left { faults: self.faults - 1, ..self },
+            _ => self,
+        }
+    }
+
+    /// Nothing left: no fault, no cancel.
+    fn none() -> Left {
+        Left { faults: 0, stops: 0 }
+    }
+}
+
 impl Move {
     fn is_fault(&self) -> bool {
         matches!(
@@ -132,6 +166,10 @@ impl Move {
 pub struct Bounds {
     /// The most faults on one path.
     pub faults: u32,
+    /// The most cancels of an acquire on one path (`Move::Stop`: the last
+    /// contender's, from its attempt's first wait until the attempt ends;
+    /// the contender gives up).
+    pub stops: u32,
     /// The most moves on one path (a path cut there is counted).
     pub depth: usize,
 }
@@ -222,8 +260,9 @@ impl World {
         w
     }
 
-    /// Every move from here, with `faults` faults left.
-    fn moves(&self, faults: u32) -> Vec<Move> {
+    /// Every move from here, with `left` faults and cancels left.
+    fn moves(&self, left: Left) -> Vec<Move> {
+        let faults = left.faults;
         // A paused contender reads nothing and releases nothing.
         let paused = |i: usize| !self.cs[i].deferred.is_empty();
         let mut v: Vec<Move> =
@@ -249,6 +288,15 @@ impl World {
         }
         if v.is_empty() {
             v.push(Move::Tick);
+        }
+        // Only the last contender's caller cancels (in a scenario of
+        // contenders alike, which of them creates first is the scheduler's:
+        // a cancel of any is one of the last up to their names), and only
+        // mid-wait: once its attempt began a wait, until it ends.
+        let last = self.cs.len() - 1;
+        let c = &self.cs[last];
+        if left.stops > 0 && c.state == State::Acquiring && c.waited && !c.stopped && !paused(last) {
+            v.push(Move::Stop(last));
         }
         if faults > 0 {
             for (i, c) in self.cs.iter().enumerate() {
@@ -332,6 +380,7 @@ impl World {
                 self.count_next += 1;
                 self.write_count(w);
             },
+            Move::Stop(i) => self.cancel(*i),
             Move::StrangerReleases => {
                 self.trace_line("the stranger lets go of its lease".to_string());
                 let tag = runner::Tag::Task(runner::Task::Release(STRANGER_LEASE.to_string()));
@@ -348,10 +397,10 @@ impl World {
         }
     }
 
-    /// A hash of the state (not of the path to it), with `faults` left.
-    fn fingerprint(&self, faults: u32) -> u64 {
+    /// A hash of the state (not of the path to it), with `left` left.
+    fn fingerprint(&self, left: Left) -> u64 {
         let mut h = DefaultHasher::new();
-        faults.hash(&mut h);
+        left.hash(&mut h);
         self.count_next.hash(&mut h);
         format!("{:?}", self.zk).hash(&mut h);
         for c in &self.cs {
@@ -378,6 +427,8 @@ impl World {
                     c.seq_guess,
                     c.granted_clean,
                     c.stopped,
+                    c.gave_up,
+                    c.waited,
                     c.closed,
                     c.attempt_mode,
                     &c.write_held,
@@ -394,23 +445,21 @@ impl World {
     }
 }
 
-/// Replays `path` (move indices) from the start: the world and the faults
-/// it used.
-fn replay(scn: &Scenario, bugs: Bugs, bounds: &Bounds, path: &[u32], trace: bool) -> (World, u32) {
+/// Replays `path` (move indices) from the start: the world and what is
+/// left of the bounds.
+fn replay(scn: &Scenario, bugs: Bugs, bounds: &Bounds, path: &[u32], trace: bool) -> (World, Left) {
     let mut w = World::fixed(scn, bugs, trace);
-    let mut used = 0;
+    let mut left = Left::of(bounds);
     for k in path {
-        let ms = w.moves(bounds.faults - used);
+        let ms = w.moves(left);
         let m = &ms[*k as usize];
-        if m.is_fault() {
-            used += 1;
-        }
+        left = left.after(m);
         w.take(m);
         if w.violation.is_some() {
             break;
         }
     }
-    (w, used)
+    (w, left)
 }
 
 /// Searches every interleaving of contenders of `modes` on one lock within
@@ -429,22 +478,19 @@ pub fn search_in(scn: &Scenario, bugs: Bugs, bounds: &Bounds) -> Report {
     let mut stack: Vec<(Vec<u32>, Option<u64>)> = vec![(Vec::new(), None)];
     // The world of the state expanded last: its first child (visited
     // next) takes one move on it rather than a replay.
-    let mut last: Option<(Vec<u32>, World, u32)> = None;
+    let mut last: Option<(Vec<u32>, World, Left)> = None;
     while let Some((path, parent)) = stack.pop() {
-        let (w, used) = match last.take() {
-            Some((p, mut w, mut used)) if path.len() == p.len() + 1 && path.starts_with(&p) => {
-                let ms = w.moves(bounds.faults - used);
+        let (w, left) = match last.take() {
+            Some((p, mut w, left)) if path.len() == p.len() + 1 && path.starts_with(&p) => {
+                let ms = w.moves(left);
                 let m = &ms[path[p.len()] as usize];
-                if m.is_fault() {
-                    used += 1;
-                }
+                let left = left.after(m);
                 w.take(m);
-                (w, used)
+                (w, left)
             },
             _ => replay(scn, bugs, bounds, &path, false),
         };
         r.max_depth = r.max_depth.max(path.len());
-        let left = bounds.faults - used;
         let mut broken = w.violation.clone();
         let quiet = w.quiet();
         let h = w.fingerprint(left);
@@ -491,7 +537,7 @@ pub fn search_in(scn: &Scenario, bugs: Bugs, bounds: &Bounds) -> Report {
             let tick = matches!(ms[k], Move::Tick);
             stack.push((p, tick.then_some(h)));
         }
-        last = Some((path, w, used));
+        last = Some((path, w, left));
     }
     r
 }
@@ -505,8 +551,10 @@ impl World {
     pub fn settle(&mut self, limit: usize, until: impl Fn(&World) -> bool) -> usize {
         let mut n = 0;
         while n < limit && self.violation.is_none() && !until(self) {
-            let Some(m) =
-                self.moves(0).into_iter().find(|m| matches!(m, Move::Step(_) | Move::Credit(_) | Move::Wake(_)))
+            let Some(m) = self
+                .moves(Left::none())
+                .into_iter()
+                .find(|m| matches!(m, Move::Step(_) | Move::Credit(_) | Move::Wake(_)))
             else {
                 break;
             };

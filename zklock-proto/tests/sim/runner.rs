@@ -293,6 +293,13 @@ pub struct Contender {
     pub granted_clean: bool,
     /// The current attempt was told to stop.
     pub stopped: bool,
+    /// The current attempt began a wait (`Action::Waiting`: blocked,
+    /// waiting for a notification) since it started.
+    pub waited: bool,
+    /// Its caller cancelled its acquire and does not acquire again (the
+    /// exhaustive search's cancel, `World::cancel`): done once the acquire
+    /// ended, never granted.
+    pub gave_up: bool,
     /// ... because the client was closed.
     pub closed: bool,
     /// The lock kind of the current attempt (a writer's downgrade is a
@@ -411,6 +418,8 @@ impl Contender {
             seq_guess: None,
             granted_clean: false,
             stopped: false,
+            waited: false,
+            gave_up: false,
             closed: false,
             attempt_mode: mode,
             write_held: None,
@@ -658,6 +667,7 @@ impl World {
         };
         c.protected = cfg.protected.clone();
         c.gen += 1;
+        c.waited = false;
         c.stopped = false;
         c.closed = false;
         c.creates.clear();
@@ -735,6 +745,20 @@ impl World {
             let sid = c.session;
             self.zk.unwatch(sid, &path, kind);
         }
+    }
+
+    /// The caller of contender `i`'s acquire cancels it (the exhaustive
+    /// search's `Move::Stop`): the attempt that runs (the semaphore's
+    /// mutex's, or the lease's) is told `Stop` (not closed), and an acquire
+    /// reading its shared count fails once the read is answered; the
+    /// contender gives up (`gave_up`): once the acquire ended it is done,
+    /// never granted, and must have left nothing behind.
+    pub fn cancel(&mut self, i: usize) {
+        self.tr(|| format!("c{i}: its caller cancels the acquire and gives up"));
+        self.count("acquire cancelled");
+        self.cs[i].stopped = true;
+        self.cs[i].gave_up = true;
+        self.feed(i, Event::Stop { closed: false });
     }
 
     /// Feeds `ev` to contender `i`'s attempt and does what it asks.
@@ -830,7 +854,7 @@ impl World {
                     self.count("linger");
                     self.tr(|| format!("c{i}: linger {g}"));
                 },
-                Action::Waiting => {},
+                Action::Waiting => self.cs[i].waited = true,
                 Action::SeqGuess(g) => {
                     if !self.cs[i].in_mutex {
                         self.cs[i].seq_guess = g;
@@ -841,7 +865,9 @@ impl World {
                     let sp = short(&path);
                     self.tr(|| format!("c{i}: takes the mutex {sp} czxid {}", g.czxid));
                     self.count("mutex taken");
-                    if let Err(v) = check::grant(&self.zk, &self.cs[i], &g.name, g.czxid) {
+                    if let Err(v) = check::not_stopped(&self.cs[i], &g.name)
+                        .and_then(|()| check::grant(&self.zk, &self.cs[i], &g.name, g.czxid))
+                    {
                         self.fail(v);
                     }
                     let c = &mut self.cs[i];
@@ -858,6 +884,9 @@ impl World {
                     let sp = short(&path);
                     self.tr(|| format!("c{i}: GRANTED {sp} czxid {}", g.czxid));
                     self.count("granted");
+                    if let Err(v) = check::not_stopped(&self.cs[i], &g.name) {
+                        self.fail(v);
+                    }
                     // A lease of a shared count: the count's rule first (it
                     // says more than the queue's).
                     if self.count_path.is_some() {
@@ -952,6 +981,17 @@ impl World {
             if self.zk.sessions[&self.cs[i].session].alive {
                 self.task(i, Task::Release(w));
             }
+        }
+        self.acquire_again(i);
+    }
+
+    /// Contender `i`'s acquire ended without the lock: it acquires again
+    /// after a drawn wait, as a caller would, unless its caller cancelled
+    /// it (`cancel`): then it is done.
+    fn acquire_again(&mut self, i: usize) {
+        if self.cs[i].gave_up {
+            self.cs[i].state = State::Done;
+            return;
         }
         let wait = self.ch.between(0, 10);
         self.cs[i].state = State::Idle(wait);
@@ -1314,8 +1354,7 @@ impl World {
                     }
                 }
                 self.unlock(i);
-                let wait = self.ch.between(0, 10);
-                self.cs[i].state = State::Idle(wait);
+                self.acquire_again(i);
                 return;
             }
             if lost || mutex_gone {
