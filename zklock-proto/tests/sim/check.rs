@@ -1,14 +1,15 @@
 //! The promises, checked against the model's record (never the machine's
 //! view): grant justification, no more holders than permits (counting
 //! those whose `check()` would pass: a holder learns it may have lost the
-//! lock before anyone else can be granted it), no delete of
-//! another session's node, nothing known left behind by a stopped attempt,
-//! a holder's loss and release's outcome true, the shared count's rule at
-//! each lease grant (`count_grant`), no grant after a stop
-//! (`not_stopped`), an acquire failed on the shared
-//! count only on ZooKeeper's word (`count_failure`), a holder told all
-//! there is that says Held has its node (the exhaustive search), and at quiescence
-//! no leaked node, every contender granted and every attempt over.
+//! lock before anyone else can be granted it), no delete of another
+//! session's node, nothing known left behind by a stopped attempt and no
+//! grant after a stop (`not_stopped`), a holder's loss and release's
+//! outcome true, the shared count's rule at each lease grant
+//! (`count_grant`), an acquire failed on the shared count only on
+//! ZooKeeper's word (`count_failure`), a holder told all there is that
+//! says Held has its node (the exhaustive search), and at quiescence no
+//! leaked node, every contender granted (but one whose caller gave up)
+//! and every attempt over.
 
 use std::time::Instant;
 
