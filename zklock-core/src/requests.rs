@@ -5,6 +5,8 @@
 
 use zklock_proto::acquire as proto;
 
+use zklock_zk::HeldBack;
+
 use crate::client::Shared;
 use crate::zk::{self, Code};
 
@@ -39,7 +41,7 @@ pub(crate) fn session_gone(e: &zk::Error) -> bool {
 pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pending, Option<zk::Watch>) {
     let timeout = shared.options.operation_timeout;
     let acl = shared.node_acl();
-    let (reply, watch): (futures_util::future::BoxFuture<'static, Answered>, Option<zk::Watch>) = match req {
+    let (reply, watch): ((Pending, Option<zklock_zk::Outbound>), Option<zk::Watch>) = match req {
         proto::Request::Create { path, data, sequential } => {
             let mode = if sequential { zk::CreateMode::EphemeralSequential } else { zk::CreateMode::Ephemeral };
             let f = zk.create(&path, &data, acl, mode);
@@ -50,6 +52,7 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
                 zk::MultiOp::Check { path: check, version: -1 },
                 zk::MultiOp::Create { path: path.clone(), data, acl: acl.to_vec(), mode: zk::CreateMode::Ephemeral },
             ]);
+            let out = f.outbound();
             let f = async move {
                 let (result, stamp) = f.stamped().await;
                 let result = result.and_then(|results| {
@@ -67,7 +70,7 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
                 });
                 (result, stamp.map_or(0, |s| s.connection))
             };
-            (Box::pin(f), None)
+            ((Box::pin(f), Some(out)), None)
         },
         proto::Request::Children { path, stat: true, watch: false } => {
             let f = zk.children2(&path);
@@ -104,16 +107,48 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
                 let connection = zk.connected().map_or(0, |c| c.connection);
                 (make_parents(&zk, &path, &acl).await.map(|()| proto::Answer::Done), connection)
             };
-            (Box::pin(f), None)
+            ((Box::pin(f), None), None)
         },
     };
-    let bounded = async move {
-        match tokio::time::timeout(timeout, reply).await {
-            Ok(answered) => answered,
-            Err(_) => (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0),
+    let (reply, out) = reply;
+    (Box::pin(bounded(reply, out, timeout)), watch)
+}
+
+/// `reply`, or an unknown outcome when it has not come within `timeout`:
+/// from now, or from when the session stopped holding the call back
+/// behind its own requests in flight (`held_back`, see
+/// `zklock_zk::HeldBack`), for that wait is the client's, not the
+/// server's. Counted from the call alone, a long queue of one client's
+/// requests (10,000 waiters' lists at once) timed out the calls at its end
+/// before they were sent, and their callers asked again at its end (issue
+/// 33).
+async fn bounded(reply: Pending, out: Option<zklock_zk::Outbound>, timeout: std::time::Duration) -> Answered {
+    within_timeout(reply, move || out.as_ref().map_or(HeldBack::Never, zklock_zk::Outbound::held_back), timeout).await
+}
+
+/// [`bounded`] with the call's progress read through `held_back`.
+async fn within_timeout<F: std::future::Future<Output = Answered>>(
+    reply: F,
+    held_back: impl Fn() -> HeldBack,
+    timeout: std::time::Duration,
+) -> Answered {
+    tokio::pin!(reply);
+    let mut deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        tokio::select! {
+            answered = &mut reply => return answered,
+            () = tokio::time::sleep_until(deadline) => {
+                let now = tokio::time::Instant::now();
+                match held_back() {
+                    HeldBack::Now => deadline = now + timeout,
+                    HeldBack::Until(at) if at + timeout > now => deadline = at + timeout,
+                    HeldBack::Until(_) | HeldBack::Never => {
+                        return (Err(zk::Error::ConnectionLoss("no reply within the operation timeout".into())), 0);
+                    },
+                }
+            },
         }
-    };
-    (Box::pin(bounded), watch)
+    }
 }
 
 pub(crate) fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
@@ -125,15 +160,18 @@ pub(crate) fn notice(ev: &zk::WatchedEvent) -> proto::Notice {
     }
 }
 
-/// A reply future as the machine reads it.
+/// A reply future as the machine reads it, and where its call is on its
+/// way out.
 fn answered<T: Send + 'static>(
     f: zklock_zk::ReplyFuture<T>,
     map: impl FnOnce(T) -> proto::Answer + Send + 'static,
-) -> futures_util::future::BoxFuture<'static, Answered> {
-    Box::pin(async move {
+) -> (Pending, Option<zklock_zk::Outbound>) {
+    let out = f.outbound();
+    let reply = Box::pin(async move {
         let (result, stamp) = f.stamped().await;
         (result.map(map), stamp.map_or(0, |s| s.connection))
-    })
+    });
+    (reply, Some(out))
 }
 
 fn last(path: &str) -> String {
@@ -177,6 +215,48 @@ async fn make_parents(zk: &zk::Client, path: &str, acl: &[zk::Acl]) -> zk::Resul
                 made_chroot = true;
             },
             other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+
+    const T: Duration = Duration::from_secs(10);
+
+    /// When a reply that comes after `answer` is given up for lost, with
+    /// the call held back as `progress` says at each look.
+    async fn given_up(answer: Duration, progress: Arc<Mutex<HeldBack>>) -> Option<Duration> {
+        let start = tokio::time::Instant::now();
+        let reply = async move {
+            tokio::time::sleep(answer).await;
+            (Ok(proto::Answer::Done), 1)
+        };
+        let (result, _) = within_timeout(reply, move || *progress.lock().unwrap(), T).await;
+        result.is_err().then(|| start.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_operation_timeout_does_not_count_the_time_a_call_is_held_back() {
+        let never = || Arc::new(Mutex::new(HeldBack::Never));
+        // Sent at once: given up 10 s after the call.
+        assert_eq!(given_up(Duration::from_secs(12), never()).await, Some(T));
+        assert_eq!(given_up(Duration::from_secs(9), never()).await, None);
+        // Held back 25 s behind the session's own requests: 10 s from then.
+        for (answer, lost) in [(30, None), (40, Some(35))] {
+            let progress = Arc::new(Mutex::new(HeldBack::Now));
+            let p = progress.clone();
+            let start = tokio::time::Instant::now();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(25)).await;
+                *p.lock().unwrap() = HeldBack::Until(start + Duration::from_secs(25));
+            });
+            let got = given_up(Duration::from_secs(answer), progress).await;
+            assert_eq!(got, lost.map(Duration::from_secs), "answer after {answer} s");
         }
     }
 }

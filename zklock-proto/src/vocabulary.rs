@@ -112,23 +112,3 @@ macro_rules! vocabulary {
         }
     };
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::names::{LockMode, NodeKind};
-
-    #[test]
-    fn a_table_gives_each_word_its_name_code_and_doc() {
-        let v = LockMode::VOCABULARY;
-        assert_eq!(v.name, "LockMode");
-        assert_eq!(v.words.len(), LockMode::ALL.len());
-        for (w, m) in v.words.iter().zip(LockMode::ALL) {
-            assert_eq!((w.name, w.code), (m.name(), m.code()));
-            assert_eq!(LockMode::from_name(w.name), Some(*m));
-            assert!(!w.doc.trim().is_empty(), "{} has no doc", w.name);
-        }
-        assert_eq!(NodeKind::from_name("READER"), Some(NodeKind::Reader));
-        assert_eq!(NodeKind::from_name("reader"), None);
-        assert_eq!(v.word("WRITE").map(|w| w.variant), Some("Write"));
-    }
-}

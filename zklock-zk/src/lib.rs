@@ -41,5 +41,6 @@ pub use config::{Config, Tls};
 pub use error::Error;
 pub use hosts::{ConnectString, Host};
 pub use session::{
-    Connected, Events, Reply, ReplyFuture, Session, SessionEvent, Stamp, State, StateWatcher, Watch, WatchedEvent,
+    Connected, Events, HeldBack, Outbound, Reply, ReplyFuture, Session, SessionEvent, Stamp, State, StateWatcher,
+    Watch, WatchedEvent,
 };

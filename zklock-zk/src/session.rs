@@ -140,6 +140,49 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// answered (a reply frame came, success or server error).
 type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
 
+/// Whether a call was held back in the client because 64 requests (the
+/// most) of its connection were in flight (see [`Outbound`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeldBack {
+    /// Not held back (sent, or waiting for a reconnect, or not yet seen by
+    /// the session).
+    #[default]
+    Never,
+    /// Held back now: it waits behind the session's own requests, not for
+    /// the server.
+    Now,
+    /// Held back until this instant (tokio's clock), then sent (or, the
+    /// connection lost, left for the next one).
+    Until(tokio::time::Instant),
+}
+
+/// Where a call is on its way out: a handle that a caller bounding its
+/// wait for the reply (an operation timeout) reads, so that the time a call
+/// spends held back behind the session's own requests, which only the
+/// client decides, is not counted as the server's. Cheap to clone;
+/// thread-safe.
+#[derive(Clone, Debug, Default)]
+pub struct Outbound(Arc<Mutex<HeldBack>>);
+
+impl Outbound {
+    /// Whether the call was held back, and until when.
+    pub fn held_back(&self) -> HeldBack {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, to: HeldBack) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = to;
+    }
+
+    /// Held back no more (from now), if it was.
+    fn released(&self) {
+        let mut h = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if *h == HeldBack::Now {
+            *h = HeldBack::Until(tokio::time::Instant::now());
+        }
+    }
+}
+
 /// Whether the caller of a call not sent yet gave up on it: it dropped the
 /// reply's future and the watch, if the call leaves one. Such a call is
 /// not sent: it would have no effect anyone waits for, and under a long
@@ -174,6 +217,7 @@ enum Cmd {
         req: Request,
         tx: Sink,
         watch: Option<WatchReg>,
+        out: Outbound,
     },
     /// A local watch let go; `server`: remove the server's watch too when
     /// nobody else needs it (false: the caller's own change fires it).
@@ -409,6 +453,7 @@ impl Session {
         map: fn(Response, &str) -> Result<T, Error>,
     ) -> ReplyFuture<T> {
         let (tx, rx) = oneshot::channel();
+        let out = Outbound::default();
         let mut req = req;
         let early = match check_paths(&mut req) {
             Err(e) => Some(e),
@@ -419,12 +464,13 @@ impl Session {
                 },
                 tx,
                 watch,
+                out: out.clone(),
             }) {
                 Ok(()) => None,
                 Err(_) => Some(self.shared.info().ended.clone().unwrap_or(Error::Closed)),
             },
         };
-        ReplyFuture { rx, early, chroot: self.chroot.clone(), map }
+        ReplyFuture { rx, early, chroot: self.chroot.clone(), map, out }
     }
 
     fn watch(&self, path: &str, kind: WatchKind) -> (WatchReg, Watch) {
@@ -655,13 +701,14 @@ pub struct ReplyFuture<T> {
     early: Option<Error>,
     chroot: Arc<str>,
     map: fn(Response, &str) -> Result<T, Error>,
+    out: Outbound,
 }
 
 impl<T: Send + 'static> ReplyFuture<T> {
     /// The result with the stamps of the reply, also when the server
     /// answered with an error code (`None` when it did not answer).
     pub async fn stamped(self) -> (Result<T, Error>, Option<Stamp>) {
-        let ReplyFuture { rx, early, chroot, map } = self;
+        let ReplyFuture { rx, early, chroot, map, out: _ } = self;
         if let Some(e) = early {
             return (Err(e), None);
         }
@@ -669,6 +716,12 @@ impl<T: Send + 'static> ReplyFuture<T> {
             Err(_) => (Err(Error::Closed), None),
             Ok((r, stamp)) => (r.and_then(|r| map(r, &chroot)), stamp),
         }
+    }
+
+    /// Whether the call is or was held back in the client (see
+    /// [`HeldBack`]), as a handle that outlives this future.
+    pub fn outbound(&self) -> Outbound {
+        self.out.clone()
     }
 
     /// The reply's value alone.
@@ -1051,6 +1104,9 @@ impl Task {
             // Never sent: on the next connection, before the calls made
             // since (which come after them).
             while let Some(cmd) = self.waiting.pop_back() {
+                if let Cmd::Call { out, .. } = &cmd {
+                    out.released();
+                }
                 self.held.push_front(cmd);
             }
             let _ = self.state.send(State::Connecting);
@@ -1275,7 +1331,7 @@ impl Task {
 
     fn on_cmd(&mut self, c: &mut Conn, cmd: Cmd) {
         match cmd {
-            Cmd::Call { req, tx, watch } => {
+            Cmd::Call { req, tx, watch, out } => {
                 if abandoned(&tx, watch.as_ref()) {
                     return;
                 }
@@ -1284,11 +1340,12 @@ impl Task {
                     return;
                 }
                 if self.moving.is_some() {
-                    self.held.push_back(Cmd::Call { req, tx, watch });
+                    self.held.push_back(Cmd::Call { req, tx, watch, out });
                     return;
                 }
                 if !self.waiting.is_empty() || self.fifo.len() >= MAX_IN_FLIGHT {
-                    self.waiting.push_back(Cmd::Call { req, tx, watch });
+                    out.set(HeldBack::Now);
+                    self.waiting.push_back(Cmd::Call { req, tx, watch, out });
                     return;
                 }
                 self.send_call(c, req, tx, watch);
@@ -1344,7 +1401,10 @@ impl Task {
         while self.fifo.len() < MAX_IN_FLIGHT && c.closing.is_none() && self.moving.is_none() {
             match self.waiting.pop_front() {
                 Some(Cmd::Call { tx, watch, .. }) if abandoned(&tx, watch.as_ref()) => {},
-                Some(Cmd::Call { req, tx, watch }) => self.send_call(c, req, tx, watch),
+                Some(Cmd::Call { req, tx, watch, out }) => {
+                    out.released();
+                    self.send_call(c, req, tx, watch);
+                },
                 Some(other) => self.on_cmd(c, other),
                 None => break,
             }

@@ -22,7 +22,7 @@ use zklock_zk::codec::frame::write_frame;
 use zklock_zk::codec::jute::{Reader, Writer};
 use zklock_zk::codec::ops::{op, xid};
 use zklock_zk::codec::records::{ConnectResponse, ReplyHeader, Stat};
-use zklock_zk::{Code, Config, Error, Session, SessionEvent};
+use zklock_zk::{Code, Config, Error, HeldBack, Session, SessionEvent};
 
 /// The session timeout every fake server grants: the client's read timeout
 /// is 2/3 of it (1 s), its ping interval 1/3.
@@ -955,11 +955,16 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
         .await;
         let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
         let calls: Vec<_> = (0..CALLS).map(|_| session.children("/q")).collect();
+        let (sixty_fifth, last) = (calls[64].outbound(), calls[CALLS - 1].outbound());
+        assert_eq!(calls[63].outbound().held_back(), HeldBack::Never);
         let (held_back, pinged) = within(10, "the first requests", seen.recv()).await.unwrap();
         assert_eq!(held_back, 64, "requests in flight before any reply");
         assert!(pinged >= 1, "no ping while 64 requests were in flight");
+        assert_eq!((sixty_fifth.held_back(), last.held_back()), (HeldBack::Now, HeldBack::Now));
         let (one_more, _) = within(10, "after one reply", seen.recv()).await.unwrap();
         assert_eq!(one_more, 1, "requests sent after one reply");
+        assert!(matches!(sixty_fifth.held_back(), HeldBack::Until(_)), "{:?}", sixty_fifth.held_back());
+        assert_eq!(last.held_back(), HeldBack::Now);
         for (i, call) in calls.into_iter().enumerate() {
             within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
         }
