@@ -10,6 +10,8 @@
 //! byte). On a byte it looks at the outcome and runs the pending signal
 //! handlers (`check_signals`): a handler that raises (KeyboardInterrupt)
 //! ends the wait. The previous wakeup fd (none) is put back at the end.
+//! A child forked meanwhile (from another thread or a signal handler)
+//! gets the program's wakeup fd from the fork hook ([`after_fork_in_child`]).
 //!
 //! Other threads never run signal handlers: they just wait for the
 //! outcome. Only when the main thread's wakeup fd is already someone
@@ -19,7 +21,6 @@
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -139,6 +140,8 @@ impl Wake for Bell {
 struct WakeupFd<'py> {
     py: Python<'py>,
     bell: Arc<Bell>,
+    /// Our bell's write end in [`LENT`] for as long as the wait lasts.
+    lent: OnLoan,
 }
 
 impl<'py> WakeupFd<'py> {
@@ -146,12 +149,19 @@ impl<'py> WakeupFd<'py> {
     /// fd if this is the main thread and the fd was nobody's. Only C
     /// functions are called (Python code could run a signal handler and
     /// raise before the wait has begun).
+    ///
+    /// Python tells the wakeup fd only by replacing it, so the program's
+    /// own fd is replaced by none for a moment and then put back. Setting
+    /// an fd other than none releases the GIL (CPython `fstat`s it first,
+    /// without the GIL), so another thread can fork while the fd is none:
+    /// [`LENT`] tells that child's fork hook the program's fd (outside
+    /// attack round 20, H4: such children had none).
     fn signals(py: Python<'py>) -> PyResult<Signals<'py>> {
         let signal = py.import("signal")?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("warn_on_full_buffer", false)?;
-        let previous = match signal.call_method("set_wakeup_fd", (-1,), Some(&kwargs)) {
-            Ok(p) => p.extract::<i64>()?,
+        // Setting none does not release the GIL (setting an fd does, see
+        // above): the loan below is made before another thread can run.
+        let previous = match set_wakeup_fd(&signal, -1) {
+            Ok(p) => p,
             // Not the main thread (of the main interpreter): signal handlers
             // never run here.
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) => return Ok(Signals::NotHere),
@@ -159,37 +169,94 @@ impl<'py> WakeupFd<'py> {
         };
         if previous != -1 {
             // Someone else's: give it back and look at the signals in slices.
-            signal.call_method("set_wakeup_fd", (previous,), Some(&kwargs))?;
+            let _lent = OnLoan::new(py, -1, previous);
+            set_wakeup_fd(&signal, previous)?;
             return Ok(Signals::Sliced);
         }
         let (ring, listen) = UnixStream::pair()?;
         ring.set_nonblocking(true)?;
-        signal.call_method("set_wakeup_fd", (ring.as_raw_fd(),), Some(&kwargs))?;
-        BORROWED.store(i64::from(ring.as_raw_fd()), Ordering::Release);
-        Ok(Signals::Woken(WakeupFd { py, bell: Arc::new(Bell { ring, listen }) }))
+        let ours = i64::from(ring.as_raw_fd());
+        // In LENT before it is set: a child forked while it is set gets none.
+        let lent = OnLoan::new(py, ours, -1);
+        set_wakeup_fd(&signal, ours)?;
+        Ok(Signals::Woken(WakeupFd { py, bell: Arc::new(Bell { ring, listen }), lent }))
     }
 }
 
-/// The wakeup fd a wait on the main thread has borrowed (-1: none), for
-/// [`after_fork_in_child`].
-static BORROWED: AtomicI64 = AtomicI64::new(-1);
+/// `signal.set_wakeup_fd(fd, warn_on_full_buffer=False)`: sets Python's
+/// wakeup fd (-1: none) and returns the one it replaced. Raises ValueError
+/// on a thread other than the main thread of the main interpreter.
+fn set_wakeup_fd(signal: &Bound<'_, PyModule>, fd: i64) -> PyResult<i64> {
+    let kwargs = PyDict::new(signal.py());
+    kwargs.set_item("warn_on_full_buffer", false)?;
+    signal.call_method("set_wakeup_fd", (fd,), Some(&kwargs))?.extract()
+}
 
-/// In a child forked while the parent's main thread waited: the borrowed
-/// wakeup fd is given back (its wait is not the child's), unless a signal
-/// handler has set one of its own meanwhile.
+/// A wakeup fd that zklock has set in place of the program's: while
+/// Python's wakeup fd is `ours`, the program's is `programs` (-1: none).
+#[derive(Clone, Copy)]
+struct Loan {
+    ours: i64,
+    programs: i64,
+}
+
+/// The [`Loan`]s of the main thread not yet settled, the newest last (a
+/// signal handler run during a wait may wait too), for
+/// [`after_fork_in_child`]. Locked only with the GIL held and never
+/// across a call that releases it, so it is not locked while another
+/// thread forks (`os.fork()` holds the GIL).
+static LENT: Mutex<Vec<Loan>> = Mutex::new(Vec::new());
+
+/// A [`Loan`] in [`LENT`] from [`OnLoan::new`] until dropped (with the
+/// GIL). In a forked child it is not there: the fork hook emptied `LENT`.
+struct OnLoan {
+    /// The length of `LENT` before this loan.
+    depth: usize,
+    /// The process whose `LENT` holds it.
+    pid: u32,
+}
+
+impl OnLoan {
+    /// Records in [`LENT`] that zklock is about to set `ours` in place of
+    /// the program's wakeup fd `programs` (with the GIL, `_py`).
+    fn new(_py: Python<'_>, ours: i64, programs: i64) -> OnLoan {
+        let mut lent = crate::locked(&LENT);
+        lent.push(Loan { ours, programs });
+        OnLoan { depth: lent.len() - 1, pid: std::process::id() }
+    }
+
+    /// Whether this process is a forked child of the one that made the
+    /// loan.
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+}
+
+impl Drop for OnLoan {
+    fn drop(&mut self) {
+        if !self.forked() {
+            crate::locked(&LENT).truncate(self.depth);
+        }
+    }
+}
+
+/// In a child forked while zklock had set a wakeup fd in place of the
+/// program's (a main-thread wait's borrowed fd, or none for a moment, see
+/// [`WakeupFd::signals`]): the program's is put back (the parent's wait is
+/// not the child's), unless a signal handler has set one of its own
+/// meanwhile.
 pub(crate) fn after_fork_in_child(py: Python<'_>) {
-    let ours = BORROWED.swap(-1, Ordering::AcqRel);
-    if ours >= 0 {
-        give_back(py, ours);
+    let loans = std::mem::take(&mut *crate::locked(&LENT));
+    if loans.is_empty() {
+        return;
     }
-}
-
-/// Sets the wakeup fd back to none if it is still `ours`.
-fn give_back(py: Python<'_>, ours: i64) {
     let restored = py.import("signal").and_then(|signal| {
-        let now: i64 = signal.call_method1("set_wakeup_fd", (-1,))?.extract()?;
-        if now != ours {
-            signal.call_method1("set_wakeup_fd", (now,))?;
+        let now = set_wakeup_fd(&signal, -1)?;
+        // Newest first: a signal handler's wait lends itself the fd that an
+        // interrupted wait had put in place of the program's.
+        let programs = loans.iter().rev().fold(now, |fd, loan| if fd == loan.ours { loan.programs } else { fd });
+        if programs != -1 {
+            set_wakeup_fd(&signal, programs)?;
         }
         Ok(())
     });
@@ -200,10 +267,25 @@ fn give_back(py: Python<'_>, ours: i64) {
 
 impl Drop for WakeupFd<'_> {
     fn drop(&mut self) {
-        // Unless a signal handler run meanwhile set one of its own.
+        if self.lent.forked() {
+            // A signal handler forked during the wait and this is the
+            // child: its fork hook has put the program's fd back.
+            return;
+        }
         let ours = i64::from(self.bell.ring.as_raw_fd());
-        BORROWED.store(-1, Ordering::Release);
-        give_back(self.py, ours);
+        let put_back = self.py.import("signal").and_then(|signal| {
+            let now = set_wakeup_fd(&signal, -1)?;
+            if now != ours {
+                // A signal handler run meanwhile set one of its own: it
+                // stays, and a child forked while it is none gets it.
+                let _lent = OnLoan::new(signal.py(), -1, now);
+                set_wakeup_fd(&signal, now)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = put_back {
+            e.write_unraisable(self.py, None);
+        }
     }
 }
 
