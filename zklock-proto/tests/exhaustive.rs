@@ -443,6 +443,13 @@ fn exhaustive_exclusive_three() {
 fn finds(name: &str, modes: &[LockMode], bugs: Bugs, faults: u32, kinds: &[&str]) {
     let began = Instant::now();
     let r = dfs::search(modes, bugs, &Bounds { faults, stops: 0, depth: 400 });
+    found(name, r, began, kinds);
+}
+
+/// Asserts that the search `r` (begun at `began`) found a broken promise
+/// of one of `kinds`, and shows it.
+#[cfg(feature = "history")]
+fn found(name: &str, r: dfs::Report, began: Instant, kinds: &[&str]) {
     let Some((path, v, trace)) = r.found else {
         panic!("{name}: nothing found in {} states", r.states);
     };
@@ -511,17 +518,5 @@ fn exhaustive_finds_count_fail_on_lost_read() {
     };
     let began = Instant::now();
     let r = dfs::search_in(&Scenario::Semaphore(sem), Bugs::default(), &Bounds { faults: 1, stops: 0, depth: 400 });
-    let Some((path, v, trace)) = r.found else {
-        panic!("count_fail_on_lost_read: nothing found in {} states", r.states);
-    };
-    eprintln!(
-        "count_fail_on_lost_read: found after {} states in {:.2} s: {}: {}\n  moves {path:?} ({} moves)\n{}",
-        r.states,
-        began.elapsed().as_secs_f64(),
-        v.kind,
-        v.what,
-        path.len(),
-        trace.join("\n")
-    );
-    assert_eq!(v.kind, "count_read", "count_fail_on_lost_read: {}", v.what);
+    found("count_fail_on_lost_read", r, began, &["count_read"]);
 }
