@@ -13,7 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -587,21 +587,7 @@ impl<G: Send + 'static> PendingAcquire<G> {
     /// `None` while the call goes on, `Some` once (later calls, and polls
     /// of the future, give an `Internal` error).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<G>> {
-        let deadline = Instant::now().checked_add(timeout);
-        let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-        let mut cx = std::task::Context::from_waker(&waker);
-        loop {
-            if let Poll::Ready(out) = self.poll_outcome(&mut cx) {
-                return Some(out);
-            }
-            match deadline {
-                None => std::thread::park(),
-                Some(d) => match d.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
-                    Some(left) => std::thread::park_timeout(left),
-                    None => return None,
-                },
-            }
-        }
+        park_until(|cx| self.poll_outcome(cx), Some(timeout))
     }
 
     /// Cancels the call: it ends with `Cancelled` (or with the guard, if it
@@ -619,7 +605,7 @@ impl<G> PendingAcquire<G> {
     /// `cx`'s waker is woken from the client's runtime when it comes. For a
     /// caller with a wait of its own (Python's binding sleeps until this
     /// outcome or a signal wakes it).
-    pub fn poll_outcome(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Result<G>> {
+    pub fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<G>> {
         if self.call.is_none() {
             return Poll::Ready(Err(Error::internal("the acquire's outcome was already taken")));
         }
@@ -636,7 +622,30 @@ impl<G> PendingAcquire<G> {
     }
 }
 
-/// Wakes a thread parked in [`PendingAcquire::wait_timeout`].
+/// Polls `poll` on the calling thread, parking the thread between polls
+/// (its waker unparks it), until it is ready or `limit` passed (`None`:
+/// without limit): the blocking wait of [`PendingAcquire::wait_timeout`],
+/// and of a binding with a wait of its own (Python's, which also wakes on
+/// signals). Blocks the calling thread; call it without locks held.
+pub fn park_until<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>, limit: Option<Duration>) -> Option<T> {
+    let deadline = limit.and_then(|l| Instant::now().checked_add(l));
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(out) = poll(&mut cx) {
+            return Some(out);
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => match d.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+                Some(left) => std::thread::park_timeout(left),
+                None => return None,
+            },
+        }
+    }
+}
+
+/// Wakes a thread parked in [`park_until`].
 struct Unpark(std::thread::Thread);
 
 impl std::task::Wake for Unpark {

@@ -92,33 +92,10 @@ impl<X: Send> Awaited for Completion<zklock_core::Result<X>> {
     }
 }
 
-/// Wakes a thread parked in [`park_until`].
-struct Unpark(std::thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
 /// Waits (blocking, without the GIL: the caller detaches) until `call`'s
 /// outcome is there, or `limit` passed (`None`: without limit).
 fn park_until<A: Awaited>(call: &mut A, limit: Option<Duration>) -> Option<A::Output> {
-    let deadline = limit.and_then(|l| std::time::Instant::now().checked_add(l));
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(out) = call.poll_outcome(&mut cx) {
-            return Some(out);
-        }
-        match deadline {
-            None => std::thread::park(),
-            Some(d) => match d.checked_duration_since(std::time::Instant::now()).filter(|l| !l.is_zero()) {
-                Some(left) => std::thread::park_timeout(left),
-                None => return None,
-            },
-        }
-    }
+    zklock_core::park_until(|cx| call.poll_outcome(cx), limit)
 }
 
 /// The socket pair of a main-thread wait: Python's wakeup fd (the write
