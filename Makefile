@@ -188,8 +188,8 @@ bench-scale:
 ## bench-memory: the client's memory per waiting acquire and per held lock (issue 33, item 3):
 ## zklock's Rust core, Python (asyncio) and Node packages, Curator and kazoo, N = 1,000, 3,000,
 ## 10,000 on one lock and on N locks; results in bench/results/memory-<date>. Each case waits at
-## most 120 s for the server's watches to settle (Python and Node at 10,000 on one lock do not:
-## issue 33). BENCH_MEMORY_ARGS: more flags (--impl IMPL,.., --n N,.., --shapes one,many,hold,
+## most 120 s for the server's watches to settle (Python and Node at 10,000 on one lock take
+## 80-105 s: bench/results/memory-2026-11-29-cap). BENCH_MEMORY_ARGS: more flags (--impl IMPL,.., --n N,.., --shapes one,many,hold,
 ## --settle-s S, --limit-s S, --skip IMPL/SHAPE/N,.., --out DIR)
 bench-memory: deps
 	bench/build.sh rust python node java
