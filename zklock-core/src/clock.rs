@@ -80,6 +80,9 @@ impl SafetyClock {
     /// socket. A reply counts however late it comes (the connection's read
     /// timeout bounds the wait): a sync sent during an outage and answered
     /// after it is evidence like any other.
+    /// The probe is never held back behind the session's own calls
+    /// (`Session::sync_urgent`): a burst of this client's acquires must
+    /// not run its clock out.
     pub(crate) fn heartbeat(
         &self,
         zk: &zk::Client,
@@ -87,9 +90,9 @@ impl SafetyClock {
         let connected = zk.connected()?;
         let write = !self.is_safe();
         let probe = if write {
-            futures_util::future::Either::Left(zk.set_data("/", &[], i32::MIN).stamped())
+            futures_util::future::Either::Left(zk.set_data_urgent("/", &[], i32::MIN).stamped())
         } else {
-            futures_util::future::Either::Right(zk.sync("/").stamped())
+            futures_util::future::Either::Right(zk.sync_urgent("/").stamped())
         };
         Some(async move {
             let stamp = match probe {

@@ -1039,6 +1039,124 @@ fn a_call_given_up_before_it_is_sent_is_not_sent() {
     });
 }
 
+/// Answers every request in order, as they come (pings at once), each
+/// getChildren with no names and a sync empty; after the close of the
+/// session, the connection. Reports the requests' opcodes on `log`.
+async fn answer_in_order(mut s: TcpStream, log: mpsc::UnboundedSender<i32>) {
+    while let Some(body) = read_frame(&mut s).await {
+        let r = Req::parse(&body);
+        let _ = log.send(r.op);
+        let answer = match r.op {
+            op::GET_CHILDREN => reply(r.xid, 1, 0, empty_list),
+            op::SYNC => reply(r.xid, 1, 0, |w| {
+                w.string("/");
+            }),
+            _ => reply(r.xid, 1, 0, |_| {}),
+        };
+        if s.write_all(&answer).await.is_err() || r.op == op::CLOSE_SESSION {
+            return;
+        }
+    }
+}
+
+/// Two closes (the client's and a dropped handle's, say) made while calls
+/// wait for room in flight end the session: the calls made before them
+/// are answered first, the close returns. Outside attack round 21, F1: the
+/// two took turns at the end of the queue for ever, on the runtime's
+/// thread, and `close()` never returned.
+#[test]
+fn two_closes_behind_held_back_calls_end_the_session() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let (log_tx, mut log) = mpsc::unbounded_channel::<i32>();
+        let gate = Arc::new(Notify::new());
+        let open = gate.clone();
+        let fake = Fake::start(move |_, mut s| {
+            let log = log_tx.clone();
+            let gate = gate.clone();
+            async move {
+                handshake(&mut s).await;
+                gate.notified().await;
+                answer_in_order(s, log).await;
+            }
+        })
+        .await;
+        let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+        let calls: Vec<_> = (0..100).map(|_| session.children("/q")).collect();
+        session.start_close();
+        let closing = tokio::spawn({
+            let session = session.clone();
+            async move { session.close().await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        open.notify_one();
+        within(10, "close", closing).await.unwrap();
+        for (i, call) in calls.into_iter().enumerate() {
+            within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+        }
+        let mut ops = Vec::new();
+        while let Ok(o) = log.try_recv() {
+            ops.push(o);
+        }
+        assert_eq!(ops.iter().filter(|&&o| o == op::GET_CHILDREN).count(), 100, "{ops:?}");
+        assert_eq!(ops.last(), Some(&op::CLOSE_SESSION), "{ops:?}");
+        drop(fake);
+    });
+}
+
+/// An urgent sync (the safety clock's probe) goes out at once while 64
+/// calls are in flight and more wait: the server sees it before it
+/// answers anything. Outside attack round 21, F2: held back behind the
+/// client's own 6,000 acquires, the probes went out late and a lock the
+/// client held on another path was suspended for 23 s.
+#[test]
+fn an_urgent_sync_is_not_held_back() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let (log_tx, mut log) = mpsc::unbounded_channel::<i32>();
+        let fake = Fake::start(move |_, mut s| {
+            let log = log_tx.clone();
+            async move {
+                handshake(&mut s).await;
+                // The first 65 requests, answering none (pings aside);
+                // then each answered in order.
+                let mut first = Vec::new();
+                for _ in 0..65 {
+                    first.push(next_request(&mut s).await.unwrap());
+                }
+                for r in &first {
+                    let _ = log.send(r.op);
+                }
+                for r in first {
+                    let answer = match r.op {
+                        op::SYNC => reply(r.xid, 1, 0, |w| {
+                            w.string("/");
+                        }),
+                        _ => reply(r.xid, 1, 0, empty_list),
+                    };
+                    s.write_all(&answer).await.unwrap();
+                }
+                answer_in_order(s, log).await;
+            }
+        })
+        .await;
+        let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+        let calls: Vec<_> = (0..100).map(|_| session.children("/q")).collect();
+        let sync = session.sync_urgent("/");
+        let mut first = Vec::new();
+        for _ in 0..65 {
+            first.push(within(10, "the first 65 requests", log.recv()).await.unwrap());
+        }
+        assert_eq!(first.last(), Some(&op::SYNC), "the 65th request");
+        within(10, "the sync", sync).await.expect("the sync");
+        for (i, call) in calls.into_iter().enumerate() {
+            within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+        }
+        within(10, "close", session.close()).await;
+        drop(fake);
+    });
+}
+
 #[test]
 fn server_error_codes_come_back_typed() {
     // Sanity of the helper encodings against the crate's own decoder.
