@@ -1049,7 +1049,9 @@ impl Client {
 
     /// The participants of the lock at `path` in queue order (holders
     /// first). Children that are not lock nodes are left out. An absent
-    /// path has no participants.
+    /// path has no participants. Costs a list of the path and a read of
+    /// each queued node (its data and owner): a listing of a queue of N
+    /// is N + 1 requests and grows with the queue.
     ///
     /// # Errors
     /// `InvalidPath`, `Closed`, `ConnectionLoss` / `Timeout` when ZooKeeper

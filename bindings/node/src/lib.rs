@@ -748,7 +748,8 @@ impl Client {
 
     /// The participants of the lock at `path` in queue order (holders
     /// first), including other libraries' nodes. An absent path has none.
-    /// Rejects with `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS`, `TIMEOUT`.
+    /// Costs a list and a read of each queued node: N + 1 requests for a
+    /// queue of N. Rejects with `INVALID_PATH`, `CLOSED`, `CONNECTION_LOSS`, `TIMEOUT`.
     #[napi(ts_return_type = "Promise<Array<Participant>>", catch_unwind)]
     pub fn participants(&self, env: Env, path: String) -> napi::Result<JsObject> {
         let list = self.client.participants_async(&path);
