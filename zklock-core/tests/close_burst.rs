@@ -48,9 +48,7 @@ fn close_returns_after_thousands_of_acquires_were_cancelled() {
         assert!(rt.block_on(w).unwrap().is_err(), "a cancelled waiter was granted");
     }
     // The session is closed: its nodes are gone (not left to its expiry).
-    wait_until("the closed session's nodes gone", Duration::from_secs(3), || {
-        raw.children("/close-burst/q").len() == 1
-    });
+    wait_until("the closed session's nodes gone", Duration::from_secs(3), || raw.children("/close-burst/q").len() == 1);
     blocker.release().unwrap();
     other.close();
 }
