@@ -1,7 +1,8 @@
 //! The promises, checked against the model's record (never the machine's
 //! view): grant justification, no more holders than permits (counting
 //! those whose `check()` would pass: a holder learns it may have lost the
-//! lock before anyone else can be granted it), no delete of another
+//! lock before anyone else can be granted it; and a stranger's writer
+//! node that sorts first, the exhaustive search's third party), no delete of another
 //! session's node, nothing known left behind by a stopped attempt and no
 //! grant after a stop (`not_stopped`), a holder's loss and release's
 //! outcome true, the shared count's rule at each lease grant
@@ -26,6 +27,35 @@ pub struct Violation {
     pub kind: &'static str,
     /// What happened.
     pub what: String,
+}
+
+/// The session of a stranger, no contender: a semaphore scenario's lease
+/// held from the start, or the exhaustive search's third party that
+/// creates a node in a lock's queue (`holders` counts a writer node of it
+/// that sorts first as a holder).
+pub const STRANGER: i64 = 0xff;
+
+/// The sequence the server appended to a child's name (its last ten
+/// characters, all digits), read without `names` (whose rules are under
+/// test): `None` for a child made without one.
+fn server_sequence(name: &str) -> Option<i64> {
+    let tail = name.get(name.len().checked_sub(10)?..)?;
+    tail.bytes().all(|b| b.is_ascii_digit()).then(|| tail.parse().ok()).flatten()
+}
+
+/// Whether the stranger holds the lock now: a node of its session under the
+/// lock path, made with a sequence (a writer: the only kind it makes), and
+/// no other child with a smaller one (as the server numbered them, not as
+/// `names` reads them: a contender that fails to see the stranger's node
+/// must not blind this check too).
+fn stranger_holds(zk: &Zk<Tag>) -> bool {
+    let owner = |k: &String| zk.nodes[&format!("{}/{k}", zk.lock_path)].owner;
+    let kids = zk.lock_children();
+    let (theirs, others): (Vec<&String>, Vec<&String>) = kids.iter().partition(|k| owner(k) == STRANGER);
+    theirs
+        .into_iter()
+        .filter_map(|k| server_sequence(k))
+        .any(|s| others.iter().filter_map(|k| server_sequence(k)).all(|o| o > s))
 }
 
 fn v(kind: &'static str, what: String) -> Violation {
@@ -191,7 +221,9 @@ fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
 /// holder granted last counted every other), unless
 /// a third party deleted their node (outside the promise): a contender
 /// holding a writer node (also a write node kept while it downgrades) is a
-/// writer, one holding only a read node a reader. Broken only by those
+/// writer, one holding only a read node a reader. A lock's stranger
+/// (`STRANGER`: the exhaustive search's third party) whose writer node
+/// sorts first holds too, as a writer (`stranger_holds`). Broken only by those
 /// whose `check()` passes: kind `check` (a holder that could not tell it
 /// may have lost the lock while another was granted it).
 pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<(), Violation> {
@@ -229,6 +261,11 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
             (Some(_), Some(z)) => zk.max_permits_between(z, zk.zxid),
             _ => cs.first().map_or(1, |c| c.permits),
         };
+        // A stranger's writer node that sorts first holds a lock (not a
+        // semaphore: its stranger's lease is not counted).
+        if zk.count_path.is_none() && permits == 1 && stranger_holds(zk) {
+            writers.push("stranger".to_string());
+        }
         // A semaphore (a shared count, or more than one permit) counts
         // holders; a lock's rule is the read/write rule.
         let bad = if zk.count_path.is_some() || permits > 1 {

@@ -3,7 +3,7 @@
 //! of faults (the bound, precisely: `exhaustive.rs`).
 //!
 //! A world here makes no random draw: every choice but the scheduler's is
-//! its plainest (no try-once, no downgrade, no hold time, no linger grace,
+//! its plainest (no try-once, no downgrade but by a move, no hold time, no linger grace,
 //! no wait between attempts or before a hold's retry), and uuids come
 //! from the contender and its attempt number. At each state the moves are
 //! every scheduler step that can make progress (apply a request, deliver a
@@ -23,6 +23,12 @@
 //! stranger that holds a lease from the start lets go of it (unless it
 //! never does). Within `Bounds::stops`, the caller of the last
 //! contender's acquire cancels it mid-wait (`Move::Stop`; it gives up).
+//! Within `Bounds::downgrades`, the last contender, a writer holding its
+//! write node, downgrades it to a read node (`Move::Downgrade`). Within
+//! `Bounds::third`, a stranger (no contender) deletes one node of a
+//! lock's queue or two neighbours, or creates a node in it
+//! (`Move::Create`: a writer it lets go of by a move, or a child without a
+//! sequence).
 //! When nothing
 //! else can happen, a move lets time pass (countdowns); if that changes
 //! nothing, the state is stuck. The world is untimed (`World::timed`
@@ -84,6 +90,24 @@ enum Move {
     /// (`World::cancel`: `Event::Stop`, not closed; the contender gives
     /// up). No fault: `Bounds::stops` bounds them.
     Stop(usize),
+    /// A writer that holds its write node downgrades it to a read node
+    /// (`World::downgrade`). No fault: `Bounds::downgrades` bounds them.
+    Downgrade(usize),
+    /// A stranger (`STRANGER`'s session, no contender) creates a node in
+    /// the queue: a third party's act, bounded by `Bounds::third` (as a
+    /// third party's delete is when any are left).
+    Create(Foreign),
+}
+
+/// A node a stranger creates in a lock's queue (`Move::Create`).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+enum Foreign {
+    /// A writer of ZooKeeper's own recipe, `x-<sid>-<seq10>` (ephemeral
+    /// sequential): it holds the lock while nothing sorts before it, and
+    /// the stranger lets go of it by a move (`Move::StrangerReleases`).
+    Writer,
+    /// A child without a sequence (`stranger`): it never blocks, and stays.
+    Unsequenced,
 }
 
 /// What a search (or a directed case) runs.
@@ -118,37 +142,46 @@ pub struct Semaphore {
     pub stranger_stays: bool,
 }
 
-/// The session of a semaphore scenario's stranger (`Semaphore::stranger`).
-const STRANGER: i64 = 0xff;
+// The session of a stranger: a semaphore scenario's (`Semaphore::stranger`),
+// or a third party that creates a node in a lock's queue (`Move::Create`).
+use super::check::STRANGER;
 
 /// The lease node of a semaphore scenario's stranger.
 const STRANGER_LEASE: &str = "/app/sem/leases/_c_ff000000-0000-0000-0000-000000000000-lease-0000000000";
 
-/// What is left of a path's bounds: faults and cancels.
+/// What is left of a path's bounds: faults, cancels, downgrades and a
+/// third party's acts.
 #[derive(Clone, Copy, Debug, Hash)]
 struct Left {
     faults: u32,
     stops: u32,
+    downgrades: u32,
+    third: u32,
 }
 
 impl Left {
     /// All of `bounds`.
     fn of(bounds: &Bounds) -> Left {
-        Left { faults: bounds.faults, stops: bounds.stops }
+        Left { faults: bounds.faults, stops: bounds.stops, downgrades: bounds.downgrades, third: bounds.third }
     }
 
-    /// What is left after `m`.
+    /// What is left after `m`. A third party's delete counts against
+    /// `third` while any is left, else against the faults.
     fn after(self, m: &Move) -> Left {
+        let l = self;
         match m {
-            Move::Stop(_) => Left { stops: self.stops - 1, ..self },
-            m if m.is_fault() => Left { faults: self.faults - 1, ..self },
-            _ => self,
+            Move::Stop(_) => Left { stops: l.stops - 1, ..l },
+            Move::Downgrade(_) => Left { downgrades: l.downgrades - 1, ..l },
+            Move::Create(_) => Left { third: l.third - 1, ..l },
+            Move::Delete(_) if l.third > 0 => Left { third: l.third - 1, ..l },
+            m if m.is_fault() => Left { faults: l.faults - 1, ..l },
+            _ => l,
         }
     }
 
-    /// Nothing left: no fault, no cancel.
+    /// Nothing left: no fault, no cancel, no downgrade, no third party.
     fn none() -> Left {
-        Left { faults: 0, stops: 0 }
+        Left { faults: 0, stops: 0, downgrades: 0, third: 0 }
     }
 }
 
@@ -170,6 +203,14 @@ pub struct Bounds {
     /// contender's, from its attempt's first wait until the attempt ends;
     /// the contender gives up).
     pub stops: u32,
+    /// The most downgrades on one path (`Move::Downgrade`: a writer that
+    /// holds its write node, at any point while it holds it).
+    pub downgrades: u32,
+    /// The most acts of a third party on one path, besides `faults`: a
+    /// stranger deletes one node of the queue or two neighbours in one
+    /// transaction, or creates a node in it (`Move::Create`). A delete
+    /// counts here while any is left, else as a fault; a create only here.
+    pub third: u32,
     /// The most moves on one path (a path cut there is counted).
     pub depth: usize,
 }
@@ -286,6 +327,22 @@ impl World {
         if !self.stranger_stays && self.zk.nodes.get(STRANGER_LEASE).is_some_and(|n| n.owner == STRANGER) {
             v.push(Move::StrangerReleases);
         }
+        // The last contender, a writer that holds its write node,
+        // downgrades it (at any point while it holds it and is not
+        // paused; in a scenario of writers alike, which of them creates
+        // first is the scheduler's, as for a cancel below).
+        let last = self.cs.len() - 1;
+        if left.downgrades > 0
+            && matches!(self.cs[last].state, State::Holding { left: 1.., .. })
+            && self.can_downgrade(last)
+            && !paused(last)
+        {
+            v.push(Move::Downgrade(last));
+        }
+        // The stranger lets go of the node it made in a lock's queue.
+        if self.lock_stranger().is_some() {
+            v.push(Move::StrangerReleases);
+        }
         if v.is_empty() {
             v.push(Move::Tick);
         }
@@ -293,10 +350,25 @@ impl World {
         // contenders alike, which of them creates first is the scheduler's:
         // a cancel of any is one of the last up to their names), and only
         // mid-wait: once its attempt began a wait, until it ends.
-        let last = self.cs.len() - 1;
         let c = &self.cs[last];
         if left.stops > 0 && c.state == State::Acquiring && c.waited && !c.stopped && !paused(last) {
             v.push(Move::Stop(last));
+        }
+        // A third party creates a node in a lock's queue (not a
+        // semaphore's: its stranger is `Semaphore::stranger`).
+        if left.third > 0 && self.count_path.is_none() && self.mutex_path.is_none() {
+            v.push(Move::Create(Foreign::Writer));
+            v.push(Move::Create(Foreign::Unsequenced));
+        }
+        if faults > 0 || left.third > 0 {
+            let kids = names::queue(&self.zk.lock_children());
+            let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
+            for j in 0..kids.len() {
+                v.push(Move::Delete(vec![path(j)]));
+                if j > 0 {
+                    v.push(Move::Delete(vec![path(j - 1), path(j)]));
+                }
+            }
         }
         if faults > 0 {
             for (i, c) in self.cs.iter().enumerate() {
@@ -317,16 +389,40 @@ impl World {
                     v.push(Move::Silent(i));
                 }
             }
-            let kids = names::queue(&self.zk.lock_children());
-            let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
-            for j in 0..kids.len() {
-                v.push(Move::Delete(vec![path(j)]));
-                if j > 0 {
-                    v.push(Move::Delete(vec![path(j - 1), path(j)]));
-                }
-            }
         }
         v
+    }
+
+    /// The node the stranger may let go of (`Move::StrangerReleases`): a
+    /// semaphore stranger's lease, or the writer node a third party made in
+    /// a lock's queue (`Foreign::Writer`).
+    fn stranger_node(&self) -> Option<String> {
+        if self.zk.nodes.get(STRANGER_LEASE).is_some_and(|n| n.owner == STRANGER) {
+            return Some(STRANGER_LEASE.to_string());
+        }
+        self.lock_stranger()
+    }
+
+    /// The writer node a third party made in a lock's queue, while it is
+    /// there.
+    fn lock_stranger(&self) -> Option<String> {
+        self.zk
+            .lock_children()
+            .into_iter()
+            .map(|k| format!("{}/{k}", self.lock_path))
+            .find(|p| self.zk.nodes[p].owner == STRANGER && super::model::name_of(p).starts_with("x-"))
+    }
+
+    /// The stranger sends `op` on its session, and the server applies it
+    /// at once (the stranger reads no answer).
+    fn stranger_does(&mut self, op: super::model::Op) {
+        if !self.zk.sessions.contains_key(&STRANGER) {
+            self.zk.open(STRANGER, 0);
+        }
+        let tag = runner::Tag::Task(runner::Task::Release(self.lock_path.clone()));
+        self.zk.send(STRANGER, tag, op);
+        self.zk.apply(STRANGER);
+        self.zk.sessions.get_mut(&STRANGER).expect("stranger").out.clear();
     }
 
     /// Takes move `m`, then time passes one step; the promises are checked
@@ -381,12 +477,24 @@ impl World {
                 self.write_count(w);
             },
             Move::Stop(i) => self.cancel(*i),
+            Move::Downgrade(i) => self.downgrade(*i),
+            Move::Create(kind) => {
+                let (path, sequential) = match kind {
+                    Foreign::Writer => (format!("{}/x-{STRANGER}-", self.lock_path), true),
+                    Foreign::Unsequenced => (format!("{}/stranger", self.lock_path), false),
+                };
+                self.count("third party creates a node");
+                self.trace_line(format!(
+                    "THIRD PARTY (session {STRANGER:#x}) creates {kind:?} {}",
+                    runner::short(&path)
+                ));
+                self.stranger_does(super::model::Op::MakeParents { path: self.lock_path.clone() });
+                self.stranger_does(super::model::Op::Create { path, sequential });
+            },
             Move::StrangerReleases => {
-                self.trace_line("the stranger lets go of its lease".to_string());
-                let tag = runner::Tag::Task(runner::Task::Release(STRANGER_LEASE.to_string()));
-                self.zk.send(STRANGER, tag, super::model::Op::DeleteOwned { path: STRANGER_LEASE.to_string() });
-                self.zk.apply(STRANGER);
-                self.zk.sessions.get_mut(&STRANGER).expect("stranger").out.clear();
+                let Some(path) = self.stranger_node() else { return };
+                self.trace_line(format!("the stranger lets go of {}", runner::short(&path)));
+                self.stranger_does(super::model::Op::DeleteOwned { path });
             },
         }
         self.check_step();

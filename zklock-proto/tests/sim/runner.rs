@@ -1456,15 +1456,7 @@ impl World {
             State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
             // A writer that holds its write node may downgrade it to a read
             // node instead of releasing it.
-            State::Holding { path, left: 0 }
-                if self.cs[i].mode == LockMode::Write && path.contains("__WRIT__") && alive && self.ch.roll(40) =>
-            {
-                let sequence = names::parse_child(super::model::name_of(&path)).map_or(0, |n| n.sequence);
-                let sp = short(&path);
-                self.tr(|| format!("c{i}: downgrades {sp}"));
-                self.cs[i].write_held = Some(path.clone());
-                self.start(i, Some(Downgrade { sequence, write_node: path }));
-            },
+            State::Holding { left: 0, .. } if self.can_downgrade(i) && self.ch.roll(40) => self.downgrade(i),
             State::Holding { path, left: 0 } => {
                 let sp = short(&path);
                 self.tr(|| format!("c{i}: release {sp}"));
@@ -1515,6 +1507,32 @@ impl World {
             Some(n) => self.cs[i].hold_retry = Some(n - 1),
             None => {},
         }
+    }
+
+    /// Whether contender `i` holds a write node it may downgrade to a read
+    /// node (a writer of a read/write lock, its session alive).
+    pub fn can_downgrade(&self, i: usize) -> bool {
+        let c = &self.cs[i];
+        matches!(&c.state, State::Holding { path, .. } if path.contains("__WRIT__"))
+            && c.mode == LockMode::Write
+            && self.zk.sessions[&c.session].alive
+    }
+
+    /// Contender `i` downgrades the write node it holds (`can_downgrade`)
+    /// to a read node, as zklock-core's write guard does (protocol section
+    /// 7): it keeps the write node (`Contender::write_held`) while an
+    /// attempt of a reader whose node takes the write node's sequence runs
+    /// (`acquire::Downgrade`: created in one transaction with a check of
+    /// the write node); the write node is released once that attempt is
+    /// granted (`pump`), or when it ends without the lock (`ended`).
+    pub fn downgrade(&mut self, i: usize) {
+        let State::Holding { path, .. } = self.cs[i].state.clone() else { return };
+        let sequence = names::parse_child(super::model::name_of(&path)).map_or(0, |n| n.sequence);
+        let sp = short(&path);
+        self.tr(|| format!("c{i}: downgrades {sp}"));
+        self.count("downgrade");
+        self.cs[i].write_held = Some(path.clone());
+        self.start(i, Some(Downgrade { sequence, write_node: path }));
     }
 
     /// Contender `i` was granted `path`: its holder's machine starts, with
