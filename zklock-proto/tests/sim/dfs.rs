@@ -3,9 +3,10 @@
 //! of faults (the bound, precisely: `exhaustive.rs`).
 //!
 //! A world here makes no random draw: every choice but the scheduler's is
-//! its plainest (no try-once, no downgrade but by a move, no hold time, no linger grace,
-//! no wait between attempts or before a hold's retry), and uuids come
-//! from the contender and its attempt number. At each state the moves are
+//! its plainest (no try-once, no downgrade but by a move, no hold time,
+//! no linger grace, no wait between attempts or before a hold's retry),
+//! and uuids come from the contender and its attempt number. At each
+//! state the moves are
 //! every scheduler step that can make progress (apply a request, deliver a
 //! message, reconnect, open a new session after an expiry), a release by
 //! each contender that holds (`World::release_moves`: a granted contender
@@ -168,14 +169,13 @@ impl Left {
     /// What is left after `m`. A third party's delete counts against
     /// `third` while any is left, else against the faults.
     fn after(self, m: &Move) -> Left {
-        let l = self;
         match m {
-            Move::Stop(_) => Left { stops: l.stops - 1, ..l },
-            Move::Downgrade(_) => Left { downgrades: l.downgrades - 1, ..l },
-            Move::Create(_) => Left { third: l.third - 1, ..l },
-            Move::Delete(_) if l.third > 0 => Left { third: l.third - 1, ..l },
-            m if m.is_fault() => Left { faults: l.faults - 1, ..l },
-            _ => l,
+            Move::Stop(_) => Left { stops: self.stops - 1, ..self },
+            Move::Downgrade(_) => Left { downgrades: self.downgrades - 1, ..self },
+            Move::Create(_) => Left { third: self.third - 1, ..self },
+            Move::Delete(_) if self.third > 0 => Left { third: self.third - 1, ..self },
+            m if m.is_fault() => Left { faults: self.faults - 1, ..self },
+            _ => self,
         }
     }
 
@@ -360,16 +360,6 @@ impl World {
             v.push(Move::Create(Foreign::Writer));
             v.push(Move::Create(Foreign::Unsequenced));
         }
-        if faults > 0 || left.third > 0 {
-            let kids = names::queue(&self.zk.lock_children());
-            let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
-            for j in 0..kids.len() {
-                v.push(Move::Delete(vec![path(j)]));
-                if j > 0 {
-                    v.push(Move::Delete(vec![path(j - 1), path(j)]));
-                }
-            }
-        }
         if faults > 0 {
             for (i, c) in self.cs.iter().enumerate() {
                 let s = &self.zk.sessions[&c.session];
@@ -387,6 +377,17 @@ impl World {
                 }
                 if s.alive && (c.state != State::Done || c.hold.is_some()) {
                     v.push(Move::Silent(i));
+                }
+            }
+        }
+        // A third party deletes (a fault, or an act while any is left).
+        if faults > 0 || left.third > 0 {
+            let kids = names::queue(&self.zk.lock_children());
+            let path = |k: usize| format!("{}/{}", self.lock_path, kids[k].name);
+            for j in 0..kids.len() {
+                v.push(Move::Delete(vec![path(j)]));
+                if j > 0 {
+                    v.push(Move::Delete(vec![path(j - 1), path(j)]));
                 }
             }
         }
