@@ -170,8 +170,8 @@
 //! - `exhaustive_downgrade_two_writers`, `exhaustive_downgrade_reader_writer`:
 //!   two writers, and a reader and a writer, the last contender
 //!   downgrading at most once per path (`Bounds::downgrades`), no fault:
-//!   25,858 and 28,395 states, 25 to 28 s each in the debug build on a
-//!   shared 2-core machine (see each for how it was shown to fail). With
+//!   25,858 and 28,395 states, 14 and 19 s in the debug build on a
+//!   shared 2-core machine (25 to 28 s with another search beside them) (see each for how it was shown to fail). With
 //!   1 fault (`ZKLOCK_EXHAUSTIVE_DOWNGRADE_FAULTS=1`, release build; `make
 //!   sim` does not set it): 2,922,117 and 2,905,768 states, none broke a
 //!   promise, about 18 minutes each.
@@ -290,10 +290,10 @@ fn exhaust_downgrade(name: &str, modes: &[LockMode]) {
 /// move and releasing once; at most one downgrade per path; no fault (0
 /// unless `ZKLOCK_EXHAUSTIVE_DOWNGRADE_FAULTS` says more), no cancel, no
 /// third party; every interleaving of the other moves (module
-/// documentation). Measured (debug build, a shared 2-core machine, another
-/// search running beside it): 25,858 states, 29,505 paths pruned at a
-/// state seen before, 665 paths ended quiet, longest path 50 moves,
-/// 24.5 s; none broke a promise. Shown to fail with the protection removed
+/// documentation). Measured (debug build, a shared 2-core machine): 25,858
+/// states, 29,505 paths pruned at a state seen before, 665 paths ended
+/// quiet, longest path 50 moves, 14.2 s on one test thread (24.5 s with
+/// another search beside it); none broke a promise. Shown to fail with the protection removed
 /// (patches, not kept): the writer's list-free handoff allowed on a sole
 /// blocker that is a `__WRIT__` node (`driver::Writer::
 /// held_once_sole_blocker_gone` true for every blocker) was found after
@@ -315,10 +315,10 @@ fn exhaustive_downgrade_two_writers() {
 /// A reader and a writer that downgrades at any point while it holds its
 /// write node (the paths without it are searched too). The bound as in
 /// `exhaustive_downgrade_two_writers`, a reader in place of the first
-/// writer. Measured (debug build, a shared 2-core machine, another search
-/// running beside it): 28,395 states, 33,708 paths pruned at a state seen
-/// before, 824 paths ended quiet, longest path 43 moves, 28.3 s (25.7 s
-/// with a release build beside it); none broke a promise. Without the
+/// writer. Measured (debug build, a shared 2-core machine): 28,395
+/// states, 33,708 paths pruned at a state seen before, 824 paths ended
+/// quiet, longest path 43 moves, 18.9 s on one test thread (28.3 s with
+/// another search beside it); none broke a promise. Without the
 /// downgrade move it is `exhaustive_read_write` (7,961 states). With 1
 /// fault (`ZKLOCK_EXHAUSTIVE_DOWNGRADE_FAULTS=1`, release build, not in
 /// `make sim`): 2,905,768 states, 4,045,398 paths pruned, 74,259 paths
