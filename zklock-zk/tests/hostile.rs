@@ -1171,10 +1171,15 @@ fn the_same_read_held_back_is_sent_once_for_every_caller() {
         for call in fill {
             within(10, "a reply", call).await.unwrap();
         }
+        let mut lists = Vec::new();
         for (i, call) in shared.into_iter().chain(after).chain([last]).enumerate() {
             let names = within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}")).value;
-            assert_eq!(names, ["/q", "b"], "call {i}");
+            assert_eq!(*names, ["/q", "b"], "call {i}");
+            lists.push(names);
         }
+        // One list in memory for the 50 that shared it, not 50 copies.
+        assert!(lists[..50].iter().all(|l| Arc::ptr_eq(l, &lists[0])), "the shared answer was copied");
+        assert!(!Arc::ptr_eq(&lists[0], &lists[50]), "reads on either side of the create shared an answer");
         assert!(outs.iter().all(|o| matches!(o.held_back(), HeldBack::Until(_))), "a shared call not released");
         within(10, "the create", create).await.unwrap();
         within(10, "the watched list", watched).await.unwrap();
