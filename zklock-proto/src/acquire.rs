@@ -129,8 +129,8 @@ pub enum Answer {
     },
     /// getChildren: the names, and the parent's Stat when asked for.
     Children {
-        /// The child names (shared: one list may answer several
-        /// contenders of a client).
+        /// The child names (handed on without a copy: a list may hold the
+        /// whole queue).
         names: Arc<[String]>,
         /// The parent's Stat.
         stat: Option<Stat>,

@@ -137,58 +137,8 @@ const HAND_OUT_BEFORE_YIELD: usize = 64 * 1024;
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Where a call's answer goes: the result, and the stamps when the server
-/// answered (a reply frame came, success or server error). The response is
-/// shared: one reply may answer several callers (see [`Callers`]).
-type Sink = oneshot::Sender<(Result<Arc<Response>, Error>, Option<Stamp>)>;
-
-/// Who waits for one request's answer: its caller, and the callers of the
-/// same read that joined it while it was held back (see
-/// [`Task::join_held_back`]).
-struct Callers {
-    first: Sink,
-    joined: Vec<(Sink, Outbound)>,
-}
-
-impl Callers {
-    fn one(first: Sink) -> Callers {
-        Callers { first, joined: Vec::new() }
-    }
-
-    /// Every caller gave up (dropped its reply's future).
-    fn is_closed(&self) -> bool {
-        self.first.is_closed() && self.joined.iter().all(|(s, _)| s.is_closed())
-    }
-
-    /// The joined calls are held back no more.
-    fn released(&self) {
-        for (_, out) in &self.joined {
-            out.released();
-        }
-    }
-
-    /// Gives every caller the answer: one response, shared.
-    fn answer(self, result: Result<Response, Error>, stamp: Option<Stamp>) {
-        let result = result.map(Arc::new);
-        for (s, _) in self.joined {
-            let _ = s.send((result.clone(), stamp));
-        }
-        let _ = self.first.send((result, stamp));
-    }
-}
-
-/// Whether a call is a read that leaves no watch, which a caller making the
-/// same call later may share: the server answers a session's requests in
-/// order, so the one read, sent after every call made before the later
-/// one, answers it as its own would have.
-fn shareable(req: &Request) -> bool {
-    matches!(
-        req,
-        Request::GetChildren { watch: false, .. }
-            | Request::GetChildren2 { watch: false, .. }
-            | Request::GetData { watch: false, .. }
-            | Request::Exists { watch: false, .. }
-    )
-}
+/// answered (a reply frame came, success or server error).
+type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
 
 /// Whether a call was held back in the client because 64 requests (the
 /// most) of its connection were in flight (see [`Outbound`]).
@@ -240,7 +190,7 @@ impl Outbound {
 /// timeout) and asked again would otherwise fill the queue with requests
 /// nobody reads: 10,000 waiters on one lock re-sent their lists every 10 s
 /// while the old ones still waited, and never got through.
-fn abandoned(tx: &Callers, watch: Option<&WatchReg>) -> bool {
+fn abandoned(tx: &Sink, watch: Option<&WatchReg>) -> bool {
     tx.is_closed() && watch.is_none_or(|w| w.tx.is_closed())
 }
 
@@ -265,7 +215,7 @@ type Waiter = (u64, oneshot::Sender<WatchedEvent>);
 enum Cmd {
     Call {
         req: Request,
-        tx: Callers,
+        tx: Sink,
         watch: Option<WatchReg>,
         out: Outbound,
         /// Not held back for room in flight (see [`Session::sync_urgent`]).
@@ -524,7 +474,7 @@ impl Session {
                     req.chroot(&self.chroot);
                     req
                 },
-                tx: Callers::one(tx),
+                tx,
                 watch,
                 out: out.clone(),
                 urgent,
@@ -598,9 +548,7 @@ impl Session {
         self.call_with(Request::SetData { path: path.into(), data: data.into(), version }, None, true, map_stat)
     }
 
-    /// The node's children (names, unsorted). Shared: the same read made
-    /// while this one waits in the session to be sent (see [`HeldBack`])
-    /// gets this one's answer.
+    /// The node's children (names, unsorted).
     pub fn children(&self, path: &str) -> ReplyFuture<Arc<[String]>> {
         self.call(Request::GetChildren { path: path.into(), watch: false }, None, map_children)
     }
@@ -786,7 +734,7 @@ fn map_children(r: Response, _: &str) -> Result<Arc<[String]>, Error> {
 /// held.
 #[must_use = "the request is sent unless this is dropped first; the future carries its reply"]
 pub struct ReplyFuture<T> {
-    rx: oneshot::Receiver<(Result<Arc<Response>, Error>, Option<Stamp>)>,
+    rx: oneshot::Receiver<(Result<Response, Error>, Option<Stamp>)>,
     early: Option<Error>,
     chroot: Arc<str>,
     map: fn(Response, &str) -> Result<T, Error>,
@@ -803,7 +751,7 @@ impl<T: Send + 'static> ReplyFuture<T> {
         }
         match rx.await {
             Err(_) => (Err(Error::Closed), None),
-            Ok((r, stamp)) => (r.and_then(|r| map(owned(r), &chroot)), stamp),
+            Ok((r, stamp)) => (r.and_then(|r| map(r, &chroot)), stamp),
         }
     }
 
@@ -819,12 +767,6 @@ impl<T: Send + 'static> ReplyFuture<T> {
     }
 }
 
-/// A shared response as one caller's own: taken when no other caller
-/// holds it, copied when one does.
-fn owned(r: Arc<Response>) -> Response {
-    Arc::try_unwrap(r).unwrap_or_else(|shared| (*shared).clone())
-}
-
 impl<T> Future for ReplyFuture<T> {
     type Output = Result<Reply<T>, Error>;
 
@@ -837,7 +779,7 @@ impl<T> Future for ReplyFuture<T> {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Err(_)) | Poll::Ready(Ok((Ok(_), None))) => Poll::Ready(Err(Error::Closed)),
             Poll::Ready(Ok((Err(e), _))) => Poll::Ready(Err(e)),
-            Poll::Ready(Ok((Ok(r), Some(st)))) => Poll::Ready((this.map)(owned(r), &this.chroot).map(|value| Reply {
+            Poll::Ready(Ok((Ok(r), Some(st)))) => Poll::Ready((this.map)(r, &this.chroot).map(|value| Reply {
                 value,
                 sent: st.sent,
                 answered: st.answered,
@@ -1107,7 +1049,7 @@ fn said(cfg: &Config, refused: &[&Host], other: &[(&Host, String)], empty: &str)
 /// What a request in flight is for.
 enum Purpose {
     User {
-        tx: Callers,
+        tx: Sink,
         watch: Option<WatchReg>,
     },
     /// setWatches, removeWatches: the answer matters to nobody.
@@ -1199,9 +1141,8 @@ impl Task {
             // Never sent: on the next connection, before the calls made
             // since (which come after them).
             while let Some(cmd) = self.waiting.pop_back() {
-                if let Cmd::Call { out, tx, .. } = &cmd {
+                if let Cmd::Call { out, .. } = &cmd {
                     out.released();
-                    tx.released();
                 }
                 self.held.push_front(cmd);
             }
@@ -1249,7 +1190,7 @@ impl Task {
         for p in self.fifo.drain(..) {
             match p.purpose {
                 Purpose::User { tx, watch } => {
-                    tx.answer(Err(err()), None);
+                    let _ = tx.send((Err(err()), None));
                     if let Some(w) = watch {
                         let key = (w.path, server_kind(w.kind));
                         if let Some(n) = self.inflight.get_mut(&key) {
@@ -1289,7 +1230,9 @@ impl Task {
         let held: Vec<Cmd> = self.waiting.drain(..).chain(self.held.drain(..)).collect();
         for cmd in held.into_iter().chain(std::iter::from_fn(|| self.rx.try_recv().ok())) {
             match cmd {
-                Cmd::Call { tx, .. } => tx.answer(Err(err.clone()), None),
+                Cmd::Call { tx, .. } => {
+                    let _ = tx.send((Err(err.clone()), None));
+                },
                 Cmd::Close(c) => {
                     let _ = c.send(());
                 },
@@ -1400,13 +1343,13 @@ impl Task {
         if n > self.cfg.max_frame {
             c.wbuf.truncate(before);
             if let Purpose::User { tx, .. } = purpose {
-                tx.answer(
+                let _ = tx.send((
                     Err(Error::BadArgument(format!(
                         "the request takes {n} bytes, over the packet limit of {} bytes; not sent",
                         self.cfg.max_frame
                     ))),
                     None,
-                );
+                ));
             }
             return;
         }
@@ -1430,7 +1373,7 @@ impl Task {
                     return;
                 }
                 if c.closing.is_some() {
-                    tx.answer(Err(Error::Closed), None);
+                    let _ = tx.send((Err(Error::Closed), None));
                     return;
                 }
                 if self.moving.is_some() {
@@ -1439,16 +1382,6 @@ impl Task {
                 }
                 if !urgent && (!self.waiting.is_empty() || self.fifo.len() >= MAX_IN_FLIGHT) {
                     out.set(HeldBack::Now);
-                    if watch.is_none() && shareable(&req) {
-                        if let Some(Cmd::Call { req: last, tx: callers, watch: None, urgent: false, .. }) =
-                            self.waiting.back_mut()
-                        {
-                            if *last == req {
-                                Task::join_held_back(callers, tx, out);
-                                return;
-                            }
-                        }
-                    }
                     self.waiting.push_back(Cmd::Call { req, tx, watch, out, urgent });
                     return;
                 }
@@ -1481,23 +1414,6 @@ impl Task {
         }
     }
 
-    /// Makes a held-back call (`tx`, `out`) share the answer of the same
-    /// read held back last (`callers`) instead of sending it again.
-    ///
-    /// Only the last: every call made before this one is then sent before
-    /// the read or with it, so its answer is what this call's own would
-    /// have been. A call held back earlier, with calls behind it made
-    /// before this one (a create, say), would be sent before them and not
-    /// see them. 10,000 waiters on one lock each list the queue once their
-    /// node is created: while a list is held back behind the creates, every
-    /// list asked for joins it, and the server builds the list (up to
-    /// 10,000 names) a few times instead of 10,000 (issue 33).
-    fn join_held_back(callers: &mut Callers, tx: Callers, out: Outbound) {
-        let Callers { first, joined } = tx;
-        callers.joined.push((first, out));
-        callers.joined.extend(joined);
-    }
-
     /// Sends the close of the session (calls made after it fail with
     /// `Closed`); a second close only waits for the first.
     fn close_now(&mut self, c: &mut Conn, done: oneshot::Sender<()>) {
@@ -1511,7 +1427,7 @@ impl Task {
     }
 
     /// Puts a call in the write buffer.
-    fn send_call(&mut self, c: &mut Conn, req: Request, tx: Callers, watch: Option<WatchReg>) {
+    fn send_call(&mut self, c: &mut Conn, req: Request, tx: Sink, watch: Option<WatchReg>) {
         if let Some(w) = &watch {
             *self.inflight.entry((w.path.clone(), server_kind(w.kind))).or_insert(0) += 1;
         }
@@ -1528,7 +1444,6 @@ impl Task {
                 Some(Cmd::Call { tx, watch, .. }) if abandoned(&tx, watch.as_ref()) => {},
                 Some(Cmd::Call { req, tx, watch, out, .. }) => {
                     out.released();
-                    tx.released();
                     self.send_call(c, req, tx, watch);
                 },
                 // Its turn: whatever waits behind it was called after it
@@ -1803,7 +1718,7 @@ impl Task {
                 {
                     let stamp =
                         Stamp { sent: sent.unwrap_or(answered), answered, connection: self.connection, zxid: h.zxid };
-                    tx.answer(Err(Error::Server(Code::Unimplemented)), Some(stamp));
+                    let _ = tx.send((Err(Error::Server(Code::Unimplemented)), Some(stamp)));
                     return Some(End::Lost(format!(
                         "the server does not implement request type {opcode} (xid {}) and closes the connection",
                         h.xid
@@ -1860,7 +1775,7 @@ impl Task {
                 }
                 let sent = p.sent.unwrap_or(answered);
                 let stamp = Stamp { sent, answered, connection: self.connection, zxid: h.zxid };
-                tx.answer(result, Some(stamp));
+                let _ = tx.send((result, Some(stamp)));
             },
         }
         if code == Some(Code::SessionExpired) {

@@ -857,8 +857,7 @@ fn a_burst_of_large_replies_is_handed_out_a_few_at_a_time() {
     // For each call: when its reply was decoded, and when its task had it.
     let times = client.block_on(async {
         let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        // Each its own path: the same read held back would be shared.
-        let calls: Vec<_> = (0..CALLS).map(|i| s.children(&format!("/q{i}"))).collect();
+        let calls: Vec<_> = (0..CALLS).map(|_| s.children("/q")).collect();
         let tasks: Vec<_> = calls
             .into_iter()
             .map(|call| {
@@ -933,7 +932,9 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
                 // client pings after 0.5 s of sending nothing).
                 let first = gather(&mut s, Duration::from_millis(1200), &mut pings).await;
                 tx.send((first.len(), pings)).unwrap();
-                // Until the client looked at the calls held back.
+                // Until the client looked at the calls held back (answered
+                // at once, the 65th could be sent before the client looked:
+                // seen once in four runs beside other tests).
                 gate.notified().await;
                 let mut all = first.clone();
                 let mut queue: std::collections::VecDeque<i32> = first.into();
@@ -960,8 +961,7 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
         })
         .await;
         let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        // Each its own path: the same read held back would be shared.
-        let calls: Vec<_> = (0..CALLS).map(|i| session.children(&format!("/q{i}"))).collect();
+        let calls: Vec<_> = (0..CALLS).map(|_| session.children("/q")).collect();
         let (sixty_fifth, last) = (calls[64].outbound(), calls[CALLS - 1].outbound());
         assert_eq!(calls[63].outbound().held_back(), HeldBack::Never);
         let (held_back, pinged) = within(10, "the first requests", seen.recv()).await.unwrap();
@@ -1028,7 +1028,7 @@ fn a_call_given_up_before_it_is_sent_is_not_sent() {
         })
         .await;
         let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        let mut calls: Vec<Option<_>> = (0..100).map(|i| Some(session.children(&format!("/q{i}")))).collect();
+        let mut calls: Vec<Option<_>> = (0..100).map(|_| Some(session.children("/q"))).collect();
         // Let the first 64 reach the server, then give up on 20 held back.
         tokio::time::sleep(Duration::from_millis(300)).await;
         for call in &mut calls[70..90] {
@@ -1090,7 +1090,7 @@ fn two_closes_behind_held_back_calls_end_the_session() {
         })
         .await;
         let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        let calls: Vec<_> = (0..100).map(|i| session.children(&format!("/q{i}"))).collect();
+        let calls: Vec<_> = (0..100).map(|_| session.children("/q")).collect();
         session.start_close();
         let closing = tokio::spawn({
             let session = session.clone();
@@ -1108,99 +1108,6 @@ fn two_closes_behind_held_back_calls_end_the_session() {
         }
         assert_eq!(ops.iter().filter(|&&o| o == op::GET_CHILDREN).count(), 100, "{ops:?}");
         assert_eq!(ops.last(), Some(&op::CLOSE_SESSION), "{ops:?}");
-        drop(fake);
-    });
-}
-
-/// The same read (no watch) made while the call before it, held back, is
-/// that read is not sent again: the callers share the one answer. A call
-/// in between (a create) keeps the reads after it apart, for the first
-/// read would go out before the create and not see it; a read that leaves
-/// a watch is never shared. Issue 33: 10,000 waiters each listing the
-/// queue (up to 10,000 names) made the server build 10,000 lists; with
-/// this, a few.
-#[test]
-fn the_same_read_held_back_is_sent_once_for_every_caller() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async move {
-        let (log_tx, mut log) = mpsc::unbounded_channel::<(i32, String)>();
-        let gate = Arc::new(Notify::new());
-        let open = gate.clone();
-        let fake = Fake::start(move |_, mut s| {
-            let log = log_tx.clone();
-            let gate = gate.clone();
-            async move {
-                handshake(&mut s).await;
-                gate.notified().await;
-                while let Some(body) = read_frame(&mut s).await {
-                    let r = Req::parse(&body);
-                    if r.op == op::PING {
-                        s.write_all(&reply(xid::PING, 0, 0, |_| {})).await.unwrap();
-                        continue;
-                    }
-                    let path = if r.op == op::CLOSE_SESSION { String::new() } else { r.path() };
-                    let _ = log.send((r.op, path.clone()));
-                    let answer = match r.op {
-                        op::GET_CHILDREN => reply(r.xid, 1, 0, |w| {
-                            w.strings(&[path.clone(), "b".to_string()]);
-                        }),
-                        op::CREATE2 => reply(r.xid, 2, 0, |w| {
-                            w.string(&path);
-                            stat(2).encode(w);
-                        }),
-                        _ => reply(r.xid, 1, 0, |_| {}),
-                    };
-                    if s.write_all(&answer).await.is_err() || r.op == op::CLOSE_SESSION {
-                        return;
-                    }
-                }
-            }
-        })
-        .await;
-        let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        let fill: Vec<_> = (0..64).map(|i| session.children(&format!("/p{i}"))).collect();
-        let shared: Vec<_> = (0..50).map(|_| session.children("/q")).collect();
-        let create = session.create("/q/n", b"", &zklock_zk::Acl::open(), zklock_zk::CreateMode::Persistent);
-        let after: Vec<_> = (0..10).map(|_| session.children("/q")).collect();
-        let (watched, _watch) = session.children_watch("/q");
-        let last = session.children("/q");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let outs: Vec<_> = shared.iter().chain(&after).map(|c| c.outbound()).collect();
-        assert!(outs.iter().all(|o| o.held_back() == HeldBack::Now), "not all held back");
-        open.notify_one();
-        for call in fill {
-            within(10, "a reply", call).await.unwrap();
-        }
-        let mut lists = Vec::new();
-        for (i, call) in shared.into_iter().chain(after).chain([last]).enumerate() {
-            let names = within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}")).value;
-            assert_eq!(*names, ["/q", "b"], "call {i}");
-            lists.push(names);
-        }
-        // One list in memory for the 50 that shared it, not 50 copies.
-        assert!(lists[..50].iter().all(|l| Arc::ptr_eq(l, &lists[0])), "the shared answer was copied");
-        assert!(!Arc::ptr_eq(&lists[0], &lists[50]), "reads on either side of the create shared an answer");
-        assert!(outs.iter().all(|o| matches!(o.held_back(), HeldBack::Until(_))), "a shared call not released");
-        within(10, "the create", create).await.unwrap();
-        within(10, "the watched list", watched).await.unwrap();
-        within(10, "close", session.close()).await;
-        let mut sent = Vec::new();
-        while let Ok(o) = log.try_recv() {
-            sent.push(o);
-        }
-        let after_fill: Vec<(i32, &str)> = sent[64..].iter().map(|(o, p)| (*o, p.as_str())).collect();
-        assert_eq!(
-            after_fill,
-            [
-                (op::GET_CHILDREN, "/q"),
-                (op::CREATE2, "/q/n"),
-                (op::GET_CHILDREN, "/q"),
-                (op::GET_CHILDREN, "/q"),
-                (op::GET_CHILDREN, "/q"),
-                (op::CLOSE_SESSION, ""),
-            ],
-            "the requests after the first 64"
-        );
         drop(fake);
     });
 }
@@ -1242,7 +1149,7 @@ fn an_urgent_sync_is_not_held_back() {
         })
         .await;
         let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
-        let calls: Vec<_> = (0..100).map(|i| session.children(&format!("/q{i}"))).collect();
+        let calls: Vec<_> = (0..100).map(|_| session.children("/q")).collect();
         let sync = session.sync_urgent("/");
         let mut first = Vec::new();
         for _ in 0..65 {

@@ -469,12 +469,12 @@ pub enum Response {
         /// Its metadata.
         stat: Stat,
     },
-    /// getChildren (the names shared: one reply may answer several
-    /// callers).
+    /// getChildren. The names are handed on (to every waiter that reads
+    /// them) without a copy.
     Children(Arc<[String]>),
     /// getChildren2.
     Children2 {
-        /// Child names (shared, as for `Children`).
+        /// Child names (as for `Children`).
         children: Arc<[String]>,
         /// The parent's metadata.
         stat: Stat,
