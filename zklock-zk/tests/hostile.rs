@@ -943,6 +943,7 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
                 s.write_all(&reply(x, 1, 0, empty_list)).await.unwrap();
                 let more = gather(&mut s, Duration::from_millis(300), &mut pings).await;
                 tx.send((more.len(), pings)).unwrap();
+                gate.notified().await;
                 all.extend(&more);
                 queue.extend(more);
                 // The rest, each answered as it comes.
@@ -973,6 +974,7 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
         assert_eq!(one_more, 1, "requests sent after one reply");
         assert!(matches!(sixty_fifth.held_back(), HeldBack::Until(_)), "{:?}", sixty_fifth.held_back());
         assert_eq!(last.held_back(), HeldBack::Now);
+        open.notify_one();
         for (i, call) in calls.into_iter().enumerate() {
             within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
         }
