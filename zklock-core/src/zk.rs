@@ -5,6 +5,7 @@
 //! reads those, from the session directly).
 
 use std::future::Future;
+use std::sync::Arc;
 
 pub(crate) use zklock_zk::{
     Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, Stat, State as SessionState,
@@ -17,7 +18,7 @@ pub(crate) type Result<T> = std::result::Result<T, Error>;
 /// Calls the engine makes, as it reads them.
 pub(crate) trait ClientExt {
     /// getChildren: the child names.
-    fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<Self>;
+    fn list_children(&self, path: &str) -> impl Future<Output = Result<Arc<[String]>>> + Send + use<Self>;
     /// getData with a watch.
     fn get_and_watch_data(&self, path: &str)
         -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + use<Self>;
@@ -26,7 +27,7 @@ pub(crate) trait ClientExt {
 }
 
 impl ClientExt for Client {
-    fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + use<> {
+    fn list_children(&self, path: &str) -> impl Future<Output = Result<Arc<[String]>>> + Send + use<> {
         self.children(path).value()
     }
 

@@ -23,6 +23,7 @@
 //! says what its runner must clean up.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use crate::names::{self, Decision, LockMode};
 
@@ -128,8 +129,9 @@ pub enum Answer {
     },
     /// getChildren: the names, and the parent's Stat when asked for.
     Children {
-        /// The child names.
-        names: Vec<String>,
+        /// The child names (handed on without a copy: a list may hold the
+        /// whole queue).
+        names: Arc<[String]>,
         /// The parent's Stat.
         stat: Option<Stat>,
     },
@@ -425,7 +427,7 @@ struct Own {
 
 /// A look at the queue.
 struct Look {
-    children: Vec<String>,
+    children: Arc<[String]>,
     /// A proof the look itself gives (the list right behind our create).
     proof: Option<Proof>,
     /// A read of our node pipelined behind the list, which showed it ours.
@@ -463,7 +465,7 @@ enum Phase {
     Parents { req: Id },
     Reconnect { then: After },
     RecoverList { list: Id },
-    RecoverExists { children: Vec<String>, checks: Vec<(String, Id)> },
+    RecoverExists { children: Arc<[String]>, checks: Vec<(String, Id)> },
     Look { list: Id, read: Option<Id> },
     Prove { read: Id, old: Option<Id> },
     Clock { proof: Proof },
@@ -1125,7 +1127,7 @@ impl<E: Clone> Attempt<E> {
         }
     }
 
-    fn on_recover_exists(&mut self, children: Vec<String>, checks: Vec<(String, Id)>) {
+    fn on_recover_exists(&mut self, children: Arc<[String]>, checks: Vec<(String, Id)>) {
         let mut adopted: Option<OwnNode> = None;
         let mut retry = false;
         for (name, id) in checks {
@@ -1191,7 +1193,7 @@ impl<E: Clone> Attempt<E> {
         let connection = r.connection;
         let children = match r.result {
             Ok(Answer::Children { names, .. }) => names,
-            Ok(_) | Err(Failure::NoNode) => Vec::new(),
+            Ok(_) | Err(Failure::NoNode) => Arc::default(),
             Err(Failure::Unknown) => {
                 if let Some(id) = read {
                     self.drop_watch(id);
@@ -1288,7 +1290,7 @@ impl<E: Clone> Attempt<E> {
         let connection = r.connection;
         let (children, watch) = match r.result {
             Ok(Answer::Children { names, .. }) => (names, Some(list)),
-            Ok(_) | Err(Failure::NoNode) => (Vec::new(), None),
+            Ok(_) | Err(Failure::NoNode) => (Arc::default(), None),
             Err(Failure::Unknown) => {
                 self.drop_watch(list);
                 if let Some(id) = read {
@@ -1556,7 +1558,7 @@ mod tests {
         let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
         let w = sent(&actions(&mut a));
         assert!(matches!(&w[0].1, Request::Children { watch: true, .. }));
-        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         // The children changed between the list's reply and the read's.
         a.handle(Event::Watch(w[0].0, Notice::Children));
         ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
@@ -1577,7 +1579,7 @@ mod tests {
         let other = "_c_v-lease-0000000000";
         let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
         let w = sent(&actions(&mut a));
-        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
         assert!(actions(&mut a).contains(&Action::Waiting));
         // Fewer (or as many): still waiting, nothing sent.
@@ -1589,7 +1591,7 @@ mod tests {
         let look = sent(&actions(&mut a));
         assert!(look.iter().any(|(_, r)| matches!(r, Request::Children { watch: false, .. })), "{look:?}");
         let list = look.iter().find(|(_, r)| matches!(r, Request::Children { .. })).map(|(id, _)| *id).unwrap();
-        ok(&mut a, list, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, list, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         for (id, r) in look.iter().filter(|(_, r)| matches!(r, Request::GetData { .. })) {
             let _ = r;
             ok(&mut a, *id, Answer::Data(stat(7, SESSION)));
@@ -1611,7 +1613,7 @@ mod tests {
         assert!(a.leftover().unknown_create);
         a.handle(Event::Reconnected);
         let list = sent(&actions(&mut a));
-        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into(), BEFORE.into()], stat: None });
+        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into(), BEFORE.into()].into(), stat: None });
         let exists = sent(&actions(&mut a));
         assert!(matches!(&exists[..], [(_, Request::Exists { path })] if path == "/l/_c_u-lock-0000000001"));
         ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, SESSION))));
@@ -1632,7 +1634,7 @@ mod tests {
         actions(&mut a);
         a.handle(Event::Reconnected);
         let list = sent(&actions(&mut a));
-        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into()], stat: None });
+        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into()].into(), stat: None });
         let exists = sent(&actions(&mut a));
         ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, 0x99))));
         // Not ours: create again.
@@ -1723,14 +1725,14 @@ mod tests {
         let other = "_c_v-lease-0000000000";
         let (mut a, _) = queued(cfg, ours, &[other, ours], 7);
         let w = sent(&actions(&mut a));
-        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, w[0].0, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         ok(&mut a, w[1].0, Answer::Data(stat(7, SESSION)));
         assert_eq!(actions(&mut a), vec![Action::Waiting]);
         a.handle(Event::MutexLost);
         let look = sent(&actions(&mut a));
-        ok(&mut a, look[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, look[0].0, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         let again = sent(&actions(&mut a));
-        ok(&mut a, again[0].0, Answer::Children { names: vec![other.into(), ours.into()], stat: None });
+        ok(&mut a, again[0].0, Answer::Children { names: vec![other.into(), ours.into()].into(), stat: None });
         assert_eq!(actions(&mut a).last(), Some(&Action::Ended(End::Restart(Requeue::MutexLost))));
         assert_eq!(a.leftover().node.map(|n| n.name), Some(ours.to_string()), "our lease node is still ours to delete");
     }

@@ -322,7 +322,7 @@ mod tests {
         );
         let names =
             vec!["_c_u-lock-0000000002".to_owned(), "_c_v-lock-0000000001".into(), "_c_u-lock-0000000003".into()];
-        c.handle(Id(1), ok(Answer::Children { names, stat: None }));
+        c.handle(Id(1), ok(Answer::Children { names: names.into(), stat: None }));
         assert_eq!(
             actions(&mut c),
             vec![

@@ -549,19 +549,19 @@ impl Session {
     }
 
     /// The node's children (names, unsorted).
-    pub fn children(&self, path: &str) -> ReplyFuture<Vec<String>> {
+    pub fn children(&self, path: &str) -> ReplyFuture<Arc<[String]>> {
         self.call(Request::GetChildren { path: path.into(), watch: false }, None, map_children)
     }
 
     /// As [`children`](Session::children), leaving a watch that fires when
     /// a child is added or removed, or the node is deleted.
-    pub fn children_watch(&self, path: &str) -> (ReplyFuture<Vec<String>>, Watch) {
+    pub fn children_watch(&self, path: &str) -> (ReplyFuture<Arc<[String]>>, Watch) {
         let (reg, w) = self.watch(path, WatchKind::Children);
         (self.call(Request::GetChildren { path: path.into(), watch: true }, Some(reg), map_children), w)
     }
 
     /// The node's children and its own `Stat` (`getChildren2`).
-    pub fn children2(&self, path: &str) -> ReplyFuture<(Vec<String>, Stat)> {
+    pub fn children2(&self, path: &str) -> ReplyFuture<(Arc<[String]>, Stat)> {
         self.call(Request::GetChildren2 { path: path.into(), watch: false }, None, |r, _| match r {
             Response::Children2 { children, stat } => Ok((children, stat)),
             other => Err(unexpected(other)),
@@ -720,7 +720,7 @@ fn map_data(r: Response, _: &str) -> Result<(Vec<u8>, Stat), Error> {
     }
 }
 
-fn map_children(r: Response, _: &str) -> Result<Vec<String>, Error> {
+fn map_children(r: Response, _: &str) -> Result<Arc<[String]>, Error> {
     match r {
         Response::Children(c) => Ok(c),
         other => Err(unexpected(other)),

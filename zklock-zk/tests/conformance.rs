@@ -273,11 +273,12 @@ fn requests(env: Arc<Env>) -> Feature {
         assert_eq!(s.exists("/requests/none").await.expect("exists of none").value, None);
 
         // getChildren, getChildren2.
-        let mut kids = s.children("/requests").await.expect("getChildren").value;
+        let mut kids = s.children("/requests").await.expect("getChildren").value.to_vec();
         kids.sort();
         let names = |p: &str| p.trim_start_matches("/requests/").to_string();
         assert_eq!(kids, vec!["ctr".to_string(), "eph".to_string(), names(&es.0), names(&ps.0)]);
-        let (mut kids2, parent) = s.children2("/requests").await.expect("getChildren2").value;
+        let (kids2, parent) = s.children2("/requests").await.expect("getChildren2").value;
+        let mut kids2 = kids2.to_vec();
         kids2.sort();
         assert_eq!(kids2, kids);
         assert_eq!((parent.num_children, parent.version, parent.cversion), (4, 2, 4));
@@ -379,7 +380,7 @@ fn requests(env: Arc<Env>) -> Feature {
         // close takes the session's ephemeral nodes (those of the multi too).
         let other = connect(&env.cs()).await;
         s.close().await;
-        let mut left = other.children("/requests").await.expect("getChildren").value;
+        let mut left = other.children("/requests").await.expect("getChildren").value.to_vec();
         left.sort();
         assert_eq!(left, Vec::<String>::new());
         other.close().await;
@@ -980,7 +981,7 @@ fn chroot(env: Arc<Env>) -> Feature {
         assert!(is_sequential(&p, "/n-"), "{p}");
         assert!(root.exists(&format!("/app{p}")).await.expect("exists").value.is_some());
         let (r, w) = s.children_watch("/");
-        assert_eq!(r.await.expect("getChildren").value, vec![p.trim_start_matches('/').to_string()]);
+        assert_eq!(r.await.expect("getChildren").value.to_vec(), vec![p.trim_start_matches('/').to_string()]);
         root.create("/app/more", b"", &Acl::open(), CreateMode::Persistent).await.expect("create");
         let e = within(10, "child watch", w).await;
         assert_eq!((e.kind, e.path.as_str()), (EventType::NodeChildrenChanged, "/"));

@@ -902,10 +902,13 @@ fn empty_list(w: &mut Writer<'_>) {
 fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
     const CALLS: usize = 200;
     let (tx, mut seen) = mpsc::unbounded_channel::<(usize, usize)>();
+    let gate = Arc::new(Notify::new());
+    let open = gate.clone();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async move {
         let fake = Fake::start(move |_, mut s| {
             let tx = tx.clone();
+            let gate = gate.clone();
             async move {
                 handshake(&mut s).await;
                 let mut pings = 0;
@@ -929,6 +932,10 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
                 // client pings after 0.5 s of sending nothing).
                 let first = gather(&mut s, Duration::from_millis(1200), &mut pings).await;
                 tx.send((first.len(), pings)).unwrap();
+                // Until the client looked at the calls held back (answered
+                // at once, the 65th could be sent before the client looked:
+                // seen once in four runs beside other tests).
+                gate.notified().await;
                 let mut all = first.clone();
                 let mut queue: std::collections::VecDeque<i32> = first.into();
                 // One answer: one more request.
@@ -936,6 +943,7 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
                 s.write_all(&reply(x, 1, 0, empty_list)).await.unwrap();
                 let more = gather(&mut s, Duration::from_millis(300), &mut pings).await;
                 tx.send((more.len(), pings)).unwrap();
+                gate.notified().await;
                 all.extend(&more);
                 queue.extend(more);
                 // The rest, each answered as it comes.
@@ -961,10 +969,12 @@ fn at_most_64_requests_are_in_flight_and_the_rest_follow_in_order() {
         assert_eq!(held_back, 64, "requests in flight before any reply");
         assert!(pinged >= 1, "no ping while 64 requests were in flight");
         assert_eq!((sixty_fifth.held_back(), last.held_back()), (HeldBack::Now, HeldBack::Now));
+        open.notify_one();
         let (one_more, _) = within(10, "after one reply", seen.recv()).await.unwrap();
         assert_eq!(one_more, 1, "requests sent after one reply");
         assert!(matches!(sixty_fifth.held_back(), HeldBack::Until(_)), "{:?}", sixty_fifth.held_back());
         assert_eq!(last.held_back(), HeldBack::Now);
+        open.notify_one();
         for (i, call) in calls.into_iter().enumerate() {
             within(10, "a reply", call).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
         }

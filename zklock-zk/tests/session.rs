@@ -66,7 +66,7 @@ fn every_request_zklock_sends() {
         assert_eq!(s.get_data("/locks/none").await.unwrap_err(), Error::Server(Code::NoNode));
 
         let kids = s.children("/locks").await.unwrap().value;
-        assert_eq!(kids, vec![mine.value.0.trim_start_matches("/locks/").to_string()]);
+        assert_eq!(kids.to_vec(), vec![mine.value.0.trim_start_matches("/locks/").to_string()]);
         let (kids2, parent) = s.children2("/locks").await.unwrap().value;
         assert_eq!(kids2, kids);
         assert_eq!(parent.num_children, 1);
@@ -401,7 +401,7 @@ fn chroot_is_added_and_stripped() {
         assert!(p.starts_with("/n-"), "{p}");
         assert!(root.exists(&format!("/app{p}")).await.unwrap().value.is_some());
         let (r, w) = s.children_watch("/");
-        assert_eq!(r.await.unwrap().value, vec![p.trim_start_matches('/').to_string()]);
+        assert_eq!(r.await.unwrap().value.to_vec(), vec![p.trim_start_matches('/').to_string()]);
         root.create("/app/more", b"", &Acl::open(), CreateMode::Persistent).await.unwrap();
         let e = within(10, "child watch", w).await;
         assert_eq!(e.path, "/");

@@ -73,7 +73,7 @@ impl Raw {
 
     pub fn children(&self, path: &str) -> Vec<String> {
         match self.rt.block_on(self.zk.children(path).value()) {
-            Ok(c) => c,
+            Ok(c) => c.to_vec(),
             Err(zk::Error::Server(zk::Code::NoNode)) => Vec::new(),
             Err(e) => panic!("list {path}: {e}"),
         }

@@ -46,7 +46,7 @@ enum Phase {
         create: Id,
         list: Id,
         created: Option<(String, i64)>,
-        listed: Option<Vec<String>>,
+        listed: Option<std::sync::Arc<[String]>>,
     },
     /// Making the lock path after NoNode.
     Parents {

@@ -1079,7 +1079,7 @@ impl World {
                         self.mutex_lost(i, "its node is gone");
                     },
                     (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::Sweep(parent, prefix)) => {
-                        for n in names.into_iter().filter(|n| n.starts_with(prefix.as_str())) {
+                        for n in names.iter().filter(|n| n.starts_with(prefix.as_str())) {
                             let p = format!("{parent}/{n}");
                             self.task(i, Task::Clean(p));
                         }

@@ -16,7 +16,7 @@ pub fn check_reply(opcode: i32, body: &[u8]) {
         Response::Created { path, .. } | Response::Path(path) => (path.len(), 0),
         Response::Data { data, .. } | Response::Sasl(data) => (data.len(), 0),
         Response::Children(c) | Response::Children2 { children: c, .. } => {
-            (c.len() + c.iter().map(String::len).sum::<usize>(), c.capacity())
+            (c.len() + c.iter().map(String::len).sum::<usize>(), c.len())
         },
         Response::Multi(Ok(v)) => {
             let paths: usize =

@@ -1,5 +1,7 @@
 //! The records zklock sends and receives, with their encodings. No I/O.
 
+use std::sync::Arc;
+
 use super::jute::{DecodeError, Reader, Writer};
 use super::ops::{op, Code, EventType};
 
@@ -467,12 +469,13 @@ pub enum Response {
         /// Its metadata.
         stat: Stat,
     },
-    /// getChildren.
-    Children(Vec<String>),
+    /// getChildren. The names are handed on (to every waiter that reads
+    /// them) without a copy.
+    Children(Arc<[String]>),
     /// getChildren2.
     Children2 {
-        /// Child names.
-        children: Vec<String>,
+        /// Child names (as for `Children`).
+        children: Arc<[String]>,
         /// The parent's metadata.
         stat: Stat,
     },
@@ -501,9 +504,9 @@ impl Response {
                 let data = r.bytes("GetDataResponse.data")?;
                 Response::Data { data, stat: Stat::decode(&mut r)? }
             },
-            op::GET_CHILDREN => Response::Children(r.strings("GetChildrenResponse.children")?),
+            op::GET_CHILDREN => Response::Children(r.strings("GetChildrenResponse.children")?.into()),
             op::GET_CHILDREN2 => {
-                let children = r.strings("GetChildren2Response.children")?;
+                let children = r.strings("GetChildren2Response.children")?.into();
                 Response::Children2 { children, stat: Stat::decode(&mut r)? }
             },
             op::SYNC => Response::Path(r.string("SyncResponse.path")?),
