@@ -501,23 +501,9 @@ mod tests {
     /// as a downgrade makes, and unsequenced children).
     #[test]
     fn queue_with_holders_agrees_with_decide() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut r = Xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..2000 {
-            let len = next(9);
-            let children: Vec<String> = (0..len)
-                .map(|i| match next(5) {
-                    0 => format!("x{i}"),
-                    1 | 2 => format!("_c_{i}-__READ__{:010}", next(6)),
-                    3 => format!("_c_{i}-__WRIT__{:010}", next(6)),
-                    _ => format!("_c_{i}-lock-{:010}", next(6)),
-                })
-                .collect();
+            let children = r.queue(9, false);
             let fast = queue_with_holders(&children);
             assert_eq!(fast.len(), queue(&children).len());
             for (node, holds) in fast {
@@ -525,6 +511,36 @@ mod tests {
                 let slow = decide(mode, &children, &node.name) == Decision::Held;
                 assert_eq!(holds, slow, "{} in {children:?}", node.name);
             }
+        }
+    }
+
+    /// Pseudo-random numbers (xorshift), for queues the tests draw.
+    struct Xorshift(u64);
+
+    impl Xorshift {
+        /// The next number below `n`.
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+
+        /// A queue of fewer than `max_len` children: readers, writers,
+        /// exclusive nodes (leases too if `leases`) and unsequenced
+        /// children, with sequences 0-5 (equal ones, as a downgrade makes).
+        fn queue(&mut self, max_len: u64, leases: bool) -> Vec<String> {
+            let len = self.next(max_len);
+            let kinds = if leases { 7 } else { 5 };
+            (0..len)
+                .map(|i| match self.next(kinds) {
+                    0 => format!("x{i}"),
+                    1 | 2 => format!("_c_{i}-__READ__{:010}", self.next(6)),
+                    3 => format!("_c_{i}-__WRIT__{:010}", self.next(6)),
+                    4 if leases => format!("_c_{i}-lease-{:010}", self.next(6)),
+                    _ => format!("_c_{i}-lock-{:010}", self.next(6)),
+                })
+                .collect()
         }
     }
 
@@ -555,27 +571,12 @@ mod tests {
             };
             (decision, sole)
         }
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut r = Xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..3000 {
-            let len = next(10);
-            let children: Vec<String> = (0..len)
-                .map(|i| match next(7) {
-                    0 => format!("x{i}"),
-                    1 | 2 => format!("_c_{i}-__READ__{:010}", next(6)),
-                    3 => format!("_c_{i}-__WRIT__{:010}", next(6)),
-                    4 => format!("_c_{i}-lease-{:010}", next(6)),
-                    _ => format!("_c_{i}-lock-{:010}", next(6)),
-                })
-                .collect();
+            let children = r.queue(10, true);
             for ours in &children {
                 for &mode in LockMode::ALL {
-                    let permits = if mode == LockMode::Lease { 1 + next(3) as usize } else { 1 };
+                    let permits = if mode == LockMode::Lease { 1 + r.next(3) as usize } else { 1 };
                     let (want, sole) = reference(mode, permits, &children, ours);
                     assert_eq!(
                         decide_with_permits(mode, permits, &children, ours),
