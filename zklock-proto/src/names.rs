@@ -87,7 +87,6 @@ pub fn parse_child(name: &str) -> Option<LockNode> {
 
 /// [`parse_child`] without the copy of the name: its sequence and kind.
 fn parse_parts(name: &str) -> Option<(i64, NodeKind)> {
-    let node = |sequence, kind| Some((sequence, kind));
     // A known token right before the sequence the server appended (ten
     // digits, or a minus sign and nine or ten): the tail holds no letters,
     // so this is the token's last occurrence. Checked at the two places the
@@ -104,12 +103,12 @@ fn parse_parts(name: &str) -> Option<(i64, NodeKind)> {
                 if let Some(seq) = parse_sequence(&name[at..]) {
                     let kind =
                         if token == "__READ__" || token == "__rlock__" { NodeKind::Reader } else { NodeKind::Writer };
-                    return node(seq, kind);
+                    return Some((seq, kind));
                 }
             }
         }
     }
-    node(parse_unknown(name)?, NodeKind::Writer)
+    Some((parse_unknown(name)?, NodeKind::Writer))
 }
 
 /// The sequence of a child no known token names: unknown writers
@@ -190,10 +189,10 @@ struct Blockers {
 }
 
 /// The nodes that block our node `ours` of `mode` among `children`; `None`
-/// if our node is not among them. Every waiter of a client reads the same
-/// list (up to the whole queue, shared), so each name is looked at in
-/// place: only the last blocker so far is copied, not every node (10,000
-/// waiters on one lock: 10^8 copies of names, the client's hottest code).
+/// if our node is not among them. Each waiter reads a list of up to the
+/// whole queue, so each name is looked at in place: only the last blocker
+/// so far is copied, not every node (10,000 waiters on one lock: 10^8
+/// copies of names, the client's hottest code).
 fn blockers(mode: LockMode, children: &[String], ours: &str) -> Option<Blockers> {
     let me = children.iter().find(|c| c.as_str() == ours).and_then(|c| parse_child(c))?;
     let driver = mode.driver();

@@ -469,8 +469,8 @@ pub enum Response {
         /// Its metadata.
         stat: Stat,
     },
-    /// getChildren. The names are handed on (to every waiter that reads
-    /// them) without a copy.
+    /// getChildren. The names are handed on (to the lock protocol, which
+    /// keeps them while it looks) without a copy.
     Children(Arc<[String]>),
     /// getChildren2.
     Children2 {
