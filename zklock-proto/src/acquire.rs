@@ -400,6 +400,11 @@ pub struct Bugs {
     /// close reports the lock lost (LOCK_LOST) rather than closed (the
     /// delete found the node gone with the closed session).
     pub close_is_loss: bool,
+    /// A downgrade creates its read node without the check that the write
+    /// node still exists (protocol section 7): made after a third party
+    /// deleted the write node, the read node takes the write node's
+    /// sequence and sorts before a writer granted meanwhile.
+    pub downgrade_without_check: bool,
 }
 
 impl Bugs {
@@ -650,6 +655,11 @@ impl<E: Clone> Attempt<E> {
             // The read node takes the write node's sequence, so it sorts
             // before every node queued since: made only while the write
             // node exists, in one transaction with a check of it.
+            Some(d) if self.cfg.bugs.is_on(|b| b.downgrade_without_check) => {
+                let name = format!("{}{:010}", self.cfg.name_prefix, d.sequence);
+                let path = self.path_of(&name);
+                (Request::Create { path, data: self.cfg.data.clone(), sequential: false }, Some(name))
+            },
             Some(d) => {
                 let name = format!("{}{:010}", self.cfg.name_prefix, d.sequence);
                 let req = Request::CheckAndCreate {

@@ -92,6 +92,7 @@ fn env_opts() -> sim::Opts {
         "no_linger" => opts.bugs.no_linger = true,
         "ignore_mutex_lost" => opts.bugs.ignore_mutex_lost = true,
         "close_is_loss" => opts.bugs.close_is_loss = true,
+        "downgrade_without_check" => opts.bugs.downgrade_without_check = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -262,6 +263,16 @@ fn finds_ignore_mutex_lost() {
 #[test]
 fn finds_no_linger() {
     finds("no_linger", Bugs { no_linger: true, ..Bugs::default() }, &["stopped"]);
+}
+
+/// `downgrade_without_check`: a downgrade's read node made after a third
+/// party deleted the write node sorts before a writer granted meanwhile.
+#[cfg(feature = "history")]
+#[test]
+fn finds_downgrade_without_check() {
+    let bugs = Bugs { downgrade_without_check: true, ..Bugs::default() };
+    let opts = sim::Opts { bugs, kind: Some(sim::Kind::ReadWrite), ..sim::Opts::default() };
+    finds_with("downgrade_without_check", opts, &["grant", "holders"]);
 }
 
 /// `close_is_loss`: a release overtaken by the client's close reports the

@@ -152,6 +152,7 @@ impl Opts {
             (b.no_linger, "no_linger"),
             (b.ignore_mutex_lost, "ignore_mutex_lost"),
             (b.close_is_loss, "close_is_loss"),
+            (b.downgrade_without_check, "downgrade_without_check"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
