@@ -354,7 +354,8 @@ fn exhaustive_downgrade_reader_writer() {
 /// found after 2,277 states (writers `["c1", "stranger"]`); `check::grant`
 /// reads the queue with `names` and does not see it. A third party's
 /// delete with no fault is in `make test` through
-/// `exhaustive_finds_grant_on_notice_by_third_party`.
+/// `exhaustive_finds_grant_on_notice_by_third_party`; this whole search
+/// runs last in `make sim`.
 #[test]
 #[ignore = "541,657 states, 6 minutes in a debug build: run it by name with --ignored, release build"]
 fn exhaustive_third_party() {
