@@ -179,7 +179,8 @@ typedef int32_t zklock_code;
 #endif // __cplusplus
 
 /**
- * What one operation of a fenced write does.
+ * What one operation of a fenced write does (`zklock_fenced_op.kind`), and what
+ * one of its results did (`zklock_fenced_results_kind`).
  */
 enum zklock_fenced_kind
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -187,21 +188,21 @@ enum zklock_fenced_kind
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Create `path` with `data` (its parent must exist), in `mode`, with
-   * the client's ACL.
+   * Creates the node with the data given (its parent must exist), in
+   * the create mode given, with the client's ACL.
    */
   ZKLOCK_FENCED_CREATE = 1,
   /**
-   * Set the data of `path` to `data`.
+   * Sets the data of the node.
    */
   ZKLOCK_FENCED_SET_DATA = 2,
   /**
-   * Delete `path` (it must have no children).
+   * Deletes the node (it must have no children).
    */
   ZKLOCK_FENCED_DELETE = 3,
   /**
-   * Write nothing: fail the write unless `path` exists (with data
-   * version `version`, unless it is -1).
+   * Writes nothing: fails the write unless the node exists (with the
+   * data version given, if any).
    */
   ZKLOCK_FENCED_CHECK = 4,
 };
@@ -295,8 +296,9 @@ typedef int32_t zklock_connection_state;
 #endif // __cplusplus
 
 /**
- * How much of the core's logging reaches the logger: a level lets its
- * own records and every more severe ones through.
+ * How much of the log `zklock_set_logger` asks for (a level lets its
+ * own records and every more severe one through), and the level of a
+ * record given to a `zklock_log_cb` (never `ZKLOCK_LOG_OFF`).
  */
 enum zklock_log_level
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L

@@ -9,16 +9,17 @@
  */
 export declare function errorCodes(): Array<ZkLockErrorCode>
 /**
- * Sends the core's log records of `level` and more severe (`"error"`,
- * `"warn"`, `"info"` (default), `"debug"`, `"trace"`, `"off"`) to
- * `logger(level, message)`, called on the JavaScript thread (it does not
- * keep the process alive); `null` goes back to the default: warnings on
+ * Sends the core's log records of `level` and more severe (a `LogLevel`,
+ * in any case: `'ERROR'`, `'WARN'`, `'INFO'` (default), `'DEBUG'`,
+ * `'TRACE'`, `'OFF'`) to `logger(level, message)`, called on the
+ * JavaScript thread (it does not keep the process alive) with the
+ * record's `LogLevel`; `null` goes back to the default: warnings on
  * stderr. The records are connects, reconnects, suspensions, session
  * expiries, re-queues and background cleanups, each naming its lock path
  * and session id. Process-wide (one logger for every client). Throws
  * `INVALID_ARGUMENT` for an unknown level.
  */
-export declare function setLogger(logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'off'): void
+export declare function setLogger(logger: ((level: Exclude<LogLevel, 'OFF'>, message: string) => void) | null, level?: LogLevel | Lowercase<LogLevel>): void
 /**
  * Options of `Client.connect`. Any other key (a misspelled option) is
  * refused with `ZkLockError` `INVALID_ARGUMENT` naming it and the valid
@@ -213,29 +214,29 @@ export interface AcquireOptions {
 }
 /**
  * One ZooKeeper operation of a fenced write (`guard.fencedMulti()`).
- * `op` says which: `'create'` (`path`, `data`, `mode`), `'setData'`
- * (`path`, `data`, `version`), `'delete'` (`path`, `version`), `'check'`
- * (`path`, `version`: writes nothing, fails the write unless the node
- * exists with that version). `version` absent matches any data version;
+ * `op` says which (a `FencedKind`, in any case): `'CREATE'` (`path`,
+ * `data`, `mode`), `'SET_DATA'` (`path`, `data`, `version`), `'DELETE'`
+ * (`path`, `version`), `'CHECK'` (`path`, `version`: writes nothing, fails
+ * the write unless the node exists with that version). `version` absent matches any data version;
  * a number makes the whole write fail with `BadVersion` unless the node's
  * data version is that number (a compare-and-set). Any other key, or a key
  * that the operation does not take, is refused (`INVALID_ARGUMENT`).
  */
 export interface FencedOp {
   /** The operation. */
-  op: 'create' | 'setData' | 'delete' | 'check'
+  op: FencedKind
   /**
    * The node (for a sequential create, the prefix of its name). Any
    * node outside the lock's own path.
    */
   path: string
   /**
-   * The data of a create (default empty) or a setData (required): a
+   * The data of a create (default empty) or a set data (required): a
    * string (stored as UTF-8) or a Buffer.
    */
   data?: string | Buffer
   /**
-   * The data version a setData, delete or check requires (an integer
+   * The data version a set data, delete or check requires (an integer
    * from 0 to 2147483647); absent: any.
    */
   version?: number
@@ -247,16 +248,17 @@ export interface FencedOp {
 }
 /**
  * What one operation of a successful fenced write did, in the order of
- * the operations: `op` as the operation's, with `path` for a create (the
- * new node's path, with the sequence number for a sequential mode) and
- * `version` for a setData (the node's new data version).
+ * the operations: `op` as the operation's (`'CREATE'`, `'SET_DATA'`,
+ * `'DELETE'`, `'CHECK'`), with `path` for a create (the new node's path,
+ * with the sequence number for a sequential mode) and `version` for a set
+ * data (the node's new data version).
  */
 export interface FencedResult {
   /** The operation that did it. */
-  op: 'create' | 'setData' | 'delete' | 'check'
+  op: FencedKind
   /** For a create: the path of the new node. */
   path?: string
-  /** For a setData: the node's new data version. */
+  /** For a set data: the node's new data version. */
   version?: number
 }
 /** A member of `client.multiLock()`. */
@@ -874,6 +876,61 @@ export type CreateMode =
    * Ephemeral, with a ten-digit sequence number appended to its name.
    */
   | 'EPHEMERAL_SEQUENTIAL'
+
+/**
+ * What an operation of a fenced write does (`FencedOp.op`) and what a result did
+ * (`FencedResult.op`).
+ */
+export type FencedKind =
+  /**
+   * Creates the node with the data given (its parent must exist), in
+   * the create mode given, with the client's ACL.
+   */
+  | 'CREATE'
+  /**
+   * Sets the data of the node.
+   */
+  | 'SET_DATA'
+  /**
+   * Deletes the node (it must have no children).
+   */
+  | 'DELETE'
+  /**
+   * Writes nothing: fails the write unless the node exists (with the
+   * data version given, if any).
+   */
+  | 'CHECK'
+
+/**
+ * How much of the log `setLogger` asks for, and the level of a record given to
+ * its logger (never `'OFF'`).
+ */
+export type LogLevel =
+  /**
+   * Nothing.
+   */
+  | 'OFF'
+  /**
+   * Errors.
+   */
+  | 'ERROR'
+  /**
+   * Warnings: a session that ended, a lost lock, a cleanup left to the
+   * background (the default, on stderr).
+   */
+  | 'WARN'
+  /**
+   * Connects, reconnects, suspensions, re-queues, cleanups done.
+   */
+  | 'INFO'
+  /**
+   * Every grant too.
+   */
+  | 'DEBUG'
+  /**
+   * Everything.
+   */
+  | 'TRACE'
 
 /** The same list at run time, from the Rust core. */
 export declare const ERROR_CODES: ReadonlyArray<ZkLockErrorCode>

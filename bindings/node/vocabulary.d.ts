@@ -195,3 +195,58 @@ export type CreateMode =
    * Ephemeral, with a ten-digit sequence number appended to its name.
    */
   | 'EPHEMERAL_SEQUENTIAL'
+
+/**
+ * What an operation of a fenced write does (`FencedOp.op`) and what a result did
+ * (`FencedResult.op`).
+ */
+export type FencedKind =
+  /**
+   * Creates the node with the data given (its parent must exist), in
+   * the create mode given, with the client's ACL.
+   */
+  | 'CREATE'
+  /**
+   * Sets the data of the node.
+   */
+  | 'SET_DATA'
+  /**
+   * Deletes the node (it must have no children).
+   */
+  | 'DELETE'
+  /**
+   * Writes nothing: fails the write unless the node exists (with the
+   * data version given, if any).
+   */
+  | 'CHECK'
+
+/**
+ * How much of the log `setLogger` asks for, and the level of a record given to
+ * its logger (never `'OFF'`).
+ */
+export type LogLevel =
+  /**
+   * Nothing.
+   */
+  | 'OFF'
+  /**
+   * Errors.
+   */
+  | 'ERROR'
+  /**
+   * Warnings: a session that ended, a lost lock, a cleanup left to the
+   * background (the default, on stderr).
+   */
+  | 'WARN'
+  /**
+   * Connects, reconnects, suspensions, re-queues, cleanups done.
+   */
+  | 'INFO'
+  /**
+   * Every grant too.
+   */
+  | 'DEBUG'
+  /**
+   * Everything.
+   */
+  | 'TRACE'

@@ -58,6 +58,25 @@ zklock_proto::vocabulary! {
     }
 }
 
+zklock_proto::vocabulary! {
+    /// What an operation of a fenced write does ([`FencedOp::kind`]), and
+    /// what the result of one did ([`FencedResult::kind`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum FencedKind {
+        /// Creates the node with the data given (its parent must exist), in
+        /// the create mode given, with the client's ACL.
+        Create = 1, "CREATE";
+        /// Sets the data of the node.
+        SetData = 2, "SET_DATA";
+        /// Deletes the node (it must have no children).
+        Delete = 3, "DELETE";
+        /// Writes nothing: fails the write unless the node exists (with the
+        /// data version given, if any).
+        Check = 4, "CHECK";
+    }
+}
+
 impl Default for CreateMode {
     /// [`CreateMode::Persistent`].
     fn default() -> Self {
@@ -150,13 +169,13 @@ impl FencedOp {
         }
     }
 
-    /// The operation's name as error messages give it.
-    fn name(&self) -> &'static str {
+    /// What this operation does.
+    pub fn kind(&self) -> FencedKind {
         match self {
-            FencedOp::Create { .. } => "create",
-            FencedOp::SetData { .. } => "set_data",
-            FencedOp::Delete { .. } => "delete",
-            FencedOp::Check { .. } => "check",
+            FencedOp::Create { .. } => FencedKind::Create,
+            FencedOp::SetData { .. } => FencedKind::SetData,
+            FencedOp::Delete { .. } => FencedKind::Delete,
+            FencedOp::Check { .. } => FencedKind::Check,
         }
     }
 
@@ -222,6 +241,18 @@ pub enum FencedResult {
     Checked,
 }
 
+impl FencedResult {
+    /// What the operation of this result did.
+    pub fn kind(&self) -> FencedKind {
+        match self {
+            FencedResult::Created { .. } => FencedKind::Create,
+            FencedResult::DataSet { .. } => FencedKind::SetData,
+            FencedResult::Deleted => FencedKind::Delete,
+            FencedResult::Checked => FencedKind::Check,
+        }
+    }
+}
+
 /// Validates `ops` against the guard(s) they are fenced by: every path a
 /// node path, none inside a lock's own directory (`lock_paths`: what
 /// zklock writes there, its queue), every version given not negative, the
@@ -236,8 +267,9 @@ fn validate(ops: &[FencedOp], lock_paths: &[&str], nodes: &[String], acl: &[zk::
         checks.fold((framing, framing), |(q, r), (dq, dr)| (q.saturating_add(dq), r.saturating_add(dr)));
     for (i, op) in ops.iter().enumerate() {
         let path = op.path();
-        let at =
-            |e: Error| Error::new(e.kind(), format!("fenced write, operation {i} ({}): {}", op.name(), e.message()));
+        let at = |e: Error| {
+            Error::new(e.kind(), format!("fenced write, operation {i} ({}): {}", op.kind().name(), e.message()))
+        };
         if path == "/" {
             return Err(at(Error::invalid_path(path, "the root cannot be written")));
         }
@@ -387,7 +419,7 @@ impl Prepared {
             Err(zk::Error::Multi { index, code }) => {
                 let i = index - nodes.len();
                 let op = &ops[i];
-                let what = format!("fenced write, operation {i} ({} {})", op.name(), shown(op.path()));
+                let what = format!("fenced write, operation {i} ({} {})", op.kind().name(), shown(op.path()));
                 let mut e = match code {
                     zk::Code::BadArguments => Error::invalid_argument(format!(
                         "{what}: ZooKeeper refused it as malformed ({code}); nothing was written"
@@ -594,17 +626,35 @@ mod tests {
     }
 
     #[test]
+    fn an_operation_and_its_result_have_the_same_kind() {
+        let pairs = [
+            (FencedOp::create("/a", "", CreateMode::Ephemeral), FencedResult::Created { path: "/a".into() }),
+            (FencedOp::set_data("/a", "x", None), FencedResult::DataSet { version: 1 }),
+            (FencedOp::delete("/a", None), FencedResult::Deleted),
+            (FencedOp::check("/a", Some(2)), FencedResult::Checked),
+        ];
+        let kinds: Vec<FencedKind> = pairs
+            .iter()
+            .map(|(op, result)| {
+                assert_eq!(op.kind(), result.kind(), "{op:?}");
+                op.kind()
+            })
+            .collect();
+        assert_eq!(kinds, FencedKind::ALL, "one operation of each kind, in table order");
+    }
+
+    #[test]
     fn each_bad_operation_is_named() {
         let e = err(&[FencedOp::check("/ok", None), FencedOp::set_data("relative", "x", None)]);
         assert_eq!(e.kind(), ErrorKind::InvalidPath);
-        assert!(e.message().starts_with("fenced write, operation 1 (set_data): invalid path \"relative\""), "{e}");
+        assert!(e.message().starts_with("fenced write, operation 1 (SET_DATA): invalid path \"relative\""), "{e}");
         let e = err(&[FencedOp::delete("/", None)]);
         assert_eq!(e.kind(), ErrorKind::InvalidPath);
         let e = err(&[FencedOp::create("/zookeeper/x", "", CreateMode::Persistent)]);
         assert_eq!(e.kind(), ErrorKind::InvalidPath);
         let e = err(&[FencedOp::check("/a", Some(-1))]);
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().contains("operation 0 (check)") && e.message().contains("negative"), "{e}");
+        assert!(e.message().contains("operation 0 (CHECK)") && e.message().contains("negative"), "{e}");
     }
 
     #[test]

@@ -63,9 +63,10 @@ pub use zklock_proto::names;
 
 pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, FailedOp, Result};
-pub use fenced::{CreateMode, FencedOp, FencedResult, MAX_FENCED_BYTES};
+pub use fenced::{CreateMode, FencedKind, FencedOp, FencedResult, MAX_FENCED_BYTES};
 pub use listeners::Subscription;
 pub use lock::{park_until, Guard, Lock, PendingAcquire, ReadWriteLock};
+pub use logging::LogLevel;
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{LockMode, NodeKind};

@@ -22,6 +22,67 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
+zklock_proto::vocabulary! {
+    /// How much of the core's log a front end asks for ([`LogLevel::filter`]:
+    /// a level lets its own records and every more severe one through), and
+    /// the level of one record ([`LogLevel::of`]; never `Off`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum LogLevel {
+        /// Nothing.
+        Off = 0, "OFF";
+        /// Errors.
+        Error = 1, "ERROR";
+        /// Warnings: a session that ended, a lost lock, a cleanup left to the
+        /// background (the default, on stderr).
+        Warn = 2, "WARN";
+        /// Connects, reconnects, suspensions, re-queues, cleanups done.
+        Info = 3, "INFO";
+        /// Every grant too.
+        Debug = 4, "DEBUG";
+        /// Everything.
+        Trace = 5, "TRACE";
+    }
+}
+
+impl LogLevel {
+    /// The `log` crate's filter that lets this level and every more severe
+    /// one through.
+    pub fn filter(self) -> log::LevelFilter {
+        match self {
+            LogLevel::Off => log::LevelFilter::Off,
+            LogLevel::Error => log::LevelFilter::Error,
+            LogLevel::Warn => log::LevelFilter::Warn,
+            LogLevel::Info => log::LevelFilter::Info,
+            LogLevel::Debug => log::LevelFilter::Debug,
+            LogLevel::Trace => log::LevelFilter::Trace,
+        }
+    }
+
+    /// The level of a record of the `log` crate's `level`.
+    pub fn of(level: log::Level) -> LogLevel {
+        match level {
+            log::Level::Error => LogLevel::Error,
+            log::Level::Warn => LogLevel::Warn,
+            log::Level::Info => LogLevel::Info,
+            log::Level::Debug => LogLevel::Debug,
+            log::Level::Trace => LogLevel::Trace,
+        }
+    }
+
+    /// A level's name in any case (`"warn"`, `"WARN"`), or Python's names
+    /// `"WARNING"` (warn) and `"CRITICAL"` (error), in any case; `None` for
+    /// anything else. Every front end takes these names.
+    pub fn parse(name: &str) -> Option<LogLevel> {
+        if name.eq_ignore_ascii_case("warning") {
+            return Some(LogLevel::Warn);
+        }
+        if name.eq_ignore_ascii_case("critical") {
+            return Some(LogLevel::Error);
+        }
+        LogLevel::ALL.iter().copied().find(|l| l.name().eq_ignore_ascii_case(name))
+    }
+}
+
 /// Records that may wait for the sink before new ones are dropped.
 pub const QUEUE: usize = 1024;
 
@@ -178,16 +239,41 @@ pub fn to_stderr(record: LogRecord) {
     eprintln!("zklock {}: {}", record.level, record.message);
 }
 
-/// `"ERROR"`, `"WARN"`, `"INFO"`, `"DEBUG"`, `"TRACE"` or `"OFF"` (any
-/// case; also `"WARNING"` and `"CRITICAL"`, Python's names for warn and
-/// error) as a level filter; `None` for anything else. Every front end
-/// takes these names.
+/// The filter of a level named as [`LogLevel::parse`] takes it; `None`
+/// for anything else.
 pub fn level_filter(name: &str) -> Option<log::LevelFilter> {
-    if name.eq_ignore_ascii_case("warning") {
-        return Some(log::LevelFilter::Warn);
+    LogLevel::parse(name).map(LogLevel::filter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_names_are_the_table_in_any_case_and_python_names() {
+        for level in LogLevel::ALL {
+            assert_eq!(LogLevel::parse(level.name()), Some(*level));
+            assert_eq!(LogLevel::parse(&level.name().to_ascii_lowercase()), Some(*level));
+        }
+        assert_eq!(LogLevel::parse("Warning"), Some(LogLevel::Warn));
+        assert_eq!(LogLevel::parse("CRITICAL"), Some(LogLevel::Error));
+        for bad in ["", "loud", "warn ", "3"] {
+            assert_eq!(LogLevel::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(level_filter("debug"), Some(log::LevelFilter::Debug));
+        assert_eq!(level_filter("off"), Some(log::LevelFilter::Off));
     }
-    if name.eq_ignore_ascii_case("critical") {
-        return Some(log::LevelFilter::Error);
+
+    #[test]
+    fn a_level_lets_through_what_the_log_crate_would() {
+        let records = [log::Level::Error, log::Level::Warn, log::Level::Info, log::Level::Debug, log::Level::Trace];
+        for level in LogLevel::ALL {
+            for record in records {
+                // The table's order is the log crate's: a level passes its
+                // own records and every more severe one.
+                assert_eq!(record <= level.filter(), LogLevel::of(record) <= *level, "{level:?} {record:?}");
+                assert_ne!(LogLevel::of(record), LogLevel::Off);
+            }
+        }
     }
-    name.parse().ok()
 }

@@ -3,12 +3,15 @@
 //!
 //! The tables are the enums' own declarations ([`zklock_proto::vocabulary!`]):
 //! [`ErrorKind`], [`LockState`], [`ReleaseStatus`], [`ConnectionState`],
-//! [`LockMode`], [`NodeKind`] and [`CreateMode`]. The C header's enums, the
+//! [`LockMode`], [`NodeKind`], [`CreateMode`], [`FencedKind`] and
+//! [`LogLevel`]. The C header's enums, the
 //! Python enums and exception classes and the TypeScript unions are
 //! generated from [`ALL`] (`make vocabulary`); `make test` fails when a
 //! generated file differs from the tables.
 
-use crate::{ConnectionState, CreateMode, ErrorKind, LockMode, LockState, NodeKind, ReleaseStatus};
+use crate::{
+    ConnectionState, CreateMode, ErrorKind, FencedKind, LockMode, LockState, LogLevel, NodeKind, ReleaseStatus,
+};
 
 pub use zklock_proto::vocabulary::{Vocabulary, Word};
 
@@ -21,4 +24,6 @@ pub const ALL: &[Vocabulary] = &[
     LockMode::VOCABULARY,
     NodeKind::VOCABULARY,
     CreateMode::VOCABULARY,
+    FencedKind::VOCABULARY,
+    LogLevel::VOCABULARY,
 ];

@@ -87,7 +87,7 @@ fn an_operation_zookeeper_refuses_is_named_and_nothing_is_written() {
     assert_eq!(e.kind(), ErrorKind::ZooKeeper, "{e}");
     let failed = e.failed_op().expect("the failed operation");
     assert_eq!((failed.index, failed.code.as_str()), (1, "BadVersion"), "{e}");
-    assert!(e.message().contains("operation 1 (set_data \"/cas/state\")"), "{e}");
+    assert!(e.message().contains("operation 1 (SET_DATA \"/cas/state\")"), "{e}");
     assert!(raw.exists("/cas/state/made").is_none(), "the create before the refused operation was not made");
     let e = g.fenced_multi(&[FencedOp::delete("/cas/nothing", None)]).unwrap_err();
     assert_eq!(e.failed_op().map(|f| (f.index, f.code.as_str())), Some((0, "NoNode")), "{e}");
@@ -96,7 +96,7 @@ fn an_operation_zookeeper_refuses_is_named_and_nothing_is_written() {
     // Bad input: refused before anything is sent, naming the operation.
     let e = g.fenced_multi(&[FencedOp::check("/cas/state", None), FencedOp::delete("cas", None)]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidPath, "{e}");
-    assert!(e.message().contains("operation 1 (delete)"), "{e}");
+    assert!(e.message().contains("operation 1 (DELETE)"), "{e}");
     let own = g.node_path();
     let e = g.fenced_multi(&[FencedOp::delete(own.clone(), None)]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidPath, "{e}");

@@ -148,6 +148,31 @@ const C_ENUMS: &[CEnum] = &[
         input: true,
         otherwise: None,
     },
+    CEnum {
+        vocabulary: "FencedKind",
+        c_name: "zklock_fenced_kind",
+        prefix: "ZKLOCK_FENCED_",
+        doc: "What one operation of a fenced write does (`zklock_fenced_op.kind`), and what\n\
+              one of its results did (`zklock_fenced_results_kind`).",
+        zero: None,
+        only: None,
+        output: true,
+        input: true,
+        otherwise: Some("CHECK"),
+    },
+    CEnum {
+        vocabulary: "LogLevel",
+        c_name: "zklock_log_level",
+        prefix: "ZKLOCK_LOG_",
+        doc: "How much of the log `zklock_set_logger` asks for (a level lets its\n\
+              own records and every more severe one through), and the level of a\n\
+              record given to a `zklock_log_cb` (never `ZKLOCK_LOG_OFF`).",
+        zero: None,
+        only: None,
+        output: true,
+        input: true,
+        otherwise: None,
+    },
 ];
 
 fn c_words(e: &CEnum) -> Vec<&'static Word> {
@@ -253,6 +278,11 @@ const PY_ENUMS: &[PyEnum] = &[
         vocabulary: "CreateMode",
         doc: "How a node made by a fenced write (:meth:`FencedOp.create`) lives:\n\
               ZooKeeper's create modes. A ``str``: ``\"EPHEMERAL\"`` works too.",
+    },
+    PyEnum {
+        vocabulary: "FencedKind",
+        doc: "What an operation of a fenced write does (:attr:`FencedOp.op`) and what a\n\
+              result did (:attr:`FencedResult.op`). A ``str``: ``op == \"SET_DATA\"`` works.",
     },
 ];
 
@@ -392,6 +422,18 @@ const TS_UNIONS: &[TsUnion] = &[
         name: "CreateMode",
         doc: "How a node made by a fenced write lives: ZooKeeper's create modes.",
     },
+    TsUnion {
+        vocabulary: "FencedKind",
+        name: "FencedKind",
+        doc: "What an operation of a fenced write does (`FencedOp.op`) and what a result did\n\
+              (`FencedResult.op`).",
+    },
+    TsUnion {
+        vocabulary: "LogLevel",
+        name: "LogLevel",
+        doc: "How much of the log `setLogger` asks for, and the level of a record given to\n\
+              its logger (never `'OFF'`).",
+    },
 ];
 
 fn render_ts() -> String {
@@ -401,7 +443,15 @@ fn render_ts() -> String {
         writeln!(out, "// {l}").unwrap();
     }
     for u in TS_UNIONS {
-        writeln!(out, "\n/** {} */\nexport type {} =", u.doc, u.name).unwrap();
+        if u.doc.contains('\n') {
+            out.push_str("\n/**\n");
+            for l in lines(u.doc) {
+                writeln!(out, " *{}{l}", if l.is_empty() { "" } else { " " }).unwrap();
+            }
+            writeln!(out, " */\nexport type {} =", u.name).unwrap();
+        } else {
+            writeln!(out, "\n/** {} */\nexport type {} =", u.doc, u.name).unwrap();
+        }
         for w in table(u.vocabulary).words {
             let ls = lines(w.doc.trim_end());
             out.push_str("  /**\n");

@@ -4,30 +4,14 @@
 
 use std::ffi::{c_char, CString};
 
-use zklock_core::{CreateMode, FencedOp, FencedResult};
+use zklock_core::{CreateMode, FencedKind, FencedOp, FencedResult};
 
 use crate::error::{zklock_code, zklock_error};
 use crate::guard::zklock_guard;
 use crate::multi::zklock_multi_guard;
 use crate::util::{arg_ref, arg_str, call, guarded, invalid_arg, Result};
 
-/// What one operation of a fenced write does.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_fenced_kind {
-    /// Create `path` with `data` (its parent must exist), in `mode`, with
-    /// the client's ACL.
-    ZKLOCK_FENCED_CREATE = 1,
-    /// Set the data of `path` to `data`.
-    ZKLOCK_FENCED_SET_DATA = 2,
-    /// Delete `path` (it must have no children).
-    ZKLOCK_FENCED_DELETE = 3,
-    /// Write nothing: fail the write unless `path` exists (with data
-    /// version `version`, unless it is -1).
-    ZKLOCK_FENCED_CHECK = 4,
-}
-
-pub use crate::vocabulary::zklock_create_mode;
+pub use crate::vocabulary::{zklock_create_mode, zklock_fenced_kind};
 
 /// A `zklock_fenced_kind` value in a `zklock_fenced_op` (a plain integer
 /// on the Rust side, so that an out-of-range value is an ordinary input).
@@ -70,15 +54,15 @@ impl zklock_fenced_results {
     fn new(results: Vec<FencedResult>) -> zklock_fenced_results {
         let items = results
             .into_iter()
-            .map(|r| match r {
-                FencedResult::Created { path } => (
-                    zklock_fenced_kind::ZKLOCK_FENCED_CREATE,
-                    Some(CString::new(path.replace('\0', "\\0")).unwrap_or_default()),
-                    -1,
-                ),
-                FencedResult::DataSet { version } => (zklock_fenced_kind::ZKLOCK_FENCED_SET_DATA, None, version),
-                FencedResult::Deleted => (zklock_fenced_kind::ZKLOCK_FENCED_DELETE, None, -1),
-                _ => (zklock_fenced_kind::ZKLOCK_FENCED_CHECK, None, -1),
+            .map(|r| {
+                let kind = zklock_fenced_kind::from(r.kind());
+                match r {
+                    FencedResult::Created { path } => {
+                        (kind, Some(CString::new(path.replace('\0', "\\0")).unwrap_or_default()), -1)
+                    },
+                    FencedResult::DataSet { version } => (kind, None, version),
+                    _ => (kind, None, -1),
+                }
             })
             .collect();
         zklock_fenced_results { items }
@@ -136,17 +120,13 @@ unsafe fn read_ops(f: &str, ops: *const zklock_fenced_op, n: usize) -> Result<Ve
                     v => Ok(Some(v)),
                 }
             };
-            let kind = op.kind;
-            Ok(match kind {
-                k if k == zklock_fenced_kind::ZKLOCK_FENCED_CREATE as i32 => {
-                    FencedOp::create(path, data()?, mode_of(f, &name, op.mode)?)
-                },
-                k if k == zklock_fenced_kind::ZKLOCK_FENCED_SET_DATA as i32 => {
-                    FencedOp::set_data(path, data()?, version()?)
-                },
-                k if k == zklock_fenced_kind::ZKLOCK_FENCED_DELETE as i32 => FencedOp::delete(path, version()?),
-                k if k == zklock_fenced_kind::ZKLOCK_FENCED_CHECK as i32 => FencedOp::check(path, version()?),
-                k => {
+            let k = op.kind;
+            Ok(match zklock_fenced_kind::parse(k) {
+                Some(FencedKind::Create) => FencedOp::create(path, data()?, mode_of(f, &name, op.mode)?),
+                Some(FencedKind::SetData) => FencedOp::set_data(path, data()?, version()?),
+                Some(FencedKind::Delete) => FencedOp::delete(path, version()?),
+                Some(FencedKind::Check) => FencedOp::check(path, version()?),
+                _ => {
                     return Err(invalid_arg(f, &format!("{name}.kind"), &format!("is not a zklock_fenced_kind ({k})")))
                 },
             })

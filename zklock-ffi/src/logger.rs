@@ -3,31 +3,13 @@
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use zklock_core::logging::{set_log_sink, to_stderr, LogRecord};
+use zklock_core::logging::{set_log_sink, to_stderr, LogLevel, LogRecord};
 use zklock_core::Error;
 
 use crate::error::{zklock_code, zklock_error};
 use crate::util::{call, invalid_arg, UserData};
 
-/// How much of the core's logging reaches the logger: a level lets its
-/// own records and every more severe ones through.
-#[repr(i32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zklock_log_level {
-    /// Nothing.
-    ZKLOCK_LOG_OFF = 0,
-    /// Errors.
-    ZKLOCK_LOG_ERROR = 1,
-    /// Warnings: a session that ended, a lost lock, a cleanup left to the
-    /// background (the default, on stderr).
-    ZKLOCK_LOG_WARN = 2,
-    /// Connects, reconnects, suspensions, re-queues, cleanups done.
-    ZKLOCK_LOG_INFO = 3,
-    /// Every grant too.
-    ZKLOCK_LOG_DEBUG = 4,
-    /// Everything.
-    ZKLOCK_LOG_TRACE = 5,
-}
+pub use crate::vocabulary::zklock_log_level;
 
 /// A `zklock_log_level` value passed in from C (a plain integer, so that
 /// an out-of-range value is an ordinary input; the header spells it
@@ -56,16 +38,6 @@ pub(crate) fn ensure_default() {
     });
 }
 
-fn level_of(level: log::Level) -> zklock_log_level {
-    match level {
-        log::Level::Error => zklock_log_level::ZKLOCK_LOG_ERROR,
-        log::Level::Warn => zklock_log_level::ZKLOCK_LOG_WARN,
-        log::Level::Info => zklock_log_level::ZKLOCK_LOG_INFO,
-        log::Level::Debug => zklock_log_level::ZKLOCK_LOG_DEBUG,
-        log::Level::Trace => zklock_log_level::ZKLOCK_LOG_TRACE,
-    }
-}
-
 /// The sink that calls the C logger `cb` with `data`.
 fn c_sink(
     cb: unsafe extern "C" fn(userdata: *mut c_void, level: zklock_log_level, message: *const c_char),
@@ -75,7 +47,7 @@ fn c_sink(
         let message = CString::new(record.message.replace('\0', "\u{FFFD}")).unwrap_or_default();
         // SAFETY: the caller's logger, with its userdata and a message
         // valid during the call (zklock_set_logger's contract).
-        unsafe { cb(data.get(), level_of(record.level), message.as_ptr()) }
+        unsafe { cb(data.get(), zklock_log_level::from(LogLevel::of(record.level)), message.as_ptr()) }
     }
 }
 
@@ -109,14 +81,8 @@ pub unsafe extern "C" fn zklock_set_logger(
     // SAFETY: pointers as documented (caller's contract).
     unsafe {
         call(F, err, || {
-            let filter = match level {
-                0 => log::LevelFilter::Off,
-                1 => log::LevelFilter::Error,
-                2 => log::LevelFilter::Warn,
-                3 => log::LevelFilter::Info,
-                4 => log::LevelFilter::Debug,
-                5 => log::LevelFilter::Trace,
-                _ => return Err(invalid_arg(F, "level", &format!("is not a zklock_log_level ({level})"))),
+            let Some(filter) = zklock_log_level::parse(level).map(LogLevel::filter) else {
+                return Err(invalid_arg(F, "level", &format!("is not a zklock_log_level ({level})")));
             };
             CHOSEN.store(true, Ordering::Release);
             let installed: Result<(), Error> = match cb {

@@ -141,24 +141,25 @@ pub fn error_codes() -> Vec<String> {
 // Logging
 // ---------------------------------------------------------------------------
 
-/// Sends the core's log records of `level` and more severe (`"error"`,
-/// `"warn"`, `"info"` (default), `"debug"`, `"trace"`, `"off"`) to
-/// `logger(level, message)`, called on the JavaScript thread (it does not
-/// keep the process alive); `null` goes back to the default: warnings on
+/// Sends the core's log records of `level` and more severe (a `LogLevel`,
+/// in any case: `'ERROR'`, `'WARN'`, `'INFO'` (default), `'DEBUG'`,
+/// `'TRACE'`, `'OFF'`) to `logger(level, message)`, called on the
+/// JavaScript thread (it does not keep the process alive) with the
+/// record's `LogLevel`; `null` goes back to the default: warnings on
 /// stderr. The records are connects, reconnects, suspensions, session
 /// expiries, re-queues and background cleanups, each naming its lock path
 /// and session id. Process-wide (one logger for every client). Throws
 /// `INVALID_ARGUMENT` for an unknown level.
 #[napi(
-    ts_args_type = "logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'off'",
+    ts_args_type = "logger: ((level: Exclude<LogLevel, 'OFF'>, message: string) => void) | null, level?: LogLevel | Lowercase<LogLevel>",
     catch_unwind
 )]
 pub fn set_logger(env: Env, logger: Option<JsFunction>, level: Option<String>) -> napi::Result<()> {
-    let level_name = level.as_deref().unwrap_or(if logger.is_some() { "info" } else { "warn" });
-    let Some(filter) = core::logging::level_filter(level_name) else {
+    let level_name = level.as_deref().unwrap_or(if logger.is_some() { "INFO" } else { "WARN" });
+    let Some(filter) = core::LogLevel::parse(level_name).map(core::LogLevel::filter) else {
         let e = core::Error::new(
             core::ErrorKind::InvalidArgument,
-            format!("log level must be error, warn, info, debug, trace or off, not {level_name:?}"),
+            format!("log level must be a LogLevel ({}), not {level_name:?}", names(&core::LogLevel::VOCABULARY)),
         );
         return Err(zk_error(&env, &e));
     };
@@ -167,8 +168,8 @@ pub fn set_logger(env: Env, logger: Option<JsFunction>, level: Option<String>) -
         Some(logger) => {
             let mut tsfn: ThreadsafeFunction<core::logging::LogRecord, ErrorStrategy::Fatal> = logger
                 .create_threadsafe_function(0, |ctx: ThreadSafeCallContext<core::logging::LogRecord>| {
-                    let level = ctx.value.level.as_str().to_ascii_lowercase();
-                    Ok(vec![ctx.env.create_string(&level)?, ctx.env.create_string(&ctx.value.message)?])
+                    let level = core::LogLevel::of(ctx.value.level).name();
+                    Ok(vec![ctx.env.create_string(level)?, ctx.env.create_string(&ctx.value.message)?])
                 })?;
             tsfn.unref(&env)?;
             let callback = JsCallback(Some(tsfn));
@@ -1257,25 +1258,25 @@ impl Lock {
 // ---------------------------------------------------------------------------
 
 /// One ZooKeeper operation of a fenced write (`guard.fencedMulti()`).
-/// `op` says which: `'create'` (`path`, `data`, `mode`), `'setData'`
-/// (`path`, `data`, `version`), `'delete'` (`path`, `version`), `'check'`
-/// (`path`, `version`: writes nothing, fails the write unless the node
-/// exists with that version). `version` absent matches any data version;
+/// `op` says which (a `FencedKind`, in any case): `'CREATE'` (`path`,
+/// `data`, `mode`), `'SET_DATA'` (`path`, `data`, `version`), `'DELETE'`
+/// (`path`, `version`), `'CHECK'` (`path`, `version`: writes nothing, fails
+/// the write unless the node exists with that version). `version` absent matches any data version;
 /// a number makes the whole write fail with `BadVersion` unless the node's
 /// data version is that number (a compare-and-set). Any other key, or a key
 /// that the operation does not take, is refused (`INVALID_ARGUMENT`).
 #[napi(object)]
 pub struct FencedOp {
     /// The operation.
-    #[napi(ts_type = "'create' | 'setData' | 'delete' | 'check'")]
+    #[napi(ts_type = "FencedKind")]
     pub op: String,
     /// The node (for a sequential create, the prefix of its name). Any
     /// node outside the lock's own path.
     pub path: String,
-    /// The data of a create (default empty) or a setData (required): a
+    /// The data of a create (default empty) or a set data (required): a
     /// string (stored as UTF-8) or a Buffer.
     pub data: Option<Either<String, Buffer>>,
-    /// The data version a setData, delete or check requires (an integer
+    /// The data version a set data, delete or check requires (an integer
     /// from 0 to 2147483647); absent: any.
     pub version: Option<f64>,
     /// How a create's node lives (default `'PERSISTENT'`); the sequential
@@ -1285,38 +1286,46 @@ pub struct FencedOp {
 }
 
 /// What one operation of a successful fenced write did, in the order of
-/// the operations: `op` as the operation's, with `path` for a create (the
-/// new node's path, with the sequence number for a sequential mode) and
-/// `version` for a setData (the node's new data version).
+/// the operations: `op` as the operation's (`'CREATE'`, `'SET_DATA'`,
+/// `'DELETE'`, `'CHECK'`), with `path` for a create (the new node's path,
+/// with the sequence number for a sequential mode) and `version` for a set
+/// data (the node's new data version).
 #[napi(object, object_from_js = false)]
 pub struct FencedResult {
     /// The operation that did it.
-    #[napi(ts_type = "'create' | 'setData' | 'delete' | 'check'")]
+    #[napi(ts_type = "FencedKind")]
     pub op: String,
     /// For a create: the path of the new node.
     pub path: Option<String>,
-    /// For a setData: the node's new data version.
+    /// For a set data: the node's new data version.
     pub version: Option<i32>,
 }
 
 impl From<core::FencedResult> for FencedResult {
     fn from(r: core::FencedResult) -> FencedResult {
-        let (op, path, version) = match r {
-            core::FencedResult::Created { path } => ("create", Some(path), None),
-            core::FencedResult::DataSet { version } => ("setData", None, Some(version)),
-            core::FencedResult::Deleted => ("delete", None, None),
-            // Checked, and any result the core may add later (it makes
-            // none of another kind for the operations this binding sends).
-            _ => ("check", None, None),
+        let op = r.kind().name().to_owned();
+        let (path, version) = match r {
+            core::FencedResult::Created { path } => (Some(path), None),
+            core::FencedResult::DataSet { version } => (None, Some(version)),
+            _ => (None, None),
         };
-        FencedResult { op: op.to_owned(), path, version }
+        FencedResult { op, path, version }
+    }
+}
+
+/// The words of a vocabulary, for a message: `"A, B or C"`.
+fn names(v: &core::vocabulary::Vocabulary) -> String {
+    let words: Vec<&str> = v.words.iter().map(|w| w.name).collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.join(""),
     }
 }
 
 /// The core's operations of a fenced write. Only translates (the core
 /// decides paths, negative versions, the size): `INVALID_ARGUMENT` naming
 /// the operation's index for an unknown `op` or `mode`, a key the
-/// operation does not take, a setData without data, a version that is not
+/// operation does not take, a set data without data, a version that is not
 /// an integer of ZooKeeper's range (32 bits).
 fn fenced_ops(ops: Vec<FencedOp>) -> core::Result<Vec<core::FencedOp>> {
     let mut out = Vec::with_capacity(ops.len());
@@ -1354,39 +1363,41 @@ fn fenced_ops(ops: Vec<FencedOp>) -> core::Result<Vec<core::FencedOp>> {
             Ok(())
         };
         let path = spec.path.clone();
-        out.push(match spec.op.as_str() {
-            "create" => {
+        out.push(match core::FencedKind::from_name(&spec.op.to_ascii_uppercase()) {
+            Some(core::FencedKind::Create) => {
                 takes(true, false, true)?;
                 let mode = match spec.mode.as_deref() {
-                    None | Some("PERSISTENT") => core::CreateMode::Persistent,
-                    Some("EPHEMERAL") => core::CreateMode::Ephemeral,
-                    Some("PERSISTENT_SEQUENTIAL") => core::CreateMode::PersistentSequential,
-                    Some("EPHEMERAL_SEQUENTIAL") => core::CreateMode::EphemeralSequential,
-                    Some(other) => {
-                        return Err(at(format!(
-                            "mode must be PERSISTENT, EPHEMERAL, PERSISTENT_SEQUENTIAL or EPHEMERAL_SEQUENTIAL, got {other:?}"
-                        )))
-                    },
+                    None => core::CreateMode::Persistent,
+                    Some(name) => core::CreateMode::from_name(name).ok_or_else(|| {
+                        at(format!(
+                            "mode must be a CreateMode ({}), got {name:?}",
+                            names(&core::CreateMode::VOCABULARY)
+                        ))
+                    })?,
                 };
                 core::FencedOp::create(path, data.unwrap_or_default(), mode)
             },
-            "setData" => {
+            Some(core::FencedKind::SetData) => {
                 takes(true, true, false)?;
                 let Some(data) = data else { return Err(at("data is required".into())) };
                 core::FencedOp::set_data(path, data, version)
             },
-            "delete" => {
+            Some(core::FencedKind::Delete) => {
                 takes(false, true, false)?;
                 core::FencedOp::delete(path, version)
             },
-            "check" => {
+            Some(core::FencedKind::Check) => {
                 takes(false, true, false)?;
                 core::FencedOp::check(path, version)
             },
-            other => {
+            _ => {
                 return Err(core::Error::new(
                     core::ErrorKind::InvalidArgument,
-                    format!("fenced write, operation {i}: op must be create, setData, delete or check, got {other:?}"),
+                    format!(
+                        "fenced write, operation {i}: op must be a FencedKind ({}), got {:?}",
+                        names(&core::FencedKind::VOCABULARY),
+                        spec.op
+                    ),
                 ))
             },
         });

@@ -15,7 +15,7 @@ async function main() {
   process.kill(process.pid, 'SIGSTOP')
   let outcome
   try {
-    outcome = { written: await guard.fencedMulti([{ op: 'setData', path: state, data: 'stale holder' }]) }
+    outcome = { written: await guard.fencedMulti([{ op: 'SET_DATA', path: state, data: 'stale holder' }]) }
   } catch (e) {
     outcome = { code: e.code, failedOp: e.failedOp ?? null, message: e.message }
   }

@@ -22,7 +22,7 @@ async function observer(base) {
 /** `'ok'` if ZooKeeper has `node` (at `version`, if given), else its code. */
 async function has(observerGuard, node, version) {
   try {
-    await observerGuard.fencedMulti([{ op: 'check', path: node, ...(version === undefined ? {} : { version }) }])
+    await observerGuard.fencedMulti([{ op: 'CHECK', path: node, ...(version === undefined ? {} : { version }) }])
     return 'ok'
   } catch (e) {
     assert.ok(e instanceof ZkLockError && e.failedOp, `${e}`)
@@ -43,28 +43,29 @@ test('every operation kind and its result', async () => {
   const client = await zk.client()
   const guard = await client.lock(base).acquire({ timeoutMs: 10000 })
   const results = await guard.fencedMulti([
+    // An op is a FencedKind, in any case.
     { op: 'create', path: state, data: 'v0' },
-    { op: 'create', path: `${state}/job-`, data: Buffer.from('41'), mode: 'PERSISTENT_SEQUENTIAL' },
-    { op: 'create', path: `${state}/mine`, mode: 'EPHEMERAL' },
-    { op: 'setData', path: state, data: 'v1' },
-    { op: 'check', path: state, version: 1 },
-    { op: 'create', path: `${state}/gone` },
-    { op: 'delete', path: `${state}/gone` },
+    { op: 'CREATE', path: `${state}/job-`, data: Buffer.from('41'), mode: 'PERSISTENT_SEQUENTIAL' },
+    { op: 'CREATE', path: `${state}/mine`, mode: 'EPHEMERAL' },
+    { op: 'SET_DATA', path: state, data: 'v1' },
+    { op: 'CHECK', path: state, version: 1 },
+    { op: 'CREATE', path: `${state}/gone` },
+    { op: 'DELETE', path: `${state}/gone` },
   ])
   assert.deepEqual(results, [
-    { op: 'create', path: state },
-    { op: 'create', path: `${state}/job-0000000000` },
-    { op: 'create', path: `${state}/mine` },
-    { op: 'setData', version: 1 },
-    { op: 'check' },
-    { op: 'create', path: `${state}/gone` },
-    { op: 'delete' },
+    { op: 'CREATE', path: state },
+    { op: 'CREATE', path: `${state}/job-0000000000` },
+    { op: 'CREATE', path: `${state}/mine` },
+    { op: 'SET_DATA', version: 1 },
+    { op: 'CHECK' },
+    { op: 'CREATE', path: `${state}/gone` },
+    { op: 'DELETE' },
   ])
   const again = await guard.fencedMulti([
-    { op: 'setData', path: state, data: 'v2', version: results[3].version },
-    { op: 'delete', path: `${state}/mine`, version: 0 },
+    { op: 'SET_DATA', path: state, data: 'v2', version: results[3].version },
+    { op: 'DELETE', path: `${state}/mine`, version: 0 },
   ])
-  assert.deepEqual(again, [{ op: 'setData', version: 2 }, { op: 'delete' }])
+  assert.deepEqual(again, [{ op: 'SET_DATA', version: 2 }, { op: 'DELETE' }])
   assert.deepEqual(await guard.fencedMulti([]), [])
   const seen = await observer(base)
   assert.equal(await has(seen, state, 2), 'ok')
@@ -78,12 +79,12 @@ test('a refused operation names its index and code, and nothing is written', asy
   const base = lockPath('fenced-refused')
   const state = `${base}-state`
   const guard = await (await zk.client()).lock(base).acquire({ timeoutMs: 10000 })
-  await guard.fencedMulti([{ op: 'create', path: state, data: 'v0' }])
+  await guard.fencedMulti([{ op: 'CREATE', path: state, data: 'v0' }])
   await assert.rejects(
     guard.fencedMulti([
-      { op: 'create', path: `${state}/new` },
-      { op: 'setData', path: state, data: 'v1' },
-      { op: 'setData', path: state, data: 'v2', version: 5 },
+      { op: 'CREATE', path: `${state}/new` },
+      { op: 'SET_DATA', path: state, data: 'v1' },
+      { op: 'SET_DATA', path: state, data: 'v2', version: 5 },
     ]),
     (e) => rejectsWith('ZOOKEEPER', { index: 2, code: 'BadVersion' })(e) && /nothing was written/.test(e.message),
   )
@@ -93,19 +94,19 @@ test('a refused operation names its index and code, and nothing is written', asy
   for (const [ops, failedOp] of [
     [
       [
-        { op: 'check', path: state },
-        { op: 'setData', path: `${state}/none`, data: 'x' },
+        { op: 'CHECK', path: state },
+        { op: 'SET_DATA', path: `${state}/none`, data: 'x' },
       ],
       { index: 1, code: 'NoNode' },
     ],
-    [[{ op: 'create', path: state }], { index: 0, code: 'NodeExists' }],
+    [[{ op: 'CREATE', path: state }], { index: 0, code: 'NodeExists' }],
   ]) {
     await assert.rejects(guard.fencedMulti(ops), rejectsWith('ZOOKEEPER', failedOp))
   }
   // Errors that are not about an operation have no failedOp.
   await guard.release()
   await assert.rejects(
-    guard.fencedMulti([{ op: 'setData', path: state, data: 'released' }]),
+    guard.fencedMulti([{ op: 'SET_DATA', path: state, data: 'released' }]),
     (e) => rejectsWith('NOT_HELD', undefined)(e) && /nothing was written/.test(e.message),
   )
   assert.equal(await has(seen, state, 0), 'ok')
@@ -116,43 +117,44 @@ test('bad input is refused before anything is sent', async () => {
   const base = lockPath('fenced-input')
   const state = `${base}-state`
   const guard = await (await zk.client()).lock(base).acquire({ timeoutMs: 10000 })
-  await guard.fencedMulti([{ op: 'create', path: state, data: 'v0' }])
+  await guard.fencedMulti([{ op: 'CREATE', path: state, data: 'v0' }])
   // The lock's own queue is zklock's.
   await assert.rejects(
     guard.fencedMulti([
-      { op: 'setData', path: state, data: 'x' },
-      { op: 'setData', path: guard.nodePath, data: 'mine' },
+      { op: 'SET_DATA', path: state, data: 'x' },
+      { op: 'SET_DATA', path: guard.nodePath, data: 'mine' },
     ]),
     (e) =>
       rejectsWith('INVALID_PATH', undefined)(e) &&
-      e.message.includes('operation 1 (set_data)') &&
+      e.message.includes('operation 1 (SET_DATA)') &&
       e.message.includes('inside the lock path'),
   )
-  await assert.rejects(guard.fencedMulti([{ op: 'check', path: 'relative' }]), rejectsWith('INVALID_PATH'))
+  await assert.rejects(guard.fencedMulti([{ op: 'CHECK', path: 'relative' }]), rejectsWith('INVALID_PATH'))
   await assert.rejects(
-    guard.fencedMulti([{ op: 'delete', path: state, version: -1 }]),
+    guard.fencedMulti([{ op: 'DELETE', path: state, version: -1 }]),
     (e) => rejectsWith('INVALID_ARGUMENT')(e) && e.message.includes('negative'),
   )
   await assert.rejects(
-    guard.fencedMulti([{ op: 'setData', path: state, data: Buffer.alloc(1 << 20) }]),
+    guard.fencedMulti([{ op: 'SET_DATA', path: state, data: Buffer.alloc(1 << 20) }]),
     (e) => rejectsWith('INVALID_ARGUMENT')(e) && e.message.includes('jute.maxbuffer'),
   )
   // Values the binding translates: thrown, naming the operation.
   const invalid = [
-    [{ op: 'rename', path: state }, 'op must be create, setData, delete or check'],
-    [{ op: 'create', path: state, mode: 'BOGUS' }, 'mode must be'],
-    [{ op: 'create', path: state, version: 1 }, 'create takes no version'],
-    [{ op: 'delete', path: state, data: 'x' }, 'delete takes no data'],
-    [{ op: 'check', path: state, mode: 'EPHEMERAL' }, 'check takes no mode'],
-    [{ op: 'setData', path: state }, 'data is required'],
-    [{ op: 'setData', path: state, data: 'x', version: 2 ** 31 }, 'not an integer of 32 bits'],
-    [{ op: 'setData', path: state, data: 'x', version: 1.5 }, 'not an integer of 32 bits'],
-    [{ op: 'check', path: state, verison: 1 }, 'unknown option "verison"'],
-    [{ op: 'setData', path: state, data: 'a\ud800' }, 'well-formed Unicode'],
+    [{ op: 'rename', path: state }, 'op must be a FencedKind (CREATE, SET_DATA, DELETE or CHECK)'],
+    [{ op: 'setData', path: state, data: 'x' }, 'op must be a FencedKind'],
+    [{ op: 'CREATE', path: state, mode: 'BOGUS' }, 'mode must be'],
+    [{ op: 'CREATE', path: state, version: 1 }, 'CREATE takes no version'],
+    [{ op: 'DELETE', path: state, data: 'x' }, 'DELETE takes no data'],
+    [{ op: 'CHECK', path: state, mode: 'EPHEMERAL' }, 'CHECK takes no mode'],
+    [{ op: 'SET_DATA', path: state }, 'data is required'],
+    [{ op: 'SET_DATA', path: state, data: 'x', version: 2 ** 31 }, 'not an integer of 32 bits'],
+    [{ op: 'SET_DATA', path: state, data: 'x', version: 1.5 }, 'not an integer of 32 bits'],
+    [{ op: 'CHECK', path: state, verison: 1 }, 'unknown option "verison"'],
+    [{ op: 'SET_DATA', path: state, data: 'a\ud800' }, 'well-formed Unicode'],
   ]
   for (const [op, fragment] of invalid) {
     assert.throws(
-      () => guard.fencedMulti([{ op: 'check', path: state }, op]),
+      () => guard.fencedMulti([{ op: 'CHECK', path: state }, op]),
       (e) => rejectsWith('INVALID_ARGUMENT')(e) && e.message.includes(fragment) && e.message.includes('operation 1'),
       JSON.stringify(op),
     )
@@ -160,9 +162,9 @@ test('bad input is refused before anything is sent', async () => {
   for (const bad of [
     'ops',
     null,
-    { op: 'check', path: state },
+    { op: 'CHECK', path: state },
     [null],
-    [{ op: 'check', path: 5 }],
+    [{ op: 'CHECK', path: 5 }],
     [{ path: state }],
   ]) {
     assert.throws(
@@ -172,12 +174,12 @@ test('bad input is refused before anything is sent', async () => {
   }
   for (const version of ['1', null]) {
     assert.throws(
-      () => guard.fencedMulti([{ op: 'check', path: state, version }]),
+      () => guard.fencedMulti([{ op: 'CHECK', path: state, version }]),
       (e) => e instanceof TypeError,
     )
   }
   assert.throws(
-    () => guard.fencedMulti([{ op: 'setData', path: state, data: 7 }]),
+    () => guard.fencedMulti([{ op: 'SET_DATA', path: state, data: 7 }]),
     (e) => e instanceof TypeError,
   )
   const seen = await observer(base)
@@ -194,27 +196,27 @@ test('a multi-lock guard fences by every member', async () => {
   const g = await multi.acquire({ timeoutMs: 10000 })
   assert.deepEqual(
     await g.fencedMulti([
-      { op: 'create', path: state, data: 'both' },
-      { op: 'check', path: state },
+      { op: 'CREATE', path: state, data: 'both' },
+      { op: 'CHECK', path: state },
     ]),
-    [{ op: 'create', path: state }, { op: 'check' }],
+    [{ op: 'CREATE', path: state }, { op: 'CHECK' }],
   )
-  await assert.rejects(g.fencedMulti([{ op: 'create', path: `${b}/x` }]), rejectsWith('INVALID_PATH'))
+  await assert.rejects(g.fencedMulti([{ op: 'CREATE', path: `${b}/x` }]), rejectsWith('INVALID_PATH'))
   await assert.rejects(
-    g.fencedMulti([{ op: 'setData', path: state, data: 'x', version: 3 }]),
+    g.fencedMulti([{ op: 'SET_DATA', path: state, data: 'x', version: 3 }]),
     rejectsWith('ZOOKEEPER', { index: 0, code: 'BadVersion' }),
   )
   // A third party deletes the node of the member taken last (b): the
   // set's write is refused.
   const third = await observer(base)
-  await third.fencedMulti([{ op: 'delete', path: g.nodePaths[1] }])
+  await third.fencedMulti([{ op: 'DELETE', path: g.nodePaths[1] }])
   await assert.rejects(
-    g.fencedMulti([{ op: 'setData', path: state, data: 'one member only' }]),
+    g.fencedMulti([{ op: 'SET_DATA', path: state, data: 'one member only' }]),
     rejectsWith('LOCK_LOST'),
   )
   assert.equal(await has(third, state, 0), 'ok')
   await assert.rejects(g.release(), rejectsWith('LOCK_LOST'))
-  await assert.rejects(g.fencedMulti([{ op: 'check', path: state }]), rejectsWith('NOT_HELD'))
+  await assert.rejects(g.fencedMulti([{ op: 'CHECK', path: state }]), rejectsWith('NOT_HELD'))
   await third.release()
 })
 
@@ -226,7 +228,7 @@ test('a holder paused past its session writes nothing', async () => {
   const state = `${base}-state`
   const client = await zk.client()
   const setup = await client.lock(`${base}-setup`).acquire({ timeoutMs: 10000 })
-  await setup.fencedMulti([{ op: 'create', path: state, data: 'initial' }])
+  await setup.fencedMulti([{ op: 'CREATE', path: state, data: 'initial' }])
   await setup.release()
   const child = spawn(process.execPath, [path.join(__dirname, 'fenced-holder.js'), zk.connect, base, state], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -240,7 +242,9 @@ test('a holder paused past its session writes nothing', async () => {
     await waitFor(async () => (await client.participants(base)).length === 0, 30000, "A's session to expire")
     const b = await client.lock(base).acquire({ timeoutMs: 30000 })
     assert.notEqual(String(b.sessionId), a.session)
-    assert.deepEqual(await b.fencedMulti([{ op: 'setData', path: state, data: 'B' }]), [{ op: 'setData', version: 1 }])
+    assert.deepEqual(await b.fencedMulti([{ op: 'SET_DATA', path: state, data: 'B' }]), [
+      { op: 'SET_DATA', version: 1 },
+    ])
     child.kill('SIGCONT')
     const outcome = await next()
     console.error(`paused holder's fenced write: ${JSON.stringify(outcome)}`)
@@ -248,7 +252,7 @@ test('a holder paused past its session writes nothing', async () => {
     assert.equal(outcome.failedOp, null)
     // B's write is the last one made: the version is still B's, and B's
     // own fenced check says so.
-    assert.deepEqual(await b.fencedMulti([{ op: 'check', path: state, version: 1 }]), [{ op: 'check' }])
+    assert.deepEqual(await b.fencedMulti([{ op: 'CHECK', path: state, version: 1 }]), [{ op: 'CHECK' }])
     await b.release()
   } finally {
     child.kill('SIGCONT')

@@ -16,13 +16,13 @@ test('setLogger receives connects with the session id, at the level asked for', 
     const session = `0x${BigInt(c.sessionId()).toString(16)}`
     await waitFor(
       () =>
-        records.some((r) => r.level === 'info' && r.message.includes(`connected to`) && r.message.includes(session)),
+        records.some((r) => r.level === 'INFO' && r.message.includes(`connected to`) && r.message.includes(session)),
       5000,
       'the connect record',
     )
     const guard = await c.lock('/logging-node').acquire({ timeoutMs: 5000 })
     await waitFor(
-      () => records.some((r) => r.level === 'debug' && r.message.includes('granted /logging-node')),
+      () => records.some((r) => r.level === 'DEBUG' && r.message.includes('granted /logging-node')),
       5000,
       'the grant record',
     )

@@ -84,16 +84,16 @@ void scoped
 
 async function fenced(guard: Guard, multi: MultiGuard): Promise<number | undefined> {
   const ops: FencedOp[] = [
-    { op: 'create', path: '/jobs/state', data: 'v0', mode: 'PERSISTENT' },
-    { op: 'create', path: '/jobs/state/e-', data: Buffer.from('x'), mode: 'EPHEMERAL_SEQUENTIAL' },
-    { op: 'setData', path: '/jobs/state', data: 'v1', version: 0 },
-    { op: 'delete', path: '/jobs/state/x' },
-    { op: 'check', path: '/jobs/state', version: 1 },
+    { op: 'CREATE', path: '/jobs/state', data: 'v0', mode: 'PERSISTENT' },
+    { op: 'CREATE', path: '/jobs/state/e-', data: Buffer.from('x'), mode: 'EPHEMERAL_SEQUENTIAL' },
+    { op: 'SET_DATA', path: '/jobs/state', data: 'v1', version: 0 },
+    { op: 'DELETE', path: '/jobs/state/x' },
+    { op: 'CHECK', path: '/jobs/state', version: 1 },
   ]
   const results: FencedResult[] = await guard.fencedMulti(ops)
   const created: string | undefined = (await multi.fencedMulti(ops))[0].path
   try {
-    await guard.fencedMulti([{ op: 'check', path: '/jobs/state' }])
+    await guard.fencedMulti([{ op: 'CHECK', path: '/jobs/state' }])
   } catch (e) {
     if (e instanceof ZkLockError && e.failedOp) {
       const failed: FailedOp = e.failedOp

@@ -60,7 +60,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
-    ClientOptions, CreateMode, Error, ErrorKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
+    ClientOptions, CreateMode, Error, ErrorKind, FencedKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
     LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Participant, ReleaseStatus, TlsOptions,
     MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
@@ -1264,9 +1264,9 @@ fn lost_done(e: Error, done: Py<PyAny>) {
 }
 
 /// One operation of a fenced write as the package hands it over (its
-/// `FencedOp._native()`): `(op, path, data, version, mode)`, `op` one of
-/// `"create"`, `"set_data"`, `"delete"`, `"check"`, `data` bytes, `version`
-/// an int or None, `mode` a `CreateMode` name.
+/// `FencedOp._native()`): `(op, path, data, version, mode)`, `op` a
+/// `FencedKind` name, `data` bytes, `version` an int or None, `mode` a
+/// `CreateMode` name.
 type NativeFencedOp<'py> = (String, Bound<'py, PyAny>, Vec<u8>, Option<Bound<'py, PyAny>>, String);
 
 /// The core's operations of a fenced write from the package's tuples
@@ -1301,43 +1301,35 @@ fn fenced_ops(ops: &Bound<'_, PyAny>) -> PyResult<Vec<FencedOp>> {
                 })?)
             },
         };
-        out.push(match op.as_str() {
-            "create" => {
-                let mode = match mode.as_str() {
-                    "PERSISTENT" => CreateMode::Persistent,
-                    "EPHEMERAL" => CreateMode::Ephemeral,
-                    "PERSISTENT_SEQUENTIAL" => CreateMode::PersistentSequential,
-                    "EPHEMERAL_SEQUENTIAL" => CreateMode::EphemeralSequential,
-                    other => return Err(at(format!(" (create): unknown mode {other:?}"))),
+        out.push(match FencedKind::from_name(&op) {
+            Some(FencedKind::Create) => {
+                let Some(mode) = CreateMode::from_name(&mode) else {
+                    return Err(at(format!(" (CREATE): unknown mode {mode:?}")));
                 };
                 FencedOp::create(path, data, mode)
             },
-            "set_data" => FencedOp::set_data(path, data, version),
-            "delete" => FencedOp::delete(path, version),
-            "check" => FencedOp::check(path, version),
-            other => {
-                return Err(at(format!(": unknown operation {other:?} (create, set_data, delete or check)")));
-            },
+            Some(FencedKind::SetData) => FencedOp::set_data(path, data, version),
+            Some(FencedKind::Delete) => FencedOp::delete(path, version),
+            Some(FencedKind::Check) => FencedOp::check(path, version),
+            _ => return Err(at(format!(": unknown operation {op:?} (a zklock.FencedKind)"))),
         });
     }
     Ok(out)
 }
 
 /// The results of a fenced write as the package takes them: a list of
-/// `(op, path, version)` tuples, `op` named as the operation that made it
-/// (`"create"` with the new node's path, `"set_data"` with the new data
-/// version, `"delete"`, `"check"`).
+/// `(op, path, version)` tuples, `op` the `FencedKind` name of the
+/// operation that made it (`CREATE` with the new node's path, `SET_DATA`
+/// with the new data version).
 fn fenced_results(py: Python<'_>, results: Vec<FencedResult>) -> PyResult<Bound<'_, PyList>> {
     let tuples = results
         .into_iter()
         .map(|r| {
-            let (op, path, version): (&str, Option<String>, Option<i32>) = match r {
-                FencedResult::Created { path } => ("create", Some(path), None),
-                FencedResult::DataSet { version } => ("set_data", None, Some(version)),
-                FencedResult::Deleted => ("delete", None, None),
-                FencedResult::Checked => ("check", None, None),
-                // A result added to the core later: a bug until named here.
-                _ => return Err(py_err(Error::new(ErrorKind::Internal, "fenced write: an unknown result kind"))),
+            let op = r.kind().name();
+            let (path, version): (Option<String>, Option<i32>) = match r {
+                FencedResult::Created { path } => (Some(path), None),
+                FencedResult::DataSet { version } => (None, Some(version)),
+                _ => (None, None),
             };
             (op, path, version).into_pyobject(py).map(Bound::into_any)
         })

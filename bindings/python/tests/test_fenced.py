@@ -13,7 +13,7 @@ import kazoo.client as kazoo_client
 import pytest
 import zklock
 from support import Child, delete_as_third_party, wait_for
-from zklock import CreateMode, FencedOp, FencedResult
+from zklock import CreateMode, FencedKind, FencedOp, FencedResult
 
 
 def test_every_operation_kind_and_its_result(client: zklock.Client, kz: kazoo_client.KazooClient, path: str) -> None:
@@ -54,6 +54,9 @@ def test_every_operation_kind_and_its_result(client: zklock.Client, kz: kazoo_cl
             ]
         )
         assert again == [FencedResult("set_data", version=2), FencedResult("delete")]
+        # The kinds are zklock.FencedKind (a str enum), named in any case.
+        assert [r.op for r in again] == [FencedKind.SET_DATA, "DELETE"]
+        assert FencedOp("Set_Data", state, b"x").op is FencedKind.SET_DATA == FencedOp.set_data(state, b"x").op
         assert lock.fenced_multi([]) == []
         assert kz.get(state)[0] == b"v2"
         assert kz.exists(state + "/mine") is None
@@ -110,16 +113,16 @@ def test_bad_input_is_refused_before_sending(client: zklock.Client, kz: kazoo_cl
         with pytest.raises(zklock.InvalidPath) as info:
             lock.fenced_multi([FencedOp.set_data(state, b"x"), FencedOp.set_data(lock.node_path, b"mine")])
         assert info.value.code == "INVALID_PATH"
-        assert "operation 1 (set_data)" in info.value.message and "inside the lock path" in info.value.message
+        assert "operation 1 (SET_DATA)" in info.value.message and "inside the lock path" in info.value.message
         assert info.value.failed_op is None
         with pytest.raises(zklock.InvalidPath):
             lock.fenced_multi([FencedOp.create(path + "/x")])
         with pytest.raises(zklock.InvalidPath) as info:
             lock.fenced_multi([FencedOp.check("relative")])
-        assert "operation 0 (check)" in info.value.message
+        assert "operation 0 (CHECK)" in info.value.message
         with pytest.raises(zklock.InvalidArgument) as info:
             lock.fenced_multi([FencedOp.check(state), FencedOp.delete(state, version=-1)])
-        assert "operation 1 (delete)" in info.value.message and "negative" in info.value.message
+        assert "operation 1 (DELETE)" in info.value.message and "negative" in info.value.message
         # Beyond ZooKeeper's 32-bit versions: refused by the binding.
         with pytest.raises(zklock.InvalidArgument) as info:
             lock.fenced_multi([FencedOp.set_data(state, b"x", version=2**31)])
@@ -163,11 +166,11 @@ def test_wrong_types_are_invalid_argument_never_a_crash(client: zklock.Client, p
         native = lock._native
         for tuples in (
             [("rename", "/a", b"", None, "PERSISTENT")],
-            [("create", "/a", b"", None, "BOGUS")],
-            [("check", 5, b"", None, "PERSISTENT")],
-            [("check", "/a", b"", "1", "PERSISTENT")],
-            [("check", "/a", b"", 10**30, "PERSISTENT")],
-            [("check",)],
+            [("CREATE", "/a", b"", None, "BOGUS")],
+            [("CHECK", 5, b"", None, "PERSISTENT")],
+            [("CHECK", "/a", b"", "1", "PERSISTENT")],
+            [("CHECK", "/a", b"", 10**30, "PERSISTENT")],
+            [("CHECK",)],
             [object()],
             object(),
         ):

@@ -123,6 +123,7 @@ from ._vocabulary import *  # noqa: F403
 from ._vocabulary import (
     ConnectionState,
     CreateMode,
+    FencedKind,
     InvalidArgument,
     LockMode,
     LockState,
@@ -252,8 +253,9 @@ class FencedOp:
     are checked by :meth:`Lock.fenced_multi` (naming the operation's index).
     """
 
-    #: ``"create"``, ``"set_data"``, ``"delete"`` or ``"check"``.
-    op: str
+    #: What it does: a :class:`FencedKind` (given as one, or as its name in
+    #: any case: ``"set_data"`` works).
+    op: FencedKind
     #: The node (for a sequential create, the prefix of its name).
     path: str
     #: The data of a create or set_data (empty for the others).
@@ -265,9 +267,9 @@ class FencedOp:
     mode: Optional[CreateMode] = None
 
     def __post_init__(self) -> None:
-        op = self.op
-        if op not in ("create", "set_data", "delete", "check"):
-            raise _fenced_invalid("op must be create, set_data, delete or check, not %r" % (op,))
+        kind = _fenced_kind(self.op, "op")
+        object.__setattr__(self, "op", kind)
+        op = kind.value
         if not isinstance(self.path, str):
             raise _fenced_invalid("%s: path must be str, not %s" % (op, type(self.path).__name__))
         data = self.data
@@ -280,21 +282,21 @@ class FencedOp:
             data = bytes(data)
         elif not isinstance(data, bytes):
             raise _fenced_invalid("%s: data must be bytes or str, not %s" % (op, type(data).__name__))
-        if data and op in ("delete", "check"):
+        if data and kind in (FencedKind.DELETE, FencedKind.CHECK):
             raise _fenced_invalid("%s takes no data" % op)
         object.__setattr__(self, "data", data)
         version = self.version
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise _fenced_invalid("%s: version must be an int or None, not %s" % (op, type(version).__name__))
-        if op == "create":
+        if kind is FencedKind.CREATE:
             if version is not None:
-                raise _fenced_invalid("create takes no version")
+                raise _fenced_invalid("CREATE takes no version")
             mode = CreateMode.PERSISTENT if self.mode is None else self.mode
             try:
                 object.__setattr__(self, "mode", CreateMode(mode))
             except ValueError:
                 names = ", ".join(m.value for m in CreateMode)
-                raise _fenced_invalid("create: mode must be a zklock.CreateMode (%s), not %r" % (names, mode)) from None
+                raise _fenced_invalid("CREATE: mode must be a zklock.CreateMode (%s), not %r" % (names, mode)) from None
         elif self.mode is not None:
             raise _fenced_invalid("%s takes no mode" % op)
 
@@ -302,29 +304,46 @@ class FencedOp:
     def create(cls, path: str, data: Data = b"", mode: Union[CreateMode, str] = CreateMode.PERSISTENT) -> "FencedOp":
         """Creates ``path`` with ``data`` (its parent must exist), with the
         client's ACL; ``mode`` as :class:`CreateMode` says (or its name)."""
-        return cls("create", path, data, None, mode)  # type: ignore[arg-type]
+        return cls(FencedKind.CREATE, path, data, None, mode)  # type: ignore[arg-type]
 
     @classmethod
     def set_data(cls, path: str, data: Data, version: Optional[int] = None) -> "FencedOp":
         """Sets the data of ``path`` (if its data version is ``version``,
         when given)."""
-        return cls("set_data", path, data, version)  # type: ignore[arg-type]
+        return cls(FencedKind.SET_DATA, path, data, version)  # type: ignore[arg-type]
 
     @classmethod
     def delete(cls, path: str, version: Optional[int] = None) -> "FencedOp":
         """Deletes ``path``, which must have no children (if its data version
         is ``version``, when given)."""
-        return cls("delete", path, b"", version)
+        return cls(FencedKind.DELETE, path, b"", version)
 
     @classmethod
     def check(cls, path: str, version: Optional[int] = None) -> "FencedOp":
         """Writes nothing: fails the write unless ``path`` exists (with that
         data version, when given)."""
-        return cls("check", path, b"", version)
+        return cls(FencedKind.CHECK, path, b"", version)
 
     def _native(self) -> Tuple[str, str, bytes, Optional[int], str]:
         """The tuple the native module takes."""
-        return (self.op, self.path, self.data, self.version, (self.mode or CreateMode.PERSISTENT).value)
+        return (self.op.value, self.path, self.data, self.version, (self.mode or CreateMode.PERSISTENT).value)
+
+
+def _fenced_result(r: Tuple[str, Optional[str], Optional[int]]) -> "FencedResult":
+    """A :class:`FencedResult` of the native module's tuple."""
+    op, path, version = r
+    return FencedResult(FencedKind(op), path, version)
+
+
+def _fenced_kind(op: object, what: str) -> FencedKind:
+    """The :class:`FencedKind` ``op`` is or names (in any case); raises
+    :class:`InvalidArgument` naming ``what`` for anything else."""
+    if isinstance(op, FencedKind):
+        return op
+    if isinstance(op, str) and op.upper() in FencedKind.__members__:
+        return FencedKind(op.upper())
+    names = ", ".join(k.value for k in FencedKind)
+    raise _fenced_invalid("%s must be a zklock.FencedKind (%s), not %r" % (what, names, op))
 
 
 @dataclass(frozen=True)
@@ -332,13 +351,17 @@ class FencedResult:
     """What one operation of a successful fenced write did, in the order of
     the operations (:meth:`Lock.fenced_multi`)."""
 
-    #: The operation: ``"create"``, ``"set_data"``, ``"delete"`` or ``"check"``.
-    op: str
+    #: What the operation did: a :class:`FencedKind` (made from its name in
+    #: any case too: ``FencedResult("set_data", version=1)`` compares equal).
+    op: FencedKind
     #: For a create, the path of the new node (with the sequence number for
     #: a sequential mode); None for the others.
     path: Optional[str] = None
     #: For a set_data, the node's new data version; None for the others.
     version: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", _fenced_kind(self.op, "a result's op"))
 
 
 @dataclass(frozen=True)
@@ -514,7 +537,7 @@ class _Held:
             ConnectionLoss, LockTimeout: the outcome is unknown (if the
                 write was made, it was made while the lock was ours).
         """
-        return [FencedResult(*r) for r in self._native.fenced_multi(_fenced_tuples(ops))]
+        return [_fenced_result(r) for r in self._native.fenced_multi(_fenced_tuples(ops))]
 
     async def fenced_multi_async(self, ops: Sequence[FencedOp]) -> List[FencedResult]:
         """:meth:`fenced_multi` for asyncio: the write is awaited without a
@@ -525,7 +548,7 @@ class _Held:
         fut, done = _completion(asyncio.get_running_loop())
         self._native.fenced_multi_start(_fenced_tuples(ops), done)
         results: List[Tuple[str, Optional[str], Optional[int]]] = await fut
-        return [FencedResult(*r) for r in results]
+        return [_fenced_result(r) for r in results]
 
     def lost_event(self) -> threading.Event:
         """A ``threading.Event`` that is set once the newest acquire of this

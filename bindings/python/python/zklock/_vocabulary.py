@@ -17,6 +17,7 @@ __all__ = [
     "LockMode",
     "NodeKind",
     "CreateMode",
+    "FencedKind",
     "InvalidArgument",
     "InvalidPath",
     "LockTimeout",
@@ -144,6 +145,28 @@ class CreateMode(str, enum.Enum):
 
     #: Ephemeral, with a ten-digit sequence number appended to its name.
     EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FencedKind(str, enum.Enum):
+    """What an operation of a fenced write does (:attr:`FencedOp.op`) and what a
+    result did (:attr:`FencedResult.op`). A ``str``: ``op == "SET_DATA"`` works."""
+
+    #: Creates the node with the data given (its parent must exist), in
+    #: the create mode given, with the client's ACL.
+    CREATE = "CREATE"
+
+    #: Sets the data of the node.
+    SET_DATA = "SET_DATA"
+
+    #: Deletes the node (it must have no children).
+    DELETE = "DELETE"
+
+    #: Writes nothing: fails the write unless the node exists (with the
+    #: data version given, if any).
+    CHECK = "CHECK"
 
     def __str__(self) -> str:
         return self.value
