@@ -94,6 +94,8 @@ def fenced(lock: zklock.Lock, multi: zklock.MultiLock) -> Optional[int]:
     results = lock.fenced_multi(ops)
     assert_type(results, List[zklock.FencedResult])
     assert_type(multi.fenced_multi(ops)[0].path, Optional[str])
+    assert_type(results[0].op, zklock.FencedKind)
+    assert_type(ops[0].op, zklock.FencedKind)
     try:
         lock.fenced_multi(ops)
     except zklock.ZkLockError as e:
