@@ -34,12 +34,20 @@ pub(crate) enum Event {
     InputClosed(Option<std::io::Error>),
 }
 
-/// The lock options of `req` (its node data), checked: bad data is a
-/// usage error before connecting, like every other input.
+/// The lock options of `req` (its node data), checked, and its shared
+/// count's path (`--shared-count`): bad data or a count path the semaphore
+/// cannot use is a usage error before connecting, like every other input
+/// (outside attack round 22, F6: it was found only once connected, so an
+/// unreachable server made it exit 69).
 ///
 /// # Errors
 /// The exit code (64), reported.
 pub(crate) fn lock_options(req: &LockRequest) -> Result<LockOptions, i32> {
+    if let Some(Pool::SharedCount(count)) = &req.pool {
+        if let Err(e) = zklock_core::validate_shared_count_path(&req.path, count) {
+            return Err(crate::zk_error("bad --shared-count", &e));
+        }
+    }
     let options = match &req.data {
         None => LockOptions::default(),
         Some(NodeData::Text(t)) => LockOptions::default().data(t.as_bytes()),

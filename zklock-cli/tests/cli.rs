@@ -109,6 +109,21 @@ fn a_semaphore_on_a_shared_count_follows_it() {
     }
     let o = zklock(&d, "after", &["shared-count", "--hosts", &hosts, "/cli/pool-size"]);
     assert_eq!(o.stdout, "2\n", "unchanged by the refusals: {o:?}");
+    // A count path the semaphore cannot use is refused before connecting:
+    // usage (64), not "cannot connect" (69), with no server to reach
+    // (outside attack round 22, F6).
+    for (name, count) in [("root", "/"), ("ancestor", "/cli"), ("itself", "/cli/pool")] {
+        for sub in ["run", "hold"] {
+            let mut args = vec![sub, "--hosts", "127.0.0.1:1", "--shared-count", count, "/cli/pool"];
+            if sub == "run" {
+                args.push("true");
+            }
+            let o = zklock(&d, &format!("{name}-{sub}-unreachable"), &args);
+            assert_eq!(o.code, 64, "{name} {sub}: {o:?}");
+            assert!(!o.stderr.contains("connect"), "{name} {sub}: refused before connecting: {o:?}");
+            assert_no_panic(&o);
+        }
+    }
 }
 
 /// `zklock fence-check` in the command `run` runs: 0 while the grant

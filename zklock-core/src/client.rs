@@ -343,6 +343,12 @@ impl Shared {
     pub(crate) fn hosts(&self) -> String {
         self.hosts.lock().map(|h| h.clone()).unwrap_or_else(|p| p.into_inner().clone())
     }
+
+    /// The servers and the chroot of [`Shared::hosts`], as the session
+    /// layer reads them (`None` if it cannot: never for a client's own).
+    pub(crate) fn connect_string(&self) -> Option<zklock_zk::ConnectString> {
+        zklock_zk::ConnectString::parse(&self.hosts()).ok()
+    }
 }
 
 /// `acl` without ADMIN for `world:anyone` (an entry left with no right is

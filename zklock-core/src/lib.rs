@@ -74,6 +74,6 @@ pub use options::{AcquireOptions, CancelHandle, CancelToken, LockOptions};
 pub use security::{Acl, TlsOptions};
 pub use state::{LockState, ReleaseStatus};
 pub use validate::{
-    acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path, FOREVER,
-    MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SERVERS_BYTES, MAX_SESSION_TIMEOUT,
+    acquire_timeout_from_secs, option_timeout_from_secs, validate_connect_string, validate_lock_path,
+    validate_shared_count_path, FOREVER, MAX_OPTION_TIMEOUT, MAX_PATH_BYTES, MAX_SERVERS_BYTES, MAX_SESSION_TIMEOUT,
 };

@@ -766,20 +766,7 @@ impl Client {
     /// (NoNode) when the count node does not exist and `InvalidArgument`
     /// when it does not hold a 4-byte count.
     pub fn semaphore_with_count(&self, path: &str, count_path: &str, options: LockOptions) -> Result<Lock> {
-        validate_lock_path(count_path)?;
-        if count_path == path || count_path.starts_with(&format!("{path}/")) {
-            return Err(Error::invalid_argument(format!(
-                "the shared count {count_path:?} must not be the semaphore's path or inside it"
-            )));
-        }
-        // The semaphore's parents are made as containers: the count would
-        // become one, or sit in one (outside attack round 18, F1 and F2).
-        if path.starts_with(&format!("{count_path}/")) {
-            return Err(Error::invalid_argument(format!(
-                "the shared count {count_path:?} must not be an ancestor of the semaphore's path {path:?} (its \
-                 parents are container nodes, which ZooKeeper deletes with the count once they are empty)"
-            )));
-        }
+        crate::validate::validate_shared_count_path(path, count_path)?;
         // The checks of any semaphore (path, options).
         drop(self.semaphore(path, 1, options.clone())?);
         let lock = Lock::semaphore(self.clone(), path, 0, options);

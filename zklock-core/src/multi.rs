@@ -339,8 +339,9 @@ impl MultiLock {
     /// `InterProcessMultiLock(List<InterProcessLock>)`).
     ///
     /// # Errors
-    /// `InvalidArgument` for no member, a path named twice, or an election
-    /// or semaphore member.
+    /// `InvalidArgument` for no member, a path named twice (also one node
+    /// named through two clients' chroots, for clients that share a
+    /// server), or an election or semaphore member.
     pub fn new(members: Vec<Lock>) -> Result<MultiLock> {
         if members.is_empty() {
             return Err(empty());
@@ -363,6 +364,30 @@ impl MultiLock {
                     crate::error::shown(w[0].path())
                 ),
             ));
+        }
+        // The same node through two clients' chroots (`/m/a` through a
+        // client on `hosts/m`, `/m/a` through one on `hosts`) waits behind
+        // itself too (outside attack round 22, F5): compared by the path
+        // under the server's root, for clients that share a server.
+        let under_root = |l: &Lock| match l.client().shared().connect_string() {
+            Some(cs) => (cs.hosts, format!("{}{}", cs.chroot, l.path())),
+            None => (Vec::new(), l.path().to_owned()),
+        };
+        let roots: Vec<_> = locks.iter().map(under_root).collect();
+        for (i, (hosts, path)) in roots.iter().enumerate() {
+            let same = roots[i + 1..]
+                .iter()
+                .any(|(other_hosts, other_path)| other_path == path && hosts.iter().any(|h| other_hosts.contains(h)));
+            if same {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "multi-lock: node {} named twice, through two clients' chroots (it would wait behind \
+                         itself)",
+                        crate::error::shown(path)
+                    ),
+                ));
+            }
         }
         Ok(MultiLock { members: locks })
     }

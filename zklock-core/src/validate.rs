@@ -35,6 +35,33 @@ pub fn validate_lock_path(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks the shared count of a semaphore at `path`
+/// ([`crate::Client::semaphore_with_count`]): a valid path, not the
+/// semaphore's path, not inside it, not one of its ancestors (the
+/// semaphore's parents are made as container nodes: the count would become
+/// one, or sit in one, and ZooKeeper deletes containers once they are
+/// empty; outside attack round 18, F1 and F2). Needs no connection, so a
+/// front end can check before it connects.
+///
+/// # Errors
+/// [`crate::ErrorKind::InvalidPath`] for a count path that is not a valid
+/// lock path; [`crate::ErrorKind::InvalidArgument`] for the others.
+pub fn validate_shared_count_path(path: &str, count_path: &str) -> Result<()> {
+    validate_lock_path(count_path)?;
+    if count_path == path || count_path.starts_with(&format!("{path}/")) {
+        return Err(Error::invalid_argument(format!(
+            "the shared count {count_path:?} must not be the semaphore's path or inside it"
+        )));
+    }
+    if path.starts_with(&format!("{count_path}/")) {
+        return Err(Error::invalid_argument(format!(
+            "the shared count {count_path:?} must not be an ancestor of the semaphore's path {path:?} (its parents \
+             are container nodes, which ZooKeeper deletes with the count once they are empty)"
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `path` is ZooKeeper's reserved subtree or in it.
 fn is_reserved(path: &str) -> bool {
     path == "/zookeeper" || path.starts_with("/zookeeper/")

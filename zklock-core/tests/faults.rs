@@ -543,6 +543,61 @@ impl RefusingRelay {
     }
 }
 
+/// The connection reset while the server is stalled (SIGSTOP) for 0.3 T:
+/// the client reconnects at once, the server's kernel accepts the
+/// connection, and its connect request is answered only when the server
+/// runs again. A reconnect is credited from its connect request's send
+/// time; sent at the start of the stall, that credit ran out before the new
+/// connection's heartbeats could count (`T/3` after its first reply), about
+/// 0.27 T after the stall ended, on a healthy connection (outside attack
+/// round 22, F1: the CLI killed its command in 3 of 3 runs at T = 4 s). A
+/// connect request unanswered for `T/8` is now sent again on a new
+/// connection, so the one answered was sent at most about `T/8` before
+/// the stall ended.
+#[test]
+fn a_reset_while_the_server_is_stalled_for_three_tenths_of_the_session_timeout_keeps_the_clock() {
+    let zk = server();
+    let t = 4 * SEC;
+    for run in 0..2 {
+        let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+        let c = via_proxy(&proxy, t);
+        let g = lock_of(&c, &format!("/stalled-{run}"), LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+        std::thread::sleep(t + t / 2);
+        let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
+        right_after_a_credit(&g, t);
+        let began = Instant::now();
+        zk.freeze(0).unwrap();
+        proxy.drop_connections();
+        let mut out_at: Option<Duration> = None;
+        while began.elapsed() < t * 3 / 10 {
+            if out_at.is_none() && ran_out(&g) {
+                out_at = Some(began.elapsed());
+            }
+            std::thread::sleep(2 * MS);
+        }
+        zk.resume(0).unwrap();
+        let resumed = Instant::now();
+        let mut held_again: Option<Duration> = None;
+        while resumed.elapsed() < t {
+            if out_at.is_none() && ran_out(&g) {
+                out_at = Some(began.elapsed());
+            }
+            if g.check().is_ok() {
+                held_again.get_or_insert(resumed.elapsed());
+            }
+            std::thread::sleep(2 * MS);
+        }
+        eprintln!(
+            "run {run}: the clock ran out at {out_at:?} after the stall began; held again {held_again:?} after it"
+        );
+        assert!(held_again.is_some(), "run {run}: the lock is not held again");
+        assert_eq!(out_at, None, "run {run}: the safety clock ran out");
+        assert_eq!(g.state(), LockState::Held);
+        g.release().unwrap();
+        c.close();
+    }
+}
+
 /// An outage of 0.4 T in which every connect is refused (a server restart,
 /// a firewall that rejects), begun right after a heartbeat was credited: the client retries its session's server with
 /// rounds at most T/40 apart, so it is back soon after the outage and the

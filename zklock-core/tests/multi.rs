@@ -271,6 +271,26 @@ fn a_multi_lock_over_a_held_reentrant_handle_reenters_it() {
     assert_eq!(MultiLock::new(vec![lock.clone(), lock]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
+/// One node named through two clients' chroots (`/mch/alias` on the
+/// server's root, `/alias` through a client on `hosts/mch`) is refused at
+/// once: the set would wait behind itself until its deadline (outside
+/// attack round 22, F5). Other paths through the two clients are fine.
+#[test]
+fn one_node_through_two_chroots_is_named_twice() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let root = connect(&hosts);
+    let chrooted = connect(&format!("{hosts}/mch"));
+    let a = root.lock("/mch/alias").unwrap();
+    let b = chrooted.lock("/alias").unwrap();
+    let e = MultiLock::new(vec![a.clone(), b.clone()]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("/mch/alias") && e.message().contains("chroots"), "{e}");
+    let ml = MultiLock::new(vec![a, chrooted.lock("/other").unwrap()]).unwrap();
+    ml.acquire(Some(LONG)).unwrap().release().unwrap();
+    assert!(queue(&root, "/mch/alias").is_empty() && queue(&root, "/mch/other").is_empty());
+}
+
 /// `MultiLock::begin_acquire`: the calling thread's call, waited for in
 /// slices: it reenters that thread's hold; a cancelled or dropped one
 /// leaves no node and gives back what it took; the caller's token cancels
