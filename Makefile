@@ -195,6 +195,18 @@ bench-memory: deps
 	bench/build.sh rust python node java
 	$(CARGO_OUT)/release/zklock-bench memory --limit-s 120 $(BENCH_MEMORY_ARGS)
 
+.PHONY: bench-load
+## bench-load: many sessions and locks, and a long queue, on a 3-node ensemble (issue 33, items 2
+## and 4): 10 processes x 100 sessions on 10,000 locks with the leader killed mid-run, and 10,000
+## waiters on one lock; zklock (Rust core) and Curator, each on a fresh ensemble; results in
+## bench/results/load-<date>. BENCH_QUICK=1: a small run (2 processes, 100 sessions/waiters, about
+## a minute of measuring); BENCH_LOAD_ARGS: more flags (--only IMPL,.., --scenarios queue,many,
+## --procs N, --waiters N, --sessions N, --paths N, --out DIR; zklock-bench load --help)
+bench-load:
+	./scripts/install-deps.sh bench-scale
+	bench/build.sh rust java
+	$(CARGO_OUT)/release/zklock-bench load $(if $(filter 1,$(BENCH_QUICK)),--quick) $(BENCH_LOAD_ARGS)
+
 # ---- C ABI (zklock-ffi): libzklock, include/zklock.h, install ---------------
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

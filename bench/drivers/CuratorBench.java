@@ -12,6 +12,8 @@
  *   rw           readers writers hold_us ...       InterProcessReadWriteLock, one session each
  *   herd         sessions waiters                  a holder and queued waiters; stdin-driven
  *   drain        sessions waiters                  waiters queued behind a holder acquire once each
+ *   long-queue   sessions waiters holder timeout_s one process of zklock-bench load's queue; stdin-driven
+ *   many-locks   sessions paths hold_us timeout_ms duration_ms proc   zklock-bench load's many locks; stdin-driven
  *   memory-one / memory-many / memory-hold   n      zklock-bench memory's protocol (bench/src/memory.rs)
  * </pre>
  * Prints one JSON line {"result": {...}} on stdout (the same format as every
@@ -337,6 +339,263 @@ public final class CuratorBench {
             + violations.get() + "}";
     }
 
+    /** Microseconds since the Unix epoch: the clock every driver process of a zklock-bench load run shares. */
+    private static long unixUs() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1000;
+    }
+
+    /**
+     * The mutual-exclusion check of zklock-bench load, across processes: a marker file per lock in the
+     * directory ZKLOCK_BENCH_MARKERS (shared by every driver process of a run), created exclusively once
+     * the lock is granted and removed before the release; a create that finds it there is a violation.
+     */
+    static final class Markers {
+        final java.nio.file.Path dir;
+        final AtomicLong violations = new AtomicLong(), errors = new AtomicLong();
+
+        Markers() {
+            String d = System.getenv("ZKLOCK_BENCH_MARKERS");
+            if (d == null) throw new IllegalStateException("ZKLOCK_BENCH_MARKERS is not set");
+            dir = java.nio.file.Paths.get(d);
+        }
+
+        /** Marks lock key as ours; false if it could not (a violation if the marker was there). */
+        boolean enter(long key) {
+            try {
+                java.nio.file.Files.createFile(dir.resolve(Long.toString(key)));
+                return true;
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                violations.incrementAndGet();
+            } catch (java.io.IOException e) {
+                errors.incrementAndGet();
+            }
+            return false;
+        }
+
+        /** Removes our marker of lock key (mine: enter made it). */
+        void exit(long key, boolean mine) {
+            if (!mine) return;
+            try {
+                java.nio.file.Files.delete(dir.resolve(Long.toString(key)));
+            } catch (java.io.IOException e) {
+                errors.incrementAndGet();
+            }
+        }
+    }
+
+    /** A growable array of longs (samples without boxing). */
+    static final class Longs {
+        long[] a = new long[1024];
+        int n;
+
+        void add(long v) {
+            if (n == a.length) a = java.util.Arrays.copyOf(a, n * 2);
+            a[n++] = v;
+        }
+
+        void addAll(Longs o) {
+            for (int i = 0; i < o.n; i++) add(o.a[i]);
+        }
+
+        long[] array() {
+            return java.util.Arrays.copyOf(a, n);
+        }
+    }
+
+    /**
+     * long-queue (zklock-bench load, issue 33 item 4), one process of several: waiters (a thread each)
+     * over sessions, round robin, on the one lock path; with holder=1 the first session takes (and marks)
+     * the lock first. Says ready, then on stdin: "enqueue" starts the waiters (each acquires once, marks,
+     * releases at once), "release" releases the holder, anything else ends. The same protocol as the
+     * Rust driver's long_queue.
+     */
+    static String longQueue(String hosts, String path) throws Exception {
+        int sessions = (int) Math.max(1, num("sessions", 10));
+        int waiters = (int) num("waiters", 100);
+        long timeoutS = num("timeout_s", 900);
+        Markers markers = new Markers();
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(connect(hosts));
+        InterProcessMutex holder = null;
+        boolean holderMine = false;
+        if (num("holder", 0) == 1) {
+            holder = new InterProcessMutex(clients.get(0), path);
+            acquire(holder);
+            // The holder marks its hold too: a waiter granted before the release is a violation.
+            holderMine = markers.enter(0);
+        }
+        Longs grants = new Longs();
+        AtomicLong failed = new AtomicLong(), releaseFailed = new AtomicLong();
+        say("{\"event\":\"ready\"}");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.equals("enqueue")) {
+                for (int i = 0; i < waiters; i++) {
+                    final InterProcessMutex m = new InterProcessMutex(clients.get(i % sessions), path);
+                    Thread t = new Thread(null, () -> {
+                        boolean got;
+                        try {
+                            got = m.acquire(timeoutS, TimeUnit.SECONDS);
+                        } catch (Throwable e) {
+                            got = false;
+                        }
+                        if (!got) {
+                            failed.incrementAndGet();
+                            return;
+                        }
+                        long t0 = unixUs();
+                        boolean mine = markers.enter(0);
+                        markers.exit(0, mine);
+                        try {
+                            m.release();
+                        } catch (Throwable e) {
+                            releaseFailed.incrementAndGet();
+                        }
+                        synchronized (grants) {
+                            grants.add(t0);
+                        }
+                    }, "q" + i, 256 * 1024);
+                    t.setDaemon(true);
+                    t.start();
+                }
+            } else if (line.equals("release")) {
+                if (holder != null) {
+                    markers.exit(0, holderMine);
+                    holder.release();
+                }
+                holder = null;
+                say("{\"event\":\"released\"}");
+            } else {
+                break;
+            }
+        }
+        long[] g;
+        synchronized (grants) {
+            g = grants.array();
+        }
+        return "{\"grants\":" + g.length + ",\"grant_us\":" + list(g) + ",\"failed\":" + failed.get()
+            + ",\"release_failed\":" + releaseFailed.get() + ",\"violations\":" + markers.violations.get()
+            + ",\"marker_errors\":" + markers.errors.get() + "}";
+    }
+
+    /**
+     * many-locks (zklock-bench load, issue 33 item 2), one process of several: sessions, one thread each,
+     * looping for duration_ms from the "go" line on stdin (after ready): a lock of path/0 ..
+     * path/(paths-1) at random (a new InterProcessMutex), acquire (timeout_ms), mark, hold hold_us,
+     * unmark, release. Curator's mutex has no check of a held lock: a hold during which the session's
+     * connection was SUSPENDED (Curator's advice: not known to be ours until RECONNECTED) is counted as
+     * the Rust driver counts a check that finds the lock suspended; LOST events (Curator 5 posts LOST
+     * when its own timer says the session timeout passed while disconnected, or on a real expiry) are
+     * counted per session, and a LOST on a session whose id is the same at the end as at the start is a
+     * false loss.
+     */
+    static String manyLocks(String hosts, String path) throws Exception {
+        int sessions = (int) Math.max(1, num("sessions", 100));
+        long paths = Math.max(1, num("paths", 10_000));
+        long holdUs = num("hold_us", 5000), timeoutMs = num("timeout_ms", 30_000);
+        long durationMs = num("duration_ms", 60_000), proc = num("proc", 0);
+        Markers markers = new Markers();
+        List<CuratorFramework> clients = new ArrayList<>();
+        long[] ids = new long[sessions];
+        AtomicLong[] lost = new AtomicLong[sessions], suspends = new AtomicLong[sessions];
+        for (int i = 0; i < sessions; i++) {
+            CuratorFramework c = connect(hosts);
+            final AtomicLong l = new AtomicLong(), s = new AtomicLong();
+            lost[i] = l;
+            suspends[i] = s;
+            c.getConnectionStateListenable().addListener((client, state) -> {
+                if (state == org.apache.curator.framework.state.ConnectionState.LOST) l.incrementAndGet();
+                if (state == org.apache.curator.framework.state.ConnectionState.SUSPENDED) s.incrementAndGet();
+            });
+            ids[i] = c.getZookeeperClient().getZooKeeper().getSessionId();
+            clients.add(c);
+        }
+        say("{\"event\":\"ready\"}");
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        final long end = System.nanoTime() + durationMs * 1_000_000L;
+        Longs grantUs = new Longs(), latUs = new Longs();
+        Map<String, Long> failed = new java.util.TreeMap<>();
+        long[] counts = new long[2]; // suspended holds, failed releases
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            final CuratorFramework c = clients.get(i);
+            final AtomicLong s = suspends[i];
+            final java.util.Random rnd = new java.util.Random((proc << 32) ^ i ^ 0x9e3779b97f4a7c15L);
+            Thread t = new Thread(null, () -> {
+                Longs g = new Longs(), lat = new Longs();
+                Map<String, Long> fail = new HashMap<>();
+                long suspended = 0, releaseFailed = 0;
+                while (System.nanoTime() < end) {
+                    long key = (long) (rnd.nextDouble() * paths);
+                    InterProcessMutex m = new InterProcessMutex(c, path + "/" + key);
+                    long t0 = System.nanoTime();
+                    String why = null;
+                    try {
+                        if (!m.acquire(timeoutMs, TimeUnit.MILLISECONDS)) why = "TIMEOUT";
+                    } catch (Throwable e) {
+                        why = e.getClass().getSimpleName();
+                    }
+                    if (why != null) {
+                        fail.merge(why, 1L, Long::sum);
+                        try {
+                            Thread.sleep(10);
+                        } catch (InterruptedException e) {
+                            break;
+                        }
+                        continue;
+                    }
+                    lat.add((System.nanoTime() - t0) / 1000);
+                    g.add(unixUs());
+                    long s0 = s.get();
+                    boolean mine = markers.enter(key);
+                    try {
+                        TimeUnit.MICROSECONDS.sleep(holdUs);
+                    } catch (InterruptedException e) {
+                        break;
+                    }
+                    if (s.get() != s0) suspended++;
+                    markers.exit(key, mine);
+                    try {
+                        m.release();
+                    } catch (Throwable e) {
+                        releaseFailed++;
+                    }
+                }
+                synchronized (counts) {
+                    grantUs.addAll(g);
+                    latUs.addAll(lat);
+                    for (Map.Entry<String, Long> e : fail.entrySet()) failed.merge(e.getKey(), e.getValue(), Long::sum);
+                    counts[0] += suspended;
+                    counts[1] += releaseFailed;
+                }
+            }, "m" + i, 256 * 1024);
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) t.join();
+        long lostEvents = 0, falseLosses = 0, changed = 0;
+        for (int i = 0; i < sessions; i++) {
+            boolean same = clients.get(i).getZookeeperClient().getZooKeeper().getSessionId() == ids[i];
+            lostEvents += lost[i].get();
+            if (same) falseLosses += lost[i].get();
+            else changed++;
+        }
+        StringBuilder f = new StringBuilder("{");
+        for (Map.Entry<String, Long> e : failed.entrySet()) {
+            if (f.length() > 1) f.append(',');
+            f.append('"').append(e.getKey()).append("\":").append(e.getValue());
+        }
+        f.append('}');
+        return "{\"grants\":" + grantUs.n + ",\"grant_us\":" + list(grantUs.array()) + ",\"lat_us\":"
+            + list(latUs.array()) + ",\"failed\":" + f + ",\"suspended_checks\":" + counts[0] + ",\"lost\":"
+            + lostEvents + ",\"false_losses\":" + falseLosses + ",\"release_failed\":" + counts[1]
+            + ",\"violations\":" + markers.violations.get() + ",\"marker_errors\":" + markers.errors.get()
+            + ",\"sessions_expired\":" + lostEvents + ",\"sessions_changed\":" + changed + "}";
+    }
+
     /** A number field (kB) of /proc/self/status, in bytes; Threads as is. */
     private static long status(String text, String key) {
         for (String line : text.split("\n")) {
@@ -441,6 +700,8 @@ public final class CuratorBench {
                 case "rw": out = rw(args[1], args[2]); break;
                 case "herd": out = herd(args[1], args[2]); break;
                 case "drain": out = drain(args[1], args[2]); break;
+                case "long-queue": out = longQueue(args[1], args[2]); break;
+                case "many-locks": out = manyLocks(args[1], args[2]); break;
                 case "memory-one": case "memory-many": case "memory-hold":
                     out = memory(args[1], args[2], args[0].substring("memory-".length())); break;
                 default: throw new IllegalArgumentException("unknown scenario " + args[0]);

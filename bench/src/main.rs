@@ -5,6 +5,7 @@
 //! zklock-bench [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
 //! zklock-bench scale [--quick] [--reps N] [--out DIR] [--only IMPL,...] [--scenarios S,...]
 //! zklock-bench memory [--impl IMPL,..] [--n N,..] [--shapes one,many,hold] [--settle-s S] [--out DIR]
+//! zklock-bench load [--quick] [--only IMPL,..] [--scenarios queue,many] [--procs N] [--out DIR] ...
 //! ```
 //!
 //! Starts a standalone server through the test harness (forceSync off, then
@@ -15,8 +16,13 @@
 //! measures a 3-node ensemble's CPU time per lock operation instead
 //! (default `bench/results/scale-<date>`); `memory` (`make bench-memory`,
 //! `memory.rs`) the client's memory per waiter and per held lock (default
-//! `bench/results/memory-<date>`). See `bench/README.md`.
+//! `bench/results/memory-<date>`); `load` (`make bench-load`, `load.rs`)
+//! many sessions and locks with the leader killed mid-run, and a queue of
+//! 10,000 waiters, on a 3-node ensemble (default
+//! `bench/results/load-<date>`). See `bench/README.md`.
 
+mod clock;
+mod load;
 mod memory;
 mod raw;
 mod report;
@@ -712,7 +718,11 @@ fn parse_args() -> R<Args> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let out = if args.first().map(String::as_str) == Some("memory") { memory::run(&args[1..]) } else { run() };
+    let out = match args.first().map(String::as_str) {
+        Some("memory") => memory::run(&args[1..]),
+        Some("load") => load::run(&args[1..]),
+        _ => run(),
+    };
     if let Err(e) = out {
         eprintln!("zklock-bench: {e}");
         std::process::exit(1);

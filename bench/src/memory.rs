@@ -162,7 +162,7 @@ fn mntr(addr: std::net::SocketAddr, key: &str) -> R<u64> {
 }
 
 /// The server's count of watches (`wchs`: `Total watches:N`).
-fn watches(addr: std::net::SocketAddr) -> R<u64> {
+pub(crate) fn watches(addr: std::net::SocketAddr) -> R<u64> {
     let text = four_letter_word(addr, "wchs", Duration::from_secs(10)).map_err(err)?;
     text.lines()
         .find_map(|l| l.strip_prefix("Total watches:"))
@@ -173,7 +173,7 @@ fn watches(addr: std::net::SocketAddr) -> R<u64> {
 /// Creates `path` (and its ancestors) and, unless `shape` is `one`, its
 /// children `0..n` (persistent, open ACL), so that every acquire of the run
 /// adds exactly one node.
-fn make_paths(rt: &tokio::runtime::Runtime, zk: &zk::Session, path: &str, shape: &str, n: usize) -> R<()> {
+pub(crate) fn make_paths(rt: &tokio::runtime::Runtime, zk: &zk::Session, path: &str, shape: &str, n: usize) -> R<()> {
     let open = zk::Acl::open();
     let made = |r: Result<_, zk::Error>| match r {
         Ok(_) | Err(zk::Error::Server(zk::Code::NodeExists)) => Ok(()),

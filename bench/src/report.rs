@@ -446,20 +446,26 @@ fn ratio_metric(scenario: &str) -> Option<&'static str> {
 }
 
 /// The markdown report: machine, one table per mode and scenario, targets.
-pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
+/// The `## Machine` section of a report (one line per field of `machine`),
+/// then each note as a paragraph.
+pub fn machine_and_notes(machine: &Value, notes: &[String]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# zklock benchmark results\n");
     let _ = writeln!(s, "## Machine\n");
-    if let Some(o) = machine.as_object() {
-        for (k, v) in o {
-            let v = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
-            let _ = writeln!(s, "- **{k}**: {v}");
-        }
+    for (k, v) in machine.as_object().into_iter().flatten() {
+        let v = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        let _ = writeln!(s, "- **{k}**: {v}");
     }
     let _ = writeln!(s);
     for n in notes {
         let _ = writeln!(s, "{n}\n");
     }
+    s
+}
+
+pub fn markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# zklock benchmark results\n");
+    s.push_str(&machine_and_notes(machine, notes));
     for (mode, scenarios) in m {
         let _ = writeln!(s, "## Targets ({mode})\n");
         let _ = writeln!(s, "| target | measured | limit | |\n|---|---|---|---|");
@@ -547,15 +553,7 @@ pub fn scale_markdown(m: &Metrics, machine: &Value, notes: &[String]) -> String 
     const ZK: &str = "zklock-rust";
     let mut s = String::new();
     let _ = writeln!(s, "# zklock scale benchmark: the ensemble's work per lock operation\n");
-    let _ = writeln!(s, "## Machine\n");
-    for (k, v) in machine.as_object().into_iter().flatten() {
-        let v = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
-        let _ = writeln!(s, "- **{k}**: {v}");
-    }
-    let _ = writeln!(s);
-    for n in notes {
-        let _ = writeln!(s, "{n}\n");
-    }
+    s.push_str(&machine_and_notes(machine, notes));
     // A ratio: the median of the per-repetition ratios, [min–max] their spread.
     let paired = |mode: &str, scenario: &str, imp: &str, k: &str, base: &str| {
         let series = |i: &str| m.get(mode)?.get(scenario)?.get(i)?.get(k);

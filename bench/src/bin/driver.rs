@@ -10,21 +10,26 @@
 //! ```
 //!
 //! and prints one JSON line `{"result": {...}}` on stdout at the end (the
-//! herd scenario also prints `{"event": ...}` lines and reads commands from
-//! stdin).
+//! herd scenario, and `zklock-bench load`'s `long-queue` and `many-locks`,
+//! also print `{"event": ...}` lines and read commands from stdin).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use zklock_core::{Client, ClientOptions};
+use zklock_core::{Client, ClientOptions, ConnectionState, ErrorKind};
 use zklock_zk as zk;
 
+#[path = "../clock.rs"]
+mod clock;
 #[path = "../raw.rs"]
 mod raw;
+
+use clock::unix_us;
 
 type R<T> = Result<T, String>;
 
@@ -573,6 +578,302 @@ fn timed(warmup: usize, iters: usize, mut step: impl FnMut(bool) -> R<()>) -> R<
     Ok(json!({ "cpu_s": cpu, "lat_us": lat }))
 }
 
+/// The mutual-exclusion check of `zklock-bench load`, across processes: a
+/// marker file per lock in the directory `ZKLOCK_BENCH_MARKERS` (the
+/// runner's, shared by every driver process of a run), created with
+/// `O_EXCL` once the lock is granted and removed before the release. A
+/// create that finds the file already there means two holders at once.
+struct Markers {
+    /// The shared directory.
+    dir: PathBuf,
+    /// Creates that found the marker there: mutual-exclusion violations.
+    violations: AtomicUsize,
+    /// Creates or removals that failed for another reason (that check did
+    /// not happen).
+    errors: AtomicUsize,
+}
+
+impl Markers {
+    /// The directory the runner names in `ZKLOCK_BENCH_MARKERS`.
+    fn from_env() -> R<Markers> {
+        let dir = std::env::var_os("ZKLOCK_BENCH_MARKERS").ok_or("ZKLOCK_BENCH_MARKERS is not set")?;
+        Ok(Markers { dir: PathBuf::from(dir), violations: AtomicUsize::new(0), errors: AtomicUsize::new(0) })
+    }
+
+    /// Marks lock `key` as ours; false if the marker could not be made (a
+    /// violation if it was there).
+    fn enter(&self, key: u64) -> bool {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(self.dir.join(key.to_string())) {
+            Ok(_) => true,
+            Err(e) => {
+                let count = if e.kind() == std::io::ErrorKind::AlreadyExists { &self.violations } else { &self.errors };
+                count.fetch_add(1, Ordering::AcqRel);
+                false
+            },
+        }
+    }
+
+    /// Removes our marker of lock `key` (`mine`: `enter` made it).
+    fn exit(&self, key: u64, mine: bool) {
+        if mine && std::fs::remove_file(self.dir.join(key.to_string())).is_err() {
+            self.errors.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// long-queue (`zklock-bench load`, issue 33 item 4), one process of
+/// several: `waiters` waiters (a thread each) over `sessions` sessions,
+/// round robin, all on the one lock `path`; with `holder=1` the first
+/// session takes (and marks) the lock before anything else. Says `{"event":"ready"}`,
+/// then reads commands on stdin: `enqueue` starts the waiters, each
+/// acquiring once (timeout `timeout_s`), marking its critical section
+/// ([`Markers`]) and releasing at once; `release` releases the holder
+/// (`{"event":"released"}`); anything else (`finish`) ends. The result has
+/// the time of every grant so far (`grant_us`, µs since the epoch), the
+/// acquires and releases that failed and the marker violations.
+fn long_queue(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let sessions = p.num("sessions", 10).max(1) as usize;
+    let waiters = p.num("waiters", 100) as usize;
+    let timeout = Duration::from_secs(p.num("timeout_s", 900));
+    let markers = Arc::new(Markers::from_env()?);
+    let clients = (0..sessions).map(|_| connect(hosts)).collect::<R<Vec<_>>>()?;
+    let mut holder = match p.num("holder", 0) {
+        1 => Some(clients[0].lock(path).map_err(err)?.acquire(Some(Duration::from_secs(60))).map_err(err)?),
+        _ => None,
+    };
+    // The holder marks its hold too: a waiter granted before the release is a violation.
+    let holder_mine = holder.is_some() && markers.enter(0);
+    let grants = Arc::new(Mutex::new(Vec::with_capacity(waiters)));
+    let (failed, release_failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    event("ready");
+    for line in std::io::stdin().lock().lines() {
+        match line.map_err(err)?.trim() {
+            "enqueue" => {
+                for i in 0..waiters {
+                    let lock = clients[i % sessions].lock(path).map_err(err)?;
+                    let (grants, markers) = (grants.clone(), markers.clone());
+                    let (failed, release_failed) = (failed.clone(), release_failed.clone());
+                    std::thread::Builder::new()
+                        .stack_size(256 * 1024)
+                        .spawn(move || match lock.acquire(Some(timeout)) {
+                            Ok(g) => {
+                                let t = unix_us();
+                                let mine = markers.enter(0);
+                                markers.exit(0, mine);
+                                if g.release().is_err() {
+                                    release_failed.fetch_add(1, Ordering::AcqRel);
+                                }
+                                if let Ok(mut v) = grants.lock() {
+                                    v.push(t);
+                                }
+                            },
+                            Err(_) => {
+                                failed.fetch_add(1, Ordering::AcqRel);
+                            },
+                        })
+                        .map_err(err)?;
+                }
+            },
+            "release" => {
+                if let Some(g) = holder.take() {
+                    markers.exit(0, holder_mine);
+                    g.release().map_err(err)?;
+                }
+                event("released");
+            },
+            _ => break,
+        }
+    }
+    let grant_us = grants.lock().map_err(err)?.clone();
+    let out = json!({ "grants": grant_us.len(), "grant_us": grant_us, "failed": failed.load(Ordering::Acquire),
+        "release_failed": release_failed.load(Ordering::Acquire),
+        "violations": markers.violations.load(Ordering::Acquire),
+        "marker_errors": markers.errors.load(Ordering::Acquire) });
+    // Waiters still queued fail with Closed; their nodes go with the sessions.
+    for c in &clients {
+        c.close();
+    }
+    Ok(out)
+}
+
+/// What the loop of one session of [`many_locks`] saw.
+#[derive(Default)]
+struct Tally {
+    /// Each grant's time, µs since the epoch.
+    grant_us: Vec<i64>,
+    /// Each grant's wait: from the call to acquire to its return, µs.
+    lat_us: Vec<u64>,
+    /// Acquires that failed, by error kind.
+    failed: BTreeMap<String, u64>,
+    /// Checks before the release that found the lock suspended (the
+    /// connection lost: not known to be ours, not lost either).
+    suspended: u64,
+    /// Checks that found the lock lost (or failed otherwise).
+    lost: u64,
+    /// Of those, lost while the session id stayed the same and the client
+    /// saw no session loss.
+    false_lost: u64,
+    /// Releases that failed.
+    release_failed: u64,
+}
+
+impl Tally {
+    /// Adds `other`'s counts and samples to this one's.
+    fn merge(&mut self, other: Tally) {
+        self.grant_us.extend(other.grant_us);
+        self.lat_us.extend(other.lat_us);
+        for (k, n) in other.failed {
+            *self.failed.entry(k).or_default() += n;
+        }
+        self.suspended += other.suspended;
+        self.lost += other.lost;
+        self.false_lost += other.false_lost;
+        self.release_failed += other.release_failed;
+    }
+}
+
+/// A small xorshift generator (the lock each cycle picks; no crate needed).
+struct XorShift(u64);
+
+impl XorShift {
+    /// The next number.
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// One session's loop of [`many_locks`] until `end`: pick a lock of
+/// `path/0` .. `path/{paths-1}`, acquire it, mark it, hold it, check the
+/// guard, unmark it, release it.
+struct Cycler {
+    /// The session.
+    client: Client,
+    /// Sessions this client saw end (`ConnectionState::Lost`).
+    expired: Arc<AtomicUsize>,
+    /// The mutual-exclusion check.
+    markers: Arc<Markers>,
+    /// The parent of the lock paths.
+    path: String,
+    /// How many lock paths.
+    paths: u64,
+    /// How long each grant is held.
+    hold: Duration,
+    /// Each acquire's timeout.
+    timeout: Duration,
+    /// Picks the lock of each cycle.
+    rng: XorShift,
+}
+
+impl Cycler {
+    /// Runs the loop; returns what it saw.
+    fn run(mut self, end: Instant) -> Tally {
+        let mut s = Tally::default();
+        while Instant::now() < end {
+            let key = self.rng.next() % self.paths;
+            let t0 = Instant::now();
+            let got = self.client.lock(&format!("{}/{key}", self.path)).and_then(|l| l.acquire(Some(self.timeout)));
+            let g = match got {
+                Ok(g) => g,
+                Err(e) => {
+                    *s.failed.entry(e.kind().to_string()).or_default() += 1;
+                    // No busy loop while the ensemble elects a leader.
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                },
+            };
+            s.lat_us.push(t0.elapsed().as_micros() as u64);
+            s.grant_us.push(unix_us());
+            let mine = self.markers.enter(key);
+            std::thread::sleep(self.hold);
+            match g.check() {
+                Ok(()) => {},
+                Err(e) if e.kind() == ErrorKind::ConnectionLoss => s.suspended += 1,
+                Err(_) => {
+                    s.lost += 1;
+                    let same = self.client.session_id().ok() == Some(g.session_id());
+                    if same && self.expired.load(Ordering::Acquire) == 0 {
+                        s.false_lost += 1;
+                    }
+                },
+            }
+            self.markers.exit(key, mine);
+            if g.release().is_err() {
+                s.release_failed += 1;
+            }
+        }
+        s
+    }
+}
+
+/// many-locks (`zklock-bench load`, issue 33 item 2), one process of
+/// several: `sessions` sessions, one thread each, looping over the locks
+/// `path/0` .. `path/{paths-1}` ([`Cycler`]: a lock at random, acquire with
+/// a timeout of `timeout_ms`, mark, hold `hold_us`, check, unmark,
+/// release) for `duration_ms` from the `go` line on stdin (after
+/// `{"event":"ready"}`). Reported: every grant's time (`grant_us`, µs
+/// since the epoch) and wait (`lat_us`), the acquires that failed by kind,
+/// the checks that found the lock suspended or lost, the false losses
+/// (lost while the session id stayed the same and the client saw no
+/// session loss), failed releases, marker violations, and the sessions
+/// that ended (`ConnectionState::Lost`) or changed.
+fn many_locks(hosts: &str, path: &str, p: &Params) -> R<Value> {
+    let sessions = p.num("sessions", 100).max(1) as usize;
+    let markers = Arc::new(Markers::from_env()?);
+    let mut cyclers = Vec::new();
+    let mut ids = Vec::new();
+    for i in 0..sessions {
+        let client = connect(hosts)?;
+        let expired = Arc::new(AtomicUsize::new(0));
+        let seen = expired.clone();
+        let _kept = client.on_connection_state(move |s| {
+            if s == ConnectionState::Lost {
+                seen.fetch_add(1, Ordering::AcqRel);
+            }
+        });
+        ids.push(client.session_id().map_err(err)?);
+        cyclers.push(Cycler {
+            client,
+            expired,
+            markers: markers.clone(),
+            path: path.to_owned(),
+            paths: p.num("paths", 10_000).max(1),
+            hold: Duration::from_micros(p.num("hold_us", 5000)),
+            timeout: Duration::from_millis(p.num("timeout_ms", 30_000)),
+            // Distinct, non-zero seeds in every process and session.
+            rng: XorShift(((p.num("proc", 0) << 32) | i as u64) ^ 0x9e37_79b9_7f4a_7c15),
+        });
+    }
+    event("ready");
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).map_err(err)?;
+    let end = Instant::now() + Duration::from_millis(p.num("duration_ms", 60_000));
+    let clients: Vec<(Client, Arc<AtomicUsize>)> =
+        cyclers.iter().map(|c| (c.client.clone(), c.expired.clone())).collect();
+    let mut handles = Vec::new();
+    for c in cyclers {
+        handles.push(std::thread::Builder::new().stack_size(256 * 1024).spawn(move || c.run(end)).map_err(err)?);
+    }
+    let mut all = Tally::default();
+    for h in handles {
+        all.merge(h.join().map_err(|_| "a session's loop panicked".to_owned())?);
+    }
+    let expired: usize = clients.iter().map(|(_, e)| e.load(Ordering::Acquire)).sum();
+    let changed = clients.iter().zip(&ids).filter(|((c, _), id)| c.session_id().ok() != Some(**id)).count();
+    for (c, _) in &clients {
+        c.close();
+    }
+    Ok(json!({ "grants": all.grant_us.len(), "grant_us": all.grant_us, "lat_us": all.lat_us,
+        "failed": all.failed, "suspended_checks": all.suspended, "lost": all.lost, "false_losses": all.false_lost,
+        "release_failed": all.release_failed, "violations": markers.violations.load(Ordering::Acquire),
+        "marker_errors": markers.errors.load(Ordering::Acquire), "sessions_expired": expired,
+        "sessions_changed": changed }))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
@@ -590,6 +891,8 @@ fn main() {
         "rw" => rw(hosts, path, &params),
         "herd" => herd(hosts, path, &params),
         "drain" => drain(hosts, path, &params),
+        "long-queue" => long_queue(hosts, path, &params),
+        "many-locks" => many_locks(hosts, path, &params),
         other => Err(format!("unknown scenario {other}")),
     };
     match out {
