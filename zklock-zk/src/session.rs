@@ -1268,32 +1268,14 @@ impl Task {
         // rounds up to 1.5 s apart, a 0.4 T outage of refused connections
         // cost the lock in 5 of 8 runs at T = 4 s).
         let max_backoff = (self.timeout / 40).clamp(Duration::from_millis(25), Duration::from_secs(1));
-        // Until half the timeout has passed since anything was heard, an
-        // attempt waits at most T/8 (at least 200 ms) for its connect's
-        // answer, then tries again on a new connection: the safety clock
-        // credits a reconnect from its connect request's send time, so the
-        // request answered must be a fresh one. A server that is stalled
-        // (not down) accepts the connection and answers a connect sent at
-        // the start of the stall only when it runs again: that credit ran
-        // out before the new connection's heartbeats could count (outside
-        // attack round 22, F1: 0.3 T outages cost the lock). After that,
-        // attempts get the timeout's share again, so that a server slow to
-        // answer connects is still reached before the session expires.
-        let quick = (self.timeout / 8).max(Duration::from_millis(200));
-        let quick_until = (self.last_recv + self.timeout / 2).min(expire_at);
         // Started again over a new server list (`set_hosts`), with the same
         // deadline.
         'list: loop {
             let start = (self.host_at + 1) % self.hosts.len();
-            let share = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
-            let (until, per_attempt) = if tokio::time::Instant::now() < quick_until {
-                (quick_until, quick.min(share))
-            } else {
-                (expire_at, share)
-            };
+            let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
-            let rounds = connect_round_robin(&cfg, &hosts, start, &attach, until, Some(per_attempt), max_backoff);
+            let rounds = connect_round_robin(&cfg, &hosts, start, &attach, expire_at, Some(per_attempt), max_backoff);
             tokio::pin!(rounds);
             loop {
                 tokio::select! {
@@ -1303,9 +1285,6 @@ impl Task {
                                 self.host_at = at;
                                 Ok(ready)
                             }
-                            // The quick attempts' time is over: go on with
-                            // the timeout's share per attempt.
-                            Err(RoundsEnd::Deadline(_)) if until < expire_at => continue 'list,
                             Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
                                 Err(End::Final(Error::SessionExpired))
                             }
