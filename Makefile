@@ -427,7 +427,7 @@ SIM_SECONDS ?= 600
 ## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders, from
 ## their grants to their releases' ends, and a semaphore whose shared count
 ## changes, with SIM_FAULTS (1) fault per path (`make test`: no fault); last, two exclusive
-## contenders and one act of a third party per path, no fault (about 540,000 states, 1.5 minutes;
+## contenders and one act of a third party per path, no fault (about 540,000 states, under a minute;
 ## too long for `make test`'s debug build)
 SIM_FAULTS ?= 1
 sim:
