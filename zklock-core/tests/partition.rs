@@ -14,8 +14,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{queue, wait_until};
-use zklock_core::{Client, Guard, Lock, LockOptions};
-use zklock_harness::{Cluster, ClusterOptions};
+use zklock_core::{Client, Guard, Lock, LockOptions, ReleaseStatus};
+use zklock_harness::{Cluster, ClusterOptions, ProxyGroup};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -111,6 +111,78 @@ fn a_waiter_on_a_server_cut_off_from_the_quorum_is_not_granted_while_another_hol
             at - c_granted
         );
     }
+}
+
+/// The leader stalled (SIGSTOP) for 0.3 T while the holder's connection to
+/// a follower is reset: the holder reconnects to the other follower, which
+/// answers the connect only once the leader (which revalidates the session)
+/// runs again, so late; the client asks that follower once more (a late
+/// connect's credit would run the safety clock out: outside attack round
+/// 22, F1). Both connects revalidated the session through that follower,
+/// so it stays the session's owner: the holder is Held again, its release
+/// is done at once, and the waiter is granted right after it (round 23,
+/// R3: a client that gave up unanswered connects left the session owned by
+/// a member it had left; its release failed and the waiter waited a whole
+/// session timeout, in 5 of 5 runs). The safety clock never runs out.
+#[test]
+fn a_reset_while_the_leader_is_stalled_keeps_the_lock_and_its_release() {
+    zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
+    let cluster = Cluster::start(ClusterOptions::new().size(3).tick_time_ms(500)).expect("ensemble starts");
+    let leader = cluster.wait_quorum(30 * SEC).unwrap();
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let proxies = ProxyGroup::start(&followers.iter().map(|&i| cluster.client_addr(i)).collect::<Vec<_>>()).unwrap();
+    let t = 4 * SEC;
+    let h = Client::connect(common::options(&proxies.connect_string(), t)).unwrap();
+    let w = Client::connect(common::options(&cluster.connect_string(), t)).unwrap();
+    let gh = h.lock("/stalled-leader").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let lw = w.lock("/stalled-leader").unwrap();
+    let tw = std::thread::spawn(move || {
+        let g = lw.acquire(Some(60 * SEC));
+        (g, Instant::now())
+    });
+    wait_until("w queued", 10 * SEC, || queue(&w, "/stalled-leader").len() == 2);
+    std::thread::sleep(t + t / 2);
+    let ran_out = |g: &Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
+    let began = Instant::now();
+    cluster.freeze(leader).unwrap();
+    proxies.drop_connections();
+    let mut out_at = None;
+    while began.elapsed() < t * 3 / 10 {
+        if out_at.is_none() && ran_out(&gh) {
+            out_at = Some(began.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cluster.resume(leader).unwrap();
+    let mut held_again = None;
+    while began.elapsed() < 2 * t {
+        if out_at.is_none() && ran_out(&gh) {
+            out_at = Some(began.elapsed());
+        }
+        // Suspended from the reset until the reconnect (the leader is
+        // stalled until now, so no reconnect can be done yet).
+        if held_again.is_none() && gh.check().is_ok() {
+            held_again = Some(began.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let released_at = Instant::now();
+    let status = gh.release();
+    let (gw, granted) = tw.join().unwrap();
+    println!(
+        "stall -> clock ran out {out_at:?}, held again {held_again:?}; release {status:?}, w granted {:?} after it",
+        granted.saturating_duration_since(released_at)
+    );
+    assert!(held_again.is_some(), "the holder is not held again");
+    assert_eq!(out_at, None, "the safety clock ran out");
+    assert_eq!(status.unwrap(), ReleaseStatus::Released, "the release is done at once");
+    let gw = gw.expect("w gets the lock");
+    assert!(
+        granted - released_at < t / 2,
+        "w was granted {:?} after the release (a whole session timeout: the release did not reach the server)",
+        granted - released_at
+    );
+    gw.release().unwrap();
 }
 
 /// A 3-node ensemble whose members can be cut off from each other, with

@@ -1255,7 +1255,7 @@ impl Task {
     /// once). Ends the session when the server says it expired, when
     /// 4/3 of the timeout passed since anything was heard, or on close.
     async fn reconnect(&mut self) -> Result<Ready, End> {
-        let expire_at = self.last_recv + self.timeout * 4 / 3;
+        let mut expire_at = self.last_recv + self.timeout * 4 / 3;
         let attach = Attach {
             session_id: self.session_id,
             password: self.password.clone(),
@@ -1268,10 +1268,29 @@ impl Task {
         // rounds up to 1.5 s apart, a 0.4 T outage of refused connections
         // cost the lock in 5 of 8 runs at T = 4 s).
         let max_backoff = (self.timeout / 40).clamp(Duration::from_millis(25), Duration::from_secs(1));
+        // A connect answered more than T/6 after it was sent (a server
+        // stalled, not down: its kernel accepted the connection, and it
+        // answered when it ran again) is taken as proof that the session
+        // lives, but the safety clock credits a reconnect only from its
+        // connect request's send time (less T/3), and the new connection's
+        // heartbeats count only T/3 after its first reply: from a lag of
+        // about 0.23 T the clock would run out on a healthy connection
+        // (outside attack round 22, F1). So that connection is closed
+        // unused and the same server asked once more at once: this connect
+        // is sent after the stall, and its credit is fresh. Never more than
+        // once per reconnect (a server slow to answer every connection is
+        // as slow the second time), and never by giving up a connect still
+        // unanswered: abandoned connects still revalidate the session, can
+        // move its owner to a server the client left (SessionMoved), and
+        // time spent on them is time the session may expire in (round 23).
+        let late = self.timeout / 6;
+        let mut asked_again = false;
+        // The first server tried: the next one after the last connection's
+        // (the same one when asking again).
+        let mut start = (self.host_at + 1) % self.hosts.len();
         // Started again over a new server list (`set_hosts`), with the same
         // deadline.
         'list: loop {
-            let start = (self.host_at + 1) % self.hosts.len();
             let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
@@ -1283,6 +1302,20 @@ impl Task {
                         return match r {
                             Ok((ready, at)) => {
                                 self.host_at = at;
+                                let lag = ready.answered.saturating_duration_since(ready.connect_sent);
+                                if lag > late && !asked_again {
+                                    log::debug!(
+                                        "session {:#x}: {} answered the connect {lag:?} after it was sent; asking it once more",
+                                        self.session_id,
+                                        ready.server
+                                    );
+                                    asked_again = true;
+                                    // The session lived when it was answered.
+                                    expire_at = expire_at.max(tokio::time::Instant::from_std(ready.answered) + self.timeout * 4 / 3);
+                                    drop(ready);
+                                    start = at;
+                                    continue 'list;
+                                }
                                 Ok(ready)
                             }
                             Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
@@ -1302,6 +1335,7 @@ impl Task {
                             self.host_at = hosts.len() - 1;
                             self.cfg.connect.hosts = hosts.clone();
                             self.hosts = hosts;
+                            start = 0;
                             continue 'list;
                         }
                     },

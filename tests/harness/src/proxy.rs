@@ -169,6 +169,10 @@ struct Inner {
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
+    /// Every connection's connect answer is held this long before it is
+    /// forwarded (0: not held): a server alive but slow to answer new
+    /// connections.
+    connect_answer_delay: Mutex<Duration>,
     /// One-shot: hold replies from the reply to the next create on.
     hold_armed: AtomicBool,
     registry: Mutex<Registry>,
@@ -447,6 +451,10 @@ fn forward_frames(
         if *first_frame {
             // Connect request / response: never inspected.
             *first_frame = false;
+            if dir == Dir::ToClient {
+                let pause = *lock(&inner.connect_answer_delay);
+                thread::sleep(pause);
+            }
         } else {
             match dir {
                 Dir::ToServer => {
@@ -852,6 +860,7 @@ impl Proxy {
             trace: std::env::var_os("ZKLOCK_PROXY_TRACE").is_some_and(|v| v == "1"),
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
+            connect_answer_delay: Mutex::new(Duration::ZERO),
             hold_armed: AtomicBool::new(false),
             registry: Mutex::new(Registry::default()),
         });
@@ -971,6 +980,14 @@ impl Proxy {
         *lock(&self.inner.delay) = Some((op_type, pause));
     }
 
+    /// From now on, every connection's connect answer (its first frame from
+    /// the server) is held for `pause` before it is forwarded, as by a server
+    /// that is alive but slow to answer new connections; `Duration::ZERO`
+    /// stops it. Connections already past their connect are not affected.
+    pub fn delay_connect_answers(&self, pause: Duration) {
+        *lock(&self.inner.connect_answer_delay) = pause;
+    }
+
     /// How many requests [`delay_next_request`](Proxy::delay_next_request)
     /// has held so far (counted once forwarded).
     pub fn delayed(&self) -> u64 {
@@ -1070,6 +1087,11 @@ impl Proxy {
     /// the server really sent, e.g. to measure notifications per release.
     pub fn notifications(&self) -> u64 {
         self.inner.notifications.load(Ordering::SeqCst)
+    }
+
+    /// How many client connections this proxy has accepted so far.
+    pub fn accepted(&self) -> u64 {
+        lock(&self.inner.registry).next_id
     }
 
     /// The requests this proxy has forwarded to the server so far, on every
