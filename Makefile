@@ -428,8 +428,11 @@ SIM_SECONDS ?= 600
 ## their grants to their releases' ends, and a semaphore whose shared count
 ## changes, with SIM_FAULTS (1) fault per path (`make test`: no fault); last, two exclusive
 ## contenders and one act of a third party per path, no fault (about 540,000 states, under a minute;
-## too long for `make test`'s debug build)
+## too long for `make test`'s debug build); then the reconnect search (zklock-proto/tests/reconnect.rs:
+## the session layer's reconnect policy and the safety clock under server stalls, refusals,
+## resets and slow answers) with SIM_RECONNECT_RUNS (400,000) random runs (about 17 s; `make test`: 20,000)
 SIM_FAULTS ?= 1
+SIM_RECONNECT_RUNS ?= 400000
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \
 	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore -- --nocapture
@@ -437,3 +440,5 @@ sim:
 	  $(CARGO) test --locked --release -p zklock-proto --features history --test exhaustive -- --nocapture
 	$(CARGO) test --locked --release -p zklock-proto --features history --test exhaustive \
 	  exhaustive_third_party -- --ignored --exact --nocapture
+	ZKLOCK_RECONNECT_RUNS=$(SIM_RECONNECT_RUNS) \
+	  $(CARGO) test --locked --release -p zklock-proto --features history --test reconnect -- --nocapture

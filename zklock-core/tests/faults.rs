@@ -340,36 +340,43 @@ fn predecessor_gone_between_list_and_watch_is_looked_at_again_in(mode: LockMode)
     assert!(node.starts_with("/between/_c_"));
 }
 
-/// A server outage longer than the session timeout, then a healthy server:
-/// the waiter is granted on a new session, and that grant stays held. Its
-/// new session's connect may have been sent during the outage (so the
-/// safety clock, counted from then, is nearly spent when the server
-/// answers): the grant must wait until a heartbeat has moved the clock
-/// rather than hand out a lock that counts as suspended a moment later.
+/// A session the server expired in an outage, and a server that stalls
+/// just as the client, told of the expiry, makes its new session: the
+/// waiter is granted on the new session, and that grant stays held. The
+/// new session's connect is sent during the stall (so the safety clock,
+/// counted from then, is nearly spent when the server answers): the grant
+/// must wait until a heartbeat has moved the clock rather than hand out a
+/// lock that counts as suspended a moment later. (The client learns of the
+/// expiry from the server: while no server answers it keeps trying, as
+/// ZooKeeper's own client does; `zklock_proto::reconnect`.)
 #[test]
 fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let a = common::connect(&hosts);
-    // A connect timeout longer than the outage: the new session's connect
+    let zk = Arc::new(server());
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let a = common::connect(&zk.connect_string());
+    // A connect timeout longer than the stall: the new session's connect
     // waits for the frozen server.
-    let b = Client::connect(options(&hosts, 4 * SEC).connect_timeout(20 * SEC)).unwrap();
+    let b = Client::connect(options(&proxy.addr().to_string(), 4 * SEC).connect_timeout(20 * SEC)).unwrap();
     let _ga = lock_of(&a, "/outage-grant", LockMode::Exclusive).acquire(None).unwrap();
     let lb = lock_of(&b, "/outage-grant", LockMode::Exclusive);
     let waiter = std::thread::spawn(move || lb.acquire(Some(60 * SEC)).map(|g| (Instant::now(), g)));
     wait_until("b queued", 5 * SEC, || queue(&b, "/outage-grant").len() == 2);
     let old_session = b.session_id().unwrap();
+    // Told of the expiry, the client makes a new session: the server stalls
+    // at once, before that session's connect can be answered.
     let lost = Arc::new(Mutex::new(None));
-    let l = lost.clone();
+    let (l, frozen) = (lost.clone(), zk.clone());
     let _sub = b.on_connection_state(move |s| {
-        if s == zklock_core::ConnectionState::Lost {
-            l.lock().unwrap().get_or_insert(Instant::now());
+        if s == zklock_core::ConnectionState::Lost && l.lock().unwrap().is_none() {
+            frozen.freeze(0).unwrap();
+            *l.lock().unwrap() = Some(Instant::now());
         }
     });
-    zk.freeze(0).unwrap();
-    wait_until("b's client gives its session up", 30 * SEC, || lost.lock().unwrap().is_some());
-    // Its new session's connect is sent now, to the frozen server: resume
-    // when most of a session timeout has passed since.
+    proxy.blackhole();
+    wait_until("the server expired b's session", 15 * SEC, || queue(&a, "/outage-grant").len() == 1);
+    proxy.heal();
+    wait_until("b's client is told its session expired", 30 * SEC, || lost.lock().unwrap().is_some());
+    // Resume when most of a session timeout has passed since.
     let connect_began = lost.lock().unwrap().unwrap();
     std::thread::sleep((connect_began + 2_400 * MS).saturating_duration_since(Instant::now()));
     zk.resume(0).unwrap();

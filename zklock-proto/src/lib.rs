@@ -22,6 +22,9 @@
 //!   ([`vocabulary!`]), from which their generated files are made.
 //! - [`clock`]: the safety clock (section 5): until when the session is
 //!   certainly alive, from the heartbeats' send and answer times.
+//! - [`reconnect`]: the session layer's reconnect policy (section 5), which
+//!   serves the clock: how long attempts wait, and a connect answered late
+//!   asked again.
 //!
 //! This crate depends on nothing that does I/O; its API follows what
 //! `zklock-core` needs and may change with any release (zklock-core's API is
@@ -33,4 +36,5 @@ pub mod clock;
 pub mod driver;
 pub mod hold;
 pub mod names;
+pub mod reconnect;
 pub mod vocabulary;

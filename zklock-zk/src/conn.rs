@@ -66,6 +66,11 @@ pub(crate) enum Failure {
     Unusable(Unusable),
     /// It may work on another try (timeout, reset, server not serving).
     Transient(String),
+    /// The connect request was sent, and neither its answer nor the
+    /// server's close or reset came in time: the server (or one stalled
+    /// with the request in its socket, once it runs again) may have read it
+    /// and touched the session. Otherwise as `Transient`.
+    Unanswered(String),
     /// The server said the session is expired.
     Expired,
     /// The server refused our credentials.
@@ -299,7 +304,7 @@ async fn read_frame(
         }
         rbuf.reserve(4096);
         match timeout_at(deadline, stream.read_buf(rbuf)).await {
-            Err(_) => return Err(Failure::Transient("no answer to the connect request in time".to_string())),
+            Err(_) => return Err(Failure::Unanswered("no answer to the connect request in time".to_string())),
             Ok(Ok(0)) => return Err(Failure::Transient(
                 "the server closed the connection during the handshake (not serving, or our session is unknown to it)"
                     .to_string(),

@@ -24,6 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
+use zklock_proto::reconnect::{Answered, Reconnect};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -325,8 +326,7 @@ impl Session {
         // up the time of the others.
         let share = config.session_timeout.min(config.connect_timeout) / hosts.len() as u32;
         let per_attempt = share.max(Duration::from_millis(500));
-        let ready =
-            connect_round_robin(&config, &hosts, 0, &attach, deadline, Some(per_attempt), Duration::from_secs(1)).await;
+        let ready = connect_round_robin(&config, &hosts, 0, &attach, &mut NewSession { deadline, per_attempt }).await;
         let (ready, at) = match ready {
             Ok(r) => r,
             Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
@@ -943,22 +943,74 @@ enum RoundsEnd {
     Expired,
 }
 
-/// Tries the hosts from `start` round robin until one is ready or
-/// `deadline`, each attempt given `per_attempt` (default: the session
-/// timeout shared among the hosts, at least 500 ms), backing off between
-/// rounds. A new session (no id yet) gives up after one round in which every
-/// host was unusable. Returns the ready connection and its host's index.
+/// The rules [`connect_round_robin`] follows: a reconnect's
+/// ([`Reconnect`]: protocol section 5) or a new session's ([`NewSession`]).
+trait Rounds {
+    /// When to give up.
+    fn give_up_at(&self) -> tokio::time::Instant;
+    /// Until when an attempt started at `now` waits.
+    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant;
+    /// The longest pause between rounds.
+    fn max_backoff(&self) -> Duration;
+    /// A round over every server ended without a connection.
+    fn round_over(&mut self);
+    /// An attempt whose connect was sent ended unanswered at `ended`.
+    fn unanswered(&mut self, ended: tokio::time::Instant);
+}
+
+impl Rounds for Reconnect {
+    fn give_up_at(&self) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(Reconnect::give_up_at(self))
+    }
+    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(Reconnect::attempt_until(self, now.into_std()))
+    }
+    fn max_backoff(&self) -> Duration {
+        Reconnect::max_backoff(self)
+    }
+    fn round_over(&mut self) {
+        Reconnect::round_over(self)
+    }
+    fn unanswered(&mut self, ended: tokio::time::Instant) {
+        Reconnect::unanswered(self, ended.into_std())
+    }
+}
+
+/// A new session's rounds: until `deadline`, each attempt given
+/// `per_attempt`, rounds up to 1 s apart (no session to keep alive yet).
+struct NewSession {
+    deadline: tokio::time::Instant,
+    per_attempt: Duration,
+}
+
+impl Rounds for NewSession {
+    fn give_up_at(&self) -> tokio::time::Instant {
+        self.deadline
+    }
+    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant {
+        self.deadline.min(now + self.per_attempt)
+    }
+    fn max_backoff(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn round_over(&mut self) {}
+    fn unanswered(&mut self, _: tokio::time::Instant) {}
+}
+
+/// Tries the hosts from `start` round robin until one is ready or the
+/// rules give up, each attempt given the time the rules say, backing off
+/// between rounds. A new session (no id yet) gives up after one round in
+/// which every host was unusable. Returns the ready connection and its
+/// host's index.
 async fn connect_round_robin(
     cfg: &Config,
     hosts: &[Host],
     start: usize,
     attach: &Attach,
-    deadline: tokio::time::Instant,
-    per_attempt: Option<Duration>,
-    max_backoff: Duration,
+    rules: &mut impl Rounds,
 ) -> Result<(Ready, usize), RoundsEnd> {
     let n = hosts.len();
-    let per_attempt = per_attempt.unwrap_or_else(|| (cfg.session_timeout / n as u32).max(Duration::from_millis(500)));
+    let max_backoff = rules.max_backoff();
     let mut backoff = Duration::from_millis(50).min(max_backoff);
     let mut first_round = true;
     // Each server's last failure (`None` inside: refused), for the text of
@@ -977,10 +1029,10 @@ async fn connect_round_robin(
         for k in 0..n {
             let i = (start + k) % n;
             let now = tokio::time::Instant::now();
-            if now >= deadline {
+            if now >= rules.give_up_at() {
                 return Err(RoundsEnd::Deadline(timed_out(&last, "no server tried")));
             }
-            let until = deadline.min(now + per_attempt);
+            let until = rules.give_up_at().min(rules.attempt_until(now));
             match attempt(cfg, &hosts[i], attach, until).await {
                 Ok(r) => return Ok((r, i)),
                 Err(Failure::Expired) => return Err(RoundsEnd::Expired),
@@ -998,13 +1050,21 @@ async fn connect_round_robin(
                     last[i] = Some(Some(why.clone()));
                     other.push((&hosts[i], why))
                 },
+                Err(Failure::Unanswered(why)) => {
+                    rules.unanswered(tokio::time::Instant::now());
+                    all_unusable = false;
+                    last[i] = Some(Some(why.clone()));
+                    other.push((&hosts[i], why))
+                },
             }
         }
+        rules.round_over();
         if first_round && all_unusable && attach.session_id == 0 {
             return Err(RoundsEnd::Unreachable(said(cfg, &refused, &other, "")));
         }
         first_round = false;
         let now = tokio::time::Instant::now();
+        let deadline = rules.give_up_at();
         if now >= deadline {
             return Err(RoundsEnd::Deadline(timed_out(&last, "")));
         }
@@ -1252,94 +1312,78 @@ impl Task {
     }
 
     /// Reconnects to the session, handling calls meanwhile (they fail at
-    /// once). Ends the session when the server says it expired, when
-    /// 4/3 of the timeout passed since anything was heard, or on close.
+    /// once), as [`Reconnect`] says (protocol section 5). Ends the session
+    /// when the server says it expired, when the reconnect gives up (no
+    /// server's process reached for 4/3 of the timeout), or on close.
     async fn reconnect(&mut self) -> Result<Ready, End> {
-        let mut expire_at = self.last_recv + self.timeout * 4 / 3;
         let attach = Attach {
             session_id: self.session_id,
             password: self.password.clone(),
             last_zxid: self.last_zxid,
             next_xid: self.next_xid,
         };
-        // Rounds come at most T/40 apart (at least 25 ms, at most 1 s): the
-        // reconnect must follow the end of an outage closely, for every
-        // moment without it spends the safety clock (an outside test: with
-        // rounds up to 1.5 s apart, a 0.4 T outage of refused connections
-        // cost the lock in 5 of 8 runs at T = 4 s).
-        let max_backoff = (self.timeout / 40).clamp(Duration::from_millis(25), Duration::from_secs(1));
-        // A connect answered more than T/6 after it was sent (a server
-        // stalled, not down: its kernel accepted the connection, and it
-        // answered when it ran again) is taken as proof that the session
-        // lives, but the safety clock credits a reconnect only from its
-        // connect request's send time (less T/3), and the new connection's
-        // heartbeats count only T/3 after its first reply: from a lag of
-        // about 0.23 T the clock would run out on a healthy connection
-        // (outside attack round 22, F1). So that connection is closed
-        // unused and the same server asked once more at once: this connect
-        // is sent after the stall, and its credit is fresh. Never more than
-        // once per reconnect (a server slow to answer every connection is
-        // as slow the second time), and never by giving up a connect still
-        // unanswered: abandoned connects still revalidate the session, can
-        // move its owner to a server the client left (SessionMoved), and
-        // time spent on them is time the session may expire in (round 23).
-        let late = self.timeout / 6;
-        let mut asked_again = false;
+        let mut policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
+        let now = tokio::time::Instant::now();
+        if now >= self.last_recv + self.timeout * 2 / 3 {
+            // Lost to the read timeout, with requests unanswered (the
+            // heartbeats' at least): a stalled server reads them when it
+            // runs again, and touches the session then.
+            policy.unanswered(now.into_std());
+        }
         // The first server tried: the next one after the last connection's
         // (the same one when asking again).
         let mut start = (self.host_at + 1) % self.hosts.len();
         // Started again over a new server list (`set_hosts`), with the same
-        // deadline.
-        'list: loop {
-            let per_attempt = (self.timeout / self.hosts.len() as u32).max(Duration::from_millis(500));
+        // deadline, and after a late answer.
+        loop {
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
-            let rounds = connect_round_robin(&cfg, &hosts, start, &attach, expire_at, Some(per_attempt), max_backoff);
-            tokio::pin!(rounds);
-            loop {
-                tokio::select! {
-                    r = &mut rounds => {
-                        return match r {
-                            Ok((ready, at)) => {
-                                self.host_at = at;
-                                let lag = ready.answered.saturating_duration_since(ready.connect_sent);
-                                if lag > late && !asked_again {
-                                    log::debug!(
-                                        "session {:#x}: {} answered the connect {lag:?} after it was sent; asking it once more",
-                                        self.session_id,
-                                        ready.server
-                                    );
-                                    asked_again = true;
-                                    // The session lived when it was answered.
-                                    expire_at = expire_at.max(tokio::time::Instant::from_std(ready.answered) + self.timeout * 4 / 3);
-                                    drop(ready);
-                                    start = at;
-                                    continue 'list;
-                                }
-                                Ok(ready)
+            let outcome = {
+                let rounds = connect_round_robin(&cfg, &hosts, start, &attach, &mut policy);
+                tokio::pin!(rounds);
+                loop {
+                    tokio::select! {
+                        r = &mut rounds => break Ok(r),
+                        cmd = self.rx.recv() => match cmd {
+                            None => return Err(End::Closed(None)),
+                            Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
+                            Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
+                            Some(Cmd::Unwatch { path, kind, id, .. }) => {
+                                self.unwatch_local(&path, kind, id);
                             }
-                            Err(RoundsEnd::Expired) | Err(RoundsEnd::Deadline(_)) | Err(RoundsEnd::Unreachable(_)) => {
-                                Err(End::Final(Error::SessionExpired))
-                            }
-                            Err(RoundsEnd::AuthFailed(why)) => Err(End::Final(Error::AuthFailed(why))),
-                        };
+                            Some(Cmd::SetHosts(hosts)) => break Err(hosts),
+                        },
                     }
-                    cmd = self.rx.recv() => match cmd {
-                        None => return Err(End::Closed(None)),
-                        Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
-                        Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
-                        Some(Cmd::Unwatch { path, kind, id, .. }) => {
-                            self.unwatch_local(&path, kind, id);
-                        }
-                        Some(Cmd::SetHosts(hosts)) => {
-                            self.host_at = hosts.len() - 1;
-                            self.cfg.connect.hosts = hosts.clone();
-                            self.hosts = hosts;
-                            start = 0;
-                            continue 'list;
-                        }
-                    },
                 }
+            };
+            match outcome {
+                Ok(Ok((ready, at))) => {
+                    self.host_at = at;
+                    match policy.answered(ready.connect_sent, ready.answered) {
+                        Answered::Use => return Ok(ready),
+                        Answered::AskAgain => {
+                            log::debug!(
+                                "session {:#x}: {} answered the connect {:?} after it was sent; asking it once more",
+                                self.session_id,
+                                ready.server,
+                                ready.answered.saturating_duration_since(ready.connect_sent)
+                            );
+                            drop(ready);
+                            start = at;
+                        },
+                    }
+                },
+                Ok(Err(RoundsEnd::Expired | RoundsEnd::Deadline(_) | RoundsEnd::Unreachable(_))) => {
+                    return Err(End::Final(Error::SessionExpired));
+                },
+                Ok(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
+                Err(hosts) => {
+                    self.host_at = hosts.len() - 1;
+                    self.cfg.connect.hosts = hosts.clone();
+                    policy.set_hosts(hosts.len());
+                    self.hosts = hosts;
+                    start = 0;
+                },
             }
         }
     }
