@@ -5,11 +5,13 @@
 //! clock.
 //!
 //! This module is the only place that can move the clock, and it accepts
-//! one kind of evidence: [`SyncReply`], which only
+//! two kinds of evidence: [`SyncReply`], which only
 //! [`SafetyClock::heartbeat`] makes, from the reply to its `sync` (or, once
 //! the clock ran out, its write), whose send time is the session layer's
 //! stamp, taken just before the write that handed the request to the
-//! socket (a stall before the write only makes the credit smaller).
+//! socket (a stall before the write only makes the credit smaller); and a
+//! connect the session layer had answered late and asked again
+//! ([`SafetyClock::credit_connect`], stamped the same way).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -116,6 +118,17 @@ impl SafetyClock {
                 connect_sent,
             }))
         })
+    }
+
+    /// Moves the clock forward on a connect answered late (the session
+    /// lived) on a connection the session layer closed unused to ask again
+    /// ([`Clock::credit_connect`]; `zklock_zk::SessionEvent::Revalidated`
+    /// is its only source).
+    pub(crate) fn credit_connect(&self, connect_sent: Instant) {
+        let moved = self.clock().credit_connect(connect_sent);
+        if moved {
+            self.advanced.notify_waiters();
+        }
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).

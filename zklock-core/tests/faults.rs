@@ -625,6 +625,23 @@ fn a_reset_to_a_server_slow_to_answer_connects_keeps_the_clock() {
     assert_eq!(out_at, None, "the safety clock ran out");
 }
 
+/// The same with each connect answered 0.21 T late, and the reset 0.11 T
+/// after a credit, just before the next heartbeat would have moved the
+/// clock (the worst phase: the clock had about 0.41 T left). The second
+/// answer comes 0.42 T after the reset: the clock must credit the first
+/// (late) answer although that connection goes unused, or it runs out
+/// while the second is on its way (outside attack round 24, F1: `zklock
+/// run` lost its command in 8 of 8 such runs, where the client that used
+/// the late connection kept it).
+#[test]
+fn a_reset_in_the_worst_phase_to_a_server_slow_to_answer_connects_keeps_the_clock() {
+    let (out_at, held_again, asked) =
+        reset_with_connects_answered_late_at(21, 4 * SEC * 11 / 100, "/slow-connects-worst-phase");
+    assert_eq!(asked, 2, "the late-answered connect is asked once more, and only once");
+    assert!(held_again.is_some(), "the lock is not held again");
+    assert_eq!(out_at, None, "the safety clock ran out");
+}
+
 /// The same with each connect answered 0.85 T late: the clock runs out
 /// (no reconnect can be credited in time), but the session lives (every
 /// connect revalidated it), so asking again must not end it: the lock is
@@ -684,6 +701,16 @@ fn a_reset_to_three_servers_slow_to_answer_connects_keeps_the_session() {
 /// again (after the reset, both), and how many connections the client
 /// made. Releases the lock (which must still be Held).
 fn reset_with_connects_answered_late(percent: u32, path: &str) -> (Option<Duration>, Option<Duration>, u64) {
+    reset_with_connects_answered_late_at(percent, Duration::ZERO, path)
+}
+
+/// [`reset_with_connects_answered_late`], the reset `phase` after the
+/// credit.
+fn reset_with_connects_answered_late_at(
+    percent: u32,
+    phase: Duration,
+    path: &str,
+) -> (Option<Duration>, Option<Duration>, u64) {
     let zk = server();
     let t = 4 * SEC;
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
@@ -693,6 +720,7 @@ fn reset_with_connects_answered_late(percent: u32, path: &str) -> (Option<Durati
     std::thread::sleep(t + t / 2);
     let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
     right_after_a_credit(&g, t);
+    std::thread::sleep(phase);
     proxy.delay_connect_answers(t * percent / 100);
     let accepted = proxy.accepted();
     let began = Instant::now();

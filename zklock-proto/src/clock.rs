@@ -145,6 +145,12 @@ pub struct Bugs {
     /// which makes the [`Heartbeat`]s: see [`Bugs::heartbeat_reads`]; the
     /// clock cannot tell.)
     pub credit_reads: bool,
+    /// [`Clock::credit_connect`] credits nothing: a late connect answer
+    /// that the session layer asks again counts for nothing (outside attack
+    /// round 24, F1: with every connect answered about 0.22 T late, the
+    /// clock ran out while the second answer was on its way, where using
+    /// the first would have kept it).
+    pub no_connect_credit: bool,
 }
 
 impl Bugs {
@@ -233,6 +239,23 @@ impl Clock {
         } else {
             every
         }
+    }
+
+    /// Moves the clock forward on a connect request of this session, handed
+    /// to the socket at `connect_sent`, that was answered with the session
+    /// alive on a connection the session layer then closed unused (a late
+    /// answer, asked again: [`crate::reconnect`]). The answer is the same
+    /// proof as a reconnect's (the server revalidated the session after
+    /// `connect_sent`), credited the same way: `connect_sent - T/3`, even
+    /// after the clock ran out (never back). Whether it moved. (Without it,
+    /// asking again cost the lock where the first answer would have kept
+    /// it: a server answering every connect about 0.22 T late, outside
+    /// attack round 24.)
+    pub fn credit_connect(&mut self, connect_sent: Instant) -> bool {
+        if self.bugs.on(|b| b.no_connect_credit) {
+            return false;
+        }
+        connect_sent.checked_sub(self.report_lag()).is_some_and(|touched| self.credit_to(touched))
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back);

@@ -25,7 +25,8 @@
 //!   connection is lost after `2T/3` without a reply; a reconnect tries the
 //!   addresses round robin from the next one, as [`Reconnect`] says
 //!   (attempt deadlines, rounds' backoff doubling from 50 ms, giving up,
-//!   asking a late answer's server again).
+//!   asking a late answer's server again, the clock crediting the late
+//!   answer: `Clock::credit_connect`).
 //!
 //! The promises checked after each run:
 //!
@@ -97,6 +98,8 @@ struct Run {
     covered: bool,
     #[allow(dead_code)] // read by the history tests
     bugs: zklock_proto::reconnect::Bugs,
+    #[allow(dead_code)] // read by the history tests
+    clock_bugs: zklock_proto::clock::Bugs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -228,7 +231,10 @@ impl World {
         // asked twice.
         let slow = slow_from.map_or(Duration::ZERO, |(_, delay)| t * 3 + delay * 2);
         // The session was created at 0 on connection 0, answered at once.
-        let clock = Clock::new(base, t, 0);
+        #[allow(unused_mut)]
+        let mut clock = Clock::new(base, t, 0);
+        #[cfg(feature = "history")]
+        clock.set_bugs(run.clock_bugs);
         let mut w = World {
             base,
             now: base,
@@ -469,6 +475,11 @@ impl World {
                 }
                 match c.policy.answered(sent, self.now) {
                     Answered::AskAgain => {
+                        // The answer proved the session alive: the clock
+                        // credits it although the connection goes unused.
+                        self.clock.credit_connect(sent);
+                        self.note_safe();
+                        let State::Connecting(c) = &mut self.state else { return };
                         self.client_open[conn as usize] = false;
                         c.start = host;
                         c.tried = 0;
@@ -639,7 +650,11 @@ fn simulate(run: &Run) -> Result<(), (&'static str, String)> {
 
 /// Every single fault on a grid, then `random` seeded runs of several:
 /// (runs made, the first broken promise with its run).
-fn search(bugs: zklock_proto::reconnect::Bugs, random: u64) -> (u64, Option<(Run, &'static str, String)>) {
+fn search(
+    bugs: zklock_proto::reconnect::Bugs,
+    clock_bugs: zklock_proto::clock::Bugs,
+    random: u64,
+) -> (u64, Option<(Run, &'static str, String)>) {
     let mut made = 0;
     let mut check = |run: Run| {
         made += 1;
@@ -663,12 +678,12 @@ fn search(bugs: zklock_proto::reconnect::Bugs, random: u64) -> (u64, Option<(Run
                 for len in [t / 4, t * 3 / 10] {
                     faults.push((Fault::Stall { at, len, reset: Some(0.0) }, true));
                 }
-                for hundredths in [5u32, 10, 15, 18, 20, 25, 40, 60, 85, 90] {
-                    faults.push((Fault::Slow { at, delay: t * hundredths / 100 }, hundredths <= 20));
+                for hundredths in [5u32, 10, 15, 18, 20, 21, 22, 25, 40, 60, 85, 90] {
+                    faults.push((Fault::Slow { at, delay: t * hundredths / 100 }, hundredths <= 22));
                 }
                 faults.push((Fault::Reset { at }, true));
                 for (fault, covered) in faults {
-                    let run = Run { timeout: t, hosts, faults: vec![fault], covered, bugs };
+                    let run = Run { timeout: t, hosts, faults: vec![fault], covered, bugs, clock_bugs };
                     if let Some(found) = check(run) {
                         return (made, Some(found));
                     }
@@ -694,7 +709,7 @@ fn search(bugs: zklock_proto::reconnect::Bugs, random: u64) -> (u64, Option<(Run
         if rng.u8(0..4) == 0 {
             faults.push(Fault::Slow { at: t, delay: Duration::from_millis(rng.u64(0..t.as_millis() as u64)) });
         }
-        let run = Run { timeout: t, hosts: rng.usize(1..=3), faults, covered: false, bugs };
+        let run = Run { timeout: t, hosts: rng.usize(1..=3), faults, covered: false, bugs, clock_bugs };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -706,7 +721,7 @@ fn search(bugs: zklock_proto::reconnect::Bugs, random: u64) -> (u64, Option<(Run
 fn reconnect_search_keeps_every_promise() {
     let started = Instant::now();
     let random = std::env::var("ZKLOCK_RECONNECT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let (made, found) = search(Default::default(), random);
+    let (made, found) = search(Default::default(), Default::default(), random);
     eprintln!("{made} runs in {:?}", started.elapsed());
     if let Some((run, kind, what)) = found {
         panic!("{kind}: {what}\nrun: {run:?}");
@@ -717,7 +732,13 @@ fn reconnect_search_keeps_every_promise() {
 /// finding's kind must be `kind`.
 #[cfg(feature = "history")]
 fn finds(bugs: zklock_proto::reconnect::Bugs, kinds: &[&str]) -> Run {
-    let (made, found) = search(bugs, 20_000);
+    finds_with(bugs, Default::default(), kinds)
+}
+
+/// [`finds`] with the clock's `clock_bugs` on too.
+#[cfg(feature = "history")]
+fn finds_with(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs, kinds: &[&str]) -> Run {
+    let (made, found) = search(bugs, clock_bugs, 20_000);
     let (run, kind, what) = found.unwrap_or_else(|| panic!("{bugs:?}: nothing found in {made} runs"));
     eprintln!("{bugs:?}: found after {made} runs: {kind}: {what}\nrun: {run:?}");
     assert!(kinds.contains(&kind), "{kind}: {what}");
@@ -758,6 +779,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
         covered: false,
         bugs,
+        clock_bugs: Default::default(),
     };
     let bugs = zklock_proto::reconnect::Bugs { quick_retries: true, ..Default::default() };
     assert_eq!(simulate(&run(bugs)).map_err(|(kind, _)| kind), Err("false expiry"));
@@ -780,8 +802,14 @@ fn finds_fixed_share() {
 #[test]
 fn the_checks_can_fail() {
     let t = Duration::from_secs(4);
-    let run =
-        Run { timeout: t, hosts: 1, faults: vec![Fault::Reset { at: t }], covered: true, bugs: Default::default() };
+    let run = Run {
+        timeout: t,
+        hosts: 1,
+        faults: vec![Fault::Reset { at: t }],
+        covered: true,
+        bugs: Default::default(),
+        clock_bugs: Default::default(),
+    };
     let mut w = World::new(run.clone());
     w.go();
     assert_eq!(w.verdict(), Ok(()));
@@ -794,4 +822,15 @@ fn the_checks_can_fail() {
     w.go();
     w.gave_up_at = Some(*w.touches.last().unwrap() + t / 2);
     assert_eq!(w.verdict().map_err(|(kind, _)| kind), Err("false expiry"));
+}
+
+/// Round 24's F1: a late answer asked again that the clock does not credit
+/// (every connect answered about 0.22 T late: the clock ran out while the
+/// second answer was on its way).
+#[cfg(feature = "history")]
+#[test]
+fn finds_no_connect_credit() {
+    let clock_bugs = zklock_proto::clock::Bugs { no_connect_credit: true, ..Default::default() };
+    let run = finds_with(Default::default(), clock_bugs, &["false loss"]);
+    assert!(matches!(run.faults[0], Fault::Slow { .. }), "round 24's F1 is slow connects: {run:?}");
 }

@@ -89,6 +89,16 @@ pub enum SessionEvent {
         /// Why.
         reason: String,
     },
+    /// A connect to the session was answered (so the session lived: the
+    /// server revalidated it after the request was sent) more than `T/6`
+    /// after it was sent; the connection is closed unused and the same
+    /// server asked once more ([`zklock_proto::reconnect`]). For the safety
+    /// clock, which credits that proof as a reconnect's
+    /// ([`zklock_proto::clock::Clock::credit_connect`]). Reconnecting still.
+    Revalidated {
+        /// Taken just before the connect request was handed to the socket.
+        connect_sent: Instant,
+    },
     /// The session ended (expired, auth failed, closed). The last event.
     Ended(Error),
 }
@@ -1362,6 +1372,7 @@ impl Task {
                     match policy.answered(ready.connect_sent, ready.answered) {
                         Answered::Use => return Ok(ready),
                         Answered::AskAgain => {
+                            self.emit(SessionEvent::Revalidated { connect_sent: ready.connect_sent });
                             log::debug!(
                                 "session {:#x}: {} answered the connect {:?} after it was sent; asking it once more",
                                 self.session_id,
