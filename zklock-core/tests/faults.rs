@@ -750,6 +750,47 @@ fn reset_with_connects_answered_late_at(
     (out_at, held_again, asked)
 }
 
+/// A release and a close made during a refusing outage of 0.3 T (a server
+/// restart): the release is Pending, and the close waits (up to the
+/// operation timeout, as documented) for the reconnect, then ends the
+/// session, so the node goes at once and the waiter is granted right after
+/// the outage. (Outside attack round 25, F1: a close made while
+/// reconnecting ended the session task at once; `zklock run` exited with
+/// its node left for the session timeout, and the next waiter waited
+/// 3.7-5.3 s.)
+#[test]
+fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
+    let zk = server();
+    let t = 4 * SEC;
+    let relay = RefusingRelay::start(zk.client_addr(0));
+    let c = Client::connect(options(&format!("127.0.0.1:{}", relay.port), t).operation_timeout(5 * SEC)).unwrap();
+    let w = common::connect(&zk.connect_string());
+    let g = lock_of(&c, "/close-in-outage", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let lw = lock_of(&w, "/close-in-outage", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("w queued", 5 * SEC, || queue(&w, "/close-in-outage").len() == 2);
+    relay.refuse();
+    std::thread::sleep(100 * MS);
+    let status = g.release();
+    let closer = std::thread::spawn(move || {
+        c.close();
+        Instant::now()
+    });
+    std::thread::sleep(t * 3 / 10);
+    relay.heal();
+    let healed = Instant::now();
+    let (granted, gw) = waiter.join().unwrap().expect("w is granted");
+    let closed = closer.join().unwrap();
+    eprintln!(
+        "release {status:?}; close returned {:?} and w was granted {:?} after the outage",
+        closed.saturating_duration_since(healed),
+        granted.saturating_duration_since(healed)
+    );
+    assert!(closed >= healed, "close() returned during the outage, before the server could be told");
+    assert!(granted - healed < 2 * SEC, "w was granted {:?} after the outage", granted - healed);
+    gw.release().unwrap();
+}
+
 /// An outage of 0.4 T in which every connect is refused (a server restart,
 /// a firewall that rejects), begun right after a heartbeat was credited: the client retries its session's server with
 /// rounds at most T/40 apart, so it is back soon after the outage and the

@@ -1356,7 +1356,14 @@ impl Task {
                         r = &mut rounds => break Ok(r),
                         cmd = self.rx.recv() => match cmd {
                             None => return Err(End::Closed(None)),
-                            Some(Cmd::Close(c)) => return Err(End::Closed(Some(c))),
+                            // Held like a call: sent on the next connection
+                            // after the calls made before it (a release's
+                            // delete), so that the server ends the session
+                            // and its nodes at once (outside attack round
+                            // 25, F1: a close made while reconnecting ended
+                            // the task at once, and the nodes stayed for the
+                            // session timeout). The caller bounds its wait.
+                            Some(close @ Cmd::Close(_)) => self.held.push_back(close),
                             Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
                             Some(Cmd::Unwatch { path, kind, id, .. }) => {
                                 self.unwatch_local(&path, kind, id);
