@@ -654,6 +654,66 @@ fn a_reset_to_a_server_very_slow_to_answer_connects_keeps_the_session() {
     assert!(held_again.is_some(), "the lock is not held again");
 }
 
+/// Two addresses, one hung (it accepts connections and never answers: a
+/// member in a long GC pause, a frozen VM), and the holder's connection
+/// to the healthy one reset in the worst phase (0.11 T after a credit: the
+/// clock has about 0.41 T left). The client tries the other address first
+/// after a reset; its attempt there must end in time for the healthy one
+/// to be reached before the clock runs out (outside attack round 25, F3:
+/// with two addresses each attempt of the first round waited half the
+/// timeout, and a mere reset cost `zklock run` its command in 14 of 14
+/// runs; the reconnect search in `zklock-proto` finds it with
+/// `Bugs::half_share_for_two`).
+#[test]
+fn a_reset_with_the_other_address_hung_keeps_the_clock() {
+    let zk = server();
+    let t = 4 * SEC;
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung_addr = hung.local_addr().unwrap();
+    let tried = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = tried.clone();
+    // Accepts and keeps every connection, never reading or answering.
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for s in hung.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            kept.push(s);
+        }
+    });
+    let c = Client::connect(options(&format!("{},{hung_addr}", proxy.addr()), t)).unwrap();
+    let g = lock_of(&c, "/hung-other", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let session = c.session_id().ok();
+    std::thread::sleep(t + t / 2);
+    let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
+    right_after_a_credit(&g, t);
+    std::thread::sleep(t * 11 / 100);
+    let before = tried.load(std::sync::atomic::Ordering::SeqCst);
+    let began = Instant::now();
+    proxy.drop_connections();
+    let mut out_at = None;
+    let mut suspended = false;
+    let mut held_again = None;
+    while began.elapsed() < t * 2 && held_again.is_none() {
+        if out_at.is_none() && ran_out(&g) {
+            out_at = Some(began.elapsed());
+        }
+        let ok = g.check().is_ok();
+        suspended |= !ok;
+        if suspended && ok {
+            held_again = Some(began.elapsed());
+        }
+        std::thread::sleep(MS);
+    }
+    eprintln!("clock out at {out_at:?}, held again {held_again:?} after the reset");
+    assert!(tried.load(std::sync::atomic::Ordering::SeqCst) > before, "the hung address was tried first");
+    assert!(held_again.is_some(), "the lock is not held again");
+    assert_eq!(out_at, None, "the safety clock ran out");
+    assert_eq!(c.session_id().ok(), session, "the same session");
+    g.release().unwrap();
+    c.close();
+}
+
 /// Three addresses (proxies of one server), each answering connects 0.4 T
 /// late, and the holder's connection reset: every first-round attempt
 /// (`T/3` each) is given up unanswered, though each connect kept the

@@ -1,9 +1,11 @@
 //! The session layer's reconnect policy (protocol section 5): how long a
 //! reconnect may try, how long each attempt waits for its connect's
-//! answer, how far apart rounds of attempts come, and what to do with a
-//! connect answered late. Pure: the caller (`zklock-zk`'s session task, and
-//! the reconnect search in this crate's tests) reads the clock and makes
-//! the connections; this says what to do at each instant it is given.
+//! answer, how far apart rounds of attempts come, which server is tried
+//! next ([`RoundRobin`]), and what to do with a connect answered late.
+//! Pure: the caller (`zklock-zk`'s session task, and the reconnect search
+//! in this crate's tests, which run the same [`RoundRobin`]) reads the
+//! clock and makes the connections; this says what to do at each instant
+//! it is given.
 //!
 //! The rules serve the safety clock ([`crate::clock`]), which credits a
 //! reconnect from its connect request's send time less `T/3` and counts the
@@ -15,10 +17,15 @@
 //!   0.4 T outage of refused connections cost the lock in 5 of 8 runs at
 //!   T = 4 s).
 //! - An attempt waits for its connect's answer the timeout's share among
-//!   the servers (at least 500 ms) in the first round, twice that in the
-//!   second and so on, up to the whole timeout: servers that answer every
-//!   connect later than the share (loaded, or behind a slow proxy) are
-//!   reached in a later round. It is never given up earlier: connects given
+//!   the servers (at least 500 ms; among at least three, unless there is
+//!   only one) in the first round, twice that in the second and so on, up
+//!   to the whole timeout: servers that answer every connect later than the
+//!   share (loaded, or behind a slow proxy) are reached in a later round.
+//!   A third, not a half, with two servers: after a reset of a healthy
+//!   connection the client tries the other server first, and if that one
+//!   is hung (accepts connections, never answers: a member in a long GC
+//!   pause, a frozen VM) half the timeout is longer than the clock lasts
+//!   (outside attack round 25, F3; [`Bugs::half_share_for_two`]). It is never given up earlier: connects given
 //!   up still revalidate the session on the server, can move its owner to a
 //!   member the client left (its next write then fails with
 //!   `SessionMoved`), and the time spent on them is time the session may
@@ -67,10 +74,16 @@ pub struct Bugs {
     pub quick_retries: bool,
     /// Every round's attempts wait the same share of the timeout, and an
     /// attempt that ended unanswered does not put giving up off (the
-    /// policy before the reconnect search): three servers each answering
-    /// connects later than `T/3` are never reached, and the session is
+    /// policy before the reconnect search): two or three servers each
+    /// answering connects later than `T/3` are never reached, and the session is
     /// given up while every connect touched it (a false expiry).
     pub fixed_share: bool,
+    /// With two servers, an attempt of the first round waits half the
+    /// timeout, the timeout's share among them (the policy before round 25's
+    /// F3): a reset of a healthy connection, with the other address hung
+    /// (accepting, never answering), runs the clock out while the client
+    /// waits for the hung one.
+    pub half_share_for_two: bool,
 }
 
 impl Bugs {
@@ -126,6 +139,18 @@ impl Reconnect {
         self.bugs = bugs;
     }
 
+    /// The connection this reconnects from was lost at `at`. One lost to
+    /// its [`read_timeout`] (silent that long since the server was last
+    /// heard from, so with requests unanswered: the heartbeats' at least)
+    /// counts as an attempt that ended unanswered then
+    /// ([`Reconnect::unanswered`]): a stalled server reads those requests
+    /// when it runs again, and touches the session then.
+    pub fn lost(&mut self, at: Instant) {
+        if at >= self.last_heard + read_timeout(self.timeout) {
+            self.unanswered(at);
+        }
+    }
+
     /// The server list changed to `hosts` servers (same deadline).
     pub fn set_hosts(&mut self, hosts: usize) {
         self.hosts = hosts.max(1);
@@ -145,7 +170,9 @@ impl Reconnect {
     /// Until when an attempt started at `now` waits for its connect's
     /// answer (name lookup, TCP and TLS included).
     pub fn attempt_until(&self, now: Instant) -> Instant {
-        let share = (self.timeout / self.hosts as u32).max(Duration::from_millis(500));
+        let among =
+            if self.hosts == 1 || self.bugs.on(|b| b.half_share_for_two) { self.hosts } else { self.hosts.max(3) };
+        let share = (self.timeout / among as u32).max(Duration::from_millis(500));
         if self.bugs.on(|b| b.quick_retries) {
             let quick_until = (self.last_heard + self.timeout / 2).min(self.give_up_at);
             if now < quick_until {
@@ -195,6 +222,247 @@ impl Reconnect {
     }
 }
 
+/// How long a connection to a session of timeout `timeout` may stay
+/// silent (no whole answer read) before the client counts it as lost: two
+/// thirds of the timeout, as ZooKeeper's own client. Its heartbeats go a
+/// third of the timeout after the last request sent.
+pub fn read_timeout(timeout: Duration) -> Duration {
+    timeout * 2 / 3
+}
+
+/// The rules a [`RoundRobin`] follows: a reconnect's ([`Reconnect`]) or a
+/// new session's ([`NewSession`]).
+pub trait Rules {
+    /// When to give up.
+    fn give_up_at(&self) -> Instant;
+    /// Until when an attempt started at `now` waits for its connect's
+    /// answer.
+    fn attempt_until(&self, now: Instant) -> Instant;
+    /// The longest pause between two rounds.
+    fn max_backoff(&self) -> Duration;
+    /// A round over every server ended without a connection.
+    fn round_over(&mut self);
+    /// An attempt whose connect was sent ended unanswered at `ended`.
+    fn unanswered(&mut self, ended: Instant);
+    /// Whether a first round in which every server was unusable (refused,
+    /// a name that does not resolve, TLS refused: reasons waiting will not
+    /// change) ends the rounds ([`Next::Unreachable`]).
+    fn unreachable_ends(&self) -> bool;
+}
+
+impl Rules for Reconnect {
+    fn give_up_at(&self) -> Instant {
+        Reconnect::give_up_at(self)
+    }
+    fn attempt_until(&self, now: Instant) -> Instant {
+        Reconnect::attempt_until(self, now)
+    }
+    fn max_backoff(&self) -> Duration {
+        Reconnect::max_backoff(self)
+    }
+    fn round_over(&mut self) {
+        Reconnect::round_over(self)
+    }
+    fn unanswered(&mut self, ended: Instant) {
+        Reconnect::unanswered(self, ended)
+    }
+    /// Never: a session's servers may come back before it expires.
+    fn unreachable_ends(&self) -> bool {
+        false
+    }
+}
+
+/// A new session's rules: until the connect timeout, each attempt given its
+/// share, rounds up to 1 s apart (no session to keep alive yet); a first
+/// round in which every server was unusable ends it.
+#[derive(Clone, Copy, Debug)]
+pub struct NewSession {
+    deadline: Instant,
+    per_attempt: Duration,
+}
+
+impl NewSession {
+    /// A new session's connect started at `started` to one of `hosts`
+    /// servers, given `connect_timeout`, asking for `session_timeout`: each
+    /// server gets its share of the connect timeout (or of the session
+    /// timeout, if shorter), at least 500 ms, so that a silent one does not
+    /// use up the time of the others.
+    pub fn new(started: Instant, connect_timeout: Duration, session_timeout: Duration, hosts: usize) -> NewSession {
+        let share = session_timeout.min(connect_timeout) / hosts.max(1) as u32;
+        NewSession { deadline: started + connect_timeout, per_attempt: share.max(Duration::from_millis(500)) }
+    }
+}
+
+impl Rules for NewSession {
+    fn give_up_at(&self) -> Instant {
+        self.deadline
+    }
+    fn attempt_until(&self, now: Instant) -> Instant {
+        self.deadline.min(now + self.per_attempt)
+    }
+    fn max_backoff(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn round_over(&mut self) {}
+    fn unanswered(&mut self, _: Instant) {}
+    fn unreachable_ends(&self) -> bool {
+        true
+    }
+}
+
+/// What a [`RoundRobin`] does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Try server `host` (an index into the list), waiting for its
+    /// connect's answer until `until`; then say how it went
+    /// ([`RoundRobin::ended`], or [`RoundRobin::answered`] for a reconnect).
+    Try {
+        /// The server's index.
+        host: usize,
+        /// Until when the attempt waits.
+        until: Instant,
+    },
+    /// Pause until `until`, then ask again: the round is over.
+    Pause {
+        /// The end of the pause.
+        until: Instant,
+    },
+    /// Give up: the rules' time is over (a reconnect: the session counts as
+    /// expired).
+    GiveUp,
+    /// Every server was unusable in the first round of a new session.
+    Unreachable,
+}
+
+/// How an attempt ended without a connection to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// For a reason waiting will not change soon: refused, a name that
+    /// does not resolve, TLS refused.
+    Unusable,
+    /// Reset or closed before an answer, or failed before its connect was
+    /// sent (the server's process was reached or may be).
+    Transient,
+    /// Its connect was sent and went unanswered until the attempt's end,
+    /// at this instant, with the connection open.
+    Unanswered(Instant),
+}
+
+/// The attempts of one connect: servers tried round robin from a start,
+/// rounds paused apart (from 50 ms, doubling up to the rules' longest),
+/// each attempt given the time the rules say, until they give up. The
+/// caller makes the connections and reads the clock; this says what to do
+/// at each instant it is given. `zklock-zk`'s session layer and the
+/// reconnect search in this crate's tests both run it.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundRobin<R> {
+    rules: R,
+    hosts: usize,
+    start: usize,
+    /// Attempts made in this round.
+    tried: usize,
+    /// The server of the attempt last handed out.
+    current: usize,
+    backoff: Duration,
+    first_round: bool,
+    all_unusable: bool,
+}
+
+impl<R: Rules> RoundRobin<R> {
+    /// Rounds over `hosts` servers (at least one is assumed), each round
+    /// from the server `start`, following `rules`.
+    pub fn new(rules: R, hosts: usize, start: usize) -> RoundRobin<R> {
+        let hosts = hosts.max(1);
+        let backoff = Duration::from_millis(50).min(rules.max_backoff());
+        RoundRobin {
+            rules,
+            hosts,
+            start: start % hosts,
+            tried: 0,
+            current: 0,
+            backoff,
+            first_round: true,
+            all_unusable: true,
+        }
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &R {
+        &self.rules
+    }
+
+    /// What to do at `now`. `jitter` (from 0 to 1, the caller's random
+    /// draw) lengthens a pause between rounds by up to half of it, so that
+    /// clients that lost the same server do not come back in step.
+    pub fn next(&mut self, now: Instant, jitter: f64) -> Next {
+        if self.tried == self.hosts {
+            self.rules.round_over();
+            if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
+                return Next::Unreachable;
+            }
+            self.first_round = false;
+            self.all_unusable = true;
+            self.tried = 0;
+            let give_up = self.rules.give_up_at();
+            if now >= give_up {
+                return Next::GiveUp;
+            }
+            let pause = self.backoff + self.backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0);
+            self.backoff = (self.backoff * 2).min(self.rules.max_backoff());
+            return Next::Pause { until: give_up.min(now + pause) };
+        }
+        let give_up = self.rules.give_up_at();
+        if now >= give_up {
+            return Next::GiveUp;
+        }
+        self.current = (self.start + self.tried) % self.hosts;
+        self.tried += 1;
+        Next::Try { host: self.current, until: give_up.min(self.rules.attempt_until(now)) }
+    }
+
+    /// The attempt last handed out ended `how`, without a connection.
+    pub fn ended(&mut self, how: Ended) {
+        match how {
+            Ended::Unusable => {},
+            Ended::Transient => self.all_unusable = false,
+            Ended::Unanswered(at) => {
+                self.all_unusable = false;
+                self.rules.unanswered(at);
+            },
+        }
+    }
+
+    /// Starts the rounds again from `start`, with the first pause short.
+    fn again_from(&mut self, start: usize) {
+        self.start = start % self.hosts;
+        self.tried = 0;
+        self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
+    }
+}
+
+impl RoundRobin<Reconnect> {
+    /// The attempt last handed out was answered: its connect sent at
+    /// `connect_sent`, answered at `answered`. Whether to use that
+    /// connection, or to close it unused and ask the same server once more
+    /// ([`Reconnect::answered`]): then the next [`RoundRobin::next`] tries
+    /// it at once.
+    pub fn answered(&mut self, connect_sent: Instant, answered: Instant) -> Answered {
+        let what = self.rules.answered(connect_sent, answered);
+        if what == Answered::AskAgain {
+            self.again_from(self.current);
+        }
+        what
+    }
+
+    /// The server list changed to `hosts` servers: the rounds start again
+    /// from its first, with the same deadline.
+    pub fn set_hosts(&mut self, hosts: usize) {
+        self.hosts = hosts.max(1);
+        self.rules.set_hosts(hosts);
+        self.again_from(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,9 +493,84 @@ mod tests {
         assert_eq!(r.attempt_until(t0), t0 + T, "at most the timeout");
         r.unanswered(t0 + T);
         assert_eq!(r.give_up_at(), t0 + T + T * 4 / 3, "an unanswered connect may have touched the session");
+        assert_eq!(Reconnect::new(T, 2, t0).attempt_until(t0), t0 + T / 3, "a third with two servers");
+        assert_eq!(Reconnect::new(T, 1, t0).attempt_until(t0), t0 + T, "the whole timeout with one");
         let one = Reconnect::new(Duration::from_millis(600), 4, t0);
         assert_eq!(one.attempt_until(t0), t0 + Duration::from_millis(500), "at least 500 ms");
         assert_eq!(one.max_backoff(), Duration::from_millis(25));
         assert_eq!(Reconnect::new(T * 100, 1, t0).max_backoff(), Duration::from_secs(1));
+    }
+    #[test]
+    fn a_connection_lost_to_its_read_timeout_counts_as_unanswered() {
+        let t0 = Instant::now();
+        let mut reset = Reconnect::new(T, 1, t0);
+        reset.lost(t0 + T / 2);
+        assert_eq!(reset.give_up_at(), t0 + T * 4 / 3, "a reset: from the last answer");
+        let silent = t0 + read_timeout(T);
+        let mut lost = Reconnect::new(T, 1, t0);
+        lost.lost(silent);
+        assert_eq!(lost.give_up_at(), silent + T * 4 / 3, "silent: its heartbeats may touch it later");
+    }
+
+    #[test]
+    fn rounds_go_round_robin_and_pause_longer_each_time() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 2);
+        let mut hosts = Vec::new();
+        let mut now = t0;
+        let mut pauses = Vec::new();
+        for _ in 0..9 {
+            loop {
+                match rr.next(now, 0.0) {
+                    Next::Try { host, .. } => {
+                        hosts.push(host);
+                        rr.ended(Ended::Unusable);
+                        break;
+                    },
+                    Next::Pause { until } => {
+                        pauses.push(until - now);
+                        now = until;
+                    },
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        assert_eq!(hosts, [2, 0, 1, 2, 0, 1, 2, 0, 1]);
+        assert_eq!(pauses, [Duration::from_millis(50), Duration::from_millis(100)]);
+        // A reconnect never ends for unusable servers before its time.
+        assert_eq!(rr.next(t0 + T * 4 / 3, 0.0), Next::GiveUp);
+    }
+
+    #[test]
+    fn a_new_session_ends_after_a_first_round_of_unusable_servers() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(NewSession::new(t0, T * 2, T, 2), 2, 0);
+        assert_eq!(rr.next(t0, 0.0), Next::Try { host: 0, until: t0 + T / 2 });
+        rr.ended(Ended::Unusable);
+        assert_eq!(rr.next(t0, 0.0), Next::Try { host: 1, until: t0 + T / 2 });
+        rr.ended(Ended::Unusable);
+        assert_eq!(rr.next(t0, 0.0), Next::Unreachable);
+        let mut rr = RoundRobin::new(NewSession::new(t0, T * 2, T, 2), 2, 0);
+        rr.next(t0, 0.0);
+        rr.ended(Ended::Unanswered(t0 + T / 2));
+        rr.next(t0 + T / 2, 0.0);
+        rr.ended(Ended::Unusable);
+        assert!(
+            matches!(rr.next(t0 + T / 2, 1.0), Next::Pause { until } if until == t0 + T / 2 + Duration::from_millis(75))
+        );
+        assert_eq!(rr.next(t0 + T * 2, 0.0), Next::GiveUp, "the connect timeout");
+    }
+
+    #[test]
+    fn asking_again_tries_the_same_server_first() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
+        rr.next(t0, 0.0);
+        rr.ended(Ended::Transient);
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
+        assert_eq!(rr.answered(t0, t0 + T / 3), Answered::AskAgain);
+        assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 1, .. }));
+        rr.set_hosts(2);
+        assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
     }
 }

@@ -6,7 +6,10 @@
 //!
 //! The model, in model time (no threads, no sleeps):
 //!
-//! - One standalone server behind `n` addresses (proxies in front of it).
+//! - One standalone server behind `n` addresses (proxies in front of it),
+//!   of which some may be **hung** from the start (they accept connections
+//!   and never forward them: a member in a long GC pause, a frozen VM; the
+//!   session starts on a healthy one).
 //!   It touches the session whenever it reads a request (connects, syncs
 //!   and writes alike), and expires it one session timeout after its last
 //!   touch (exactly: the real server rounds up to a tick, later). While it
@@ -22,11 +25,14 @@
 //!   heartbeat do: a `sync` (a write once the clock ran out) every `T/8`
 //!   or as `Clock::next_heartbeat` says, at once on a new connection, every
 //!   reply credited to the clock with its send and answer times; the
-//!   connection is lost after `2T/3` without a reply; a reconnect tries the
-//!   addresses round robin from the next one, as [`Reconnect`] says
-//!   (attempt deadlines, rounds' backoff doubling from 50 ms, giving up,
-//!   asking a late answer's server again, the clock crediting the late
-//!   answer: `Clock::credit_connect`).
+//!   connection is lost after its `read_timeout` (`2T/3`) without a reply;
+//!   a reconnect runs the session task's own [`RoundRobin`] of
+//!   [`Reconnect`] (which server next, attempt deadlines, rounds' backoff
+//!   doubling from 50 ms, a connection lost to its read timeout counted as
+//!   unanswered, giving up, asking a late answer's server again), with no
+//!   jitter between rounds, and the clock credits a late answer
+//!   (`Clock::credit_connect`). The model makes the connections and keeps
+//!   time; every decision is the shared code's.
 //!
 //! The promises checked after each run:
 //!
@@ -45,20 +51,23 @@
 //!   every connection from ever giving up.
 //! - **no false loss** (runs marked covered: one outage of up to `0.3 T`,
 //!   a stall with or without a reset at any point of it, a refusal, or a
-//!   server slow to answer connects by up to `0.2 T`): the clock never
-//!   runs out (protocol section 5).
+//!   server slow to answer connects by up to `0.2 T`; with a hung address,
+//!   a reset alone): the clock never runs out (protocol section 5).
 //! - **back**: `3 T` after the faults end, the client is connected and its
 //!   clock is safe, unless the server expired the session.
 //!
 //! `reconnect_search_keeps_every_promise` runs a grid of single faults
 //! (every phase against the heartbeats, every length, reset point and
-//! answer delay on a grid) and seeded random runs of several faults
+//! answer delay on a grid; one, two or three addresses, none or one of
+//! them hung) and seeded random runs of several faults
 //! (`ZKLOCK_RECONNECT_RUNS`, 20,000 by default), and prints how many runs
 //! it made. `ZKLOCK_RECONNECT_TRACE=1` prints every event. With the `history` feature,
 //! `finds_never_ask_again` and `finds_quick_retries` switch on
 //! [`zklock_proto::reconnect::Bugs`] and must find round 22's F1 (a false
 //! loss after a reset during a stall) and round 23's R1 (a false loss with a
-//! server slow to answer connects) and R2 (a false expiry).
+//! server slow to answer connects) and R2 (a false expiry); the other
+//! `finds_*` tests find the other switches' bugs (round 24's F1, round
+//! 25's F3, the search's own false expiry).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
@@ -69,7 +78,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
-use zklock_proto::reconnect::{Answered, Reconnect};
+use zklock_proto::reconnect::{read_timeout, Answered, Ended, Next, Reconnect, RoundRobin};
 
 /// One way on loopback.
 const WIRE: Duration = Duration::from_micros(200);
@@ -93,6 +102,10 @@ enum Fault {
 struct Run {
     timeout: Duration,
     hosts: usize,
+    /// Addresses `1..=hung` accept connections and never forward them (a
+    /// proxy to a member in a long GC pause, a frozen VM): a connect sent
+    /// there is never read. The session starts on address 0.
+    hung: usize,
     faults: Vec<Fault>,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
@@ -165,12 +178,10 @@ enum State {
 
 #[derive(Debug)]
 struct Connecting {
-    policy: Reconnect,
-    start: usize,
-    /// Attempts made in this round.
-    tried: usize,
+    /// The session layer's own attempts and rules.
+    rounds: RoundRobin<Reconnect>,
+    /// Rounds ended so far (which pause a `NextRound` ends).
     round: u64,
-    backoff: Duration,
     /// The attempt in progress: its connection, host and connect's send time.
     attempt: Option<(u64, usize, Instant)>,
 }
@@ -261,7 +272,7 @@ impl World {
         w.safe_log.push((base, w.clock.safe_until()));
         w.at(base + t, What::Expiry { touch: 0 });
         w.at(base + WIRE, What::HeartbeatDue { gen: 0 });
-        w.at(base + t * 2 / 3, What::ReadDeadline { conn: 0, count: 0 });
+        w.at(base + read_timeout(t), What::ReadDeadline { conn: 0, count: 0 });
         let faults = w.run.faults.clone();
         for f in faults {
             match f {
@@ -333,7 +344,7 @@ impl World {
                     State::Connecting(c) => format!(
                         "connecting: attempt {:?}, give up at {:.1} ms",
                         c.attempt.map(|(a, h, _)| (a, h)),
-                        (c.policy.give_up_at() - self.base).as_secs_f64() * 1e3
+                        (c.rounds.rules().give_up_at() - self.base).as_secs_f64() * 1e3
                     ),
                     State::Ended => "ended".to_string(),
                 };
@@ -378,7 +389,7 @@ impl World {
                 if let State::Connecting(c) = &mut self.state {
                     if let Some((a, _, _)) = c.attempt.filter(|&(a, _, _)| a == conn) {
                         c.attempt = None;
-                        c.policy.unanswered(self.now);
+                        c.rounds.ended(Ended::Unanswered(self.now));
                         self.known[a as usize] = true;
                         self.client_open[a as usize] = false;
                         self.next_attempt();
@@ -388,7 +399,6 @@ impl World {
             What::NextRound { round } => {
                 if let State::Connecting(c) = &mut self.state {
                     if c.round == round && c.attempt.is_none() {
-                        c.tried = 0;
                         c.round += 1;
                         self.next_attempt();
                     }
@@ -409,11 +419,6 @@ impl World {
             What::ReadDeadline { conn, count } => {
                 if count == self.recv_count && matches!(self.state, State::Connected { conn: c, .. } if c == conn) {
                     self.lose(conn);
-                    // Silent with heartbeats unanswered: the server may read
-                    // them when it runs again.
-                    if let State::Connecting(c) = &mut self.state {
-                        c.policy.unanswered(self.now);
-                    }
                 }
             },
             What::Reset | What::Down => match &mut self.state {
@@ -426,6 +431,7 @@ impl World {
                     // Reset: what the server had not read is gone, and the
                     // client can tell nothing from it.
                     if let Some((conn, _, _)) = c.attempt.take() {
+                        c.rounds.ended(Ended::Transient);
                         self.server_open[conn as usize] = false;
                         self.client_open[conn as usize] = false;
                         self.next_attempt();
@@ -473,16 +479,13 @@ impl World {
                     self.state = State::Ended;
                     return;
                 }
-                match c.policy.answered(sent, self.now) {
+                match c.rounds.answered(sent, self.now) {
                     Answered::AskAgain => {
                         // The answer proved the session alive: the clock
                         // credits it although the connection goes unused.
                         self.clock.credit_connect(sent);
                         self.note_safe();
-                        let State::Connecting(c) = &mut self.state else { return };
                         self.client_open[conn as usize] = false;
-                        c.start = host;
-                        c.tried = 0;
                         self.next_attempt();
                     },
                     Answered::Use => {
@@ -504,7 +507,7 @@ impl World {
         self.recv_count += 1;
         if let State::Connected { conn, .. } = self.state {
             let count = self.recv_count;
-            self.at(self.now + self.run.timeout * 2 / 3, What::ReadDeadline { conn, count });
+            self.at(self.now + read_timeout(self.run.timeout), What::ReadDeadline { conn, count });
         }
     }
 
@@ -512,58 +515,50 @@ impl World {
     /// reconnect.
     fn lose(&mut self, conn: u64) {
         self.client_open[conn as usize] = false;
-        #[allow(unused_mut)]
         let mut policy = Reconnect::new(self.run.timeout, self.run.hosts, self.last_recv);
         #[cfg(feature = "history")]
         policy.set_bugs(self.run.bugs);
-        let backoff = Duration::from_millis(50).min(policy.max_backoff());
-        self.state = State::Connecting(Connecting {
-            policy,
-            start: (self.host_at + 1) % self.run.hosts,
-            tried: 0,
-            round: 0,
-            backoff,
-            attempt: None,
-        });
+        policy.lost(self.now);
+        let rounds = RoundRobin::new(policy, self.run.hosts, (self.host_at + 1) % self.run.hosts);
+        self.state = State::Connecting(Connecting { rounds, round: 0, attempt: None });
         self.next_attempt();
     }
 
-    /// The next attempt of the round, or the pause before the next round,
-    /// or giving up (`connect_round_robin`).
+    /// What the session layer's rounds say next: an attempt (refused at
+    /// once while the server is down), a pause before the next round, or
+    /// giving up.
     fn next_attempt(&mut self) {
         let now = self.now;
-        let n = self.run.hosts;
         let down = self.down(now);
         let State::Connecting(c) = &mut self.state else { return };
-        let give_up = c.policy.give_up_at();
         loop {
-            if now >= give_up {
-                self.gave_up_at = Some(now);
-                self.state = State::Ended;
-                return;
+            match c.rounds.next(now, 0.0) {
+                Next::GiveUp | Next::Unreachable => {
+                    self.gave_up_at = Some(now);
+                    self.state = State::Ended;
+                    return;
+                },
+                Next::Pause { until } => {
+                    let round = c.round;
+                    self.at(until, What::NextRound { round });
+                    return;
+                },
+                Next::Try { host, .. } if down && !(1..=self.run.hung).contains(&host) => {
+                    c.rounds.ended(Ended::Unusable)
+                },
+                Next::Try { host, until } => {
+                    self.server_open.push(true);
+                    self.client_open.push(true);
+                    self.known.push(false);
+                    let conn = (self.server_open.len() - 1) as u64;
+                    c.attempt = Some((conn, host, now));
+                    self.at(until, What::AttemptOver { conn });
+                    if !(1..=self.run.hung).contains(&host) {
+                        self.send(conn, Req::Connect);
+                    }
+                    return;
+                },
             }
-            if c.tried == n {
-                c.policy.round_over();
-                let pause = give_up.min(now + c.backoff);
-                c.backoff = (c.backoff * 2).min(c.policy.max_backoff());
-                let round = c.round;
-                self.at(pause, What::NextRound { round });
-                return;
-            }
-            let host = (c.start + c.tried) % n;
-            c.tried += 1;
-            if down {
-                continue; // refused at once
-            }
-            let until = give_up.min(c.policy.attempt_until(now));
-            self.server_open.push(true);
-            self.client_open.push(true);
-            self.known.push(false);
-            let conn = (self.server_open.len() - 1) as u64;
-            c.attempt = Some((conn, host, now));
-            self.at(until, What::AttemptOver { conn });
-            self.send(conn, Req::Connect);
-            return;
         }
     }
 
@@ -665,7 +660,7 @@ fn search(
         // Faults start after 1.5 T of heartbeats, at 16 phases of their grid.
         for phase in 0..16u32 {
             let at = t * 3 / 2 + t / 8 * phase / 16;
-            for hosts in [1usize, 3] {
+            for (hosts, hung) in [(1usize, 0usize), (2, 0), (3, 0), (2, 1), (3, 1)] {
                 let mut faults: Vec<(Fault, bool)> = Vec::new();
                 for tenths in 1..=9u32 {
                     let len = t * tenths / 10;
@@ -683,7 +678,9 @@ fn search(
                 }
                 faults.push((Fault::Reset { at }, true));
                 for (fault, covered) in faults {
-                    let run = Run { timeout: t, hosts, faults: vec![fault], covered, bugs, clock_bugs };
+                    // With a hung address, only a reset is covered.
+                    let covered = covered && (hung == 0 || matches!(fault, Fault::Reset { .. }));
+                    let run = Run { timeout: t, hosts, hung, faults: vec![fault], covered, bugs, clock_bugs };
                     if let Some(found) = check(run) {
                         return (made, Some(found));
                     }
@@ -709,7 +706,9 @@ fn search(
         if rng.u8(0..4) == 0 {
             faults.push(Fault::Slow { at: t, delay: Duration::from_millis(rng.u64(0..t.as_millis() as u64)) });
         }
-        let run = Run { timeout: t, hosts: rng.usize(1..=3), faults, covered: false, bugs, clock_bugs };
+        let hosts = rng.usize(1..=3);
+        let hung = if rng.u8(0..4) == 0 { rng.usize(0..hosts) } else { 0 };
+        let run = Run { timeout: t, hosts, hung, faults, covered: false, bugs, clock_bugs };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -776,6 +775,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
     let run = |bugs| Run {
         timeout: t,
         hosts: 1,
+        hung: 0,
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
         covered: false,
         bugs,
@@ -786,14 +786,24 @@ fn quick_retries_give_up_a_live_session_answered_late() {
     assert_eq!(simulate(&run(Default::default())), Ok(()));
 }
 
-/// The search's own finding: three servers each answering connects
+/// The search's own finding: two or three servers each answering connects
 /// `0.4 T` late, while every attempt waits only `T/3`.
 #[cfg(feature = "history")]
 #[test]
 fn finds_fixed_share() {
     let bugs = zklock_proto::reconnect::Bugs { fixed_share: true, ..Default::default() };
     let run = finds(bugs, &["false expiry"]);
-    assert!(matches!(run.faults[0], Fault::Slow { .. }) && run.hosts == 3, "{run:?}");
+    assert!(matches!(run.faults[0], Fault::Slow { .. }) && run.hosts > 1, "{run:?}");
+}
+
+/// Round 25's F3: two addresses, one hung; a reset of the healthy
+/// connection sends the client to the hung one for half the timeout.
+#[cfg(feature = "history")]
+#[test]
+fn finds_half_share_for_two() {
+    let bugs = zklock_proto::reconnect::Bugs { half_share_for_two: true, ..Default::default() };
+    let run = finds(bugs, &["false loss"]);
+    assert!(run.hosts == 2 && run.hung == 1 && matches!(run.faults[0], Fault::Reset { .. }), "{run:?}");
 }
 
 /// The checks are not vacuous: a clock that claims safety past the
@@ -805,6 +815,7 @@ fn the_checks_can_fail() {
     let run = Run {
         timeout: t,
         hosts: 1,
+        hung: 0,
         faults: vec![Fault::Reset { at: t }],
         covered: true,
         bugs: Default::default(),

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
-use zklock_proto::reconnect::{Answered, Reconnect};
+use zklock_proto::reconnect::{self, Answered, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -327,16 +327,11 @@ impl Session {
     /// Outside a tokio runtime (as `tokio::spawn`).
     pub async fn connect(config: Config) -> Result<Session, Error> {
         let started = tokio::time::Instant::now();
-        let deadline = started + config.connect_timeout;
         let mut hosts = config.connect.hosts.clone();
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
-        // Each server gets its share of the connect timeout (or of the
-        // session timeout, if shorter), so that a silent one does not use
-        // up the time of the others.
-        let share = config.session_timeout.min(config.connect_timeout) / hosts.len() as u32;
-        let per_attempt = share.max(Duration::from_millis(500));
-        let ready = connect_round_robin(&config, &hosts, 0, &attach, &mut NewSession { deadline, per_attempt }).await;
+        let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
+        let ready = connect_round_robin(&config, &hosts, &attach, &mut RoundRobin::new(rules, hosts.len(), 0)).await;
         let (ready, at) = match ready {
             Ok(r) => r,
             Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
@@ -953,134 +948,68 @@ enum RoundsEnd {
     Expired,
 }
 
-/// The rules [`connect_round_robin`] follows: a reconnect's
-/// ([`Reconnect`]: protocol section 5) or a new session's ([`NewSession`]).
-trait Rounds {
-    /// When to give up.
-    fn give_up_at(&self) -> tokio::time::Instant;
-    /// Until when an attempt started at `now` waits.
-    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant;
-    /// The longest pause between rounds.
-    fn max_backoff(&self) -> Duration;
-    /// A round over every server ended without a connection.
-    fn round_over(&mut self);
-    /// An attempt whose connect was sent ended unanswered at `ended`.
-    fn unanswered(&mut self, ended: tokio::time::Instant);
-}
-
-impl Rounds for Reconnect {
-    fn give_up_at(&self) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(Reconnect::give_up_at(self))
-    }
-    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(Reconnect::attempt_until(self, now.into_std()))
-    }
-    fn max_backoff(&self) -> Duration {
-        Reconnect::max_backoff(self)
-    }
-    fn round_over(&mut self) {
-        Reconnect::round_over(self)
-    }
-    fn unanswered(&mut self, ended: tokio::time::Instant) {
-        Reconnect::unanswered(self, ended.into_std())
-    }
-}
-
-/// A new session's rounds: until `deadline`, each attempt given
-/// `per_attempt`, rounds up to 1 s apart (no session to keep alive yet).
-struct NewSession {
-    deadline: tokio::time::Instant,
-    per_attempt: Duration,
-}
-
-impl Rounds for NewSession {
-    fn give_up_at(&self) -> tokio::time::Instant {
-        self.deadline
-    }
-    fn attempt_until(&self, now: tokio::time::Instant) -> tokio::time::Instant {
-        self.deadline.min(now + self.per_attempt)
-    }
-    fn max_backoff(&self) -> Duration {
-        Duration::from_secs(1)
-    }
-    fn round_over(&mut self) {}
-    fn unanswered(&mut self, _: tokio::time::Instant) {}
-}
-
-/// Tries the hosts from `start` round robin until one is ready or the
-/// rules give up, each attempt given the time the rules say, backing off
-/// between rounds. A new session (no id yet) gives up after one round in
-/// which every host was unusable. Returns the ready connection and its
-/// host's index.
-async fn connect_round_robin(
+/// Makes the attempts `rounds` says (protocol section 5's reconnect policy
+/// or a new session's, [`zklock_proto::reconnect`]) until one is ready or
+/// the rules give up. Returns the ready connection and its host's index;
+/// for a reconnect, the caller says whether to use it
+/// ([`RoundRobin::answered`]).
+async fn connect_round_robin<R: Rules>(
     cfg: &Config,
     hosts: &[Host],
-    start: usize,
     attach: &Attach,
-    rules: &mut impl Rounds,
+    rounds: &mut RoundRobin<R>,
 ) -> Result<(Ready, usize), RoundsEnd> {
     let n = hosts.len();
-    let max_backoff = rules.max_backoff();
-    let mut backoff = Duration::from_millis(50).min(max_backoff);
-    let mut first_round = true;
     // Each server's last failure (`None` inside: refused), for the text of
-    // a timeout.
+    // a timeout, and this round's, for the text of `Unreachable`.
     let mut last: Vec<Option<Option<String>>> = vec![None; n];
-    let timed_out = |last: &[Option<Option<String>>], empty: &str| {
+    let mut refused: Vec<&Host> = Vec::new();
+    let mut other: Vec<(&Host, String)> = Vec::new();
+    let timed_out = |last: &[Option<Option<String>>]| {
         let refused: Vec<&Host> = (0..n).filter(|&i| matches!(last[i], Some(None))).map(|i| &hosts[i]).collect();
         let other: Vec<(&Host, String)> =
             (0..n).filter_map(|i| last[i].clone().flatten().map(|why| (&hosts[i], why))).collect();
-        said(cfg, &refused, &other, empty)
+        said(cfg, &refused, &other, "no server tried")
     };
     loop {
-        let mut refused: Vec<&Host> = Vec::new();
-        let mut other: Vec<(&Host, String)> = Vec::new();
-        let mut all_unusable = true;
-        for k in 0..n {
-            let i = (start + k) % n;
-            let now = tokio::time::Instant::now();
-            if now >= rules.give_up_at() {
-                return Err(RoundsEnd::Deadline(timed_out(&last, "no server tried")));
-            }
-            let until = rules.give_up_at().min(rules.attempt_until(now));
-            match attempt(cfg, &hosts[i], attach, until).await {
-                Ok(r) => return Ok((r, i)),
-                Err(Failure::Expired) => return Err(RoundsEnd::Expired),
-                Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
-                Err(Failure::Unusable(Unusable::Refused)) => {
-                    last[i] = Some(None);
-                    refused.push(&hosts[i])
-                },
-                Err(Failure::Unusable(Unusable::Why(why))) => {
-                    last[i] = Some(Some(why.clone()));
-                    other.push((&hosts[i], why))
-                },
-                Err(Failure::Transient(why)) => {
-                    all_unusable = false;
-                    last[i] = Some(Some(why.clone()));
-                    other.push((&hosts[i], why))
-                },
-                Err(Failure::Unanswered(why)) => {
-                    rules.unanswered(tokio::time::Instant::now());
-                    all_unusable = false;
-                    last[i] = Some(Some(why.clone()));
-                    other.push((&hosts[i], why))
-                },
-            }
-        }
-        rules.round_over();
-        if first_round && all_unusable && attach.session_id == 0 {
-            return Err(RoundsEnd::Unreachable(said(cfg, &refused, &other, "")));
-        }
-        first_round = false;
         let now = tokio::time::Instant::now();
-        let deadline = rules.give_up_at();
-        if now >= deadline {
-            return Err(RoundsEnd::Deadline(timed_out(&last, "")));
+        match rounds.next(now.into_std(), fastrand::f64()) {
+            Next::Try { host: i, until } => {
+                let how = match attempt(cfg, &hosts[i], attach, tokio::time::Instant::from_std(until)).await {
+                    Ok(r) => return Ok((r, i)),
+                    Err(Failure::Expired) => return Err(RoundsEnd::Expired),
+                    Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
+                    Err(Failure::Unusable(Unusable::Refused)) => {
+                        last[i] = Some(None);
+                        refused.push(&hosts[i]);
+                        Ended::Unusable
+                    },
+                    Err(Failure::Unusable(Unusable::Why(why))) => {
+                        last[i] = Some(Some(why.clone()));
+                        other.push((&hosts[i], why));
+                        Ended::Unusable
+                    },
+                    Err(Failure::Transient(why)) => {
+                        last[i] = Some(Some(why.clone()));
+                        other.push((&hosts[i], why));
+                        Ended::Transient
+                    },
+                    Err(Failure::Unanswered(why)) => {
+                        last[i] = Some(Some(why.clone()));
+                        other.push((&hosts[i], why));
+                        Ended::Unanswered(tokio::time::Instant::now().into_std())
+                    },
+                };
+                rounds.ended(how);
+            },
+            Next::Pause { until } => {
+                refused.clear();
+                other.clear();
+                tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+            },
+            Next::GiveUp => return Err(RoundsEnd::Deadline(timed_out(&last))),
+            Next::Unreachable => return Err(RoundsEnd::Unreachable(said(cfg, &refused, &other, ""))),
         }
-        let jitter = Duration::from_millis(fastrand::u64(0..=backoff.as_millis() as u64 / 2));
-        tokio::time::sleep_until(deadline.min(now + backoff + jitter)).await;
-        backoff = (backoff * 2).min(max_backoff);
     }
 }
 
@@ -1332,28 +1261,22 @@ impl Task {
             last_zxid: self.last_zxid,
             next_xid: self.next_xid,
         };
-        let mut policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
         let now = tokio::time::Instant::now();
-        if now >= self.last_recv + self.timeout * 2 / 3 {
-            // Lost to the read timeout, with requests unanswered (the
-            // heartbeats' at least): a stalled server reads them when it
-            // runs again, and touches the session then.
-            policy.unanswered(now.into_std());
-        }
+        let mut policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
+        policy.lost(now.into_std());
         // The first server tried: the next one after the last connection's
-        // (the same one when asking again).
-        let mut start = (self.host_at + 1) % self.hosts.len();
-        // Started again over a new server list (`set_hosts`), with the same
-        // deadline, and after a late answer.
+        // (the same one when asking again); started again over a new server
+        // list (`set_hosts`), with the same deadline.
+        let mut rounds = RoundRobin::new(policy, self.hosts.len(), (self.host_at + 1) % self.hosts.len());
         loop {
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
             let outcome = {
-                let rounds = connect_round_robin(&cfg, &hosts, start, &attach, &mut policy);
-                tokio::pin!(rounds);
+                let attempts = connect_round_robin(&cfg, &hosts, &attach, &mut rounds);
+                tokio::pin!(attempts);
                 loop {
                     tokio::select! {
-                        r = &mut rounds => break Ok(r),
+                        r = &mut attempts => break Ok(r),
                         cmd = self.rx.recv() => match cmd {
                             None => return Err(End::Closed(None)),
                             // Held like a call: sent on the next connection
@@ -1376,7 +1299,7 @@ impl Task {
             match outcome {
                 Ok(Ok((ready, at))) => {
                     self.host_at = at;
-                    match policy.answered(ready.connect_sent, ready.answered) {
+                    match rounds.answered(ready.connect_sent, ready.answered) {
                         Answered::Use => return Ok(ready),
                         Answered::AskAgain => {
                             self.emit(SessionEvent::Revalidated { connect_sent: ready.connect_sent });
@@ -1387,7 +1310,6 @@ impl Task {
                                 ready.answered.saturating_duration_since(ready.connect_sent)
                             );
                             drop(ready);
-                            start = at;
                         },
                     }
                 },
@@ -1398,9 +1320,8 @@ impl Task {
                 Err(hosts) => {
                     self.host_at = hosts.len() - 1;
                     self.cfg.connect.hosts = hosts.clone();
-                    policy.set_hosts(hosts.len());
+                    rounds.set_hosts(hosts.len());
                     self.hosts = hosts;
-                    start = 0;
                 },
             }
         }
@@ -1587,7 +1508,7 @@ impl Task {
             self.on_cmd(&mut c, cmd);
         }
         self.state.send_if_modified(|s| std::mem::replace(s, State::Connected) != State::Connected);
-        let read_timeout = self.timeout * 2 / 3;
+        let read_timeout = reconnect::read_timeout(self.timeout);
         let ping_after = self.timeout / 3;
         // Bytes of frames handed out since this task last let the tasks
         // waiting for them run (see [`HAND_OUT_BEFORE_YIELD`]).
