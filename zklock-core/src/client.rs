@@ -23,6 +23,8 @@ use crate::validate::{
 use crate::zk::{self, ClientExt as _};
 
 const RUNTIME_THREAD: &str = "zklock-runtime";
+/// The name of every client's event thread (state-change callbacks).
+const EVENT_THREAD: &str = "zklock-events";
 
 /// Options for [`Client::connect`].
 #[derive(Clone, Debug)]
@@ -996,7 +998,7 @@ impl Client {
             .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?;
         let (events_tx, events_rx) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
         std::thread::Builder::new()
-            .name("zklock-events".into())
+            .name(EVENT_THREAD.into())
             .spawn(move || {
                 for job in events_rx {
                     // A panicking callback must not end the event thread.
@@ -1165,11 +1167,19 @@ impl Client {
     /// Closes the session: every lock held through this client is lost
     /// (its node goes with the session) and waiting acquires fail with
     /// `Closed`. Idempotent. Waits up to the operation timeout for the
-    /// server to confirm.
+    /// server to confirm (while the session reconnects, the close is sent
+    /// on the next connection), except on a client's event thread (in a
+    /// state-change callback), where it sends the close and returns at
+    /// once: waiting there would hold back every callback, the lock's
+    /// `Suspended` and `Lost` among them, until the server answered.
     pub fn close(&self) {
         let shared = self.shared();
         shared.connection.clear();
-        shared.close_session(shared.options.operation_timeout);
+        // Outside attack round 26, O1: a close in a callback during an
+        // outage held the guard's callbacks back until after another client
+        // was granted the lock.
+        let on_event_thread = std::thread::current().name() == Some(EVENT_THREAD);
+        shared.close_session(if on_event_thread { Duration::ZERO } else { shared.options.operation_timeout });
     }
 
     /// Runs `future` (one of this client's `_async` calls) on the client's

@@ -851,6 +851,57 @@ fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
     gw.release().unwrap();
 }
 
+/// `close()` called in a connection-state callback at the start of an
+/// outage sends the close and returns at once: the event thread goes on to
+/// deliver the guard's own callbacks during the outage (outside attack
+/// round 26, O1: the close waited there for the server, up to the operation
+/// timeout, and the guard's `Suspended` and `Lost` came after another client
+/// had been granted the lock). The close still reaches the server once it
+/// is back: a waiter is granted soon after.
+#[test]
+fn a_close_in_a_callback_during_an_outage_holds_back_no_callback() {
+    let zk = server();
+    let t = 4 * SEC;
+    let relay = RefusingRelay::start(zk.client_addr(0));
+    let c = Client::connect(options(&format!("127.0.0.1:{}", relay.port), t).operation_timeout(5 * SEC)).unwrap();
+    let w = common::connect(&zk.connect_string());
+    let g = lock_of(&c, "/close-in-callback", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen = states.clone();
+    let _states = g.on_state_change(move |s| seen.lock().unwrap().push((Instant::now(), s)));
+    let took = Arc::new(Mutex::new(None));
+    let (closer, told) = (c.clone(), took.clone());
+    let _closes = c.on_connection_state(move |s| {
+        if s == zklock_core::ConnectionState::Suspended && told.lock().unwrap().is_none() {
+            let began = Instant::now();
+            closer.close();
+            *told.lock().unwrap() = Some((began, began.elapsed()));
+        }
+    });
+    let lw = lock_of(&w, "/close-in-callback", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("w queued", 5 * SEC, || queue(&w, "/close-in-callback").len() == 2);
+    relay.refuse();
+    wait_until("the callback closed the client", 5 * SEC, || took.lock().unwrap().is_some());
+    let (began, close_took) = took.lock().unwrap().unwrap();
+    wait_until("the guard's own callback", 2 * SEC, || !states.lock().unwrap().is_empty());
+    let first = states.lock().unwrap()[0];
+    std::thread::sleep(t * 3 / 10);
+    relay.heal();
+    let healed = Instant::now();
+    let (granted, gw) = waiter.join().unwrap().expect("w is granted");
+    eprintln!(
+        "close() in the callback took {close_took:?}; the guard's first callback {:?} came {:?} after; w granted {:?} after the outage",
+        first.1,
+        first.0.saturating_duration_since(began),
+        granted.saturating_duration_since(healed)
+    );
+    assert!(close_took < SEC, "close() in a callback waited {close_took:?} (the operation timeout is 5 s)");
+    assert!(first.0 < healed, "the guard's callback came only after the outage");
+    assert!(granted - healed < 2 * SEC, "w was granted {:?} after the outage", granted - healed);
+    gw.release().unwrap();
+}
+
 /// An outage of 0.4 T in which every connect is refused (a server restart,
 /// a firewall that rejects), begun right after a heartbeat was credited: the client retries its session's server with
 /// rounds at most T/40 apart, so it is back soon after the outage and the

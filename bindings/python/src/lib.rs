@@ -878,8 +878,9 @@ impl Client {
 
     /// Closes the session: locks held through this client are lost, waiting
     /// acquires fail with Closed. Idempotent; blocks without the GIL up to
-    /// the operation timeout. In a forked child it does nothing (the
-    /// session is the parent's).
+    /// the operation timeout (in a listener or state callback it returns at
+    /// once instead: waiting there would hold back every callback). In a
+    /// forked child it does nothing (the session is the parent's).
     fn close(&self, py: Python<'_>) {
         if self.origin.forked() {
             return;

@@ -1517,8 +1517,11 @@ class Client:
         """Closes the session: every lock held through this client is lost
         and waiting acquires fail with :class:`Closed`. When it returns,
         every lock of this client says so (``held`` False, ``state`` LOST).
-        Idempotent; blocks (without the GIL) up to the operation timeout.
-        In a forked child it does nothing: the session is the parent's."""
+        Idempotent; blocks (without the GIL) up to the operation timeout
+        for the server to confirm, except in a listener or state callback,
+        where it returns at once (waiting there would hold back every
+        callback). In a forked child it does nothing: the session is the
+        parent's."""
         self._native.close()
 
     async def close_async(self) -> None:
