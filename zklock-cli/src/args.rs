@@ -144,7 +144,10 @@ a lock whether its grant still stands (`zklock fence-check`).
 
 The locks use Curator's node names, so Curator, kazoo and the zklock libraries (Rust, C, Python, Node) on the same path \
 contend with it. Whatever happens (the command fails, a timeout, a signal, a lost lock), zklock deletes its node and \
-closes its session before it exits.",
+closes its session before it exits, waiting at most half the session timeout (at least 1 s) for ZooKeeper to confirm: \
+after an outage it deletes them once a server is back; if none answers in that time, it exits anyway and the node goes \
+when ZooKeeper expires the session. One exception: `zklock hold` whose lock is lost exits at once (its exit is the \
+script's signal to stop), and its node goes when ZooKeeper expires the session.",
     after_help = "See `zklock --help` for durations, lock kinds, environment, signals and exit status, and `zklock \
                   SUBCOMMAND --help` for each subcommand.",
     after_long_help = after_long_help(),
@@ -200,7 +203,7 @@ Take the lock at PATH (the lock kinds and waiting options of `run`), print its f
 file or zklock gets a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2); then release it and exit \
 0. Like `etcdctl lock` without a command: a shell script reads the token, does its work and closes zklock's stdin. If \
 the lock is lost meanwhile, zklock says so on stderr and exits 70 at once (hold the lock as long as you need it, and \
-watch for that exit). stdin that cannot be read releases the lock at once, like one that is closed: `zklock hold PATH \
+watch for that exit); it does not wait to delete its node, which goes when ZooKeeper expires the session. stdin that cannot be read releases the lock at once, like one that is closed: `zklock hold PATH \
 &` in an interactive shell has the terminal as stdin, which a background job may not read; give it a pipe.
 
 Example (bash):

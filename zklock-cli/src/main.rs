@@ -46,8 +46,9 @@
 //! `token`, `node_path`, `lock_path`, `mode`, `session_id`), and holds it
 //! until stdin reaches end of file (or cannot be read) or zklock gets one
 //! of the signals below; then it releases the lock and exits 0. A lock
-//! lost meanwhile is reported on stderr, exit 70 at once. Like `etcdctl
-//! lock` without a command.
+//! lost meanwhile is reported on stderr, exit 70 at once (its node goes
+//! when ZooKeeper expires the session). Like `etcdctl lock` without a
+//! command.
 //!
 //! `zklock fence-check [TOKEN]` exits 0 while the grant with that fencing
 //! token (default `$ZKLOCK_FENCING_TOKEN`) and lock node (`--node`, default

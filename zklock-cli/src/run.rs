@@ -32,6 +32,8 @@ pub(crate) enum Event {
     Acquired(zklock_core::Result<Guard>),
     /// `zklock hold`: stdin reached end of file, or cannot be read (why).
     InputClosed(Option<std::io::Error>),
+    /// The server confirmed the close (or the core stopped waiting).
+    Closed,
 }
 
 /// The lock options of `req` (its node data), checked, and its shared
@@ -169,12 +171,38 @@ impl Session {
     }
 
     /// Closes the client (its session ends; any node left goes with it);
-    /// with `verbose`, first says what the client did (its metrics).
+    /// with `verbose`, first says what the client did (its metrics). Waits
+    /// for ZooKeeper to confirm at most [`close_limit`] (a second signal
+    /// ends the wait): while the session reconnects the close is sent on
+    /// the next connection, so a covered outage still deletes the node at
+    /// once; when no server answers, the exit is not put off by more than
+    /// that (outside attack round 26, F2: it waited up to the session
+    /// timeout and another second, silently), and the node goes when
+    /// ZooKeeper expires the session.
     pub(crate) fn close(self, verbose: bool) {
         if verbose {
             note!("{}", summary(&self.client.metrics()));
         }
-        self.client.close();
+        let limit = close_limit(self.client.session_timeout().unwrap_or(Duration::from_secs(10)));
+        let session = self.client.session_id().ok();
+        let t = self.tx.clone();
+        let confirmed = self.client.close_async();
+        if self.client.spawn_then(confirmed, move |()| drop(t.send(Event::Closed))).is_err() {
+            return;
+        }
+        let waited = wait_for(&self.rx, limit, |ev| matches!(ev, Event::Closed).then_some(()));
+        if !matches!(waited, Waited::Done(())) {
+            let why = match waited {
+                Waited::Signal(sig) => format!("{}: not waiting", signal_name(sig)),
+                _ => format!("no answer within {} ms", limit.as_millis()),
+            };
+            if let Some(id) = session {
+                note!("{why} for ZooKeeper to confirm the close of session {id:#x}; its nodes go when it expires");
+            }
+            // The process exits next: dropping the client would wait once
+            // more for the confirmation that did not come.
+            std::mem::forget(self.client);
+        }
     }
 }
 
@@ -246,6 +274,14 @@ enum Waited<T> {
     Signal(i32),
     /// Nothing within the limit (or the senders are gone).
     Gone,
+}
+
+/// How long zklock waits at exit for ZooKeeper to confirm the close of a
+/// session of timeout `session_timeout`: half of it (the covered outages,
+/// up to 0.3 of it, end before that), at least 1 s and at most the
+/// operation timeout.
+pub(crate) fn close_limit(session_timeout: Duration) -> Duration {
+    (session_timeout / 2).max(Duration::from_secs(1)).min(crate::operation_timeout(session_timeout))
 }
 
 /// Waits up to `limit` for the event `pick` accepts, or a signal.
