@@ -16,16 +16,30 @@
 //!   spends the clock (an outside test: with rounds up to 1.5 s apart, a
 //!   0.4 T outage of refused connections cost the lock in 5 of 8 runs at
 //!   T = 4 s).
+//! - After a reset (or a close) the client asks the server it was on
+//!   first, waiting at least `T/3` for it: that server answered until a
+//!   moment ago, so it is likely there, perhaps slow or stalled for a
+//!   moment, where the next may be hung (accepts connections, never
+//!   answers: a member in a long GC pause, a frozen VM; outside attack
+//!   rounds 25 and 27: a hung server next in the list ran the clock out
+//!   behind it; [`Bugs::next_first_after_reset`]). A server that reset
+//!   because it went down refuses at once. After a silence (the read
+//!   timeout) it asks the next server first.
 //! - An attempt waits for its connect's answer the timeout's share among
-//!   the servers (at least 500 ms; among at least three, unless there is
-//!   only one) in the first round, twice that in the second and so on, up
-//!   to the whole timeout: servers that answer every connect later than the
-//!   share (loaded, or behind a slow proxy) are reached in a later round.
-//!   A third, not a half, with two servers: after a reset of a healthy
-//!   connection the client tries the other server first, and if that one
-//!   is hung (accepts connections, never answers: a member in a long GC
-//!   pause, a frozen VM) half the timeout is longer than the clock lasts
-//!   (outside attack round 25, F3; [`Bugs::half_share_for_two`]). It is never given up earlier: connects given
+//!   the servers (at least 500 ms or `T/4`, whichever is less; among at
+//!   least three, unless there is only one) in the first round, twice that
+//!   in the second and so on, up to the whole timeout: servers that answer
+//!   every connect later than the share (loaded, or behind a slow proxy)
+//!   are reached in a later round. A third, not a half, with two servers:
+//!   with the other hung, a short refusal of the client's own server (a
+//!   restart) sends it there for longer than the clock lasts (round 25,
+//!   F3; [`Bugs::half_share_for_two`]). But until the reconnect is `T` old,
+//!   a server whose connect went unanswered waits only `T/16` in a round
+//!   after one in which another refused or reset: the refused one may be
+//!   back any moment and is asked again soon (round 27, F1: one hung and
+//!   one restarting for 0.34-0.5 T, the session expired while the client
+//!   waited on the hung one; [`Bugs::full_share_for_unanswered`]). An
+//!   attempt is never given up earlier than that: connects given
 //!   up still revalidate the session on the server, can move its owner to a
 //!   member the client left (its next write then fails with
 //!   `SessionMoved`), and the time spent on them is time the session may
@@ -80,10 +94,23 @@ pub struct Bugs {
     pub fixed_share: bool,
     /// With two servers, an attempt of the first round waits half the
     /// timeout, the timeout's share among them (the policy before round 25's
-    /// F3): a reset of a healthy connection, with the other address hung
-    /// (accepting, never answering), runs the clock out while the client
-    /// waits for the hung one.
+    /// F3): with the other address hung (accepting, never answering), a
+    /// reset (before round 27) or a short refusal of the healthy server
+    /// runs the clock out while the client waits for the hung one.
     pub half_share_for_two: bool,
+    /// After a reset, start with the next server (the policy before round
+    /// 27): one hung server next in the list (2 of 7, 1 of 3) or a healthy
+    /// one answering connects 0.1 T late behind a hung one ran the clock out
+    /// (round 27, F2 to F4).
+    pub next_first_after_reset: bool,
+    /// A server that went unanswered gets its whole share again in the
+    /// next round although another refused (the policy before round 27):
+    /// with one server hung and the other restarting for 0.34-0.5 T, the
+    /// second round waited `2T/3` on the hung one while the other came
+    /// back, and the session expired (round 27, F1); with five servers, one
+    /// hung, the others restarting for 0.25-0.3 T, each round's `T/5` on
+    /// the hung one ran the clock out.
+    pub full_share_for_unanswered: bool,
 }
 
 impl Bugs {
@@ -110,6 +137,8 @@ pub struct Reconnect {
     hosts: usize,
     last_heard: Instant,
     give_up_at: Instant,
+    /// When the connection was lost ([`Reconnect::lost`]).
+    lost_at: Instant,
     /// Rounds of attempts over the servers that ended so far.
     round: u32,
     asked_again: bool,
@@ -126,6 +155,7 @@ impl Reconnect {
             hosts: hosts.max(1),
             last_heard,
             give_up_at: last_heard + timeout * 4 / 3,
+            lost_at: last_heard,
             round: 0,
             asked_again: false,
             bugs: Bugs::default(),
@@ -145,10 +175,16 @@ impl Reconnect {
     /// counts as an attempt that ended unanswered then
     /// ([`Reconnect::unanswered`]): a stalled server reads those requests
     /// when it runs again, and touches the session then.
-    pub fn lost(&mut self, at: Instant) {
-        if at >= self.last_heard + read_timeout(self.timeout) {
+    ///
+    /// Returns whether it was lost that way (silent): else it was reset or
+    /// closed, and its server answered until a moment ago.
+    pub fn lost(&mut self, at: Instant) -> bool {
+        self.lost_at = at;
+        let silent = at >= self.last_heard + read_timeout(self.timeout);
+        if silent {
             self.unanswered(at);
         }
+        silent
     }
 
     /// The server list changed to `hosts` servers (same deadline).
@@ -172,7 +208,11 @@ impl Reconnect {
     pub fn attempt_until(&self, now: Instant) -> Instant {
         let among =
             if self.hosts == 1 || self.bugs.on(|b| b.half_share_for_two) { self.hosts } else { self.hosts.max(3) };
-        let share = (self.timeout / among as u32).max(Duration::from_millis(500));
+        // At least 500 ms for the name lookup and the handshakes, but no
+        // more than T/4: at T = 1 s a floor of half the timeout outlasted
+        // the clock behind one hung server (round 27, F3).
+        let floor = Duration::from_millis(500).min(self.timeout / 4);
+        let share = (self.timeout / among as u32).max(floor);
         if self.bugs.on(|b| b.quick_retries) {
             let quick_until = (self.last_heard + self.timeout / 2).min(self.give_up_at);
             if now < quick_until {
@@ -188,7 +228,9 @@ impl Reconnect {
         self.give_up_at.min(now + wait)
     }
 
-    /// A round of attempts over every server ended without a connection.
+    /// A round of attempts over every server ended without a connection:
+    /// the next round's attempts wait twice as long (servers slow to answer
+    /// are reached; but see [`Rules::short_wait`]).
     pub fn round_over(&mut self) {
         self.round = self.round.saturating_add(1);
     }
@@ -244,6 +286,13 @@ pub trait Rules {
     fn round_over(&mut self);
     /// An attempt whose connect was sent ended unanswered at `ended`.
     fn unanswered(&mut self, ended: Instant);
+    /// How long an attempt waits, at most, on a server whose connect went
+    /// unanswered in an earlier round while another refused in the last
+    /// one, at `now` (`None`: its whole share).
+    fn short_wait(&self, now: Instant) -> Option<Duration>;
+    /// How long the first attempt of a reconnect after a reset waits at
+    /// least, on the server that answered until a moment ago.
+    fn own_server_wait(&self) -> Duration;
     /// Whether a first round in which every server was unusable (refused,
     /// a name that does not resolve, TLS refused: reasons waiting will not
     /// change) ends the rounds ([`Next::Unreachable`]).
@@ -265,6 +314,22 @@ impl Rules for Reconnect {
     }
     fn unanswered(&mut self, ended: Instant) {
         Reconnect::unanswered(self, ended)
+    }
+    /// `T/16` (at least 25 ms) until the reconnect is `T` old: the refused
+    /// server may be back any moment (a restart), and the one that did not
+    /// answer may be hung; waiting its whole share again (`T/n`) kept the
+    /// client from the other for too long (outside attack round 27, F1 with
+    /// five servers).
+    fn short_wait(&self, now: Instant) -> Option<Duration> {
+        (now < self.lost_at + self.timeout && !self.bugs.on(|b| b.full_share_for_unanswered))
+            .then(|| (self.timeout / 16).max(Duration::from_millis(25)))
+    }
+    /// `T/3` (the share with three servers), also with more: the server
+    /// answered until a moment ago, so it is likely slow or stalled for a
+    /// moment, not gone; with five servers its share `T/5` gave up on a
+    /// stall or a slow answer the clock would have outlasted.
+    fn own_server_wait(&self) -> Duration {
+        self.timeout / 3
     }
     /// Never: a session's servers may come back before it expires.
     fn unreachable_ends(&self) -> bool {
@@ -305,6 +370,12 @@ impl Rules for NewSession {
     }
     fn round_over(&mut self) {}
     fn unanswered(&mut self, _: Instant) {}
+    fn short_wait(&self, _: Instant) -> Option<Duration> {
+        None
+    }
+    fn own_server_wait(&self) -> Duration {
+        Duration::ZERO
+    }
     fn unreachable_ends(&self) -> bool {
         true
     }
@@ -354,7 +425,7 @@ pub enum Ended {
 /// caller makes the connections and reads the clock; this says what to do
 /// at each instant it is given. `zklock-zk`'s session layer and the
 /// reconnect search in this crate's tests both run it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct RoundRobin<R> {
     rules: R,
     hosts: usize,
@@ -366,6 +437,14 @@ pub struct RoundRobin<R> {
     backoff: Duration,
     first_round: bool,
     all_unusable: bool,
+    /// By server: its connect went unanswered in this reconnect.
+    unanswered: Vec<bool>,
+    /// A server refused or reset in this round / the last one.
+    refused: bool,
+    refused_last: bool,
+    /// The next attempt is the first, on the server of a connection that
+    /// was reset ([`RoundRobin::after_loss`]).
+    own_first: bool,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -383,6 +462,10 @@ impl<R: Rules> RoundRobin<R> {
             backoff,
             first_round: true,
             all_unusable: true,
+            unanswered: vec![false; hosts],
+            refused: false,
+            refused_last: false,
+            own_first: false,
         }
     }
 
@@ -402,6 +485,7 @@ impl<R: Rules> RoundRobin<R> {
             }
             self.first_round = false;
             self.all_unusable = true;
+            self.refused_last = std::mem::take(&mut self.refused);
             self.tried = 0;
             let give_up = self.rules.give_up_at();
             if now >= give_up {
@@ -417,11 +501,25 @@ impl<R: Rules> RoundRobin<R> {
         }
         self.current = (self.start + self.tried) % self.hosts;
         self.tried += 1;
-        Next::Try { host: self.current, until: give_up.min(self.rules.attempt_until(now)) }
+        let mut until = give_up.min(self.rules.attempt_until(now));
+        if std::mem::take(&mut self.own_first) {
+            until = give_up.min(until.max(now + self.rules.own_server_wait()));
+        }
+        if self.refused_last && self.unanswered[self.current] {
+            if let Some(short) = self.rules.short_wait(now) {
+                until = until.min(now + short);
+            }
+        }
+        Next::Try { host: self.current, until }
     }
 
     /// The attempt last handed out ended `how`, without a connection.
     pub fn ended(&mut self, how: Ended) {
+        if !matches!(how, Ended::Unanswered(_)) {
+            self.refused = true;
+        } else if let Some(u) = self.unanswered.get_mut(self.current) {
+            *u = true;
+        }
         match how {
             Ended::Unusable => {},
             Ended::Transient => self.all_unusable = false,
@@ -441,6 +539,25 @@ impl<R: Rules> RoundRobin<R> {
 }
 
 impl RoundRobin<Reconnect> {
+    /// The rounds of a reconnect from a connection to server `from` (of
+    /// `hosts`; `None`: a server no longer in the list, which moved) lost at
+    /// `at` ([`Reconnect::lost`]). Lost to its read timeout (silent), they
+    /// start with the next server (after a move, the first); reset or
+    /// closed, with the same one: it answered until a moment ago, where the next
+    /// may be hung (accepting, never answering: a long GC pause, a frozen
+    /// VM), and waiting for that one first ran the clock out (outside
+    /// attack round 27, F2 to F4: a hung server before a healthy one slow
+    /// by 0.1 T, three hung of seven, a timeout of 1 s). A server that
+    /// reset because it went down refuses at once.
+    pub fn after_loss(mut rules: Reconnect, hosts: usize, from: Option<usize>, at: Instant) -> RoundRobin<Reconnect> {
+        let silent = rules.lost(at);
+        let Some(host) = from else { return RoundRobin::new(rules, hosts, 0) };
+        let next = silent || rules.bugs.on(|b| b.next_first_after_reset);
+        let mut rounds = RoundRobin::new(rules, hosts, if next { host + 1 } else { host });
+        rounds.own_first = !next;
+        rounds
+    }
+
     /// The attempt last handed out was answered: its connect sent at
     /// `connect_sent`, answered at `answered`. Whether to use that
     /// connection, or to close it unused and ask the same server once more
@@ -450,6 +567,8 @@ impl RoundRobin<Reconnect> {
         let what = self.rules.answered(connect_sent, answered);
         if what == Answered::AskAgain {
             self.again_from(self.current);
+            // It just answered: as slow again, not gone.
+            self.own_first = true;
         }
         what
     }
@@ -458,6 +577,7 @@ impl RoundRobin<Reconnect> {
     /// from its first, with the same deadline.
     pub fn set_hosts(&mut self, hosts: usize) {
         self.hosts = hosts.max(1);
+        self.unanswered = vec![false; self.hosts];
         self.rules.set_hosts(hosts);
         self.again_from(0);
     }
@@ -495,20 +615,52 @@ mod tests {
         assert_eq!(r.give_up_at(), t0 + T + T * 4 / 3, "an unanswered connect may have touched the session");
         assert_eq!(Reconnect::new(T, 2, t0).attempt_until(t0), t0 + T / 3, "a third with two servers");
         assert_eq!(Reconnect::new(T, 1, t0).attempt_until(t0), t0 + T, "the whole timeout with one");
-        let one = Reconnect::new(Duration::from_millis(600), 4, t0);
+        let one = Reconnect::new(Duration::from_millis(3000), 12, t0);
         assert_eq!(one.attempt_until(t0), t0 + Duration::from_millis(500), "at least 500 ms");
-        assert_eq!(one.max_backoff(), Duration::from_millis(25));
+        let short = Reconnect::new(Duration::from_millis(1000), 4, t0);
+        assert_eq!(short.attempt_until(t0), t0 + Duration::from_millis(250), "but at most T/4");
+        assert_eq!(short.max_backoff(), Duration::from_millis(25));
         assert_eq!(Reconnect::new(T * 100, 1, t0).max_backoff(), Duration::from_secs(1));
     }
+    #[test]
+    fn a_server_unanswered_waits_briefly_while_another_refuses_for_t() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "its own server first");
+        rr.ended(Ended::Unusable);
+        assert_eq!(rr.next(t0, 0.0), Next::Try { host: 1, until: t0 + T / 3 }, "a third of T");
+        rr.ended(Ended::Unanswered(t0 + T / 3));
+        let Next::Pause { until } = rr.next(t0 + T / 3, 0.0) else { panic!("a pause") };
+        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }));
+        rr.ended(Ended::Unusable);
+        assert_eq!(rr.next(until, 0.0), Next::Try { host: 1, until: until + T / 16 }, "refused: T/16");
+        rr.ended(Ended::Unanswered(until + T / 16));
+        let late = t0 + T;
+        let Next::Pause { .. } = rr.next(late, 0.0) else { panic!("a pause") };
+        rr.next(late, 0.0);
+        rr.ended(Ended::Unusable);
+        assert!(matches!(rr.next(late, 0.0), Next::Try { host: 1, until } if until > late + T / 3), "after T: longer");
+    }
+
+    #[test]
+    fn after_a_reset_the_same_server_first_after_a_silence_the_next() {
+        let t0 = Instant::now();
+        let mut reset = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), t0 + T / 8);
+        assert!(matches!(reset.next(t0 + T / 8, 0.0), Next::Try { host: 2, .. }));
+        let silent_at = t0 + read_timeout(T);
+        let mut silent = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), silent_at);
+        assert!(matches!(silent.next(silent_at, 0.0), Next::Try { host: 0, .. }));
+    }
+
     #[test]
     fn a_connection_lost_to_its_read_timeout_counts_as_unanswered() {
         let t0 = Instant::now();
         let mut reset = Reconnect::new(T, 1, t0);
-        reset.lost(t0 + T / 2);
+        assert!(!reset.lost(t0 + T / 2));
         assert_eq!(reset.give_up_at(), t0 + T * 4 / 3, "a reset: from the last answer");
         let silent = t0 + read_timeout(T);
         let mut lost = Reconnect::new(T, 1, t0);
-        lost.lost(silent);
+        assert!(lost.lost(silent));
         assert_eq!(lost.give_up_at(), silent + T * 4 / 3, "silent: its heartbeats may touch it later");
     }
 

@@ -386,6 +386,7 @@ impl Session {
             held: VecDeque::new(),
             waiting: VecDeque::new(),
             moving: None,
+            left_list: false,
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
@@ -1104,6 +1105,9 @@ struct Task {
     /// New calls wait in `held`; once every reply is in, the connection
     /// ends and the session reconnects to the new list.
     moving: Option<String>,
+    /// The server of the last connection is not in the server list (it
+    /// moved): a reconnect starts with the list's first.
+    left_list: bool,
 }
 
 /// How a connection ended.
@@ -1262,12 +1266,13 @@ impl Task {
             next_xid: self.next_xid,
         };
         let now = tokio::time::Instant::now();
-        let mut policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
-        policy.lost(now.into_std());
-        // The first server tried: the next one after the last connection's
-        // (the same one when asking again); started again over a new server
-        // list (`set_hosts`), with the same deadline.
-        let mut rounds = RoundRobin::new(policy, self.hosts.len(), (self.host_at + 1) % self.hosts.len());
+        let policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
+        // The first server tried: the last connection's after a reset, the
+        // next one after a silence ([`RoundRobin::after_loss`]); the same one
+        // when asking again; started again over a new server list
+        // (`set_hosts`), with the same deadline.
+        let from = (!std::mem::take(&mut self.left_list)).then_some(self.host_at);
+        let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), from, now.into_std());
         loop {
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
@@ -1415,6 +1420,7 @@ impl Task {
                     Some(at) => self.host_at = at,
                     None => {
                         self.host_at = hosts.len() - 1;
+                        self.left_list = true;
                         if c.closing.is_none() {
                             self.moving = Some("moving to a server of the new server list".into());
                         }
