@@ -59,15 +59,20 @@
 //!   server would have expired it.)
 //! - **no false loss** (runs marked covered: one outage of up to `0.3 T`,
 //!   a stall with or without a reset at any point of it, a refusal, or a
-//!   server slow to answer connects by up to `0.2 T`; with a hung address,
-//!   a reset alone): the clock never runs out (protocol section 5).
+//!   server slow to answer connects by up to `0.22 T`, with one address
+//!   hung or none; with several hung, a reset alone): the clock never runs
+//!   out (protocol section 5).
+//! - **survives** (runs with one outage of up to `T/2`, `0.3 T` with
+//!   several addresses hung, a reset, or connects up to `0.22 T` late):
+//!   the server never expires the session (the client is back in time).
 //! - **back**: `3 T` after the faults end, the client is connected and its
 //!   clock is safe, unless the server expired the session.
 //!
 //! `reconnect_search_keeps_every_promise` runs a grid of single faults
 //! (every phase against the heartbeats, every length, reset point and
-//! answer delay on a grid; one, two or three addresses, none or one of
-//! them hung) and seeded random runs of several faults
+//! answer delay on a grid; timeouts of 1, 1.6, 4 and 10 s; one, two or
+//! three addresses with none hung, two, three or five with one hung, seven
+//! with three hung) and seeded random runs of several faults
 //! (`ZKLOCK_RECONNECT_RUNS`, 20,000 by default), and prints how many runs
 //! it made. `ZKLOCK_RECONNECT_TRACE=1` prints every event. With the `history` feature,
 //! `finds_never_ask_again` and `finds_quick_retries` switch on
@@ -75,7 +80,7 @@
 //! loss after a reset during a stall) and round 23's R1 (a false loss with a
 //! server slow to answer connects) and R2 (a false expiry); the other
 //! `finds_*` tests find the other switches' bugs (round 24's F1, round
-//! 25's F3, the search's own false expiry).
+//! 25's F3, round 27's F1-F4, the search's own false expiry).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
