@@ -679,17 +679,25 @@ impl Hung {
     }
 }
 
-/// Two addresses, the second hung, the holder on the first (through
-/// `healthy`, a proxy): acquires a lock, then (1.5 T later, 0.11 T after a
-/// heartbeat credit: the worst phase, the clock has about 0.41 T left)
-/// calls `fault`, and watches for 2 T. Returns when the clock ran out and
-/// when the lock was Held again (after the fault), whether the session
-/// lived on, and the client (the guard released).
-fn hung_beside(
-    healthy: std::net::SocketAddr,
-    path: &str,
-    fault: impl FnOnce(),
-) -> (Option<Duration>, Option<Duration>, bool, Client) {
+/// What [`hung_beside`] saw after the fault.
+struct HungRun {
+    /// When the safety clock ran out, if it did.
+    out_at: Option<Duration>,
+    /// When the lock was Held again.
+    held_again: Option<Duration>,
+    /// Whether the session lived on.
+    lived: bool,
+    /// Connections the hung address accepted after the fault.
+    hung_tried: u64,
+    /// The client (the guard is released).
+    _client: Client,
+}
+
+/// Two addresses, the second hung, the holder on the first (`healthy`):
+/// acquires a lock, then (1.5 T later, 0.11 T after a heartbeat credit:
+/// the worst phase, the clock has about 0.41 T left) calls `fault`, and
+/// watches for 2 T.
+fn hung_beside(healthy: std::net::SocketAddr, path: &str, fault: impl FnOnce()) -> HungRun {
     let t = 4 * SEC;
     let hung = Hung::start();
     let c = Client::connect(options(&format!("{healthy},{}", hung.addr), t)).unwrap();
@@ -699,6 +707,7 @@ fn hung_beside(
     let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
     right_after_a_credit(&g, t);
     std::thread::sleep(t * 11 / 100);
+    let before = hung.tried.load(std::sync::atomic::Ordering::SeqCst);
     let began = Instant::now();
     fault();
     let (mut out_at, mut held_again, mut suspended) = (None, None, false);
@@ -716,7 +725,8 @@ fn hung_beside(
     let lived = g.state() != LockState::Lost && c.session_id().ok() == session;
     eprintln!("{path}: clock out at {out_at:?}, held again {held_again:?} after the fault; session lived: {lived}");
     let _ = g.release();
-    (out_at, held_again, lived, c)
+    let hung_tried = hung.tried.load(std::sync::atomic::Ordering::SeqCst) - before;
+    HungRun { out_at, held_again, lived, hung_tried, _client: c }
 }
 
 /// Round 27's F2: the healthy server answers every connect 0.1 T late (a
@@ -729,12 +739,12 @@ fn hung_beside(
 fn a_reset_with_a_slow_server_and_a_hung_one_keeps_the_clock() {
     let zk = server();
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
-    let (out_at, held_again, lived, _c) = hung_beside(proxy.addr(), "/hung-slow", || {
+    let run = hung_beside(proxy.addr(), "/hung-slow", || {
         proxy.delay_connect_answers(4 * SEC / 10);
         proxy.drop_connections();
     });
-    assert!(lived && held_again.is_some(), "the lock is not held again");
-    assert_eq!(out_at, None, "the safety clock ran out");
+    assert!(run.lived && run.held_again.is_some(), "the lock is not held again");
+    assert_eq!(run.out_at, None, "the safety clock ran out");
 }
 
 /// Round 27's F1: the healthy server refuses for 0.45 T (a restart), the
@@ -748,13 +758,13 @@ fn a_refusal_with_a_hung_address_beside_keeps_the_session() {
     let zk = server();
     let relay = RefusingRelay::start(zk.client_addr(0));
     let healthy: std::net::SocketAddr = format!("127.0.0.1:{}", relay.port).parse().unwrap();
-    let (_, held_again, lived, _c) = hung_beside(healthy, "/hung-refused", || {
+    let run = hung_beside(healthy, "/hung-refused", || {
         relay.refuse();
         std::thread::sleep(4 * SEC * 45 / 100);
         relay.heal();
     });
-    assert!(lived, "the session expired");
-    let back = held_again.expect("the lock is not held again");
+    assert!(run.lived, "the session expired");
+    let back = run.held_again.expect("the lock is not held again");
     assert!(back < 4 * SEC, "held again only {back:?} after the refusal began (T = 4 s)");
 }
 
@@ -769,41 +779,11 @@ fn a_refusal_with_a_hung_address_beside_keeps_the_session() {
 #[test]
 fn a_reset_with_the_other_address_hung_keeps_the_clock() {
     let zk = server();
-    let t = 4 * SEC;
     let proxy = Proxy::start(zk.client_addr(0)).unwrap();
-    let hung = Hung::start();
-    let tried = hung.tried.clone();
-    let c = Client::connect(options(&format!("{},{}", proxy.addr(), hung.addr), t)).unwrap();
-    let g = lock_of(&c, "/hung-other", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
-    let session = c.session_id().ok();
-    std::thread::sleep(t + t / 2);
-    let ran_out = |g: &zklock_core::Guard| g.safe_until().is_none_or(|u| Instant::now() >= u);
-    right_after_a_credit(&g, t);
-    std::thread::sleep(t * 11 / 100);
-    let before = tried.load(std::sync::atomic::Ordering::SeqCst);
-    let began = Instant::now();
-    proxy.drop_connections();
-    let mut out_at = None;
-    let mut suspended = false;
-    let mut held_again = None;
-    while began.elapsed() < t * 2 && held_again.is_none() {
-        if out_at.is_none() && ran_out(&g) {
-            out_at = Some(began.elapsed());
-        }
-        let ok = g.check().is_ok();
-        suspended |= !ok;
-        if suspended && ok {
-            held_again = Some(began.elapsed());
-        }
-        std::thread::sleep(MS);
-    }
-    eprintln!("clock out at {out_at:?}, held again {held_again:?} after the reset");
-    assert_eq!(tried.load(std::sync::atomic::Ordering::SeqCst), before, "the client asked its own server first");
-    assert!(held_again.is_some(), "the lock is not held again");
-    assert_eq!(out_at, None, "the safety clock ran out");
-    assert_eq!(c.session_id().ok(), session, "the same session");
-    g.release().unwrap();
-    c.close();
+    let run = hung_beside(proxy.addr(), "/hung-other", || proxy.drop_connections());
+    assert_eq!(run.hung_tried, 0, "the client asked its own server first");
+    assert!(run.lived && run.held_again.is_some(), "the lock is not held again on the same session");
+    assert_eq!(run.out_at, None, "the safety clock ran out");
 }
 
 /// Three addresses (proxies of one server), each answering connects 0.4 T
@@ -902,6 +882,33 @@ fn reset_with_connects_answered_late_at(
     (out_at, held_again, asked)
 }
 
+/// What [`behind_a_relay_with_a_waiter`] made.
+struct HolderAndWaiter {
+    zk: zklock_harness::Cluster,
+    relay: RefusingRelay,
+    /// The holder's client (behind the relay) and guard.
+    c: Client,
+    g: zklock_core::Guard,
+    /// The waiter's client (direct) and its acquire: when it was granted.
+    w: Client,
+    waiter: std::thread::JoinHandle<zklock_core::Result<(Instant, zklock_core::Guard)>>,
+}
+
+/// A holder of the lock at `path` behind a refusing relay (T = 4 s,
+/// operation timeout 5 s) and a waiter connected directly, queued behind
+/// it.
+fn behind_a_relay_with_a_waiter(path: &'static str) -> HolderAndWaiter {
+    let zk = server();
+    let relay = RefusingRelay::start(zk.client_addr(0));
+    let c = Client::connect(options(&format!("127.0.0.1:{}", relay.port), 4 * SEC).operation_timeout(5 * SEC)).unwrap();
+    let w = common::connect(&zk.connect_string());
+    let g = lock_of(&c, path, LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let lw = lock_of(&w, path, LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("w queued", 5 * SEC, || queue(&w, path).len() == 2);
+    HolderAndWaiter { zk, relay, c, g, w, waiter }
+}
+
 /// A release and a close made during a refusing outage of 0.3 T (a server
 /// restart): the release is Pending, and the close waits (up to the
 /// operation timeout, as documented) for the reconnect, then ends the
@@ -912,15 +919,8 @@ fn reset_with_connects_answered_late_at(
 /// 3.7-5.3 s.)
 #[test]
 fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
-    let zk = server();
     let t = 4 * SEC;
-    let relay = RefusingRelay::start(zk.client_addr(0));
-    let c = Client::connect(options(&format!("127.0.0.1:{}", relay.port), t).operation_timeout(5 * SEC)).unwrap();
-    let w = common::connect(&zk.connect_string());
-    let g = lock_of(&c, "/close-in-outage", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
-    let lw = lock_of(&w, "/close-in-outage", LockMode::Exclusive);
-    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
-    wait_until("w queued", 5 * SEC, || queue(&w, "/close-in-outage").len() == 2);
+    let HolderAndWaiter { zk: _zk, relay, c, g, w: _w, waiter } = behind_a_relay_with_a_waiter("/close-in-outage");
     relay.refuse();
     std::thread::sleep(100 * MS);
     let status = g.release();
@@ -952,12 +952,8 @@ fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
 /// is back: a waiter is granted soon after.
 #[test]
 fn a_close_in_a_callback_during_an_outage_holds_back_no_callback() {
-    let zk = server();
     let t = 4 * SEC;
-    let relay = RefusingRelay::start(zk.client_addr(0));
-    let c = Client::connect(options(&format!("127.0.0.1:{}", relay.port), t).operation_timeout(5 * SEC)).unwrap();
-    let w = common::connect(&zk.connect_string());
-    let g = lock_of(&c, "/close-in-callback", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let HolderAndWaiter { zk: _zk, relay, c, g, w: _w, waiter } = behind_a_relay_with_a_waiter("/close-in-callback");
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
     let _states = g.on_state_change(move |s| seen.lock().unwrap().push((Instant::now(), s)));
@@ -970,9 +966,6 @@ fn a_close_in_a_callback_during_an_outage_holds_back_no_callback() {
             *told.lock().unwrap() = Some((began, began.elapsed()));
         }
     });
-    let lw = lock_of(&w, "/close-in-callback", LockMode::Exclusive);
-    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
-    wait_until("w queued", 5 * SEC, || queue(&w, "/close-in-callback").len() == 2);
     relay.refuse();
     wait_until("the callback closed the client", 5 * SEC, || took.lock().unwrap().is_some());
     let (began, close_took) = took.lock().unwrap().unwrap();
