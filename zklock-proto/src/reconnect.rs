@@ -578,6 +578,7 @@ impl RoundRobin<Reconnect> {
     pub fn set_hosts(&mut self, hosts: usize) {
         self.hosts = hosts.max(1);
         self.unanswered = vec![false; self.hosts];
+        self.own_first = false;
         self.rules.set_hosts(hosts);
         self.again_from(0);
     }
