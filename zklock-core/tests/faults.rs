@@ -943,6 +943,50 @@ fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
     gw.release().unwrap();
 }
 
+/// A close sent on a connection that then goes silent (a partition that
+/// drops what is sent: the proxy's blackhole reads and discards): when the
+/// client gives that connection up (its read timeout) the close's outcome
+/// is unknown, so it is sent again on the next connection, once the
+/// server is reachable again. `close()` returns then, and the node goes at
+/// once (outside attack round 28, F1: the close was taken as done at the
+/// read timeout, `close()` returned unconfirmed, and the node stayed until
+/// the session expired).
+#[test]
+fn a_close_lost_in_a_silent_connection_is_sent_again() {
+    let zk = server();
+    let t = 8 * SEC;
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let c = Client::connect(options(&proxy.addr().to_string(), t).operation_timeout(10 * SEC)).unwrap();
+    let w = common::connect(&zk.connect_string());
+    let g = lock_of(&c, "/close-silent", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let lw = lock_of(&w, "/close-silent", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lw.acquire(Some(30 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("w queued", 5 * SEC, || queue(&w, "/close-silent").len() == 2);
+    // Held while the close is sent: only the close can free the lock.
+    let _held = g;
+    proxy.blackhole();
+    let began = Instant::now();
+    let closer = std::thread::spawn(move || {
+        c.close();
+        Instant::now()
+    });
+    // After the read timeout (2T/3), before the session can expire (T).
+    std::thread::sleep(t * 3 / 4);
+    proxy.heal();
+    let healed = Instant::now();
+    let closed = closer.join().unwrap();
+    let (granted, gw) = waiter.join().unwrap().expect("w is granted");
+    eprintln!(
+        "close() returned {:?} after the call ({:?} after the heal); w granted {:?} after the heal",
+        closed - began,
+        closed.saturating_duration_since(healed),
+        granted.saturating_duration_since(healed)
+    );
+    assert!(closed >= healed, "close() returned {:?} after the call, before the server could be told", closed - began);
+    assert!(granted - healed < 2 * SEC, "w was granted {:?} after the heal", granted - healed);
+    gw.release().unwrap();
+}
+
 /// `close()` called in a connection-state callback at the start of an
 /// outage sends the close and returns at once: the event thread goes on to
 /// deliver the guard's own callbacks during the outage (outside attack
