@@ -144,7 +144,8 @@ a lock whether its grant still stands (`zklock fence-check`).
 
 The locks use Curator's node names, so Curator, kazoo and the zklock libraries (Rust, C, Python, Node) on the same path \
 contend with it. Whatever happens (the command fails, a timeout, a signal, a lost lock), zklock deletes its node and \
-closes its session before it exits, waiting at most half the session timeout (at least 1 s) for ZooKeeper to confirm: \
+closes its session before it exits, waiting at most half the session timeout (at least 1 s) in all for ZooKeeper to \
+confirm the release and the close (a signal ends that wait): \
 after an outage it deletes them once a server is back; if none answers in that time, it exits anyway and the node goes \
 when ZooKeeper expires the session. One exception: `zklock hold` whose lock is lost exits at once (its exit is the \
 script's signal to stop), and its node goes when ZooKeeper expires the session.",

@@ -53,7 +53,7 @@ pub(crate) fn hold(opts: HoldOptions) -> i32 {
                 // silent ZooKeeper (the session ends with the process).
                 std::process::exit(code);
             }
-            run::release(&guard, req.verbose);
+            session.release(&guard, req.verbose);
             code
         },
         Err(code) => code,

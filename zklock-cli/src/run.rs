@@ -34,6 +34,8 @@ pub(crate) enum Event {
     InputClosed(Option<std::io::Error>),
     /// The server confirmed the close (or the core stopped waiting).
     Closed,
+    /// The release finished.
+    Released(zklock_core::Result<zklock_core::ReleaseStatus>),
 }
 
 /// The lock options of `req` (its node data), checked, and its shared
@@ -72,6 +74,9 @@ pub(crate) struct Session {
     pub(crate) rx: Receiver<Event>,
     /// For more events (an acquire's callback, stdin's end).
     pub(crate) tx: Sender<Event>,
+    /// Until when zklock waits for ZooKeeper at exit (the release's delete
+    /// and the close together), once the release began.
+    exit_by: std::cell::Cell<Option<Instant>>,
 }
 
 impl Session {
@@ -100,7 +105,7 @@ impl Session {
             Event::Connected(r) => Some(r),
             _ => None,
         }) {
-            Waited::Done(Ok(client)) => Ok(Session { client, rx, tx }),
+            Waited::Done(Ok(client)) => Ok(Session { client, rx, tx, exit_by: std::cell::Cell::new(None) }),
             Waited::Done(Err(e)) => Err(crate::connect_error(&hosts, &e)),
             Waited::Signal(sig) => {
                 note!("{} while connecting; nothing was locked", signal_name(sig));
@@ -111,6 +116,44 @@ impl Session {
                 Err(exit::INTERNAL)
             },
         }
+    }
+
+    /// Until when zklock waits for ZooKeeper at exit: [`close_limit`] from
+    /// the first call (the release, or else the close).
+    fn exit_by(&self) -> Instant {
+        let by = self.exit_by.get().unwrap_or_else(|| {
+            Instant::now() + close_limit(self.client.session_timeout().unwrap_or(Duration::from_secs(10)))
+        });
+        self.exit_by.set(Some(by));
+        by
+    }
+
+    /// Releases `guard`, saying so with `verbose`, waiting for ZooKeeper
+    /// no later than the exit's bound ([`close_limit`] for the release and
+    /// the close together); a signal ends the wait. A delete not confirmed
+    /// by then is left to the close that follows (the session's end takes
+    /// the node). A loss is reported by the caller already.
+    pub(crate) fn release(&self, guard: &Guard, verbose: bool) {
+        let t = self.tx.clone();
+        if self.client.spawn_then(guard.release_async(), move |r| drop(t.send(Event::Released(r)))).is_err() {
+            return;
+        }
+        let limit = self.exit_by().saturating_duration_since(Instant::now());
+        match wait_for(&self.rx, limit, |ev| match ev {
+            Event::Released(r) => Some(r),
+            _ => None,
+        }) {
+            Waited::Done(Ok(status)) if verbose => note!("released {} ({status:?})", guard.node_path()),
+            Waited::Done(Err(e)) if verbose => note!("release: {}", e.message()),
+            Waited::Done(_) => {},
+            Waited::Signal(sig) => note!("{}: not waiting for the release of {}", signal_name(sig), guard.node_path()),
+            Waited::Gone => note!("no answer within {} ms to the release of {}", limit.as_millis(), guard.node_path()),
+        }
+    }
+
+    /// `zklock lead` stands again: the exit's bound starts anew.
+    fn rejoining(&self) {
+        self.exit_by.set(None);
     }
 
     /// The longest one ZooKeeper request may take for this client.
@@ -172,8 +215,9 @@ impl Session {
 
     /// Closes the client (its session ends; any node left goes with it);
     /// with `verbose`, first says what the client did (its metrics). Waits
-    /// for ZooKeeper to confirm at most [`close_limit`] (a second signal
-    /// ends the wait): while the session reconnects the close is sent on
+    /// for ZooKeeper to confirm until the exit's bound ([`close_limit`]
+    /// from the release or the close; a signal ends the wait): while the
+    /// session reconnects the close is sent on
     /// the next connection, so a covered outage still deletes the node at
     /// once; when no server answers, the exit is not put off by more than
     /// that (outside attack round 26, F2: it waited up to the session
@@ -183,7 +227,7 @@ impl Session {
         if verbose {
             note!("{}", summary(&self.client.metrics()));
         }
-        let limit = close_limit(self.client.session_timeout().unwrap_or(Duration::from_secs(10)));
+        let limit = self.exit_by().saturating_duration_since(Instant::now());
         let session = self.client.session_id().ok();
         let t = self.tx.clone();
         let confirmed = self.client.close_async();
@@ -203,17 +247,6 @@ impl Session {
             // more for the confirmation that did not come.
             std::mem::forget(self.client);
         }
-    }
-}
-
-/// Releases `guard`, saying so with `verbose`. A loss is reported by the
-/// caller already.
-pub(crate) fn release(guard: &Guard, verbose: bool) {
-    match guard.release() {
-        Ok(status) if verbose => note!("released {} ({status:?})", guard.node_path()),
-        Ok(_) => {},
-        Err(e) if verbose => note!("release: {}", e.message()),
-        Err(_) => {},
     }
 }
 
@@ -239,6 +272,7 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
             break code;
         }
         // `zklock lead`: the command has exited; stand again.
+        session.rejoining();
         note!("leadership of {} lost; rejoining the election", opts.lock.path);
     };
     session.close(opts.lock.verbose);
@@ -321,7 +355,7 @@ fn hold_and_run(opts: &RunOptions, session: &Session, options: LockOptions, stop
         Err(code) => return code,
     };
     let code = supervise(opts, &guard, &session.rx, stopping);
-    release(&guard, opts.lock.verbose);
+    session.release(&guard, opts.lock.verbose);
     code
 }
 
