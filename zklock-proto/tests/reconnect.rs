@@ -540,6 +540,7 @@ impl World {
     /// reconnect.
     fn lose(&mut self, conn: u64) {
         self.leave(conn);
+        #[allow(unused_mut)] // set_bugs with the history feature
         let mut policy = Reconnect::new(self.run.timeout, self.run.hosts, self.last_recv);
         #[cfg(feature = "history")]
         policy.set_bugs(self.run.bugs);
