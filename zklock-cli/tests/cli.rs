@@ -148,7 +148,9 @@ fn fence_check_in_the_command_follows_the_grant() {
         &["run", "--hosts", &hosts, "--kill-after", "60s", "/cli/fence", "--", "sh", "-c", &script],
         &[("ZK", &zk_bin)],
     );
-    wait_until("the first check", 20 * SEC, || d.exists("first"));
+    // The shell creates the file before `echo` writes to it: wait for the
+    // line.
+    wait_until("the first check", 20 * SEC, || d.exists("first") && d.read("first").ends_with('\n'));
     assert_eq!(d.read("first").trim(), "0", "held: {:?}", d.read("run.stderr"));
     // From outside, with the arguments given.
     let node = format!("/cli/fence/{}", raw.children("/cli/fence")[0]);
@@ -157,7 +159,7 @@ fn fence_check_in_the_command_follows_the_grant() {
     assert_eq!(o.code, 0, "{o:?}");
     raw.delete(&node);
     d.touch("go");
-    wait_until("the second check", 20 * SEC, || d.exists("second"));
+    wait_until("the second check", 20 * SEC, || d.exists("second") && d.read("second").ends_with('\n'));
     assert_eq!(d.read("second").trim(), "70");
     let o = r.wait(20 * SEC);
     assert_eq!(o.code, 70, "the lock was lost: {o:?}");

@@ -34,8 +34,9 @@
 //!   with the other hung, a short refusal of the client's own server (a
 //!   restart) sends it there for longer than the clock lasts (round 25,
 //!   F3; [`Bugs::half_share_for_two`]). But until the reconnect is `T` old,
-//!   a server whose connect went unanswered waits only `T/16` in a round
-//!   after one in which another refused or reset: the refused one may be
+//!   a server whose connect went unanswered waits only `T/40` (the longest
+//!   pause between rounds) in a round after one in which another refused
+//!   or reset: the refused one may be
 //!   back any moment and is asked again soon (round 27, F1: one hung and
 //!   one restarting for 0.34-0.5 T, the session expired while the client
 //!   waited on the hung one; [`Bugs::full_share_for_unanswered`]). An
@@ -315,14 +316,15 @@ impl Rules for Reconnect {
     fn unanswered(&mut self, ended: Instant) {
         Reconnect::unanswered(self, ended)
     }
-    /// `T/16` (at least 25 ms) until the reconnect is `T` old: the refused
-    /// server may be back any moment (a restart), and the one that did not
-    /// answer may be hung; waiting its whole share again (`T/n`) kept the
-    /// client from the other for too long (outside attack round 27, F1 with
-    /// five servers).
+    /// The longest pause between rounds (`T/40`, 25 ms to 1 s) until the
+    /// reconnect is `T` old: the refused server may be back any moment (a
+    /// restart), and the one that did not answer may be hung; waiting its
+    /// whole share again (`T/n`) kept the client from the other for too
+    /// long (outside attack round 27, F1 with five servers), and `T/16`
+    /// still cost the lock after refusals of 0.34-0.4 T (round 29, F1).
     fn short_wait(&self, now: Instant) -> Option<Duration> {
         (now < self.lost_at + self.timeout && !self.bugs.on(|b| b.full_share_for_unanswered))
-            .then(|| (self.timeout / 16).max(Duration::from_millis(25)))
+            .then(|| self.max_backoff())
     }
     /// `T/3` (the share with three servers), also with more: the server
     /// answered until a moment ago, so it is likely slow or stalled for a
@@ -624,7 +626,7 @@ mod tests {
         assert_eq!(Reconnect::new(T * 100, 1, t0).max_backoff(), Duration::from_secs(1));
     }
     #[test]
-    fn a_server_unanswered_waits_briefly_while_another_refuses_for_t() {
+    fn a_server_unanswered_waits_briefly_while_another_refuses_until_t() {
         let t0 = Instant::now();
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "its own server first");
@@ -634,8 +636,8 @@ mod tests {
         let Next::Pause { until } = rr.next(t0 + T / 3, 0.0) else { panic!("a pause") };
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }));
         rr.ended(Ended::Unusable);
-        assert_eq!(rr.next(until, 0.0), Next::Try { host: 1, until: until + T / 16 }, "refused: T/16");
-        rr.ended(Ended::Unanswered(until + T / 16));
+        assert_eq!(rr.next(until, 0.0), Next::Try { host: 1, until: until + T / 40 }, "refused: T/40");
+        rr.ended(Ended::Unanswered(until + T / 40));
         let late = t0 + T;
         let Next::Pause { .. } = rr.next(late, 0.0) else { panic!("a pause") };
         rr.next(late, 0.0);
