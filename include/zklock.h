@@ -831,7 +831,9 @@ zklock_code zklock_client_new(const char *hosts, const struct zklock_client_opti
  * node goes with the session; guards turn `LOST` with code
  * `ZKLOCK_CLOSED`), waiting acquires fail with `ZKLOCK_CLOSED`, and new
  * locks cannot be made. Idempotent. Blocks up to the operation timeout for
- * the server to confirm. The client must still be freed.
+ * the server to confirm, except in a state-change callback, where it
+ * sends the close and returns at once (waiting there would hold back every
+ * callback). The client must still be freed.
  *
  * # Errors
  * `ZKLOCK_INVALID_ARGUMENT` for a NULL `client`.
