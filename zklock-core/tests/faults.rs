@@ -882,6 +882,15 @@ fn reset_with_connects_answered_late_at(
     (out_at, held_again, asked)
 }
 
+/// Closes `c` on a thread of its own; the thread gives when `close()`
+/// returned.
+fn close_on_a_thread(c: Client) -> std::thread::JoinHandle<Instant> {
+    std::thread::spawn(move || {
+        c.close();
+        Instant::now()
+    })
+}
+
 /// What [`behind_a_relay_with_a_waiter`] made.
 struct HolderAndWaiter {
     zk: zklock_harness::Cluster,
@@ -924,10 +933,7 @@ fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
     relay.refuse();
     std::thread::sleep(100 * MS);
     let status = g.release();
-    let closer = std::thread::spawn(move || {
-        c.close();
-        Instant::now()
-    });
+    let closer = close_on_a_thread(c);
     std::thread::sleep(t * 3 / 10);
     relay.heal();
     let healed = Instant::now();
@@ -966,10 +972,7 @@ fn a_close_lost_in_a_silent_connection_is_sent_again() {
     let _held = g;
     proxy.blackhole();
     let began = Instant::now();
-    let closer = std::thread::spawn(move || {
-        c.close();
-        Instant::now()
-    });
+    let closer = close_on_a_thread(c);
     // After the read timeout (2T/3), before the session can expire (T).
     std::thread::sleep(t * 3 / 4);
     proxy.heal();

@@ -369,7 +369,7 @@ impl Session {
             sent,
             cfg: config,
             hosts,
-            host_at: at,
+            host_at: Some(at),
             shared: Arc::downgrade(&shared),
             rx,
             state: state_tx,
@@ -386,7 +386,6 @@ impl Session {
             held: VecDeque::new(),
             waiting: VecDeque::new(),
             moving: None,
-            left_list: false,
             close_sent_again: false,
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
@@ -1080,7 +1079,10 @@ struct Task {
     cfg: Config,
     sent: Sent,
     hosts: Vec<Host>,
-    host_at: usize,
+    /// The index of the last connection's server in `hosts`; `None` once
+    /// the list no longer has it (a move, [`Session::set_hosts`]): a
+    /// reconnect then starts with the list's first.
+    host_at: Option<usize>,
     shared: std::sync::Weak<Shared>,
     rx: mpsc::UnboundedReceiver<Cmd>,
     state: watch::Sender<State>,
@@ -1106,9 +1108,6 @@ struct Task {
     /// New calls wait in `held`; once every reply is in, the connection
     /// ends and the session reconnects to the new list.
     moving: Option<String>,
-    /// The server of the last connection is not in the server list (it
-    /// moved): a reconnect starts with the list's first.
-    left_list: bool,
     /// A close lost with its connection was sent again ([`Task::lost`]).
     close_sent_again: bool,
 }
@@ -1274,8 +1273,7 @@ impl Task {
         // next one after a silence ([`RoundRobin::after_loss`]); the same one
         // when asking again; started again over a new server list
         // (`set_hosts`), with the same deadline.
-        let from = (!std::mem::take(&mut self.left_list)).then_some(self.host_at);
-        let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), from, now.into_std());
+        let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
         loop {
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
@@ -1306,7 +1304,7 @@ impl Task {
             };
             match outcome {
                 Ok(Ok((ready, at))) => {
-                    self.host_at = at;
+                    self.host_at = Some(at);
                     match rounds.answered(ready.connect_sent, ready.answered) {
                         Answered::Use => return Ok(ready),
                         Answered::AskAgain => {
@@ -1326,7 +1324,7 @@ impl Task {
                 },
                 Ok(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
                 Err(hosts) => {
-                    self.host_at = hosts.len() - 1;
+                    self.host_at = None;
                     self.cfg.connect.hosts = hosts.clone();
                     rounds.set_hosts(hosts.len());
                     self.hosts = hosts;
@@ -1418,12 +1416,11 @@ impl Task {
                 }
             },
             Cmd::SetHosts(hosts) => {
-                let current = self.hosts.get(self.host_at).cloned();
+                let current = self.host_at.and_then(|i| self.hosts.get(i)).cloned();
                 match current.and_then(|h| hosts.iter().position(|x| *x == h)) {
-                    Some(at) => self.host_at = at,
+                    Some(at) => self.host_at = Some(at),
                     None => {
-                        self.host_at = hosts.len() - 1;
-                        self.left_list = true;
+                        self.host_at = None;
                         if c.closing.is_none() {
                             self.moving = Some("moving to a server of the new server list".into());
                         }
