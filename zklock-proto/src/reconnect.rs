@@ -112,6 +112,15 @@ pub struct Bugs {
     /// hung, the others restarting for 0.25-0.3 T, each round's `T/5` on
     /// the hung one ran the clock out.
     pub full_share_for_unanswered: bool,
+    /// A close sent on a connection that was then lost (reset, silent, a
+    /// failed write) counts as done (the policy before outside attack round
+    /// 28, F1): the close may never have reached the server, and the
+    /// session's nodes stayed until it expired.
+    pub close_lost_is_done: bool,
+    /// A close asked while reconnecting ends the session's task at once,
+    /// sending nothing (the policy before outside attack round 25, F1):
+    /// the nodes stayed until the server expired the session.
+    pub close_ends_reconnect: bool,
 }
 
 impl Bugs {
@@ -262,6 +271,59 @@ impl Reconnect {
         self.last_heard = self.last_heard.max(answered);
         self.give_up_at = self.give_up_at.max(answered + self.timeout * 4 / 3);
         Answered::AskAgain
+    }
+}
+
+/// A close of the session, from the moment it is asked until it is sent
+/// and answered or given up (protocol section 5). A close tells the server
+/// to end the session and its ephemeral nodes at once; one that does not
+/// reach it leaves them until the session expires, holding waiters back
+/// for up to a session timeout. So a close asked while reconnecting is held
+/// and sent on the next connection (after the calls made before it), and
+/// one sent on a connection lost before its answer is sent again on the
+/// next connection, once: a server that takes connections and never
+/// answers a close would otherwise be asked for ever. The caller bounds
+/// how long it waits for the close (`zklock-core`'s `Client::close`, the
+/// CLI's exit); the session layer goes on trying until the close is
+/// answered, sent twice, or the reconnect gives up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Closing {
+    sent_again: bool,
+    bugs: Bugs,
+}
+
+impl Closing {
+    /// A close asked now, not yet sent.
+    pub fn new() -> Closing {
+        Closing::default()
+    }
+
+    /// Switches on the bugs `bugs` (only with the `history` feature;
+    /// without it this does nothing).
+    #[doc(hidden)]
+    pub fn set_bugs(&mut self, bugs: Bugs) {
+        self.bugs = bugs;
+    }
+
+    /// The close was asked while the session reconnects: whether to hold
+    /// it and send it on the next connection (always, but with
+    /// [`Bugs::close_ends_reconnect`]) rather than end the session's task
+    /// at once.
+    pub fn hold_while_reconnecting(&self) -> bool {
+        !self.bugs.on(|b| b.close_ends_reconnect)
+    }
+
+    /// The connection the close was sent on was lost before its answer
+    /// came (reset, silent, a failed write): whether to send it again on
+    /// the next connection (the first time) rather than count it as done.
+    /// (A connection the server closes after a close is not lost: ZooKeeper
+    /// answers a close, then closes the connection, so that counts as the
+    /// answer.)
+    pub fn send_again(&mut self) -> bool {
+        if self.bugs.on(|b| b.close_lost_is_done) {
+            return false;
+        }
+        !std::mem::replace(&mut self.sent_again, true)
     }
 }
 

@@ -31,8 +31,12 @@
 //!   doubling from 50 ms, a connection lost to its read timeout counted as
 //!   unanswered, giving up, asking a late answer's server again), with no
 //!   jitter between rounds, and the clock credits a late answer
-//!   (`Clock::credit_connect`). The model makes the connections and keeps
-//!   time; every decision is the shared code's.
+//!   (`Clock::credit_connect`). A run may close the session: the close
+//!   is sent at once when connected (no heartbeats after it), held while
+//!   reconnecting and sent first on the next connection, and, lost with its
+//!   connection (a reset, the server down, a silence), held again or done as
+//!   the session layer's [`Closing`] says. The model makes the connections
+//!   and keeps time; every decision is the shared code's.
 //!
 //! The promises checked after each run:
 //!
@@ -67,12 +71,19 @@
 //!   the server never expires the session (the client is back in time).
 //! - **back**: `3 T` after the faults end, the client is connected and its
 //!   clock is safe, unless the server expired the session.
+//! - **closed** (runs with a close): by then the close is done (answered
+//!   or given up) and the session has ended; through an outage it
+//!   survives, by the close (the server read it), not by its expiry: its
+//!   nodes go as soon as a server is back. (The clock's promises are
+//!   checked up to the close: nothing is held after it.)
 //!
 //! `reconnect_search_keeps_every_promise` runs a grid of single faults
 //! (every phase against the heartbeats, every length, reset point and
 //! answer delay on a grid; timeouts of 1, 1.6, 4 and 10 s; one, two or
 //! three addresses with none hung, two, three or five with one hung, seven
-//! with three hung) and seeded random runs of several faults
+//! with three hung; at every fourth phase also with a close in flight when
+//! the fault comes and one asked in its middle) and seeded random runs of
+//! several faults, a third of them with a close
 //! (`ZKLOCK_RECONNECT_RUNS`, 20,000 by default), and prints how many runs
 //! it made. `ZKLOCK_RECONNECT_TRACE=1` prints every event. With the `history` feature,
 //! `finds_never_ask_again` and `finds_quick_retries` switch on
@@ -80,7 +91,9 @@
 //! loss after a reset during a stall) and round 23's R1 (a false loss with a
 //! server slow to answer connects) and R2 (a false expiry); the other
 //! `finds_*` tests find the other switches' bugs (round 24's F1, round
-//! 25's F3, round 27's F1-F4, the search's own false expiry).
+//! 25's F3, round 27's F1-F4, the search's own false expiry, and the
+//! close's: round 25's F1, a close asked while reconnecting sent nowhere,
+//! and round 28's F1, a close lost with its connection taken as done).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
@@ -91,7 +104,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
-use zklock_proto::reconnect::{read_timeout, Answered, Ended, Next, Reconnect, RoundRobin};
+use zklock_proto::reconnect::{read_timeout, Answered, Closing, Ended, Next, Reconnect, RoundRobin};
 
 /// One way on loopback.
 const WIRE: Duration = Duration::from_micros(200);
@@ -120,6 +133,8 @@ struct Run {
     /// there is never read. The session starts on address 0.
     hung: usize,
     faults: Vec<Fault>,
+    /// When the client closes the session (none: it never does).
+    close_at: Option<Duration>,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
     /// One outage short enough that the session must outlive it (the
@@ -168,6 +183,8 @@ enum What {
     Expiry {
         touch: u64,
     },
+    /// The client closes the session.
+    Close,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -178,6 +195,21 @@ enum Req {
         sent_ns: u64,
         write: bool,
     },
+    /// The close of the session.
+    Close,
+}
+
+/// The client's close of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Close {
+    NotAsked,
+    /// Asked while reconnecting (or lost with its connection): sent on the
+    /// next connection.
+    Held,
+    /// Sent on this connection, not answered yet.
+    Sent(u64),
+    /// Done: answered (`true`), or given up.
+    Done(bool),
 }
 
 #[derive(Debug)]
@@ -217,6 +249,8 @@ struct World {
     /// up with the connection open).
     known: Vec<bool>,
     expired_at: Option<Instant>,
+    /// When the server read the client's close (the session ended then).
+    closed_at: Option<Instant>,
     /// By connection id: whether the server still reads it (not reset: a
     /// connection the client closed is still read up to its end).
     server_open: Vec<bool>,
@@ -235,6 +269,9 @@ struct World {
     /// (instant, safe_until from then on): every change.
     safe_log: Vec<(Instant, Instant)>,
     gave_up_at: Option<Instant>,
+    /// The close's decisions (the session layer's own) and where it is.
+    closing: Closing,
+    close: Close,
     end: Instant,
 }
 
@@ -264,6 +301,7 @@ impl World {
         let mut clock = Clock::new(base, t, 0);
         #[cfg(feature = "history")]
         clock.set_bugs(run.clock_bugs);
+        let close_at = run.close_at;
         let mut w = World {
             base,
             now: base,
@@ -273,6 +311,7 @@ impl World {
             touched_on: vec![0],
             known: vec![true],
             expired_at: None,
+            closed_at: None,
             server_open: vec![true],
             client_open: vec![true],
             left_at: vec![None],
@@ -285,10 +324,17 @@ impl World {
             hb_gen: 0,
             safe_log: Vec::new(),
             gave_up_at: None,
+            closing: Closing::new(),
+            close: Close::NotAsked,
             end: base + last_fault_end + t * 3 + slow,
             run,
         };
+        #[cfg(feature = "history")]
+        w.closing.set_bugs(w.run.bugs);
         w.safe_log.push((base, w.clock.safe_until()));
+        if let Some(at) = close_at {
+            w.at(base + at, What::Close);
+        }
         w.at(base + t, What::Expiry { touch: 0 });
         w.at(base + WIRE, What::HeartbeatDue { gen: 0 });
         w.at(base + read_timeout(t), What::ReadDeadline { conn: 0, count: 0 });
@@ -384,7 +430,7 @@ impl World {
         let t = self.run.timeout;
         match what {
             What::Expiry { touch } => {
-                if touch as usize + 1 == self.touches.len() && self.expired_at.is_none() {
+                if touch as usize + 1 == self.touches.len() && self.expired_at.is_none() && self.closed_at.is_none() {
                     self.expired_at = Some(self.now);
                     // The server closes the session's connections.
                     if let State::Connected { conn, .. } = self.state {
@@ -396,8 +442,11 @@ impl World {
                 if !self.server_open[conn as usize] {
                     return;
                 }
-                let alive = self.expired_at.is_none();
-                if alive {
+                let alive = self.expired_at.is_none() && self.closed_at.is_none();
+                if alive && req == Req::Close {
+                    // The session and its nodes end now; the answer follows.
+                    self.closed_at = Some(self.now);
+                } else if alive {
                     self.touches.push(self.now);
                     self.touched_on.push(conn);
                     let touch = (self.touches.len() - 1) as u64;
@@ -410,6 +459,15 @@ impl World {
                 self.at(self.now + delay + WIRE, What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
+            What::Close => match self.state {
+                State::Connected { conn, .. } => self.send_close(conn),
+                State::Connecting(_) if self.closing.hold_while_reconnecting() => self.close = Close::Held,
+                State::Connecting(_) => {
+                    self.close = Close::Done(false);
+                    self.state = State::Ended;
+                },
+                State::Ended => self.close = Close::Done(false),
+            },
             What::AttemptOver { conn } => {
                 if let State::Connecting(c) = &mut self.state {
                     if let Some((a, _, _)) = c.attempt.filter(|&(a, _, _)| a == conn) {
@@ -473,6 +531,12 @@ impl World {
         }
         self.known[conn as usize] = true;
         match req {
+            Req::Close => {
+                if self.close == Close::Sent(conn) {
+                    self.close = Close::Done(true);
+                    self.state = State::Ended;
+                }
+            },
             Req::Beat { sent_ns, write } => {
                 let State::Connected { conn: current, connect_sent } = self.state else { return };
                 if current != conn {
@@ -502,6 +566,9 @@ impl World {
                 if !alive {
                     // Answered with timeout 0: the session is gone.
                     self.state = State::Ended;
+                    if self.close == Close::Held {
+                        self.close = Close::Done(false);
+                    }
                     return;
                 }
                 match c.rounds.answered(sent, self.now) {
@@ -517,6 +584,11 @@ impl World {
                         self.host_at = host;
                         self.state = State::Connected { conn, connect_sent: sent };
                         self.heard();
+                        if self.close == Close::Held {
+                            // Sent first; no heartbeats after a close.
+                            self.send_close(conn);
+                            return;
+                        }
                         self.hb_gen += 1;
                         let gen = self.hb_gen;
                         self.at(self.now, What::HeartbeatDue { gen });
@@ -536,10 +608,25 @@ impl World {
         }
     }
 
+    /// The client sends its close on `conn`, and no heartbeats after it.
+    fn send_close(&mut self, conn: u64) {
+        self.send(conn, Req::Close);
+        self.close = Close::Sent(conn);
+        self.hb_gen += 1;
+    }
+
     /// The client's connection `conn` ended (it reads it no more):
-    /// reconnect.
+    /// reconnect, unless a close sent on it is not to be sent again.
     fn lose(&mut self, conn: u64) {
         self.leave(conn);
+        if self.close == Close::Sent(conn) {
+            if !self.closing.send_again() {
+                self.close = Close::Done(false);
+                self.state = State::Ended;
+                return;
+            }
+            self.close = Close::Held;
+        }
         #[allow(unused_mut)] // set_bugs with the history feature
         let mut policy = Reconnect::new(self.run.timeout, self.run.hosts, self.last_recv);
         #[cfg(feature = "history")]
@@ -561,6 +648,9 @@ impl World {
                 Next::GiveUp | Next::Unreachable => {
                     self.gave_up_at = Some(now);
                     self.state = State::Ended;
+                    if self.close == Close::Held {
+                        self.close = Close::Done(false);
+                    }
                     return;
                 },
                 Next::Pause { until } => {
@@ -592,20 +682,23 @@ impl World {
     fn verdict(&self) -> Result<(), (&'static str, String)> {
         let t = self.run.timeout;
         let ms = |i: Instant| (i - self.base).as_secs_f64() * 1000.0;
+        // Once the client closes the session (after its releases) nothing
+        // relies on its clock.
+        let close_asked = self.run.close_at.map_or(self.end, |at| (self.base + at).min(self.end));
         // safe: merge the clock's changes with the server's touches.
         let mut points: Vec<Instant> =
             self.safe_log.iter().map(|&(i, _)| i).chain(self.touches.iter().copied()).collect();
         points.extend(self.touches.iter().map(|&x| x + t));
         points.sort();
         for (k, &p) in points.iter().enumerate() {
-            if p >= self.end {
+            if p >= close_asked {
                 break;
             }
             let safe_until = self.safe_log.iter().rev().find(|&&(i, _)| i <= p).map_or(self.base, |&(_, s)| s);
             let last_touch = self.touches.iter().rev().find(|&&x| x <= p).copied().unwrap_or(self.base);
-            let next = points.get(k + 1).copied().unwrap_or(self.end).min(self.end);
+            let next = points.get(k + 1).copied().unwrap_or(close_asked).min(close_asked);
             // Within [p, next): safe before safe_until, expirable from last_touch + T.
-            let expirable = self.expired_at.map_or(last_touch + t, |e| e.min(last_touch + t));
+            let expirable = self.expired_at.or(self.closed_at).map_or(last_touch + t, |e| e.min(last_touch + t));
             if expirable.max(p) < safe_until.min(next) {
                 return Err((
                     "safe",
@@ -646,21 +739,32 @@ impl World {
             return Err(("expired", format!("the server expired the session at {:.1} ms", ms(e))));
         }
         if self.run.covered {
-            // The clock must never have run out before the end.
+            // The clock must never have run out before the end (or the
+            // close).
             for w in self.safe_log.windows(2) {
                 let (_, until) = w[0];
                 let (next, _) = w[1];
-                if until < next {
+                if until < next.min(close_asked) {
                     return Err(("false loss", format!("the clock ran out at {:.1} ms", ms(until))));
                 }
             }
             if let Some(&(_, until)) = self.safe_log.last() {
-                if until < self.end {
+                if until < close_asked {
                     return Err(("false loss", format!("the clock ran out at {:.1} ms", ms(until))));
                 }
             }
         }
-        if self.expired_at.is_none() {
+        if self.run.close_at.is_some() {
+            // closed: the close is done by the end, and the session ended;
+            // through an outage it survives, by the close (its nodes go at
+            // once once a server is back, not at the expiry).
+            if !matches!(self.close, Close::Done(_)) {
+                return Err(("closed", format!("at the end the close is {:?}", self.close)));
+            }
+            if self.closed_at.is_none() && self.expired_at.is_none() {
+                return Err(("closed", "at the end the session lives, the close done".to_string()));
+            }
+        } else if self.expired_at.is_none() {
             let back = matches!(self.state, State::Connected { .. }) && self.clock.is_safe(self.end);
             if !back {
                 return Err(("back", format!("the session lives, but at the end the client is {:?}", self.state)));
@@ -728,9 +832,21 @@ fn search(
                         Fault::Reset { .. } => true,
                         Fault::Slow { delay, .. } => delay <= t * 22 / 100,
                     };
-                    let run = Run { timeout: t, hosts, hung, faults: vec![fault], covered, survives, bugs, clock_bugs };
-                    if let Some(found) = check(run) {
-                        return (made, Some(found));
+                    // A close in flight when the fault comes, and one asked
+                    // in the middle of the outage (at every fourth phase).
+                    let closes: Vec<Duration> = match fault {
+                        _ if phase % 4 != 0 => vec![],
+                        Fault::Stall { len, .. } | Fault::Down { len, .. } => vec![at - WIRE / 2, at + len / 2],
+                        Fault::Reset { .. } => vec![at - WIRE / 2],
+                        Fault::Slow { .. } => vec![],
+                    };
+                    for close_at in std::iter::once(None).chain(closes.into_iter().map(Some)) {
+                        let faults = vec![fault];
+                        let run =
+                            Run { timeout: t, hosts, hung, faults, close_at, covered, survives, bugs, clock_bugs };
+                        if let Some(found) = check(run) {
+                            return (made, Some(found));
+                        }
                     }
                 }
             }
@@ -756,7 +872,8 @@ fn search(
         }
         let hosts = rng.usize(1..=3);
         let hung = if rng.u8(0..4) == 0 { rng.usize(0..hosts) } else { 0 };
-        let run = Run { timeout: t, hosts, hung, faults, covered: false, survives: false, bugs, clock_bugs };
+        let close_at = (rng.u8(0..3) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
+        let run = Run { timeout: t, hosts, hung, faults, close_at, covered: false, survives: false, bugs, clock_bugs };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -825,6 +942,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
         hosts: 1,
         hung: 0,
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
+        close_at: None,
         covered: false,
         survives: false,
         bugs,
@@ -890,6 +1008,7 @@ fn the_checks_can_fail() {
         hosts: 1,
         hung: 0,
         faults: vec![Fault::Reset { at: t }],
+        close_at: None,
         covered: true,
         survives: true,
         bugs: Default::default(),
@@ -918,4 +1037,54 @@ fn finds_no_connect_credit() {
     let clock_bugs = zklock_proto::clock::Bugs { no_connect_credit: true, ..Default::default() };
     let run = finds_with(Default::default(), clock_bugs, &["false loss"]);
     assert!(matches!(run.faults[0], Fault::Slow { .. }), "round 24's F1 is slow connects: {run:?}");
+}
+
+/// Round 28's F1: a close sent just before its connection went away (a
+/// reset, the server going down, a silence) counted as done: the session
+/// lived on until the server expired it, its nodes with it.
+#[cfg(feature = "history")]
+#[test]
+fn finds_close_lost_is_done() {
+    let bugs = zklock_proto::reconnect::Bugs { close_lost_is_done: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.close_at.is_some(), "{run:?}");
+}
+
+/// Round 25's F1: a close asked while reconnecting ended the session's
+/// task at once, sending nothing.
+#[cfg(feature = "history")]
+#[test]
+fn finds_close_ends_reconnect() {
+    let bugs = zklock_proto::reconnect::Bugs { close_ends_reconnect: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.close_at.is_some(), "{run:?}");
+}
+
+/// A close lost with its connection reaches the server on the next one:
+/// with the close in flight when the connection is reset, the session is
+/// closed, not expired.
+#[test]
+fn a_close_lost_with_its_connection_is_sent_again() {
+    let t = Duration::from_secs(4);
+    let at = t * 3 / 2;
+    for fault in
+        [Fault::Reset { at }, Fault::Down { at, len: t / 4 }, Fault::Stall { at, len: t / 4, reset: Some(0.5) }]
+    {
+        let run = Run {
+            timeout: t,
+            hosts: 1,
+            hung: 0,
+            faults: vec![fault],
+            close_at: Some(at - WIRE / 2),
+            covered: true,
+            survives: true,
+            bugs: Default::default(),
+            clock_bugs: Default::default(),
+        };
+        let mut w = World::new(run);
+        w.go();
+        assert_eq!(w.verdict(), Ok(()));
+        assert!(w.closed_at.is_some() && w.expired_at.is_none(), "{fault:?}: {:?}", w.close);
+        assert_eq!(w.close, Close::Done(true), "{fault:?}");
+    }
 }

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
-use zklock_proto::reconnect::{self, Answered, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
+use zklock_proto::reconnect::{self, Answered, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -386,7 +386,7 @@ impl Session {
             held: VecDeque::new(),
             waiting: VecDeque::new(),
             moving: None,
-            close_sent_again: false,
+            close: Closing::new(),
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
@@ -1108,8 +1108,9 @@ struct Task {
     /// New calls wait in `held`; once every reply is in, the connection
     /// ends and the session reconnects to the new list.
     moving: Option<String>,
-    /// A close lost with its connection was sent again ([`Task::lost`]).
-    close_sent_again: bool,
+    /// Whether a close is held or sent again ([`Task::lost`], the
+    /// reconnect).
+    close: Closing,
 }
 
 /// How a connection ended.
@@ -1292,7 +1293,10 @@ impl Task {
                             // 25, F1: a close made while reconnecting ended
                             // the task at once, and the nodes stayed for the
                             // session timeout). The caller bounds its wait.
-                            Some(close @ Cmd::Close(_)) => self.held.push_back(close),
+                            Some(close @ Cmd::Close(_)) if self.close.hold_while_reconnecting() => {
+                                self.held.push_back(close)
+                            },
+                            Some(Cmd::Close(done)) => return Err(End::Closed(Some(done))),
                             Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
                             Some(Cmd::Unwatch { path, kind, id, .. }) => {
                                 self.unwatch_local(&path, kind, id);
@@ -1439,16 +1443,13 @@ impl Task {
 
     /// The connection `c` was lost (reset, a failed write, silent): `why`.
     /// A close sent on it and not yet answered may not have reached the
-    /// server: it is sent again on the next connection (outside attack
-    /// round 28, F1: it was taken as done, `Client::close` returned before
-    /// its time and the session's nodes stayed until the server expired
-    /// it). Once: a server that takes connections but never answers a
-    /// close would be asked for ever. (A connection the server closed after
-    /// a close is taken as the close done: ZooKeeper answers a close, then
-    /// closes.)
+    /// server: it is sent again on the next connection, once, as
+    /// [`Closing::send_again`] says (outside attack round 28, F1: it was
+    /// taken as done, `Client::close` returned before its time and the
+    /// session's nodes stayed until the server expired it).
     fn lost(&mut self, c: &mut Conn, why: String) -> End {
         match c.closing.take() {
-            Some(done) if !std::mem::replace(&mut self.close_sent_again, true) => {
+            Some(done) if self.close.send_again() => {
                 self.held.push_back(Cmd::Close(done.unwrap_or_else(|| oneshot::channel().0)));
             },
             Some(done) => return End::Closed(done),
