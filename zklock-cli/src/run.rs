@@ -77,6 +77,10 @@ pub(crate) struct Session {
     /// Until when zklock waits for ZooKeeper at exit (the release's delete
     /// and the close together), once the release began.
     exit_by: std::cell::Cell<Option<Instant>>,
+    /// Locks this run counted as lost (exit status 70), for `-v`'s summary:
+    /// also those the core does not count (a strict watch's suspension,
+    /// the safety clock run out while the session came back).
+    lost: std::cell::Cell<u64>,
 }
 
 impl Session {
@@ -105,7 +109,9 @@ impl Session {
             Event::Connected(r) => Some(r),
             _ => None,
         }) {
-            Waited::Done(Ok(client)) => Ok(Session { client, rx, tx, exit_by: std::cell::Cell::new(None) }),
+            Waited::Done(Ok(client)) => {
+                Ok(Session { client, rx, tx, exit_by: std::cell::Cell::new(None), lost: std::cell::Cell::new(0) })
+            },
             Waited::Done(Err(e)) => Err(crate::connect_error(&hosts, &e)),
             Waited::Signal(sig) => {
                 note!("{} while connecting; nothing was locked", signal_name(sig));
@@ -225,7 +231,7 @@ impl Session {
     /// ZooKeeper expires the session.
     pub(crate) fn close(self, verbose: bool) {
         if verbose {
-            note!("{}", summary(&self.client.metrics()));
+            note!("{}", summary(&self.client.metrics(), self.lost.get()));
         }
         let limit = self.exit_by().saturating_duration_since(Instant::now());
         let session = self.client.session_id().ok();
@@ -264,6 +270,9 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
     let stopping = AtomicBool::new(false);
     let code = loop {
         let code = hold_and_run(&opts, &session, options.clone(), &stopping);
+        if code == exit::LOST {
+            session.lost.set(session.lost.get() + 1);
+        }
         if !(opts.rejoin && code == exit::LOST) {
             break code;
         }
@@ -281,7 +290,9 @@ pub(crate) fn run(opts: RunOptions) -> i32 {
 
 /// The one-line summary `-v` prints at exit: acquires by outcome, the
 /// time spent waiting and holding, trouble seen, and ZooKeeper requests.
-pub(crate) fn summary(m: &zklock_core::Metrics) -> String {
+/// Losses are the core's (`m`) or, if more, the `lost` the run counted
+/// (exit status 70): the core counts only locks it knows lost.
+pub(crate) fn summary(m: &zklock_core::Metrics, lost: u64) -> String {
     let requests: u64 = m.requests.iter().filter(|(op, _)| **op != "ping").map(|(_, n)| n).sum();
     format!(
         "summary: {} acquired, {} timed out, {} cancelled, {} failed; waited {:.3} s, held {:.3} s; {} \
@@ -294,7 +305,7 @@ pub(crate) fn summary(m: &zklock_core::Metrics) -> String {
         m.wait_time.sum_seconds,
         m.hold_time.sum_seconds,
         m.suspensions,
-        m.losses,
+        m.losses.max(lost),
         m.reconnects,
         m.session_expiries,
     )

@@ -549,7 +549,7 @@ fn suspension_is_tolerated_unless_signal_on_suspend() {
             r#"trap 'echo term > "$D/term.{name}"; exit 9' TERM; touch "$D/ready.{name}"; {}"#,
             wait_for_file(&format!("go.{name}"))
         );
-        let mut args = vec!["run", "--hosts", &via, "--session-timeout", "6s", "/cli/suspend"];
+        let mut args = vec!["run", "-v", "--hosts", &via, "--session-timeout", "6s", "/cli/suspend"];
         args.extend(extra);
         args.extend(["--", "sh", "-c", &script]);
         let r = spawn(&d, name, &args, &[]);
@@ -570,6 +570,11 @@ fn suspension_is_tolerated_unless_signal_on_suspend() {
         let o = r.wait(30 * SEC);
         assert_eq!(o.code, code, "{name}: {o:?}");
         assert_eq!(d.exists(&format!("term.{name}")), extra.is_some(), "{o:?}");
+        // `-v`'s summary counts the loss the exit status reports (the core
+        // saw only a suspension).
+        let summary = o.stderr.lines().find(|l| l.starts_with("zklock: summary:")).unwrap_or_else(|| panic!("{o:?}"));
+        let losses = if code == 70 { "1 loss(es)" } else { "0 loss(es)" };
+        assert!(summary.contains(losses), "{name}: {summary}");
         wait_until("no node left", 30 * SEC, || queue(&observer, "/cli/suspend").is_empty());
     }
 }
