@@ -1285,7 +1285,10 @@ impl Client {
     /// of the new list, as after any lost connection: the locks are
     /// `Suspended` for that moment and `Held` again once the session is
     /// back (lost if no new server takes it within the session timeout).
-    /// Never blocks.
+    /// While the session reconnects, the attempts go on over the new list
+    /// (one waiting on a server the new list keeps goes on with what was
+    /// left of its wait, so calling this again and again never puts the
+    /// reconnect off). Never blocks.
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed connect string, or one with

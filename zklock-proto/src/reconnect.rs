@@ -509,6 +509,11 @@ pub struct RoundRobin<R> {
     /// The next attempt is the first, on the server of a connection that
     /// was reset ([`RoundRobin::after_loss`]).
     own_first: bool,
+    /// The attempt handed out last and not yet ended: until when it waits.
+    waiting_until: Option<Instant>,
+    /// The next attempt goes on with one broken off by a new server list
+    /// ([`RoundRobin::set_hosts`]): it waits only until this.
+    resume_until: Option<Instant>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -530,6 +535,8 @@ impl<R: Rules> RoundRobin<R> {
             refused: false,
             refused_last: false,
             own_first: false,
+            waiting_until: None,
+            resume_until: None,
         }
     }
 
@@ -574,11 +581,16 @@ impl<R: Rules> RoundRobin<R> {
                 until = until.min(now + short);
             }
         }
+        if let Some(resume) = self.resume_until.take() {
+            until = resume.max(now).min(give_up);
+        }
+        self.waiting_until = Some(until);
         Next::Try { host: self.current, until }
     }
 
     /// The attempt last handed out ended `how`, without a connection.
     pub fn ended(&mut self, how: Ended) {
+        self.waiting_until = None;
         if !matches!(how, Ended::Unanswered(_)) {
             self.refused = true;
         } else if let Some(u) = self.unanswered.get_mut(self.current) {
@@ -628,6 +640,7 @@ impl RoundRobin<Reconnect> {
     /// ([`Reconnect::answered`]): then the next [`RoundRobin::next`] tries
     /// it at once.
     pub fn answered(&mut self, connect_sent: Instant, answered: Instant) -> Answered {
+        self.waiting_until = None;
         let what = self.rules.answered(connect_sent, answered);
         if what == Answered::AskAgain {
             self.again_from(self.current);
@@ -637,14 +650,36 @@ impl RoundRobin<Reconnect> {
         what
     }
 
-    /// The server list changed to `hosts` servers: the rounds start again
-    /// from its first, with the same deadline.
-    pub fn set_hosts(&mut self, hosts: usize) {
-        self.hosts = hosts.max(1);
-        self.unanswered = vec![false; self.hosts];
+    /// The server list changed to `hosts` servers, the attempt in
+    /// progress (if any) broken off; `kept[i]` is where the old list's
+    /// server `i` is in the new one (`None`: not there). The rounds start
+    /// again with the same deadline: from the server of the attempt broken
+    /// off if the new list has it, waiting only what was left of its wait
+    /// (a new list, or the same one refreshed, must not give a hung server
+    /// a fresh wait: outside attack round 29, O2), else from the new
+    /// list's first. Servers that went unanswered stay marked as such.
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>]) {
+        let hosts = hosts.max(1);
+        let mut unanswered = vec![false; hosts];
+        for (old, new) in kept.iter().enumerate() {
+            if let (Some(&true), Some(new)) = (self.unanswered.get(old), *new) {
+                if let Some(u) = unanswered.get_mut(new) {
+                    *u = true;
+                }
+            }
+        }
+        let resumed = self.waiting_until.take().and_then(|until| Some((kept.get(self.current).copied()??, until)));
+        self.hosts = hosts;
+        self.unanswered = unanswered;
         self.own_first = false;
         self.rules.set_hosts(hosts);
-        self.again_from(0);
+        match resumed {
+            Some((at, until)) => {
+                self.again_from(at);
+                self.resume_until = Some(until);
+            },
+            None => self.again_from(0),
+        }
     }
 }
 
@@ -787,7 +822,37 @@ mod tests {
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
         assert_eq!(rr.answered(t0, t0 + T / 3), Answered::AskAgain);
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 1, .. }));
-        rr.set_hosts(2);
+        rr.ended(Ended::Transient);
+        rr.set_hosts(2, &[Some(1), None, Some(0)]);
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
+    }
+
+    /// Round 29's O2: a new server list while an attempt waits on a hung
+    /// server that the new list keeps goes on there with what was left of
+    /// the wait, not a fresh one; the next server comes from the new list.
+    #[test]
+    fn a_new_list_during_an_attempt_leaves_its_wait_as_it_was() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
+        let later = t0 + T / 20;
+        // The same server now second in the list.
+        rr.set_hosts(2, &[Some(1), Some(0)]);
+        assert_eq!(rr.next(later, 0.0), Next::Try { host: 1, until }, "the same wait");
+        rr.ended(Ended::Unanswered(until));
+        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
+        rr.ended(Ended::Unusable);
+        // A new list without the server of the attempt: from its first.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        rr.next(t0, 0.0);
+        rr.set_hosts(3, &[None, Some(2)]);
+        let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("the first") };
+        assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
+        // Between attempts (none in progress): from the first.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        rr.next(t0, 0.0);
+        rr.ended(Ended::Unusable);
+        rr.set_hosts(2, &[Some(1), Some(0)]);
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

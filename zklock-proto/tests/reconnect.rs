@@ -218,7 +218,7 @@ enum State {
         conn: u64,
         connect_sent: Instant,
     },
-    Connecting(Connecting),
+    Connecting(Box<Connecting>),
     /// The client gave up (`gave_up_at` says when) or was told the session
     /// expired.
     Ended,
@@ -632,7 +632,7 @@ impl World {
         #[cfg(feature = "history")]
         policy.set_bugs(self.run.bugs);
         let rounds = RoundRobin::after_loss(policy, self.run.hosts, Some(self.host_at), self.now);
-        self.state = State::Connecting(Connecting { rounds, round: 0, attempt: None });
+        self.state = State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None }));
         self.next_attempt();
     }
 

@@ -623,7 +623,10 @@ impl Session {
     /// connection ends ([`SessionEvent::Disconnected`]) and the session
     /// reconnects to a server of the new list (as after any lost
     /// connection; it expires if none takes it within the session
-    /// timeout). While reconnecting, the next round uses the new list.
+    /// timeout). While reconnecting, the attempts go on over the new list:
+    /// one in progress on a server the new list has is made again there
+    /// with the rest of its wait (not a fresh one), then the others in the
+    /// new list's order; else from the new list's first.
     ///
     /// # Errors
     ///
@@ -1273,7 +1276,8 @@ impl Task {
         // The first server tried: the last connection's after a reset, the
         // next one after a silence ([`RoundRobin::after_loss`]); the same one
         // when asking again; started again over a new server list
-        // (`set_hosts`), with the same deadline.
+        // (`set_hosts`), with the same deadline (an attempt broken off goes
+        // on with the rest of its wait if the new list has its server).
         let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
         loop {
             let cfg = self.cfg.clone();
@@ -1328,9 +1332,13 @@ impl Task {
                 },
                 Ok(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
                 Err(hosts) => {
+                    // An attempt broken off on a server the new list has
+                    // goes on there with the rest of its wait.
+                    let kept: Vec<Option<usize>> =
+                        self.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                     self.host_at = None;
                     self.cfg.connect.hosts = hosts.clone();
-                    rounds.set_hosts(hosts.len());
+                    rounds.set_hosts(hosts.len(), &kept);
                     self.hosts = hosts;
                 },
             }
