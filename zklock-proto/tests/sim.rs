@@ -318,17 +318,39 @@ fn finds_credit_reads() {
     finds_with("credit_reads", sim::Opts { clock_bugs, ..sim::Opts::default() }, &["check"]);
 }
 
+/// The timed runs reconnect by the session layer's own rounds over the
+/// ensemble's members (`sim::World::reconnect_rounds`): in a few seconds of
+/// seeds, attempts are refused by followers that lost the leader, go
+/// unanswered (the client cut off, a follower cut off from the leader),
+/// and are answered late by a lagging follower and asked again.
+#[test]
+fn reconnects_run_the_session_layers_rounds() {
+    let Explored { counts, found, schedules, .. } =
+        explore_seeds(0, 1, Duration::from_secs(3), sim::Opts { statless_multi: true, ..sim::Opts::default() });
+    assert!(found.is_none(), "a broken promise in {schedules} schedules");
+    for what in [
+        "reconnected",
+        "reconnect: refused by a follower that lost the leader",
+        "reconnect: an attempt went unanswered",
+        "reconnect: a late answer asked again",
+    ] {
+        assert!(counts.get(what).copied().unwrap_or(0) > 0, "{what}: none in {schedules} schedules: {counts:?}");
+    }
+}
+
 /// A runner that keeps the old count when the shared count cannot be read
 /// again while its attempt waits (deleted, not a count: zklock-core before
 /// the fix of outside attack round 17, F1; `runner::CountBugs`), in every
 /// contender of semaphores with a shared count: a lease granted beyond the
-/// count (`count`) must be found.
+/// count (`count`), or an attempt left waiting on an old count of 0 with
+/// no watch on the count, so that the count set readable again when the
+/// faults stop wakes nobody (`liveness`), must be found.
 #[cfg(feature = "history")]
 #[test]
 fn finds_keep_count_on_failure() {
     let count_bugs = sim::runner::CountBugs { keep_on_failure: true, ..Default::default() };
     let opts = sim::Opts { count_bugs, kind: Some(sim::Kind::Lease), ..sim::Opts::default() };
-    finds_with("keep_count_on_failure", opts, &["count"]);
+    finds_with("keep_count_on_failure", opts, &["count", "liveness"]);
 }
 
 /// A runner that feeds the attempt what came after the shared count's

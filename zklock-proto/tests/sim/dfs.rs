@@ -293,6 +293,7 @@ impl World {
             count_script: sem.map(|s| s.script.clone()).unwrap_or_default(),
             count_next: 0,
             stranger_stays: sem.is_some_and(|s| s.stranger_stays),
+            abandoned: Vec::new(),
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {scn:?}"));

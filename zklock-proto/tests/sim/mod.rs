@@ -12,8 +12,10 @@
 //! against an ensemble, one in five against a standalone server (see
 //! `model.rs`): a leader and two followers, `tickTime` `T/2` or `T/3`
 //! (the leader pings each follower every `tickTime/2`), `syncLimit` 2 to 5;
-//! each session connects to a server drawn at its connect and at each
-//! reconnect (the leader, or a follower in step with it). The leader
+//! each session connects to a server drawn at its connect (the leader, or
+//! a follower in step with it) and reconnects in time as the session layer
+//! does, by its own rounds over the members (`World::reconnect_rounds`;
+//! the exhaustive search reconnects at once, to a server it draws). The leader
 //! expires a session once `now` reaches its last touch there plus the
 //! session timeout ([`T_TICKS`] = 120 ticks, 1.2 s): a request or ping it
 //! reads from a client connected to it, the session's creation or
@@ -57,6 +59,7 @@ use std::time::{Duration, Instant};
 use zklock_proto::acquire::Bugs;
 use zklock_proto::clock::Bugs as ClockBugs;
 use zklock_proto::names::LockMode;
+use zklock_proto::reconnect::{Answered, Ended, Next, Reconnect, RoundRobin};
 
 use check::Violation;
 use model::{CountWrite, Zk};
@@ -85,6 +88,23 @@ pub const DEPOSED_TICKS: u64 = T_TICKS * 2 / 5;
 /// A client's read timeout (`2T/3` of its own clock): with nothing read for
 /// that long it gives its connection up.
 pub const READ_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS * 2 / 3);
+
+/// How long a member that takes a connect takes to answer it (ticks): the
+/// round trip, and a follower's forward of the revalidation to the leader.
+pub const CONNECT_TICKS: u64 = 2;
+
+/// A reconnect in progress (timed runs): `zklock-zk`'s session layer's own
+/// rounds over the ensemble's members (`RoundRobin` of `Reconnect`), the
+/// model making the connections (see `World::reconnect_rounds`).
+#[derive(Debug)]
+pub struct Rounds {
+    rr: RoundRobin<Reconnect>,
+    /// The attempt in progress: its member, until when it waits and when
+    /// its connect went (the client's clock), and the tick it went at.
+    attempt: Option<(usize, Instant, Instant, u64)>,
+    /// The pause between two rounds ends then (the client's clock).
+    pause: Option<Instant>,
+}
 
 /// How long after it was sent the server reads a heartbeat or ping at the
 /// latest, unless a lock request is ahead of it (ticks): the network's
@@ -231,6 +251,9 @@ pub struct World {
     pub count_next: usize,
     /// A semaphore's stranger never lets go of its lease (`dfs`).
     pub stranger_stays: bool,
+    /// Sessions whose clients gave them up (their reconnects did) while
+    /// the leader still had them: it expires them by time.
+    pub abandoned: Vec<model::SessionId>,
 }
 
 /// How a run went.
@@ -359,6 +382,7 @@ impl World {
             count_script: Vec::new(),
             count_next: 0,
             stranger_stays: false,
+            abandoned: Vec::new(),
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);
@@ -809,6 +833,14 @@ impl World {
                 }
                 self.session_layer_traffic(i);
             }
+            for k in 0..self.abandoned.len() {
+                let sid = self.abandoned[k];
+                let s = &self.zk.sessions[&sid];
+                if s.alive && now >= s.touched + T_TICKS {
+                    self.trace_line(format!("server expires the given-up session {sid:#x} (t={now})"));
+                    self.zk.expire(sid);
+                }
+            }
         }
         self.tick_all();
     }
@@ -921,7 +953,9 @@ impl World {
             if c.stalled == 0 && (held || !c.inbox.is_empty() || (!s.out.is_empty() && (!cut || c.cut_readable > 0))) {
                 v.push(Step::Deliver(i));
             }
-            if s.alive && !s.connected && (!self.timed || (!c.link_up && c.stalled == 0 && !cut)) {
+            // Timed runs reconnect as the session layer does, in time
+            // (`reconnect_rounds`); the exhaustive search at once.
+            if s.alive && !s.connected && !self.timed {
                 v.push(Step::Reconnect(i));
             }
             if !s.alive
@@ -969,22 +1003,139 @@ impl World {
             },
             Step::Deliver(i) => self.deliver(i),
             Step::Reconnect(i) => {
-                let sid = self.cs[i].session;
-                let w = self.client_watches(i);
-                let last = self.cs[i].last_zxid;
-                let servers = self.zk.servers_for(Some(sid));
+                let servers = self.zk.servers_for(Some(self.cs[i].session));
                 let server = servers[self.ch.choose(servers.len())];
-                self.zk.reconnect(sid, server, &w, last);
-                self.connected(i, false);
-                self.cs[i].inbox.push_back(runner::Local::Reconnected);
-                let conn = self.zk.sessions[&sid].conn;
-                self.trace_line(format!(
-                    "c{i} reconnects to s{server} (connection {conn}, {} watches set again)",
-                    w.len()
-                ));
+                self.reconnect_to(i, server);
             },
             Step::NewSession(i) => self.new_session(i),
         }
+    }
+
+    /// Contender `i`'s session is connected again, through `server`, with
+    /// its watches set again.
+    fn reconnect_to(&mut self, i: usize, server: usize) {
+        let sid = self.cs[i].session;
+        let w = self.client_watches(i);
+        let last = self.cs[i].last_zxid;
+        self.zk.reconnect(sid, server, &w, last);
+        self.connected(i, false);
+        self.cs[i].inbox.push_back(runner::Local::Reconnected);
+        let conn = self.zk.sessions[&sid].conn;
+        self.trace_line(format!("c{i} reconnects to s{server} (connection {conn}, {} watches set again)", w.len()));
+    }
+
+    /// Contender `i`'s session layer without a connection (timed runs, at
+    /// each tick it runs): it reconnects as `zklock-zk`'s does, by the
+    /// shared rounds (`RoundRobin::after_loss`: its own member first after
+    /// a reset, the next after a silence; each attempt's wait, the pauses
+    /// between rounds, a late answer asked again, giving up). A member
+    /// takes the connect where the model can connect at once
+    /// (`Zk::servers_for`: the leader, a follower in step with it) and
+    /// answers [`CONNECT_TICKS`] after it went, or later once a lagging
+    /// follower catches up; a follower that noticed it lost the leader
+    /// refuses; one cut off from the leader that has not noticed yet, or
+    /// any member while the client is cut off, does not answer. A client
+    /// that gives up counts its session expired (`Local::SessionEnded`)
+    /// and starts a new one; the leader expires the old one by time.
+    fn reconnect_rounds(&mut self, i: usize) {
+        let sid = self.cs[i].session;
+        let s = &self.zk.sessions[&sid];
+        if !s.alive || s.connected || self.cs[i].end_pending {
+            self.cs[i].rounds = None;
+            return;
+        }
+        let now = self.client_now(i);
+        let cut = self.is_cut(i);
+        let members = 1 + self.zk.followers.len();
+        let (from, last_read) = (s.server, self.cs[i].last_read.unwrap_or(now));
+        let takes = self.zk.servers_for(Some(sid));
+        let refusing: Vec<bool> = (0..members).map(|m| !cut && m > 0 && !self.zk.followers[m - 1].serving).collect();
+        let refuses = |m: usize| refusing[m];
+        let mut r = self.cs[i].rounds.take().unwrap_or_else(|| {
+            let policy = Reconnect::new(SESSION_TIMEOUT, members, last_read);
+            Rounds { rr: RoundRobin::after_loss(policy, members, Some(from), now), attempt: None, pause: None }
+        });
+        loop {
+            if let Some((m, until, sent, tick)) = r.attempt {
+                if !cut && takes.contains(&m) && self.zk.now >= tick + CONNECT_TICKS {
+                    r.attempt = None;
+                    match r.rr.answered(sent, now) {
+                        Answered::Use => {
+                            self.reconnect_to(i, m);
+                            self.cs[i].connect_sent = Some(sent);
+                            return;
+                        },
+                        Answered::AskAgain => {
+                            self.count("reconnect: a late answer asked again");
+                            // The answer proved the session alive.
+                            self.zk.sessions.get_mut(&sid).expect("session").touched = self.zk.now;
+                            if let Some(k) = self.cs[i].clock.as_mut() {
+                                k.credit_connect(sent);
+                            }
+                            continue;
+                        },
+                    }
+                }
+                if refuses(m) {
+                    self.count("reconnect: a follower that lost the leader closed the attempt");
+                    r.attempt = None;
+                    r.rr.ended(Ended::Transient);
+                    continue;
+                }
+                if now >= until {
+                    self.count("reconnect: an attempt went unanswered");
+                    r.attempt = None;
+                    r.rr.ended(Ended::Unanswered(now));
+                    continue;
+                }
+                break;
+            }
+            if r.pause.is_some_and(|p| now < p) {
+                break;
+            }
+            r.pause = None;
+            match r.rr.next(now, 0.0) {
+                Next::Try { host, .. } if refuses(host) => {
+                    self.count("reconnect: refused by a follower that lost the leader");
+                    r.rr.ended(Ended::Unusable);
+                },
+                Next::Try { host, until } => {
+                    r.attempt = Some((host, until, now, self.zk.now));
+                    break;
+                },
+                Next::Pause { until } => {
+                    r.pause = Some(until);
+                    break;
+                },
+                Next::GiveUp | Next::Unreachable => {
+                    self.give_up_session(i);
+                    return;
+                },
+            }
+        }
+        self.cs[i].rounds = Some(r);
+    }
+
+    /// Contender `i`'s reconnect gave its session up, which the leader
+    /// still has: its client counts it expired (its attempts and hold
+    /// learn `SessionEnded`) and starts a new one; the leader expires the
+    /// old one by time (`abandoned`). A dead placeholder session stands
+    /// for it until the new one.
+    fn give_up_session(&mut self, i: usize) {
+        let old = self.cs[i].session;
+        let conn = self.zk.sessions[&old].conn;
+        self.count("reconnect: gave a live session up");
+        self.trace_line(format!("c{i}'s reconnect gives its session {old:#x} up (the leader still has it)"));
+        self.abandoned.push(old);
+        self.next_session += 1;
+        let placeholder = self.next_session;
+        self.zk.open(placeholder, 0);
+        let s = self.zk.sessions.get_mut(&placeholder).expect("session");
+        s.alive = false;
+        s.connected = false;
+        self.cs[i].session = placeholder;
+        self.cs[i].rounds = None;
+        self.tell_end(i, Vec::new(), conn);
     }
 
     /// The promises checked after every step.

@@ -388,6 +388,9 @@ pub struct Contender {
     pub decided_zxid: Option<i64>,
     /// The zxid of the list the lease held now was granted on.
     pub held_decided: Option<i64>,
+    /// Its session layer's reconnect in progress (timed runs; see
+    /// `World::reconnect_rounds`).
+    pub rounds: Option<super::Rounds>,
 }
 
 impl Contender {
@@ -456,6 +459,7 @@ impl Contender {
             as_of: None,
             decided_zxid: None,
             held_decided: None,
+            rounds: None,
         }
     }
 
@@ -504,6 +508,7 @@ impl World {
         let c = &mut self.cs[i];
         c.link_up = true;
         c.down_pending = false;
+        c.rounds = None;
         c.connect_sent = Some(now);
         c.last_read = Some(now);
         c.next_beat = Some(now);
@@ -552,9 +557,13 @@ impl World {
 
     /// Contender `i`'s session layer (timed runs): gives the connection up
     /// after its read timeout, sends the heartbeat when due, pings after
-    /// `T/3` without sending.
+    /// `T/3` without sending; without a connection, reconnects.
     fn session_layer(&mut self, i: usize) {
-        if !self.timed || !self.cs[i].link_up {
+        if !self.timed {
+            return;
+        }
+        if !self.cs[i].link_up {
+            self.reconnect_rounds(i);
             return;
         }
         let now = self.client_now(i);
