@@ -207,19 +207,31 @@ impl Clock {
 
     /// Whether a lock granted at `now` stays safely held while the server
     /// answers: the clock has not run out, and either the heartbeats of
-    /// this connection already move it, or it has time left for their
-    /// first credit (a connection's first heartbeat can count only once a
-    /// later one is sent `T / 3` after its answer, which
-    /// [`Clock::next_heartbeat`] schedules; `T / 8` more allows for round
-    /// trips). A session whose connect waited long for its server (an
-    /// outage) starts with a nearly spent clock: granting on it would hand
-    /// out a lock that is suspended a moment later.
+    /// this connection already move it, or it lasts until their first
+    /// credit (a connection's first heartbeat can count only once a later
+    /// one is sent `T / 3` after its answer, which
+    /// [`Clock::next_heartbeat`] schedules for that moment; `T / 8` more
+    /// allows for the round trip). That moment is known once the first
+    /// reply came: `T / 3` after its answer; before (or once it passed
+    /// without a credit), `T / 3` from `now`. A session whose connect
+    /// waited long for its server (an outage) starts with a nearly spent
+    /// clock: granting on it would hand out a lock that is suspended a
+    /// moment later. (Counting from `now` alone held grants back from
+    /// `0.11 T` after every reconnect until its heartbeats counted, `0.22 T`
+    /// later, although the clock lasted until then: the second pause in
+    /// grants after a leader was killed, issue 33.)
     pub fn will_stay_safe(&self, now: Instant) -> bool {
         let until = self.safe_until();
         if now >= until {
             return false;
         }
-        self.history.credited || until - now >= self.report_lag() + self.timeout / 8
+        if self.history.credited {
+            return true;
+        }
+        let lag = self.report_lag();
+        let first_credit =
+            self.history.replies.front().map(|first| first.answered + lag).filter(|&at| at > now).unwrap_or(now + lag);
+        until >= first_credit + self.timeout / 8
     }
 
     /// How long, from `now`, the heartbeat waits before its next request:
@@ -475,6 +487,45 @@ mod tests {
         assert!(clock.will_stay_safe(now));
         // A fresh session has nearly all of its clock.
         assert!(Clock::new(now, T, 0).will_stay_safe(now));
+    }
+
+    /// Issue 33's second pause in grants after a leader was killed: a
+    /// reconnect credits its connect's send time less `T/3` (the clock
+    /// lasts until `0.57 T` after it), and its heartbeats count from `T/3`
+    /// after the first reply: grants need not wait in between.
+    #[test]
+    fn a_reconnect_holds_no_grant_back_until_its_heartbeats_count() {
+        let c = Instant::now();
+        let beat = |sent: Instant, answered: Instant| Heartbeat {
+            sent,
+            answered,
+            connection: 1,
+            write: false,
+            connect_sent: Some(c),
+        };
+        let rtt = Duration::from_millis(2);
+        let mut clock = Clock::new(c - T, T, 0);
+        clock.credit(beat(c + rtt, c + rtt * 2));
+        let until = clock.safe_until();
+        assert_eq!(until, c - T / 3 + T - T / 10);
+        for tenths in [0u32, 1, 2, 3] {
+            let now = c + rtt * 2 + T * tenths / 10;
+            assert!(clock.will_stay_safe(now), "{tenths}/10 T after the reconnect");
+            // Counting T/3 + T/8 from now held those from 0.11 T back:
+            assert_eq!(until - now >= clock.report_lag() + T / 8, tenths <= 1, "{tenths}");
+        }
+        // The moment for the first credit passed without one (the server
+        // stopped answering): T/3 from now again.
+        let late = c + rtt * 2 + clock.report_lag() + rtt;
+        assert!(!clock.will_stay_safe(late));
+        // The heartbeat sent then is answered: the clock moves.
+        clock.credit(beat(c + rtt * 2 + clock.report_lag(), late));
+        assert!(clock.will_stay_safe(late));
+        // No reply on the new connection yet: T/3 + T/8 from now.
+        let mut clock = Clock::new(c - T, T, 0);
+        clock.credit_connect(c);
+        assert!(clock.will_stay_safe(c));
+        assert!(!clock.will_stay_safe(c + T / 5));
     }
 
     #[test]
