@@ -294,10 +294,11 @@ export declare class Client {
    */
   writeLock(path: string): Lock
   /**
-   * A read/write lock pair on `path` whose sides know each other:
-   * acquiring `read` while holding `write` is an immediate downgrade;
-   * acquiring `write` while holding only `read` rejects with
-   * `WOULD_DEADLOCK`. Throws like `lock()`.
+   * A read/write lock pair on `path` whose sides know each other, for
+   * `guard.downgrade()`. No implicit downgrade and no upgrade refusal (an
+   * acquire has no thread in Node): acquiring `write` while holding
+   * `read` waits behind your own read node until its timeout. Throws
+   * like `lock()`.
    */
   readWriteLock(path: string): ReadWriteLock
   /**
@@ -473,8 +474,8 @@ export declare class Lock {
    * handle go on). On timeout, abort or error our queue node is deleted.
    * The wait takes no thread: it is a future on the core's runtime.
    *
-   * Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
-   * (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
+   * Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `ZOOKEEPER` (e.g. no
+   * permission);
    * throws `INVALID_ARGUMENT` for a NaN or negative timeout or an unknown
    * option.
    */

@@ -250,7 +250,7 @@ impl Lock {
     ///
     /// # Errors
     /// An error found before the call starts (`Closed`, `InvalidArgument`,
-    /// a suspended reentrant hold) is returned here, and then `done` is
+    /// `Cancelled`) is returned here, and then `done` is
     /// never called.
     pub fn acquire_then(
         &self,

@@ -484,9 +484,11 @@ pub type zklock_acquire_cb = Option<
 /// # Errors
 /// Returned here, and then `callback` is never called: `ZKLOCK_INVALID_ARGUMENT`
 /// for a NULL `lock` or `callback`; `ZKLOCK_CLOSED`; `ZKLOCK_CANCELLED`
-/// for a token already cancelled; `ZKLOCK_CONNECTION_LOSS` if this handle
-/// holds the lock but not safely now; `ZKLOCK_WOULD_DEADLOCK`. Everything
-/// else reaches `callback` (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`, ...).
+/// for a token already cancelled. Everything else reaches `callback`
+/// (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`, ...). Never reentrant, and no
+/// implicit downgrade or upgrade refusal on a read/write pair (a callback
+/// acquire has no thread): a write acquire by the holder of the read side
+/// waits behind its own read node until its timeout.
 ///
 /// # Threads
 /// Never blocks. `callback` runs on the client's event thread (where the

@@ -731,10 +731,11 @@ impl Client {
         Ok(Lock { lock, session: self.session.clone() })
     }
 
-    /// A read/write lock pair on `path` whose sides know each other:
-    /// acquiring `read` while holding `write` is an immediate downgrade;
-    /// acquiring `write` while holding only `read` rejects with
-    /// `WOULD_DEADLOCK`. Throws like `lock()`.
+    /// A read/write lock pair on `path` whose sides know each other, for
+    /// `guard.downgrade()`. No implicit downgrade and no upgrade refusal (an
+    /// acquire has no thread in Node): acquiring `write` while holding
+    /// `read` waits behind your own read node until its timeout. Throws
+    /// like `lock()`.
     #[napi(catch_unwind)]
     pub fn read_write_lock(&self, env: Env, path: String) -> napi::Result<ReadWriteLock> {
         let rw = self.client.read_write_lock(&path, core::LockOptions::default()).map_err(|e| zk_error(&env, &e))?;
@@ -1212,8 +1213,8 @@ impl Lock {
     /// handle go on). On timeout, abort or error our queue node is deleted.
     /// The wait takes no thread: it is a future on the core's runtime.
     ///
-    /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `WOULD_DEADLOCK`
-    /// (read-to-write upgrade on a pair), `ZOOKEEPER` (e.g. no permission);
+    /// Rejects with `TIMEOUT`, `CANCELLED`, `CLOSED`, `ZOOKEEPER` (e.g. no
+    /// permission);
     /// throws `INVALID_ARGUMENT` for a NaN or negative timeout or an unknown
     /// option.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<Guard>", catch_unwind)]
