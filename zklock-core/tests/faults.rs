@@ -402,6 +402,46 @@ fn a_grant_after_an_outage_longer_than_the_session_stays_held() {
     assert!(states.lock().unwrap().is_empty(), "state changes: {:?}", states.lock().unwrap());
 }
 
+/// Issue 33's second pause in grants after a leader was killed: a waiter
+/// first in line shortly after its session reconnected is granted at once,
+/// not held back until the new connection's heartbeats count (`T/3` after
+/// its first reply). With T = 10 s the release comes `0.2 T` after the
+/// reconnect, where the rule before (`T/3 + T/8` of clock left, counted
+/// from the grant) held the grant back for about 1.3 s (the clock lasts
+/// until `0.57 T` after the reconnect).
+#[test]
+fn a_grant_right_after_a_reconnect_does_not_wait_for_the_heartbeats() {
+    let zk = server();
+    let proxy = Proxy::start(zk.client_addr(0)).unwrap();
+    let t = 10 * SEC;
+    let a = common::connect(&zk.connect_string());
+    let b = via_proxy(&proxy, t);
+    let ga = lock_of(&a, "/reconnect-grant", LockMode::Exclusive).acquire(None).unwrap();
+    let lb = lock_of(&b, "/reconnect-grant", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lb.acquire(Some(60 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("b queued", 5 * SEC, || queue(&a, "/reconnect-grant").len() == 2);
+    // A session in its steady state: its heartbeats, not its creation,
+    // move its clock (from T/3 after the connect).
+    std::thread::sleep(t * 3 / 5);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _sub = b.on_connection_state(move |s| {
+        if s == zklock_core::ConnectionState::Reconnected {
+            let _ = tx.send(Instant::now());
+        }
+    });
+    // b's connection is reset: it reconnects at once, with its session.
+    proxy.drop_connections();
+    let back = rx.recv_timeout(10 * SEC).expect("b reconnected");
+    std::thread::sleep((back + t / 5).saturating_duration_since(Instant::now()));
+    let released = Instant::now();
+    ga.release().unwrap();
+    let (granted, gb) = waiter.join().unwrap().expect("b is granted");
+    let waited = granted - released;
+    eprintln!("b granted {waited:?} after the release, {:?} after its reconnect", granted - back);
+    assert!(gb.check().is_ok());
+    assert!(waited < 700 * MS, "b was granted {waited:?} after the release: it waited for its heartbeats");
+}
+
 /// Waits (at most a session timeout) until the guard's safety clock next
 /// moves forward, so that an outage started then begins right after a
 /// heartbeat was credited: how far the clock runs ahead of an outage
