@@ -1039,25 +1039,22 @@ fn finds_no_connect_credit() {
     assert!(matches!(run.faults[0], Fault::Slow { .. }), "round 24's F1 is slow connects: {run:?}");
 }
 
-/// Round 28's F1: a close sent just before its connection went away (a
-/// reset, the server going down, a silence) counted as done: the session
-/// lived on until the server expired it, its nodes with it.
+/// The close's bugs: round 28's F1 (`close_lost_is_done`: a close sent
+/// just before its connection went away, by a reset, the server going down
+/// or a silence, counted as done) and round 25's F1
+/// (`close_ends_reconnect`: a close asked while reconnecting ended the
+/// session's task at once, sending nothing). Either way the session lived
+/// on until the server expired it, its nodes with it.
 #[cfg(feature = "history")]
 #[test]
-fn finds_close_lost_is_done() {
-    let bugs = zklock_proto::reconnect::Bugs { close_lost_is_done: true, ..Default::default() };
-    let run = finds(bugs, &["expired"]);
-    assert!(run.close_at.is_some(), "{run:?}");
-}
-
-/// Round 25's F1: a close asked while reconnecting ended the session's
-/// task at once, sending nothing.
-#[cfg(feature = "history")]
-#[test]
-fn finds_close_ends_reconnect() {
-    let bugs = zklock_proto::reconnect::Bugs { close_ends_reconnect: true, ..Default::default() };
-    let run = finds(bugs, &["expired"]);
-    assert!(run.close_at.is_some(), "{run:?}");
+fn finds_the_close_bugs() {
+    for bugs in [
+        zklock_proto::reconnect::Bugs { close_lost_is_done: true, ..Default::default() },
+        zklock_proto::reconnect::Bugs { close_ends_reconnect: true, ..Default::default() },
+    ] {
+        let run = finds(bugs, &["expired"]);
+        assert!(run.close_at.is_some(), "{run:?}");
+    }
 }
 
 /// A close lost with its connection reaches the server on the next one:
