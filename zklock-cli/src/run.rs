@@ -77,6 +77,10 @@ pub(crate) struct Session {
     /// Until when zklock waits for ZooKeeper at exit (the release's delete
     /// and the close together), once the release began.
     exit_by: std::cell::Cell<Option<Instant>>,
+    /// The signal that ended a wait at exit (the release's): the close that
+    /// follows does not wait either (outside attack round 30, F1: it waited
+    /// the rest of the exit's bound after the signal).
+    stopped_by: std::cell::Cell<Option<i32>>,
     /// Locks this run counted as lost (exit status 70), for `-v`'s summary:
     /// also those the core does not count (a strict watch's suspension,
     /// the safety clock run out while the session came back).
@@ -109,9 +113,14 @@ impl Session {
             Event::Connected(r) => Some(r),
             _ => None,
         }) {
-            Waited::Done(Ok(client)) => {
-                Ok(Session { client, rx, tx, exit_by: std::cell::Cell::new(None), lost: std::cell::Cell::new(0) })
-            },
+            Waited::Done(Ok(client)) => Ok(Session {
+                client,
+                rx,
+                tx,
+                exit_by: std::cell::Cell::new(None),
+                stopped_by: std::cell::Cell::new(None),
+                lost: std::cell::Cell::new(0),
+            }),
             Waited::Done(Err(e)) => Err(crate::connect_error(&hosts, &e)),
             Waited::Signal(sig) => {
                 note!("{} while connecting; nothing was locked", signal_name(sig));
@@ -152,7 +161,10 @@ impl Session {
             Waited::Done(Ok(status)) if verbose => note!("released {} ({status:?})", guard.node_path()),
             Waited::Done(Err(e)) if verbose => note!("release: {}", e.message()),
             Waited::Done(_) => {},
-            Waited::Signal(sig) => note!("{}: not waiting for the release of {}", signal_name(sig), guard.node_path()),
+            Waited::Signal(sig) => {
+                self.stopped_by.set(Some(sig));
+                note!("{}: not waiting for the release of {}", signal_name(sig), guard.node_path());
+            },
             Waited::Gone => note!("no answer within {} ms to the release of {}", limit.as_millis(), guard.node_path()),
         }
     }
@@ -222,7 +234,8 @@ impl Session {
     /// Closes the client (its session ends; any node left goes with it);
     /// with `verbose`, first says what the client did (its metrics). Waits
     /// for ZooKeeper to confirm until the exit's bound ([`close_limit`]
-    /// from the release or the close; a signal ends the wait): while the
+    /// from the release or the close; a signal ends the wait, and one that
+    /// ended the release's wait means no wait here): while the
     /// session reconnects the close is sent on
     /// the next connection, so a covered outage still deletes the node at
     /// once; when no server answers, the exit is not put off by more than
@@ -233,7 +246,10 @@ impl Session {
         if verbose {
             note!("{}", summary(&self.client.metrics(), self.lost.get()));
         }
-        let limit = self.exit_by().saturating_duration_since(Instant::now());
+        let limit = match self.stopped_by.get() {
+            Some(_) => Duration::ZERO,
+            None => self.exit_by().saturating_duration_since(Instant::now()),
+        };
         let session = self.client.session_id().ok();
         let t = self.tx.clone();
         let confirmed = self.client.close_async();
@@ -242,8 +258,9 @@ impl Session {
         }
         let waited = wait_for(&self.rx, limit, |ev| matches!(ev, Event::Closed).then_some(()));
         if !matches!(waited, Waited::Done(())) {
-            let why = match waited {
-                Waited::Signal(sig) => format!("{}: not waiting", signal_name(sig)),
+            let why = match (waited, self.stopped_by.get()) {
+                (Waited::Signal(sig), _) | (_, Some(sig)) => format!("{}: not waiting", signal_name(sig)),
+                _ if limit.is_zero() => "no time left (the release took the exit's whole wait)".to_string(),
                 _ => format!("no answer within {} ms", limit.as_millis()),
             };
             if let Some(id) = session {

@@ -502,14 +502,20 @@ fn lost_lock_signals_the_command_and_exits_70() {
 /// silent (outside attack round 26, F2: with no server answering it waited
 /// up to the session timeout and another second, silently, after the
 /// command had ended; round 28, F2: a release on a silent connection waited
-/// for the read timeout before that).
+/// for the read timeout before that). A signal during the release's wait
+/// ends the close's too (round 30, F1: the close then waited the rest of
+/// the bound).
 #[test]
 fn the_wait_at_exit_is_at_most_half_the_session_timeout() {
     let zk = server();
-    for reset in [true, false] {
+    for (reset, signal) in [(true, false), (false, false), (false, true)] {
         let proxy = Proxy::start(zk.client_addr(0)).unwrap();
         let via = proxy.addr().to_string();
-        let d = Dir::new(if reset { "close-wait-reset" } else { "close-wait-silent" });
+        let d = Dir::new(match (reset, signal) {
+            (true, _) => "close-wait-reset",
+            (false, false) => "close-wait-silent",
+            (false, true) => "close-wait-signal",
+        });
         let script = format!(r#"touch "$D/ready"; {}"#, wait_for_file("go"));
         let r = spawn(
             &d,
@@ -526,8 +532,21 @@ fn the_wait_at_exit_is_at_most_half_the_session_timeout() {
         }
         let ended = std::time::Instant::now();
         d.touch("go");
+        if signal {
+            // The release waits on the silent connection.
+            std::thread::sleep(SEC / 2);
+            kill(r.pid(), libc::SIGTERM);
+        }
         let o = r.wait(30 * SEC);
         let took = ended.elapsed();
+        assert_no_panic(&o);
+        if signal {
+            assert!(o.stderr.contains("SIGTERM: not waiting for the release"), "{o:?}");
+            assert!(o.stderr.contains("SIGTERM: not waiting for ZooKeeper to confirm the close"), "{o:?}");
+            assert!(took < 2 * SEC, "zklock exited {took:?} after its command ended, SIGTERM 0.5 s after: {o:?}");
+            proxy.heal();
+            continue;
+        }
         assert_eq!(o.code, 0, "{o:?}");
         assert!(o.stderr.contains("no answer within"), "{o:?}");
         assert!(took < 7 * SEC, "reset {reset}: zklock exited {took:?} after its command ended (T/2 = 4 s): {o:?}");
