@@ -121,6 +121,14 @@ pub struct Bugs {
     /// sending nothing (the policy before outside attack round 25, F1):
     /// the nodes stayed until the server expired the session.
     pub close_ends_reconnect: bool,
+    /// A new server list while reconnecting starts the rounds again from
+    /// its first with fresh waits, and the attempt it broke off does not
+    /// put giving up off (the policy before outside attack round 29, O2):
+    /// a list refreshed while the client waits on a hung server first in it
+    /// gives that server a fresh wait each time (the session expired), and
+    /// a server slow to answer read the broken-off connects after the
+    /// client had counted on none (a false expiry: the reconnect search).
+    pub set_hosts_restarts_wait: bool,
 }
 
 impl Bugs {
@@ -657,8 +665,13 @@ impl RoundRobin<Reconnect> {
     /// off if the new list has it, waiting only what was left of its wait
     /// (a new list, or the same one refreshed, must not give a hung server
     /// a fresh wait: outside attack round 29, O2), else from the new
-    /// list's first. Servers that went unanswered stay marked as such.
-    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>]) {
+    /// list's first. Servers that went unanswered stay marked as such. The
+    /// attempt broken off at `now` counts as unanswered then (its connect
+    /// may have been sent, and a server reads it and touches the session:
+    /// giving up is put off as for any unanswered connect; the reconnect
+    /// search found the session given up while a server slow to answer
+    /// read the connects of attempts a refreshed list broke off).
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) {
         let hosts = hosts.max(1);
         let mut unanswered = vec![false; hosts];
         for (old, new) in kept.iter().enumerate() {
@@ -668,7 +681,15 @@ impl RoundRobin<Reconnect> {
                 }
             }
         }
-        let resumed = self.waiting_until.take().and_then(|until| Some((kept.get(self.current).copied()??, until)));
+        let broken_off = self.waiting_until.take();
+        if broken_off.is_some() && !self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
+            self.rules.unanswered(now);
+        }
+        let resumed = broken_off.and_then(|until| Some((kept.get(self.current).copied()??, until)));
+        let (resumed, unanswered) = match self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
+            true => (None, vec![false; hosts]),
+            false => (resumed, unanswered),
+        };
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.own_first = false;
@@ -823,7 +844,7 @@ mod tests {
         assert_eq!(rr.answered(t0, t0 + T / 3), Answered::AskAgain);
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 1, .. }));
         rr.ended(Ended::Transient);
-        rr.set_hosts(2, &[Some(1), None, Some(0)]);
+        rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3);
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
     }
 
@@ -837,7 +858,7 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
-        rr.set_hosts(2, &[Some(1), Some(0)]);
+        rr.set_hosts(2, &[Some(1), Some(0)], later);
         assert_eq!(rr.next(later, 0.0), Next::Try { host: 1, until }, "the same wait");
         rr.ended(Ended::Unanswered(until));
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
@@ -845,14 +866,14 @@ mod tests {
         // A new list without the server of the attempt: from its first.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
-        rr.set_hosts(3, &[None, Some(2)]);
+        rr.set_hosts(3, &[None, Some(2)], later);
         let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("the first") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         // Between attempts (none in progress): from the first.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
-        rr.set_hosts(2, &[Some(1), Some(0)]);
+        rr.set_hosts(2, &[Some(1), Some(0)], later);
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

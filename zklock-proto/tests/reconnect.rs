@@ -35,7 +35,10 @@
 //!   is sent at once when connected (no heartbeats after it), held while
 //!   reconnecting and sent first on the next connection, and, lost with its
 //!   connection (a reset, the server down, a silence), held again or done as
-//!   the session layer's [`Closing`] says. The model makes the connections
+//!   the session layer's [`Closing`] says. A run may refresh the server
+//!   list (`set_hosts`) during its outages, the first hung address moved
+//!   first: the attempt in progress is broken off and the rounds go on as
+//!   `RoundRobin::set_hosts` says. The model makes the connections
 //!   and keeps time; every decision is the shared code's.
 //!
 //! The promises checked after each run:
@@ -135,6 +138,11 @@ struct Run {
     faults: Vec<Fault>,
     /// When the client closes the session (none: it never does).
     close_at: Option<Duration>,
+    /// The server list is set again (`set_hosts`) this often, from the
+    /// first fault's start until `T` after the last one ends: the first
+    /// hung address (if any) moved first, then the same list again and
+    /// again (a periodic refresh, as Curator's `EnsembleProvider`).
+    refresh: Option<Duration>,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
     /// One outage short enough that the session must outlive it (the
@@ -185,6 +193,8 @@ enum What {
     },
     /// The client closes the session.
     Close,
+    /// The client sets the same server list again.
+    Refresh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -272,6 +282,11 @@ struct World {
     /// The close's decisions (the session layer's own) and where it is.
     closing: Closing,
     close: Close,
+    /// Refreshes of the server list stop then.
+    refresh_until: Instant,
+    /// The server list: the address at each position (addresses `1..=hung`
+    /// are hung).
+    order: Vec<usize>,
     end: Instant,
 }
 
@@ -326,6 +341,8 @@ impl World {
             gave_up_at: None,
             closing: Closing::new(),
             close: Close::NotAsked,
+            refresh_until: base + last_fault_end + t,
+            order: (0..run.hosts).collect(),
             end: base + last_fault_end + t * 3 + slow,
             run,
         };
@@ -334,6 +351,12 @@ impl World {
         w.safe_log.push((base, w.clock.safe_until()));
         if let Some(at) = close_at {
             w.at(base + at, What::Close);
+        }
+        let first_fault = w.run.faults.iter().map(|f| match *f {
+            Fault::Stall { at, .. } | Fault::Down { at, .. } | Fault::Slow { at, .. } | Fault::Reset { at } => at,
+        });
+        if let (Some(every), Some(from)) = (w.run.refresh, first_fault.min()) {
+            w.at(base + from + every, What::Refresh);
         }
         w.at(base + t, What::Expiry { touch: 0 });
         w.at(base + WIRE, What::HeartbeatDue { gen: 0 });
@@ -459,6 +482,33 @@ impl World {
                 self.at(self.now + delay + WIRE, What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
+            What::Refresh => {
+                let order: Vec<usize> = if self.run.hung > 0 {
+                    std::iter::once(1).chain((0..self.run.hosts).filter(|&a| a != 1)).collect()
+                } else {
+                    (0..self.run.hosts).collect()
+                };
+                let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
+                self.host_at = kept[self.host_at].unwrap_or(0);
+                self.order = order;
+                let now = self.now;
+                if let State::Connecting(c) = &mut self.state {
+                    // The attempt in progress is broken off (its connection
+                    // closed: a server reads what it had) and the rounds go
+                    // on over the new list, as the session task does.
+                    if let Some((conn, _, _)) = c.attempt {
+                        self.known[conn as usize] = true;
+                    }
+                    c.rounds.set_hosts(self.run.hosts, &kept, now);
+                    if let Some((conn, _, _)) = c.attempt.take() {
+                        self.leave(conn);
+                    }
+                    self.next_attempt();
+                }
+                if let Some(every) = self.run.refresh.filter(|&every| self.now + every <= self.refresh_until) {
+                    self.at(self.now + every, What::Refresh);
+                }
+            },
             What::Close => match self.state {
                 State::Connected { conn, .. } => self.send_close(conn),
                 State::Connecting(_) if self.closing.hold_while_reconnecting() => self.close = Close::Held,
@@ -658,7 +708,7 @@ impl World {
                     self.at(until, What::NextRound { round });
                     return;
                 },
-                Next::Try { host, .. } if down && !(1..=self.run.hung).contains(&host) => {
+                Next::Try { host, .. } if down && !(1..=self.run.hung).contains(&self.order[host]) => {
                     c.rounds.ended(Ended::Unusable)
                 },
                 Next::Try { host, until } => {
@@ -669,7 +719,7 @@ impl World {
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     self.at(until, What::AttemptOver { conn });
-                    if !(1..=self.run.hung).contains(&host) {
+                    if !(1..=self.run.hung).contains(&self.order[host]) {
                         self.send(conn, Req::Connect);
                     }
                     return;
@@ -842,8 +892,41 @@ fn search(
                     };
                     for close_at in std::iter::once(None).chain(closes.into_iter().map(Some)) {
                         let faults = vec![fault];
-                        let run =
-                            Run { timeout: t, hosts, hung, faults, close_at, covered, survives, bugs, clock_bugs };
+                        let refresh = None;
+                        let run = Run {
+                            timeout: t,
+                            hosts,
+                            hung,
+                            faults,
+                            close_at,
+                            refresh,
+                            covered,
+                            survives,
+                            bugs,
+                            clock_bugs,
+                        };
+                        if let Some(found) = check(run) {
+                            return (made, Some(found));
+                        }
+                    }
+                    // The server list refreshed every T/10 (at every fourth
+                    // phase, with an address hung): it must change nothing
+                    // the promises say.
+                    if phase % 4 == 0 && hung > 0 && !matches!(fault, Fault::Slow { .. }) {
+                        let faults = vec![fault];
+                        let refresh = Some(t / 10);
+                        let run = Run {
+                            timeout: t,
+                            hosts,
+                            hung,
+                            faults,
+                            close_at: None,
+                            refresh,
+                            covered,
+                            survives,
+                            bugs,
+                            clock_bugs,
+                        };
                         if let Some(found) = check(run) {
                             return (made, Some(found));
                         }
@@ -873,7 +956,19 @@ fn search(
         let hosts = rng.usize(1..=3);
         let hung = if rng.u8(0..4) == 0 { rng.usize(0..hosts) } else { 0 };
         let close_at = (rng.u8(0..3) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
-        let run = Run { timeout: t, hosts, hung, faults, close_at, covered: false, survives: false, bugs, clock_bugs };
+        let refresh = (rng.u8(0..4) == 0).then(|| Duration::from_millis(rng.u64(20..=t.as_millis() as u64 / 2)));
+        let run = Run {
+            timeout: t,
+            hosts,
+            hung,
+            faults,
+            close_at,
+            refresh,
+            covered: false,
+            survives: false,
+            bugs,
+            clock_bugs,
+        };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -943,6 +1038,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
         hung: 0,
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
         close_at: None,
+        refresh: None,
         covered: false,
         survives: false,
         bugs,
@@ -1009,6 +1105,7 @@ fn the_checks_can_fail() {
         hung: 0,
         faults: vec![Fault::Reset { at: t }],
         close_at: None,
+        refresh: None,
         covered: true,
         survives: true,
         bugs: Default::default(),
@@ -1073,6 +1170,7 @@ fn a_close_lost_with_its_connection_is_sent_again() {
             hung: 0,
             faults: vec![fault],
             close_at: Some(at - WIRE / 2),
+            refresh: None,
             covered: true,
             survives: true,
             bugs: Default::default(),
@@ -1084,4 +1182,18 @@ fn a_close_lost_with_its_connection_is_sent_again() {
         assert!(w.closed_at.is_some() && w.expired_at.is_none(), "{fault:?}: {:?}", w.close);
         assert_eq!(w.close, Close::Done(true), "{fault:?}");
     }
+}
+
+/// Round 29's O2: a server list refreshed while the client waits on a hung
+/// server first in it gave that server a fresh wait each time: with the
+/// list set again every `T/10` after a reset and one address hung, the
+/// client stayed on the hung one and the session expired (the search finds
+/// it after 473 runs). (The same policy also let the broken-off attempts'
+/// connects go uncounted: a false expiry the random runs found.)
+#[cfg(feature = "history")]
+#[test]
+fn finds_set_hosts_restarts_wait() {
+    let bugs = zklock_proto::reconnect::Bugs { set_hosts_restarts_wait: true, ..Default::default() };
+    let run = finds(bugs, &["expired", "false loss", "back", "false expiry"]);
+    assert!(run.refresh.is_some() && run.hung > 0, "{run:?}");
 }

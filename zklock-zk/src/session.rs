@@ -1338,7 +1338,7 @@ impl Task {
                         self.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                     self.host_at = None;
                     self.cfg.connect.hosts = hosts.clone();
-                    rounds.set_hosts(hosts.len(), &kept);
+                    rounds.set_hosts(hosts.len(), &kept, tokio::time::Instant::now().into_std());
                     self.hosts = hosts;
                 },
             }
