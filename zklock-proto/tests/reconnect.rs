@@ -890,37 +890,21 @@ fn search(
                         Fault::Reset { .. } => vec![at - WIRE / 2],
                         Fault::Slow { .. } => vec![],
                     };
-                    for close_at in std::iter::once(None).chain(closes.into_iter().map(Some)) {
+                    // The server list refreshed every T/10 (at every fourth
+                    // phase, with an address hung): it must change nothing
+                    // the promises say.
+                    let refreshed = phase % 4 == 0 && hung > 0 && !matches!(fault, Fault::Slow { .. });
+                    let variants = std::iter::once((None, None))
+                        .chain(closes.into_iter().map(|c| (Some(c), None)))
+                        .chain(refreshed.then_some((None, Some(t / 10))));
+                    for (close_at, refresh) in variants {
                         let faults = vec![fault];
-                        let refresh = None;
                         let run = Run {
                             timeout: t,
                             hosts,
                             hung,
                             faults,
                             close_at,
-                            refresh,
-                            covered,
-                            survives,
-                            bugs,
-                            clock_bugs,
-                        };
-                        if let Some(found) = check(run) {
-                            return (made, Some(found));
-                        }
-                    }
-                    // The server list refreshed every T/10 (at every fourth
-                    // phase, with an address hung): it must change nothing
-                    // the promises say.
-                    if phase % 4 == 0 && hung > 0 && !matches!(fault, Fault::Slow { .. }) {
-                        let faults = vec![fault];
-                        let refresh = Some(t / 10);
-                        let run = Run {
-                            timeout: t,
-                            hosts,
-                            hung,
-                            faults,
-                            close_at: None,
                             refresh,
                             covered,
                             survives,
