@@ -197,7 +197,7 @@ impl Session {
         let t = self.tx.clone();
         let cancel = CancelToken::new();
         let call = AcquireOptions::new().timeout(req.wait.timeout).cancel_token(cancel.clone());
-        if let Err(e) = lock.acquire_then(&call, move |r| {
+        if let Err(e) = self.client.spawn_then(lock.acquire_async(call), move |r| {
             let _ = t.send(Event::Acquired(r));
         }) {
             return Err(acquire_error(req, &e));

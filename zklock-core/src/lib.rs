@@ -8,10 +8,13 @@
 //! A [`Client`] drives ZooKeeper on a private runtime. Every call comes
 //! blocking (for plain threads and C) and as a future that any executor can
 //! await (`_async`: [`Client::connect_async`], [`Lock::acquire_async`],
-//! [`Guard::release_async`], ...), and an acquire can also complete through
-//! a callback ([`Lock::acquire_then`]). Each acquire takes its own options
-//! ([`AcquireOptions`]): a timeout and a [`CancelToken`] that cancels that
-//! call only.
+//! [`Guard::release_async`], ...); [`Client::spawn_then`] turns any of these
+//! futures into a callback on the client's event thread. A lock has one
+//! blocking acquire ([`Lock::acquire`]) and one async acquire
+//! ([`Lock::acquire_async`]), each taking its own options
+//! ([`AcquireOptions`]): a timeout, a [`CancelToken`] that cancels that
+//! call only, and the [`Owner`] that reentrancy and a read/write pair's
+//! rules go by.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -65,12 +68,12 @@ pub use client::{Client, ClientOptions, ConnectionState, Participant};
 pub use error::{Error, ErrorKind, FailedOp, Result};
 pub use fenced::{CreateMode, FencedKind, FencedOp, FencedResult, MAX_FENCED_BYTES};
 pub use listeners::Subscription;
-pub use lock::{park_until, Guard, Lock, PendingAcquire, ReadWriteLock};
+pub use lock::{park_until, tried_once, Guard, Lock, PendingAcquire, ReadWriteLock};
 pub use logging::LogLevel;
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use multi::{MultiGuard, MultiLock};
 pub use names::{LockMode, NodeKind};
-pub use options::{AcquireOptions, CancelHandle, CancelToken, LockOptions};
+pub use options::{AcquireOptions, CancelHandle, CancelToken, LockOptions, Owner};
 pub use security::{Acl, TlsOptions};
 pub use state::{LockState, ReleaseStatus};
 pub use validate::{

@@ -14,7 +14,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use crate::acquire::{acquire, Ctx, Downgrade, SeqHint};
@@ -23,7 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{Callback, Deleting, Holding};
 use crate::listeners::Subscription;
 use crate::names::LockMode;
-use crate::options::{AcquireOptions, CancelHandle, CancelState, CancelToken, LockOptions};
+use crate::options::{AcquireOptions, CancelHandle, CancelState, LockOptions, Owner};
 use crate::state::{LockState, ReleaseStatus};
 use crate::validate::validate_lock_path;
 
@@ -33,11 +32,14 @@ use crate::validate::validate_lock_path;
 /// guard. Threads and tasks that share one handle (or its clones) exclude
 /// each other like separate clients do, and a thread that acquires a lock
 /// it holds waits behind itself, unless the handle was made reentrant
-/// ([`LockOptions::reentrant`]: per thread, blocking calls). `Lock` is
-/// `Send + Sync` and cheap to clone; clones are the same handle (one
-/// [`Lock::cancel`], one reentrancy). Its methods without `_async` block
-/// the calling thread; the futures of the `_async` ones run on the client's
-/// runtime and can be awaited from any executor.
+/// ([`LockOptions::reentrant`]: per [`Owner`], by default the thread of a
+/// blocking call). `Lock` is `Send + Sync` and cheap to clone; clones are
+/// the same handle (one [`Lock::cancel`], one reentrancy). Two acquires:
+/// [`Lock::acquire`] blocks the calling thread, [`Lock::acquire_async`]
+/// is the same call as a future that runs on the client's runtime and can
+/// be awaited from any executor (or handed to [`Client::spawn_then`] for
+/// a callback); both take [`AcquireOptions`] (a timeout converts into
+/// them).
 #[derive(Clone)]
 pub struct Lock {
     inner: Arc<LockInner>,
@@ -62,8 +64,8 @@ struct LockInner {
     count: Option<String>,
 }
 
-/// The nodes a handle holds now, each with the thread whose blocking
-/// acquire was granted it (for reentrancy and the pair's rules).
+/// The nodes a handle holds now, each with the owner of the acquire that
+/// was granted it (for reentrancy and the pair's rules).
 pub(crate) type HeldSlot = Arc<Mutex<Vec<Held>>>;
 
 /// The slot's list, poisoned or not. Its sections only push, retain and
@@ -77,9 +79,9 @@ fn slot_list(slot: &Mutex<Vec<Held>>) -> std::sync::MutexGuard<'_, Vec<Held>> {
 
 /// One node a handle holds.
 pub(crate) struct Held {
-    /// The thread of the blocking acquire that was granted it; `None` for
-    /// an async or callback acquire.
-    pub(crate) owner: Option<ThreadId>,
+    /// The owner of the acquire that was granted it; `None` for an async
+    /// acquire without one.
+    pub(crate) owner: Option<Owner>,
     pub(crate) holding: Arc<Holding>,
 }
 
@@ -127,12 +129,11 @@ impl Lock {
         }
     }
 
-    /// What the calling thread's hold of the other side of this handle's
-    /// read/write pair means for its blocking acquire: refuse an upgrade,
-    /// or downgrade (the write node's sequence). Async and callback
-    /// acquires (`owner` None) have no thread: no rule (an explicit
-    /// downgrade is [`Guard::downgrade`]).
-    fn pair_rule(&self, owner: Option<ThreadId>) -> Result<Option<Downgrade>> {
+    /// What `owner`'s hold of the other side of this handle's read/write
+    /// pair means for its acquire: refuse an upgrade, or downgrade (the
+    /// write node's sequence). An acquire without an owner has no rule (an
+    /// explicit downgrade is [`Guard::downgrade`]).
+    fn pair_rule(&self, owner: Option<Owner>) -> Result<Option<Downgrade>> {
         let (Some(sibling), Some(owner)) = (&self.inner.sibling, owner) else { return Ok(None) };
         let other = slot_list(sibling)
             .iter()
@@ -142,8 +143,8 @@ impl Lock {
             (LockMode::Write, Some(_)) => Err(Error::new(
                 ErrorKind::WouldDeadlock,
                 format!(
-                    "read-to-write upgrade on {} refused: this thread holds the read lock, and waiting for the \
-                     write lock behind it would deadlock; release the read lock first",
+                    "read-to-write upgrade on {} refused: this thread (or owner) holds the read lock, and waiting \
+                     for the write lock behind it would deadlock; release the read lock first",
                     self.inner.path
                 ),
             )),
@@ -157,8 +158,8 @@ impl Lock {
         &self.inner.path
     }
 
-    /// The client this handle belongs to.
-    pub(crate) fn client(&self) -> &Client {
+    /// The client this handle belongs to (for [`Client::spawn_then`]).
+    pub fn client(&self) -> &Client {
         &self.inner.client
     }
 
@@ -181,11 +182,15 @@ impl Lock {
         self.inner.permits
     }
 
-    /// Acquires the lock, waiting at most `timeout` in total (`None`: no
-    /// limit; zero: try once without waiting). Returns a guard; the lock is
-    /// held until it is released or dropped (on a reentrant handle: until
-    /// every guard of its node is). Blocks the calling thread; [`Lock::acquire_async`] is the same call as a
-    /// future. `acquire(t)` is `acquire_with(AcquireOptions::new().timeout(t))`.
+    /// Acquires the lock, waiting at most the options' timeout in total
+    /// (`None`: no limit; zero: try once without waiting; a `Duration` or
+    /// an `Option<Duration>` converts into options). Returns a guard; the
+    /// lock is held until it is released or dropped (on a reentrant handle:
+    /// until every guard of its node is). Blocks the calling thread;
+    /// [`Lock::acquire_async`] is the same call as a future. The call is
+    /// the calling thread's unless the options name an owner
+    /// ([`AcquireOptions::owner`]: reentrancy and the pair's rules go by
+    /// it).
     ///
     /// One deadline covers every wait and retry. On timeout, cancel or error
     /// our node is deleted (in the background if ZooKeeper cannot be reached
@@ -193,90 +198,42 @@ impl Lock {
     /// queue again with a new session.
     ///
     /// # Errors
-    /// `ConnectionLoss` if this thread holds the lock through a reentrant
+    /// `ConnectionLoss` if the owner holds the lock through a reentrant
     /// handle but it is not safely held now (suspended: see
     /// [`Guard::check`]); `WouldDeadlock` for a read-to-write upgrade on a
-    /// pair (see [`ReadWriteLock`]); `Timeout`, `Cancelled`
-    /// (see [`Lock::cancel_handle`]), `Closed`,
-    /// `InvalidArgument` for bad lock options, `ZooKeeper` for refusals such
-    /// as missing permissions on the lock path.
-    pub fn acquire(&self, timeout: Option<Duration>) -> Result<Guard> {
-        self.acquire_with(&AcquireOptions::new().timeout(timeout))
-    }
-
-    /// [`Lock::acquire`] with per-call options: a timeout and a
-    /// [`CancelToken`] that cancels this call only (and that may be
-    /// cancelled before the call starts). Blocks the calling thread.
-    ///
-    /// # Errors
-    /// As [`Lock::acquire`]; `Cancelled` once the call's token is cancelled.
-    pub fn acquire_with(&self, options: &AcquireOptions) -> Result<Guard> {
-        let call = options.call_token();
-        let work = self.start_acquire(options, call, Some(std::thread::current().id()), None)?;
+    /// pair (see [`ReadWriteLock`]); `Timeout`; `Cancelled` (the options'
+    /// [`crate::CancelToken`], also one cancelled before the call, or
+    /// [`Lock::cancel_handle`]); `Closed`; `InvalidArgument` for bad lock
+    /// options; `ZooKeeper` for refusals such as missing permissions on the
+    /// lock path.
+    pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<Guard> {
+        let options = options.into();
+        let owner = options.owner_given().unwrap_or_else(Owner::current_thread);
+        let work = self.start_acquire(&options, options.call_token(), Some(owner), None)?;
         self.inner.client.shared().block_on(work)?
     }
 
-    /// [`Lock::acquire_with`] as a future that any executor can await (the
-    /// work runs on the client's own runtime; the calling thread never
-    /// blocks). Dropping the future before it completes cancels the call:
-    /// our node is deleted as for a timeout, and a guard granted at that
-    /// moment is released. Never reentrant, and no implicit downgrade on a
-    /// pair (a future has no thread): use [`Guard::downgrade_async`].
+    /// [`Lock::acquire`] as a future, started at once on the client's
+    /// runtime: await it from any executor, wait for it in slices
+    /// ([`PendingAcquire::wait_timeout`]), or give it to
+    /// [`Client::spawn_then`] for a callback on the client's event thread.
+    /// Dropping it before its outcome cancels the call: our node is
+    /// deleted as for a timeout, and a guard granted at that moment is
+    /// released. The call has an owner only if the options name one (a
+    /// future has no thread): without one it is never reentrant and has no
+    /// implicit downgrade on a pair (use [`Guard::downgrade_async`]).
     ///
     /// # Errors
-    /// As [`Lock::acquire_with`].
-    pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<Guard>> + Send + 'static {
+    /// As [`Lock::acquire`]; those found before the call starts (`Closed`,
+    /// `InvalidArgument`, `Cancelled`, `WouldDeadlock`, a suspended
+    /// reentrant hold) are also given by [`PendingAcquire::started`].
+    pub fn acquire_async(&self, options: impl Into<AcquireOptions>) -> PendingAcquire {
+        let options = options.into();
         let call = options.call_token();
-        let started =
-            self.start_acquire(&options, call.clone(), None, None).map(|work| self.inner.client.shared().run(work));
-        // Cancels the call if this future is dropped before its output, also
-        // if it is dropped without ever being polled.
-        let on_drop = call.drop_guard();
-        async move {
-            let out = started?.await;
-            on_drop.disarm();
-            out?
+        match self.start_acquire(&options, call.clone(), options.owner_given(), None) {
+            Ok(work) => PendingAcquire::start(self.inner.client.shared(), call, work),
+            Err(e) => PendingAcquire::failed(e),
         }
-    }
-
-    /// [`Lock::acquire_with`] completing through `done`, for programs with
-    /// their own event loop: returns at once, and `done` is called exactly
-    /// once with the outcome, on the client's event thread (where blocking
-    /// zklock calls are allowed; it should return promptly, as other
-    /// callbacks wait). Cancel through the options' [`CancelToken`]. Never
-    /// reentrant, as [`Lock::acquire_async`]. Do not wait for `done` on
-    /// the event thread itself (in a state-change or completion callback):
-    /// it would wait for itself; use [`Lock::begin_acquire`] there.
-    ///
-    /// # Errors
-    /// An error found before the call starts (`Closed`, `InvalidArgument`,
-    /// `Cancelled`) is returned here, and then `done` is
-    /// never called.
-    pub fn acquire_then(
-        &self,
-        options: &AcquireOptions,
-        done: impl FnOnce(Result<Guard>) + Send + 'static,
-    ) -> Result<()> {
-        let work = self.start_acquire(options, options.call_token(), None, None)?;
-        self.inner.client.shared().spawn_then(work, done)
-    }
-
-    /// Starts [`Lock::acquire_with`] and returns at once with the call in
-    /// progress, for a blocking caller that must do other work while it
-    /// waits (Python checks for Ctrl-C between slices of the wait): wait
-    /// for the outcome in slices with [`PendingAcquire::wait_timeout`].
-    /// Nothing but the caller's own thread waits (no callback thread is
-    /// involved, so this may be used from the client's event thread). A
-    /// blocking call of the calling thread: reentrant on a reentrant handle.
-    ///
-    /// # Errors
-    /// An error found before the call starts (`Closed`, `InvalidArgument`,
-    /// `Cancelled`, a suspended reentrant hold); everything else is the
-    /// outcome.
-    pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire> {
-        let call = options.call_token();
-        let work = self.start_acquire(options, call.clone(), Some(std::thread::current().id()), None)?;
-        PendingAcquire::start(self.inner.client.shared(), call, work)
     }
 
     /// Runs `task` while this lock is held: for an election, while leading
@@ -333,32 +290,24 @@ impl Lock {
         }
     }
 
-    /// Tries once without waiting: `Ok(None)` if someone else holds the lock.
+    /// Tries once without waiting, as `acquire(Duration::ZERO)` (the
+    /// calling thread's call): `Ok(None)` if someone else holds the lock.
     ///
     /// # Errors
     /// As [`Lock::acquire`], except that a held lock is not an error.
     pub fn try_acquire(&self) -> Result<Option<Guard>> {
-        try_once_outcome(self.acquire(Some(Duration::ZERO)))
-    }
-
-    /// [`Lock::try_acquire`] as a future (see [`Lock::acquire_async`]).
-    ///
-    /// # Errors
-    /// As [`Lock::try_acquire`].
-    pub fn try_acquire_async(&self) -> impl Future<Output = Result<Option<Guard>>> + Send + 'static {
-        let acquire = self.acquire_async(AcquireOptions::new().timeout(Some(Duration::ZERO)));
-        async move { try_once_outcome(acquire.await) }
+        tried_once(self.acquire(Duration::ZERO))
     }
 
     /// Checks what can be checked at once and returns the acquire's work,
-    /// to run on the client's runtime. `owner`: the thread of a blocking
-    /// call (reentrancy, the pair's rules); `downgrade`: an explicit
-    /// downgrade from the write node of this sequence.
+    /// to run on the client's runtime. `owner`: whose call it is
+    /// (reentrancy, the pair's rules); `downgrade`: an explicit downgrade
+    /// from the write node of this sequence.
     pub(crate) fn start_acquire(
         &self,
         options: &AcquireOptions,
         call: tokio_util::sync::CancellationToken,
-        owner: Option<ThreadId>,
+        owner: Option<Owner>,
         downgrade: Option<Downgrade>,
     ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
         if self.inner.client.is_closed() {
@@ -451,14 +400,14 @@ impl Lock {
             .any(|h| matches!(h.holding.reported_state(), LockState::Held | LockState::Suspended))
     }
 
-    /// On a reentrant handle, a blocking acquire by a thread that holds a
-    /// live node of it counts one more guard on that node, but only while
+    /// On a reentrant handle, an acquire by an owner that holds a live
+    /// node of it counts one more guard on that node, but only while
     /// it is safely held (a reentrant grant is a grant: it must not be made
     /// on a lock that may already be someone else's). A lock that is
     /// suspended or past its safety clock fails the acquire with the error
     /// [`Guard::check`] gives; a lost one is not reentered (`None`: acquire
     /// anew).
-    fn reenter(&self, owner: Option<ThreadId>) -> Result<Option<Guard>> {
+    fn reenter(&self, owner: Option<Owner>) -> Result<Option<Guard>> {
         let Some(owner) = owner.filter(|_| self.inner.options.reentrant) else { return Ok(None) };
         let holding = {
             let held = slot_list(&self.inner.held);
@@ -492,9 +441,12 @@ impl Lock {
 ///   refused with `WouldDeadlock` (waiting for the write lock behind its
 ///   own read node would never end).
 ///
-/// Every acquire of either side is its own contender, as for [`Lock`]
-/// (reentrant per thread with [`LockOptions::reentrant`]). `Send + Sync`;
-/// cheap to clone (clones are the same pair).
+/// The two rules go by the acquire's [`Owner`]: a blocking acquire's
+/// thread, or the owner its [`AcquireOptions`] name (an async acquire
+/// without one gets neither rule). Every acquire of either side is its own
+/// contender, as for [`Lock`] (reentrant per owner with
+/// [`LockOptions::reentrant`]). `Send + Sync`; cheap to clone (clones are
+/// the same pair).
 #[derive(Clone, Debug)]
 pub struct ReadWriteLock {
     read: Lock,
@@ -550,19 +502,29 @@ impl ReadWriteLock {
     }
 }
 
-/// An acquire in progress (see [`Lock::begin_acquire`], and
-/// [`crate::MultiLock::begin_acquire`], whose outcome is a
-/// [`crate::MultiGuard`]). Its outcome is waited for with
-/// [`PendingAcquire::wait_timeout`] (blocking, in slices if the caller
-/// likes) or polled with [`PendingAcquire::poll_outcome`] (a waker of the
-/// caller's own is woken when it comes). Dropping it
-/// before its outcome was taken cancels the call (its nodes are deleted; a
-/// guard granted at that moment is released). `Send`, not `Sync`.
+/// An acquire in progress: what [`Lock::acquire_async`] and
+/// [`crate::MultiLock::acquire_async`] (whose outcome is a
+/// [`crate::MultiGuard`]) return. A future of the outcome, which runs on
+/// the client's runtime whether or not it is polled: await it from any
+/// executor, wait for it blocking with [`PendingAcquire::wait_timeout`]
+/// (in slices if the caller likes), or hand it to [`Client::spawn_then`].
+/// Dropping it before its outcome was taken cancels the call (its nodes
+/// are deleted; a guard granted at that moment is released). Polled again
+/// after its outcome it gives an `Internal` error. `Send`, not `Sync`.
 pub struct PendingAcquire<G = Guard> {
-    outcome: tokio::sync::oneshot::Receiver<Result<G>>,
-    /// Cancels the call when dropped; disarmed once the outcome is taken
-    /// (`None` from then on).
+    outcome: Outcome<G>,
+    /// Cancels the call when dropped; disarmed once the outcome is taken.
     call: Option<tokio_util::sync::DropGuard>,
+}
+
+/// Where a [`PendingAcquire`]'s outcome comes from.
+enum Outcome<G> {
+    /// The call runs on the runtime and sends its outcome here.
+    Running(tokio::sync::oneshot::Receiver<Result<G>>),
+    /// The call did not start: this is its outcome.
+    Failed(Error),
+    /// The outcome was taken.
+    Taken,
 }
 
 impl<G: Send + 'static> PendingAcquire<G> {
@@ -572,22 +534,42 @@ impl<G: Send + 'static> PendingAcquire<G> {
         shared: &crate::client::Shared,
         call: tokio_util::sync::CancellationToken,
         work: impl Future<Output = Result<G>> + Send + 'static,
-    ) -> Result<PendingAcquire<G>> {
+    ) -> PendingAcquire<G> {
         if shared.forked() {
-            return Err(shared.closed_error());
+            return PendingAcquire::failed(shared.closed_error());
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         shared.handle.spawn(async move {
             let _ = tx.send(work.await);
         });
-        Ok(PendingAcquire { outcome: rx, call: Some(call.drop_guard()) })
+        PendingAcquire { outcome: Outcome::Running(rx), call: Some(call.drop_guard()) }
+    }
+
+    /// A call that did not start, with the error that stopped it.
+    pub(crate) fn failed(e: Error) -> PendingAcquire<G> {
+        PendingAcquire { outcome: Outcome::Failed(e), call: None }
+    }
+
+    /// This call if it started, else the error found before it could
+    /// (`Closed`, `InvalidArgument`, a cancel token already cancelled, a
+    /// refused upgrade, a suspended reentrant hold): for a caller that
+    /// reports those at once and the rest later (the C API's callback
+    /// acquire).
+    ///
+    /// # Errors
+    /// The error that kept the call from starting.
+    pub fn started(self) -> Result<PendingAcquire<G>> {
+        match self.outcome {
+            Outcome::Failed(e) => Err(e),
+            _ => Ok(self),
+        }
     }
 
     /// Waits up to `timeout` for the outcome, blocking the calling thread:
     /// `None` while the call goes on, `Some` once (later calls, and polls
     /// of the future, give an `Internal` error).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<G>> {
-        park_until(|cx| self.poll_outcome(cx), Some(timeout))
+        park_until(|cx| Pin::new(&mut *self).poll(cx), Some(timeout))
     }
 
     /// Cancels the call: it ends with `Cancelled` (or with the guard, if it
@@ -599,23 +581,27 @@ impl<G: Send + 'static> PendingAcquire<G> {
     }
 }
 
-impl<G> PendingAcquire<G> {
-    /// The outcome if it is there, once (later calls, and
-    /// [`PendingAcquire::wait_timeout`], give an `Internal` error); if not,
-    /// `cx`'s waker is woken from the client's runtime when it comes. For a
-    /// caller with a wait of its own (Python's binding sleeps until this
-    /// outcome or a signal wakes it).
-    pub fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<G>> {
-        if self.call.is_none() {
-            return Poll::Ready(Err(Error::internal("the acquire's outcome was already taken")));
-        }
-        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(out)) => out,
-            // The runtime ended without an outcome: the client is gone.
-            Poll::Ready(Err(_)) => Err(Error::closed()),
+impl<G> Future for PendingAcquire<G> {
+    type Output = Result<G>;
+
+    /// The outcome if it is there (once); if not, `cx`'s waker is woken
+    /// from the client's runtime when it comes.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<G>> {
+        let this = &mut *self;
+        let outcome = match std::mem::replace(&mut this.outcome, Outcome::Taken) {
+            Outcome::Running(mut rx) => match Pin::new(&mut rx).poll(cx) {
+                Poll::Pending => {
+                    this.outcome = Outcome::Running(rx);
+                    return Poll::Pending;
+                },
+                Poll::Ready(Ok(out)) => out,
+                // The runtime ended without an outcome: the client is gone.
+                Poll::Ready(Err(_)) => Err(Error::closed()),
+            },
+            Outcome::Failed(e) => Err(e),
+            Outcome::Taken => return Poll::Ready(Err(Error::internal("the acquire's outcome was already taken"))),
         };
-        if let Some(call) = self.call.take() {
+        if let Some(call) = this.call.take() {
             call.disarm();
         }
         Poll::Ready(outcome)
@@ -656,12 +642,18 @@ impl std::task::Wake for Unpark {
 
 impl<G> std::fmt::Debug for PendingAcquire<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingAcquire").field("done", &self.call.is_none()).finish()
+        f.debug_struct("PendingAcquire").field("done", &matches!(self.outcome, Outcome::Taken)).finish()
     }
 }
 
-/// A try-once acquire's outcome: its `Timeout` means "held by someone else".
-fn try_once_outcome(out: Result<Guard>) -> Result<Option<Guard>> {
+/// The outcome of an acquire that tried once (a zero timeout), as
+/// [`Lock::try_acquire`] gives it: its `Timeout` means "held by someone
+/// else", `Ok(None)`. For the async acquire:
+/// `tried_once(lock.acquire_async(Duration::ZERO).await)`.
+///
+/// # Errors
+/// `out`'s error, unless it is `Timeout`.
+pub fn tried_once<G>(out: Result<G>) -> Result<Option<G>> {
     match out {
         Ok(g) => Ok(Some(g)),
         Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
@@ -1137,7 +1129,7 @@ impl Guard {
     /// `Timeout` if ZooKeeper did not answer
     /// within the operation timeout; as [`crate::Lock::acquire`] otherwise.
     pub fn downgrade(&self) -> Result<Guard> {
-        let work = self.start_downgrade(Some(std::thread::current().id()))?;
+        let work = self.start_downgrade(Some(Owner::current_thread()))?;
         self.client.shared().block_on(work)?
     }
 
@@ -1150,10 +1142,7 @@ impl Guard {
         async move { started?.await? }
     }
 
-    fn start_downgrade(
-        &self,
-        owner: Option<std::thread::ThreadId>,
-    ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
+    fn start_downgrade(&self, owner: Option<Owner>) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
         let Some(read) = &self.pair_read else {
             return Err(Error::invalid_argument(format!(
                 "{}: only a write guard of a read/write pair can downgrade",
@@ -1277,9 +1266,12 @@ const _: fn() = || {
     is::<Lock>();
     is::<Guard>();
     is::<CancelHandle>();
-    is::<CancelToken>();
+    is::<crate::CancelToken>();
     is::<AcquireOptions>();
+    is::<Owner>();
     is::<ReadWriteLock>();
+    fn is_send<T: Send>() {}
+    is_send::<PendingAcquire>();
 };
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Guard, Lock, PendingAcquire};
 use crate::names::LockMode;
-use crate::options::AcquireOptions;
+use crate::options::{AcquireOptions, Owner};
 use crate::state::{LockState, ReleaseStatus};
 
 /// Several locks (any mix of exclusive, read and write, on distinct paths)
@@ -39,61 +39,49 @@ impl MultiLock {
         &self.members
     }
 
-    /// Takes every member, waiting at most `timeout` in total (`None`: no
-    /// limit; zero: try each once). Returns one guard for the set.
+    /// Takes every member, waiting at most the options' timeout in total
+    /// (`None`: no limit; zero: try each once; a `Duration` or an
+    /// `Option<Duration>` converts into options). Returns one guard for the
+    /// set. The cancel token cancels the member being waited for (and so
+    /// the call). Blocks the calling thread; the call is the calling
+    /// thread's unless the options name an owner (each reentrant member
+    /// then reenters that owner's hold, as [`Lock::acquire`] does).
     ///
     /// # Errors
     /// The first failing member's error (`Timeout`, `Cancelled`, `Closed`,
-    /// `ZooKeeper`, ...), after every member taken so far was released.
-    pub fn acquire(&self, timeout: Option<Duration>) -> Result<MultiGuard> {
-        self.acquire_with(&AcquireOptions::new().timeout(timeout))
-    }
-
-    /// [`MultiLock::acquire`] with per-call options: the timeout covers the
-    /// whole set; the cancel token cancels the member being waited for
-    /// (and so the call).
-    ///
-    /// # Errors
-    /// As [`MultiLock::acquire`].
-    pub fn acquire_with(&self, options: &AcquireOptions) -> Result<MultiGuard> {
+    /// `ZooKeeper`, ...), after every member taken so far was released;
+    /// `InvalidArgument` for a multi-lock with no member.
+    pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
+        let options = options.into();
         let Some(first) = self.members.first() else { return Err(empty()) };
-        let work = self.acquire_members(options.clone(), Some(std::thread::current().id()));
+        let owner = options.owner_given().unwrap_or_else(Owner::current_thread);
+        let work = self.acquire_members(options, Some(owner));
         first.client().shared().block_on(work)?
     }
 
-    /// Starts [`MultiLock::acquire_with`] on the client's runtime and
-    /// returns at once; the outcome is waited for in slices (a caller that
-    /// must react to something else meanwhile: Python's Ctrl-C). As for
-    /// [`Lock::begin_acquire`], the call is the calling thread's blocking
-    /// call: each reentrant member reenters this thread's hold.
-    ///
-    /// # Errors
-    /// `InvalidArgument` for a multi-lock with no member, `Closed` in a
-    /// forked child; everything else is the outcome.
-    pub fn begin_acquire(&self, options: &AcquireOptions) -> Result<PendingAcquire<MultiGuard>> {
-        let Some(first) = self.members.first() else { return Err(empty()) };
-        let (options, call) = options.for_one_call();
-        let work = self.acquire_members(options, Some(std::thread::current().id()));
-        PendingAcquire::start(first.client().shared(), call, work)
-    }
-
-    /// [`MultiLock::acquire_with`] as a future that any executor can await.
-    /// Dropping it before it completes cancels the member being waited for
-    /// and releases the members already taken.
+    /// [`MultiLock::acquire`] as a future, started at once on the client's
+    /// runtime (see [`Lock::acquire_async`]: the same ways to wait, and an
+    /// owner only if the options name one). Dropping it before it completes
+    /// cancels the member being waited for and releases the members
+    /// already taken.
     ///
     /// # Errors
     /// As [`MultiLock::acquire`].
-    pub fn acquire_async(&self, options: AcquireOptions) -> impl Future<Output = Result<MultiGuard>> + Send + 'static {
-        self.acquire_members(options, None)
+    pub fn acquire_async(&self, options: impl Into<AcquireOptions>) -> PendingAcquire<MultiGuard> {
+        let Some(first) = self.members.first() else { return PendingAcquire::failed(empty()) };
+        let (options, call) = options.into().for_one_call();
+        let owner = options.owner_given();
+        let work = self.acquire_members(options, owner);
+        PendingAcquire::start(first.client().shared(), call, work)
     }
 
-    /// Takes every member in order; `owner`: the thread of a blocking
-    /// call (each reentrant member then reenters that thread's hold, as a
-    /// blocking [`Lock::acquire_with`] does), `None` for a future.
+    /// Takes every member in order; `owner`: whose call it is (each
+    /// reentrant member then reenters that owner's hold, as
+    /// [`Lock::acquire`] does).
     fn acquire_members(
         &self,
         options: AcquireOptions,
-        owner: Option<std::thread::ThreadId>,
+        owner: Option<Owner>,
     ) -> impl Future<Output = Result<MultiGuard>> + Send + 'static {
         let members = self.members.clone();
         let started = Instant::now();
@@ -130,17 +118,13 @@ impl MultiLock {
     /// # Errors
     /// As [`MultiLock::acquire`], but never `Timeout`.
     pub fn try_acquire(&self) -> Result<Option<MultiGuard>> {
-        match self.acquire(Some(Duration::ZERO)) {
-            Ok(g) => Ok(Some(g)),
-            Err(e) if e.kind() == ErrorKind::Timeout => Ok(None),
-            Err(e) => Err(e),
-        }
+        crate::lock::tried_once(self.acquire(Duration::ZERO))
     }
 }
 
 /// One member's acquire, as [`Lock::acquire_async`] (dropping the future
-/// cancels it), but for `owner`'s thread when the call blocks one.
-async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<std::thread::ThreadId>) -> Result<Guard> {
+/// cancels it), for `owner`.
+async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<Owner>) -> Result<Guard> {
     let call = options.call_token();
     let on_drop = call.clone().drop_guard();
     let work = lock.start_acquire(options, call, owner, None)?;

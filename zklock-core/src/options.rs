@@ -1,6 +1,6 @@
 //! The options of a lock handle ([`LockOptions`]) and of one acquire call
-//! ([`AcquireOptions`]), and the two ways to cancel acquires: per call
-//! ([`CancelToken`]) and per handle ([`CancelHandle`]).
+//! ([`AcquireOptions`], with its [`Owner`]), and the two ways to cancel
+//! acquires: per call ([`CancelToken`]) and per handle ([`CancelHandle`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,15 +18,16 @@ pub struct LockOptions {
 }
 
 impl LockOptions {
-    /// Makes the handle reentrant per thread, as Curator's
-    /// `InterProcessMutex`: a blocking acquire (`acquire`, `acquire_with`,
-    /// `try_acquire`, `begin_acquire`) by a thread that holds the lock
-    /// through this handle (or a clone) gets another guard on the same node
-    /// at once; the node is deleted when the last of them is released.
-    /// Other threads, and every async or callback acquire (which may
-    /// complete on any thread), are contenders like anyone else. Default:
-    /// not reentrant (a thread that acquires twice waits behind itself, as
-    /// with `std::sync::Mutex`).
+    /// Makes the handle reentrant per owner, as Curator's
+    /// `InterProcessMutex` is per thread: an acquire by an [`Owner`] that
+    /// holds the lock through this handle (or a clone) gets another guard
+    /// on the same node at once; the node is deleted when the last of them
+    /// is released. A blocking acquire's owner is the calling thread unless
+    /// its options name one ([`AcquireOptions::owner`]); an async acquire
+    /// has an owner only if its options name one (a future may complete on
+    /// any thread). Other owners, and acquires without one, are contenders
+    /// like anyone else. Default: not reentrant (a thread that acquires
+    /// twice waits behind itself, as with `std::sync::Mutex`).
     pub fn reentrant(mut self) -> Self {
         self.reentrant = true;
         self
@@ -130,12 +131,46 @@ impl CancelToken {
     }
 }
 
-/// Options for one acquire call: how long it may wait and how it can be
-/// cancelled. The default waits without limit and has no cancel token.
+/// Who an acquire is for: the key by which a reentrant handle
+/// ([`LockOptions::reentrant`]) reenters a hold, and by which a read/write
+/// pair ([`crate::ReadWriteLock`]) downgrades a write hold or refuses an
+/// upgrade. A thread ([`Owner::current_thread`], what a blocking acquire
+/// uses unless told otherwise) or an owner of the caller's own making
+/// ([`Owner::new`]: a task, a request, a C event loop's job), given to
+/// each acquire in [`AcquireOptions::owner`]. `Copy`, `Send + Sync`;
+/// owners compare equal only to themselves (and their copies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner(OwnerKey);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OwnerKey {
+    Thread(std::thread::ThreadId),
+    Made(u64),
+}
+
+impl Owner {
+    /// The calling thread.
+    pub fn current_thread() -> Owner {
+        Owner(OwnerKey::Thread(std::thread::current().id()))
+    }
+
+    /// A new owner, equal to no other (never to a thread).
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Owner {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Owner(OwnerKey::Made(NEXT.fetch_add(1, Ordering::Relaxed)))
+    }
+}
+
+/// Options for one acquire call: how long it may wait, how it can be
+/// cancelled, and who it is for. The default waits without limit, has no
+/// cancel token, and its owner is the calling thread for a blocking call
+/// and no one for an async one (see [`AcquireOptions::owner`]).
 #[derive(Clone, Debug, Default)]
 pub struct AcquireOptions {
     timeout: Option<Duration>,
     cancel: Option<CancelToken>,
+    owner: Option<Owner>,
     /// The deadline itself, when the caller has one already (a multi-lock's
     /// members share theirs); else the positive `timeout` counts from the
     /// call. Not for a try-once (zero) timeout.
@@ -162,6 +197,21 @@ impl AcquireOptions {
     pub fn cancel_token(mut self, token: CancelToken) -> AcquireOptions {
         self.cancel = Some(token);
         self
+    }
+
+    /// The call is `owner`'s: on a reentrant handle it reenters `owner`'s
+    /// hold, and on a read/write pair `owner`'s hold of the other side
+    /// downgrades (write held, read asked) or is refused (read held, write
+    /// asked: `WouldDeadlock`). Without it a blocking acquire is the calling
+    /// thread's and an async one is no one's (no reentrancy, no pair rule).
+    pub fn owner(mut self, owner: Owner) -> AcquireOptions {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// The owner given to [`AcquireOptions::owner`], if any.
+    pub(crate) fn owner_given(&self) -> Option<Owner> {
+        self.owner
     }
 
     /// The cancellation of one acquire call: a child of the caller's
@@ -200,7 +250,21 @@ impl AcquireOptions {
 }
 
 impl From<Option<Duration>> for AcquireOptions {
+    /// Options that wait at most `timeout` (see [`AcquireOptions::timeout`]).
     fn from(timeout: Option<Duration>) -> AcquireOptions {
         AcquireOptions::new().timeout(timeout)
+    }
+}
+
+impl From<Duration> for AcquireOptions {
+    /// Options that wait at most `timeout` (zero: try once).
+    fn from(timeout: Duration) -> AcquireOptions {
+        AcquireOptions::new().timeout(Some(timeout))
+    }
+}
+
+impl From<&AcquireOptions> for AcquireOptions {
+    fn from(options: &AcquireOptions) -> AcquireOptions {
+        options.clone()
     }
 }

@@ -5,12 +5,14 @@
 
 mod common;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
 use futures_executor::block_on;
-use zklock_core::{AcquireOptions, CancelToken, Client, ErrorKind, ReleaseStatus};
+use zklock_core::{tried_once, AcquireOptions, CancelToken, Client, ErrorKind, ReleaseStatus};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -27,15 +29,17 @@ fn every_async_call_works_on_an_executor_that_is_not_tokio() {
         assert_eq!(parts.len(), 1);
         assert_eq!(parts[0].name, guard.node_path().rsplit('/').next().expect("name"));
         let other = connect(&hosts).lock("/async").expect("lock");
-        assert!(other.try_acquire_async().await.expect("try").is_none(), "held by the first client");
+        let tried = tried_once(other.acquire_async(Duration::ZERO).await).expect("try");
+        assert!(tried.is_none(), "held by the first client");
         assert_eq!(guard.release_async().await.expect("released"), ReleaseStatus::Released);
         assert!(client.participants_async("/async").await.expect("participants").is_empty());
         let second = guard.release_async().await.expect_err("second release");
         assert_eq!(second.kind(), ErrorKind::NotHeld);
-        // A begun acquire can be polled too (and its outcome comes once).
-        let mut pending = lock.begin_acquire(&AcquireOptions::new()).expect("begun");
-        let begun = std::future::poll_fn(|cx| pending.poll_outcome(cx)).await.expect("acquired");
-        let again = std::future::poll_fn(|cx| pending.poll_outcome(cx)).await.expect_err("taken already");
+        // An acquire in progress can be polled by hand too (and its outcome
+        // comes once).
+        let mut pending = lock.acquire_async(AcquireOptions::new()).started().expect("started");
+        let begun = std::future::poll_fn(|cx| Pin::new(&mut pending).poll(cx)).await.expect("acquired");
+        let again = std::future::poll_fn(|cx| Pin::new(&mut pending).poll(cx)).await.expect_err("taken already");
         assert_eq!(again.kind(), ErrorKind::Internal);
         assert_eq!(
             pending.wait_timeout(Duration::ZERO).expect("an answer").expect_err("taken").kind(),
@@ -85,11 +89,8 @@ fn a_cancel_token_cancels_its_own_call_and_no_other() {
     let (tx, rx) = mpsc::channel();
     for (i, token) in tokens.iter().enumerate() {
         let tx = tx.clone();
-        shared_handle
-            .acquire_then(&AcquireOptions::new().cancel_token(token.clone()), move |out| {
-                let _ = tx.send((i, out));
-            })
-            .expect("started");
+        let call = shared_handle.acquire_async(AcquireOptions::new().cancel_token(token.clone()));
+        waiter.spawn_then(call, move |out| drop(tx.send((i, out)))).expect("started");
     }
     wait_until("the 1,000 acquires queued", LONG, || raw.children("/per-call").len() == 1001);
     tokens[0].cancel();
@@ -126,12 +127,9 @@ fn a_token_cancelled_before_the_call_fails_it_at_once_and_creates_nothing() {
     let token = CancelToken::new();
     token.cancel();
     let opts = AcquireOptions::new().cancel_token(token);
-    assert_eq!(lock.acquire_with(&opts).expect_err("cancelled").kind(), ErrorKind::Cancelled);
+    assert_eq!(lock.acquire(&opts).expect_err("cancelled").kind(), ErrorKind::Cancelled);
     assert_eq!(block_on(lock.acquire_async(opts.clone())).expect_err("cancelled").kind(), ErrorKind::Cancelled);
-    assert_eq!(
-        lock.acquire_then(&opts, |_| panic!("never called")).expect_err("cancelled").kind(),
-        ErrorKind::Cancelled
-    );
+    assert_eq!(lock.acquire_async(&opts).started().expect_err("cancelled").kind(), ErrorKind::Cancelled);
     assert!(raw.children("/early").is_empty(), "no node made");
     // The handle is unaffected: a call with no token acquires.
     lock.acquire(Some(LONG)).expect("acquired").release().expect("released");
@@ -184,19 +182,20 @@ fn a_guard_dropped_inside_a_runtime_is_released_in_the_background() {
 }
 
 #[test]
-fn acquire_then_calls_back_once_on_the_event_thread() {
+fn an_acquire_spawned_then_calls_back_once_on_the_event_thread() {
     let zk = server();
     let hosts = zk.connect_string();
     let client = connect(&hosts);
     let lock = client.lock("/callback").expect("lock");
     let (tx, rx) = mpsc::channel();
-    lock.acquire_then(&AcquireOptions::new(), move |out| {
-        let thread = std::thread::current().name().map(str::to_owned);
-        // Blocking calls are allowed here.
-        let status = out.and_then(|g| g.release());
-        let _ = tx.send((thread, status));
-    })
-    .expect("started");
+    client
+        .spawn_then(lock.acquire_async(AcquireOptions::new()), move |out| {
+            let thread = std::thread::current().name().map(str::to_owned);
+            // Blocking calls are allowed here.
+            let status = out.and_then(|g| g.release());
+            let _ = tx.send((thread, status));
+        })
+        .expect("started");
     let (thread, status) = rx.recv_timeout(LONG).expect("called back");
     assert_eq!(thread.as_deref(), Some("zklock-events"));
     assert_eq!(status.expect("acquired and released"), ReleaseStatus::Released);
@@ -399,7 +398,7 @@ fn an_acquire_stopped_with_its_create_on_its_way_deletes_the_node_before_it_retu
         };
         proxy.hold_replies_from_next_create();
         let started = std::time::Instant::now();
-        let acquire = std::thread::spawn(move || lock.acquire_with(&opts));
+        let acquire = std::thread::spawn(move || lock.acquire(&opts));
         wait_until("the create's reply is held", LONG, || proxy.held_replies() >= 1);
         assert_eq!(raw.children("/on-its-way").len(), 1, "{stop}: the server made the node");
         // The reply comes within the grace (250 ms) after the stop.

@@ -95,7 +95,7 @@ fn bad_ids_are_refused_at_once_and_an_async_participant_cancels_cleanly() {
     assert_eq!(err.kind(), ErrorKind::Timeout);
     let token = zklock_core::CancelToken::new();
     token.cancel();
-    let err = e.acquire_with(&AcquireOptions::new().cancel_token(token)).expect_err("cancelled");
+    let err = e.acquire(AcquireOptions::new().cancel_token(token)).expect_err("cancelled");
     assert_eq!(err.kind(), ErrorKind::Cancelled);
     wait_until("only the leader left", LONG, || c.participants("/elect-bad").expect("participants").len() == 1);
     leader.release().expect("resigned");

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, lock_of, queue, server, wait_until, Raw};
 use zklock_core::{
-    AcquireOptions, CancelToken, Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind,
+    AcquireOptions, CancelToken, Client, ClientOptions, ErrorKind, LockMode, LockOptions, LockState, NodeKind, Owner,
     ReleaseStatus,
 };
 use zklock_zk as zk;
@@ -124,8 +124,17 @@ fn a_reentrant_handle_reenters_per_thread() {
     let l2 = lock.clone();
     let other = std::thread::spawn(move || l2.acquire(Some(SEC / 2)).map(drop)).join().unwrap();
     assert_eq!(other.unwrap_err().kind(), ErrorKind::Timeout, "another thread reentered");
-    let asynchronous = futures_executor::block_on(lock.try_acquire_async()).unwrap();
-    assert!(asynchronous.is_none(), "an async acquire reentered");
+    let asynchronous = futures_executor::block_on(lock.acquire_async(Duration::ZERO)).map(drop);
+    assert_eq!(asynchronous.unwrap_err().kind(), ErrorKind::Timeout, "an async acquire without an owner reentered");
+    // An async acquire that names the thread as its owner reenters its
+    // hold; one with an owner of its own does not.
+    let mine = AcquireOptions::new().timeout(Some(Duration::ZERO)).owner(Owner::current_thread());
+    let g3 = futures_executor::block_on(lock.acquire_async(mine)).expect("reentered by its owner");
+    assert_eq!(g3.node_path(), g1.node_path());
+    let stranger = AcquireOptions::new().timeout(Some(Duration::ZERO)).owner(Owner::new());
+    let e = futures_executor::block_on(lock.acquire_async(stranger)).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "another owner reentered");
+    drop(g3);
     g1.release().unwrap();
     assert!(lock.is_held(), "still held by the second guard");
     assert_eq!(queue(&c, "/reentrant").len(), 1);
@@ -507,13 +516,13 @@ fn a_second_acquire_on_a_waiting_handle_keeps_its_own_deadline() {
     let held = h.lock("/shared-handle").unwrap().acquire(Some(10 * SEC)).unwrap();
     let waiter = lock.clone();
     let w = std::thread::spawn(move || {
-        waiter.acquire_with(&AcquireOptions::new().cancel_token(CancelToken::new())).map(|g| g.release())
+        waiter.acquire(AcquireOptions::new().cancel_token(CancelToken::new())).map(|g| g.release())
     });
     wait_until("the first acquire waits", 10 * SEC, || queue(&h, "/shared-handle").len() == 2);
     for timeout in [Duration::from_millis(100), Duration::ZERO] {
         let start = Instant::now();
         let opts = AcquireOptions::new().timeout(Some(timeout)).cancel_token(CancelToken::new());
-        let e = lock.acquire_with(&opts).expect_err("held by another client");
+        let e = lock.acquire(&opts).expect_err("held by another client");
         assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
         assert!(start.elapsed() < 3 * SEC, "answered after {:?} (timeout {timeout:?})", start.elapsed());
     }

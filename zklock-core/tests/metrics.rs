@@ -36,7 +36,7 @@ fn acquires_by_outcome_wait_and_hold_times_and_losses() {
         std::thread::sleep(Duration::from_millis(200));
         t2.cancel();
     });
-    let e = lock.acquire_with(&AcquireOptions::new().cancel_token(token)).unwrap_err();
+    let e = lock.acquire(AcquireOptions::new().cancel_token(token)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled);
     canceller.join().unwrap();
     held.release().unwrap();

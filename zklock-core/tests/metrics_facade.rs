@@ -50,7 +50,7 @@ fn the_facade_sees_what_the_snapshots_count() {
         std::thread::sleep(Duration::from_millis(150));
         t2.cancel();
     });
-    assert_eq!(lock.acquire_with(&AcquireOptions::new().cancel_token(token)).unwrap_err().kind(), ErrorKind::Cancelled);
+    assert_eq!(lock.acquire(AcquireOptions::new().cancel_token(token)).unwrap_err().kind(), ErrorKind::Cancelled);
     canceller.join().unwrap();
     held.release().unwrap();
     // Failed: a lock under an ephemeral node cannot queue.

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zklock_core::{AcquireOptions, CancelToken, ErrorKind, LockMode, LockOptions, LockState, MultiLock, ReleaseStatus};
+use zklock_core::{
+    AcquireOptions, CancelToken, ErrorKind, LockMode, LockOptions, LockState, MultiLock, Owner, ReleaseStatus,
+};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -72,7 +74,7 @@ fn all_or_none_under_one_deadline_and_one_cancel() {
     let token = CancelToken::new();
     let waiting = {
         let (multi, token) = (multi.clone(), token.clone());
-        std::thread::spawn(move || multi.acquire_with(&AcquireOptions::new().cancel_token(token)))
+        std::thread::spawn(move || multi.acquire(AcquireOptions::new().cancel_token(token)))
     };
     wait_until("waiting on /n/z", LONG, || raw.children("/n/z").len() == 2);
     token.cancel();
@@ -291,24 +293,28 @@ fn one_node_through_two_chroots_is_named_twice() {
     assert!(queue(&root, "/mch/alias").is_empty() && queue(&root, "/mch/other").is_empty());
 }
 
-/// `MultiLock::begin_acquire`: the calling thread's call, waited for in
-/// slices: it reenters that thread's hold; a cancelled or dropped one
-/// leaves no node and gives back what it took; the caller's token cancels
-/// it too.
+/// `MultiLock::acquire_async` waited for in slices: given the thread as
+/// its owner it reenters that thread's hold (without an owner it does
+/// not); a cancelled or dropped one leaves no node and gives back what it
+/// took; the caller's token cancels it too.
 #[test]
-fn begin_acquire_is_the_threads_call_and_a_cancel_or_drop_leaves_nothing() {
+fn an_async_multi_acquire_reenters_its_owners_hold_and_a_cancel_or_drop_leaves_nothing() {
     let zk = server();
     let c = connect(&zk.connect_string());
     let other = connect(&zk.connect_string());
     let members = [("/mba/a", LockMode::Exclusive), ("/mba/b", LockMode::Exclusive)];
     let ml = c.multi_lock_with(&members, LockOptions::default().reentrant()).unwrap();
-    let mut pending = ml.begin_acquire(&AcquireOptions::new().timeout(Some(LONG))).unwrap();
+    let thread = Owner::current_thread();
+    let mut pending = ml.acquire_async(AcquireOptions::new().timeout(Some(LONG)).owner(thread));
     let outer = loop {
         if let Some(out) = pending.wait_timeout(Duration::from_millis(50)) {
             break out.unwrap();
         }
     };
-    let mut again = ml.begin_acquire(&AcquireOptions::new().timeout(Some(Duration::ZERO))).unwrap();
+    let mut stranger = ml.acquire_async(Duration::ZERO);
+    let e = stranger.wait_timeout(LONG).expect("an outcome").map(drop).expect_err("no owner: not reentered");
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    let mut again = ml.acquire_async(AcquireOptions::new().timeout(Some(Duration::ZERO)).owner(thread));
     let inner = again.wait_timeout(LONG).expect("an outcome").expect("reentered at once");
     assert_eq!(inner.guards()[0].node_path(), outer.guards()[0].node_path());
     inner.release().unwrap();
@@ -318,24 +324,24 @@ fn begin_acquire_is_the_threads_call_and_a_cancel_or_drop_leaves_nothing() {
     // dropped, then by the caller's token: nothing of ours is left.
     let b = other.lock("/mba/b").unwrap().acquire(Some(LONG)).unwrap();
     let waiting_on_b = |c: &zklock_core::Client| wait_until("waiting on b", LONG, || queue(c, "/mba/b").len() == 2);
-    let mut p = ml.begin_acquire(&AcquireOptions::new()).unwrap();
+    let mut p = ml.acquire_async(AcquireOptions::new());
     waiting_on_b(&other);
     assert!(p.wait_timeout(Duration::from_millis(100)).is_none(), "still waiting");
     p.cancel();
     let e = p.wait_timeout(LONG).expect("an outcome").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
     wait_until("a given back", LONG, || queue(&other, "/mba/a").is_empty() && queue(&other, "/mba/b").len() == 1);
-    let p = ml.begin_acquire(&AcquireOptions::new()).unwrap();
+    let p = ml.acquire_async(AcquireOptions::new());
     waiting_on_b(&other);
     drop(p);
     wait_until("nothing left", LONG, || queue(&other, "/mba/a").is_empty() && queue(&other, "/mba/b").len() == 1);
     let token = CancelToken::new();
-    let mut p = ml.begin_acquire(&AcquireOptions::new().cancel_token(token.clone())).unwrap();
+    let mut p = ml.acquire_async(AcquireOptions::new().cancel_token(token.clone()));
     waiting_on_b(&other);
     token.cancel();
     assert_eq!(p.wait_timeout(LONG).expect("an outcome").unwrap_err().kind(), ErrorKind::Cancelled);
     b.release().unwrap();
-    let g = ml.begin_acquire(&AcquireOptions::new().timeout(Some(LONG))).unwrap().wait_timeout(LONG).unwrap().unwrap();
+    let g = ml.acquire_async(Some(LONG)).wait_timeout(LONG).unwrap().unwrap();
     g.release().unwrap();
     assert_eq!(ml.locks().len(), 2);
 }

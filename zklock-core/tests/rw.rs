@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{connect, queue, server, wait_until};
-use zklock_core::{ErrorKind, LockOptions, NodeKind};
+use zklock_core::{AcquireOptions, ErrorKind, LockOptions, NodeKind, Owner};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -151,6 +151,34 @@ fn downgrade_is_the_holding_threads_or_explicit() {
     assert_eq!(plain.downgrade().map(drop).unwrap_err().kind(), ErrorKind::InvalidArgument);
     drop((r, plain));
     assert!(queue(&c, "/rw/explicit").is_empty());
+}
+
+/// The pair's rules go by the acquire's owner: async acquires of one
+/// owner of its own making (a task's) get the refused upgrade and the
+/// implicit downgrade a thread gets; without an owner they get neither;
+/// a blocking acquire may name an owner too.
+#[test]
+fn the_pairs_rules_go_by_the_owner_async_too() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let (read, write) = c.read_write_lock("/rw/owner", LockOptions::default()).unwrap().into_sides();
+    let task = Owner::new();
+    let of_task = |t: Duration| AcquireOptions::new().timeout(Some(t)).owner(task);
+    let r = futures_executor::block_on(read.acquire_async(of_task(5 * SEC))).unwrap();
+    let e = futures_executor::block_on(write.acquire_async(of_task(5 * SEC))).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldDeadlock, "the task's upgrade: {e}");
+    assert_eq!(queue(&c, "/rw/owner").len(), 1, "nothing queued by the refused upgrade");
+    // The thread is not the task: its blocking upgrade queues and times out.
+    let e = write.acquire(SEC / 2).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "the thread is not the task: {e}");
+    drop(r);
+    let w = write.acquire(of_task(5 * SEC)).unwrap();
+    let e = futures_executor::block_on(read.acquire_async(Duration::ZERO)).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "no owner: no implicit downgrade");
+    let r = futures_executor::block_on(read.acquire_async(of_task(Duration::ZERO))).expect("the task's downgrade");
+    assert_eq!(r.sequence(), w.sequence(), "the read node takes the write node's sequence");
+    drop((w, r));
+    assert!(queue(&c, "/rw/owner").is_empty());
 }
 
 #[test]

@@ -97,7 +97,7 @@ fn lease_nodes_have_curators_layout_and_try_timeout_cancel_leave_nothing() {
     let token = CancelToken::new();
     let waiting = {
         let (other, token) = (other.clone(), token.clone());
-        std::thread::spawn(move || other.acquire_with(&AcquireOptions::new().cancel_token(token)))
+        std::thread::spawn(move || other.acquire(AcquireOptions::new().cancel_token(token)))
     };
     wait_until("the waiter's lease node", LONG, || nodes(&raw, "/sem-try").0.len() == 3);
     assert_eq!(nodes(&raw, "/sem-try").1.len(), 1, "the waiter holds the mutex while it waits");

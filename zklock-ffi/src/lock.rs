@@ -440,7 +440,7 @@ unsafe fn acquire_blocking(
         call(f, err, || {
             let lock = arg_ref(lock, f, "lock")?;
             let out = out_arg(out, f, "out")?;
-            let guard = lock.inner.acquire_with(&call_options(timeout_ms, cancel))?;
+            let guard = lock.inner.acquire(call_options(timeout_ms, cancel))?;
             out.write(Box::into_raw(Box::new(zklock_guard { inner: guard, gates: Mutex::default() })));
             Ok(())
         })
@@ -517,9 +517,11 @@ pub unsafe extern "C" fn zklock_lock_acquire_async(
         call(F, err, || {
             let lock = arg_ref(lock, F, "lock")?;
             let Some(callback) = callback else { return Err(null_arg(F, "callback")) };
-            let options = call_options(timeout_ms, cancel);
+            // Errors found before the call starts are this function's; the
+            // rest are the callback's.
+            let call = lock.inner.acquire_async(call_options(timeout_ms, cancel)).started()?;
             let user_data = UserData(user_data);
-            lock.inner.acquire_then(&options, move |out| {
+            lock.inner.client().spawn_then(call, move |out| {
                 let user_data = user_data;
                 let (code, guard, error) = match out {
                     Ok(g) => (

@@ -161,7 +161,7 @@ pub unsafe extern "C" fn zklock_multi_acquire(
         call(F, err, || {
             let multi = arg_ref(multi, F, "multi")?;
             let out = out_arg(out, F, "out")?;
-            let guard = multi.inner.acquire_with(&call_options(timeout_ms, cancel))?;
+            let guard = multi.inner.acquire(call_options(timeout_ms, cancel))?;
             out.write(Box::into_raw(Box::new(zklock_multi_guard { inner: guard })));
             Ok(())
         })

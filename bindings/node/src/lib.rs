@@ -1234,9 +1234,11 @@ impl Lock {
     /// someone else holds the lock. Rejects like `acquire()` otherwise.
     #[napi(ts_return_type = "Promise<Guard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
-        let attempt = self.lock.try_acquire_async();
+        let attempt = self.lock.acquire_async(Duration::ZERO);
         let session = self.session.clone();
-        promise_inline(&env, "tryAcquire", async move { Ok(attempt.await?.map(|g| Guard::new(g, session))) })
+        promise_inline(&env, "tryAcquire", async move {
+            Ok(core::tried_once(attempt.await)?.map(|g| Guard::new(g, session)))
+        })
     }
 
     /// Cancels every acquire in progress on this handle: they reject with
@@ -1723,14 +1725,10 @@ impl MultiLock {
     /// (nothing held) when one of them is held by someone else.
     #[napi(ts_return_type = "Promise<MultiGuard | null>", catch_unwind)]
     pub fn try_acquire(&self, env: Env) -> napi::Result<JsObject> {
-        let attempt = self.multi.acquire_async(core::AcquireOptions::new().timeout(Some(Duration::ZERO)));
+        let attempt = self.multi.acquire_async(Duration::ZERO);
         let session = self.session.clone();
         promise_inline(&env, "tryAcquire", async move {
-            match attempt.await {
-                Ok(guard) => Ok(Some(Owned(MultiGuard { guard, _session: session }))),
-                Err(e) if e.kind() == core::ErrorKind::Timeout => Ok(None),
-                Err(e) => Err(e),
-            }
+            Ok(core::tried_once(attempt.await)?.map(|guard| Owned(MultiGuard { guard, _session: session })))
         })
     }
 }

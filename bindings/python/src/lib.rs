@@ -4,7 +4,7 @@
 //! This module adds what Python needs:
 //!
 //! - blocking waits that release the GIL and still honour Ctrl-C: the core
-//!   call runs on the core's runtime (`begin_acquire`; connect through
+//!   call runs on the core's runtime (`acquire_async`; connect through
 //!   `connect_then`) while the caller sleeps until its outcome or a signal
 //!   wakes it ([`wait`]: Python's wakeup fd on the main thread), running
 //!   Python's signal handlers then; an exception from a handler
@@ -61,7 +61,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
     ClientOptions, CreateMode, Error, ErrorKind, FencedKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
-    LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Participant, ReleaseStatus, TlsOptions,
+    LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Owner, Participant, ReleaseStatus, TlsOptions,
     MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
@@ -1360,7 +1360,10 @@ impl Lock {
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("lock")?;
-        let pending = self.handle.begin_acquire(&options).map_err(|e| to_py_err(py, &e))?;
+        // The calling thread's call (reentrancy, the pair's rules), waited
+        // for by `wait_for_outcome` without the GIL.
+        let started = self.handle.acquire_async(options.owner(Owner::current_thread())).started();
+        let pending = started.map_err(|e| to_py_err(py, &e))?;
         let result = wait_for_outcome(py, pending, move |mut pending| {
             token.cancel();
             // The cancelled acquire returns promptly (its node is deleted,
@@ -1398,8 +1401,9 @@ impl Lock {
         let this = slf.get();
         this.origin.check("lock")?;
         let lock: Py<Lock> = slf.clone().unbind();
-        this.handle
-            .acquire_then(&options, move |out| acquire_done(out, |guard| lock.get().granted(guard), done))
+        let call = this.handle.acquire_async(options).started().map_err(|e| to_py_err(py, &e))?;
+        this.client
+            .spawn_then(call, move |out| acquire_done(out, |guard| lock.get().granted(guard), done))
             .map_err(|e| to_py_err(py, &e))?;
         Ok(Call { token })
     }
@@ -1709,13 +1713,16 @@ impl MultiLock {
     /// covers the whole set): True, or False when the time ran out (nothing
     /// is held then). Waits without the GIL; Ctrl-C cancels the wait (every
     /// member taken is given back) and raises KeyboardInterrupt. The wait
-    /// is the calling thread's (the core's `MultiLock::begin_acquire`): a
+    /// is the calling thread's (its owner in the core's options): a
     /// reentrant multi-lock held by this thread is taken again at once.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let (options, token) = Lock::call_options(blocking, timeout)?;
         self.origin.check("multi-lock")?;
-        let pending = self.handle.begin_acquire(&options).map_err(|e| to_py_err(py, &e))?;
+        // The calling thread's call (reentrancy, the pair's rules), waited
+        // for by `wait_for_outcome` without the GIL.
+        let started = self.handle.acquire_async(options.owner(Owner::current_thread())).started();
+        let pending = started.map_err(|e| to_py_err(py, &e))?;
         let result = wait_for_outcome(py, pending, move |mut pending| {
             token.cancel();
             // As `Lock.acquire`: the cancelled call returns promptly; a
@@ -1748,8 +1755,9 @@ impl MultiLock {
         let this = slf.get();
         this.origin.check("multi-lock")?;
         let me: Py<MultiLock> = slf.clone().unbind();
+        let call = this.handle.acquire_async(options).started().map_err(|e| to_py_err(py, &e))?;
         this.client
-            .spawn_then(this.handle.acquire_async(options), move |out| {
+            .spawn_then(call, move |out| {
                 acquire_done(out, |guard| locked(&me.get().guards).push(Arc::new(guard)), done)
             })
             .map_err(|e| to_py_err(py, &e))?;

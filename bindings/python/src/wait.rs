@@ -43,14 +43,14 @@ pub(crate) trait Awaited: Send {
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output>;
 }
 
-/// An acquire started with `begin_acquire`: its outcome comes straight
+/// An acquire started with `acquire_async`: its outcome comes straight
 /// from the core's runtime, never through the client's event thread, so a
 /// blocking acquire may be made from a state-change callback.
 impl<G: Send + 'static> Awaited for PendingAcquire<G> {
     type Output = zklock_core::Result<G>;
 
     fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        PendingAcquire::poll_outcome(self, cx)
+        std::future::Future::poll(std::pin::Pin::new(self), cx)
     }
 }
 
