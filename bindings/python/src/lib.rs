@@ -60,9 +60,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use zklock_core::{
     acquire_timeout_from_secs, option_timeout_from_secs, Acl, AcquireOptions, CancelToken, Client as CoreClient,
-    ClientOptions, CreateMode, Error, ErrorKind, FencedKind, FencedOp, FencedResult, Guard, Lock as CoreLock, LockMode,
-    LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Owner, Participant, ReleaseStatus, TlsOptions,
-    MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
+    ClientOptions, CreateMode, Error, ErrorKind, FencedKind, FencedOp, FencedResult, Guard, Hold, Lock as CoreLock,
+    LockMode, LockOptions, LockState, MultiGuard, MultiLock as CoreMultiLock, Owner, Participant, PendingAcquire,
+    ReleaseStatus, TlsOptions, MAX_OPTION_TIMEOUT, MAX_SESSION_TIMEOUT,
 };
 
 use wait::wait_for_outcome;
@@ -788,11 +788,13 @@ impl Client {
         let list: Vec<(&str, LockMode)> = owned.iter().map(|(p, m)| (p.as_str(), *m)).collect();
         let options = lock_options(None, reentrant)?;
         let handle = self.inner.multi_lock_with(&list, options).map_err(|e| to_py_err(py, &e))?;
+        let paths: Vec<&str> = handle.locks().iter().map(|l| l.path()).collect();
+        let not_held = format!("multi-lock {} is not held by this object", paths.join(", "));
         Ok(MultiLock {
             client: Owned::new(self.inner.clone(), self.origin),
+            guards: Stack::new(self.origin, "multi-lock", not_held),
             handle: Owned::new(handle, self.origin),
             origin: self.origin,
-            guards: Mutex::default(),
         })
     }
 
@@ -1000,7 +1002,7 @@ struct Lock {
     client: Owned<Arc<CoreClient>>,
     handle: Owned<CoreLock>,
     origin: Origin,
-    guards: Mutex<Vec<Arc<Guard>>>,
+    guards: Stack<Guard>,
     /// The newest guard still held, or the last one released (answers for
     /// node_path & co).
     last: Mutex<Option<Arc<Guard>>>,
@@ -1020,9 +1022,9 @@ impl Lock {
     fn new(client: &Arc<CoreClient>, origin: Origin, handle: CoreLock) -> Lock {
         Lock {
             client: Owned::new(client.clone(), origin),
+            guards: Stack::new(origin, "lock", format!("{} is not held by this lock object", handle.path())),
             handle: Owned::new(handle, origin),
             origin,
-            guards: Mutex::default(),
             last: Mutex::default(),
             callbacks: Arc::default(),
             revocations: Arc::default(),
@@ -1108,16 +1110,220 @@ fn unregistering(list: &Arc<Mutex<Vec<Arc<StateCallback>>>>, callback: Arc<State
     Subscription { cancel: Box::new(cancel) }
 }
 
+/// The guards of a lock or multi-lock object's acquires not yet released,
+/// newest last, and the object's methods over them (each named as the
+/// Python method it serves; see `Lock`'s): one implementation for both,
+/// over the core's [`Hold`]. Thread-safe. Dropped while holding, it
+/// releases its guards on a helper thread (a release may wait for
+/// ZooKeeper; a drop runs with the GIL); in a forked child it leaks them:
+/// they are the parent's.
+struct Stack<G: Hold> {
+    guards: Mutex<Vec<Arc<G>>>,
+    origin: Origin,
+    /// What the object is called in an inherited object's error: `"lock"`,
+    /// `"multi-lock"`.
+    what: &'static str,
+    /// NotHeld's message: "/a is not held by this lock object".
+    not_held: String,
+}
+
+impl<G: Hold> Stack<G> {
+    fn new(origin: Origin, what: &'static str, not_held: String) -> Stack<G> {
+        Stack { guards: Mutex::default(), origin, what, not_held }
+    }
+
+    /// Pushes a granted guard; whether it is the only one (a fresh grant).
+    fn push(&self, guard: Arc<G>) -> bool {
+        let mut guards = locked(&self.guards);
+        guards.push(guard);
+        guards.len() == 1
+    }
+
+    /// The newest guard, if any.
+    fn newest(&self) -> Option<Arc<G>> {
+        locked(&self.guards).last().cloned()
+    }
+
+    /// The newest guard: NotHeld if none; Closed in a forked child.
+    fn top(&self) -> PyResult<Arc<G>> {
+        self.origin.check(self.what)?;
+        self.newest().ok_or_else(|| not_held(self.not_held.clone()))
+    }
+
+    /// Takes the newest guard off, for a release, with the newest one left
+    /// (if any). NotHeld if there is none; Closed in a forked child (an
+    /// inherited guard stays where it is: the drop leaks it, so the state
+    /// and check() keep saying Closed).
+    fn pop(&self) -> PyResult<(Arc<G>, Option<Arc<G>>)> {
+        let mut guards = locked(&self.guards);
+        if self.origin.forked() && !guards.is_empty() {
+            return Err(py_err(self.origin.inherited(self.what)));
+        }
+        let guard = guards.pop().ok_or_else(|| not_held(self.not_held.clone()))?;
+        Ok((guard, guards.last().cloned()))
+    }
+
+    /// `acquire(blocking, timeout)`: the calling thread's call (reentrancy,
+    /// the pair's rules) made by `start`, waited for without the GIL by
+    /// `wait_for_outcome` (Ctrl-C cancels it, and a grant that won the race
+    /// is given back); `keep` keeps a granted guard.
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        start: impl FnOnce(AcquireOptions) -> PendingAcquire<G>,
+        keep: impl FnOnce(G),
+    ) -> PyResult<bool> {
+        let (options, token) = Lock::call_options(blocking, timeout)?;
+        self.origin.check(self.what)?;
+        let pending = start(options.owner(Owner::current_thread())).started().map_err(|e| to_py_err(py, &e))?;
+        let result = wait_for_outcome(py, pending, move |mut pending| {
+            token.cancel();
+            // The cancelled acquire returns promptly (its nodes are deleted,
+            // in the background if ZooKeeper cannot be reached). If it won
+            // the race, give the lock back.
+            if let Some(Ok(guard)) = pending.wait_timeout(Duration::MAX) {
+                let _ = guard.release();
+            }
+        })?;
+        // A Ctrl-C that came during the last slice of the wait, while the
+        // grant was on its way, would be raised by Python just after we
+        // return, with the lock held and no `with` block to release it (an
+        // outside tester got that in every round): the cancel wins
+        // (protocol section 4, rule 6): the lock is given back (without the
+        // GIL) and the signal raised here.
+        match result {
+            Ok(guard) => {
+                if let Err(signal) = py.check_signals() {
+                    py.detach(move || drop(guard.release()));
+                    return Err(signal);
+                }
+                keep(guard);
+                Ok(true)
+            },
+            Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// `acquire_start(blocking, timeout, done)`: the call made by `start`
+    /// (no owner), its outcome to `done` through [`acquire_done`] (`keep`
+    /// keeps a granted guard); its cancel handle.
+    #[allow(clippy::too_many_arguments)] // the Python method's three and what differs between the objects
+    fn acquire_start(
+        &self,
+        py: Python<'_>,
+        blocking: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
+        start: impl FnOnce(AcquireOptions) -> PendingAcquire<G>,
+        keep: impl FnOnce(G) + Send + 'static,
+        client: &CoreClient,
+        done: Py<PyAny>,
+    ) -> PyResult<Call> {
+        let (options, token) = Lock::call_options(blocking, timeout)?;
+        self.origin.check(self.what)?;
+        let call = start(options).started().map_err(|e| to_py_err(py, &e))?;
+        client.spawn_then(call, move |out| acquire_done(out, keep, done)).map_err(|e| to_py_err(py, &e))?;
+        Ok(Call { token })
+    }
+
+    /// `release()` of a popped guard, without the GIL.
+    fn release(&self, py: Python<'_>, guard: Arc<G>) -> PyResult<bool> {
+        match py.detach(move || guard.release()) {
+            Ok(status) => Ok(status == ReleaseStatus::Released),
+            Err(e) => Err(to_py_err(py, &e)),
+        }
+    }
+
+    /// `release_start(done)` of a popped guard.
+    fn release_start(&self, py: Python<'_>, guard: Arc<G>, done: Py<PyAny>) -> PyResult<()> {
+        let release = guard.release_async();
+        guard.client().spawn_then(release, move |out| release_done(out, done)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// `check()`.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        match self.newest() {
+            Some(_) if self.origin.forked() => Err(py_err(self.origin.inherited(self.what))),
+            Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
+            None => Err(not_held(self.not_held.clone())),
+        }
+    }
+
+    /// [`Stack::top`] for a fenced write (nothing was written).
+    fn fenced_top(&self) -> PyResult<Arc<G>> {
+        self.origin.check(self.what)?;
+        self.newest().ok_or_else(|| not_held(format!("fenced write: {}; nothing was written", self.not_held)))
+    }
+
+    /// `fenced_multi(ops)`, without the GIL.
+    fn fenced_multi<'py>(&self, py: Python<'py>, ops: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let guard = self.fenced_top()?;
+        let ops = fenced_ops(ops)?;
+        let results = py.detach(move || guard.fenced_multi(&ops)).map_err(|e| to_py_err(py, &e))?;
+        fenced_results(py, results)
+    }
+
+    /// `fenced_multi_start(ops, done)`.
+    fn fenced_multi_start(&self, py: Python<'_>, ops: &Bound<'_, PyAny>, done: Py<PyAny>) -> PyResult<()> {
+        let guard = self.fenced_top()?;
+        let write = guard.fenced_multi_async(fenced_ops(ops)?);
+        guard.client().spawn_then(write, move |out| fenced_done(out, done)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// `lost_start(done)`.
+    fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
+        let guard = self.top()?;
+        let lost = guard.lost();
+        guard.client().spawn_then(lost, move |e| lost_done(e, done)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// `held`; never once `defunct` (closed client, forked child).
+    fn held(&self, defunct: bool) -> bool {
+        !defunct && self.newest().is_some_and(|g| matches!(g.state(), LockState::Held | LockState::Suspended))
+    }
+
+    /// `state`: `"LOST"` once `defunct`, `"RELEASED"` when nothing is held.
+    fn state(&self, defunct: bool) -> &'static str {
+        match self.newest() {
+            Some(_) if defunct => "LOST",
+            Some(guard) => LockState::name(guard.state()),
+            None => "RELEASED",
+        }
+    }
+
+    /// `depth`.
+    fn depth(&self) -> usize {
+        locked(&self.guards).len()
+    }
+}
+
+impl<G: Hold> Drop for Stack<G> {
+    fn drop(&mut self) {
+        let guards = std::mem::take(&mut *locked(&self.guards));
+        if self.origin.forked() {
+            std::mem::forget(guards);
+            return;
+        }
+        if !guards.is_empty() {
+            let spawned = std::thread::Builder::new().name("zklock-py-release".into()).spawn(move || {
+                for guard in guards.into_iter().rev() {
+                    let _ = guard.release();
+                }
+            });
+            // Without a thread the guards were dropped (and released) here.
+            drop(spawned);
+        }
+    }
+}
+
 impl Lock {
     /// Keeps a granted guard: pushed on this object's stack, and the
     /// object's callbacks registered on a fresh grant.
     fn granted(&self, guard: Guard) {
         let guard = Arc::new(guard);
-        let fresh = {
-            let mut guards = locked(&self.guards);
-            guards.push(guard.clone());
-            guards.len() == 1
-        };
+        let fresh = self.guards.push(guard.clone());
         *locked(&self.last) = Some(guard.clone());
         if fresh {
             for cb in locked(&self.callbacks).iter() {
@@ -1138,46 +1344,19 @@ impl Lock {
                 "downgrade: `read` must be the read side of this pair",
             )));
         }
-        locked(&self.guards)
-            .last()
-            .cloned()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))
+        self.guards.top()
     }
 
-    /// Takes the newest guard off this object's stack, for a release.
-    /// NotHeld if there is none; Closed in a forked child (where the guard
-    /// is dropped without touching the parent's node).
+    /// Takes the newest guard off this object's stack, for a release (see
+    /// [`Stack::pop`]).
     fn pop_guard(&self) -> PyResult<Arc<Guard>> {
-        // An inherited guard stays where it is (the object's drop leaks it:
-        // it is the parent's), so the state and check() keep saying Closed.
-        if self.origin.forked() && !locked(&self.guards).is_empty() {
-            return Err(py_err(self.origin.inherited("lock")));
+        let (guard, newest) = self.guards.pop()?;
+        // node_path & co follow the newest grant still held (the one
+        // check() and state answer for), the released one once none is.
+        if let Some(newest) = newest {
+            *locked(&self.last) = Some(newest);
         }
-        let guard = {
-            let mut guards = locked(&self.guards);
-            let guard = guards
-                .pop()
-                .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
-            // node_path & co follow the newest grant still held (the one
-            // check() and state answer for), the released one once none is.
-            if let Some(newest) = guards.last() {
-                *locked(&self.last) = Some(newest.clone());
-            }
-            guard
-        };
         Ok(guard)
-    }
-
-    /// The guard a fenced write of this object goes with: the newest one.
-    /// NotHeld if there is none; Closed in a forked child.
-    fn fenced_guard(&self) -> PyResult<Arc<Guard>> {
-        self.origin.check("lock")?;
-        locked(&self.guards).last().cloned().ok_or_else(|| {
-            not_held(format!(
-                "fenced write: {} is not held by this lock object; nothing was written",
-                self.handle.path()
-            ))
-        })
     }
 
     /// The options of one acquire call of `acquire(blocking, timeout)`,
@@ -1201,33 +1380,6 @@ fn complete(done: Py<PyAny>, outcome: impl FnOnce(Python<'_>) -> PyResult<Py<PyA
             e.write_unraisable(py, Some(done.bind(py)));
         }
     });
-}
-
-/// The outcome of a blocking acquire (of a lock or a multi-lock): the
-/// guard is kept by `keep` and True returned; False on timeout. A Ctrl-C
-/// that came during the last slice of the wait, while the grant was on its
-/// way, would be raised by Python just after we return, with the lock held
-/// and no `with` block to release it (an outside tester got that in every
-/// round): the cancel wins (protocol section 4, rule 6): `release` gives
-/// the lock back (without the GIL) and the signal is raised here.
-fn blocking_outcome<G: Send>(
-    py: Python<'_>,
-    result: zklock_core::Result<G>,
-    release: impl FnOnce(G) + Send,
-    keep: impl FnOnce(G),
-) -> PyResult<bool> {
-    match result {
-        Ok(guard) => {
-            if let Err(signal) = py.check_signals() {
-                py.detach(move || release(guard));
-                return Err(signal);
-            }
-            keep(guard);
-            Ok(true)
-        },
-        Err(e) if e.kind() == ErrorKind::Timeout => Ok(false),
-        Err(e) => Err(to_py_err(py, &e)),
-    }
 }
 
 /// Hands the outcome of an asyncio acquire to `done` (see
@@ -1358,29 +1510,7 @@ impl Lock {
     /// timeout, TypeError for a timeout that is not a number.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let (options, token) = Lock::call_options(blocking, timeout)?;
-        self.origin.check("lock")?;
-        // The calling thread's call (reentrancy, the pair's rules), waited
-        // for by `wait_for_outcome` without the GIL.
-        let started = self.handle.acquire_async(options.owner(Owner::current_thread())).started();
-        let pending = started.map_err(|e| to_py_err(py, &e))?;
-        let result = wait_for_outcome(py, pending, move |mut pending| {
-            token.cancel();
-            // The cancelled acquire returns promptly (its node is deleted,
-            // in the background if ZooKeeper cannot be reached). If it won
-            // the race, give the lock back.
-            if let Some(Ok(guard)) = pending.wait_timeout(Duration::MAX) {
-                let _ = guard.release();
-            }
-        })?;
-        blocking_outcome(
-            py,
-            result,
-            |guard| {
-                let _ = guard.release();
-            },
-            |guard| self.granted(guard),
-        )
+        self.guards.acquire(py, blocking, timeout, |o| self.handle.acquire_async(o), |guard| self.granted(guard))
     }
 
     /// Starts `acquire(blocking, timeout)` for asyncio and returns at once
@@ -1396,16 +1526,18 @@ impl Lock {
         timeout: Option<&Bound<'_, PyAny>>,
         done: Py<PyAny>,
     ) -> PyResult<Call> {
-        let py = slf.py();
-        let (options, token) = Lock::call_options(blocking, timeout)?;
         let this = slf.get();
-        this.origin.check("lock")?;
         let lock: Py<Lock> = slf.clone().unbind();
-        let call = this.handle.acquire_async(options).started().map_err(|e| to_py_err(py, &e))?;
-        this.client
-            .spawn_then(call, move |out| acquire_done(out, |guard| lock.get().granted(guard), done))
-            .map_err(|e| to_py_err(py, &e))?;
-        Ok(Call { token })
+        let keep = move |guard| lock.get().granted(guard);
+        this.guards.acquire_start(
+            slf.py(),
+            blocking,
+            timeout,
+            |o| this.handle.acquire_async(o),
+            keep,
+            &this.client,
+            done,
+        )
     }
 
     /// Write to read downgrade: a read guard of the same pair, granted at
@@ -1441,9 +1573,7 @@ impl Lock {
     /// exception)` otherwise. Raises at once (and never calls `done`) as
     /// `release()` does for nothing held and in a forked child.
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = self.pop_guard()?;
-        let release = guard.release_async();
-        self.client.spawn_then(release, move |out| release_done(out, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.release_start(py, self.pop_guard()?, done)
     }
 
     /// Releases the newest guard of this object (the node is deleted with
@@ -1453,12 +1583,7 @@ impl Lock {
     /// Closed after close() or in a forked child (where the guard is
     /// dropped without touching the parent's node). Blocks without the GIL.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let guard = self.pop_guard()?;
-        match py.detach(move || guard.release()) {
-            Ok(ReleaseStatus::Released) => Ok(true),
-            Ok(ReleaseStatus::Pending) => Ok(false),
-            Err(e) => Err(to_py_err(py, &e)),
-        }
+        self.guards.release(py, self.pop_guard()?)
     }
 
     /// A fenced write with the newest guard of this object (the core's
@@ -1469,10 +1594,7 @@ impl Lock {
     /// this object holds nothing, Closed in a forked child, and what the
     /// core's call raises (its error's `failed_op` on the exception).
     fn fenced_multi<'py>(&self, py: Python<'py>, ops: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let guard = self.fenced_guard()?;
-        let ops = fenced_ops(ops)?;
-        let results = py.detach(move || guard.fenced_multi(&ops)).map_err(|e| to_py_err(py, &e))?;
-        fenced_results(py, results)
+        self.guards.fenced_multi(py, ops)
     }
 
     /// Starts `fenced_multi(ops)` for asyncio and returns at once:
@@ -1481,9 +1603,7 @@ impl Lock {
     /// calls `done`) as `fenced_multi` does for bad operations (those the
     /// binding translates), nothing held and a forked child.
     fn fenced_multi_start(&self, py: Python<'_>, ops: &Bound<'_, PyAny>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = self.fenced_guard()?;
-        let write = guard.fenced_multi_async(fenced_ops(ops)?);
-        self.client.spawn_then(write, move |out| fenced_done(out, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.fenced_multi_start(py, ops, done)
     }
 
     /// Makes every acquire in progress on this object fail with Cancelled
@@ -1499,15 +1619,7 @@ impl Lock {
     /// ConnectionLoss while suspended, LockLost once lost, Closed after
     /// close() or in a forked child.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        let top = locked(&self.guards).last().cloned();
-        match top {
-            Some(_) if self.origin.forked() => Err(py_err(self.origin.inherited("lock"))),
-            Some(guard) => guard.check().map_err(|e| to_py_err(py, &e)),
-            None => Err(to_py_err(
-                py,
-                &Error::new(ErrorKind::NotHeld, format!("{} is not held by this lock object", self.handle.path())),
-            )),
-        }
+        self.guards.check(py)
     }
 
     /// Starts waiting for the newest acquire of this object to be no longer
@@ -1518,12 +1630,7 @@ impl Lock {
     /// raise. Nothing waits on a thread meanwhile. Raises at once (and never
     /// calls `done`) NotHeld when nothing is held, Closed in a forked child.
     fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
-        self.origin.check("lock")?;
-        let guard = locked(&self.guards)
-            .last()
-            .cloned()
-            .ok_or_else(|| not_held(format!("{} is not held by this lock object", self.handle.path())))?;
-        self.client.spawn_then(guard.lost(), move |e| lost_done(e, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.lost_start(py, done)
     }
 
     /// Registers `callback(state: str)` for every state change (HELD,
@@ -1539,8 +1646,8 @@ impl Lock {
         self.origin.check("lock")?;
         let state = Arc::new(StateCallback { cb: Arc::new(callback.unbind()), registrations: Mutex::default() });
         locked(&self.callbacks).push(state.clone());
-        if let Some(guard) = locked(&self.guards).last() {
-            register(guard, &state);
+        if let Some(guard) = self.guards.newest() {
+            register(&guard, &state);
         }
         Ok(unregistering(&self.callbacks, state))
     }
@@ -1560,8 +1667,8 @@ impl Lock {
         self.origin.check("lock")?;
         let revocation = Arc::new(StateCallback { cb: Arc::new(callback.unbind()), registrations: Mutex::default() });
         locked(&self.revocations).push(revocation.clone());
-        if let Some(guard) = locked(&self.guards).last() {
-            register_revocation(guard, &revocation);
+        if let Some(guard) = self.guards.newest() {
+            register_revocation(&guard, &revocation);
         }
         Ok(unregistering(&self.revocations, revocation))
     }
@@ -1571,15 +1678,14 @@ impl Lock {
     /// nothing is held and in a forked child.
     #[getter]
     fn revocation_requested(&self) -> bool {
-        let top = locked(&self.guards).last().cloned();
-        !self.origin.forked() && top.is_some_and(|g| g.revocation_requested())
+        !self.origin.forked() && self.guards.newest().is_some_and(|g| g.revocation_requested())
     }
 
     /// Whether this object holds the lock now (held or suspended). False
     /// from the moment close() returns, and in a forked child.
     #[getter]
     fn held(&self) -> bool {
-        !locked(&self.guards).is_empty() && !self.defunct() && self.handle.is_held()
+        self.guards.held(self.defunct())
     }
 
     /// `"HELD"`, `"SUSPENDED"`, `"LOST"` or `"RELEASED"` (also when never
@@ -1589,18 +1695,13 @@ impl Lock {
     /// Released in the core while the older ones still hold the lock).
     #[getter]
     fn state(&self) -> &'static str {
-        let top = locked(&self.guards).last().cloned();
-        match top {
-            Some(_) if self.defunct() => "LOST",
-            Some(guard) => LockState::name(guard.state()),
-            None => "RELEASED",
-        }
+        self.guards.state(self.defunct())
     }
 
     /// How many guards this object holds (re-entrant acquires).
     #[getter]
     fn depth(&self) -> usize {
-        locked(&self.guards).len()
+        self.guards.depth()
     }
 
     /// The fencing token of the newest grant still held, or of the last one
@@ -1647,24 +1748,13 @@ impl Lock {
 
 impl Drop for Lock {
     /// A lock object dropped while holding releases its guards on a helper
-    /// thread: a release may wait for ZooKeeper, and this runs with the GIL.
-    /// In a forked child the guards are leaked: they are the parent's.
+    /// thread (the [`Stack`]'s drop). In a forked child the guards are
+    /// leaked: they are the parent's (the newest one kept for node_path &
+    /// co too).
     fn drop(&mut self) {
-        let guards = std::mem::take(&mut *locked(&self.guards));
         let last = locked(&self.last).take();
         if self.origin.forked() {
-            std::mem::forget(guards);
             std::mem::forget(last);
-            return;
-        }
-        if !guards.is_empty() {
-            let spawned = std::thread::Builder::new().name("zklock-py-release".into()).spawn(move || {
-                for guard in guards.into_iter().rev() {
-                    let _ = guard.release();
-                }
-            });
-            // Without a thread the guards were dropped (and released) here.
-            drop(spawned);
         }
     }
 }
@@ -1680,31 +1770,7 @@ struct MultiLock {
     client: Owned<Arc<CoreClient>>,
     handle: Owned<CoreMultiLock>,
     origin: Origin,
-    guards: Mutex<Vec<Arc<MultiGuard>>>,
-}
-
-impl MultiLock {
-    fn not_held(&self) -> PyErr {
-        let paths: Vec<&str> = self.handle.locks().iter().map(|l| l.path()).collect();
-        not_held(format!("multi-lock {} is not held by this object", paths.join(", ")))
-    }
-
-    /// The newest guard (NotHeld if none; Closed in a forked child).
-    fn top(&self) -> PyResult<Arc<MultiGuard>> {
-        self.origin.check("multi-lock")?;
-        locked(&self.guards).last().cloned().ok_or_else(|| self.not_held())
-    }
-
-    /// Takes the newest guard off the stack, for a release (Closed in a
-    /// forked child, where it is dropped without touching the parent's
-    /// nodes).
-    fn pop(&self) -> PyResult<Arc<MultiGuard>> {
-        // As Lock's: an inherited guard stays (the drop leaks it).
-        if self.origin.forked() && !locked(&self.guards).is_empty() {
-            return Err(py_err(self.origin.inherited("multi-lock")));
-        }
-        locked(&self.guards).pop().ok_or_else(|| self.not_held())
-    }
+    guards: Stack<MultiGuard>,
 }
 
 #[pymethods]
@@ -1717,27 +1783,14 @@ impl MultiLock {
     /// reentrant multi-lock held by this thread is taken again at once.
     #[pyo3(signature = (blocking=true, timeout=None))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        let (options, token) = Lock::call_options(blocking, timeout)?;
-        self.origin.check("multi-lock")?;
-        // The calling thread's call (reentrancy, the pair's rules), waited
-        // for by `wait_for_outcome` without the GIL.
-        let started = self.handle.acquire_async(options.owner(Owner::current_thread())).started();
-        let pending = started.map_err(|e| to_py_err(py, &e))?;
-        let result = wait_for_outcome(py, pending, move |mut pending| {
-            token.cancel();
-            // As `Lock.acquire`: the cancelled call returns promptly; a
-            // grant that won the race is given back.
-            if let Some(Ok(guard)) = pending.wait_timeout(Duration::MAX) {
-                let _ = guard.release();
-            }
-        })?;
-        blocking_outcome(
+        self.guards.acquire(
             py,
-            result,
+            blocking,
+            timeout,
+            |o| self.handle.acquire_async(o),
             |guard| {
-                let _ = guard.release();
+                self.guards.push(Arc::new(guard));
             },
-            |guard| locked(&self.guards).push(Arc::new(guard)),
         )
     }
 
@@ -1750,96 +1803,79 @@ impl MultiLock {
         timeout: Option<&Bound<'_, PyAny>>,
         done: Py<PyAny>,
     ) -> PyResult<Call> {
-        let py = slf.py();
-        let (options, token) = Lock::call_options(blocking, timeout)?;
         let this = slf.get();
-        this.origin.check("multi-lock")?;
         let me: Py<MultiLock> = slf.clone().unbind();
-        let call = this.handle.acquire_async(options).started().map_err(|e| to_py_err(py, &e))?;
-        this.client
-            .spawn_then(call, move |out| {
-                acquire_done(out, |guard| locked(&me.get().guards).push(Arc::new(guard)), done)
-            })
-            .map_err(|e| to_py_err(py, &e))?;
-        Ok(Call { token })
+        let keep = move |guard| {
+            me.get().guards.push(Arc::new(guard));
+        };
+        this.guards.acquire_start(
+            slf.py(),
+            blocking,
+            timeout,
+            |o| this.handle.acquire_async(o),
+            keep,
+            &this.client,
+            done,
+        )
     }
 
     /// Releases the newest acquire's members: True when done, False when a
     /// delete goes on in the background. Raises NotHeld if nothing is held,
     /// LockLost if a member had been lost, Closed in a forked child.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let guard = self.pop()?;
-        match py.detach(move || guard.release()) {
-            Ok(status) => Ok(status == ReleaseStatus::Released),
-            Err(e) => Err(to_py_err(py, &e)),
-        }
+        self.guards.release(py, self.guards.pop()?.0)
     }
 
     /// Starts `release()` for asyncio, as `Lock.release_start`.
     fn release_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = self.pop()?;
-        self.client.spawn_then(guard.release_async(), move |out| release_done(out, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.release_start(py, self.guards.pop()?.0, done)
     }
 
     /// Raises unless every member of the newest acquire is safely held.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.top()?.check().map_err(|e| to_py_err(py, &e))
+        self.guards.check(py)
     }
 
     /// A fenced write with the newest acquire's members (the core's
     /// `MultiGuard::fenced_multi`: made only while every member's node
     /// exists), as `Lock.fenced_multi`.
     fn fenced_multi<'py>(&self, py: Python<'py>, ops: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let guard = self.top()?;
-        let ops = fenced_ops(ops)?;
-        let results = py.detach(move || guard.fenced_multi(&ops)).map_err(|e| to_py_err(py, &e))?;
-        fenced_results(py, results)
+        self.guards.fenced_multi(py, ops)
     }
 
     /// Starts `fenced_multi(ops)` for asyncio, as `Lock.fenced_multi_start`.
     fn fenced_multi_start(&self, py: Python<'_>, ops: &Bound<'_, PyAny>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = self.top()?;
-        let write = guard.fenced_multi_async(fenced_ops(ops)?);
-        self.client.spawn_then(write, move |out| fenced_done(out, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.fenced_multi_start(py, ops, done)
     }
 
     /// As `Lock.lost_start`, for any member of the newest acquire.
     fn lost_start(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<()> {
-        let guard = self.top()?;
-        self.client.spawn_then(guard.lost(), move |e| lost_done(e, done)).map_err(|e| to_py_err(py, &e))
+        self.guards.lost_start(py, done)
     }
 
     /// Whether this object holds every member now (held or suspended).
     #[getter]
     fn held(&self) -> bool {
-        let top = locked(&self.guards).last().cloned();
-        !self.origin.forked()
-            && !self.client.is_closed()
-            && top.is_some_and(|g| matches!(g.state(), LockState::Held | LockState::Suspended))
+        self.guards.held(self.origin.forked() || self.client.is_closed())
     }
 
     /// The state of the newest acquire's set (see the core's
     /// `MultiGuard::state`), `"RELEASED"` when nothing is held.
     #[getter]
     fn state(&self) -> &'static str {
-        let top = locked(&self.guards).last().cloned();
-        match top {
-            Some(_) if self.origin.forked() || self.client.is_closed() => "LOST",
-            Some(guard) => LockState::name(guard.state()),
-            None => "RELEASED",
-        }
+        self.guards.state(self.origin.forked() || self.client.is_closed())
     }
 
     /// How many acquires of this object are not yet released.
     #[getter]
     fn depth(&self) -> usize {
-        locked(&self.guards).len()
+        self.guards.depth()
     }
 
     /// The newest acquire's fencing tokens, in the order of `paths`.
     #[getter]
     fn fencing_tokens(&self) -> PyResult<Vec<u64>> {
-        Ok(self.top()?.guards().iter().map(Guard::fencing_token).collect())
+        Ok(self.guards.top()?.fencing_tokens())
     }
 
     /// The member paths, in the order an acquire takes them.
