@@ -100,6 +100,25 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
             let f = zk.delete(&path, version.unwrap_or(-1));
             (answered(f, |()| proto::Answer::Done), None)
         },
+        proto::Request::Probe { path } => {
+            // The version never matches: BadVersion, or NoNode, NoAuth. Each
+            // is ZooKeeper's answer after its leader committed the write
+            // (a failed write is an error transaction, proposed as any
+            // other): what the probe is for.
+            let f = zk.set_data(&path, &[], i32::MIN);
+            let out = f.outbound();
+            let f = async move {
+                let (result, stamp) = f.stamped().await;
+                let result = match result {
+                    Ok(_) | Err(zk::Error::Server(Code::BadVersion | Code::NoNode | Code::NoAuth)) => {
+                        Ok(proto::Answer::Done)
+                    },
+                    Err(e) => Err(e),
+                };
+                (result, stamp.map_or(0, |s| s.connection))
+            };
+            ((Box::pin(f), Some(out)), None)
+        },
         proto::Request::MakeParents { path } => {
             let zk = zk.clone();
             let acl = shared.acl().to_vec();

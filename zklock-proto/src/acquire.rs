@@ -92,6 +92,21 @@ pub enum Request {
         /// The lock path.
         path: String,
     },
+    /// A write that changes nothing: setData of `path` at a version that
+    /// never matches. ZooKeeper answers it (BadVersion, or NoNode, NoAuth:
+    /// the runner answers any of those [`Answer::Done`]) only once its
+    /// leader committed it with a quorum, and a read sent right behind it
+    /// on the same connection is answered by a server that has applied
+    /// every change committed before it: what a read that must see our own
+    /// create of unknown outcome is sent behind (protocol section 4, step
+    /// 3). A server that lags behind the leader, or one cut off with a
+    /// deposed leader that has not noticed yet, would answer that read
+    /// from a tree without our node; a sync would not do (a deposed leader
+    /// answers syncs alone). `Failure::Unknown` when no answer came.
+    Probe {
+        /// The node to write (the lock path).
+        path: String,
+    },
 }
 
 impl Request {
@@ -405,11 +420,18 @@ pub struct Bugs {
     /// deleted the write node, the read node takes the write node's
     /// sequence and sorts before a writer granted meanwhile.
     pub downgrade_without_check: bool,
+    /// After a lost create reply, list the lock to find our node (and, in
+    /// the sweep of one whose outcome stays unknown, to find what to
+    /// delete) without a [`Request::Probe`] before the list: a server
+    /// behind the leader (one cut off with a deposed leader) answers
+    /// without our node, and the node is left in the queue, ahead of
+    /// everyone, until our session ends.
+    pub list_without_probe: bool,
 }
 
 impl Bugs {
     /// Whether the bug `which` is switched on (never without `history`).
-    pub(crate) fn is_on(&self, which: fn(&Bugs) -> bool) -> bool {
+    pub fn is_on(&self, which: fn(&Bugs) -> bool) -> bool {
         cfg!(feature = "history") && which(self)
     }
 }
@@ -469,7 +491,7 @@ enum Phase {
     Create(Creating),
     Parents { req: Id },
     Reconnect { then: After },
-    RecoverList { list: Id },
+    RecoverList { probe: Option<Id>, list: Id },
     RecoverExists { children: Arc<[String]>, checks: Vec<(String, Id)> },
     Look { list: Id, read: Option<Id> },
     Prove { read: Id, old: Option<Id> },
@@ -782,7 +804,8 @@ impl<E: Clone> Attempt<E> {
             Phase::Create(Creating { create, list, guess, stat_read, .. }) => {
                 id == *create || id == *list || guess.as_ref().is_some_and(|g| g.1 == id) || *stat_read == Some(id)
             },
-            Phase::Parents { req } | Phase::RecoverList { list: req } | Phase::Prove { read: req, .. } => id == *req,
+            Phase::Parents { req } | Phase::Prove { read: req, .. } => id == *req,
+            Phase::RecoverList { probe, list } => id == *list || *probe == Some(id),
             Phase::Linger { create } => id == *create,
             Phase::RecoverExists { checks, .. } => checks.iter().any(|c| c.1 == id),
             Phase::Look { list, read } | Phase::WatchChildren { list, read } => id == *list || *read == Some(id),
@@ -880,10 +903,15 @@ impl<E: Clone> Attempt<E> {
         self.phase = Phase::Parents { req };
     }
 
+    /// Looks for our node after a lost create reply: a list of the lock,
+    /// behind a probe write that makes the server answering it one that
+    /// has applied our create if it was made ([`Request::Probe`]).
     fn recover(&mut self) {
         self.got.clear();
+        let probe = (!self.cfg.bugs.is_on(|b| b.list_without_probe))
+            .then(|| self.send(Request::Probe { path: self.cfg.path.clone() }));
         let list = self.send(Request::Children { path: self.cfg.path.clone(), stat: false, watch: false });
-        self.phase = Phase::RecoverList { list };
+        self.phase = Phase::RecoverList { probe, list };
     }
 
     /// Works through the replies that came, as far as they allow.
@@ -910,10 +938,18 @@ impl<E: Clone> Attempt<E> {
                         true
                     },
                 },
-                Phase::RecoverList { list } => match self.got.remove(&list) {
-                    None => self.wait(Phase::RecoverList { list }),
+                Phase::RecoverList { probe, list } if probe.is_some_and(|p| !self.got.contains_key(&p)) => {
+                    self.wait(Phase::RecoverList { probe, list })
+                },
+                Phase::RecoverList { probe, list } => match self.got.remove(&list) {
+                    None => self.wait(Phase::RecoverList { probe, list }),
                     Some(r) => {
-                        self.on_recover_list(r);
+                        match probe.and_then(|p| self.got.remove(&p)).map(|p| p.result) {
+                            // Without the probe's answer the list may be
+                            // of a tree without our create: look again.
+                            Some(Err(Failure::Unknown)) => self.reconnect(After::Recover),
+                            _ => self.on_recover_list(r),
+                        }
                         true
                     },
                 },
@@ -1460,6 +1496,19 @@ mod tests {
         a.handle(Event::Reply(id, Reply { result: Err(f), connection: 1 }));
     }
 
+    /// The recovery after a lost create reply, which `a` asks for next: a
+    /// probe write, then the list behind it. Answers the probe; the list's
+    /// request.
+    fn probed_list(a: &mut Attempt<String>) -> (Id, Request) {
+        let sent = sent(&actions(a));
+        assert!(
+            matches!(&sent[..], [(_, Request::Probe { path }), (_, Request::Children { path: l, .. })] if path == "/l" && l == "/l"),
+            "a probe, then the list: {sent:?}"
+        );
+        ok(a, sent[0].0, Answer::Done);
+        sent[1].clone()
+    }
+
     /// A new attempt of `cfg` whose create made `name` (czxid 7) and whose
     /// list behind it showed `queue`, the parent's pzxid `pzxid`: the
     /// attempt (its next actions not yet taken) and the create's requests.
@@ -1622,8 +1671,8 @@ mod tests {
         assert_eq!(actions(&mut a), vec![Action::AwaitReconnect]);
         assert!(a.leftover().unknown_create);
         a.handle(Event::Reconnected);
-        let list = sent(&actions(&mut a));
-        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into(), BEFORE.into()].into(), stat: None });
+        let list = probed_list(&mut a);
+        ok(&mut a, list.0, Answer::Children { names: vec![OURS.into(), BEFORE.into()].into(), stat: None });
         let exists = sent(&actions(&mut a));
         assert!(matches!(&exists[..], [(_, Request::Exists { path })] if path == "/l/_c_u-lock-0000000001"));
         ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, SESSION))));
@@ -1643,8 +1692,8 @@ mod tests {
         err(&mut a, out[0].0, Failure::Unknown);
         actions(&mut a);
         a.handle(Event::Reconnected);
-        let list = sent(&actions(&mut a));
-        ok(&mut a, list[0].0, Answer::Children { names: vec![OURS.into()].into(), stat: None });
+        let list = probed_list(&mut a);
+        ok(&mut a, list.0, Answer::Children { names: vec![OURS.into()].into(), stat: None });
         let exists = sent(&actions(&mut a));
         ok(&mut a, exists[0].0, Answer::Exists(Some(stat(7, 0x99))));
         // Not ours: create again.
@@ -1765,8 +1814,33 @@ mod tests {
         assert_eq!(actions(&mut a), vec![Action::AwaitReconnect]);
         assert!(a.leftover().unknown_create, "the node made is looked for if the attempt ends here");
         a.handle(Event::Reconnected);
-        let list = sent(&actions(&mut a));
-        assert!(matches!(&list[..], [(_, Request::Children { stat: false, watch: false, .. })]), "{list:?}");
+        let list = probed_list(&mut a);
+        assert!(matches!(list.1, Request::Children { stat: false, watch: false, .. }), "{list:?}");
+    }
+
+    /// A list after a lost create reply counts only behind an answered
+    /// probe: with the probe unanswered (the connection lost meanwhile),
+    /// an empty list does not make the attempt create again (the server
+    /// that answered may not have applied our create): it waits for the
+    /// next connection and looks again.
+    #[test]
+    fn a_list_behind_an_unanswered_probe_is_not_trusted() {
+        let mut a = Attempt::new(config(LockMode::Exclusive));
+        let out = sent(&actions(&mut a));
+        err(&mut a, out[0].0, Failure::Unknown);
+        actions(&mut a);
+        a.handle(Event::Reconnected);
+        let recover = sent(&actions(&mut a));
+        assert!(matches!(&recover[0].1, Request::Probe { .. }), "{recover:?}");
+        err(&mut a, recover[0].0, Failure::Unknown);
+        ok(&mut a, recover[1].0, Answer::Children { names: vec![BEFORE.into()].into(), stat: None });
+        assert_eq!(actions(&mut a), vec![Action::AwaitReconnect]);
+        assert!(a.leftover().unknown_create);
+        a.handle(Event::Reconnected);
+        let list = probed_list(&mut a);
+        ok(&mut a, list.0, Answer::Children { names: vec![BEFORE.into()].into(), stat: None });
+        let again = sent(&actions(&mut a));
+        assert!(matches!(&again[0].1, Request::Create { .. }), "now created again: {again:?}");
     }
 
     /// An outside test (round 12) deleted the lock path's ancestors (all

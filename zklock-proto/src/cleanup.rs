@@ -80,6 +80,9 @@ pub struct Cleanup {
     session: i64,
     /// The list of a prefix's parent on its way.
     list: Option<(Id, String, String)>,
+    /// The probe write sent before that list, until its answer, and
+    /// whether it was answered (see [`Request::Probe`]).
+    probe: Option<(Id, bool)>,
     /// Nodes being deleted: path and step.
     nodes: Vec<(String, Step)>,
     /// The results of the nodes done.
@@ -91,11 +94,14 @@ pub struct Cleanup {
 
 impl Cleanup {
     /// One try at deleting `target`, for session `session`; its first
-    /// requests are ready at once.
+    /// requests are ready at once. A prefix's parent is listed behind a
+    /// probe write ([`Request::Probe`]): the list then shows our create of
+    /// unknown outcome if it was made.
     pub fn new(target: Target, session: i64) -> Cleanup {
         let mut c = Cleanup {
             session,
             list: None,
+            probe: None,
             nodes: Vec::new(),
             results: Vec::new(),
             next: 1,
@@ -105,6 +111,7 @@ impl Cleanup {
         match target {
             Target::Node { path, known_ours } => c.node(path, known_ours),
             Target::Prefix { parent, prefix } => {
+                c.probe = Some((c.send(Request::Probe { path: parent.clone() }), false));
                 let id = c.send(Request::Children { path: parent.clone(), stat: false, watch: false });
                 c.list = Some((id, parent, prefix));
             },
@@ -127,9 +134,22 @@ impl Cleanup {
         if self.done {
             return;
         }
+        if let Some((probe, answered)) = &mut self.probe {
+            if *probe == id {
+                *answered = !matches!(reply.result, Err(Failure::Unknown));
+                return;
+            }
+        }
         if let Some((list, parent, prefix)) = self.list.take() {
             if list != id {
                 self.list = Some((list, parent, prefix));
+                return;
+            }
+            // A list not behind an answered probe may be of a tree without
+            // our create: try again.
+            if self.probe.take().is_some_and(|(_, answered)| !answered) {
+                self.results.push(Deletion::Pending);
+                self.settle();
                 return;
             }
             match reply.result {
@@ -318,40 +338,54 @@ mod tests {
         let mut c = Cleanup::new(Target::Prefix { parent: "/l".into(), prefix: "_c_u-".into() }, SESSION);
         assert_eq!(
             actions(&mut c),
-            vec![Action::Send(Id(1), Request::Children { path: "/l".into(), stat: false, watch: false })]
-        );
-        let names =
-            vec!["_c_u-lock-0000000002".to_owned(), "_c_v-lock-0000000001".into(), "_c_u-lock-0000000003".into()];
-        c.handle(Id(1), ok(Answer::Children { names: names.into(), stat: None }));
-        assert_eq!(
-            actions(&mut c),
             vec![
-                Action::Send(Id(2), Request::Exists { path: "/l/_c_u-lock-0000000002".into() }),
-                Action::Send(Id(3), Request::Exists { path: "/l/_c_u-lock-0000000003".into() }),
+                Action::Send(Id(1), Request::Probe { path: "/l".into() }),
+                Action::Send(Id(2), Request::Children { path: "/l".into(), stat: false, watch: false }),
             ]
         );
-        c.handle(Id(2), ok(Answer::Exists(Some(stat(SESSION, 0)))));
-        c.handle(Id(3), ok(Answer::Exists(Some(stat(0x99, 0)))));
-        c.handle(Id(4), ok(Answer::Done));
+        c.handle(Id(1), ok(Answer::Done));
+        let names =
+            vec!["_c_u-lock-0000000002".to_owned(), "_c_v-lock-0000000001".into(), "_c_u-lock-0000000003".into()];
+        c.handle(Id(2), ok(Answer::Children { names: names.into(), stat: None }));
         assert_eq!(
             actions(&mut c),
             vec![
-                Action::Send(Id(4), Request::Delete { path: "/l/_c_u-lock-0000000002".into(), version: Some(0) }),
+                Action::Send(Id(3), Request::Exists { path: "/l/_c_u-lock-0000000002".into() }),
+                Action::Send(Id(4), Request::Exists { path: "/l/_c_u-lock-0000000003".into() }),
+            ]
+        );
+        c.handle(Id(3), ok(Answer::Exists(Some(stat(SESSION, 0)))));
+        c.handle(Id(4), ok(Answer::Exists(Some(stat(0x99, 0)))));
+        c.handle(Id(5), ok(Answer::Done));
+        assert_eq!(
+            actions(&mut c),
+            vec![
+                Action::Send(Id(5), Request::Delete { path: "/l/_c_u-lock-0000000002".into(), version: Some(0) }),
                 Action::NotOurs { path: "/l/_c_u-lock-0000000003".into(), owner: 0x99 },
                 Action::Done(Deletion::Deleted),
             ]
         );
     }
 
+    /// No lock path: nothing to delete. An unanswered list, or a list
+    /// behind an unanswered probe (the server that answered it may not
+    /// have applied our create): try again.
     #[test]
     fn a_prefix_with_no_lock_path_is_done_and_an_unanswered_list_is_pending() {
         let mut c = Cleanup::new(Target::Prefix { parent: "/l".into(), prefix: "_c_u-".into() }, SESSION);
         actions(&mut c);
         c.handle(Id(1), err(Failure::NoNode));
+        c.handle(Id(2), err(Failure::NoNode));
         assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Gone)]);
         let mut c = Cleanup::new(Target::Prefix { parent: "/l".into(), prefix: "_c_u-".into() }, SESSION);
         actions(&mut c);
+        c.handle(Id(1), ok(Answer::Done));
+        c.handle(Id(2), err(Failure::Unknown));
+        assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Pending)]);
+        let mut c = Cleanup::new(Target::Prefix { parent: "/l".into(), prefix: "_c_u-".into() }, SESSION);
+        actions(&mut c);
         c.handle(Id(1), err(Failure::Unknown));
+        c.handle(Id(2), ok(Answer::Children { names: vec![].into(), stat: None }));
         assert_eq!(actions(&mut c), vec![Action::Done(Deletion::Pending)]);
     }
 }

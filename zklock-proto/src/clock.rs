@@ -151,6 +151,12 @@ pub struct Bugs {
     /// clock ran out while the second answer was on its way, where using
     /// the first would have kept it).
     pub no_connect_credit: bool,
+    /// Credit a reconnect's (or a late connect answer's) connect request at
+    /// its own send time, with no `T / 3` lag: as if only the leader of
+    /// the moment could revalidate the session. A deposed leader that has
+    /// not noticed yet answers connects too (its touch is lost: the new
+    /// leader counts the session's timeout from its own start).
+    pub connect_no_lag: bool,
 }
 
 impl Bugs {
@@ -267,7 +273,7 @@ impl Clock {
         if self.bugs.on(|b| b.no_connect_credit) {
             return false;
         }
-        connect_sent.checked_sub(self.report_lag()).is_some_and(|touched| self.credit_to(touched))
+        connect_sent.checked_sub(self.connect_lag()).is_some_and(|touched| self.credit_to(touched))
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back);
@@ -295,7 +301,7 @@ impl Clock {
             self.history.connection = reply.connection;
             self.history.replies.clear();
             self.history.credited = false;
-            if let Some(touched) = reply.connect_sent.and_then(|c| c.checked_sub(self.report_lag())) {
+            if let Some(touched) = reply.connect_sent.and_then(|c| c.checked_sub(self.connect_lag())) {
                 moved |= self.credit_to(touched);
             }
         }
@@ -323,6 +329,17 @@ impl Clock {
             moved |= self.credit_to(sent);
         }
         moved
+    }
+
+    /// How long before its send time a connect answered with the session
+    /// alive is credited: [`Clock::report_lag`], which covers a deposed
+    /// leader's answers (zero with the `connect_no_lag` switch).
+    fn connect_lag(&self) -> Duration {
+        if self.bugs.on(|b| b.connect_no_lag) {
+            Duration::ZERO
+        } else {
+            self.report_lag()
+        }
     }
 
     /// Moves the credited time to `touched` (never back); whether it moved.

@@ -469,7 +469,9 @@ fn orphans_under(zk: &Zk<Tag>, cs: &[Contender], parent_path: &str) -> Result<()
             || c.mutex_held.as_ref().is_some_and(|m| m.path == path);
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
-            Task::Sweep(sp, prefix) => sp == parent_path && k.starts_with(prefix.as_str()),
+            Task::Sweep(sp, prefix) | Task::SweepList(sp, prefix) => {
+                sp == parent_path && k.starts_with(prefix.as_str())
+            },
             Task::Watch(_) => false,
         });
         if !(current || held || cleaning) {

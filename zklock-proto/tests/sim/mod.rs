@@ -173,9 +173,11 @@ impl Opts {
             (b.ignore_mutex_lost, "ignore_mutex_lost"),
             (b.close_is_loss, "close_is_loss"),
             (b.downgrade_without_check, "downgrade_without_check"),
+            (b.list_without_probe, "list_without_probe"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
+            (self.clock_bugs.connect_no_lag, "connect_no_lag"),
             (self.count_bugs.keep_on_failure, "keep_count_on_failure"),
             (self.count_bugs.no_hold_back, "count_no_hold_back"),
             (self.count_bugs.fail_on_lost_read, "count_fail_on_lost_read"),
@@ -1035,7 +1037,9 @@ impl World {
     /// a reset, the next after a silence; each attempt's wait, the pauses
     /// between rounds, a late answer asked again, giving up). A member
     /// takes the connect where the model can connect at once
-    /// (`Zk::servers_for`: the leader, a follower in step with it) and
+    /// (`Zk::servers_for`: the leader, a follower in step with it; and
+    /// `Zk::ghost_servers_for`: a follower cut off with a deposed leader
+    /// that still answers, which revalidates without a touch) and
     /// answers [`CONNECT_TICKS`] after it went, or later once a lagging
     /// follower catches up; a follower that noticed it lost the leader
     /// refuses; one cut off from the leader that has not noticed yet, or
@@ -1053,7 +1057,8 @@ impl World {
         let cut = self.is_cut(i);
         let members = 1 + self.zk.followers.len();
         let (from, last_read) = (s.server, self.cs[i].last_read.unwrap_or(now));
-        let takes = self.zk.servers_for(Some(sid));
+        let mut takes = self.zk.servers_for(Some(sid));
+        takes.extend(self.zk.ghost_servers_for(sid, self.cs[i].last_zxid));
         let refusing: Vec<bool> = (0..members).map(|m| !cut && m > 0 && !self.zk.followers[m - 1].serving).collect();
         let refuses = |m: usize| refusing[m];
         let mut r = self.cs[i].rounds.take().unwrap_or_else(|| {
@@ -1064,6 +1069,10 @@ impl World {
             if let Some((m, until, sent, tick)) = r.attempt {
                 if !cut && takes.contains(&m) && self.zk.now >= tick + CONNECT_TICKS {
                     r.attempt = None;
+                    let ghost = self.zk.is_ghost(m);
+                    if ghost {
+                        self.count("reconnect: answered by a deposed leader");
+                    }
                     match r.rr.answered(sent, now) {
                         Answered::Use => {
                             self.reconnect_to(i, m);
@@ -1072,8 +1081,11 @@ impl World {
                         },
                         Answered::AskAgain => {
                             self.count("reconnect: a late answer asked again");
-                            // The answer proved the session alive.
-                            self.zk.sessions.get_mut(&sid).expect("session").touched = self.zk.now;
+                            // The answer proved the session alive (a
+                            // deposed leader's touch reaches nobody).
+                            if !ghost {
+                                self.zk.sessions.get_mut(&sid).expect("session").touched = self.zk.now;
+                            }
                             if let Some(k) = self.cs[i].clock.as_mut() {
                                 k.credit_connect(sent);
                             }

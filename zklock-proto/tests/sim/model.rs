@@ -619,6 +619,31 @@ impl<T: Clone> Zk<T> {
         v
     }
 
+    /// The followers where a reconnect of session `sid` is answered by a
+    /// deposed leader: cut off with it after a leader change, while it
+    /// still answers (`ghost_until`), serving, with no request of the
+    /// session on its way, and not behind `last_zxid`, the last zxid the
+    /// client saw (ZooKeeper refuses a client that has seen more than the
+    /// server). The deposed leader revalidates the session, a touch the new
+    /// leader never hears of (see [`Zk::reconnect`]).
+    pub fn ghost_servers_for(&self, sid: SessionId, last_zxid: i64) -> Vec<usize> {
+        let ours = |s: &SessionId| *s == sid;
+        let mut v = Vec::new();
+        for (f, fl) in self.followers.iter().enumerate() {
+            let carries = fl.up.iter().any(|(_, m)| matches!(m, Up::Forward { sid: s, .. } if ours(s)))
+                || fl.down.iter().any(|(_, m)| matches!(m, Down::Answer { sid: s, .. } if ours(s)));
+            if fl.deposed && fl.serving && self.now < fl.ghost_until && fl.zxid >= last_zxid && !carries {
+                v.push(f + 1);
+            }
+        }
+        v
+    }
+
+    /// Whether `server` is a follower cut off with a deposed leader.
+    pub fn is_ghost(&self, server: usize) -> bool {
+        server > 0 && self.followers[server - 1].deposed
+    }
+
     /// Records `e` for the followers (with the current zxid), if any.
     fn record(&mut self, e: Entry) {
         if !self.followers.is_empty() {
@@ -1218,13 +1243,17 @@ impl<T: Clone> Zk<T> {
             }
         }
         let now = self.now;
+        let ghost = self.is_ghost(server);
         let s = self.sessions.get_mut(&sid).expect("session");
         s.connected = true;
         s.conn += 1;
         s.server = server;
         s.forwarded.clear();
-        // The leader revalidates the session: a touch.
-        s.touched = now;
+        // The leader revalidates the session: a touch (but a deposed
+        // leader's touch reaches nobody).
+        if !ghost {
+            s.touched = now;
+        }
         s.watches = keep;
         fire.dedup();
         for (path, notice) in fire {

@@ -150,8 +150,13 @@ pub enum Task {
     Release(String),
     /// Delete a node an ended attempt left (if our session owns it).
     Clean(String),
-    /// List this parent and delete our nodes with this protected prefix.
+    /// Sweep this parent for our nodes with this protected prefix (a
+    /// create of unknown outcome): first a probe write (what zklock-core's
+    /// cleanup sends, `Request::Probe`: its answer comes from a server that
+    /// has applied every change made before it), then `SweepList`.
     Sweep(String, String),
+    /// List this parent and delete our nodes with this protected prefix.
+    SweepList(String, String),
     /// Read our mutex node with a data watch (the holder's monitor, when
     /// the grant left no watch on it).
     Watch(String),
@@ -708,7 +713,8 @@ impl World {
     pub fn task(&mut self, i: usize, t: Task) {
         let op = match &t {
             Task::Release(p) | Task::Clean(p) => Op::DeleteOwned { path: p.clone() },
-            Task::Sweep(parent, _) => Op::Children { path: parent.clone(), stat: false, watch: false },
+            Task::Sweep(..) => Op::Probe,
+            Task::SweepList(parent, _) => Op::Children { path: parent.clone(), stat: false, watch: false },
             Task::Watch(p) => Op::GetData { path: p.clone(), watch: true },
         };
         self.cs[i].tasks.push(t.clone());
@@ -819,6 +825,7 @@ impl World {
                         Request::Exists { path } => Op::Exists { path },
                         Request::Delete { path, .. } => Op::Delete { path },
                         Request::MakeParents { path } => Op::MakeParents { path },
+                        Request::Probe { .. } => Op::Probe,
                         Request::CheckAndCreate { check, path, .. } => {
                             self.cs[i].creates.push(id);
                             Op::CheckAndCreate { check, path }
@@ -982,7 +989,10 @@ impl World {
             if left.unknown_create {
                 let p = self.cs[i].protected.clone();
                 let parent = self.cs[i].attempt_path.clone();
-                self.task(i, Task::Sweep(parent, p));
+                // Without the probe (`Bugs::list_without_probe`), the list
+                // at once.
+                let bug = self.bugs.is_on(|b| b.list_without_probe);
+                self.task(i, if bug { Task::SweepList(parent, p) } else { Task::Sweep(parent, p) });
             }
         }
         // A downgrade that did not grant: the write node goes too.
@@ -1087,7 +1097,10 @@ impl World {
                     {
                         self.mutex_lost(i, "its node is gone");
                     },
-                    (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::Sweep(parent, prefix)) => {
+                    // The probe answered (a BadVersion, anything but no
+                    // answer): the list now.
+                    (_, Task::Sweep(parent, prefix)) => self.task(i, Task::SweepList(parent.clone(), prefix.clone())),
+                    (Ok(zklock_proto::acquire::Answer::Children { names, .. }), Task::SweepList(parent, prefix)) => {
                         for n in names.iter().filter(|n| n.starts_with(prefix.as_str())) {
                             let p = format!("{parent}/{n}");
                             self.task(i, Task::Clean(p));
