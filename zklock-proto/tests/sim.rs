@@ -34,7 +34,9 @@
 //!   must a wrong rule of the safety clock (`clock::Bugs`) in every
 //!   contender's clock (`ZKLOCK_SIM_BUG=<switch>` replays one; a test
 //!   restricted to one kind of scenario says so in its replay line with
-//!   `ZKLOCK_SIM_KIND`). Two wrong rules the clock's documentation rules
+//!   `ZKLOCK_SIM_KIND`). One wrong rule too rare to search for in that
+//!   budget, `list_without_probe`, is replayed at the seeds that found it
+//!   (`list_without_probe_leaks_at_its_seeds`). Two wrong rules the clock's documentation rules
 //!   out have no switch, because the model does not show them wrong (40 s
 //!   of seeds each found nothing with them switched on): letting
 //!   a sync answered after the clock ran out count (the model's leader

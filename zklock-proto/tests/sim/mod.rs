@@ -36,7 +36,9 @@
 //! follower's copy of the tree (and its answers to forwarded requests)
 //! back for up to `T/2`. A `leader change` fault starts a new leader that
 //! gives every session a full timeout; one follower stays with the
-//! deposed leader, which answers its syncs for up to [`DEPOSED_TICKS`].
+//! deposed leader, which answers its syncs for up to [`DEPOSED_TICKS`],
+//! and the reconnects that follower takes (revalidating the session
+//! without a touch the new leader hears of).
 //! Each client reads its own clock, which runs at a rate drawn per
 //! contender within ±5 % of the server's ([`DRIFT_PER_MILLE`]): over a
 //! session timeout it gains or loses at most `T/20`, less than the `T/10`
