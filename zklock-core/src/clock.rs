@@ -109,13 +109,14 @@ impl SafetyClock {
                     _ => None,
                 },
             }?;
-            let connect_sent = (stamp.connection == connected.connection).then_some(connected.connect_sent);
+            let same = stamp.connection == connected.connection;
             Some(SyncReply(Heartbeat {
                 sent: stamp.sent,
                 answered: stamp.answered,
                 connection: stamp.connection,
                 write,
-                connect_sent,
+                connect_sent: same.then_some(connected.connect_sent),
+                connect_answered: same.then_some(connected.answered),
             }))
         })
     }

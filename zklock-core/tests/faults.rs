@@ -442,6 +442,46 @@ fn a_grant_right_after_a_reconnect_does_not_wait_for_the_heartbeats() {
     assert!(waited < 700 * MS, "b was granted {waited:?} after the release: it waited for its heartbeats");
 }
 
+/// Outside attack round 31, F1: a connection reset on a network whose
+/// round trips are 0.08 to 0.1 of the session timeout (here 0.09: T = 4 s,
+/// 360 ms) cost the lock 0.57 T after the reset (Suspended by the clock, Held again a
+/// moment later), because the new connection's heartbeats counted only
+/// from `T/3` after the first sync's reply: three round trips and `T/3`
+/// after the reconnect. The connect is now the connection's first
+/// heartbeat: two round trips and `T/3`, before the reconnect's credit
+/// runs out. Read from outside zklock's clock: the guard's states, sampled
+/// every few ms from the reset to `0.9 T` after it: Held again after the
+/// reconnect, and never Suspended after that.
+#[test]
+fn a_reset_on_a_slow_network_keeps_the_lock() {
+    let zk = server();
+    let t = 4 * SEC;
+    let proxy = Proxy::start_with_latency(zk.client_addr(0), t * 9 / 200).unwrap();
+    let holder = via_proxy(&proxy, t);
+    let g = lock_of(&holder, "/slow-reset", LockMode::Exclusive).acquire(Some(30 * SEC)).unwrap();
+    // The steady state: the clock moved by this connection's heartbeats.
+    std::thread::sleep(t);
+    right_after_a_credit(&g, t);
+    proxy.drop_connections();
+    let reset = Instant::now();
+    let (mut down, mut held_again, mut lost_after) = (None, None, None);
+    while reset.elapsed() < t * 9 / 10 {
+        let (state, at) = (g.state(), reset.elapsed());
+        match (state == LockState::Held, down, held_again) {
+            (false, None, _) => down = Some((state, at)),
+            (true, Some(_), None) => held_again = Some(at),
+            (false, Some(_), Some(_)) if lost_after.is_none() => lost_after = Some((state, at)),
+            _ => {},
+        }
+        std::thread::sleep(2 * MS);
+    }
+    eprintln!("after the reset: {down:?}");
+    eprintln!("held again {held_again:?} after the reset; then {lost_after:?}");
+    assert!(held_again.is_some(), "never Held again after the reset");
+    assert_eq!(lost_after, None, "the lock was not safely held again after the reconnect");
+    assert!(g.check().is_ok());
+}
+
 /// Waits (at most a session timeout) until the guard's safety clock next
 /// moves forward, so that an outage started then begins right after a
 /// heartbeat was credited: how far the clock runs ahead of an outage

@@ -43,6 +43,14 @@
 //! new one started (as for syncs, below), so the first reply on the new
 //! connection credits its connect request's send time less `T/3`, even
 //! after the clock ran out. (The session layer refuses read-only servers.)
+//! The connect is also the new connection's first heartbeat: it touched
+//! the session before its answer was read, so a sync sent `T/3` after
+//! that answer credits the connect's send time in full, by the argument
+//! for heartbeats above (a deposed leader answering both is bounded as
+//! for syncs, below). Before (outside attack round 31, F1), only the
+//! first sync's reply started the history: after a reset on a network
+//! whose round trips exceed about `0.08 T` the clock ran out before the
+//! heartbeats counted; now about `0.12 T`.
 //!
 //! A sync reply does not prove that the session is still alive: the leader
 //! answers a sync of an expired session too (the follower closes the
@@ -95,6 +103,10 @@ pub struct Heartbeat {
     /// if it is still the session's connection: its answer revalidated the
     /// session on the leader after that.
     pub connect_sent: Option<Instant>,
+    /// When the answer to that connect request was read (with
+    /// `connect_sent`): the connect counts as the connection's first
+    /// heartbeat (see the module documentation).
+    pub connect_answered: Option<Instant>,
 }
 
 /// Answered heartbeats of the current connection.
@@ -304,6 +316,15 @@ impl Clock {
             if let Some(touched) = reply.connect_sent.and_then(|c| c.checked_sub(self.connect_lag())) {
                 moved |= self.credit_to(touched);
             }
+            // The connect is the connection's first heartbeat: it touched
+            // the session (on the leader, through the follower) before its
+            // answer was read, so a sync sent `T / 3` after that answer
+            // credits its send time in full, by the heartbeats' argument.
+            if let (Some(sent), Some(answered)) = (reply.connect_sent, reply.connect_answered) {
+                let connect =
+                    Heartbeat { sent, answered, write: false, connect_sent: None, connect_answered: None, ..reply };
+                self.history.replies.push_back(connect);
+            }
         }
         let lag = self.report_lag();
         // A sync answered after the clock ran out may be an expired
@@ -365,6 +386,7 @@ mod tests {
             connection,
             write: false,
             connect_sent: None,
+            connect_answered: None,
         }
     }
 
@@ -473,6 +495,7 @@ mod tests {
             connection,
             write: false,
             connect_sent,
+            connect_answered: None,
         };
         // A connect that waited half a session timeout: 0.4 T left, less
         // than the T/3 + T/8 its first credit may take.
@@ -519,6 +542,7 @@ mod tests {
             connection: 1,
             write: false,
             connect_sent: Some(c),
+            connect_answered: None,
         };
         let rtt = Duration::from_millis(2);
         let mut clock = Clock::new(c - T, T, 0);
@@ -543,6 +567,53 @@ mod tests {
         clock.credit_connect(c);
         assert!(clock.will_stay_safe(c));
         assert!(!clock.will_stay_safe(c + T / 5));
+    }
+
+    /// Round 31, F1: a reset on a network whose round trips are `0.1 T`.
+    /// The connect (sent at `c`, answered at `c + rtt`) is the connection's
+    /// first heartbeat: the sync sent `T/3` after its answer credits `c`
+    /// in full, in time (the clock, `c - T/3 + 0.9 T`, would run out at
+    /// `c + 0.57 T`). Counted from the first sync's answer instead (sent
+    /// after the connect's, answered a round trip later), the credit came
+    /// at `c + 3 rtt + T/3 = c + 0.63 T`: too late.
+    #[test]
+    fn a_reconnects_connect_is_its_connections_first_heartbeat() {
+        let c = Instant::now();
+        let rtt = T / 10;
+        let beat = |sent: Instant, connect_answered: Option<Instant>| Heartbeat {
+            sent,
+            answered: sent + rtt,
+            connection: 1,
+            write: false,
+            connect_sent: Some(c),
+            connect_answered,
+        };
+        for counts in [true, false] {
+            let answered = counts.then_some(c + rtt);
+            let mut clock = Clock::new(c - T, T, 0);
+            clock.credit(beat(c + rtt, answered));
+            assert_eq!(clock.safe_until(), c - T / 3 + T - T / 10);
+            // The heartbeats go every T/8, and the first that can count as
+            // soon as it can: T/3 after the connect's answer.
+            let mut next = c + rtt * 2;
+            while next < c + rtt + clock.report_lag() {
+                next += clock.next_heartbeat(next, T / 8);
+            }
+            if counts {
+                assert_eq!(next, c + rtt + clock.report_lag());
+            }
+            let next = c + rtt + clock.report_lag();
+            let moved = clock.credit(beat(next, answered));
+            assert_eq!(moved, counts, "the connect's send time credited: {counts}");
+            if counts {
+                assert_eq!(clock.safe_until(), c + T - T / 10);
+            } else {
+                // The first sync's reply counts only for a sync sent T/3
+                // after its answer, whose answer comes after the clock ran
+                // out.
+                assert!(c + rtt * 3 + clock.report_lag() >= clock.safe_until());
+            }
+        }
     }
 
     #[test]

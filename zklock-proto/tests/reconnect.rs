@@ -227,6 +227,7 @@ enum State {
     Connected {
         conn: u64,
         connect_sent: Instant,
+        connect_answered: Instant,
     },
     Connecting(Box<Connecting>),
     /// The client gave up (`gave_up_at` says when) or was told the session
@@ -332,7 +333,7 @@ impl World {
             left_at: vec![None],
             slow_from,
             clock,
-            state: State::Connected { conn: 0, connect_sent: base },
+            state: State::Connected { conn: 0, connect_sent: base, connect_answered: base },
             host_at: 0,
             last_recv: base + WIRE,
             recv_count: 0,
@@ -588,7 +589,7 @@ impl World {
                 }
             },
             Req::Beat { sent_ns, write } => {
-                let State::Connected { conn: current, connect_sent } = self.state else { return };
+                let State::Connected { conn: current, connect_sent, connect_answered } = self.state else { return };
                 if current != conn {
                     return;
                 }
@@ -603,6 +604,7 @@ impl World {
                     connection: conn,
                     write,
                     connect_sent: Some(connect_sent),
+                    connect_answered: Some(connect_answered),
                 });
                 self.note_safe();
             },
@@ -632,7 +634,7 @@ impl World {
                     },
                     Answered::Use => {
                         self.host_at = host;
-                        self.state = State::Connected { conn, connect_sent: sent };
+                        self.state = State::Connected { conn, connect_sent: sent, connect_answered: self.now };
                         self.heard();
                         if self.close == Close::Held {
                             // Sent first; no heartbeats after a close.

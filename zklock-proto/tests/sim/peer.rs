@@ -4,7 +4,14 @@
 //! pipelined behind, holds when the list shows it first, else watches the
 //! node before it with getData and lists again when that one goes. After a
 //! lost reply it lists the queue and adopts the node with its protected
-//! prefix (Curator's protection mode), else creates again. It speaks the
+//! prefix (Curator's protection mode), else creates again. Unlike Curator,
+//! that list goes behind a probe write, as zklock's does (protocol section
+//! 4, step 3): Curator lists from whichever server it reconnected to, and
+//! one behind the leader (a follower cut off with a deposed leader) lists
+//! without its node: it creates a second one and leaves the first in the
+//! queue until its session ends (the simulator saw it once deposed leaders
+//! answered reconnects). That is Curator's to fix; the peer is here for the
+//! queue it shares with zklock. It speaks the
 //! same events and actions as `acquire::Attempt`, so one runner drives both.
 
 use std::collections::VecDeque;
@@ -66,8 +73,10 @@ enum Phase {
     },
     /// Waiting to be connected again.
     Reconnect,
-    /// Listing for our protected prefix after a lost create reply.
+    /// Listing for our protected prefix after a lost create reply, behind
+    /// a probe write (whether it was answered: `None` until its reply).
     Recover {
+        probe: (Id, Option<bool>),
         list: Id,
     },
     Done,
@@ -232,7 +241,13 @@ impl Machine for Peer {
                         self.failed(f);
                     },
                 },
-                Phase::Recover { list } if id == list => match r.result {
+                Phase::Recover { probe: (p, None), list } if id == p => {
+                    let answered = !matches!(r.result, Err(Failure::Unknown));
+                    self.phase = Phase::Recover { probe: (p, Some(answered)), list };
+                },
+                Phase::Recover { probe: (_, answered), list } if id == list => match r.result {
+                    // A list not behind an answered probe: as if unanswered.
+                    Ok(_) if answered != Some(true) => self.failed(Failure::Unknown),
                     Ok(Answer::Children { names, .. }) => {
                         self.unknown_create = false;
                         match names.iter().find(|n| n.starts_with(&self.protected)) {
@@ -263,8 +278,9 @@ impl Machine for Peer {
                     if self.node.is_some() {
                         self.look();
                     } else if self.unknown_create {
+                        let probe = self.send(Request::Probe { path: self.path.clone() });
                         let list = self.send(Request::Children { path: self.path.clone(), stat: false, watch: false });
-                        self.phase = Phase::Recover { list };
+                        self.phase = Phase::Recover { probe: (probe, None), list };
                     } else {
                         self.create();
                     }

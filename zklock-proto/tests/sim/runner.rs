@@ -97,6 +97,8 @@ pub enum Tag {
         write: bool,
         /// The connect stamp of the connection it was sent on.
         connect_sent: Instant,
+        /// When that connect's answer was read.
+        connect_answered: Instant,
         /// The server time (ticks) it was sent at.
         tick: u64,
     },
@@ -349,6 +351,8 @@ pub struct Contender {
     pub last_read: Option<Instant>,
     /// When its current connection's connect request went (its clock).
     pub connect_sent: Option<Instant>,
+    /// When that connect's answer was read.
+    pub connect_answered: Option<Instant>,
     /// The server time (ticks) it last sent something at.
     pub last_send: u64,
     /// Cut off from the server from this server time (ticks) ...
@@ -448,6 +452,7 @@ impl Contender {
             next_beat: None,
             last_read: None,
             connect_sent: None,
+            connect_answered: None,
             last_send: 0,
             cut_from: 0,
             cut_until: 0,
@@ -515,6 +520,7 @@ impl World {
         c.down_pending = false;
         c.rounds = None;
         c.connect_sent = Some(now);
+        c.connect_answered = Some(now);
         c.last_read = Some(now);
         c.next_beat = Some(now);
         c.last_send = self.zk.now;
@@ -587,7 +593,9 @@ impl World {
             return;
         }
         let c = &mut self.cs[i];
-        if let (Some(k), Some(due), Some(connect_sent)) = (&c.clock, c.next_beat, c.connect_sent) {
+        if let (Some(k), Some(due), Some(connect_sent), Some(connect_answered)) =
+            (&c.clock, c.next_beat, c.connect_sent, c.connect_answered)
+        {
             if now >= due {
                 let write = !k.is_safe(now);
                 c.next_beat = Some(now + k.next_heartbeat(now, super::SESSION_TIMEOUT / 8));
@@ -597,7 +605,8 @@ impl World {
                     false if self.clock_bugs.heartbeat_reads() => Op::Exists { path: "/".to_string() },
                     false => Op::Sync,
                 };
-                if self.zk.send(sid, Tag::Beat { sent: now, write, connect_sent, tick: self.zk.now }, op) {
+                let beat = Tag::Beat { sent: now, write, connect_sent, connect_answered, tick: self.zk.now };
+                if self.zk.send(sid, beat, op) {
                     self.cs[i].last_send = self.zk.now;
                 }
             }
@@ -1020,7 +1029,7 @@ impl World {
     fn reply(&mut self, i: usize, tag: Tag, result: Result<zklock_proto::acquire::Answer, Failure<String>>, conn: u64) {
         match tag {
             Tag::Ping(_) => {},
-            Tag::Beat { sent, write, connect_sent, .. } => {
+            Tag::Beat { sent, write, connect_sent, connect_answered, .. } => {
                 // As zklock-core's heartbeat: a sync answered Ok, or a write
                 // answered with anything but SessionExpired (the model
                 // answers the probe BadVersion).
@@ -1033,7 +1042,14 @@ impl World {
                     return;
                 }
                 let now = self.client_now(i);
-                let beat = Heartbeat { sent, answered: now, connection: conn, write, connect_sent: Some(connect_sent) };
+                let beat = Heartbeat {
+                    sent,
+                    answered: now,
+                    connection: conn,
+                    write,
+                    connect_sent: Some(connect_sent),
+                    connect_answered: Some(connect_answered),
+                };
                 let Some(k) = self.cs[i].clock.as_mut() else { return };
                 let moved = k.credit(beat);
                 if moved {
