@@ -443,8 +443,10 @@ fn a_grant_right_after_a_reconnect_does_not_wait_for_the_heartbeats() {
 }
 
 /// Outside attack round 31, F1: a connection reset on a network whose
-/// round trips are 0.08 to 0.1 of the session timeout (here 0.09: T = 4 s,
-/// 360 ms) cost the lock 0.57 T after the reset (Suspended by the clock, Held again a
+/// round trips are 0.08 to 0.1 of the session timeout (here 0.09: T = 8 s,
+/// 720 ms: the new rule counts 0.43 s before the clock runs out, the old
+/// one 0.29 s after) cost the lock
+/// 0.57 T after the reset (Suspended by the clock, Held again a
 /// moment later), because the new connection's heartbeats counted only
 /// from `T/3` after the first sync's reply: three round trips and `T/3`
 /// after the reconnect. The connect is now the connection's first
@@ -455,7 +457,7 @@ fn a_grant_right_after_a_reconnect_does_not_wait_for_the_heartbeats() {
 #[test]
 fn a_reset_on_a_slow_network_keeps_the_lock() {
     let zk = server();
-    let t = 4 * SEC;
+    let t = 8 * SEC;
     let proxy = Proxy::start_with_latency(zk.client_addr(0), t * 9 / 200).unwrap();
     let holder = via_proxy(&proxy, t);
     let g = lock_of(&holder, "/slow-reset", LockMode::Exclusive).acquire(Some(30 * SEC)).unwrap();
