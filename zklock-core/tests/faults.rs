@@ -1031,6 +1031,51 @@ fn a_close_during_an_outage_ends_the_session_once_the_server_is_back() {
     gw.release().unwrap();
 }
 
+/// A holder whose server stalls (SIGSTOP: its kernel still accepts
+/// connections and keeps what is written) closes its client and goes (the
+/// client dropped, its runtime and sockets with it, as when `zklock run`
+/// exits) while it reconnects; the server runs again before the session
+/// could expire. The close went right behind the reconnect's connect
+/// request in flight, so the server, reading that connect, reads the close
+/// too and ends the session: the waiter is granted at once. (Outside
+/// attack round 30, F2: the close was held for a connection that never
+/// came; the server read the queued connect, revalidated the session and
+/// kept the holder's node for a session timeout: the waiter was granted
+/// 5-13 s later.)
+#[test]
+fn a_client_closed_while_its_server_is_stalled_ends_its_session_when_the_server_runs_again() {
+    let zk = server();
+    let t = 8 * SEC;
+    let c = Client::connect(options(&zk.connect_string(), t).operation_timeout(SEC)).unwrap();
+    let w = Client::connect(options(&zk.connect_string(), 2 * t)).unwrap();
+    let g = lock_of(&c, "/close-stalled", LockMode::Exclusive).acquire(Some(5 * SEC)).unwrap();
+    let lw = lock_of(&w, "/close-stalled", LockMode::Exclusive);
+    let waiter = std::thread::spawn(move || lw.acquire(Some(60 * SEC)).map(|g| (Instant::now(), g)));
+    wait_until("w queued", 5 * SEC, || queue(&w, "/close-stalled").len() == 2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _sub = c.on_connection_state(move |s| {
+        if s == zklock_core::ConnectionState::Suspended {
+            let _ = tx.send(());
+        }
+    });
+    zk.freeze(0).unwrap();
+    let frozen = Instant::now();
+    // The holder's read timeout (2T/3): it reconnects, to the stalled server.
+    rx.recv_timeout(t).expect("the holder noticed the silence");
+    std::thread::sleep(300 * MS);
+    drop(g);
+    c.close();
+    drop(c);
+    // Before the session could expire (T after the server last heard of it).
+    std::thread::sleep((frozen + t * 7 / 8).saturating_duration_since(Instant::now()));
+    zk.resume(0).unwrap();
+    let resumed = Instant::now();
+    let (granted, gw) = waiter.join().unwrap().expect("w is granted");
+    eprintln!("w granted {:?} after the server ran again", granted - resumed);
+    assert!(granted - resumed < 3 * SEC, "w was granted {:?} after the server ran again", granted - resumed);
+    gw.release().unwrap();
+}
+
 /// A close sent on a connection that then goes silent (a partition that
 /// drops what is sent: the proxy's blackhole reads and discards): when the
 /// client gives that connection up (its read timeout) the close's outcome

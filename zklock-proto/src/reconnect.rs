@@ -287,10 +287,15 @@ impl Reconnect {
 /// to end the session and its ephemeral nodes at once; one that does not
 /// reach it leaves them until the session expires, holding waiters back
 /// for up to a session timeout. So a close asked while reconnecting is held
-/// and sent on the next connection (after the calls made before it), and
-/// one sent on a connection lost before its answer is sent again on the
-/// next connection, once: a server that takes connections and never
-/// answers a close would otherwise be asked for ever. The caller bounds
+/// and goes with the next connection: the session layer writes it right
+/// behind each reconnect attempt's connect request (also into an attempt
+/// already waiting for its answer), so that a server stalled with that
+/// connect in its socket reads the close too when it runs again (the calls
+/// held before the close are then not sent: the session's nodes go with
+/// it). One sent on a connection lost before its answer (or behind a
+/// connect answered without the close's answer) is sent again on the next
+/// connection, once: a server that takes connections and never answers a
+/// close would otherwise be asked for ever. The caller bounds
 /// how long it waits for the close (`zklock-core`'s `Client::close`, the
 /// CLI's exit); the session layer goes on trying until the close is
 /// answered, sent twice, or the reconnect gives up.

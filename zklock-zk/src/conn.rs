@@ -75,7 +75,26 @@ pub(crate) enum Failure {
     Expired,
     /// The server refused our credentials.
     AuthFailed(String),
+    /// The session's close, written right behind the connect request
+    /// ([`CloseAsked`]), was answered: the session is closed.
+    Closed,
+    /// The connect was answered (the session lives) but the close written
+    /// behind it was not: it may not have reached the server, as a close
+    /// lost with its connection ([`zklock_proto::reconnect::Closing`]).
+    CloseLost,
 }
+
+/// Whether the session's close was asked while it reconnects. An attempt
+/// that sees it writes a `closeSession` right behind its connect request
+/// (before its answer, if asked meanwhile): ZooKeeper reads a connection's
+/// requests in order once the connect is processed, so a server stalled
+/// now (a GC pause, SIGSTOP; its kernel accepts the connection and keeps
+/// the bytes) that reads the connect when it runs again reads the close
+/// too, and ends the session at once. Without it, it revalidated the
+/// session and left it, with its nodes, for a session timeout: the
+/// process that asked for the close had exited (outside attack round 30,
+/// F2: `zklock run` exiting while its server was stalled).
+pub(crate) type CloseAsked = tokio::sync::watch::Receiver<bool>;
 
 /// Why a server cannot be used.
 #[derive(Debug)]
@@ -115,6 +134,7 @@ pub(crate) async fn attempt(
     host: &Host,
     attach: &Attach,
     deadline: tokio::time::Instant,
+    close: Option<&CloseAsked>,
 ) -> Result<Ready, Failure> {
     let late = |what: &str| Failure::Transient(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
@@ -166,7 +186,6 @@ pub(crate) async fn attempt(
             }
         },
     };
-    let io_err = |what: &str, e: io::Error| Failure::Transient(format!("{what}: {e}"));
 
     let mut out = Vec::with_capacity(64);
     write_frame(&mut out, |b| {
@@ -179,24 +198,49 @@ pub(crate) async fn attempt(
         }
         .encode(b)
     });
-    let connect_sent = Instant::now();
-    match timeout_at(deadline, async {
-        stream.write_all(&out).await?;
-        stream.flush().await
-    })
-    .await
-    {
-        Err(_) => return Err(late("sending the connect request")),
-        Ok(Err(e)) => return Err(io_err("sending the connect request", e)),
-        Ok(Ok(())) => {},
+    let mut next_xid = attach.next_xid;
+    let mut close = close.cloned();
+    // The close's xid, once written behind the connect.
+    let mut closing = None;
+    if close.as_mut().is_some_and(|c| *c.borrow_and_update()) {
+        closing = Some(write_close(&mut out, &mut next_xid));
     }
+    let connect_sent = Instant::now();
+    send(&mut stream, &out, deadline, "sending the connect request").await?;
     let mut rbuf = BytesMut::with_capacity(4096);
-    let body = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await?;
+    let body = loop {
+        let Some(asked) = close.as_mut().filter(|_| closing.is_none()) else {
+            break read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await?;
+        };
+        // Cancelled by the close, `read_frame` keeps in `rbuf` what it read.
+        let changed = tokio::select! {
+            body = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline) => break body?,
+            changed = asked.changed() => changed.map(|()| *asked.borrow_and_update()),
+        };
+        match changed {
+            Ok(true) => {
+                let mut out = Vec::with_capacity(16);
+                closing = Some(write_close(&mut out, &mut next_xid));
+                send(&mut stream, &out, deadline, "sending the close").await?;
+            },
+            Ok(false) => {},
+            // The session is gone: no close will come.
+            Err(_) => close = None,
+        }
+    };
     let answered = Instant::now();
     let response =
         ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
     if response.timeout_ms <= 0 {
         return Err(Failure::Expired);
+    }
+    if let Some(x) = closing {
+        // The close's answer is the next frame (nothing else was sent).
+        let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
+        return match reply.as_deref().map(split) {
+            Ok(Ok((h, _))) if h.xid == x => Err(Failure::Closed),
+            _ => Err(Failure::CloseLost),
+        };
     }
     // A re-attach answered with another session: ours is gone (a server
     // never does this; it answers timeout 0), and its ephemeral nodes with it.
@@ -206,7 +250,6 @@ pub(crate) async fn attempt(
     if response.read_only {
         return Err(Failure::Transient("the server is read-only".to_string()));
     }
-    let mut next_xid = attach.next_xid;
     if let Some((user, password)) = &cfg.sasl {
         let mut sasl = DigestMd5::new(user, password);
         let mut token = Vec::new();
@@ -252,6 +295,27 @@ pub(crate) async fn attempt(
     Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
 }
 
+/// Appends a `closeSession` request to `out`; its xid.
+fn write_close(out: &mut Vec<u8>, next_xid: &mut i32) -> i32 {
+    let x = take_xid(next_xid);
+    write_frame(out, |b| Request::CloseSession.encode(x, b));
+    x
+}
+
+/// Writes `out` to `stream` by `deadline`; `what` names it in the error.
+async fn send(stream: &mut Stream, out: &[u8], deadline: tokio::time::Instant, what: &str) -> Result<(), Failure> {
+    match timeout_at(deadline, async {
+        stream.write_all(out).await?;
+        stream.flush().await
+    })
+    .await
+    {
+        Err(_) => Err(Failure::Transient(format!("{what} took longer than the attempt's time"))),
+        Ok(Err(e)) => Err(Failure::Transient(format!("{what}: {e}"))),
+        Ok(Ok(())) => Ok(()),
+    }
+}
+
 fn take_xid(next: &mut i32) -> i32 {
     let x = *next;
     *next = if x == i32::MAX { 1 } else { x + 1 };
@@ -272,16 +336,7 @@ async fn roundtrip(
 ) -> Result<Vec<u8>, Failure> {
     let mut out = Vec::new();
     write_frame(&mut out, |b| req.encode(x, b));
-    match timeout_at(deadline, async {
-        stream.write_all(&out).await?;
-        stream.flush().await
-    })
-    .await
-    {
-        Err(_) => return Err(Failure::Transient("sending a login request took too long".to_string())),
-        Ok(Err(e)) => return Err(Failure::Transient(format!("sending a login request: {e}"))),
-        Ok(Ok(())) => {},
-    }
+    send(stream, &out, deadline, "sending a login request").await?;
     read_frame(stream, rbuf, cfg.max_frame, deadline).await
 }
 

@@ -21,7 +21,7 @@ use crate::codec::records::{
     with_chroot, Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
 };
 use crate::config::Config;
-use crate::conn::{attempt, Attach, Failure, Ready, Stream, Unusable};
+use crate::conn::{attempt, Attach, CloseAsked, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
 use zklock_proto::reconnect::{self, Answered, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
@@ -331,13 +331,16 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let ready = connect_round_robin(&config, &hosts, &attach, &mut RoundRobin::new(rules, hosts.len(), 0)).await;
+        let mut rounds = RoundRobin::new(rules, hosts.len(), 0);
+        let ready = connect_round_robin(&config, &hosts, &attach, &mut rounds, None).await;
         let (ready, at) = match ready {
             Ok(r) => r,
             Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
             Err(RoundsEnd::Deadline(why)) => return Err(Error::Timeout(why)),
             Err(RoundsEnd::AuthFailed(why)) => return Err(Error::AuthFailed(why)),
             Err(RoundsEnd::Expired) => return Err(Error::SessionExpired),
+            // No close is asked of a session being made.
+            Err(RoundsEnd::Closed | RoundsEnd::CloseLost) => return Err(Error::Closed),
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(State::Connected);
@@ -387,6 +390,7 @@ impl Session {
             waiting: VecDeque::new(),
             moving: None,
             close: Closing::new(),
+            close_asked: watch::channel(false).0,
         };
         log::debug!("session {:#x} connected to {} (timeout {:?})", ready.response.session_id, ready.server, timeout);
         tokio::spawn(task.run(ready));
@@ -950,6 +954,11 @@ enum RoundsEnd {
     Deadline(String),
     AuthFailed(String),
     Expired,
+    /// The close written behind a connect was answered ([`CloseAsked`]).
+    Closed,
+    /// The close written behind a connect that was answered was not
+    /// (`Failure::CloseLost`); the attempt was counted unanswered.
+    CloseLost,
 }
 
 /// Makes the attempts `rounds` says (protocol section 5's reconnect policy
@@ -962,6 +971,7 @@ async fn connect_round_robin<R: Rules>(
     hosts: &[Host],
     attach: &Attach,
     rounds: &mut RoundRobin<R>,
+    close: Option<&CloseAsked>,
 ) -> Result<(Ready, usize), RoundsEnd> {
     let n = hosts.len();
     // Each server's last failure (`None` inside: refused), for the text of
@@ -979,9 +989,14 @@ async fn connect_round_robin<R: Rules>(
         let now = tokio::time::Instant::now();
         match rounds.next(now.into_std(), fastrand::f64()) {
             Next::Try { host: i, until } => {
-                let how = match attempt(cfg, &hosts[i], attach, tokio::time::Instant::from_std(until)).await {
+                let how = match attempt(cfg, &hosts[i], attach, tokio::time::Instant::from_std(until), close).await {
                     Ok(r) => return Ok((r, i)),
                     Err(Failure::Expired) => return Err(RoundsEnd::Expired),
+                    Err(Failure::Closed) => return Err(RoundsEnd::Closed),
+                    Err(Failure::CloseLost) => {
+                        rounds.ended(Ended::Unanswered(tokio::time::Instant::now().into_std()));
+                        return Err(RoundsEnd::CloseLost);
+                    },
                     Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
                     Err(Failure::Unusable(Unusable::Refused)) => {
                         last[i] = Some(None);
@@ -1114,6 +1129,9 @@ struct Task {
     /// Whether a close is held or sent again ([`Task::lost`], the
     /// reconnect).
     close: Closing,
+    /// Whether a close is held while reconnecting: the reconnect's attempts
+    /// write it right behind their connect requests ([`CloseAsked`]).
+    close_asked: watch::Sender<bool>,
 }
 
 /// How a connection ended.
@@ -1279,11 +1297,15 @@ impl Task {
         // (`set_hosts`), with the same deadline (an attempt broken off goes
         // on with the rest of its wait if the new list has its server).
         let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
+        // A close held already (sent again after its connection was lost)
+        // goes behind the connect requests too.
+        self.close_asked.send_replace(self.held.iter().any(|c| matches!(c, Cmd::Close(_))));
+        let asked = self.close_asked.subscribe();
         loop {
             let cfg = self.cfg.clone();
             let hosts = self.hosts.clone();
             let outcome = {
-                let attempts = connect_round_robin(&cfg, &hosts, &attach, &mut rounds);
+                let attempts = connect_round_robin(&cfg, &hosts, &attach, &mut rounds, Some(&asked));
                 tokio::pin!(attempts);
                 loop {
                     tokio::select! {
@@ -1298,7 +1320,8 @@ impl Task {
                             // the task at once, and the nodes stayed for the
                             // session timeout). The caller bounds its wait.
                             Some(close @ Cmd::Close(_)) if self.close.hold_while_reconnecting() => {
-                                self.held.push_back(close)
+                                self.held.push_back(close);
+                                self.close_asked.send_replace(true);
                             },
                             Some(Cmd::Close(done)) => return Err(End::Closed(Some(done))),
                             Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
@@ -1331,6 +1354,16 @@ impl Task {
                     return Err(End::Final(Error::SessionExpired));
                 },
                 Ok(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
+                // The close went behind a connect and was answered: the
+                // session is closed. Calls held before it were not sent
+                // (they fail with `Closed`; the session's nodes went with
+                // it).
+                // (The held close is told by `finish`.)
+                Ok(Err(RoundsEnd::Closed)) => return Err(End::Closed(None)),
+                // Sent again once, as a close lost with its connection
+                // (`Task::lost`); then given up.
+                Ok(Err(RoundsEnd::CloseLost)) if self.close.send_again() => {},
+                Ok(Err(RoundsEnd::CloseLost)) => return Err(End::Closed(None)),
                 Err(hosts) => {
                     // An attempt broken off on a server the new list has
                     // goes on there with the rest of its wait.

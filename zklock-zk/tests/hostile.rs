@@ -1174,3 +1174,52 @@ fn server_error_codes_come_back_typed() {
     let (h, body) = ReplyHeader::split(&f[4..]).unwrap();
     assert_eq!((h.xid, h.zxid, h.err, body.len()), (3, 9, -101, 0));
 }
+
+/// A close asked while the session reconnects, to a server that has taken
+/// the connection but answers nothing yet (stalled: a GC pause, SIGSTOP;
+/// its kernel keeps the bytes), goes right behind the connect request on
+/// that connection, so the server reads it as soon as it reads the
+/// connect. Outside attack round 30, F2: `zklock run` exited while its
+/// server was stalled; the server, running again, read the reconnect left
+/// queued, revalidated the session and kept its node for a session
+/// timeout, because the close had been held for a connection that never
+/// came. Here the fake reads the connect, sees the close behind it, and
+/// only then answers both: `close()` returns, and the session is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_asked_while_reconnecting_goes_behind_the_connect_in_flight() {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<i32>();
+    let fake = Fake::start(move |n, mut s| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            if n == 1 {
+                // Healthy, then silent: the client gives the connection up
+                // after its read timeout and reconnects.
+                handshake(&mut s).await;
+                hold(s).await;
+                return;
+            }
+            // Stalled: read the connect, answer nothing until a request
+            // comes behind it.
+            let connect = read_frame(&mut s).await.expect("a connect request");
+            let _ = parse_connect(&connect);
+            let Some(behind) = read_frame(&mut s).await else { return };
+            let r = Req::parse(&behind);
+            let _ = seen_tx.send(r.op);
+            // Running again: the connect's answer, then the close's.
+            let _ = s.write_all(&connect_response(GRANT_MS, SESSION_ID, &PASSWORD)).await;
+            let _ = s.write_all(&reply(r.xid, 1, 0, |_| {})).await;
+            hold(s).await;
+        }
+    })
+    .await;
+    let session = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut events = session.events();
+    let (lost, _) = next_disconnect(&mut events).await;
+    assert_eq!(lost, 1);
+    // The reconnect's attempt is on its way (the fake holds its connect).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    within(10, "close", session.close()).await;
+    let op = within(10, "the request behind the connect", seen.recv()).await.expect("a request");
+    assert_eq!(op, op::CLOSE_SESSION, "the close went behind the connect in flight");
+    assert!(matches!(session.exists("/x").await, Err(Error::Closed)), "the session is closed");
+}
