@@ -121,6 +121,13 @@ pub struct Bugs {
     /// sending nothing (the policy before outside attack round 25, F1):
     /// the nodes stayed until the server expired the session.
     pub close_ends_reconnect: bool,
+    /// A close asked while reconnecting is only held for the next
+    /// connection, not written behind the reconnect attempts' connect
+    /// requests (the policy before outside attack round 30, F2): a server
+    /// stalled with an attempt's connect in its socket, read when it runs
+    /// again after the process exited, renews the session instead of
+    /// ending it.
+    pub close_not_behind_connect: bool,
     /// A new server list while reconnecting starts the rounds again from
     /// its first with fresh waits, and the attempt it broke off does not
     /// put giving up off (the policy before outside attack round 29, O2):
@@ -324,6 +331,16 @@ impl Closing {
     /// at once.
     pub fn hold_while_reconnecting(&self) -> bool {
         !self.bugs.on(|b| b.close_ends_reconnect)
+    }
+
+    /// The close was asked while reconnecting (it is held): whether to
+    /// write it right behind each reconnect attempt's connect request, also
+    /// into the attempt already waiting for its answer (always, but with
+    /// [`Bugs::close_not_behind_connect`]), so that a server that reads
+    /// that connect (one stalled with it in its socket, when it runs
+    /// again) reads the close too.
+    pub fn behind_connect(&self) -> bool {
+        !self.bugs.on(|b| b.close_not_behind_connect)
     }
 
     /// The connection the close was sent on was lost before its answer

@@ -35,7 +35,12 @@
 //!   is sent at once when connected (no heartbeats after it), held while
 //!   reconnecting and sent first on the next connection, and, lost with its
 //!   connection (a reset, the server down, a silence), held again or done as
-//!   the session layer's [`Closing`] says. A run may refresh the server
+//!   the session layer's [`Closing`] says; held, it also goes right behind
+//!   each attempt's connect (and into the attempt in flight), which a
+//!   server reads once it has processed the connect, and a connect answered
+//!   without the close's answer counts as a close lost. Some runs' clients
+//!   exit during the outage (a quarter of it, at most `T/2`, after the
+//!   close), leaving their connections to the server. A run may refresh the server
 //!   list (`set_hosts`) during its outages, the first hung address moved
 //!   first: the attempt in progress is broken off and the rounds go on as
 //!   `RoundRobin::set_hosts` says. The model makes the connections
@@ -78,7 +83,11 @@
 //!   or given up) and the session has ended; through an outage it
 //!   survives, by the close (the server read it), not by its expiry: its
 //!   nodes go as soon as a server is back. (The clock's promises are
-//!   checked up to the close: nothing is held after it.)
+//!   checked up to the close: nothing is held after it.) A client that
+//!   exited: a server that reads a connect it left on a connection it still
+//!   had when the close was asked ends the session by the close behind it,
+//!   never renews it (outside attack round 30, F2; a connection given up
+//!   before the close was asked carries no close: not promised).
 //!
 //! `reconnect_search_keeps_every_promise` runs a grid of single faults
 //! (every phase against the heartbeats, every length, reset point and
@@ -96,7 +105,8 @@
 //! `finds_*` tests find the other switches' bugs (round 24's F1, round
 //! 25's F3, round 27's F1-F4, the search's own false expiry, and the
 //! close's: round 25's F1, a close asked while reconnecting sent nowhere,
-//! and round 28's F1, a close lost with its connection taken as done).
+//! and round 28's F1, a close lost with its connection taken as done,
+//! and round 30's F2, a close not written behind the connects).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
@@ -138,6 +148,10 @@ struct Run {
     faults: Vec<Fault>,
     /// When the client closes the session (none: it never does).
     close_at: Option<Duration>,
+    /// The client's process exits this long after the close was asked
+    /// (`zklock run`'s bound), leaving its connections to the server: what
+    /// it wrote on them is still read (none: it never exits).
+    exit_after: Option<Duration>,
     /// The server list is set again (`set_hosts`) this often, from the
     /// first fault's start until `T` after the last one ends: the first
     /// hung address (if any) moved first, then the same list again and
@@ -193,6 +207,8 @@ enum What {
     },
     /// The client closes the session.
     Close,
+    /// The client's process exits.
+    Exit,
     /// The client sets the same server list again.
     Refresh,
 }
@@ -269,6 +285,10 @@ struct World {
     client_open: Vec<bool>,
     /// By connection id: when the client stopped reading it.
     left_at: Vec<Option<Instant>>,
+    /// By connection id: until when the server is busy with its connect
+    /// (a slow server answers it `D` after reading it); what comes behind
+    /// it (a close) is read after that.
+    connect_busy: Vec<Instant>,
     slow_from: Option<(Instant, Duration)>,
     /// Client side.
     clock: Clock,
@@ -283,6 +303,12 @@ struct World {
     /// The close's decisions (the session layer's own) and where it is.
     closing: Closing,
     close: Close,
+    /// The attempt connection a held close was written on, behind its
+    /// connect ([`Closing::behind_connect`]), and whether that connect was
+    /// answered (the attempt then waits for the close's answer).
+    close_on: Option<(u64, bool)>,
+    /// When the client's process exited ([`Run::exit_after`]).
+    exited_at: Option<Instant>,
     /// Refreshes of the server list stop then.
     refresh_until: Instant,
     /// The server list: the address at each position (addresses `1..=hung`
@@ -331,6 +357,7 @@ impl World {
             server_open: vec![true],
             client_open: vec![true],
             left_at: vec![None],
+            connect_busy: vec![base],
             slow_from,
             clock,
             state: State::Connected { conn: 0, connect_sent: base, connect_answered: base },
@@ -342,6 +369,8 @@ impl World {
             gave_up_at: None,
             closing: Closing::new(),
             close: Close::NotAsked,
+            close_on: None,
+            exited_at: None,
             refresh_until: base + last_fault_end + t,
             order: (0..run.hosts).collect(),
             end: base + last_fault_end + t * 3 + slow,
@@ -352,6 +381,9 @@ impl World {
         w.safe_log.push((base, w.clock.safe_until()));
         if let Some(at) = close_at {
             w.at(base + at, What::Close);
+            if let Some(after) = w.run.exit_after {
+                w.at(base + at + after, What::Exit);
+            }
         }
         let first_fault = w.run.faults.iter().map(|f| match *f {
             Fault::Stall { at, .. } | Fault::Down { at, .. } | Fault::Slow { at, .. } | Fault::Reset { at } => at,
@@ -466,6 +498,13 @@ impl World {
                 if !self.server_open[conn as usize] {
                     return;
                 }
+                // ZooKeeper reads what follows a connect once it processed
+                // it, and answers a connection's requests in order.
+                let busy = self.connect_busy[conn as usize];
+                if req == Req::Close && busy > self.now {
+                    self.at(busy, What::Read { conn, req });
+                    return;
+                }
                 let alive = self.expired_at.is_none() && self.closed_at.is_none();
                 if alive && req == Req::Close {
                     // The session and its nodes end now; the answer follows.
@@ -480,6 +519,9 @@ impl World {
                     (Req::Connect, Some((from, d))) if self.now >= from => d,
                     _ => Duration::ZERO,
                 };
+                if req == Req::Connect {
+                    self.connect_busy[conn as usize] = self.now + delay;
+                }
                 self.at(self.now + delay + WIRE, What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
@@ -512,7 +554,15 @@ impl World {
             },
             What::Close => match self.state {
                 State::Connected { conn, .. } => self.send_close(conn),
-                State::Connecting(_) if self.closing.hold_while_reconnecting() => self.close = Close::Held,
+                State::Connecting(_) if self.closing.hold_while_reconnecting() => {
+                    self.close = Close::Held;
+                    // Behind the connect of the attempt in flight.
+                    if let State::Connecting(c) = &self.state {
+                        if let Some((conn, _, _)) = c.attempt {
+                            self.close_behind(conn);
+                        }
+                    }
+                },
                 State::Connecting(_) => {
                     self.close = Close::Done(false);
                     self.state = State::Ended;
@@ -526,8 +576,28 @@ impl World {
                         c.rounds.ended(Ended::Unanswered(self.now));
                         self.known[a as usize] = true;
                         self.leave(a);
+                        // A close behind a connect answered without its own
+                        // answer: lost with its connection (sent again once).
+                        if self.close_on == Some((a, true)) && !self.closing.send_again() {
+                            self.close = Close::Done(false);
+                            self.state = State::Ended;
+                            return;
+                        }
                         self.next_attempt();
                     }
+                }
+            },
+            What::Exit => {
+                // Everything the client wrote stays readable by the server.
+                for conn in 0..self.client_open.len() {
+                    if self.client_open[conn] {
+                        self.leave(conn as u64);
+                    }
+                }
+                self.exited_at = Some(self.now);
+                self.state = State::Ended;
+                if !matches!(self.close, Close::Done(_)) {
+                    self.close = Close::Done(false);
                 }
             },
             What::NextRound { round } => {
@@ -583,7 +653,8 @@ impl World {
         self.known[conn as usize] = true;
         match req {
             Req::Close => {
-                if self.close == Close::Sent(conn) {
+                if self.close == Close::Sent(conn) || (self.close == Close::Held && self.close_on == Some((conn, true)))
+                {
                     self.close = Close::Done(true);
                     self.state = State::Ended;
                 }
@@ -623,6 +694,12 @@ impl World {
                     }
                     return;
                 }
+                if self.close == Close::Held && self.close_on == Some((conn, false)) {
+                    // The close's answer comes next: the attempt waits for it.
+                    c.attempt = Some((attempt, host, sent));
+                    self.close_on = Some((conn, true));
+                    return;
+                }
                 match c.rounds.answered(sent, self.now) {
                     Answered::AskAgain => {
                         // The answer proved the session alive: the clock
@@ -657,6 +734,22 @@ impl World {
         if let State::Connected { conn, .. } = self.state {
             let count = self.recv_count;
             self.at(self.now + read_timeout(self.run.timeout), What::ReadDeadline { conn, count });
+        }
+    }
+
+    /// A held close goes behind the connect of the attempt on `conn`, as
+    /// the session layer writes it ([`Closing::behind_connect`]).
+    fn close_behind(&mut self, conn: u64) {
+        if !self.closing.behind_connect() {
+            return;
+        }
+        self.close_on = Some((conn, false));
+        let host = match &self.state {
+            State::Connecting(c) => c.attempt.map(|(_, h, _)| h),
+            _ => None,
+        };
+        if host.is_some_and(|h| !(1..=self.run.hung).contains(&self.order[h])) {
+            self.send(conn, Req::Close);
         }
     }
 
@@ -717,12 +810,16 @@ impl World {
                     self.server_open.push(true);
                     self.client_open.push(true);
                     self.left_at.push(None);
+                    self.connect_busy.push(now);
                     self.known.push(false);
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     self.at(until, What::AttemptOver { conn });
                     if !(1..=self.run.hung).contains(&self.order[host]) {
                         self.send(conn, Req::Connect);
+                    }
+                    if self.close == Close::Held {
+                        self.close_behind(conn);
                     }
                     return;
                 },
@@ -787,7 +884,8 @@ impl World {
                 ));
             }
         }
-        if let (true, Some(e)) = (self.run.survives, self.expired_at) {
+        // (A client that exited is back to nobody: its session may expire.)
+        if let (true, Some(e), None) = (self.run.survives, self.expired_at, self.exited_at) {
             return Err(("expired", format!("the server expired the session at {:.1} ms", ms(e))));
         }
         if self.run.covered {
@@ -815,6 +913,27 @@ impl World {
             }
             if self.closed_at.is_none() && self.expired_at.is_none() {
                 return Err(("closed", "at the end the session lives, the close done".to_string()));
+            }
+            // After the client exited, a server that reads what it left
+            // (a connect in a stalled server's socket) ends the session by
+            // the close it read with it, rather than renewing it: on every
+            // connection the client still had when the close was asked.
+            // (A connect on one it had left before, a stalled server reads
+            // alone: the session is renewed, and its nodes stay a session
+            // timeout more. The close cannot be written there any more.)
+            if let (Some(x), None) = (self.exited_at, self.closed_at) {
+                let had = |c: u64| self.left_at[c as usize].is_none_or(|left| left >= close_asked);
+                let renewed = (0..self.touches.len()).find(|&k| self.touches[k] > x && had(self.touched_on[k]));
+                if let Some(touch) = renewed.map(|k| self.touches[k]) {
+                    return Err((
+                        "closed",
+                        format!(
+                            "the client exited at {:.1} ms; the server renewed the session at {:.1} ms",
+                            ms(x),
+                            ms(touch)
+                        ),
+                    ));
+                }
             }
         } else if self.expired_at.is_none() {
             let back = matches!(self.state, State::Connected { .. }) && self.clock.is_safe(self.end);
@@ -886,20 +1005,29 @@ fn search(
                     };
                     // A close in flight when the fault comes, and one asked
                     // in the middle of the outage (at every fourth phase).
-                    let closes: Vec<Duration> = match fault {
+                    // The one asked in the middle also with the process
+                    // exiting before the outage ends (a quarter of it
+                    // later; `zklock run` waits at most `T/2`).
+                    let closes: Vec<(Duration, Option<Duration>)> = match fault {
                         _ if phase % 4 != 0 => vec![],
-                        Fault::Stall { len, .. } | Fault::Down { len, .. } => vec![at - WIRE / 2, at + len / 2],
-                        Fault::Reset { .. } => vec![at - WIRE / 2],
+                        Fault::Stall { len, .. } | Fault::Down { len, .. } => {
+                            vec![
+                                (at - WIRE / 2, None),
+                                (at + len / 2, None),
+                                (at + len / 2, Some((len / 4).min(t / 2))),
+                            ]
+                        },
+                        Fault::Reset { .. } => vec![(at - WIRE / 2, None)],
                         Fault::Slow { .. } => vec![],
                     };
                     // The server list refreshed every T/10 (at every fourth
                     // phase, with an address hung): it must change nothing
                     // the promises say.
                     let refreshed = phase % 4 == 0 && hung > 0 && !matches!(fault, Fault::Slow { .. });
-                    let variants = std::iter::once((None, None))
-                        .chain(closes.into_iter().map(|c| (Some(c), None)))
-                        .chain(refreshed.then_some((None, Some(t / 10))));
-                    for (close_at, refresh) in variants {
+                    let variants = std::iter::once((None, None, None))
+                        .chain(closes.into_iter().map(|(c, exit)| (Some(c), exit, None)))
+                        .chain(refreshed.then_some((None, None, Some(t / 10))));
+                    for (close_at, exit_after, refresh) in variants {
                         let faults = vec![fault];
                         let run = Run {
                             timeout: t,
@@ -907,6 +1035,7 @@ fn search(
                             hung,
                             faults,
                             close_at,
+                            exit_after,
                             refresh,
                             covered,
                             survives,
@@ -949,6 +1078,9 @@ fn search(
             hung,
             faults,
             close_at,
+            // Half the closes (by an even millisecond) with the process
+            // exiting `T/2` after (no draw: the seeds stay as they were).
+            exit_after: close_at.filter(|c| c.as_millis() % 2 == 0).map(|_| t / 2),
             refresh,
             covered: false,
             survives: false,
@@ -1024,6 +1156,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
         hung: 0,
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
         close_at: None,
+        exit_after: None,
         refresh: None,
         covered: false,
         survives: false,
@@ -1091,6 +1224,7 @@ fn the_checks_can_fail() {
         hung: 0,
         faults: vec![Fault::Reset { at: t }],
         close_at: None,
+        exit_after: None,
         refresh: None,
         covered: true,
         survives: true,
@@ -1140,6 +1274,18 @@ fn finds_the_close_bugs() {
     }
 }
 
+/// Round 30's F2: with the close only held for the next connection (not
+/// written behind the attempts' connects), a client that exits while its
+/// server is stalled leaves a connect that the server reads when it runs
+/// again: it renews the session instead of ending it.
+#[cfg(feature = "history")]
+#[test]
+fn finds_close_not_behind_connect() {
+    let run =
+        finds(zklock_proto::reconnect::Bugs { close_not_behind_connect: true, ..Default::default() }, &["closed"]);
+    assert!(run.exit_after.is_some(), "{run:?}");
+}
+
 /// A close lost with its connection reaches the server on the next one:
 /// with the close in flight when the connection is reset, the session is
 /// closed, not expired.
@@ -1156,6 +1302,7 @@ fn a_close_lost_with_its_connection_is_sent_again() {
             hung: 0,
             faults: vec![fault],
             close_at: Some(at - WIRE / 2),
+            exit_after: None,
             refresh: None,
             covered: true,
             survives: true,

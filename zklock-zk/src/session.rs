@@ -1299,7 +1299,8 @@ impl Task {
         let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
-        self.close_asked.send_replace(self.held.iter().any(|c| matches!(c, Cmd::Close(_))));
+        self.close_asked
+            .send_replace(self.close.behind_connect() && self.held.iter().any(|c| matches!(c, Cmd::Close(_))));
         let asked = self.close_asked.subscribe();
         loop {
             let cfg = self.cfg.clone();
@@ -1321,7 +1322,7 @@ impl Task {
                             // session timeout). The caller bounds its wait.
                             Some(close @ Cmd::Close(_)) if self.close.hold_while_reconnecting() => {
                                 self.held.push_back(close);
-                                self.close_asked.send_replace(true);
+                                self.close_asked.send_replace(self.close.behind_connect());
                             },
                             Some(Cmd::Close(done)) => return Err(End::Closed(Some(done))),
                             Some(call @ Cmd::Call { .. }) => self.held.push_back(call),
