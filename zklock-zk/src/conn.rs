@@ -238,7 +238,10 @@ pub(crate) async fn attempt(
         // The close's answer is the next frame (nothing else was sent).
         let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
         return match reply.as_deref().map(split) {
-            Ok(Ok((h, _))) if h.xid == x => Err(Failure::Closed),
+            // Answered, or the session expired meanwhile: it is over.
+            Ok(Ok((h, _))) if h.xid == x && matches!(Code::from_wire(h.err), None | Some(Code::SessionExpired)) => {
+                Err(Failure::Closed)
+            },
             _ => Err(Failure::CloseLost),
         };
     }
