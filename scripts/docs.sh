@@ -24,13 +24,16 @@ rm -rf "$out"
 
 cargo doc --no-deps --locked -p zklock-core --quiet
 cp -r target/doc "$out/rustdoc"
-# tracing's docs of its blanket impls (Instrument, WithSubscriber), which
-# rustdoc copies onto every type's page, carry intra-doc links it does not
-# resolve across crates (href="super::Subscriber", "crate::Span",
-# "dispatcher#..."): not ours to fix, so those links become plain text.
+# The docs of other crates' blanket impls, which rustdoc copies onto every
+# type's page, carry intra-doc links it does not resolve across crates:
+# tracing's (Instrument, WithSubscriber: href="super::Subscriber",
+# "crate::Span", "dispatcher#..."), futures-core's on a `Future`
+# (`PendingAcquire`: TryFuture's "TryFuture::Ok", "std::future::Future"). A
+# real link never has `::` in its href: not ours to fix, those links become
+# plain text.
 "$venv/bin/python" - "$out/rustdoc" <<'PY'
 import pathlib, re, sys
-link = re.compile(r'<a href="(?:super::|crate::|dispatcher#)[^"]*">(.*?)</a>')
+link = re.compile(r'<a href="(?:[A-Za-z_][A-Za-z0-9_]*::|dispatcher#)[^"]*">(.*?)</a>')
 for page in pathlib.Path(sys.argv[1]).rglob("*.html"):
     text = page.read_text()
     fixed = link.sub(r"\1", text)
