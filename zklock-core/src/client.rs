@@ -1189,7 +1189,11 @@ impl Client {
     /// blocking zklock calls but should return promptly (other callbacks
     /// wait). `future` must not block (it runs on the runtime that keeps
     /// the sessions alive). Do not wait for `done` on the event thread
-    /// itself (in a callback): it would wait for itself.
+    /// itself (in a callback): it would wait for itself. Every callback
+    /// runs on that one thread: a blocking acquire made in one is the
+    /// event thread's, so on a reentrant handle callbacks reenter each
+    /// other's holds; give such acquires an owner of their own
+    /// ([`crate::AcquireOptions::owner`]).
     ///
     /// # Errors
     /// `Closed` in a forked child's copy of the client; then `done` is

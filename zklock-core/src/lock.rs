@@ -225,7 +225,7 @@ impl Lock {
     ///
     /// # Errors
     /// As [`Lock::acquire`]; those found before the call starts (`Closed`,
-    /// `InvalidArgument`, `Cancelled`, `WouldDeadlock`, a suspended
+    /// `Cancelled`, `WouldDeadlock`, `ConnectionLoss` for a suspended
     /// reentrant hold) are also given by [`PendingAcquire::started`].
     pub fn acquire_async(&self, options: impl Into<AcquireOptions>) -> PendingAcquire {
         let options = options.into();
@@ -310,13 +310,7 @@ impl Lock {
         owner: Option<Owner>,
         downgrade: Option<Downgrade>,
     ) -> Result<Pin<Box<dyn Future<Output = Result<Guard>> + Send>>> {
-        if self.inner.client.is_closed() {
-            return Err(self.inner.client.shared().closed_error());
-        }
-        self.inner.options.validate()?;
-        if call.is_cancelled() {
-            return Err(Error::cancelled("acquire"));
-        }
+        self.check_start(&call, None)?;
         if let Some(g) = self.reenter(owner)? {
             let granted = Ok(g);
             self.inner.client.shared().counters.acquire(&granted, Duration::ZERO);
@@ -369,6 +363,27 @@ impl Lock {
             lock.inner.client.shared().counters.acquire(&outcome, started.elapsed());
             outcome
         }))
+    }
+
+    /// What an acquire checks before it starts (a multi-lock's for each
+    /// member, before the first: `PendingAcquire::started`): the client
+    /// open, the options valid, the call not cancelled, and with `owner`,
+    /// no upgrade the pair's rules refuse.
+    ///
+    /// # Errors
+    /// `Closed`, `InvalidArgument`, `Cancelled`, `WouldDeadlock`.
+    pub(crate) fn check_start(&self, call: &tokio_util::sync::CancellationToken, owner: Option<Owner>) -> Result<()> {
+        if self.inner.client.is_closed() {
+            return Err(self.inner.client.shared().closed_error());
+        }
+        self.inner.options.validate()?;
+        if call.is_cancelled() {
+            return Err(Error::cancelled("acquire"));
+        }
+        if owner.is_some() {
+            self.pair_rule(owner)?;
+        }
+        Ok(())
     }
 
     /// A new guard of this handle on `holding`.
@@ -431,7 +446,10 @@ impl Lock {
 ///   a waiting writer waits for it, so writers do not starve.
 /// - Write to read **downgrade**: [`Guard::downgrade`] on a write guard of
 ///   the pair, or a blocking acquire of the read side by the thread that
-///   holds the write side (Curator's rule), succeeds at once (the read
+///   holds the write side (Curator's rule), succeeds at once while the
+///   write lock is safely held (while it is suspended the implicit one
+///   waits for the reconnect within the acquire's timeout; the explicit
+///   one fails `ConnectionLoss`) (the read
 ///   node takes the write node's sequence, so no writer queued behind can
 ///   slip in); then release the write guard. A downgrade whose write node
 ///   turns out to be gone fails with `LockLost` and makes no read node;
@@ -510,7 +528,9 @@ impl ReadWriteLock {
 /// (in slices if the caller likes), or hand it to [`Client::spawn_then`].
 /// Dropping it before its outcome was taken cancels the call (its nodes
 /// are deleted; a guard granted at that moment is released). Polled again
-/// after its outcome it gives an `Internal` error. `Send`, not `Sync`.
+/// after its outcome it gives an `Internal` error. While it goes on it
+/// keeps its client open, also once every other handle of the client was
+/// dropped (its guard, when granted, does the same). `Send`, not `Sync`.
 pub struct PendingAcquire<G = Guard> {
     outcome: Outcome<G>,
     /// Cancels the call when dropped; disarmed once the outcome is taken.
@@ -551,10 +571,10 @@ impl<G: Send + 'static> PendingAcquire<G> {
     }
 
     /// This call if it started, else the error found before it could
-    /// (`Closed`, `InvalidArgument`, a cancel token already cancelled, a
-    /// refused upgrade, a suspended reentrant hold): for a caller that
-    /// reports those at once and the rest later (the C API's callback
-    /// acquire).
+    /// (`Closed`, a cancel token already cancelled, a refused upgrade, a
+    /// suspended reentrant hold; for a multi-lock, any member's): for a
+    /// caller that reports those at once and the rest later (the C API's
+    /// callback acquire).
     ///
     /// # Errors
     /// The error that kept the call from starting.

@@ -71,6 +71,13 @@ impl MultiLock {
         let Some(first) = self.members.first() else { return PendingAcquire::failed(empty()) };
         let (options, call) = options.into().for_one_call();
         let owner = options.owner_given();
+        // What each member checks at once, before the first is taken (outside
+        // attack round 32, F1: `started()` said nothing of them).
+        for lock in &self.members {
+            if let Err(e) = lock.check_start(&call, owner) {
+                return PendingAcquire::failed(member_error(lock.path(), &e));
+            }
+        }
         let work = self.acquire_members(options, owner);
         PendingAcquire::start(first.client().shared(), call, work)
     }

@@ -204,6 +204,10 @@ impl AcquireOptions {
     /// downgrades (write held, read asked) or is refused (read held, write
     /// asked: `WouldDeadlock`). Without it a blocking acquire is the calling
     /// thread's and an async one is no one's (no reentrancy, no pair rule).
+    /// Only a hold is reentered: two acquires of one owner that both start
+    /// before it holds (tasks sharing an owner) each queue a node, and the
+    /// second waits behind the first's until that one is released (or its
+    /// own timeout).
     pub fn owner(mut self, owner: Owner) -> AcquireOptions {
         self.owner = Some(owner);
         self

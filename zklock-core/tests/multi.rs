@@ -293,6 +293,32 @@ fn one_node_through_two_chroots_is_named_twice() {
     assert!(queue(&root, "/mch/alias").is_empty() && queue(&root, "/mch/other").is_empty());
 }
 
+/// `MultiLock::acquire_async(..).started()` gives at once what the members
+/// check before the first is taken: a cancel token already cancelled, a
+/// closed client, an upgrade a pair's rules refuse for the owner; nothing
+/// is queued (outside attack round 32, F1: `started()` said `Ok` and the
+/// error came only when the call was awaited).
+#[test]
+fn an_async_multi_acquire_reports_its_start_errors_at_once() {
+    let zk = server();
+    let c = connect(&zk.connect_string());
+    let rw = c.read_write_lock("/mst/rw", LockOptions::default()).unwrap();
+    let (read, write) = (rw.read_lock().clone(), rw.write_lock().clone());
+    let multi = MultiLock::new(vec![c.lock("/mst/x").unwrap(), write]).unwrap();
+    let token = CancelToken::new();
+    token.cancel();
+    let e = multi.acquire_async(AcquireOptions::new().cancel_token(token)).started().map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    let task = Owner::new();
+    let _r = futures_executor::block_on(read.acquire_async(AcquireOptions::new().owner(task))).unwrap();
+    let e = multi.acquire_async(AcquireOptions::new().owner(task)).started().map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldDeadlock, "{e}");
+    assert!(queue(&c, "/mst/x").is_empty(), "nothing queued");
+    c.close();
+    let e = multi.acquire_async(Duration::ZERO).started().map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+}
+
 /// `MultiLock::acquire_async` waited for in slices: given the thread as
 /// its owner it reenters that thread's hold (without an owner it does
 /// not); a cancelled or dropped one leaves no node and gives back what it
