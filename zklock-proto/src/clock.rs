@@ -169,6 +169,12 @@ pub struct Bugs {
     /// not noticed yet answers connects too (its touch is lost: the new
     /// leader counts the session's timeout from its own start).
     pub connect_no_lag: bool,
+    /// A reconnect's connect is not its connection's first heartbeat (the
+    /// rule before outside attack round 31, F1): the connection's history
+    /// starts with its first sync's reply, a round trip later, and after a
+    /// reset on a network with round trips over about `0.08 T` the clock
+    /// runs out before the new connection's heartbeats count.
+    pub connect_not_first_heartbeat: bool,
 }
 
 impl Bugs {
@@ -320,7 +326,10 @@ impl Clock {
             // the session (on the leader, through the follower) before its
             // answer was read, so a sync sent `T / 3` after that answer
             // credits its send time in full, by the heartbeats' argument.
-            if let (Some(sent), Some(answered)) = (reply.connect_sent, reply.connect_answered) {
+            let first = (reply.connect_sent, reply.connect_answered);
+            if let (Some(sent), Some(answered), false) =
+                (first.0, first.1, self.bugs.on(|b| b.connect_not_first_heartbeat))
+            {
                 let connect =
                     Heartbeat { sent, answered, write: false, connect_sent: None, connect_answered: None, ..reply };
                 self.history.replies.push_back(connect);

@@ -152,6 +152,9 @@ struct Run {
     /// (`zklock run`'s bound), leaving its connections to the server: what
     /// it wrote on them is still read (none: it never exits).
     exit_after: Option<Duration>,
+    /// From the first fault on, each message takes this long each way (a
+    /// slow network; `None`: loopback, [`WIRE`]).
+    latency: Option<Duration>,
     /// The server list is set again (`set_hosts`) this often, from the
     /// first fault's start until `T` after the last one ends: the first
     /// hung address (if any) moved first, then the same list again and
@@ -440,9 +443,20 @@ impl World {
         t
     }
 
+    /// How long a message takes one way now ([`Run::latency`]).
+    fn wire(&self) -> Duration {
+        let first = self.run.faults.iter().map(|f| match *f {
+            Fault::Stall { at, .. } | Fault::Down { at, .. } | Fault::Slow { at, .. } | Fault::Reset { at } => at,
+        });
+        match (self.run.latency, first.min()) {
+            (Some(l), Some(from)) if self.now >= self.base + from => l,
+            _ => WIRE,
+        }
+    }
+
     /// Sends `req` on `conn` now: read when the server runs.
     fn send(&mut self, conn: u64, req: Req) {
-        let read = self.runs_from(self.now + WIRE);
+        let read = self.runs_from(self.now + self.wire());
         self.at(read, What::Read { conn, req });
     }
 
@@ -522,7 +536,7 @@ impl World {
                 if req == Req::Connect {
                     self.connect_busy[conn as usize] = self.now + delay;
                 }
-                self.at(self.now + delay + WIRE, What::Recv { conn, req, alive });
+                self.at(self.now + delay + self.wire(), What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
             What::Refresh => {
@@ -1036,6 +1050,7 @@ fn search(
                             faults,
                             close_at,
                             exit_after,
+                            latency: None,
                             refresh,
                             covered,
                             survives,
@@ -1081,6 +1096,7 @@ fn search(
             // Half the closes (by an even millisecond) with the process
             // exiting `T/2` after (no draw: the seeds stay as they were).
             exit_after: close_at.filter(|c| c.as_millis() % 2 == 0).map(|_| t / 2),
+            latency: None,
             refresh,
             covered: false,
             survives: false,
@@ -1157,6 +1173,7 @@ fn quick_retries_give_up_a_live_session_answered_late() {
         faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
         close_at: None,
         exit_after: None,
+        latency: None,
         refresh: None,
         covered: false,
         survives: false,
@@ -1225,6 +1242,7 @@ fn the_checks_can_fail() {
         faults: vec![Fault::Reset { at: t }],
         close_at: None,
         exit_after: None,
+        latency: None,
         refresh: None,
         covered: true,
         survives: true,
@@ -1286,6 +1304,38 @@ fn finds_close_not_behind_connect() {
     assert!(run.exit_after.is_some(), "{run:?}");
 }
 
+/// Round 31's F1: a reset on a network whose round trips are `0.05` to
+/// `0.11 T` keeps the clock (the reconnect's connect is its connection's
+/// first heartbeat); with the old rule (`connect_not_first_heartbeat`: the
+/// history starts with the first sync's reply) the clock runs out from
+/// about `0.08 T`.
+#[test]
+fn a_reset_on_a_slow_network_keeps_the_clock() {
+    let t = Duration::from_secs(4);
+    for hundredths in [5u32, 7, 9, 11] {
+        for old in [false, true] {
+            let run = Run {
+                timeout: t,
+                hosts: 1,
+                hung: 0,
+                faults: vec![Fault::Reset { at: t * 3 / 2 }],
+                close_at: None,
+                exit_after: None,
+                latency: Some(t * hundredths / 200),
+                refresh: None,
+                covered: true,
+                survives: true,
+                bugs: Default::default(),
+                clock_bugs: zklock_proto::clock::Bugs { connect_not_first_heartbeat: old, ..Default::default() },
+            };
+            let verdict = simulate(&run).map_err(|(kind, _)| kind);
+            // The old rule's bug switch works only with `history`.
+            let expected = if old && cfg!(feature = "history") && hundredths >= 9 { Err("false loss") } else { Ok(()) };
+            assert_eq!(verdict, expected, "round trip {hundredths}/100 T, old rule: {old}");
+        }
+    }
+}
+
 /// A close lost with its connection reaches the server on the next one:
 /// with the close in flight when the connection is reset, the session is
 /// closed, not expired.
@@ -1303,6 +1353,7 @@ fn a_close_lost_with_its_connection_is_sent_again() {
             faults: vec![fault],
             close_at: Some(at - WIRE / 2),
             exit_after: None,
+            latency: None,
             refresh: None,
             covered: true,
             survives: true,
