@@ -171,6 +171,27 @@ struct Run {
     clock_bugs: zklock_proto::clock::Bugs,
 }
 
+impl Run {
+    /// A run of `faults` with nothing else: no close, no exit, loopback, no
+    /// refresh, no promise of the covered or surviving kinds, no bug.
+    fn new(timeout: Duration, hosts: usize, hung: usize, faults: Vec<Fault>) -> Run {
+        Run {
+            timeout,
+            hosts,
+            hung,
+            faults,
+            close_at: None,
+            exit_after: None,
+            latency: None,
+            refresh: None,
+            covered: false,
+            survives: false,
+            bugs: Default::default(),
+            clock_bugs: Default::default(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum What {
     /// A request of connection `conn` reaches the server's process.
@@ -1044,18 +1065,14 @@ fn search(
                     for (close_at, exit_after, refresh) in variants {
                         let faults = vec![fault];
                         let run = Run {
-                            timeout: t,
-                            hosts,
-                            hung,
-                            faults,
                             close_at,
                             exit_after,
-                            latency: None,
                             refresh,
                             covered,
                             survives,
                             bugs,
                             clock_bugs,
+                            ..Run::new(t, hosts, hung, faults)
                         };
                         if let Some(found) = check(run) {
                             return (made, Some(found));
@@ -1088,20 +1105,14 @@ fn search(
         let close_at = (rng.u8(0..3) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
         let refresh = (rng.u8(0..4) == 0).then(|| Duration::from_millis(rng.u64(20..=t.as_millis() as u64 / 2)));
         let run = Run {
-            timeout: t,
-            hosts,
-            hung,
-            faults,
             close_at,
             // Half the closes (by an even millisecond) with the process
             // exiting `T/2` after (no draw: the seeds stay as they were).
             exit_after: close_at.filter(|c| c.as_millis() % 2 == 0).map(|_| t / 2),
-            latency: None,
             refresh,
-            covered: false,
-            survives: false,
             bugs,
             clock_bugs,
+            ..Run::new(t, hosts, hung, faults)
         };
         if let Some(found) = check(run) {
             return (made, Some(found));
@@ -1166,20 +1177,7 @@ fn finds_quick_retries() {
 #[test]
 fn quick_retries_give_up_a_live_session_answered_late() {
     let t = Duration::from_secs(4);
-    let run = |bugs| Run {
-        timeout: t,
-        hosts: 1,
-        hung: 0,
-        faults: vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }],
-        close_at: None,
-        exit_after: None,
-        latency: None,
-        refresh: None,
-        covered: false,
-        survives: false,
-        bugs,
-        clock_bugs: Default::default(),
-    };
+    let run = |bugs| Run { bugs, ..Run::new(t, 1, 0, vec![Fault::Slow { at: t * 3 / 2, delay: t * 85 / 100 }]) };
     let bugs = zklock_proto::reconnect::Bugs { quick_retries: true, ..Default::default() };
     assert_eq!(simulate(&run(bugs)).map_err(|(kind, _)| kind), Err("false expiry"));
     assert_eq!(simulate(&run(Default::default())), Ok(()));
@@ -1235,20 +1233,7 @@ fn finds_full_share_for_unanswered() {
 #[test]
 fn the_checks_can_fail() {
     let t = Duration::from_secs(4);
-    let run = Run {
-        timeout: t,
-        hosts: 1,
-        hung: 0,
-        faults: vec![Fault::Reset { at: t }],
-        close_at: None,
-        exit_after: None,
-        latency: None,
-        refresh: None,
-        covered: true,
-        survives: true,
-        bugs: Default::default(),
-        clock_bugs: Default::default(),
-    };
+    let run = Run { covered: true, survives: true, ..Run::new(t, 1, 0, vec![Fault::Reset { at: t }]) };
     let mut w = World::new(run.clone());
     w.go();
     assert_eq!(w.verdict(), Ok(()));
@@ -1315,18 +1300,11 @@ fn a_reset_on_a_slow_network_keeps_the_clock() {
     for hundredths in [5u32, 7, 9, 11] {
         for old in [false, true] {
             let run = Run {
-                timeout: t,
-                hosts: 1,
-                hung: 0,
-                faults: vec![Fault::Reset { at: t * 3 / 2 }],
-                close_at: None,
-                exit_after: None,
                 latency: Some(t * hundredths / 200),
-                refresh: None,
                 covered: true,
                 survives: true,
-                bugs: Default::default(),
                 clock_bugs: zklock_proto::clock::Bugs { connect_not_first_heartbeat: old, ..Default::default() },
+                ..Run::new(t, 1, 0, vec![Fault::Reset { at: t * 3 / 2 }])
             };
             let verdict = simulate(&run).map_err(|(kind, _)| kind);
             // The old rule's bug switch works only with `history`.
@@ -1346,20 +1324,8 @@ fn a_close_lost_with_its_connection_is_sent_again() {
     for fault in
         [Fault::Reset { at }, Fault::Down { at, len: t / 4 }, Fault::Stall { at, len: t / 4, reset: Some(0.5) }]
     {
-        let run = Run {
-            timeout: t,
-            hosts: 1,
-            hung: 0,
-            faults: vec![fault],
-            close_at: Some(at - WIRE / 2),
-            exit_after: None,
-            latency: None,
-            refresh: None,
-            covered: true,
-            survives: true,
-            bugs: Default::default(),
-            clock_bugs: Default::default(),
-        };
+        let run =
+            Run { close_at: Some(at - WIRE / 2), covered: true, survives: true, ..Run::new(t, 1, 0, vec![fault]) };
         let mut w = World::new(run);
         w.go();
         assert_eq!(w.verdict(), Ok(()));
