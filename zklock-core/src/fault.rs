@@ -20,6 +20,11 @@ pub(crate) const AFTER_CREATE_REPLY: &str = "after-create-reply";
 /// delete notification).
 pub(crate) const BEFORE_WAITING: &str = "before-waiting";
 
+/// An inner reentrant guard's release, after the count fell and the
+/// handle's slot was let go (outside attack round 32, F2: the last
+/// guard's release, made meanwhile, made the inner one fail `NotHeld`).
+pub(crate) const AFTER_INNER_RELEASE: &str = "after-inner-release";
+
 /// Stalls here, in the queue at `path`, if the environment names `point`
 /// (and a path `path` is under, if any: see the module docs).
 #[cfg(feature = "fault-points")]

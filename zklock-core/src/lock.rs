@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crate::acquire::{acquire, Ctx, Downgrade, SeqHint};
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fault;
 use crate::holding::{Callback, Deleting, Holding};
 use crate::listeners::Subscription;
 use crate::names::LockMode;
@@ -1232,19 +1233,27 @@ impl Guard {
         // queues anew. Never a guard on a node being deleted (outside
         // attack round 14: a thread acquiring again while another thread
         // released its last guard got one).
-        let last = {
+        let inner = {
             let mut held = slot_list(&self.slot);
             let last = self.holding.count.fetch_sub(1, Ordering::AcqRel) == 1;
             if last {
                 held.retain(|h| !Arc::ptr_eq(&h.holding, &self.holding));
+                None
+            } else {
+                // An inner guard: the node stays for the others, but a loss
+                // is this guard's news too (its critical section may have
+                // run without the lock). Read under the slot's mutex: once
+                // it is let go, another guard of the node may make the last
+                // release, and the lock is then `Released` by that one, not
+                // lost (outside attack round 32, F2: an inner release
+                // failed `NotHeld` when the last guard's release came in
+                // between).
+                Some(self.holding.check())
             }
-            last
         };
-        if !last {
-            // An inner guard: the node stays for the others, but a loss is
-            // this guard's news too (its critical section may have run
-            // without the lock).
-            return Ok(Releasing::Done(match self.holding.check() {
+        if let Some(state) = inner {
+            fault::stall(fault::AFTER_INNER_RELEASE, &self.holding.node_path());
+            return Ok(Releasing::Done(match state {
                 Err(e) if e.kind() != ErrorKind::ConnectionLoss => Err(e),
                 _ => Ok(ReleaseStatus::Released),
             }));
