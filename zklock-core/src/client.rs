@@ -763,9 +763,6 @@ impl Shared {
         let mut current = first;
         loop {
             tokio::spawn(self.clone().heartbeat(current.clone()));
-            if let Ok(zk) = current.zk() {
-                tokio::spawn(credit_revalidations(current.clone(), zk.events()));
-            }
             let mut states = current.states();
             let mut was = zk::SessionState::Connected;
             loop {
@@ -848,21 +845,6 @@ impl Shared {
             for (op, n) in old.map(|s| s.closer.requests_sent()).unwrap_or_default() {
                 *retired.entry(op).or_default() += n;
             }
-        }
-    }
-}
-
-/// Credits the safety clock of `session` with each connect its session
-/// layer had answered late and then asked again
-/// ([`zk::SessionEvent::Revalidated`]: the answer proved the session alive
-/// after the request was sent; `zklock_proto::clock::Clock::credit_connect`).
-/// Ends with the session.
-async fn credit_revalidations(session: Arc<Session>, mut events: zklock_zk::Events) {
-    while let Some(e) = events.next().await {
-        match e {
-            zk::SessionEvent::Revalidated { connect_sent } => session.clock.credit_connect(connect_sent),
-            zk::SessionEvent::Ended(_) => return,
-            _ => {},
         }
     }
 }

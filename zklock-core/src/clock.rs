@@ -5,13 +5,12 @@
 //! clock.
 //!
 //! This module is the only place that can move the clock, and it accepts
-//! two kinds of evidence: [`SyncReply`], which only
-//! [`SafetyClock::heartbeat`] makes, from the reply to its `sync` (or, once
-//! the clock ran out, its write), whose send time is the session layer's
-//! stamp, taken just before the write that handed the request to the
-//! socket (a stall before the write only makes the credit smaller); and a
-//! connect the session layer had answered late and asked again
-//! ([`SafetyClock::credit_connect`], stamped the same way).
+//! one kind of evidence: [`SyncReply`], which only
+//! [`SafetyClock::heartbeat`] makes, from the reply to its `sync` (or its
+//! write: once the clock ran out, and on a new connection until a write on
+//! it is answered), whose send time is the session layer's stamp, taken
+//! just before the write that handed the request to the socket (a stall
+//! before the write only makes the credit smaller).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -52,11 +51,6 @@ impl SafetyClock {
         self.clock().safe_until()
     }
 
-    /// Whether the session is safely alive now.
-    pub(crate) fn is_safe(&self) -> bool {
-        self.clock().is_safe(Instant::now())
-    }
-
     /// Whether a lock granted now stays safely held while the server
     /// answers ([`Clock::will_stay_safe`]).
     pub(crate) fn will_stay_safe(&self) -> bool {
@@ -74,8 +68,9 @@ impl SafetyClock {
         self.advanced.notified().await
     }
 
-    /// Sends one `sync` (a write once the clock has run out) now, if the
-    /// session is connected; the returned future waits for its reply
+    /// Sends one `sync` (a write once the clock has run out, or while no
+    /// write on this connection was answered: [`Clock::heartbeat_write`])
+    /// now, if the session is connected; the returned future waits for its reply
     /// (`None` if there is none: the connection failed, or a write was
     /// answered `SessionExpired`). The send time is the session layer's
     /// stamp, taken just before the write that handed the request to the
@@ -90,7 +85,7 @@ impl SafetyClock {
         zk: &zk::Client,
     ) -> Option<impl std::future::Future<Output = Option<SyncReply>> + Send + 'static> {
         let connected = zk.connected()?;
-        let write = !self.is_safe();
+        let write = self.clock().heartbeat_write(Instant::now(), connected.connection);
         let probe = if write {
             futures_util::future::Either::Left(zk.set_data_urgent("/", &[], i32::MIN).stamped())
         } else {
@@ -119,17 +114,6 @@ impl SafetyClock {
                 connect_answered: same.then_some(connected.answered),
             }))
         })
-    }
-
-    /// Moves the clock forward on a connect answered late (the session
-    /// lived) on a connection the session layer closed unused to ask again
-    /// ([`Clock::credit_connect`]; `zklock_zk::SessionEvent::Revalidated`
-    /// is its only source).
-    pub(crate) fn credit_connect(&self, connect_sent: Instant) {
-        let moved = self.clock().credit_connect(connect_sent);
-        if moved {
-            self.advanced.notify_waiters();
-        }
     }
 
     /// Moves the clock forward on the evidence of `reply` (never back).

@@ -8,8 +8,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub(crate) use zklock_zk::{
-    Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, SessionEvent, Stat,
-    State as SessionState, StateWatcher, Watch, WatchedEvent,
+    Acl, Code, CreateMode, Error, EventType, MultiOp, MultiResult, Session as Client, Stat, State as SessionState,
+    StateWatcher, Watch, WatchedEvent,
 };
 
 /// A reply's value, or why there is none.

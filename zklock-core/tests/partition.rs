@@ -116,14 +116,17 @@ fn a_waiter_on_a_server_cut_off_from_the_quorum_is_not_granted_while_another_hol
 /// The leader stalled (SIGSTOP) for 0.3 T while the holder's connection to
 /// a follower is reset: the holder reconnects to the other follower, which
 /// answers the connect only once the leader (which revalidates the session)
-/// runs again, so late; the client asks that follower once more (a late
-/// connect's credit would run the safety clock out: outside attack round
-/// 22, F1). Both connects revalidated the session through that follower,
-/// so it stays the session's owner: the holder is Held again, its release
-/// is done at once, and the waiter is granted right after it (round 23,
-/// R3: a client that gave up unanswered connects left the session owned by
-/// a member it had left; its release failed and the waiter waited a whole
-/// session timeout, in 5 of 5 runs). The safety clock never runs out.
+/// runs again, so late; the client uses that connection (until round 33's
+/// F2 it asked the follower once more: a late connect's credit, `T/3` less
+/// than its send time, would run the safety clock out, outside attack
+/// round 22, F1; now it is credited in full once a write on its connection
+/// is answered). The connect revalidated the session through that
+/// follower, so it stays the session's owner: the holder is Held again,
+/// its release is done at once, and the waiter is granted right after it
+/// (round 23, R3: a client that gave up unanswered connects left the
+/// session owned by a member it had left; its release failed and the
+/// waiter waited a whole session timeout, in 5 of 5 runs). The safety
+/// clock never runs out.
 #[test]
 fn a_reset_while_the_leader_is_stalled_keeps_the_lock_and_its_release() {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
@@ -183,6 +186,99 @@ fn a_reset_while_the_leader_is_stalled_keeps_the_lock_and_its_release() {
         granted - released_at
     );
     gw.release().unwrap();
+}
+
+/// Outside attack round 33, F2: a leader stalled (SIGSTOP, a GC pause)
+/// long enough for the followers to elect a new one, which expires the
+/// holder's session `T` after it starts and grants the lock to a waiter.
+/// The holder names only the old leader. That leader runs again for a
+/// moment (it still believes it leads until its next quorum check) and
+/// answers the holder's reconnect from its own session tracker, where the
+/// session lives, and its stale tree, where the lock's node is; stalled
+/// again at once, it keeps the holder's new connection silent rather than
+/// reset. Credited from that connect (its send time less `T/3`), the
+/// holder's `check()` passed for 61-868 ms after the waiter was granted
+/// (7 of 7 runs). Now nothing on a new connection counts until a write on
+/// it is answered, which a leader without a quorum never does: `check()`
+/// never passes after the waiter's grant. (The ensemble's `syncLimit` is 2
+/// ticks of 500 ms, so that the followers elect within `T/2`; the old
+/// leader runs again `0.95 T` after its stall began, and stalls again as
+/// soon as the holder passes `check()`, or `T/4` after it ran again. The
+/// holder's reconnect may also reach the new leader in time, through the
+/// old one back as a follower: its session then lives on, and the waiter
+/// gets the lock when the holder releases it at the end.)
+#[test]
+fn a_leader_deposed_while_stalled_that_runs_again_for_a_moment_revives_no_holder() {
+    zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
+    let cluster =
+        Cluster::start(ClusterOptions::new().size(3).tick_time_ms(500).sync_limit(2)).expect("ensemble starts");
+    let leader = cluster.wait_quorum(30 * SEC).unwrap();
+    let t = 4 * SEC;
+    let h = Client::connect(common::options(&cluster.client_addr(leader).to_string(), t)).unwrap();
+    let w = Client::connect(common::options(&others(&cluster, leader), t)).unwrap();
+    let gh = h.lock("/deposed-stalled").unwrap().acquire(Some(10 * SEC)).unwrap();
+    let lw = w.lock("/deposed-stalled").unwrap();
+    let tw = std::thread::spawn(move || {
+        let g = lw.acquire(Some(60 * SEC));
+        (g, Instant::now())
+    });
+    wait_until("w queued", 10 * SEC, || queue(&w, "/deposed-stalled").len() == 2);
+    std::thread::sleep(t * 6 / 5);
+    // Every instant at which the holder's check() passed.
+    let mut passed = Vec::new();
+    let mut poll = |until: Instant, stop_at_pass: bool| {
+        while Instant::now() < until {
+            if gh.check().is_ok() {
+                passed.push(Instant::now());
+                if stop_at_pass {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    };
+    let began = Instant::now();
+    cluster.freeze(leader).unwrap();
+    poll(began + t * 95 / 100, false);
+    let new_leader = cluster.leader();
+    cluster.resume(leader).unwrap();
+    let resumed = Instant::now();
+    let revived = poll(resumed + t / 4, true);
+    cluster.freeze(leader).unwrap();
+    let stalled_again = Instant::now();
+    poll(stalled_again + t, false);
+    cluster.resume(leader).unwrap();
+    poll(Instant::now() + t / 2, false);
+    // If the holder's session lived on (its reconnect reached the new
+    // leader in time, through the old one back as a follower), it still
+    // holds: let the waiter have the lock.
+    let release = gh.release();
+    let (gw, granted) = tw.join().unwrap();
+    let at = |i: Instant| i.saturating_duration_since(began);
+    println!(
+        "stall at 0, new leader {new_leader:?}; resumed {:?} (holder passed check() then: {revived}), stalled again {:?}; \
+         w {} at {:?}; the holder's check() passed last at {:?}; its release at the end: {release:?}",
+        at(resumed),
+        at(stalled_again),
+        match &gw {
+            Ok(_) => "granted".to_string(),
+            Err(e) => format!("not granted ({e})"),
+        },
+        at(granted),
+        passed.last().map(|&p| at(p))
+    );
+    assert!(new_leader.is_some_and(|l| l != leader), "no new leader during the stall: {new_leader:?}");
+    if gw.is_ok() {
+        let after: Vec<Duration> = passed.iter().filter(|&&p| p > granted).map(|&p| p - granted).collect();
+        assert!(
+            after.is_empty(),
+            "the holder's check() passed {} times after w was granted (first {:?} after)",
+            after.len(),
+            after.first()
+        );
+    }
+    gw.expect("w gets the lock once the new leader expired the holder's session").release().unwrap();
 }
 
 /// A 3-node ensemble whose members can be cut off from each other, with

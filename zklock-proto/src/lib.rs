@@ -23,8 +23,8 @@
 //! - [`clock`]: the safety clock (section 5): until when the session is
 //!   certainly alive, from the heartbeats' send and answer times.
 //! - [`reconnect`]: the session layer's reconnect policy (section 5), which
-//!   serves the clock: how long attempts wait, and a connect answered late
-//!   asked again.
+//!   serves the clock: which server next, how long attempts wait, when to
+//!   give up.
 //!
 //! This crate depends on nothing that does I/O; its API follows what
 //! `zklock-core` needs and may change with any release (zklock-core's API is

@@ -1,15 +1,16 @@
 //! The session layer's reconnect policy (protocol section 5): how long a
 //! reconnect may try, how long each attempt waits for its connect's
 //! answer, how far apart rounds of attempts come, which server is tried
-//! next ([`RoundRobin`]), and what to do with a connect answered late.
+//! next ([`RoundRobin`]), and when to give up.
 //! Pure: the caller (`zklock-zk`'s session task, and the reconnect search
 //! in this crate's tests, which run the same [`RoundRobin`]) reads the
 //! clock and makes the connections; this says what to do at each instant
 //! it is given.
 //!
 //! The rules serve the safety clock ([`crate::clock`]), which credits a
-//! reconnect from its connect request's send time less `T/3` and counts the
-//! new connection's heartbeats only `T/3` after its first reply:
+//! reconnect from its connect request's send time once a write on the new
+//! connection is answered, and counts the new connection's heartbeats only
+//! `T/3` after their answers:
 //!
 //! - Rounds of attempts come at most `T/40` apart (at least 25 ms, at most
 //!   1 s): every moment between the end of an outage and the reconnect
@@ -46,16 +47,19 @@
 //!   `SessionMoved`), and the time spent on them is time the session may
 //!   expire in (outside attack round 23: R1-R3, against
 //!   [`Bugs::quick_retries`]).
-//! - A connect answered more than `T/6` after it was sent (a server stalled,
+//! - A connect is used however late it was answered (a server stalled,
 //!   not down: its kernel accepted the connection and it answered when it
-//!   ran again) is taken as proof that the session lives, but its credit
-//!   would run out before the new connection's heartbeats count from a lag
-//!   of about `0.23 T` (round 22, F1). That connection is closed unused and
-//!   the same server asked once more at once: that connect is sent after the
-//!   stall, so its credit is fresh. Once per reconnect: a server slow to
-//!   answer every connection is as slow the second time.
+//!   ran again): the clock credits its send time in full once a write on
+//!   the connection is answered, which lasts until the connection's
+//!   heartbeats count after a stall of up to about `0.5 T`. (Until outside
+//!   attack round 33, F2, the credit was `T/3` less and came with the
+//!   first answer, which ran out before the heartbeats counted from a lag
+//!   of about `0.23 T` (round 22, F1); a connect answered more than `T/6`
+//!   late was then closed unused and the same server asked once more. Now
+//!   that would only cost a server slow to answer every connect a second
+//!   wait.)
 //! - The reconnect gives up (the session counts as expired) `4/3 T` after
-//!   the server was last heard from, after a late answer, or after an
+//!   the server was last heard from, or after an
 //!   attempt whose connect was sent ended unanswered: a server may have
 //!   read that connect and touched the session (a stalled server reads it
 //!   when it runs again), so the session may live until `T` after it. So
@@ -74,10 +78,6 @@ use std::time::{Duration, Instant};
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bugs {
-    /// Use a connection however late its connect was answered (outside
-    /// attack round 22, F1: a reset while the server was stalled for
-    /// 0.3 T ran the clock out after the stall, on a healthy connection).
-    pub never_ask_again: bool,
     /// The first fix of F1, taken back: until half the timeout has passed
     /// since the server was last heard from, give a connect up when it is
     /// unanswered for `T/8` (at least 200 ms) and try again on a new
@@ -145,15 +145,6 @@ impl Bugs {
     }
 }
 
-/// What to do with a connection whose connect was answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Answered {
-    /// Use it: the reconnect is done.
-    Use,
-    /// Close it unused and ask the same server once more, at once.
-    AskAgain,
-}
-
 /// One reconnect of a session: from the loss of a connection until a new
 /// one is used or the reconnect gives up.
 #[derive(Clone, Copy, Debug)]
@@ -166,7 +157,6 @@ pub struct Reconnect {
     lost_at: Instant,
     /// Rounds of attempts over the servers that ended so far.
     round: u32,
-    asked_again: bool,
     bugs: Bugs,
 }
 
@@ -182,7 +172,6 @@ impl Reconnect {
             give_up_at: last_heard + timeout * 4 / 3,
             lost_at: last_heard,
             round: 0,
-            asked_again: false,
             bugs: Bugs::default(),
         }
     }
@@ -271,21 +260,6 @@ impl Reconnect {
             return;
         }
         self.give_up_at = self.give_up_at.max(ended + self.timeout * 4 / 3);
-    }
-
-    /// A connect sent at `connect_sent` was answered (the session lives) at
-    /// `answered`: whether to use that connection or to ask its server once
-    /// more (see the module docs). Asking again moves the give-up time to
-    /// `4/3 T` after `answered`.
-    pub fn answered(&mut self, connect_sent: Instant, answered: Instant) -> Answered {
-        let lag = answered.saturating_duration_since(connect_sent);
-        if lag <= self.timeout / 6 || self.asked_again || self.bugs.on(|b| b.never_ask_again) {
-            return Answered::Use;
-        }
-        self.asked_again = true;
-        self.last_heard = self.last_heard.max(answered);
-        self.give_up_at = self.give_up_at.max(answered + self.timeout * 4 / 3);
-        Answered::AskAgain
     }
 }
 
@@ -480,7 +454,7 @@ impl Rules for NewSession {
 pub enum Next {
     /// Try server `host` (an index into the list), waiting for its
     /// connect's answer until `until`; then say how it went
-    /// ([`RoundRobin::ended`], or [`RoundRobin::answered`] for a reconnect).
+    /// ([`RoundRobin::ended`]) unless it was answered.
     Try {
         /// The server's index.
         host: usize,
@@ -664,22 +638,6 @@ impl RoundRobin<Reconnect> {
         rounds
     }
 
-    /// The attempt last handed out was answered: its connect sent at
-    /// `connect_sent`, answered at `answered`. Whether to use that
-    /// connection, or to close it unused and ask the same server once more
-    /// ([`Reconnect::answered`]): then the next [`RoundRobin::next`] tries
-    /// it at once.
-    pub fn answered(&mut self, connect_sent: Instant, answered: Instant) -> Answered {
-        self.waiting_until = None;
-        let what = self.rules.answered(connect_sent, answered);
-        if what == Answered::AskAgain {
-            self.again_from(self.current);
-            // It just answered: as slow again, not gone.
-            self.own_first = true;
-        }
-        what
-    }
-
     /// The server list changed to `hosts` servers, the attempt in
     /// progress (if any) broken off; `kept[i]` is where the old list's
     /// server `i` is in the new one (`None`: not there). The rounds start
@@ -731,17 +689,6 @@ mod tests {
     use super::*;
 
     const T: Duration = Duration::from_secs(4);
-
-    #[test]
-    fn a_connect_answered_late_is_asked_again_once() {
-        let t0 = Instant::now();
-        let mut r = Reconnect::new(T, 1, t0);
-        assert_eq!(r.answered(t0, t0 + T / 6), Answered::Use, "T/6 is not late");
-        let late = t0 + T * 3 / 10;
-        assert_eq!(r.answered(t0, late), Answered::AskAgain);
-        assert_eq!(r.give_up_at(), late + T * 4 / 3, "the session lived when it was answered");
-        assert_eq!(r.answered(late, late + T * 3 / 10), Answered::Use, "only once");
-    }
 
     #[test]
     fn an_attempt_waits_the_timeouts_share_never_beyond_giving_up() {
@@ -857,15 +804,12 @@ mod tests {
     }
 
     #[test]
-    fn asking_again_tries_the_same_server_first() {
+    fn a_new_list_without_the_attempts_server_starts_from_its_first() {
         let t0 = Instant::now();
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         rr.next(t0, 0.0);
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
-        assert_eq!(rr.answered(t0, t0 + T / 3), Answered::AskAgain);
-        assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 1, .. }));
-        rr.ended(Ended::Transient);
         rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3);
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
     }

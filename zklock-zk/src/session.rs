@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, CloseAsked, Failure, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
-use zklock_proto::reconnect::{self, Answered, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
+use zklock_proto::reconnect::{self, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,16 +88,6 @@ pub enum SessionEvent {
         connection: u64,
         /// Why.
         reason: String,
-    },
-    /// A connect to the session was answered (so the session lived: the
-    /// server revalidated it after the request was sent) more than `T/6`
-    /// after it was sent; the connection is closed unused and the same
-    /// server asked once more ([`zklock_proto::reconnect`]). For the safety
-    /// clock, which credits that proof as a reconnect's
-    /// ([`zklock_proto::clock::Clock::credit_connect`]). Reconnecting still.
-    Revalidated {
-        /// Taken just before the connect request was handed to the socket.
-        connect_sent: Instant,
     },
     /// The session ended (expired, auth failed, closed). The last event.
     Ended(Error),
@@ -1337,19 +1327,7 @@ impl Task {
             match outcome {
                 Ok(Ok((ready, at))) => {
                     self.host_at = Some(at);
-                    match rounds.answered(ready.connect_sent, ready.answered) {
-                        Answered::Use => return Ok(ready),
-                        Answered::AskAgain => {
-                            self.emit(SessionEvent::Revalidated { connect_sent: ready.connect_sent });
-                            log::debug!(
-                                "session {:#x}: {} answered the connect {:?} after it was sent; asking it once more",
-                                self.session_id,
-                                ready.server,
-                                ready.answered.saturating_duration_since(ready.connect_sent)
-                            );
-                            drop(ready);
-                        },
-                    }
+                    return Ok(ready);
                 },
                 Ok(Err(RoundsEnd::Expired | RoundsEnd::Deadline(_) | RoundsEnd::Unreachable(_))) => {
                     return Err(End::Final(Error::SessionExpired));

@@ -46,7 +46,7 @@ const LOG_TAIL_LINES: usize = 25;
 /// `clientPortAddress=127.0.0.1`, `maxClientCnxns=0`,
 /// `admin.enableServer=false`, `minSessionTimeout` (2 ticks),
 /// `maxSessionTimeout=60000`, `4lw.commands.whitelist=*`, `forceSync`, and for
-/// an ensemble `initLimit=10`, `syncLimit=5` and the `server.N` lines
+/// an ensemble `initLimit=10`, `syncLimit` (5 unless set) and the `server.N` lines
 /// (`127.0.0.1:quorumPort:electionPort` of every member, or, when
 /// [`partitionable`](ClusterOptions::partitionable), the member itself at
 /// `0.0.0.0` and the others at relay ports); then the extra lines (a later
@@ -63,6 +63,7 @@ pub struct ClusterOptions {
     tls: bool,
     sasl_users: Vec<(String, String)>,
     release: ServerRelease,
+    sync_limit: u32,
 }
 
 impl Default for ClusterOptions {
@@ -78,6 +79,7 @@ impl Default for ClusterOptions {
             tls: false,
             sasl_users: Vec::new(),
             release: ServerRelease::Debian38,
+            sync_limit: 5,
         }
     }
 }
@@ -101,6 +103,14 @@ impl ClusterOptions {
     /// `maxSessionTimeout = 60000`.
     pub fn tick_time_ms(mut self, ms: u32) -> Self {
         self.tick_time_ms = ms;
+        self
+    }
+
+    /// An ensemble's `syncLimit` in ticks (default 5, ZooKeeper's sample
+    /// configuration and Debian's): how long a follower and the leader wait
+    /// for each other before giving up.
+    pub fn sync_limit(mut self, ticks: u32) -> Self {
+        self.sync_limit = ticks;
         self
     }
 
@@ -513,7 +523,7 @@ impl Cluster {
         let _ = writeln!(cfg, "forceSync={}", if o.force_sync { "yes" } else { "no" });
         if self.members.len() > 1 {
             let _ = writeln!(cfg, "initLimit=10");
-            let _ = writeln!(cfg, "syncLimit=5");
+            let _ = writeln!(cfg, "syncLimit={}", o.sync_limit);
             for p in &self.members {
                 let relay = self.relay(m.myid - 1, p.myid - 1);
                 let (host, quorum, election) = match relay {

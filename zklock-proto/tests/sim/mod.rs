@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 use zklock_proto::acquire::Bugs;
 use zklock_proto::clock::Bugs as ClockBugs;
 use zklock_proto::names::LockMode;
-use zklock_proto::reconnect::{Answered, Ended, Next, Reconnect, RoundRobin};
+use zklock_proto::reconnect::{Ended, Next, Reconnect, RoundRobin};
 
 use check::Violation;
 use model::{CountWrite, Zk};
@@ -179,7 +179,7 @@ impl Opts {
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
-            (self.clock_bugs.connect_no_lag, "connect_no_lag"),
+            (self.clock_bugs.connect_unconfirmed, "connect_unconfirmed"),
             (self.count_bugs.keep_on_failure, "keep_count_on_failure"),
             (self.count_bugs.no_hold_back, "count_no_hold_back"),
             (self.count_bugs.fail_on_lost_read, "count_fail_on_lost_read"),
@@ -565,17 +565,63 @@ impl World {
     /// stays with the deposed leader, cut off from the new one for 0.25 to
     /// 1.5 session timeouts, and the deposed leader answers its syncs for up
     /// to [`DEPOSED_TICKS`] more (half the time that long).
+    ///
+    /// Half the time the deposed leader stalled (a GC pause, SIGSTOP) with
+    /// that follower, freezing together for a quarter to a whole session
+    /// timeout (their clients hear nothing: cut off as long), and answers
+    /// only once it runs again (outside attack round 33, F2); then the
+    /// contender it was aimed at, if it is on that follower, names only
+    /// that member half the time (as the holder of round 33 did), so that
+    /// it reconnects there when its connection goes silent.
     fn leader_change(&mut self, i: usize) {
-        let Some(Cut { f, d, .. }) = self.cut_target(i) else { return };
+        let stalled = self.timed && self.ch.roll(50);
+        let Some(Cut { i, at, f, d }) =
+            stalled.then(|| self.holder_on_follower()).flatten().or_else(|| self.cut_target(i))
+        else {
+            return;
+        };
         // Half the time the worst case: the whole `DEPOSED_TICKS`.
         let ghost = if self.ch.roll(50) { DEPOSED_TICKS } else { u64::from(self.ch.between(0, DEPOSED_TICKS as u32)) };
-        self.zk.leader_change(f, d, ghost);
+        let stall = if stalled { u64::from(self.ch.between((T_TICKS / 4) as u32, T_TICKS as u32)) } else { 0 };
+        self.zk.leader_change(f, d, ghost, stall);
         self.count("fault: leader change");
         self.trace_line(format!(
             "FAULT leader change: a new leader starts; follower s{} stays with the deposed one for {d} ticks, \
-             which answers its syncs for {ghost}",
+             which stalls for {stall} and then answers its syncs for {ghost}",
             f + 1
         ));
+        if stall > 0 {
+            self.count("fault: leader change: the deposed leader stalled");
+            for j in 0..self.cs.len() {
+                let s = &self.zk.sessions[&self.cs[j].session];
+                if s.alive && s.connected && s.server == f + 1 && !self.is_cut(j) {
+                    self.cut_for(j, stall);
+                }
+            }
+            let connected = self.zk.sessions[&self.cs[i].session].connected;
+            if at == f + 1 && connected && self.ch.roll(50) {
+                self.cs[i].only = Some(at);
+                self.cs[i].rounds = None;
+                self.count("fault: leader change: its contender names only that member");
+                self.trace_line(format!("FAULT ... and c{i} names only s{at}"));
+            }
+        }
+    }
+
+    /// A contender that holds the lock on a follower not cut off (if any),
+    /// with that follower and a time drawn as `cut_target` draws it.
+    fn holder_on_follower(&mut self) -> Option<Cut> {
+        let on: Vec<(usize, usize)> = (0..self.cs.len())
+            .filter(|&j| matches!(self.cs[j].state, State::Holding { .. }))
+            .map(|j| (j, self.zk.sessions[&self.cs[j].session].server))
+            .filter(|&(_, at)| at > 0 && !self.zk.followers[at - 1].is_cut(self.zk.now))
+            .collect();
+        if on.is_empty() {
+            return None;
+        }
+        let (i, at) = on[self.ch.choose(on.len())];
+        let d = u64::from(self.ch.between((T_TICKS / 4) as u32, (T_TICKS * 3 / 2) as u32));
+        Some(Cut { i, at, f: at - 1, d })
     }
 
     /// Which follower a partition or a leader change cuts off, and for how
@@ -1037,7 +1083,7 @@ impl World {
     /// each tick it runs): it reconnects as `zklock-zk`'s does, by the
     /// shared rounds (`RoundRobin::after_loss`: its own member first after
     /// a reset, the next after a silence; each attempt's wait, the pauses
-    /// between rounds, a late answer asked again, giving up). A member
+    /// between rounds, giving up). A member
     /// takes the connect where the model can connect at once
     /// (`Zk::servers_for`: the leader, a follower in step with it; and
     /// `Zk::ghost_servers_for`: a follower cut off with a deposed leader
@@ -1057,45 +1103,51 @@ impl World {
         }
         let now = self.client_now(i);
         let cut = self.is_cut(i);
-        let members = 1 + self.zk.followers.len();
-        let (from, last_read) = (s.server, self.cs[i].last_read.unwrap_or(now));
+        // The server list: every member, or the one it names.
+        let list: Vec<usize> = match self.cs[i].only {
+            Some(m) => vec![m],
+            None => (0..1 + self.zk.followers.len()).collect(),
+        };
+        let (from, last_read) = (list.iter().position(|&m| m == s.server), self.cs[i].last_read.unwrap_or(now));
         let mut takes = self.zk.servers_for(Some(sid));
         takes.extend(self.zk.ghost_servers_for(sid, self.cs[i].last_zxid));
-        let refusing: Vec<bool> = (0..members).map(|m| !cut && m > 0 && !self.zk.followers[m - 1].serving).collect();
-        let refuses = |m: usize| refusing[m];
+        let refusing: Vec<bool> = list.iter().map(|&m| !cut && m > 0 && !self.zk.followers[m - 1].serving).collect();
+        let refuses = |h: usize| refusing[h];
         let mut r = self.cs[i].rounds.take().unwrap_or_else(|| {
-            let policy = Reconnect::new(SESSION_TIMEOUT, members, last_read);
-            Rounds { rr: RoundRobin::after_loss(policy, members, Some(from), now), attempt: None, pause: None }
+            let policy = Reconnect::new(SESSION_TIMEOUT, list.len(), last_read);
+            Rounds { rr: RoundRobin::after_loss(policy, list.len(), from, now), attempt: None, pause: None }
         });
         loop {
-            if let Some((m, until, sent, tick)) = r.attempt {
+            if let Some((h, until, sent, tick)) = r.attempt {
+                let m = list[h];
                 if !cut && takes.contains(&m) && self.zk.now >= tick + CONNECT_TICKS {
                     r.attempt = None;
                     let ghost = self.zk.is_ghost(m);
                     if ghost {
                         self.count("reconnect: answered by a deposed leader");
                     }
-                    match r.rr.answered(sent, now) {
-                        Answered::Use => {
-                            self.reconnect_to(i, m);
-                            self.cs[i].connect_sent = Some(sent);
-                            return;
-                        },
-                        Answered::AskAgain => {
-                            self.count("reconnect: a late answer asked again");
-                            // The answer proved the session alive (a
-                            // deposed leader's touch reaches nobody).
-                            if !ghost {
-                                self.zk.sessions.get_mut(&sid).expect("session").touched = self.zk.now;
-                            }
-                            if let Some(k) = self.cs[i].clock.as_mut() {
-                                k.credit_connect(sent);
-                            }
-                            continue;
-                        },
+                    self.reconnect_to(i, m);
+                    self.cs[i].connect_sent = Some(sent);
+                    if self.clock_bugs.connect_unconfirmed {
+                        // The rule before round 33's F2: the connect's
+                        // answer credits it at once (as the first reply on
+                        // its connection did, and a late answer asked
+                        // again), `T/3` before it was sent.
+                        let conn = self.zk.sessions[&sid].conn;
+                        if let Some(k) = self.cs[i].clock.as_mut() {
+                            k.credit(zklock_proto::clock::Heartbeat {
+                                sent,
+                                answered: now,
+                                connection: conn,
+                                write: false,
+                                connect_sent: Some(sent),
+                                connect_answered: Some(now),
+                            });
+                        }
                     }
+                    return;
                 }
-                if refuses(m) {
+                if refuses(h) {
                     self.count("reconnect: a follower that lost the leader closed the attempt");
                     r.attempt = None;
                     r.rr.ended(Ended::Transient);

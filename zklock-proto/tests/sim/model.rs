@@ -306,8 +306,12 @@ pub struct Follower<T> {
     /// change): once the cut-off ends it gives up and synchronises with the
     /// new leader.
     pub deposed: bool,
-    /// Until this tick the deposed leader still answers the syncs it
-    /// forwards (it has not noticed yet that it lost its quorum).
+    /// From this tick the deposed leader answers the syncs it forwards
+    /// (before it, stalled: a GC pause, SIGSTOP, which it does not notice,
+    /// and neither does this follower: they freeze together) ...
+    pub ghost_from: u64,
+    /// ... until this tick (it has not noticed yet that it lost its
+    /// quorum).
     pub ghost_until: u64,
 }
 
@@ -578,6 +582,7 @@ impl<T: Clone> Zk<T> {
                 lag_until: 0,
                 serving: true,
                 deposed: false,
+                ghost_from: 0,
                 ghost_until: 0,
             });
         }
@@ -632,7 +637,8 @@ impl<T: Clone> Zk<T> {
         for (f, fl) in self.followers.iter().enumerate() {
             let carries = fl.up.iter().any(|(_, m)| matches!(m, Up::Forward { sid: s, .. } if ours(s)))
                 || fl.down.iter().any(|(_, m)| matches!(m, Down::Answer { sid: s, .. } if ours(s)));
-            if fl.deposed && fl.serving && self.now < fl.ghost_until && fl.zxid >= last_zxid && !carries {
+            let answers = (fl.ghost_from..fl.ghost_until).contains(&self.now);
+            if fl.deposed && fl.serving && answers && fl.zxid >= last_zxid && !carries {
                 v.push(f + 1);
             }
         }
@@ -925,7 +931,10 @@ impl<T: Clone> Zk<T> {
             if now.is_multiple_of(half) && self.followers[fi].serving {
                 self.followers[fi].pings.push_back(now);
             }
-            if cut && now < self.followers[fi].ghost_until {
+            if cut && now < self.followers[fi].ghost_from {
+                // Stalled with the deposed leader: it notices nothing.
+                self.followers[fi].heard = now;
+            } else if cut && now < self.followers[fi].ghost_until {
                 self.ghost_answers(fi);
             }
             if !cut {
@@ -981,10 +990,13 @@ impl<T: Clone> Zk<T> {
     /// go back to electing; they reconnect to the new ensemble), and the
     /// other followers synchronise with the new leader. Follower `fi` stays
     /// with the deposed leader, cut off from the new one for `cut` ticks
-    /// (then it gives up and synchronises), and for the first `ghost` of
-    /// them the deposed leader still answers the syncs it forwards; it
-    /// commits nothing (writes wait) and its reports reach nobody.
-    pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64) {
+    /// (then it gives up and synchronises), and for `ghost` of them, from
+    /// `stall` ticks on (a deposed leader that stalled, freezing with that
+    /// follower, and runs again for a moment believing it leads: outside
+    /// attack round 33, F2), the deposed leader still answers the syncs it
+    /// forwards and the reconnects it takes; it commits nothing (writes
+    /// wait) and its reports reach nobody.
+    pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64, stall: u64) {
         let now = self.now;
         for (sid, s) in self.sessions.iter_mut() {
             if s.alive {
@@ -998,9 +1010,10 @@ impl<T: Clone> Zk<T> {
         for (g, f) in self.followers.iter_mut().enumerate() {
             if g == fi {
                 f.cut_from = now;
-                f.cut_until = now + cut.max(ghost + 1);
+                f.cut_until = now + cut.max(stall + ghost + 1);
                 f.deposed = true;
-                f.ghost_until = now + ghost;
+                f.ghost_from = now + stall;
+                f.ghost_until = now + stall + ghost;
                 f.pings.clear();
                 continue;
             }

@@ -400,6 +400,10 @@ pub struct Contender {
     /// Its session layer's reconnect in progress (timed runs; see
     /// `World::reconnect_rounds`).
     pub rounds: Option<super::Rounds>,
+    /// The one member its server list names, if it names only one (set by
+    /// a leader change that stalls its member; every member again with a
+    /// new session).
+    pub only: Option<usize>,
 }
 
 impl Contender {
@@ -470,6 +474,7 @@ impl Contender {
             decided_zxid: None,
             held_decided: None,
             rounds: None,
+            only: None,
         }
     }
 
@@ -597,7 +602,7 @@ impl World {
             (&c.clock, c.next_beat, c.connect_sent, c.connect_answered)
         {
             if now >= due {
-                let write = !k.is_safe(now);
+                let write = k.heartbeat_write(now, self.zk.sessions[&sid].conn);
                 c.next_beat = Some(now + k.next_heartbeat(now, super::SESSION_TIMEOUT / 8));
                 // `credit_reads`: a plain read in place of the sync.
                 let op = match write {
@@ -1758,6 +1763,7 @@ impl World {
         }
         self.next_session += 1;
         let sid = self.next_session;
+        self.cs[i].only = None;
         let servers = self.zk.servers_for(None);
         let server = servers[self.ch.choose(servers.len())];
         self.zk.open(sid, server);
