@@ -27,7 +27,7 @@ fn an_inner_release_racing_the_last_one_reports_released() {
     let c = common::connect(&zk.connect_string());
     let lock = common::reentrant_lock_of(&c, "/release-race", LockMode::Exclusive);
     let owner = Owner::new();
-    let outer = lock.acquire(AcquireOptions::new().timeout(Some(Duration::from_secs(5))).owner(owner.clone())).unwrap();
+    let outer = lock.acquire(AcquireOptions::new().timeout(Some(Duration::from_secs(5))).owner(owner)).unwrap();
     let inner = lock.acquire(AcquireOptions::new().timeout(Some(Duration::from_secs(5))).owner(owner)).unwrap();
     assert_eq!(outer.node_path(), inner.node_path(), "reentered");
     let t = std::thread::spawn(move || inner.release());
