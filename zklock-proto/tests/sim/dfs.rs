@@ -294,6 +294,7 @@ impl World {
             count_next: 0,
             stranger_stays: sem.is_some_and(|s| s.stranger_stays),
             abandoned: Vec::new(),
+            stalled_change: None,
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {scn:?}"));

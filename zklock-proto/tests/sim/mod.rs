@@ -95,6 +95,10 @@ pub const READ_TIMEOUT: Duration = Duration::from_millis(10 * T_TICKS * 2 / 3);
 /// round trip, and a follower's forward of the revalidation to the leader.
 pub const CONNECT_TICKS: u64 = 2;
 
+/// How long an election takes at least (ticks): ZooKeeper's
+/// `finalizeWait`, 200 ms.
+pub const ELECTION_TICKS: u64 = 20;
+
 /// A reconnect in progress (timed runs): `zklock-zk`'s session layer's own
 /// rounds over the ensemble's members (`RoundRobin` of `Reconnect`), the
 /// model making the connections (see `World::reconnect_rounds`).
@@ -258,6 +262,9 @@ pub struct World {
     /// Sessions whose clients gave them up (their reconnects did) while
     /// the leader still had them: it expires them by time.
     pub abandoned: Vec<model::SessionId>,
+    /// A leader change whose deposed leader stalled: it starts at the
+    /// tick given (see `World::leader_change`).
+    pub stalled_change: Option<StalledChange>,
 }
 
 /// How a run went.
@@ -387,6 +394,7 @@ impl World {
             count_next: 0,
             stranger_stays: false,
             abandoned: Vec::new(),
+            stalled_change: None,
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);
@@ -566,14 +574,20 @@ impl World {
     /// 1.5 session timeouts, and the deposed leader answers its syncs for up
     /// to [`DEPOSED_TICKS`] more (half the time that long).
     ///
-    /// Half the time the deposed leader stalled (a GC pause, SIGSTOP) with
-    /// that follower, freezing together for a quarter to a whole session
-    /// timeout (their clients hear nothing: cut off as long), and answers
-    /// only once it runs again (outside attack round 33, F2); then the
-    /// contender it was aimed at, if it is on that follower, names only
-    /// that member half the time (as the holder of round 33 did), so that
-    /// it reconnects there when its connection goes silent.
+    /// Half the time the leader stalls instead (a GC pause, SIGSTOP),
+    /// freezing with that follower (their clients hear nothing: cut off as
+    /// long); the others elect a new leader only once they gave up on it,
+    /// `syncLimit` ticks of `tickTime` and an election (at least
+    /// `finalizeWait`, 200 ms) later, and the deposed leader runs again a
+    /// quarter to a whole session timeout after that and answers for a
+    /// moment (outside attack round 33, F2). The contender it was aimed at,
+    /// if it is on that follower, names only that member half the time (as
+    /// the holder of round 33 did), so that it reconnects there when its
+    /// connection goes silent.
     fn leader_change(&mut self, i: usize) {
+        if self.stalled_change.is_some() {
+            return;
+        }
         let stalled = self.timed && self.ch.roll(50);
         let Some(Cut { i, at, f, d }) =
             stalled.then(|| self.holder_on_follower()).flatten().or_else(|| self.cut_target(i))
@@ -582,29 +596,39 @@ impl World {
         };
         // Half the time the worst case: the whole `DEPOSED_TICKS`.
         let ghost = if self.ch.roll(50) { DEPOSED_TICKS } else { u64::from(self.ch.between(0, DEPOSED_TICKS as u32)) };
-        let stall = if stalled { u64::from(self.ch.between((T_TICKS / 4) as u32, T_TICKS as u32)) } else { 0 };
-        self.zk.leader_change(f, d, ghost, stall);
-        self.count("fault: leader change");
+        if !stalled {
+            self.zk.leader_change(f, d, ghost, 0);
+            self.count("fault: leader change");
+            self.trace_line(format!(
+                "FAULT leader change: a new leader starts; follower s{} stays with the deposed one for {d} ticks, \
+                 which answers its syncs for {ghost}",
+                f + 1
+            ));
+            return;
+        }
+        let elected = self.zk.sync_limit * self.zk.tick_time + ELECTION_TICKS;
+        let stall = u64::from(self.ch.between((T_TICKS / 4) as u32, T_TICKS as u32));
+        let now = self.zk.now;
+        self.zk.freeze_follower(f);
+        self.stalled_change = Some(StalledChange { at: now + elected, f, d, ghost, stall });
+        self.count("fault: leader change: the deposed leader stalled");
         self.trace_line(format!(
-            "FAULT leader change: a new leader starts; follower s{} stays with the deposed one for {d} ticks, \
-             which stalls for {stall} and then answers its syncs for {ghost}",
+            "FAULT the leader stalls with follower s{}: a new leader in {elected} ticks, the old one runs again \
+             {stall} after that",
             f + 1
         ));
-        if stall > 0 {
-            self.count("fault: leader change: the deposed leader stalled");
-            for j in 0..self.cs.len() {
-                let s = &self.zk.sessions[&self.cs[j].session];
-                if s.alive && s.connected && s.server == f + 1 && !self.is_cut(j) {
-                    self.cut_for(j, stall);
-                }
+        for j in 0..self.cs.len() {
+            let s = &self.zk.sessions[&self.cs[j].session];
+            if s.alive && s.connected && s.server == f + 1 && !self.is_cut(j) {
+                self.cut_for(j, elected + stall);
             }
-            let connected = self.zk.sessions[&self.cs[i].session].connected;
-            if at == f + 1 && connected && self.ch.roll(50) {
-                self.cs[i].only = Some(at);
-                self.cs[i].rounds = None;
-                self.count("fault: leader change: its contender names only that member");
-                self.trace_line(format!("FAULT ... and c{i} names only s{at}"));
-            }
+        }
+        let connected = self.zk.sessions[&self.cs[i].session].connected;
+        if at == f + 1 && connected && self.ch.roll(50) {
+            self.cs[i].only = Some(at);
+            self.cs[i].rounds = None;
+            self.count("fault: leader change: its contender names only that member");
+            self.trace_line(format!("FAULT ... and c{i} names only s{at}"));
         }
     }
 
@@ -845,6 +869,19 @@ impl World {
         if self.timed {
             self.zk.now += 1;
             let now = self.zk.now;
+            if let Some(c) = self.stalled_change.filter(|c| now >= c.at) {
+                self.stalled_change = None;
+                self.zk.leader_change(c.f, c.d, c.ghost, c.stall);
+                self.count("fault: leader change after the leader stalled");
+                self.trace_line(format!(
+                    "the followers elected a new leader; follower s{} stays with the deposed one for {} ticks, \
+                     which stalls for {} more and then answers its syncs for {}",
+                    c.f + 1,
+                    c.d,
+                    c.stall,
+                    c.ghost
+                ));
+            }
             if !self.zk.followers.is_empty() {
                 self.zk.tick_ensemble();
                 self.server_events();
@@ -1444,6 +1481,21 @@ pub fn try_seed(seed: u64, opts: Opts, shrink_for: Duration) -> Result<Outcome, 
 }
 
 /// A follower to cut off (see `World::cut_target`).
+/// A leader change after the leader stalled (`World::leader_change`).
+#[derive(Clone, Copy, Debug)]
+pub struct StalledChange {
+    /// The tick the new leader starts.
+    at: u64,
+    /// The follower frozen with the deposed leader.
+    f: usize,
+    /// How long it stays with the deposed leader, from then on.
+    d: u64,
+    /// How long the deposed leader answers once it runs again.
+    ghost: u64,
+    /// How long it stays stalled after the new leader started.
+    stall: u64,
+}
+
 struct Cut {
     /// The contender it was aimed at.
     i: usize,

@@ -983,6 +983,18 @@ impl<T: Clone> Zk<T> {
         }
     }
 
+    /// Follower `fi` freezes (stalled with the leader, before the others
+    /// give up on it and elect a new one: [`Zk::leader_change`] then
+    /// sets how long it stays so): it neither hears from the leader nor
+    /// notices that it does not, and takes no connect.
+    pub fn freeze_follower(&mut self, fi: usize) {
+        let f = &mut self.followers[fi];
+        f.cut_from = self.now;
+        f.cut_until = u64::MAX;
+        f.ghost_from = u64::MAX;
+        f.ghost_until = u64::MAX;
+    }
+
     /// A leader change (the leader dies or is cut off, with follower `fi`):
     /// a new leader, which has every committed change, starts now and
     /// gives every live session a full timeout from now. Every other
