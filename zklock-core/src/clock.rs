@@ -87,16 +87,14 @@ impl SafetyClock {
         let connected = zk.connected()?;
         let write = self.clock().heartbeat_write(Instant::now(), connected.connection);
         let probe = if write {
-            futures_util::future::Either::Left(zk.set_data_urgent("/", &[], i32::MIN).stamped())
+            futures_util::future::Either::Left(zk::probe_write(zk, "/", true).0)
         } else {
             futures_util::future::Either::Right(zk.sync_urgent("/").stamped())
         };
         Some(async move {
             let stamp = match probe {
                 futures_util::future::Either::Left(write) => match write.await {
-                    (Ok(_) | Err(zk::Error::Server(zk::Code::BadVersion | zk::Code::NoNode | zk::Code::NoAuth)), s) => {
-                        s
-                    },
+                    (Ok(()), s) => s,
                     _ => None,
                 },
                 futures_util::future::Either::Right(sync) => match sync.await {

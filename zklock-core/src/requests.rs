@@ -101,21 +101,13 @@ pub(crate) fn send(shared: &Shared, zk: &zk::Client, req: proto::Request) -> (Pe
             (answered(f, |()| proto::Answer::Done), None)
         },
         proto::Request::Probe { path } => {
-            // The version never matches: BadVersion, or NoNode, NoAuth. Each
-            // is ZooKeeper's answer after its leader committed the write
-            // (a failed write is an error transaction, proposed as any
-            // other): what the probe is for.
-            let f = zk.set_data(&path, &[], i32::MIN);
-            let out = f.outbound();
+            // Answered after ZooKeeper's quorum committed it (a failed write
+            // is an error transaction, proposed as any other): what the
+            // probe is for (`zk::probe_write`). Anything else is no answer.
+            let (f, out) = zk::probe_write(zk, &path, false);
             let f = async move {
-                let (result, stamp) = f.stamped().await;
-                let result = match result {
-                    Ok(_) | Err(zk::Error::Server(Code::BadVersion | Code::NoNode | Code::NoAuth)) => {
-                        Ok(proto::Answer::Done)
-                    },
-                    Err(e) => Err(e),
-                };
-                (result, stamp.map_or(0, |s| s.connection))
+                let (result, stamp) = f.await;
+                (result.map(|()| proto::Answer::Done), stamp.map_or(0, |s| s.connection))
             };
             ((Box::pin(f), Some(out)), None)
         },

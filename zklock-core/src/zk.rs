@@ -15,6 +15,49 @@ pub(crate) use zklock_zk::{
 /// A reply's value, or why there is none.
 pub(crate) type Result<T> = std::result::Result<T, Error>;
 
+/// The name of the node the probe writes target ([`probe_write`]): zklock
+/// never creates it.
+pub(crate) const PROBE_NODE: &str = ".zklock-write-probe";
+
+/// A write that changes nothing and is answered only once ZooKeeper's
+/// quorum committed it: a `setData` at a version that never matches of
+/// [`PROBE_NODE`] under `parent`. The node does not exist: ZooKeeper's
+/// leader turns the write into an error transaction (NoNode) and commits
+/// it like any other before the reply (`PrepRequestProcessor`), and a
+/// server's eager ACL check (`zookeeper.enableEagerACLCheck`) passes a node
+/// that does not exist (it would answer a write it refuses at once,
+/// without a transaction, ahead of earlier replies). Resolves to `Ok` if
+/// the answer came from a committed transaction (NoNode, or BadVersion or
+/// NoAuth should someone make that node, with the zxid of a transaction:
+/// an answer given without one carries zxid 0), else the error (a
+/// `ConnectionLoss` for an answer without a transaction), with the reply's
+/// stamps if it was answered. `urgent`: never held back behind the
+/// session's own calls (the heartbeat's). Also the
+/// [`Outbound`](zklock_zk::Outbound) of the call.
+pub(crate) fn probe_write(
+    zk: &Client,
+    parent: &str,
+    urgent: bool,
+) -> (impl Future<Output = (Result<()>, Option<zklock_zk::Stamp>)> + Send + use<>, zklock_zk::Outbound) {
+    let path = format!("{}/{PROBE_NODE}", parent.trim_end_matches('/'));
+    let f = if urgent { zk.set_data_urgent(&path, &[], i32::MIN) } else { zk.set_data(&path, &[], i32::MIN) };
+    let out = f.outbound();
+    let committed = async move {
+        let (result, stamp) = f.stamped().await;
+        let result = match (result, stamp) {
+            (Ok(_) | Err(Error::Server(Code::BadVersion | Code::NoNode | Code::NoAuth)), Some(s)) if s.zxid > 0 => {
+                Ok(())
+            },
+            (Ok(_) | Err(Error::Server(_)), _) => {
+                Err(Error::ConnectionLoss("the probe write was answered without a transaction".into()))
+            },
+            (Err(e), _) => Err(e),
+        };
+        (result, stamp)
+    };
+    (committed, out)
+}
+
 /// Calls the engine makes, as it reads them.
 pub(crate) trait ClientExt {
     /// getChildren: the child names.

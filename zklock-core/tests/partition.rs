@@ -281,6 +281,43 @@ fn a_leader_deposed_while_stalled_that_runs_again_for_a_moment_revives_no_holder
     gw.expect("w gets the lock once the new leader expired the holder's session").release().unwrap();
 }
 
+/// Outside attack round 34, O1: with the servers' eager ACL check
+/// (`zookeeper.enableEagerACLCheck=true`), a write the session may not make
+/// is answered at once, without a transaction (zxid 0) and ahead of earlier
+/// replies. The reconnect's write went to the chroot's root, which this
+/// session may read but not write: answered so, it broke the connection at
+/// each reconnect (and, counted, kept `check()` passing after a waiter's
+/// grant in round 33's schedule). The write now targets a node nobody
+/// makes, which the eager check passes and the quorum commits as NoNode:
+/// a session timeout after a reset the lock is held on the new
+/// connection's credits. (With the write to the chroot's root, `check()`
+/// fails then: checked.)
+#[test]
+fn a_reconnect_counts_under_an_eager_acl_check_where_the_chroot_is_not_writable() {
+    zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
+    let cluster =
+        Cluster::start(ClusterOptions::new().size(3).tick_time_ms(500).jvm_arg("-Dzookeeper.enableEagerACLCheck=true"))
+            .expect("ensemble starts");
+    let leader = cluster.wait_quorum(30 * SEC).unwrap();
+    let raw = common::Raw::connect(&cluster.connect_string());
+    // Read, create and delete for anyone; no write.
+    let no_write = zklock_zk::Acl { perms: 1 | 4 | 8, scheme: "world".into(), id: "anyone".into() };
+    raw.rt
+        .block_on(raw.zk.create("/eager", b"", &[no_write], zklock_zk::CreateMode::Persistent).value())
+        .expect("/eager made");
+    let follower = (0..3).find(|&i| i != leader).unwrap();
+    let proxies = ProxyGroup::start(&[cluster.client_addr(follower)]).unwrap();
+    let t = 4 * SEC;
+    let h = Client::connect(common::options(&format!("{}/eager", proxies.connect_string()), t)).unwrap();
+    let g = h.lock("/l").unwrap().acquire(Some(10 * SEC)).unwrap();
+    std::thread::sleep(t / 2);
+    proxies.drop_connections();
+    // Past anything the old connection's credits cover.
+    std::thread::sleep(t);
+    g.check().expect("held a session timeout after the reset, on the new connection's credits");
+    g.release().unwrap();
+}
+
 /// A 3-node ensemble whose members can be cut off from each other, with
 /// a follower patience (`syncLimit x tickTime` = 5 s) longer than the
 /// session timeout the tests use (3 s), as with Debian's stock settings.

@@ -92,10 +92,11 @@ pub enum Request {
         /// The lock path.
         path: String,
     },
-    /// A write that changes nothing: setData of `path` at a version that
-    /// never matches. ZooKeeper answers it (BadVersion, or NoNode, NoAuth:
-    /// the runner answers any of those [`Answer::Done`]) only once its
-    /// leader committed it with a quorum, and a read sent right behind it
+    /// A write that changes nothing: a setData at a version that never
+    /// matches of a node nobody makes under `path` (zklock-core's
+    /// `zk::probe_write`). ZooKeeper answers it (NoNode: the runner answers
+    /// [`Answer::Done`] for an answer from a committed transaction) only
+    /// once its leader committed it with a quorum, and a read sent right behind it
     /// on the same connection is answered by a server that has applied
     /// every change committed before it: what a read that must see our own
     /// create of unknown outcome is sent behind (protocol section 4, step

@@ -70,10 +70,10 @@
 //! session is ignored. So a sync can only extend a clock that has not run
 //! out when its reply arrives (the report it relies on was processed
 //! before that). Once the clock has run out, the heartbeat sends a write
-//! instead (a `setData` of the chroot's root with a version that never
-//! matches: it changes nothing), whose reply, unless it is
-//! `SessionExpired`, proves the session alive when the leader processed
-//! it, after every report the follower wrote before it.
+//! instead (a `setData`, at a version that never matches, of a node nobody
+//! makes: it changes nothing), whose reply from a committed transaction
+//! proves the session alive when the leader processed it, after every
+//! report the follower wrote before it.
 //!
 //! Leader changes: a new leader gives every session a full timeout from
 //! its start; an old leader cut off with our follower may still answer
