@@ -721,11 +721,13 @@ impl Shared {
         ))
     }
 
-    /// Keeps the safety clock of `session` fresh: a `sync` every eighth of
-    /// the session timeout (at once after a reconnect, and sooner while a
-    /// connection's replies have not moved the clock yet), whether or not
-    /// the last one was answered; each reply, however late, is credited
-    /// when it comes. Only these replies move the clock (`clock.rs`).
+    /// Keeps the safety clock of `session` fresh: a `sync` (or a write:
+    /// `SafetyClock::heartbeat`) every eighth of the session timeout (at
+    /// once after a reconnect, and sooner when a reply can first move the
+    /// clock: `Clock::next_heartbeat`, asked right after each is sent),
+    /// whether or not the last one was answered; each reply, however late,
+    /// is credited when it comes. Only these replies move the clock
+    /// (`clock.rs`).
     async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
         let every = session.timeout / 8;
         let mut states = session.states();

@@ -1334,3 +1334,28 @@ fn finds_set_hosts_restarts_wait() {
     let run = finds(bugs, &["expired", "false loss", "back", "false expiry"]);
     assert!(run.refresh.is_some() && run.hung > 0, "{run:?}");
 }
+
+/// Outside attack round 34, F1: a silent outage of `0.3 T` (the server
+/// stalled: what was sent meanwhile is read after it) on a network whose
+/// round trips are `0.03` to `0.05 T`, at every phase against the
+/// heartbeats, keeps the clock.
+#[test]
+fn a_silent_outage_on_a_slow_network_keeps_the_clock() {
+    let t = Duration::from_secs(4);
+    let mut lost = Vec::new();
+    for hundredths in [3u32, 5] {
+        for phase in 0..32u32 {
+            let at = t * 3 / 2 + t * phase / 256;
+            let run = Run {
+                latency: Some(t * hundredths / 200),
+                covered: true,
+                survives: true,
+                ..Run::new(t, 1, 0, vec![Fault::Stall { at, len: t * 3 / 10, reset: None }])
+            };
+            if let Err((kind, what)) = simulate(&run) {
+                lost.push(format!("round trip {hundredths}/100 T, phase {phase}/256 T: {kind}: {what}"));
+            }
+        }
+    }
+    assert!(lost.is_empty(), "{} of 64:\n{}", lost.len(), lost.join("\n"));
+}
