@@ -15,13 +15,21 @@ pub(crate) use zklock_zk::{
 /// A reply's value, or why there is none.
 pub(crate) type Result<T> = std::result::Result<T, Error>;
 
-/// The name of the node the probe writes target ([`probe_write`]): zklock
+/// The name of the node the probe writes target ([`probe_write`]):
+/// `.zklock-write-probe-` and a random token drawn once per process, so
+/// that no one can make it beforehand (outside attack round 34b, F1: a
+/// node of a fixed name, made by anyone with a read-only ACL, had every
+/// probe answered NoAuth at once by servers with an eager ACL check, which
+/// does not count: a lock was suspended for good after a reset). zklock
 /// never creates it.
-pub(crate) const PROBE_NODE: &str = ".zklock-write-probe";
+pub(crate) fn probe_node() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| format!(".zklock-write-probe-{}", uuid::Uuid::new_v4().simple()))
+}
 
 /// A write that changes nothing and is answered only once ZooKeeper's
 /// quorum committed it: a `setData` at a version that never matches of
-/// [`PROBE_NODE`] under `parent`. The node does not exist: ZooKeeper's
+/// [`probe_node`] under `parent`. The node does not exist: ZooKeeper's
 /// leader turns the write into an error transaction (NoNode) and commits
 /// it like any other before the reply (`PrepRequestProcessor`), and a
 /// server's eager ACL check (`zookeeper.enableEagerACLCheck`) passes a node
@@ -39,7 +47,7 @@ pub(crate) fn probe_write(
     parent: &str,
     urgent: bool,
 ) -> (impl Future<Output = (Result<()>, Option<zklock_zk::Stamp>)> + Send + use<>, zklock_zk::Outbound) {
-    let path = format!("{}/{PROBE_NODE}", parent.trim_end_matches('/'));
+    let path = format!("{}/{}", parent.trim_end_matches('/'), probe_node());
     let f = if urgent { zk.set_data_urgent(&path, &[], i32::MIN) } else { zk.set_data(&path, &[], i32::MIN) };
     let out = f.outbound();
     let committed = async move {

@@ -291,7 +291,10 @@ fn a_leader_deposed_while_stalled_that_runs_again_for_a_moment_revives_no_holder
 /// makes, which the eager check passes and the quorum commits as NoNode:
 /// a session timeout after a reset the lock is held on the new
 /// connection's credits. (With the write to the chroot's root, `check()`
-/// fails then: checked.)
+/// fails then: checked.) Its name has a token drawn per process: here a
+/// third party made `.zklock-write-probe`, the name it had, with the same
+/// read-only ACL (outside attack round 34b, F1: with that fixed name the
+/// lock stayed suspended after a reset; checked).
 #[test]
 fn a_reconnect_counts_under_an_eager_acl_check_where_the_chroot_is_not_writable() {
     zklock_harness::ensure_zookeeper().expect("ZooKeeper installed");
@@ -302,9 +305,13 @@ fn a_reconnect_counts_under_an_eager_acl_check_where_the_chroot_is_not_writable(
     let raw = common::Raw::connect(&cluster.connect_string());
     // Read, create and delete for anyone; no write.
     let no_write = zklock_zk::Acl { perms: 1 | 4 | 8, scheme: "world".into(), id: "anyone".into() };
-    raw.rt
-        .block_on(raw.zk.create("/eager", b"", &[no_write], zklock_zk::CreateMode::Persistent).value())
-        .expect("/eager made");
+    for node in ["/eager", "/eager/.zklock-write-probe"] {
+        raw.rt
+            .block_on(
+                raw.zk.create(node, b"", std::slice::from_ref(&no_write), zklock_zk::CreateMode::Persistent).value(),
+            )
+            .expect("made");
+    }
     let follower = (0..3).find(|&i| i != leader).unwrap();
     let proxies = ProxyGroup::start(&[cluster.client_addr(follower)]).unwrap();
     let t = 4 * SEC;
