@@ -56,7 +56,7 @@ pub(crate) fn probe_write(
             (Ok(_) | Err(Error::Server(Code::BadVersion | Code::NoNode | Code::NoAuth)), Some(s)) if s.zxid > 0 => {
                 Ok(())
             },
-            (Ok(_) | Err(Error::Server(_)), _) => {
+            (Ok(_) | Err(Error::Server(Code::BadVersion | Code::NoNode | Code::NoAuth)), _) => {
                 Err(Error::ConnectionLoss("the probe write was answered without a transaction".into()))
             },
             (Err(e), _) => Err(e),
