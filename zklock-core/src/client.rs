@@ -1274,9 +1274,9 @@ impl Client {
     /// `Suspended` for that moment and `Held` again once the session is
     /// back (lost if no new server takes it within the session timeout).
     /// While the session reconnects, the attempts go on over the new list
-    /// (one waiting on a server the new list keeps goes on with what was
-    /// left of its wait, so calling this again and again never puts the
-    /// reconnect off). Never blocks.
+    /// (one waiting on a server the new list keeps goes on, on its own
+    /// connection, so calling this again and again neither puts the
+    /// reconnect off nor opens connections). Never blocks.
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed connect string, or one with

@@ -515,9 +515,6 @@ pub struct RoundRobin<R> {
     own_first: bool,
     /// The attempt handed out last and not yet ended: until when it waits.
     waiting_until: Option<Instant>,
-    /// The next attempt goes on with one broken off by a new server list
-    /// ([`RoundRobin::set_hosts`]): it waits only until this.
-    resume_until: Option<Instant>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -540,13 +537,18 @@ impl<R: Rules> RoundRobin<R> {
             refused_last: false,
             own_first: false,
             waiting_until: None,
-            resume_until: None,
         }
     }
 
     /// The rules.
     pub fn rules(&self) -> &R {
         &self.rules
+    }
+
+    /// The server of the attempt last handed out (where a new list that
+    /// kept it has it: [`RoundRobin::set_hosts`]).
+    pub fn current(&self) -> usize {
+        self.current
     }
 
     /// What to do at `now`. `jitter` (from 0 to 1, the caller's random
@@ -584,9 +586,6 @@ impl<R: Rules> RoundRobin<R> {
             if let Some(short) = self.rules.short_wait(now) {
                 until = until.min(now + short);
             }
-        }
-        if let Some(resume) = self.resume_until.take() {
-            until = resume.max(now).min(give_up);
         }
         self.waiting_until = Some(until);
         Next::Try { host: self.current, until }
@@ -638,48 +637,56 @@ impl RoundRobin<Reconnect> {
         rounds
     }
 
-    /// The server list changed to `hosts` servers, the attempt in
-    /// progress (if any) broken off; `kept[i]` is where the old list's
-    /// server `i` is in the new one (`None`: not there). The rounds start
-    /// again with the same deadline: from the server of the attempt broken
-    /// off if the new list has it, waiting only what was left of its wait
-    /// (a new list, or the same one refreshed, must not give a hung server
-    /// a fresh wait: outside attack round 29, O2), else from the new
-    /// list's first. Servers that went unanswered stay marked as such. The
-    /// attempt broken off at `now` counts as unanswered then (its connect
-    /// may have been sent, and a server reads it and touches the session:
-    /// giving up is put off as for any unanswered connect; the reconnect
-    /// search found the session given up while a server slow to answer
-    /// read the connects of attempts a refreshed list broke off).
-    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) {
+    /// The server list changed to `hosts` servers; `kept[i]` is where the
+    /// old list's server `i` is in the new one (`None`: not there). Returns
+    /// whether the attempt in progress goes on: one on a server the new
+    /// list has goes on, on its own connection and with its own wait (a
+    /// new list, or the same one refreshed, must not give a hung server a
+    /// fresh wait: outside attack round 29, O2; nor open it one connection
+    /// per call, each read when it wakes: round 31, O2), and the rounds go
+    /// on from there over the new list. Otherwise (`false`) the attempt in
+    /// progress, if any, is broken off and the rounds start again from the
+    /// new list's first, with the same deadline; the attempt broken off at
+    /// `now` counts as unanswered then (its connect may have been sent, and
+    /// a server reads it and touches the session: giving up is put off as
+    /// for any unanswered connect; the reconnect search found the session
+    /// given up while a server slow to answer read the connects of
+    /// attempts a refreshed list broke off). Servers that went unanswered
+    /// stay marked as such.
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) -> bool {
         let hosts = hosts.max(1);
+        let restarts = self.rules.bugs.on(|b| b.set_hosts_restarts_wait);
         let mut unanswered = vec![false; hosts];
         for (old, new) in kept.iter().enumerate() {
-            if let (Some(&true), Some(new)) = (self.unanswered.get(old), *new) {
+            if let (Some(&true), Some(new), false) = (self.unanswered.get(old), *new, restarts) {
                 if let Some(u) = unanswered.get_mut(new) {
                     *u = true;
                 }
             }
         }
-        let broken_off = self.waiting_until.take();
-        if broken_off.is_some() && !self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
+        let going_on = match (self.waiting_until, kept.get(self.current).copied().flatten()) {
+            (Some(_), Some(at)) if !restarts => Some(at),
+            _ => None,
+        };
+        if going_on.is_none() && self.waiting_until.take().is_some() && !restarts {
             self.rules.unanswered(now);
         }
-        let resumed = broken_off.and_then(|until| Some((kept.get(self.current).copied()??, until)));
-        let (resumed, unanswered) = match self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
-            true => (None, vec![false; hosts]),
-            false => (resumed, unanswered),
-        };
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.own_first = false;
         self.rules.set_hosts(hosts);
-        match resumed {
-            Some((at, until)) => {
+        match going_on {
+            Some(at) => {
+                // The attempt in progress is the new round's first.
                 self.again_from(at);
-                self.resume_until = Some(until);
+                self.current = at;
+                self.tried = 1;
+                true
             },
-            None => self.again_from(0),
+            None => {
+                self.again_from(0);
+                false
+            },
         }
     }
 }
@@ -810,13 +817,14 @@ mod tests {
         rr.next(t0, 0.0);
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
-        rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3);
+        assert!(!rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3), "its server is not in the new list");
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
     }
 
-    /// Round 29's O2: a new server list while an attempt waits on a hung
-    /// server that the new list keeps goes on there with what was left of
-    /// the wait, not a fresh one; the next server comes from the new list.
+    /// Round 29's O2 and round 31's O2: a new server list while an attempt
+    /// waits on a hung server that the new list keeps lets it go on, on its
+    /// connection and with its wait; the next server comes from the new
+    /// list.
     #[test]
     fn a_new_list_during_an_attempt_leaves_its_wait_as_it_was() {
         let t0 = Instant::now();
@@ -824,22 +832,23 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
-        rr.set_hosts(2, &[Some(1), Some(0)], later);
-        assert_eq!(rr.next(later, 0.0), Next::Try { host: 1, until }, "the same wait");
+        assert!(rr.set_hosts(2, &[Some(1), Some(0)], later), "the attempt goes on");
+        assert!(rr.set_hosts(2, &[Some(0), Some(1)], later), "again (the same list refreshed)");
         rr.ended(Ended::Unanswered(until));
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
         rr.ended(Ended::Unusable);
+        let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("one round of two") };
         // A new list without the server of the attempt: from its first.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
-        rr.set_hosts(3, &[None, Some(2)], later);
+        assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
         let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("the first") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         // Between attempts (none in progress): from the first.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
-        rr.set_hosts(2, &[Some(1), Some(0)], later);
+        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], later), "nothing to go on");
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

@@ -42,8 +42,8 @@
 //!   exit during the outage (a quarter of it, at most `T/2`, after the
 //!   close), leaving their connections to the server. A run may refresh the server
 //!   list (`set_hosts`) during its outages, the first hung address moved
-//!   first: the attempt in progress is broken off and the rounds go on as
-//!   `RoundRobin::set_hosts` says. The model makes the connections
+//!   first: the attempt in progress goes on (its server is kept) and the
+//!   rounds go on over the new list, as `RoundRobin::set_hosts` says. The model makes the connections
 //!   and keeps time; every decision is the shared code's.
 //!
 //! The promises checked after each run:
@@ -572,17 +572,21 @@ impl World {
                 self.order = order;
                 let now = self.now;
                 if let State::Connecting(c) = &mut self.state {
-                    // The attempt in progress is broken off (its connection
-                    // closed: a server reads what it had) and the rounds go
-                    // on over the new list, as the session task does.
-                    if let Some((conn, _, _)) = c.attempt {
-                        self.known[conn as usize] = true;
+                    // As the session task does: an attempt on a server the
+                    // new list keeps goes on (on its connection); else it is
+                    // broken off (its connection closed: a server reads what
+                    // it had) and the rounds go on over the new list.
+                    if c.rounds.set_hosts(self.run.hosts, &kept, now) {
+                        if let Some((conn, host, sent)) = c.attempt {
+                            c.attempt = Some((conn, kept[host].expect("kept"), sent));
+                        }
+                    } else {
+                        if let Some((conn, _, _)) = c.attempt.take() {
+                            self.known[conn as usize] = true;
+                            self.leave(conn);
+                        }
+                        self.next_attempt();
                     }
-                    c.rounds.set_hosts(self.run.hosts, &kept, now);
-                    if let Some((conn, _, _)) = c.attempt.take() {
-                        self.leave(conn);
-                    }
-                    self.next_attempt();
                 }
                 if let Some(every) = self.run.refresh.filter(|&every| self.now + every <= self.refresh_until) {
                     self.at(self.now + every, What::Refresh);

@@ -321,8 +321,9 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let mut rounds = RoundRobin::new(rules, hosts.len(), 0);
-        let ready = connect_round_robin(&config, &hosts, &attach, &mut rounds, None).await;
+        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts });
+        let ready = connect_round_robin(&config, &shared, &attach, None).await;
+        let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
             Ok(r) => r,
             Err(RoundsEnd::Unreachable(why)) => return Err(Error::Unreachable(why)),
@@ -618,9 +619,10 @@ impl Session {
     /// reconnects to a server of the new list (as after any lost
     /// connection; it expires if none takes it within the session
     /// timeout). While reconnecting, the attempts go on over the new list:
-    /// one in progress on a server the new list has is made again there
-    /// with the rest of its wait (not a fresh one), then the others in the
-    /// new list's order; else from the new list's first.
+    /// one in progress on a server the new list has goes on, on its own
+    /// connection and with its own wait, then the others follow in the new
+    /// list's order; else (its connection closed) from the new list's
+    /// first.
     ///
     /// # Errors
     ///
@@ -951,65 +953,85 @@ enum RoundsEnd {
     CloseLost,
 }
 
-/// Makes the attempts `rounds` says (protocol section 5's reconnect policy
-/// or a new session's, [`zklock_proto::reconnect`]) until one is ready or
-/// the rules give up. Returns the ready connection and its host's index;
-/// for a reconnect, the caller says whether to use it
-/// ([`RoundRobin::answered`]).
+/// The rounds of a connect or reconnect and the server list they go over,
+/// which a new list ([`Session::set_hosts`]) may change while an attempt
+/// goes on: shared between [`connect_round_robin`] and the session task,
+/// locked only between awaits (the mutex is for `Send`: one task uses it).
+struct Rounds<R> {
+    hosts: Vec<Host>,
+    rounds: RoundRobin<R>,
+}
+
+fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Makes the attempts the rounds say (protocol section 5's reconnect policy
+/// or a new session's, [`zklock_proto::reconnect`]) over the servers of
+/// `shared` (as they are when each attempt starts) until one is ready or
+/// the rules give up. Returns the ready connection and its server's index
+/// in the list as it is then.
 async fn connect_round_robin<R: Rules>(
     cfg: &Config,
-    hosts: &[Host],
+    shared: &Mutex<Rounds<R>>,
     attach: &Attach,
-    rounds: &mut RoundRobin<R>,
     close: Option<&CloseAsked>,
 ) -> Result<(Ready, usize), RoundsEnd> {
-    let n = hosts.len();
     // Each server's last failure (`None` inside: refused), for the text of
     // a timeout, and this round's, for the text of `Unreachable`.
-    let mut last: Vec<Option<Option<String>>> = vec![None; n];
-    let mut refused: Vec<&Host> = Vec::new();
-    let mut other: Vec<(&Host, String)> = Vec::new();
-    let timed_out = |last: &[Option<Option<String>>]| {
-        let refused: Vec<&Host> = (0..n).filter(|&i| matches!(last[i], Some(None))).map(|i| &hosts[i]).collect();
-        let other: Vec<(&Host, String)> =
-            (0..n).filter_map(|i| last[i].clone().flatten().map(|why| (&hosts[i], why))).collect();
-        said(cfg, &refused, &other, "no server tried")
+    let mut last: Vec<(Host, Option<String>)> = Vec::new();
+    let mut refused: Vec<Host> = Vec::new();
+    let mut other: Vec<(Host, String)> = Vec::new();
+    let timed_out = |last: &[(Host, Option<String>)]| {
+        let refused: Vec<Host> = last.iter().filter(|(_, why)| why.is_none()).map(|(h, _)| h.clone()).collect();
+        let other: Vec<(Host, String)> =
+            last.iter().filter_map(|(h, why)| why.clone().map(|why| (h.clone(), why))).collect();
+        said(&cfg.connect.hosts, &refused, &other, "no server tried")
     };
     loop {
         let now = tokio::time::Instant::now();
-        match rounds.next(now.into_std(), fastrand::f64()) {
+        let next = lock(shared).rounds.next(now.into_std(), fastrand::f64());
+        match next {
             Next::Try { host: i, until } => {
-                let how = match attempt(cfg, &hosts[i], attach, tokio::time::Instant::from_std(until), close).await {
-                    Ok(r) => return Ok((r, i)),
+                let host = lock(shared).hosts[i].clone();
+                let mut failed = |why: Option<String>| {
+                    match last.iter_mut().find(|(h, _)| *h == host) {
+                        Some(l) => l.1 = why.clone(),
+                        None => last.push((host.clone(), why.clone())),
+                    }
+                    match why {
+                        None => refused.push(host.clone()),
+                        Some(why) => other.push((host.clone(), why)),
+                    }
+                };
+                let how = match attempt(cfg, &host, attach, tokio::time::Instant::from_std(until), close).await {
+                    // Where the server is now (a new list may have moved it).
+                    Ok(r) => return Ok((r, lock(shared).rounds.current())),
                     Err(Failure::Expired) => return Err(RoundsEnd::Expired),
                     Err(Failure::Closed) => return Err(RoundsEnd::Closed),
                     Err(Failure::CloseLost) => {
-                        rounds.ended(Ended::Unanswered(tokio::time::Instant::now().into_std()));
+                        lock(shared).rounds.ended(Ended::Unanswered(tokio::time::Instant::now().into_std()));
                         return Err(RoundsEnd::CloseLost);
                     },
                     Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
                     Err(Failure::Unusable(Unusable::Refused)) => {
-                        last[i] = Some(None);
-                        refused.push(&hosts[i]);
+                        failed(None);
                         Ended::Unusable
                     },
                     Err(Failure::Unusable(Unusable::Why(why))) => {
-                        last[i] = Some(Some(why.clone()));
-                        other.push((&hosts[i], why));
+                        failed(Some(why));
                         Ended::Unusable
                     },
                     Err(Failure::Transient(why)) => {
-                        last[i] = Some(Some(why.clone()));
-                        other.push((&hosts[i], why));
+                        failed(Some(why));
                         Ended::Transient
                     },
                     Err(Failure::Unanswered(why)) => {
-                        last[i] = Some(Some(why.clone()));
-                        other.push((&hosts[i], why));
+                        failed(Some(why));
                         Ended::Unanswered(tokio::time::Instant::now().into_std())
                     },
                 };
-                rounds.ended(how);
+                lock(shared).rounds.ended(how);
             },
             Next::Pause { until } => {
                 refused.clear();
@@ -1017,19 +1039,19 @@ async fn connect_round_robin<R: Rules>(
                 tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
             },
             Next::GiveUp => return Err(RoundsEnd::Deadline(timed_out(&last))),
-            Next::Unreachable => return Err(RoundsEnd::Unreachable(said(cfg, &refused, &other, ""))),
+            Next::Unreachable => return Err(RoundsEnd::Unreachable(said(&cfg.connect.hosts, &refused, &other, ""))),
         }
     }
 }
 
 /// One round's failures in words, servers in connect-string order:
 /// `connection refused by A and B; C: the name does not resolve (...)`.
-fn said(cfg: &Config, refused: &[&Host], other: &[(&Host, String)], empty: &str) -> String {
-    let order = |h: &Host| cfg.connect.hosts.iter().position(|x| x == h).unwrap_or(usize::MAX);
-    let mut refused: Vec<&Host> = refused.to_vec();
+fn said(hosts: &[Host], refused: &[Host], other: &[(Host, String)], empty: &str) -> String {
+    let order = |h: &Host| hosts.iter().position(|x| x == h).unwrap_or(usize::MAX);
+    let mut refused: Vec<&Host> = refused.iter().collect();
     refused.sort_by_key(|h| order(h));
     refused.dedup();
-    let mut other: Vec<&(&Host, String)> = other.iter().collect();
+    let mut other: Vec<&(Host, String)> = other.iter().collect();
     other.sort_by_key(|(h, _)| order(h));
     let mut parts = Vec::new();
     if !refused.is_empty() {
@@ -1282,11 +1304,10 @@ impl Task {
         let now = tokio::time::Instant::now();
         let policy = Reconnect::new(self.timeout, self.hosts.len(), self.last_recv.into_std());
         // The first server tried: the last connection's after a reset, the
-        // next one after a silence ([`RoundRobin::after_loss`]); the same one
-        // when asking again; started again over a new server list
-        // (`set_hosts`), with the same deadline (an attempt broken off goes
-        // on with the rest of its wait if the new list has its server).
-        let mut rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
+        // next one after a silence ([`RoundRobin::after_loss`]); over a new
+        // server list (`set_hosts`) with the same deadline.
+        let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
+        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
         self.close_asked
@@ -1294,13 +1315,12 @@ impl Task {
         let asked = self.close_asked.subscribe();
         loop {
             let cfg = self.cfg.clone();
-            let hosts = self.hosts.clone();
             let outcome = {
-                let attempts = connect_round_robin(&cfg, &hosts, &attach, &mut rounds, Some(&asked));
+                let attempts = connect_round_robin(&cfg, &shared, &attach, Some(&asked));
                 tokio::pin!(attempts);
                 loop {
                     tokio::select! {
-                        r = &mut attempts => break Ok(r),
+                        r = &mut attempts => break Some(r),
                         cmd = self.rx.recv() => match cmd {
                             None => return Err(End::Closed(None)),
                             // Held like a call: sent on the next connection
@@ -1319,40 +1339,50 @@ impl Task {
                             Some(Cmd::Unwatch { path, kind, id, .. }) => {
                                 self.unwatch_local(&path, kind, id);
                             }
-                            Some(Cmd::SetHosts(hosts)) => break Err(hosts),
+                            // An attempt in progress on a server the new list
+                            // has goes on, on its connection; any other is
+                            // broken off, and the rounds start again over
+                            // the new list (`RoundRobin::set_hosts`).
+                            Some(Cmd::SetHosts(hosts)) => {
+                                let mut rounds = lock(&shared);
+                                let kept: Vec<Option<usize>> =
+                                    rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
+                                let now = tokio::time::Instant::now().into_std();
+                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now);
+                                rounds.hosts = hosts.clone();
+                                self.host_at = None;
+                                self.cfg.connect.hosts = hosts.clone();
+                                self.hosts = hosts;
+                                if !goes_on {
+                                    break None;
+                                }
+                            },
                         },
                     }
                 }
             };
             match outcome {
-                Ok(Ok((ready, at))) => {
+                Some(Ok((ready, at))) => {
                     self.host_at = Some(at);
                     return Ok(ready);
                 },
-                Ok(Err(RoundsEnd::Expired | RoundsEnd::Deadline(_) | RoundsEnd::Unreachable(_))) => {
+                Some(Err(RoundsEnd::Expired | RoundsEnd::Deadline(_) | RoundsEnd::Unreachable(_))) => {
                     return Err(End::Final(Error::SessionExpired));
                 },
-                Ok(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
+                Some(Err(RoundsEnd::AuthFailed(why))) => return Err(End::Final(Error::AuthFailed(why))),
                 // The close went behind a connect and was answered: the
                 // session is closed. Calls held before it were not sent
                 // (they fail with `Closed`; the session's nodes went with
                 // it).
                 // (The held close is told by `finish`.)
-                Ok(Err(RoundsEnd::Closed)) => return Err(End::Closed(None)),
+                Some(Err(RoundsEnd::Closed)) => return Err(End::Closed(None)),
                 // Sent again once, as a close lost with its connection
                 // (`Task::lost`); then given up.
-                Ok(Err(RoundsEnd::CloseLost)) if self.close.send_again() => {},
-                Ok(Err(RoundsEnd::CloseLost)) => return Err(End::Closed(None)),
-                Err(hosts) => {
-                    // An attempt broken off on a server the new list has
-                    // goes on there with the rest of its wait.
-                    let kept: Vec<Option<usize>> =
-                        self.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
-                    self.host_at = None;
-                    self.cfg.connect.hosts = hosts.clone();
-                    rounds.set_hosts(hosts.len(), &kept, tokio::time::Instant::now().into_std());
-                    self.hosts = hosts;
-                },
+                Some(Err(RoundsEnd::CloseLost)) if self.close.send_again() => {},
+                Some(Err(RoundsEnd::CloseLost)) => return Err(End::Closed(None)),
+                // A new list broke the attempt in progress off (or came
+                // between attempts): the rounds go on over it.
+                None => {},
             }
         }
     }

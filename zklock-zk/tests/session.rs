@@ -536,6 +536,48 @@ fn set_hosts_moves_after_the_replies_in_flight() {
     });
 }
 
+/// `set_hosts` while the reconnect waits on a hung server that the new
+/// list keeps (outside attack round 31, O2): the attempt goes on, on its
+/// own connection, instead of a new connection per call (each of which a
+/// stalled server reads when it wakes); once its wait is over the session
+/// goes on through the other server.
+#[test]
+fn set_hosts_during_an_attempt_on_a_hung_server_it_keeps_opens_no_new_connection() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    let both = [format!("{},{}", p1.addr(), p2.addr()), format!("{},{}", p2.addr(), p1.addr())];
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        let id = s.id();
+        s.create("/hung", b"x", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        // Two servers, still connected through the first.
+        s.set_hosts(&both[0]).unwrap();
+        let mut events = s.events();
+        // The first hangs (accepts, never answers) and resets the session's
+        // connection: the reconnect tries it first (its own server).
+        p1.blackhole();
+        p1.drop_connections();
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        let waited = Instant::now();
+        while p1.accepted() < 2 {
+            assert!(waited.elapsed() < Duration::from_secs(2), "no attempt on the hung server");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for list in both.iter().cycle().take(6) {
+            s.set_hosts(list).unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(matches!(next_event(&mut events, 10).await, SessionEvent::Connected(_)));
+        assert_eq!(p1.accepted(), 2, "the first connection and one attempt, whatever the calls");
+        assert_eq!(p2.connections(), 1);
+        assert_eq!(s.id(), id);
+        let stat = s.exists("/hung").await.unwrap().value.expect("the ephemeral node stays");
+        assert_eq!(stat.ephemeral_owner, id);
+        s.close().await;
+    });
+}
+
 /// `set_hosts` away from a server gone silent with a request in flight
 /// (outside attack round 17, F2: the client hung for good): the move waits
 /// for the reply, the read timeout ends the old connection, and the session
