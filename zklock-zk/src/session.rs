@@ -1789,27 +1789,39 @@ impl Task {
             let why = format!("reply xid {} out of order (expected {})", h.xid, p.xid);
             // Still outstanding: it fails with the connection loss.
             self.fifo.push_front(p);
-            // A request the server does not implement (whoAmI before 3.7)
-            // is answered at once, ahead of the requests before it still in
-            // the server's pipeline, and the server closes the connection
-            // right after (ZooKeeper's UnimplementedRequestProcessor): that
-            // request gets its answer, the others the connection's loss.
-            if Code::from_wire(h.err) == Some(Code::Unimplemented) {
-                let at = self
-                    .fifo
-                    .iter()
-                    .position(|q| q.xid == h.xid && matches!(q.purpose, Purpose::User { watch: None, .. }));
-                if let Some(Pending { opcode, sent, purpose: Purpose::User { tx, .. }, .. }) =
-                    at.and_then(|at| self.fifo.remove(at))
-                {
-                    let stamp =
-                        Stamp { sent: sent.unwrap_or(answered), answered, connection: self.connection, zxid: h.zxid };
-                    let _ = tx.send((Err(Error::Server(Code::Unimplemented)), Some(stamp)));
-                    return Some(End::Lost(format!(
-                        "the server does not implement request type {opcode} (xid {}) and closes the connection",
-                        h.xid
-                    )));
+            // Two answers come at once, ahead of the requests before them
+            // still in the server's pipeline, and are taken out of order:
+            // a request the server does not implement (whoAmI before 3.7:
+            // ZooKeeper's UnimplementedRequestProcessor), after which the
+            // server closes the connection (that request gets its answer,
+            // the others the connection's loss); and a write the server's
+            // eager ACL check dismissed before it did anything
+            // (`zookeeper.enableEagerACLCheck`: NoAuth or InvalidACL with
+            // zxid 0, `ZooKeeperServer.authWriteRequest`), after which the
+            // connection goes on (outside attack round 34b: the connection
+            // ended, and the session's locks were suspended, for a write
+            // the application was not allowed to make).
+            let early = match Code::from_wire(h.err) {
+                Some(code @ Code::Unimplemented) => Some(code),
+                Some(code @ (Code::NoAuth | Code::InvalidAcl)) if h.zxid == 0 => Some(code),
+                _ => None,
+            };
+            let Some(code) = early else { return Some(End::Lost(why)) };
+            let at =
+                self.fifo.iter().position(|q| q.xid == h.xid && matches!(q.purpose, Purpose::User { watch: None, .. }));
+            if let Some(Pending { opcode, sent, purpose: Purpose::User { tx, .. }, .. }) =
+                at.and_then(|at| self.fifo.remove(at))
+            {
+                let stamp =
+                    Stamp { sent: sent.unwrap_or(answered), answered, connection: self.connection, zxid: h.zxid };
+                let _ = tx.send((Err(Error::Server(code)), Some(stamp)));
+                if code != Code::Unimplemented {
+                    return None;
                 }
+                return Some(End::Lost(format!(
+                    "the server does not implement request type {opcode} (xid {}) and closes the connection",
+                    h.xid
+                )));
             }
             return Some(End::Lost(why));
         }

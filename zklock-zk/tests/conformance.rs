@@ -15,8 +15,9 @@
 //!   across a reconnect);
 //! * ensemble (plain, NIO): every request (through a follower),
 //!   removeWatches, watches, close, expiry (closed on another member),
-//!   whoAmI, and the re-attach to another member with its watches
-//!   registered again (SetWatches).
+//!   whoAmI, the re-attach to another member with its watches
+//!   registered again (SetWatches), and a write the eager ACL check
+//!   refuses ahead of the requests before it (the ensemble's check is on).
 //!
 //! A release that is not installed fails its tests with the reason, unless
 //! `ZKLOCK_ZK_JARS_OPTIONAL=1` (then they say so and pass), as
@@ -676,6 +677,38 @@ fn who_am_i(env: Arc<Env>) -> Feature {
     })
 }
 
+/// A write the servers' eager ACL check refuses (`zookeeper.enableEagerACLCheck`,
+/// on for the ensemble; ZooKeeper 3.6 and later) is answered at once with
+/// NoAuth, ahead of the creates before it still in the pipeline: the call
+/// fails with NoAuth, the creates are made, and the connection goes on
+/// (outside attack round 34b: the session layer ended the connection on
+/// the reply out of order). Without the eager check (3.5) NoAuth comes in
+/// turn.
+fn eager_acl(env: Arc<Env>) -> Feature {
+    Box::pin(async move {
+        let s = connect(&env.cs()).await;
+        let mut ev = s.events();
+        let open = Acl::open();
+        let read_only = Acl { perms: 1, scheme: "world".into(), id: "anyone".into() };
+        s.create("/eager-ro", b"", std::slice::from_ref(&read_only), CreateMode::Persistent).await.expect("create");
+        s.create("/eager", b"", &open, CreateMode::Persistent).await.expect("create");
+        let creates: Vec<_> =
+            (0..50).map(|_| s.create("/eager/n-", b"", &open, CreateMode::PersistentSequential)).collect();
+        let refused = within(10, "setData", s.set_data("/eager-ro", b"x", -1)).await;
+        let at = std::time::Instant::now();
+        assert_eq!(refused.unwrap_err(), Error::Server(Code::NoAuth));
+        let mut ahead = 0;
+        for c in creates {
+            let made = within(10, "create", c).await.expect("every create made");
+            ahead += usize::from(made.answered > at);
+        }
+        assert_eq!(s.exists("/").await.expect("exists").connection, 1, "the refused write cost the connection");
+        assert!(ev.try_next().is_none(), "no session event");
+        s.close().await;
+        format!("NoAuth answered ahead of at least {ahead} of 50 creates")
+    })
+}
+
 /// Pings keep an idle session: idle for three of its timeouts, it is still
 /// on its first connection, its ephemeral node kept.
 fn pings(env: Arc<Env>) -> Feature {
@@ -1108,6 +1141,10 @@ fn reattach_elsewhere(env: Arc<Env>) -> Feature {
 /// The servers look for empty containers every 100 ms (default: a minute).
 const CONTAINER_CHECK: &str = "-Dznode.container.checkIntervalMs=100";
 
+/// The ensemble's members refuse a write the session may not make before
+/// it enters their pipelines (from 3.6 on; see `eager_acl`).
+const EAGER_ACL_CHECK: &str = "-Dzookeeper.enableEagerACLCheck=true";
+
 fn standalone(release: ServerRelease) {
     if !release.installed_or_skip() {
         return;
@@ -1140,14 +1177,14 @@ fn ensemble(release: ServerRelease) {
         return;
     }
     let _slot = slot(3);
-    let zk = Cluster::start(ClusterOptions::new().release(release).size(3).jvm_arg(CONTAINER_CHECK))
-        .unwrap_or_else(|e| panic!("{release}: start: {e}"));
+    let opts = ClusterOptions::new().release(release).size(3).jvm_arg(CONTAINER_CHECK).jvm_arg(EAGER_ACL_CHECK);
+    let zk = Cluster::start(opts).unwrap_or_else(|e| panic!("{release}: start: {e}"));
     let leader = zk.leader().expect("a leader");
     // Through a follower: writes and syncs are forwarded to the leader.
     let member = (0..zk.len()).find(|&i| i != leader).expect("a follower");
     let version = server_version(&zk, member);
     let env = Env { zk, release, member, version };
-    let features: [Named; 7] = [
+    let features: [Named; 8] = [
         ("requests", requests),
         ("remove_watches", remove_watches),
         ("watches", watches),
@@ -1155,6 +1192,7 @@ fn ensemble(release: ServerRelease) {
         ("expiry", expiry),
         ("who_am_i", who_am_i),
         ("reattach_elsewhere", reattach_elsewhere),
+        ("eager_acl", eager_acl),
     ];
     run_features(env, "ensemble", &features);
 }
