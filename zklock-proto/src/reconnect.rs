@@ -67,7 +67,13 @@
 //!   unreachable, no TCP connection) for `4/3 T`; a server that accepts
 //!   connections and never answers keeps it trying. (The reconnect search
 //!   in this crate's tests found the client giving up a live session when
-//!   three servers each answered later than their share.)
+//!   three servers each answered later than their share.) A client whose
+//!   own process stalled past that time (a call of the rounds later than
+//!   the deadline they handed out by more than `T/10`) asks once more
+//!   first: for `T/3` after it runs again, the rounds go on; a new leader
+//!   gives every session a full timeout, a touch the client cannot see
+//!   (the simulator gave such a live session up about once in 60,000
+//!   schedules).
 
 use std::time::{Duration, Instant};
 
@@ -136,6 +142,11 @@ pub struct Bugs {
     /// a server slow to answer read the broken-off connects after the
     /// client had counted on none (a false expiry: the reconnect search).
     pub set_hosts_restarts_wait: bool,
+    /// A client whose process stalled past the give-up time gives up at
+    /// once when it runs again, without asking a server (the policy before
+    /// session 32): a session a new leader extended meanwhile is given up
+    /// alive (a false expiry).
+    pub no_stall_grace: bool,
 }
 
 impl Bugs {
@@ -157,6 +168,9 @@ pub struct Reconnect {
     lost_at: Instant,
     /// Rounds of attempts over the servers that ended so far.
     round: u32,
+    /// The reconnect went on past its give-up time once because the
+    /// client's process stalled ([`Rules::ran_again`]).
+    stall_grace_used: bool,
     bugs: Bugs,
 }
 
@@ -172,6 +186,7 @@ impl Reconnect {
             give_up_at: last_heard + timeout * 4 / 3,
             lost_at: last_heard,
             round: 0,
+            stall_grace_used: false,
             bugs: Bugs::default(),
         }
     }
@@ -364,6 +379,10 @@ pub trait Rules {
     /// a name that does not resolve, TLS refused: reasons waiting will not
     /// change) ends the rounds ([`Next::Unreachable`]).
     fn unreachable_ends(&self) -> bool;
+    /// The rounds are asked what to do at `now`, having handed out a wait
+    /// (an attempt's or a pause's) that ended at `expected`: a call much
+    /// later than that means the client's own process stalled.
+    fn ran_again(&mut self, now: Instant, expected: Instant);
 }
 
 impl Rules for Reconnect {
@@ -402,6 +421,22 @@ impl Rules for Reconnect {
     /// Never: a session's servers may come back before it expires.
     fn unreachable_ends(&self) -> bool {
         false
+    }
+    /// A stall of the client's own process (a call more than `T/10`
+    /// after the wait handed out ended) that ran past the give-up time
+    /// puts giving up off once, to `T/3` after it runs again: the session
+    /// may well be alive (a new leader gives every session a full timeout
+    /// from when it takes over, which the client cannot see), and only a
+    /// server can say. Only once: a client that stalls again and again
+    /// gives up at its next chance.
+    fn ran_again(&mut self, now: Instant, expected: Instant) {
+        if self.stall_grace_used || self.bugs.on(|b| b.no_stall_grace) {
+            return;
+        }
+        if now >= self.give_up_at && now > expected + self.timeout / 10 {
+            self.stall_grace_used = true;
+            self.give_up_at = now + self.timeout / 3;
+        }
     }
 }
 
@@ -447,6 +482,8 @@ impl Rules for NewSession {
     fn unreachable_ends(&self) -> bool {
         true
     }
+    /// Nothing: the connect timeout is the caller's bound.
+    fn ran_again(&mut self, _: Instant, _: Instant) {}
 }
 
 /// What a [`RoundRobin`] does next.
@@ -515,6 +552,9 @@ pub struct RoundRobin<R> {
     own_first: bool,
     /// The attempt handed out last and not yet ended: until when it waits.
     waiting_until: Option<Instant>,
+    /// When the last wait handed out (an attempt's or a pause's) ended:
+    /// the next call comes by then, unless the client's process stalled.
+    expected: Option<Instant>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -537,6 +577,7 @@ impl<R: Rules> RoundRobin<R> {
             refused_last: false,
             own_first: false,
             waiting_until: None,
+            expected: None,
         }
     }
 
@@ -555,6 +596,9 @@ impl<R: Rules> RoundRobin<R> {
     /// draw) lengthens a pause between rounds by up to half of it, so that
     /// clients that lost the same server do not come back in step.
     pub fn next(&mut self, now: Instant, jitter: f64) -> Next {
+        if let Some(expected) = self.expected.take() {
+            self.rules.ran_again(now, expected);
+        }
         if self.tried == self.hosts {
             self.rules.round_over();
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
@@ -570,7 +614,9 @@ impl<R: Rules> RoundRobin<R> {
             }
             let pause = self.backoff + self.backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0);
             self.backoff = (self.backoff * 2).min(self.rules.max_backoff());
-            return Next::Pause { until: give_up.min(now + pause) };
+            let until = give_up.min(now + pause);
+            self.expected = Some(until);
+            return Next::Pause { until };
         }
         let give_up = self.rules.give_up_at();
         if now >= give_up {
@@ -588,6 +634,7 @@ impl<R: Rules> RoundRobin<R> {
             }
         }
         self.waiting_until = Some(until);
+        self.expected = Some(until);
         Next::Try { host: self.current, until }
     }
 
@@ -787,7 +834,21 @@ mod tests {
         assert_eq!(hosts, [2, 0, 1, 2, 0, 1, 2, 0, 1]);
         assert_eq!(pauses, [Duration::from_millis(50), Duration::from_millis(100)]);
         // A reconnect never ends for unusable servers before its time.
-        assert_eq!(rr.next(t0 + T * 4 / 3, 0.0), Next::GiveUp);
+        let gave_up = refused_until_given_up(&mut rr, now);
+        assert!(gave_up >= t0 + T * 4 / 3 && gave_up < t0 + T * 4 / 3 + T / 10, "{:?}", gave_up - t0);
+    }
+
+    /// Runs `rr` from `now` with every server refusing at once and every
+    /// call on time; returns when it gave up.
+    fn refused_until_given_up(rr: &mut RoundRobin<Reconnect>, mut now: Instant) -> Instant {
+        loop {
+            match rr.next(now, 0.0) {
+                Next::Try { .. } => rr.ended(Ended::Unusable),
+                Next::Pause { until } => now = until,
+                Next::GiveUp => return now,
+                Next::Unreachable => panic!("a reconnect never ends unreachable"),
+            }
+        }
     }
 
     #[test]
@@ -808,6 +869,42 @@ mod tests {
             matches!(rr.next(t0 + T / 2, 1.0), Next::Pause { until } if until == t0 + T / 2 + Duration::from_millis(75))
         );
         assert_eq!(rr.next(t0 + T * 2, 0.0), Next::GiveUp, "the connect timeout");
+    }
+
+    /// A client whose own process stalled past the give-up time asks the
+    /// servers for `T/3` more once it runs again (session 29's false
+    /// expiry in the simulator); on time, or stalled a second time, it
+    /// gives up at once.
+    #[test]
+    fn a_client_stalled_past_giving_up_asks_once_more() {
+        let t0 = Instant::now();
+        let rounds = || {
+            let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0);
+            assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }));
+            rr.ended(Ended::Unusable);
+            let Next::Pause { until } = rr.next(t0, 0.0) else { panic!("a pause after a refusal") };
+            (rr, until)
+        };
+        let give_up = t0 + T * 4 / 3;
+        // On time: nothing to put off.
+        let (mut rr, pause) = rounds();
+        let now = refused_until_given_up(&mut rr, pause);
+        assert!(now >= give_up && now < give_up + T / 10, "gave up on time: {:?}", now - t0);
+        // Stalled through the pause, past giving up: asks again for T/3.
+        let (mut rr, _) = rounds();
+        let woke = t0 + T * 2;
+        let Next::Try { until, .. } = rr.next(woke, 0.0) else { panic!("asks once more") };
+        assert_eq!(until, woke + T / 3, "the attempt waits the grace at most");
+        rr.ended(Ended::Unusable);
+        let Next::Pause { until } = rr.next(woke, 0.0) else { panic!("the rounds go on") };
+        // Stalled again: no second grace.
+        assert_eq!(rr.next(until + T, 0.0), Next::GiveUp);
+        // Without the grace (the policy before): gives up at once.
+        let (mut rr, _) = rounds();
+        rr.rules.bugs.no_stall_grace = true;
+        if cfg!(feature = "history") {
+            assert_eq!(rr.next(woke, 0.0), Next::GiveUp);
+        }
     }
 
     #[test]

@@ -287,6 +287,7 @@ impl World {
             timed: false,
             base: std::time::Instant::now(),
             clock_bugs: Default::default(),
+            reconnect_bugs: Default::default(),
             release_moves: true,
             count_path,
             count_bugs: sem.map(|s| s.bugs).unwrap_or_default(),
