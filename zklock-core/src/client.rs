@@ -1273,10 +1273,15 @@ impl Client {
     /// of the new list, as after any lost connection: the locks are
     /// `Suspended` for that moment and `Held` again once the session is
     /// back (lost if no new server takes it within the session timeout).
-    /// While the session reconnects, the attempts go on over the new list
-    /// (one waiting on a server the new list keeps goes on, on its own
-    /// connection, so calling this again and again neither puts the
-    /// reconnect off nor opens connections). Never blocks.
+    /// While the session reconnects, the attempts go on over the new list:
+    /// one waiting on a server the new list keeps goes on, on its own
+    /// connection (unless servers were added and its wait is longer than
+    /// one among them would be: then the new ones are asked at once), and
+    /// the servers the round has not asked yet follow, each once per round,
+    /// so calling this again and again neither puts the reconnect off, nor
+    /// asks a hung server again before the others, nor opens connections
+    /// to a server it keeps. A server written twice counts once. Never
+    /// blocks.
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed connect string, or one with

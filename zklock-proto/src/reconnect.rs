@@ -75,6 +75,7 @@
 //!   (the simulator gave such a live session up about once in 60,000
 //!   schedules).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Bugs zklock once had or that a reconnect policy could have, each
@@ -534,9 +535,10 @@ pub enum Ended {
 pub struct RoundRobin<R> {
     rules: R,
     hosts: usize,
+    /// The server each round starts from.
     start: usize,
-    /// Attempts made in this round.
-    tried: usize,
+    /// The servers this round has still to try, in order.
+    queue: VecDeque<usize>,
     /// The server of the attempt last handed out.
     current: usize,
     backoff: Duration,
@@ -552,6 +554,9 @@ pub struct RoundRobin<R> {
     own_first: bool,
     /// The attempt handed out last and not yet ended: until when it waits.
     waiting_until: Option<Instant>,
+    /// ... and when it started, and whether it was a reset's first attempt
+    /// on its own server (which waits longer).
+    waiting_since: Option<(Instant, bool)>,
     /// When the last wait handed out (an attempt's or a pause's) ended:
     /// the next call comes by then, unless the client's process stalled.
     expected: Option<Instant>,
@@ -567,7 +572,7 @@ impl<R: Rules> RoundRobin<R> {
             rules,
             hosts,
             start: start % hosts,
-            tried: 0,
+            queue: (0..hosts).map(|k| (start + k) % hosts).collect(),
             current: 0,
             backoff,
             first_round: true,
@@ -577,6 +582,7 @@ impl<R: Rules> RoundRobin<R> {
             refused_last: false,
             own_first: false,
             waiting_until: None,
+            waiting_since: None,
             expected: None,
         }
     }
@@ -599,7 +605,7 @@ impl<R: Rules> RoundRobin<R> {
         if let Some(expected) = self.expected.take() {
             self.rules.ran_again(now, expected);
         }
-        if self.tried == self.hosts {
+        if self.queue.is_empty() {
             self.rules.round_over();
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
                 return Next::Unreachable;
@@ -607,7 +613,7 @@ impl<R: Rules> RoundRobin<R> {
             self.first_round = false;
             self.all_unusable = true;
             self.refused_last = std::mem::take(&mut self.refused);
-            self.tried = 0;
+            self.queue = self.round();
             let give_up = self.rules.give_up_at();
             if now >= give_up {
                 return Next::GiveUp;
@@ -622,10 +628,10 @@ impl<R: Rules> RoundRobin<R> {
         if now >= give_up {
             return Next::GiveUp;
         }
-        self.current = (self.start + self.tried) % self.hosts;
-        self.tried += 1;
+        self.current = self.queue.pop_front().unwrap_or(self.start);
         let mut until = give_up.min(self.rules.attempt_until(now));
-        if std::mem::take(&mut self.own_first) {
+        let own_first = std::mem::take(&mut self.own_first);
+        if own_first {
             until = give_up.min(until.max(now + self.rules.own_server_wait()));
         }
         if self.refused_last && self.unanswered[self.current] {
@@ -634,6 +640,7 @@ impl<R: Rules> RoundRobin<R> {
             }
         }
         self.waiting_until = Some(until);
+        self.waiting_since = Some((now, own_first));
         self.expected = Some(until);
         Next::Try { host: self.current, until }
     }
@@ -641,6 +648,7 @@ impl<R: Rules> RoundRobin<R> {
     /// The attempt last handed out ended `how`, without a connection.
     pub fn ended(&mut self, how: Ended) {
         self.waiting_until = None;
+        self.waiting_since = None;
         if !matches!(how, Ended::Unanswered(_)) {
             self.refused = true;
         } else if let Some(u) = self.unanswered.get_mut(self.current) {
@@ -656,11 +664,9 @@ impl<R: Rules> RoundRobin<R> {
         }
     }
 
-    /// Starts the rounds again from `start`, with the first pause short.
-    fn again_from(&mut self, start: usize) {
-        self.start = start % self.hosts;
-        self.tried = 0;
-        self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
+    /// A whole round's servers, from `start`.
+    fn round(&self) -> VecDeque<usize> {
+        (0..self.hosts).map(|k| (self.start + k) % self.hosts).collect()
     }
 }
 
@@ -686,55 +692,80 @@ impl RoundRobin<Reconnect> {
 
     /// The server list changed to `hosts` servers; `kept[i]` is where the
     /// old list's server `i` is in the new one (`None`: not there). Returns
-    /// whether the attempt in progress goes on: one on a server the new
-    /// list has goes on, on its own connection and with its own wait (a
-    /// new list, or the same one refreshed, must not give a hung server a
-    /// fresh wait: outside attack round 29, O2; nor open it one connection
-    /// per call, each read when it wakes: round 31, O2), and the rounds go
-    /// on from there over the new list. Otherwise (`false`) the attempt in
-    /// progress, if any, is broken off and the rounds start again from the
-    /// new list's first, with the same deadline; the attempt broken off at
-    /// `now` counts as unanswered then (its connect may have been sent, and
-    /// a server reads it and touches the session: giving up is put off as
-    /// for any unanswered connect; the reconnect search found the session
-    /// given up while a server slow to answer read the connects of
-    /// attempts a refreshed list broke off). Servers that went unanswered
-    /// stay marked as such.
+    /// whether the attempt in progress goes on.
+    ///
+    /// One on a server the new list has goes on, on its own connection and
+    /// with its own wait (a new list, or the same one refreshed, must not
+    /// give a hung server a fresh wait: outside attack round 29, O2; nor
+    /// open it one connection per call, each read when it wakes: round 31,
+    /// O2), unless its wait is longer than a fresh attempt's on the new
+    /// list would have been when it started (servers were added to a list
+    /// whose only one hangs: round 35, F2). Otherwise (`false`) the attempt
+    /// in progress, if any, is broken off: it counts as unanswered now (its
+    /// connect may have been sent, and a server reads it and touches the
+    /// session: giving up is put off as for any unanswered connect; the
+    /// reconnect search found the session given up while a server slow to
+    /// answer read the connects of attempts a refreshed list broke off).
+    ///
+    /// The round goes on over the new list: the servers it has not tried
+    /// yet (servers new to the list among them) in the new list's order,
+    /// from the one that was next (else from its first); a server the round
+    /// tried is not asked again before the next round, however often the
+    /// list is refreshed (round 35, F1: refreshes every `T/50` asked a hung
+    /// first server again and again before the healthy last one). The
+    /// deadline stays, and servers that went unanswered stay marked.
     pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) -> bool {
         let hosts = hosts.max(1);
-        let restarts = self.rules.bugs.on(|b| b.set_hosts_restarts_wait);
+        let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
+        if self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
+            // The policy before round 29's O2: from the new list's first,
+            // with fresh waits, nothing marked.
+            self.hosts = hosts;
+            self.unanswered = vec![false; hosts];
+            self.own_first = false;
+            self.rules.set_hosts(hosts);
+            self.start = 0;
+            self.queue = self.round();
+            self.waiting_until = None;
+            self.waiting_since = None;
+            return false;
+        }
         let mut unanswered = vec![false; hosts];
-        for (old, new) in kept.iter().enumerate() {
-            if let (Some(&true), Some(new), false) = (self.unanswered.get(old), *new, restarts) {
-                if let Some(u) = unanswered.get_mut(new) {
-                    *u = true;
-                }
+        for (old, &was) in self.unanswered.iter().enumerate() {
+            if let (true, Some(new)) = (was, to_new(old)) {
+                unanswered[new] = true;
             }
         }
-        let going_on = match (self.waiting_until, kept.get(self.current).copied().flatten()) {
-            (Some(_), Some(at)) if !restarts => Some(at),
+        // This round's servers tried so far (the attempt in progress among
+        // them), and the one that was to come next, in the new list.
+        let tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
+        let next = self.queue.iter().find_map(|&i| to_new(i));
+        self.rules.set_hosts(hosts);
+        let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
+            (Some(until), Some((started, own_first)), Some(at)) => {
+                let mut fresh = self.rules.attempt_until(started);
+                if own_first {
+                    fresh = fresh.max(started + self.rules.own_server_wait());
+                }
+                (until <= fresh.max(now)).then_some(at)
+            },
             _ => None,
         };
-        if going_on.is_none() && self.waiting_until.take().is_some() && !restarts {
+        if going_on.is_none() && self.waiting_until.take().is_some() {
+            self.waiting_since = None;
             self.rules.unanswered(now);
         }
+        let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.own_first = false;
-        self.rules.set_hosts(hosts);
-        match going_on {
-            Some(at) => {
-                // The attempt in progress is the new round's first.
-                self.again_from(at);
-                self.current = at;
-                self.tried = 1;
-                true
-            },
-            None => {
-                self.again_from(0);
-                false
-            },
+        self.start = to_new(self.start).unwrap_or(0);
+        self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
+        self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
+        if let Some(at) = going_on {
+            self.current = at;
         }
+        going_on.is_some()
     }
 }
 
@@ -907,15 +938,56 @@ mod tests {
         }
     }
 
+    /// Round 35's F1: a list refreshed again and again, during attempts and
+    /// between them, asks each server once per round, in order: hung
+    /// servers first in the list do not hold the last one back.
     #[test]
-    fn a_new_list_without_the_attempts_server_starts_from_its_first() {
+    fn a_refreshed_list_asks_each_server_once_per_round() {
+        let t0 = Instant::now();
+        let same = [Some(0), Some(1), Some(2), Some(3)];
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 4, t0), 4, Some(0), t0);
+        let mut now = t0;
+        let mut asked = Vec::new();
+        while asked.len() < 4 {
+            let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a try") };
+            asked.push(host);
+            assert!(rr.set_hosts(4, &same, now + Duration::from_millis(1)), "goes on");
+            now = until;
+            rr.ended(Ended::Unanswered(now));
+            assert!(!rr.set_hosts(4, &same, now), "between attempts");
+        }
+        assert_eq!(asked, [0, 1, 2, 3]);
+    }
+
+    /// Round 35's F2: servers added to a list whose only server hangs are
+    /// not held back by its whole-timeout wait: the attempt is broken off
+    /// (its wait is longer than one on the new list would have been) and
+    /// the new server is asked next.
+    #[test]
+    fn servers_added_beside_a_hung_one_are_asked_at_once() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server") };
+        assert_eq!(until, t0 + T, "the whole timeout with one server");
+        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 20), "broken off");
+        assert!(matches!(rr.next(t0 + T / 20, 0.0), Next::Try { host: 1, .. }), "the new server next");
+        // The same list refreshed keeps an own server's first wait.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0);
+        let Next::Try { host: 2, until } = rr.next(t0, 0.0) else { panic!("its own server") };
+        assert_eq!(until, t0 + T / 3, "a reset's own server waits T/3");
+        let same: Vec<Option<usize>> = (0..5).map(Some).collect();
+        assert!(rr.set_hosts(5, &same, t0 + T / 20), "goes on");
+    }
+
+    #[test]
+    fn a_new_list_without_the_attempts_server_goes_on_with_the_round() {
         let t0 = Instant::now();
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         rr.next(t0, 0.0);
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
         assert!(!rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3), "its server is not in the new list");
-        assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "a new list: from its first");
+        assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "the server that was next");
     }
 
     /// Round 29's O2 and round 31's O2: a new server list while an attempt
@@ -935,13 +1007,16 @@ mod tests {
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
         rr.ended(Ended::Unusable);
         let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("one round of two") };
-        // A new list without the server of the attempt: from its first.
+        // A new list without the server of the attempt: the round goes on
+        // from the server that was next, then the new one.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
         assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
-        let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("the first") };
+        let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
-        // Between attempts (none in progress): from the first.
+        rr.ended(Ended::Unusable);
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }), "then the new list's others");
+        // Between attempts (none in progress): the server that was next.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);

@@ -24,7 +24,11 @@ impl std::fmt::Display for Host {
 /// A parsed connect string.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectString {
-    /// The servers, in the order written.
+    /// The servers, in the order written, each once (a server written
+    /// again, with the same port and its name in any case, is left out:
+    /// otherwise it would be asked twice per round; outside attack round
+    /// 35). A name and its address, or two names of one machine, are two
+    /// entries.
     pub hosts: Vec<Host>,
     /// Chroot prefix (`/app`), empty for none.
     pub chroot: String,
@@ -84,7 +88,9 @@ impl ConnectString {
                     _ => return Err(bad(format!("{entry:?}: port {p:?} is not a number from 1 to 65535"))),
                 },
             };
-            hosts.push(Host { name: name.to_string(), port });
+            if !hosts.iter().any(|h: &Host| h.port == port && h.name.eq_ignore_ascii_case(name)) {
+                hosts.push(Host { name: name.to_string(), port });
+            }
         }
         Ok(ConnectString { hosts, chroot: chroot.to_string() })
     }
@@ -116,6 +122,9 @@ mod tests {
         assert_eq!(c.chroot, "/x/y");
         assert_eq!(c.hosts[1].to_string(), "[::1]:2");
         assert_eq!(ConnectString::parse("a/").unwrap().chroot, "");
+        let twice = ConnectString::parse("a:1,A:1,b,a:2,a:1,B:2181").unwrap().hosts;
+        let names: Vec<String> = twice.iter().map(|h| h.to_string()).collect();
+        assert_eq!(names, ["a:1", "b:2181", "a:2"], "a server written twice counts once");
     }
 
     #[test]

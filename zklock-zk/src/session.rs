@@ -618,11 +618,12 @@ impl Session {
     /// connection ends ([`SessionEvent::Disconnected`]) and the session
     /// reconnects to a server of the new list (as after any lost
     /// connection; it expires if none takes it within the session
-    /// timeout). While reconnecting, the attempts go on over the new list:
-    /// one in progress on a server the new list has goes on, on its own
-    /// connection and with its own wait, then the others follow in the new
-    /// list's order; else (its connection closed) from the new list's
-    /// first.
+    /// timeout). While reconnecting, the attempts go on over the new list
+    /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
+    /// new list has goes on, on its own connection and with its own wait
+    /// (unless that wait is longer than one on the new list would be: then
+    /// its connection is closed), and the servers this round has not asked
+    /// yet follow in the new list's order.
     ///
     /// # Errors
     ///

@@ -578,6 +578,45 @@ fn set_hosts_during_an_attempt_on_a_hung_server_it_keeps_opens_no_new_connection
     });
 }
 
+/// Servers added with `set_hosts` while the reconnect waits on the only
+/// server the session knew, hung (outside attack round 35, F2): they are
+/// asked at once, not after that server's wait of the whole session
+/// timeout; and a list refreshed again and again that names the hung server
+/// first (twice, too) does not keep the session from the healthy one
+/// (round 35, F1).
+#[test]
+fn servers_added_or_refreshed_beside_a_hung_one_are_asked_in_time() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        for refresh in [false, true] {
+            let s = connect(&p1.addr().to_string()).await;
+            let id = s.id();
+            let mut events = s.events();
+            p1.blackhole();
+            p1.drop_connections();
+            assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+            let lost = Instant::now();
+            let list = format!("{},{},{}", p1.addr(), p1.addr(), p2.addr());
+            s.set_hosts(&list).unwrap();
+            if refresh {
+                for _ in 0..60 {
+                    s.set_hosts(&list).unwrap();
+                    tokio::time::sleep(Duration::from_millis(80)).await;
+                }
+            }
+            let SessionEvent::Connected(c) = next_event(&mut events, 10).await else { panic!("connected") };
+            let took = c.answered - lost;
+            println!("refresh {refresh}: reconnected {took:?} after the loss");
+            assert!(took < Duration::from_secs(3), "reconnected {took:?} after the loss (refresh: {refresh})");
+            assert_eq!(s.id(), id);
+            s.close().await;
+            p1.heal();
+        }
+    });
+}
+
 /// `set_hosts` away from a server gone silent with a request in flight
 /// (outside attack round 17, F2: the client hung for good): the move waits
 /// for the reply, the read timeout ends the old connection, and the session
