@@ -858,6 +858,7 @@ zklock_code zklock_client_close(const struct zklock_client *client, struct zkloc
  * # Errors
  * `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a malformed connect string
  * or one with another chroot than the client's (none keeps it);
+ * `ZKLOCK_INVALID_PATH` for a chroot that is no valid node path;
  * `ZKLOCK_CLOSED` after `zklock_client_close`.
  *
  * # Threads

@@ -370,7 +370,8 @@ export declare class Client {
    * `"SUSPENDED"` for that moment, `"HELD"` again once the session is
    * back). Never blocks. Throws `INVALID_ARGUMENT` for a malformed
    * connect string or another chroot than the client's (none means the
-   * same), `CLOSED` after `close()`.
+   * same), `INVALID_PATH` for a chroot that is no valid node path,
+   * `CLOSED` after `close()`.
    */
   setHosts(hosts: string): void
   /**

@@ -1285,7 +1285,9 @@ impl Client {
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed connect string, or one with
-    /// another chroot than the client's (none means the same); `Closed`.
+    /// another chroot than the client's (none means the same);
+    /// `InvalidPath` for a chroot that is no valid node path (`/a//b`,
+    /// `/zookeeper`); `Closed`.
     pub fn set_hosts(&self, hosts: &str) -> Result<()> {
         self.check_open()?;
         let hosts = validate_connect_string(hosts)?;

@@ -272,6 +272,7 @@ pub unsafe extern "C" fn zklock_client_close(client: *const zklock_client, err: 
 /// # Errors
 /// `ZKLOCK_INVALID_ARGUMENT` for NULL arguments, a malformed connect string
 /// or one with another chroot than the client's (none keeps it);
+/// `ZKLOCK_INVALID_PATH` for a chroot that is no valid node path;
 /// `ZKLOCK_CLOSED` after `zklock_client_close`.
 ///
 /// # Threads

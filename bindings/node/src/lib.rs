@@ -879,7 +879,8 @@ impl Client {
     /// `"SUSPENDED"` for that moment, `"HELD"` again once the session is
     /// back). Never blocks. Throws `INVALID_ARGUMENT` for a malformed
     /// connect string or another chroot than the client's (none means the
-    /// same), `CLOSED` after `close()`.
+    /// same), `INVALID_PATH` for a chroot that is no valid node path,
+    /// `CLOSED` after `close()`.
     #[napi(catch_unwind)]
     pub fn set_hosts(&self, env: Env, hosts: String) -> napi::Result<()> {
         self.client.set_hosts(&hosts).map_err(|e| zk_error(&env, &e))

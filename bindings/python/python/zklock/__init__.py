@@ -1478,6 +1478,7 @@ class Client:
         Raises:
             InvalidArgument: a malformed connect string, or another chroot
                 than the client's (none means the same).
+            InvalidPath: a chroot that is no valid node path.
             Closed: after :meth:`close` or in a forked child.
         """
         self._native.set_hosts(hosts)
