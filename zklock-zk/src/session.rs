@@ -1341,9 +1341,10 @@ impl Task {
                                 self.unwatch_local(&path, kind, id);
                             }
                             // An attempt in progress on a server the new list
-                            // has goes on, on its connection; any other is
-                            // broken off, and the rounds start again over
-                            // the new list (`RoundRobin::set_hosts`).
+                            // has goes on, on its connection (unless its wait
+                            // is longer than the new list's); any other is
+                            // broken off; the round goes on over the new list
+                            // (`RoundRobin::set_hosts`).
                             Some(Cmd::SetHosts(hosts)) => {
                                 let mut rounds = lock(&shared);
                                 let kept: Vec<Option<usize>> =
