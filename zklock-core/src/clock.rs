@@ -102,14 +102,19 @@ impl SafetyClock {
                     _ => None,
                 },
             }?;
-            let same = stamp.connection == connected.connection;
+            // The connect of the connection the reply came on, which may
+            // be a later one than `connected` (calls made while the
+            // session moves to a new server list wait for the next
+            // connection: outside attack round 35, F3, where a write sent
+            // so came back without the connect's times and the reconnect
+            // was credited only `T / 3` later).
             Some(SyncReply(Heartbeat {
                 sent: stamp.sent,
                 answered: stamp.answered,
                 connection: stamp.connection,
                 write,
-                connect_sent: same.then_some(connected.connect_sent),
-                connect_answered: same.then_some(connected.answered),
+                connect_sent: Some(stamp.connect_sent),
+                connect_answered: Some(stamp.connect_answered),
             }))
         })
     }

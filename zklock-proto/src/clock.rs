@@ -111,9 +111,9 @@ pub struct Heartbeat {
     pub connection: u64,
     /// A write, whose reply proves the session alive (a sync's does not).
     pub write: bool,
-    /// When the connect request of `connection` was handed to the socket,
-    /// if it is still the session's connection: its answer revalidated the
-    /// session on the leader after that.
+    /// When the connect request of `connection` was handed to the socket
+    /// (`None` if not known): its answer revalidated the session on the
+    /// leader after that.
     pub connect_sent: Option<Instant>,
     /// When the answer to that connect request was read (with
     /// `connect_sent`): the connect counts as the connection's first

@@ -206,6 +206,14 @@ pub struct Stamp {
     pub answered: Instant,
     /// The connection it travelled on.
     pub connection: u64,
+    /// That connection's connect request: just before it was handed to the
+    /// socket ([`Connected::connect_sent`]). A request made on one
+    /// connection may travel on the next (calls wait through a reconnect or
+    /// a move to a new server list): these are the times of the one it
+    /// travelled on, whatever [`Session::connected`] said when it was made.
+    pub connect_sent: Instant,
+    /// When that connect's answer was read ([`Connected::answered`]).
+    pub connect_answered: Instant,
     /// The server's zxid when it answered.
     pub zxid: i64,
 }
@@ -368,6 +376,7 @@ impl Session {
             rx,
             state: state_tx,
             connection: 1,
+            connect: (ready.connect_sent, ready.answered),
             session_id: ready.response.session_id,
             password: ready.response.password.clone(),
             timeout,
@@ -1118,6 +1127,9 @@ struct Task {
     rx: mpsc::UnboundedReceiver<Cmd>,
     state: watch::Sender<State>,
     connection: u64,
+    /// The current connection's connect: when it was sent, when answered
+    /// (what each [`Stamp`] of a reply on it carries).
+    connect: (Instant, Instant),
     session_id: i64,
     password: Vec<u8>,
     timeout: Duration,
@@ -1409,6 +1421,12 @@ impl Task {
         !others && !self.inflight.contains_key(&(path.to_string(), sk))
     }
 
+    /// The stamp of a reply read on the current connection.
+    fn stamp(&self, sent: Instant, answered: Instant, zxid: i64) -> Stamp {
+        let (connect_sent, connect_answered) = self.connect;
+        Stamp { sent, answered, connection: self.connection, connect_sent, connect_answered, zxid }
+    }
+
     fn take_xid(&mut self) -> i32 {
         let x = self.next_xid;
         self.next_xid = if x == i32::MAX { 1 } else { x + 1 };
@@ -1560,7 +1578,8 @@ impl Task {
 
     /// Serves one connection until it ends.
     async fn serve(&mut self, ready: Ready) -> End {
-        let Ready { stream, rbuf, response, connect_sent: _, answered: _, server: _, next_xid } = ready;
+        let Ready { stream, rbuf, response, connect_sent, answered, server: _, next_xid } = ready;
+        self.connect = (connect_sent, answered);
         self.next_xid = next_xid;
         self.session_id = response.session_id;
         self.password = response.password;
@@ -1814,8 +1833,7 @@ impl Task {
             if let Some(Pending { opcode, sent, purpose: Purpose::User { tx, .. }, .. }) =
                 at.and_then(|at| self.fifo.remove(at))
             {
-                let stamp =
-                    Stamp { sent: sent.unwrap_or(answered), answered, connection: self.connection, zxid: h.zxid };
+                let stamp = self.stamp(sent.unwrap_or(answered), answered, h.zxid);
                 let _ = tx.send((Err(Error::Server(code)), Some(stamp)));
                 if code != Code::Unimplemented {
                     return None;
@@ -1874,7 +1892,7 @@ impl Task {
                     }
                 }
                 let sent = p.sent.unwrap_or(answered);
-                let stamp = Stamp { sent, answered, connection: self.connection, zxid: h.zxid };
+                let stamp = self.stamp(sent, answered, h.zxid);
                 let _ = tx.send((result, Some(stamp)));
             },
         }

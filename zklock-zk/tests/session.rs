@@ -578,6 +578,43 @@ fn set_hosts_during_an_attempt_on_a_hung_server_it_keeps_opens_no_new_connection
     });
 }
 
+/// A call made while the session moves to a new server list waits for the
+/// next connection and travels on it; its reply's stamp names that
+/// connection and carries its connect times, not those of the connection
+/// the call was made on (the safety clock credits a reconnect by them:
+/// outside attack round 35, F3).
+#[test]
+fn a_call_held_through_a_move_is_stamped_with_the_connection_it_travelled_on() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        let first = s.connected().expect("connected");
+        let mut events = s.events();
+        // The server goes silent with a request in flight: the move to a
+        // list without it waits for that request until the read timeout.
+        p1.blackhole();
+        let lost = s.sync("/");
+        s.set_hosts(&p2.addr().to_string()).unwrap();
+        let held = s.set_data("/", b"", i32::MIN).stamped();
+        let (r, stamp) = held.await;
+        assert_eq!(r.unwrap_err(), Error::Server(Code::BadVersion));
+        assert!(lost.await.is_err(), "the silent server never answered");
+        let next = loop {
+            if let SessionEvent::Connected(c) = next_event(&mut events, 10).await {
+                break c;
+            }
+        };
+        let stamp = stamp.expect("the server answered");
+        assert_eq!((first.connection, next.connection, stamp.connection), (1, 2, 2));
+        assert_eq!((stamp.connect_sent, stamp.connect_answered), (next.connect_sent, next.answered));
+        assert!(next.connect_sent > first.answered);
+        assert!(stamp.sent >= next.answered, "sent on the new connection, after its connect");
+        s.close().await;
+    });
+}
+
 /// Servers added with `set_hosts` while the reconnect waits on the only
 /// server the session knew, hung (outside attack round 35, F2): they are
 /// asked at once, not after that server's wait of the whole session
