@@ -143,6 +143,19 @@ pub struct Bugs {
     /// a server slow to answer read the broken-off connects after the
     /// client had counted on none (a false expiry: the reconnect search).
     pub set_hosts_restarts_wait: bool,
+    /// A new server list starts a new round: from the attempt in progress
+    /// if it goes on (it counts as the round's first), else from the new
+    /// list's first (the policy of session 32's first change, before
+    /// outside attack round 35, F1): a list refreshed between attempts
+    /// asks its first servers again before the ones the round had not
+    /// reached, and hung servers first in a list refreshed often are asked
+    /// again and again before a healthy one.
+    pub set_hosts_restarts_round: bool,
+    /// An attempt on a server the new list keeps goes on whatever its wait
+    /// (the policy before outside attack round 35, F2): servers added to a
+    /// list whose only server hangs are asked only after that server's
+    /// wait of the whole session timeout, and the session expires.
+    pub set_hosts_keeps_any_wait: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -747,7 +760,8 @@ impl RoundRobin<Reconnect> {
                 if own_first {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
-                (until <= fresh.max(now)).then_some(at)
+                let any_wait = self.rules.bugs.on(|b| b.set_hosts_keeps_any_wait);
+                (any_wait || until <= fresh.max(now)).then_some(at)
             },
             _ => None,
         };
@@ -761,6 +775,15 @@ impl RoundRobin<Reconnect> {
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
+        if self.rules.bugs.on(|b| b.set_hosts_restarts_round) {
+            // The policy before round 35's F1: a new round, from the
+            // attempt going on (the round's first) or the list's first.
+            self.start = going_on.unwrap_or(0);
+            self.queue = self.round();
+            if going_on.is_some() {
+                self.queue.pop_front();
+            }
+        }
         self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
         if let Some(at) = going_on {
             self.current = at;

@@ -42,9 +42,17 @@
 //!   exit during the outage (a quarter of it, at most `T/2`, after the
 //!   close), leaving their connections to the server. A run may refresh the server
 //!   list (`set_hosts`) during its outages, the first hung address moved
-//!   first: the attempt in progress goes on (its server is kept) and the
+//!   first (or in address order, below): the attempt in progress goes on (its server is kept) and the
 //!   rounds go on over the new list, as `RoundRobin::set_hosts` says. The model makes the connections
 //!   and keeps time; every decision is the shared code's.
+//! - Some runs **hang** the session's own address (0) for good while the
+//!   server runs on behind the others (its proxy blackholed, or its member
+//!   alone in a long GC pause), reset first or silent: its connection and
+//!   what is sent to it meanwhile never pass. Their list is refreshed in
+//!   address order (the same list again) or with a hung address first, or
+//!   starts with the own address alone and grows to every address at the
+//!   first refresh (outside attack round 35, F1 and F2); they survive when
+//!   a healthy address is reached in time (`hang_survives`).
 //!
 //! The promises checked after each run:
 //!
@@ -107,7 +115,10 @@
 //! (round 25's F3, round 27's F1-F4, the search's own false expiry, and the
 //! close's: round 25's F1, a close asked while reconnecting sent nowhere,
 //! and round 28's F1, a close lost with its connection taken as done,
-//! and round 30's F2, a close not written behind the connects).
+//! and round 30's F2, a close not written behind the connects; and the
+//! server lists': round 29's O2, a fresh wait at each refresh, and round
+//! 35's F1, a new round at each, and F2, a kept attempt's whole-timeout
+//! wait while servers were added).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
@@ -136,6 +147,24 @@ enum Fault {
     Slow { at: Duration, delay: Duration },
     /// The client's connection is reset at `at`.
     Reset { at: Duration },
+    /// Address 0 (the session's at the start) forwards nothing either way
+    /// for `len` from `at` (its proxy blackholed, or its member alone in a
+    /// long GC pause while the server behind the others runs on): a
+    /// connection to it open then stays silent for good, and connects sent
+    /// there meanwhile are never read. With `reset`, the client's
+    /// connection to it is reset at `at` first (outside attack round 35,
+    /// F1: the own member reset, then hung).
+    Hang { at: Duration, len: Duration, reset: bool },
+}
+
+impl Fault {
+    /// When it starts and when it ends.
+    fn span(&self) -> (Duration, Duration) {
+        match *self {
+            Fault::Stall { at, len, .. } | Fault::Down { at, len } | Fault::Hang { at, len, .. } => (at, at + len),
+            Fault::Slow { at, .. } | Fault::Reset { at } => (at, at),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +190,13 @@ struct Run {
     /// hung address (if any) moved first, then the same list again and
     /// again (a periodic refresh, as Curator's `EnsembleProvider`).
     refresh: Option<Duration>,
+    /// The client's server list holds addresses `0..known` until the first
+    /// refresh gives it all `hosts` (servers added to a list: outside
+    /// attack round 35, F2).
+    known: usize,
+    /// Refreshes set the list in address order (the same list again),
+    /// rather than with the first hung address moved first.
+    in_order: bool,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
     /// One outage short enough that the session must outlive it (the
@@ -185,6 +221,8 @@ impl Run {
             exit_after: None,
             latency: None,
             refresh: None,
+            known: hosts,
+            in_order: false,
             covered: false,
             survives: false,
             bugs: Default::default(),
@@ -224,6 +262,8 @@ enum What {
     },
     /// A fault's reset of the client's connection.
     Reset,
+    /// A hang's reset of the client's connection, if it is to address 0.
+    HangReset,
     /// The server goes down: the session's connection is reset.
     Down,
     /// The server may expire the session if its last touch is this old.
@@ -314,6 +354,8 @@ struct World {
     /// (a slow server answers it `D` after reading it); what comes behind
     /// it (a close) is read after that.
     connect_busy: Vec<Instant>,
+    /// By connection id: its address, and when it was opened.
+    conn_addr: Vec<(usize, Instant)>,
     slow_from: Option<(Instant, Duration)>,
     /// Client side.
     clock: Clock,
@@ -350,19 +392,19 @@ impl World {
             Fault::Slow { at, delay } => Some((base + at, delay)),
             _ => None,
         });
-        let last_fault_end = run
-            .faults
-            .iter()
-            .map(|f| match *f {
-                Fault::Stall { at, len, .. } | Fault::Down { at, len } => at + len,
-                Fault::Slow { at, .. } | Fault::Reset { at } => at,
-            })
-            .max()
-            .unwrap_or_default();
+        let last_fault_end = run.faults.iter().map(|f| f.span().1).max().unwrap_or_default();
         // With slow answers, rounds of attempts shorter than the delay come
         // first (T in all with three servers, then 2 T), then the answers
         // (with room to spare: a connect was once asked twice).
         let slow = slow_from.map_or(Duration::ZERO, |(_, delay)| t * 3 + delay * 2);
+        // With the own address hung, a round of attempts after the hang
+        // may wait up to `T` on each hung address and on the own one (an
+        // attempt opened during the hang stays silent).
+        let hang = if run.faults.iter().any(|f| matches!(f, Fault::Hang { .. })) {
+            t * (run.hung as u32 + 1)
+        } else {
+            Duration::ZERO
+        };
         // The session was created at 0 on connection 0, answered at once.
         #[allow(unused_mut)]
         let mut clock = Clock::new(base, t, 0);
@@ -383,6 +425,7 @@ impl World {
             client_open: vec![true],
             left_at: vec![None],
             connect_busy: vec![base],
+            conn_addr: vec![(0, base)],
             slow_from,
             clock,
             state: State::Connected { conn: 0, connect_sent: base, connect_answered: base },
@@ -397,8 +440,8 @@ impl World {
             close_on: None,
             exited_at: None,
             refresh_until: base + last_fault_end + t,
-            order: (0..run.hosts).collect(),
-            end: base + last_fault_end + t * 3 + slow,
+            order: (0..run.known.clamp(1, run.hosts)).collect(),
+            end: base + last_fault_end + t * 3 + slow + hang,
             run,
         };
         #[cfg(feature = "history")]
@@ -410,10 +453,8 @@ impl World {
                 w.at(base + at + after, What::Exit);
             }
         }
-        let first_fault = w.run.faults.iter().map(|f| match *f {
-            Fault::Stall { at, .. } | Fault::Down { at, .. } | Fault::Slow { at, .. } | Fault::Reset { at } => at,
-        });
-        if let (Some(every), Some(from)) = (w.run.refresh, first_fault.min()) {
+        let first_fault = w.run.faults.iter().map(|f| f.span().0).min();
+        if let (Some(every), Some(from)) = (w.run.refresh, first_fault) {
             w.at(base + from + every, What::Refresh);
         }
         w.at(base + t, What::Expiry { touch: 0 });
@@ -428,6 +469,8 @@ impl World {
                 Fault::Stall { .. } => {},
                 Fault::Down { at, .. } => w.at(base + at, What::Down),
                 Fault::Slow { at, .. } | Fault::Reset { at } => w.at(base + at, What::Reset),
+                Fault::Hang { at, reset: true, .. } => w.at(base + at, What::HangReset),
+                Fault::Hang { reset: false, .. } => {},
             }
         }
         w
@@ -465,19 +508,42 @@ impl World {
         t
     }
 
+    /// Whether a connection to `addr` opened at `t` forwards nothing:
+    /// hung from the start, or address 0 hung then ([`Fault::Hang`]).
+    fn hung_at(&self, addr: usize, t: Instant) -> bool {
+        (1..=self.run.hung).contains(&addr) || (addr == 0 && self.hang_covers(t, t))
+    }
+
+    /// Whether a hang of address 0 started by `now` and ended after
+    /// `opened`: a connection to it opened at `opened` is silent from then on.
+    fn hang_covers(&self, opened: Instant, now: Instant) -> bool {
+        self.run.faults.iter().any(|f| {
+            let (at, end) = f.span();
+            matches!(f, Fault::Hang { .. }) && now >= self.base + at && opened < self.base + end
+        })
+    }
+
+    /// Whether nothing passes on `conn` now, either way.
+    fn silent(&self, conn: u64) -> bool {
+        let (addr, opened) = self.conn_addr[conn as usize];
+        (1..=self.run.hung).contains(&addr) || (addr == 0 && self.hang_covers(opened, self.now))
+    }
+
     /// How long a message takes one way now ([`Run::latency`]).
     fn wire(&self) -> Duration {
-        let first = self.run.faults.iter().map(|f| match *f {
-            Fault::Stall { at, .. } | Fault::Down { at, .. } | Fault::Slow { at, .. } | Fault::Reset { at } => at,
-        });
-        match (self.run.latency, first.min()) {
+        let first = self.run.faults.iter().map(|f| f.span().0).min();
+        match (self.run.latency, first) {
             (Some(l), Some(from)) if self.now >= self.base + from => l,
             _ => WIRE,
         }
     }
 
-    /// Sends `req` on `conn` now: read when the server runs.
+    /// Sends `req` on `conn` now: read when the server runs (never on a
+    /// silent connection).
     fn send(&mut self, conn: u64, req: Req) {
+        if self.silent(conn) {
+            return;
+        }
         let read = self.runs_from(self.now + self.wire());
         self.at(read, What::Read { conn, req });
     }
@@ -562,7 +628,7 @@ impl World {
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
             What::Refresh => {
-                let order: Vec<usize> = if self.run.hung > 0 {
+                let order: Vec<usize> = if self.run.hung > 0 && !self.run.in_order {
                     std::iter::once(1).chain((0..self.run.hosts).filter(|&a| a != 1)).collect()
                 } else {
                     (0..self.run.hosts).collect()
@@ -576,7 +642,7 @@ impl World {
                     // new list keeps goes on (on its connection); else it is
                     // broken off (its connection closed: a server reads what
                     // it had) and the rounds go on over the new list.
-                    if c.rounds.set_hosts(self.run.hosts, &kept, now) {
+                    if c.rounds.set_hosts(self.order.len(), &kept, now) {
                         if let Some((conn, host, sent)) = c.attempt {
                             c.attempt = Some((conn, kept[host].expect("kept"), sent));
                         }
@@ -665,6 +731,16 @@ impl World {
                     self.lose(conn);
                 }
             },
+            What::HangReset => {
+                let on = match &self.state {
+                    State::Connected { conn, .. } => Some(*conn),
+                    State::Connecting(c) => c.attempt.map(|(conn, _, _)| conn),
+                    State::Ended => None,
+                };
+                if on.is_some_and(|conn| self.conn_addr[conn as usize].0 == 0) {
+                    self.step(What::Reset);
+                }
+            },
             What::Reset | What::Down => match &mut self.state {
                 State::Connected { conn, .. } => {
                     let conn = *conn;
@@ -687,7 +763,7 @@ impl World {
     }
 
     fn recv(&mut self, conn: u64, req: Req, alive: bool) {
-        if !self.client_open[conn as usize] {
+        if !self.client_open[conn as usize] || self.silent(conn) {
             return;
         }
         self.known[conn as usize] = true;
@@ -772,13 +848,7 @@ impl World {
             return;
         }
         self.close_on = Some((conn, false));
-        let host = match &self.state {
-            State::Connecting(c) => c.attempt.map(|(_, h, _)| h),
-            _ => None,
-        };
-        if host.is_some_and(|h| !(1..=self.run.hung).contains(&self.order[h])) {
-            self.send(conn, Req::Close);
-        }
+        self.send(conn, Req::Close);
     }
 
     /// The client sends its close on `conn`, and no heartbeats after it.
@@ -801,10 +871,10 @@ impl World {
             self.close = Close::Held;
         }
         #[allow(unused_mut)] // set_bugs with the history feature
-        let mut policy = Reconnect::new(self.run.timeout, self.run.hosts, self.last_recv);
+        let mut policy = Reconnect::new(self.run.timeout, self.order.len(), self.last_recv);
         #[cfg(feature = "history")]
         policy.set_bugs(self.run.bugs);
-        let rounds = RoundRobin::after_loss(policy, self.run.hosts, Some(self.host_at), self.now);
+        let rounds = RoundRobin::after_loss(policy, self.order.len(), Some(self.host_at), self.now);
         self.state = State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None }));
         self.next_attempt();
     }
@@ -815,6 +885,7 @@ impl World {
     fn next_attempt(&mut self) {
         let now = self.now;
         let down = self.down(now);
+        let hung: Vec<bool> = self.order.iter().map(|&a| self.hung_at(a, now)).collect();
         let State::Connecting(c) = &mut self.state else { return };
         loop {
             match c.rounds.next(now, 0.0) {
@@ -831,21 +902,18 @@ impl World {
                     self.at(until, What::NextRound { round });
                     return;
                 },
-                Next::Try { host, .. } if down && !(1..=self.run.hung).contains(&self.order[host]) => {
-                    c.rounds.ended(Ended::Unusable)
-                },
+                Next::Try { host, .. } if down && !hung[host] => c.rounds.ended(Ended::Unusable),
                 Next::Try { host, until } => {
                     self.server_open.push(true);
                     self.client_open.push(true);
                     self.left_at.push(None);
                     self.connect_busy.push(now);
                     self.known.push(false);
+                    self.conn_addr.push((self.order[host], now));
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     self.at(until, What::AttemptOver { conn });
-                    if !(1..=self.run.hung).contains(&self.order[host]) {
-                        self.send(conn, Req::Connect);
-                    }
+                    self.send(conn, Req::Connect);
                     if self.close == Close::Held {
                         self.close_behind(conn);
                     }
@@ -980,6 +1048,24 @@ fn simulate(run: &Run) -> Result<(), (&'static str, String)> {
     w.verdict()
 }
 
+/// Whether the session must outlive its own address hanging for good
+/// ([`Fault::Hang`]) with the server running on behind the others: one of
+/// them is not hung, and when the
+/// client reaches a healthy address (after a reset, past its `T/3` on its own
+/// server; after a silence, the read timeout; with a list of the own
+/// address alone, once the first refresh adds the others; then each hung
+/// address's share of the first round, as the shared rules give it) plus a
+/// heartbeat's interval (the server's last touch may be that old) and a
+/// margin comes before the timeout.
+fn hang_survives(t: Duration, hosts: usize, hung: usize, reset: bool, known: usize, refresh: Option<Duration>) -> bool {
+    let start = Instant::now();
+    let share = Reconnect::new(t, hosts, start).attempt_until(start) - start;
+    let lost = if reset { t / 3 } else { read_timeout(t) };
+    let listed =
+        if known < hosts { refresh.map_or(t * 2, |r| r.max(if reset { Duration::ZERO } else { lost })) } else { lost };
+    hung + 1 < hosts && listed + share * hung as u32 + t / 8 + t / 20 < t
+}
+
 /// Every single fault on a grid, then `random` seeded runs of several:
 /// (runs made, the first broken promise with its run).
 fn search(
@@ -1030,6 +1116,7 @@ fn search(
                         },
                         Fault::Reset { .. } => true,
                         Fault::Slow { delay, .. } => delay <= t * 22 / 100,
+                        Fault::Hang { .. } => unreachable!("hangs come below"),
                     };
                     // A close in flight when the fault comes, and one asked
                     // in the middle of the outage (at every fourth phase).
@@ -1046,7 +1133,7 @@ fn search(
                             ]
                         },
                         Fault::Reset { .. } => vec![(at - WIRE / 2, None)],
-                        Fault::Slow { .. } => vec![],
+                        Fault::Slow { .. } | Fault::Hang { .. } => vec![],
                     };
                     // The server list refreshed every T/10 (at every fourth
                     // phase, with an address hung): it must change nothing
@@ -1066,6 +1153,35 @@ fn search(
                             bugs,
                             clock_bugs,
                             ..Run::new(t, hosts, hung, faults)
+                        };
+                        if let Some(found) = check(run) {
+                            return (made, Some(found));
+                        }
+                    }
+                }
+            }
+        }
+        // The own address hung for good (reset first, or silent) while the
+        // server runs on behind the others, with the list refreshed (the
+        // same list again, or a hung address first) or grown from the own
+        // address alone (outside attack round 35, F1 and F2).
+        for phase in 0..4u32 {
+            let at = t * 3 / 2 + t / 8 * phase / 4;
+            for (hosts, hung) in [(2usize, 0usize), (3, 0), (3, 1), (4, 2), (5, 1)] {
+                for (reset, known) in [(true, hosts), (false, hosts), (true, 1), (false, 1)] {
+                    let refreshes = [None, Some(t / 50), Some(t / 10), Some(t * 4 / 10)];
+                    for (refresh, in_order) in refreshes.into_iter().flat_map(|r| [(r, true), (r, false)]) {
+                        if (known < hosts && refresh.is_none()) || (refresh.is_none() && !in_order) {
+                            continue;
+                        }
+                        let run = Run {
+                            refresh,
+                            known,
+                            in_order,
+                            survives: hang_survives(t, hosts, hung, reset, known, refresh),
+                            bugs,
+                            clock_bugs,
+                            ..Run::new(t, hosts, hung, vec![Fault::Hang { at, len: t * 3, reset }])
                         };
                         if let Some(found) = check(run) {
                             return (made, Some(found));
@@ -1107,6 +1223,37 @@ fn search(
             clock_bugs,
             ..Run::new(t, hosts, hung, faults)
         };
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
+    // A quarter as many with the own address hung ([`Fault::Hang`]), among
+    // stalls and refusals of the server, the list refreshed or grown.
+    let mut rng = fastrand::Rng::with_seed(0x4a46);
+    for _ in 0..random / 4 {
+        let t = Duration::from_millis(rng.u64(1_000..=12_000));
+        let ms = |rng: &mut fastrand::Rng, d: Duration| Duration::from_millis(rng.u64(1..=d.as_millis() as u64));
+        let at = t + ms(&mut rng, t);
+        let len = t / 4 + ms(&mut rng, t * 3);
+        let reset = rng.bool();
+        let mut faults = vec![Fault::Hang { at, len, reset }];
+        for _ in 0..rng.usize(0..=2) {
+            let (from, flen) = (t + ms(&mut rng, t * 3), ms(&mut rng, t));
+            faults.push(if rng.bool() {
+                Fault::Stall { at: from, len: flen, reset: None }
+            } else {
+                Fault::Down { at: from, len: flen }
+            });
+        }
+        let hosts = rng.usize(2..=5);
+        let hung = rng.usize(0..hosts);
+        let known = if rng.bool() { 1 } else { hosts };
+        let refresh = (known < hosts || rng.bool()).then(|| ms(&mut rng, t / 2).max(Duration::from_millis(20)));
+        let in_order = rng.bool();
+        let close_at = (rng.u8(0..4) == 0).then(|| at + ms(&mut rng, t));
+        let survives = faults.len() == 1 && len >= t && hang_survives(t, hosts, hung, reset, known, refresh);
+        let run =
+            Run { close_at, refresh, known, in_order, survives, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -1337,6 +1484,34 @@ fn finds_set_hosts_restarts_wait() {
     let bugs = zklock_proto::reconnect::Bugs { set_hosts_restarts_wait: true, ..Default::default() };
     let run = finds(bugs, &["expired", "false loss", "back", "false expiry"]);
     assert!(run.refresh.is_some() && run.hung > 0, "{run:?}");
+}
+
+/// Outside attack round 35, F1 (`set_hosts_restarts_round`): a new list
+/// started a new round (from the attempt going on, or the list's first),
+/// so a refresh during the attempt on the second server asked the own
+/// server, reset and hung, again before the healthy last one, and the
+/// session expired. The grid finds it after 11,523 runs: three addresses,
+/// the own one reset and hung, one hung from the start, the list refreshed
+/// every `0.4 T`.
+#[cfg(feature = "history")]
+#[test]
+fn finds_set_hosts_restarts_round() {
+    let bugs = zklock_proto::reconnect::Bugs { set_hosts_restarts_round: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.refresh.is_some() && matches!(run.faults[0], Fault::Hang { .. }), "{run:?}");
+}
+
+/// Outside attack round 35, F2 (`set_hosts_keeps_any_wait`): an attempt on
+/// a kept server went on whatever its wait, so servers added to a list
+/// whose only server hung were asked only after its wait of the whole
+/// timeout, and the session expired. The grid finds it after 11,479 runs:
+/// the own (only) address reset and hung, the list grown to two.
+#[cfg(feature = "history")]
+#[test]
+fn finds_set_hosts_keeps_any_wait() {
+    let bugs = zklock_proto::reconnect::Bugs { set_hosts_keeps_any_wait: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.known < run.hosts && matches!(run.faults[0], Fault::Hang { .. }), "{run:?}");
 }
 
 /// Outside attack round 34, F1: a silent outage of `0.3 T` (the server
