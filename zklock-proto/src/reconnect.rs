@@ -161,6 +161,11 @@ pub struct Bugs {
     /// session 32): a session a new leader extended meanwhile is given up
     /// alive (a false expiry).
     pub no_stall_grace: bool,
+    /// A connect answered before its attempt failed (a reset during the
+    /// handshake's SASL or `addAuth` step) does not put giving up off (the
+    /// policy before session 33): the session, renewed by that connect, is
+    /// given up `4/3 T` after the last answer of a connection used.
+    pub answer_before_failure_forgotten: bool,
 }
 
 impl Bugs {
@@ -290,6 +295,20 @@ impl Reconnect {
         }
         self.give_up_at = self.give_up_at.max(ended + self.timeout * 4 / 3);
     }
+
+    /// An attempt's connect was answered at `at` and the attempt failed
+    /// after it, before its connection was used (the SASL or `addAuth`
+    /// step of the handshake reset or answered wrongly): the server renewed
+    /// the session when it read the connect, so, as after any answer, the
+    /// reconnect gives up no earlier than `4/3 T` after it. (It counted
+    /// only the answers of connections it used: a client whose servers
+    /// went away right after such an answer gave a live session up.)
+    pub fn answered(&mut self, at: Instant) {
+        if self.bugs.on(|b| b.answer_before_failure_forgotten) {
+            return;
+        }
+        self.give_up_at = self.give_up_at.max(at + self.timeout * 4 / 3);
+    }
 }
 
 /// A close of the session, from the moment it is asked until it is sent
@@ -382,6 +401,8 @@ pub trait Rules {
     fn round_over(&mut self);
     /// An attempt whose connect was sent ended unanswered at `ended`.
     fn unanswered(&mut self, ended: Instant);
+    /// An attempt whose connect was answered at `at` failed after it.
+    fn answered(&mut self, at: Instant);
     /// How long an attempt waits, at most, on a server whose connect went
     /// unanswered in an earlier round while another refused in the last
     /// one, at `now` (`None`: its whole share).
@@ -414,6 +435,9 @@ impl Rules for Reconnect {
     }
     fn unanswered(&mut self, ended: Instant) {
         Reconnect::unanswered(self, ended)
+    }
+    fn answered(&mut self, at: Instant) {
+        Reconnect::answered(self, at)
     }
     /// The longest pause between rounds (`T/40`, 25 ms to 1 s) until the
     /// reconnect is `T` old: the refused server may be back any moment (a
@@ -487,6 +511,8 @@ impl Rules for NewSession {
     }
     fn round_over(&mut self) {}
     fn unanswered(&mut self, _: Instant) {}
+    /// Nothing: the connect timeout is the caller's bound.
+    fn answered(&mut self, _: Instant) {}
     fn short_wait(&self, _: Instant) -> Option<Duration> {
         None
     }
@@ -536,6 +562,11 @@ pub enum Ended {
     /// Its connect was sent and went unanswered until the attempt's end,
     /// at this instant, with the connection open.
     Unanswered(Instant),
+    /// Its connect was answered at this instant (the server renewed the
+    /// session), and the handshake failed after it (a reset during the
+    /// SASL or `addAuth` step, a reply it could not use): otherwise as
+    /// `Transient`.
+    AnsweredThenFailed(Instant),
 }
 
 /// The attempts of one connect: servers tried round robin from a start,
@@ -670,6 +701,10 @@ impl<R: Rules> RoundRobin<R> {
         match how {
             Ended::Unusable => {},
             Ended::Transient => self.all_unusable = false,
+            Ended::AnsweredThenFailed(at) => {
+                self.all_unusable = false;
+                self.rules.answered(at);
+            },
             Ended::Unanswered(at) => {
                 self.all_unusable = false;
                 self.rules.unanswered(at);

@@ -71,6 +71,17 @@ pub(crate) enum Failure {
     /// with the request in its socket, once it runs again) may have read it
     /// and touched the session. Otherwise as `Transient`.
     Unanswered(String),
+    /// The connect was answered at `answered` (the server renewed the
+    /// session then), and the handshake failed after it, as `Transient`
+    /// says (a reset during the SASL or `addAuth` step, a reply it could
+    /// not use): the reconnect counts the answer
+    /// ([`zklock_proto::reconnect::Ended::AnsweredThenFailed`]).
+    AnsweredThenFailed {
+        /// When the connect's answer was read.
+        answered: Instant,
+        /// What failed after it.
+        why: String,
+    },
     /// The server said the session is expired.
     Expired,
     /// The server refused our credentials.
@@ -229,73 +240,83 @@ pub(crate) async fn attempt(
         }
     };
     let answered = Instant::now();
-    let response =
-        ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
-    if response.timeout_ms <= 0 {
-        return Err(Failure::Expired);
-    }
-    if let Some(x) = closing {
-        // The close's answer is the next frame (nothing else was sent).
-        let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
-        return match reply.as_deref().map(split) {
-            // Answered, or the session expired meanwhile: it is over.
-            Ok(Ok((h, _))) if h.xid == x && matches!(Code::from_wire(h.err), None | Some(Code::SessionExpired)) => {
-                Err(Failure::Closed)
-            },
-            _ => Err(Failure::CloseLost),
-        };
-    }
-    // A re-attach answered with another session: ours is gone (a server
-    // never does this; it answers timeout 0), and its ephemeral nodes with it.
-    if attach.session_id != 0 && response.session_id != attach.session_id {
-        return Err(Failure::Expired);
-    }
-    if response.read_only {
-        return Err(Failure::Transient("the server is read-only".to_string()));
-    }
-    if let Some((user, password)) = &cfg.sasl {
-        let mut sasl = DigestMd5::new(user, password);
-        let mut token = Vec::new();
-        let mut round = 0;
-        loop {
-            round += 1;
-            if round > 4 {
-                return Err(Failure::AuthFailed(format!("{host}: SASL exchange did not end")));
+    // From here on the server has answered the connect: it renewed the
+    // session when it read it. A failure from here on says so, that the
+    // reconnect puts giving up off as after any answer.
+    let handshake = async move {
+        let response =
+            ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
+        if response.timeout_ms <= 0 {
+            return Err(Failure::Expired);
+        }
+        if let Some(x) = closing {
+            // The close's answer is the next frame (nothing else was sent).
+            let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
+            return match reply.as_deref().map(split) {
+                // Answered, or the session expired meanwhile: it is over.
+                Ok(Ok((h, _))) if h.xid == x && matches!(Code::from_wire(h.err), None | Some(Code::SessionExpired)) => {
+                    Err(Failure::Closed)
+                },
+                _ => Err(Failure::CloseLost),
+            };
+        }
+        // A re-attach answered with another session: ours is gone (a server
+        // never does this; it answers timeout 0), and its ephemeral nodes with it.
+        if attach.session_id != 0 && response.session_id != attach.session_id {
+            return Err(Failure::Expired);
+        }
+        if response.read_only {
+            return Err(Failure::Transient("the server is read-only".to_string()));
+        }
+        if let Some((user, password)) = &cfg.sasl {
+            let mut sasl = DigestMd5::new(user, password);
+            let mut token = Vec::new();
+            let mut round = 0;
+            loop {
+                round += 1;
+                if round > 4 {
+                    return Err(Failure::AuthFailed(format!("{host}: SASL exchange did not end")));
+                }
+                let x = take_xid(&mut next_xid);
+                let reply =
+                    roundtrip(&mut stream, &mut rbuf, cfg, deadline, x, &Request::Sasl { token: token.clone() })
+                        .await?;
+                let (h, body) = split(&reply)?;
+                if h.xid != x {
+                    return Err(Failure::Transient(format!("SASL reply has xid {} not {x}", h.xid)));
+                }
+                if let Some(code) = Code::from_wire(h.err) {
+                    return Err(Failure::AuthFailed(format!("{host}: SASL login refused ({code})")));
+                }
+                let challenge = match Response::decode(crate::codec::ops::op::SASL, body) {
+                    Ok(Response::Sasl(t)) => t,
+                    _ => return Err(Failure::Transient("bad SASL reply".to_string())),
+                };
+                if round == 1 {
+                    token = sasl.respond(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
+                } else {
+                    sasl.verify(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
+                    break;
+                }
             }
-            let x = take_xid(&mut next_xid);
-            let reply =
-                roundtrip(&mut stream, &mut rbuf, cfg, deadline, x, &Request::Sasl { token: token.clone() }).await?;
-            let (h, body) = split(&reply)?;
-            if h.xid != x {
-                return Err(Failure::Transient(format!("SASL reply has xid {} not {x}", h.xid)));
+        }
+        for (scheme, auth) in &cfg.auth {
+            let req = Request::Auth { scheme: scheme.clone(), auth: auth.clone() };
+            let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, xid::AUTH, &req).await?;
+            let (h, _) = split(&reply)?;
+            if h.xid != xid::AUTH {
+                return Err(Failure::Transient(format!("auth reply has xid {}", h.xid)));
             }
             if let Some(code) = Code::from_wire(h.err) {
-                return Err(Failure::AuthFailed(format!("{host}: SASL login refused ({code})")));
-            }
-            let challenge = match Response::decode(crate::codec::ops::op::SASL, body) {
-                Ok(Response::Sasl(t)) => t,
-                _ => return Err(Failure::Transient("bad SASL reply".to_string())),
-            };
-            if round == 1 {
-                token = sasl.respond(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
-            } else {
-                sasl.verify(&challenge).map_err(|e| Failure::AuthFailed(format!("{host}: SASL: {e}")))?;
-                break;
+                return Err(Failure::AuthFailed(format!("{host}: addAuth {scheme:?} refused ({code})")));
             }
         }
-    }
-    for (scheme, auth) in &cfg.auth {
-        let req = Request::Auth { scheme: scheme.clone(), auth: auth.clone() };
-        let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, xid::AUTH, &req).await?;
-        let (h, _) = split(&reply)?;
-        if h.xid != xid::AUTH {
-            return Err(Failure::Transient(format!("auth reply has xid {}", h.xid)));
-        }
-        if let Some(code) = Code::from_wire(h.err) {
-            return Err(Failure::AuthFailed(format!("{host}: addAuth {scheme:?} refused ({code})")));
-        }
-    }
-    Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
+        Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
+    };
+    handshake.await.map_err(|f| match f {
+        Failure::Transient(why) => Failure::AnsweredThenFailed { answered, why },
+        other => other,
+    })
 }
 
 /// Appends a `closeSession` request to `out`; its xid.

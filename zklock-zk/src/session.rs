@@ -1040,6 +1040,10 @@ async fn connect_round_robin<R: Rules>(
                         failed(Some(why));
                         Ended::Unanswered(tokio::time::Instant::now().into_std())
                     },
+                    Err(Failure::AnsweredThenFailed { answered, why }) => {
+                        failed(Some(why));
+                        Ended::AnsweredThenFailed(answered)
+                    },
                 };
                 lock(shared).rounds.ended(how);
             },

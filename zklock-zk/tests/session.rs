@@ -615,6 +615,59 @@ fn a_call_held_through_a_move_is_stamped_with_the_connection_it_travelled_on() {
     });
 }
 
+/// A reconnect's connect answered, and its `addAuth` step then reset (a
+/// member going away mid-handshake): the server renewed the session when it
+/// read that connect, so the reconnect gives up no earlier than `4/3 T`
+/// after the answer. Before, it counted only answers on connections it
+/// used: with the servers gone right after (here: the proxy resets every
+/// new connection, as a member not serving does), it gave the session up
+/// `4/3 T` after the connection was lost, while the server still had it
+/// (a false expiry: the lock reported lost with its node still there). By
+/// ZooKeeper's record: when the client gives up, another session no longer
+/// sees the session's ephemeral node.
+#[test]
+fn a_connect_answered_before_the_handshake_failed_puts_giving_up_off() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let observer = connect(&zk.connect_string()).await;
+        let cfg = Config::new(&p.addr().to_string())
+            .expect("connect string")
+            .session_timeout(Duration::from_secs(4))
+            .auth("digest", b"renewed:secret");
+        let s = Session::connect(cfg).await.expect("connect");
+        let t = s.timeout();
+        s.create("/renewed", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        let mut events = s.events();
+        p.reset_new_connections();
+        p.drop_connections();
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        // Half a timeout of attempts reset before any answer (no touch),
+        // then one connect answered and the addAuth step reset.
+        tokio::time::sleep(t / 2).await;
+        p.answer_next_connect_then_reset();
+        let armed = Instant::now();
+        while p.connect_answers_reset() == 0 {
+            assert!(armed.elapsed() < Duration::from_secs(2), "no connect answered");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let answered = Instant::now();
+        let ended = loop {
+            if let SessionEvent::Ended(e) = next_event(&mut events, 20).await {
+                break e;
+            }
+        };
+        let gave_up = answered.elapsed();
+        let node = observer.exists("/renewed").await.unwrap().value;
+        assert!(
+            node.is_none(),
+            "the client gave the session up ({ended:?}) {gave_up:?} after a connect was answered, while the server still had it"
+        );
+        assert!(gave_up >= t, "{gave_up:?}");
+        observer.close().await;
+    });
+}
+
 /// Servers added with `set_hosts` while the reconnect waits on the only
 /// server the session knew, hung (outside attack round 35, F2): they are
 /// asked at once, not after that server's wait of the whole session

@@ -175,6 +175,13 @@ struct Inner {
     connect_answer_delay: Mutex<Duration>,
     /// One-shot: hold replies from the reply to the next create on.
     hold_armed: AtomicBool,
+    /// New connections are reset as soon as they are accepted.
+    resetting: AtomicBool,
+    /// One-shot: the next connection is forwarded (even while `resetting`)
+    /// until its connect answer reached the client, then reset.
+    answer_then_reset: AtomicBool,
+    /// Connect answers forwarded and then reset (`answer_then_reset`).
+    answers_reset: AtomicU64,
     registry: Mutex<Registry>,
 }
 
@@ -454,6 +461,13 @@ fn forward_frames(
             if dir == Dir::ToClient {
                 let pause = *lock(&inner.connect_answer_delay);
                 thread::sleep(pause);
+                if inner.answer_then_reset.swap(false, Ordering::SeqCst) {
+                    // The answer reaches the client, then the reset.
+                    let _ = write_fully(conn, dst, &buf[..end + 4 + len]);
+                    inner.answers_reset.fetch_add(1, Ordering::SeqCst);
+                    conn.abort();
+                    return Step::Stop;
+                }
             }
         } else {
             match dir {
@@ -732,6 +746,11 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener) {
             inner.add_conn(client, None);
             continue;
         }
+        if inner.resetting.load(Ordering::SeqCst) && !inner.answer_then_reset.load(Ordering::SeqCst) {
+            let _ = set_linger_zero(&client);
+            drop(client);
+            continue;
+        }
         match connect_upstream(&inner) {
             Ok(server) => {
                 let _ = server.set_nodelay(true);
@@ -862,6 +881,9 @@ impl Proxy {
             delayed: AtomicU64::new(0),
             connect_answer_delay: Mutex::new(Duration::ZERO),
             hold_armed: AtomicBool::new(false),
+            resetting: AtomicBool::new(false),
+            answer_then_reset: AtomicBool::new(false),
+            answers_reset: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
         });
         let accept_listener = listener.try_clone()?;
@@ -903,6 +925,34 @@ impl Proxy {
             self.inner.blackhole.store(false, Ordering::SeqCst);
         }
         self.inner.close_where(|c| c.blackholed.load(Ordering::SeqCst));
+    }
+
+    /// From now on every new connection is reset as soon as it is
+    /// accepted (as a server that is not serving closes it: the client's
+    /// connect goes unanswered, the attempt fails at once); connections
+    /// already open go on. [`serve_again`](Proxy::serve_again) ends it.
+    pub fn reset_new_connections(&self) {
+        self.inner.resetting.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends [`reset_new_connections`](Proxy::reset_new_connections).
+    pub fn serve_again(&self) {
+        self.inner.resetting.store(false, Ordering::SeqCst);
+    }
+
+    /// One-shot: the next connection is forwarded (also while new ones are
+    /// reset) until the server's answer to its connect request has reached
+    /// the client, and is then reset both ways: the server renewed the
+    /// session, and the handshake's next step (SASL, `addAuth`) fails.
+    /// Counted by [`connect_answers_reset`](Proxy::connect_answers_reset).
+    pub fn answer_next_connect_then_reset(&self) {
+        self.inner.answer_then_reset.store(true, Ordering::SeqCst);
+    }
+
+    /// How many connect answers were forwarded and then reset
+    /// ([`answer_next_connect_then_reset`](Proxy::answer_next_connect_then_reset)).
+    pub fn connect_answers_reset(&self) -> u64 {
+        self.inner.answers_reset.load(Ordering::SeqCst)
     }
 
     /// Whether the proxy is in blackhole mode.
