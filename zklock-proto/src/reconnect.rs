@@ -166,6 +166,11 @@ pub struct Bugs {
     /// policy before session 33): the session, renewed by that connect, is
     /// given up `4/3 T` after the last answer of a connection used.
     pub answer_before_failure_forgotten: bool,
+    /// A connection reset or closed with requests in flight does not put
+    /// giving up off (the policy before session 33): a server that read
+    /// them just before it went down (a stalled one that ran again for a
+    /// moment) touched the session, and the client gave it up early.
+    pub reset_in_flight_forgotten: bool,
 }
 
 impl Bugs {
@@ -217,19 +222,24 @@ impl Reconnect {
         self.bugs = bugs;
     }
 
-    /// The connection this reconnects from was lost at `at`. One lost to
-    /// its [`read_timeout`] (silent that long since the server was last
-    /// heard from, so with requests unanswered: the heartbeats' at least)
-    /// counts as an attempt that ended unanswered then
-    /// ([`Reconnect::unanswered`]): a stalled server reads those requests
-    /// when it runs again, and touches the session then.
+    /// The connection this reconnects from was lost at `at`, with requests
+    /// sent on it and not answered if `in_flight`. One lost to its
+    /// [`read_timeout`] (silent that long since the server was last heard
+    /// from, so with requests unanswered: the heartbeats' at least) counts
+    /// as an attempt that ended unanswered then ([`Reconnect::unanswered`]):
+    /// a stalled server reads those requests when it runs again, and
+    /// touches the session then. So does one reset or closed with requests
+    /// in flight: the server may have read them just before (a stalled
+    /// server that ran again for a moment and went down), its answers lost
+    /// with the connection (the reconnect search found the session given
+    /// up `0.3 T` before the server could expire it).
     ///
-    /// Returns whether it was lost that way (silent): else it was reset or
-    /// closed, and its server answered until a moment ago.
-    pub fn lost(&mut self, at: Instant) -> bool {
+    /// Returns whether it was lost silent: else it was reset or closed,
+    /// and its server answered until a moment ago.
+    pub fn lost(&mut self, at: Instant, in_flight: bool) -> bool {
         self.lost_at = at;
         let silent = at >= self.last_heard + read_timeout(self.timeout);
-        if silent {
+        if silent || (in_flight && !self.bugs.on(|b| b.reset_in_flight_forgotten)) {
             self.unanswered(at);
         }
         silent
@@ -729,8 +739,14 @@ impl RoundRobin<Reconnect> {
     /// attack round 27, F2 to F4: a hung server before a healthy one slow
     /// by 0.1 T, three hung of seven, a timeout of 1 s). A server that
     /// reset because it went down refuses at once.
-    pub fn after_loss(mut rules: Reconnect, hosts: usize, from: Option<usize>, at: Instant) -> RoundRobin<Reconnect> {
-        let silent = rules.lost(at);
+    pub fn after_loss(
+        mut rules: Reconnect,
+        hosts: usize,
+        from: Option<usize>,
+        at: Instant,
+        in_flight: bool,
+    ) -> RoundRobin<Reconnect> {
+        let silent = rules.lost(at, in_flight);
         let Some(host) = from else { return RoundRobin::new(rules, hosts, 0) };
         let next = silent || rules.bugs.on(|b| b.next_first_after_reset);
         let mut rounds = RoundRobin::new(rules, hosts, if next { host + 1 } else { host });
@@ -858,7 +874,7 @@ mod tests {
     #[test]
     fn a_server_unanswered_waits_briefly_while_another_refuses_until_t() {
         let t0 = Instant::now();
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "its own server first");
         rr.ended(Ended::Unusable);
         assert_eq!(rr.next(t0, 0.0), Next::Try { host: 1, until: t0 + T / 3 }, "a third of T");
@@ -878,10 +894,10 @@ mod tests {
     #[test]
     fn after_a_reset_the_same_server_first_after_a_silence_the_next() {
         let t0 = Instant::now();
-        let mut reset = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), t0 + T / 8);
+        let mut reset = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), t0 + T / 8, false);
         assert!(matches!(reset.next(t0 + T / 8, 0.0), Next::Try { host: 2, .. }));
         let silent_at = t0 + read_timeout(T);
-        let mut silent = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), silent_at);
+        let mut silent = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(2), silent_at, false);
         assert!(matches!(silent.next(silent_at, 0.0), Next::Try { host: 0, .. }));
     }
 
@@ -889,12 +905,19 @@ mod tests {
     fn a_connection_lost_to_its_read_timeout_counts_as_unanswered() {
         let t0 = Instant::now();
         let mut reset = Reconnect::new(T, 1, t0);
-        assert!(!reset.lost(t0 + T / 2));
+        assert!(!reset.lost(t0 + T / 2, false));
         assert_eq!(reset.give_up_at(), t0 + T * 4 / 3, "a reset: from the last answer");
         let silent = t0 + read_timeout(T);
         let mut lost = Reconnect::new(T, 1, t0);
-        assert!(lost.lost(silent));
+        assert!(lost.lost(silent, false));
         assert_eq!(lost.give_up_at(), silent + T * 4 / 3, "silent: its heartbeats may touch it later");
+        let mut in_flight = Reconnect::new(T, 1, t0);
+        assert!(!in_flight.lost(t0 + T / 2, true));
+        assert_eq!(
+            in_flight.give_up_at(),
+            t0 + T / 2 + T * 4 / 3,
+            "reset with requests in flight: they may have been read"
+        );
     }
 
     #[test]
@@ -968,7 +991,7 @@ mod tests {
     fn a_client_stalled_past_giving_up_asks_once_more() {
         let t0 = Instant::now();
         let rounds = || {
-            let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0);
+            let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
             assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }));
             rr.ended(Ended::Unusable);
             let Next::Pause { until } = rr.next(t0, 0.0) else { panic!("a pause after a refusal") };
@@ -1003,7 +1026,7 @@ mod tests {
     fn a_refreshed_list_asks_each_server_once_per_round() {
         let t0 = Instant::now();
         let same = [Some(0), Some(1), Some(2), Some(3)];
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 4, t0), 4, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 4, t0), 4, Some(0), t0, false);
         let mut now = t0;
         let mut asked = Vec::new();
         while asked.len() < 4 {
@@ -1024,13 +1047,13 @@ mod tests {
     #[test]
     fn servers_added_beside_a_hung_one_are_asked_at_once() {
         let t0 = Instant::now();
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T, "the whole timeout with one server");
         assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 20), "broken off");
         assert!(matches!(rr.next(t0 + T / 20, 0.0), Next::Try { host: 1, .. }), "the new server next");
         // The same list refreshed keeps an own server's first wait.
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0, false);
         let Next::Try { host: 2, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T / 3, "a reset's own server waits T/3");
         let same: Vec<Option<usize>> = (0..5).map(Some).collect();
@@ -1055,7 +1078,7 @@ mod tests {
     #[test]
     fn a_new_list_during_an_attempt_leaves_its_wait_as_it_was() {
         let t0 = Instant::now();
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
@@ -1067,7 +1090,7 @@ mod tests {
         let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("one round of two") };
         // A new list without the server of the attempt: the round goes on
         // from the server that was next, then the new one.
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
         let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
@@ -1075,7 +1098,7 @@ mod tests {
         rr.ended(Ended::Unusable);
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }), "then the new list's others");
         // Between attempts (none in progress): the server that was next.
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
         assert!(!rr.set_hosts(2, &[Some(1), Some(0)], later), "nothing to go on");

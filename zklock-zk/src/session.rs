@@ -377,6 +377,7 @@ impl Session {
             state: state_tx,
             connection: 1,
             connect: (ready.connect_sent, ready.answered),
+            pings: 0,
             session_id: ready.response.session_id,
             password: ready.response.password.clone(),
             timeout,
@@ -1134,6 +1135,8 @@ struct Task {
     /// The current connection's connect: when it was sent, when answered
     /// (what each [`Stamp`] of a reply on it carries).
     connect: (Instant, Instant),
+    /// Pings written on the current connection and not answered.
+    pings: usize,
     session_id: i64,
     password: Vec<u8>,
     timeout: Duration,
@@ -1179,7 +1182,6 @@ struct Conn {
     /// Bytes handed to the socket so far on this connection.
     written: u64,
     last_send: tokio::time::Instant,
-    pings: usize,
     closing: Option<Option<oneshot::Sender<()>>>,
 }
 
@@ -1193,6 +1195,9 @@ impl Task {
                 other => break other,
             };
             log::debug!("session {:#x}: connection {} lost: {reason}", self.session_id, self.connection);
+            // Requests the server may have read, their answers lost with
+            // the connection: giving up is put off as for unanswered ones.
+            let in_flight = self.pings > 0 || self.fifo.iter().any(|p| p.sent.is_some());
             self.fail_fifo(|| Error::ConnectionLoss(reason.clone()));
             // Never sent: on the next connection, before the calls made
             // since (which come after them).
@@ -1207,7 +1212,7 @@ impl Task {
                 s.info().connected = None;
             }
             self.emit(SessionEvent::Disconnected { connection: self.connection, reason });
-            match self.reconnect().await {
+            match self.reconnect(in_flight).await {
                 Ok(r) => {
                     self.connection += 1;
                     let timeout = Duration::from_millis(u64::try_from(r.response.timeout_ms).unwrap_or(0));
@@ -1311,7 +1316,9 @@ impl Task {
     /// once), as [`Reconnect`] says (protocol section 5). Ends the session
     /// when the server says it expired, when the reconnect gives up (no
     /// server's process reached for 4/3 of the timeout), or on close.
-    async fn reconnect(&mut self) -> Result<Ready, End> {
+    /// `in_flight`: requests (pings included) were sent on the lost
+    /// connection and not answered.
+    async fn reconnect(&mut self, in_flight: bool) -> Result<Ready, End> {
         let attach = Attach {
             session_id: self.session_id,
             password: self.password.clone(),
@@ -1323,7 +1330,7 @@ impl Task {
         // The first server tried: the last connection's after a reset, the
         // next one after a silence ([`RoundRobin::after_loss`]); over a new
         // server list (`set_hosts`) with the same deadline.
-        let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std());
+        let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std(), in_flight);
         let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
@@ -1460,7 +1467,7 @@ impl Task {
             metrics::counter!("zklock_requests_total", "op" => crate::codec::ops::op_name(req.opcode())).increment(1);
         }
         if x == xid::PING {
-            c.pings += 1;
+            self.pings += 1;
             return;
         }
         let start = c.written + before as u64;
@@ -1596,8 +1603,8 @@ impl Task {
         }
         let now = tokio::time::Instant::now();
         self.last_recv = now;
-        let mut c =
-            Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, pings: 0, closing: None };
+        let mut c = Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, closing: None };
+        self.pings = 0;
         // A new connection ends any move (`set_hosts`): also one whose old
         // connection ended some other way before its replies were in (a
         // silent server's read timeout). Left set, the calls held for the
@@ -1785,10 +1792,10 @@ impl Task {
         };
         match h.xid {
             xid::PING => {
-                if c.pings == 0 {
+                if self.pings == 0 {
                     return Some(End::Lost("a ping reply with no ping outstanding".into()));
                 }
-                c.pings -= 1;
+                self.pings -= 1;
                 return None;
             },
             xid::NOTIFICATION => {

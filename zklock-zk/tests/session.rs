@@ -668,6 +668,52 @@ fn a_connect_answered_before_the_handshake_failed_puts_giving_up_off() {
     });
 }
 
+/// Requests the server read whose answers a reset lost: here the proxy
+/// holds every answer for half a timeout (the server reads the session's
+/// requests and touches it), then resets the connection, held answers and
+/// all, and resets every new one (a member not serving). The session layer
+/// counts a connection reset with requests in flight as unanswered then,
+/// so it gives up no earlier than `4/3 T` after the reset; before, it gave
+/// the session up `4/3 T` after the last answer, while the server still had
+/// it (the reconnect search's finding, session 33). By ZooKeeper's record:
+/// when the client gives up, another session no longer sees the session's
+/// ephemeral node.
+#[test]
+fn a_reset_with_requests_in_flight_puts_giving_up_off() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let observer = connect(&zk.connect_string()).await;
+        let s = connect(&p.addr().to_string()).await;
+        let t = s.timeout();
+        s.create("/read-not-answered", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        let mut events = s.events();
+        p.hold_replies_now();
+        // Read and answered by the server, the answers held: the session
+        // is touched with nothing heard.
+        let pending: Vec<_> = (0..3).map(|_| s.sync("/")).collect();
+        tokio::time::sleep(t / 2).await;
+        p.reset_new_connections();
+        p.drop_connections();
+        let reset = Instant::now();
+        for r in pending {
+            assert!(r.await.is_err(), "the answers were lost with the connection");
+        }
+        let ended = loop {
+            if let SessionEvent::Ended(e) = next_event(&mut events, 20).await {
+                break e;
+            }
+        };
+        let gave_up = reset.elapsed();
+        let node = observer.exists("/read-not-answered").await.unwrap().value;
+        assert!(
+            node.is_none(),
+            "the client gave the session up ({ended:?}) {gave_up:?} after the reset, while the server still had it"
+        );
+        observer.close().await;
+    });
+}
+
 /// Servers added with `set_hosts` while the reconnect waits on the only
 /// server the session knew, hung (outside attack round 35, F2): they are
 /// asked at once, not after that server's wait of the whole session

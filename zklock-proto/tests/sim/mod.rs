@@ -1159,7 +1159,9 @@ impl World {
         let mut r = self.cs[i].rounds.take().unwrap_or_else(|| {
             let mut policy = Reconnect::new(SESSION_TIMEOUT, list.len(), last_read);
             policy.set_bugs(self.reconnect_bugs);
-            Rounds { rr: RoundRobin::after_loss(policy, list.len(), from, now), attempt: None, pause: None }
+            // Requests in flight at the loss are not tracked here: as if
+            // none were (giving up no later than the session layer would).
+            Rounds { rr: RoundRobin::after_loss(policy, list.len(), from, now, false), attempt: None, pause: None }
         });
         loop {
             if let Some((h, until, sent, tick)) = r.attempt {
