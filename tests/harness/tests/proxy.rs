@@ -309,3 +309,26 @@ fn latency_proxy_delays_each_way_keeps_pipelining_and_counts_requests() {
     drop(s);
     assert!(wait_until(|| p.connections() == 0), "connection not released");
 }
+
+#[test]
+fn reset_new_connections_and_one_connect_answered_then_reset() {
+    let c = Cluster::standalone().expect("start");
+    let p = Proxy::start(c.client_addr(0)).expect("proxy");
+    let (mut open, _) = common::session(p.addr(), T).expect("session via proxy");
+    p.reset_new_connections();
+    // A new connection gets no answer: it is reset.
+    assert!(common::session(p.addr(), T).is_err(), "reset at once");
+    // The open one goes on.
+    let (xid, _, err) = common::call(&mut open, &common::exists_request(1, "/zookeeper")).expect("exists");
+    assert_eq!((xid, err), (1, 0));
+    // One connection gets its connect answered, then the reset.
+    p.answer_next_connect_then_reset();
+    let (mut answered, sid) = common::session(p.addr(), T).expect("the connect is answered");
+    assert_ne!(sid, 0);
+    assert_eq!(p.connect_answers_reset(), 1);
+    assert!(common::call(&mut answered, &common::exists_request(2, "/zookeeper")).is_err(), "then reset");
+    assert!(common::session(p.addr(), T).is_err(), "the next is reset at once again");
+    assert_eq!(p.connect_answers_reset(), 1);
+    p.serve_again();
+    common::session(p.addr(), T).expect("served again");
+}
