@@ -640,6 +640,35 @@ mod tests {
         assert_eq!(clock.safe_until(), c + rtt + T - T / 10);
     }
 
+    /// Outside attack round 35, F3: the connect's times come with the
+    /// replies (the session layer stamps each with those of the connection
+    /// it came on). The first write answered on a new connection confirms
+    /// it and credits its connect's send time; one answered without the
+    /// times (the old stamp of a write made on the connection before and
+    /// sent on this one) confirms it without the credit, and later replies
+    /// do not bring the credit back: the clock then waits `T/3` for its
+    /// heartbeats (the lock came back that late after a move).
+    #[test]
+    fn the_first_write_on_a_connection_credits_the_connect_it_carries() {
+        let c = Instant::now();
+        let rtt = T / 100;
+        for carried in [true, false] {
+            let mut clock = Clock::new(c - T, T, 1);
+            let beat = |sent: Instant, times: bool| Heartbeat {
+                sent,
+                answered: sent + rtt,
+                connection: 2,
+                write: true,
+                connect_sent: times.then_some(c),
+                connect_answered: times.then_some(c + rtt),
+            };
+            clock.credit(beat(c + rtt, carried));
+            clock.credit(beat(c + rtt * 2, true));
+            let credited = clock.safe_until() == c + T - T / 10;
+            assert_eq!(credited, carried, "times carried by the first write: {carried}");
+        }
+    }
+
     /// Round 33, F2: a leader deposed while it stalled answers the
     /// reconnect and the syncs on it for a moment when it runs again, but
     /// never a write (it has no quorum): nothing on that connection counts.

@@ -59,10 +59,14 @@
 //!   that would only cost a server slow to answer every connect a second
 //!   wait.)
 //! - The reconnect gives up (the session counts as expired) `4/3 T` after
-//!   the server was last heard from, or after an
-//!   attempt whose connect was sent ended unanswered: a server may have
-//!   read that connect and touched the session (a stalled server reads it
-//!   when it runs again), so the session may live until `T` after it. So
+//!   the server was last heard from (a connect's answer counts although a
+//!   login step after it failed: [`Ended::AnsweredThenFailed`]), or after
+//!   an attempt whose connect was sent ended unanswered, or after the loss
+//!   of a connection with requests in flight: a server may have read that
+//!   connect or those requests and touched the session (a stalled server
+//!   reads them when it runs again; one that ran again for a moment may
+//!   have read them just before it went down), so the session may live
+//!   until `T` after it. So
 //!   it gives up only once no server's process could be reached (refused,
 //!   unreachable, no TCP connection) for `4/3 T`; a server that accepts
 //!   connections and never answers keeps it trying. (The reconnect search

@@ -42,8 +42,10 @@
 //!   exit during the outage (a quarter of it, at most `T/2`, after the
 //!   close), leaving their connections to the server. A run may refresh the server
 //!   list (`set_hosts`) during its outages, the first hung address moved
-//!   first (or in address order, below): the attempt in progress goes on (its server is kept) and the
-//!   rounds go on over the new list, as `RoundRobin::set_hosts` says. The model makes the connections
+//!   first (or in address order, below): the attempt in progress goes on
+//!   if its server is kept and its wait is no longer than one on the new
+//!   list would be (else it is broken off), and the rounds go on over the
+//!   new list, as `RoundRobin::set_hosts` says. The model makes the connections
 //!   and keeps time; every decision is the shared code's.
 //! - Some runs **hang** the session's own address (0) for good while the
 //!   server runs on behind the others (its proxy blackholed, or its member
@@ -195,9 +197,11 @@ struct Run {
     /// slow network; `None`: loopback, [`WIRE`]).
     latency: Option<Duration>,
     /// The server list is set again (`set_hosts`) this often, from the
-    /// first fault's start until `T` after the last one ends: the first
-    /// hung address (if any) moved first, then the same list again and
-    /// again (a periodic refresh, as Curator's `EnsembleProvider`).
+    /// first fault's start until `T` after the last one ends: every
+    /// address (the first refresh adds those beyond [`Run::known`]), the
+    /// first hung one (if any) moved first unless [`Run::in_order`], the
+    /// same list again and again (a periodic refresh, as Curator's
+    /// `EnsembleProvider`).
     refresh: Option<Duration>,
     /// The client's server list holds addresses `0..known` until the first
     /// refresh gives it all `hosts` (servers added to a list: outside
@@ -288,7 +292,7 @@ enum What {
     Close,
     /// The client's process exits.
     Exit,
-    /// The client sets the same server list again.
+    /// The client sets the server list ([`Run::refresh`]).
     Refresh,
 }
 
@@ -530,25 +534,32 @@ impl World {
         t
     }
 
-    /// Whether a connection to `addr` opened at `t` forwards nothing:
-    /// hung from the start, or address 0 hung then ([`Fault::Hang`]).
-    fn hung_at(&self, addr: usize, t: Instant) -> bool {
-        (1..=self.run.hung).contains(&addr) || (addr == 0 && self.hang_covers(t, t))
-    }
-
-    /// Whether a hang of address 0 started by `now` and ended after
-    /// `opened`: a connection to it opened at `opened` is silent from then on.
-    fn hang_covers(&self, opened: Instant, now: Instant) -> bool {
-        self.run.faults.iter().any(|f| {
-            let (at, end) = f.span();
-            matches!(f, Fault::Hang { .. }) && now >= self.base + at && opened < self.base + end
-        })
+    /// Whether a connection to `addr` opened at `opened` forwards nothing
+    /// at `now`: the address hung from the start, or address 0 in a hang
+    /// that started by `now` and ended after `opened` ([`Fault::Hang`]: a
+    /// connection open then stays silent).
+    fn addr_silent(&self, addr: usize, opened: Instant, now: Instant) -> bool {
+        (1..=self.run.hung).contains(&addr)
+            || (addr == 0
+                && self.run.faults.iter().any(|f| {
+                    let (at, end) = f.span();
+                    matches!(f, Fault::Hang { .. }) && now >= self.base + at && opened < self.base + end
+                }))
     }
 
     /// Whether nothing passes on `conn` now, either way.
     fn silent(&self, conn: u64) -> bool {
         let (addr, opened) = self.conn_addr[conn as usize];
-        (1..=self.run.hung).contains(&addr) || (addr == 0 && self.hang_covers(opened, self.now))
+        self.addr_silent(addr, opened, self.now)
+    }
+
+    /// Whether the client's connection (or attempt) is a silent one.
+    fn on_silent(&self) -> bool {
+        match &self.state {
+            State::Connected { conn, .. } => self.silent(*conn),
+            State::Connecting(c) => c.attempt.is_some_and(|(conn, _, _)| self.silent(conn)),
+            State::Ended => false,
+        }
     }
 
     /// How long a message takes one way now ([`Run::latency`]).
@@ -669,6 +680,10 @@ impl World {
                             c.attempt = Some((conn, kept[host].expect("kept"), sent));
                         }
                     } else {
+                        // The session task starts its attempts again at
+                        // once (a pause in progress ends): the pending
+                        // `NextRound` is for a pause that is over.
+                        c.round += 1;
                         if let Some((conn, _, _)) = c.attempt.take() {
                             self.known[conn as usize] = true;
                             self.leave(conn);
@@ -684,9 +699,12 @@ impl World {
                 State::Connected { conn, .. } => self.send_close(conn),
                 State::Connecting(_) if self.closing.hold_while_reconnecting() => {
                     self.close = Close::Held;
-                    // Behind the connect of the attempt in flight.
+                    // Behind the connect of the attempt in flight, unless
+                    // its connect was answered (in its `addAuth` step): the
+                    // session layer writes it only while waiting for that
+                    // answer.
                     if let State::Connecting(c) = &self.state {
-                        if let Some((conn, _, _)) = c.attempt {
+                        if let (Some((conn, _, _)), None) = (c.attempt, c.answered) {
                             self.close_behind(conn);
                         }
                     }
@@ -706,9 +724,7 @@ impl World {
                         self.leave(a);
                         // A close behind a connect answered without its own
                         // answer: lost with its connection (sent again once).
-                        if self.close_on == Some((a, true)) && !self.closing.send_again() {
-                            self.close = Close::Done(false);
-                            self.state = State::Ended;
+                        if self.close_on == Some((a, true)) && self.close_given_up() {
                             return;
                         }
                         self.next_attempt();
@@ -764,6 +780,9 @@ impl World {
                     self.step(What::Reset);
                 }
             },
+            // The server going down resets its connections, but one through
+            // a silent (hung) address stays open on the client's side.
+            What::Down if self.on_silent() => {},
             What::Reset | What::Down => match &mut self.state {
                 State::Connected { conn, .. } => {
                     let conn = *conn;
@@ -787,9 +806,7 @@ impl World {
                         });
                         self.server_open[conn as usize] = false;
                         self.leave(conn);
-                        if close_lost && !self.closing.send_again() {
-                            self.close = Close::Done(false);
-                            self.state = State::Ended;
+                        if close_lost && self.close_given_up() {
                             return;
                         }
                         self.next_attempt();
@@ -843,10 +860,7 @@ impl World {
                 c.attempt = None;
                 if !alive {
                     // Answered with timeout 0: the session is gone.
-                    self.state = State::Ended;
-                    if self.close == Close::Held {
-                        self.close = Close::Done(false);
-                    }
+                    self.session_gone();
                     return;
                 }
                 if self.close == Close::Held && self.close_on == Some((conn, false)) {
@@ -873,14 +887,31 @@ impl World {
                 }
                 c.attempt = None;
                 if !alive {
-                    self.state = State::Ended;
-                    if self.close == Close::Held {
-                        self.close = Close::Done(false);
-                    }
+                    self.session_gone();
                     return;
                 }
                 self.use_connection(conn, host, sent, answered);
             },
+        }
+    }
+
+    /// A close lost with its connection: sent again once, as the session
+    /// layer's [`Closing`] says; whether it was given up instead (the
+    /// session then ends for the client).
+    fn close_given_up(&mut self) -> bool {
+        if self.closing.send_again() {
+            return false;
+        }
+        self.close = Close::Done(false);
+        self.state = State::Ended;
+        true
+    }
+
+    /// The server answered that the session is gone.
+    fn session_gone(&mut self) {
+        self.state = State::Ended;
+        if self.close == Close::Held {
+            self.close = Close::Done(false);
         }
     }
 
@@ -932,9 +963,7 @@ impl World {
     fn lose(&mut self, conn: u64) {
         self.leave(conn);
         if self.close == Close::Sent(conn) {
-            if !self.closing.send_again() {
-                self.close = Close::Done(false);
-                self.state = State::Ended;
+            if self.close_given_up() {
                 return;
             }
             self.close = Close::Held;
@@ -955,7 +984,7 @@ impl World {
     fn next_attempt(&mut self) {
         let now = self.now;
         let down = self.down(now);
-        let hung: Vec<bool> = self.order.iter().map(|&a| self.hung_at(a, now)).collect();
+        let hung: Vec<bool> = self.order.iter().map(|&a| self.addr_silent(a, now, now)).collect();
         let State::Connecting(c) = &mut self.state else { return };
         loop {
             match c.rounds.next(now, 0.0) {

@@ -67,14 +67,15 @@ pub(crate) enum Failure {
     /// It may work on another try (timeout, reset, server not serving).
     Transient(String),
     /// The connect request was sent, and neither its answer nor the
-    /// server's close or reset came in time: the server (or one stalled
-    /// with the request in its socket, once it runs again) may have read it
-    /// and touched the session. Otherwise as `Transient`.
+    /// server's close or reset came in time (or, after its answer, a login
+    /// step's): the server (or one stalled with the request in its socket,
+    /// once it runs again) may have read it and touched the session.
+    /// Otherwise as `Transient`.
     Unanswered(String),
     /// The connect was answered at `answered` (the server renewed the
-    /// session then), and the handshake failed after it, as `Transient`
-    /// says (a reset during the SASL or `addAuth` step, a reply it could
-    /// not use): the reconnect counts the answer
+    /// session then), and a login step (SASL, `addAuth`) failed after it as
+    /// `Transient` says (a reset, a reply it could not use): the reconnect
+    /// counts the answer
     /// ([`zklock_proto::reconnect::Ended::AnsweredThenFailed`]).
     AnsweredThenFailed {
         /// When the connect's answer was read.
@@ -240,34 +241,34 @@ pub(crate) async fn attempt(
         }
     };
     let answered = Instant::now();
-    // From here on the server has answered the connect: it renewed the
-    // session when it read it. A failure from here on says so, that the
-    // reconnect puts giving up off as after any answer.
-    let handshake = async move {
-        let response =
-            ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
-        if response.timeout_ms <= 0 {
-            return Err(Failure::Expired);
-        }
-        if let Some(x) = closing {
-            // The close's answer is the next frame (nothing else was sent).
-            let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
-            return match reply.as_deref().map(split) {
-                // Answered, or the session expired meanwhile: it is over.
-                Ok(Ok((h, _))) if h.xid == x && matches!(Code::from_wire(h.err), None | Some(Code::SessionExpired)) => {
-                    Err(Failure::Closed)
-                },
-                _ => Err(Failure::CloseLost),
-            };
-        }
-        // A re-attach answered with another session: ours is gone (a server
-        // never does this; it answers timeout 0), and its ephemeral nodes with it.
-        if attach.session_id != 0 && response.session_id != attach.session_id {
-            return Err(Failure::Expired);
-        }
-        if response.read_only {
-            return Err(Failure::Transient("the server is read-only".to_string()));
-        }
+    let response =
+        ConnectResponse::decode(&body).map_err(|e| Failure::Transient(format!("bad connect response: {e}")))?;
+    if response.timeout_ms <= 0 {
+        return Err(Failure::Expired);
+    }
+    if let Some(x) = closing {
+        // The close's answer is the next frame (nothing else was sent).
+        let reply = read_frame(&mut stream, &mut rbuf, cfg.max_frame, deadline).await;
+        return match reply.as_deref().map(split) {
+            // Answered, or the session expired meanwhile: it is over.
+            Ok(Ok((h, _))) if h.xid == x && matches!(Code::from_wire(h.err), None | Some(Code::SessionExpired)) => {
+                Err(Failure::Closed)
+            },
+            _ => Err(Failure::CloseLost),
+        };
+    }
+    // A re-attach answered with another session: ours is gone (a server
+    // never does this; it answers timeout 0), and its ephemeral nodes with it.
+    if attach.session_id != 0 && response.session_id != attach.session_id {
+        return Err(Failure::Expired);
+    }
+    if response.read_only {
+        return Err(Failure::Transient("the server is read-only".to_string()));
+    }
+    // A valid answer: the server renewed the session when it read the
+    // connect. A login step failing after it says so, that the reconnect
+    // puts giving up off as after any answer.
+    let login = async {
         if let Some((user, password)) = &cfg.sasl {
             let mut sasl = DigestMd5::new(user, password);
             let mut token = Vec::new();
@@ -311,12 +312,13 @@ pub(crate) async fn attempt(
                 return Err(Failure::AuthFailed(format!("{host}: addAuth {scheme:?} refused ({code})")));
             }
         }
-        Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
+        Ok(())
     };
-    handshake.await.map_err(|f| match f {
+    login.await.map_err(|f| match f {
         Failure::Transient(why) => Failure::AnsweredThenFailed { answered, why },
         other => other,
-    })
+    })?;
+    Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
 }
 
 /// Appends a `closeSession` request to `out`; its xid.

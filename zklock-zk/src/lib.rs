@@ -7,7 +7,9 @@
 //! the method is called and sent in that order; each [`Reply`] carries the
 //! instant its request was handed to the socket (`sent`), and each
 //! connection ([`Connected`]) the instant its connect request
-//! was (`connect_sent`): the facts zklock's safety clock is built on.
+//! was (`connect_sent`), which each reply's [`Stamp`] carries too (those
+//! of the connection it came on): the facts zklock's safety clock is
+//! built on.
 //!
 //! Nothing is process-wide: no global runtime, reactor, thread pool or
 //! crypto provider. A session's task runs on the tokio runtime that made it;

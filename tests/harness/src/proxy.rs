@@ -940,10 +940,12 @@ impl Proxy {
         self.inner.resetting.store(false, Ordering::SeqCst);
     }
 
-    /// One-shot: the next connection is forwarded (also while new ones are
-    /// reset) until the server's answer to its connect request has reached
-    /// the client, and is then reset both ways: the server renewed the
-    /// session, and the handshake's next step (SASL, `addAuth`) fails.
+    /// One-shot: the next connect answer (of any connection) reaches the
+    /// client, and its connection is then reset both ways: the server
+    /// renewed the session, and the handshake's next step (SASL,
+    /// `addAuth`) fails. While armed, new connections are forwarded even
+    /// while [`reset_new_connections`](Proxy::reset_new_connections) is on
+    /// (a client makes one attempt at a time: it is that attempt's).
     /// Counted by [`connect_answers_reset`](Proxy::connect_answers_reset).
     pub fn answer_next_connect_then_reset(&self) {
         self.inner.answer_then_reset.store(true, Ordering::SeqCst);
