@@ -48,8 +48,8 @@
 //!   new list, as `RoundRobin::set_hosts` says. The model makes the connections
 //!   and keeps time; every decision is the shared code's.
 //! - Some runs **hang** the session's own address (0) for good while the
-//!   server runs on behind the others (its proxy blackholed, or its member
-//!   alone in a long GC pause), reset first or silent: its connection and
+//!   server runs on behind the others (its proxy blackholed, the network
+//!   to its member cut), reset first or silent: its connection and
 //!   what is sent to it meanwhile never pass. Their list is refreshed in
 //!   address order (the same list again) or with a hung address first, or
 //!   starts with the own address alone and grows to every address at the
@@ -159,10 +159,11 @@ enum Fault {
     /// The client's connection is reset at `at`.
     Reset { at: Duration },
     /// Address 0 (the session's at the start) forwards nothing either way
-    /// for `len` from `at` (its proxy blackholed, or its member alone in a
-    /// long GC pause while the server behind the others runs on): a
-    /// connection to it open then stays silent for good, and connects sent
-    /// there meanwhile are never read. With `reset`, the client's
+    /// for `len` from `at` (its proxy blackholed, or the network to its
+    /// member cut, while the server behind the others runs on): a
+    /// connection to it open then stays silent for good, and what is sent
+    /// there meanwhile is never read (unlike a member's own stall, whose
+    /// server reads it when it runs again: [`Fault::Stall`]). With `reset`, the client's
     /// connection to it is reset at `at` first (outside attack round 35,
     /// F1: the own member reset, then hung).
     Hang { at: Duration, len: Duration, reset: bool },
