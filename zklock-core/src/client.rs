@@ -1269,7 +1269,8 @@ impl Client {
     /// `EnsembleProvider`), keeping its session and every lock: every later
     /// (re)connect, and every new session, uses `hosts`. If the server
     /// connected now is in the new list nothing else happens; if not, the
-    /// session finishes what it has in flight, then reconnects to a server
+    /// session finishes what it has in flight (a list that has that server
+    /// again meanwhile calls the move off), then reconnects to a server
     /// of the new list, as after any lost connection: the locks are
     /// `Suspended` for that moment and `Held` again once the session is
     /// back (lost if no new server takes it within the session timeout).

@@ -390,6 +390,7 @@ impl Session {
             held: VecDeque::new(),
             waiting: VecDeque::new(),
             moving: None,
+            moving_from: None,
             close: Closing::new(),
             close_asked: watch::channel(false).0,
         };
@@ -626,7 +627,9 @@ impl Session {
     /// now is in it, nothing else happens; if not, calls made from now on
     /// wait, and once every reply of the current connection is in, that
     /// connection ends ([`SessionEvent::Disconnected`]) and the session
-    /// reconnects to a server of the new list (as after any lost
+    /// reconnects to a server of the new list (a list that has the server
+    /// again before then calls the move off: the calls go out on the
+    /// connection; as after any lost
     /// connection; it expires if none takes it within the session
     /// timeout). While reconnecting, the attempts go on over the new list
     /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
@@ -1158,6 +1161,9 @@ struct Task {
     /// New calls wait in `held`; once every reply is in, the connection
     /// ends and the session reconnects to the new list.
     moving: Option<String>,
+    /// The server the connection is on, while it moves away from it: a
+    /// list that has it again calls the move off.
+    moving_from: Option<Host>,
     /// Whether a close is held or sent again ([`Task::lost`], the
     /// reconnect).
     close: Closing,
@@ -1501,13 +1507,26 @@ impl Task {
                 }
             },
             Cmd::SetHosts(hosts) => {
-                let current = self.host_at.and_then(|i| self.hosts.get(i)).cloned();
-                match current.and_then(|h| hosts.iter().position(|x| *x == h)) {
-                    Some(at) => self.host_at = Some(at),
+                let current = self.host_at.and_then(|i| self.hosts.get(i)).cloned().or(self.moving_from.take());
+                match current.clone().and_then(|h| hosts.iter().position(|x| *x == h)) {
+                    Some(at) => {
+                        self.host_at = Some(at);
+                        if self.moving.take().is_some() {
+                            // The list has the server again: the move is
+                            // called off (a list that drops and re-adds it
+                            // cost a reconnect), and the calls held for it
+                            // go out here, behind the ones waiting.
+                            while let Some(cmd) = self.held.pop_front() {
+                                self.on_cmd(c, cmd);
+                            }
+                            self.send_waiting(c);
+                        }
+                    },
                     None => {
                         self.host_at = None;
                         if c.closing.is_none() {
                             self.moving = Some("moving to a server of the new server list".into());
+                            self.moving_from = current;
                         }
                     },
                 }
@@ -1611,6 +1630,7 @@ impl Task {
         // move would be held again here for ever (outside attack round 17,
         // F2: a move away from a frozen server hung the client).
         self.moving = None;
+        self.moving_from = None;
         self.register_watches_again(&mut c);
         // Calls made while reconnecting, in call order, after the watches.
         while let Some(cmd) = self.held.pop_front() {

@@ -714,6 +714,38 @@ fn a_reset_with_requests_in_flight_puts_giving_up_off() {
     });
 }
 
+/// A list without the current server, then one with it again before the
+/// move is done (the reply the move waits for held back): the move is
+/// called off, the call made meanwhile goes out on the same connection,
+/// and nothing reconnects. (A list that dropped and re-added the server
+/// cost a reconnect: outside attack round 35's O1.)
+#[test]
+fn a_list_that_has_the_server_again_calls_the_move_off() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        let mut events = s.events();
+        p1.hold_replies_now();
+        let pending = s.sync("/");
+        s.set_hosts(&p2.addr().to_string()).unwrap();
+        let during = s.exists("/zookeeper").stamped();
+        s.set_hosts(&format!("{},{}", p1.addr(), p2.addr())).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        p1.release_held_replies();
+        pending.await.unwrap();
+        let (r, stamp) = within(5, "the call made during the move", during).await;
+        assert!(r.unwrap().is_some());
+        assert_eq!(stamp.expect("answered").connection, 1);
+        let quiet = tokio::time::timeout(Duration::from_millis(500), events.next()).await;
+        assert!(quiet.is_err(), "no session event: {quiet:?}");
+        assert_eq!(s.connected().expect("connected").connection, 1);
+        assert_eq!(p2.accepted(), 0, "nothing went to the other server");
+        s.close().await;
+    });
+}
+
 /// Servers added with `set_hosts` while the reconnect waits on the only
 /// server the session knew, hung (outside attack round 35, F2): they are
 /// asked at once, not after that server's wait of the whole session
