@@ -1266,6 +1266,11 @@ impl ProxyGroup {
         self.proxies.iter().for_each(Proxy::drop_connections);
     }
 
+    /// [`Proxy::hold_replies_now`] on every proxy.
+    pub fn hold_replies_now(&self) {
+        self.proxies.iter().for_each(Proxy::hold_replies_now);
+    }
+
     /// Arms one drop-create-reply fault for the whole group (see
     /// [`Proxy::drop_next_create_reply`]).
     pub fn drop_next_create_reply(&self) {

@@ -293,11 +293,16 @@ pub enum FaultKind {
     /// replies, the process is stopped, the replies are put into its
     /// socket, and its network is blackholed past its session.
     StallHolder,
+    /// Hold every answer to the holder (its requests still reach the
+    /// server, which acts on them and touches its session) for a tenth to
+    /// half of the session timeout, then reset its connections, the
+    /// answers lost with them.
+    MuteHolder,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::FreezeMember,
@@ -308,6 +313,7 @@ impl FaultKind {
         FaultKind::ThirdPartyDelete,
         FaultKind::PartitionMember,
         FaultKind::StallHolder,
+        FaultKind::MuteHolder,
     ];
 
     /// The kind's name in reports.
@@ -323,6 +329,7 @@ impl FaultKind {
             FaultKind::ThirdPartyDelete => "third-party-delete",
             FaultKind::PartitionMember => "partition-member",
             FaultKind::StallHolder => "stall-holder",
+            FaultKind::MuteHolder => "mute-holder",
         }
     }
 
@@ -334,7 +341,7 @@ impl FaultKind {
             | FaultKind::FreezeMember
             | FaultKind::RestartEnsemble
             | FaultKind::PartitionMember => Lane::Servers,
-            FaultKind::BlackholeHolder | FaultKind::DropCreateReply => Lane::HolderNetwork,
+            FaultKind::BlackholeHolder | FaultKind::DropCreateReply | FaultKind::MuteHolder => Lane::HolderNetwork,
             FaultKind::PauseHolder | FaultKind::StallHolder => Lane::HolderProcess,
             FaultKind::ThirdPartyDelete => Lane::ThirdParty,
         }

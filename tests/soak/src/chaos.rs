@@ -4,7 +4,8 @@
 //! follower, freeze a member, restart the whole ensemble, cut a holder's
 //! member off from the quorum while its clients stay connected), one
 //! against the holders' network (blackhole the holder's connection, drop
-//! the reply to a create), one against the holders' processes (stop the
+//! the reply to a create, hold the holder's answers and then reset its
+//! connections), one against the holders' processes (stop the
 //! holder's process past its session, or a contender's between its create
 //! and reading the replies) and one for a third party (delete a waiter's or
 //! a holder's lock node, see `third_party.rs`). The threads' faults
@@ -201,6 +202,16 @@ impl Chaos<'_> {
                 let start = mono_ns();
                 std::thread::sleep(self.hold);
                 group.heal();
+                Ok(Some(fault(start, None)))
+            },
+            FaultKind::MuteHolder => {
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+                group.hold_replies_now();
+                let start = mono_ns();
+                let t = self.hold.saturating_sub(Duration::from_millis(500)).as_millis() as u64;
+                std::thread::sleep(Duration::from_millis(rng.range(t / 10, t / 2)));
+                group.drop_connections();
                 Ok(Some(fault(start, None)))
             },
             FaultKind::PauseHolder => {
