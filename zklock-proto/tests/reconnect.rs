@@ -124,6 +124,12 @@
 //! 35's F1, a new round at each, and F2, a kept attempt's whole-timeout
 //! wait while servers were added).
 //!
+//! Some runs **move** (`set_hosts` without the connection's address):
+//! heartbeats made until the connection's replies are in (or its read
+//! timeout) are held and sent first on the next connection; they check
+//! also that the first write answered on each connection credits its
+//! connect (**prompt**; round 35's F3 broke it: `old_held_stamps`).
+//!
 //! Some runs' handshakes have an `addAuth` (or SASL) step after the
 //! connect's answer, on a slow network: a reset or refusal between the two
 //! must not make the client forget that the server renewed the session
@@ -215,6 +221,17 @@ struct Run {
     /// answer: a request the server reads (touching the session) and
     /// answers before the connection is used.
     auth: bool,
+    /// When the client is given a list without the address its connection
+    /// is on (a move, `set_hosts`): heartbeats made until every reply of
+    /// the connection is in (or its read timeout) are held and sent first
+    /// on the next connection, from the new list's first server. Such runs
+    /// also check that the first write answered on each connection
+    /// credits its connect (**prompt**: the lock is back a round trip
+    /// after the reconnect).
+    move_at: Option<Duration>,
+    /// The glue before round 35's F3: the replies of heartbeats held
+    /// through a move carry no connect times.
+    old_held_stamps: bool,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
     /// One outage short enough that the session must outlive it (the
@@ -242,6 +259,8 @@ impl Run {
             known: hosts,
             in_order: false,
             auth: false,
+            move_at: None,
+            old_held_stamps: false,
             covered: false,
             survives: false,
             bugs: Default::default(),
@@ -295,6 +314,9 @@ enum What {
     Exit,
     /// The client sets the server list ([`Run::refresh`]).
     Refresh,
+    /// The client sets a list without its connection's address
+    /// ([`Run::move_at`]).
+    Move,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -304,6 +326,8 @@ enum Req {
     Beat {
         sent_ns: u64,
         write: bool,
+        /// Made during a move, sent on the next connection.
+        held: bool,
     },
     /// The handshake's step after the connect's answer (`addAuth`, SASL).
     Auth,
@@ -382,6 +406,16 @@ struct World {
     conn_addr: Vec<(usize, Instant)>,
     /// By connection id: heartbeats sent on it and not answered.
     outstanding: Vec<u32>,
+    /// A move is under way ([`Run::move_at`]).
+    moving: bool,
+    /// Heartbeats made during the move (writes or not), for the next
+    /// connection.
+    held_beats: Vec<bool>,
+    /// The connection whose first write was answered last.
+    first_write: Option<u64>,
+    /// The first write answered on a connection without its connect's
+    /// credit: when, and the `safe_until` it should have given.
+    late_credit: Option<(Instant, Instant)>,
     slow_from: Option<(Instant, Duration)>,
     /// Client side.
     clock: Clock,
@@ -453,6 +487,10 @@ impl World {
             connect_busy: vec![base],
             conn_addr: vec![(0, base)],
             outstanding: vec![0],
+            moving: false,
+            held_beats: Vec::new(),
+            first_write: None,
+            late_credit: None,
             slow_from,
             clock,
             state: State::Connected { conn: 0, connect_sent: base, connect_answered: base },
@@ -483,6 +521,9 @@ impl World {
         let first_fault = w.run.faults.iter().map(|f| f.span().0).min();
         if let (Some(every), Some(from)) = (w.run.refresh, first_fault) {
             w.at(base + from + every, What::Refresh);
+        }
+        if let Some(at) = w.run.move_at {
+            w.at(base + at, What::Move);
         }
         w.at(base + t, What::Expiry { touch: 0 });
         w.at(base + WIRE, What::HeartbeatDue { gen: 0 });
@@ -661,6 +702,17 @@ impl World {
                 self.at(self.now + delay + self.wire(), What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => self.recv(conn, req, alive),
+            What::Move => {
+                if let State::Connected { conn, .. } = self.state {
+                    let from = self.order[self.host_at];
+                    self.order.retain(|&a| a != from);
+                    self.host_at = 0;
+                    self.moving = true;
+                    if self.outstanding[conn as usize] == 0 {
+                        self.lose(conn);
+                    }
+                }
+            },
             What::Refresh => {
                 let order: Vec<usize> = if self.run.hung > 0 && !self.run.in_order {
                     std::iter::once(1).chain((0..self.run.hosts).filter(|&a| a != 1)).collect()
@@ -759,9 +811,15 @@ impl World {
                 }
                 if let State::Connected { conn, .. } = self.state {
                     let write = self.clock.heartbeat_write(self.now, conn);
-                    let sent_ns = (self.now - self.base).as_nanos() as u64;
-                    self.send(conn, Req::Beat { sent_ns, write });
-                    self.outstanding[conn as usize] += 1;
+                    if self.moving {
+                        // Held for the next connection, as every call made
+                        // during a move.
+                        self.held_beats.push(write);
+                    } else {
+                        let sent_ns = (self.now - self.base).as_nanos() as u64;
+                        self.send(conn, Req::Beat { sent_ns, write, held: false });
+                        self.outstanding[conn as usize] += 1;
+                    }
                     let next = self.now + self.clock.next_heartbeat(self.now, t / 8);
                     self.at(next, What::HeartbeatDue { gen });
                 }
@@ -819,6 +877,7 @@ impl World {
     }
 
     fn recv(&mut self, conn: u64, req: Req, alive: bool) {
+        let t = self.run.timeout;
         if !self.client_open[conn as usize] || self.silent(conn) {
             return;
         }
@@ -831,7 +890,7 @@ impl World {
                     self.state = State::Ended;
                 }
             },
-            Req::Beat { sent_ns, write } => {
+            Req::Beat { sent_ns, write, held } => {
                 self.outstanding[conn as usize] -= 1;
                 let State::Connected { conn: current, connect_sent, connect_answered } = self.state else { return };
                 if current != conn {
@@ -842,15 +901,33 @@ impl World {
                     return;
                 }
                 self.heard();
+                // The connect's times of the connection the reply came on
+                // (the stamp's); with `old_held_stamps`, none for a
+                // heartbeat made during a move (the glue before round 35's
+                // F3 took them from the connection it was made on).
+                let times = !(held && self.run.old_held_stamps);
                 self.clock.credit(Heartbeat {
                     sent: self.base + Duration::from_nanos(sent_ns),
                     answered: self.now,
                     connection: conn,
                     write,
-                    connect_sent: Some(connect_sent),
-                    connect_answered: Some(connect_answered),
+                    connect_sent: times.then_some(connect_sent),
+                    connect_answered: times.then_some(connect_answered),
                 });
                 self.note_safe();
+                // prompt: the first write answered on a connection credits
+                // its connect (the reconnect counts a round trip after it).
+                if write && self.run.move_at.is_some() && self.first_write.is_none_or(|c| c != conn) {
+                    self.first_write = Some(conn);
+                    let want = connect_sent + t - t / 10;
+                    if self.clock.safe_until() < want && self.late_credit.is_none() {
+                        self.late_credit = Some((self.now, want));
+                    }
+                }
+                if self.moving && self.outstanding[conn as usize] == 0 {
+                    // Every reply is in: the move goes on.
+                    self.lose(conn);
+                }
             },
             Req::Connect => {
                 let State::Connecting(c) = &mut self.state else { return };
@@ -927,6 +1004,13 @@ impl World {
             self.send_close(conn);
             return;
         }
+        // Calls held through a move go first (their stamps are this
+        // connection's).
+        let sent_ns = (self.now - self.base).as_nanos() as u64;
+        for write in std::mem::take(&mut self.held_beats) {
+            self.send(conn, Req::Beat { sent_ns, write, held: true });
+            self.outstanding[conn as usize] += 1;
+        }
         self.hb_gen += 1;
         let gen = self.hb_gen;
         self.at(self.now, What::HeartbeatDue { gen });
@@ -974,7 +1058,10 @@ impl World {
         #[cfg(feature = "history")]
         policy.set_bugs(self.run.bugs);
         let in_flight = self.outstanding[conn as usize] > 0;
-        let rounds = RoundRobin::after_loss(policy, self.order.len(), Some(self.host_at), self.now, in_flight);
+        // After a move the server is not in the list: the rounds start
+        // with the list's first.
+        let from = (!std::mem::take(&mut self.moving)).then_some(self.host_at);
+        let rounds = RoundRobin::after_loss(policy, self.order.len(), from, self.now, in_flight);
         self.state = State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None }));
         self.next_attempt();
     }
@@ -1139,6 +1226,16 @@ impl World {
                 return Err(("back", format!("the session lives, but at the end the client is {:?}", self.state)));
             }
         }
+        if let Some((at, want)) = self.late_credit {
+            return Err((
+                "prompt",
+                format!(
+                    "at {:.1} ms the first write answered on a connection left the clock short of {:.1} ms (its connect's credit)",
+                    ms(at),
+                    ms(want)
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -1293,6 +1390,11 @@ fn search(
             }
         }
     }
+    for run in move_runs(bugs, clock_bugs) {
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     for _ in 0..random {
         let t = Duration::from_millis(rng.u64(1_000..=12_000));
@@ -1371,6 +1473,33 @@ fn search(
         }
     }
     (made, None)
+}
+
+/// Moves (`set_hosts` without the connection's address, [`Run::move_at`]),
+/// the server behind it answering or silent from a moment before (round
+/// 35, F3: the clock runs out before the read timeout ends the
+/// connection), at 8 phases against the heartbeats.
+fn move_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for timeout_ms in [1_000u64, 4_000, 10_000] {
+        let t = Duration::from_millis(timeout_ms);
+        for phase in 0..8u32 {
+            let at = t * 3 / 2 + t / 8 * phase / 8;
+            for hosts in [2usize, 3] {
+                for after in [None, Some(t / 20), Some(t / 4), Some(t / 2)] {
+                    let faults = after.map_or(vec![], |_| vec![Fault::Hang { at, len: t * 3, reset: false }]);
+                    runs.push(Run {
+                        move_at: Some(at + after.unwrap_or_default()),
+                        survives: true,
+                        bugs,
+                        clock_bugs,
+                        ..Run::new(t, hosts, 0, faults)
+                    });
+                }
+            }
+        }
+    }
+    runs
 }
 
 /// One to four stalls, refusals and resets of the server from `T` to
@@ -1687,6 +1816,30 @@ fn a_reset_with_heartbeats_in_flight_puts_giving_up_off() {
         // The old rule's bug switch works only with `history`.
         let expected = if old && cfg!(feature = "history") { Err("false expiry") } else { Ok(()) };
         assert_eq!(verdict, expected, "old rule: {old}");
+    }
+}
+
+/// Round 35's F3 in the model: a move off a silent server after the clock
+/// ran out holds the heartbeat's write for the next connection; with the
+/// glue before the fix (its reply without the connect's times,
+/// `old_held_stamps`) the first write answered there confirms the
+/// connection without crediting its connect, and the clock waits `T/3`
+/// for the heartbeats (the lock back that late); with the stamp's times
+/// every move run is prompt.
+#[test]
+fn a_write_held_through_a_move_credits_the_reconnect() {
+    for old in [false, true] {
+        let (mut late, mut runs) = (0, 0);
+        for run in move_runs(Default::default(), Default::default()) {
+            runs += 1;
+            match simulate(&Run { old_held_stamps: old, ..run.clone() }) {
+                Ok(()) => {},
+                Err(("prompt", _)) if old => late += 1,
+                Err((kind, what)) => panic!("old glue {old}: {kind}: {what}\nrun: {run:?}"),
+            }
+        }
+        eprintln!("old glue {old}: {late} of {runs} move runs late");
+        assert_eq!(late > 0, old, "old glue {old}: {late} of {runs} late");
     }
 }
 
