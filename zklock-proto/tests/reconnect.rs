@@ -929,16 +929,22 @@ impl World {
                     self.lose(conn);
                 }
             },
-            Req::Connect => {
+            Req::Connect | Req::Auth => {
                 let State::Connecting(c) = &mut self.state else { return };
                 let Some((attempt, host, sent)) = c.attempt else { return };
-                if attempt != conn {
+                if attempt != conn || (req == Req::Auth) != c.answered.is_some() {
                     return;
                 }
                 c.attempt = None;
                 if !alive {
-                    // Answered with timeout 0: the session is gone.
+                    // Answered with timeout 0 (or the session ended since
+                    // the connect): the session is gone.
                     self.session_gone();
+                    return;
+                }
+                if let Some(answered) = c.answered {
+                    // The `addAuth` step answered: the connection is used.
+                    self.use_connection(conn, host, sent, answered);
                     return;
                 }
                 if self.close == Close::Held && self.close_on == Some((conn, false)) {
@@ -956,19 +962,6 @@ impl World {
                     return;
                 }
                 self.use_connection(conn, host, sent, self.now);
-            },
-            Req::Auth => {
-                let State::Connecting(c) = &mut self.state else { return };
-                let (Some((attempt, host, sent)), Some(answered)) = (c.attempt, c.answered) else { return };
-                if attempt != conn {
-                    return;
-                }
-                c.attempt = None;
-                if !alive {
-                    self.session_gone();
-                    return;
-                }
-                self.use_connection(conn, host, sent, answered);
             },
         }
     }

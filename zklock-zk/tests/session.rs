@@ -30,6 +30,32 @@ async fn next_event(ev: &mut zklock_zk::Events, secs: u64) -> SessionEvent {
     within(secs, "session event", ev.next()).await.expect("an event")
 }
 
+/// Waits until the session gives up (its `Ended` event, within 20 s) and
+/// checks by ZooKeeper's record that the server no longer has it: its
+/// ephemeral node at `node`, read by `observer`, is gone. Returns how long
+/// after the call the client gave up (`since`: what happened then, for
+/// the message).
+async fn gives_up_after_the_server(
+    events: &mut zklock_zk::Events,
+    observer: &Session,
+    node: &str,
+    since: &str,
+) -> Duration {
+    let from = Instant::now();
+    let ended = loop {
+        if let SessionEvent::Ended(e) = next_event(events, 20).await {
+            break e;
+        }
+    };
+    let gave_up = from.elapsed();
+    let left = observer.exists(node).await.unwrap().value;
+    assert!(
+        left.is_none(),
+        "the client gave the session up ({ended:?}) {gave_up:?} after {since}, while the server still had it"
+    );
+    gave_up
+}
+
 #[test]
 fn every_request_zklock_sends() {
     let zk = Cluster::standalone().expect("zookeeper");
@@ -621,7 +647,7 @@ fn a_call_held_through_a_move_is_stamped_with_the_connection_it_travelled_on() {
 /// after the answer. Before, it counted only answers on connections it
 /// used: with the servers gone right after (here: the proxy resets every
 /// new connection, as a member not serving does), it gave the session up
-/// `4/3 T` after the connection was lost, while the server still had it
+/// `4/3 T` after the last answer before, while the server still had it
 /// (a false expiry: the lock reported lost with its node still there). By
 /// ZooKeeper's record: when the client gives up, another session no longer
 /// sees the session's ephemeral node.
@@ -651,18 +677,7 @@ fn a_connect_answered_before_the_handshake_failed_puts_giving_up_off() {
             assert!(armed.elapsed() < Duration::from_secs(2), "no connect answered");
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let answered = Instant::now();
-        let ended = loop {
-            if let SessionEvent::Ended(e) = next_event(&mut events, 20).await {
-                break e;
-            }
-        };
-        let gave_up = answered.elapsed();
-        let node = observer.exists("/renewed").await.unwrap().value;
-        assert!(
-            node.is_none(),
-            "the client gave the session up ({ended:?}) {gave_up:?} after a connect was answered, while the server still had it"
-        );
+        let gave_up = gives_up_after_the_server(&mut events, &observer, "/renewed", "a connect was answered").await;
         assert!(gave_up >= t, "{gave_up:?}");
         observer.close().await;
     });
@@ -695,21 +710,10 @@ fn a_reset_with_requests_in_flight_puts_giving_up_off() {
         tokio::time::sleep(t / 2).await;
         p.reset_new_connections();
         p.drop_connections();
-        let reset = Instant::now();
         for r in pending {
             assert!(r.await.is_err(), "the answers were lost with the connection");
         }
-        let ended = loop {
-            if let SessionEvent::Ended(e) = next_event(&mut events, 20).await {
-                break e;
-            }
-        };
-        let gave_up = reset.elapsed();
-        let node = observer.exists("/read-not-answered").await.unwrap().value;
-        assert!(
-            node.is_none(),
-            "the client gave the session up ({ended:?}) {gave_up:?} after the reset, while the server still had it"
-        );
+        gives_up_after_the_server(&mut events, &observer, "/read-not-answered", "the reset").await;
         observer.close().await;
     });
 }
