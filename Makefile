@@ -430,7 +430,7 @@ SIM_SECONDS ?= 600
 ## contenders and one act of a third party per path, no fault (about 540,000 states, under a minute;
 ## too long for `make test`'s debug build); then the reconnect search (zklock-proto/tests/reconnect.rs:
 ## the session layer's reconnect policy and the safety clock under server stalls, refusals,
-## resets, slow answers, hung addresses and the own address hanging, with and without a close) with SIM_RECONNECT_RUNS (400,000) random runs, a quarter as many with the own address hung and a quarter with an addAuth step on slow networks (about 30 s; `make test`: 20,000, 5,000 and 5,000)
+## resets, slow answers, hung addresses and the own address hanging, with and without a close) with SIM_RECONNECT_RUNS (400,000) random runs, a quarter as many with the own address hung and a quarter with login steps on slow networks (about 30 s; `make test`: 20,000, 5,000 and 5,000)
 SIM_FAULTS ?= 1
 SIM_RECONNECT_RUNS ?= 400000
 sim:

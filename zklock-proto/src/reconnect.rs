@@ -576,10 +576,11 @@ pub enum Ended {
     /// Its connect was sent and went unanswered until the attempt's end,
     /// at this instant, with the connection open.
     Unanswered(Instant),
-    /// Its connect was answered at this instant (the server renewed the
-    /// session), and the handshake failed after it (a reset during the
-    /// SASL or `addAuth` step, a reply it could not use): otherwise as
-    /// `Transient`.
+    /// Its connect was answered, and the handshake failed after it (a
+    /// reset during the SASL or `addAuth` step, a reply it could not use);
+    /// the instant is the handshake's last answer (the connect's or a login
+    /// step's: the server renewed the session when it read each).
+    /// Otherwise as `Transient`.
     AnsweredThenFailed(Instant),
 }
 
