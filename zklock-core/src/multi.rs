@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::select_all;
 
+use crate::cleanup::CLEANUP_GRACE;
 use crate::client::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Guard, Lock, PendingAcquire};
@@ -49,7 +50,11 @@ impl MultiLock {
     ///
     /// # Errors
     /// The first failing member's error (`Timeout`, `Cancelled`, `Closed`,
-    /// `ZooKeeper`, ...), after every member taken so far was released;
+    /// `ZooKeeper`, ...), after every member taken so far was released (or
+    /// about 250 ms after the deadline or the error, their releases going
+    /// on in the background); a member suspended when the last is granted
+    /// is waited for within the deadline (`ConnectionLoss` if it is not
+    /// held again by then);
     /// `InvalidArgument` for a multi-lock with no member.
     pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
         let options = options.into();
@@ -105,14 +110,14 @@ impl MultiLock {
                 match acquire_member(lock, &options, owner).await {
                     Ok(guard) => taken.push(guard),
                     Err(e) => {
-                        let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
+                        let_go(&taken, deadline).await;
                         return Err(member_error(lock.path(), &e));
                     },
                 }
             }
             let paths: Vec<String> = members.iter().map(|l| l.path().to_owned()).collect();
-            if let Err(e) = still_held(&taken, &paths).await {
-                let _ = settle(taken.iter().rev().map(Guard::release_async)).await;
+            if let Err(e) = still_held(&taken, &paths, deadline).await {
+                let_go(&taken, deadline).await;
                 return Err(e);
             }
             Ok(MultiGuard { guards: taken, paths })
@@ -140,6 +145,24 @@ async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<Own
     out?
 }
 
+/// Releases the members `taken` (in reverse order) of an acquire that
+/// failed: every release begins at once, on the client's runtime, where it
+/// goes on to its end; the call waits for them until `CLEANUP_GRACE` after
+/// the deadline if it passed (a timeout), else after now (a cancel, a
+/// member's error), as a single acquire waits for the deletion of its
+/// node. A silent server kept a multi-lock's timeout and cancel waiting
+/// for the releases until its connection was given up, `2T/3` after the
+/// silence began (outside attack round 36, F2).
+async fn let_go(taken: &[Guard], deadline: Option<Instant>) {
+    let releases: Vec<_> = taken.iter().rev().map(Guard::release_async).collect();
+    let now = Instant::now();
+    let end = match deadline {
+        Some(d) if d <= now => (d + CLEANUP_GRACE).max(now),
+        _ => now + CLEANUP_GRACE,
+    };
+    let _ = tokio::time::timeout_at(end.into(), settle(releases)).await;
+}
+
 /// Awaits `releases` one after another, each to the end: the first error,
 /// if any (after all), else `Pending` if any delete is not confirmed.
 async fn settle(
@@ -164,8 +187,15 @@ async fn settle(
 /// sent before any reply is awaited: one round trip), then each guard's
 /// `check()`. An outside test (round 12) got a set back as held whose first
 /// member's node a third party had deleted, or whose session had expired,
-/// while a later member waited: another client held that member.
-async fn still_held(taken: &[Guard], paths: &[String]) -> Result<()> {
+/// while a later member waited: another client held that member. A member
+/// `Suspended` (its connection came back and its re-check is not yet
+/// answered, or its safety clock is out while the session reconnects) is
+/// waited for until it is held again or lost, within `deadline`: a
+/// reconnect right before the last member's grant failed the call with
+/// `ConnectionLoss`, every place given up with most of the deadline left
+/// (outside attack round 36, F1), where a waiting acquire keeps its place
+/// through a disconnect.
+async fn still_held(taken: &[Guard], paths: &[String], deadline: Option<Instant>) -> Result<()> {
     let earlier = taken.len().saturating_sub(1);
     let mut reads = Vec::with_capacity(earlier);
     for (guard, path) in taken.iter().zip(paths).take(earlier) {
@@ -197,7 +227,29 @@ async fn still_held(taken: &[Guard], paths: &[String]) -> Result<()> {
         }
     }
     for (guard, path) in taken.iter().zip(paths) {
-        guard.check().map_err(|e| member_error(path, &e))?;
+        let h = &guard.holding;
+        let mut changes = h.changes.subscribe();
+        loop {
+            let e = match guard.check() {
+                Ok(()) => break,
+                Err(e) if e.kind() == ErrorKind::ConnectionLoss => e,
+                Err(e) => return Err(member_error(path, &e)),
+            };
+            // Its state changes, or its clock moves on.
+            let woke = async {
+                tokio::select! {
+                    changed = changes.changed() => changed.is_ok(),
+                    () = h.session.clock_advanced() => true,
+                }
+            };
+            let woke = match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), woke).await.unwrap_or(false),
+                None => woke.await,
+            };
+            if !woke {
+                return Err(member_error(path, &e));
+            }
+        }
     }
     Ok(())
 }

@@ -138,7 +138,10 @@ unsafe fn new_multi(
 /// # Errors
 /// The first failing member's error (`ZKLOCK_TIMEOUT`, `ZKLOCK_CANCELLED`,
 /// `ZKLOCK_CLOSED`, ...; the message names its path), after every member
-/// taken so far was released; `ZKLOCK_INVALID_ARGUMENT` for a NULL
+/// taken so far was released (or about 250 ms after the deadline or the
+/// error, their releases going on in the background);
+/// `ZKLOCK_CONNECTION_LOSS` if a member suspended when the last is granted
+/// is not held again by the deadline; `ZKLOCK_INVALID_ARGUMENT` for a NULL
 /// `multi` or `out`.
 ///
 /// # Threads
