@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any, List
 
 import pytest
 import zklock
@@ -88,6 +89,12 @@ def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> No
         client.multi_lock(["relative"])
     with pytest.raises(TypeError):
         client.multi_lock([5])  # type: ignore[list-item]
+    # Outside attack round 36, F4: each a TypeError naming the member (or
+    # the argument), never IndexError or KeyError, never taken in part.
+    bad: List[Any] = [[(path,)], [()], [{"path": path}], [(path, "read", "extra")], [(path, 5)], [(5, "read")], path, 5]
+    for members in bad:
+        with pytest.raises(TypeError, match="multi_lock member"):
+            client.multi_lock(members)
 
 
 def test_a_reentrant_multi_lock_is_taken_twice_by_one_thread_and_others_wait(client: zklock.Client, path: str) -> None:

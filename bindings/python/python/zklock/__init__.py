@@ -335,6 +335,25 @@ def _fenced_result(r: Tuple[str, Optional[str], Optional[int]]) -> "FencedResult
     return FencedResult(FencedKind(op), path, version)
 
 
+def _multi_member(member: object, index: int) -> Tuple[str, str]:
+    """One member of :meth:`Client.multi_lock` as ``(path, mode)``: a path
+    (exclusive), or a ``(path, mode)`` pair whose mode is a
+    :class:`LockMode` or its name; raises TypeError naming the member's
+    index for anything else (outside attack round 36, F4: a 1-tuple raised
+    IndexError, a dict KeyError, a triple was taken with its third element
+    ignored)."""
+    if isinstance(member, str):
+        return (member, LockMode.EXCLUSIVE.value)
+    if isinstance(member, (tuple, list)) and len(member) == 2:
+        path, mode = member
+        if isinstance(path, str) and isinstance(mode, str):
+            return (path, str(mode))
+    raise TypeError(
+        "multi_lock member %d must be a path or a (path, mode) pair with a zklock.LockMode or its name, not %r"
+        % (index, member)
+    )
+
+
 def _fenced_kind(op: object, what: str) -> FencedKind:
     """The :class:`FencedKind` ``op`` is or names (in any case); raises
     :class:`InvalidArgument` naming ``what`` for anything else."""
@@ -1406,7 +1425,9 @@ class Client:
         unknown mode, InvalidPath for a bad path, Closed after
         :meth:`close` or in a forked child, TypeError for wrong types.
         """
-        pairs = [(m, LockMode.EXCLUSIVE.value) if isinstance(m, str) else (m[0], str(m[1])) for m in members]
+        if isinstance(members, (str, bytes)) or not isinstance(members, (list, tuple)):
+            raise TypeError("multi_lock members must be a list of paths or (path, mode) pairs, not %r" % (members,))
+        pairs = [_multi_member(m, i) for i, m in enumerate(members)]
         return MultiLock(self._native.multi_lock(pairs, reentrant), timeout)
 
     def read_write_lock(
