@@ -116,7 +116,8 @@ impl MultiLock {
                 }
             }
             let paths: Vec<String> = members.iter().map(|l| l.path().to_owned()).collect();
-            if let Err(e) = still_held(&taken, &paths, deadline).await {
+            let cancel = options.call_token();
+            if let Err(e) = still_held(&taken, &paths, deadline, &cancel).await {
                 let_go(&taken, deadline).await;
                 return Err(e);
             }
@@ -194,8 +195,13 @@ async fn settle(
 /// reconnect right before the last member's grant failed the call with
 /// `ConnectionLoss`, every place given up with most of the deadline left
 /// (outside attack round 36, F1), where a waiting acquire keeps its place
-/// through a disconnect.
-async fn still_held(taken: &[Guard], paths: &[String], deadline: Option<Instant>) -> Result<()> {
+/// through a disconnect. `cancel` ends that wait (`Cancelled`).
+async fn still_held(
+    taken: &[Guard],
+    paths: &[String],
+    deadline: Option<Instant>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<()> {
     let earlier = taken.len().saturating_sub(1);
     let mut reads = Vec::with_capacity(earlier);
     for (guard, path) in taken.iter().zip(paths).take(earlier) {
@@ -240,12 +246,16 @@ async fn still_held(taken: &[Guard], paths: &[String], deadline: Option<Instant>
                 tokio::select! {
                     changed = changes.changed() => changed.is_ok(),
                     () = h.session.clock_advanced() => true,
+                    () = cancel.cancelled() => false,
                 }
             };
             let woke = match deadline {
                 Some(d) => tokio::time::timeout_at(d.into(), woke).await.unwrap_or(false),
                 None => woke.await,
             };
+            if cancel.is_cancelled() {
+                return Err(member_error(path, &Error::cancelled("acquire")));
+            }
             if !woke {
                 return Err(member_error(path, &e));
             }
