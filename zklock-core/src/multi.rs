@@ -106,17 +106,32 @@ impl MultiLock {
             let deadline = options.wait_limit().filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
             let options = options.until(deadline);
             let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
+            let cancel = options.call_token();
             for lock in &members {
-                match acquire_member(lock, &options, owner).await {
+                // When a cancel came (the member's own acquire then ends
+                // within its grace): the releases' grace counts from it
+                // (outside attack round 37, F1: counted from the member's
+                // end, a cancel on a silent server returned 0.5 s after).
+                let mut cancelled_at = None;
+                let member = acquire_member(lock, &options, owner);
+                tokio::pin!(member);
+                let out = tokio::select! {
+                    biased;
+                    out = &mut member => out,
+                    () = cancel.cancelled() => {
+                        cancelled_at = Some(Instant::now());
+                        member.await
+                    },
+                };
+                match out {
                     Ok(guard) => taken.push(guard),
                     Err(e) => {
-                        let_go(&taken, deadline).await;
+                        let_go(&taken, cancelled_at.or(deadline)).await;
                         return Err(member_error(lock.path(), &e));
                     },
                 }
             }
             let paths: Vec<String> = members.iter().map(|l| l.path().to_owned()).collect();
-            let cancel = options.call_token();
             if let Err(e) = still_held(&taken, &paths, deadline, &cancel).await {
                 let_go(&taken, deadline).await;
                 return Err(e);
@@ -149,15 +164,15 @@ async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<Own
 /// Releases the members `taken` (in reverse order) of an acquire that
 /// failed: every release begins at once, on the client's runtime, where it
 /// goes on to its end; the call waits for them until `CLEANUP_GRACE` after
-/// the deadline if it passed (a timeout), else after now (a cancel, a
-/// member's error), as a single acquire waits for the deletion of its
-/// node. A silent server kept a multi-lock's timeout and cancel waiting
+/// `until` if it passed (the deadline of a timeout, the moment of a
+/// cancel), else after now (a member's error), as a single acquire waits
+/// for the deletion of its node. A silent server kept a multi-lock's timeout and cancel waiting
 /// for the releases until its connection was given up, `2T/3` after the
 /// silence began (outside attack round 36, F2).
-async fn let_go(taken: &[Guard], deadline: Option<Instant>) {
+async fn let_go(taken: &[Guard], until: Option<Instant>) {
     let releases: Vec<_> = taken.iter().rev().map(Guard::release_async).collect();
     let now = Instant::now();
-    let end = match deadline {
+    let end = match until {
         Some(d) if d <= now => (d + CLEANUP_GRACE).max(now),
         _ => now + CLEANUP_GRACE,
     };

@@ -373,9 +373,9 @@ fn an_async_multi_acquire_reenters_its_owners_hold_and_a_cancel_or_drop_leaves_n
 }
 
 /// Outside attack round 36, F2: a multi-lock holding its first member and
-/// waiting for the next, whose server goes silent before its deadline,
-/// returns about `CLEANUP_GRACE` (250 ms) after the deadline, as a single
-/// acquire does: the release of the member it holds goes on in the
+/// waiting for the next, whose server goes silent before its deadline (or
+/// its cancel), returns about `CLEANUP_GRACE` (250 ms) after the deadline
+/// (or the cancel), as a single acquire does: the release of the member it holds goes on in the
 /// background. It waited for that release until the connection was given
 /// up, `2T/3` after the silence began (1.7 s past the deadline here).
 #[test]
@@ -402,6 +402,28 @@ fn a_multi_lock_times_out_in_time_while_its_server_is_silent() {
     // The nodes go once the session is back.
     p.heal();
     wait_until("m's nodes deleted", LONG, || {
+        raw.children("/ml-silent/a").is_empty() && raw.children("/ml-silent/b").len() == 1
+    });
+    // A cancel likewise: about 250 ms after it (round 37, F1: the grace
+    // of the members' releases counted from the waiting member's end,
+    // itself 250 ms after the cancel: 0.5 s).
+    let multi = m.multi_lock(&[("/ml-silent/a", LockMode::Exclusive), ("/ml-silent/b", LockMode::Exclusive)]).unwrap();
+    let token = CancelToken::new();
+    let options = AcquireOptions::new().timeout(Some(LONG)).cancel_token(token.clone());
+    let t = std::thread::spawn(move || multi.acquire(options));
+    wait_until("m holds a and waits on b again", LONG, || {
+        raw.children("/ml-silent/a").len() == 1 && raw.children("/ml-silent/b").len() == 2
+    });
+    p.blackhole();
+    std::thread::sleep(Duration::from_millis(300));
+    let cancelled = std::time::Instant::now();
+    token.cancel();
+    let e = t.join().unwrap().expect_err("cancelled");
+    let took = cancelled.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    assert!(took < Duration::from_millis(450), "returned {took:?} after the cancel");
+    p.heal();
+    wait_until("m's nodes deleted again", LONG, || {
         raw.children("/ml-silent/a").is_empty() && raw.children("/ml-silent/b").len() == 1
     });
     held_b.release().unwrap();

@@ -95,6 +95,9 @@ def test_bad_members_are_refused_at_once(client: zklock.Client, path: str) -> No
     for members in bad:
         with pytest.raises(TypeError, match="multi_lock member"):
             client.multi_lock(members)
+    # Round 37, F2: a mode that is not valid Unicode, as any such str.
+    with pytest.raises(zklock.InvalidArgument, match="multi_lock member 0"):
+        client.multi_lock([(path, "\ud800")])
 
 
 def test_a_reentrant_multi_lock_is_taken_twice_by_one_thread_and_others_wait(client: zklock.Client, path: str) -> None:

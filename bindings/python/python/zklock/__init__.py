@@ -341,12 +341,20 @@ def _multi_member(member: object, index: int) -> Tuple[str, str]:
     :class:`LockMode` or its name; raises TypeError naming the member's
     index for anything else (outside attack round 36, F4: a 1-tuple raised
     IndexError, a dict KeyError, a triple was taken with its third element
-    ignored)."""
+    ignored), InvalidArgument for a mode that is not valid Unicode."""
     if isinstance(member, str):
         return (member, LockMode.EXCLUSIVE.value)
     if isinstance(member, (tuple, list)) and len(member) == 2:
         path, mode = member
         if isinstance(path, str) and isinstance(mode, str):
+            try:
+                mode.encode("utf-8")
+            except UnicodeEncodeError:
+                # As for any str that is not valid Unicode (round 37, F2:
+                # UnicodeEncodeError, no ZkLockError, naming nothing).
+                raise InvalidArgument(
+                    "multi_lock member %d: its mode %r is not valid Unicode" % (index, mode), "INVALID_ARGUMENT"
+                ) from None
             return (path, str(mode))
     raise TypeError(
         "multi_lock member %d must be a path or a (path, mode) pair with a zklock.LockMode or its name, not %r"
