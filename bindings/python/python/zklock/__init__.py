@@ -671,7 +671,9 @@ class _Held:
         Cancelling the awaiting task cancels this acquire only (other
         acquires on the same object go on): our node is deleted (or the
         lock, if it was granted in the race, released) before the
-        ``CancelledError`` propagates.
+        ``CancelledError`` propagates, on a server that answers within
+        about 250 ms; else the deletion goes on in the background until it
+        is done or the session ends.
         """
         loop = asyncio.get_running_loop()
         fut, done = _completion(loop)
