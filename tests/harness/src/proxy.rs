@@ -462,9 +462,10 @@ fn forward_frames(
                 let pause = *lock(&inner.connect_answer_delay);
                 thread::sleep(pause);
                 if inner.answer_then_reset.swap(false, Ordering::SeqCst) {
-                    // The answer reaches the client, then the reset.
-                    let _ = write_fully(conn, dst, &buf[..end + 4 + len]);
+                    // The answer reaches the client, then the reset. Counted
+                    // first: a client that has the answer sees the count.
                     inner.answers_reset.fetch_add(1, Ordering::SeqCst);
+                    let _ = write_fully(conn, dst, &buf[..end + 4 + len]);
                     conn.abort();
                     return Step::Stop;
                 }
