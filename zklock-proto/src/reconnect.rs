@@ -78,6 +78,18 @@
 //!   gives every session a full timeout, a touch the client cannot see
 //!   (the simulator gave such a live session up about once in 60,000
 //!   schedules).
+//! - A server's answer that the session is expired is taken as final only
+//!   once another server says it too; meanwhile the reconnect asks the
+//!   others at once and goes on as it would, until its give-up time as it
+//!   stood then (at least `T/3` on; an unanswered attempt no longer puts
+//!   it off: [`RoundRobin::said_expired`]): a leader
+//!   deposed while it stalled answers a reconnect from its own stale record
+//!   when it runs again (its expiry of the session can never commit) while
+//!   the new quorum keeps the session (outside attack round 36, F3;
+//!   [`Bugs::expired_believed_at_once`]). A true expiry costs one more
+//!   connect (more with no other server answering); a client that knows
+//!   only the stale member believes it, as ZooKeeper's own client and
+//!   kazoo do.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -175,6 +187,12 @@ pub struct Bugs {
     /// them just before it went down (a stalled one that ran again for a
     /// moment) touched the session, and the client gave it up early.
     pub reset_in_flight_forgotten: bool,
+    /// A server's answer that the session is expired ends the reconnect at
+    /// once (the policy before session 34, as ZooKeeper's own client and
+    /// kazoo do): a leader deposed while it stalled, answering from its
+    /// stale record, ended a session the new quorum kept (outside attack
+    /// round 36, F3).
+    pub expired_believed_at_once: bool,
 }
 
 impl Bugs {
@@ -199,6 +217,9 @@ pub struct Reconnect {
     /// The reconnect went on past its give-up time once because the
     /// client's process stalled ([`Rules::ran_again`]).
     stall_grace_used: bool,
+    /// A server said the session is expired: the reconnect gives up by
+    /// then, whatever puts it off after ([`Rules::said_expired`]).
+    expired_by: Option<Instant>,
     bugs: Bugs,
 }
 
@@ -215,6 +236,7 @@ impl Reconnect {
             lost_at: last_heard,
             round: 0,
             stall_grace_used: false,
+            expired_by: None,
             bugs: Bugs::default(),
         }
     }
@@ -256,7 +278,7 @@ impl Reconnect {
 
     /// When the reconnect gives up: the session is then taken as expired.
     pub fn give_up_at(&self) -> Instant {
-        self.give_up_at
+        self.expired_by.map_or(self.give_up_at, |by| by.min(self.give_up_at))
     }
 
     /// The longest pause between two rounds of attempts (the pause doubles
@@ -276,18 +298,18 @@ impl Reconnect {
         let floor = Duration::from_millis(500).min(self.timeout / 4);
         let share = (self.timeout / among as u32).max(floor);
         if self.bugs.on(|b| b.quick_retries) {
-            let quick_until = (self.last_heard + self.timeout / 2).min(self.give_up_at);
+            let quick_until = (self.last_heard + self.timeout / 2).min(self.give_up_at());
             if now < quick_until {
                 let quick = (self.timeout / 8).max(Duration::from_millis(200));
                 return quick_until.min(now + quick.min(share));
             }
-            return self.give_up_at.min(now + share);
+            return self.give_up_at().min(now + share);
         }
         if self.bugs.on(|b| b.fixed_share) {
-            return self.give_up_at.min(now + share);
+            return self.give_up_at().min(now + share);
         }
         let wait = share.saturating_mul(1 << self.round.min(16)).min(self.timeout.max(share));
-        self.give_up_at.min(now + wait)
+        self.give_up_at().min(now + wait)
     }
 
     /// A round of attempts over every server ended without a connection:
@@ -432,6 +454,11 @@ pub trait Rules {
     /// (an attempt's or a pause's) that ended at `expected`: a call much
     /// later than that means the client's own process stalled.
     fn ran_again(&mut self, now: Instant, expected: Instant);
+    /// A server answered at `now` that the session is expired, the first
+    /// in this connect: whether that is final at once (else
+    /// [`RoundRobin::said_expired`] asks the others, and the rules say how
+    /// long).
+    fn said_expired(&mut self, now: Instant) -> bool;
 }
 
 impl Rules for Reconnect {
@@ -490,6 +517,19 @@ impl Rules for Reconnect {
             self.give_up_at = now + self.timeout / 3;
         }
     }
+    /// No: the other servers are asked first (outside attack round 36,
+    /// F3), until the give-up time as it stands now (at least `T/3` from
+    /// now): the reconnect then gives up (the answer stands), however an
+    /// unanswered attempt would put it off after (a server that hangs
+    /// would otherwise keep a truly expired session trying for ever).
+    fn said_expired(&mut self, now: Instant) -> bool {
+        if self.bugs.on(|b| b.expired_believed_at_once) {
+            return true;
+        }
+        let by = self.give_up_at().max(now + self.timeout / 3);
+        self.expired_by.get_or_insert(by);
+        false
+    }
 }
 
 /// A new session's rules: until the connect timeout, each attempt given its
@@ -538,6 +578,10 @@ impl Rules for NewSession {
     }
     /// Nothing: the connect timeout is the caller's bound.
     fn ran_again(&mut self, _: Instant, _: Instant) {}
+    /// Yes: a new session has no session of its own to keep.
+    fn said_expired(&mut self, _: Instant) -> bool {
+        true
+    }
 }
 
 /// What a [`RoundRobin`] does next.
@@ -619,6 +663,9 @@ pub struct RoundRobin<R> {
     /// When the last wait handed out (an attempt's or a pause's) ended:
     /// the next call comes by then, unless the client's process stalled.
     expected: Option<Instant>,
+    /// The server that said the session is expired, while the others are
+    /// asked ([`RoundRobin::said_expired`]).
+    said_expired: Option<usize>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -643,6 +690,7 @@ impl<R: Rules> RoundRobin<R> {
             waiting_until: None,
             waiting_since: None,
             expected: None,
+            said_expired: None,
         }
     }
 
@@ -727,6 +775,35 @@ impl<R: Rules> RoundRobin<R> {
         }
     }
 
+    /// The server of the attempt last handed out answered that the session
+    /// is expired, at `now`. Returns whether that is final: when another
+    /// server said it before in this reconnect, or when the list has no
+    /// other server. Else the attempt ended (the answer touched nothing: a
+    /// server that has the session renews it) and the reconnect goes on as
+    /// it would, the round with the next server, at once (that server's
+    /// word again counts for no more), until the rules' time for it
+    /// ([`Rules::said_expired`]: a reconnect's give-up time as it stood
+    /// then, at least `T/3` on, no longer put off): a connection means
+    /// the session lives; giving up ([`Next::GiveUp`]) means it is taken as
+    /// expired, as always. A
+    /// leader deposed while it stalled answers a reconnect from its own
+    /// stale record when it runs again, its expiry of the session never
+    /// committed, while the new quorum keeps the session (outside attack
+    /// round 36, F3).
+    pub fn said_expired(&mut self, now: Instant) -> bool {
+        self.waiting_until = None;
+        self.waiting_since = None;
+        match self.said_expired {
+            Some(first) => first != self.current,
+            None if self.hosts == 1 || self.rules.said_expired(now) => true,
+            None => {
+                self.said_expired = Some(self.current);
+                self.all_unusable = false;
+                false
+            },
+        }
+    }
+
     /// A whole round's servers, from `start`.
     fn round(&self) -> VecDeque<usize> {
         (0..self.hosts).map(|k| (self.start + k) % self.hosts).collect()
@@ -792,6 +869,7 @@ impl RoundRobin<Reconnect> {
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
             self.own_first = false;
+            self.said_expired = None;
             self.rules.set_hosts(hosts);
             self.start = 0;
             self.queue = self.round();
@@ -828,6 +906,7 @@ impl RoundRobin<Reconnect> {
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
+        self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
@@ -1043,6 +1122,59 @@ mod tests {
             assert!(!rr.set_hosts(4, &same, now), "between attempts");
         }
         assert_eq!(asked, [0, 1, 2, 3]);
+    }
+
+    /// Round 36's F3: an answer that the session is expired is taken once
+    /// a second server says it, or once no other server answered; with one
+    /// server, at once.
+    #[test]
+    fn an_expired_answer_is_final_once_another_server_says_it_too() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(1), t0, false);
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
+        assert!(!rr.said_expired(t0), "one server's word");
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 2, .. }), "the next, at once");
+        assert!(rr.said_expired(t0), "a second server's word is final");
+
+        // No other server answers: the reconnect goes on, the first one
+        // asked again in the next round (its word again counts for no
+        // more), and gives up at its give-up time as it stood at the first
+        // word, unanswered attempts notwithstanding.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(1), t0, false);
+        let _ = rr.next(t0, 0.0);
+        assert!(!rr.said_expired(t0));
+        let mut asked = Vec::new();
+        let mut now = t0;
+        loop {
+            match rr.next(now, 0.0) {
+                Next::Try { host: 1, .. } => break,
+                Next::Try { host, .. } => {
+                    asked.push(host);
+                    rr.ended(Ended::Unusable);
+                },
+                Next::Pause { until } => now = until,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(asked, [2, 0], "the others at once");
+        assert!(now < t0 + T / 10, "then a pause, as after any round");
+        assert!(!rr.said_expired(now), "the same server again: not final");
+        loop {
+            match rr.next(now, 0.0) {
+                Next::Try { until, .. } => {
+                    now = until;
+                    rr.ended(Ended::Unanswered(until));
+                },
+                Next::Pause { until } => now = until,
+                Next::GiveUp => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(now, t0 + T * 4 / 3, "given up when it would have at the first word");
+
+        let mut one = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
+        let _ = one.next(t0, 0.0);
+        assert!(one.said_expired(t0), "no other server to ask");
     }
 
     /// Round 35's F2: servers added to a list whose only server hangs are

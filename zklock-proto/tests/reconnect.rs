@@ -80,7 +80,13 @@
 //!   found one in 400,000 random runs: a stall of 0.64 T read a connect
 //!   given up 0.42 T before its end, and the server was then down for the
 //!   rest of the time: the client gave the session up 0.08 T before the
-//!   server would have expired it.)
+//!   server would have expired it.) And a client that heard a stale
+//!   member's "expired" ([`Fault::Stale`]) and reached no server that has
+//!   the session by the give-up time as it stood then takes the word
+//!   (what was unanswered after it no longer puts giving up off, or a
+//!   hung server would keep a truly expired session trying for ever):
+//!   checked in runs where the others are healthy (`stale_runs`), not in
+//!   the random runs that mix the stale member with the server's stalls.
 //! - **no false loss** (runs marked covered: one outage of up to `0.3 T`,
 //!   a stall with or without a reset at any point of it, a refusal, or a
 //!   server slow to answer connects by up to `0.22 T`, with one address
@@ -175,13 +181,23 @@ enum Fault {
     /// connection to it is reset at `at` first (outside attack round 35,
     /// F1: the own member reset, then hung).
     Hang { at: Duration, len: Duration, reset: bool },
+    /// Address 0 leads to another process for `len` from `at`: a leader
+    /// deposed while it stalled, running again on its stale record, which
+    /// answers every connect at once that the session is expired (its
+    /// expiry never commits) and reads nothing else, while the server
+    /// behind the other addresses keeps the session (outside attack round
+    /// 36, F3). The client's connection through address 0 is reset at `at`.
+    Stale { at: Duration, len: Duration },
 }
 
 impl Fault {
     /// When it starts and when it ends.
     fn span(&self) -> (Duration, Duration) {
         match *self {
-            Fault::Stall { at, len, .. } | Fault::Down { at, len } | Fault::Hang { at, len, .. } => (at, at + len),
+            Fault::Stall { at, len, .. }
+            | Fault::Down { at, len }
+            | Fault::Hang { at, len, .. }
+            | Fault::Stale { at, len } => (at, at + len),
             Fault::Slow { at, .. } | Fault::Reset { at } => (at, at),
         }
     }
@@ -434,6 +450,9 @@ struct World {
     /// (instant, safe_until from then on): every change.
     safe_log: Vec<(Instant, Instant)>,
     gave_up_at: Option<Instant>,
+    /// When the client first heard "expired" in this reconnect and went on
+    /// asking.
+    heard_expired: Option<Instant>,
     /// The close's decisions (the session layer's own) and where it is.
     closing: Closing,
     close: Close,
@@ -507,6 +526,7 @@ impl World {
             hb_gen: 0,
             safe_log: Vec::new(),
             gave_up_at: None,
+            heard_expired: None,
             closing: Closing::new(),
             close: Close::NotAsked,
             close_on: None,
@@ -546,6 +566,7 @@ impl World {
                 Fault::Slow { at, .. } | Fault::Reset { at } => w.at(base + at, What::Reset),
                 Fault::Hang { at, reset: true, .. } => w.at(base + at, What::HangReset),
                 Fault::Hang { reset: false, .. } => {},
+                Fault::Stale { at, .. } => w.at(base + at, What::HangReset),
             }
         }
         w
@@ -596,6 +617,21 @@ impl World {
                 }))
     }
 
+    /// Whether `addr` leads to a stale member at `now` ([`Fault::Stale`]).
+    fn addr_stale(&self, addr: usize, now: Instant) -> bool {
+        addr == 0
+            && self.run.faults.iter().any(|f| {
+                let (at, end) = f.span();
+                matches!(f, Fault::Stale { .. }) && now >= self.base + at && now < self.base + end
+            })
+    }
+
+    /// Whether `conn` was opened to a stale member.
+    fn stale(&self, conn: u64) -> bool {
+        let (addr, opened) = self.conn_addr[conn as usize];
+        self.addr_stale(addr, opened)
+    }
+
     /// Whether nothing passes on `conn` now, either way.
     fn silent(&self, conn: u64) -> bool {
         let (addr, opened) = self.conn_addr[conn as usize];
@@ -624,6 +660,15 @@ impl World {
     /// silent connection).
     fn send(&mut self, conn: u64, req: Req) {
         if self.silent(conn) {
+            return;
+        }
+        if self.stale(conn) {
+            // The stale member answers a connect "expired" (and closes the
+            // connection); the server never reads any of it.
+            if req == Req::Connect {
+                let answer = self.now + self.wire() * 2;
+                self.at(answer, What::Recv { conn, req, alive: false });
+            }
             return;
         }
         let read = self.runs_from(self.now + self.wire());
@@ -945,8 +990,17 @@ impl World {
                 c.attempt = None;
                 if !alive {
                     // Answered with timeout 0 (or the session ended since
-                    // the connect): the session is gone.
-                    self.session_gone();
+                    // the connect): the session is gone, once a second
+                    // server says so (a stale member's word may be wrong),
+                    // or at once with the close asked.
+                    if self.close == Close::Held || c.rounds.said_expired(self.now) {
+                        self.session_gone();
+                        return;
+                    }
+                    self.heard_expired.get_or_insert(self.now);
+                    self.server_open[conn as usize] = false;
+                    self.leave(conn);
+                    self.next_attempt();
                     return;
                 }
                 if let (Some(answered), Req::Auth(step)) = (c.answered, req) {
@@ -1004,6 +1058,7 @@ impl World {
     /// The attempt on `conn` (to the list's `host`, its connect sent at
     /// `sent` and answered at `answered`) is done: the session goes on there.
     fn use_connection(&mut self, conn: u64, host: usize, sent: Instant, answered: Instant) {
+        self.heard_expired = None;
         self.host_at = host;
         self.state = State::Connected { conn, connect_sent: sent, connect_answered: answered };
         self.heard();
@@ -1081,7 +1136,8 @@ impl World {
     fn next_attempt(&mut self) {
         let now = self.now;
         let down = self.down(now);
-        let hung: Vec<bool> = self.order.iter().map(|&a| self.addr_silent(a, now, now)).collect();
+        let hung: Vec<bool> =
+            self.order.iter().map(|&a| self.addr_silent(a, now, now) || self.addr_stale(a, now)).collect();
         let State::Connecting(c) = &mut self.state else { return };
         loop {
             match c.rounds.next(now, 0.0) {
@@ -1155,7 +1211,10 @@ impl World {
                 ));
             }
         }
-        if let Some(g) = self.gave_up_at {
+        // A stale member's word taken after no server answered in time:
+        // checked only where the others are healthy (module docs).
+        let took_the_word = self.heard_expired.is_some() && !self.run.survives;
+        if let Some(g) = self.gave_up_at.filter(|_| !took_the_word) {
             // Only touches the client can know of: a connect the server read
             // whose answer a reset lost is invisible to it, and so is what a
             // stalled server reads on a connection the client left more than
@@ -1230,7 +1289,7 @@ impl World {
                     ));
                 }
             }
-        } else if self.expired_at.is_none() {
+        } else if self.expired_at.is_none() && !took_the_word {
             let back = matches!(self.state, State::Connected { .. }) && self.clock.is_safe(self.end);
             if !back {
                 return Err(("back", format!("the session lives, but at the end the client is {:?}", self.state)));
@@ -1325,7 +1384,7 @@ fn search(
                         },
                         Fault::Reset { .. } => true,
                         Fault::Slow { delay, .. } => delay <= t * 22 / 100,
-                        Fault::Hang { .. } => unreachable!("hangs come below"),
+                        Fault::Hang { .. } | Fault::Stale { .. } => unreachable!("hangs and stale members come below"),
                     };
                     // A close in flight when the fault comes, and one asked
                     // in the middle of the outage (at every fourth phase).
@@ -1342,7 +1401,7 @@ fn search(
                             ]
                         },
                         Fault::Reset { .. } => vec![(at - WIRE / 2, None)],
-                        Fault::Slow { .. } | Fault::Hang { .. } => vec![],
+                        Fault::Slow { .. } | Fault::Hang { .. } | Fault::Stale { .. } => vec![],
                     };
                     // The server list refreshed every T/10 (at every fourth
                     // phase, with an address hung): it must change nothing
@@ -1401,6 +1460,11 @@ fn search(
         }
     }
     for run in move_runs(bugs, clock_bugs) {
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
+    for run in stale_runs(bugs, clock_bugs) {
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -1484,6 +1548,22 @@ fn search(
             return (made, Some(found));
         }
     }
+    // A quarter as many again with the own address a stale member for a
+    // while, among the server's stalls, refusals and resets.
+    let mut rng = fastrand::Rng::with_seed(0x57a1e);
+    for _ in 0..random / 4 {
+        let t = Duration::from_millis(rng.u64(1_000..=12_000));
+        let (mut faults, at) = random_faults(&mut rng, t);
+        let stale_at = t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64));
+        faults.push(Fault::Stale { at: stale_at, len: Duration::from_millis(rng.u64(1..=2 * t.as_millis() as u64)) });
+        let hosts = rng.usize(2..=4);
+        let hung = if rng.u8(0..4) == 0 { rng.usize(0..hosts - 1) } else { 0 };
+        let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
+        let run = Run { close_at, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
     (made, None)
 }
 
@@ -1507,6 +1587,35 @@ fn move_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::cloc
                         clock_bugs,
                         ..Run::new(t, hosts, 0, faults)
                     });
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// The own address a stale member ([`Fault::Stale`]: a deposed leader's
+/// "expired") for `T/4` or `2 T` while the server behind the others runs
+/// on, at 8 phases against the heartbeats, with two to five addresses (one
+/// of them hung, or none), login steps or not: the session must survive,
+/// the client back on it (outside attack round 36, F3).
+fn stale_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for timeout_ms in [1_000u64, 4_000, 10_000] {
+        let t = Duration::from_millis(timeout_ms);
+        for phase in 0..8u32 {
+            let at = t * 3 / 2 + t / 8 * phase / 8;
+            for (hosts, hung) in [(2usize, 0usize), (3, 0), (3, 1), (5, 1)] {
+                for len in [t / 4, t * 2] {
+                    for auth in [0, 1] {
+                        runs.push(Run {
+                            auth,
+                            survives: true,
+                            bugs,
+                            clock_bugs,
+                            ..Run::new(t, hosts, hung, vec![Fault::Stale { at, len }])
+                        });
+                    }
                 }
             }
         }
@@ -1783,6 +1892,18 @@ fn finds_set_hosts_keeps_any_wait() {
     let bugs = zklock_proto::reconnect::Bugs { set_hosts_keeps_any_wait: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(run.known < run.hosts && matches!(run.faults[0], Fault::Hang { .. }), "{run:?}");
+}
+
+/// Outside attack round 36, F3 (`expired_believed_at_once`): the own
+/// address a stale member answering "expired" while the server behind the
+/// others keeps the session; believed at once, the session is given up
+/// alive (the client not back, and the server expires it).
+#[cfg(feature = "history")]
+#[test]
+fn finds_expired_believed_at_once() {
+    let bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
+    let run = finds(bugs, &["back", "expired"]);
+    assert!(run.faults.iter().any(|f| matches!(f, Fault::Stale { .. })), "{run:?}");
 }
 
 /// Session 33's reading of the handshake (`answer_before_failure_forgotten`):

@@ -1021,7 +1021,19 @@ async fn connect_round_robin<R: Rules>(
                 let how = match attempt(cfg, &host, attach, tokio::time::Instant::from_std(until), close).await {
                     // Where the server is now (a new list may have moved it).
                     Ok(r) => return Ok((r, lock(shared).rounds.current())),
-                    Err(Failure::Expired) => return Err(RoundsEnd::Expired),
+                    // Final once a second server says it (a deposed leader
+                    // answers from its stale record: outside attack round
+                    // 36, F3), or no other answers in time; at once with
+                    // the close asked (the session is being ended).
+                    Err(Failure::Expired) => {
+                        let closing = close.is_some_and(|c| *c.borrow());
+                        let now = tokio::time::Instant::now().into_std();
+                        if closing || lock(shared).rounds.said_expired(now) {
+                            return Err(RoundsEnd::Expired);
+                        }
+                        failed(Some("said the session is expired".to_string()));
+                        continue;
+                    },
                     Err(Failure::Closed) => return Err(RoundsEnd::Closed),
                     Err(Failure::CloseLost) => {
                         lock(shared).rounds.ended(Ended::Unanswered(tokio::time::Instant::now().into_std()));

@@ -718,6 +718,49 @@ fn a_reset_with_requests_in_flight_puts_giving_up_off() {
     });
 }
 
+/// A server that answers a reconnect "expired" while the ensemble still
+/// has the session (a leader deposed while it stalled, answering from its
+/// stale record when it runs again: outside attack round 36, F3; here a
+/// proxy answers so itself): the client asks another server, which has
+/// the session, and goes on there, its ephemeral node kept. Then both say
+/// "expired": a second server's word is final at once (no waiting for the
+/// reconnect's give-up time). Before, the first answer ended the session.
+#[test]
+fn an_expired_answer_is_taken_only_once_a_second_server_says_it() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let observer = connect(&zk.connect_string()).await;
+        let s = connect(&p1.addr().to_string()).await;
+        s.create("/stale-expired", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        s.set_hosts(&format!("{},{}", p1.addr(), p2.addr())).unwrap();
+        let mut events = s.events();
+        p1.answer_expired();
+        p1.drop_connections();
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        let SessionEvent::Connected(c) = next_event(&mut events, 5).await else { panic!("not reconnected") };
+        assert_eq!(c.server, p2.addr(), "on the other server");
+        assert!(p1.expired_answers() >= 1, "the stale answer was given");
+        let node = observer.exists("/stale-expired").await.unwrap().value.expect("the node is kept");
+        assert_eq!(node.ephemeral_owner, s.id());
+        s.exists("/zookeeper").await.expect("the session goes on");
+
+        p2.answer_expired();
+        let dropped = Instant::now();
+        p2.drop_connections();
+        let ended = loop {
+            if let SessionEvent::Ended(e) = next_event(&mut events, 10).await {
+                break e;
+            }
+        };
+        assert_eq!(ended, Error::SessionExpired);
+        assert!(dropped.elapsed() < s.timeout() / 3, "at once: {:?}", dropped.elapsed());
+        assert!(p2.expired_answers() >= 1 && p1.expired_answers() >= 2, "both said it");
+        observer.close().await;
+    });
+}
+
 /// A list without the current server, then one with it again before the
 /// move is done (the reply the move waits for held back): the move is
 /// called off, the call made meanwhile goes out on the same connection,

@@ -182,6 +182,10 @@ struct Inner {
     answer_then_reset: AtomicBool,
     /// Connect answers forwarded and then reset (`answer_then_reset`).
     answers_reset: AtomicU64,
+    /// Every connect is answered "expired" by the proxy itself
+    /// (`answer_expired`), counted in `expired_answers`.
+    answer_expired: AtomicBool,
+    expired_answers: AtomicU64,
     registry: Mutex<Registry>,
 }
 
@@ -421,6 +425,23 @@ fn run_pump(inner: &Inner, conn: &Arc<Conn>, dir: Dir) {
     }
 }
 
+/// A connect answer saying the session is expired, framed: protocol
+/// version 0, timeout 0, session id 0, a 16-byte zero password, not
+/// read-only (as ZooKeeper's server writes it).
+fn expired_connect_answer() -> Vec<u8> {
+    let mut body = Vec::with_capacity(37);
+    body.extend_from_slice(&0i32.to_be_bytes());
+    body.extend_from_slice(&0i32.to_be_bytes());
+    body.extend_from_slice(&0i64.to_be_bytes());
+    body.extend_from_slice(&16i32.to_be_bytes());
+    body.extend_from_slice(&[0; 16]);
+    body.push(0);
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&i32::try_from(body.len()).unwrap_or(0).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
 /// Forwards every complete frame in `buf` (or everything, in raw mode),
 /// applying the drop-create-reply fault. Leaves an incomplete frame in `buf`.
 fn forward_frames(
@@ -458,6 +479,19 @@ fn forward_frames(
         if *first_frame {
             // Connect request / response: never inspected.
             *first_frame = false;
+            if dir == Dir::ToServer && inner.answer_expired.load(Ordering::SeqCst) {
+                // Answered here, "expired", as a stale member does; the
+                // server never sees it. Counted first (see below).
+                inner.expired_answers.fetch_add(1, Ordering::SeqCst);
+                let _ = write_fully(conn, &conn.client, &expired_connect_answer());
+                // Then closed in order (FIN), as the server closes it.
+                let _ = conn.client.shutdown(Shutdown::Write);
+                conn.closing.store(true, Ordering::SeqCst);
+                if let Some(s) = &conn.server {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                return Step::Stop;
+            }
             if dir == Dir::ToClient {
                 let pause = *lock(&inner.connect_answer_delay);
                 thread::sleep(pause);
@@ -885,6 +919,8 @@ impl Proxy {
             resetting: AtomicBool::new(false),
             answer_then_reset: AtomicBool::new(false),
             answers_reset: AtomicU64::new(0),
+            answer_expired: AtomicBool::new(false),
+            expired_answers: AtomicU64::new(0),
             registry: Mutex::new(Registry::default()),
         });
         let accept_listener = listener.try_clone()?;
@@ -956,6 +992,27 @@ impl Proxy {
     /// ([`answer_next_connect_then_reset`](Proxy::answer_next_connect_then_reset)).
     pub fn connect_answers_reset(&self) -> u64 {
         self.inner.answers_reset.load(Ordering::SeqCst)
+    }
+
+    /// From now on (until [`answer_expired_off`](Proxy::answer_expired_off))
+    /// the proxy answers every new connection's connect itself, that the
+    /// session is expired (timeout 0, session 0), and closes it: what a
+    /// leader deposed while it stalled answers from its stale record
+    /// (outside attack round 36, F3). The server never sees those
+    /// connections; connections already open go on. Counted by
+    /// [`expired_answers`](Proxy::expired_answers).
+    pub fn answer_expired(&self) {
+        self.inner.answer_expired.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends [`answer_expired`](Proxy::answer_expired).
+    pub fn answer_expired_off(&self) {
+        self.inner.answer_expired.store(false, Ordering::SeqCst);
+    }
+
+    /// How many connects the proxy answered "expired" itself.
+    pub fn expired_answers(&self) -> u64 {
+        self.inner.expired_answers.load(Ordering::SeqCst)
     }
 
     /// Whether the proxy is in blackhole mode.
