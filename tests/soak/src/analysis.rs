@@ -298,11 +298,17 @@ pub enum FaultKind {
     /// half of the session timeout, then reset its connections, the
     /// answers lost with them.
     MuteHolder,
+    /// The member the holder is connected through answers every connect
+    /// "expired" (its proxy does, as a leader deposed while it stalled
+    /// answers from its stale record) for a quarter to a whole session
+    /// timeout, and the holder's connection to it is reset: the holder
+    /// reconnects through the others, which have its session.
+    StaleMember,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::FreezeMember,
@@ -314,6 +320,7 @@ impl FaultKind {
         FaultKind::PartitionMember,
         FaultKind::StallHolder,
         FaultKind::MuteHolder,
+        FaultKind::StaleMember,
     ];
 
     /// The kind's name in reports.
@@ -330,6 +337,7 @@ impl FaultKind {
             FaultKind::PartitionMember => "partition-member",
             FaultKind::StallHolder => "stall-holder",
             FaultKind::MuteHolder => "mute-holder",
+            FaultKind::StaleMember => "stale-member",
         }
     }
 
@@ -341,7 +349,10 @@ impl FaultKind {
             | FaultKind::FreezeMember
             | FaultKind::RestartEnsemble
             | FaultKind::PartitionMember => Lane::Servers,
-            FaultKind::BlackholeHolder | FaultKind::DropCreateReply | FaultKind::MuteHolder => Lane::HolderNetwork,
+            FaultKind::BlackholeHolder
+            | FaultKind::DropCreateReply
+            | FaultKind::MuteHolder
+            | FaultKind::StaleMember => Lane::HolderNetwork,
             FaultKind::PauseHolder | FaultKind::StallHolder => Lane::HolderProcess,
             FaultKind::ThirdPartyDelete => Lane::ThirdParty,
         }

@@ -5,7 +5,8 @@
 //! member off from the quorum while its clients stay connected), one
 //! against the holders' network (blackhole the holder's connection, drop
 //! the reply to a create, hold the holder's answers and then reset its
-//! connections), one against the holders' processes (stop the
+//! connections, make the holder's member answer its reconnect "expired"),
+//! one against the holders' processes (stop the
 //! holder's process past its session, or a contender's between its create
 //! and reading the replies) and one for a third party (delete a waiter's or
 //! a holder's lock node, see `third_party.rs`). The threads' faults
@@ -214,6 +215,19 @@ impl Chaos<'_> {
                 group.drop_connections();
                 Ok(Some(fault(start, None)))
             },
+            FaultKind::StaleMember => {
+                let Some(holder) = self.holder() else { return Ok(None) };
+                let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+                // The member the holder is on (its proxy has its connection).
+                let Some(stale) = group.proxies().iter().find(|p| p.connections() > 0) else { return Ok(None) };
+                stale.answer_expired();
+                stale.drop_connections();
+                let start = mono_ns();
+                let t = self.hold.saturating_sub(Duration::from_secs(1)).as_millis() as u64;
+                std::thread::sleep(Duration::from_millis(rng.range(t / 4, t)));
+                stale.answer_expired_off();
+                Ok(Some(fault(start, None)))
+            },
             FaultKind::PauseHolder => {
                 let Some(holder) = self.holder() else { return Ok(None) };
                 let Some(&process) = self.process_of.get(&holder) else { return Ok(None) };
@@ -363,6 +377,9 @@ impl Chaos<'_> {
             g.release_held_replies();
             g.heal();
             g.disarm_drop_create_reply();
+            for p in g.proxies() {
+                p.answer_expired_off();
+            }
         }
         for i in 0..self.cluster.len() {
             if self.cluster.is_partitioned(i) {

@@ -71,7 +71,7 @@ const USAGE: &str =
 locks (default: all, contenders dealt out in turn): exclusive, rw, election, semaphore
 fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
                             blackhole-holder, pause-holder, drop-create-reply, third-party-delete,
-                            partition-member, stall-holder, mute-holder";
+                            partition-member, stall-holder, mute-holder, stale-member";
 
 /// The orchestrator's settings.
 #[derive(Clone, Debug)]
