@@ -37,8 +37,9 @@
 //!   `ZKLOCK_SIM_KIND`). One wrong rule too rare to search for in that
 //!   budget, `list_without_probe`, is replayed at the seeds that found it
 //!   (`list_without_probe_leaks_at_its_seeds`); so are the clock's
-//!   `connect_unconfirmed` and the reconnect's `no_stall_grace` (a live
-//!   session given up: a count, not a broken promise). Two wrong rules the clock's documentation rules
+//!   `connect_unconfirmed` and the reconnect's `no_stall_grace` and
+//!   `expired_believed_at_once` (a live session given up: a count, not a
+//!   broken promise). Two wrong rules the clock's documentation rules
 //!   out have no switch, because the model does not show them wrong (40 s
 //!   of seeds each found nothing with them switched on): letting
 //!   a sync answered after the clock ran out count (the model's leader
@@ -103,6 +104,7 @@ fn env_opts() -> sim::Opts {
         "credit_reads" => opts.clock_bugs.credit_reads = true,
         "connect_unconfirmed" => opts.clock_bugs.connect_unconfirmed = true,
         "no_stall_grace" => opts.reconnect_bugs.no_stall_grace = true,
+        "expired_believed_at_once" => opts.reconnect_bugs.expired_believed_at_once = true,
         _ => {},
     }
     opts
@@ -402,6 +404,34 @@ fn a_client_stalled_past_giving_up_asks_once_more_at_its_seed() {
     assert_eq!(gave_up(&kept), 0, "seed {seed} without the switch");
 }
 
+/// Outside attack round 36, F3: a leader deposed while it stalled, running
+/// again, answers a reconnect "expired" from its own record, an expiry that
+/// never commits, while the new leader keeps the session. Believed at once
+/// (`expired_believed_at_once`, as ZooKeeper's own client does), the
+/// session was given up alive at these seeds (the first five from 0); now
+/// the rounds ask the other members, which have it. (A client that names
+/// only the deposed member still takes its word: counted apart, "took a
+/// deposed leader's expired, its only member". A change of the model or
+/// the runner moves what a seed does: find new ones with
+/// `ZKLOCK_SIM_BUG=expired_believed_at_once` and `explore`.)
+#[cfg(feature = "history")]
+#[test]
+fn a_deposed_leaders_expired_is_checked_with_another_member_at_its_seeds() {
+    let fixed = sim::Opts { statless_multi: true, ..sim::Opts::default() };
+    let reconnect_bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
+    let count = |o: &sim::Outcome, what: &str| o.counts.get(what).copied().unwrap_or(0);
+    for seed in [23, 126, 209, 243, 271] {
+        let broken = sim::run(seed, None, sim::Opts { reconnect_bugs, ..fixed }, false);
+        assert!(broken.violation.is_none(), "seed {seed} with the switch: {:?}", broken.violation);
+        assert!(count(&broken, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");
+        assert_eq!(count(&broken, "reconnect: gave a live session up"), 1, "seed {seed} with the switch");
+        let kept = sim::run(seed, None, fixed, false);
+        assert!(kept.violation.is_none(), "seed {seed} without the switch: {:?}", kept.violation);
+        assert!(count(&kept, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");
+        assert_eq!(count(&kept, "reconnect: gave a live session up"), 0, "seed {seed} without the switch");
+    }
+}
+
 /// The timed runs reconnect by the session layer's own rounds over the
 /// ensemble's members (`sim::World::reconnect_rounds`): in a few seconds of
 /// seeds, attempts are refused by followers that lost the leader, go
@@ -417,6 +447,7 @@ fn reconnects_run_the_session_layers_rounds() {
         "reconnect: refused by a follower that lost the leader",
         "reconnect: an attempt went unanswered",
         "reconnect: answered by a deposed leader",
+        "reconnect: a deposed leader answered expired",
     ] {
         assert!(counts.get(what).copied().unwrap_or(0) > 0, "{what}: none in {schedules} schedules: {counts:?}");
     }

@@ -110,6 +110,8 @@ pub struct Rounds {
     attempt: Option<(usize, Instant, Instant, u64)>,
     /// The pause between two rounds ends then (the client's clock).
     pause: Option<Instant>,
+    /// A deposed leader answered "expired" in this reconnect.
+    heard_expired: bool,
 }
 
 /// How long after it was sent the server reads a heartbeat or ping at the
@@ -1130,8 +1132,10 @@ impl World {
     /// takes the connect where the model can connect at once
     /// (`Zk::servers_for`: the leader, a follower in step with it; and
     /// `Zk::ghost_servers_for`: a follower cut off with a deposed leader
-    /// that still answers, which revalidates without a touch) and
-    /// answers [`CONNECT_TICKS`] after it went, or later once a lagging
+    /// that still answers, which revalidates without a touch; one whose
+    /// own record expired the session answers "expired", which the rounds
+    /// take only once another member says it: `RoundRobin::said_expired`)
+    /// and answers [`CONNECT_TICKS`] after it went, or later once a lagging
     /// follower catches up; a follower that noticed it lost the leader
     /// refuses; one cut off from the leader that has not noticed yet, or
     /// any member while the client is cut off, does not answer. A client
@@ -1153,7 +1157,10 @@ impl World {
         };
         let (from, last_read) = (list.iter().position(|&m| m == s.server), self.cs[i].last_read.unwrap_or(now));
         let mut takes = self.zk.servers_for(Some(sid));
-        takes.extend(self.zk.ghost_servers_for(sid, self.cs[i].last_zxid));
+        // A deposed leader whose own record expired the session answers
+        // "expired" (outside attack round 36, F3); one that has it takes it.
+        let stale = self.zk.ghost_expired_for(sid, self.cs[i].last_zxid, T_TICKS);
+        takes.extend(self.zk.ghost_servers_for(sid, self.cs[i].last_zxid).into_iter().filter(|m| !stale.contains(m)));
         let refusing: Vec<bool> = list.iter().map(|&m| !cut && m > 0 && !self.zk.followers[m - 1].serving).collect();
         let refuses = |h: usize| refusing[h];
         let mut r = self.cs[i].rounds.take().unwrap_or_else(|| {
@@ -1161,7 +1168,12 @@ impl World {
             policy.set_bugs(self.reconnect_bugs);
             // Requests in flight at the loss are not tracked here: as if
             // none were (giving up no later than the session layer would).
-            Rounds { rr: RoundRobin::after_loss(policy, list.len(), from, now, false), attempt: None, pause: None }
+            Rounds {
+                rr: RoundRobin::after_loss(policy, list.len(), from, now, false),
+                attempt: None,
+                pause: None,
+                heard_expired: false,
+            }
         });
         loop {
             if let Some((h, until, sent, tick)) = r.attempt {
@@ -1192,6 +1204,19 @@ impl World {
                         }
                     }
                     return;
+                }
+                if !cut && stale.contains(&m) && self.zk.now >= tick + CONNECT_TICKS {
+                    self.count("reconnect: a deposed leader answered expired");
+                    r.attempt = None;
+                    r.heard_expired = true;
+                    if r.rr.said_expired(now) {
+                        if list.len() == 1 {
+                            self.count("reconnect: took a deposed leader's expired, its only member");
+                        }
+                        self.give_up_session(i);
+                        return;
+                    }
+                    continue;
                 }
                 if refuses(h) {
                     self.count("reconnect: a follower that lost the leader closed the attempt");
@@ -1225,6 +1250,9 @@ impl World {
                     break;
                 },
                 Next::GiveUp | Next::Unreachable => {
+                    if r.heard_expired {
+                        self.count("reconnect: gave up after a deposed leader's expired");
+                    }
                     self.give_up_session(i);
                     return;
                 },

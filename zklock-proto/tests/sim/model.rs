@@ -313,6 +313,13 @@ pub struct Follower<T> {
     /// ... until this tick (it has not noticed yet that it lost its
     /// quorum).
     pub ghost_until: u64,
+    /// The deposed leader's own record of when it last heard from each
+    /// session (as it stood when the new leader took over, and its own
+    /// revalidations since): a session missing or older than a session
+    /// timeout there is one it expires when it runs again, and it answers a
+    /// reconnect of it "expired" (an expiry that can never commit: outside
+    /// attack round 36, F3).
+    pub ghost_touched: BTreeMap<SessionId, u64>,
 }
 
 impl<T> Follower<T> {
@@ -584,6 +591,7 @@ impl<T: Clone> Zk<T> {
                 deposed: false,
                 ghost_from: 0,
                 ghost_until: 0,
+                ghost_touched: BTreeMap::new(),
             });
         }
     }
@@ -639,6 +647,22 @@ impl<T: Clone> Zk<T> {
                 || fl.down.iter().any(|(_, m)| matches!(m, Down::Answer { sid: s, .. } if ours(s)));
             let answers = (fl.ghost_from..fl.ghost_until).contains(&self.now);
             if fl.deposed && fl.serving && answers && fl.zxid >= last_zxid && !carries {
+                v.push(f + 1);
+            }
+        }
+        v
+    }
+
+    /// The followers where a reconnect of session `sid` is answered
+    /// "expired" by a deposed leader (as [`Zk::ghost_servers_for`], but its
+    /// own record has not heard from the session for `timeout` ticks, or
+    /// never: it expired the session, an expiry that never commits).
+    pub fn ghost_expired_for(&self, sid: SessionId, last_zxid: i64, timeout: u64) -> Vec<usize> {
+        let mut v = Vec::new();
+        for (f, fl) in self.followers.iter().enumerate() {
+            let answers = (fl.ghost_from..fl.ghost_until).contains(&self.now);
+            let expired = fl.ghost_touched.get(&sid).is_none_or(|&t| self.now >= t + timeout);
+            if fl.deposed && fl.serving && answers && fl.zxid >= last_zxid && expired {
                 v.push(f + 1);
             }
         }
@@ -1010,6 +1034,8 @@ impl<T: Clone> Zk<T> {
     /// wait) and its reports reach nobody.
     pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64, stall: u64) {
         let now = self.now;
+        let deposed_record: BTreeMap<SessionId, u64> =
+            self.sessions.iter().filter(|(_, s)| s.alive).map(|(sid, s)| (*sid, s.touched)).collect();
         for (sid, s) in self.sessions.iter_mut() {
             if s.alive {
                 s.touched = now;
@@ -1026,6 +1052,7 @@ impl<T: Clone> Zk<T> {
                 f.deposed = true;
                 f.ghost_from = now + stall;
                 f.ghost_until = now + stall + ghost;
+                f.ghost_touched = deposed_record.clone();
                 f.pings.clear();
                 continue;
             }
@@ -1275,9 +1302,11 @@ impl<T: Clone> Zk<T> {
         s.server = server;
         s.forwarded.clear();
         // The leader revalidates the session: a touch (but a deposed
-        // leader's touch reaches nobody).
+        // leader's touch reaches nobody but its own record).
         if !ghost {
             s.touched = now;
+        } else {
+            self.followers[server - 1].ghost_touched.insert(sid, now);
         }
         s.watches = keep;
         fire.dedup();
