@@ -409,7 +409,9 @@ fn a_client_stalled_past_giving_up_asks_once_more_at_its_seed() {
 /// never commits, while the new leader keeps the session. Believed at once
 /// (`expired_believed_at_once`, as ZooKeeper's own client does), the
 /// session was given up alive at these seeds (the first five from 0); now
-/// the rounds ask the other members, which have it. (A client that names
+/// the rounds ask the other members, which have it. (In the model half the
+/// deposed leaders expire such sessions before answering, half answer
+/// their connects first, as if alive: `Zk::leader_change`.) (A client that names
 /// only the deposed member still takes its word: counted apart, "took a
 /// deposed leader's expired, its only member". A change of the model or
 /// the runner moves what a seed does: find new ones with
@@ -420,7 +422,7 @@ fn a_deposed_leaders_expired_is_checked_with_another_member_at_its_seeds() {
     let fixed = sim::Opts { statless_multi: true, ..sim::Opts::default() };
     let reconnect_bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
     let count = |o: &sim::Outcome, what: &str| o.counts.get(what).copied().unwrap_or(0);
-    for seed in [23, 126, 209, 243, 271] {
+    for seed in [126, 209, 243, 274, 284] {
         let broken = sim::run(seed, None, sim::Opts { reconnect_bugs, ..fixed }, false);
         assert!(broken.violation.is_none(), "seed {seed} with the switch: {:?}", broken.violation);
         assert!(count(&broken, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");

@@ -605,7 +605,7 @@ impl World {
         // Half the time the worst case: the whole `DEPOSED_TICKS`.
         let ghost = if self.ch.roll(50) { DEPOSED_TICKS } else { u64::from(self.ch.between(0, DEPOSED_TICKS as u32)) };
         if !stalled {
-            self.zk.leader_change(f, d, ghost, 0);
+            self.zk.leader_change(f, d, ghost, 0, true);
             self.count("fault: leader change");
             self.trace_line(format!(
                 "FAULT leader change: a new leader starts; follower s{} stays with the deposed one for {d} ticks, \
@@ -879,7 +879,12 @@ impl World {
             let now = self.zk.now;
             if let Some(c) = self.stalled_change.filter(|c| now >= c.at) {
                 self.stalled_change = None;
-                self.zk.leader_change(c.f, c.d, c.ghost, c.stall);
+                // Half the time (by the stall's parity, drawn already: the
+                // schedules of earlier seeds stay as they were) the deposed
+                // leader's tracker expires the sessions it lost track of
+                // before it answers their reconnects, half the time not
+                // (their connects read first).
+                self.zk.leader_change(c.f, c.d, c.ghost, c.stall, c.stall % 2 == 1);
                 self.count("fault: leader change after the leader stalled");
                 self.trace_line(format!(
                     "the followers elected a new leader; follower s{} stays with the deposed one for {} ticks, \

@@ -320,6 +320,10 @@ pub struct Follower<T> {
     /// reconnect of it "expired" (an expiry that can never commit: outside
     /// attack round 36, F3).
     pub ghost_touched: BTreeMap<SessionId, u64>,
+    /// Whether the deposed leader's own expiry of those sessions came
+    /// before the reconnects it answers (else it revalidates them as if
+    /// alive: the connect read before its session tracker ran again).
+    pub ghost_expires: bool,
 }
 
 impl<T> Follower<T> {
@@ -592,6 +596,7 @@ impl<T: Clone> Zk<T> {
                 ghost_from: 0,
                 ghost_until: 0,
                 ghost_touched: BTreeMap::new(),
+                ghost_expires: false,
             });
         }
     }
@@ -662,7 +667,7 @@ impl<T: Clone> Zk<T> {
         for (f, fl) in self.followers.iter().enumerate() {
             let answers = (fl.ghost_from..fl.ghost_until).contains(&self.now);
             let expired = fl.ghost_touched.get(&sid).is_none_or(|&t| self.now >= t + timeout);
-            if fl.deposed && fl.serving && answers && fl.zxid >= last_zxid && expired {
+            if fl.deposed && fl.ghost_expires && fl.serving && answers && fl.zxid >= last_zxid && expired {
                 v.push(f + 1);
             }
         }
@@ -1031,8 +1036,12 @@ impl<T: Clone> Zk<T> {
     /// follower, and runs again for a moment believing it leads: outside
     /// attack round 33, F2), the deposed leader still answers the syncs it
     /// forwards and the reconnects it takes; it commits nothing (writes
-    /// wait) and its reports reach nobody.
-    pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64, stall: u64) {
+    /// wait) and its reports reach nobody. With `expires`, its own session
+    /// tracker expired the sessions it had not heard from for a session
+    /// timeout before it answers (it answers their reconnects "expired",
+    /// [`Zk::ghost_expired_for`]); without, it answers them as if alive
+    /// (a connect read before its tracker ran again).
+    pub fn leader_change(&mut self, fi: usize, cut: u64, ghost: u64, stall: u64, expires: bool) {
         let now = self.now;
         let deposed_record: BTreeMap<SessionId, u64> =
             self.sessions.iter().filter(|(_, s)| s.alive).map(|(sid, s)| (*sid, s.touched)).collect();
@@ -1053,6 +1062,7 @@ impl<T: Clone> Zk<T> {
                 f.ghost_from = now + stall;
                 f.ghost_until = now + stall + ghost;
                 f.ghost_touched = deposed_record.clone();
+                f.ghost_expires = expires;
                 f.pings.clear();
                 continue;
             }
