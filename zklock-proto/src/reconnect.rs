@@ -67,9 +67,11 @@
 //!   reads them when it runs again; one that ran again for a moment may
 //!   have read them just before it went down), so the session may live
 //!   until `T` after it. So
-//!   it gives up only once no server's process could be reached (refused,
-//!   unreachable, no TCP connection) for `4/3 T`; a server that accepts
-//!   connections and never answers keeps it trying. (The reconnect search
+//!   it gives up only once no server's process answered for `4/3 T`
+//!   (refused, unreachable, no TCP connection, or a connection closed
+//!   unanswered, as a member without a quorum closes it: a quorum lost
+//!   that long costs the session, outside attack round 38, F2); a server
+//!   that accepts connections and never answers keeps it trying. (The reconnect search
 //!   in this crate's tests found the client giving up a live session when
 //!   three servers each answered later than their share.) A client whose
 //!   own process stalled past that time (a call of the rounds later than
@@ -79,17 +81,17 @@
 //!   (the simulator gave such a live session up about once in 60,000
 //!   schedules).
 //! - A server's answer that the session is expired is taken as final only
-//!   once another server says it too; meanwhile the reconnect asks the
-//!   others at once and goes on as it would, until its give-up time as it
-//!   stood then (at least `T/3` on; an unanswered attempt no longer puts
-//!   it off: [`RoundRobin::said_expired`]): a leader
+//!   once another server says it too; meanwhile the reconnect asks each
+//!   other server once, at once, and takes the word if none gives a
+//!   connection, or at its give-up time as it stood then (at least `T/3`
+//!   on; an unanswered attempt no longer puts it off:
+//!   [`RoundRobin::said_expired`]): a leader
 //!   deposed while it stalled answers a reconnect from its own stale record
 //!   when it runs again (its expiry of the session can never commit) while
 //!   the new quorum keeps the session (outside attack round 36, F3;
-//!   [`Bugs::expired_believed_at_once`]). A true expiry costs one more
-//!   connect (more with no other server answering); a client that knows
-//!   only the stale member believes it, as ZooKeeper's own client and
-//!   kazoo do.
+//!   [`Bugs::expired_believed_at_once`]). A true expiry costs a connect
+//!   to each other server; a client that knows only the stale member
+//!   believes it, as ZooKeeper's own client and kazoo do.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -712,6 +714,12 @@ impl<R: Rules> RoundRobin<R> {
         if let Some(expected) = self.expected.take() {
             self.rules.ran_again(now, expected);
         }
+        if self.queue.is_empty() && self.said_expired.is_some() {
+            // Every other server was asked once since a server said the
+            // session is expired, and none gave a connection: the word
+            // stands (outside attack round 38, F1).
+            return Next::GiveUp;
+        }
         if self.queue.is_empty() {
             self.rules.round_over();
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
@@ -779,13 +787,15 @@ impl<R: Rules> RoundRobin<R> {
     /// is expired, at `now`. Returns whether that is final: when another
     /// server said it before in this reconnect, or when the list has no
     /// other server. Else the attempt ended (the answer touched nothing: a
-    /// server that has the session renews it) and the reconnect goes on as
-    /// it would, the round with the next server, at once (that server's
-    /// word again counts for no more), until the rules' time for it
-    /// ([`Rules::said_expired`]: a reconnect's give-up time as it stood
-    /// then, at least `T/3` on, no longer put off): a connection means
-    /// the session lives; giving up ([`Next::GiveUp`]) means it is taken as
-    /// expired, as always. A
+    /// server that has the session renews it) and the next attempts ask
+    /// every other server once, from the next, at once: a connection means
+    /// the session lives; another "expired" is final; once each was asked
+    /// without either, or at the rules' time for it ([`Rules::said_expired`]:
+    /// a reconnect's give-up time as it stood then, at least `T/3` on, no
+    /// longer put off), [`RoundRobin::next`] gives up ([`Next::GiveUp`]: the
+    /// word stands). Asking them only once: a session truly expired whose
+    /// other servers refused was told `4/3 T` late, its one reachable server
+    /// asked 40 times (outside attack round 38, F1). A
     /// leader deposed while it stalled answers a reconnect from its own
     /// stale record when it runs again, its expiry of the session never
     /// committed, while the new quorum keeps the session (outside attack
@@ -799,6 +809,8 @@ impl<R: Rules> RoundRobin<R> {
             None => {
                 self.said_expired = Some(self.current);
                 self.all_unusable = false;
+                let from = self.current;
+                self.queue = (1..self.hosts).map(|k| (from + k) % self.hosts).collect();
                 false
             },
         }
@@ -1125,8 +1137,8 @@ mod tests {
     }
 
     /// Round 36's F3: an answer that the session is expired is taken once
-    /// a second server says it, or once no other server answered; with one
-    /// server, at once.
+    /// a second server says it, or once every other server was asked
+    /// without a connection; with one server, at once.
     #[test]
     fn an_expired_answer_is_final_once_another_server_says_it_too() {
         let t0 = Instant::now();
@@ -1136,41 +1148,34 @@ mod tests {
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 2, .. }), "the next, at once");
         assert!(rr.said_expired(t0), "a second server's word is final");
 
-        // No other server answers: the reconnect goes on, the first one
-        // asked again in the next round (its word again counts for no
-        // more), and gives up at its give-up time as it stood at the first
-        // word, unanswered attempts notwithstanding.
+        // No other server gives a connection: each is asked once, at once
+        // when it refuses, then the word stands (round 38, F1: the one
+        // reachable server was asked again and again for `4/3 T`).
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(1), t0, false);
         let _ = rr.next(t0, 0.0);
         assert!(!rr.said_expired(t0));
         let mut asked = Vec::new();
-        let mut now = t0;
         loop {
-            match rr.next(now, 0.0) {
-                Next::Try { host: 1, .. } => break,
+            match rr.next(t0, 0.0) {
                 Next::Try { host, .. } => {
                     asked.push(host);
                     rr.ended(Ended::Unusable);
                 },
-                Next::Pause { until } => now = until,
-                other => panic!("{other:?}"),
-            }
-        }
-        assert_eq!(asked, [2, 0], "the others at once");
-        assert!(now < t0 + T / 10, "then a pause, as after any round");
-        assert!(!rr.said_expired(now), "the same server again: not final");
-        loop {
-            match rr.next(now, 0.0) {
-                Next::Try { until, .. } => {
-                    now = until;
-                    rr.ended(Ended::Unanswered(until));
-                },
-                Next::Pause { until } => now = until,
                 Next::GiveUp => break,
                 other => panic!("{other:?}"),
             }
         }
-        assert_eq!(now, t0 + T * 4 / 3, "given up when it would have at the first word");
+        assert_eq!(asked, [2, 0], "the others once each, at once");
+
+        // One that hangs is waited for no longer than the give-up time as
+        // it stood at the first word, unanswered attempts notwithstanding.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(1), t0 + T / 10, false);
+        let _ = rr.next(t0 + T / 10, 0.0);
+        assert!(!rr.said_expired(t0 + T), "a word that came late");
+        let Next::Try { host: 2, until } = rr.next(t0 + T, 0.0) else { panic!("the next") };
+        assert_eq!(until, t0 + T * 4 / 3, "its wait ends at the give-up time");
+        rr.ended(Ended::Unanswered(until));
+        assert_eq!(rr.next(until, 0.0), Next::GiveUp, "not put off, the last server not asked");
 
         let mut one = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let _ = one.next(t0, 0.0);

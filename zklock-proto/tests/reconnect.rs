@@ -82,7 +82,8 @@
 //!   rest of the time: the client gave the session up 0.08 T before the
 //!   server would have expired it.) And a client that heard a stale
 //!   member's "expired" ([`Fault::Stale`]) and reached no server that has
-//!   the session by the give-up time as it stood then takes the word
+//!   the session when it asked each other server once, or by the give-up
+//!   time as it stood then, takes the word
 //!   (what was unanswered after it no longer puts giving up off, or a
 //!   hung server would keep a truly expired session trying for ever):
 //!   checked in runs where the others are healthy (`stale_runs`), not in

@@ -761,6 +761,34 @@ fn an_expired_answer_is_taken_only_once_a_second_server_says_it() {
     });
 }
 
+/// A server's "expired" when the other server refuses: the other is asked
+/// once, and the word is taken at once (outside attack round 38, F1: the
+/// client asked the one server it could reach again and again, about 40
+/// times, and took its word only at its give-up time, `4/3 T` later).
+#[test]
+fn an_expired_answer_is_taken_at_once_when_the_other_server_refuses() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let p1 = Proxy::start(zk.client_addr(0)).unwrap();
+    let p2 = Proxy::start(zk.client_addr(0)).unwrap();
+    run(async {
+        let s = connect(&p1.addr().to_string()).await;
+        s.set_hosts(&format!("{},{}", p1.addr(), p2.addr())).unwrap();
+        let mut events = s.events();
+        drop(p2);
+        p1.answer_expired();
+        let dropped = Instant::now();
+        p1.drop_connections();
+        let ended = loop {
+            if let SessionEvent::Ended(e) = next_event(&mut events, 10).await {
+                break e;
+            }
+        };
+        assert_eq!(ended, Error::SessionExpired);
+        assert!(dropped.elapsed() < s.timeout() / 3, "at once: {:?}", dropped.elapsed());
+        assert_eq!(p1.expired_answers(), 1, "asked once");
+    });
+}
+
 /// A list without the current server, then one with it again before the
 /// move is done (the reply the move waits for held back): the move is
 /// called off, the call made meanwhile goes out on the same connection,
