@@ -791,8 +791,11 @@ export type ConnectionState =
    */
   | 'RECONNECTED'
   /**
-   * The session ended (the server expired it): every lock of this
-   * client is `LOST`; the client starts a new session.
+   * The session ended: a server said it expired, or the client gave
+   * it up after no server answered for 4/3 of the session timeout
+   * (ZooKeeper may keep it a while longer: lock protocol, section
+   * 5). Every lock of this client is `LOST`; the client starts a new
+   * session.
    */
   | 'LOST'
   /**

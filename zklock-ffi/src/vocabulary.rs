@@ -127,8 +127,11 @@ pub enum zklock_connection_state {
     /// The same session is connected again: locks not lost meanwhile are
     /// `HELD` again.
     ZKLOCK_CONNECTION_RECONNECTED = 2,
-    /// The session ended (the server expired it): every lock of this
-    /// client is `LOST`; the client starts a new session.
+    /// The session ended: a server said it expired, or the client gave
+    /// it up after no server answered for 4/3 of the session timeout
+    /// (ZooKeeper may keep it a while longer: lock protocol, section
+    /// 5). Every lock of this client is `LOST`; the client starts a new
+    /// session.
     ZKLOCK_CONNECTION_LOST = 3,
     /// A new session is connected (after `LOST`). Lost locks are not taken
     /// back: acquire again.
