@@ -30,6 +30,15 @@ async fn next_event(ev: &mut zklock_zk::Events, secs: u64) -> SessionEvent {
     within(secs, "session event", ev.next()).await.expect("an event")
 }
 
+/// The session's `Ended` event (each event within `secs`).
+async fn ended(ev: &mut zklock_zk::Events, secs: u64) -> Error {
+    loop {
+        if let SessionEvent::Ended(e) = next_event(ev, secs).await {
+            return e;
+        }
+    }
+}
+
 /// Waits until the session gives up (its `Ended` event, within 20 s) and
 /// checks by ZooKeeper's record that the server no longer has it: its
 /// ephemeral node at `node`, read by `observer`, is gone. Returns how long
@@ -42,11 +51,7 @@ async fn gives_up_after_the_server(
     since: &str,
 ) -> Duration {
     let from = Instant::now();
-    let ended = loop {
-        if let SessionEvent::Ended(e) = next_event(events, 20).await {
-            break e;
-        }
-    };
+    let ended = ended(events, 20).await;
     let gave_up = from.elapsed();
     let left = observer.exists(node).await.unwrap().value;
     assert!(
@@ -749,11 +754,7 @@ fn an_expired_answer_is_taken_only_once_a_second_server_says_it() {
         p2.answer_expired();
         let dropped = Instant::now();
         p2.drop_connections();
-        let ended = loop {
-            if let SessionEvent::Ended(e) = next_event(&mut events, 10).await {
-                break e;
-            }
-        };
+        let ended = ended(&mut events, 10).await;
         assert_eq!(ended, Error::SessionExpired);
         assert!(dropped.elapsed() < s.timeout() / 3, "at once: {:?}", dropped.elapsed());
         assert!(p2.expired_answers() >= 1 && p1.expired_answers() >= 2, "both said it");
@@ -778,11 +779,7 @@ fn an_expired_answer_is_taken_at_once_when_the_other_server_refuses() {
         p1.answer_expired();
         let dropped = Instant::now();
         p1.drop_connections();
-        let ended = loop {
-            if let SessionEvent::Ended(e) = next_event(&mut events, 10).await {
-                break e;
-            }
-        };
+        let ended = ended(&mut events, 10).await;
         assert_eq!(ended, Error::SessionExpired);
         assert!(dropped.elapsed() < s.timeout() / 3, "at once: {:?}", dropped.elapsed());
         assert_eq!(p1.expired_answers(), 1, "asked once");
