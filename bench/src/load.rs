@@ -30,12 +30,15 @@
 //!   until grants resume (the end of the longest pause in grants after the
 //!   kill), the acquires that failed, mutual-exclusion violations (marker
 //!   files created with `O_EXCL` in a directory all the drivers share) and
-//!   false losses (a lock reported lost while its session lived on).
+//!   false losses (a lock reported lost while its session lived on); for
+//!   zklock, the requests its sessions sent in the window, by operation,
+//!   per cycle.
 //!
 //! `--quick`: 2 processes, 100 waiters, 100 sessions on 1,000 locks, 20 s
 //! runs: about a minute of measuring. Results: `results.md` and
 //! `results.json` under `--out` (default `bench/results/load-<date>`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -488,6 +491,8 @@ fn many(imp: &Imp, o: &Opts, name: &str) -> R<Value> {
                 ("timeout_ms", 30_000),
                 ("duration_ms", o.duration.as_millis() as u64),
                 ("proc", i as u64),
+                ("window_from_ms", o.warmup.as_millis() as u64),
+                ("window_to_ms", o.kill_at.as_millis() as u64),
             ];
             (hosts.clone(), params)
         })
@@ -555,6 +560,19 @@ fn many(imp: &Imp, o: &Opts, name: &str) -> R<Value> {
             failed.insert(k.clone(), json!(n));
         }
     }
+    // The requests sent in the steady window, by operation, per cycle
+    // (drivers that count them: zklock's).
+    let mut sent = BTreeMap::<String, u64>::new();
+    for r in &results {
+        for (op, n) in r["window_requests"].as_object().into_iter().flatten() {
+            *sent.entry(op.clone()).or_default() += n.as_u64().unwrap_or(0);
+        }
+    }
+    let per_cycle: serde_json::Map<String, Value> = if steady.is_empty() {
+        serde_json::Map::new()
+    } else {
+        sent.iter().map(|(op, n)| (op.clone(), json!(*n as f64 / steady.len() as f64))).collect()
+    };
     let q = |v: &[f64], p: f64| report::quantile(v, p);
     Ok(json!({
         "scenario": name, "impl": imp.name, "procs": o.procs, "sessions_per_proc": o.sessions,
@@ -564,7 +582,8 @@ fn many(imp: &Imp, o: &Opts, name: &str) -> R<Value> {
             "wait_ms_p50": q(&steady, 0.5), "wait_ms_p99": q(&steady, 0.99), "wait_ms_max": q(&steady, 1.0),
             "cpu_ticks": { "members": &cpu[..MEMBERS], "drivers": &cpu[MEMBERS..] },
             "cpu_us_per_cycle": { "sum": us_per(member_sum, steady.len()), "leader": us_per(cpu[leader], steady.len()),
-                "drivers": us_per(drivers_sum, steady.len()) } },
+                "drivers": us_per(drivers_sum, steady.len()) },
+            "requests_per_cycle": per_cycle },
         "kill": { "member": killed, "at_s": (kill_us - go_us) as f64 / 1e6,
             "new_leader": new_leader.map(|l| l.0), "new_leader_seen_ms": new_leader.map(|l| l.1),
             "longest_pause_ms": gap.map(|g| g.0), "grants_resumed_ms": gap.map(|g| g.1),
@@ -741,6 +760,21 @@ fn markdown(runs: &[Value], failures: &[String], machine: &Value, notes: &[Strin
                 r["release_failed"],
                 r["sessions_expired"],
                 r["sessions_changed"],
+            );
+        }
+        for r in manys.iter().filter(|r| r["steady"]["requests_per_cycle"].as_object().is_some_and(|m| !m.is_empty())) {
+            let ops: Vec<String> = r["steady"]["requests_per_cycle"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(op, n)| format!("{op} {}", n.as_f64().map_or_else(|| "–".into(), report::fmt)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "\nRequests per cycle in the steady window, {} {} (its sessions' own count): {}.",
+                r["scenario"].as_str().unwrap_or("?"),
+                r["impl"].as_str().unwrap_or("?"),
+                ops.join(", ")
             );
         }
         let _ = writeln!(s);

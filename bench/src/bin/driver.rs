@@ -820,7 +820,9 @@ impl Cycler {
 /// the checks that found the lock suspended or lost, the false losses
 /// (lost while the session id stayed the same and the client saw no
 /// session loss), failed releases, marker violations, and the sessions
-/// that ended (`ConnectionState::Lost`) or changed.
+/// that ended (`ConnectionState::Lost`) or changed; with `window_from_ms`
+/// < `window_to_ms`, the requests the sessions sent between those times
+/// after `go`, by operation (`window_requests`).
 fn many_locks(hosts: &str, path: &str, p: &Params) -> R<Value> {
     let sessions = p.num("sessions", 100).max(1) as usize;
     let markers = Arc::new(Markers::from_env()?);
@@ -858,6 +860,25 @@ fn many_locks(hosts: &str, path: &str, p: &Params) -> R<Value> {
     for c in cyclers {
         handles.push(std::thread::Builder::new().stack_size(256 * 1024).spawn(move || c.run(end)).map_err(err)?);
     }
+    // The requests the sessions sent over the runner's steady window
+    // (`window_from_ms` to `window_to_ms` after `go`), by operation.
+    let started = Instant::now();
+    let (from, to) = (p.num("window_from_ms", 0), p.num("window_to_ms", 0));
+    let requests = |at: u64| {
+        std::thread::sleep(Duration::from_millis(at).saturating_sub(started.elapsed()));
+        let mut by_op = BTreeMap::<&str, u64>::new();
+        for (c, _) in &clients {
+            for (op, n) in c.metrics().requests {
+                *by_op.entry(op).or_default() += n;
+            }
+        }
+        by_op
+    };
+    let window = (from < to).then(|| {
+        let before = requests(from);
+        let after = requests(to);
+        after.into_iter().map(|(op, n)| (op, n - before.get(op).copied().unwrap_or(0))).collect::<BTreeMap<_, _>>()
+    });
     let mut all = Tally::default();
     for h in handles {
         all.merge(h.join().map_err(|_| "a session's loop panicked".to_owned())?);
@@ -871,7 +892,7 @@ fn many_locks(hosts: &str, path: &str, p: &Params) -> R<Value> {
         "failed": all.failed, "suspended_checks": all.suspended, "lost": all.lost, "false_losses": all.false_lost,
         "release_failed": all.release_failed, "violations": markers.violations.load(Ordering::Acquire),
         "marker_errors": markers.errors.load(Ordering::Acquire), "sessions_expired": expired,
-        "sessions_changed": changed }))
+        "sessions_changed": changed, "window_requests": window }))
 }
 
 fn main() {
