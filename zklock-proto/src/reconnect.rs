@@ -195,6 +195,12 @@ pub struct Bugs {
     /// stale record, ended a session the new quorum kept (outside attack
     /// round 36, F3).
     pub expired_believed_at_once: bool,
+    /// After a server's "expired" the rounds go on as they would (the same
+    /// server asked again, pauses between rounds) until the give-up time
+    /// as it stood then (session 34's first version, before outside attack
+    /// round 38, F1): a session truly expired whose other servers refused
+    /// was told `4/3 T` late, its one reachable server asked 40 times.
+    pub expired_asked_again: bool,
 }
 
 impl Bugs {
@@ -461,9 +467,17 @@ pub trait Rules {
     /// [`RoundRobin::said_expired`] asks the others, and the rules say how
     /// long).
     fn said_expired(&mut self, now: Instant) -> bool;
+    /// The bugs switched on (the tests' models only; none by default).
+    #[doc(hidden)]
+    fn bugs(&self) -> Bugs {
+        Bugs::default()
+    }
 }
 
 impl Rules for Reconnect {
+    fn bugs(&self) -> Bugs {
+        self.bugs
+    }
     fn give_up_at(&self) -> Instant {
         Reconnect::give_up_at(self)
     }
@@ -714,7 +728,7 @@ impl<R: Rules> RoundRobin<R> {
         if let Some(expected) = self.expected.take() {
             self.rules.ran_again(now, expected);
         }
-        if self.queue.is_empty() && self.said_expired.is_some() {
+        if self.queue.is_empty() && self.said_expired.is_some() && !self.rules.bugs().on(|b| b.expired_asked_again) {
             // Every other server was asked once since a server said the
             // session is expired, and none gave a connection: the word
             // stands (outside attack round 38, F1).
@@ -809,6 +823,9 @@ impl<R: Rules> RoundRobin<R> {
             None => {
                 self.said_expired = Some(self.current);
                 self.all_unusable = false;
+                if self.rules.bugs().on(|b| b.expired_asked_again) {
+                    return false;
+                }
                 let from = self.current;
                 self.queue = (1..self.hosts).map(|k| (from + k) % self.hosts).collect();
                 false

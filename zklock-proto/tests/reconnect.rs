@@ -98,6 +98,11 @@
 //!   the server never expires the session (the client is back in time).
 //! - **back**: `3 T` after the faults end, the client is connected and its
 //!   clock is safe, unless the server expired the session.
+//! - **told**: after a server's "expired" the client asks each other
+//!   server at most once before it has a connection or ends (outside
+//!   attack round 38, F1: with the others refusing, the one reachable
+//!   server was asked about 40 times and its true word taken `4/3 T`
+//!   late). Counted from a new list again, if one comes.
 //! - **closed** (runs with a close): by then the close is done (answered
 //!   or given up) and the session has ended; through an outage it
 //!   survives, by the close (the server read it), not by its expiry: its
@@ -454,6 +459,11 @@ struct World {
     /// When the client first heard "expired" in this reconnect and went on
     /// asking.
     heard_expired: Option<Instant>,
+    /// Attempts handed out since then (since the last new list, if later).
+    asked_after_expired: usize,
+    /// The first attempt past one per other server after an "expired":
+    /// when, and how many.
+    asked_again: Option<(Instant, usize)>,
     /// The close's decisions (the session layer's own) and where it is.
     closing: Closing,
     close: Close,
@@ -528,6 +538,8 @@ impl World {
             safe_log: Vec::new(),
             gave_up_at: None,
             heard_expired: None,
+            asked_after_expired: 0,
+            asked_again: None,
             closing: Closing::new(),
             close: Close::NotAsked,
             close_on: None,
@@ -781,6 +793,7 @@ impl World {
                     // new list keeps goes on (on its connection); else it is
                     // broken off (its connection closed: a server reads what
                     // it had) and the rounds go on over the new list.
+                    self.asked_after_expired = 0;
                     if c.rounds.set_hosts(self.order.len(), &kept, now) {
                         if let Some((conn, host, sent)) = c.attempt {
                             c.attempt = Some((conn, kept[host].expect("kept"), sent));
@@ -999,6 +1012,7 @@ impl World {
                         return;
                     }
                     self.heard_expired.get_or_insert(self.now);
+                    self.asked_after_expired = 0;
                     self.server_open[conn as usize] = false;
                     self.leave(conn);
                     self.next_attempt();
@@ -1141,7 +1155,14 @@ impl World {
             self.order.iter().map(|&a| self.addr_silent(a, now, now) || self.addr_stale(a, now)).collect();
         let State::Connecting(c) = &mut self.state else { return };
         loop {
-            match c.rounds.next(now, 0.0) {
+            let next = c.rounds.next(now, 0.0);
+            if matches!(next, Next::Try { .. }) && self.heard_expired.is_some() {
+                self.asked_after_expired += 1;
+                if self.asked_after_expired >= self.order.len() && self.asked_again.is_none() {
+                    self.asked_again = Some((now, self.asked_after_expired));
+                }
+            }
+            match next {
                 Next::GiveUp | Next::Unreachable => {
                     self.gave_up_at = Some(now);
                     self.state = State::Ended;
@@ -1295,6 +1316,12 @@ impl World {
             if !back {
                 return Err(("back", format!("the session lives, but at the end the client is {:?}", self.state)));
             }
+        }
+        if let Some((at, n)) = self.asked_again {
+            return Err((
+                "told",
+                format!("at {:.1} ms, attempt {n} since a server said the session is expired, of {} servers", ms(at), self.order.len()),
+            ));
         }
         if let Some((at, want)) = self.late_credit {
             return Err((
@@ -1905,6 +1932,21 @@ fn finds_expired_believed_at_once() {
     let bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
     let run = finds(bugs, &["back", "expired"]);
     assert!(run.faults.iter().any(|f| matches!(f, Fault::Stale { .. })), "{run:?}");
+}
+
+/// Outside attack round 38, F1 (`expired_asked_again`): after a server's
+/// "expired" the rounds went on as they would, the same server asked again
+/// with the others refusing or hung, until the give-up time. The search
+/// finds it after 5,537 runs: a true expiry (the server down for
+/// `0.9 T`), the other of two addresses hung.
+#[cfg(feature = "history")]
+#[test]
+fn finds_expired_asked_again() {
+    let bugs = zklock_proto::reconnect::Bugs { expired_asked_again: true, ..Default::default() };
+    let run = finds(bugs, &["told"]);
+    // The other servers could not answer: hung, or the stale member's
+    // word heard with the server down.
+    assert!(run.hung > 0 || run.faults.iter().any(|f| matches!(f, Fault::Stale { .. })), "{run:?}");
 }
 
 /// Session 33's reading of the handshake (`answer_before_failure_forgotten`):
