@@ -75,7 +75,7 @@ pub(crate) struct Holding {
     pub(crate) changes: watch::Sender<u64>,
     /// The task that follows this holding (and owns the watches on our
     /// node).
-    pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<Vec<zk::Watch>>>>,
+    pub(crate) monitor: Mutex<Option<tokio::task::JoinHandle<Followed>>>,
 }
 
 /// What the grant hands the holder: the watch on our node its proof left
@@ -214,8 +214,34 @@ impl Holding {
     /// Feeds the machine `event` (or nothing: its pending actions), reports
     /// the state changes it makes, and gives back its other actions.
     pub(crate) fn feed(&self, event: Option<proto::Event<zk::Error>>) -> Vec<proto::Action> {
+        self.feed_if(event, false).unwrap_or_default()
+    }
+
+    /// [`Holding::feed`] for the monitor: an event that comes once the
+    /// machine is no longer live (released or lost meanwhile, by another
+    /// thread) is not fed but given back, for the release to feed: the
+    /// actions it makes then are the release's (outside the monitor, which
+    /// ends).
+    fn feed_while_live(
+        &self,
+        event: Option<proto::Event<zk::Error>>,
+    ) -> Result<Vec<proto::Action>, Option<proto::Event<zk::Error>>> {
+        self.feed_if(event, true)
+    }
+
+    /// [`Holding::feed`], or with `only_live` the event back when the
+    /// machine is not live.
+    #[allow(clippy::type_complexity)]
+    fn feed_if(
+        &self,
+        event: Option<proto::Event<zk::Error>>,
+        only_live: bool,
+    ) -> Result<Vec<proto::Action>, Option<proto::Event<zk::Error>>> {
         let (changes, rest) = {
-            let Ok(mut h) = self.hold.lock() else { return Vec::new() };
+            let Ok(mut h) = self.hold.lock() else { return Ok(Vec::new()) };
+            if only_live && !h.machine.state().is_live() {
+                return Err(event);
+            }
             if let Some(event) = event {
                 h.machine.handle(event);
             }
@@ -237,7 +263,7 @@ impl Holding {
         for state in changes {
             self.report(state);
         }
-        rest
+        Ok(rest)
     }
 
     /// The error a loss is reported with. Whatever the route (node
@@ -359,17 +385,29 @@ impl Holding {
 /// timeout) with the watch it leaves.
 type Read = Pin<Box<dyn Future<Output = zk::Result<(Vec<u8>, zk::Stat, zk::Watch)>> + Send>>;
 
+/// What the monitor hands back when it ends: its watches on our node, and
+/// the read of our node it had on its way (a release may wait for it:
+/// `proto::Action::AwaitRead`).
+pub(crate) struct Followed {
+    watches: Vec<zk::Watch>,
+    read: Option<(zklock_proto::acquire::Id, Read)>,
+    /// An event that came once the machine was released (or lost), not
+    /// fed: the release feeds it.
+    pending: Option<proto::Event<zk::Error>>,
+}
+
 /// Follows a held lock until it is released or lost (protocol section 5):
 /// runs the holder's machine (`zklock_proto::hold`), feeding it the
 /// replies to its reads of our node, the notifications of its watches on
 /// our node, the session's state changes, the safety clock's verdict
 /// (`safe`: what the machine was told at the start) and the close of the
 /// client. Ends when the holding ends (`stop`, or the machine no longer
-/// live) and gives back its watches on our node: a release that deletes
-/// the node lets them fire (`Watch::let_fire`: the delete's notification
-/// costs the server less than a `removeWatches` request; it comes to
-/// nobody), any other end drops them (the client sends `removeWatches`).
-async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk::Watch> {
+/// live) and gives back its watches on our node and its read on its way:
+/// a release that deletes the node lets the watches fire
+/// (`Watch::let_fire`: the delete's notification costs the server less
+/// than a `removeWatches` request; it comes to nobody), any other end
+/// drops them (the client sends `removeWatches`).
+async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Followed {
     let session = h.session.clone();
     let Handover { watch, mut states, reread, .. } = handover;
     // The machine was told of any change up to now.
@@ -414,11 +452,14 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk:
                 },
                 proto::Action::RetryLater => retry_at = Some(tokio::time::Instant::now() + RECHECK_AGAIN),
                 // The release's, which stops this task first.
-                proto::Action::Delete { .. } | proto::Action::Released(_) | proto::Action::State(_) => {},
+                proto::Action::AwaitRead(_)
+                | proto::Action::Delete { .. }
+                | proto::Action::Released(_)
+                | proto::Action::State(_) => {},
             }
         }
         if !h.is_live() {
-            return watches.into_values().collect();
+            return Followed { watches: watches.into_values().collect(), read, pending: None };
         }
         let safe_until = session.safe_until();
         let event = {
@@ -451,7 +492,9 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk:
             };
             tokio::select! {
                 biased;
-                _ = stop.wait_for(|s| *s) => return watches.into_values().collect(),
+                _ = stop.wait_for(|s| *s) => {
+                    return Followed { watches: watches.into_values().collect(), read, pending: None }
+                },
                 () = h.shared.closed() => Some(proto::Event::SessionEnded { closed: true }),
                 // A reply before the notifications that came after it.
                 r = reply => {
@@ -485,7 +528,11 @@ async fn monitor(h: Arc<Holding>, handover: Handover, mut safe: bool) -> Vec<zk:
                 },
             }
         };
-        actions = h.feed(event);
+        actions = match h.feed_while_live(event) {
+            Ok(actions) => actions,
+            // Released meanwhile: the event is the release's.
+            Err(pending) => return Followed { watches: watches.into_values().collect(), read, pending },
+        };
         // The safety clock's verdict, whenever it changed.
         let now_safe = Instant::now() < session.safe_until();
         if now_safe != safe {
@@ -504,11 +551,7 @@ impl Holding {
         let actions = self.feed(Some(proto::Event::Release { closed: self.shared.is_closed() }));
         self.stop.send_replace(true);
         let monitor = self.monitor.lock().ok().and_then(|mut m| m.take());
-        let next = actions.into_iter().find_map(|a| match a {
-            proto::Action::Delete { known_ours } => Some(Next::Delete { known_ours }),
-            proto::Action::Released(outcome) => Some(Next::Done(outcome)),
-            _ => None,
-        });
+        let next = actions.into_iter().find_map(next_of);
         Deleting { holding: self.clone(), next, monitor }
     }
 
@@ -549,10 +592,22 @@ impl Holding {
 
 /// What the machine asked of a release.
 enum Next {
+    /// Wait for the answer to the hold's read on its way, then ask again.
+    AwaitRead(zklock_proto::acquire::Id),
     /// Delete our node (at once when `known_ours`, else if still ours).
     Delete { known_ours: bool },
     /// Nothing to delete: the outcome.
     Done(proto::Outcome),
+}
+
+/// The release's next step among the machine's actions, if one.
+fn next_of(action: proto::Action) -> Option<Next> {
+    match action {
+        proto::Action::AwaitRead(id) => Some(Next::AwaitRead(id)),
+        proto::Action::Delete { known_ours } => Some(Next::Delete { known_ours }),
+        proto::Action::Released(outcome) => Some(Next::Done(outcome)),
+        _ => None,
+    }
 }
 
 /// The rest of a release: the deletion of its node, as the machine asked.
@@ -560,7 +615,7 @@ pub(crate) struct Deleting {
     holding: Arc<Holding>,
     /// `None`: the machine had nothing to say (released already).
     next: Option<Next>,
-    monitor: Option<tokio::task::JoinHandle<Vec<zk::Watch>>>,
+    monitor: Option<tokio::task::JoinHandle<Followed>>,
 }
 
 impl Deleting {
@@ -569,12 +624,46 @@ impl Deleting {
         // The monitor ends (begin_delete told it to stop) and gives back
         // its watches on our node. Dropped, they queue removeWatches ahead
         // of anything sent after them.
-        let watches = match monitor {
-            Some(task) => task.await.unwrap_or_default(),
-            None => Vec::new(),
+        let none = || Followed { watches: Vec::new(), read: None, pending: None };
+        let Followed { mut watches, read, pending } = match monitor {
+            Some(task) => task.await.unwrap_or_else(|_| none()),
+            None => none(),
+        };
+        // An event the monitor took once the release was fed (the read's
+        // answer, a change of the connection): the release's.
+        let next = match (next, pending) {
+            (Some(Next::AwaitRead(id)), Some(event)) => {
+                Some(h.feed(Some(event)).into_iter().find_map(next_of).unwrap_or(Next::AwaitRead(id)))
+            },
+            (next, _) => next,
+        };
+        let next = match next {
+            // The answer of the read on its way (a round trip at most, the
+            // operation timeout bounding it), fed as the monitor would:
+            // the machine deletes at once if it shows our node ours.
+            Some(Next::AwaitRead(id)) => {
+                let reply = match read {
+                    Some((r, f)) if r == id => Some(f.await),
+                    _ => None,
+                };
+                let result = match reply {
+                    Some(Ok((_, stat, w))) => {
+                        watches.push(w);
+                        Ok(zklock_proto::acquire::Answer::Data(stat_of(&stat)))
+                    },
+                    Some(Err(e)) => Err(failure(e)),
+                    None => Err(zklock_proto::acquire::Failure::Unknown),
+                };
+                let reply = zklock_proto::acquire::Reply { result, connection: 0 };
+                h.feed(Some(proto::Event::Reply(id, reply))).into_iter().find_map(next_of)
+            },
+            other => other,
         };
         let outcome = match next {
             None => return Err(Error::new(ErrorKind::NotHeld, format!("{} was already released", h.node_path()))),
+            Some(Next::AwaitRead(_)) => {
+                return Err(Error::internal(format!("releasing {}: the holder machine waited twice", h.node_path())))
+            },
             Some(Next::Done(outcome)) => outcome,
             Some(Next::Delete { known_ours }) => {
                 // The delete fires them (or our node is gone or replaced,

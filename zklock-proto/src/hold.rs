@@ -26,6 +26,17 @@
 //!   otherwise the runner deletes only if our session owns the node (it
 //!   reads the node first). A lock already lost is not deleted (a node of
 //!   that name is someone else's now).
+//! - A release while Held with the hold's own read of our node on its way
+//!   (sent since the last change of the connection: the grant left no
+//!   watch, or a data change is being read again) waits for that read's
+//!   answer ([`Action::AwaitRead`]) rather than reading the node again:
+//!   when it shows our node ours, its watch is armed and the delete goes
+//!   at once; any other answer, or a change of the connection or the end
+//!   of the session meanwhile, and the runner deletes only if our session
+//!   owns the node, as before. (Under load the read was often still on its
+//!   way at a short hold's release: the release sent an `exists` before
+//!   its delete, and dropping the read's watch sent a `removeWatches`, two
+//!   requests per cycle more: issue 33.)
 
 use crate::acquire::{Answer, Bugs, Failure, Id, Notice, Reply, Request};
 
@@ -190,6 +201,11 @@ pub enum Action {
     /// A read failed without an answer: feed [`Event::Retry`] a little
     /// later (core waits 250 ms).
     RetryLater,
+    /// The release waits for the answer to the hold's read `Id` (sent
+    /// before it, not answered yet): keep feeding its reply (and the
+    /// changes of the session); a [`Action::Delete`] or
+    /// [`Action::Released`] follows.
+    AwaitRead(Id),
     /// Delete our node: at once when `known_ours`, else only if our
     /// session owns it (read it first, delete at the version read), in
     /// the background if it cannot be done now; feed [`Event::Deleted`].
@@ -220,6 +236,8 @@ pub struct Hold {
     retrying: bool,
     /// The release is deleting our node.
     deleting: bool,
+    /// The release waits for the answer to this read of our node.
+    release_waits: Option<Id>,
     /// The release is over.
     done: bool,
     next: u64,
@@ -240,6 +258,7 @@ impl Hold {
             reading: None,
             retrying: false,
             deleting: false,
+            release_waits: None,
             done: false,
             next: 1,
             actions: std::collections::VecDeque::new(),
@@ -273,6 +292,12 @@ impl Hold {
         self.state == State::Held && self.watch.is_some()
     }
 
+    /// Whether a release waits for the answer to the hold's read
+    /// ([`Action::AwaitRead`]): the delete is not sent yet.
+    pub fn waits_for_read(&self) -> bool {
+        self.release_waits.is_some()
+    }
+
     /// Whether the release is over (nothing more will be asked).
     pub fn is_done(&self) -> bool {
         self.done
@@ -289,6 +314,7 @@ impl Hold {
             Event::Reply(id, reply) => self.on_reply(id, reply),
             Event::Watch(id, notice) => self.on_watch(id, notice),
             Event::Connection { connected } => {
+                self.stop_waiting_for_read();
                 self.connected = connected;
                 self.epoch += 1;
                 // Another connection: a read may be answered now.
@@ -304,6 +330,7 @@ impl Hold {
                 }
             },
             Event::SessionEnded { closed } => {
+                self.stop_waiting_for_read();
                 self.watch = None;
                 self.lose(if closed { Loss::Closed } else { Loss::SessionEnded });
             },
@@ -320,6 +347,15 @@ impl Hold {
             return;
         }
         self.reading = None;
+        if self.release_waits.take() == Some(id) {
+            // The read the release waited for: it proves our node ours
+            // (the watch it left armed, a reply coming before the
+            // notifications of later changes), or the release looks first.
+            let ours = matches!(&reply.result, Ok(Answer::Data(stat)) if stat.owner == self.cfg.session);
+            self.actions.push_back(Action::DropWatch(id));
+            self.actions.push_back(Action::Delete { known_ours: ours });
+            return;
+        }
         if !self.state.is_live() {
             return;
         }
@@ -446,10 +482,34 @@ impl Hold {
             return;
         }
         let known_ours = self.known_ours();
+        // The hold's read of our node on its way, sent since the last
+        // change of the connection, with the lock Held (connected, the
+        // clock safe) and no armed watch to delete on: its answer is
+        // waited for instead of a read of our own.
+        let wait_for = self
+            .reading
+            .filter(|&(_, epoch)| epoch == self.epoch)
+            .filter(|_| self.state == State::Held && !known_ours && self.connected && !self.retrying)
+            .map(|(id, _)| id);
         self.set(State::Released);
-        self.drop_watches();
         self.deleting = true;
+        if let Some(id) = wait_for {
+            self.release_waits = Some(id);
+            self.actions.push_back(Action::AwaitRead(id));
+            return;
+        }
+        self.drop_watches();
         self.actions.push_back(Action::Delete { known_ours });
+    }
+
+    /// A release waiting for a read stops waiting (the connection changed,
+    /// or the session ended): the runner looks at our node first.
+    fn stop_waiting_for_read(&mut self) {
+        if let Some(id) = self.release_waits.take() {
+            self.reading = None;
+            self.actions.push_back(Action::DropWatch(id));
+            self.actions.push_back(Action::Delete { known_ours: false });
+        }
     }
 
     fn deleted(&mut self, deletion: Deletion, closed: bool) {
@@ -522,10 +582,71 @@ mod tests {
     }
 
     #[test]
-    fn without_a_watch_the_hold_reads_first_and_a_release_before_the_answer_reads_again() {
+    fn without_a_watch_the_hold_reads_first_and_a_release_before_the_answer_waits_for_it() {
         let mut h = Hold::new(config(false));
         assert_eq!(actions(&mut h), vec![read(1)]);
         assert!(!h.known_ours());
+        h.handle::<String>(Event::Release { closed: false });
+        assert_eq!(actions(&mut h), vec![Action::State(State::Released), Action::AwaitRead(Id(1))]);
+        // Ours: the watch it left is armed, the delete goes at once.
+        h.handle(data(SESSION));
+        assert_eq!(actions(&mut h), vec![Action::DropWatch(Id(1)), Action::Delete { known_ours: true }]);
+        h.handle::<String>(Event::Deleted { deletion: Deletion::Deleted, closed: false });
+        assert_eq!(actions(&mut h), vec![Action::Released(Outcome::Released)]);
+        assert!(h.is_done());
+    }
+
+    /// The check the wait stands for is still made: an answer that does not
+    /// show our node ours (another session's, gone, no answer), a change
+    /// of the connection or the session's end while waiting, and the
+    /// release looks at the node before it deletes.
+    #[test]
+    fn a_release_that_waited_deletes_at_once_only_on_a_read_that_shows_our_node() {
+        let not_ours: Vec<Event<String>> = vec![
+            data(0x99),
+            Event::Reply(Id(1), Reply { result: Err(Failure::NoNode), connection: 1 }),
+            Event::Reply(Id(1), Reply { result: Err(Failure::Unknown), connection: 1 }),
+            Event::Connection { connected: true },
+            Event::Connection { connected: false },
+            Event::SessionEnded { closed: false },
+        ];
+        for event in not_ours {
+            let mut h = Hold::new(config(false));
+            actions(&mut h);
+            h.handle::<String>(Event::Release { closed: false });
+            assert_eq!(actions(&mut h), vec![Action::State(State::Released), Action::AwaitRead(Id(1))]);
+            let what = format!("{event:?}");
+            h.handle(event);
+            assert_eq!(actions(&mut h), vec![Action::DropWatch(Id(1)), Action::Delete { known_ours: false }], "{what}");
+            // A late answer of the read changes nothing.
+            h.handle(data(SESSION));
+            assert_eq!(actions(&mut h), vec![], "{what}");
+        }
+    }
+
+    /// Suspended (the connection changed, or the clock ran out) or with a
+    /// read sent before the last change: the release looks first, as
+    /// before; the read's watch is dropped.
+    #[test]
+    fn a_release_waits_only_while_held_for_a_read_sent_since_the_last_change() {
+        let mut h = Hold::new(config(true));
+        h.handle::<String>(Event::Connection { connected: true });
+        assert_eq!(actions(&mut h), vec![Action::State(State::Suspended), read(1)]);
+        h.handle::<String>(Event::Release { closed: false });
+        assert_eq!(
+            actions(&mut h),
+            vec![
+                Action::State(State::Released),
+                Action::DropWatch(GRANT_WATCH),
+                Action::DropWatch(Id(1)),
+                Action::Delete { known_ours: false }
+            ]
+        );
+
+        let mut h = Hold::new(config(false));
+        actions(&mut h);
+        h.handle::<String>(Event::Clock { safe: false });
+        assert_eq!(actions(&mut h), vec![Action::State(State::Suspended)]);
         h.handle::<String>(Event::Release { closed: false });
         assert_eq!(
             actions(&mut h),

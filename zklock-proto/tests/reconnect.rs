@@ -1320,7 +1320,11 @@ impl World {
         if let Some((at, n)) = self.asked_again {
             return Err((
                 "told",
-                format!("at {:.1} ms, attempt {n} since a server said the session is expired, of {} servers", ms(at), self.order.len()),
+                format!(
+                    "at {:.1} ms, attempt {n} since a server said the session is expired, of {} servers",
+                    ms(at),
+                    self.order.len()
+                ),
             ));
         }
         if let Some((at, want)) = self.late_credit {

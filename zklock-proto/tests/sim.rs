@@ -361,7 +361,7 @@ fn finds_credit_reads() {
 /// while the holder's `check()` still passes. The schedule needs the
 /// stall, a holder that names only that member and a reconnect sent late
 /// enough: too rare for a search in this test's budget (the first seed that
-/// shows it, from 0: 46,123 of exclusive locks, about 60 s in a release build),
+/// shows it, from 0: 48,087 of exclusive locks, about 60 s in a release build),
 /// so that seed is replayed: with the switch it breaks `check`, without it
 /// every promise is kept. (A change of the model or the runner moves what
 /// a seed does: find a new one with `ZKLOCK_SIM_BUG=connect_unconfirmed`,
@@ -369,7 +369,7 @@ fn finds_credit_reads() {
 #[cfg(feature = "history")]
 #[test]
 fn connect_unconfirmed_breaks_check_at_its_seed() {
-    let (seed, kind) = (46_123, sim::Kind::Exclusive);
+    let (seed, kind) = (48_087, sim::Kind::Exclusive);
     let fixed = sim::Opts { kind: Some(kind), statless_multi: true, ..sim::Opts::default() };
     let clock_bugs = zklock_proto::clock::Bugs { connect_unconfirmed: true, ..Default::default() };
     let broken = sim::run(seed, None, sim::Opts { clock_bugs, ..fixed }, false).violation;
@@ -422,7 +422,7 @@ fn a_deposed_leaders_expired_is_checked_with_another_member_at_its_seeds() {
     let fixed = sim::Opts { statless_multi: true, ..sim::Opts::default() };
     let reconnect_bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
     let count = |o: &sim::Outcome, what: &str| o.counts.get(what).copied().unwrap_or(0);
-    for seed in [126, 209, 243, 274, 284] {
+    for seed in [126, 243, 286, 402, 470] {
         let broken = sim::run(seed, None, sim::Opts { reconnect_bugs, ..fixed }, false);
         assert!(broken.violation.is_none(), "seed {seed} with the switch: {:?}", broken.violation);
         assert!(count(&broken, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");

@@ -169,6 +169,9 @@ struct Inner {
     /// One-shot: hold the next request of this type for this long.
     delay: Mutex<Option<(i32, Duration)>>,
     delayed: AtomicU64,
+    /// Requests `delay_next_request` took to hold (counted as the hold
+    /// begins).
+    delaying: AtomicU64,
     /// Every connection's connect answer is held this long before it is
     /// forwarded (0: not held): a server alive but slow to answer new
     /// connections.
@@ -523,6 +526,7 @@ fn forward_frames(
                         }
                         buf.drain(..end);
                         end = 0;
+                        inner.delaying.fetch_add(1, Ordering::SeqCst);
                         thread::sleep(pause);
                         inner.delayed.fetch_add(1, Ordering::SeqCst);
                         continue;
@@ -914,6 +918,7 @@ impl Proxy {
             trace: std::env::var_os("ZKLOCK_PROXY_TRACE").is_some_and(|v| v == "1"),
             delay: Mutex::new(None),
             delayed: AtomicU64::new(0),
+            delaying: AtomicU64::new(0),
             connect_answer_delay: Mutex::new(Duration::ZERO),
             hold_armed: AtomicBool::new(false),
             resetting: AtomicBool::new(false),
@@ -1102,6 +1107,13 @@ impl Proxy {
     /// has held so far (counted once forwarded).
     pub fn delayed(&self) -> u64 {
         self.inner.delayed.load(Ordering::SeqCst)
+    }
+
+    /// How many requests [`delay_next_request`](Proxy::delay_next_request)
+    /// has begun to hold (counted before the pause: one held now has not
+    /// reached the server).
+    pub fn delaying(&self) -> u64 {
+        self.inner.delaying.load(Ordering::SeqCst)
     }
 
     /// Arms a one-shot fault: when the reply to the next create request

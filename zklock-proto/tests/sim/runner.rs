@@ -1495,6 +1495,11 @@ impl World {
             // `<path>/locks`): `start` takes the mutex first, then the
             // lease; the mutex is let go when the lease attempt grants or
             // ends.
+            // A release that waits for its hold's read has not sent its
+            // delete: the next acquire starts once it has (as a caller's
+            // does after a release returns; the hold of one contender is
+            // one at a time).
+            State::Idle(0) if alive && self.cs[i].hold.as_ref().is_some_and(hold::Hold::waits_for_read) => {},
             State::Idle(0) if alive => self.start(i, None),
             State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
             // A writer that holds its write node may downgrade it to a read
@@ -1685,10 +1690,19 @@ impl World {
                 },
                 hold::Action::State(_) => {},
                 hold::Action::RetryLater => self.cs[i].hold_retry = Some(self.ch.between(0, 5)),
+                // Its reply (or a change of the session) comes as for any
+                // read of the hold; the node is the release's from now on.
+                hold::Action::AwaitRead(_) => {
+                    self.count("release: waits for the hold's read");
+                    self.cs[i].tasks.push(Task::Release(path.clone()));
+                },
                 hold::Action::Delete { known_ours } => {
                     self.count(if known_ours { "release: delete at once" } else { "release: look first" });
-                    // Known to the orphan check until answered.
-                    self.cs[i].tasks.push(Task::Release(path.clone()));
+                    // Known to the orphan check until answered (once: a
+                    // release that waited for its read has it already).
+                    if !self.cs[i].tasks.contains(&Task::Release(path.clone())) {
+                        self.cs[i].tasks.push(Task::Release(path.clone()));
+                    }
                     let op = if known_ours { Op::Delete { path } } else { Op::DeleteOwned { path } };
                     self.send(i, Tag::Hold { n, id: HOLD_DELETE }, op);
                 },
