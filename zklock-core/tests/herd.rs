@@ -182,6 +182,29 @@ fn a_waiter_whose_node_a_third_party_deleted_is_woken_once_more_and_queues_again
     g0.release().unwrap();
 }
 
+/// A lock on `path` granted through a proxy that holds the holder's first
+/// read of its node for `held` (less than the tests' operation timeout of
+/// 1 s, which would end the read unanswered and suspend the lock): the
+/// server, a raw session on it, the proxy, the client and the guard, the
+/// read still held. The lock path is made by the raw session: this is the
+/// client's first acquire on it (a later one guesses its node's name and
+/// reads it, with a watch, in the acquire).
+fn granted_with_the_read_held(
+    path: &str,
+    held: Duration,
+) -> (zklock_harness::Cluster, common::Raw, zklock_harness::Proxy, zklock_core::Client, zklock_core::Guard) {
+    let zk = server();
+    let raw = common::Raw::connect(&zk.connect_string());
+    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
+    let c = connect(&p.addr().to_string());
+    raw.mkdir(path);
+    p.delay_next_request(4, held);
+    let g = c.lock(path).unwrap().acquire(None).unwrap();
+    wait_until("the holder's read held at the proxy", 5 * SEC, || p.delaying() == 1);
+    assert_eq!(p.delayed(), 0, "the read still held");
+    (zk, raw, p, c, g)
+}
+
 /// A release while the holder's first read of its node is on its way (a
 /// grant proved by the list sent behind the create leaves no watch; the
 /// holder reads its node, with a watch, right after): the release waits
@@ -193,19 +216,7 @@ fn a_waiter_whose_node_a_third_party_deleted_is_woken_once_more_and_queues_again
 /// held at the proxy for half a second.
 #[test]
 fn a_release_waits_for_the_holders_read_on_its_way_and_sends_only_the_delete() {
-    let zk = server();
-    let raw = common::Raw::connect(&zk.connect_string());
-    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
-    let c = connect(&p.addr().to_string());
-    // The lock path made by another session: this client's first acquire
-    // on it (a later one guesses its node's name and reads it, with a
-    // watch, in the acquire).
-    raw.mkdir("/release-awaits");
-    let lock = c.lock("/release-awaits").unwrap();
-    p.delay_next_request(4, Duration::from_millis(500));
-    let g = lock.acquire(None).unwrap();
-    wait_until("the holder's read held at the proxy", 5 * SEC, || p.delaying() == 1);
-    assert_eq!(p.delayed(), 0, "the read still held");
+    let (_zk, _raw, p, c, g) = granted_with_the_read_held("/release-awaits", Duration::from_millis(500));
     let count = |op: &str| p.requests().get(op).copied().unwrap_or(0);
     let before: Vec<u64> = ["exists", "removeWatches", "delete", "getData"].iter().map(|op| count(op)).collect();
     assert_eq!(g.release().unwrap(), zklock_core::ReleaseStatus::Released);
@@ -223,21 +234,7 @@ fn a_release_waits_for_the_holders_read_on_its_way_and_sends_only_the_delete() {
 /// ZooKeeper's record: the third party's node is still there.
 #[test]
 fn a_release_that_waited_for_a_read_showing_the_node_not_ours_deletes_nothing() {
-    let zk = server();
-    let raw = common::Raw::connect(&zk.connect_string());
-    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
-    let c = connect(&p.addr().to_string());
-    // The lock path made by another session: this client's first acquire
-    // on it (a later one guesses its node's name and reads it, with a
-    // watch, in the acquire).
-    raw.mkdir("/release-awaits-not-ours");
-    let lock = c.lock("/release-awaits-not-ours").unwrap();
-    // Held for less than the tests' operation timeout (1 s), which would
-    // end the read unanswered (the lock suspended: the release looks first).
-    p.delay_next_request(4, Duration::from_millis(700));
-    let g = lock.acquire(None).unwrap();
-    wait_until("the holder's read held at the proxy", 5 * SEC, || p.delaying() == 1);
-    assert_eq!(p.delayed(), 0, "the read still held");
+    let (_zk, raw, _p, _c, g) = granted_with_the_read_held("/release-awaits-not-ours", Duration::from_millis(700));
     let node = g.node_path();
     raw.delete(&node);
     raw.create(&node, zklock_zk::CreateMode::Persistent);
