@@ -637,10 +637,11 @@ pub enum Ended {
     /// at this instant, with the connection open.
     Unanswered(Instant),
     /// Its connect was answered, and the handshake failed after it (a
-    /// reset during the SASL or `addAuth` step, a reply it could not use);
-    /// the instant is the handshake's last answer (the connect's or a login
-    /// step's: the server renewed the session when it read each).
-    /// Otherwise as `Transient`.
+    /// reset during the SASL or `addAuth` step, a reply it could not use,
+    /// no answer in time); the instant is the connect's answer (the server
+    /// renewed the session when it read the connect; its login steps it
+    /// answers itself and touches nothing: ZooKeeper 3.8's
+    /// `processPacket`). Otherwise as `Transient`.
     AnsweredThenFailed(Instant),
 }
 

@@ -145,10 +145,12 @@
 //! Some runs' handshakes have login steps after the connect's answer (one,
 //! `addAuth`; or two, SASL DIGEST-MD5), on a slow network: a reset or
 //! refusal among them must not make the client forget that the server
-//! renewed the session at each answer (session 33: it did,
-//! `answer_before_failure_forgotten`; and then it counted the connect's
-//! answer but not a later step's, which the search found in two million
-//! runs).
+//! renewed the session when it read the connect (session 33: it did,
+//! `answer_before_failure_forgotten`). The login steps themselves the
+//! server answers without touching the session (ZooKeeper 3.8's
+//! `processPacket` handles `auth` and `sasl` packets itself): the model
+//! touches on the connect only (until session 35 it touched at each step
+//! too, and the client counted the last step's answer).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes, the
 //! session's owner: `sim.rs` models those for the lock's machines, with
@@ -398,9 +400,6 @@ struct Connecting {
     /// When its connect was answered, while its login steps are on
     /// ([`Run::auth`]).
     answered: Option<Instant>,
-    /// ... and when the last answer of its handshake came (the connect's
-    /// or a login step's).
-    heard: Option<Instant>,
 }
 
 struct World {
@@ -751,7 +750,8 @@ impl World {
                 if alive && req == Req::Close {
                     // The session and its nodes end now; the answer follows.
                     self.closed_at = Some(self.now);
-                } else if alive {
+                } else if alive && !matches!(req, Req::Auth(_)) {
+                    // (A login step the server answers itself: no touch.)
                     self.touches.push(self.now);
                     self.touched_on.push(conn);
                     let touch = (self.touches.len() - 1) as u64;
@@ -838,7 +838,15 @@ impl World {
                 if let State::Connecting(c) = &mut self.state {
                     if let Some((a, _, _)) = c.attempt.filter(|&(a, _, _)| a == conn) {
                         c.attempt = None;
-                        c.rounds.ended(Ended::Unanswered(self.now));
+                        // A login step unanswered after the connect's
+                        // answer: the connect touched the session, the
+                        // step nothing (as the session layer's handshake
+                        // says). A close behind the connect: unanswered.
+                        let close_lost = self.close_on == Some((a, true));
+                        c.rounds.ended(match c.answered {
+                            Some(at) if !close_lost => Ended::AnsweredThenFailed(at),
+                            _ => Ended::Unanswered(self.now),
+                        });
                         self.known[a as usize] = true;
                         self.leave(a);
                         // A close behind a connect answered without its own
@@ -924,7 +932,7 @@ impl World {
                     // sent again once.
                     if let Some((conn, _, _)) = c.attempt.take() {
                         let close_lost = self.close_on == Some((conn, true));
-                        c.rounds.ended(match c.heard {
+                        c.rounds.ended(match c.answered {
                             _ if close_lost => Ended::Unanswered(self.now),
                             Some(at) => Ended::AnsweredThenFailed(at),
                             None => Ended::Transient,
@@ -1022,7 +1030,6 @@ impl World {
                     if step < self.run.auth {
                         // The next login step.
                         c.attempt = Some((attempt, host, sent));
-                        c.heard = Some(self.now);
                         self.send(conn, Req::Auth(step + 1));
                         return;
                     }
@@ -1041,7 +1048,6 @@ impl World {
                     // last is answered.
                     c.attempt = Some((attempt, host, sent));
                     c.answered = Some(self.now);
-                    c.heard = Some(self.now);
                     self.send(conn, Req::Auth(1));
                     return;
                 }
@@ -1140,8 +1146,7 @@ impl World {
         // with the list's first.
         let from = (!std::mem::take(&mut self.moving)).then_some(self.host_at);
         let rounds = RoundRobin::after_loss(policy, self.order.len(), from, self.now, in_flight);
-        self.state =
-            State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None, heard: None }));
+        self.state = State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None }));
         self.next_attempt();
     }
 
@@ -1188,7 +1193,6 @@ impl World {
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     c.answered = None;
-                    c.heard = None;
                     self.at(until, What::AttemptOver { conn });
                     self.send(conn, Req::Connect);
                     if self.close == Close::Held {

@@ -73,13 +73,14 @@ pub(crate) enum Failure {
     /// Otherwise as `Transient`.
     Unanswered(String),
     /// The connect was answered, and a login step (SASL, `addAuth`) failed
-    /// after it as `Transient` says (a reset, a reply it could not use);
-    /// `answered` is the last answer of the handshake (the connect's or a
-    /// login step's: the server renewed the session when it read each):
-    /// the reconnect counts it
+    /// after it (a reset, a reply it could not use, no answer in time);
+    /// `answered` is when the connect's answer was read: the server
+    /// renewed the session when it read the connect (its login steps it
+    /// answers itself, touching nothing: `ZooKeeperServer.processPacket`),
+    /// and the reconnect counts that
     /// ([`zklock_proto::reconnect::Ended::AnsweredThenFailed`]).
     AnsweredThenFailed {
-        /// When the handshake's last answer was read.
+        /// When the connect's answer was read.
         answered: Instant,
         /// What failed after it.
         why: String,
@@ -267,10 +268,10 @@ pub(crate) async fn attempt(
         return Err(Failure::Transient("the server is read-only".to_string()));
     }
     // A valid answer: the server renewed the session when it read the
-    // connect, and again at each login step it answers. A login step
-    // failing after them says when the last answer came, that the
-    // reconnect puts giving up off as after any answer.
-    let mut heard = answered;
+    // connect. Its login steps it answers itself (ZooKeeper 3.8's
+    // `processPacket` handles `auth` and `sasl` packets without touching
+    // the session): one failing, or unanswered, after the connect's answer
+    // puts giving up off from that answer.
     let login = async {
         if let Some((user, password)) = &cfg.sasl {
             let mut sasl = DigestMd5::new(user, password);
@@ -285,7 +286,6 @@ pub(crate) async fn attempt(
                 let reply =
                     roundtrip(&mut stream, &mut rbuf, cfg, deadline, x, &Request::Sasl { token: token.clone() })
                         .await?;
-                heard = Instant::now();
                 let (h, body) = split(&reply)?;
                 if h.xid != x {
                     return Err(Failure::Transient(format!("SASL reply has xid {} not {x}", h.xid)));
@@ -308,7 +308,6 @@ pub(crate) async fn attempt(
         for (scheme, auth) in &cfg.auth {
             let req = Request::Auth { scheme: scheme.clone(), auth: auth.clone() };
             let reply = roundtrip(&mut stream, &mut rbuf, cfg, deadline, xid::AUTH, &req).await?;
-            heard = Instant::now();
             let (h, _) = split(&reply)?;
             if h.xid != xid::AUTH {
                 return Err(Failure::Transient(format!("auth reply has xid {}", h.xid)));
@@ -321,7 +320,7 @@ pub(crate) async fn attempt(
     };
     let logged_in = login.await;
     logged_in.map_err(|f| match f {
-        Failure::Transient(why) => Failure::AnsweredThenFailed { answered: heard, why },
+        Failure::Transient(why) | Failure::Unanswered(why) => Failure::AnsweredThenFailed { answered, why },
         other => other,
     })?;
     Ok(Ready { stream, rbuf, response, connect_sent, answered, server, next_xid })
