@@ -408,30 +408,43 @@ fn a_client_stalled_past_giving_up_asks_once_more_at_its_seed() {
 /// again, answers a reconnect "expired" from its own record, an expiry that
 /// never commits, while the new leader keeps the session. Believed at once
 /// (`expired_believed_at_once`, as ZooKeeper's own client does), the
-/// session was given up alive at these seeds (the first five from 0); now
-/// the rounds ask the other members, which have it. (In the model half the
+/// session is given up alive: the first five seeds from 0 where that
+/// happens (a search, not fixed seeds: a change of the model or the runner
+/// moves what a seed does; they came within the first 500 seeds each time
+/// so far, the budget is 3,000) must keep it without the switch: the
+/// rounds ask the other members, which have it. (In the model half the
 /// deposed leaders expire such sessions before answering, half answer
-/// their connects first, as if alive: `Zk::leader_change`.) (A client that names
-/// only the deposed member still takes its word: counted apart, "took a
-/// deposed leader's expired, its only member". A change of the model or
-/// the runner moves what a seed does: find new ones with
-/// `ZKLOCK_SIM_BUG=expired_believed_at_once` and `explore`.)
+/// their connects first, as if alive: `Zk::leader_change`.) (A client
+/// that names only the deposed member still takes its word: counted
+/// apart, "took a deposed leader's expired, its only member".)
 #[cfg(feature = "history")]
 #[test]
 fn a_deposed_leaders_expired_is_checked_with_another_member_at_its_seeds() {
     let fixed = sim::Opts { statless_multi: true, ..sim::Opts::default() };
     let reconnect_bugs = zklock_proto::reconnect::Bugs { expired_believed_at_once: true, ..Default::default() };
     let count = |o: &sim::Outcome, what: &str| o.counts.get(what).copied().unwrap_or(0);
-    for seed in [126, 243, 286, 402, 470] {
+    let mut seeds = Vec::new();
+    for seed in 0..3_000 {
         let broken = sim::run(seed, None, sim::Opts { reconnect_bugs, ..fixed }, false);
         assert!(broken.violation.is_none(), "seed {seed} with the switch: {:?}", broken.violation);
-        assert!(count(&broken, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");
-        assert_eq!(count(&broken, "reconnect: gave a live session up"), 1, "seed {seed} with the switch");
+        if count(&broken, "reconnect: a deposed leader answered expired") == 0
+            || count(&broken, "reconnect: gave a live session up") != 1
+        {
+            continue;
+        }
         let kept = sim::run(seed, None, fixed, false);
         assert!(kept.violation.is_none(), "seed {seed} without the switch: {:?}", kept.violation);
-        assert!(count(&kept, "reconnect: a deposed leader answered expired") > 0, "seed {seed}");
+        if count(&kept, "reconnect: took a deposed leader's expired, its only member") > 0 {
+            // The case left as it is: nothing else to ask.
+            continue;
+        }
         assert_eq!(count(&kept, "reconnect: gave a live session up"), 0, "seed {seed} without the switch");
+        seeds.push(seed);
+        if seeds.len() == 5 {
+            return;
+        }
     }
+    panic!("only {} seeds of 3,000 gave a live session up with the switch: {seeds:?}", seeds.len());
 }
 
 /// The timed runs reconnect by the session layer's own rounds over the
