@@ -727,9 +727,7 @@ impl Shared {
     /// Keeps the safety clock of `session` fresh: a `sync` (or a write:
     /// `SafetyClock::heartbeat`) every eighth of the session timeout (at
     /// once after a reconnect, and sooner when a reply can first move the
-    /// clock and the clock needs it soon: on a connection whose heartbeats
-    /// have not moved it yet, or when it would not last two more
-    /// heartbeats: `Clock::next_heartbeat`, asked right after each is sent),
+    /// clock: `Clock::next_heartbeat`, asked right after each is sent),
     /// whether or not the last one was answered; each reply, however late,
     /// is credited when it comes. Only these replies move the clock
     /// (`clock.rs`).

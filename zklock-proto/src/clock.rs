@@ -290,14 +290,6 @@ impl Clock {
     /// `0.03`-`0.05 T` a silent outage of `0.3 T` ran the clock out in some
     /// phases). Meant to be asked right after each heartbeat is sent (a
     /// reply that came since is what it looks at). Never below `T / 32`.
-    ///
-    /// Only when it is needed, though: on a connection whose heartbeats
-    /// have not moved the clock yet, or when the clock would last less
-    /// than two more heartbeats past that moment. In steady state every
-    /// reply's moment came between two heartbeats of the grid, and going
-    /// out at each sent about twice the heartbeats (issue 33: 1,600 syncs
-    /// a second from 1,000 sessions where the grid makes 800); the grid's
-    /// next one, at most `every` later, credits the same reply.
     pub fn next_heartbeat(&self, now: Instant, every: Duration) -> Duration {
         let floor = self.timeout / 32;
         let credited = self.base + self.credited;
@@ -310,8 +302,7 @@ impl Clock {
             .map(|j| j.answered + lag)
             .filter(|&at| at > now)
             .min();
-        let grid_will_do = |at: Instant| self.history.credited && at + every * 2 < self.safe_until();
-        match soonest.filter(|&at| !grid_will_do(at)).map(|at| at - now) {
+        match soonest.map(|at| at - now) {
             Some(until) if until < every => until.max(floor),
             _ => every,
         }
@@ -439,38 +430,6 @@ mod tests {
 
     fn credited_s(clock: &Clock) -> f64 {
         clock.credited.as_secs_f64()
-    }
-
-    /// Issue 33: in steady state the grid's next heartbeat credits the
-    /// reply as well as an early one would, and the early one doubled the
-    /// heartbeats; it still goes early when the clock would not last two
-    /// more heartbeats past the moment (after a silent outage).
-    #[test]
-    fn a_heartbeat_goes_early_only_when_the_clock_needs_it() {
-        // T/8 = 1.5 s grid, T/3 = 4 s lag: heartbeats every 1.5 s, answered
-        // in 10 ms; the one sent at 6 s credited the one answered at 0.01 s
-        // and 1.51 s.
-        let mut clock = Clock::new(Instant::now(), T, 0);
-        for k in 0..5u64 {
-            let sent = clock.base + Duration::from_millis(1500 * k);
-            clock.credit(Heartbeat { sent, answered: sent + Duration::from_millis(10), ..reply(&clock, 0, 0, 0) });
-        }
-        assert!(credited_s(&clock) > 1.0, "{}", credited_s(&clock));
-        // Right after the heartbeat of 6 s was sent: the reply of 3.01 s
-        // can count from 7.01 s, before the grid's 7.5 s; the clock lasts
-        // until 1.5 + 10.8 = 12.3 s: the grid will do.
-        let now = clock.base + Duration::from_millis(6000);
-        assert_eq!(clock.next_heartbeat(now, T / 8), T / 8);
-        // The same history, the clock credited only the session's start
-        // (0.9 T = 10.8 s): 7.01 s + two heartbeats is past it: early.
-        let mut short = Clock::new(clock.base, T, 0);
-        for k in [2u64, 4] {
-            let sent = clock.base + Duration::from_millis(1500 * k);
-            short.credit(Heartbeat { sent, answered: sent + Duration::from_millis(10), ..reply(&clock, 0, 0, 0) });
-        }
-        short.history.credited = true;
-        let now = clock.base + Duration::from_millis(9000);
-        assert_eq!(short.next_heartbeat(now, T / 8), Duration::from_millis(1010));
     }
 
     #[test]
