@@ -590,6 +590,14 @@ impl Holding {
     }
 }
 
+/// Whether any of `watches` has fired by now (the session's task is let
+/// run first, so that a notification read right behind a reply is taken
+/// in). Polls each once; a fired one is spent.
+async fn fired(watches: &mut [zk::Watch]) -> bool {
+    tokio::task::yield_now().await;
+    std::future::poll_fn(|cx| Poll::Ready(watches.iter_mut().any(|w| Pin::new(w).poll(cx).is_ready()))).await
+}
+
 /// What the machine asked of a release.
 enum Next {
     /// Wait for the answer to the hold's read on its way, then ask again.
@@ -666,6 +674,13 @@ impl Deleting {
             },
             Some(Next::Done(outcome)) => outcome,
             Some(Next::Delete { known_ours }) => {
+                // A notification the session has taken in since the machine
+                // last heard (right behind the answer a release waited for,
+                // or while the monitor stopped): our node changed, maybe
+                // replaced; look at it first (outside attack round 39, O1:
+                // the read's answer and the delete's notification held up
+                // together, the node made again by a third party meanwhile).
+                let known_ours = known_ours && !fired(&mut watches).await;
                 // The delete fires them (or our node is gone or replaced,
                 // which fired them already): no removeWatches, one request
                 // less per release; the notification comes to nobody.

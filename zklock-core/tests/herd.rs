@@ -243,3 +243,30 @@ fn a_release_that_waited_for_a_read_showing_the_node_not_ours_deletes_nothing() 
     let stat = raw.exists(&node).expect("the third party's node is still there");
     assert_eq!(stat.ephemeral_owner, 0, "its own node");
 }
+
+/// Outside attack round 39, O1: the holder's read answered by the server
+/// (the node ours), its answer held up on the way back; a third party
+/// deletes the node and makes one of the same name, whose delete's
+/// notification then comes right behind the read's answer; the release,
+/// which waited for that answer, sees the notification before it deletes
+/// and looks at the node first: the third party's node stays (by
+/// ZooKeeper's record). Before, the answer alone sent the delete at once.
+#[test]
+fn a_release_that_waited_sees_a_replacement_notified_right_behind_the_reads_answer() {
+    let (_zk, raw, p, _c, g) = granted_with_the_read_held("/release-awaits-replaced", Duration::from_millis(300));
+    // Every answer is held from now on; the read reaches the server when
+    // its delay ends, and its answer is held.
+    p.hold_replies_now();
+    wait_until("the holder's read forwarded", 5 * SEC, || p.delayed() == 1);
+    std::thread::sleep(Duration::from_millis(100));
+    let node = g.node_path();
+    raw.delete(&node);
+    raw.create(&node, zklock_zk::CreateMode::Persistent);
+    let release = std::thread::spawn(move || g.release());
+    std::thread::sleep(Duration::from_millis(100));
+    p.release_held_replies();
+    let err = release.join().unwrap().unwrap_err();
+    assert_eq!(err.kind(), zklock_core::ErrorKind::LockLost, "{err}");
+    let stat = raw.exists(&node).expect("the third party's node is still there");
+    assert_eq!(stat.ephemeral_owner, 0, "its own node");
+}
