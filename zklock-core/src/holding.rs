@@ -592,7 +592,7 @@ impl Holding {
 
 /// Whether any of `watches` has fired by now (the session's task is let
 /// run first, so that a notification read right behind a reply is taken
-/// in). Polls each once; a fired one is spent.
+/// in). Polls them once each until one has fired; a fired one is spent.
 async fn fired(watches: &mut [zk::Watch]) -> bool {
     tokio::task::yield_now().await;
     std::future::poll_fn(|cx| Poll::Ready(watches.iter_mut().any(|w| Pin::new(w).poll(cx).is_ready()))).await
