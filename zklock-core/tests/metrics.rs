@@ -78,7 +78,14 @@ fn requests_match_the_wire_and_survive_a_session_expiry() {
     wait_until("suspended", 10 * SEC, || c.metrics().suspensions >= 1);
     std::thread::sleep(3 * SEC);
     proxy.heal();
-    wait_until("a new session", 20 * SEC, || c.metrics().session_expiries == 1);
+    // The expiry and the lock's loss are counted by two tasks that each
+    // hear of the session's end (the client's supervisor and the lock's
+    // holder): wait for both (the first final run of session 35 read the
+    // losses between them).
+    wait_until("a new session and the lock's loss", 20 * SEC, || {
+        let m = c.metrics();
+        m.session_expiries == 1 && m.losses >= 1
+    });
     let m = c.metrics();
     assert!(m.requests["create2"] >= before, "{:?}", m.requests);
     assert_eq!(m.losses, 1);
