@@ -18,7 +18,10 @@
 //! SIGCONT is the exception ([`to_handle`]).
 //!
 //! The command does not inherit the handler: `exec` resets handled signals
-//! to their default action, and zklock's signal mask is never changed.
+//! to their default action. Nor does it inherit zklock's signal mask: every
+//! thread of zklock but the signals thread blocks SIGTSTP and SIGCONT
+//! ([`start`]), and Rust's `Command` empties the mask in the child before
+//! its `exec`.
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -131,17 +134,55 @@ fn to_handle() -> Vec<i32> {
 /// zklock, by this record.
 static LAST_JOB_CONTROL: AtomicI32 = AtomicI32::new(0);
 
+/// The signals only the signals thread takes ([`start`]): a stop a user
+/// or a supervisor sends, and SIGCONT.
+fn one_thread_only() -> libc::sigset_t {
+    // SAFETY: sigemptyset and sigaddset write only to `set`, ours; the
+    // signal numbers are valid.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, SIGTSTP);
+        libc::sigaddset(&mut set, SIGCONT);
+        set
+    }
+}
+
+/// Changes the calling thread's signal mask by `how` with [`one_thread_only`].
+fn mask(how: libc::c_int) -> io::Result<()> {
+    let set = one_thread_only();
+    // SAFETY: `set` is a valid signal set; the old mask is not asked for.
+    match unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// Installs the handler for [`HANDLED`] but those ignored (see
 /// [`to_handle`]) and starts the thread that passes each signal received
 /// to `on_signal`, until it returns false. From then on these signals no
 /// longer end zklock by themselves. Of the job-control signals reported
 /// together, only the one that came last is passed on.
 ///
+/// SIGTSTP and SIGCONT are handled on the signals thread only: the calling
+/// thread blocks them, and so does every thread it starts later (they
+/// inherit its mask), so it must be called before zklock starts any other
+/// thread. Handled on two threads at once, a stop and a continue sent back
+/// to back could be recorded in the wrong order (the stop's handler,
+/// started first, storing last), and the continue then not passed on:
+/// the command stayed stopped with the lock held. On one thread the
+/// kernel delivers them in the order they were sent (a SIGCONT discards a
+/// stop not yet delivered, and a stop a SIGCONT). SIGTTIN and SIGTTOU stay
+/// unblocked: the kernel sends them when a background zklock reads or
+/// writes its terminal, and a thread that blocks them would get EIO there
+/// instead (or write through a terminal's `tostop`).
+///
 /// # Errors
-/// The OS error if the handler cannot be installed or the thread cannot
-/// start.
+/// The OS error if the handler cannot be installed, the mask cannot be
+/// set or the thread cannot start.
 pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io::Result<()> {
     let handled = to_handle();
+    mask(libc::SIG_BLOCK)?;
     for &sig in handled.iter().filter(|&&sig| job_control(sig).is_some()) {
         // Registered before signal-hook's own action, so it runs first
         // (signal-hook-registry runs the actions of a signal in the order
@@ -153,6 +194,9 @@ pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io
     }
     let mut signals = SignalsInfo::<WithOrigin>::new(handled)?;
     std::thread::Builder::new().name("zklock-signals".into()).spawn(move || {
+        // The thread inherits the block set above; it alone unblocks them.
+        // (pthread_sigmask cannot fail for a valid `how` and set.)
+        let _ = mask(libc::SIG_UNBLOCK);
         for origin in signals.forever() {
             // A stop or continue that another one came after: that one is
             // (or was) reported too, and is what holds.
