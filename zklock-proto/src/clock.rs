@@ -734,4 +734,85 @@ mod tests {
         clock.credit(reply(&clock, 0, 10, 1));
         assert_eq!(credited_s(&clock), 1.0);
     }
+
+    /// A connection that answers every heartbeat after at most `rtt`, at
+    /// least `1 - jitter` of it (uniformly), with each timer firing up to `late`
+    /// after its time (a busy runtime), for `40 T` (seeded): the heartbeats
+    /// sent per `T` in the second half, and the least time the clock had
+    /// left there (just before each credit). The heartbeat as
+    /// zklock-core's sends it: one, then `next_heartbeat` asked at once.
+    fn steady(rtt: f64, jitter: f64, late: Duration, seed: u64) -> (f64, f64) {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let start = Instant::now();
+        let mut clock = Clock::new(start, T, 1);
+        let at = |f: f64| start + T.mul_f64(f);
+        let (half, end) = (at(20.0), at(40.0));
+        let mut answers: Vec<(Instant, Instant)> = Vec::new(); // (answered, sent)
+        let (mut now, mut sent_after_half, mut least) = (at(0.01), 0u32, f64::MAX);
+        while now < end {
+            let rtt = rtt * (1.0 - jitter * rng.f64());
+            answers.push((now + T.mul_f64(rtt), now));
+            sent_after_half += u32::from(now >= half);
+            let next = now + clock.next_heartbeat(now, T / 8) + late.mul_f64(rng.f64());
+            answers.sort();
+            while let Some(&(answered, sent)) = answers.first().filter(|(a, _)| *a <= next) {
+                answers.remove(0);
+                let left = clock.safe_until().saturating_duration_since(answered);
+                let hb = Heartbeat {
+                    sent,
+                    answered,
+                    connection: 1,
+                    write: false,
+                    connect_sent: None,
+                    connect_answered: None,
+                };
+                if clock.credit(hb) && answered >= half {
+                    least = least.min(left.as_secs_f64() / T.as_secs_f64());
+                }
+            }
+            now = next;
+        }
+        (f64::from(sent_after_half) / 20.0, least)
+    }
+
+    /// In steady state the clock keeps at least `0.3 T` ahead on every
+    /// network whose round trips stay under `0.05 T` (the silent outage
+    /// protocol section 5 covers is `0.3 T` there: the heartbeats sent
+    /// during it credit, when it ends, only what was answered before it
+    /// began), however they vary below that, with timers that fire late,
+    /// and sends at most 32 heartbeats per `T` (four times the `T / 8`
+    /// grid; 25.6 seen, the clock 0.306 T ahead at least). Outside attack
+    /// round 39 (F1) broke a schedule that kept only the grid in steady
+    /// state: the clock then had `0.22 T` left at round trips of `0.05 T`.
+    /// Prints the table: `cargo test -p zklock-proto --lib steady -- --nocapture`.
+    #[test]
+    fn the_heartbeat_keeps_the_clock_ahead_in_steady_state() {
+        let mut worst = (f64::MAX, 0.0, 0.0);
+        let mut most = 0.0f64;
+        for late_ms in [0u64, 40] {
+            for jitter in [0.0, 0.3, 0.8] {
+                let mut row = String::new();
+                for step in 0..=10 {
+                    let rtt = f64::from(step) * 0.005;
+                    let mut least = f64::MAX;
+                    for seed in 0..12 {
+                        let (rate, left) = steady(rtt, jitter, Duration::from_millis(late_ms), seed);
+                        most = most.max(rate);
+                        least = least.min(left);
+                    }
+                    if least < worst.0 {
+                        worst = (least, rtt, jitter);
+                    }
+                    row.push_str(&format!(" {least:.3}"));
+                }
+                println!("late {late_ms:>2} ms, jitter {jitter:.1}: least left (T) at rtt up to 0..0.05 T:{row}");
+            }
+        }
+        println!(
+            "heartbeats per T at most: {most:.1}; least left {:.3} T (rtt {:.3} T, jitter {:.1})",
+            worst.0, worst.1, worst.2
+        );
+        assert!(worst.0 >= 0.3, "the clock had {:.3} T left (rtt {:.3} T, jitter {:.1})", worst.0, worst.1, worst.2);
+        assert!(most <= 32.0, "{most} heartbeats per T");
+    }
 }
