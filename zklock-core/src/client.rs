@@ -725,12 +725,13 @@ impl Shared {
     }
 
     /// Keeps the safety clock of `session` fresh: a `sync` (or a write:
-    /// `SafetyClock::heartbeat`) every eighth of the session timeout (at
-    /// once after a reconnect, and sooner when a reply can first move the
-    /// clock: `Clock::next_heartbeat`, asked right after each is sent),
-    /// whether or not the last one was answered; each reply, however late,
-    /// is credited when it comes. Only these replies move the clock
-    /// (`clock.rs`).
+    /// `SafetyClock::heartbeat`) at the pace `Clock::next_heartbeat` sets,
+    /// asked right after each is sent (about every twelfth of the session
+    /// timeout, at most every eighth; at once after a reconnect, and as
+    /// soon as a reply can first move the clock on a new connection or a
+    /// clock near its end), whether or not the last one was answered; each
+    /// reply, however late, is credited when it comes. Only these replies
+    /// move the clock (`clock.rs`).
     async fn heartbeat(self: Arc<Self>, session: Arc<Session>) {
         let every = session.timeout / 8;
         let mut states = session.states();
