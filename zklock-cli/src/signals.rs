@@ -18,13 +18,14 @@
 //! SIGCONT is the exception ([`to_handle`]).
 //!
 //! The command does not inherit the handler: `exec` resets handled signals
-//! to their default action. Nor does it inherit zklock's signal mask: every
-//! thread of zklock but the signals thread blocks SIGTSTP and SIGCONT
-//! ([`start`]), and Rust's `Command` empties the mask in the child before
-//! its `exec`.
+//! to their default action. Every thread of zklock but the signals thread
+//! blocks SIGTSTP and SIGCONT ([`start`]); the command starts with the
+//! mask zklock started with ([`unmasked`]: a child inherits its parent's
+//! mask through `exec`, and Rust's `Command` leaves it so).
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use signal_hook::consts::{
     SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2,
@@ -148,13 +149,41 @@ fn one_thread_only() -> libc::sigset_t {
     }
 }
 
-/// Changes the calling thread's signal mask by `how` with [`one_thread_only`].
-fn mask(how: libc::c_int) -> io::Result<()> {
+/// Changes the calling thread's signal mask by `how` with
+/// [`one_thread_only`]; the mask it had before.
+fn mask(how: libc::c_int) -> io::Result<libc::sigset_t> {
     let set = one_thread_only();
-    // SAFETY: `set` is a valid signal set; the old mask is not asked for.
-    match unsafe { libc::pthread_sigmask(how, &set, std::ptr::null_mut()) } {
-        0 => Ok(()),
+    // SAFETY: `set` is a valid signal set, `old` a sigset_t of ours to
+    // write (all-zero is a valid value of it).
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    match unsafe { libc::pthread_sigmask(how, &set, &mut old) } {
+        0 => Ok(old),
         e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The signal mask of the thread that called [`start`], before it blocked
+/// [`one_thread_only`]: what zklock started with.
+static MASK_BEFORE: OnceLock<libc::sigset_t> = OnceLock::new();
+
+/// Makes `cmd` start with the signal mask zklock started with, not the one
+/// of the thread that spawns it ([`start`] blocked SIGTSTP and SIGCONT
+/// there): a command that keeps the mask it is given (`sleep`, a shell's
+/// `exec`) would otherwise never stop (outside attack round 40, F1: Ctrl-Z
+/// stopped zklock and left its command running, with nobody watching the
+/// lock). Nothing to do before [`start`].
+pub(crate) fn unmasked(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let Some(&before) = MASK_BEFORE.get() else { return };
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only pthread_sigmask (sigprocmask, async-signal-safe) on a copy of a
+    // valid signal set.
+    unsafe {
+        cmd.pre_exec(move || match libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        });
     }
 }
 
@@ -182,7 +211,8 @@ fn mask(how: libc::c_int) -> io::Result<()> {
 /// set or the thread cannot start.
 pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io::Result<()> {
     let handled = to_handle();
-    mask(libc::SIG_BLOCK)?;
+    let before = mask(libc::SIG_BLOCK)?;
+    let _ = MASK_BEFORE.set(before);
     for &sig in handled.iter().filter(|&&sig| job_control(sig).is_some()) {
         // Registered before signal-hook's own action, so it runs first
         // (signal-hook-registry runs the actions of a signal in the order
