@@ -1014,8 +1014,10 @@ impl Guard {
     /// section 5). The leader cannot expire the session, and so grant the
     /// lock to anyone else, before then; [`Guard::check`] fails from then
     /// on. While connected it keeps moving forward, by the heartbeat (a
-    /// `sync` about every twelfth of the session timeout); it runs a third
-    /// to a half of the session timeout ahead of now. `None` once the lock is lost or this
+    /// `sync` about every twelfth of the session timeout); while the server
+    /// answers within a twentieth of the session timeout it runs a third to
+    /// a half of the session timeout ahead of now (less after an outage:
+    /// protocol section 5). `None` once the lock is lost or this
     /// guard is released.
     pub fn safe_until(&self) -> Option<Instant> {
         matches!(self.state(), LockState::Held | LockState::Suspended).then(|| self.holding.session.safe_until())
