@@ -1215,19 +1215,14 @@ fn command_pid(zklock: i32, name: &str) -> i32 {
     command().unwrap()
 }
 
-/// SIGTSTP and SIGCONT are taken by zklock's signals thread alone: every
-/// other thread blocks them, so that the kernel delivers a stop and a
-/// continue one after the other, in the order they were sent. (Taken on
-/// two threads at once, the stop's handler could store its record after
-/// the continue's, and the continue was then not passed on: the test
-/// above failed once in some thousand pairs.) The command starts with
-/// neither blocked, with or without a process group of its own: a first
-/// version left both blocked in it, and a command that keeps the mask it
-/// is given (`sleep` here, run without a shell, which would unblock them)
-/// never stopped: Ctrl-Z stopped zklock alone (outside attack round 40,
-/// F1). A stop sent to zklock alone stops it, and a continue continues it.
+/// A stop sent to zklock alone stops its command, and a continue continues
+/// it, with or without a process group of its own, for a command run without
+/// a shell (`sleep`, which keeps the signal mask it is given: dash clears
+/// its own, which hid outside attack round 40's F1, a command started with
+/// SIGTSTP and SIGCONT blocked that Ctrl-Z never stopped). The command
+/// starts with neither blocked.
 #[test]
-fn only_the_signals_thread_takes_a_stop_or_a_continue() {
+fn a_stop_and_a_continue_reach_a_command_run_without_a_shell() {
     let zk = server();
     let hosts = zk.connect_string();
     let d = Dir::new("sigmask");
@@ -1241,25 +1236,6 @@ fn only_the_signals_thread_takes_a_stop_or_a_continue() {
         let command = command_pid(r.pid(), "sleep");
         let status = fs::read_to_string(format!("/proc/{command}/status")).unwrap();
         assert_eq!(blocks_stop_and_continue(&status), (false, false), "the command's mask (group: {group})");
-        let mut signals_threads = 0;
-        let mut others = 0;
-        for task in fs::read_dir(format!("/proc/{}/task", r.pid())).unwrap() {
-            let task = task.unwrap().path();
-            let (Ok(name), Ok(status)) =
-                (fs::read_to_string(task.join("comm")), fs::read_to_string(task.join("status")))
-            else {
-                continue; // a thread that ended meanwhile
-            };
-            if name.trim() == "zklock-signals" {
-                signals_threads += 1;
-                assert_eq!(blocks_stop_and_continue(&status), (false, false), "the signals thread");
-            } else {
-                others += 1;
-                assert_eq!(blocks_stop_and_continue(&status), (true, true), "thread {}", name.trim());
-            }
-        }
-        assert_eq!(signals_threads, 1);
-        assert!(others >= 2, "the main thread and the client's runtime: {others}");
         kill(r.pid(), libc::SIGTSTP);
         if !zklock_harness::wait_for(30 * SEC, || proc_state(command) == Some('T')) {
             panic!(
