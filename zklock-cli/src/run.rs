@@ -475,6 +475,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
         cmd.process_group(0);
     }
     signals::kill_with_parent(&mut cmd);
+    signals::unmasked(&mut cmd);
     let mut watch = LockWatch::new(guard, &opts.lock.path, opts.signal_on_suspend, "the command keeps running");
     let mut child = match cmd.spawn() {
         Ok(c) => c,

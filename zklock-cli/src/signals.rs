@@ -18,10 +18,14 @@
 //! SIGCONT is the exception ([`to_handle`]).
 //!
 //! The command does not inherit the handler: `exec` resets handled signals
-//! to their default action, and zklock's signal mask is never changed.
+//! to their default action. Every thread of zklock but the signals thread
+//! blocks SIGTSTP and SIGCONT ([`start`]); the command starts with the
+//! mask zklock started with ([`unmasked`]: a child inherits its parent's
+//! mask through `exec`, and Rust's `Command` leaves it so).
 
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use signal_hook::consts::{
     SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2,
@@ -131,17 +135,84 @@ fn to_handle() -> Vec<i32> {
 /// zklock, by this record.
 static LAST_JOB_CONTROL: AtomicI32 = AtomicI32::new(0);
 
+/// The signals only the signals thread takes ([`start`]): a stop a user
+/// or a supervisor sends, and SIGCONT.
+fn one_thread_only() -> libc::sigset_t {
+    // SAFETY: sigemptyset and sigaddset write only to `set`, ours; the
+    // signal numbers are valid.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, SIGTSTP);
+        libc::sigaddset(&mut set, SIGCONT);
+        set
+    }
+}
+
+/// Changes the calling thread's signal mask by `how` with
+/// [`one_thread_only`]; the mask it had before.
+fn mask(how: libc::c_int) -> io::Result<libc::sigset_t> {
+    let set = one_thread_only();
+    // SAFETY: `set` is a valid signal set, `old` a sigset_t of ours to
+    // write (all-zero is a valid value of it).
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    match unsafe { libc::pthread_sigmask(how, &set, &mut old) } {
+        0 => Ok(old),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The signal mask of the thread that called [`start`], before it blocked
+/// [`one_thread_only`]: what zklock started with.
+static MASK_BEFORE: OnceLock<libc::sigset_t> = OnceLock::new();
+
+/// Makes `cmd` start with the signal mask zklock started with, not the one
+/// of the thread that spawns it ([`start`] blocked SIGTSTP and SIGCONT
+/// there): a command that keeps the mask it is given (`sleep`, a shell's
+/// `exec`) would otherwise never stop (outside attack round 40, F1: Ctrl-Z
+/// stopped zklock and left its command running, with nobody watching the
+/// lock). Nothing to do before [`start`].
+pub(crate) fn unmasked(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    let Some(&before) = MASK_BEFORE.get() else { return };
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only pthread_sigmask (sigprocmask, async-signal-safe) on a copy of a
+    // valid signal set.
+    unsafe {
+        cmd.pre_exec(move || match libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        });
+    }
+}
+
 /// Installs the handler for [`HANDLED`] but those ignored (see
 /// [`to_handle`]) and starts the thread that passes each signal received
 /// to `on_signal`, until it returns false. From then on these signals no
 /// longer end zklock by themselves. Of the job-control signals reported
 /// together, only the one that came last is passed on.
 ///
+/// SIGTSTP and SIGCONT are handled on the signals thread only: the calling
+/// thread blocks them, and so does every thread it starts later (they
+/// inherit its mask), so it must be called before zklock starts any other
+/// thread. Handled on two threads at once, a stop and a continue sent back
+/// to back could be recorded in the wrong order (the stop's handler,
+/// started first, storing last), and the continue then not passed on:
+/// the command stayed stopped with the lock held. On one thread the
+/// kernel delivers them in the order they were sent (a SIGCONT discards a
+/// stop not yet delivered, and a stop a SIGCONT). SIGTTIN and SIGTTOU stay
+/// unblocked: the kernel sends them when a background zklock reads or
+/// writes its terminal, and a thread that blocks them would get EIO there
+/// instead (or write through a terminal's `tostop`).
+///
 /// # Errors
-/// The OS error if the handler cannot be installed or the thread cannot
-/// start.
+/// The OS error if the handler cannot be installed, the mask cannot be
+/// set or the thread cannot start.
 pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io::Result<()> {
     let handled = to_handle();
+    let before = mask(libc::SIG_BLOCK)?;
+    let _ = MASK_BEFORE.set(before);
     for &sig in handled.iter().filter(|&&sig| job_control(sig).is_some()) {
         // Registered before signal-hook's own action, so it runs first
         // (signal-hook-registry runs the actions of a signal in the order
@@ -153,6 +224,9 @@ pub(crate) fn start(on_signal: impl Fn(Received) -> bool + Send + 'static) -> io
     }
     let mut signals = SignalsInfo::<WithOrigin>::new(handled)?;
     std::thread::Builder::new().name("zklock-signals".into()).spawn(move || {
+        // The thread inherits the block set above; it alone unblocks them.
+        // (pthread_sigmask cannot fail for a valid `how` and set.)
+        let _ = mask(libc::SIG_UNBLOCK);
         for origin in signals.forever() {
             // A stop or continue that another one came after: that one is
             // (or was) reported too, and is what holds.

@@ -190,7 +190,29 @@ pub fn spawn_ignoring(dir: &Dir, name: &str, args: &[&str], ignore: &[i32]) -> R
     spawn_io(dir, name, args, &[], Stdio::null(), ignore)
 }
 
+/// [`spawn`] with zklock in a process group of its own. The test's own
+/// group is orphaned when the suite runs in a background job whose shell
+/// has exited, and the kernel drops a stop signal (of default action) sent
+/// to a process of an orphaned group: a command in zklock's group then
+/// never stops. zklock's own group, whose parent (the test) is in another
+/// group of the same session, is not orphaned.
+pub fn spawn_in_own_group(dir: &Dir, name: &str, args: &[&str]) -> Run {
+    spawn_cmd(dir, name, args, &[], Stdio::null(), &[], true)
+}
+
 fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: Stdio, ignore: &[i32]) -> Run {
+    spawn_cmd(dir, name, args, env, stdin, ignore, false)
+}
+
+fn spawn_cmd(
+    dir: &Dir,
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Stdio,
+    ignore: &[i32],
+    own_group: bool,
+) -> Run {
     let out = dir.path(&format!("{name}.stdout"));
     let err = dir.path(&format!("{name}.stderr"));
     let mut cmd = Command::new(bin());
@@ -218,6 +240,9 @@ fn spawn_io(dir: &Dir, name: &str, args: &[&str], env: &[(&str, &str)], stdin: S
         cmd.env(k, v);
     }
     signal_dispositions(&mut cmd, ignore);
+    if own_group {
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    }
     Run { child: cmd.spawn().unwrap(), out, err }
 }
 
