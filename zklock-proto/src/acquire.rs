@@ -428,6 +428,11 @@ pub struct Bugs {
     /// without our node, and the node is left in the queue, ahead of
     /// everyone, until our session ends.
     pub list_without_probe: bool,
+    /// The holder ([`crate::hold`]): a release that waited for the hold's
+    /// read of our node deletes at once whatever the read showed (another
+    /// session's node of the same name, made by a third party after ours
+    /// was deleted, is deleted too).
+    pub release_trusts_any_read: bool,
 }
 
 impl Bugs {

@@ -13,7 +13,15 @@
 //! a count), delivered to the waiting attempts as `Event::Permits` by
 //! their runners (issues 32 and 34: see `sim/runner.rs`), with the
 //! count's rule checked from the model's record (`check::count_grant`,
-//! `check::holders`).
+//! `check::holders`). A third party deletes queue nodes, and sometimes
+//! (timed runs, a lock's writer node) deletes one and makes a stranger's
+//! node of the same name in one transaction, deleting it again later
+//! (`World::third_party_replace`, outside attack round 39's O1): a
+//! zklock contender told of the change (the delete's notification, or its
+//! hold's read showing the stranger's node) must never delete that node
+//! (`check::deletes`); grants beside it are the documented limit on names
+//! made by someone else. `ZKLOCK_SIM_NO_REPLACE=1` skips that fault's
+//! draw (seeds found before it came replay so).
 //!
 //! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
 //!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
@@ -28,7 +36,8 @@
 //!   `check::count_failure`); replay with
 //!   `ZKLOCK_SIM_BUG=keep_count_on_failure`, `count_no_hold_back` or
 //!   `count_fail_on_lost_read` and `ZKLOCK_SIM_KIND=Lease`.
-//! - `finds_*` (feature `history`): each of the bugs zklock once had
+//! - `finds_*` (feature `history`): each of the bugs zklock once had (or
+//!   could have: `release_trusts_any_read`)
 //!   (`acquire::Bugs`) switched on in every contender must be found within
 //!   `ZKLOCK_SIM_HISTORY_SECONDS` (30) seconds, from seed 0 upwards; so
 //!   must a wrong rule of the safety clock (`clock::Bugs`) in every
@@ -80,6 +89,9 @@ fn env_opts() -> sim::Opts {
         "Lease" => Some(sim::Kind::Lease),
         _ => None,
     };
+    // No third party's replacement of a node, to replay a seed found
+    // before that fault came.
+    opts.no_replace = std::env::var("ZKLOCK_SIM_NO_REPLACE").is_ok_and(|v| v == "1");
     // A wrong rule of the runners' shared count (`runner::CountBugs`), to
     // replay what a `finds_*` test found.
     match std::env::var("ZKLOCK_SIM_BUG").unwrap_or_default().as_str() {
@@ -99,6 +111,7 @@ fn env_opts() -> sim::Opts {
         "close_is_loss" => opts.bugs.close_is_loss = true,
         "downgrade_without_check" => opts.bugs.downgrade_without_check = true,
         "list_without_probe" => opts.bugs.list_without_probe = true,
+        "release_trusts_any_read" => opts.bugs.release_trusts_any_read = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -284,6 +297,16 @@ fn finds_downgrade_without_check() {
     finds_with("downgrade_without_check", opts, &["grant", "holders"]);
 }
 
+/// `release_trusts_any_read`: a release that waited for the hold's read
+/// deletes at once, though the read showed a stranger's node of our
+/// node's name (a third party deleted ours and made its own: outside
+/// attack round 39's O1 class, `World::third_party_replace`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_release_trusts_any_read() {
+    finds("release_trusts_any_read", Bugs { release_trusts_any_read: true, ..Bugs::default() }, &["foreign delete"]);
+}
+
 /// `close_is_loss`: a release overtaken by the client's close reports the
 /// lock lost (the holder's machine).
 #[cfg(feature = "history")]
@@ -303,14 +326,16 @@ fn finds_close_is_loss() {
 /// replayed: with the switch each breaks `leak`, without it each keeps
 /// every promise. (A change of the model or the
 /// runner moves what a seed does: find new ones with `ZKLOCK_SIM_BUG=
-/// list_without_probe` and `explore` in a release build.)
+/// list_without_probe` and `explore` in a release build. The seeds were
+/// found before the third party's replacement of a node came, and are
+/// replayed without it: `Opts::no_replace`.)
 #[cfg(feature = "history")]
 #[test]
 fn list_without_probe_leaks_at_its_seeds() {
     let seeds = [(86_451, sim::Kind::Exclusive), (260_758, sim::Kind::Lease)];
     for (seed, kind) in seeds {
         // As `explore` runs them (`env_opts`).
-        let fixed = sim::Opts { kind: Some(kind), statless_multi: true, ..sim::Opts::default() };
+        let fixed = sim::Opts { kind: Some(kind), statless_multi: true, no_replace: true, ..sim::Opts::default() };
         let bugs = Bugs { list_without_probe: true, ..Bugs::default() };
         let broken = sim::run(seed, None, sim::Opts { bugs, ..fixed }, false).violation;
         assert_eq!(broken.as_ref().map(|v| v.kind), Some("leak"), "seed {seed} with the switch: {broken:?}");
@@ -366,12 +391,14 @@ fn finds_credit_reads() {
 /// so that seed is replayed: with the switch it breaks `check`, without it
 /// every promise is kept. (A change of the model or the runner moves what
 /// a seed does: find a new one with `ZKLOCK_SIM_BUG=connect_unconfirmed`,
-/// `ZKLOCK_SIM_KIND=Exclusive` and `explore` in a release build.)
+/// `ZKLOCK_SIM_KIND=Exclusive` and `explore` in a release build; the
+/// seed is replayed without the third party's replacement of a node,
+/// which came after it: `Opts::no_replace`.)
 #[cfg(feature = "history")]
 #[test]
 fn connect_unconfirmed_breaks_check_at_its_seed() {
     let (seed, kind) = (45_258, sim::Kind::Exclusive);
-    let fixed = sim::Opts { kind: Some(kind), statless_multi: true, ..sim::Opts::default() };
+    let fixed = sim::Opts { kind: Some(kind), statless_multi: true, no_replace: true, ..sim::Opts::default() };
     let clock_bugs = zklock_proto::clock::Bugs { connect_unconfirmed: true, ..Default::default() };
     let broken = sim::run(seed, None, sim::Opts { clock_bugs, ..fixed }, false).violation;
     assert_eq!(broken.as_ref().map(|v| v.kind), Some("check"), "seed {seed} with the switch: {broken:?}");

@@ -50,7 +50,10 @@ fn server_sequence(name: &str) -> Option<i64> {
 /// must not blind this check too).
 fn stranger_holds(zk: &Zk<Tag>) -> bool {
     let owner = |k: &String| zk.nodes[&format!("{}/{k}", zk.lock_path)].owner;
-    let kids = zk.lock_children();
+    // A node a third party made in place of one of the same name is not
+    // counted (see `grant`).
+    let replaced = |k: &String| zk.third_party_deleted.contains(&format!("{}/{k}", zk.lock_path));
+    let kids: Vec<String> = zk.lock_children().into_iter().filter(|k| !(owner(k) == STRANGER && replaced(k))).collect();
     let (theirs, others): (Vec<&String>, Vec<&String>) = kids.iter().partition(|k| owner(k) == STRANGER);
     theirs
         .into_iter()
@@ -77,8 +80,14 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
             format!("{} granted {name}, but as of zxid {z} (the last message it got) that node did not exist", c.name),
         ));
     };
+    // A node of our name a third party made in place of ours
+    // (`World::third_party_replace`): a list shows the name, not whose it
+    // is (the documented limit on names made by someone else; the holder's
+    // read of its node then finds it not ours). The count of holders
+    // (`holders`, the stranger counted) is the promise kept there.
+    let replaced = ours.owner == STRANGER && zk.third_party_deleted.contains(&format!("{}/{name}", c.attempt_path));
     // A peer that adopted its node by name does not know its czxid (-1).
-    if ours.owner != c.session || (czxid >= 0 && ours.czxid != czxid) {
+    if !replaced && (ours.owner != c.session || (czxid >= 0 && ours.czxid != czxid)) {
         return Err(v(
             "grant",
             format!(
@@ -87,7 +96,19 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
             ),
         ));
     }
-    let children: Vec<String> = kids.iter().map(|l| l.name.clone()).collect();
+    // Nodes a third party made in place of a node of the same name
+    // (`World::third_party_replace`): a waiter whose blocker was replaced
+    // so may be granted beside the newcomer (the documented limit on names
+    // made by someone else: the delete's notification says only that the
+    // name went), so they do not count here; `holders` counts them neither.
+    let children: Vec<String> = kids
+        .iter()
+        .filter(|l| {
+            l.name == name
+                || !(l.owner == STRANGER && zk.third_party_deleted.contains(&format!("{}/{}", c.attempt_path, l.name)))
+        })
+        .map(|l| l.name.clone())
+        .collect();
     // A lease of a shared count: the permits the count gave at some point
     // from `at` to the grant (the count's own rule is `count_grant`'s).
     let shared = zk.count_path.is_some() && c.attempt_mode == names::LockMode::Lease;
@@ -239,7 +260,10 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
             let passes = by_check && check_passes(zk, c, base);
             let held: Vec<&String> = held
                 .into_iter()
-                .filter(|p| zk.nodes.contains_key(*p) || (passes && !zk.third_party_deleted.contains(*p)))
+                .filter(|p| {
+                    zk.nodes.get(*p).is_some_and(|n| n.owner == c.session)
+                        || (passes && !zk.third_party_deleted.contains(*p))
+                })
                 .collect();
             if held.is_empty() {
                 continue;
@@ -250,7 +274,8 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
             let reader = held
                 .iter()
                 .all(|p| names::parse_child(super::model::name_of(p)).is_some_and(|n| n.kind == NodeKind::Reader));
-            let who = if zk.nodes.contains_key(held[0]) { c.name.clone() } else { format!("{}(check passes)", c.name) };
+            let ours = zk.nodes.get(held[0]).is_some_and(|n| n.owner == c.session);
+            let who = if ours { c.name.clone() } else { format!("{}(check passes)", c.name) };
             if reader {
                 readers.push(who);
             } else {
@@ -368,9 +393,19 @@ pub fn released(
     Ok(())
 }
 
-/// No contender deleted a node another session owned.
-pub fn deletes(zk: &Zk<Tag>) -> Result<(), Violation> {
-    match zk.foreign_deletes.first() {
+/// No contender deleted a node another session owned; but a node a third
+/// party put in place of one of ours under the same name
+/// (`World::third_party_replace`) counts only when deleted by one of
+/// zklock's contenders that had been told before it sent the delete
+/// (`Contender::deleted_when_told`): one sent before any word of the
+/// change reached the client is the documented window of an at-once
+/// delete, and a Curator-like peer deletes its node by name as Curator does.
+pub fn deletes(zk: &Zk<Tag>, cs: &[Contender]) -> Result<(), Violation> {
+    let counts = |(by, path, _): &&(i64, String, i64)| {
+        !zk.third_party_deleted.contains(path.as_str())
+            || cs.iter().any(|c| c.session == *by && !c.peer && c.deleted_when_told.contains(path.as_str()))
+    };
+    match zk.foreign_deletes.iter().find(counts) {
         Some((by, path, owner)) => {
             Err(v("foreign delete", format!("session {by:#x} deleted {path}, owned by session {owner:#x}")))
         },

@@ -296,6 +296,8 @@ impl World {
             stranger_stays: sem.is_some_and(|s| s.stranger_stays),
             abandoned: Vec::new(),
             stalled_change: None,
+            replaced: Vec::new(),
+            replace: false,
         };
         if let Some(t) = &mut w.trace {
             t.push(format!("exhaustive scenario {scn:?}"));

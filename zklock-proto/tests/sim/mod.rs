@@ -164,6 +164,11 @@ pub struct Opts {
     pub statless_create: bool,
     /// Wrong rules of the runners' shared count switched on.
     pub count_bugs: runner::CountBugs,
+    /// A third party never replaces a node by one of the same name
+    /// (`World::third_party_replace`): its draw is skipped, so that seeds
+    /// found before that fault came replay as they were
+    /// (`ZKLOCK_SIM_NO_REPLACE=1`).
+    pub no_replace: bool,
 }
 
 impl Opts {
@@ -184,6 +189,7 @@ impl Opts {
             (b.close_is_loss, "close_is_loss"),
             (b.downgrade_without_check, "downgrade_without_check"),
             (b.list_without_probe, "list_without_probe"),
+            (b.release_trusts_any_read, "release_trusts_any_read"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
@@ -199,6 +205,9 @@ impl Opts {
         }
         if let Some(k) = self.kind {
             env.push(format!("ZKLOCK_SIM_KIND={k:?}"));
+        }
+        if self.no_replace {
+            env.push("ZKLOCK_SIM_NO_REPLACE=1".to_string());
         }
         env.push(format!("ZKLOCK_SIM_SEED={seed}"));
         env.join(" ")
@@ -272,6 +281,12 @@ pub struct World {
     /// A leader change whose deposed leader stalled: it starts at the
     /// tick given (see `World::leader_change`).
     pub stalled_change: Option<StalledChange>,
+    /// Nodes a third party replaced by a stranger's node of the same name
+    /// (`World::third_party_replace`), and the tick at which it deletes
+    /// its own again.
+    pub replaced: Vec<(String, u64)>,
+    /// Whether a third party may replace a node (`Opts::no_replace`).
+    pub replace: bool,
 }
 
 /// How a run went.
@@ -403,6 +418,8 @@ impl World {
             stranger_stays: false,
             abandoned: Vec::new(),
             stalled_change: None,
+            replaced: Vec::new(),
+            replace: !opts.no_replace,
         };
         for i in 0..w.cs.len() {
             w.connected(i, true);
@@ -492,6 +509,17 @@ impl World {
                 }
                 let j = self.ch.choose(kids.len());
                 let path = |k: usize| format!("{parent}/{}", kids[k].name);
+                // Sometimes (a lock's writer node, timed runs) a third party
+                // makes a node of the same name in the same transaction.
+                if self.timed
+                    && self.replace
+                    && parent == self.lock_path
+                    && kids[j].kind != zklock_proto::names::NodeKind::Reader
+                    && self.ch.roll(25)
+                {
+                    self.third_party_replace(&path(j));
+                    return;
+                }
                 let paths = if self.ch.choose(2) == 0 || j == 0 { vec![path(j)] } else { vec![path(j - 1), path(j)] };
                 self.third_party_delete(&paths);
             },
@@ -767,6 +795,40 @@ impl World {
         }
     }
 
+    /// A third party deletes `path` and makes a node of the same name of its
+    /// own (the stranger's: it holds the lock if it sorts first) in one
+    /// transaction, and deletes that one again 10 ticks to a session
+    /// timeout later. Whoever deletes the newcomer having been told (a
+    /// notification of the delete, or a read showing the stranger's node)
+    /// breaks the promise never to delete someone else's node
+    /// (`check::deletes`); one that deleted it before any word of the
+    /// change reached it is the documented window of an at-once delete.
+    fn third_party_replace(&mut self, path: &str) {
+        if self.zk.third_party_replace(path, check::STRANGER) {
+            let until = self.zk.now + u64::from(self.ch.between(10, T_TICKS as u32));
+            self.replaced.push((path.to_string(), until));
+            self.count("fault: third party replaces a node");
+            self.trace_line(format!(
+                "FAULT third party replaces {} by a stranger's node of the same name until t={until}",
+                runner::short(path)
+            ));
+        }
+    }
+
+    /// The stranger deletes the nodes it made whose time is up.
+    fn end_replacements(&mut self) {
+        let now = self.zk.now;
+        let (due, keep): (Vec<_>, Vec<_>) = self.replaced.drain(..).partition(|(_, until)| *until <= now);
+        self.replaced = keep;
+        for (path, _) in due {
+            if self.zk.nodes.get(&path).is_some_and(|n| n.owner == check::STRANGER)
+                && self.zk.third_party_delete(std::slice::from_ref(&path))
+            {
+                self.trace_line(format!("the stranger deletes its {}", runner::short(&path)));
+            }
+        }
+    }
+
     /// Contender `i`'s session ends (expired, or closed): its ephemeral
     /// nodes go, and its client fails everything outstanding: at once, or
     /// if it is cut off, once it learns (the cut ends, or its read timeout
@@ -895,6 +957,7 @@ impl World {
                     c.ghost
                 ));
             }
+            self.end_replacements();
             if !self.zk.followers.is_empty() {
                 self.zk.tick_ensemble();
                 self.server_events();
@@ -1298,7 +1361,7 @@ impl World {
     fn check_step(&mut self) {
         if self.violation.is_none() {
             if let Err(v) = check::holders(&self.zk, &self.cs, self.timed.then_some(self.base))
-                .and_then(|()| check::deletes(&self.zk))
+                .and_then(|()| check::deletes(&self.zk, &self.cs))
                 .and_then(|()| check::orphans(&self.zk, &self.cs))
             {
                 self.violation = Some(v);

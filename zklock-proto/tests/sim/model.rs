@@ -790,14 +790,22 @@ impl<T: Clone> Zk<T> {
             return Err(Failure::NodeExists);
         }
         self.zxid += 1;
+        self.put_new(&full, owner, container);
+        Ok(full)
+    }
+
+    /// Makes the node `full` (its parent exists, it does not) at the
+    /// current zxid: the caller moved it on.
+    fn put_new(&mut self, full: &str, owner: SessionId, container: bool) {
+        let parent = parent_of(full).to_string();
         let z = self.zxid;
-        let name = name_of(&full).to_string();
+        let name = name_of(full).to_string();
         let p = self.nodes.get_mut(&parent).expect("parent");
         p.cversion += 1;
         p.pzxid = z;
         p.children.insert(name.clone());
         self.nodes.insert(
-            full.clone(),
+            full.to_string(),
             Node {
                 czxid: z,
                 mzxid: z,
@@ -810,12 +818,11 @@ impl<T: Clone> Zk<T> {
             },
         );
         self.record_node(&parent);
-        self.record_node(&full);
+        self.record_node(full);
         if self.tracked.contains(&parent) {
             self.lives.push(Life { parent: parent.clone(), name, czxid: z, dzxid: None, owner });
         }
         self.trigger(&parent, &[WatchKind::Child], Notice::Children);
-        Ok(full)
     }
 
     /// Deletes `path` at the current zxid (the caller moved it on: a
@@ -859,6 +866,23 @@ impl<T: Clone> Zk<T> {
             let _ = self.delete_now(p);
             self.third_party_deleted.insert(p.clone());
         }
+        self.commit();
+        true
+    }
+
+    /// A third party deletes `path` and makes a node of the same name owned
+    /// by session `owner`, in one transaction (as a `multi` of a delete and
+    /// a create does; outside attack round 39's O1): whoever still believes
+    /// the name theirs may delete the newcomer. Nothing if `path` is
+    /// missing or has children.
+    pub fn third_party_replace(&mut self, path: &str, owner: SessionId) -> bool {
+        if self.nodes.get(path).is_none_or(|n| !n.children.is_empty()) {
+            return false;
+        }
+        self.zxid += 1;
+        let _ = self.delete_now(path);
+        self.third_party_deleted.insert(path.to_string());
+        self.put_new(path, owner, false);
         self.commit();
         true
     }

@@ -404,6 +404,13 @@ pub struct Contender {
     /// a leader change that stalls its member; every member again with a
     /// new session).
     pub only: Option<usize>,
+    /// Paths it was told are not (or no longer) its node: a notification
+    /// of a delete, or its hold's read showing another session's node
+    /// (`World::third_party_replace`).
+    pub told_not_ours: BTreeSet<String>,
+    /// Paths it sent an unconditional delete of after it was told so
+    /// (`told_not_ours`): judged by `check::deletes`.
+    pub deleted_when_told: BTreeSet<String>,
 }
 
 impl Contender {
@@ -417,6 +424,8 @@ impl Contender {
             try_once,
             session,
             last_zxid: 0,
+            told_not_ours: BTreeSet::new(),
+            deleted_when_told: BTreeSet::new(),
             inbox: VecDeque::new(),
             attempt: None,
             gen: 0,
@@ -712,6 +721,11 @@ impl World {
     /// Sends a request tagged `tag` for contender `i`, or fails it at once
     /// when there is no connection.
     fn send(&mut self, i: usize, tag: Tag, op: Op) {
+        if let Op::Delete { path } = &op {
+            if self.cs[i].told_not_ours.contains(path) {
+                self.cs[i].deleted_when_told.insert(path.clone());
+            }
+        }
         let sid = self.cs[i].session;
         if self.zk.send(sid, tag.clone(), op) {
             self.cs[i].last_send = self.zk.now;
@@ -1272,6 +1286,9 @@ impl World {
             Msg::Notify { path, notice, zxid } => {
                 let now = self.timed.then(|| self.client_now(i));
                 let c = &mut self.cs[i];
+                if notice == Notice::Deleted {
+                    c.told_not_ours.insert(path.clone());
+                }
                 c.last_read = now.or(c.last_read);
                 c.last_zxid = c.last_zxid.max(zxid);
                 let fires = |k: WatchKind| match notice {
@@ -1756,6 +1773,11 @@ impl World {
         }
         if n != c.holds {
             return;
+        }
+        if let (Some(h), Ok(zklock_proto::acquire::Answer::Data(stat))) = (&c.hold, &result) {
+            if stat.owner != c.session {
+                c.told_not_ours.insert(h.path().to_owned());
+            }
         }
         if let (Some((path, kind)), Ok(_)) = (watch, &result) {
             c.watchers.push((hold_key(n), id, path, kind));
