@@ -1180,13 +1180,33 @@ fn a_stop_then_a_continue_leave_the_command_running() {
     let args = ["run", "--hosts", &hosts, "--process-group", "/cli/tstp-cont", "--", "sh", "-c", script];
     let r = spawn(&d, "pairs", &args, &[]);
     wait_until("the command runs", 30 * SEC, || d.exists("pid"));
+    let pid: i32 = d.read("pid").trim().parse().unwrap();
     for i in 1..=50 {
         kill(r.pid(), libc::SIGTSTP);
         kill(r.pid(), libc::SIGCONT);
         kill(r.pid(), libc::SIGUSR1);
-        wait_until(&format!("the command runs after stop and continue number {i}"), 30 * SEC, || {
-            d.read("acks").lines().count() >= i
-        });
+        if !zklock_harness::wait_for(30 * SEC, || d.read("acks").lines().count() >= i) {
+            let pending = |pid: i32| {
+                let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                status
+                    .lines()
+                    .filter(|l| l.starts_with("SigPnd") || l.starts_with("ShdPnd"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let members: Vec<String> = common::group_members(pid)
+                .into_iter()
+                .map(|(p, state, ppid)| format!("{p} {state} (parent {ppid}) {}", pending(p)))
+                .collect();
+            panic!(
+                "the command does not run after stop and continue number {i}: acks {}; its group: {members:?}; \
+                 zklock {:?} {}; stderr: {}",
+                d.read("acks").lines().count(),
+                proc_state(r.pid()),
+                pending(r.pid()),
+                r.stderr()
+            );
+        }
     }
     d.touch("go");
     let o = r.wait(60 * SEC);

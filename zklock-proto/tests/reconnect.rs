@@ -143,7 +143,9 @@
 //! connect (**prompt**; round 35's F3 broke it: `old_held_stamps`).
 //!
 //! Some runs' handshakes have login steps after the connect's answer (one,
-//! `addAuth`; or two, SASL DIGEST-MD5), on a slow network: a reset or
+//! `addAuth`; or two, SASL DIGEST-MD5), on a slow network (half of them
+//! slow from the start, the heartbeats in their steady state there when
+//! the faults come; the others slow from the first fault): a reset or
 //! refusal among them must not make the client forget that the server
 //! renewed the session when it read the connect (session 33: it did,
 //! `answer_before_failure_forgotten`). The login steps themselves the
@@ -1607,9 +1609,15 @@ fn search(
         let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
         // One step (`addAuth`) or two (SASL DIGEST-MD5).
         let auth = rng.u8(1..=2);
+        let latency = Duration::from_millis(rng.u64(0..=t.as_millis() as u64 / 20));
         let run = Run {
             auth,
-            latency: Some(Duration::from_millis(rng.u64(0..=t.as_millis() as u64 / 20))),
+            latency: Some(latency),
+            // Half of them (by an odd millisecond: no draw, the seeds stay
+            // as they were) slow from the start, the heartbeats' steady
+            // state on the slow network when the faults come, rather than
+            // slowing at the first fault.
+            slow_from_start: latency.as_millis() % 2 == 1,
             close_at,
             bugs,
             clock_bugs,
