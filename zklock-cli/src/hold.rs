@@ -125,7 +125,7 @@ fn hold_until_told(opts: &HoldOptions, guard: &Guard, session: &Session) -> i32 
                 // could not keep its session while the script works on.
                 if signals::job_control(r.signal) == Some(true) {
                     if r.to_group {
-                        signals::stop_self();
+                        signals::stop_self_unless_continued();
                     } else {
                         note!(
                             "{} ignored: zklock hold keeps lock {path} (stop the whole process group to pause it)",

@@ -109,7 +109,7 @@ impl Session {
         }) {
             return Err(crate::connect_error(&hosts, &e));
         }
-        match wait_for(&rx, connect_limit, |ev| match ev {
+        match wait_for(&rx, connect_limit, Stops::StopZklock, |ev| match ev {
             Event::Connected(r) => Some(r),
             _ => None,
         }) {
@@ -154,7 +154,7 @@ impl Session {
             return;
         }
         let limit = self.exit_by().saturating_duration_since(Instant::now());
-        match wait_for(&self.rx, limit, |ev| match ev {
+        match wait_for(&self.rx, limit, Stops::Ignore, |ev| match ev {
             Event::Released(r) => Some(r),
             _ => None,
         }) {
@@ -206,7 +206,7 @@ impl Session {
         // wait as long as the user asked (until a signal).
         // After the deadline the acquire still deletes its node (a few requests).
         let limit = req.wait.timeout.map_or(Duration::MAX, |t| t.saturating_add(op_limit * 3 + Duration::from_secs(5)));
-        let guard = match wait_for(&self.rx, limit, |ev| match ev {
+        let guard = match wait_for(&self.rx, limit, Stops::StopZklock, |ev| match ev {
             Event::Acquired(r) => Some(r),
             _ => None,
         }) {
@@ -256,7 +256,7 @@ impl Session {
         if self.client.spawn_then(confirmed, move |()| drop(t.send(Event::Closed))).is_err() {
             return;
         }
-        let waited = wait_for(&self.rx, limit, |ev| matches!(ev, Event::Closed).then_some(()));
+        let waited = wait_for(&self.rx, limit, Stops::Ignore, |ev| matches!(ev, Event::Closed).then_some(()));
         if !matches!(waited, Waited::Done(())) {
             let why = match (waited, self.stopped_by.get()) {
                 (Waited::Signal(sig), _) | (_, Some(sig)) => format!("{}: not waiting", signal_name(sig)),
@@ -346,8 +346,37 @@ pub(crate) fn close_limit(session_timeout: Duration) -> Duration {
     (session_timeout / 2).max(Duration::from_secs(1)).min(crate::operation_timeout(session_timeout))
 }
 
+/// What a stop sent to zklock does while [`wait_for`] waits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stops {
+    /// Nothing runs yet (connecting, acquiring): a stop stops zklock, as
+    /// by default.
+    StopZklock,
+    /// The command has ended and zklock is releasing and closing, within
+    /// the exit's bound: a stop is not acted on (stopped there, zklock
+    /// kept the lock's node until it was continued: outside attack round
+    /// 42, F2, a SIGTERM and a SIGTSTP back to back).
+    Ignore,
+}
+
 /// Waits up to `limit` for the event `pick` accepts, or a signal.
-fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event) -> Option<T>) -> Waited<T> {
+fn wait_for<T>(
+    rx: &Receiver<Event>,
+    limit: Duration,
+    stops: Stops,
+    mut pick: impl FnMut(Event) -> Option<T>,
+) -> Waited<T> {
+    /// Stops stop zklock on the signals thread while this wait lasts.
+    struct Stopping;
+    impl Drop for Stopping {
+        fn drop(&mut self) {
+            signals::stops_stop_zklock(false);
+        }
+    }
+    let _stopping = (stops == Stops::StopZklock).then(|| {
+        signals::stops_stop_zklock(true);
+        Stopping
+    });
     let deadline = Instant::now().checked_add(limit);
     loop {
         let ev = match deadline {
@@ -361,10 +390,13 @@ fn wait_for<T>(rx: &Receiver<Event>, limit: Duration, mut pick: impl FnMut(Event
             },
         };
         if let Event::Signal(r) = ev {
-            // Nothing runs yet: a stop stops zklock (as by default), and
-            // SIGCONT is only the end of it.
+            // Nothing runs yet: a stop stops zklock (as by default; the
+            // signals thread does it, `stops_stop_zklock`, but for one
+            // reported before this wait began), and SIGCONT is only the
+            // end of it.
             match signals::job_control(r.signal) {
-                Some(true) => signals::stop_self(),
+                Some(true) if stops == Stops::StopZklock => signals::stop_self_unless_continued(),
+                Some(true) => note!("{} not acted on: zklock is releasing and exiting", signal_name(r.signal)),
                 Some(false) => {},
                 None => return Waited::Signal(r.signal),
             }
@@ -553,7 +585,7 @@ fn supervise(opts: &RunOptions, guard: &Guard, rx: &Receiver<Event>, stopping: &
                 // its command. A stop sent to zklock alone only stops the
                 // command: zklock keeps its session and watches the lock.
                 if job == Some(true) && r.to_group {
-                    signals::stop_self();
+                    signals::stop_self_unless_continued();
                 }
             },
             Ok(_) | Err(RecvTimeoutError::Timeout) => {},
