@@ -48,12 +48,20 @@ fn server_sequence(name: &str) -> Option<i64> {
 /// no other child with a smaller one (as the server numbered them, not as
 /// `names` reads them: a contender that fails to see the stranger's node
 /// must not blind this check too).
+/// Whether the node `parent/name` owned by `owner` (now, or as of the
+/// zxid a check looks at) is one a third party made in place of one of
+/// the same name (`World::third_party_replace`): the stranger's, its path
+/// once deleted by the third party.
+fn replaced(zk: &Zk<Tag>, parent: &str, name: &str, owner: i64) -> bool {
+    owner == STRANGER && zk.third_party_deleted.contains(&format!("{parent}/{name}"))
+}
+
 fn stranger_holds(zk: &Zk<Tag>) -> bool {
     let owner = |k: &String| zk.nodes[&format!("{}/{k}", zk.lock_path)].owner;
     // A node a third party made in place of one of the same name is not
     // counted (see `grant`).
-    let replaced = |k: &String| zk.third_party_deleted.contains(&format!("{}/{k}", zk.lock_path));
-    let kids: Vec<String> = zk.lock_children().into_iter().filter(|k| !(owner(k) == STRANGER && replaced(k))).collect();
+    let kids: Vec<String> =
+        zk.lock_children().into_iter().filter(|k| !replaced(zk, &zk.lock_path, k, owner(k))).collect();
     let (theirs, others): (Vec<&String>, Vec<&String>) = kids.iter().partition(|k| owner(k) == STRANGER);
     theirs
         .into_iter()
@@ -85,9 +93,9 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
     // is (the documented limit on names made by someone else; the holder's
     // read of its node then finds it not ours). The count of holders
     // (`holders`, the stranger counted) is the promise kept there.
-    let replaced = ours.owner == STRANGER && zk.third_party_deleted.contains(&format!("{}/{name}", c.attempt_path));
+    let made_again = replaced(zk, &c.attempt_path, name, ours.owner);
     // A peer that adopted its node by name does not know its czxid (-1).
-    if !replaced && (ours.owner != c.session || (czxid >= 0 && ours.czxid != czxid)) {
+    if !made_again && (ours.owner != c.session || (czxid >= 0 && ours.czxid != czxid)) {
         return Err(v(
             "grant",
             format!(
@@ -103,10 +111,7 @@ pub fn grant(zk: &Zk<Tag>, c: &Contender, name: &str, czxid: i64) -> Result<(), 
     // name went), so they do not count here; `holders` counts them neither.
     let children: Vec<String> = kids
         .iter()
-        .filter(|l| {
-            l.name == name
-                || !(l.owner == STRANGER && zk.third_party_deleted.contains(&format!("{}/{}", c.attempt_path, l.name)))
-        })
+        .filter(|l| l.name == name || !replaced(zk, &c.attempt_path, &l.name, l.owner))
         .map(|l| l.name.clone())
         .collect();
     // A lease of a shared count: the permits the count gave at some point
