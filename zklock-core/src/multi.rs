@@ -17,6 +17,8 @@ use crate::lock::{Guard, Lock, PendingAcquire};
 use crate::names::LockMode;
 use crate::options::{AcquireOptions, Owner};
 use crate::state::{LockState, ReleaseStatus};
+use zklock_proto::acquire::Bugs;
+use zklock_proto::multi::{Action, Event, Grace, MultiAcquire, ReadAnswer, Verdict, Why};
 
 /// Several locks (any mix of exclusive, read and write, on distinct paths)
 /// taken all or none: made by [`Client::multi_lock`].
@@ -105,38 +107,116 @@ impl MultiLock {
             // CONNECTION_LOSS after the operation timeout).
             let deadline = options.wait_limit().filter(|t| !t.is_zero()).and_then(|t| started.checked_add(t));
             let options = options.until(deadline);
-            let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
             let cancel = options.call_token();
-            for lock in &members {
-                // When a cancel came (the member's own acquire then ends
-                // within its grace): the releases' grace counts from it
-                // (outside attack round 37, F1: counted from the member's
-                // end, a cancel on a silent server returned 0.5 s after).
-                let mut cancelled_at = None;
-                let member = acquire_member(lock, &options, owner);
-                tokio::pin!(member);
-                let out = tokio::select! {
-                    biased;
-                    out = &mut member => out,
-                    () = cancel.cancelled() => {
-                        cancelled_at = Some(Instant::now());
-                        member.await
-                    },
+            // The decisions are the machine's (zklock-proto's `multi`);
+            // this loop does what its actions say.
+            let mut call = MultiAcquire::new(members.len(), Bugs::default());
+            let mut taken: Vec<Guard> = Vec::with_capacity(members.len());
+            // When the cancel was first seen: the releases' grace counts
+            // from it.
+            let mut cancelled_at = None;
+            // The member waited for, and its state changes subscribed to
+            // before its check (so that no change after the check is
+            // missed).
+            let mut changes: Option<(usize, tokio::sync::watch::Receiver<u64>)> = None;
+            loop {
+                let Some(action) = call.poll_action() else {
+                    let_go(&taken, deadline).await;
+                    return Err(Error::internal("multi-lock: the acquire stopped without an end"));
                 };
-                match out {
-                    Ok(guard) => taken.push(guard),
-                    Err(e) => {
-                        let_go(&taken, cancelled_at.or(deadline)).await;
-                        return Err(member_error(lock.path(), &e));
+                match action {
+                    Action::Acquire(i) => {
+                        let member = acquire_member(&members[i], &options, owner);
+                        tokio::pin!(member);
+                        let out = tokio::select! {
+                            biased;
+                            out = &mut member => out,
+                            () = cancel.cancelled(), if cancelled_at.is_none() => {
+                                cancelled_at = Some(Instant::now());
+                                call.handle(Event::Cancelled);
+                                member.await
+                            },
+                        };
+                        match out {
+                            Ok(guard) => {
+                                let (session, token) = (guard.holding.session.id, guard.holding.token);
+                                taken.push(guard);
+                                call.handle(Event::Granted { member: i, session, token });
+                            },
+                            Err(error) => call.handle(Event::Failed { member: i, error }),
+                        }
+                    },
+                    Action::Read(list) => {
+                        for (i, answer) in read_nodes(&taken, &list).await {
+                            call.handle(Event::Read { member: i, answer });
+                        }
+                    },
+                    Action::Check(i) => {
+                        if changes.as_ref().is_none_or(|(m, _)| *m != i) {
+                            changes = Some((i, taken[i].holding.changes.subscribe()));
+                        }
+                        let verdict = match taken[i].check() {
+                            Ok(()) => Verdict::Safe,
+                            Err(e) if e.kind() == ErrorKind::ConnectionLoss => Verdict::Suspended(e),
+                            Err(e) => Verdict::Failed(e),
+                        };
+                        call.handle(Event::Checked { member: i, verdict });
+                    },
+                    Action::Wait(i) => {
+                        let Some((_, rx)) = changes.as_mut() else {
+                            call.handle(Event::DeadlinePassed);
+                            continue;
+                        };
+                        let h = &taken[i].holding;
+                        let woke = async {
+                            tokio::select! {
+                                // The sender lives as long as the guard:
+                                // an error cannot come (it would end the
+                                // wait rather than spin).
+                                changed = rx.changed() => if changed.is_ok() {
+                                    Event::Changed { member: i }
+                                } else {
+                                    Event::DeadlinePassed
+                                },
+                                () = h.session.clock_advanced() => Event::Changed { member: i },
+                                () = cancel.cancelled() => Event::Cancelled,
+                            }
+                        };
+                        let event = match deadline {
+                            Some(d) => tokio::time::timeout_at(d.into(), woke).await.unwrap_or(Event::DeadlinePassed),
+                            None => woke.await,
+                        };
+                        if matches!(event, Event::Cancelled) {
+                            cancelled_at.get_or_insert_with(Instant::now);
+                        }
+                        call.handle(event);
+                    },
+                    Action::Granted => {
+                        let paths = members.iter().map(|l| l.path().to_owned()).collect();
+                        return Ok(MultiGuard { guards: taken, paths });
+                    },
+                    Action::Fail { member, why, grace } => {
+                        let until = match grace {
+                            Grace::FromCancel => cancelled_at.or(deadline),
+                            Grace::FromDeadline => deadline,
+                        };
+                        let_go(&taken, until).await;
+                        let e = match why {
+                            Why::Error(e) => e,
+                            Why::Gone => Error::new(
+                                ErrorKind::LockLost,
+                                "our lock node is gone (deleted, or with our session) while a later member was taken",
+                            ),
+                            Why::NoReply => Error::new(
+                                ErrorKind::ConnectionLoss,
+                                "reading our lock node: no reply within the operation timeout",
+                            ),
+                            Why::Cancelled => Error::cancelled("acquire"),
+                        };
+                        return Err(member_error(members[member].path(), &e));
                     },
                 }
             }
-            let paths: Vec<String> = members.iter().map(|l| l.path().to_owned()).collect();
-            if let Err(e) = still_held(&taken, &paths, deadline, &cancel).await {
-                let_go(&taken, deadline).await;
-                return Err(e);
-            }
-            Ok(MultiGuard { guards: taken, paths })
         }
     }
 
@@ -198,85 +278,35 @@ async fn settle(
     first_error.map_or(Ok(status), Err)
 }
 
-/// Whether every member taken before the last is still ours now that the
-/// last was granted: each one's node read on its session (all the reads
-/// sent before any reply is awaited: one round trip), then each guard's
-/// `check()`. An outside test (round 12) got a set back as held whose first
-/// member's node a third party had deleted, or whose session had expired,
-/// while a later member waited: another client held that member. A member
-/// `Suspended` (its connection came back and its re-check is not yet
-/// answered, or its safety clock is out while the session reconnects) is
-/// waited for until it is held again or lost, within `deadline`: a
-/// reconnect right before the last member's grant failed the call with
-/// `ConnectionLoss`, every place given up with most of the deadline left
-/// (outside attack round 36, F1), where a waiting acquire keeps its place
-/// through a disconnect. `cancel` ends that wait (`Cancelled`).
-async fn still_held(
-    taken: &[Guard],
-    paths: &[String],
-    deadline: Option<Instant>,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<()> {
-    let earlier = taken.len().saturating_sub(1);
-    let mut reads = Vec::with_capacity(earlier);
-    for (guard, path) in taken.iter().zip(paths).take(earlier) {
-        let h = &guard.holding;
-        let zk = h.session.zk().map_err(|e| member_error(path, &e))?;
-        reads.push((guard, path, zk.exists(&h.node_path())));
-    }
-    for (guard, path, read) in reads {
-        let h = &guard.holding;
-        let gone = || {
-            let e = Error::new(
-                ErrorKind::LockLost,
-                "our lock node is gone (deleted, or with our session) while a later member was taken",
-            );
-            member_error(path, &e)
+/// Reads the nodes of the members `list` of `taken` (every read sent
+/// before any reply is awaited: one round trip), each on its own session,
+/// and gives what each showed, in order: the still-held check of the
+/// members taken before the last ([`Action::Read`]; outside attack round
+/// 12: a set came back held whose first member's node a third party had
+/// deleted, or whose session had expired, while a later member waited).
+async fn read_nodes(taken: &[Guard], list: &[usize]) -> Vec<(usize, ReadAnswer<Error>)> {
+    let reads: Vec<_> = list
+        .iter()
+        .map(|&i| {
+            let h = &taken[i].holding;
+            (i, h.session.zk().map(|zk| zk.exists(&h.node_path())))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(reads.len());
+    for (i, read) in reads {
+        let timeout = taken[i].holding.shared.options.operation_timeout;
+        let answer = match read {
+            Err(e) => ReadAnswer::Failed(e),
+            Ok(read) => match tokio::time::timeout(timeout, read.value()).await {
+                Ok(Ok(Some(stat))) => ReadAnswer::Node { owner: stat.ephemeral_owner, czxid: stat.czxid },
+                Ok(Ok(None)) => ReadAnswer::NoNode,
+                Ok(Err(e)) => ReadAnswer::Failed(Error::from_zk("reading our lock node", e)),
+                Err(_) => ReadAnswer::NoReply,
+            },
         };
-        match tokio::time::timeout(h.shared.options.operation_timeout, read.value()).await {
-            Ok(Ok(Some(stat))) if stat.ephemeral_owner == h.session.id && u64::try_from(stat.czxid) == Ok(h.token) => {
-            },
-            Ok(Ok(_)) => return Err(gone()),
-            Ok(Err(e)) => return Err(member_error(path, &Error::from_zk("reading our lock node", e))),
-            Err(_) => {
-                let e = Error::new(
-                    ErrorKind::ConnectionLoss,
-                    "reading our lock node: no reply within the operation timeout",
-                );
-                return Err(member_error(path, &e));
-            },
-        }
+        out.push((i, answer));
     }
-    for (guard, path) in taken.iter().zip(paths) {
-        let h = &guard.holding;
-        let mut changes = h.changes.subscribe();
-        loop {
-            let e = match guard.check() {
-                Ok(()) => break,
-                Err(e) if e.kind() == ErrorKind::ConnectionLoss => e,
-                Err(e) => return Err(member_error(path, &e)),
-            };
-            // Its state changes, or its clock moves on.
-            let woke = async {
-                tokio::select! {
-                    changed = changes.changed() => changed.is_ok(),
-                    () = h.session.clock_advanced() => true,
-                    () = cancel.cancelled() => false,
-                }
-            };
-            let woke = match deadline {
-                Some(d) => tokio::time::timeout_at(d.into(), woke).await.unwrap_or(false),
-                None => woke.await,
-            };
-            if cancel.is_cancelled() {
-                return Err(member_error(path, &Error::cancelled("acquire")));
-            }
-            if !woke {
-                return Err(member_error(path, &e));
-            }
-        }
-    }
-    Ok(())
+    out
 }
 
 fn empty() -> Error {

@@ -433,6 +433,19 @@ pub struct Bugs {
     /// session's node of the same name, made by a third party after ours
     /// was deleted, is deleted too).
     pub release_trusts_any_read: bool,
+    /// A multi-lock ([`crate::multi`]): once the last member is granted,
+    /// the set is granted without reading the earlier members' nodes (a
+    /// member whose node a third party deleted, or whose session expired,
+    /// while a later member waited comes back as held: outside attack
+    /// round 12).
+    pub multi_without_reads: bool,
+    /// A multi-lock: a member suspended when the last is granted fails the
+    /// call at once (outside attack round 36, F1: every place given up
+    /// with most of the deadline left).
+    pub multi_fails_suspended: bool,
+    /// A multi-lock: after a cancel, the releases' grace counts from the
+    /// failure rather than the cancel (outside attack round 37, F1).
+    pub multi_grace_from_end: bool,
 }
 
 impl Bugs {

@@ -16,6 +16,9 @@
 //! - [`hold`]: a granted lock from the grant to its release or loss
 //!   (sections 5 and 6): suspended, held again, lost, and what a release
 //!   deletes.
+//! - [`multi`]: a multi-lock's acquire (section 8b): members taken one
+//!   after another, the earlier ones read again once the last is granted,
+//!   suspended ones waited for, all released if one fails.
 //! - [`cleanup`]: one try at deleting a node of ours, or the nodes a create
 //!   of unknown outcome may have made: only nodes our session owns.
 //! - [`vocabulary`](mod@vocabulary): the words the front ends share, one table each
@@ -35,6 +38,7 @@ pub mod cleanup;
 pub mod clock;
 pub mod driver;
 pub mod hold;
+pub mod multi;
 pub mod names;
 pub mod reconnect;
 pub mod vocabulary;

@@ -1,0 +1,467 @@
+//! A multi-lock's acquire (protocol section 8b) as a state machine: several
+//! ordinary locks taken one after another, all or none.
+//!
+//! A [`MultiAcquire`] decides what the composition does; each member's own
+//! acquire and hold are the machines of [`crate::acquire`] and
+//! [`crate::hold`], which its runner (`zklock-core`'s `multi.rs`, or the
+//! search in this crate's tests) runs. It is fed [`Event`]s (a member
+//! granted or failed, the answers to the reads of the earlier members'
+//! nodes, each member's verdict as its guard's `check()` gives it, a change
+//! of a member's state, the caller's cancel, the deadline) and answers with
+//! [`Action`]s (acquire a member, read nodes, check or wait for a member,
+//! and the end: granted, or failed after the members taken are released).
+//! It reads no clock and sends nothing itself.
+//!
+//! The rules it keeps:
+//! - Members are taken one at a time in the order the runner gives (byte
+//!   order of their paths: section 8b's one total order); the next starts
+//!   only once the one before is granted.
+//! - A member's failure (timeout, cancel, error) ends the call with that
+//!   member's failure, after the members taken are released (newest first).
+//!   Their releases' grace counts from the cancel when one came (outside
+//!   attack round 37, F1: counted from the member's end, a cancel on a
+//!   silent server returned 0.5 s late), else from the deadline if it
+//!   passed, else from the failure ([`Grace`]).
+//! - Once the last member is granted, every earlier member's node is read
+//!   (every read sent before any answer is awaited: one round trip): each
+//!   must exist, be our session's and have the czxid it was granted with,
+//!   or the call fails (outside attack round 12: a set came back held whose
+//!   first member's node a third party had deleted, or whose session had
+//!   expired, while a later member waited and another client held the
+//!   first).
+//! - Then every member's guard is checked, in order. A member whose check
+//!   fails for the connection ([`Verdict::Suspended`]: its connection came
+//!   back and its re-check is not answered yet, or its safety clock is out
+//!   while the session reconnects) is waited for, and checked again at each
+//!   change of its state or its clock, until it is safe, lost, the deadline
+//!   passes or a cancel comes (outside attack round 36, F1: a reconnect
+//!   right before the last grant failed the call with most of the deadline
+//!   left, where a single acquire keeps its place through a disconnect).
+//!   Any other failure of a check ends the call.
+
+use std::collections::VecDeque;
+
+use crate::acquire::Bugs;
+
+/// A member's node as a read showed it: the answer to [`Action::Read`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadAnswer<E> {
+    /// The node exists: its owner session and its czxid.
+    Node {
+        /// The session that owns it (its ephemeral owner).
+        owner: i64,
+        /// The zxid of its create.
+        czxid: i64,
+    },
+    /// No node of that path.
+    NoNode,
+    /// The read failed (the runner's error for it).
+    Failed(E),
+    /// No answer within the operation timeout.
+    NoReply,
+}
+
+/// A member's guard's verdict (its `check()`): the answer to
+/// [`Action::Check`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict<E> {
+    /// Safely held.
+    Safe,
+    /// Not safe for the connection (suspended, or its safety clock out):
+    /// may be safe again. The error is what the call fails with if it is
+    /// not safe again in time.
+    Suspended(E),
+    /// Not held (lost, released): the call fails with this.
+    Failed(E),
+}
+
+/// What happened, fed to [`MultiAcquire::handle`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<E> {
+    /// Member `member`'s acquire was granted (after [`Action::Acquire`]).
+    Granted {
+        /// Its index.
+        member: usize,
+        /// Our session on its client (the owner its node must have).
+        session: i64,
+        /// Its fencing token (its node's czxid).
+        token: u64,
+    },
+    /// Member `member`'s acquire failed (timeout, cancel, error).
+    Failed {
+        /// Its index.
+        member: usize,
+        /// Its error.
+        error: E,
+    },
+    /// The answer to the read of member `member`'s node, fed in the order
+    /// of [`Action::Read`]'s list.
+    Read {
+        /// Its index.
+        member: usize,
+        /// What the read showed.
+        answer: ReadAnswer<E>,
+    },
+    /// Member `member`'s verdict (after [`Action::Check`]).
+    Checked {
+        /// Its index.
+        member: usize,
+        /// What its `check()` said.
+        verdict: Verdict<E>,
+    },
+    /// While waiting for member `member` ([`Action::Wait`]): its state
+    /// changed or its safety clock moved on.
+    Changed {
+        /// Its index.
+        member: usize,
+    },
+    /// The caller cancelled the call (the runner also cancels the member
+    /// being acquired: its acquire then ends on its own, with `Failed`).
+    Cancelled,
+    /// The call's deadline passed while waiting for a member
+    /// ([`Action::Wait`]).
+    DeadlinePassed,
+}
+
+/// From when the releases of the members taken get their grace (the
+/// runner waits for them until a grace after it, as a single acquire waits
+/// for the deletion of its node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grace {
+    /// From the caller's cancel ([`Event::Cancelled`]).
+    FromCancel,
+    /// From the call's deadline if it passed, else from now.
+    FromDeadline,
+}
+
+/// Why the call failed ([`Action::Fail`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why<E> {
+    /// The member's own error: its acquire's, its check's, or its read's.
+    Error(E),
+    /// Its node is gone, or not ours, now that a later member was taken.
+    Gone,
+    /// Its node's read had no answer within the operation timeout.
+    NoReply,
+    /// The caller cancelled while a member was waited for.
+    Cancelled,
+}
+
+/// What to do, from [`MultiAcquire::poll_action`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<E> {
+    /// Start member `n`'s acquire, with what is left of the deadline; feed
+    /// [`Event::Granted`] or [`Event::Failed`].
+    Acquire(usize),
+    /// Read these members' nodes (send every read before awaiting any);
+    /// feed each answer as [`Event::Read`], in this order.
+    Read(Vec<usize>),
+    /// Ask member `n`'s guard (`check()`); feed [`Event::Checked`].
+    Check(usize),
+    /// Wait for a change of member `n`'s state or safety clock
+    /// ([`Event::Changed`]), the deadline ([`Event::DeadlinePassed`]) or a
+    /// cancel ([`Event::Cancelled`]).
+    Wait(usize),
+    /// Done: every member is held; hand the caller the set.
+    Granted,
+    /// Done: release the members taken (newest first), waiting for them
+    /// until the grace after `grace`, then fail the call with member
+    /// `member`'s failure `why`.
+    Fail {
+        /// The member that failed.
+        member: usize,
+        /// How.
+        why: Why<E>,
+        /// From when the releases' grace counts.
+        grace: Grace,
+    },
+}
+
+/// Where the call is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for member `n`'s acquire.
+    Taking(usize),
+    /// Waiting for the reads' answers; the next expected is `n`.
+    Reading(usize),
+    /// Waiting for member `n`'s verdict.
+    Checking(usize),
+    /// Waiting for a change of member `n`, suspended.
+    Waiting(usize),
+    /// Ended (granted or failed).
+    Done,
+}
+
+/// One multi-lock acquire: see the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct MultiAcquire<E> {
+    /// How many members.
+    members: usize,
+    /// Session and fencing token of each member granted, in order.
+    granted: Vec<(i64, u64)>,
+    /// Where the call is.
+    phase: Phase,
+    /// A cancel came.
+    cancelled: bool,
+    /// What a suspended member waited for fails with if it stays so.
+    suspended: Option<E>,
+    /// Actions not yet taken.
+    actions: VecDeque<Action<E>>,
+    /// Bugs switched on (history only).
+    bugs: Bugs,
+}
+
+impl<E: Clone> MultiAcquire<E> {
+    /// An acquire of `members` members (at least one), in the order given,
+    /// with `bugs` switched on (ignored without the `history` feature).
+    ///
+    /// # Panics
+    /// If `members` is zero (the runner refuses an empty multi-lock before).
+    pub fn new(members: usize, bugs: Bugs) -> MultiAcquire<E> {
+        assert!(members > 0, "a multi-lock has at least one member");
+        MultiAcquire {
+            members,
+            granted: Vec::with_capacity(members),
+            phase: Phase::Taking(0),
+            cancelled: false,
+            suspended: None,
+            actions: VecDeque::from([Action::Acquire(0)]),
+            bugs,
+        }
+    }
+
+    /// The next action to take, if any.
+    pub fn poll_action(&mut self) -> Option<Action<E>> {
+        self.actions.pop_front()
+    }
+
+    /// Whether the call has ended (granted or failed).
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// How many members are taken (granted and not yet let go).
+    pub fn taken(&self) -> usize {
+        self.granted.len()
+    }
+
+    /// Feeds one event. Events that do not fit where the call is (a read's
+    /// answer while nothing is read, an event after the end) are ignored.
+    pub fn handle(&mut self, event: Event<E>) {
+        if self.phase == Phase::Done {
+            return;
+        }
+        match event {
+            Event::Cancelled => {
+                self.cancelled = true;
+                if let Phase::Waiting(n) = self.phase {
+                    self.fail(n, Why::Cancelled);
+                }
+            },
+            Event::Granted { member, session, token } if self.phase == Phase::Taking(member) => {
+                self.granted.push((session, token));
+                self.after_grant(member);
+            },
+            Event::Failed { member, error } if self.phase == Phase::Taking(member) => {
+                self.fail(member, Why::Error(error));
+            },
+            Event::Read { member, answer } if self.phase == Phase::Reading(member) => {
+                let (session, token) = self.granted[member];
+                let ours = |czxid: i64| u64::try_from(czxid) == Ok(token);
+                match answer {
+                    ReadAnswer::Node { owner, czxid } if owner == session && ours(czxid) => {
+                        if member + 1 < self.members - 1 {
+                            self.phase = Phase::Reading(member + 1);
+                        } else {
+                            self.check(0);
+                        }
+                    },
+                    ReadAnswer::Node { .. } | ReadAnswer::NoNode => self.fail(member, Why::Gone),
+                    ReadAnswer::Failed(e) => self.fail(member, Why::Error(e)),
+                    ReadAnswer::NoReply => self.fail(member, Why::NoReply),
+                }
+            },
+            Event::Checked { member, verdict } if self.phase == Phase::Checking(member) => match verdict {
+                Verdict::Safe if member + 1 < self.members => self.check(member + 1),
+                Verdict::Safe => {
+                    self.phase = Phase::Done;
+                    self.actions.push_back(Action::Granted);
+                },
+                Verdict::Suspended(e) if self.bugs.is_on(|b| b.multi_fails_suspended) => {
+                    self.fail(member, Why::Error(e));
+                },
+                Verdict::Suspended(e) if self.cancelled => {
+                    self.suspended = Some(e);
+                    self.fail(member, Why::Cancelled);
+                },
+                Verdict::Suspended(e) => {
+                    self.suspended = Some(e);
+                    self.phase = Phase::Waiting(member);
+                    self.actions.push_back(Action::Wait(member));
+                },
+                Verdict::Failed(e) => self.fail(member, Why::Error(e)),
+            },
+            Event::Changed { member } if self.phase == Phase::Waiting(member) => self.check(member),
+            Event::DeadlinePassed => {
+                if let Phase::Waiting(n) = self.phase {
+                    let why = self.suspended.take().map_or(Why::NoReply, Why::Error);
+                    self.fail(n, why);
+                }
+            },
+            _ => {},
+        }
+    }
+
+    /// Member `n` was granted: the next member, or the reads of the earlier
+    /// ones, or the checks.
+    fn after_grant(&mut self, n: usize) {
+        if n + 1 < self.members {
+            self.phase = Phase::Taking(n + 1);
+            self.actions.push_back(Action::Acquire(n + 1));
+        } else if self.members > 1 && !self.bugs.is_on(|b| b.multi_without_reads) {
+            self.phase = Phase::Reading(0);
+            self.actions.push_back(Action::Read((0..self.members - 1).collect()));
+        } else {
+            self.check(0);
+        }
+    }
+
+    /// Asks member `n`'s verdict.
+    fn check(&mut self, n: usize) {
+        self.phase = Phase::Checking(n);
+        self.actions.push_back(Action::Check(n));
+    }
+
+    /// Ends the call: member `n` failed with `why`.
+    fn fail(&mut self, member: usize, why: Why<E>) {
+        let from_cancel = self.cancelled && !self.bugs.is_on(|b| b.multi_grace_from_end);
+        let grace = if from_cancel { Grace::FromCancel } else { Grace::FromDeadline };
+        self.phase = Phase::Done;
+        self.actions.push_back(Action::Fail { member, why, grace });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type M = MultiAcquire<&'static str>;
+
+    fn granted(n: usize) -> Event<&'static str> {
+        Event::Granted { member: n, session: 7, token: 100 + n as u64 }
+    }
+
+    /// Runs `m` on `events`, each fed after the action before it was
+    /// taken: the actions in order.
+    fn run(m: &mut M, events: Vec<Event<&'static str>>) -> Vec<Action<&'static str>> {
+        let mut out = Vec::new();
+        out.extend(std::iter::from_fn(|| m.poll_action()));
+        for e in events {
+            m.handle(e);
+            out.extend(std::iter::from_fn(|| m.poll_action()));
+        }
+        out
+    }
+
+    #[test]
+    fn one_member_is_taken_then_checked() {
+        let mut m = M::new(1, Bugs::default());
+        let got = run(&mut m, vec![granted(0), Event::Checked { member: 0, verdict: Verdict::Safe }]);
+        assert_eq!(got, vec![Action::Acquire(0), Action::Check(0), Action::Granted]);
+        assert!(m.is_done());
+    }
+
+    #[test]
+    fn earlier_members_are_read_once_the_last_is_granted() {
+        let mut m = M::new(3, Bugs::default());
+        let node = |n: usize| Event::Read { member: n, answer: ReadAnswer::Node { owner: 7, czxid: 100 + n as i64 } };
+        let safe = |n: usize| Event::Checked { member: n, verdict: Verdict::Safe };
+        let got = run(&mut m, vec![granted(0), granted(1), granted(2), node(0), node(1), safe(0), safe(1), safe(2)]);
+        assert_eq!(
+            got,
+            vec![
+                Action::Acquire(0),
+                Action::Acquire(1),
+                Action::Acquire(2),
+                Action::Read(vec![0, 1]),
+                Action::Check(0),
+                Action::Check(1),
+                Action::Check(2),
+                Action::Granted,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_node_made_again_by_another_session_or_with_another_czxid_is_gone() {
+        for answer in
+            [ReadAnswer::Node { owner: 8, czxid: 100 }, ReadAnswer::Node { owner: 7, czxid: 99 }, ReadAnswer::NoNode]
+        {
+            let mut m = M::new(2, Bugs::default());
+            let got = run(&mut m, vec![granted(0), granted(1), Event::Read { member: 0, answer }]);
+            assert_eq!(got.last(), Some(&Action::Fail { member: 0, why: Why::Gone, grace: Grace::FromDeadline }));
+            assert!(m.is_done());
+        }
+    }
+
+    #[test]
+    fn a_suspended_member_is_waited_for_and_checked_again() {
+        let mut m = M::new(1, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![
+                granted(0),
+                Event::Checked { member: 0, verdict: Verdict::Suspended("loss") },
+                Event::Changed { member: 0 },
+                Event::Checked { member: 0, verdict: Verdict::Safe },
+            ],
+        );
+        assert_eq!(got, vec![Action::Acquire(0), Action::Check(0), Action::Wait(0), Action::Check(0), Action::Granted]);
+    }
+
+    #[test]
+    fn a_member_still_suspended_at_the_deadline_fails_with_its_error() {
+        let mut m = M::new(1, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![granted(0), Event::Checked { member: 0, verdict: Verdict::Suspended("loss") }, Event::DeadlinePassed],
+        );
+        assert_eq!(got.last(), Some(&Action::Fail { member: 0, why: Why::Error("loss"), grace: Grace::FromDeadline }));
+    }
+
+    #[test]
+    fn a_cancel_fails_a_wait_and_the_grace_counts_from_it() {
+        let mut m = M::new(2, Bugs::default());
+        let got = run(&mut m, vec![granted(0), Event::Cancelled, Event::Failed { member: 1, error: "cancelled" }]);
+        assert_eq!(
+            got,
+            vec![
+                Action::Acquire(0),
+                Action::Acquire(1),
+                Action::Fail { member: 1, why: Why::Error("cancelled"), grace: Grace::FromCancel }
+            ]
+        );
+        let mut m = M::new(1, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![granted(0), Event::Checked { member: 0, verdict: Verdict::Suspended("loss") }, Event::Cancelled],
+        );
+        assert_eq!(got.last(), Some(&Action::Fail { member: 0, why: Why::Cancelled, grace: Grace::FromCancel }));
+    }
+
+    #[test]
+    fn events_that_do_not_fit_are_ignored() {
+        let mut m = M::new(2, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![
+                granted(1),
+                Event::Changed { member: 0 },
+                Event::DeadlinePassed,
+                Event::Read { member: 0, answer: ReadAnswer::NoNode },
+            ],
+        );
+        assert_eq!(got, vec![Action::Acquire(0)]);
+        assert!(!m.is_done());
+    }
+}
