@@ -87,6 +87,8 @@ struct World {
     deadline: bool,
     /// A `Changed` with nothing changed (the clock moved on) was given.
     idle_change: bool,
+    /// Moves played on this path.
+    played: usize,
     /// How the call ended: granted (`true`) or failed.
     ended: Option<bool>,
     /// The trace, for a failure's message.
@@ -100,6 +102,8 @@ struct Found {
     granted: u64,
     failed: u64,
     violation: Option<String>,
+    /// The moves of the violating path.
+    steps: usize,
 }
 
 impl World {
@@ -117,6 +121,7 @@ impl World {
             flaky: false,
             deadline: false,
             idle_change: false,
+            played: 0,
             ended: None,
             trace: Vec::new(),
         };
@@ -260,6 +265,7 @@ impl World {
     }
 
     fn play(&mut self, mv: Move) -> Result<(), String> {
+        self.played += 1;
         self.trace.push(format!("{mv:?}"));
         match mv {
             Move::Grant(i) => {
@@ -383,6 +389,7 @@ fn search(w: &World, found: &mut Found) {
     for mv in moves {
         let mut next = w.clone();
         if let Err(v) = next.play(mv) {
+            found.steps = next.played;
             found.violation = Some(format!("{v}\n{}", next.trace.join("\n")));
             return;
         }
@@ -420,6 +427,7 @@ mod history {
         let found = explore(2, 1, bugs);
         let v = found.violation.unwrap_or_else(|| panic!("not found in {} paths", found.paths));
         assert!(v.contains(what), "found something else: {v}");
+        println!("found after {} paths, on a path of {} moves:\n{v}", found.paths, found.steps);
     }
 
     #[test]
