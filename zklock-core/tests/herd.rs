@@ -255,10 +255,15 @@ fn a_release_that_waited_for_a_read_showing_the_node_not_ours_deletes_nothing() 
 /// notification only if the session's task has taken it in by the time
 /// the release looks (one yield after the answer), which the documented
 /// window leaves open: about 1 run in 15 deleted the stranger's node
-/// with the look in place (session 37). So the case is tried up to three
-/// times and must keep the stranger's node at least once: never without
-/// the look, and with it missed three times in a row about once in a few
-/// thousand runs.
+/// with the look in place (session 37). The session layer now wakes a
+/// reply's caller only once the frames read with it are taken in
+/// (`zklock-zk`'s `hostile.rs`
+/// `a_reply_is_handed_out_after_the_notifications_read_with_it`): a
+/// notification that arrives in the same read as the answer is always
+/// seen; one the proxy forwards in a later write of its own may still
+/// come after the look (2 first attempts of 60 missed it, where 1 of 15
+/// did before). So the case is tried up to three times and must keep the
+/// stranger's node at least once: never without the look.
 #[test]
 fn a_release_that_waited_sees_a_replacement_notified_right_behind_the_reads_answer() {
     let mut outcomes = Vec::new();

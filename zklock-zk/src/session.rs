@@ -139,7 +139,11 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Where a call's answer goes: the result, and the stamps when the server
 /// answered (a reply frame came, success or server error).
-type Sink = oneshot::Sender<(Result<Response, Error>, Option<Stamp>)>;
+type Sink = oneshot::Sender<Answered>;
+
+/// What a call's [`Sink`] is given: the reply, and its stamp when it came
+/// from the server.
+type Answered = (Result<Response, Error>, Option<Stamp>);
 
 /// Whether a call was held back in the client because 64 requests (the
 /// most) of its connection were in flight (see [`Outbound`]).
@@ -1201,6 +1205,23 @@ struct Conn {
     written: u64,
     last_send: tokio::time::Instant,
     closing: Option<Option<oneshot::Sender<()>>>,
+    /// Replies taken in from the frames of this read and not yet handed to
+    /// their callers ([`Conn::hand_out`]).
+    answered: Vec<(Sink, Answered)>,
+}
+
+impl Conn {
+    /// Hands the replies taken in to their callers. A reply's caller is
+    /// woken only once every frame read with it is taken in, so that a
+    /// notification right behind a reply in the same read is in its
+    /// watch's channel before the caller can look (the release's look at
+    /// its node's watch after the hold's read: zklock-core's `herd.rs`
+    /// `a_release_that_waited_sees_a_replacement_notified_right_behind_the_reads_answer`).
+    fn hand_out(&mut self) {
+        for (tx, answer) in self.answered.drain(..) {
+            let _ = tx.send(answer);
+        }
+    }
 }
 
 impl Task {
@@ -1634,7 +1655,15 @@ impl Task {
         }
         let now = tokio::time::Instant::now();
         self.last_recv = now;
-        let mut c = Conn { stream, rbuf, wbuf: Vec::with_capacity(4096), written: 0, last_send: now, closing: None };
+        let mut c = Conn {
+            stream,
+            rbuf,
+            wbuf: Vec::with_capacity(4096),
+            written: 0,
+            last_send: now,
+            closing: None,
+            answered: Vec::new(),
+        };
         self.pings = 0;
         // A new connection ends any move (`set_hosts`): also one whose old
         // connection ended some other way before its replies were in (a
@@ -1668,8 +1697,14 @@ impl Task {
             // Frames already read (a burst may hold many).
             loop {
                 match next_frame(&c.rbuf, self.cfg.max_frame) {
-                    Err(e) => return End::Lost(format!("{e}")),
-                    Ok(None) => break,
+                    Err(e) => {
+                        c.hand_out();
+                        return End::Lost(format!("{e}"));
+                    },
+                    Ok(None) => {
+                        c.hand_out();
+                        break;
+                    },
                     Ok(Some(n)) => {
                         // Heard: a whole frame. Bytes of an unfinished one
                         // do not count (as ZooKeeper's own client), so a
@@ -1677,12 +1712,14 @@ impl Task {
                         self.last_recv = tokio::time::Instant::now();
                         let frame = c.rbuf.split_to(4 + n);
                         if let Some(end) = self.on_frame(&mut c, &frame[4..]) {
+                            c.hand_out();
                             return end;
                         }
                         drop(frame);
                         handed += 4 + n;
                         if handed >= HAND_OUT_BEFORE_YIELD {
                             handed = 0;
+                            c.hand_out();
                             tokio::task::yield_now().await;
                         }
                     },
@@ -1877,7 +1914,7 @@ impl Task {
                 at.and_then(|at| self.fifo.remove(at))
             {
                 let stamp = self.stamp(sent.unwrap_or(answered), answered, h.zxid);
-                let _ = tx.send((Err(Error::Server(code)), Some(stamp)));
+                c.answered.push((tx, (Err(Error::Server(code)), Some(stamp))));
                 if code != Code::Unimplemented {
                     return None;
                 }
@@ -1936,7 +1973,7 @@ impl Task {
                 }
                 let sent = p.sent.unwrap_or(answered);
                 let stamp = self.stamp(sent, answered, h.zxid);
-                let _ = tx.send((result, Some(stamp)));
+                c.answered.push((tx, (result, Some(stamp))));
             },
         }
         if code == Some(Code::SessionExpired) {

@@ -1223,3 +1223,69 @@ async fn a_close_asked_while_reconnecting_goes_behind_the_connect_in_flight() {
     assert_eq!(op, op::CLOSE_SESSION, "the close went behind the connect in flight");
     assert!(matches!(session.exists("/x").await, Err(Error::Closed)), "the session is closed");
 }
+
+// ---- replies and the notifications read with them ------------------------
+
+/// A notification frame: event `kind` (2 deleted, 3 data changed) of
+/// `path`, state SyncConnected.
+fn notification(kind: i32, path: &str) -> Vec<u8> {
+    reply(xid::NOTIFICATION, -1, 0, |w| {
+        w.i32(kind).i32(3).string(path);
+    })
+}
+
+/// A caller woken by a reply finds the notifications read with it already
+/// given to their watches: the server writes a read's answer, fifty
+/// notifications of other nodes and then the deletion of the node the
+/// caller watches, in one write (about 2 KiB: one read of the client's);
+/// right after the answer, without a yield, the watch has fired. (Handing each reply out as its frame was taken in,
+/// the caller, on the other worker, looked before the session's task had
+/// come to the deletion: zklock-core's release looks at its node's watch
+/// after its read's answer so, `herd.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_is_handed_out_after_the_notifications_read_with_it() {
+    let fake = Fake::start(|_, mut s| async move {
+        handshake(&mut s).await;
+        while let Some(r) = next_request(&mut s).await {
+            let out = match r.op {
+                op::EXISTS => reply(r.xid, 5, 0, |w| stat(5).encode(w)),
+                op::GET_DATA => {
+                    let path = r.path();
+                    let mut out = reply(r.xid, 5, 0, |w| {
+                        w.buffer(b"data");
+                        stat(5).encode(w);
+                    });
+                    for i in 0..50 {
+                        out.extend(notification(3, &format!("/other/{i}")));
+                    }
+                    out.extend(notification(2, &path));
+                    out
+                },
+                op::CLOSE_SESSION => {
+                    let _ = s.write_all(&reply(r.xid, 5, 0, |_| {})).await;
+                    return;
+                },
+                _ => reply(r.xid, 5, 0, |_| {}),
+            };
+            if s.write_all(&out).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let s = within(10, "connect", Session::connect(fake.config())).await.expect("connect");
+    let mut missed = 0;
+    for i in 0..30 {
+        let path = format!("/n{i}");
+        let (armed, watch) = s.exists_watch(&path);
+        within(10, "exists", armed).await.expect("exists");
+        within(10, "getData", s.get_data(&path)).await.expect("getData");
+        let mut watch = std::pin::pin!(watch);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if watch.as_mut().poll(&mut cx).is_pending() {
+            missed += 1;
+        }
+    }
+    assert_eq!(missed, 0, "the watch had not fired at the reply in {missed} of 30 reads");
+    within(10, "close", s.close()).await;
+}
