@@ -336,7 +336,8 @@ fn prepare(guards: &[&Guard], ops: Vec<FencedOp>) -> Result<Prepared> {
             return Err(Error::new(
                 ErrorKind::LockLost,
                 format!(
-                    "fenced write: {} and {} belong to different sessions, so one was lost; nothing was written",
+                    "fenced write: {} and {} belong to different sessions (two clients, or a session that ended): one \
+                     transaction cannot check both; nothing was written",
                     first.node_path(),
                     g.node_path()
                 ),
@@ -511,11 +512,14 @@ impl Guard {
 
 impl MultiGuard {
     /// [`Guard::fenced_multi`] fenced by every member: `ops` are made only
-    /// while every member's node exists.
+    /// while every member's node exists. One transaction goes on one
+    /// session: the members must all be on one client's session.
     ///
     /// # Errors
     /// As [`Guard::fenced_multi`]; a path inside any member's lock path is
-    /// refused.
+    /// refused; members on two sessions (two clients) are refused with
+    /// `LockLost`, nothing sent (one session cannot check another's nodes,
+    /// whose session may have ended unseen: protocol section 8).
     pub fn fenced_multi(&self, ops: &[FencedOp]) -> Result<Vec<FencedResult>> {
         let guards: Vec<&Guard> = self.guards().iter().collect();
         let work = prepare(&guards, ops.to_vec())?;

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::future::select_all;
+use futures_util::StreamExt;
 
 use crate::cleanup::CLEANUP_GRACE;
 use crate::client::Client;
@@ -24,7 +25,7 @@ use zklock_proto::multi::{Action, Event, Grace, MultiAcquire, ReadAnswer, Verdic
 /// taken all or none: made by [`Client::multi_lock`].
 ///
 /// An acquire takes the members one after another in the canonical order
-/// (by path), each waiting as long as the one deadline leaves; if one fails
+/// (by their nodes' paths on the server: [`MultiLock::new`]), each waiting as long as the one deadline leaves; if one fails
 /// (timeout, cancel, error) every member taken so far is released and the
 /// call fails with that member's error. Every acquire of a multi-lock that
 /// shares a path with another takes the shared paths in the same order, so
@@ -37,7 +38,8 @@ pub struct MultiLock {
 }
 
 impl MultiLock {
-    /// The member locks, in the order an acquire takes them (by path).
+    /// The member locks, in the order an acquire takes them (by their
+    /// nodes' paths on the server: see [`MultiLock::new`]).
     pub fn locks(&self) -> &[Lock] {
         &self.members
     }
@@ -54,9 +56,10 @@ impl MultiLock {
     /// The first failing member's error (`Timeout`, `Cancelled`, `Closed`,
     /// `ZooKeeper`, ...), after every member taken so far was released (or
     /// about 250 ms after the deadline or the error, their releases going
-    /// on in the background); a member suspended when the last is granted
-    /// is waited for within the deadline (`ConnectionLoss` if it is not
-    /// held again by then);
+    /// on in the background); a member suspended when the last is granted,
+    /// or whose node's read the connection left unanswered, is waited for
+    /// within the deadline (`ConnectionLoss` if it is not held and read
+    /// again by then; `Timeout` if the deadline finds its read out);
     /// `InvalidArgument` for a multi-lock with no member.
     pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
         let options = options.into();
@@ -147,8 +150,30 @@ impl MultiLock {
                         }
                     },
                     Action::Read(list) => {
-                        for (i, answer) in read_nodes(&taken, &list).await {
-                            call.handle(Event::Read { member: i, answer });
+                        // Every read sent before any answer is awaited; a
+                        // cancel or the deadline ends the wait for them.
+                        let mut reads = read_nodes(&taken, &list);
+                        // Each of the two is told once (the machine ends on
+                        // either).
+                        let (mut told_cancel, mut told_deadline) = (false, false);
+                        while !call.is_done() {
+                            let event = tokio::select! {
+                                biased;
+                                () = cancel.cancelled(), if !told_cancel => {
+                                    told_cancel = true;
+                                    cancelled_at.get_or_insert_with(Instant::now);
+                                    Event::Cancelled
+                                },
+                                () = until(deadline), if !told_deadline => {
+                                    told_deadline = true;
+                                    Event::DeadlinePassed
+                                },
+                                next = reads.next() => match next {
+                                    Some((i, answer)) => Event::Read { member: i, answer },
+                                    None => break,
+                                },
+                            };
+                            call.handle(event);
                         }
                     },
                     Action::Check(i) => {
@@ -163,10 +188,12 @@ impl MultiLock {
                         call.handle(Event::Checked { member: i, verdict });
                     },
                     Action::Wait(i) => {
-                        let Some((_, rx)) = changes.as_mut() else {
-                            call.handle(Event::DeadlinePassed);
-                            continue;
-                        };
+                        // Subscribed at its check; else (a read again left
+                        // unanswered) from now.
+                        if changes.as_ref().is_none_or(|(m, _)| *m != i) {
+                            changes = Some((i, taken[i].holding.changes.subscribe()));
+                        }
+                        let Some((_, rx)) = changes.as_mut() else { continue };
                         let h = &taken[i].holding;
                         let woke = async {
                             tokio::select! {
@@ -207,10 +234,7 @@ impl MultiLock {
                                 ErrorKind::LockLost,
                                 "our lock node is gone (deleted, or with our session) while a later member was taken",
                             ),
-                            Why::NoReply => Error::new(
-                                ErrorKind::ConnectionLoss,
-                                "reading our lock node: no reply within the operation timeout",
-                            ),
+                            Why::Timeout => Error::timeout("acquire"),
                             Why::Cancelled => Error::cancelled("acquire"),
                         };
                         return Err(member_error(members[member].path(), &e));
@@ -259,54 +283,73 @@ async fn let_go(taken: &[Guard], until: Option<Instant>) {
     let _ = tokio::time::timeout_at(end.into(), settle(releases)).await;
 }
 
-/// Awaits `releases` one after another, each to the end: the first error,
-/// if any (after all), else `Pending` if any delete is not confirmed.
+/// Awaits `releases` one after another, each to the end: the error of the
+/// last that failed, if any (after all: with the releases newest first,
+/// the earliest member's), else `Pending` if any delete is not confirmed.
 async fn settle(
     releases: impl IntoIterator<Item = impl Future<Output = Result<ReleaseStatus>>>,
 ) -> Result<ReleaseStatus> {
     let mut status = ReleaseStatus::Released;
-    let mut first_error = None;
+    let mut error = None;
     for release in releases {
         match release.await {
             Ok(ReleaseStatus::Pending) => status = ReleaseStatus::Pending,
             Ok(ReleaseStatus::Released) => {},
-            Err(e) => {
-                first_error.get_or_insert(e);
-            },
+            Err(e) => error = Some(e),
         }
     }
-    first_error.map_or(Ok(status), Err)
+    error.map_or(Ok(status), Err)
 }
 
-/// Reads the nodes of the members `list` of `taken` (every read sent
-/// before any reply is awaited: one round trip), each on its own session,
-/// and gives what each showed, in order: the still-held check of the
-/// members taken before the last ([`Action::Read`]; outside attack round
-/// 12: a set came back held whose first member's node a third party had
-/// deleted, or whose session had expired, while a later member waited).
-async fn read_nodes(taken: &[Guard], list: &[usize]) -> Vec<(usize, ReadAnswer<Error>)> {
+/// Reads the nodes of the members `list` of `taken`, each on its own
+/// session, every read sent before any answer is awaited (one round trip):
+/// what each showed, in the order of `list` (the still-held check of the
+/// members taken before the last, [`Action::Read`]: outside attack round
+/// 12, a set came back held whose first member's node a third party had
+/// deleted, or whose session had expired, while a later member waited). A
+/// read the connection lost, or that has no answer within the operation
+/// timeout, is `Unanswered`: the member is read again once it is safe.
+fn read_nodes(taken: &[Guard], list: &[usize]) -> futures_util::stream::BoxStream<'static, (usize, ReadAnswer<Error>)> {
     let reads: Vec<_> = list
         .iter()
         .map(|&i| {
             let h = &taken[i].holding;
-            (i, h.session.zk().map(|zk| zk.exists(&h.node_path())))
+            let timeout = h.shared.options.operation_timeout;
+            (i, timeout, h.session.zk().map(|zk| zk.exists(&h.node_path())))
         })
         .collect();
-    let mut out = Vec::with_capacity(reads.len());
-    for (i, read) in reads {
-        let timeout = taken[i].holding.shared.options.operation_timeout;
+    let answers = futures_util::stream::iter(reads).then(|(i, timeout, read)| async move {
         let answer = match read {
+            Err(e) if e.kind() == ErrorKind::ConnectionLoss => ReadAnswer::Unanswered(e),
             Err(e) => ReadAnswer::Failed(e),
             Ok(read) => match tokio::time::timeout(timeout, read.value()).await {
                 Ok(Ok(Some(stat))) => ReadAnswer::Node { owner: stat.ephemeral_owner, czxid: stat.czxid },
                 Ok(Ok(None)) => ReadAnswer::NoNode,
-                Ok(Err(e)) => ReadAnswer::Failed(Error::from_zk("reading our lock node", e)),
-                Err(_) => ReadAnswer::NoReply,
+                Ok(Err(e)) => {
+                    let e = Error::from_zk("reading our lock node", e);
+                    if e.kind() == ErrorKind::ConnectionLoss {
+                        ReadAnswer::Unanswered(e)
+                    } else {
+                        ReadAnswer::Failed(e)
+                    }
+                },
+                Err(_) => ReadAnswer::Unanswered(Error::new(
+                    ErrorKind::ConnectionLoss,
+                    "reading our lock node: no reply within the operation timeout",
+                )),
             },
         };
-        out.push((i, answer));
+        (i, answer)
+    });
+    Box::pin(answers)
+}
+
+/// Resolves at `deadline` (never without one).
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
     }
-    out
 }
 
 fn empty() -> Error {
@@ -368,8 +411,10 @@ impl MultiGuard {
     /// calling thread.
     ///
     /// # Errors
-    /// The first member's error (`LockLost` if it had been lost, `NotHeld`
-    /// if already released), after every member was released.
+    /// The error of the first member (in the order of
+    /// [`MultiLock::locks`]) whose release failed, naming its path
+    /// (`LockLost` if it had been lost, `NotHeld` if already released),
+    /// after every member was released.
     pub fn release(&self) -> Result<ReleaseStatus> {
         let Some(first) = self.guards.first() else { return Ok(ReleaseStatus::Released) };
         first.client().shared().block_on(self.release_async())?
@@ -380,7 +425,19 @@ impl MultiGuard {
     /// # Errors
     /// As [`MultiGuard::release`].
     pub fn release_async(&self) -> impl Future<Output = Result<ReleaseStatus>> + Send + 'static {
-        let each: Vec<_> = self.guards.iter().rev().map(Guard::release_async).collect();
+        // Each error names its member (outside attack round 43, O2: a lost
+        // member's error did not say which).
+        let each: Vec<_> = self
+            .guards
+            .iter()
+            .zip(&self.paths)
+            .rev()
+            .map(|(g, path)| {
+                let release = g.release_async();
+                let path = path.clone();
+                async move { release.await.map_err(|e| member_error(&path, &e)) }
+            })
+            .collect();
         settle(each)
     }
 }
@@ -436,15 +493,23 @@ impl MultiLock {
     /// reentrant handle reenters it from the set (Curator's
     /// `InterProcessMultiLock(List<InterProcessLock>)`).
     ///
+    /// The members are taken in the order of their nodes' paths on the
+    /// server (a client's chroot included; equal paths of two ensembles by
+    /// their connect strings' servers), the order every process shares.
+    ///
     /// # Errors
     /// `InvalidArgument` for no member, a path named twice (also one node
-    /// named through two clients' chroots, for clients that share a
-    /// server), or an election or semaphore member.
+    /// named through two clients' chroots, when the clients' connect
+    /// strings name a server alike: two spellings of one server, such as
+    /// `localhost` and `127.0.0.1`, or a proxy in front of it, are not
+    /// recognised, and such a set waits behind itself until its deadline),
+    /// or an election or semaphore member. The same path on two ensembles
+    /// is two nodes, not refused.
     pub fn new(members: Vec<Lock>) -> Result<MultiLock> {
         if members.is_empty() {
             return Err(empty());
         }
-        let mut locks = members;
+        let locks = members;
         if let Some(l) =
             locks.iter().find(|l| !matches!(l.mode(), LockMode::Exclusive | LockMode::Read | LockMode::Write))
         {
@@ -453,40 +518,44 @@ impl MultiLock {
                 format!("multi-lock member {}: a {:?} is not a lock", crate::error::shown(l.path()), l.mode()),
             ));
         }
-        locks.sort_by(|a, b| a.path().cmp(b.path()));
-        if let Some(w) = locks.windows(2).find(|w| w[0].path() == w[1].path()) {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "multi-lock: path {} named twice (it would wait behind itself)",
-                    crate::error::shown(w[0].path())
-                ),
-            ));
-        }
-        // The same node through two clients' chroots (`/m/a` through a
-        // client on `hosts/m`, `/m/a` through one on `hosts`) waits behind
-        // itself too (outside attack round 22, F5): compared by the path
-        // under the server's root, for clients that share a server.
-        let under_root = |l: &Lock| match l.client().shared().connect_string() {
-            Some(cs) => (cs.hosts, format!("{}{}", cs.chroot, l.path())),
-            None => (Vec::new(), l.path().to_owned()),
+        // The one total order every process shares: the node's path on its
+        // server (a client's chroot included), then the servers as the
+        // connect string names them (equal paths on two ensembles). By the
+        // path as each client names it, two sets over the same nodes
+        // through a chroot and the root took them in opposite orders and
+        // waited for each other (outside attack round 43, F1).
+        let on_server = |l: &Lock| match l.client().shared().connect_string() {
+            Some(cs) => {
+                let mut hosts: Vec<String> = cs.hosts.iter().map(ToString::to_string).collect();
+                hosts.sort();
+                (format!("{}{}", cs.chroot, l.path()), hosts)
+            },
+            None => (l.path().to_owned(), Vec::new()),
         };
-        let roots: Vec<_> = locks.iter().map(under_root).collect();
-        for (i, (hosts, path)) in roots.iter().enumerate() {
-            let same = roots[i + 1..]
-                .iter()
-                .any(|(other_hosts, other_path)| other_path == path && hosts.iter().any(|h| other_hosts.contains(h)));
-            if same {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "multi-lock: node {} named twice, through two clients' chroots (it would wait behind \
-                         itself)",
-                        crate::error::shown(path)
-                    ),
-                ));
-            }
+        let mut keyed: Vec<_> = locks.into_iter().map(|l| (on_server(&l), l)).collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        // One node named twice waits behind itself: the same path on the
+        // server, through clients whose connect strings share a server (as
+        // written: two spellings of one server, or a proxy, are not known
+        // to be one; outside attack round 43, F2). The same path on two
+        // ensembles is two nodes (round 43, O1: refused before).
+        for (i, ((path, hosts), lock)) in keyed.iter().enumerate() {
+            let same = keyed[i + 1..].iter().find(|((other_path, other_hosts), _)| {
+                other_path == path && (hosts.is_empty() || hosts.iter().any(|h| other_hosts.contains(h)))
+            });
+            let message = match same {
+                None => continue,
+                Some((_, other)) if other.path() == lock.path() => {
+                    format!("multi-lock: path {} named twice (it would wait behind itself)", crate::error::shown(path))
+                },
+                Some(_) => format!(
+                    "multi-lock: node {} named twice, through two clients' chroots (it would wait behind itself)",
+                    crate::error::shown(path)
+                ),
+            };
+            return Err(Error::new(ErrorKind::InvalidArgument, message));
         }
+        let locks: Vec<Lock> = keyed.into_iter().map(|(_, l)| l).collect();
         Ok(MultiLock { members: locks })
     }
 }

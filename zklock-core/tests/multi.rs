@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use zklock_core::{
-    AcquireOptions, CancelToken, ErrorKind, LockMode, LockOptions, LockState, MultiLock, Owner, ReleaseStatus,
+    AcquireOptions, CancelToken, Client, ErrorKind, LockMode, LockOptions, LockState, MultiLock, Owner, ReleaseStatus,
 };
 
 const LONG: Duration = Duration::from_secs(20);
@@ -464,4 +464,119 @@ fn a_multi_lock_granted_right_after_a_reconnect_waits_for_its_suspended_member()
         g.check().unwrap();
         g.release().unwrap();
     }
+}
+
+/// Outside attack round 43, F1: members are taken in the order of their
+/// nodes' paths on the server, a client's chroot included, so two sets over
+/// the same nodes through a chrooted client and the root take them in the
+/// same order. By the path as each client named it, `{/y, /z/a}` through
+/// the root went `/y` first and `{/a through /z, /y}` went `/z/a` first:
+/// each took one and waited for the other until a deadline.
+#[test]
+fn members_through_a_chroot_are_ordered_by_their_nodes_paths_on_the_server() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let root = connect(&hosts);
+    let chrooted = connect(&format!("{hosts}/z"));
+    let other = connect(&hosts);
+    let m1 = MultiLock::new(vec![root.lock("/y").unwrap(), root.lock("/z/a").unwrap()]).unwrap();
+    let m2 = MultiLock::new(vec![chrooted.lock("/a").unwrap(), root.lock("/y").unwrap()]).unwrap();
+    let first = |m: &MultiLock| m.locks()[0].path().to_owned();
+    assert_eq!((first(&m1), first(&m2)), ("/y".to_owned(), "/y".to_owned()));
+    // The attack's schedule: /y held elsewhere, m1 queued on it, m2 after.
+    let held_y = other.lock("/y").unwrap().acquire(Some(LONG)).unwrap();
+    let timeout = Duration::from_secs(8);
+    let t1 = std::thread::spawn(move || m1.acquire(Some(timeout)).map(|g| g.release()));
+    std::thread::sleep(Duration::from_millis(500));
+    let t2 = std::thread::spawn(move || m2.acquire(Some(timeout)).map(|g| g.release()));
+    std::thread::sleep(Duration::from_millis(500));
+    held_y.release().unwrap();
+    for (name, t) in [("m1", t1), ("m2", t2)] {
+        let released = t.join().unwrap().unwrap_or_else(|e| panic!("{name} (a cycle times out): {e}"));
+        assert_eq!(released.unwrap(), ReleaseStatus::Released, "{name}");
+    }
+}
+
+/// Outside attack round 43, F3-F6: once the last member is granted, the
+/// read of an earlier member's node on a silent connection is bounded by
+/// the call's deadline and its cancel, and a read the connection left
+/// unanswered is not a failure: the member is waited for until its session
+/// is back and read again. Member a is on a client through a proxy, b on
+/// another client; the proxy goes silent just before b is granted. (Each
+/// part fails with the machine's `multi_reads_ignore_stop` or
+/// `multi_unanswered_fails` switched on in the executor.)
+#[test]
+fn the_reads_after_the_last_grant_keep_the_deadline_the_cancel_and_the_place() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let other = connect(&hosts);
+    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
+    // A long operation timeout and session (the connection given up 5.3 s
+    // into a silence): the reads are bounded by the call's deadline and
+    // cancel, not by either (F3, F6: the read waited for the connection's
+    // end, or the operation timeout, 10 s).
+    let ca = Client::connect(options(&p.addr().to_string(), Duration::from_secs(8)).operation_timeout(LONG)).unwrap();
+    let cb = connect(&hosts);
+    let set = |round: &str| {
+        let (a, b) = (format!("/ml-read/{round}/a"), format!("/ml-read/{round}/b"));
+        let held_b = other.lock(&b).unwrap().acquire(Some(LONG)).unwrap();
+        let multi = MultiLock::new(vec![ca.lock(&a).unwrap(), cb.lock(&b).unwrap()]).unwrap();
+        (a, b, held_b, multi)
+    };
+    let m_waits = |a: &str, b: &str| {
+        wait_until("m holds a and waits on b", LONG, || raw.children(a).len() == 1 && raw.children(b).len() == 2);
+    };
+
+    // F5: the silence ends within the session: the set is granted.
+    let (a, b, held_b, multi) = set("blink");
+    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
+    m_waits(&a, &b);
+    p.blackhole();
+    held_b.release().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    p.heal();
+    let g = t.join().unwrap().expect("granted once a's session is back (F5: CONNECTION_LOSS at once)");
+    g.check().unwrap();
+    assert_eq!(g.release().unwrap(), ReleaseStatus::Released);
+
+    // F3: a stays silent past the deadline: the call waits for it until
+    // the deadline (the old code failed when the read's operation timeout,
+    // 1 s here, ran out: CONNECTION_LOSS well before the deadline) and
+    // returns in time after it (with the server frozen instead, the old
+    // code returned when the connection was given up, 1.7 s late):
+    // TIMEOUT if the deadline found the read out, CONNECTION_LOSS if it
+    // found a waited for.
+    let (a, b, held_b, multi) = set("deadline");
+    let timeout = Duration::from_millis(2000);
+    let started = std::time::Instant::now();
+    let t = std::thread::spawn(move || multi.acquire(Some(timeout)));
+    m_waits(&a, &b);
+    p.blackhole();
+    held_b.release().unwrap();
+    let e = t.join().unwrap().expect_err("a stays silent past the deadline");
+    let took = started.elapsed();
+    assert!(matches!(e.kind(), ErrorKind::Timeout | ErrorKind::ConnectionLoss), "{e}");
+    assert!(took >= timeout, "gave up {:?} before the deadline: {e}", timeout - took);
+    assert!(took < timeout + Duration::from_millis(750), "returned {:?} after the deadline", took - timeout);
+    p.heal();
+    wait_until("the set's nodes deleted", LONG, || raw.children(&a).is_empty() && raw.children(&b).is_empty());
+
+    // F4, F6: a cancel while the read is out: CANCELLED, at once.
+    let (a, b, held_b, multi) = set("cancel");
+    let token = CancelToken::new();
+    let options = AcquireOptions::new().timeout(Some(LONG)).cancel_token(token.clone());
+    let t = std::thread::spawn(move || multi.acquire(options));
+    m_waits(&a, &b);
+    p.blackhole();
+    held_b.release().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let cancelled = std::time::Instant::now();
+    token.cancel();
+    let e = t.join().unwrap().expect_err("cancelled");
+    let took = cancelled.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    assert!(took < Duration::from_millis(750), "returned {took:?} after the cancel");
+    p.heal();
+    wait_until("the set's nodes deleted again", LONG, || raw.children(&a).is_empty() && raw.children(&b).is_empty());
 }

@@ -446,6 +446,16 @@ pub struct Bugs {
     /// A multi-lock: after a cancel, the releases' grace counts from the
     /// failure rather than the cancel (outside attack round 37, F1).
     pub multi_grace_from_end: bool,
+    /// A multi-lock: a read of an earlier member's node that the
+    /// connection left unanswered fails the call (outside attack round 43,
+    /// F5: a connection that blinked failed it with most of the deadline
+    /// left).
+    pub multi_unanswered_fails: bool,
+    /// A multi-lock: a cancel or the deadline does not end the reads of the
+    /// earlier members' nodes (outside attack round 43, F3, F4, F6: the call
+    /// returned when the connection was given up or the operation timed
+    /// out, seconds late).
+    pub multi_reads_ignore_stop: bool,
 }
 
 impl Bugs {

@@ -28,7 +28,14 @@
 //!   or the call fails (outside attack round 12: a set came back held whose
 //!   first member's node a third party had deleted, or whose session had
 //!   expired, while a later member waited and another client held the
-//!   first).
+//!   first). A read the connection left unanswered
+//!   ([`ReadAnswer::Unanswered`]) does not end the call: that member is
+//!   waited for as a suspended one (below) and read again once its guard is
+//!   safe (outside attack round 43, F5: a connection that blinked while the
+//!   read was out failed the call with most of its deadline left). A cancel
+//!   or the deadline ends the reads at once (round 43, F3, F4, F6: the reads
+//!   waited for the connection's end or the operation timeout, seconds past
+//!   either).
 //! - Then every member's guard is checked, in order. A member whose check
 //!   fails for the connection ([`Verdict::Suspended`]: its connection came
 //!   back and its re-check is not answered yet, or its safety clock is out
@@ -55,10 +62,14 @@ pub enum ReadAnswer<E> {
     },
     /// No node of that path.
     NoNode,
-    /// The read failed (the runner's error for it).
+    /// The read failed for a reason another read would not change (the
+    /// session ended, the server refused): the call fails with it.
     Failed(E),
-    /// No answer within the operation timeout.
-    NoReply,
+    /// The connection left the read unanswered (lost, or no answer within
+    /// the operation timeout): the member is read again once its guard is
+    /// safe; the error is what the call fails with if the deadline passes
+    /// first.
+    Unanswered(E),
 }
 
 /// A member's guard's verdict (its `check()`): the answer to
@@ -117,9 +128,10 @@ pub enum Event<E> {
     },
     /// The caller cancelled the call (the runner also cancels the member
     /// being acquired: its acquire then ends on its own, with `Failed`).
+    /// While reads are out or a member is waited for, the call ends at once.
     Cancelled,
-    /// The call's deadline passed while waiting for a member
-    /// ([`Action::Wait`]).
+    /// The call's deadline passed while reads were out ([`Action::Read`])
+    /// or a member was waited for ([`Action::Wait`]).
     DeadlinePassed,
 }
 
@@ -141,9 +153,10 @@ pub enum Why<E> {
     Error(E),
     /// Its node is gone, or not ours, now that a later member was taken.
     Gone,
-    /// Its node's read had no answer within the operation timeout.
-    NoReply,
-    /// The caller cancelled while a member was waited for.
+    /// The deadline passed while its node's read was out.
+    Timeout,
+    /// The caller cancelled while reads were out or a member was waited
+    /// for.
     Cancelled,
 }
 
@@ -154,7 +167,8 @@ pub enum Action<E> {
     /// [`Event::Granted`] or [`Event::Failed`].
     Acquire(usize),
     /// Read these members' nodes (send every read before awaiting any);
-    /// feed each answer as [`Event::Read`], in this order.
+    /// feed each answer as [`Event::Read`], in this order, or a cancel or
+    /// the deadline that comes first.
     Read(Vec<usize>),
     /// Ask member `n`'s guard (`check()`); feed [`Event::Checked`].
     Check(usize),
@@ -182,8 +196,9 @@ pub enum Action<E> {
 enum Phase {
     /// Waiting for member `n`'s acquire.
     Taking(usize),
-    /// Waiting for the reads' answers; the next expected is `n`.
-    Reading(usize),
+    /// Waiting for the reads' answers: the members still to answer, in
+    /// order.
+    Reading(VecDeque<usize>),
     /// Waiting for member `n`'s verdict.
     Checking(usize),
     /// Waiting for a change of member `n`, suspended.
@@ -205,6 +220,12 @@ pub struct MultiAcquire<E> {
     cancelled: bool,
     /// What a suspended member waited for fails with if it stays so.
     suspended: Option<E>,
+    /// Members whose read the connection left unanswered: read again once
+    /// their guard is safe.
+    unread: Vec<usize>,
+    /// A member read again and still unanswered: waited for before its
+    /// next read.
+    again: Option<usize>,
     /// Actions not yet taken.
     actions: VecDeque<Action<E>>,
     /// Bugs switched on (history only).
@@ -225,6 +246,8 @@ impl<E: Clone> MultiAcquire<E> {
             phase: Phase::Taking(0),
             cancelled: false,
             suspended: None,
+            unread: Vec::new(),
+            again: None,
             actions: VecDeque::from([Action::Acquire(0)]),
             bugs,
         }
@@ -254,8 +277,13 @@ impl<E: Clone> MultiAcquire<E> {
         match event {
             Event::Cancelled => {
                 self.cancelled = true;
-                if let Phase::Waiting(n) = self.phase {
-                    self.fail(n, Why::Cancelled);
+                match &self.phase {
+                    Phase::Waiting(n) => self.fail(*n, Why::Cancelled),
+                    Phase::Reading(left) if !self.bugs.is_on(|b| b.multi_reads_ignore_stop) => {
+                        let n = left.front().copied().unwrap_or(0);
+                        self.fail(n, Why::Cancelled);
+                    },
+                    _ => {},
                 }
             },
             Event::Granted { member, session, token } if self.phase == Phase::Taking(member) => {
@@ -265,23 +293,53 @@ impl<E: Clone> MultiAcquire<E> {
             Event::Failed { member, error } if self.phase == Phase::Taking(member) => {
                 self.fail(member, Why::Error(error));
             },
-            Event::Read { member, answer } if self.phase == Phase::Reading(member) => {
+            Event::Read { member, answer } if self.reads_next() == Some(member) => {
                 let (session, token) = self.granted[member];
                 let ours = |czxid: i64| u64::try_from(czxid) == Ok(token);
                 match answer {
                     ReadAnswer::Node { owner, czxid } if owner == session && ours(czxid) => {
-                        if member + 1 < self.members - 1 {
-                            self.phase = Phase::Reading(member + 1);
-                        } else {
-                            self.check(0);
-                        }
+                        self.unread.retain(|&m| m != member);
                     },
-                    ReadAnswer::Node { .. } | ReadAnswer::NoNode => self.fail(member, Why::Gone),
-                    ReadAnswer::Failed(e) => self.fail(member, Why::Error(e)),
-                    ReadAnswer::NoReply => self.fail(member, Why::NoReply),
+                    ReadAnswer::Node { .. } | ReadAnswer::NoNode => return self.fail(member, Why::Gone),
+                    ReadAnswer::Failed(e) => return self.fail(member, Why::Error(e)),
+                    ReadAnswer::Unanswered(e) if self.bugs.is_on(|b| b.multi_unanswered_fails) => {
+                        return self.fail(member, Why::Error(e));
+                    },
+                    ReadAnswer::Unanswered(e) => {
+                        if self.unread.contains(&member) {
+                            // Read again and still unanswered: the next
+                            // read waits for a change of its state or its
+                            // clock (no read after read while nothing
+                            // moves).
+                            self.again = Some(member);
+                        } else {
+                            self.unread.push(member);
+                        }
+                        self.suspended = Some(e);
+                    },
+                }
+                if let Phase::Reading(left) = &mut self.phase {
+                    left.pop_front();
+                    if left.is_empty() {
+                        match self.again.take() {
+                            Some(n) => {
+                                self.phase = Phase::Waiting(n);
+                                self.actions.push_back(Action::Wait(n));
+                            },
+                            // The checks, in order from the first member.
+                            None => self.check(0),
+                        }
+                    }
                 }
             },
             Event::Checked { member, verdict } if self.phase == Phase::Checking(member) => match verdict {
+                // Safe, with its read unanswered: read again (its guard
+                // has seen the connection settle, or has not noticed yet:
+                // an answer decides).
+                Verdict::Safe if self.unread.contains(&member) => {
+                    self.phase = Phase::Reading(VecDeque::from([member]));
+                    self.actions.push_back(Action::Read(vec![member]));
+                },
                 Verdict::Safe if member + 1 < self.members => self.check(member + 1),
                 Verdict::Safe => {
                     self.phase = Phase::Done;
@@ -302,11 +360,17 @@ impl<E: Clone> MultiAcquire<E> {
                 Verdict::Failed(e) => self.fail(member, Why::Error(e)),
             },
             Event::Changed { member } if self.phase == Phase::Waiting(member) => self.check(member),
-            Event::DeadlinePassed => {
-                if let Phase::Waiting(n) = self.phase {
-                    let why = self.suspended.take().map_or(Why::NoReply, Why::Error);
+            Event::DeadlinePassed => match &self.phase {
+                Phase::Waiting(n) => {
+                    let n = *n;
+                    let why = self.suspended.take().map_or(Why::Timeout, Why::Error);
                     self.fail(n, why);
-                }
+                },
+                Phase::Reading(left) if !self.bugs.is_on(|b| b.multi_reads_ignore_stop) => {
+                    let n = left.front().copied().unwrap_or(0);
+                    self.fail(n, Why::Timeout);
+                },
+                _ => {},
             },
             _ => {},
         }
@@ -319,10 +383,19 @@ impl<E: Clone> MultiAcquire<E> {
             self.phase = Phase::Taking(n + 1);
             self.actions.push_back(Action::Acquire(n + 1));
         } else if self.members > 1 && !self.bugs.is_on(|b| b.multi_without_reads) {
-            self.phase = Phase::Reading(0);
-            self.actions.push_back(Action::Read((0..self.members - 1).collect()));
+            let list: Vec<usize> = (0..self.members - 1).collect();
+            self.phase = Phase::Reading(list.iter().copied().collect());
+            self.actions.push_back(Action::Read(list));
         } else {
             self.check(0);
+        }
+    }
+
+    /// The member whose read's answer is expected next, while reading.
+    fn reads_next(&self) -> Option<usize> {
+        match &self.phase {
+            Phase::Reading(left) => left.front().copied(),
+            _ => None,
         }
     }
 
@@ -447,6 +520,62 @@ mod tests {
             vec![granted(0), Event::Checked { member: 0, verdict: Verdict::Suspended("loss") }, Event::Cancelled],
         );
         assert_eq!(got.last(), Some(&Action::Fail { member: 0, why: Why::Cancelled, grace: Grace::FromCancel }));
+    }
+
+    #[test]
+    fn an_unanswered_read_is_read_again_once_its_member_is_safe() {
+        let mut m = M::new(2, Bugs::default());
+        let ours = Event::Read { member: 0, answer: ReadAnswer::Node { owner: 7, czxid: 100 } };
+        let got = run(
+            &mut m,
+            vec![
+                granted(0),
+                granted(1),
+                Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") },
+                Event::Checked { member: 0, verdict: Verdict::Suspended("suspended") },
+                Event::Changed { member: 0 },
+                Event::Checked { member: 0, verdict: Verdict::Safe },
+                Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") },
+                Event::Changed { member: 0 },
+                Event::Checked { member: 0, verdict: Verdict::Safe },
+                ours,
+                Event::Checked { member: 0, verdict: Verdict::Safe },
+                Event::Checked { member: 1, verdict: Verdict::Safe },
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                Action::Acquire(0),
+                Action::Acquire(1),
+                Action::Read(vec![0]),
+                Action::Check(0),
+                Action::Wait(0),
+                Action::Check(0),
+                Action::Read(vec![0]),
+                // Unanswered again: a change comes before the next read.
+                Action::Wait(0),
+                Action::Check(0),
+                Action::Read(vec![0]),
+                Action::Check(0),
+                Action::Check(1),
+                Action::Granted,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cancel_or_the_deadline_ends_the_reads() {
+        for (stop, why, grace) in [
+            (Event::Cancelled, Why::Cancelled, Grace::FromCancel),
+            (Event::DeadlinePassed, Why::Timeout, Grace::FromDeadline),
+        ] {
+            let mut m = M::new(3, Bugs::default());
+            let ours = Event::Read { member: 0, answer: ReadAnswer::Node { owner: 7, czxid: 100 } };
+            let got = run(&mut m, vec![granted(0), granted(1), granted(2), ours, stop]);
+            assert_eq!(got.last(), Some(&Action::Fail { member: 1, why, grace }));
+            assert!(m.is_done());
+        }
     }
 
     #[test]
