@@ -32,9 +32,9 @@
 //!
 //! Bound: every interleaving for one member with up to two deletions and
 //! two suspensions, and two and three members with one of each (`make
-//! test`); two members with two of each, and three with two, in the ignored
-//! `every_interleaving_with_more_faults_keeps_the_promises` (and three
-//! with two of each: more than 15 minutes, not run).
+//! test`); two members with two of each in the ignored
+//! `every_interleaving_with_more_faults_keeps_the_promises` (three with two
+//! of each take more than 15 minutes: not run).
 
 use zklock_proto::acquire::Bugs;
 use zklock_proto::multi::{Action, Event, Grace, MultiAcquire, ReadAnswer, Verdict, Why};
