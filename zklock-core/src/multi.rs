@@ -303,7 +303,7 @@ async fn settle(
 
 /// Reads the nodes of the members `list` of `taken`, each on its own
 /// session, every read sent before any answer is awaited (one round trip):
-/// what each showed, in the order of `list` (the still-held check of the
+/// what each showed, in the order the answers come (the still-held check of the
 /// members taken before the last, [`Action::Read`]: outside attack round
 /// 12, a set came back held whose first member's node a third party had
 /// deleted, or whose session had expired, while a later member waited). A
@@ -318,7 +318,10 @@ fn read_nodes(taken: &[Guard], list: &[usize]) -> futures_util::stream::BoxStrea
             (i, timeout, h.session.zk().map(|zk| zk.exists(&h.node_path())))
         })
         .collect();
-    let answers = futures_util::stream::iter(reads).then(|(i, timeout, read)| async move {
+    // Answers in the order they come: each member's client answers on its
+    // own, and a member read gone ends the call whatever the reads before
+    // it wait for (outside attack round 44, F1).
+    let answers = reads.into_iter().map(|(i, timeout, read)| async move {
         let answer = match read {
             Err(e) if e.kind() == ErrorKind::ConnectionLoss => ReadAnswer::Unanswered(e),
             Err(e) => ReadAnswer::Failed(e),
@@ -341,7 +344,7 @@ fn read_nodes(taken: &[Guard], list: &[usize]) -> futures_util::stream::BoxStrea
         };
         (i, answer)
     });
-    Box::pin(answers)
+    Box::pin(answers.collect::<futures_util::stream::FuturesUnordered<_>>())
 }
 
 /// Resolves at `deadline` (never without one).

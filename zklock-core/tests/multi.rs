@@ -581,8 +581,53 @@ fn cancel_and_time(
 ) -> Duration {
     let cancelled = std::time::Instant::now();
     token.cancel();
-    let e = t.join().unwrap().expect_err("cancelled");
+    let e = t.join().expect("the acquire's thread").expect_err("cancelled");
     let took = cancelled.elapsed();
     assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
     took
+}
+
+/// Outside attack round 44, F1: once the last member is granted, a member
+/// whose node is gone fails the call at once, whatever an earlier member
+/// on a silent connection waits for: the reads' answers are taken in the
+/// order they come and every member is checked before one is waited for.
+/// (Taking the answers in the order sent, the call waited for the silent
+/// member's read, holding the last member's lock, until its connection was
+/// given up: 5.3 s here; with a short deadline it then failed `TIMEOUT`
+/// naming the silent member.)
+#[test]
+fn a_member_found_gone_fails_the_set_at_once_behind_a_silent_one() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let other = connect(&hosts);
+    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
+    let ca = Client::connect(options(&p.addr().to_string(), Duration::from_secs(8)).operation_timeout(LONG)).unwrap();
+    let (cb, cc) = (connect(&hosts), connect(&hosts));
+    let held_c = other.lock("/ml-gone/c").unwrap().acquire(Some(LONG)).unwrap();
+    let multi = MultiLock::new(vec![
+        ca.lock("/ml-gone/a").unwrap(),
+        cb.lock("/ml-gone/b").unwrap(),
+        cc.lock("/ml-gone/c").unwrap(),
+    ])
+    .unwrap();
+    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
+    wait_until("the set holds a and b and waits on c", LONG, || {
+        raw.children("/ml-gone/a").len() == 1
+            && raw.children("/ml-gone/b").len() == 1
+            && raw.children("/ml-gone/c").len() == 2
+    });
+    p.blackhole();
+    let b = raw.children("/ml-gone/b").remove(0);
+    raw.delete(&format!("/ml-gone/b/{b}"));
+    let released = std::time::Instant::now();
+    held_c.release().unwrap();
+    let e = t.join().expect("the acquire's thread").expect_err("b is gone");
+    let took = released.elapsed();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("/ml-gone/b"), "{e}");
+    assert!(took < Duration::from_secs(2), "failed {took:?} after the last member was free: {e}");
+    wait_until("c free again", LONG, || raw.children("/ml-gone/c").is_empty());
+    p.heal();
+    wait_until("a's node deleted", LONG, || raw.children("/ml-gone/a").is_empty());
 }

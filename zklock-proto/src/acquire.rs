@@ -456,6 +456,12 @@ pub struct Bugs {
     /// returned when the connection was given up or the operation timed
     /// out, seconds late).
     pub multi_reads_ignore_stop: bool,
+    /// A multi-lock: the reads' answers are taken only in the order sent,
+    /// and the checks wait for the first suspended member before checking
+    /// the ones after it (outside attack round 44, F1: a member found lost
+    /// waited behind an earlier suspended one, holding the last member's
+    /// lock, up to 10 s).
+    pub multi_waits_in_order: bool,
 }
 
 impl Bugs {

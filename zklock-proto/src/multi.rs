@@ -36,15 +36,19 @@
 //!   or the deadline ends the reads at once (round 43, F3, F4, F6: the reads
 //!   waited for the connection's end or the operation timeout, seconds past
 //!   either).
-//! - Then every member's guard is checked, in order. A member whose check
-//!   fails for the connection ([`Verdict::Suspended`]: its connection came
-//!   back and its re-check is not answered yet, or its safety clock is out
-//!   while the session reconnects) is waited for, and checked again at each
-//!   change of its state or its clock, until it is safe, lost, the deadline
-//!   passes or a cancel comes (outside attack round 36, F1: a reconnect
-//!   right before the last grant failed the call with most of the deadline
-//!   left, where a single acquire keeps its place through a disconnect).
-//!   Any other failure of a check ends the call.
+//! - Then every member's guard is checked, in order, in rounds. A member
+//!   whose check fails for the connection ([`Verdict::Suspended`]: its
+//!   connection came back and its re-check is not answered yet, or its
+//!   safety clock is out while the session reconnects) is waited for, and
+//!   the round starts again at each change of its state or its clock, until
+//!   it is safe, lost, the deadline passes or a cancel comes (outside attack
+//!   round 36, F1: a reconnect right before the last grant failed the call
+//!   with most of the deadline left, where a single acquire keeps its place
+//!   through a disconnect). Any other failure of a check ends the call. A
+//!   round checks every member before it waits for one, and the reads'
+//!   answers are taken in the order they come, so a member known lost ends
+//!   the call at once whatever the members before it wait for (outside
+//!   attack round 44, F1).
 
 use std::collections::VecDeque;
 
@@ -191,6 +195,15 @@ pub enum Action<E> {
     },
 }
 
+/// What a member checked needs before the set can be granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Need {
+    /// Suspended: wait for a change of its state.
+    Wait,
+    /// Safe, but its read was left unanswered: read it again.
+    Read,
+}
+
 /// Where the call is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
@@ -226,6 +239,8 @@ pub struct MultiAcquire<E> {
     /// A member read again and still unanswered: waited for before its
     /// next read.
     again: Option<usize>,
+    /// In a round of checks: the first member that needs something.
+    pending: Option<(usize, Need)>,
     /// Actions not yet taken.
     actions: VecDeque<Action<E>>,
     /// Bugs switched on (history only).
@@ -248,6 +263,7 @@ impl<E: Clone> MultiAcquire<E> {
             suspended: None,
             unread: Vec::new(),
             again: None,
+            pending: None,
             actions: VecDeque::from([Action::Acquire(0)]),
             bugs,
         }
@@ -293,7 +309,7 @@ impl<E: Clone> MultiAcquire<E> {
             Event::Failed { member, error } if self.phase == Phase::Taking(member) => {
                 self.fail(member, Why::Error(error));
             },
-            Event::Read { member, answer } if self.reads_next() == Some(member) => {
+            Event::Read { member, answer } if self.reading(member) => {
                 let (session, token) = self.granted[member];
                 let ours = |czxid: i64| u64::try_from(czxid) == Ok(token);
                 match answer {
@@ -319,7 +335,7 @@ impl<E: Clone> MultiAcquire<E> {
                     },
                 }
                 if let Phase::Reading(left) = &mut self.phase {
-                    left.pop_front();
+                    left.retain(|&m| m != member);
                     if left.is_empty() {
                         match self.again.take() {
                             Some(n) => {
@@ -332,34 +348,53 @@ impl<E: Clone> MultiAcquire<E> {
                     }
                 }
             },
-            Event::Checked { member, verdict } if self.phase == Phase::Checking(member) => match verdict {
-                // Safe, with its read unanswered: read again (its guard
-                // has seen the connection settle, or has not noticed yet:
-                // an answer decides).
-                Verdict::Safe if self.unread.contains(&member) => {
-                    self.phase = Phase::Reading(VecDeque::from([member]));
-                    self.actions.push_back(Action::Read(vec![member]));
-                },
-                Verdict::Safe if member + 1 < self.members => self.check(member + 1),
-                Verdict::Safe => {
-                    self.phase = Phase::Done;
-                    self.actions.push_back(Action::Granted);
-                },
-                Verdict::Suspended(e) if self.bugs.is_on(|b| b.multi_fails_suspended) => {
-                    self.fail(member, Why::Error(e));
-                },
-                Verdict::Suspended(e) if self.cancelled => {
-                    self.suspended = Some(e);
-                    self.fail(member, Why::Cancelled);
-                },
-                Verdict::Suspended(e) => {
-                    self.suspended = Some(e);
-                    self.phase = Phase::Waiting(member);
-                    self.actions.push_back(Action::Wait(member));
-                },
-                Verdict::Failed(e) => self.fail(member, Why::Error(e)),
+            Event::Checked { member, verdict } if self.phase == Phase::Checking(member) => {
+                // What this member needs before the set can be granted, if
+                // anything: the first such member is waited for (or read
+                // again) once every member is checked, so that a member
+                // lost further on fails the call at once (outside attack
+                // round 44, F1: it waited behind an earlier suspended
+                // member, holding the last member's lock, and failed at
+                // the deadline naming the wrong member).
+                let need = match verdict {
+                    Verdict::Failed(e) => return self.fail(member, Why::Error(e)),
+                    Verdict::Suspended(e) if self.bugs.is_on(|b| b.multi_fails_suspended) => {
+                        return self.fail(member, Why::Error(e));
+                    },
+                    Verdict::Suspended(e) if self.cancelled => {
+                        self.suspended = Some(e);
+                        return self.fail(member, Why::Cancelled);
+                    },
+                    Verdict::Suspended(e) => {
+                        if self.pending.is_none() {
+                            self.suspended = Some(e);
+                        }
+                        Some(Need::Wait)
+                    },
+                    // Safe, with its read unanswered: read again (its guard
+                    // has seen the connection settle, or has not noticed
+                    // yet: an answer decides).
+                    Verdict::Safe if self.unread.contains(&member) => Some(Need::Read),
+                    Verdict::Safe => None,
+                };
+                if let Some(need) = need {
+                    self.pending.get_or_insert((member, need));
+                }
+                let in_order = self.bugs.is_on(|b| b.multi_waits_in_order);
+                match self.pending {
+                    Some(p) if in_order || member + 1 == self.members => self.settle_pending(p),
+                    _ if member + 1 < self.members => self.check(member + 1),
+                    _ => {
+                        self.phase = Phase::Done;
+                        self.actions.push_back(Action::Granted);
+                    },
+                }
             },
-            Event::Changed { member } if self.phase == Phase::Waiting(member) => self.check(member),
+            Event::Changed { member } if self.phase == Phase::Waiting(member) => {
+                // A new round (in order: `multi_waits_in_order`, from it).
+                let from = if self.bugs.is_on(|b| b.multi_waits_in_order) { member } else { 0 };
+                self.check(from);
+            },
             Event::DeadlinePassed => match &self.phase {
                 Phase::Waiting(n) => {
                     let n = *n;
@@ -391,16 +426,40 @@ impl<E: Clone> MultiAcquire<E> {
         }
     }
 
-    /// The member whose read's answer is expected next, while reading.
-    fn reads_next(&self) -> Option<usize> {
+    /// Whether member `n`'s read is out: its answer is taken in whatever
+    /// order the answers come (two clients answer independently: outside
+    /// attack round 44, F1, a member read gone waited behind an earlier
+    /// member's read on a silent connection), or only in the order sent
+    /// (`multi_waits_in_order`).
+    fn reading(&self, n: usize) -> bool {
         match &self.phase {
-            Phase::Reading(left) => left.front().copied(),
-            _ => None,
+            Phase::Reading(left) if self.bugs.is_on(|b| b.multi_waits_in_order) => left.front() == Some(&n),
+            Phase::Reading(left) => left.contains(&n),
+            _ => false,
         }
     }
 
-    /// Asks member `n`'s verdict.
+    /// Every member checked, one needs something: wait for it, or read it
+    /// again.
+    fn settle_pending(&mut self, (member, need): (usize, Need)) {
+        self.pending = None;
+        match need {
+            Need::Wait => {
+                self.phase = Phase::Waiting(member);
+                self.actions.push_back(Action::Wait(member));
+            },
+            Need::Read => {
+                self.phase = Phase::Reading(VecDeque::from([member]));
+                self.actions.push_back(Action::Read(vec![member]));
+            },
+        }
+    }
+
+    /// Asks member `n`'s verdict (a round of checks starts at 0).
     fn check(&mut self, n: usize) {
+        if n == 0 {
+            self.pending = None;
+        }
         self.phase = Phase::Checking(n);
         self.actions.push_back(Action::Check(n));
     }
@@ -526,21 +585,26 @@ mod tests {
     fn an_unanswered_read_is_read_again_once_its_member_is_safe() {
         let mut m = M::new(2, Bugs::default());
         let ours = Event::Read { member: 0, answer: ReadAnswer::Node { owner: 7, czxid: 100 } };
+        let unanswered = || Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") };
+        let checked = |n: usize, verdict: Verdict<&'static str>| Event::Checked { member: n, verdict };
         let got = run(
             &mut m,
             vec![
                 granted(0),
                 granted(1),
-                Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") },
-                Event::Checked { member: 0, verdict: Verdict::Suspended("suspended") },
+                unanswered(),
+                checked(0, Verdict::Suspended("suspended")),
+                checked(1, Verdict::Safe),
                 Event::Changed { member: 0 },
-                Event::Checked { member: 0, verdict: Verdict::Safe },
-                Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") },
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Safe),
+                unanswered(),
                 Event::Changed { member: 0 },
-                Event::Checked { member: 0, verdict: Verdict::Safe },
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Safe),
                 ours,
-                Event::Checked { member: 0, verdict: Verdict::Safe },
-                Event::Checked { member: 1, verdict: Verdict::Safe },
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Safe),
             ],
         );
         assert_eq!(
@@ -549,19 +613,48 @@ mod tests {
                 Action::Acquire(0),
                 Action::Acquire(1),
                 Action::Read(vec![0]),
+                // A round of checks: every member, then the wait for 0.
                 Action::Check(0),
+                Action::Check(1),
                 Action::Wait(0),
                 Action::Check(0),
+                Action::Check(1),
                 Action::Read(vec![0]),
                 // Unanswered again: a change comes before the next read.
                 Action::Wait(0),
                 Action::Check(0),
+                Action::Check(1),
                 Action::Read(vec![0]),
                 Action::Check(0),
                 Action::Check(1),
                 Action::Granted,
             ]
         );
+    }
+
+    #[test]
+    fn a_member_lost_after_a_suspended_one_fails_the_call_at_once() {
+        let mut m = M::new(3, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![
+                granted(0),
+                granted(1),
+                granted(2),
+                // The answers in the order they come: 1's first.
+                Event::Read { member: 1, answer: ReadAnswer::Node { owner: 7, czxid: 101 } },
+                Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") },
+                Event::Checked { member: 0, verdict: Verdict::Suspended("suspended") },
+                Event::Checked { member: 1, verdict: Verdict::Failed("lost") },
+            ],
+        );
+        assert_eq!(got.last(), Some(&Action::Fail { member: 1, why: Why::Error("lost"), grace: Grace::FromDeadline }));
+        let mut m = M::new(3, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![granted(0), granted(1), granted(2), Event::Read { member: 1, answer: ReadAnswer::NoNode }],
+        );
+        assert_eq!(got.last(), Some(&Action::Fail { member: 1, why: Why::Gone, grace: Grace::FromDeadline }));
     }
 
     #[test]

@@ -99,6 +99,9 @@ struct World {
     idle_change: bool,
     /// Moves played on this path.
     played: usize,
+    /// Which members' guards had been told of their loss when the
+    /// current round of checks began (its `Check(0)`).
+    told_at_round: Vec<bool>,
     /// How the call ended: granted (`true`) or failed.
     ended: Option<bool>,
     /// The trace, for a failure's message.
@@ -134,6 +137,7 @@ impl World {
             deadline: false,
             idle_change: false,
             played: 0,
+            told_at_round: vec![false; n],
             ended: None,
             trace: Vec::new(),
         };
@@ -166,6 +170,10 @@ impl World {
                     self.reads = list.clone();
                     self.waiting = Some(a);
                 },
+                Action::Check(0) => {
+                    self.told_at_round = self.members.iter().map(|m| m.told).collect();
+                    self.waiting = Some(a);
+                },
                 _ => self.waiting = Some(a),
             }
         }
@@ -191,6 +199,13 @@ impl World {
                     || list.len() == 1 && self.unanswered.contains(&list[0])) =>
             {
                 Err(format!("read of {list:?} (unanswered before: {:?})", self.unanswered))
+            },
+            // Waiting for one member (or reading it again) while another
+            // was known lost when the round of checks began: that one's
+            // check would have failed the call (round 44, F1).
+            Action::Wait(_) | Action::Read(_) if self.known_lost_besides(a).is_some() => {
+                let k = self.known_lost_besides(a).unwrap_or_default();
+                Err(format!("{a:?} while member {k} was known lost"))
             },
             Action::Granted => {
                 if taken < n {
@@ -242,7 +257,9 @@ impl World {
                 out.push(Move::AcquireFails(*i, if self.cancelled { CANCELLED } else { ACQUIRE_FAILED }));
             },
             Some(Action::Read(_)) => {
-                if let Some(&i) = self.reads.first() {
+                // The answers in any order (each member's client answers
+                // on its own).
+                for &i in &self.reads {
                     out.push(Move::Answer(i));
                     if !self.flaky {
                         out.push(Move::ReadFails(i));
@@ -303,7 +320,7 @@ impl World {
                 self.feed(Event::Failed { member: i, error: e })
             },
             Move::Answer(i) => {
-                self.reads.remove(0);
+                self.reads.retain(|&m| m != i);
                 self.unanswered.retain(|&m| m != i);
                 let answer = if self.members[i].deleted_at.is_some() {
                     ReadAnswer::NoNode
@@ -313,13 +330,13 @@ impl World {
                 self.feed(Event::Read { member: i, answer })
             },
             Move::ReadFails(i) => {
-                self.reads.remove(0);
+                self.reads.retain(|&m| m != i);
                 self.flaky = true;
                 self.members[i].read_failed = true;
                 self.feed(Event::Read { member: i, answer: ReadAnswer::Failed(READ_FAILED) })
             },
             Move::Unanswered(i) => {
-                self.reads.remove(0);
+                self.reads.retain(|&m| m != i);
                 self.unanswered_left -= 1;
                 if !self.unanswered.contains(&i) {
                     self.unanswered.push(i);
@@ -385,6 +402,17 @@ impl World {
 }
 
 impl World {
+    /// For a wait or a second read of one member: another member whose
+    /// guard had been told of its loss when the round of checks began.
+    fn known_lost_besides(&self, a: &Action<&'static str>) -> Option<usize> {
+        let m = match a {
+            Action::Wait(m) => *m,
+            Action::Read(list) if list.len() == 1 && self.unanswered.contains(&list[0]) => list[0],
+            _ => return None,
+        };
+        (0..self.members.len()).find(|&k| k != m && self.told_at_round[k])
+    }
+
     /// A cancel or the deadline that came while reads were out or a member
     /// was waited for ended the call at once (round 43, F3, F4, F6).
     fn ended_at_once(&self, waited: Option<Action<&'static str>>, what: &str) -> Result<(), String> {
@@ -511,6 +539,11 @@ mod history {
     #[test]
     fn finds_multi_reads_ignore_stop() {
         finds(Bugs { multi_reads_ignore_stop: true, ..Bugs::default() }, "and the call goes on");
+    }
+
+    #[test]
+    fn finds_multi_waits_in_order() {
+        finds(Bugs { multi_waits_in_order: true, ..Bugs::default() }, "known lost");
     }
 
     #[test]
