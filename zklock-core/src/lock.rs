@@ -1185,8 +1185,14 @@ impl Guard {
     /// Releases this guard. The node is deleted when this is the last guard
     /// of its node (a reentrant handle gives one per acquire of a thread).
     /// Idempotent in effect: a second call fails with `NotHeld`.
-    /// Blocks the calling thread; [`Guard::release_async`] is the same call
-    /// as a future.
+    /// Blocks the calling thread, at most the client's operation timeout
+    /// ([`ClientOptions::operation_timeout`](crate::ClientOptions::operation_timeout)):
+    /// with the connection silent or lost it returns
+    /// [`ReleaseStatus::Pending`] when the delete's outcome cannot be known
+    /// (the connection given up, about two thirds of the session timeout
+    /// after the server was last heard, or that timeout), the delete going
+    /// on in the background; [`Guard::release_async`] is the same call as a
+    /// future.
     ///
     /// # Errors
     /// `NotHeld` if this guard was already released; `LockLost` if the lock
