@@ -503,16 +503,11 @@ fn members_through_a_chroot_are_ordered_by_their_nodes_paths_on_the_server() {
 /// `multi_unanswered_fails` switched on in the executor.)
 #[test]
 fn the_reads_after_the_last_grant_keep_the_deadline_the_cancel_and_the_place() {
-    let zk = server();
+    // The reads are bounded by the call's deadline and cancel, not by a's
+    // operation timeout or its connection's end (F3, F6: the read waited
+    // for the connection's end, or the operation timeout, 10 s).
+    let (zk, raw, other, p, ca) = a_client_behind_a_proxy();
     let hosts = zk.connect_string();
-    let raw = Raw::connect(&hosts);
-    let other = connect(&hosts);
-    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
-    // A long operation timeout and session (the connection given up 5.3 s
-    // into a silence): the reads are bounded by the call's deadline and
-    // cancel, not by either (F3, F6: the read waited for the connection's
-    // end, or the operation timeout, 10 s).
-    let ca = Client::connect(options(&p.addr().to_string(), Duration::from_secs(8)).operation_timeout(LONG)).unwrap();
     let cb = connect(&hosts);
     let set = |round: &str| {
         let (a, b) = (format!("/ml-read/{round}/a"), format!("/ml-read/{round}/b"));
@@ -597,12 +592,8 @@ fn cancel_and_time(
 /// naming the silent member.)
 #[test]
 fn a_member_found_gone_fails_the_set_at_once_behind_a_silent_one() {
-    let zk = server();
+    let (zk, raw, other, p, ca) = a_client_behind_a_proxy();
     let hosts = zk.connect_string();
-    let raw = Raw::connect(&hosts);
-    let other = connect(&hosts);
-    let p = zklock_harness::Proxy::start(zk.client_addr(0)).unwrap();
-    let ca = Client::connect(options(&p.addr().to_string(), Duration::from_secs(8)).operation_timeout(LONG)).unwrap();
     let (cb, cc) = (connect(&hosts), connect(&hosts));
     let held_c = other.lock("/ml-gone/c").unwrap().acquire(Some(LONG)).unwrap();
     let multi = MultiLock::new(vec![
@@ -630,4 +621,19 @@ fn a_member_found_gone_fails_the_set_at_once_behind_a_silent_one() {
     wait_until("c free again", LONG, || raw.children("/ml-gone/c").is_empty());
     p.heal();
     wait_until("a's node deleted", LONG, || raw.children("/ml-gone/a").is_empty());
+}
+
+/// A server, a third party on it, another client, a proxy to the server
+/// and a client through the proxy with a long session (8 s: its connection
+/// given up 5.3 s into a silence) and operation timeout (20 s), for the
+/// reads after a multi-lock's last grant.
+fn a_client_behind_a_proxy() -> (zklock_harness::Cluster, Raw, Client, zklock_harness::Proxy, Client) {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let other = connect(&hosts);
+    let p = zklock_harness::Proxy::start(zk.client_addr(0)).expect("proxy");
+    let behind = options(&p.addr().to_string(), Duration::from_secs(8)).operation_timeout(LONG);
+    let ca = Client::connect(behind).expect("client through the proxy connects");
+    (zk, raw, other, p, ca)
 }
