@@ -177,9 +177,7 @@ impl MultiLock {
                         }
                     },
                     Action::Check(i) => {
-                        if changes.as_ref().is_none_or(|(m, _)| *m != i) {
-                            changes = Some((i, taken[i].holding.changes.subscribe()));
-                        }
+                        subscribe(&mut changes, &taken, i);
                         let verdict = match taken[i].check() {
                             Ok(()) => Verdict::Safe,
                             Err(e) if e.kind() == ErrorKind::ConnectionLoss => Verdict::Suspended(e),
@@ -190,28 +188,20 @@ impl MultiLock {
                     Action::Wait(i) => {
                         // Subscribed at its check; else (a read again left
                         // unanswered) from now.
-                        if changes.as_ref().is_none_or(|(m, _)| *m != i) {
-                            changes = Some((i, taken[i].holding.changes.subscribe()));
-                        }
-                        let Some((_, rx)) = changes.as_mut() else { continue };
+                        let rx = subscribe(&mut changes, &taken, i);
                         let h = &taken[i].holding;
-                        let woke = async {
-                            tokio::select! {
-                                // The sender lives as long as the guard:
-                                // an error cannot come (it would end the
-                                // wait rather than spin).
-                                changed = rx.changed() => if changed.is_ok() {
-                                    Event::Changed { member: i }
-                                } else {
-                                    Event::DeadlinePassed
-                                },
-                                () = h.session.clock_advanced() => Event::Changed { member: i },
-                                () = cancel.cancelled() => Event::Cancelled,
-                            }
-                        };
-                        let event = match deadline {
-                            Some(d) => tokio::time::timeout_at(d.into(), woke).await.unwrap_or(Event::DeadlinePassed),
-                            None => woke.await,
+                        let event = tokio::select! {
+                            // The sender lives as long as the guard: an
+                            // error cannot come (it would end the wait
+                            // rather than spin).
+                            changed = rx.changed() => if changed.is_ok() {
+                                Event::Changed { member: i }
+                            } else {
+                                Event::DeadlinePassed
+                            },
+                            () = h.session.clock_advanced() => Event::Changed { member: i },
+                            () = cancel.cancelled() => Event::Cancelled,
+                            () = until(deadline) => Event::DeadlinePassed,
                         };
                         if matches!(event, Event::Cancelled) {
                             cancelled_at.get_or_insert_with(Instant::now);
@@ -345,6 +335,20 @@ fn read_nodes(taken: &[Guard], list: &[usize]) -> futures_util::stream::BoxStrea
         (i, answer)
     });
     Box::pin(answers.collect::<futures_util::stream::FuturesUnordered<_>>())
+}
+
+/// The receiver of member `i`'s state changes in `changes`, subscribed
+/// now unless it already is (at its check: a change after the check is
+/// not missed).
+fn subscribe<'a>(
+    changes: &'a mut Option<(usize, tokio::sync::watch::Receiver<u64>)>,
+    taken: &[Guard],
+    i: usize,
+) -> &'a mut tokio::sync::watch::Receiver<u64> {
+    if changes.as_ref().is_some_and(|(m, _)| *m != i) {
+        *changes = None;
+    }
+    &mut changes.get_or_insert_with(|| (i, taken[i].holding.changes.subscribe())).1
 }
 
 /// Resolves at `deadline` (never without one).

@@ -279,11 +279,6 @@ impl<E: Clone> MultiAcquire<E> {
         self.phase == Phase::Done
     }
 
-    /// How many members are taken (granted and not yet let go).
-    pub fn taken(&self) -> usize {
-        self.granted.len()
-    }
-
     /// Feeds one event. Events that do not fit where the call is (a read's
     /// answer while nothing is read, an event after the end) are ignored.
     pub fn handle(&mut self, event: Event<E>) {
