@@ -423,7 +423,8 @@ SIM_SECONDS ?= 600
 ## cut off from the leader; or a standalone server) for SIM_SECONDS (600) s, one thread per
 ## core, each with its own seed range (release build); prints schedules per
 ## second, and a broken promise with its seed and shrunk schedule (replay one
-## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then the
+## seed: ZKLOCK_SIM_SEED=<n> make sim). `make test` runs it for 20 s. Then multi-locks among
+## exclusive locks on two paths for a quarter of SIM_SECONDS (`make test`: 10 s). Then the
 ## exhaustive search (zklock-proto/tests/exhaustive.rs): two contenders, from
 ## their grants to their releases' ends, and a semaphore whose shared count
 ## changes, with SIM_FAULTS (1) fault per path (`make test`: no fault); last, two exclusive
@@ -435,7 +436,9 @@ SIM_FAULTS ?= 1
 SIM_RECONNECT_RUNS ?= 400000
 sim:
 	ZKLOCK_SIM_SECONDS=$(SIM_SECONDS) ZKLOCK_SIM_THREADS=$$(nproc) \
-	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore -- --nocapture
+	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore -- --exact --nocapture
+	ZKLOCK_SIM_MULTI_SECONDS=$$(( $(SIM_SECONDS) / 4 )) ZKLOCK_SIM_THREADS=$$(nproc) \
+	  $(CARGO) test --locked --release -p zklock-proto --features history --test sim explore_multi_locks -- --nocapture
 	ZKLOCK_EXHAUSTIVE_FAULTS=$(SIM_FAULTS) \
 	  $(CARGO) test --locked --release -p zklock-proto --features history --test exhaustive -- --nocapture
 	$(CARGO) test --locked --release -p zklock-proto --features history --test exhaustive \

@@ -21,13 +21,25 @@
 //! hold's read showing the stranger's node) must never delete that node
 //! (`check::deletes`); grants beside it are the documented limit on names
 //! made by someone else. `ZKLOCK_SIM_NO_REPLACE=1` skips that fault's
-//! draw (seeds found before it came replay so).
+//! draw (seeds found before it came replay so). Multi-locks
+//! (`Kind::Multi`, only when asked for, so that the other kinds' seeds
+//! replay as they were): exclusive locks on two paths, half the contenders
+//! multi-locks of both whose calls are `zklock_proto::multi`'s machine,
+//! each member an attempt and then a holder's machine of its own on the
+//! contender's one session (`sim/runner.rs`); every lock's holders are
+//! counted by themselves, and a set's grant is checked against the model's
+//! record (`check::multi_grant`).
 //!
 //! - `explore`: seeds for `ZKLOCK_SIM_SECONDS` (20) seconds of wall time on
 //!   `ZKLOCK_SIM_THREADS` (1) threads, each with its own seed range; reports
 //!   schedules and steps per second on stderr. `ZKLOCK_SIM_SEED=<n>` replays
 //!   one seed exactly (and prints its steps); `ZKLOCK_SIM_BASE=<n>` fixes
 //!   the first seed (else it comes from the time, and is printed).
+//! - `explore_multi_locks`: the same for `ZKLOCK_SIM_MULTI_SECONDS` (10)
+//!   seconds of multi-lock scenarios; `finds_multi_unsorted` (feature
+//!   `history`): multi-locks that take their members in different orders
+//!   (`Opts::multi_unsorted`, outside attack round 43's F1) must be found
+//!   (`liveness`: two sets wait for each other for good).
 //! - `finds_keep_count_on_failure`, `finds_count_no_hold_back`,
 //!   `finds_count_fail_on_lost_read` (feature `history`, semaphores only):
 //!   three wrong rules of the runner's shared count (`runner::CountBugs`)
@@ -81,12 +93,13 @@ fn env_opts() -> sim::Opts {
     #[allow(unused_mut)]
     let mut opts = sim::Opts { statless_multi: v != "0", statless_create: v == "1", ..sim::Opts::default() };
     // Only scenarios of one kind (`ZKLOCK_SIM_KIND=Exclusive`, `ReadWrite`,
-    // `Leader`, `Lease`), to replay what a `finds_*` test restricted so.
+    // `Leader`, `Lease`, `Multi`), to replay what a `finds_*` test restricted so.
     opts.kind = match std::env::var("ZKLOCK_SIM_KIND").unwrap_or_default().as_str() {
         "Exclusive" => Some(sim::Kind::Exclusive),
         "ReadWrite" => Some(sim::Kind::ReadWrite),
         "Leader" => Some(sim::Kind::Leader),
         "Lease" => Some(sim::Kind::Lease),
+        "Multi" => Some(sim::Kind::Multi),
         _ => None,
     };
     // No third party's replacement of a node, to replay a seed found
@@ -98,6 +111,7 @@ fn env_opts() -> sim::Opts {
         "keep_count_on_failure" => opts.count_bugs.keep_on_failure = true,
         "count_no_hold_back" => opts.count_bugs.no_hold_back = true,
         "count_fail_on_lost_read" => opts.count_bugs.fail_on_lost_read = true,
+        "multi_unsorted" => opts.multi_unsorted = true,
         _ => {},
     }
     // A bug of `acquire::Bugs` switched on in every contender, to replay
@@ -112,6 +126,7 @@ fn env_opts() -> sim::Opts {
         "downgrade_without_check" => opts.bugs.downgrade_without_check = true,
         "list_without_probe" => opts.bugs.list_without_probe = true,
         "release_trusts_any_read" => opts.bugs.release_trusts_any_read = true,
+        "multi_without_reads" => opts.bugs.multi_without_reads = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -201,12 +216,33 @@ fn explore() {
         return;
     }
     let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_SECONDS").unwrap_or(20));
+    explore_for(env_opts(), budget);
+}
+
+/// Random schedules with faults, multi-locks among exclusive locks on two
+/// paths (`sim::Kind::Multi`, never drawn by `explore`): no promise may
+/// break. `ZKLOCK_SIM_MULTI_SECONDS` (10) seconds; threads and the first
+/// seed as `explore`'s (`ZKLOCK_SIM_KIND=Multi` and `explore` replay a
+/// seed).
+#[test]
+fn explore_multi_locks() {
+    // (`explore` replays a seed.)
+    if env_u64("ZKLOCK_SIM_SEED").is_some() {
+        return;
+    }
+    let budget = Duration::from_secs(env_u64("ZKLOCK_SIM_MULTI_SECONDS").unwrap_or(10));
+    explore_for(sim::Opts { kind: Some(sim::Kind::Multi), ..env_opts() }, budget);
+}
+
+/// Runs seeds for `budget` on `ZKLOCK_SIM_THREADS` (1) threads from
+/// `ZKLOCK_SIM_BASE` (else from the time, printed) and reports what they
+/// saw; panics with the first broken promise, shrunk.
+fn explore_for(opts: sim::Opts, budget: Duration) {
     let threads = env_u64("ZKLOCK_SIM_THREADS").unwrap_or(1).max(1);
     let first = env_u64("ZKLOCK_SIM_BASE").unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     });
     let start = Instant::now();
-    let opts = env_opts();
     let Explored { schedules, steps, counts, found } = explore_seeds(first, threads, budget, opts);
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
@@ -295,6 +331,18 @@ fn finds_downgrade_without_check() {
     let bugs = Bugs { downgrade_without_check: true, ..Bugs::default() };
     let opts = sim::Opts { bugs, kind: Some(sim::Kind::ReadWrite), ..sim::Opts::default() };
     finds_with("downgrade_without_check", opts, &["grant", "holders"]);
+}
+
+/// Multi-locks whose members some contenders take in the other order
+/// (`sim::Opts::multi_unsorted`: what `MultiLock::new`'s sort prevents;
+/// outside attack round 43, F1, where two sets over the same nodes named
+/// through a chroot and the root took them in opposite orders): two sets
+/// each hold one member and wait for the other's for good (`liveness`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_multi_unsorted() {
+    let opts = sim::Opts { multi_unsorted: true, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
+    finds_with("multi_unsorted", opts, &["liveness"]);
 }
 
 /// `release_trusts_any_read`: a release that waited for the hold's read

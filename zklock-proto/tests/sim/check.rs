@@ -5,7 +5,9 @@
 //! node that sorts first, the exhaustive search's third party), no delete of another
 //! session's node, nothing known left behind by a stopped attempt and no
 //! grant after a stop (`not_stopped`), a holder's loss and release's
-//! outcome true, the shared count's rule at each lease grant
+//! outcome true, every member of a multi-lock's set ours after its last
+//! member's grant (`multi_grant`; each lock's holders counted by
+//! themselves), the shared count's rule at each lease grant
 //! (`count_grant`), an acquire failed on the shared count only on
 //! ZooKeeper's word (`count_failure`), a holder told all there is that
 //! says Held has its node (the exhaustive search), and at quiescence no
@@ -18,6 +20,8 @@ use zklock_proto::acquire::Leftover;
 use zklock_proto::names::{self, Decision, NodeKind};
 
 use super::model::{Msg, Zk};
+use zklock_proto::hold::Hold;
+
 use super::runner::{Contender, State, Tag, Task};
 
 /// A broken promise.
@@ -228,8 +232,8 @@ pub fn count_failure(zk: &Zk<Tag>, c: &Contender, answered: Option<i64>) -> Resu
 /// search made it run out.
 /// (The semaphore's mutex has no holder's machine here: its holder counts
 /// on the other two alone, which only makes the promise stricter.)
-fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
-    let held = c.hold.as_ref().is_none_or(|h| h.state() == zklock_proto::hold::State::Held);
+fn check_passes(zk: &Zk<Tag>, c: &Contender, hold: Option<&Hold>, base: Option<Instant>) -> bool {
+    let held = hold.is_none_or(|h| h.state() == zklock_proto::hold::State::Held);
     // Untimed runs (the exhaustive search): the clock is safe unless a move
     // of the search made it run out.
     let safe = match base {
@@ -253,22 +257,48 @@ fn check_passes(zk: &Zk<Tag>, c: &Contender, base: Option<Instant>) -> bool {
 /// whose `check()` passes: kind `check` (a holder that could not tell it
 /// may have lost the lock while another was granted it).
 pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<(), Violation> {
+    // Each lock by itself (a multi-lock contender holds several).
+    let mut parents = vec![zk.lock_path.as_str()];
+    for c in cs {
+        for (p, _) in c.held_nodes() {
+            let parent = p.rsplit_once('/').map_or("", |(parent, _)| parent);
+            if !parents.contains(&parent) {
+                parents.push(parent);
+            }
+        }
+    }
+    for parent in parents {
+        holders_of(zk, cs, base, parent)?;
+    }
+    // A semaphore's mutex is an exclusive lock: one holder whose node
+    // exists.
+    let mutex: Vec<&String> = cs
+        .iter()
+        .filter(|c| c.mutex_held.as_ref().is_some_and(|m| zk.nodes.contains_key(&m.path)))
+        .map(|c| &c.name)
+        .collect();
+    if mutex.len() > 1 {
+        return Err(v("holders", format!("the semaphore's mutex held at once by {mutex:?}")));
+    }
+    Ok(())
+}
+
+/// `holders` for the lock at `parent`.
+fn holders_of(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>, parent: &str) -> Result<(), Violation> {
     let count = |by_check: bool| {
         let mut writers = Vec::new();
         let mut readers = Vec::new();
         let mut decided: Option<i64> = None;
         for c in cs {
-            let mut held: Vec<&String> = c.write_held.iter().collect();
-            if let State::Holding { path, .. } = &c.state {
-                held.push(path);
-            }
-            let passes = by_check && check_passes(zk, c, base);
-            let held: Vec<&String> = held
+            let held: Vec<&String> = c
+                .held_nodes()
                 .into_iter()
-                .filter(|p| {
-                    zk.nodes.get(*p).is_some_and(|n| n.owner == c.session)
-                        || (passes && !zk.third_party_deleted.contains(*p))
+                .filter(|(p, hold)| {
+                    p.rsplit_once('/').is_some_and(|(pp, _)| pp == parent)
+                        && (zk.nodes.get(*p).is_some_and(|n| n.owner == c.session)
+                            || (by_check && check_passes(zk, c, *hold, base) && !zk.third_party_deleted.contains(*p)))
                 })
+                .map(|(p, _)| p)
                 .collect();
             if held.is_empty() {
                 continue;
@@ -293,7 +323,7 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
         };
         // A stranger's writer node that sorts first holds a lock (not a
         // semaphore: its stranger's lease is not counted).
-        if zk.count_path.is_none() && permits == 1 && stranger_holds(zk) {
+        if zk.count_path.is_none() && permits == 1 && parent == zk.lock_path && stranger_holds(zk) {
             writers.push("stranger".to_string());
         }
         // A semaphore (a shared count, or more than one permit) counts
@@ -311,15 +341,31 @@ pub fn holders(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>) -> Result<
     if let Some(what) = count(true) {
         return Err(v("check", format!("at t={}: {what}", zk.now)));
     }
-    // A semaphore's mutex is an exclusive lock: one holder whose node
-    // exists.
-    let mutex: Vec<&String> = cs
-        .iter()
-        .filter(|c| c.mutex_held.as_ref().is_some_and(|m| zk.nodes.contains_key(&m.path)))
-        .map(|c| &c.name)
-        .collect();
-    if mutex.len() > 1 {
-        return Err(v("holders", format!("the semaphore's mutex held at once by {mutex:?}")));
+    Ok(())
+}
+
+/// A multi-lock's grant of its set (`multi::Action::Granted`): every
+/// member's node was ours (our session's, with the czxid it was granted
+/// with) at some zxid from the last member's grant to the last message
+/// the session got: none was lost before the set was handed out (outside
+/// attack round 12).
+pub fn multi_grant(zk: &Zk<Tag>, c: &Contender) -> Result<(), Violation> {
+    let Some(mu) = &c.multi else { return Ok(()) };
+    for m in mu.members.iter().filter(|m| m.call == mu.calls) {
+        let Some((parent, name)) = m.node.rsplit_once('/') else { continue };
+        let ours = (mu.last_grant..=c.last_zxid).any(|z| {
+            zk.children_at(parent, z).iter().any(|l| l.name == name && l.owner == c.session && l.czxid == m.czxid)
+        });
+        if !ours {
+            return Err(v(
+                "multi grant",
+                format!(
+                    "{} granted its set, but member {} ({}) was not its node at any zxid from {} (the last member's \
+                     grant) to {} (the last message it got)",
+                    c.name, m.member, m.node, mu.last_grant, c.last_zxid
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -504,8 +550,7 @@ fn orphans_under(zk: &Zk<Tag>, cs: &[Contender], parent_path: &str) -> Result<()
         let current = c.attempt.as_ref().is_some_and(|a| !a.is_done())
             && c.attempt_path == parent_path
             && k.starts_with(&c.protected);
-        let held = matches!(&c.state, State::Holding { path: p, .. } if *p == path)
-            || c.write_held.as_ref() == Some(&path)
+        let held = c.held_nodes().iter().any(|(p, _)| **p == path)
             || c.mutex_held.as_ref().is_some_and(|m| m.path == path);
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,

@@ -263,7 +263,7 @@ impl World {
         for (i, mode) in modes.iter().enumerate() {
             let sid = 0x100 + i as i64;
             zk.open(sid, 0);
-            let mut c = Contender::new(i, *mode, 1, false, false, sid);
+            let mut c = Contender::new(i, *mode, 1, false, false, sid, &lock_path);
             c.mutex_path = mutex_path.clone();
             cs.push(c);
         }
@@ -282,6 +282,7 @@ impl World {
             step_starts: Vec::new(),
             counts: Default::default(),
             mutex_path,
+            second_path: None,
             fixed_uuids: true,
             clock_unsafe: 0,
             timed: false,

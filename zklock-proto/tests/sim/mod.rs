@@ -142,6 +142,13 @@ pub enum Kind {
     /// changes (`World::count_fault`) and that ends 1 or 2 when the faults
     /// stop (so that every contender can be granted).
     Lease,
+    /// Exclusive locks on two paths (`/app/lock`, `/app/lock2`): half the
+    /// contenders multi-locks of both (`runner::Multi`: the members taken
+    /// in byte order, all or none), the others each an exclusive lock of
+    /// one of them (a Curator-like peer in a quarter of those). Drawn only
+    /// when asked for (`Opts::kind`), so that the other kinds' seeds
+    /// replay as they were.
+    Multi,
 }
 
 /// What a run may draw beyond its choices.
@@ -169,6 +176,11 @@ pub struct Opts {
     /// found before that fault came replay as they were
     /// (`ZKLOCK_SIM_NO_REPLACE=1`).
     pub no_replace: bool,
+    /// Every other multi-lock contender takes its members in the other
+    /// order (what `MultiLock::new`'s sort prevents: outside attack round
+    /// 43, F1, two sets over the same nodes through a chroot and the root
+    /// took them in opposite orders and waited for each other).
+    pub multi_unsorted: bool,
 }
 
 impl Opts {
@@ -190,6 +202,7 @@ impl Opts {
             (b.downgrade_without_check, "downgrade_without_check"),
             (b.list_without_probe, "list_without_probe"),
             (b.release_trusts_any_read, "release_trusts_any_read"),
+            (b.multi_without_reads, "multi_without_reads"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
@@ -198,6 +211,7 @@ impl Opts {
             (self.count_bugs.keep_on_failure, "keep_count_on_failure"),
             (self.count_bugs.no_hold_back, "count_no_hold_back"),
             (self.count_bugs.fail_on_lost_read, "count_fail_on_lost_read"),
+            (self.multi_unsorted, "multi_unsorted"),
         ] {
             if on {
                 env.push(format!("ZKLOCK_SIM_BUG={name}"));
@@ -244,6 +258,8 @@ pub struct World {
     pub counts: BTreeMap<&'static str, u64>,
     /// The semaphore's mutex path (Lease scenarios).
     pub mutex_path: Option<String>,
+    /// The second lock's path (Multi scenarios).
+    pub second_path: Option<String>,
     /// Uuids from the contender and its attempt number rather than the
     /// seed (the exhaustive search), and fed events hashed.
     pub fixed_uuids: bool,
@@ -342,6 +358,7 @@ impl World {
     fn new(mut ch: Chooser, seed: u64, opts: Opts, trace: bool) -> World {
         let k = ch.choose(4);
         let kind = opts.kind.unwrap_or([Kind::Exclusive, Kind::ReadWrite, Kind::Leader, Kind::Lease][k]);
+        let second_path = (kind == Kind::Multi).then(|| "/app/lock2".to_string());
         // Half the semaphores take their permits from a shared count (a
         // draw only for them: the other kinds' seeds are as before).
         let shared = kind == Kind::Lease && ch.roll(50);
@@ -361,6 +378,7 @@ impl World {
         zk.add_followers(followers, tick_time, sync_limit);
         let mutex_path = (kind == Kind::Lease).then(|| "/app/sem/locks".to_string());
         zk.tracked.extend(mutex_path.clone());
+        zk.tracked.extend(second_path.clone());
         let sem_permits = 1 + ch.choose(2);
         // The shared count, made before anything runs (the followers
         // start with it): as many permits as a fixed semaphore's.
@@ -376,16 +394,41 @@ impl World {
             let servers = zk.servers_for(None);
             zk.open(sid, servers[ch.choose(servers.len())]);
             let (mode, permits) = match kind {
-                Kind::Exclusive => (LockMode::Exclusive, 1),
+                Kind::Exclusive | Kind::Multi => (LockMode::Exclusive, 1),
                 Kind::ReadWrite => (if ch.choose(2) == 0 { LockMode::Write } else { LockMode::Read }, 1),
                 Kind::Leader => (LockMode::Leader, 1),
                 Kind::Lease => (LockMode::Lease, sem_permits),
             };
             let try_once = ch.roll(20);
+            // A multi-lock of both paths, or a lock of one of them.
+            let (multi, path) = match &second_path {
+                Some(second) => match ch.choose(4) {
+                    0 | 1 => (true, lock_path.clone()),
+                    2 => (false, lock_path.clone()),
+                    _ => (false, second.clone()),
+                },
+                None => (false, lock_path.clone()),
+            };
             // Curator-like peers share exclusive locks' queues.
-            let peer = kind == Kind::Exclusive && ch.roll(25);
-            let mut c = Contender::new(i, mode, permits, try_once && !peer, peer, sid);
+            let peer = matches!(kind, Kind::Exclusive | Kind::Multi) && !multi && ch.roll(25);
+            let mut c = Contender::new(i, mode, permits, try_once && !peer && !multi, peer, sid, &path);
             c.mutex_path = mutex_path.clone();
+            if let (true, Some(second)) = (multi, &second_path) {
+                let mut paths = vec![lock_path.clone(), second.clone()];
+                paths.sort();
+                if opts.multi_unsorted && i % 2 == 1 {
+                    paths.reverse();
+                }
+                c.multi = Some(runner::Multi {
+                    paths,
+                    call: None,
+                    calls: 0,
+                    acquiring: None,
+                    waiting: None,
+                    last_grant: 0,
+                    members: Vec::new(),
+                });
+            }
             c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
             cs.push(c);
         }
@@ -403,6 +446,7 @@ impl World {
             lock_path,
             clock_unsafe,
             mutex_path,
+            second_path,
             fixed_uuids: false,
             step_starts: Vec::new(),
             counts: BTreeMap::new(),
@@ -426,7 +470,14 @@ impl World {
         }
         let desc: Vec<String> =
             w.cs.iter()
-                .map(|c| format!("{}:{:?}{} rate{:+}‰", c.name, c.mode, if c.try_once { "(try)" } else { "" }, c.rate))
+                .map(|c| {
+                    let what = match &c.multi {
+                        Some(mu) => format!("multi{:?}", mu.paths),
+                        None if c.path != w.lock_path => format!("{:?}@{}", c.mode, c.path),
+                        None => format!("{:?}", c.mode),
+                    };
+                    format!("{}:{what}{} rate{:+}‰", c.name, if c.try_once { "(try)" } else { "" }, c.rate)
+                })
                 .collect();
         if let Some(t) = &mut w.trace {
             let servers: Vec<String> =
@@ -478,7 +529,13 @@ impl World {
                         "FAULT stop c{i}'s attempt{}",
                         if closed { " (client closed)" } else { "" }
                     ));
-                    if let Some(a) = self.cs[i].attempt.as_mut() {
+                    // A multi-lock's caller cancels the call: its machine is
+                    // told, and so is the member's attempt that runs.
+                    let member_runs = self.cs[i].multi.as_ref().is_none_or(|mu| mu.acquiring.is_some());
+                    if self.cs[i].multi.is_some() {
+                        self.feed_call(i, zklock_proto::multi::Event::Cancelled);
+                    }
+                    if let (true, Some(a)) = (member_runs, self.cs[i].attempt.as_mut()) {
                         a.handle(zklock_proto::acquire::Event::Stop { closed });
                     }
                     self.pump(i);
@@ -487,7 +544,7 @@ impl World {
                         // The client closed it: it knows.
                         self.link_down(i);
                     }
-                } else if self.cs[i].hold.is_some() && self.cs[i].stalled == 0 && self.ch.roll(30) {
+                } else if self.cs[i].has_hold() && self.cs[i].stalled == 0 && self.ch.roll(30) {
                     // The client is closed while it holds, or while its
                     // release is on its way.
                     self.cs[i].closed = true;
@@ -499,8 +556,8 @@ impl World {
             },
             4 | 5 => {
                 // A semaphore's mutex nodes too.
-                let parent = match &self.mutex_path {
-                    Some(m) if self.ch.choose(2) == 1 => m.clone(),
+                let parent = match (&self.mutex_path, &self.second_path) {
+                    (Some(m), _) | (_, Some(m)) if self.ch.choose(2) == 1 => m.clone(),
                     _ => self.lock_path.clone(),
                 };
                 let kids = zklock_proto::names::queue(&self.zk.children_of(&parent));
@@ -1456,8 +1513,7 @@ pub fn run(seed: u64, list: Option<&[u32]>, opts: Opts, trace: bool) -> Outcome 
                         w.cs.iter().any(|c| {
                             c.session == owner
                                 && !k.starts_with(&c.protected)
-                                && !matches!(&c.state, State::Holding { path: p, .. } if *p == path)
-                                && c.write_held.as_ref() != Some(&path)
+                                && !c.held_nodes().iter().any(|(p, _)| **p == path)
                         })
                     })
                     .map(|k| runner::short(&k))
@@ -1522,7 +1578,7 @@ impl Found {
     /// A report for stderr.
     pub fn report(&self) -> String {
         format!(
-            "seed {} (replay: {} cargo test -p zklock-proto --features history --test sim explore): {}: {}\n  first run {} steps; shrunk to {} steps ({} with faults; {} choices): {}: {}\n{}\n  shrunk choices (zeros after them): {:?}",
+            "seed {} (replay: {} cargo test -p zklock-proto --features history --test sim explore -- --exact): {}: {}\n  first run {} steps; shrunk to {} steps ({} with faults; {} choices): {}: {}\n{}\n  shrunk choices (zeros after them): {:?}",
             self.seed,
             self.replay,
             self.violation.kind,

@@ -8,6 +8,17 @@
 //! its node (the grant's, or a read of its own), feeds `MutexLost` to the
 //! lease attempt when the node goes or the session ends, and deletes the
 //! node after the lease attempt ends (in order with its requests).
+//! A multi-lock contender (`Multi`) runs its calls as zklock-core's
+//! `MultiLock::acquire` does on one client: the call's machine
+//! (`zklock_proto::multi`) asks for each member's acquire (an exclusive
+//! lock's attempt of the runner, one at a time), whose grant starts a
+//! holder's machine of that member (its own number: `Tag::Hold`); the
+//! reads of the members' nodes after the last grant go as plain reads
+//! (`Tag::Multi`), a member's `check()` is its holder's machine's state,
+//! its connection and its safety clock (`World::verdict`), and a member
+//! waited for is told of each change of its holder's machine and of the
+//! clock. A failed call releases the members taken (newest first); a set
+//! granted is held and released as one lock is.
 //! A granted lock is followed by the holder's machine
 //! (`zklock_proto::hold`): its reads and watches of our node, the session's
 //! reconnects and end, the release (its delete, the outcome told to the
@@ -62,6 +73,7 @@ use zklock_proto::acquire::{
 };
 use zklock_proto::clock::{Clock, Heartbeat};
 use zklock_proto::hold::{self, Hold};
+use zklock_proto::multi::{self, MultiAcquire, ReadAnswer, Verdict};
 use zklock_proto::names::{self, LockMode};
 
 use super::check::{self, Violation};
@@ -109,6 +121,14 @@ pub enum Tag {
     Count {
         /// The attempt's number.
         gen: u64,
+    },
+    /// A multi-lock call's read of a member's node (after the last
+    /// member's grant: `multi::Action::Read`).
+    Multi {
+        /// The call's number.
+        call: u64,
+        /// The member.
+        member: usize,
     },
 }
 
@@ -214,6 +234,48 @@ pub struct MutexHold {
     pub watch: Option<(u64, Id)>,
 }
 
+/// A multi-lock contender's calls (`zklock_proto::multi`), as
+/// zklock-core's `MultiLock::acquire` runs them on one client: each member
+/// an exclusive lock's attempt (the runner's, one at a time) and then a
+/// holder's machine of its own; the call's machine decides.
+pub struct Multi {
+    /// The members' lock paths, in the order a call takes them (byte
+    /// order, as `MultiLock::new` sorts them).
+    pub paths: Vec<String>,
+    /// The call that runs (`None` between calls and while the set is held).
+    pub call: Option<MultiAcquire<String>>,
+    /// The number of calls so far (the current or last one's).
+    pub calls: u64,
+    /// The member whose acquire the call waits for (after
+    /// `multi::Action::Acquire`).
+    pub acquiring: Option<usize>,
+    /// The member the call waits for (after `multi::Action::Wait`).
+    pub waiting: Option<usize>,
+    /// The last zxid its session had read when the last member was
+    /// granted (what the set's grant is checked from).
+    pub last_grant: i64,
+    /// The members taken: of the call that runs, of the set held, and
+    /// those whose release is on its way.
+    pub members: Vec<Member>,
+}
+
+/// A member a multi-lock contender took.
+pub struct Member {
+    /// The call it was taken by.
+    pub call: u64,
+    /// Its index in the call.
+    pub member: usize,
+    /// Its node's full path.
+    pub node: String,
+    /// Its czxid (the token it was granted with).
+    pub czxid: i64,
+    /// Its hold's number (`Tag::Hold`, `hold_key`).
+    pub n: u64,
+    /// Its holder's machine, until its release is over or its session
+    /// ended.
+    pub hold: Option<Hold>,
+}
+
 /// What the session layer tells the runner, not from the server.
 #[derive(Clone, Debug)]
 pub enum Local {
@@ -256,6 +318,10 @@ pub struct Contender {
     pub name: String,
     /// Its lock kind.
     pub mode: LockMode,
+    /// The lock path it contends for (a multi-lock's: see `multi`).
+    pub path: String,
+    /// A multi-lock contender's calls and members.
+    pub multi: Option<Multi>,
     /// Permits of the lock (1 but for a semaphore).
     pub permits: usize,
     /// Tries once (gives up when held by others).
@@ -415,11 +481,21 @@ pub struct Contender {
 
 impl Contender {
     /// A contender of `mode` on session `session`.
-    pub fn new(i: usize, mode: LockMode, permits: usize, try_once: bool, peer: bool, session: SessionId) -> Contender {
+    pub fn new(
+        i: usize,
+        mode: LockMode,
+        permits: usize,
+        try_once: bool,
+        peer: bool,
+        session: SessionId,
+        path: &str,
+    ) -> Contender {
         Contender {
             name: if peer { format!("c{i}(peer)") } else { format!("c{i}") },
             peer,
             mode,
+            path: path.to_string(),
+            multi: None,
             permits,
             try_once,
             session,
@@ -485,6 +561,35 @@ impl Contender {
             rounds: None,
             only: None,
         }
+    }
+
+    /// Whether a release (of the lock, or of a multi-lock's member) waits
+    /// for its hold's read: its delete is not sent yet.
+    pub fn release_waits_for_read(&self) -> bool {
+        let waits = |h: &Hold| h.waits_for_read();
+        self.hold.as_ref().is_some_and(waits)
+            || self.multi.as_ref().is_some_and(|mu| mu.members.iter().any(|m| m.hold.as_ref().is_some_and(waits)))
+    }
+
+    /// Whether a holder's machine of it runs (it holds, or its release is
+    /// on its way).
+    pub fn has_hold(&self) -> bool {
+        self.hold.is_some() || self.multi.as_ref().is_some_and(|mu| mu.members.iter().any(|m| m.hold.is_some()))
+    }
+
+    /// The nodes it holds now, each with the holder's machine that knows
+    /// it: the lock it was granted (and the write node it keeps while it
+    /// downgrades), or a multi-lock's members taken (by the call that
+    /// runs or the set it holds) and those whose release is on its way.
+    pub fn held_nodes(&self) -> Vec<(&String, Option<&Hold>)> {
+        if let Some(mu) = &self.multi {
+            return mu.members.iter().filter(|m| m.hold.is_some()).map(|m| (&m.node, m.hold.as_ref())).collect();
+        }
+        let mut held: Vec<(&String, Option<&Hold>)> = self.write_held.iter().map(|p| (p, self.hold.as_ref())).collect();
+        if let State::Holding { path, .. } = &self.state {
+            held.push((path, self.hold.as_ref()));
+        }
+        held
     }
 
     /// Whether nothing is left to do (for quiescence).
@@ -570,7 +675,7 @@ impl World {
     /// Tells contender `i`'s holder's machine when its safety clock's
     /// verdict changed (timed runs).
     fn hold_clock(&mut self, i: usize) {
-        if !self.timed || self.cs[i].hold.is_none() {
+        if !self.timed || self.hold_numbers(i).is_empty() {
             return;
         }
         let now = self.client_now(i);
@@ -657,11 +762,24 @@ impl World {
             false => uuid::Uuid::from_u128(self.uuids.u128(..)),
         };
         let bugs: Bugs = self.bugs;
+        // A multi-lock contender: a new call, or its member's acquire once
+        // the call asks for it (`pump_multi`).
+        if let Some(mu) = &self.cs[i].multi {
+            match (&mu.call, mu.acquiring) {
+                (None, _) => return self.start_call(i),
+                (Some(_), None) => {
+                    self.cs[i].state = State::Acquiring;
+                    return;
+                },
+                (Some(_), Some(_)) => {},
+            }
+        }
         let c = &mut self.cs[i];
         let in_mutex = c.mutex_path.is_some() && c.mutex_held.is_none();
-        let (path, mode, mut permits) = match &c.mutex_path {
-            Some(m) if in_mutex => (m.clone(), LockMode::Exclusive, 1),
-            _ => (self.lock_path.clone(), if downgrade.is_some() { LockMode::Read } else { c.mode }, c.permits),
+        let (path, mode, mut permits) = match (&c.mutex_path, &c.multi) {
+            (Some(m), _) if in_mutex => (m.clone(), LockMode::Exclusive, 1),
+            (_, Some(mu)) => (mu.paths[mu.acquiring.unwrap_or_default()].clone(), c.mode, 1),
+            _ => (c.path.clone(), if downgrade.is_some() { LockMode::Read } else { c.mode }, c.permits),
         };
         // A semaphore with a shared count: the count is read (with a data
         // watch) once the mutex is held, before the lease attempt starts,
@@ -698,7 +816,8 @@ impl World {
             session: c.session,
             protected: names::protected_prefix(&uuid),
             name_prefix: names::node_name_prefix(mode, &uuid),
-            seq_guess: if in_mutex { None } else { c.seq_guess.take() },
+            // (A multi-lock's guess would be another member's.)
+            seq_guess: if in_mutex || c.multi.is_some() { None } else { c.seq_guess.take() },
             serialised: mode == LockMode::Lease,
             bugs,
         };
@@ -923,8 +1042,9 @@ impl World {
                         self.task(i, Task::Watch(path));
                     }
                 },
+                Action::Granted(g) if self.cs[i].multi.is_some() => self.member_granted(i, g.name, g.czxid, g.watch),
                 Action::Granted(g) => {
-                    let path = format!("{}/{}", self.lock_path, g.name);
+                    let path = format!("{}/{}", self.cs[i].attempt_path, g.name);
                     let sp = short(&path);
                     self.tr(|| format!("c{i}: GRANTED {sp} czxid {}", g.czxid));
                     self.count("granted");
@@ -943,17 +1063,7 @@ impl World {
                     }
                     self.cs[i].held_decided = self.cs[i].decided_zxid;
                     self.unlock(i);
-                    // In timed runs a quarter of the holds last 0.5 to 2
-                    // session timeouts: long enough for the session to
-                    // expire under a holder that is cut off or stalled.
-                    // The exhaustive search releases by a move (`release`).
-                    let left = if self.release_moves {
-                        1
-                    } else if self.timed && self.ch.roll(25) {
-                        self.ch.between((super::T_TICKS / 2) as u32, (super::T_TICKS * 2) as u32)
-                    } else {
-                        self.ch.between(0, 15)
-                    };
+                    let left = self.hold_steps();
                     // A downgrade holds the read node now: the write node
                     // goes.
                     if let Some(w) = self.cs[i].write_held.take() {
@@ -1003,7 +1113,9 @@ impl World {
             self.unwatch(i, gen, id);
         }
         let c = &mut self.cs[i];
-        c.pending_watch.clear();
+        // The attempt's watch requests only: a hold's read may be out (a
+        // multi-lock's member's, a downgrading writer's).
+        c.pending_watch.retain(|(g, _), _| *g != gen);
         c.linger = None;
         c.clock_wait = None;
         c.awaiting_clock = false;
@@ -1029,7 +1141,274 @@ impl World {
                 self.task(i, Task::Release(w));
             }
         }
+        if self.cs[i].multi.is_some() {
+            self.member_ended(i, end);
+            return;
+        }
         self.acquire_again(i);
+    }
+
+    /// How long a holder holds before it releases: in timed runs a quarter
+    /// of the holds last 0.5 to 2 session timeouts (long enough for the
+    /// session to expire under a holder that is cut off or stalled). The
+    /// exhaustive search releases by a move (`release`).
+    fn hold_steps(&mut self) -> u32 {
+        if self.release_moves {
+            1
+        } else if self.timed && self.ch.roll(25) {
+            self.ch.between((super::T_TICKS / 2) as u32, (super::T_TICKS * 2) as u32)
+        } else {
+            self.ch.between(0, 15)
+        }
+    }
+
+    /// Multi-lock contender `i` starts a call: its machine, and its first
+    /// member's acquire (`pump_multi`).
+    fn start_call(&mut self, i: usize) {
+        let bugs = self.bugs;
+        let Some(mu) = self.cs[i].multi.as_mut() else { return };
+        mu.calls += 1;
+        mu.members.retain(|m| m.hold.is_some());
+        mu.call = Some(MultiAcquire::new(mu.paths.len(), bugs));
+        let call = mu.calls;
+        self.cs[i].state = State::Acquiring;
+        self.cs[i].stopped = false;
+        self.cs[i].closed = false;
+        self.tr(|| format!("c{i}: multi-lock call {call}"));
+        self.count("multi-lock call");
+        self.pump_multi(i);
+    }
+
+    /// Feeds `ev` to contender `i`'s multi-lock call and does what it asks.
+    pub fn feed_call(&mut self, i: usize, ev: multi::Event<String>) {
+        if self.cs[i].multi.as_ref().and_then(|mu| mu.call.as_ref()).is_none_or(|c| c.is_done()) {
+            return;
+        }
+        if self.trace.is_some() {
+            let d = short(&format!("{ev:?}"));
+            self.tr(|| format!("c{i}: call gets {d}"));
+        }
+        if let Some(call) = self.cs[i].multi.as_mut().and_then(|mu| mu.call.as_mut()) {
+            call.handle(ev);
+        }
+        self.pump_multi(i);
+    }
+
+    /// Does the actions contender `i`'s multi-lock call asks for.
+    fn pump_multi(&mut self, i: usize) {
+        loop {
+            let Some(mu) = self.cs[i].multi.as_mut() else { return };
+            let Some(action) = mu.call.as_mut().and_then(|c| c.poll_action()) else { return };
+            let call = mu.calls;
+            if let multi::Action::Acquire(m) = action {
+                mu.acquiring = Some(m);
+            }
+            if let multi::Action::Wait(m) = action {
+                mu.waiting = Some(m);
+            }
+            if self.trace.is_some() {
+                let a = format!("{action:?}");
+                self.tr(|| format!("c{i}: call {a}"));
+            }
+            match action {
+                multi::Action::Acquire(_) => self.start(i, None),
+                multi::Action::Read(list) => {
+                    self.count("multi-lock reads its members");
+                    for m in list {
+                        let node = self.member_node(i, m);
+                        self.send(i, Tag::Multi { call, member: m }, Op::GetData { path: node, watch: false });
+                    }
+                },
+                multi::Action::Check(m) => {
+                    let verdict = self.verdict(i, m);
+                    if let Some(c) = self.cs[i].multi.as_mut().and_then(|mu| mu.call.as_mut()) {
+                        c.handle(multi::Event::Checked { member: m, verdict });
+                    }
+                },
+                multi::Action::Wait(_) => self.count("multi-lock waits for a member"),
+                multi::Action::Granted => self.set_granted(i),
+                multi::Action::Fail { member, why, .. } => self.call_failed(i, member, &why),
+            }
+        }
+    }
+
+    /// The node of member `m` of contender `i`'s call now (empty if not
+    /// taken).
+    fn member_node(&self, i: usize, m: usize) -> String {
+        let Some(mu) = &self.cs[i].multi else { return String::new() };
+        mu.members.iter().find(|x| x.call == mu.calls && x.member == m).map(|x| x.node.clone()).unwrap_or_default()
+    }
+
+    /// Member `m`'s guard's `check()` (zklock-core's `Holding::check`):
+    /// failed once its hold is lost or over (its session ended), suspended
+    /// while its hold is, its connection is down or its safety clock out.
+    fn verdict(&self, i: usize, m: usize) -> Verdict<String> {
+        let c = &self.cs[i];
+        let Some(mu) = &c.multi else { return Verdict::Failed("not a multi-lock".to_string()) };
+        let member = mu.members.iter().find(|x| x.call == mu.calls && x.member == m);
+        let Some(h) = member.and_then(|x| x.hold.as_ref()) else {
+            return Verdict::Failed("its session ended".to_string());
+        };
+        let safe = match (&c.clock, self.timed) {
+            (Some(k), true) => k.is_safe(self.client_now(i)),
+            _ => !c.clock_out,
+        };
+        match h.state() {
+            hold::State::Lost(loss) => Verdict::Failed(format!("lost: {loss:?}")),
+            hold::State::Released => Verdict::Failed("released".to_string()),
+            hold::State::Suspended => Verdict::Suspended("suspended".to_string()),
+            hold::State::Held if !c.link_up || !safe => Verdict::Suspended("connection".to_string()),
+            hold::State::Held => Verdict::Safe,
+        }
+    }
+
+    /// A change of contender `i`'s holder's machine number `n` (`None`:
+    /// its safety clock moved): its multi-lock call, if it waits for that
+    /// member (or for any, on the clock), is told.
+    fn call_changed(&mut self, i: usize, n: Option<u64>) {
+        let Some(mu) = self.cs[i].multi.as_mut() else { return };
+        let Some(m) = mu.waiting else { return };
+        let call = mu.calls;
+        if n.is_some_and(|n| !mu.members.iter().any(|x| x.n == n && x.call == call && x.member == m)) {
+            return;
+        }
+        mu.waiting = None;
+        self.feed_call(i, multi::Event::Changed { member: m });
+    }
+
+    /// A member of contender `i`'s multi-lock call was granted: its
+    /// holder's machine starts (with the grant's watch on its node), and
+    /// the call is told.
+    fn member_granted(&mut self, i: usize, name: String, czxid: i64, watch: Option<Id>) {
+        let path = format!("{}/{name}", self.cs[i].attempt_path);
+        let sp = short(&path);
+        self.tr(|| format!("c{i}: member granted {sp} czxid {czxid}"));
+        self.count("multi-lock member granted");
+        if let Err(v) = check::not_stopped(&self.cs[i], &name)
+            .and_then(|()| check::grant(&self.zk, &self.cs[i], &name, czxid))
+        {
+            self.fail(v);
+        }
+        let (connected, safe) = if self.timed {
+            let now = self.client_now(i);
+            (self.cs[i].link_up, self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(now)))
+        } else {
+            (self.zk.sessions[&self.cs[i].session].connected, !self.cs[i].clock_out)
+        };
+        let bugs = self.bugs;
+        let c = &mut self.cs[i];
+        let gen = c.gen;
+        c.holds += 1;
+        let n = c.holds;
+        if let Some(w) = watch {
+            if let Some(entry) = c.watchers.iter_mut().find(|e| e.0 == gen && e.1 == w) {
+                entry.0 = hold_key(n);
+                entry.1 = hold::GRANT_WATCH;
+            }
+        }
+        c.hold_safe = safe;
+        let hold = Hold::new(hold::Config {
+            path: path.clone(),
+            session: c.session,
+            watch: watch.is_some(),
+            changed: false,
+            connected,
+            safe,
+            bugs,
+        });
+        let (session, last) = (c.session, c.last_zxid);
+        let Some(mu) = c.multi.as_mut() else { return };
+        let Some(member) = mu.acquiring.take() else { return };
+        mu.last_grant = last;
+        mu.members.push(Member { call: mu.calls, member, node: path, czxid, n, hold: Some(hold) });
+        self.pump_hold(i, n);
+        self.feed_call(i, multi::Event::Granted { member, session, token: czxid as u64 });
+    }
+
+    /// A member's attempt of contender `i`'s multi-lock call ended without
+    /// the lock: one that queues again (its node gone, its session ended)
+    /// starts again, as a member's acquire does; otherwise the call is
+    /// told the member failed.
+    fn member_ended(&mut self, i: usize, end: End<String>) {
+        let stopped = self.cs[i].stopped;
+        let Some(mu) = self.cs[i].multi.as_mut() else { return };
+        let Some(member) = mu.acquiring else { return };
+        match end {
+            End::Restart(_) if !stopped => self.cs[i].state = State::Idle(self.ch.between(0, 10)),
+            end => {
+                mu.acquiring = None;
+                self.feed_call(i, multi::Event::Failed { member, error: format!("{end:?}") });
+            },
+        }
+    }
+
+    /// The answer to contender `i`'s read of member `member`'s node for
+    /// call `call`.
+    fn member_read(
+        &mut self,
+        i: usize,
+        call: u64,
+        member: usize,
+        result: Result<zklock_proto::acquire::Answer, Failure<String>>,
+    ) {
+        if self.cs[i].multi.as_ref().is_none_or(|mu| mu.calls != call) {
+            return;
+        }
+        let answer = match result {
+            Ok(zklock_proto::acquire::Answer::Data(stat)) => ReadAnswer::Node { owner: stat.owner, czxid: stat.czxid },
+            Ok(other) => ReadAnswer::Failed(format!("{other:?}")),
+            Err(Failure::NoNode) => ReadAnswer::NoNode,
+            Err(Failure::Unknown) => ReadAnswer::Unanswered("connection".to_string()),
+            Err(f) => ReadAnswer::Failed(format!("{f:?}")),
+        };
+        self.feed_call(i, multi::Event::Read { member, answer });
+    }
+
+    /// Contender `i`'s multi-lock call granted the set: checked, then held.
+    fn set_granted(&mut self, i: usize) {
+        if let Err(v) = check::multi_grant(&self.zk, &self.cs[i]) {
+            self.fail(v);
+        }
+        let left = self.hold_steps();
+        let first = self.member_node(i, 0);
+        let sp = short(&first);
+        self.tr(|| format!("c{i}: GRANTED the set from {sp}"));
+        self.count("multi-lock granted");
+        let faults = self.faults;
+        let c = &mut self.cs[i];
+        if let Some(mu) = c.multi.as_mut() {
+            mu.call = None;
+        }
+        c.state = State::Holding { path: first, left };
+        if !faults {
+            c.granted_clean = true;
+        }
+    }
+
+    /// Contender `i`'s multi-lock call failed: the members it took are
+    /// released (newest first), and it acquires again later.
+    fn call_failed(&mut self, i: usize, member: usize, why: &multi::Why<String>) {
+        self.count("multi-lock call failed");
+        let w = format!("{why:?}");
+        self.tr(|| format!("c{i}: the call failed at member {member}: {w}"));
+        if let Some(mu) = self.cs[i].multi.as_mut() {
+            mu.call = None;
+            mu.acquiring = None;
+            mu.waiting = None;
+        }
+        self.release_set(i);
+        self.acquire_again(i);
+    }
+
+    /// Contender `i` releases the members of its multi-lock's call now (or
+    /// the set it holds), newest first.
+    fn release_set(&mut self, i: usize) {
+        let Some(mu) = &self.cs[i].multi else { return };
+        let ns: Vec<u64> = mu.members.iter().rev().filter(|m| m.call == mu.calls && m.hold.is_some()).map(|m| m.n).collect();
+        let closed = self.cs[i].closed;
+        for n in ns {
+            self.feed_hold_n(i, n, hold::Event::Release { closed });
+        }
     }
 
     /// Contender `i`'s acquire ended without the lock: it acquires again
@@ -1080,6 +1459,7 @@ impl World {
                         self.feed(i, Event::ClockMoved);
                     }
                     self.hold_clock(i);
+                    self.call_changed(i, None);
                 }
             },
             Tag::Attempt { gen, id } => {
@@ -1094,6 +1474,7 @@ impl World {
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
             Tag::Hold { n, id } => self.hold_reply(i, n, id, result, conn),
+            Tag::Multi { call, member } => self.member_read(i, call, member, result),
             // Only failures on the client come here (the server's answers
             // are `server_msg`'s).
             Tag::Count { gen } => self.count_reply(i, gen, result.map(|_| Vec::new()), None),
@@ -1233,7 +1614,9 @@ impl World {
             Local::SessionEnded => {
                 let closed = self.cs[i].closed;
                 self.feed_hold(i, hold::Event::SessionEnded { closed });
-                self.cs[i].hold = None;
+                for n in self.hold_numbers(i) {
+                    self.drop_hold(i, n);
+                }
                 self.mutex_lost(i, "session ended");
                 let gen = self.cs[i].gen;
                 let c = &mut self.cs[i];
@@ -1305,14 +1688,14 @@ impl World {
                     let why = format!("{notice:?} on its node");
                     self.mutex_lost(i, &why);
                 }
-                let hk = hold_key(self.cs[i].holds);
                 for (g, id, _, _) in hit {
                     if g == gen && id == COUNT {
                         self.count_changed(i);
                     } else if g == gen {
                         self.feed(i, Event::Watch(id, notice));
-                    } else if g == hk {
-                        self.feed_hold(i, hold::Event::Watch(id, notice));
+                    } else if let Some(n) = g.checked_sub(hold_key(0)) {
+                        // (Only a hold that runs takes it.)
+                        self.feed_hold_n(i, n, hold::Event::Watch(id, notice));
                     }
                 }
             },
@@ -1516,7 +1899,7 @@ impl World {
             // delete: the next acquire starts once it has (as a caller's
             // does after a release returns; the hold of one contender is
             // one at a time).
-            State::Idle(0) if alive && self.cs[i].hold.as_ref().is_some_and(hold::Hold::waits_for_read) => {},
+            State::Idle(0) if alive && self.cs[i].release_waits_for_read() => {},
             State::Idle(0) if alive => self.start(i, None),
             State::Idle(n) if n > 0 => self.cs[i].state = State::Idle(n - 1),
             // A writer that holds its write node may downgrade it to a read
@@ -1527,7 +1910,9 @@ impl World {
                 self.tr(|| format!("c{i}: release {sp}"));
                 let done = self.cs[i].granted_clean;
                 self.cs[i].state = if done { State::Done } else { State::Idle(self.ch.between(0, 10)) };
-                if self.cs[i].hold.is_some() {
+                if self.cs[i].multi.is_some() {
+                    self.release_set(i);
+                } else if self.cs[i].hold.is_some() {
                     let closed = self.cs[i].closed;
                     self.feed_hold(i, hold::Event::Release { closed });
                 } else if alive {
@@ -1636,7 +2021,8 @@ impl World {
             safe,
             bugs: self.bugs,
         }));
-        self.pump_hold(i);
+        let n = self.cs[i].holds;
+        self.pump_hold(i, n);
     }
 
     /// The exhaustive search's release move: contender `i`, holding,
@@ -1674,20 +2060,66 @@ impl World {
         }
     }
 
-    /// Feeds `ev` to contender `i`'s hold, if any, and does what it asks.
-    fn feed_hold(&mut self, i: usize, ev: hold::Event<String>) {
-        let Some(h) = self.cs[i].hold.as_mut() else { return };
-        h.handle(ev);
-        self.pump_hold(i);
+    /// Contender `i`'s holder's machine number `n`: its lock's (the
+    /// current one is number `holds`), or a multi-lock member's.
+    fn hold_mut(&mut self, i: usize, n: u64) -> Option<&mut Hold> {
+        let c = &mut self.cs[i];
+        match &mut c.multi {
+            Some(mu) => mu.members.iter_mut().find(|m| m.n == n).and_then(|m| m.hold.as_mut()),
+            None if n == c.holds => c.hold.as_mut(),
+            None => None,
+        }
     }
 
-    /// Does the actions contender `i`'s hold asks for.
-    fn pump_hold(&mut self, i: usize) {
-        let key = hold_key(self.cs[i].holds);
-        let n = self.cs[i].holds;
+    /// The numbers of contender `i`'s holders' machines.
+    fn hold_numbers(&self, i: usize) -> Vec<u64> {
+        let c = &self.cs[i];
+        match &c.multi {
+            Some(mu) => mu.members.iter().filter(|m| m.hold.is_some()).map(|m| m.n).collect(),
+            None => c.hold.iter().map(|_| c.holds).collect(),
+        }
+    }
+
+    /// Feeds `ev` (a change of the session, its connection or its clock)
+    /// to each of contender `i`'s holders' machines and does what they
+    /// ask.
+    fn feed_hold(&mut self, i: usize, ev: hold::Event<String>) {
+        for n in self.hold_numbers(i) {
+            self.feed_hold_n(i, n, ev.clone());
+        }
+    }
+
+    /// Feeds `ev` to contender `i`'s holder's machine number `n`, if it
+    /// runs, and does what it asks; a multi-lock call waiting for that
+    /// member is told of the change.
+    fn feed_hold_n(&mut self, i: usize, n: u64, ev: hold::Event<String>) {
+        let Some(h) = self.hold_mut(i, n) else { return };
+        h.handle(ev);
+        self.pump_hold(i, n);
+        self.call_changed(i, Some(n));
+    }
+
+    /// Contender `i`'s holder's machine number `n` is over (released, or
+    /// its session ended).
+    fn drop_hold(&mut self, i: usize, n: u64) {
+        let c = &mut self.cs[i];
+        match &mut c.multi {
+            Some(mu) => {
+                if let Some(m) = mu.members.iter_mut().find(|m| m.n == n) {
+                    m.hold = None;
+                }
+            },
+            None => c.hold = None,
+        }
+    }
+
+    /// Does the actions contender `i`'s holder's machine number `n` asks
+    /// for.
+    fn pump_hold(&mut self, i: usize, n: u64) {
+        let key = hold_key(n);
         loop {
-            let Some(action) = self.cs[i].hold.as_mut().and_then(|h| h.poll_action()) else { return };
-            let path = self.cs[i].hold.as_ref().map(|h| h.path().to_owned()).unwrap_or_default();
+            let Some(action) = self.hold_mut(i, n).and_then(|h| h.poll_action()) else { return };
+            let path = self.hold_mut(i, n).map(|h| h.path().to_owned()).unwrap_or_default();
             if self.trace.is_some() {
                 let a = short(&format!("{action:?}"));
                 self.tr(|| format!("c{i}: hold {a}"));
@@ -1734,7 +2166,7 @@ impl World {
                     if let Err(v) = check::released(&self.zk, &self.cs[i], &path, outcome) {
                         self.fail(v);
                     }
-                    self.cs[i].hold = None;
+                    self.drop_hold(i, n);
                 },
             }
         }
@@ -1749,10 +2181,16 @@ impl World {
         result: Result<zklock_proto::acquire::Answer, Failure<String>>,
         conn: u64,
     ) {
+        let watch = self.cs[i].pending_watch.remove(&(hold_key(n), id));
+        // (A lock's delete answered after its hold is over: the path of
+        // the hold now, if any, as before multi-locks came.)
+        let path = match self.cs[i].multi.is_some() {
+            true => self.hold_mut(i, n).map(|h| h.path().to_owned()),
+            false => self.cs[i].hold.as_ref().map(|h| h.path().to_owned()),
+        };
         let c = &mut self.cs[i];
-        let watch = c.pending_watch.remove(&(hold_key(n), id));
         if id == HOLD_DELETE {
-            let path = c.hold.as_ref().map(|h| h.path().to_owned()).unwrap_or_default();
+            let path = path.unwrap_or_default();
             if let Some(k) = c.tasks.iter().position(|t| *t == Task::Release(path.clone())) {
                 c.tasks.remove(k);
             }
@@ -1766,23 +2204,22 @@ impl World {
                 Err(_) => hold::Deletion::Gone,
             };
             let closed = self.cs[i].closed;
-            if n == self.cs[i].holds {
-                self.feed_hold(i, hold::Event::Deleted { deletion, closed });
-            }
+            self.feed_hold_n(i, n, hold::Event::Deleted { deletion, closed });
             return;
         }
-        if n != c.holds {
+        if self.hold_mut(i, n).is_none() {
             return;
         }
-        if let (Some(h), Ok(zklock_proto::acquire::Answer::Data(stat))) = (&c.hold, &result) {
+        let c = &mut self.cs[i];
+        if let (Some(p), Ok(zklock_proto::acquire::Answer::Data(stat))) = (path, &result) {
             if stat.owner != c.session {
-                c.told_not_ours.insert(h.path().to_owned());
+                c.told_not_ours.insert(p);
             }
         }
         if let (Some((path, kind)), Ok(_)) = (watch, &result) {
             c.watchers.push((hold_key(n), id, path, kind));
         }
-        self.feed_hold(i, hold::Event::Reply(id, Reply { result, connection: conn }));
+        self.feed_hold_n(i, n, hold::Event::Reply(id, Reply { result, connection: conn }));
     }
 
     /// Contender `i` gets a new session after its old one expired (and
@@ -1815,6 +2252,9 @@ impl World {
         c.write_held = None;
         c.mutex_held = None;
         c.hold = None;
+        if let Some(mu) = &mut c.multi {
+            mu.members.iter_mut().for_each(|m| m.hold = None);
+        }
         c.hold_retry = None;
         if matches!(c.state, State::Holding { .. } | State::Acquiring) {
             c.state = State::Idle(0);
