@@ -550,8 +550,8 @@ fn orphans_under(zk: &Zk<Tag>, cs: &[Contender], parent_path: &str) -> Result<()
         let current = c.attempt.as_ref().is_some_and(|a| !a.is_done())
             && c.attempt_path == parent_path
             && k.starts_with(&c.protected);
-        let held = c.held_nodes().iter().any(|(p, _)| **p == path)
-            || c.mutex_held.as_ref().is_some_and(|m| m.path == path);
+        let held =
+            c.held_nodes().iter().any(|(p, _)| **p == path) || c.mutex_held.as_ref().is_some_and(|m| m.path == path);
         let cleaning = c.tasks.iter().chain(&c.retry).any(|t| match t {
             Task::Release(p) | Task::Clean(p) => *p == path,
             Task::Sweep(sp, prefix) | Task::SweepList(sp, prefix) => {

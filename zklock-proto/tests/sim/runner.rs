@@ -1284,8 +1284,8 @@ impl World {
         let sp = short(&path);
         self.tr(|| format!("c{i}: member granted {sp} czxid {czxid}"));
         self.count("multi-lock member granted");
-        if let Err(v) = check::not_stopped(&self.cs[i], &name)
-            .and_then(|()| check::grant(&self.zk, &self.cs[i], &name, czxid))
+        if let Err(v) =
+            check::not_stopped(&self.cs[i], &name).and_then(|()| check::grant(&self.zk, &self.cs[i], &name, czxid))
         {
             self.fail(v);
         }
@@ -1404,7 +1404,8 @@ impl World {
     /// the set it holds), newest first.
     fn release_set(&mut self, i: usize) {
         let Some(mu) = &self.cs[i].multi else { return };
-        let ns: Vec<u64> = mu.members.iter().rev().filter(|m| m.call == mu.calls && m.hold.is_some()).map(|m| m.n).collect();
+        let ns: Vec<u64> =
+            mu.members.iter().rev().filter(|m| m.call == mu.calls && m.hold.is_some()).map(|m| m.n).collect();
         let closed = self.cs[i].closed;
         for n in ns {
             self.feed_hold_n(i, n, hold::Event::Release { closed });
