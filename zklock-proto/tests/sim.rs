@@ -39,7 +39,9 @@
 //!   seconds of multi-lock scenarios; `finds_multi_unsorted` (feature
 //!   `history`): multi-locks that take their members in different orders
 //!   (`Opts::multi_unsorted`, outside attack round 43's F1) must be found
-//!   (`liveness`: two sets wait for each other for good).
+//!   (`liveness`: two sets wait for each other for good); so must
+//!   `multi_without_reads` (`finds_multi_without_reads`: a set handed out
+//!   with a member its server knew lost, `check::multi_grant`).
 //! - `finds_keep_count_on_failure`, `finds_count_no_hold_back`,
 //!   `finds_count_fail_on_lost_read` (feature `history`, semaphores only):
 //!   three wrong rules of the runner's shared count (`runner::CountBugs`)
@@ -343,6 +345,18 @@ fn finds_downgrade_without_check() {
 fn finds_multi_unsorted() {
     let opts = sim::Opts { multi_unsorted: true, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
     finds_with("multi_unsorted", opts, &["liveness"]);
+}
+
+/// `multi_without_reads`: a multi-lock's set granted without reading the
+/// earlier members' nodes after the last grant (outside attack round 12):
+/// a member deleted while a later one was taken, its server knowing it,
+/// its holder's machine not told yet, is handed out (`multi grant`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_multi_without_reads() {
+    let bugs = Bugs { multi_without_reads: true, ..Bugs::default() };
+    let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
+    finds_with("multi_without_reads", opts, &["multi grant"]);
 }
 
 /// `release_trusts_any_read`: a release that waited for the hold's read

@@ -346,23 +346,32 @@ fn holders_of(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>, parent: &st
 
 /// A multi-lock's grant of its set (`multi::Action::Granted`): every
 /// member's node was ours (our session's, with the czxid it was granted
-/// with) at some zxid from the last member's grant to the last message
-/// the session got: none was lost before the set was handed out (outside
-/// attack round 12).
+/// with) as of its `runner::Member::due` zxid: the last member's as of
+/// its grant; an earlier member's as of the answer to a read of it, or if
+/// none, as of what its server had applied when the last member was
+/// granted: a member whose server knew it lost then must not be handed
+/// out (outside attack round 12: a set came back held whose first
+/// member's node a third party had deleted while a later member waited).
 pub fn multi_grant(zk: &Zk<Tag>, c: &Contender) -> Result<(), Violation> {
     let Some(mu) = &c.multi else { return Ok(()) };
     for m in mu.members.iter().filter(|m| m.call == mu.calls) {
         let Some((parent, name)) = m.node.rsplit_once('/') else { continue };
-        let ours = (mu.last_grant..=c.last_zxid).any(|z| {
-            zk.children_at(parent, z).iter().any(|l| l.name == name && l.owner == c.session && l.czxid == m.czxid)
-        });
+        let z = m.read.unwrap_or(m.due);
+        let ours =
+            zk.children_at(parent, z).iter().any(|l| l.name == name && l.owner == c.session && l.czxid == m.czxid);
         if !ours {
             return Err(v(
                 "multi grant",
                 format!(
-                    "{} granted its set, but member {} ({}) was not its node at any zxid from {} (the last member's \
-                     grant) to {} (the last message it got)",
-                    c.name, m.member, m.node, mu.last_grant, c.last_zxid
+                    "{} granted its set, but member {} ({}) was not its node as of zxid {z} ({})",
+                    c.name,
+                    m.member,
+                    m.node,
+                    if m.read.is_some() {
+                        "its read's answer"
+                    } else {
+                        "what its server had applied at the last grant"
+                    }
                 ),
             ));
         }

@@ -425,7 +425,6 @@ impl World {
                     calls: 0,
                     acquiring: None,
                     waiting: None,
-                    last_grant: 0,
                     members: Vec::new(),
                 });
             }

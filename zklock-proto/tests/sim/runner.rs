@@ -251,9 +251,6 @@ pub struct Multi {
     pub acquiring: Option<usize>,
     /// The member the call waits for (after `multi::Action::Wait`).
     pub waiting: Option<usize>,
-    /// The last zxid its session had read when the last member was
-    /// granted (what the set's grant is checked from).
-    pub last_grant: i64,
     /// The members taken: of the call that runs, of the set held, and
     /// those whose release is on its way.
     pub members: Vec<Member>,
@@ -271,6 +268,16 @@ pub struct Member {
     pub czxid: i64,
     /// Its hold's number (`Tag::Hold`, `hold_key`).
     pub n: u64,
+    /// The zxid as of which the set's grant must find it ours
+    /// (`check::multi_grant`): the last member's, that of the last message
+    /// its session read before its grant; an earlier member's, what its
+    /// server had applied when the last member was granted (a loss its
+    /// server knew of then must not go unnoticed); or that of the answer
+    /// to a read of it since (`read`).
+    pub due: i64,
+    /// The zxid of the last answer to a read of its node that showed it
+    /// (`multi::Action::Read`).
+    pub read: Option<i64>,
     /// Its holder's machine, until its release is over or its session
     /// ended.
     pub hold: Option<Hold>,
@@ -1317,10 +1324,16 @@ impl World {
             bugs,
         });
         let (session, last) = (c.session, c.last_zxid);
+        let server = self.zk.sessions[&session].server;
+        let applied = if server == 0 { self.zk.zxid } else { self.zk.followers[server - 1].zxid };
+        let c = &mut self.cs[i];
         let Some(mu) = c.multi.as_mut() else { return };
         let Some(member) = mu.acquiring.take() else { return };
-        mu.last_grant = last;
-        mu.members.push(Member { call: mu.calls, member, node: path, czxid, n, hold: Some(hold) });
+        for m in mu.members.iter_mut().filter(|m| m.call == mu.calls) {
+            m.due = applied;
+        }
+        let due = last;
+        mu.members.push(Member { call: mu.calls, member, node: path, czxid, n, due, read: None, hold: Some(hold) });
         self.pump_hold(i, n);
         self.feed_call(i, multi::Event::Granted { member, session, token: czxid as u64 });
     }
@@ -1350,9 +1363,15 @@ impl World {
         call: u64,
         member: usize,
         result: Result<zklock_proto::acquire::Answer, Failure<String>>,
+        zxid: Option<i64>,
     ) {
         if self.cs[i].multi.as_ref().is_none_or(|mu| mu.calls != call) {
             return;
+        }
+        if let (Some(z), Some(mu)) = (zxid, self.cs[i].multi.as_mut()) {
+            if let Some(m) = mu.members.iter_mut().find(|m| m.call == call && m.member == member) {
+                m.read = Some(z);
+            }
         }
         let answer = match result {
             Ok(zklock_proto::acquire::Answer::Data(stat)) => ReadAnswer::Node { owner: stat.owner, czxid: stat.czxid },
@@ -1475,7 +1494,9 @@ impl World {
                 self.feed(i, Event::Reply(id, Reply { result, connection: conn }));
             },
             Tag::Hold { n, id } => self.hold_reply(i, n, id, result, conn),
-            Tag::Multi { call, member } => self.member_read(i, call, member, result),
+            // Only failures on the client come here (the server's answers
+            // are `server_msg`'s).
+            Tag::Multi { call, member } => self.member_read(i, call, member, result, None),
             // Only failures on the client come here (the server's answers
             // are `server_msg`'s).
             Tag::Count { gen } => self.count_reply(i, gen, result.map(|_| Vec::new()), None),
@@ -1652,6 +1673,14 @@ impl World {
                 c.last_read = now.or(c.last_read);
                 c.count_zxid = c.count_zxid.max(zxid);
                 self.count_reply(i, gen, result.map(|_| data), Some(zxid));
+            },
+            Msg::Reply { tag: Tag::Multi { call, member }, result, zxid, .. } => {
+                let now = self.timed.then(|| self.client_now(i));
+                let c = &mut self.cs[i];
+                c.last_read = now.or(c.last_read);
+                c.last_zxid = c.last_zxid.max(zxid);
+                let node = matches!(result, Ok(zklock_proto::acquire::Answer::Data(_)));
+                self.member_read(i, call, member, result, node.then_some(zxid));
             },
             Msg::Reply { tag, result, conn, zxid, .. } => {
                 let now = self.timed.then(|| self.client_now(i));
