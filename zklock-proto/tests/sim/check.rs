@@ -22,7 +22,7 @@ use zklock_proto::names::{self, Decision, NodeKind};
 use super::model::{Msg, Zk};
 use zklock_proto::hold::Hold;
 
-use super::runner::{Contender, State, Tag, Task};
+use super::runner::{Contender, Member, State, Tag, Task};
 
 /// A broken promise.
 #[derive(Clone, Debug)]
@@ -352,19 +352,17 @@ fn holders_of(zk: &Zk<Tag>, cs: &[Contender], base: Option<Instant>, parent: &st
 /// granted: a member whose server knew it lost then must not be handed
 /// out (outside attack round 12: a set came back held whose first
 /// member's node a third party had deleted while a later member waited).
-pub fn multi_grant(zk: &Zk<Tag>, c: &Contender) -> Result<(), Violation> {
-    let Some(mu) = &c.multi else { return Ok(()) };
-    for m in mu.members.iter().filter(|m| m.call == mu.calls) {
-        let Some((parent, name)) = m.node.rsplit_once('/') else { continue };
+pub fn multi_grant(zk: &Zk<Tag>, name: &str, set: &[&Member]) -> Result<(), Violation> {
+    for m in set {
+        let Some((parent, node)) = m.node.rsplit_once('/') else { continue };
         let z = m.read.unwrap_or(m.due);
         let ours =
-            zk.children_at(parent, z).iter().any(|l| l.name == name && l.owner == c.session && l.czxid == m.czxid);
+            zk.children_at(parent, z).iter().any(|l| l.name == node && l.owner == m.session && l.czxid == m.czxid);
         if !ours {
             return Err(v(
                 "multi grant",
                 format!(
-                    "{} granted its set, but member {} ({}) was not its node as of zxid {z} ({})",
-                    c.name,
+                    "{name} granted its set, but member {} ({}) was not its node as of zxid {z} ({})",
                     m.member,
                     m.node,
                     if m.read.is_some() {

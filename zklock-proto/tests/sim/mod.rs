@@ -389,6 +389,8 @@ impl World {
         }
         let n = 2 + ch.choose(3);
         let mut cs = Vec::new();
+        // Multi-locks whose second member is taken on a client of its own.
+        let mut member_clients = Vec::new();
         for i in 0..n {
             let sid = 0x100 + i as i64;
             let servers = zk.servers_for(None);
@@ -409,6 +411,9 @@ impl World {
                 },
                 None => (false, lock_path.clone()),
             };
+            // Half the multi-locks take their second member on a client
+            // of its own (`runner::Contender::coordinator`).
+            let two_clients = multi && ch.roll(50);
             // Curator-like peers share exclusive locks' queues.
             let peer = matches!(kind, Kind::Exclusive | Kind::Multi) && !multi && ch.roll(25);
             let mut c = Contender::new(i, mode, permits, try_once && !peer && !multi, peer, sid, &path);
@@ -421,16 +426,54 @@ impl World {
                 }
                 c.multi = Some(runner::Multi {
                     paths,
+                    clients: vec![i; 2],
                     call: None,
                     calls: 0,
                     acquiring: None,
                     waiting: None,
                     members: Vec::new(),
                 });
+                if two_clients {
+                    member_clients.push(i);
+                }
             }
             c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
             cs.push(c);
         }
+        // Their second members' clients: contenders of their own (a
+        // session, its server, its clock's drift) that take only what the
+        // multi-lock's calls give them.
+        for k in member_clients {
+            let j = cs.len();
+            let sid = 0x100 + j as i64;
+            let servers = zk.servers_for(None);
+            zk.open(sid, servers[ch.choose(servers.len())]);
+            let second = cs[k].multi.as_ref().map(|mu| mu.paths[1].clone()).unwrap_or_default();
+            let mut c = Contender::new(j, LockMode::Exclusive, 1, false, false, sid, &second);
+            c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
+            c.coordinator = Some(k);
+            c.state = State::Done;
+            // (Granted when its multi-lock is.)
+            c.granted_clean = true;
+            let mut mu = cs[k].multi.as_ref().map(|mu| runner::Multi {
+                paths: mu.paths.clone(),
+                clients: Vec::new(),
+                call: None,
+                calls: 0,
+                acquiring: None,
+                waiting: None,
+                members: Vec::new(),
+            });
+            if let Some(mu) = &mut mu {
+                mu.clients = vec![k, j];
+            }
+            if let Some(m) = cs[k].multi.as_mut() {
+                m.clients[1] = j;
+            }
+            c.multi = mu;
+            cs.push(c);
+        }
+        let n = cs.len();
         let mut w = World {
             zk,
             cs,
@@ -470,10 +513,14 @@ impl World {
         let desc: Vec<String> =
             w.cs.iter()
                 .map(|c| {
-                    let what = match &c.multi {
-                        Some(mu) => format!("multi{:?}", mu.paths),
-                        None if c.path != w.lock_path => format!("{:?}@{}", c.mode, c.path),
-                        None => format!("{:?}", c.mode),
+                    let what = match (&c.multi, c.coordinator) {
+                        (Some(_), Some(k)) => format!("member client of c{k}"),
+                        (Some(mu), None) if mu.clients[1] != mu.clients[0] => {
+                            format!("multi{:?} (the second on c{})", mu.paths, mu.clients[1])
+                        },
+                        (Some(mu), None) => format!("multi{:?}", mu.paths),
+                        (None, _) if c.path != w.lock_path => format!("{:?}@{}", c.mode, c.path),
+                        (None, _) => format!("{:?}", c.mode),
                     };
                     format!("{}:{what}{} rate{:+}‰", c.name, if c.try_once { "(try)" } else { "" }, c.rate)
                 })
@@ -517,10 +564,18 @@ impl World {
                     && self.cs[i].stalled == 0
                     && !self.cs[i].stopped
                     && !self.cs[i].peer
+                    && self.cs[i].coordinator.is_none()
                 {
                     // Sometimes because the client is closed: nothing is
                     // waited for, and its session ends right after.
                     let closed = self.ch.roll(20);
+                    // A multi-lock's member may be taken on another client
+                    // (not closed).
+                    let j = match self.cs[i].multi.as_ref().and_then(|mu| mu.acquiring) {
+                        Some(m) => self.client_of(i, m),
+                        None => i,
+                    };
+                    let closed = closed && j == i;
                     self.cs[i].stopped = true;
                     self.cs[i].closed = closed;
                     self.count(if closed { "fault: client closed" } else { "fault: attempt stopped" });
@@ -534,10 +589,19 @@ impl World {
                     if self.cs[i].multi.is_some() {
                         self.feed_call(i, zklock_proto::multi::Event::Cancelled);
                     }
-                    if let (true, Some(a)) = (member_runs, self.cs[i].attempt.as_mut()) {
+                    if member_runs {
+                        self.cs[j].stopped = true;
+                    }
+                    let between = self.cs[j].attempt.as_ref().is_none_or(|a| a.is_done());
+                    if let (true, Some(a)) = (member_runs, self.cs[j].attempt.as_mut()) {
                         a.handle(zklock_proto::acquire::Event::Stop { closed });
                     }
-                    self.pump(i);
+                    self.pump(j);
+                    // A member's client between two attempts (queueing
+                    // again): its acquire ends here.
+                    if member_runs && between && j != i {
+                        self.member_ended(j, zklock_proto::acquire::End::Stopped);
+                    }
                     if closed {
                         self.end_session(i);
                         // The client closed it: it knows.

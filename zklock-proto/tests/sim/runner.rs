@@ -242,6 +242,10 @@ pub struct Multi {
     /// The members' lock paths, in the order a call takes them (byte
     /// order, as `MultiLock::new` sorts them).
     pub paths: Vec<String>,
+    /// The contender whose client takes each member: this one, or a
+    /// member's client of it (`Contender::coordinator`; a `MultiLock` of
+    /// locks on several clients).
+    pub clients: Vec<usize>,
     /// The call that runs (`None` between calls and while the set is held).
     pub call: Option<MultiAcquire<String>>,
     /// The number of calls so far (the current or last one's).
@@ -266,6 +270,8 @@ pub struct Member {
     pub node: String,
     /// Its czxid (the token it was granted with).
     pub czxid: i64,
+    /// The session that took it.
+    pub session: SessionId,
     /// Its hold's number (`Tag::Hold`, `hold_key`).
     pub n: u64,
     /// The zxid as of which the set's grant must find it ours
@@ -327,8 +333,12 @@ pub struct Contender {
     pub mode: LockMode,
     /// The lock path it contends for (a multi-lock's: see `multi`).
     pub path: String,
-    /// A multi-lock contender's calls and members.
+    /// A multi-lock contender's calls and members; a member's client's
+    /// members (its calls are its coordinator's).
     pub multi: Option<Multi>,
+    /// A member's client of this multi-lock contender: it takes and holds
+    /// the members the contender's calls give it, and nothing else.
+    pub coordinator: Option<usize>,
     /// Permits of the lock (1 but for a semaphore).
     pub permits: usize,
     /// Tries once (gives up when held by others).
@@ -503,6 +513,7 @@ impl Contender {
             mode,
             path: path.to_string(),
             multi: None,
+            coordinator: None,
             permits,
             try_once,
             session,
@@ -770,15 +781,23 @@ impl World {
         };
         let bugs: Bugs = self.bugs;
         // A multi-lock contender: a new call, or its member's acquire once
-        // the call asks for it (`pump_multi`).
+        // the call asks for it (`pump_multi`) if its own client takes that
+        // member; a member's client of another: only the member's acquire
+        // it was asked for.
         if let Some(mu) = &self.cs[i].multi {
-            match (&mu.call, mu.acquiring) {
-                (None, _) => return self.start_call(i),
-                (Some(_), None) => {
+            let here = mu.acquiring.is_some_and(|m| mu.clients.get(m).is_none_or(|j| *j == i));
+            match (&mu.call, mu.acquiring, self.cs[i].coordinator) {
+                (_, None, Some(_)) => {
+                    self.cs[i].state = State::Done;
+                    return;
+                },
+                (_, Some(_), Some(_)) => {},
+                (None, _, None) => return self.start_call(i),
+                (Some(_), _, None) if !here => {
                     self.cs[i].state = State::Acquiring;
                     return;
                 },
-                (Some(_), Some(_)) => {},
+                (Some(_), _, None) => {},
             }
         }
         let c = &mut self.cs[i];
@@ -1175,15 +1194,41 @@ impl World {
         let bugs = self.bugs;
         let Some(mu) = self.cs[i].multi.as_mut() else { return };
         mu.calls += 1;
-        mu.members.retain(|m| m.hold.is_some());
         mu.call = Some(MultiAcquire::new(mu.paths.len(), bugs));
-        let call = mu.calls;
+        let (call, clients) = (mu.calls, mu.clients.clone());
+        // Its members' clients forget the members whose holds are over.
+        for j in clients {
+            if let Some(mu) = self.cs[j].multi.as_mut() {
+                mu.calls = call;
+                mu.members.retain(|m| m.hold.is_some());
+            }
+        }
         self.cs[i].state = State::Acquiring;
         self.cs[i].stopped = false;
         self.cs[i].closed = false;
         self.tr(|| format!("c{i}: multi-lock call {call}"));
         self.count("multi-lock call");
         self.pump_multi(i);
+    }
+
+    /// The contender whose client takes member `m` of contender `k`'s
+    /// multi-lock (`k` itself, or a member's client of it).
+    pub fn client_of(&self, k: usize, m: usize) -> usize {
+        self.cs[k].multi.as_ref().and_then(|mu| mu.clients.get(m).copied()).unwrap_or(k)
+    }
+
+    /// The multi-lock contender whose members contender `j`'s client takes
+    /// (`j` itself, unless it is a member's client of another).
+    pub fn coordinator(&self, j: usize) -> usize {
+        self.cs[j].coordinator.unwrap_or(j)
+    }
+
+    /// Member `m` of contender `k`'s multi-lock call now, if taken (on its
+    /// client's contender).
+    fn member_of(&self, k: usize, m: usize) -> Option<&Member> {
+        let call = self.cs[k].multi.as_ref()?.calls;
+        let j = self.client_of(k, m);
+        self.cs[j].multi.as_ref()?.members.iter().find(|x| x.call == call && x.member == m)
     }
 
     /// Feeds `ev` to contender `i`'s multi-lock call and does what it asks.
@@ -1218,12 +1263,22 @@ impl World {
                 self.tr(|| format!("c{i}: call {a}"));
             }
             match action {
-                multi::Action::Acquire(_) => self.start(i, None),
+                multi::Action::Acquire(m) => {
+                    // On the member's client (the contender's own, or
+                    // another's).
+                    let j = self.client_of(i, m);
+                    if let (true, Some(mu)) = (j != i, self.cs[j].multi.as_mut()) {
+                        mu.acquiring = Some(m);
+                        mu.calls = call;
+                    }
+                    self.start(j, None);
+                },
                 multi::Action::Read(list) => {
                     self.count("multi-lock reads its members");
                     for m in list {
-                        let node = self.member_node(i, m);
-                        self.send(i, Tag::Multi { call, member: m }, Op::GetData { path: node, watch: false });
+                        let node = self.member_of(i, m).map(|x| x.node.clone()).unwrap_or_default();
+                        let j = self.client_of(i, m);
+                        self.send(j, Tag::Multi { call, member: m }, Op::GetData { path: node, watch: false });
                     }
                 },
                 multi::Action::Check(m) => {
@@ -1239,25 +1294,18 @@ impl World {
         }
     }
 
-    /// The node of member `m` of contender `i`'s call now (empty if not
-    /// taken).
-    fn member_node(&self, i: usize, m: usize) -> String {
-        let Some(mu) = &self.cs[i].multi else { return String::new() };
-        mu.members.iter().find(|x| x.call == mu.calls && x.member == m).map(|x| x.node.clone()).unwrap_or_default()
-    }
-
     /// Member `m`'s guard's `check()` (zklock-core's `Holding::check`):
     /// failed once its hold is lost or over (its session ended), suspended
-    /// while its hold is, its connection is down or its safety clock out.
-    fn verdict(&self, i: usize, m: usize) -> Verdict<String> {
-        let c = &self.cs[i];
-        let Some(mu) = &c.multi else { return Verdict::Failed("not a multi-lock".to_string()) };
-        let member = mu.members.iter().find(|x| x.call == mu.calls && x.member == m);
-        let Some(h) = member.and_then(|x| x.hold.as_ref()) else {
+    /// while its hold is, its client's connection is down or its safety
+    /// clock out.
+    fn verdict(&self, k: usize, m: usize) -> Verdict<String> {
+        let j = self.client_of(k, m);
+        let Some(h) = self.member_of(k, m).and_then(|x| x.hold.as_ref()) else {
             return Verdict::Failed("its session ended".to_string());
         };
+        let c = &self.cs[j];
         let safe = match (&c.clock, self.timed) {
-            (Some(k), true) => k.is_safe(self.client_now(i)),
+            (Some(clock), true) => clock.is_safe(self.client_now(j)),
             _ => !c.clock_out,
         };
         match h.state() {
@@ -1269,41 +1317,50 @@ impl World {
         }
     }
 
-    /// A change of contender `i`'s holder's machine number `n` (`None`:
-    /// its safety clock moved): its multi-lock call, if it waits for that
-    /// member (or for any, on the clock), is told.
-    fn call_changed(&mut self, i: usize, n: Option<u64>) {
-        let Some(mu) = self.cs[i].multi.as_mut() else { return };
-        let Some(m) = mu.waiting else { return };
-        let call = mu.calls;
-        if n.is_some_and(|n| !mu.members.iter().any(|x| x.n == n && x.call == call && x.member == m)) {
+    /// A change on contender `j`'s client: of its holder's machine number
+    /// `n`, or (`None`) of its safety clock. The multi-lock call that
+    /// waits for a member taken there is told.
+    fn call_changed(&mut self, j: usize, n: Option<u64>) {
+        let k = self.coordinator(j);
+        let Some(m) = self.cs[k].multi.as_ref().and_then(|mu| mu.waiting) else { return };
+        if self.client_of(k, m) != j || n.is_some_and(|n| self.member_of(k, m).is_none_or(|x| x.n != n)) {
             return;
         }
-        mu.waiting = None;
-        self.feed_call(i, multi::Event::Changed { member: m });
+        if let Some(mu) = self.cs[k].multi.as_mut() {
+            mu.waiting = None;
+        }
+        self.feed_call(k, multi::Event::Changed { member: m });
     }
 
-    /// A member of contender `i`'s multi-lock call was granted: its
-    /// holder's machine starts (with the grant's watch on its node), and
-    /// the call is told.
-    fn member_granted(&mut self, i: usize, name: String, czxid: i64, watch: Option<Id>) {
-        let path = format!("{}/{name}", self.cs[i].attempt_path);
+    /// The zxid the server of contender `j`'s session has applied.
+    fn applied(&self, j: usize) -> i64 {
+        match self.zk.sessions[&self.cs[j].session].server {
+            0 => self.zk.zxid,
+            s => self.zk.followers[s - 1].zxid,
+        }
+    }
+
+    /// A member of a multi-lock call was granted on contender `j`'s
+    /// client: its holder's machine starts there (with the grant's watch
+    /// on its node), and the call is told.
+    fn member_granted(&mut self, j: usize, name: String, czxid: i64, watch: Option<Id>) {
+        let path = format!("{}/{name}", self.cs[j].attempt_path);
         let sp = short(&path);
-        self.tr(|| format!("c{i}: member granted {sp} czxid {czxid}"));
+        self.tr(|| format!("c{j}: member granted {sp} czxid {czxid}"));
         self.count("multi-lock member granted");
         if let Err(v) =
-            check::not_stopped(&self.cs[i], &name).and_then(|()| check::grant(&self.zk, &self.cs[i], &name, czxid))
+            check::not_stopped(&self.cs[j], &name).and_then(|()| check::grant(&self.zk, &self.cs[j], &name, czxid))
         {
             self.fail(v);
         }
         let (connected, safe) = if self.timed {
-            let now = self.client_now(i);
-            (self.cs[i].link_up, self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(now)))
+            let now = self.client_now(j);
+            (self.cs[j].link_up, self.cs[j].clock.as_ref().is_some_and(|k| k.is_safe(now)))
         } else {
-            (self.zk.sessions[&self.cs[i].session].connected, !self.cs[i].clock_out)
+            (self.zk.sessions[&self.cs[j].session].connected, !self.cs[j].clock_out)
         };
         let bugs = self.bugs;
-        let c = &mut self.cs[i];
+        let c = &mut self.cs[j];
         let gen = c.gen;
         c.holds += 1;
         let n = c.holds;
@@ -1323,52 +1380,72 @@ impl World {
             safe,
             bugs,
         });
-        let (session, last) = (c.session, c.last_zxid);
-        let server = self.zk.sessions[&session].server;
-        let applied = if server == 0 { self.zk.zxid } else { self.zk.followers[server - 1].zxid };
-        let c = &mut self.cs[i];
+        let (session, due) = (c.session, c.last_zxid);
         let Some(mu) = c.multi.as_mut() else { return };
         let Some(member) = mu.acquiring.take() else { return };
-        for m in mu.members.iter_mut().filter(|m| m.call == mu.calls) {
-            m.due = applied;
-        }
-        let due = last;
-        mu.members.push(Member { call: mu.calls, member, node: path, czxid, n, due, read: None, hold: Some(hold) });
-        self.pump_hold(i, n);
-        self.feed_call(i, multi::Event::Granted { member, session, token: czxid as u64 });
-    }
-
-    /// A member's attempt of contender `i`'s multi-lock call ended without
-    /// the lock: one that queues again (its node gone, its session ended)
-    /// starts again, as a member's acquire does; otherwise the call is
-    /// told the member failed.
-    fn member_ended(&mut self, i: usize, end: End<String>) {
-        let stopped = self.cs[i].stopped;
-        let Some(mu) = self.cs[i].multi.as_mut() else { return };
-        let Some(member) = mu.acquiring else { return };
-        match end {
-            End::Restart(_) if !stopped => self.cs[i].state = State::Idle(self.ch.between(0, 10)),
-            end => {
+        let call = mu.calls;
+        mu.members.push(Member { call, member, node: path, czxid, session, n, due, read: None, hold: Some(hold) });
+        let k = self.coordinator(j);
+        if j != k {
+            self.count("multi-lock member granted on a client of its own");
+            self.cs[j].state = State::Done;
+            if let Some(mu) = self.cs[k].multi.as_mut() {
                 mu.acquiring = None;
-                self.feed_call(i, multi::Event::Failed { member, error: format!("{end:?}") });
-            },
+            }
         }
+        // The earlier members are due ours as of what their servers have
+        // applied now (see `Member::due`).
+        for m in 0..member {
+            let (c, z) = (self.client_of(k, m), self.applied(self.client_of(k, m)));
+            let call = self.cs[k].multi.as_ref().map_or(0, |mu| mu.calls);
+            if let Some(x) =
+                self.cs[c].multi.as_mut().and_then(|mu| mu.members.iter_mut().find(|x| x.call == call && x.member == m))
+            {
+                x.due = z;
+            }
+        }
+        self.pump_hold(j, n);
+        self.feed_call(k, multi::Event::Granted { member, session, token: czxid as u64 });
     }
 
-    /// The answer to contender `i`'s read of member `member`'s node for
-    /// call `call`.
+    /// A member's attempt of a multi-lock call ended without the lock on
+    /// contender `j`'s client: one that queues again (its node gone, its
+    /// session ended) starts again, as a member's acquire does; otherwise
+    /// the call is told the member failed.
+    pub fn member_ended(&mut self, j: usize, end: End<String>) {
+        let stopped = self.cs[j].stopped;
+        let Some(member) = self.cs[j].multi.as_ref().and_then(|mu| mu.acquiring) else { return };
+        if matches!(end, End::Restart(_)) && !stopped {
+            self.cs[j].state = State::Idle(self.ch.between(0, 10));
+            return;
+        }
+        let k = self.coordinator(j);
+        for x in [j, k] {
+            if let Some(mu) = self.cs[x].multi.as_mut() {
+                mu.acquiring = None;
+            }
+        }
+        if j != k {
+            self.cs[j].state = State::Done;
+        }
+        self.feed_call(k, multi::Event::Failed { member, error: format!("{end:?}") });
+    }
+
+    /// The answer to the read of member `member`'s node for call `call`, on
+    /// contender `j`'s client (`zxid`: the answer's, if it showed the node).
     fn member_read(
         &mut self,
-        i: usize,
+        j: usize,
         call: u64,
         member: usize,
         result: Result<zklock_proto::acquire::Answer, Failure<String>>,
         zxid: Option<i64>,
     ) {
-        if self.cs[i].multi.as_ref().is_none_or(|mu| mu.calls != call) {
+        let k = self.coordinator(j);
+        if self.cs[k].multi.as_ref().is_none_or(|mu| mu.calls != call) {
             return;
         }
-        if let (Some(z), Some(mu)) = (zxid, self.cs[i].multi.as_mut()) {
+        if let (Some(z), Some(mu)) = (zxid, self.cs[j].multi.as_mut()) {
             if let Some(m) = mu.members.iter_mut().find(|m| m.call == call && m.member == member) {
                 m.read = Some(z);
             }
@@ -1380,21 +1457,23 @@ impl World {
             Err(Failure::Unknown) => ReadAnswer::Unanswered("connection".to_string()),
             Err(f) => ReadAnswer::Failed(format!("{f:?}")),
         };
-        self.feed_call(i, multi::Event::Read { member, answer });
+        self.feed_call(k, multi::Event::Read { member, answer });
     }
 
-    /// Contender `i`'s multi-lock call granted the set: checked, then held.
-    fn set_granted(&mut self, i: usize) {
-        if let Err(v) = check::multi_grant(&self.zk, &self.cs[i]) {
+    /// Contender `k`'s multi-lock call granted the set: checked, then held.
+    fn set_granted(&mut self, k: usize) {
+        let n = self.cs[k].multi.as_ref().map_or(0, |mu| mu.paths.len());
+        let set: Vec<&Member> = (0..n).filter_map(|m| self.member_of(k, m)).collect();
+        if let Err(v) = check::multi_grant(&self.zk, &self.cs[k].name, &set) {
             self.fail(v);
         }
         let left = self.hold_steps();
-        let first = self.member_node(i, 0);
+        let first = self.member_of(k, 0).map(|x| x.node.clone()).unwrap_or_default();
         let sp = short(&first);
-        self.tr(|| format!("c{i}: GRANTED the set from {sp}"));
+        self.tr(|| format!("c{k}: GRANTED the set from {sp}"));
         self.count("multi-lock granted");
         let faults = self.faults;
-        let c = &mut self.cs[i];
+        let c = &mut self.cs[k];
         if let Some(mu) = c.multi.as_mut() {
             mu.call = None;
         }
@@ -1404,30 +1483,30 @@ impl World {
         }
     }
 
-    /// Contender `i`'s multi-lock call failed: the members it took are
+    /// Contender `k`'s multi-lock call failed: the members it took are
     /// released (newest first), and it acquires again later.
-    fn call_failed(&mut self, i: usize, member: usize, why: &multi::Why<String>) {
+    fn call_failed(&mut self, k: usize, member: usize, why: &multi::Why<String>) {
         self.count("multi-lock call failed");
         let w = format!("{why:?}");
-        self.tr(|| format!("c{i}: the call failed at member {member}: {w}"));
-        if let Some(mu) = self.cs[i].multi.as_mut() {
+        self.tr(|| format!("c{k}: the call failed at member {member}: {w}"));
+        if let Some(mu) = self.cs[k].multi.as_mut() {
             mu.call = None;
             mu.acquiring = None;
             mu.waiting = None;
         }
-        self.release_set(i);
-        self.acquire_again(i);
+        self.release_set(k);
+        self.acquire_again(k);
     }
 
-    /// Contender `i` releases the members of its multi-lock's call now (or
-    /// the set it holds), newest first.
-    fn release_set(&mut self, i: usize) {
-        let Some(mu) = &self.cs[i].multi else { return };
-        let ns: Vec<u64> =
-            mu.members.iter().rev().filter(|m| m.call == mu.calls && m.hold.is_some()).map(|m| m.n).collect();
-        let closed = self.cs[i].closed;
-        for n in ns {
-            self.feed_hold_n(i, n, hold::Event::Release { closed });
+    /// Contender `k` releases the members of its multi-lock's call now (or
+    /// the set it holds), newest first, each on its client.
+    fn release_set(&mut self, k: usize) {
+        let n = self.cs[k].multi.as_ref().map_or(0, |mu| mu.paths.len());
+        for m in (0..n).rev() {
+            let j = self.client_of(k, m);
+            let Some(h) = self.member_of(k, m).filter(|x| x.hold.is_some()).map(|x| x.n) else { continue };
+            let closed = self.cs[j].closed;
+            self.feed_hold_n(j, h, hold::Event::Release { closed });
         }
     }
 
@@ -1651,6 +1730,9 @@ impl World {
                 c.write_held = None;
                 if matches!(c.state, State::Holding { .. }) {
                     c.state = State::Idle(0);
+                    // A multi-lock's set: the members held on other clients
+                    // are released (as its caller's release of the set).
+                    self.release_set(i);
                 }
                 for id in ws {
                     self.feed(i, Event::Watch(id, Notice::SessionEnded));
