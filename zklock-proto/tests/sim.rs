@@ -41,7 +41,15 @@
 //!   (`Opts::multi_unsorted`, outside attack round 43's F1) must be found
 //!   (`liveness`: two sets wait for each other for good); so must
 //!   `multi_without_reads` (`finds_multi_without_reads`: a set handed out
-//!   with a member its server knew lost, `check::multi_grant`).
+//!   with a member its server knew lost, `check::multi_grant`),
+//!   `multi_fails_suspended` and `multi_unanswered_fails`
+//!   (`finds_multi_fails_for_the_connection`: a call failed for a member's
+//!   connection alone, `check::multi_failure`). The machine's other
+//!   switches (`multi_waits_in_order`, `multi_reads_ignore_stop`,
+//!   `multi_grace_from_end`) break promises of time (how soon a call that
+//!   knows it failed, or was cancelled, ends), which these calls, without
+//!   a deadline, do not check: the exhaustive search's
+//!   (`tests/multi.rs`).
 //! - `finds_keep_count_on_failure`, `finds_count_no_hold_back`,
 //!   `finds_count_fail_on_lost_read` (feature `history`, semaphores only):
 //!   three wrong rules of the runner's shared count (`runner::CountBugs`)
@@ -129,6 +137,8 @@ fn env_opts() -> sim::Opts {
         "list_without_probe" => opts.bugs.list_without_probe = true,
         "release_trusts_any_read" => opts.bugs.release_trusts_any_read = true,
         "multi_without_reads" => opts.bugs.multi_without_reads = true,
+        "multi_fails_suspended" => opts.bugs.multi_fails_suspended = true,
+        "multi_unanswered_fails" => opts.bugs.multi_unanswered_fails = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -357,6 +367,23 @@ fn finds_multi_without_reads() {
     let bugs = Bugs { multi_without_reads: true, ..Bugs::default() };
     let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
     finds_with("multi_without_reads", opts, &["multi grant"]);
+}
+
+/// `multi_fails_suspended`: a multi-lock call fails at once when a member
+/// is suspended at the last grant (outside attack round 36, F1), and
+/// `multi_unanswered_fails`: when the connection leaves a member's read
+/// unanswered (round 43, F5): a call failed for a member's connection
+/// alone with no deadline or cancel (`multi failure`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_multi_fails_for_the_connection() {
+    for (name, bugs) in [
+        ("multi_fails_suspended", Bugs { multi_fails_suspended: true, ..Bugs::default() }),
+        ("multi_unanswered_fails", Bugs { multi_unanswered_fails: true, ..Bugs::default() }),
+    ] {
+        let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
+        finds_with(name, opts, &["multi failure"]);
+    }
 }
 
 /// `release_trusts_any_read`: a release that waited for the hold's read

@@ -377,6 +377,21 @@ pub fn multi_grant(zk: &Zk<Tag>, name: &str, set: &[&Member]) -> Result<(), Viol
     Ok(())
 }
 
+/// A multi-lock call fails for a member's connection alone (its check
+/// suspended, its read unanswered: `runner::FOR_THE_CONNECTION`) only at
+/// its deadline or a cancel, which the simulator's calls do not have
+/// (outside attack rounds 36, F1, and 43, F5: a reconnect near the last
+/// grant failed the call with most of its deadline left).
+pub fn multi_failure(name: &str, member: usize, why: &zklock_proto::multi::Why<String>) -> Result<(), Violation> {
+    match why {
+        zklock_proto::multi::Why::Error(e) if e == super::runner::FOR_THE_CONNECTION => Err(v(
+            "multi failure",
+            format!("{name}'s call failed at member {member} for its connection alone, with no deadline or cancel"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A holder's machine says the lock is lost only when it is: our node is
 /// gone or not ours (the session's end takes it).
 pub fn lost(zk: &Zk<Tag>, c: &Contender, path: &str, loss: zklock_proto::hold::Loss) -> Result<(), Violation> {

@@ -203,6 +203,8 @@ impl Opts {
             (b.list_without_probe, "list_without_probe"),
             (b.release_trusts_any_read, "release_trusts_any_read"),
             (b.multi_without_reads, "multi_without_reads"),
+            (b.multi_fails_suspended, "multi_fails_suspended"),
+            (b.multi_unanswered_fails, "multi_unanswered_fails"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),

@@ -234,6 +234,12 @@ pub struct MutexHold {
     pub watch: Option<(u64, Id)>,
 }
 
+/// What a member's check or read says when it failed for the connection
+/// alone (suspended, safety clock out, no answer): the call waits for it
+/// and fails with it only at its deadline or a cancel
+/// (`check::multi_failure`).
+pub const FOR_THE_CONNECTION: &str = "for the connection";
+
 /// A multi-lock contender's calls (`zklock_proto::multi`), as
 /// zklock-core's `MultiLock::acquire` runs them on one client: each member
 /// an exclusive lock's attempt (the runner's, one at a time) and then a
@@ -1311,9 +1317,8 @@ impl World {
         match h.state() {
             hold::State::Lost(loss) => Verdict::Failed(format!("lost: {loss:?}")),
             hold::State::Released => Verdict::Failed("released".to_string()),
-            hold::State::Suspended => Verdict::Suspended("suspended".to_string()),
-            hold::State::Held if !c.link_up || !safe => Verdict::Suspended("connection".to_string()),
-            hold::State::Held => Verdict::Safe,
+            hold::State::Held if c.link_up && safe => Verdict::Safe,
+            hold::State::Held | hold::State::Suspended => Verdict::Suspended(FOR_THE_CONNECTION.to_string()),
         }
     }
 
@@ -1454,7 +1459,7 @@ impl World {
             Ok(zklock_proto::acquire::Answer::Data(stat)) => ReadAnswer::Node { owner: stat.owner, czxid: stat.czxid },
             Ok(other) => ReadAnswer::Failed(format!("{other:?}")),
             Err(Failure::NoNode) => ReadAnswer::NoNode,
-            Err(Failure::Unknown) => ReadAnswer::Unanswered("connection".to_string()),
+            Err(Failure::Unknown) => ReadAnswer::Unanswered(FOR_THE_CONNECTION.to_string()),
             Err(f) => ReadAnswer::Failed(format!("{f:?}")),
         };
         self.feed_call(k, multi::Event::Read { member, answer });
@@ -1489,6 +1494,9 @@ impl World {
         self.count("multi-lock call failed");
         let w = format!("{why:?}");
         self.tr(|| format!("c{k}: the call failed at member {member}: {w}"));
+        if let Err(v) = check::multi_failure(&self.cs[k].name, member, why) {
+            self.fail(v);
+        }
         if let Some(mu) = self.cs[k].multi.as_mut() {
             mu.call = None;
             mu.acquiring = None;
