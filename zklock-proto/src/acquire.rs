@@ -462,6 +462,11 @@ pub struct Bugs {
     /// waited behind an earlier suspended one, holding the last member's
     /// lock, up to 10 s).
     pub multi_waits_in_order: bool,
+    /// A multi-lock: a member read again and still unanswered is waited
+    /// for at once, without a round of checks, so that a member lost while
+    /// that read was out is not noticed until the wait ends (found by the
+    /// simulator's multi-lock contenders, seed 60014688).
+    pub multi_rereads_wait_unchecked: bool,
 }
 
 impl Bugs {

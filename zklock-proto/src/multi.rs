@@ -236,8 +236,8 @@ pub struct MultiAcquire<E> {
     /// Members whose read the connection left unanswered: read again once
     /// their guard is safe.
     unread: Vec<usize>,
-    /// A member read again and still unanswered: waited for before its
-    /// next read.
+    /// A member read again and still unanswered: waited for (not read)
+    /// until a change of its state or its clock.
     again: Option<usize>,
     /// In a round of checks: the first member that needs something.
     pending: Option<(usize, Need)>,
@@ -332,13 +332,17 @@ impl<E: Clone> MultiAcquire<E> {
                 if let Phase::Reading(left) = &mut self.phase {
                     left.retain(|&m| m != member);
                     if left.is_empty() {
-                        match self.again.take() {
-                            Some(n) => {
+                        match self.again {
+                            Some(n) if self.bugs.is_on(|b| b.multi_rereads_wait_unchecked) => {
+                                self.again = None;
                                 self.phase = Phase::Waiting(n);
                                 self.actions.push_back(Action::Wait(n));
                             },
-                            // The checks, in order from the first member.
-                            None => self.check(0),
+                            // The checks, in order from the first member (a
+                            // member lost while the reads were out fails
+                            // the call at once; one read again and still
+                            // unanswered is waited for).
+                            _ => self.check(0),
                         }
                     }
                 }
@@ -366,6 +370,9 @@ impl<E: Clone> MultiAcquire<E> {
                         }
                         Some(Need::Wait)
                     },
+                    // Read again and still unanswered: waited for until it
+                    // changes (no read after read while nothing moves).
+                    Verdict::Safe if self.again == Some(member) => Some(Need::Wait),
                     // Safe, with its read unanswered: read again (its guard
                     // has seen the connection settle, or has not noticed
                     // yet: an answer decides).
@@ -386,6 +393,9 @@ impl<E: Clone> MultiAcquire<E> {
                 }
             },
             Event::Changed { member } if self.phase == Phase::Waiting(member) => {
+                if self.again == Some(member) {
+                    self.again = None;
+                }
                 // A new round (in order: `multi_waits_in_order`, from it).
                 let from = if self.bugs.is_on(|b| b.multi_waits_in_order) { member } else { 0 };
                 self.check(from);
@@ -594,6 +604,8 @@ mod tests {
                 checked(0, Verdict::Safe),
                 checked(1, Verdict::Safe),
                 unanswered(),
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Safe),
                 Event::Changed { member: 0 },
                 checked(0, Verdict::Safe),
                 checked(1, Verdict::Safe),
@@ -615,7 +627,10 @@ mod tests {
                 Action::Check(0),
                 Action::Check(1),
                 Action::Read(vec![0]),
-                // Unanswered again: a change comes before the next read.
+                // Unanswered again: a round of checks, then a change comes
+                // before the next read.
+                Action::Check(0),
+                Action::Check(1),
                 Action::Wait(0),
                 Action::Check(0),
                 Action::Check(1),
@@ -623,6 +638,43 @@ mod tests {
                 Action::Check(0),
                 Action::Check(1),
                 Action::Granted,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_member_lost_while_a_read_again_is_out_fails_the_call_at_once() {
+        let mut m = M::new(2, Bugs::default());
+        let unanswered = || Event::Read { member: 0, answer: ReadAnswer::Unanswered("lost") };
+        let checked = |n: usize, verdict: Verdict<&'static str>| Event::Checked { member: n, verdict };
+        let got = run(
+            &mut m,
+            vec![
+                granted(0),
+                granted(1),
+                unanswered(),
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Safe),
+                // Read again, and member 1 is lost while it is out.
+                unanswered(),
+                checked(0, Verdict::Safe),
+                checked(1, Verdict::Failed("lost")),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                Action::Acquire(0),
+                Action::Acquire(1),
+                Action::Read(vec![0]),
+                Action::Check(0),
+                Action::Check(1),
+                Action::Read(vec![0]),
+                // A round of checks before any wait (the simulator found a
+                // wait for 0 here, without one, with 1 known lost).
+                Action::Check(0),
+                Action::Check(1),
+                Action::Fail { member: 1, why: Why::Error("lost"), grace: Grace::FromDeadline },
             ]
         );
     }

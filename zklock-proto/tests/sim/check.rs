@@ -392,6 +392,25 @@ pub fn multi_failure(name: &str, member: usize, why: &zklock_proto::multi::Why<S
     }
 }
 
+/// A multi-lock call waits for member `waited` only while no other member
+/// taken is known lost to its client (its holder's machine says lost or
+/// released, or its session ended): a call that knows it failed ends at
+/// once (outside attack round 44, F1: a member found gone waited behind
+/// a silent earlier one).
+pub fn multi_wait(name: &str, waited: usize, set: &[&Member]) -> Result<(), Violation> {
+    use zklock_proto::hold::State as H;
+    match set
+        .iter()
+        .find(|m| m.member != waited && m.hold.as_ref().is_none_or(|h| matches!(h.state(), H::Lost(_) | H::Released)))
+    {
+        Some(m) => Err(v(
+            "multi wait",
+            format!("{name}'s call waits for member {waited} though member {} ({}) is known lost", m.member, m.node),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A holder's machine says the lock is lost only when it is: our node is
 /// gone or not ours (the session's end takes it).
 pub fn lost(zk: &Zk<Tag>, c: &Contender, path: &str, loss: zklock_proto::hold::Loss) -> Result<(), Violation> {

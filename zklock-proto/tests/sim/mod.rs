@@ -205,6 +205,9 @@ impl Opts {
             (b.multi_without_reads, "multi_without_reads"),
             (b.multi_fails_suspended, "multi_fails_suspended"),
             (b.multi_unanswered_fails, "multi_unanswered_fails"),
+            (b.multi_waits_in_order, "multi_waits_in_order"),
+            (b.multi_reads_ignore_stop, "multi_reads_ignore_stop"),
+            (b.multi_rereads_wait_unchecked, "multi_rereads_wait_unchecked"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
@@ -590,6 +593,16 @@ impl World {
                     let member_runs = self.cs[i].multi.as_ref().is_none_or(|mu| mu.acquiring.is_some());
                     if self.cs[i].multi.is_some() {
                         self.feed_call(i, zklock_proto::multi::Event::Cancelled);
+                        // Reads out or a member waited for: the call ends
+                        // at once (outside attack round 43, F3, F4, F6).
+                        if !member_runs && self.cs[i].multi.as_ref().is_some_and(|mu| mu.call.is_some()) {
+                            self.violation.get_or_insert(check::Violation {
+                                kind: "multi cancel",
+                                what: format!(
+                                    "c{i}'s call went on after a cancel while its reads were out or it waited"
+                                ),
+                            });
+                        }
                     }
                     if member_runs {
                         self.cs[j].stopped = true;

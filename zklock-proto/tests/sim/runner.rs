@@ -1293,7 +1293,14 @@ impl World {
                         c.handle(multi::Event::Checked { member: m, verdict });
                     }
                 },
-                multi::Action::Wait(_) => self.count("multi-lock waits for a member"),
+                multi::Action::Wait(m) => {
+                    self.count("multi-lock waits for a member");
+                    let n = self.cs[i].multi.as_ref().map_or(0, |mu| mu.paths.len());
+                    let set: Vec<&Member> = (0..n).filter_map(|x| self.member_of(i, x)).collect();
+                    if let Err(v) = check::multi_wait(&self.cs[i].name, m, &set) {
+                        self.fail(v);
+                    }
+                },
                 multi::Action::Granted => self.set_granted(i),
                 multi::Action::Fail { member, why, .. } => self.call_failed(i, member, &why),
             }
