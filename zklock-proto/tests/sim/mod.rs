@@ -429,20 +429,12 @@ impl World {
                 if opts.multi_unsorted && i % 2 == 1 {
                     paths.reverse();
                 }
-                c.multi = Some(runner::Multi {
-                    paths,
-                    clients: vec![i; 2],
-                    call: None,
-                    calls: 0,
-                    acquiring: None,
-                    waiting: None,
-                    members: Vec::new(),
-                });
+                c.multi = Some(runner::Multi::new(paths, vec![i; 2]));
                 if two_clients {
                     member_clients.push(i);
                 }
             }
-            c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
+            c.rate = drift(&mut ch);
             cs.push(c);
         }
         // Their second members' clients: contenders of their own (a
@@ -455,27 +447,15 @@ impl World {
             zk.open(sid, servers[ch.choose(servers.len())]);
             let second = cs[k].multi.as_ref().map(|mu| mu.paths[1].clone()).unwrap_or_default();
             let mut c = Contender::new(j, LockMode::Exclusive, 1, false, false, sid, &second);
-            c.rate = [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)];
+            c.rate = drift(&mut ch);
             c.coordinator = Some(k);
             c.state = State::Done;
             // (Granted when its multi-lock is.)
             c.granted_clean = true;
-            let mut mu = cs[k].multi.as_ref().map(|mu| runner::Multi {
-                paths: mu.paths.clone(),
-                clients: Vec::new(),
-                call: None,
-                calls: 0,
-                acquiring: None,
-                waiting: None,
-                members: Vec::new(),
-            });
-            if let Some(mu) = &mut mu {
-                mu.clients = vec![k, j];
-            }
+            c.multi = cs[k].multi.as_ref().map(|mu| runner::Multi::new(mu.paths.clone(), vec![k, j]));
             if let Some(m) = cs[k].multi.as_mut() {
                 m.clients[1] = j;
             }
-            c.multi = mu;
             cs.push(c);
         }
         let n = cs.len();
@@ -1515,6 +1495,11 @@ impl World {
                 && c.attempt.as_ref().is_none_or(|a| a.is_done())
         })
     }
+}
+
+/// A client clock's drift against the server's, per mille, drawn.
+fn drift(ch: &mut Chooser) -> i64 {
+    [0, -DRIFT_PER_MILLE, DRIFT_PER_MILLE, -DRIFT_PER_MILLE / 2, DRIFT_PER_MILLE / 2][ch.choose(5)]
 }
 
 /// The most steps a run takes after its faults stopped.

@@ -266,6 +266,14 @@ pub struct Multi {
     pub members: Vec<Member>,
 }
 
+impl Multi {
+    /// A multi-lock of members `paths` (in the order taken) on the clients
+    /// of contenders `clients`.
+    pub fn new(paths: Vec<String>, clients: Vec<usize>) -> Multi {
+        Multi { paths, clients, call: None, calls: 0, acquiring: None, waiting: None, members: Vec::new() }
+    }
+}
+
 /// A member a multi-lock contender took.
 pub struct Member {
     /// The call it was taken by.
@@ -1365,33 +1373,9 @@ impl World {
         {
             self.fail(v);
         }
-        let (connected, safe) = if self.timed {
-            let now = self.client_now(j);
-            (self.cs[j].link_up, self.cs[j].clock.as_ref().is_some_and(|k| k.is_safe(now)))
-        } else {
-            (self.zk.sessions[&self.cs[j].session].connected, !self.cs[j].clock_out)
-        };
-        let bugs = self.bugs;
+        let gen = self.cs[j].gen;
+        let (n, hold) = self.new_hold(j, path.clone(), watch.map(|w| (gen, w)));
         let c = &mut self.cs[j];
-        let gen = c.gen;
-        c.holds += 1;
-        let n = c.holds;
-        if let Some(w) = watch {
-            if let Some(entry) = c.watchers.iter_mut().find(|e| e.0 == gen && e.1 == w) {
-                entry.0 = hold_key(n);
-                entry.1 = hold::GRANT_WATCH;
-            }
-        }
-        c.hold_safe = safe;
-        let hold = Hold::new(hold::Config {
-            path: path.clone(),
-            session: c.session,
-            watch: watch.is_some(),
-            changed: false,
-            connected,
-            safe,
-            bugs,
-        });
         let (session, due) = (c.session, c.last_zxid);
         let Some(mu) = c.multi.as_mut() else { return };
         let Some(member) = mu.acquiring.take() else { return };
@@ -2122,9 +2106,19 @@ impl World {
         for id in ids {
             self.unwatch(i, old, id);
         }
+        self.cs[i].hold_retry = None;
+        let (n, hold) = self.new_hold(i, path, watch);
+        self.cs[i].hold = Some(hold);
+        self.pump_hold(i, n);
+    }
+
+    /// A new holder's machine of contender `i` for its node `path`, and its
+    /// number: the grant's watch on the node (`(attempt, request)`), if
+    /// any, becomes the hold's; it starts with the session's connection and
+    /// safety clock as they are now.
+    fn new_hold(&mut self, i: usize, path: String, watch: Option<(u64, Id)>) -> (u64, Hold) {
         let c = &mut self.cs[i];
         c.holds += 1;
-        c.hold_retry = None;
         let key = hold_key(c.holds);
         if let Some((g, w)) = watch {
             if let Some(entry) = c.watchers.iter_mut().find(|e| e.0 == g && e.1 == w) {
@@ -2139,7 +2133,7 @@ impl World {
             (self.zk.sessions[&c.session].connected, !c.clock_out)
         };
         c.hold_safe = safe;
-        c.hold = Some(Hold::new(hold::Config {
+        let hold = Hold::new(hold::Config {
             path,
             session: c.session,
             watch: watch.is_some(),
@@ -2147,9 +2141,8 @@ impl World {
             connected,
             safe,
             bugs: self.bugs,
-        }));
-        let n = self.cs[i].holds;
-        self.pump_hold(i, n);
+        });
+        (c.holds, hold)
     }
 
     /// The exhaustive search's release move: contender `i`, holding,
