@@ -156,9 +156,13 @@ impl MultiLock {
                         // Each of the two is told once (the machine ends on
                         // either).
                         let (mut told_cancel, mut told_deadline) = (false, false);
+                        // A member lost meanwhile ends the call at once.
+                        let lost = any_lost(&taken);
+                        tokio::pin!(lost);
                         while !call.is_done() {
                             let event = tokio::select! {
                                 biased;
+                                (member, error) = &mut lost => Event::Lost { member, error },
                                 () = cancel.cancelled(), if !told_cancel => {
                                     told_cancel = true;
                                     cancelled_at.get_or_insert_with(Instant::now);
@@ -191,6 +195,9 @@ impl MultiLock {
                         let rx = subscribe(&mut changes, &taken, i);
                         let h = &taken[i].holding;
                         let event = tokio::select! {
+                            // Another member lost meanwhile ends the call
+                            // at once.
+                            (member, error) = any_lost(&taken) => Event::Lost { member, error },
                             // The sender lives as long as the guard: an
                             // error cannot come (it would end the wait
                             // rather than spin).
@@ -349,6 +356,40 @@ fn subscribe<'a>(
         *changes = None;
     }
     &mut changes.get_or_insert_with(|| (i, taken[i].holding.changes.subscribe())).1
+}
+
+/// Resolves with the first member of `taken` whose guard's `check()` fails
+/// for anything but the connection (lost: its node gone or not ours, its
+/// session ended, its client closed), and that error: at once if one
+/// already does, else at the change of a member's state that makes it so
+/// (outside attack round 45, F1-F3: a member lost while another's read was
+/// out, or another was waited for, ended the call only when that one
+/// answered or changed, or at the deadline).
+async fn any_lost(taken: &[Guard]) -> (usize, Error) {
+    // Subscribed before the first look: no change after it is missed.
+    let mut changes: Vec<_> = taken.iter().map(|g| g.holding.changes.subscribe()).collect();
+    loop {
+        for rx in &mut changes {
+            rx.borrow_and_update();
+        }
+        for (i, guard) in taken.iter().enumerate() {
+            if let Err(e) = guard.check() {
+                if e.kind() != ErrorKind::ConnectionLoss {
+                    return (i, e);
+                }
+            }
+        }
+        // The senders live as long as the guards: an error cannot come (it
+        // would end the wait rather than spin).
+        let next = changes.iter_mut().map(|rx| {
+            Box::pin(async move {
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+        });
+        select_all(next).await;
+    }
 }
 
 /// Resolves at `deadline` (never without one).

@@ -467,6 +467,12 @@ pub struct Bugs {
     /// that read was out is not noticed until the wait ends (found by the
     /// simulator's multi-lock contenders, seed 60014688).
     pub multi_rereads_wait_unchecked: bool,
+    /// A multi-lock: while reads are out or a member is waited for, a
+    /// member's loss is not watched (`multi::Event::Lost` ignored): the
+    /// call ends only once the read is answered, the member waited for
+    /// changes, or the deadline passes (outside attack round 45, F1-F3: up
+    /// to 25 s after a member was lost).
+    pub multi_waits_unwatched: bool,
 }
 
 impl Bugs {

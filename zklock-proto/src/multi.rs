@@ -48,7 +48,9 @@
 //!   round checks every member before it waits for one, and the reads'
 //!   answers are taken in the order they come, so a member known lost ends
 //!   the call at once whatever the members before it wait for (outside
-//!   attack round 44, F1).
+//!   attack round 44, F1). While reads are out or a member is waited for,
+//!   a member whose guard learns it is lost ([`Event::Lost`]) ends the call
+//!   at once (round 45, F1-F3).
 
 use std::collections::VecDeque;
 
@@ -129,6 +131,21 @@ pub enum Event<E> {
     Changed {
         /// Its index.
         member: usize,
+    },
+    /// Member `member`'s guard learned that it is lost (its `check()` fails
+    /// for anything but the connection: its node gone or not ours, its
+    /// session ended, its client closed). Fed while reads are out or a
+    /// member is waited for, whenever it happens and at once if it already
+    /// had (the runner watches every member taken): the call ends with that
+    /// member's error (outside attack round 45, F1-F3: a member lost while
+    /// another's read was out, or another was waited for, ended the call
+    /// only when that one answered or changed, or at the deadline). Ignored
+    /// elsewhere (a round of checks sees it).
+    Lost {
+        /// Its index.
+        member: usize,
+        /// Its `check()` error.
+        error: E,
     },
     /// The caller cancelled the call (the runner also cancels the member
     /// being acquired: its acquire then ends on its own, with `Failed`).
@@ -400,6 +417,13 @@ impl<E: Clone> MultiAcquire<E> {
                 let from = if self.bugs.is_on(|b| b.multi_waits_in_order) { member } else { 0 };
                 self.check(from);
             },
+            Event::Lost { member, error }
+                if matches!(self.phase, Phase::Reading(_) | Phase::Waiting(_))
+                    && member < self.granted.len()
+                    && !self.bugs.is_on(|b| b.multi_waits_unwatched) =>
+            {
+                self.fail(member, Why::Error(error));
+            },
             Event::DeadlinePassed => match &self.phase {
                 Phase::Waiting(n) => {
                     let n = *n;
@@ -640,6 +664,35 @@ mod tests {
                 Action::Granted,
             ]
         );
+    }
+
+    #[test]
+    fn a_member_lost_while_reads_are_out_or_another_is_waited_for_ends_the_call() {
+        // While 0's read is out, 1 is lost.
+        let mut m = M::new(2, Bugs::default());
+        let got = run(&mut m, vec![granted(0), granted(1), Event::Lost { member: 1, error: "lost" }]);
+        assert_eq!(got.last(), Some(&Action::Fail { member: 1, why: Why::Error("lost"), grace: Grace::FromDeadline }));
+        // While 0 is waited for (suspended), 1 is lost.
+        let mut m = M::new(2, Bugs::default());
+        let got = run(
+            &mut m,
+            vec![
+                granted(0),
+                granted(1),
+                Event::Read { member: 0, answer: ReadAnswer::Node { owner: 7, czxid: 100 } },
+                Event::Checked { member: 0, verdict: Verdict::Suspended("suspended") },
+                Event::Checked { member: 1, verdict: Verdict::Safe },
+                Event::Lost { member: 1, error: "lost" },
+            ],
+        );
+        assert_eq!(
+            got[got.len() - 2..],
+            [Action::Wait(0), Action::Fail { member: 1, why: Why::Error("lost"), grace: Grace::FromDeadline }]
+        );
+        // While a member is taken, a loss is the round of checks' to see.
+        let mut m = M::new(2, Bugs::default());
+        let got = run(&mut m, vec![granted(0), Event::Lost { member: 0, error: "lost" }]);
+        assert_eq!(got, vec![Action::Acquire(0), Action::Acquire(1)]);
     }
 
     #[test]

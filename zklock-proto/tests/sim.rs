@@ -47,7 +47,11 @@
 //!   connection alone, `check::multi_failure`); `multi_rereads_wait_unchecked`
 //!   (a wait without a round of checks after a read again unanswered,
 //!   which these runs found in the machine: `multi wait`) is replayed at
-//!   its seed (`multi_rereads_wait_unchecked_at_its_seed`). The machine's other
+//!   its seed (`multi_rereads_wait_unchecked_at_its_seed`, with the
+//!   runners not watching the members' losses, `Opts::multi_unwatched`);
+//!   `finds_multi_waits_unwatched`: a call not told of a member's loss
+//!   while its reads are out or it waits (round 45's F1-F3, `multi wait`).
+//!   The machine's other
 //!   switches (`multi_waits_in_order`, `multi_reads_ignore_stop`,
 //!   `multi_grace_from_end`) break promises of time (how soon a call that
 //!   knows it failed, or was cancelled, ends), which these calls, without
@@ -125,6 +129,7 @@ fn env_opts() -> sim::Opts {
         "count_no_hold_back" => opts.count_bugs.no_hold_back = true,
         "count_fail_on_lost_read" => opts.count_bugs.fail_on_lost_read = true,
         "multi_unsorted" => opts.multi_unsorted = true,
+        "multi_unwatched" => opts.multi_unwatched = true,
         _ => {},
     }
     // A bug of `acquire::Bugs` switched on in every contender, to replay
@@ -145,6 +150,7 @@ fn env_opts() -> sim::Opts {
         "multi_waits_in_order" => opts.bugs.multi_waits_in_order = true,
         "multi_reads_ignore_stop" => opts.bugs.multi_reads_ignore_stop = true,
         "multi_rereads_wait_unchecked" => opts.bugs.multi_rereads_wait_unchecked = true,
+        "multi_waits_unwatched" => opts.bugs.multi_waits_unwatched = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -392,10 +398,25 @@ fn finds_multi_fails_for_the_connection() {
     }
 }
 
+/// `multi_waits_unwatched`: a multi-lock call with reads out or a member
+/// waited for is not told of another member's loss (outside attack round
+/// 45, F1-F3: it ended up to 25 s after the loss): it goes on with a
+/// member known lost (`multi wait`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_multi_waits_unwatched() {
+    let bugs = Bugs { multi_waits_unwatched: true, ..Bugs::default() };
+    let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
+    finds_with("multi_waits_unwatched", opts, &["multi wait"]);
+}
+
 /// `multi_rereads_wait_unchecked`: a multi-lock call whose member's read,
 /// read again, is still unanswered waits for that member at once, without
 /// a round of checks, though another member was lost while the read was
-/// out (found by `explore_multi_locks` at seed 60,014,688, and mended).
+/// out (found by `explore_multi_locks` at seed 60,014,688, and mended;
+/// replayed with the runners not watching the members' losses,
+/// `Opts::multi_unwatched`, as they were then: that watch, added after
+/// outside attack round 45, ends such a wait too).
 /// Too rare for a search from seed 0 in a debug build's budget (the first
 /// seed that shows it on two threads from 0: 6,162), so that seed is
 /// replayed: with the switch it breaks `multi wait`, without it keeps
@@ -406,7 +427,8 @@ fn finds_multi_fails_for_the_connection() {
 #[test]
 fn multi_rereads_wait_unchecked_at_its_seed() {
     let seed = 6_162;
-    let fixed = sim::Opts { kind: Some(sim::Kind::Multi), statless_multi: true, ..sim::Opts::default() };
+    let fixed =
+        sim::Opts { kind: Some(sim::Kind::Multi), statless_multi: true, multi_unwatched: true, ..sim::Opts::default() };
     let bugs = Bugs { multi_rereads_wait_unchecked: true, ..Bugs::default() };
     let broken = sim::run(seed, None, sim::Opts { bugs, ..fixed }, false).violation;
     assert_eq!(broken.as_ref().map(|v| v.kind), Some("multi wait"), "seed {seed} with the switch: {broken:?}");

@@ -283,6 +283,7 @@ impl World {
             counts: Default::default(),
             mutex_path,
             second_path: None,
+            multi_watch: true,
             fixed_uuids: true,
             clock_unsafe: 0,
             timed: false,

@@ -261,6 +261,8 @@ pub struct Multi {
     pub acquiring: Option<usize>,
     /// The member the call waits for (after `multi::Action::Wait`).
     pub waiting: Option<usize>,
+    /// The call was told of a member lost (`World::call_lost`).
+    pub lost_fed: bool,
     /// The members taken: of the call that runs, of the set held, and
     /// those whose release is on its way.
     pub members: Vec<Member>,
@@ -270,7 +272,16 @@ impl Multi {
     /// A multi-lock of members `paths` (in the order taken) on the clients
     /// of contenders `clients`.
     pub fn new(paths: Vec<String>, clients: Vec<usize>) -> Multi {
-        Multi { paths, clients, call: None, calls: 0, acquiring: None, waiting: None, members: Vec::new() }
+        Multi {
+            paths,
+            clients,
+            call: None,
+            calls: 0,
+            acquiring: None,
+            waiting: None,
+            lost_fed: false,
+            members: Vec::new(),
+        }
     }
 }
 
@@ -1208,6 +1219,7 @@ impl World {
         let bugs = self.bugs;
         let Some(mu) = self.cs[i].multi.as_mut() else { return };
         mu.calls += 1;
+        mu.lost_fed = false;
         mu.call = Some(MultiAcquire::new(mu.paths.len(), bugs));
         let (call, clients) = (mu.calls, mu.clients.clone());
         // Its members' clients forget the members whose holds are over.
@@ -1260,8 +1272,57 @@ impl World {
         self.pump_multi(i);
     }
 
-    /// Does the actions contender `i`'s multi-lock call asks for.
+    /// Does the actions contender `i`'s multi-lock call asks for; then,
+    /// while its reads are out or it waits for a member, tells it of a
+    /// member known lost (`call_lost`).
     fn pump_multi(&mut self, i: usize) {
+        self.pump_multi_actions(i);
+        self.call_lost(i);
+    }
+
+    /// While contender `k`'s multi-lock call has reads out or waits for a
+    /// member: the first member taken that its client knows lost (its
+    /// verdict failed) is fed as `multi::Event::Lost`, once a call
+    /// (zklock-core's executor watches every member taken then: outside
+    /// attack round 45).
+    fn call_lost(&mut self, k: usize) {
+        let Some(mu) = self.cs[k].multi.as_ref() else { return };
+        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.acquiring.is_some() || mu.lost_fed || !self.multi_watch {
+            return;
+        }
+        let Some((m, error)) = self.lost_member(k) else { return };
+        if let Some(mu) = self.cs[k].multi.as_mut() {
+            mu.lost_fed = true;
+        }
+        self.feed_call(k, multi::Event::Lost { member: m, error });
+    }
+
+    /// The first member taken by contender `k`'s multi-lock call now that
+    /// its client knows lost, and its verdict's error.
+    pub fn lost_member(&self, k: usize) -> Option<(usize, String)> {
+        let n = self.cs[k].multi.as_ref().map_or(0, |mu| mu.paths.len());
+        (0..n).filter(|&m| self.member_of(k, m).is_some()).find_map(|m| match self.verdict(k, m) {
+            Verdict::Failed(e) => Some((m, e)),
+            _ => None,
+        })
+    }
+
+    /// A broken promise if contender `k`'s multi-lock call has reads out or
+    /// waits for a member while a member taken is known lost to its client
+    /// (`call_lost` feeds it at once: the call must have ended).
+    pub fn call_goes_on(&self, k: usize) -> Option<check::Violation> {
+        let mu = self.cs[k].multi.as_ref()?;
+        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.acquiring.is_some() || !self.multi_watch {
+            return None;
+        }
+        let (m, _) = self.lost_member(k)?;
+        Some(check::Violation {
+            kind: "multi wait",
+            what: format!("c{k}'s call goes on (reads out or a member waited for) with member {m} known lost"),
+        })
+    }
+
+    fn pump_multi_actions(&mut self, i: usize) {
         loop {
             let Some(mu) = self.cs[i].multi.as_mut() else { return };
             let Some(action) = mu.call.as_mut().and_then(|c| c.poll_action()) else { return };
@@ -1342,6 +1403,7 @@ impl World {
     /// waits for a member taken there is told.
     fn call_changed(&mut self, j: usize, n: Option<u64>) {
         let k = self.coordinator(j);
+        self.call_lost(k);
         let Some(m) = self.cs[k].multi.as_ref().and_then(|mu| mu.waiting) else { return };
         if self.client_of(k, m) != j || n.is_some_and(|n| self.member_of(k, m).is_none_or(|x| x.n != n)) {
             return;
