@@ -59,7 +59,8 @@ impl MultiLock {
     /// on in the background); a member suspended when the last is granted,
     /// or whose node's read the connection left unanswered, is waited for
     /// within the deadline (`ConnectionLoss` if it is not held and read
-    /// again by then; `Timeout` if the deadline finds its read out);
+    /// again by then; `Timeout` if the deadline finds its read out), unless
+    /// another member is lost meanwhile: that member's error at once;
     /// `InvalidArgument` for a multi-lock with no member.
     pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
         let options = options.into();
