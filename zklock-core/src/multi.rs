@@ -157,13 +157,19 @@ impl MultiLock {
                         // Each of the two is told once (the machine ends on
                         // either).
                         let (mut told_cancel, mut told_deadline) = (false, false);
-                        // A member lost meanwhile ends the call at once.
+                        // A member lost meanwhile ends the call at once
+                        // (told once: after the last answer the machine is
+                        // past the reads, and its checks see the loss).
                         let lost = any_lost(&taken);
                         tokio::pin!(lost);
+                        let mut told_lost = false;
                         while !call.is_done() {
                             let event = tokio::select! {
                                 biased;
-                                (member, error) = &mut lost => Event::Lost { member, error },
+                                (member, error) = &mut lost, if !told_lost => {
+                                    told_lost = true;
+                                    Event::Lost { member, error }
+                                },
                                 () = cancel.cancelled(), if !told_cancel => {
                                     told_cancel = true;
                                     cancelled_at.get_or_insert_with(Instant::now);

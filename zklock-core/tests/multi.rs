@@ -623,6 +623,37 @@ fn a_member_found_gone_fails_the_set_at_once_behind_a_silent_one() {
     wait_until("a's node deleted", LONG, || raw.children("/ml-gone/a").is_empty());
 }
 
+/// A member lost while the read of another member's node is out (that
+/// member's connection silent) fails the set at once with its error, not
+/// once the silent connection is given up (outside attack round 45, F1:
+/// 9.95 s after the loss).
+#[test]
+fn a_member_lost_while_another_is_read_fails_the_set_at_once() {
+    let (zk, raw, other, p, ca) = a_client_behind_a_proxy();
+    let cb = connect(&zk.connect_string());
+    let held_b = other.lock("/ml-lost/b").unwrap().acquire(Some(LONG)).unwrap();
+    let multi = MultiLock::new(vec![ca.lock("/ml-lost/a").unwrap(), cb.lock("/ml-lost/b").unwrap()]).unwrap();
+    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
+    wait_until("the set holds a and waits on b", LONG, || {
+        raw.children("/ml-lost/a").len() == 1 && raw.children("/ml-lost/b").len() == 2
+    });
+    // a's connection silent, b free: the set takes b and reads a.
+    p.blackhole();
+    held_b.release().unwrap();
+    wait_until("the set's b alone", LONG, || raw.children("/ml-lost/b").len() == 1);
+    std::thread::sleep(Duration::from_millis(300));
+    let b = raw.children("/ml-lost/b").remove(0);
+    raw.delete(&format!("/ml-lost/b/{b}"));
+    let lost = std::time::Instant::now();
+    let e = t.join().expect("the acquire's thread").expect_err("b is lost");
+    let took = lost.elapsed();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("/ml-lost/b"), "{e}");
+    assert!(took < Duration::from_secs(2), "failed {took:?} after b was lost: {e}");
+    p.heal();
+    wait_until("a's node deleted", LONG, || raw.children("/ml-lost/a").is_empty());
+}
+
 /// A server, a third party on it, another client, a proxy to the server
 /// and a client through the proxy with a long session (8 s: its connection
 /// given up 5.3 s into a silence) and operation timeout (20 s), for the
