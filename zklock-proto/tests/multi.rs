@@ -36,7 +36,7 @@
 //! Bound: every interleaving for one member with up to two deletions and
 //! two suspensions, and two and three members with one of each (`make
 //! test`); two members with two of each (two reads left unanswered among
-//! them: 31.8 million paths) in the ignored
+//! them: 16.4 million paths) in the ignored
 //! `every_interleaving_with_more_faults_keeps_the_promises` (three with two
 //! of each take more than 15 minutes: not run).
 
@@ -543,7 +543,7 @@ fn every_interleaving_keeps_the_promises() {
     every_interleaving(&[(1, 2), (2, 1), (3, 1)]);
 }
 
-/// The same with more faults: two members with two of each (31.8 million
+/// The same with more faults: two members with two of each (16.4 million
 /// paths, about 4 minutes in release; three with two take more than 15
 /// minutes). Not
 /// run by `make test`: `cargo test --release -p zklock-proto --features
