@@ -189,12 +189,7 @@ impl MultiLock {
                     },
                     Action::Check(i) => {
                         subscribe(&mut changes, &taken, i);
-                        let verdict = match taken[i].check() {
-                            Ok(()) => Verdict::Safe,
-                            Err(e) if e.kind() == ErrorKind::ConnectionLoss => Verdict::Suspended(e),
-                            Err(e) => Verdict::Failed(e),
-                        };
-                        call.handle(Event::Checked { member: i, verdict });
+                        call.handle(Event::Checked { member: i, verdict: verdict(&taken[i]) });
                     },
                     Action::Wait(i) => {
                         // Subscribed at its check; else (a read again left
@@ -365,6 +360,16 @@ fn subscribe<'a>(
     &mut changes.get_or_insert_with(|| (i, taken[i].holding.changes.subscribe())).1
 }
 
+/// A member's guard's `check()` as the machine takes it: a failure for the
+/// connection (suspended, safety clock out) may pass; any other is a loss.
+fn verdict(guard: &Guard) -> Verdict<Error> {
+    match guard.check() {
+        Ok(()) => Verdict::Safe,
+        Err(e) if e.kind() == ErrorKind::ConnectionLoss => Verdict::Suspended(e),
+        Err(e) => Verdict::Failed(e),
+    }
+}
+
 /// Resolves with the first member of `taken` whose guard's `check()` fails
 /// for anything but the connection (lost: its node gone or not ours, its
 /// session ended, its client closed), and that error: at once if one
@@ -380,10 +385,8 @@ async fn any_lost(taken: &[Guard]) -> (usize, Error) {
             rx.borrow_and_update();
         }
         for (i, guard) in taken.iter().enumerate() {
-            if let Err(e) = guard.check() {
-                if e.kind() != ErrorKind::ConnectionLoss {
-                    return (i, e);
-                }
+            if let Verdict::Failed(e) = verdict(guard) {
+                return (i, e);
             }
         }
         // The senders live as long as the guards: an error cannot come (it

@@ -254,7 +254,8 @@ pub struct Multi {
     pub clients: Vec<usize>,
     /// The call that runs (`None` between calls and while the set is held).
     pub call: Option<MultiAcquire<String>>,
-    /// The number of calls so far (the current or last one's).
+    /// The number of calls so far (the current or last one's; unused on a
+    /// member's client: its calls are its coordinator's).
     pub calls: u64,
     /// The member whose acquire the call waits for (after
     /// `multi::Action::Acquire`).
@@ -715,14 +716,23 @@ impl World {
         }
     }
 
+    /// Whether contender `i`'s safety clock says safe now: in timed runs at
+    /// its own (drifted) time; in untimed runs unless a move of the
+    /// exhaustive search made it run out.
+    fn clock_safe(&self, i: usize) -> bool {
+        match self.timed {
+            true => self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(self.client_now(i))),
+            false => !self.cs[i].clock_out,
+        }
+    }
+
     /// Tells contender `i`'s holder's machine when its safety clock's
     /// verdict changed (timed runs).
     fn hold_clock(&mut self, i: usize) {
         if !self.timed || self.hold_numbers(i).is_empty() {
             return;
         }
-        let now = self.client_now(i);
-        let safe = self.cs[i].clock.as_ref().is_some_and(|k| k.is_safe(now));
+        let safe = self.clock_safe(i);
         if std::mem::replace(&mut self.cs[i].hold_safe, safe) != safe {
             self.feed_hold(i, hold::Event::Clock { safe });
         }
@@ -1225,7 +1235,6 @@ impl World {
         // Its members' clients forget the members whose holds are over.
         for j in clients {
             if let Some(mu) = self.cs[j].multi.as_mut() {
-                mu.calls = call;
                 mu.members.retain(|m| m.hold.is_some());
             }
         }
@@ -1344,7 +1353,6 @@ impl World {
                     let j = self.client_of(i, m);
                     if let (true, Some(mu)) = (j != i, self.cs[j].multi.as_mut()) {
                         mu.acquiring = Some(m);
-                        mu.calls = call;
                     }
                     self.start(j, None);
                 },
@@ -1386,10 +1394,7 @@ impl World {
             return Verdict::Failed("its session ended".to_string());
         };
         let c = &self.cs[j];
-        let safe = match (&c.clock, self.timed) {
-            (Some(clock), true) => clock.is_safe(self.client_now(j)),
-            _ => !c.clock_out,
-        };
+        let safe = self.clock_safe(j);
         match h.state() {
             hold::State::Lost(loss) => Verdict::Failed(format!("lost: {loss:?}")),
             hold::State::Released => Verdict::Failed("released".to_string()),
@@ -1437,13 +1442,14 @@ impl World {
         }
         let gen = self.cs[j].gen;
         let (n, hold) = self.new_hold(j, path.clone(), watch.map(|w| (gen, w)));
+        // The call's number is its coordinator's.
+        let k = self.coordinator(j);
+        let call = self.cs[k].multi.as_ref().map_or(0, |mu| mu.calls);
         let c = &mut self.cs[j];
         let (session, due) = (c.session, c.last_zxid);
         let Some(mu) = c.multi.as_mut() else { return };
         let Some(member) = mu.acquiring.take() else { return };
-        let call = mu.calls;
         mu.members.push(Member { call, member, node: path, czxid, session, n, due, read: None, hold: Some(hold) });
-        let k = self.coordinator(j);
         if j != k {
             self.count("multi-lock member granted on a client of its own");
             self.cs[j].state = State::Done;
@@ -2179,6 +2185,8 @@ impl World {
     /// any, becomes the hold's; it starts with the session's connection and
     /// safety clock as they are now.
     fn new_hold(&mut self, i: usize, path: String, watch: Option<(u64, Id)>) -> (u64, Hold) {
+        let safe = self.clock_safe(i);
+        let connected = if self.timed { self.cs[i].link_up } else { self.zk.sessions[&self.cs[i].session].connected };
         let c = &mut self.cs[i];
         c.holds += 1;
         let key = hold_key(c.holds);
@@ -2188,12 +2196,6 @@ impl World {
                 entry.1 = hold::GRANT_WATCH;
             }
         }
-        let (connected, safe) = if self.timed {
-            let now = super::client_time(self.base, self.zk.now, c.rate);
-            (c.link_up, c.clock.as_ref().is_some_and(|k| k.is_safe(now)))
-        } else {
-            (self.zk.sessions[&c.session].connected, !c.clock_out)
-        };
         c.hold_safe = safe;
         let hold = Hold::new(hold::Config {
             path,
