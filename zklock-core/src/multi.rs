@@ -61,6 +61,9 @@ impl MultiLock {
     /// within the deadline (`ConnectionLoss` if it is not held and read
     /// again by then; `Timeout` if the deadline finds its read out), unless
     /// another member is lost meanwhile: that member's error at once;
+    /// a member lost while a later one is waited for: its error (`LockLost`,
+    /// `SessionExpired`, `Closed`) as soon as the later member's acquire,
+    /// stopped then, has ended (within about 250 ms, as a cancel);
     /// `InvalidArgument` for a multi-lock with no member.
     pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
         let options = options.into();
@@ -130,16 +133,39 @@ impl MultiLock {
                 };
                 match action {
                     Action::Acquire(i) => {
-                        let member = acquire_member(&members[i], &options, owner);
+                        // The member's own cancel (a child of the caller's,
+                        // as the call's is): the machine stops this
+                        // acquire without cancelling the call.
+                        let stop = options.call_token();
+                        let member = acquire_member(&members[i], &options, owner, stop.clone());
                         tokio::pin!(member);
-                        let out = tokio::select! {
-                            biased;
-                            out = &mut member => out,
-                            () = cancel.cancelled(), if cancelled_at.is_none() => {
-                                cancelled_at = Some(Instant::now());
-                                call.handle(Event::Cancelled);
-                                member.await
-                            },
+                        let out = {
+                            // An earlier member lost meanwhile (told once).
+                            let lost = any_lost(&taken);
+                            tokio::pin!(lost);
+                            let mut told_lost = false;
+                            loop {
+                                tokio::select! {
+                                    biased;
+                                    out = &mut member => break out,
+                                    // The caller's cancel reaches the member's
+                                    // acquire by itself; it ends on its own.
+                                    () = cancel.cancelled(), if cancelled_at.is_none() => {
+                                        cancelled_at = Some(Instant::now());
+                                        call.handle(Event::Cancelled);
+                                    },
+                                    (m, error) = &mut lost, if i > 0 && !told_lost => {
+                                        told_lost = true;
+                                        call.handle(Event::Lost { member: m, error });
+                                        // The machine's answer while a member is
+                                        // taken (its only one): stop it.
+                                        if let Some(Action::Stop(n)) = call.poll_action() {
+                                            debug_assert_eq!(n, i, "the member taken is the one stopped");
+                                            stop.cancel();
+                                        }
+                                    },
+                                }
+                            }
                         };
                         match out {
                             Ok(guard) => {
@@ -217,6 +243,8 @@ impl MultiLock {
                         }
                         call.handle(event);
                     },
+                    // Taken where the member's acquire runs (above).
+                    Action::Stop(_) => {},
                     Action::Granted => {
                         let paths = members.iter().map(|l| l.path().to_owned()).collect();
                         return Ok(MultiGuard { guards: taken, paths });
@@ -254,9 +282,13 @@ impl MultiLock {
 }
 
 /// One member's acquire, as [`Lock::acquire_async`] (dropping the future
-/// cancels it), for `owner`.
-async fn acquire_member(lock: &Lock, options: &AcquireOptions, owner: Option<Owner>) -> Result<Guard> {
-    let call = options.call_token();
+/// cancels it), for `owner`, cancelled by `call`.
+async fn acquire_member(
+    lock: &Lock,
+    options: &AcquireOptions,
+    owner: Option<Owner>,
+    call: tokio_util::sync::CancellationToken,
+) -> Result<Guard> {
     let on_drop = call.clone().drop_guard();
     let work = lock.start_acquire(options, call, owner, None)?;
     let out = lock.client().shared().run(work).await;

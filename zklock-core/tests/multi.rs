@@ -192,6 +192,39 @@ fn a_member_lost_while_a_later_one_waits_fails_the_set() {
     held_a.release().unwrap();
 }
 
+/// A member lost while a later member waits in its queue ends the call at
+/// once: that member's acquire is stopped (its node deleted) and the call
+/// fails naming the lost member, while the later member is still held by
+/// another (it waited until that member was free, and only then failed:
+/// `multi_takes_unwatched`).
+#[test]
+fn a_member_lost_while_a_later_one_waits_stops_that_wait_at_once() {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let h = connect(&hosts);
+    let held_b = h.lock("/ml-stop/b").unwrap().acquire(Some(LONG)).unwrap();
+    let m = connect(&hosts);
+    let multi = m.multi_lock(&[("/ml-stop/a", LockMode::Exclusive), ("/ml-stop/b", LockMode::Exclusive)]).unwrap();
+    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
+    wait_until("m holds a and waits on b", LONG, || {
+        raw.children("/ml-stop/a").len() == 1 && raw.children("/ml-stop/b").len() == 2
+    });
+    let a_node = raw.children("/ml-stop/a").pop().unwrap();
+    raw.delete(&format!("/ml-stop/a/{a_node}"));
+    let lost = std::time::Instant::now();
+    let e = t.join().unwrap().expect_err("member a was lost while b was waited for");
+    let took = lost.elapsed();
+    assert_eq!(e.kind(), ErrorKind::LockLost, "{e}");
+    assert!(e.message().contains("/ml-stop/a"), "{e}");
+    assert!(took < Duration::from_secs(2), "failed {took:?} after a was lost: {e}");
+    // Nothing of m's left: b's queue is h's node alone.
+    assert_eq!(raw.children("/ml-stop/b").len(), 1, "m's node in b's queue is gone");
+    assert!(raw.children("/ml-stop/a").is_empty());
+    held_b.check().expect("h still holds b");
+    held_b.release().unwrap();
+}
+
 /// Curator's `testReentrant` (InterProcessMultiLockTest): a thread that
 /// holds a reentrant multi-lock takes it again at once, on the same nodes,
 /// and holds it until its last release.

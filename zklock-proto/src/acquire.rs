@@ -473,6 +473,13 @@ pub struct Bugs {
     /// changes, or the deadline passes (outside attack round 45, F1-F3: up
     /// to 25 s after a member was lost).
     pub multi_waits_unwatched: bool,
+    /// A multi-lock: while a later member is taken, a member's loss is not
+    /// watched (`multi::Event::Lost` ignored there): the call goes on
+    /// waiting for that member's acquire, and fails only at the round of
+    /// checks after it is granted (or when it fails), however long its
+    /// queue (left open after outside attack round 45; mended in session
+    /// 40).
+    pub multi_takes_unwatched: bool,
 }
 
 impl Bugs {

@@ -50,7 +50,10 @@
 //!   the call at once whatever the members before it wait for (outside
 //!   attack round 44, F1). While reads are out or a member is waited for,
 //!   a member whose guard learns it is lost ([`Event::Lost`]) ends the call
-//!   at once (round 45, F1-F3).
+//!   at once (round 45, F1-F3). While a later member is taken, such a loss
+//!   stops that member's acquire ([`Action::Stop`]) and the call fails with
+//!   the lost member's error as soon as the acquire ends (granted or not),
+//!   rather than after it is granted, however long its queue.
 
 use std::collections::VecDeque;
 
@@ -134,13 +137,16 @@ pub enum Event<E> {
     },
     /// Member `member`'s guard learned that it is lost (its `check()` fails
     /// for anything but the connection: its node gone or not ours, its
-    /// session ended, its client closed). Fed while reads are out or a
-    /// member is waited for, whenever it happens and at once if it already
-    /// had (the runner watches every member taken): the call ends with that
-    /// member's error (outside attack round 45, F1-F3: a member lost while
-    /// another's read was out, or another was waited for, ended the call
-    /// only when that one answered or changed, or at the deadline). Ignored
-    /// elsewhere (a round of checks sees it).
+    /// session ended, its client closed). Fed while a later member is
+    /// taken, reads are out or a member is waited for, whenever it happens
+    /// and at once if it already had (the runner watches every member
+    /// taken): the call ends with that member's error (outside attack round
+    /// 45, F1-F3: a member lost while another's read was out, or another
+    /// was waited for, ended the call only when that one answered or
+    /// changed, or at the deadline). While a later member is taken, the
+    /// machine first stops that member's acquire ([`Action::Stop`]) and
+    /// ends the call when the acquire ends. Ignored elsewhere (a round of
+    /// checks sees it), and after the first while a member is taken.
     Lost {
         /// Its index.
         member: usize,
@@ -187,6 +193,12 @@ pub enum Action<E> {
     /// Start member `n`'s acquire, with what is left of the deadline; feed
     /// [`Event::Granted`] or [`Event::Failed`].
     Acquire(usize),
+    /// Stop member `n`'s acquire, which runs (an earlier member was lost:
+    /// [`Event::Lost`]), as the caller's cancel would stop it, without
+    /// cancelling the call; feed its end as for [`Action::Acquire`] (either
+    /// may still come: a grant that raced the stop is released with the
+    /// others).
+    Stop(usize),
     /// Read these members' nodes (send every read before awaiting any);
     /// feed each answer as [`Event::Read`], in this order, or a cancel or
     /// the deadline that comes first.
@@ -250,6 +262,9 @@ pub struct MultiAcquire<E> {
     cancelled: bool,
     /// What a suspended member waited for fails with if it stays so.
     suspended: Option<E>,
+    /// A member lost while a later one was taken, and its error: the call
+    /// fails with it once that acquire ends ([`Action::Stop`]).
+    lost: Option<(usize, E)>,
     /// Members whose read the connection left unanswered: read again once
     /// their guard is safe.
     unread: Vec<usize>,
@@ -278,6 +293,7 @@ impl<E: Clone> MultiAcquire<E> {
             phase: Phase::Taking(0),
             cancelled: false,
             suspended: None,
+            lost: None,
             unread: Vec::new(),
             again: None,
             pending: None,
@@ -316,10 +332,27 @@ impl<E: Clone> MultiAcquire<E> {
             },
             Event::Granted { member, session, token } if self.phase == Phase::Taking(member) => {
                 self.granted.push((session, token));
-                self.after_grant(member);
+                match self.lost.take() {
+                    Some((lost, error)) => self.fail(lost, Why::Error(error)),
+                    None => self.after_grant(member),
+                }
             },
-            Event::Failed { member, error } if self.phase == Phase::Taking(member) => {
-                self.fail(member, Why::Error(error));
+            Event::Failed { member, error } if self.phase == Phase::Taking(member) => match self.lost.take() {
+                // Stopped for that loss (or failed meanwhile): the loss is
+                // the cause.
+                Some((lost, error)) => self.fail(lost, Why::Error(error)),
+                None => self.fail(member, Why::Error(error)),
+            },
+            Event::Lost { member, error }
+                if matches!(self.phase, Phase::Taking(_))
+                    && member < self.granted.len()
+                    && self.lost.is_none()
+                    && !self.bugs.is_on(|b| b.multi_takes_unwatched) =>
+            {
+                if let Phase::Taking(n) = self.phase {
+                    self.lost = Some((member, error));
+                    self.actions.push_back(Action::Stop(n));
+                }
             },
             Event::Read { member, answer } if self.reading(member) => {
                 let (session, token) = self.granted[member];
@@ -689,9 +722,31 @@ mod tests {
             got[got.len() - 2..],
             [Action::Wait(0), Action::Fail { member: 1, why: Why::Error("lost"), grace: Grace::FromDeadline }]
         );
-        // While a member is taken, a loss is the round of checks' to see.
+    }
+
+    #[test]
+    fn a_member_lost_while_a_later_one_is_taken_stops_that_acquire_and_fails_the_call() {
+        let lost = |n: usize| Event::Lost { member: n, error: "lost" };
+        let failed_with_loss = Action::Fail { member: 0, why: Why::Error("lost"), grace: Grace::FromDeadline };
+        // 0 is lost while 1 is taken: 1's acquire is stopped, and its end
+        // (its failure, as stopped) fails the call with 0's loss.
+        let mut m = M::new(3, Bugs::default());
+        let stopped = Event::Failed { member: 1, error: "cancelled" };
+        let got = run(&mut m, vec![granted(0), lost(0), lost(0), stopped]);
+        assert_eq!(got, vec![Action::Acquire(0), Action::Acquire(1), Action::Stop(1), failed_with_loss.clone()]);
+        // A grant that raced the stop: the call fails all the same (the
+        // member is released with the others), never goes on to 2.
+        let mut m = M::new(3, Bugs::default());
+        let got = run(&mut m, vec![granted(0), lost(0), granted(1)]);
+        assert_eq!(got, vec![Action::Acquire(0), Action::Acquire(1), Action::Stop(1), failed_with_loss]);
+        // After a cancel, the grace counts from it.
         let mut m = M::new(2, Bugs::default());
-        let got = run(&mut m, vec![granted(0), Event::Lost { member: 0, error: "lost" }]);
+        let got = run(&mut m, vec![granted(0), Event::Cancelled, lost(0), Event::Failed { member: 1, error: "c" }]);
+        assert_eq!(got.last(), Some(&Action::Fail { member: 0, why: Why::Error("lost"), grace: Grace::FromCancel }));
+        // A loss of a member not yet taken (or the one taken) is not one
+        // to stop for: its acquire ends by itself.
+        let mut m = M::new(2, Bugs::default());
+        let got = run(&mut m, vec![granted(0), lost(1)]);
         assert_eq!(got, vec![Action::Acquire(0), Action::Acquire(1)]);
     }
 

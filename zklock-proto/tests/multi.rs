@@ -28,6 +28,10 @@
 //!   of its loss then (fed as `Event::Lost` as zklock-core's executor
 //!   does: it watches every member taken); a cancel's releases get their
 //!   grace from the cancel;
+//! - a member's guard told of its loss while a later member is taken (fed
+//!   as `Event::Lost` too) stops that member's acquire at once
+//!   (`Action::Stop`), and the call does nothing more but fail, for the
+//!   lost member, when that acquire ends (stopped, or granted);
 //! - members are taken one at a time, in order, each once; the earlier
 //!   members are read once, after the last grant; every path of the search
 //!   ends with the call granted or failed (no action left with the call
@@ -111,6 +115,9 @@ struct World {
     lost_fed: Vec<bool>,
     /// The runner watches the members' losses (`watch_losses`).
     watch: bool,
+    /// The member whose acquire the machine stopped (`Action::Stop`: an
+    /// earlier member was lost while it was taken).
+    stopped: Option<usize>,
     /// How the call ended: granted (`true`) or failed.
     ended: Option<bool>,
     /// The trace, for a failure's message.
@@ -123,6 +130,8 @@ struct Found {
     paths: u64,
     granted: u64,
     failed: u64,
+    /// Paths on which an acquire was stopped for a loss.
+    stopped: u64,
     violation: Option<String>,
     /// The moves of the violating path.
     steps: usize,
@@ -149,6 +158,7 @@ impl World {
             told_at_round: vec![false; n],
             lost_fed: vec![false; n],
             watch: true,
+            stopped: None,
             ended: None,
             trace: Vec::new(),
         };
@@ -192,6 +202,9 @@ impl World {
                     self.told_at_round = self.members.iter().map(|m| m.told).collect();
                     self.waiting = Some(a);
                 },
+                // The acquire it stops is still waited for (it ends as
+                // stopped, or granted if the grant raced the stop).
+                Action::Stop(i) => self.stopped = Some(i),
                 _ => self.waiting = Some(a),
             }
         }
@@ -206,6 +219,20 @@ impl World {
         let n = self.members.len();
         let taken = self.members.iter().take_while(|m| m.taken).count();
         match a {
+            // Stopped for a loss: the call ends when that acquire does.
+            Action::Acquire(_) | Action::Read(_) | Action::Check(_) | Action::Wait(_) | Action::Granted
+                if self.stopped.is_some() =>
+            {
+                Err(format!("{a:?} after the acquire of member {:?} was stopped for a loss", self.stopped))
+            },
+            // Only the acquire that runs, for a member known lost.
+            Action::Stop(i)
+                if self.waiting != Some(Action::Acquire(*i))
+                    || !self.members.iter().any(|m| m.taken && m.told)
+                    || self.stopped.is_some() =>
+            {
+                Err(format!("{a:?} while waiting for {:?}", self.waiting))
+            },
             Action::Acquire(i) if *i != taken || self.members[*i].taken => {
                 Err(format!("acquire of member {i} with {taken} taken"))
             },
@@ -272,7 +299,8 @@ impl World {
             None => return out,
             Some(Action::Acquire(i)) => {
                 out.push(Move::Grant(*i));
-                out.push(Move::AcquireFails(*i, if self.cancelled { CANCELLED } else { ACQUIRE_FAILED }));
+                let stopped = self.cancelled || self.stopped.is_some();
+                out.push(Move::AcquireFails(*i, if stopped { CANCELLED } else { ACQUIRE_FAILED }));
             },
             Some(Action::Read(_)) => {
                 // The answers in any order (each member's client answers
@@ -329,12 +357,15 @@ impl World {
         self.watch_losses()
     }
 
-    /// The runner watches every member taken while reads are out or a
-    /// member is waited for: a guard told of its loss is fed as `Lost` at
-    /// once (once a member); then no read or wait goes on with a member
-    /// known lost (outside attack round 45, F1-F3).
+    /// The runner watches every member taken while a later member is
+    /// taken, reads are out or a member is waited for: a guard told of its
+    /// loss is fed as `Lost` at once (once a member); then no read or wait
+    /// goes on with a member known lost (outside attack round 45, F1-F3),
+    /// nor an acquire that was not stopped.
     fn watch_losses(&mut self) -> Result<(), String> {
-        if !self.watch || !matches!(self.waiting, Some(Action::Read(_) | Action::Wait(_))) || self.m.is_done() {
+        let watched = matches!(self.waiting, Some(Action::Read(_) | Action::Wait(_)))
+            || matches!(self.waiting, Some(Action::Acquire(_))) && self.stopped.is_none();
+        if !self.watch || !watched || self.m.is_done() {
             return Ok(());
         }
         let known_lost = |w: &World| (0..w.members.len()).find(|&k| w.members[k].taken && w.members[k].told);
@@ -495,6 +526,7 @@ fn search(w: &World, found: &mut Found) {
     let moves = w.moves();
     if moves.is_empty() || w.m.is_done() {
         found.paths += 1;
+        found.stopped += u64::from(w.stopped.is_some());
         match w.ended {
             Some(true) => found.granted += 1,
             Some(false) => found.failed += 1,
@@ -561,9 +593,10 @@ fn every_interleaving(cases: &[(usize, u32)]) {
         let found = explore(n, faults, Bugs::default());
         assert!(found.violation.is_none(), "{n} members: {}", found.violation.unwrap_or_default());
         assert!(found.granted > 0 && found.failed > 0, "{n} members: {found:?}");
+        assert!(n == 1 || found.stopped > 0, "{n} members: no acquire stopped for a loss: {found:?}");
         println!(
-            "{n} members, {faults} of each fault: {} paths, {} granted, {} failed",
-            found.paths, found.granted, found.failed
+            "{n} members, {faults} of each fault: {} paths, {} granted, {} failed ({} of them after an acquire stopped for a loss)",
+            found.paths, found.granted, found.failed, found.stopped
         );
     }
 }
@@ -624,6 +657,11 @@ mod history {
     #[test]
     fn finds_multi_waits_unwatched() {
         finds(Bugs { multi_waits_unwatched: true, ..Bugs::default() }, "known lost");
+    }
+
+    #[test]
+    fn finds_multi_takes_unwatched() {
+        finds(Bugs { multi_takes_unwatched: true, ..Bugs::default() }, "Acquire(1)) goes on with member 0 known lost");
     }
 
     #[test]

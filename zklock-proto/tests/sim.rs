@@ -50,7 +50,9 @@
 //!   its seed (`multi_rereads_wait_unchecked_at_its_seed`, with the
 //!   runners not watching the members' losses, `Opts::multi_unwatched`);
 //!   `finds_multi_waits_unwatched`: a call not told of a member's loss
-//!   while its reads are out or it waits (round 45's F1-F3, `multi wait`).
+//!   while its reads are out or it waits (round 45's F1-F3, `multi wait`);
+//!   `finds_multi_takes_unwatched`: nor while it takes a later member (it
+//!   waited in that member's queue: `multi take`).
 //!   The machine's other
 //!   switches (`multi_waits_in_order`, `multi_reads_ignore_stop`,
 //!   `multi_grace_from_end`) break promises of time (how soon a call that
@@ -151,6 +153,7 @@ fn env_opts() -> sim::Opts {
         "multi_reads_ignore_stop" => opts.bugs.multi_reads_ignore_stop = true,
         "multi_rereads_wait_unchecked" => opts.bugs.multi_rereads_wait_unchecked = true,
         "multi_waits_unwatched" => opts.bugs.multi_waits_unwatched = true,
+        "multi_takes_unwatched" => opts.bugs.multi_takes_unwatched = true,
         "credit_on_answer" => opts.clock_bugs.credit_on_answer = true,
         "no_report_lag" => opts.clock_bugs.no_report_lag = true,
         "credit_reads" => opts.clock_bugs.credit_reads = true,
@@ -408,6 +411,18 @@ fn finds_multi_waits_unwatched() {
     let bugs = Bugs { multi_waits_unwatched: true, ..Bugs::default() };
     let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
     finds_with("multi_waits_unwatched", opts, &["multi wait"]);
+}
+
+/// `multi_takes_unwatched`: a multi-lock call taking a member is not told
+/// of an earlier member's loss (the call went on waiting in that member's
+/// queue, and failed only after it was granted): it goes on taking with a
+/// member known lost (`multi take`).
+#[cfg(feature = "history")]
+#[test]
+fn finds_multi_takes_unwatched() {
+    let bugs = Bugs { multi_takes_unwatched: true, ..Bugs::default() };
+    let opts = sim::Opts { bugs, kind: Some(sim::Kind::Multi), ..sim::Opts::default() };
+    finds_with("multi_takes_unwatched", opts, &["multi take"]);
 }
 
 /// `multi_rereads_wait_unchecked`: a multi-lock call whose member's read,

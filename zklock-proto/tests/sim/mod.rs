@@ -214,6 +214,7 @@ impl Opts {
             (b.multi_reads_ignore_stop, "multi_reads_ignore_stop"),
             (b.multi_rereads_wait_unchecked, "multi_rereads_wait_unchecked"),
             (b.multi_waits_unwatched, "multi_waits_unwatched"),
+            (b.multi_takes_unwatched, "multi_takes_unwatched"),
             (self.clock_bugs.credit_on_answer, "credit_on_answer"),
             (self.clock_bugs.no_report_lag, "no_report_lag"),
             (self.clock_bugs.credit_reads, "credit_reads"),
@@ -572,6 +573,9 @@ impl World {
                         None => i,
                     };
                     let closed = closed && j == i;
+                    // Unless the call already stopped it for a loss (an
+                    // attempt is stopped once).
+                    let stopped_for_loss = self.cs[j].stopped;
                     self.cs[i].stopped = true;
                     self.cs[i].closed = closed;
                     self.count(if closed { "fault: client closed" } else { "fault: attempt stopped" });
@@ -595,6 +599,7 @@ impl World {
                             });
                         }
                     }
+                    let member_runs = member_runs && !stopped_for_loss;
                     if member_runs {
                         self.cs[j].stopped = true;
                     }

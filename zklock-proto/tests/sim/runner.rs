@@ -264,6 +264,9 @@ pub struct Multi {
     pub waiting: Option<usize>,
     /// The call was told of a member lost (`World::call_lost`).
     pub lost_fed: bool,
+    /// The call stopped the acquire of the member it was taking, for that
+    /// loss (`multi::Action::Stop`).
+    pub stopping: bool,
     /// The members taken: of the call that runs, of the set held, and
     /// those whose release is on its way.
     pub members: Vec<Member>,
@@ -281,6 +284,7 @@ impl Multi {
             acquiring: None,
             waiting: None,
             lost_fed: false,
+            stopping: false,
             members: Vec::new(),
         }
     }
@@ -1230,6 +1234,7 @@ impl World {
         let Some(mu) = self.cs[i].multi.as_mut() else { return };
         mu.calls += 1;
         mu.lost_fed = false;
+        mu.stopping = false;
         mu.call = Some(MultiAcquire::new(mu.paths.len(), bugs));
         let (call, clients) = (mu.calls, mu.clients.clone());
         // Its members' clients forget the members whose holds are over.
@@ -1282,21 +1287,21 @@ impl World {
     }
 
     /// Does the actions contender `i`'s multi-lock call asks for; then,
-    /// while its reads are out or it waits for a member, tells it of a
-    /// member known lost (`call_lost`).
+    /// while it takes a member, its reads are out or it waits for a member,
+    /// tells it of a member known lost (`call_lost`).
     fn pump_multi(&mut self, i: usize) {
         self.pump_multi_actions(i);
         self.call_lost(i);
     }
 
-    /// While contender `k`'s multi-lock call has reads out or waits for a
-    /// member: the first member taken that its client knows lost (its
-    /// verdict failed) is fed as `multi::Event::Lost`, once a call
+    /// While contender `k`'s multi-lock call takes a member, has reads out
+    /// or waits for a member: the first member taken that its client knows
+    /// lost (its verdict failed) is fed as `multi::Event::Lost`, once a call
     /// (zklock-core's executor watches every member taken then: outside
-    /// attack round 45).
+    /// attack round 45, and for the member taken since session 40).
     fn call_lost(&mut self, k: usize) {
         let Some(mu) = self.cs[k].multi.as_ref() else { return };
-        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.acquiring.is_some() || mu.lost_fed || !self.multi_watch {
+        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.lost_fed || !self.multi_watch {
             return;
         }
         let Some((m, error)) = self.lost_member(k) else { return };
@@ -1318,16 +1323,23 @@ impl World {
 
     /// A broken promise if contender `k`'s multi-lock call has reads out or
     /// waits for a member while a member taken is known lost to its client
-    /// (`call_lost` feeds it at once: the call must have ended).
+    /// (`call_lost` feeds it at once: the call must have ended), or takes a
+    /// member without having stopped that acquire (`multi take`).
     pub fn call_goes_on(&self, k: usize) -> Option<check::Violation> {
         let mu = self.cs[k].multi.as_ref()?;
-        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.acquiring.is_some() || !self.multi_watch {
+        if mu.call.as_ref().is_none_or(|c| c.is_done()) || mu.stopping || !self.multi_watch {
             return None;
         }
         let (m, _) = self.lost_member(k)?;
-        Some(check::Violation {
-            kind: "multi wait",
-            what: format!("c{k}'s call goes on (reads out or a member waited for) with member {m} known lost"),
+        Some(match mu.acquiring {
+            Some(a) => check::Violation {
+                kind: "multi take",
+                what: format!("c{k}'s call goes on taking member {a} with member {m} known lost"),
+            },
+            None => check::Violation {
+                kind: "multi wait",
+                what: format!("c{k}'s call goes on (reads out or a member waited for) with member {m} known lost"),
+            },
         })
     }
 
@@ -1378,9 +1390,33 @@ impl World {
                         self.fail(v);
                     }
                 },
+                multi::Action::Stop(m) => self.stop_member(i, m),
                 multi::Action::Granted => self.set_granted(i),
                 multi::Action::Fail { member, why, .. } => self.call_failed(i, member, &why),
             }
+        }
+    }
+
+    /// Contender `i`'s multi-lock call stops the acquire of member `m` (an
+    /// earlier member was lost): on its client, the attempt that runs is
+    /// told `Stop` (unless the caller's cancel already stopped it); one
+    /// between two attempts (queueing again) ends here.
+    fn stop_member(&mut self, i: usize, m: usize) {
+        self.count("multi-lock stops a member's acquire for a loss");
+        if let Some(mu) = self.cs[i].multi.as_mut() {
+            mu.stopping = true;
+        }
+        let j = self.client_of(i, m);
+        if self.cs[j].multi.as_ref().is_none_or(|mu| mu.acquiring != Some(m)) || self.cs[j].stopped {
+            return;
+        }
+        self.cs[j].stopped = true;
+        match self.cs[j].attempt.as_mut() {
+            Some(a) if !a.is_done() => {
+                a.handle(zklock_proto::acquire::Event::Stop { closed: false });
+                self.pump(j);
+            },
+            _ => self.member_ended(j, zklock_proto::acquire::End::Stopped),
         }
     }
 
