@@ -23,10 +23,11 @@
 //! made by someone else. `ZKLOCK_SIM_NO_REPLACE=1` skips that fault's
 //! draw (seeds found before it came replay so). Multi-locks
 //! (`Kind::Multi`, only when asked for, so that the other kinds' seeds
-//! replay as they were): exclusive locks on two paths, half the contenders
-//! multi-locks of both whose calls are `zklock_proto::multi`'s machine,
+//! replay as they were): locks on two or three paths (the second a
+//! read/write lock in half the scenarios), half the contenders multi-locks
+//! of two or three of them whose calls are `zklock_proto::multi`'s machine,
 //! each member an attempt and then a holder's machine of its own on the
-//! contender's one session (`sim/runner.rs`); every lock's holders are
+//! contender's session or a member's client of its own (`sim/runner.rs`); every lock's holders are
 //! counted by themselves, and a set's grant is checked against the model's
 //! record (`check::multi_grant`).
 //!
@@ -246,7 +247,7 @@ fn explore() {
     explore_for(env_opts(), budget);
 }
 
-/// Random schedules with faults, multi-locks among exclusive locks on two
+/// Random schedules with faults, multi-locks among locks on two or three
 /// paths (`sim::Kind::Multi`, never drawn by `explore`): no promise may
 /// break. `ZKLOCK_SIM_MULTI_SECONDS` (10) seconds; threads and the first
 /// seed as `explore`'s (`ZKLOCK_SIM_KIND=Multi` and `explore` replay a
@@ -433,15 +434,16 @@ fn finds_multi_takes_unwatched() {
 /// `Opts::multi_unwatched`, as they were then: that watch, added after
 /// outside attack round 45, ends such a wait too).
 /// Too rare for a search from seed 0 in a debug build's budget (the first
-/// seed that shows it on two threads from 0: 6,162), so that seed is
-/// replayed: with the switch it breaks `multi wait`, without it keeps
+/// seed that shows it from 0: 12,250, 35 s in release on one thread, with
+/// the scenarios' third lock and read/write members; 6,162 before them),
+/// so that seed is replayed: with the switch it breaks `multi wait`, without it keeps
 /// every promise. (A change of the model or the runner moves what a seed
 /// does: find a new one with `ZKLOCK_SIM_BUG=multi_rereads_wait_unchecked
 /// ZKLOCK_SIM_KIND=Multi` and `explore`.)
 #[cfg(feature = "history")]
 #[test]
 fn multi_rereads_wait_unchecked_at_its_seed() {
-    let seed = 6_162;
+    let seed = 12_250;
     let fixed =
         sim::Opts { kind: Some(sim::Kind::Multi), statless_multi: true, multi_unwatched: true, ..sim::Opts::default() };
     let bugs = Bugs { multi_rereads_wait_unchecked: true, ..Bugs::default() };

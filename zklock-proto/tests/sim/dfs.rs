@@ -282,7 +282,7 @@ impl World {
             step_starts: Vec::new(),
             counts: Default::default(),
             mutex_path,
-            second_path: None,
+            other_paths: Vec::new(),
             multi_watch: true,
             fixed_uuids: true,
             clock_unsafe: 0,

@@ -142,10 +142,14 @@ pub enum Kind {
     /// changes (`World::count_fault`) and that ends 1 or 2 when the faults
     /// stop (so that every contender can be granted).
     Lease,
-    /// Exclusive locks on two paths (`/app/lock`, `/app/lock2`): half the
-    /// contenders multi-locks of both (`runner::Multi`: the members taken
-    /// in byte order, all or none), the others each an exclusive lock of
-    /// one of them (a Curator-like peer in a quarter of those). Drawn only
+    /// Locks on two paths (`/app/lock`, exclusive; `/app/lock2`, exclusive,
+    /// or a read/write lock in half the scenarios) and in half the
+    /// scenarios a third (`/app/lock3`, exclusive): half the contenders
+    /// multi-locks of the first two, and of the third in half of those
+    /// (`runner::Multi`: the members taken in byte order, all or none, the
+    /// second as a reader or a writer on a read/write lock), the others
+    /// each a lock of one of them (a Curator-like peer in a quarter of
+    /// those on an exclusive lock). Drawn only
     /// when asked for (`Opts::kind`), so that the other kinds' seeds
     /// replay as they were.
     Multi,
@@ -271,8 +275,9 @@ pub struct World {
     pub counts: BTreeMap<&'static str, u64>,
     /// The semaphore's mutex path (Lease scenarios).
     pub mutex_path: Option<String>,
-    /// The second lock's path (Multi scenarios).
-    pub second_path: Option<String>,
+    /// The other locks' paths (Multi scenarios: `/app/lock2`, an
+    /// exclusive or a read/write lock, and in half of them `/app/lock3`).
+    pub other_paths: Vec<String>,
     /// The multi-lock runners watch their members' losses
     /// (`Opts::multi_unwatched`).
     pub multi_watch: bool,
@@ -374,7 +379,12 @@ impl World {
     fn new(mut ch: Chooser, seed: u64, opts: Opts, trace: bool) -> World {
         let k = ch.choose(4);
         let kind = opts.kind.unwrap_or([Kind::Exclusive, Kind::ReadWrite, Kind::Leader, Kind::Lease][k]);
-        let second_path = (kind == Kind::Multi).then(|| "/app/lock2".to_string());
+        // Multi-locks: a second lock, a read/write lock in half the
+        // scenarios, and in half of them a third (exclusive).
+        let (second_path, rw_second, third_path) = match kind {
+            Kind::Multi => (Some("/app/lock2".to_string()), ch.roll(50), ch.roll(50).then(|| "/app/lock3".to_string())),
+            _ => (None, false, None),
+        };
         // Half the semaphores take their permits from a shared count (a
         // draw only for them: the other kinds' seeds are as before).
         let shared = kind == Kind::Lease && ch.roll(50);
@@ -395,6 +405,7 @@ impl World {
         let mutex_path = (kind == Kind::Lease).then(|| "/app/sem/locks".to_string());
         zk.tracked.extend(mutex_path.clone());
         zk.tracked.extend(second_path.clone());
+        zk.tracked.extend(third_path.clone());
         let sem_permits = 1 + ch.choose(2);
         // The shared count, made before anything runs (the followers
         // start with it): as many permits as a fixed semaphore's.
@@ -411,36 +422,52 @@ impl World {
             let sid = 0x100 + i as i64;
             let servers = zk.servers_for(None);
             zk.open(sid, servers[ch.choose(servers.len())]);
-            let (mode, permits) = match kind {
+            let read_or_write = |ch: &mut Chooser| if ch.choose(2) == 0 { LockMode::Write } else { LockMode::Read };
+            let (mut mode, permits) = match kind {
                 Kind::Exclusive | Kind::Multi => (LockMode::Exclusive, 1),
-                Kind::ReadWrite => (if ch.choose(2) == 0 { LockMode::Write } else { LockMode::Read }, 1),
+                Kind::ReadWrite => (read_or_write(&mut ch), 1),
                 Kind::Leader => (LockMode::Leader, 1),
                 Kind::Lease => (LockMode::Lease, sem_permits),
             };
             let try_once = ch.roll(20);
-            // A multi-lock of both paths, or a lock of one of them.
+            // A multi-lock of both paths (and sometimes the third), or a
+            // lock of one of them.
             let (multi, path) = match &second_path {
                 Some(second) => match ch.choose(4) {
                     0 | 1 => (true, lock_path.clone()),
                     2 => (false, lock_path.clone()),
-                    _ => (false, second.clone()),
+                    _ => match &third_path {
+                        Some(third) if ch.roll(50) => (false, third.clone()),
+                        _ => (false, second.clone()),
+                    },
                 },
                 None => (false, lock_path.clone()),
             };
+            if rw_second && !multi && Some(&path) == second_path.as_ref() {
+                mode = read_or_write(&mut ch);
+            }
             // Half the multi-locks take their second member on a client
             // of its own (`runner::Contender::coordinator`).
             let two_clients = multi && ch.roll(50);
             // Curator-like peers share exclusive locks' queues.
-            let peer = matches!(kind, Kind::Exclusive | Kind::Multi) && !multi && ch.roll(25);
+            let peer =
+                matches!(kind, Kind::Exclusive | Kind::Multi) && mode == LockMode::Exclusive && !multi && ch.roll(25);
             let mut c = Contender::new(i, mode, permits, try_once && !peer && !multi, peer, sid, &path);
             c.mutex_path = mutex_path.clone();
             if let (true, Some(second)) = (multi, &second_path) {
-                let mut paths = vec![lock_path.clone(), second.clone()];
-                paths.sort();
-                if opts.multi_unsorted && i % 2 == 1 {
-                    paths.reverse();
+                // Each member's mode: the second's read or write on a
+                // read/write lock.
+                let second_mode = if rw_second { read_or_write(&mut ch) } else { LockMode::Exclusive };
+                let mut members = vec![(lock_path.clone(), LockMode::Exclusive), (second.clone(), second_mode)];
+                if let Some(third) = third_path.as_ref().filter(|_| ch.roll(50)) {
+                    members.push((third.clone(), LockMode::Exclusive));
                 }
-                c.multi = Some(runner::Multi::new(paths, vec![i; 2]));
+                members.sort_by(|a, b| a.0.cmp(&b.0));
+                if opts.multi_unsorted && i % 2 == 1 {
+                    members.reverse();
+                }
+                let n = members.len();
+                c.multi = Some(runner::Multi::new(members, vec![i; n]));
                 if two_clients {
                     member_clients.push(i);
                 }
@@ -456,14 +483,20 @@ impl World {
             let sid = 0x100 + j as i64;
             let servers = zk.servers_for(None);
             zk.open(sid, servers[ch.choose(servers.len())]);
-            let second = cs[k].multi.as_ref().map(|mu| mu.paths[1].clone()).unwrap_or_default();
-            let mut c = Contender::new(j, LockMode::Exclusive, 1, false, false, sid, &second);
+            let Some(mu) = cs[k].multi.as_ref() else { continue };
+            let (second, mode) = (mu.paths[1].clone(), mu.modes[1]);
+            let mut c = Contender::new(j, mode, 1, false, false, sid, &second);
             c.rate = drift(&mut ch);
             c.coordinator = Some(k);
             c.state = State::Done;
             // (Granted when its multi-lock is.)
             c.granted_clean = true;
-            c.multi = cs[k].multi.as_ref().map(|mu| runner::Multi::new(mu.paths.clone(), vec![k, j]));
+            c.multi = cs[k].multi.as_ref().map(|mu| {
+                let members = mu.paths.iter().cloned().zip(mu.modes.iter().copied()).collect();
+                let mut clients = vec![k; mu.paths.len()];
+                clients[1] = j;
+                runner::Multi::new(members, clients)
+            });
             if let Some(m) = cs[k].multi.as_mut() {
                 m.clients[1] = j;
             }
@@ -484,7 +517,7 @@ impl World {
             lock_path,
             clock_unsafe,
             mutex_path,
-            second_path,
+            other_paths: second_path.into_iter().chain(third_path).collect(),
             multi_watch: !opts.multi_unwatched,
             fixed_uuids: false,
             step_starts: Vec::new(),
@@ -512,10 +545,14 @@ impl World {
                 .map(|c| {
                     let what = match (&c.multi, c.coordinator) {
                         (Some(_), Some(k)) => format!("member client of c{k}"),
-                        (Some(mu), None) if mu.clients[1] != mu.clients[0] => {
-                            format!("multi{:?} (the second on c{})", mu.paths, mu.clients[1])
+                        (Some(mu), None) => {
+                            let members: Vec<String> =
+                                mu.paths.iter().zip(&mu.modes).map(|(p, m)| format!("{m:?}@{p}")).collect();
+                            match mu.clients[1] != mu.clients[0] {
+                                true => format!("multi{members:?} (the second on c{})", mu.clients[1]),
+                                false => format!("multi{members:?}"),
+                            }
                         },
-                        (Some(mu), None) => format!("multi{:?}", mu.paths),
                         (None, _) if c.path != w.lock_path => format!("{:?}@{}", c.mode, c.path),
                         (None, _) => format!("{:?}", c.mode),
                     };
@@ -630,8 +667,14 @@ impl World {
             },
             4 | 5 => {
                 // A semaphore's mutex nodes too.
-                let parent = match (&self.mutex_path, &self.second_path) {
-                    (Some(m), _) | (_, Some(m)) if self.ch.choose(2) == 1 => m.clone(),
+                let parent = match (&self.mutex_path, self.other_paths.as_slice()) {
+                    (Some(m), _) if self.ch.choose(2) == 1 => m.clone(),
+                    (None, [second]) if self.ch.choose(2) == 1 => second.clone(),
+                    // (Two other locks: each in a third of the draws.)
+                    (None, others @ [_, _]) => match self.ch.choose(3) {
+                        0 => self.lock_path.clone(),
+                        k => others[k - 1].clone(),
+                    },
                     _ => self.lock_path.clone(),
                 };
                 let kids = zklock_proto::names::queue(&self.zk.children_of(&parent));

@@ -248,6 +248,9 @@ pub struct Multi {
     /// The members' lock paths, in the order a call takes them (byte
     /// order, as `MultiLock::new` sorts them).
     pub paths: Vec<String>,
+    /// Each member's mode (exclusive, or read or write of a read/write
+    /// lock).
+    pub modes: Vec<LockMode>,
     /// The contender whose client takes each member: this one, or a
     /// member's client of it (`Contender::coordinator`; a `MultiLock` of
     /// locks on several clients).
@@ -273,11 +276,13 @@ pub struct Multi {
 }
 
 impl Multi {
-    /// A multi-lock of members `paths` (in the order taken) on the clients
-    /// of contenders `clients`.
-    pub fn new(paths: Vec<String>, clients: Vec<usize>) -> Multi {
+    /// A multi-lock of `members` (path and mode, in the order taken) on the
+    /// clients of contenders `clients`.
+    pub fn new(members: Vec<(String, LockMode)>, clients: Vec<usize>) -> Multi {
+        let (paths, modes) = members.into_iter().unzip();
         Multi {
             paths,
+            modes,
             clients,
             call: None,
             calls: 0,
@@ -843,7 +848,10 @@ impl World {
         let in_mutex = c.mutex_path.is_some() && c.mutex_held.is_none();
         let (path, mode, mut permits) = match (&c.mutex_path, &c.multi) {
             (Some(m), _) if in_mutex => (m.clone(), LockMode::Exclusive, 1),
-            (_, Some(mu)) => (mu.paths[mu.acquiring.unwrap_or_default()].clone(), c.mode, 1),
+            (_, Some(mu)) => {
+                let m = mu.acquiring.unwrap_or_default();
+                (mu.paths[m].clone(), mu.modes[m], 1)
+            },
             _ => (c.path.clone(), if downgrade.is_some() { LockMode::Read } else { c.mode }, c.permits),
         };
         // A semaphore with a shared count: the count is read (with a data
@@ -1248,6 +1256,15 @@ impl World {
         self.cs[i].closed = false;
         self.tr(|| format!("c{i}: multi-lock call {call}"));
         self.count("multi-lock call");
+        if let Some(mu) = self.cs[i].multi.as_ref() {
+            let (three, rw) = (mu.paths.len() == 3, mu.modes.iter().any(|m| *m != LockMode::Exclusive));
+            if three {
+                self.count("multi-lock call of three members");
+            }
+            if rw {
+                self.count("multi-lock call with a read or write member");
+            }
+        }
         self.pump_multi(i);
     }
 
