@@ -1705,8 +1705,10 @@ impl MultiLock {
     /// Takes every member: resolves with one `MultiGuard`, or rejects with
     /// the first failing member's error (`TIMEOUT` when `timeoutMs`, which
     /// covers the whole set, runs out; `CANCELLED` when the `signal`
-    /// aborts) after giving back every member taken so far. Throws
-    /// `INVALID_ARGUMENT` like `lock.acquire()`.
+    /// aborts; `LOCK_LOST` naming a member lost before the set was held,
+    /// at once even while a later member waits in its queue) after giving
+    /// back every member taken so far. Throws `INVALID_ARGUMENT` like
+    /// `lock.acquire()`.
     #[napi(ts_args_type = "options?: AcquireOptions", ts_return_type = "Promise<MultiGuard>", catch_unwind)]
     pub fn acquire(
         &self,
