@@ -168,20 +168,10 @@ fn a_tiny_positive_timeout_is_a_deadline_for_a_multi_lock_too() {
 /// naming that member, and the members taken are released.
 #[test]
 fn a_member_lost_while_a_later_one_waits_fails_the_set() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let raw = Raw::connect(&hosts);
-    let h = connect(&hosts);
-    let held_b = h.lock("/ml-lost/b").unwrap().acquire(Some(LONG)).unwrap();
-    let m = connect(&hosts);
-    let multi = m.multi_lock(&[("/ml-lost/a", LockMode::Exclusive), ("/ml-lost/b", LockMode::Exclusive)]).unwrap();
-    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
-    wait_until("m holds a and waits on b", LONG, || {
-        raw.children("/ml-lost/a").len() == 1 && raw.children("/ml-lost/b").len() == 2
-    });
+    let (zk, raw, _h, held_b, t) = a_set_waiting_on_b("/ml-lost");
     let a_node = raw.children("/ml-lost/a").pop().unwrap();
     raw.delete(&format!("/ml-lost/a/{a_node}"));
-    let x = connect(&hosts);
+    let x = connect(&zk.connect_string());
     let held_a = x.lock("/ml-lost/a").unwrap().acquire(Some(LONG)).unwrap();
     held_b.release().unwrap();
     let e = t.join().unwrap().expect_err("member a was lost while b was waited for");
@@ -199,17 +189,7 @@ fn a_member_lost_while_a_later_one_waits_fails_the_set() {
 /// `multi_takes_unwatched`).
 #[test]
 fn a_member_lost_while_a_later_one_waits_stops_that_wait_at_once() {
-    let zk = server();
-    let hosts = zk.connect_string();
-    let raw = Raw::connect(&hosts);
-    let h = connect(&hosts);
-    let held_b = h.lock("/ml-stop/b").unwrap().acquire(Some(LONG)).unwrap();
-    let m = connect(&hosts);
-    let multi = m.multi_lock(&[("/ml-stop/a", LockMode::Exclusive), ("/ml-stop/b", LockMode::Exclusive)]).unwrap();
-    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
-    wait_until("m holds a and waits on b", LONG, || {
-        raw.children("/ml-stop/a").len() == 1 && raw.children("/ml-stop/b").len() == 2
-    });
+    let (_zk, raw, _h, held_b, t) = a_set_waiting_on_b("/ml-stop");
     let a_node = raw.children("/ml-stop/a").pop().unwrap();
     raw.delete(&format!("/ml-stop/a/{a_node}"));
     let lost = std::time::Instant::now();
@@ -223,6 +203,33 @@ fn a_member_lost_while_a_later_one_waits_stops_that_wait_at_once() {
     assert!(raw.children("/ml-stop/a").is_empty());
     held_b.check().expect("h still holds b");
     held_b.release().unwrap();
+}
+
+/// A server, a raw client on it, a client `h` that holds `{dir}/b`, and a
+/// thread whose multi-lock of `{dir}/a` and `{dir}/b` (on a client of its
+/// own) holds a and waits on b.
+#[allow(clippy::type_complexity)]
+fn a_set_waiting_on_b(
+    dir: &str,
+) -> (
+    zklock_harness::Cluster,
+    Raw,
+    Client,
+    zklock_core::Guard,
+    std::thread::JoinHandle<zklock_core::Result<zklock_core::MultiGuard>>,
+) {
+    let zk = server();
+    let hosts = zk.connect_string();
+    let raw = Raw::connect(&hosts);
+    let h = connect(&hosts);
+    let held_b = h.lock(&format!("{dir}/b")).and_then(|l| l.acquire(Some(LONG))).expect("h holds b");
+    let m = connect(&hosts);
+    let (a, b) = (format!("{dir}/a"), format!("{dir}/b"));
+    let multi =
+        m.multi_lock(&[(a.as_str(), LockMode::Exclusive), (b.as_str(), LockMode::Exclusive)]).expect("a multi-lock");
+    let t = std::thread::spawn(move || multi.acquire(Some(LONG)));
+    wait_until("m holds a and waits on b", LONG, || raw.children(&a).len() == 1 && raw.children(&b).len() == 2);
+    (zk, raw, h, held_b, t)
 }
 
 /// Curator's `testReentrant` (InterProcessMultiLockTest): a thread that
