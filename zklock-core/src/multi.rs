@@ -62,8 +62,8 @@ impl MultiLock {
     /// again by then; `Timeout` if the deadline finds its read out), unless
     /// another member is lost meanwhile: that member's error at once;
     /// a member lost while a later one is waited for: its error (`LockLost`,
-    /// `SessionExpired`, `Closed`) as soon as the later member's acquire,
-    /// stopped then, has ended (within about 250 ms, as a cancel);
+    /// also for an expired session; `Closed`) as soon as the later member's
+    /// acquire, stopped then, has ended (within about 250 ms, as a cancel);
     /// `InvalidArgument` for a multi-lock with no member.
     pub fn acquire(&self, options: impl Into<AcquireOptions>) -> Result<MultiGuard> {
         let options = options.into();

@@ -1052,10 +1052,10 @@ class MultiLock(_Held):
         Raises:
             Cancelled, Closed, ConnectionLoss, ZooKeeperError: as
                 :meth:`Lock.acquire` (the message names the member).
-            LockLost, SessionExpired: a member taken was lost before the
-                set was held (at once, even while a later member waits in
-                its queue; the message names it; every member taken is
-                released).
+            LockLost: a member taken was lost (its node gone, its session
+                expired) before the set was held (at once, even while a
+                later member waits in its queue; the message names it;
+                every member taken is released).
             InvalidArgument, TypeError: a bad timeout.
         """
         return self._native.acquire(blocking, timeout)
