@@ -141,8 +141,9 @@ unsafe fn new_multi(
 /// taken so far was released (or about 250 ms after the deadline or the
 /// error, their releases going on in the background);
 /// `ZKLOCK_CONNECTION_LOSS` if a member suspended when the last is granted
-/// is not held again by the deadline; `ZKLOCK_INVALID_ARGUMENT` for a NULL
-/// `multi` or `out`.
+/// is not held again by the deadline; `ZKLOCK_LOCK_LOST` naming a member
+/// lost before the set was held (at once, even while a later member waits
+/// in its queue); `ZKLOCK_INVALID_ARGUMENT` for a NULL `multi` or `out`.
 ///
 /// # Threads
 /// Blocks the calling thread; do not call it from a state-change callback.
