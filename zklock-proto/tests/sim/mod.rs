@@ -636,19 +636,8 @@ impl World {
                             });
                         }
                     }
-                    let member_runs = member_runs && !stopped_for_loss;
-                    if member_runs {
-                        self.cs[j].stopped = true;
-                    }
-                    let between = self.cs[j].attempt.as_ref().is_none_or(|a| a.is_done());
-                    if let (true, Some(a)) = (member_runs, self.cs[j].attempt.as_mut()) {
-                        a.handle(zklock_proto::acquire::Event::Stop { closed });
-                    }
-                    self.pump(j);
-                    // A member's client between two attempts (queueing
-                    // again): its acquire ends here.
-                    if member_runs && between && j != i {
-                        self.member_ended(j, zklock_proto::acquire::End::Stopped);
+                    if member_runs && !stopped_for_loss {
+                        self.stop_attempt(j, closed);
                     }
                     if closed {
                         self.end_session(i);

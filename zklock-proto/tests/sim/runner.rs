@@ -1427,10 +1427,18 @@ impl World {
         if self.cs[j].multi.as_ref().is_none_or(|mu| mu.acquiring != Some(m)) || self.cs[j].stopped {
             return;
         }
+        self.stop_attempt(j, false);
+    }
+
+    /// Contender `j`'s acquire is told to stop, once (its caller's cancel,
+    /// its client's close when `closed`, or its multi-lock call's stop for
+    /// a loss): the attempt that runs is told `Stop`; a multi-lock member's
+    /// acquire between two attempts (queueing again) ends here.
+    pub fn stop_attempt(&mut self, j: usize, closed: bool) {
         self.cs[j].stopped = true;
         match self.cs[j].attempt.as_mut() {
             Some(a) if !a.is_done() => {
-                a.handle(zklock_proto::acquire::Event::Stop { closed: false });
+                a.handle(zklock_proto::acquire::Event::Stop { closed });
                 self.pump(j);
             },
             _ => self.member_ended(j, zklock_proto::acquire::End::Stopped),
