@@ -395,10 +395,11 @@ impl Cluster {
     ///
     /// For Debian's release calls [`ensure_zookeeper`] first; for another
     /// release checks that it is installed ([`ServerRelease::check`]) and
-    /// that java runs. Ports are chosen by binding
-    /// `127.0.0.1:0`; if a server fails because a port was taken in the
-    /// meantime, everything is torn down and retried with new ports (3
-    /// attempts).
+    /// that java runs. Ports are drawn from below the kernel's ephemeral
+    /// range (see `reserve_ports`: no outgoing connection takes a member's
+    /// port while it is down, so a member restarts on its own); if a server
+    /// fails because a port was taken in the meantime, everything is torn
+    /// down and retried with new ports (3 attempts).
     ///
     /// # Errors
     ///

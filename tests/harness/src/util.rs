@@ -179,12 +179,51 @@ pub(crate) fn make_temp_root() -> io::Result<PathBuf> {
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1, each held by a listener until
-/// the returned listeners are dropped. While they are held the kernel hands
-/// none of these ports to another `bind(0)` in this process (e.g. a relay
-/// that must forward *to* one of them); once they are dropped another
-/// process may grab one before we use it, and callers retry.
+/// the returned listeners are dropped.
+///
+/// The ports are drawn at random from below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`), from which `bind(0)` and every
+/// outgoing connection take theirs: a member stopped and started again on
+/// its old port finds it free unless another process bound that very
+/// number on purpose (with `bind(0)` ports, a client's connection or a
+/// proxy could take the port of a member while it was down, and its
+/// restart failed). Where that range leaves fewer than [`LOW_PORTS_MIN`]
+/// ports below it, or none of [`LOW_PORT_TRIES`] draws is free, a port is
+/// taken by `bind(0)` instead. Once the listeners are dropped another
+/// process may grab a port before we use it, and callers retry.
 pub(crate) fn reserve_ports(n: usize) -> io::Result<Vec<TcpListener>> {
-    (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect()
+    let below = ephemeral_start().map(|start| LOW_PORT_FLOOR..start).filter(|r| r.len() >= LOW_PORTS_MIN);
+    let mut held: Vec<TcpListener> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let drawn = below.clone().and_then(|range| {
+            (0..LOW_PORT_TRIES).find_map(|_| {
+                let port = range.start + (random_u64() % range.len() as u64) as u16;
+                // A port already in `held` cannot be bound twice anyway
+                // (no SO_REUSEPORT); the listener holds it.
+                TcpListener::bind(("127.0.0.1", port)).ok()
+            })
+        });
+        held.push(match drawn {
+            Some(listener) => listener,
+            None => TcpListener::bind("127.0.0.1:0")?,
+        });
+    }
+    Ok(held)
+}
+
+/// The lowest port [`reserve_ports`] draws (above the well-known and the
+/// commonly registered services' ports).
+const LOW_PORT_FLOOR: u16 = 10_000;
+/// Fewest ports below the ephemeral range for [`reserve_ports`] to draw
+/// there.
+const LOW_PORTS_MIN: usize = 2_000;
+/// Draws [`reserve_ports`] makes for one port before it takes `bind(0)`.
+const LOW_PORT_TRIES: usize = 64;
+
+/// The first port of the kernel's ephemeral range, if it can be read.
+fn ephemeral_start() -> Option<u16> {
+    let range = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().next()?.parse().ok()
 }
 
 /// Sets `SO_LINGER {on, 0}` so that closing the socket sends a RST.
@@ -204,5 +243,28 @@ pub(crate) fn set_linger_zero(s: &TcpStream) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ports come from below the ephemeral range (where the kernel's
+    /// range leaves room, as on Linux's default 32768-60999), all distinct
+    /// and held.
+    #[test]
+    fn reserved_ports_are_below_the_ephemeral_range() {
+        let Some(start) = ephemeral_start().filter(|&s| usize::from(s - LOW_PORT_FLOOR.min(s)) >= LOW_PORTS_MIN) else {
+            return; // no room below it here: bind(0) is the documented fallback
+        };
+        let held = reserve_ports(12).expect("reserve");
+        let mut ports: Vec<u16> = held.iter().map(|l| l.local_addr().expect("addr").port()).collect();
+        assert!(ports.iter().all(|&p| (LOW_PORT_FLOOR..start).contains(&p)), "{ports:?} not below {start}");
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 12, "distinct");
+        // Held: none can be bound again while the listeners live.
+        assert!(ports.iter().all(|&p| TcpListener::bind(("127.0.0.1", p)).is_err()));
     }
 }
