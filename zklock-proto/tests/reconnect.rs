@@ -140,7 +140,14 @@
 //! heartbeats made until the connection's replies are in (or its read
 //! timeout) are held and sent first on the next connection; they check
 //! also that the first write answered on each connection credits its
-//! connect (**prompt**; round 35's F3 broke it: `old_held_stamps`).
+//! connect (**prompt**; round 35's F3 broke it: `old_held_stamps`). A
+//! move that comes while the client reconnects takes the server being
+//! tried out of the list (the attempt's; between attempts, the last
+//! connection's): the attempt is broken off, as `RoundRobin::set_hosts`
+//! says for a server the new list does not keep, and the rounds go on
+//! over the new list (a quarter of the random runs again: a move at any
+//! moment of an outage of the own address, with a healthy address left,
+//! among stalls, refusals and a server slow to answer connects).
 //!
 //! Some runs' handshakes have login steps after the connect's answer (one,
 //! `addAuth`; or two, SASL DIGEST-MD5), on a slow network (half of them
@@ -161,6 +168,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
@@ -802,8 +810,9 @@ impl World {
                 }
                 self.recv(conn, req, alive)
             },
-            What::Move => {
-                if let State::Connected { conn, .. } = self.state {
+            What::Move => match &self.state {
+                State::Connected { conn, .. } => {
+                    let conn = *conn;
                     let from = self.order[self.host_at];
                     self.order.retain(|&a| a != from);
                     self.host_at = 0;
@@ -811,7 +820,17 @@ impl World {
                     if self.outstanding[conn as usize] == 0 {
                         self.lose(conn);
                     }
-                }
+                },
+                // While reconnecting: a list without the server being
+                // tried (the attempt's; between attempts, the last
+                // connection's), which breaks that attempt off.
+                State::Connecting(c) if self.order.len() > 1 => {
+                    let from = self.order[c.attempt.map_or(self.host_at, |(_, host, _)| host)];
+                    let order = self.order.iter().copied().filter(|&a| a != from).collect();
+                    MOVES_CONNECTING.fetch_add(1, Ordering::Relaxed);
+                    self.set_list(order);
+                },
+                State::Connecting(_) | State::Ended => {},
             },
             What::Refresh => {
                 let order: Vec<usize> = if self.run.hung > 0 && !self.run.in_order {
@@ -819,32 +838,7 @@ impl World {
                 } else {
                     (0..self.run.hosts).collect()
                 };
-                let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
-                self.host_at = kept[self.host_at].unwrap_or(0);
-                self.order = order;
-                let now = self.now;
-                if let State::Connecting(c) = &mut self.state {
-                    // As the session task does: an attempt on a server the
-                    // new list keeps goes on (on its connection); else it is
-                    // broken off (its connection closed: a server reads what
-                    // it had) and the rounds go on over the new list.
-                    self.asked_after_expired = 0;
-                    if c.rounds.set_hosts(self.order.len(), &kept, now) {
-                        if let Some((conn, host, sent)) = c.attempt {
-                            c.attempt = Some((conn, kept[host].expect("kept"), sent));
-                        }
-                    } else {
-                        // The session task starts its attempts again at
-                        // once (a pause in progress ends): the pending
-                        // `NextRound` is for a pause that is over.
-                        c.round += 1;
-                        if let Some((conn, _, _)) = c.attempt.take() {
-                            self.known[conn as usize] = true;
-                            self.leave(conn);
-                        }
-                        self.next_attempt();
-                    }
-                }
+                self.set_list(order);
                 if let Some(every) = self.run.refresh.filter(|&every| self.now + every <= self.refresh_until) {
                     self.at(self.now + every, What::Refresh);
                 }
@@ -1185,6 +1179,39 @@ impl World {
         self.next_attempt();
     }
 
+    /// The client sets the server list to `order` (addresses), as the
+    /// session layer's `set_hosts` does while it is not moving a connected
+    /// session: while reconnecting, an attempt on a server the new list
+    /// keeps goes on unless its wait is too long, else it is broken off.
+    fn set_list(&mut self, order: Vec<usize>) {
+        let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
+        self.host_at = kept[self.host_at].unwrap_or(0);
+        self.order = order;
+        let now = self.now;
+        if let State::Connecting(c) = &mut self.state {
+            // As the session task does: an attempt on a server the
+            // new list keeps goes on (on its connection); else it is
+            // broken off (its connection closed: a server reads what
+            // it had) and the rounds go on over the new list.
+            self.asked_after_expired = 0;
+            if c.rounds.set_hosts(self.order.len(), &kept, now) {
+                if let Some((conn, host, sent)) = c.attempt {
+                    c.attempt = Some((conn, kept[host].expect("kept"), sent));
+                }
+            } else {
+                // The session task starts its attempts again at
+                // once (a pause in progress ends): the pending
+                // `NextRound` is for a pause that is over.
+                c.round += 1;
+                if let Some((conn, _, _)) = c.attempt.take() {
+                    self.known[conn as usize] = true;
+                    self.leave(conn);
+                }
+                self.next_attempt();
+            }
+        }
+    }
+
     /// What the session layer's rounds say next: an attempt (refused at
     /// once while the server is down), a pause before the next round, or
     /// giving up.
@@ -1381,6 +1408,10 @@ impl World {
 }
 
 /// Runs `run`; the verdict.
+/// Moves made while reconnecting, over every run of this process (the
+/// search reports how many it made).
+static MOVES_CONNECTING: AtomicU64 = AtomicU64::new(0);
+
 fn simulate(run: &Run) -> Result<(), (&'static str, String)> {
     let mut w = World::new(run.clone());
     w.go();
@@ -1627,6 +1658,45 @@ fn search(
             return (made, Some(found));
         }
     }
+    // A quarter as many again with a move (a list without the server in
+    // use: the connection's, or while reconnecting the attempt's) at any
+    // moment of an outage of the own address, among stalls and refusals of
+    // the server, or with the server slow to answer connects, the list
+    // refreshed or not.
+    let mut rng = fastrand::Rng::with_seed(0x30e5);
+    for _ in 0..random / 4 {
+        let t = Duration::from_millis(rng.u64(1_000..=12_000));
+        let ms = |rng: &mut fastrand::Rng, d: Duration| Duration::from_millis(rng.u64(1..=d.as_millis() as u64));
+        let at = t + ms(&mut rng, t);
+        let reset = rng.bool();
+        let mut faults = vec![Fault::Hang { at, len: t / 4 + ms(&mut rng, t * 3), reset }];
+        for _ in 0..rng.usize(0..=2) {
+            let (from, flen) = (t + ms(&mut rng, t * 3), ms(&mut rng, t));
+            faults.push(if rng.bool() {
+                Fault::Stall { at: from, len: flen, reset: None }
+            } else {
+                Fault::Down { at: from, len: flen }
+            });
+        }
+        // A server slow to answer connects (it reads them: an attempt
+        // broken off there touched the session) in a third of them.
+        if rng.u8(0..3) == 0 {
+            faults.push(Fault::Slow { at: t, delay: ms(&mut rng, t) });
+        }
+        let hosts = rng.usize(2..=5);
+        // A healthy address besides the own one (addresses 1..=hung
+        // hang from the start): a list left with hung servers only would
+        // keep the client trying for ever (their connects may yet be read),
+        // as a list of hung servers does.
+        let hung = rng.usize(0..hosts - 1);
+        let refresh = rng.bool().then(|| ms(&mut rng, t / 2).max(Duration::from_millis(20)));
+        let move_at = Some(at + ms(&mut rng, t * 2));
+        let close_at = (rng.u8(0..4) == 0).then(|| at + ms(&mut rng, t));
+        let run = Run { close_at, refresh, move_at, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
     // A quarter as many again with the own address a stale member for a
     // while, among the server's stalls, refusals and resets.
     let mut rng = fastrand::Rng::with_seed(0x57a1e);
@@ -1666,6 +1736,25 @@ fn move_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::cloc
                         clock_bugs,
                         ..Run::new(t, hosts, 0, faults)
                     });
+                }
+            }
+            // While reconnecting: the own address hangs (reset at once, or
+            // silent until the read timeout) and the list loses the server
+            // being tried (the own one, or hung address 1, the next after
+            // a silence) a moment into the attempt: it is broken off and
+            // the rounds go on over the new list (a healthy server next).
+            for hosts in [3usize, 4] {
+                for reset in [false, true] {
+                    let lost = if reset { Duration::ZERO } else { read_timeout(t) };
+                    for into in [t / 50, t / 10] {
+                        runs.push(Run {
+                            move_at: Some(at + lost + into),
+                            survives: true,
+                            bugs,
+                            clock_bugs,
+                            ..Run::new(t, hosts, 1, vec![Fault::Hang { at, len: t * 3, reset }])
+                        });
+                    }
                 }
             }
         }
@@ -1725,7 +1814,11 @@ fn reconnect_search_keeps_every_promise() {
     let started = Instant::now();
     let random = std::env::var("ZKLOCK_RECONNECT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let (made, found) = search(Default::default(), Default::default(), random);
-    eprintln!("{made} runs in {:?}", started.elapsed());
+    eprintln!(
+        "{made} runs in {:?} ({} moves while reconnecting)",
+        started.elapsed(),
+        MOVES_CONNECTING.load(Ordering::Relaxed)
+    );
     if let Some((run, kind, what)) = found {
         panic!("{kind}: {what}\nrun: {run:?}");
     }
