@@ -434,8 +434,10 @@ fn finds_multi_takes_unwatched() {
 /// `Opts::multi_unwatched`, as they were then: that watch, added after
 /// outside attack round 45, ends such a wait too).
 /// Too rare for a search from seed 0 in a debug build's budget (the first
-/// seed that shows it from 0: 12,250, 35 s in release on one thread, with
-/// the scenarios' third lock and read/write members; 6,162 before them),
+/// seed that shows it from 0: 18,646, about 30 s in release on one thread,
+/// with a three-member set; 12,250 before the member on a client of its
+/// own could be any member, 6,162 before the third lock and read/write
+/// members),
 /// so that seed is replayed: with the switch it breaks `multi wait`, without it keeps
 /// every promise. (A change of the model or the runner moves what a seed
 /// does: find a new one with `ZKLOCK_SIM_BUG=multi_rereads_wait_unchecked
@@ -443,7 +445,7 @@ fn finds_multi_takes_unwatched() {
 #[cfg(feature = "history")]
 #[test]
 fn multi_rereads_wait_unchecked_at_its_seed() {
-    let seed = 12_250;
+    let seed = 18_646;
     let fixed =
         sim::Opts { kind: Some(sim::Kind::Multi), statless_multi: true, multi_unwatched: true, ..sim::Opts::default() };
     let bugs = Bugs { multi_rereads_wait_unchecked: true, ..Bugs::default() };

@@ -416,7 +416,7 @@ impl World {
         }
         let n = 2 + ch.choose(3);
         let mut cs = Vec::new();
-        // Multi-locks whose second member is taken on a client of its own.
+        // Multi-locks with a member taken on a client of its own.
         let mut member_clients = Vec::new();
         for i in 0..n {
             let sid = 0x100 + i as i64;
@@ -446,8 +446,8 @@ impl World {
             if rw_second && !multi && Some(&path) == second_path.as_ref() {
                 mode = read_or_write(&mut ch);
             }
-            // Half the multi-locks take their second member on a client
-            // of its own (`runner::Contender::coordinator`).
+            // Half the multi-locks take a member on a client of its own
+            // (`runner::Contender::coordinator`).
             let two_clients = multi && ch.roll(50);
             // Curator-like peers share exclusive locks' queues.
             let peer =
@@ -475,17 +475,20 @@ impl World {
             c.rate = drift(&mut ch);
             cs.push(c);
         }
-        // Their second members' clients: contenders of their own (a
-        // session, its server, its clock's drift) that take only what the
-        // multi-lock's calls give them.
+        // Their members' clients: contenders of their own (a session, its
+        // server, its clock's drift) that take only what the multi-lock's
+        // calls give them. Which member (in the order the call takes
+        // them: the first, a later one, the last) goes by the seed and the
+        // contender, not by a draw (the scenarios' other draws stay).
         for k in member_clients {
             let j = cs.len();
             let sid = 0x100 + j as i64;
             let servers = zk.servers_for(None);
             zk.open(sid, servers[ch.choose(servers.len())]);
             let Some(mu) = cs[k].multi.as_ref() else { continue };
-            let (second, mode) = (mu.paths[1].clone(), mu.modes[1]);
-            let mut c = Contender::new(j, mode, 1, false, false, sid, &second);
+            let own = (seed as usize).wrapping_add(k) % mu.paths.len();
+            let (member, mode) = (mu.paths[own].clone(), mu.modes[own]);
+            let mut c = Contender::new(j, mode, 1, false, false, sid, &member);
             c.rate = drift(&mut ch);
             c.coordinator = Some(k);
             c.state = State::Done;
@@ -494,11 +497,11 @@ impl World {
             c.multi = cs[k].multi.as_ref().map(|mu| {
                 let members = mu.paths.iter().cloned().zip(mu.modes.iter().copied()).collect();
                 let mut clients = vec![k; mu.paths.len()];
-                clients[1] = j;
+                clients[own] = j;
                 runner::Multi::new(members, clients)
             });
             if let Some(m) = cs[k].multi.as_mut() {
-                m.clients[1] = j;
+                m.clients[own] = j;
             }
             cs.push(c);
         }
@@ -542,15 +545,16 @@ impl World {
         }
         let desc: Vec<String> =
             w.cs.iter()
-                .map(|c| {
+                .enumerate()
+                .map(|(i, c)| {
                     let what = match (&c.multi, c.coordinator) {
                         (Some(_), Some(k)) => format!("member client of c{k}"),
                         (Some(mu), None) => {
                             let members: Vec<String> =
                                 mu.paths.iter().zip(&mu.modes).map(|(p, m)| format!("{m:?}@{p}")).collect();
-                            match mu.clients[1] != mu.clients[0] {
-                                true => format!("multi{members:?} (the second on c{})", mu.clients[1]),
-                                false => format!("multi{members:?}"),
+                            match mu.clients.iter().position(|&k| k != i) {
+                                Some(m) => format!("multi{members:?} (member {m} on c{})", mu.clients[m]),
+                                None => format!("multi{members:?}"),
                             }
                         },
                         (None, _) if c.path != w.lock_path => format!("{:?}@{}", c.mode, c.path),
