@@ -304,11 +304,19 @@ pub enum FaultKind {
     /// timeout, and the holder's connection to it is reset: the holder
     /// reconnects through the others, which have its session.
     StaleMember,
+    /// The holder's client is given a server list without the member it
+    /// is connected through (`set_hosts`, a move), either while connected
+    /// or while it reconnects (all its proxies blackholed past its read
+    /// timeout, by up to the session timeout more, so that the session
+    /// expires in most; the move made, the other members' proxies
+    /// healed, the old member's kept silent a while); the whole list again
+    /// afterwards.
+    MoveHolder,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::FreezeMember,
@@ -321,6 +329,7 @@ impl FaultKind {
         FaultKind::StallHolder,
         FaultKind::MuteHolder,
         FaultKind::StaleMember,
+        FaultKind::MoveHolder,
     ];
 
     /// The kind's name in reports.
@@ -338,6 +347,7 @@ impl FaultKind {
             FaultKind::StallHolder => "stall-holder",
             FaultKind::MuteHolder => "mute-holder",
             FaultKind::StaleMember => "stale-member",
+            FaultKind::MoveHolder => "move-holder",
         }
     }
 
@@ -352,7 +362,8 @@ impl FaultKind {
             FaultKind::BlackholeHolder
             | FaultKind::DropCreateReply
             | FaultKind::MuteHolder
-            | FaultKind::StaleMember => Lane::HolderNetwork,
+            | FaultKind::StaleMember
+            | FaultKind::MoveHolder => Lane::HolderNetwork,
             FaultKind::PauseHolder | FaultKind::StallHolder => Lane::HolderProcess,
             FaultKind::ThirdPartyDelete => Lane::ThirdParty,
         }

@@ -66,6 +66,11 @@ pub struct Chaos<'a> {
     /// How long a freeze, blackhole or pause lasts (longer than the
     /// session timeout).
     pub hold: Duration,
+    /// The contenders' session timeout.
+    pub session_timeout: Duration,
+    /// The directory the contender processes take their moves from
+    /// (`worker.rs`).
+    pub moves: std::path::PathBuf,
     /// When to stop injecting.
     pub until: Instant,
     /// Faults injected.
@@ -228,6 +233,16 @@ impl Chaos<'_> {
                 stale.answer_expired_off();
                 Ok(Some(fault(start, None)))
             },
+            FaultKind::MoveHolder => {
+                // A holder kept holding through the move (unless another
+                // fault's thread keeps one already: then the latest holder).
+                let lock = self.locks[rng.range(0, self.locks.len() as u64 - 1) as usize];
+                let kept = self.resource.keep_next_writer_unless_keeping(lock, Duration::from_secs(5));
+                let Some(holder) = kept.or_else(|| self.holder()) else { return Ok(None) };
+                let outcome = self.move_holder(holder, rng);
+                self.resource.stop_keeping_of(holder);
+                outcome.map(|start| start.map(|start| fault(start, None)))
+            },
             FaultKind::PauseHolder => {
                 let Some(holder) = self.holder() else { return Ok(None) };
                 let Some(&process) = self.process_of.get(&holder) else { return Ok(None) };
@@ -352,6 +367,68 @@ impl Chaos<'_> {
         std::thread::sleep(Duration::from_millis(500));
         group.heal();
         Ok(Some((start, process)))
+    }
+
+    /// Moves `holder`'s client off the member it is connected through
+    /// (`move-holder`): connected, or while it reconnects (every member
+    /// silent past its read timeout, by up to the session timeout more:
+    /// the session expires in most), then back to the whole list. The fault's start, or `None` if
+    /// the holder was not connected.
+    fn move_holder(&self, holder: u32, rng: &mut Rng) -> Result<Option<u64>, String> {
+        let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
+        let proxies = group.proxies();
+        // The member the holder is on (its proxy has its connection).
+        let Some(member) = proxies.iter().position(|p| p.connections() > 0) else { return Ok(None) };
+        let others: Vec<String> =
+            proxies.iter().enumerate().filter(|&(i, _)| i != member).map(|(_, p)| p.addr().to_string()).collect();
+        let reconnecting = rng.range(0, 1) == 1;
+        let start = mono_ns();
+        if reconnecting {
+            // Every member silent past the read timeout (2/3 of
+            // the session timeout): the client reconnects, its
+            // attempts unanswered, when the move comes; in most
+            // the session expires before the others heal.
+            group.blackhole();
+            let beyond = rng.range(50, self.session_timeout.as_millis() as u64);
+            std::thread::sleep(self.session_timeout * 2 / 3 + Duration::from_millis(beyond));
+        }
+        self.move_client(holder, &others.join(","))?;
+        if reconnecting {
+            std::thread::sleep(Duration::from_millis(rng.range(20, 300)));
+            proxies.iter().enumerate().filter(|&(i, _)| i != member).for_each(|(_, p)| p.heal());
+        } else if !zklock_harness::wait_for(self.patience(), || proxies[member].connections() == 0) {
+            // A move goes once the replies in flight are in (or the
+            // connection's read timeout).
+            proxies[member].heal();
+            self.move_client(holder, &group.connect_string())?;
+            return Err(format!("contender {holder} still on its old member {:?} after the move", self.patience()));
+        }
+        let t = self.hold.as_millis() as u64;
+        std::thread::sleep(Duration::from_millis(rng.range(t / 4, t)));
+        proxies[member].heal();
+        self.move_client(holder, &group.connect_string())?;
+        Ok(Some(start))
+    }
+
+    /// Gives contender `cid`'s client the server list `hosts` (written
+    /// whole: a rename; its process reads it every 10 ms), and waits up to
+    /// [`Chaos::patience`] for the process to take it.
+    fn move_client(&self, cid: u32, hosts: &str) -> Result<(), String> {
+        let staged = self.moves.join(format!(".move-{cid}"));
+        let file = self.moves.join(format!("move-{cid}"));
+        io("writing a move", std::fs::write(&staged, hosts))?;
+        io("writing a move", std::fs::rename(&staged, &file))?;
+        match zklock_harness::wait_for(self.patience(), || !file.exists()) {
+            true => Ok(()),
+            false => Err(format!("contender {cid} did not take its move within {:?}", self.patience())),
+        }
+    }
+
+    /// How long a move may take to be made: the other lanes' faults may
+    /// stop the contender's process meanwhile (`pause-holder` and
+    /// `stall-holder`, each for `hold` + 1 s at most).
+    fn patience(&self) -> Duration {
+        self.hold * 2 + Duration::from_secs(2)
     }
 
     /// The contender that most recently announced a grant, on either lock,

@@ -71,7 +71,7 @@ const USAGE: &str =
 locks (default: all, contenders dealt out in turn): exclusive, rw, election, semaphore
 fault kinds (default: all): kill-leader, kill-follower, freeze-member, restart-ensemble,
                             blackhole-holder, pause-holder, drop-create-reply, third-party-delete,
-                            partition-member, stall-holder, mute-holder, stale-member";
+                            partition-member, stall-holder, mute-holder, stale-member, move-holder";
 
 /// The orchestrator's settings.
 #[derive(Clone, Debug)]
@@ -228,6 +228,7 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
         contenders: Vec::new(),
         seed: 1,
         ignore_check: false,
+        moves: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -239,6 +240,7 @@ fn parse_worker(args: &[String]) -> Result<worker::WorkerConfig, String> {
             },
             "--seed" => cfg.seed = value.parse().map_err(|_| "--seed: not a number")?,
             "--ignore-check" => cfg.ignore_check = value == "1",
+            "--moves" => cfg.moves = Some(value.into()),
             "--contender" => {
                 let mut parts = value.splitn(3, '@');
                 let (Some(cid), Some(lock), Some(hosts)) = (parts.next(), parts.next(), parts.next()) else {
@@ -351,6 +353,8 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
     let groups = (0..contenders).map(|_| ProxyGroup::for_cluster(&cluster)).collect::<Result<Vec<_>, _>>()?;
     let logs = cluster.dir().join("contenders");
     std::fs::create_dir_all(&logs)?;
+    let moves = cluster.dir().join("moves");
+    std::fs::create_dir_all(&moves)?;
     let me = std::env::current_exe()?;
     let mut process_of = BTreeMap::new();
     let mut workers = Workers { children: Vec::new() };
@@ -360,7 +364,9 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
             .args(["--resource", &resource.addr().to_string()])
             .args(["--session-ms", &s.session_timeout.as_millis().to_string()])
             .args(["--seed", &(s.seed ^ p as u64).to_string()])
-            .args(["--ignore-check", if s.ignore_check { "1" } else { "0" }]);
+            .args(["--ignore-check", if s.ignore_check { "1" } else { "0" }])
+            .arg("--moves")
+            .arg(&moves);
         for cid in (0..contenders).filter(|&c| s.process_of(c) == p) {
             cmd.arg("--contender").arg(format!("{cid}@{}@{}", s.takes_of(cid).name(), groups[cid].connect_string()));
             process_of.insert(cid as u32, p);
@@ -401,6 +407,8 @@ fn run(s: &Settings) -> Result<bool, Box<dyn std::error::Error>> {
         process_of: process_of.clone(),
         lock_of: (0..s.lock_contenders()).map(|cid| (cid as u32, s.lock_of(cid))).collect(),
         hold: s.session_timeout + Duration::from_millis(500),
+        session_timeout: s.session_timeout,
+        moves: moves.clone(),
         until: Instant::now() + s.duration,
         faults: Mutex::default(),
         errors: Mutex::default(),

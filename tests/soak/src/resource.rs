@@ -245,6 +245,24 @@ impl Resource {
         }
     }
 
+    /// [`Resource::keep_next_writer`] unless someone is asked to keep
+    /// holding already (by another fault's thread: that one goes on).
+    pub fn keep_next_writer_unless_keeping(&self, lock: LockId, limit: Duration) -> Option<u32> {
+        if self.lock().keep != Keep::Nobody {
+            return None;
+        }
+        self.keep_next_writer(lock, limit)
+    }
+
+    /// [`Resource::stop_keeping`] if `cid` is the one asked to keep
+    /// holding (not one another fault's thread asked since).
+    pub fn stop_keeping_of(&self, cid: u32) {
+        let mut st = self.lock();
+        if st.keep == Keep::Contender(cid) {
+            st.keep = Keep::Nobody;
+        }
+    }
+
     /// Asks `cid` to keep holding (from its next write on, if it holds).
     pub fn keep(&self, cid: u32) {
         self.lock().keep = Keep::Contender(cid);

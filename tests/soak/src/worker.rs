@@ -7,9 +7,14 @@
 //! the election stands for leadership; one on the semaphore takes a lease;
 //! a multi-lock contender takes the exclusive lock and one side of the
 //! read/write lock together. Runs
-//! until its standard input closes.
+//! until its standard input closes. The orchestrator moves a contender's
+//! client to another server list (`Client::set_hosts`) by writing the list
+//! to the file `move-<id>` in the `--moves` directory, which the process
+//! reads every 10 ms (see `chaos.rs`, `move-holder`).
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +42,39 @@ pub struct WorkerConfig {
     /// Self-test of the checker only: act as if every `check()` succeeded
     /// (a broken holder), so the run must report violations.
     pub ignore_check: bool,
+    /// The directory of the orchestrator's moves (`move-<id>`: a server
+    /// list for contender `id`'s client); none: no moves.
+    pub moves: Option<PathBuf>,
+}
+
+/// Every contender's client, by contender id, for the moves.
+type Clients = Arc<Mutex<BTreeMap<u32, Client>>>;
+
+/// How often the moves' directory is read.
+const MOVES_POLL: Duration = Duration::from_millis(10);
+
+/// Reads `dir` every [`MOVES_POLL`] until `stop`: each `move-<id>` file's
+/// content is given to contender `id`'s client as its server list, and the
+/// file removed (the orchestrator writes it whole, by a rename).
+fn take_moves(dir: &std::path::Path, clients: &Clients, stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(MOVES_POLL);
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(cid) = name.to_str().and_then(|n| n.strip_prefix("move-")).and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Some(client) = clients.lock().ok().and_then(|c| c.get(&cid).cloned()) else { continue };
+            let Ok(hosts) = std::fs::read_to_string(entry.path()) else { continue };
+            let _ = std::fs::remove_file(entry.path());
+            match client.set_hosts(hosts.trim()) {
+                Ok(()) => eprintln!("{:.3} contender {cid}: moved to {}", secs(), hosts.trim()),
+                Err(e) => eprintln!("{:.3} contender {cid}: set_hosts({}): {e}", secs(), hosts.trim()),
+            }
+        }
+    }
 }
 
 /// What a contender takes in each round.
@@ -132,13 +170,18 @@ pub fn run(cfg: WorkerConfig) -> i32 {
             }
         });
     }
+    let clients: Clients = Arc::default();
+    if let Some(dir) = cfg.moves.clone() {
+        let (clients, stop) = (clients.clone(), stop.clone());
+        std::thread::spawn(move || take_moves(&dir, &clients, &stop));
+    }
     let threads: Vec<_> = cfg
         .contenders
         .iter()
         .map(|(cid, takes, hosts)| {
-            let (cfg, stop, cancels, cid, takes, hosts) =
-                (cfg.clone(), stop.clone(), cancels.clone(), *cid, *takes, hosts.clone());
-            std::thread::spawn(move || contender(&cfg, cid, takes, &hosts, &stop, &cancels))
+            let (cfg, stop, cancels, clients, cid, takes, hosts) =
+                (cfg.clone(), stop.clone(), cancels.clone(), clients.clone(), *cid, *takes, hosts.clone());
+            std::thread::spawn(move || contender(&cfg, cid, takes, &hosts, &stop, &cancels, &clients))
         })
         .collect();
     let mut code = 0;
@@ -163,6 +206,7 @@ fn contender(
     hosts: &str,
     stop: &AtomicBool,
     cancels: &Mutex<Vec<CancelHandle>>,
+    clients: &Clients,
 ) -> bool {
     let Ok(mut resource) = ResourceClient::connect(&cfg.resource) else {
         eprintln!("{:.3} contender {cid}: cannot reach the resource at {}", secs(), cfg.resource);
@@ -185,6 +229,9 @@ fn contender(
             },
         }
     };
+    if let Ok(mut c) = clients.lock() {
+        c.insert(cid, client.clone());
+    }
     let handles = match Handles::new(&client, cid, takes) {
         Ok(h) => h,
         Err(e) => {

@@ -2,7 +2,8 @@
 //! ensemble, every fault kind injected at least three times, and no
 //! property violated (`make soak` is the long run); half a minute of the
 //! third-party-delete class alone; a minute of the partition-member and
-//! stall-holder classes together; and self-tests of the checker.
+//! stall-holder classes together; 40 s of the move-holder class; and
+//! self-tests of the checker.
 //!
 //! Each of the issue 13 classes fails on the engine from before its fix
 //! (`tests/soak/against-engine.sh` builds the soak over another commit's
@@ -115,6 +116,27 @@ fn partitioned_members_and_stalled_contenders_violate_no_property() {
         "50",
     ]);
     assert_passed(&out, &stdout);
+}
+
+/// The holder's client moved off its member (`set_hosts`), connected or
+/// while it reconnects (the session expiring in most of those), with a
+/// holder kept holding and checking through it.
+#[test]
+fn moved_holders_violate_no_property() {
+    let (out, stdout) =
+        soak(&["--faults", "move-holder", "--duration", "40s", "--min-faults", "8", "--min-handoffs", "50"]);
+    assert_passed(&out, &stdout);
+}
+
+/// The move class makes a case `check()` guards: a holder that ignores it
+/// keeps "holding" after its session expired while it reconnected and was
+/// moved, and the run must report the overlap under that class.
+#[test]
+fn the_checker_catches_holders_that_ignore_check_through_a_move() {
+    let (out, stdout) = soak(&["--duration", "30s", "--faults", "move-holder", "--self-test-ignore-check"]);
+    assert!(!out.status.success(), "a run with broken holders passed:\n{stdout}");
+    let row = class_row(&stdout, "move-holder");
+    assert!(row.first().is_some_and(|&n| n > 0), "no overlap reported under move-holder ({row:?}):\n{stdout}");
 }
 
 /// The row of `class` in the table of violations by fault class: the
