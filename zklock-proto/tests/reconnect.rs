@@ -168,7 +168,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
@@ -827,7 +826,7 @@ impl World {
                 State::Connecting(c) if self.order.len() > 1 => {
                     let from = self.order[c.attempt.map_or(self.host_at, |(_, host, _)| host)];
                     let order = self.order.iter().copied().filter(|&a| a != from).collect();
-                    MOVES_CONNECTING.fetch_add(1, Ordering::Relaxed);
+                    MOVES_CONNECTING.with(|n| n.set(n.get() + 1));
                     self.set_list(order);
                 },
                 State::Connecting(_) | State::Ended => {},
@@ -1407,11 +1406,13 @@ impl World {
     }
 }
 
-/// Runs `run`; the verdict.
-/// Moves made while reconnecting, over every run of this process (the
-/// search reports how many it made).
-static MOVES_CONNECTING: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Moves made while reconnecting by the runs of this thread (the
+    /// search reports how many it made).
+    static MOVES_CONNECTING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
+/// Runs `run`; the verdict.
 fn simulate(run: &Run) -> Result<(), (&'static str, String)> {
     let mut w = World::new(run.clone());
     w.go();
@@ -1603,25 +1604,13 @@ fn search(
     let mut rng = fastrand::Rng::with_seed(0x4a46);
     for _ in 0..random / 4 {
         let t = Duration::from_millis(rng.u64(1_000..=12_000));
-        let ms = |rng: &mut fastrand::Rng, d: Duration| Duration::from_millis(rng.u64(1..=d.as_millis() as u64));
-        let at = t + ms(&mut rng, t);
-        let len = t / 4 + ms(&mut rng, t * 3);
-        let reset = rng.bool();
-        let mut faults = vec![Fault::Hang { at, len, reset }];
-        for _ in 0..rng.usize(0..=2) {
-            let (from, flen) = (t + ms(&mut rng, t * 3), ms(&mut rng, t));
-            faults.push(if rng.bool() {
-                Fault::Stall { at: from, len: flen, reset: None }
-            } else {
-                Fault::Down { at: from, len: flen }
-            });
-        }
+        let (faults, at, len, reset) = hang_among_faults(&mut rng, t);
         let hosts = rng.usize(2..=5);
         let hung = rng.usize(0..hosts);
         let known = if rng.bool() { 1 } else { hosts };
-        let refresh = (known < hosts || rng.bool()).then(|| ms(&mut rng, t / 2).max(Duration::from_millis(20)));
+        let refresh = (known < hosts || rng.bool()).then(|| ms_upto(&mut rng, t / 2).max(Duration::from_millis(20)));
         let in_order = rng.bool();
-        let close_at = (rng.u8(0..4) == 0).then(|| at + ms(&mut rng, t));
+        let close_at = (rng.u8(0..4) == 0).then(|| at + ms_upto(&mut rng, t));
         let survives = faults.len() == 1 && len >= t && hang_survives(t, hosts, hung, reset, known, refresh);
         let run =
             Run { close_at, refresh, known, in_order, survives, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
@@ -1666,22 +1655,11 @@ fn search(
     let mut rng = fastrand::Rng::with_seed(0x30e5);
     for _ in 0..random / 4 {
         let t = Duration::from_millis(rng.u64(1_000..=12_000));
-        let ms = |rng: &mut fastrand::Rng, d: Duration| Duration::from_millis(rng.u64(1..=d.as_millis() as u64));
-        let at = t + ms(&mut rng, t);
-        let reset = rng.bool();
-        let mut faults = vec![Fault::Hang { at, len: t / 4 + ms(&mut rng, t * 3), reset }];
-        for _ in 0..rng.usize(0..=2) {
-            let (from, flen) = (t + ms(&mut rng, t * 3), ms(&mut rng, t));
-            faults.push(if rng.bool() {
-                Fault::Stall { at: from, len: flen, reset: None }
-            } else {
-                Fault::Down { at: from, len: flen }
-            });
-        }
+        let (mut faults, at, _, _) = hang_among_faults(&mut rng, t);
         // A server slow to answer connects (it reads them: an attempt
         // broken off there touched the session) in a third of them.
         if rng.u8(0..3) == 0 {
-            faults.push(Fault::Slow { at: t, delay: ms(&mut rng, t) });
+            faults.push(Fault::Slow { at: t, delay: ms_upto(&mut rng, t) });
         }
         let hosts = rng.usize(2..=5);
         // A healthy address besides the own one (addresses 1..=hung
@@ -1689,9 +1667,9 @@ fn search(
         // keep the client trying for ever (their connects may yet be read),
         // as a list of hung servers does.
         let hung = rng.usize(0..hosts - 1);
-        let refresh = rng.bool().then(|| ms(&mut rng, t / 2).max(Duration::from_millis(20)));
-        let move_at = Some(at + ms(&mut rng, t * 2));
-        let close_at = (rng.u8(0..4) == 0).then(|| at + ms(&mut rng, t));
+        let refresh = rng.bool().then(|| ms_upto(&mut rng, t / 2).max(Duration::from_millis(20)));
+        let move_at = Some(at + ms_upto(&mut rng, t * 2));
+        let close_at = (rng.u8(0..4) == 0).then(|| at + ms_upto(&mut rng, t));
         let run = Run { close_at, refresh, move_at, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
         if let Some(found) = check(run) {
             return (made, Some(found));
@@ -1791,6 +1769,31 @@ fn stale_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clo
     runs
 }
 
+/// Between 1 ms and `d`, by the millisecond.
+fn ms_upto(rng: &mut fastrand::Rng, d: Duration) -> Duration {
+    Duration::from_millis(rng.u64(1..=d.as_millis() as u64))
+}
+
+/// The own address hung ([`Fault::Hang`], reset first or silent) from
+/// `T` to `2 T` on for `T/4` to `3.25 T`, and up to two stalls or
+/// refusals of the server from `T` to `4 T` on: the faults, and the hang's
+/// start, length and reset.
+fn hang_among_faults(rng: &mut fastrand::Rng, t: Duration) -> (Vec<Fault>, Duration, Duration, bool) {
+    let at = t + ms_upto(rng, t);
+    let len = t / 4 + ms_upto(rng, t * 3);
+    let reset = rng.bool();
+    let mut faults = vec![Fault::Hang { at, len, reset }];
+    for _ in 0..rng.usize(0..=2) {
+        let (from, flen) = (t + ms_upto(rng, t * 3), ms_upto(rng, t));
+        faults.push(if rng.bool() {
+            Fault::Stall { at: from, len: flen, reset: None }
+        } else {
+            Fault::Down { at: from, len: flen }
+        });
+    }
+    (faults, at, len, reset)
+}
+
 /// One to four stalls, refusals and resets of the server from `T` to
 /// `2 T` on, each after the last: the faults, and when the last ended.
 fn random_faults(rng: &mut fastrand::Rng, t: Duration) -> (Vec<Fault>, Duration) {
@@ -1817,7 +1820,7 @@ fn reconnect_search_keeps_every_promise() {
     eprintln!(
         "{made} runs in {:?} ({} moves while reconnecting)",
         started.elapsed(),
-        MOVES_CONNECTING.load(Ordering::Relaxed)
+        MOVES_CONNECTING.with(std::cell::Cell::get)
     );
     if let Some((run, kind, what)) = found {
         panic!("{kind}: {what}\nrun: {run:?}");
