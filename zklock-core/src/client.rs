@@ -1286,7 +1286,13 @@ impl Client {
     /// so calling this again and again neither puts the reconnect off, nor
     /// asks a hung server again before the others, nor opens connections
     /// to a server it keeps. A server written twice counts once. Never
-    /// blocks.
+    /// blocks. An attempt the new list breaks off may still have its
+    /// connect read by its server, which then takes the session: the next
+    /// write on the connection the session went on with is refused and that
+    /// connection closed, its calls in flight failing with
+    /// `ConnectionLoss`, and the session reconnects once more (two lists a
+    /// few milliseconds apart make that likely; see
+    /// `docs/connection-state.md`).
     ///
     /// # Errors
     /// `InvalidArgument` for a malformed connect string, or one with

@@ -898,3 +898,54 @@ fn set_hosts_away_from_a_silent_server_moves_after_the_read_timeout() {
         s.close().await;
     });
 }
+
+/// A connect that a new server list left unanswered on a stalled member,
+/// read by that member when it runs again, must not cost the session its
+/// connection (outside attack round 49, F1: ZooKeeper moves the session's
+/// owner to that member, and the member the client went on with refuses
+/// its next write with `SessionMoved` and closes the connection: calls in
+/// flight fail as a lost connection, the locks are suspended for a
+/// reconnect). **Open**: it fails today (the write goes on a third
+/// connection); a reset instead of a close of the broken-off attempt was
+/// tried and does not help (Linux keeps the data of a reset connection
+/// that waits in the listen queue readable; 3 of 4 runs failed with it).
+/// Kept as the reproduction for the fix (`cargo test -p zklock-zk --test
+/// session -- --ignored`).
+#[test]
+#[ignore = "outside attack round 49, F1: open"]
+fn a_connect_broken_off_by_a_new_list_and_read_later_costs_no_connection() {
+    // Followers wait 5 s (syncLimit 10 x 500 ms) before they drop a stalled
+    // member, longer than the stall: it serves on when it runs again.
+    let opts = ClusterOptions::new().size(3).tick_time_ms(500).extra_cfg("syncLimit=10");
+    let zk = Cluster::start(opts).expect("ensemble");
+    zk.wait_quorum(Duration::from_secs(60)).expect("quorum");
+    let addr = |i: usize| zk.client_addr(i).to_string();
+    run(async {
+        let s = connect(&addr(0)).await;
+        let id = s.id();
+        s.create("/stolen", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap();
+        let mut events = s.events();
+        // Member 1 stalls: its kernel takes the attempt's connection and
+        // keeps the connect request for the process.
+        zk.freeze(1).expect("freeze");
+        s.set_hosts(&addr(1)).unwrap();
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        s.set_hosts(&addr(2)).unwrap();
+        let SessionEvent::Connected(c) = next_event(&mut events, 10).await else { panic!("connected") };
+        zk.resume(1).expect("resume");
+        // Member 1 runs again; with the connect in its socket it would now
+        // revalidate the session and take it.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        for i in 0..20 {
+            let r = s.set_data("/stolen", format!("{i}").as_bytes(), -1).await;
+            let r = r.unwrap_or_else(|e| panic!("write {i} after the stalled member ran again: {e}"));
+            assert_eq!(r.connection, c.connection, "write {i}: the session stays on its connection");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let next = tokio::time::timeout(Duration::ZERO, events.next()).await;
+        assert!(next.is_err(), "no event after the reconnect: {next:?}");
+        assert_eq!(s.id(), id);
+        s.close().await;
+    });
+}
