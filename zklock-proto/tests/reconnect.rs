@@ -1705,7 +1705,7 @@ fn search(
             slow_from_start: latency.as_millis() % 2 == 1,
             // Half of them (by the timeout's parity: no draw) over TLS,
             // its handshake a round trip more on the slow network.
-            tls: t.as_millis() % 2 == 0,
+            tls: t.as_millis().is_multiple_of(2),
             close_at,
             bugs,
             clock_bugs,
