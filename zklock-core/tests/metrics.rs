@@ -44,6 +44,12 @@ fn acquires_by_outcome_wait_and_hold_times_and_losses() {
     let g = lock.acquire(Some(5 * SEC)).unwrap();
     raw.delete(&g.node_path());
     wait_until("the loss is seen", 10 * SEC, || g.check().is_err());
+    // Counted as it is told, a moment after `check()` sees it (a `make
+    // test` run read the metrics in between: one hold counted).
+    wait_until("the loss is counted", 10 * SEC, || {
+        let m = c.metrics();
+        m.losses == 1 && m.hold_time.count == 2
+    });
     let m = c.metrics();
     assert_eq!((m.acquires_granted, m.acquires_timed_out, m.acquires_cancelled, m.acquires_failed), (2, 1, 1, 0));
     assert_eq!(m.wait_time.count, 2);

@@ -372,8 +372,8 @@ impl Chaos<'_> {
     /// Moves `holder`'s client off the member it is connected through
     /// (`move-holder`): connected, or while it reconnects (every member
     /// silent past its read timeout, by up to the session timeout more:
-    /// the session expires in most), then back to the whole list. The fault's start, or `None` if
-    /// the holder was not connected.
+    /// the session expires in most), then back to the whole list. The
+    /// fault's start, or `None` if the holder was not connected.
     fn move_holder(&self, holder: u32, rng: &mut Rng) -> Result<Option<u64>, String> {
         let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
         let proxies = group.proxies();
@@ -384,10 +384,10 @@ impl Chaos<'_> {
         let reconnecting = rng.range(0, 1) == 1;
         let start = mono_ns();
         if reconnecting {
-            // Every member silent past the read timeout (2/3 of
-            // the session timeout): the client reconnects, its
-            // attempts unanswered, when the move comes; in most
-            // the session expires before the others heal.
+            // Every member silent past the read timeout (2/3 of the
+            // session timeout): the client reconnects, its attempts
+            // unanswered, when the move comes; in most the session
+            // expires before the others heal.
             group.blackhole();
             let beyond = rng.range(50, self.session_timeout.as_millis() as u64);
             std::thread::sleep(self.session_timeout * 2 / 3 + Duration::from_millis(beyond));
