@@ -133,10 +133,16 @@ fn moved_holders_violate_no_property() {
 /// moved, and the run must report the overlap under that class.
 #[test]
 fn the_checker_catches_holders_that_ignore_check_through_a_move() {
-    let (out, stdout) = soak(&["--duration", "30s", "--faults", "move-holder", "--self-test-ignore-check"]);
+    assert_caught_under("move-holder");
+}
+
+/// 30 s of `class` alone with holders that ignore `check()`: the run must
+/// fail, with overlaps (property 1) counted under `class`.
+fn assert_caught_under(class: &str) {
+    let (out, stdout) = soak(&["--duration", "30s", "--faults", class, "--self-test-ignore-check"]);
     assert!(!out.status.success(), "a run with broken holders passed:\n{stdout}");
-    let row = class_row(&stdout, "move-holder");
-    assert!(row.first().is_some_and(|&n| n > 0), "no overlap reported under move-holder ({row:?}):\n{stdout}");
+    let row = class_row(&stdout, class);
+    assert!(row.first().is_some_and(|&n| n > 0), "no overlap reported under {class} ({row:?}):\n{stdout}");
 }
 
 /// The row of `class` in the table of violations by fault class: the
@@ -152,10 +158,7 @@ fn class_row(stdout: &str, class: &str) -> Vec<usize> {
 /// must report the overlap under that class.
 #[test]
 fn the_checker_catches_holders_that_ignore_check_on_a_partitioned_member() {
-    let (out, stdout) = soak(&["--duration", "30s", "--faults", "partition-member", "--self-test-ignore-check"]);
-    assert!(!out.status.success(), "a run with broken holders passed:\n{stdout}");
-    let row = class_row(&stdout, "partition-member");
-    assert!(row.first().is_some_and(|&n| n > 0), "no overlap reported under partition-member ({row:?}):\n{stdout}");
+    assert_caught_under("partition-member");
 }
 
 /// The semaphore's count is checked: lease holders that ignore `check()`
