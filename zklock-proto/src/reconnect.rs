@@ -284,6 +284,22 @@ impl Reconnect {
         self.hosts = hosts.max(1);
     }
 
+    /// How long an attempt a new server list left ([`RoundRobin::set_hosts`]
+    /// said it does not go on) is still waited for once its connect was
+    /// written: `T/10` (never past the attempt's own wait). Its server
+    /// reads the connect whether or not the client waits: answered, its
+    /// revalidation of the session came first, and the next server's
+    /// makes that one the session's owner; broken off at once, a server a
+    /// moment slow (a network's latency) read it after the next server's,
+    /// took the session over, and the server the client was on refused
+    /// its next write and closed the connection (outside attack round 49,
+    /// F1). Bounded, so that a stalled server (which reads it whenever it
+    /// runs again, whatever the client does) holds the move back only
+    /// briefly.
+    pub fn left_wait(&self) -> Duration {
+        self.timeout / 10
+    }
+
     /// When the reconnect gives up: the session is then taken as expired.
     pub fn give_up_at(&self) -> Instant {
         self.expired_by.map_or(self.give_up_at, |by| by.min(self.give_up_at))
@@ -798,6 +814,20 @@ impl<R: Rules> RoundRobin<R> {
         }
     }
 
+    /// An attempt a new list left ([`RoundRobin::set_hosts`]) ended `how`
+    /// (its connection closed unused): counted in the rules only (its
+    /// server is not in the list; the round went on over the new one). An
+    /// answer renewed the session ([`Ended::AnsweredThenFailed`]); a
+    /// connect unanswered until the wait for it ended may be read later
+    /// ([`Ended::Unanswered`]); the others touched nothing.
+    pub fn left_ended(&mut self, how: Ended) {
+        match how {
+            Ended::AnsweredThenFailed(at) => self.rules.answered(at),
+            Ended::Unanswered(at) => self.rules.unanswered(at),
+            _ => {},
+        }
+    }
+
     /// The server of the attempt last handed out answered that the session
     /// is expired, at `now`. Returns whether that is final: when another
     /// server said it before in this reconnect, or when the list has no
@@ -882,6 +912,12 @@ impl RoundRobin<Reconnect> {
     /// session: giving up is put off as for any unanswered connect; the
     /// reconnect search found the session given up while a server slow to
     /// answer read the connects of attempts a refreshed list broke off).
+    ///
+    /// An attempt broken off is one whose connect was not written yet; one
+    /// whose connect was written is left: the caller still waits for its
+    /// answer, up to [`Reconnect::left_wait`] (not past its own wait),
+    /// closes it unused, and tells how it ended
+    /// ([`RoundRobin::left_ended`]) before it asks for the next.
     ///
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them) in the new list's order,

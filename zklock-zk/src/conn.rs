@@ -5,6 +5,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -96,6 +97,23 @@ pub(crate) enum Failure {
     /// behind it was not: it may not have reached the server, as a close
     /// lost with its connection ([`zklock_proto::reconnect::Closing`]).
     CloseLost,
+    /// The connect was answered, at `answered`, after a new server list
+    /// left the attempt ([`Progress::left`]): not used (no login steps).
+    Left {
+        /// When the connect's answer was read.
+        answered: Instant,
+    },
+}
+
+/// An attempt's progress, shared with the session task while it runs:
+/// whether its connect was handed to the socket (from then on its server
+/// may read it), and whether a new server list left it (its server is no
+/// longer in the list: its answer is waited for, but the connection is not
+/// used: `zklock_proto::reconnect::RoundRobin::set_hosts`).
+#[derive(Default)]
+pub(crate) struct Progress {
+    pub written: AtomicBool,
+    pub left: AtomicBool,
 }
 
 /// Whether the session's close was asked while it reconnects. An attempt
@@ -142,13 +160,16 @@ pub(crate) struct Attach {
     pub next_xid: i32,
 }
 
-/// Tries `host` until `deadline`.
+/// Tries `host` until `deadline`, telling `progress` when its connect is
+/// written and ending with [`Failure::Left`] once it is answered if
+/// `progress` says a new list left it meanwhile.
 pub(crate) async fn attempt(
     cfg: &Config,
     host: &Host,
     attach: &Attach,
     deadline: tokio::time::Instant,
     close: Option<&CloseAsked>,
+    progress: &Progress,
 ) -> Result<Ready, Failure> {
     let late = |what: &str| Failure::Transient(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
@@ -220,6 +241,7 @@ pub(crate) async fn attempt(
         closing = Some(write_close(&mut out, &mut next_xid));
     }
     let connect_sent = Instant::now();
+    progress.written.store(true, Ordering::SeqCst);
     send(&mut stream, &out, deadline, "sending the connect request").await?;
     let mut rbuf = BytesMut::with_capacity(4096);
     let body = loop {
@@ -266,6 +288,9 @@ pub(crate) async fn attempt(
     }
     if response.read_only {
         return Err(Failure::Transient("the server is read-only".to_string()));
+    }
+    if progress.left.load(Ordering::SeqCst) {
+        return Err(Failure::Left { answered });
     }
     // A valid answer: the server renewed the session when it read the
     // connect. Its login steps it answers itself (ZooKeeper 3.8's

@@ -21,7 +21,7 @@ use crate::codec::records::{
     with_chroot, Acl, CreateMode, MultiOp, MultiResult, ReplyHeader, Request, Response, Stat, WatchKind, WatcherEvent,
 };
 use crate::config::Config;
-use crate::conn::{attempt, Attach, CloseAsked, Failure, Ready, Stream, Unusable};
+use crate::conn::{attempt, Attach, CloseAsked, Failure, Progress, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
 use zklock_proto::reconnect::{self, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
@@ -334,7 +334,7 @@ impl Session {
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
         let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts });
-        let ready = connect_round_robin(&config, &shared, &attach, None).await;
+        let ready = connect_round_robin(&config, &shared, &attach, None, &Progress::default()).await;
         let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
             Ok(r) => r,
@@ -988,12 +988,15 @@ fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
 /// or a new session's, [`zklock_proto::reconnect`]) over the servers of
 /// `shared` (as they are when each attempt starts) until one is ready or
 /// the rules give up. Returns the ready connection and its server's index
-/// in the list as it is then.
+/// in the list as it is then. Each attempt's progress is in `progress`
+/// (cleared as each starts): an attempt a new list left is not used
+/// ([`Task::reconnect`]).
 async fn connect_round_robin<R: Rules>(
     cfg: &Config,
     shared: &Mutex<Rounds<R>>,
     attach: &Attach,
     close: Option<&CloseAsked>,
+    progress: &Progress,
 ) -> Result<(Ready, usize), RoundsEnd> {
     // Each server's last failure (`None` inside: refused), for the text of
     // a timeout, and this round's, for the text of `Unreachable`.
@@ -1022,7 +1025,35 @@ async fn connect_round_robin<R: Rules>(
                         Some(why) => other.push((host.clone(), why)),
                     }
                 };
-                let how = match attempt(cfg, &host, attach, tokio::time::Instant::from_std(until), close).await {
+                progress.written.store(false, Ordering::SeqCst);
+                progress.left.store(false, Ordering::SeqCst);
+                let deadline = tokio::time::Instant::from_std(until);
+                let result = attempt(cfg, &host, attach, deadline, close, progress).await;
+                progress.written.store(false, Ordering::SeqCst);
+                if progress.left.swap(false, Ordering::SeqCst) {
+                    // Left by a new list: its connection is closed unused
+                    // (dropped here), after its server's answer if it came.
+                    let now = tokio::time::Instant::now().into_std();
+                    let how = match result {
+                        Ok(r) => Ended::AnsweredThenFailed(r.answered),
+                        Err(Failure::Left { answered } | Failure::AnsweredThenFailed { answered, .. }) => {
+                            Ended::AnsweredThenFailed(answered)
+                        },
+                        Err(Failure::Closed) => return Err(RoundsEnd::Closed),
+                        Err(Failure::CloseLost) => {
+                            lock(shared).rounds.left_ended(Ended::Unanswered(now));
+                            return Err(RoundsEnd::CloseLost);
+                        },
+                        Err(Failure::AuthFailed(why)) => return Err(RoundsEnd::AuthFailed(why)),
+                        Err(Failure::Unanswered(_)) => Ended::Unanswered(now),
+                        // Its word on the session, or its failure, is not
+                        // the new list's: a server of it is asked.
+                        Err(Failure::Expired | Failure::Transient(_) | Failure::Unusable(_)) => Ended::Transient,
+                    };
+                    lock(shared).rounds.left_ended(how);
+                    continue;
+                }
+                let how = match result {
                     // Where the server is now (a new list may have moved it).
                     Ok(r) => return Ok((r, lock(shared).rounds.current())),
                     // Final once a second server says it (a deposed leader
@@ -1060,6 +1091,8 @@ async fn connect_round_robin<R: Rules>(
                         failed(Some(why));
                         Ended::Unanswered(tokio::time::Instant::now().into_std())
                     },
+                    // Only when left (above).
+                    Err(Failure::Left { answered }) => Ended::AnsweredThenFailed(answered),
                     Err(Failure::AnsweredThenFailed { answered, why }) => {
                         failed(Some(why));
                         Ended::AnsweredThenFailed(answered)
@@ -1376,14 +1409,26 @@ impl Task {
         self.close_asked
             .send_replace(self.close.behind_connect() && self.held.iter().any(|c| matches!(c, Cmd::Close(_))));
         let asked = self.close_asked.subscribe();
+        let progress = Progress::default();
         loop {
             let cfg = self.cfg.clone();
+            // When an attempt a new list left is broken off if still
+            // unanswered (`Reconnect::left_wait`).
+            let mut cut: Option<tokio::time::Instant> = None;
             let outcome = {
-                let attempts = connect_round_robin(&cfg, &shared, &attach, Some(&asked));
+                let attempts = connect_round_robin(&cfg, &shared, &attach, Some(&asked), &progress);
                 tokio::pin!(attempts);
                 loop {
                     tokio::select! {
                         r = &mut attempts => break Some(r),
+                        () = tokio::time::sleep_until(cut.unwrap_or_else(tokio::time::Instant::now)), if cut.is_some() => {
+                            cut = None;
+                            if progress.left.swap(false, Ordering::SeqCst) {
+                                let now = tokio::time::Instant::now().into_std();
+                                lock(&shared).rounds.left_ended(Ended::Unanswered(now));
+                                break None;
+                            }
+                        },
                         cmd = self.rx.recv() => match cmd {
                             None => return Err(End::Closed(None)),
                             // Held like a call: sent on the next connection
@@ -1405,19 +1450,29 @@ impl Task {
                             // An attempt in progress on a server the new list
                             // has goes on, on its connection (unless its wait
                             // is longer than the new list's); any other is
-                            // broken off; the round goes on over the new list
-                            // (`RoundRobin::set_hosts`).
+                            // broken off if its connect was not written, else
+                            // left: its answer is waited for a while, and its
+                            // connection closed unused (`RoundRobin::set_hosts`,
+                            // `Reconnect::left_wait`: outside attack round
+                            // 49, F1); the round goes on over the new list.
                             Some(Cmd::SetHosts(hosts)) => {
                                 let mut rounds = lock(&shared);
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
-                                let now = tokio::time::Instant::now().into_std();
-                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now);
+                                let now = tokio::time::Instant::now();
+                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
+                                let wait = rounds.rounds.rules().left_wait();
                                 rounds.hosts = hosts.clone();
+                                drop(rounds);
                                 self.host_at = None;
                                 self.cfg.connect.hosts = hosts.clone();
                                 self.hosts = hosts;
-                                if !goes_on {
+                                if goes_on || progress.left.load(Ordering::SeqCst) {
+                                    // (A second list keeps the first's wait.)
+                                } else if progress.written.load(Ordering::SeqCst) {
+                                    progress.left.store(true, Ordering::SeqCst);
+                                    cut = Some(now + wait);
+                                } else {
                                     break None;
                                 }
                             },

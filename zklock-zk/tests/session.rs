@@ -899,6 +899,60 @@ fn set_hosts_away_from_a_silent_server_moves_after_the_read_timeout() {
     });
 }
 
+/// A move to a member a moment slow (150 ms each way through a proxy), and
+/// at once on to another (outside attack round 49, F1, its healthy form):
+/// the attempt on the slow member had written its connect, so it is
+/// waited for and closed unused before the next member is asked, and the
+/// slow member's revalidation of the session comes before the next one's.
+/// Broken off at once (before), the slow member read the connect after
+/// the next member had taken the session, became its owner, and the next
+/// member refused the client's next write (`SessionMoved`) and closed the
+/// connection: a failed call and a reconnect.
+#[test]
+fn a_move_on_from_a_slow_member_waits_for_its_answer_and_costs_no_reconnect() {
+    let zk = Cluster::start(ClusterOptions::new().size(3)).expect("ensemble");
+    zk.wait_quorum(Duration::from_secs(60)).expect("quorum");
+    let slow = Proxy::start_with_latency(zk.client_addr(1), Duration::from_millis(150)).unwrap();
+    let addr = |i: usize| zk.client_addr(i).to_string();
+    run(async {
+        let s = connect(&addr(0)).await;
+        let id = s.id();
+        let (node, _) = s.create("/moved-on", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
+        let mut events = s.events();
+        s.set_hosts(&slow.addr().to_string()).unwrap();
+        assert!(matches!(next_event(&mut events, 5).await, SessionEvent::Disconnected { .. }));
+        // The attempt on the slow member has its connection, and its
+        // connect written (right behind the TCP connect), in the proxy.
+        within(5, "the attempt on the slow member", async {
+            while slow.accepted() == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        s.set_hosts(&addr(2)).unwrap();
+        match next_event(&mut events, 10).await {
+            SessionEvent::Connected(c) => assert_eq!(c.server, zk.client_addr(2)),
+            other => panic!("{other:?}"),
+        }
+        // The slow member read the connect long ago.
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        for i in 0..10 {
+            if let Err(e) = s.set_data(&node, format!("{i}").as_bytes(), -1).await {
+                panic!("write {i} after the move: {e}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+            panic!("after the move: {e:?}");
+        }
+        assert_eq!(s.id(), id);
+        let stat = s.exists(&node).await.unwrap().value.expect("the ephemeral node stays");
+        assert_eq!(stat.ephemeral_owner, id);
+        s.close().await;
+    });
+}
+
 /// A connect that a new server list left unanswered on a stalled member,
 /// read by that member when it runs again (outside attack round 49, F1):
 /// ZooKeeper makes that member the session's owner, and the member the
