@@ -1286,12 +1286,14 @@ impl Client {
     /// so calling this again and again neither puts the reconnect off, nor
     /// asks a hung server again before the others, nor opens connections
     /// to a server it keeps. A server written twice counts once. Never
-    /// blocks. An attempt the new list breaks off may still have its
-    /// connect read by its server, which then takes the session: the next
-    /// write on the connection the session went on with is refused and that
-    /// connection closed, its calls in flight failing with
-    /// `ConnectionLoss`, and the session reconnects once more (two lists a
-    /// few milliseconds apart make that likely; see
+    /// blocks. An attempt on a server the new list drops, whose connect was
+    /// written, is waited for (up to a tenth of the session timeout) and
+    /// its connection closed unused before the next server is asked: its
+    /// server, if it reads the connect, does so first. One that a stalled
+    /// server reads later (when it runs again) takes the session over: the
+    /// next write on the connection the session went on with is refused
+    /// and that connection closed, its calls in flight failing with
+    /// `ConnectionLoss`, and the session reconnects once more (see
     /// `docs/connection-state.md`).
     ///
     /// # Errors

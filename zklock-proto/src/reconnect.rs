@@ -913,11 +913,14 @@ impl RoundRobin<Reconnect> {
     /// reconnect search found the session given up while a server slow to
     /// answer read the connects of attempts a refreshed list broke off).
     ///
-    /// An attempt broken off is one whose connect was not written yet; one
-    /// whose connect was written is left: the caller still waits for its
-    /// answer, up to [`Reconnect::left_wait`] (not past its own wait),
-    /// closes it unused, and tells how it ended
-    /// ([`RoundRobin::left_ended`]) before it asks for the next.
+    /// An attempt on a server the new list no longer has, whose connect
+    /// was written, is left rather than broken off: the caller still waits
+    /// for its answer, up to [`Reconnect::left_wait`] (not past its own
+    /// wait), closes it unused, and tells how it ended
+    /// ([`RoundRobin::left_ended`]) before it asks for the next. (One on a
+    /// server the list has, cut for its long wait, is broken off: a server
+    /// that left it unanswered that long is stalled, and reads it whenever
+    /// it runs again.)
     ///
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them) in the new list's order,

@@ -349,6 +349,11 @@ enum What {
     AttemptOver {
         conn: u64,
     },
+    /// The wait for the answer of the attempt on `conn`, which a new list
+    /// left, ends (`Reconnect::left_wait`).
+    LeftCut {
+        conn: u64,
+    },
     /// The next round of attempts.
     NextRound {
         round: u64,
@@ -441,6 +446,11 @@ struct Connecting {
     /// When its connect was answered, while its login steps are on
     /// ([`Run::auth`]).
     answered: Option<Instant>,
+    /// A new list left the attempt in progress (its connect was written):
+    /// as the session layer does, its answer is waited for until
+    /// `What::LeftCut`, the connection is not used, and how it ended is
+    /// told with `RoundRobin::left_ended`.
+    left: bool,
 }
 
 struct World {
@@ -858,7 +868,8 @@ impl World {
                 // tried (the attempt's; between attempts, the last
                 // connection's), which breaks that attempt off.
                 State::Connecting(c) if self.order.len() > 1 => {
-                    let from = self.order[c.attempt.map_or(self.host_at, |(_, host, _)| host)];
+                    let attempt = c.attempt.filter(|_| !c.left);
+                    let from = self.order[attempt.map_or(self.host_at, |(_, host, _)| host)];
                     let order = self.order.iter().copied().filter(|&a| a != from).collect();
                     MOVES_CONNECTING.with(|n| n.set(n.get() + 1));
                     self.set_list(order);
@@ -905,10 +916,15 @@ impl World {
                         // step nothing (as the session layer's handshake
                         // says). A close behind the connect: unanswered.
                         let close_lost = self.close_on == Some((a, true));
-                        c.rounds.ended(match c.answered {
+                        let how = match c.answered {
                             Some(at) if !close_lost => Ended::AnsweredThenFailed(at),
                             _ => Ended::Unanswered(self.now),
-                        });
+                        };
+                        if std::mem::take(&mut c.left) {
+                            c.rounds.left_ended(how);
+                        } else {
+                            c.rounds.ended(how);
+                        }
                         self.known[a as usize] = true;
                         self.leave(a);
                         // A close behind a connect answered without its own
@@ -916,6 +932,19 @@ impl World {
                         if self.close_on == Some((a, true)) && self.close_given_up() {
                             return;
                         }
+                        self.next_attempt();
+                    }
+                }
+            },
+            What::LeftCut { conn } => {
+                if let State::Connecting(c) = &mut self.state {
+                    if c.left && c.attempt.is_some_and(|(a, _, _)| a == conn) {
+                        // Still unanswered: broken off now.
+                        c.attempt = None;
+                        c.left = false;
+                        c.rounds.left_ended(Ended::Unanswered(self.now));
+                        self.known[conn as usize] = true;
+                        self.leave(conn);
                         self.next_attempt();
                     }
                 }
@@ -994,11 +1023,16 @@ impl World {
                     // sent again once.
                     if let Some((conn, _, _)) = c.attempt.take() {
                         let close_lost = self.close_on == Some((conn, true));
-                        c.rounds.ended(match c.answered {
+                        let how = match c.answered {
                             _ if close_lost => Ended::Unanswered(self.now),
                             Some(at) => Ended::AnsweredThenFailed(at),
                             None => Ended::Transient,
-                        });
+                        };
+                        if std::mem::take(&mut c.left) {
+                            c.rounds.left_ended(how);
+                        } else {
+                            c.rounds.ended(how);
+                        }
                         self.server_open[conn as usize] = false;
                         self.leave(conn);
                         if close_lost && self.close_given_up() {
@@ -1072,6 +1106,15 @@ impl World {
                     return;
                 }
                 c.attempt = None;
+                if !alive && c.left {
+                    // A left attempt's word is not the new list's: one of
+                    // its servers is asked.
+                    c.left = false;
+                    self.server_open[conn as usize] = false;
+                    self.leave(conn);
+                    self.next_attempt();
+                    return;
+                }
                 if !alive {
                     // Answered with timeout 0 (or the session ended since
                     // the connect): the session is gone, once a second
@@ -1095,6 +1138,11 @@ impl World {
                         self.send(conn, Req::Auth(step + 1));
                         return;
                     }
+                    if c.left {
+                        // Left: closed unused.
+                        self.left_answered(conn, answered);
+                        return;
+                    }
                     // The last login step answered: the connection is used.
                     self.use_connection(conn, host, sent, answered);
                     return;
@@ -1103,6 +1151,11 @@ impl World {
                     // The close's answer comes next: the attempt waits for it.
                     c.attempt = Some((attempt, host, sent));
                     self.close_on = Some((conn, true));
+                    return;
+                }
+                if c.left {
+                    // Left: closed unused, without its login steps.
+                    self.left_answered(conn, self.now);
                     return;
                 }
                 if self.run.auth > 0 {
@@ -1131,6 +1184,18 @@ impl World {
     }
 
     /// The server answered that the session is gone.
+    /// The attempt on `conn`, which a new list left, was answered at
+    /// `answered` (its connect's answer): its connection is closed unused,
+    /// and the rounds go on over the new list.
+    fn left_answered(&mut self, conn: u64, answered: Instant) {
+        let State::Connecting(c) = &mut self.state else { return };
+        LEFT.with(|n| n.set((n.get().0, n.get().1 + 1)));
+        c.left = false;
+        c.rounds.left_ended(Ended::AnsweredThenFailed(answered));
+        self.leave(conn);
+        self.next_attempt();
+    }
+
     fn session_gone(&mut self) {
         self.state = State::Ended;
         if self.close == Close::Held {
@@ -1230,14 +1295,18 @@ impl World {
         // with the list's first.
         let from = (!std::mem::take(&mut self.moving)).then_some(self.host_at);
         let rounds = RoundRobin::after_loss(policy, self.order.len(), from, self.now, in_flight);
-        self.state = State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None }));
+        self.state =
+            State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None, left: false }));
         self.next_attempt();
     }
 
     /// The client sets the server list to `order` (addresses), as the
     /// session layer's `set_hosts` does while it is not moving a connected
     /// session: while reconnecting, an attempt on a server the new list
-    /// keeps goes on unless its wait is too long, else it is broken off.
+    /// keeps goes on unless its wait is too long (then it is broken off);
+    /// one on a server the list no longer has is left if its connect was
+    /// written (its answer waited for up to `Reconnect::left_wait`, its
+    /// connection then closed unused), else broken off.
     fn set_list(&mut self, order: Vec<usize>) {
         let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
         self.host_at = kept[self.host_at].unwrap_or(0);
@@ -1258,9 +1327,26 @@ impl World {
                 // once (a pause in progress ends): the pending
                 // `NextRound` is for a pause that is over.
                 c.round += 1;
-                if let Some((conn, _, _)) = c.attempt.take() {
-                    self.known[conn as usize] = true;
-                    self.leave(conn);
+                if c.left {
+                    // A second list: the first one's wait goes on.
+                    return;
+                }
+                match c.attempt {
+                    // On a server gone from the list, its connect written:
+                    // left, not broken off.
+                    Some((conn, host, _)) if kept[host].is_none() && self.handshaken[conn as usize] => {
+                        LEFT.with(|n| n.set((n.get().0 + 1, n.get().1)));
+                        c.left = true;
+                        let cut = now + c.rounds.rules().left_wait();
+                        self.at(cut, What::LeftCut { conn });
+                        return;
+                    },
+                    Some((conn, _, _)) => {
+                        c.attempt = None;
+                        self.known[conn as usize] = true;
+                        self.leave(conn);
+                    },
+                    None => {},
                 }
                 self.next_attempt();
             }
@@ -1311,6 +1397,7 @@ impl World {
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     c.answered = None;
+                    c.left = false;
                     self.at(until, What::AttemptOver { conn });
                     if self.run.tls {
                         self.handshake(conn);
@@ -1470,6 +1557,9 @@ thread_local! {
     static MOVES_CONNECTING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Runs over TLS made by this thread.
     static TLS_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Attempts a new list left (their connects written) by this thread's
+    /// runs, and how many of them were answered.
+    static LEFT: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 /// Runs `run`; the verdict.
@@ -1885,8 +1975,10 @@ fn reconnect_search_keeps_every_promise() {
     let started = Instant::now();
     let random = std::env::var("ZKLOCK_RECONNECT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let (made, found) = search(Default::default(), Default::default(), random);
+    let (left, left_answered) = LEFT.with(std::cell::Cell::get);
     eprintln!(
-        "{made} runs in {:?} ({} over TLS, {} moves while reconnecting)",
+        "{made} runs in {:?} ({} over TLS, {} moves while reconnecting, {left} attempts left by a list, \
+         {left_answered} of them answered)",
         started.elapsed(),
         TLS_RUNS.with(std::cell::Cell::get),
         MOVES_CONNECTING.with(std::cell::Cell::get)

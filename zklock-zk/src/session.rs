@@ -639,7 +639,12 @@ impl Session {
     /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
     /// new list has goes on, on its own connection and with its own wait
     /// (unless that wait is longer than one on the new list would be: then
-    /// its connection is closed), and the servers this round has not asked
+    /// its connection is closed); one on a server the list drops is closed
+    /// at once if its connect was not written yet, else its answer is
+    /// waited for (up to [`Reconnect::left_wait`]) and its connection then
+    /// closed unused, so that its server's revalidation of the session comes
+    /// before the next one's (else the next server refuses the session's
+    /// next write: `SessionMoved`); the servers this round has not asked
     /// yet follow in the new list's order.
     ///
     /// # Errors
@@ -1449,17 +1454,22 @@ impl Task {
                             }
                             // An attempt in progress on a server the new list
                             // has goes on, on its connection (unless its wait
-                            // is longer than the new list's); any other is
-                            // broken off if its connect was not written, else
-                            // left: its answer is waited for a while, and its
-                            // connection closed unused (`RoundRobin::set_hosts`,
-                            // `Reconnect::left_wait`: outside attack round
-                            // 49, F1); the round goes on over the new list.
+                            // is longer than the new list's: then it is
+                            // broken off); one on a server the list no longer
+                            // has is broken off if its connect was not
+                            // written, else left: its answer is waited for a
+                            // while, and its connection closed unused
+                            // (`RoundRobin::set_hosts`, `Reconnect::left_wait`:
+                            // outside attack round 49, F1); the round goes on
+                            // over the new list.
                             Some(Cmd::SetHosts(hosts)) => {
                                 let mut rounds = lock(&shared);
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                                 let now = tokio::time::Instant::now();
+                                // Whether the attempt's server (if one is in
+                                // progress) is gone from the list.
+                                let gone = kept.get(rounds.rounds.current()).is_none_or(Option::is_none);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
                                 let wait = rounds.rounds.rules().left_wait();
                                 rounds.hosts = hosts.clone();
@@ -1469,7 +1479,7 @@ impl Task {
                                 self.hosts = hosts;
                                 if goes_on || progress.left.load(Ordering::SeqCst) {
                                     // (A second list keeps the first's wait.)
-                                } else if progress.written.load(Ordering::SeqCst) {
+                                } else if gone && progress.written.load(Ordering::SeqCst) {
                                     progress.left.store(true, Ordering::SeqCst);
                                     cut = Some(now + wait);
                                 } else {
