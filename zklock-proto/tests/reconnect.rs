@@ -20,7 +20,13 @@
 //!   and the session's connection is reset when it goes down. A **slow**
 //!   server (or its proxy) answers each connect `D` after reading it.
 //!   A **reset** (the proxy's RST) ends the client's connection at once;
-//!   what the server had not read on it is lost.
+//!   what the server had not read on it is lost. The address whose
+//!   connect the server read last **owns** the session (ZooKeeper's member
+//!   that revalidated it last); a heartbeat read on a connection through
+//!   another address is refused (`SessionMoved`) and that connection
+//!   closed by the server. One address may be **slow**: its messages take
+//!   longer each way (a member behind a slow network or a busy proxy), so
+//!   a connect sent there can be read after one sent later elsewhere.
 //! - The client does what `zklock-zk`'s session task and `zklock-core`'s
 //!   heartbeat do: a `sync` (a write once the clock ran out, and on a new
 //!   connection until one is answered: `Clock::heartbeat_write`) every
@@ -103,6 +109,10 @@
 //!   attack round 38, F1: with the others refusing, the one reachable
 //!   server was asked about 40 times and its true word taken `4/3 T`
 //!   late). Counted from a new list again, if one comes.
+//! - **owned** (runs with two moves a moment apart and every server
+//!   healthy): no request is refused as moved (outside attack round 49,
+//!   F1: the session layer broke the first move's attempt off, and its
+//!   slow server read the connect after the next one's).
 //! - **closed** (runs with a close): by then the close is done (answered
 //!   or given up) and the session has ended; through an outage it
 //!   survives, by the close (the server read it), not by its expiry: its
@@ -143,9 +153,10 @@
 //! connect (**prompt**; round 35's F3 broke it: `old_held_stamps`). A
 //! move that comes while the client reconnects takes the server being
 //! tried out of the list (the attempt's; between attempts, the last
-//! connection's): the attempt is broken off, as `RoundRobin::set_hosts`
-//! says for a server the new list does not keep, and the rounds go on
-//! over the new list (a quarter of the random runs again: a move at any
+//! connection's): the attempt is left if its connect was written (waited
+//! for up to `Reconnect::left_wait`, closed unused), else broken off, as
+//! `RoundRobin::set_hosts` says for a server the new list does not keep,
+//! and the rounds go on over the new list (a quarter of the random runs again: a move at any
 //! moment of an outage of the own address, with a healthy address left,
 //! among stalls, refusals and a server slow to answer connects).
 //!
@@ -169,8 +180,17 @@
 //! the next connection goes behind the connect once the handshake is
 //! done.
 //!
-//! Not modelled: an ensemble (followers' reports, leader changes, the
-//! session's owner: `sim.rs` models those for the lock's machines, with
+//! Some runs move twice a moment apart, the first time to a slow address
+//! (`double_move_runs`): the attempt there is left, not broken off, by the
+//! second move (its connect was written), waited for up to
+//! `Reconnect::left_wait` and closed unused, so its server's read of the
+//! connect comes before the next one's (**owned**);
+//! `a_second_move_waits_for_the_left_attempt` finds round 49's F1 in them
+//! with the attempt broken off at once (`Run::break_off_left`).
+//!
+//! Not modelled: an ensemble (followers' reports, leader changes; the
+//! session's owner only as above, a member stalled apart from the others
+//! not at all: `sim.rs` models an ensemble for the lock's machines, with
 //! connects at once), the client's own stalls, TLS session resumption or
 //! a handshake of two round trips (TLS 1.2).
 
@@ -293,6 +313,18 @@ struct Run {
     /// The glue before round 35's F3: the replies of heartbeats held
     /// through a move carry no connect times.
     old_held_stamps: bool,
+    /// A second move this long after [`Run::move_at`]: while the client
+    /// reconnects, it takes the server being tried out of the list.
+    move_again: Option<Duration>,
+    /// Address `a`'s messages take `d` more each way (a member behind a
+    /// slow network or a busy proxy; the server otherwise the same).
+    slow_addr: Option<(usize, Duration)>,
+    /// The session layer before round 49's F1 fix: an attempt a new list
+    /// left is broken off at once, its connect read whenever it arrives.
+    break_off_left: bool,
+    /// **owned**: no request is refused as moved (every server healthy,
+    /// none slower than `Reconnect::left_wait` allows for).
+    owned: bool,
     /// One outage the documents promise the clock outlasts.
     covered: bool,
     /// One outage short enough that the session must outlive it (the
@@ -324,6 +356,10 @@ impl Run {
             auth: 0,
             move_at: None,
             old_held_stamps: false,
+            move_again: None,
+            slow_addr: None,
+            break_off_left: false,
+            owned: false,
             covered: false,
             survives: false,
             bugs: Default::default(),
@@ -352,6 +388,11 @@ enum What {
     /// The wait for the answer of the attempt on `conn`, which a new list
     /// left, ends (`Reconnect::left_wait`).
     LeftCut {
+        conn: u64,
+    },
+    /// The server's close of `conn` (after refusing a request as moved)
+    /// reaches the client.
+    ServerClosed {
         conn: u64,
     },
     /// The next round of attempts.
@@ -490,6 +531,13 @@ struct World {
     handshaken: Vec<bool>,
     /// A move is under way ([`Run::move_at`]).
     moving: bool,
+    /// The address whose connect the server read last: the session's owner
+    /// (ZooKeeper's member that revalidated it last). A heartbeat read on
+    /// a connection through another is refused (`SessionMoved`), and the
+    /// server closes that connection.
+    owner: usize,
+    /// The first such refusal: when, and on which connection.
+    refused: Option<(Instant, u64)>,
     /// Heartbeats made during the move (writes or not), for the next
     /// connection.
     held_beats: Vec<bool>,
@@ -579,6 +627,8 @@ impl World {
             outstanding: vec![0],
             handshaken: vec![true],
             moving: false,
+            owner: 0,
+            refused: None,
             held_beats: Vec::new(),
             first_write: None,
             late_credit: None,
@@ -618,6 +668,9 @@ impl World {
         }
         if let Some(at) = w.run.move_at {
             w.at(base + at, What::Move);
+            if let Some(again) = w.run.move_again {
+                w.at(base + at + again, What::Move);
+            }
         }
         w.at(base + t, What::Expiry { touch: 0 });
         w.at(base + WIRE, What::HeartbeatDue { gen: 0 });
@@ -750,8 +803,16 @@ impl World {
             }
             return;
         }
-        let read = self.runs_from(self.now + self.wire());
+        let read = self.runs_from(self.now + self.wire() + self.extra(conn));
         self.at(read, What::Read { conn, req });
+    }
+
+    /// What `conn`'s address adds to each way ([`Run::slow_addr`]).
+    fn extra(&self, conn: u64) -> Duration {
+        match self.run.slow_addr {
+            Some((a, d)) if self.conn_addr[conn as usize].0 == a => d,
+            _ => Duration::ZERO,
+        }
     }
 
     /// The client stops reading `conn` (closes it, or it was reset).
@@ -814,6 +875,22 @@ impl World {
                     return;
                 }
                 let alive = self.expired_at.is_none() && self.closed_at.is_none();
+                let addr = self.conn_addr[conn as usize].0;
+                if alive && req == Req::Connect {
+                    self.owner = addr;
+                }
+                if alive && matches!(req, Req::Beat { .. }) && addr != self.owner {
+                    // Refused as moved (touched all the same: the member
+                    // took the request), and the connection closed.
+                    self.touches.push(self.now);
+                    self.touched_on.push(conn);
+                    let touch = (self.touches.len() - 1) as u64;
+                    self.at(self.now + t, What::Expiry { touch });
+                    self.refused.get_or_insert((self.now, conn));
+                    self.server_open[conn as usize] = false;
+                    self.at(self.now + self.wire() + self.extra(conn), What::ServerClosed { conn });
+                    return;
+                }
                 if alive && req == Req::Close {
                     // The session and its nodes end now; the answer follows.
                     self.closed_at = Some(self.now);
@@ -831,7 +908,7 @@ impl World {
                 if req == Req::Connect {
                     self.connect_busy[conn as usize] = self.now + delay;
                 }
-                self.at(self.now + delay + self.wire(), What::Recv { conn, req, alive });
+                self.at(self.now + delay + self.wire() + self.extra(conn), What::Recv { conn, req, alive });
             },
             What::Recv { conn, req, alive } => {
                 // Held in the network until the hold ends (in order: the
@@ -934,6 +1011,11 @@ impl World {
                         }
                         self.next_attempt();
                     }
+                }
+            },
+            What::ServerClosed { conn } => {
+                if matches!(self.state, State::Connected { conn: c, .. } if c == conn) {
+                    self.lose(conn);
                 }
             },
             What::LeftCut { conn } => {
@@ -1253,8 +1335,9 @@ impl World {
         if self.silent(conn) {
             return;
         }
-        let answered = if self.stale(conn) { self.now + self.wire() } else { self.runs_from(self.now + self.wire()) };
-        self.at(answered + self.wire(), What::Hello { conn });
+        let wire = self.wire() + self.extra(conn);
+        let answered = if self.stale(conn) { self.now + wire } else { self.runs_from(self.now + wire) };
+        self.at(answered + wire, What::Hello { conn });
     }
 
     /// A held close goes behind the connect of the attempt on `conn`, as
@@ -1334,7 +1417,9 @@ impl World {
                 match c.attempt {
                     // On a server gone from the list, its connect written:
                     // left, not broken off.
-                    Some((conn, host, _)) if kept[host].is_none() && self.handshaken[conn as usize] => {
+                    Some((conn, host, _))
+                        if kept[host].is_none() && self.handshaken[conn as usize] && !self.run.break_off_left =>
+                    {
                         LEFT.with(|n| n.set((n.get().0 + 1, n.get().1)));
                         c.left = true;
                         let cut = now + c.rounds.rules().left_wait();
@@ -1527,6 +1612,17 @@ impl World {
                 return Err(("back", format!("the session lives, but at the end the client is {:?}", self.state)));
             }
         }
+        if let (true, Some((at, conn))) = (self.run.owned, self.refused) {
+            return Err((
+                "owned",
+                format!(
+                    "at {:.1} ms a request on connection {conn} (address {}) was refused: the session moved to address {}",
+                    ms(at),
+                    self.conn_addr[conn as usize].0,
+                    self.owner
+                ),
+            ));
+        }
         if let Some((at, n)) = self.asked_again {
             return Err((
                 "told",
@@ -1717,7 +1813,7 @@ fn search(
             }
         }
     }
-    for run in move_runs(bugs, clock_bugs) {
+    for run in move_runs(bugs, clock_bugs).into_iter().chain(double_move_runs(bugs, clock_bugs, false)) {
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -1889,6 +1985,46 @@ fn move_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::cloc
                             bugs,
                             clock_bugs,
                             ..Run::new(t, hosts, 1, vec![Fault::Hang { at, len: t * 3, reset }])
+                        });
+                    }
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// Two moves a moment apart (outside attack round 49, F1): the first to
+/// the next address, which is slow by `T/200` to `T/25` each way, the
+/// second (1 or 2 ms, or `T/100`, later, while the client connects to it)
+/// to the last; three or four addresses, no fault: every server healthy,
+/// so no request may be refused as moved (**owned**). With
+/// `break_off_left` the attempt on the slow address is broken off at once
+/// (the session layer before the fix).
+fn double_move_runs(
+    bugs: zklock_proto::reconnect::Bugs,
+    clock_bugs: zklock_proto::clock::Bugs,
+    break_off_left: bool,
+) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for timeout_ms in [1_000u64, 4_000, 10_000] {
+        let t = Duration::from_millis(timeout_ms);
+        for phase in 0..8u32 {
+            let at = t * 3 / 2 + t / 8 * phase / 8;
+            for hosts in [3usize, 4] {
+                for slow in [t / 200, t / 100, t / 50, t / 25] {
+                    for again in [Duration::from_millis(1), Duration::from_millis(2), t / 100] {
+                        runs.push(Run {
+                            move_at: Some(at),
+                            move_again: Some(again),
+                            slow_addr: Some((1, slow)),
+                            break_off_left,
+                            owned: true,
+                            survives: true,
+                            covered: true,
+                            bugs,
+                            clock_bugs,
+                            ..Run::new(t, hosts, 0, vec![])
                         });
                     }
                 }
@@ -2324,6 +2460,33 @@ fn a_write_held_through_a_move_credits_the_reconnect() {
         }
         eprintln!("old glue {old}: {late} of {runs} move runs late");
         assert_eq!(late > 0, old, "old glue {old}: {late} of {runs} late");
+    }
+}
+
+/// Round 49's F1 in the model: two moves a moment apart, the first to a
+/// slow address; with the attempt on it broken off at once (the session
+/// layer before the fix) its connect is read after the next address's, the
+/// session's owner moves there and a request on the client's connection
+/// is refused; left and waited for (the fix), none is, in every run.
+#[test]
+fn a_second_move_waits_for_the_left_attempt() {
+    for old in [false, true] {
+        let (mut refused, mut runs) = (0, 0);
+        for run in double_move_runs(Default::default(), Default::default(), old) {
+            runs += 1;
+            match simulate(&run) {
+                Ok(()) => {},
+                Err(("owned", _)) if old => refused += 1,
+                Err((kind, what)) => panic!("broken off {old}: {kind}: {what}\nrun: {run:?}"),
+            }
+        }
+        let (left, answered) = LEFT.with(std::cell::Cell::take);
+        eprintln!(
+            "broken off {old}: {refused} of {runs} double moves refused as moved ({left} attempts left, {answered} \
+             answered)"
+        );
+        assert_eq!(refused > 0, old, "broken off {old}: {refused} of {runs}");
+        assert_eq!(answered > 0, !old, "left and answered: {answered}");
     }
 }
 
