@@ -306,6 +306,7 @@ pub enum FaultKind {
     StaleMember,
     /// The holder's client is given a server list without the member it
     /// is connected through (`set_hosts`, a move), either while connected
+    /// (in half of those twice, 2 ms apart, to one other member each time)
     /// or while it reconnects (all its proxies blackholed past its read
     /// timeout, by up to the session timeout more, so that the session
     /// expires in most; the move made, the other members' proxies

@@ -370,7 +370,8 @@ impl Chaos<'_> {
     }
 
     /// Moves `holder`'s client off the member it is connected through
-    /// (`move-holder`): connected, or while it reconnects (every member
+    /// (`move-holder`): connected (in half of those twice, a moment apart,
+    /// each time to one other member), or while it reconnects (every member
     /// silent past its read timeout, by up to the session timeout more:
     /// the session expires in most), then back to the whole list. The
     /// fault's start, or `None` if the holder was not connected.
@@ -382,6 +383,10 @@ impl Chaos<'_> {
         let others: Vec<String> =
             proxies.iter().enumerate().filter(|&(i, _)| i != member).map(|(_, p)| p.addr().to_string()).collect();
         let reconnecting = rng.range(0, 1) == 1;
+        // Connected, half the moves are double: to one other member, and
+        // a moment later (while the first move connects) to another, whose
+        // list drops the first one's (outside attack round 49, F1).
+        let double = !reconnecting && others.len() >= 2 && rng.range(0, 1) == 1;
         let start = mono_ns();
         if reconnecting {
             // Every member silent past the read timeout (2/3 of the
@@ -392,7 +397,7 @@ impl Chaos<'_> {
             let beyond = rng.range(50, self.session_timeout.as_millis() as u64);
             std::thread::sleep(self.session_timeout * 2 / 3 + Duration::from_millis(beyond));
         }
-        self.move_client(holder, &others.join(","))?;
+        self.move_client(holder, &if double { others.join("\n") } else { others.join(",") })?;
         if reconnecting {
             std::thread::sleep(Duration::from_millis(rng.range(20, 300)));
             proxies.iter().enumerate().filter(|&(i, _)| i != member).for_each(|(_, p)| p.heal());

@@ -53,9 +53,14 @@ type Clients = Arc<Mutex<BTreeMap<u32, Client>>>;
 /// How often the moves' directory is read.
 const MOVES_POLL: Duration = Duration::from_millis(10);
 
+/// Between the lists of one move file (outside attack round 49, F1: a
+/// second `set_hosts` while the first move connects).
+const DOUBLE_MOVE_GAP: Duration = Duration::from_millis(2);
+
 /// Reads `dir` every [`MOVES_POLL`] until `stop`: each `move-<id>` file's
-/// content is given to contender `id`'s client as its server list, and the
-/// file removed (the orchestrator writes it whole, by a rename).
+/// lines are given to contender `id`'s client as its server list, one
+/// after the other ([`DOUBLE_MOVE_GAP`] apart), and the file removed (the
+/// orchestrator writes it whole, by a rename).
 fn take_moves(dir: &std::path::Path, clients: &Clients, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(MOVES_POLL);
@@ -69,9 +74,16 @@ fn take_moves(dir: &std::path::Path, clients: &Clients, stop: &AtomicBool) {
             let Some(client) = clients.lock().ok().and_then(|c| c.get(&cid).cloned()) else { continue };
             let Ok(hosts) = std::fs::read_to_string(entry.path()) else { continue };
             let _ = std::fs::remove_file(entry.path());
-            match client.set_hosts(hosts.trim()) {
-                Ok(()) => eprintln!("{:.3} contender {cid}: moved to {}", secs(), hosts.trim()),
-                Err(e) => eprintln!("{:.3} contender {cid}: set_hosts({}): {e}", secs(), hosts.trim()),
+            // One list per line, [`DOUBLE_MOVE_GAP`] apart: a second move
+            // while the first one connects.
+            for (k, hosts) in hosts.lines().map(str::trim).filter(|l| !l.is_empty()).enumerate() {
+                if k > 0 {
+                    std::thread::sleep(DOUBLE_MOVE_GAP);
+                }
+                match client.set_hosts(hosts) {
+                    Ok(()) => eprintln!("{:.3} contender {cid}: moved to {hosts}", secs()),
+                    Err(e) => eprintln!("{:.3} contender {cid}: set_hosts({hosts}): {e}", secs()),
+                }
             }
         }
     }
