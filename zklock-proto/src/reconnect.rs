@@ -292,10 +292,10 @@ impl Reconnect {
     /// makes that one the session's owner; broken off at once, a server a
     /// moment slow (a network's latency) read it after the next server's,
     /// took the session over, and the server the client was on refused
-    /// its next write and closed the connection (outside attack round 49,
-    /// F1). Bounded, so that a stalled server (which reads it whenever it
-    /// runs again, whatever the client does) holds the move back only
-    /// briefly.
+    /// its next write and closed the connection (outside attack rounds 49
+    /// and 50, F1). Bounded, so that a stalled server (which reads it
+    /// whenever it runs again, whatever the client does) holds the move
+    /// back only briefly.
     pub fn left_wait(&self) -> Duration {
         self.timeout / 10
     }
@@ -815,8 +815,8 @@ impl<R: Rules> RoundRobin<R> {
     }
 
     /// An attempt a new list left ([`RoundRobin::set_hosts`]) ended `how`
-    /// (its connection closed unused): counted in the rules only (its
-    /// server is not in the list; the round went on over the new one). An
+    /// (its connection closed unused): counted in the rules only (the round
+    /// went on over the new list). An
     /// answer renewed the session ([`Ended::AnsweredThenFailed`]); a
     /// connect unanswered until the wait for it ended may be read later
     /// ([`Ended::Unanswered`]); the others touched nothing.
@@ -913,14 +913,15 @@ impl RoundRobin<Reconnect> {
     /// reconnect search found the session given up while a server slow to
     /// answer read the connects of attempts a refreshed list broke off).
     ///
-    /// An attempt on a server the new list no longer has, whose connect
-    /// was written, is left rather than broken off: the caller still waits
-    /// for its answer, up to [`Reconnect::left_wait`] (not past its own
-    /// wait), closes it unused, and tells how it ended
-    /// ([`RoundRobin::left_ended`]) before it asks for the next. (One on a
-    /// server the list has, cut for its long wait, is broken off: a server
-    /// that left it unanswered that long is stalled, and reads it whenever
-    /// it runs again.)
+    /// An attempt that does not go on, whose connect was written, is left
+    /// rather than broken off: the caller still waits for its answer, up to
+    /// [`Reconnect::left_wait`] (not past its own wait); answered while its
+    /// server is in the list (as it is then), its connection is used;
+    /// else the caller closes it unused and tells how it ended
+    /// ([`RoundRobin::left_ended`]) before it asks for the next. (Round 50,
+    /// F1: an attempt on a one-server list that grew, its wait cut, was
+    /// broken off at once, and its server, slow, read the connect after
+    /// the next one's.)
     ///
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them) in the new list's order,

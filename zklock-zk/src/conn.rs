@@ -98,22 +98,27 @@ pub(crate) enum Failure {
     /// lost with its connection ([`zklock_proto::reconnect::Closing`]).
     CloseLost,
     /// The connect was answered, at `answered`, after a new server list
-    /// left the attempt ([`Progress::left`]): not used (no login steps).
+    /// left the attempt and dropped its server ([`Progress::left`],
+    /// [`Progress::gone`]): not used (no login steps).
     Left {
         /// When the connect's answer was read.
         answered: Instant,
     },
 }
 
-/// An attempt's progress, shared with the session task while it runs:
-/// whether its connect was handed to the socket (from then on its server
-/// may read it), and whether a new server list left it (its server is no
-/// longer in the list: its answer is waited for, but the connection is not
-/// used: `zklock_proto::reconnect::RoundRobin::set_hosts`).
+/// An attempt's progress, shared with the session task while it runs.
 #[derive(Default)]
 pub(crate) struct Progress {
+    /// Its connect was handed to the socket: from then on its server may
+    /// read it.
     pub written: AtomicBool,
+    /// A new server list did not let it go on
+    /// (`zklock_proto::reconnect::RoundRobin::set_hosts`): its answer is
+    /// waited for a while, and its connection used only if its server is
+    /// in the list then.
     pub left: AtomicBool,
+    /// Its server is not in the list (as the last new one has it).
+    pub gone: AtomicBool,
 }
 
 /// Whether the session's close was asked while it reconnects. An attempt
@@ -162,7 +167,7 @@ pub(crate) struct Attach {
 
 /// Tries `host` until `deadline`, telling `progress` when its connect is
 /// written and ending with [`Failure::Left`] once it is answered if
-/// `progress` says a new list left it meanwhile.
+/// `progress` says a new list left it and dropped its server meanwhile.
 pub(crate) async fn attempt(
     cfg: &Config,
     host: &Host,
@@ -289,7 +294,7 @@ pub(crate) async fn attempt(
     if response.read_only {
         return Err(Failure::Transient("the server is read-only".to_string()));
     }
-    if progress.left.load(Ordering::SeqCst) {
+    if progress.left.load(Ordering::SeqCst) && progress.gone.load(Ordering::SeqCst) {
         return Err(Failure::Left { answered });
     }
     // A valid answer: the server renewed the session when it read the

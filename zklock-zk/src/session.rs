@@ -333,7 +333,7 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts });
+        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts, attempting: None });
         let ready = connect_round_robin(&config, &shared, &attach, None, &Progress::default()).await;
         let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
@@ -637,15 +637,15 @@ impl Session {
     /// connection; it expires if none takes it within the session
     /// timeout). While reconnecting, the attempts go on over the new list
     /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
-    /// new list has goes on, on its own connection and with its own wait
-    /// (unless that wait is longer than one on the new list would be: then
-    /// its connection is closed); one on a server the list drops is closed
-    /// at once if its connect was not written yet, else its answer is
-    /// waited for (up to [`Reconnect::left_wait`]) and its connection then
-    /// closed unused, so that its server's revalidation of the session comes
-    /// before the next one's (else the next server refuses the session's
-    /// next write: `SessionMoved`); the servers this round has not asked
-    /// yet follow in the new list's order.
+    /// new list has goes on, on its own connection and with its own wait,
+    /// unless that wait is longer than one on the new list would be, or its
+    /// server is not in the new list: then it is closed at once if its
+    /// connect was not written yet, else its answer is waited for (up to
+    /// [`Reconnect::left_wait`]), and its connection used if its server is
+    /// in the list then, else closed unused, so that its server's
+    /// revalidation of the session comes before the next one's (else the
+    /// next server refuses the session's next write: `SessionMoved`); the
+    /// servers this round has not asked yet follow in the new list's order.
     ///
     /// # Errors
     ///
@@ -983,6 +983,8 @@ enum RoundsEnd {
 struct Rounds<R> {
     hosts: Vec<Host>,
     rounds: RoundRobin<R>,
+    /// The server of the attempt in progress.
+    attempting: Option<Host>,
 }
 
 fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
@@ -1032,15 +1034,22 @@ async fn connect_round_robin<R: Rules>(
                 };
                 progress.written.store(false, Ordering::SeqCst);
                 progress.left.store(false, Ordering::SeqCst);
+                progress.gone.store(false, Ordering::SeqCst);
+                lock(shared).attempting = Some(host.clone());
                 let deadline = tokio::time::Instant::from_std(until);
                 let result = attempt(cfg, &host, attach, deadline, close, progress).await;
                 progress.written.store(false, Ordering::SeqCst);
+                lock(shared).attempting = None;
                 if progress.left.swap(false, Ordering::SeqCst) {
-                    // Left by a new list: its connection is closed unused
-                    // (dropped here), after its server's answer if it came.
+                    // Left by a new list: answered while its server is in
+                    // the list (as it is now), its connection is used;
+                    // else it is closed unused (dropped here).
                     let now = tokio::time::Instant::now().into_std();
                     let how = match result {
-                        Ok(r) => Ended::AnsweredThenFailed(r.answered),
+                        Ok(r) => match lock(shared).hosts.iter().position(|h| *h == host) {
+                            Some(at) => return Ok((r, at)),
+                            None => Ended::AnsweredThenFailed(r.answered),
+                        },
                         Err(Failure::Left { answered } | Failure::AnsweredThenFailed { answered, .. }) => {
                             Ended::AnsweredThenFailed(answered)
                         },
@@ -1408,7 +1417,7 @@ impl Task {
         // next one after a silence ([`RoundRobin::after_loss`]); over a new
         // server list (`set_hosts`) with the same deadline.
         let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std(), in_flight);
-        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds });
+        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds, attempting: None });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
         self.close_asked
@@ -1454,14 +1463,13 @@ impl Task {
                             }
                             // An attempt in progress on a server the new list
                             // has goes on, on its connection (unless its wait
-                            // is longer than the new list's: then it is
-                            // broken off); one on a server the list no longer
-                            // has is broken off if its connect was not
-                            // written, else left: its answer is waited for a
-                            // while, and its connection closed unused
-                            // (`RoundRobin::set_hosts`, `Reconnect::left_wait`:
-                            // outside attack round 49, F1); the round goes on
-                            // over the new list.
+                            // is longer than the new list's); any other is
+                            // broken off if its connect was not written, else
+                            // left: its answer is waited for a while, and its
+                            // connection used if its server is in the list
+                            // then, else closed unused (`RoundRobin::set_hosts`,
+                            // `Reconnect::left_wait`: outside attack rounds 49
+                            // and 50, F1); the round goes on over the new list.
                             Some(Cmd::SetHosts(hosts)) => {
                                 let mut rounds = lock(&shared);
                                 let kept: Vec<Option<usize>> =
@@ -1469,7 +1477,8 @@ impl Task {
                                 let now = tokio::time::Instant::now();
                                 // Whether the attempt's server (if one is in
                                 // progress) is gone from the list.
-                                let gone = kept.get(rounds.rounds.current()).is_none_or(Option::is_none);
+                                let gone = rounds.attempting.as_ref().is_none_or(|h| !hosts.contains(h));
+                                progress.gone.store(gone, Ordering::SeqCst);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
                                 let wait = rounds.rounds.rules().left_wait();
                                 rounds.hosts = hosts.clone();
@@ -1479,7 +1488,7 @@ impl Task {
                                 self.hosts = hosts;
                                 if goes_on || progress.left.load(Ordering::SeqCst) {
                                     // (A second list keeps the first's wait.)
-                                } else if gone && progress.written.load(Ordering::SeqCst) {
+                                } else if progress.written.load(Ordering::SeqCst) {
                                     progress.left.store(true, Ordering::SeqCst);
                                     cut = Some(now + wait);
                                 } else {

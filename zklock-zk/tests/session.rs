@@ -910,6 +910,26 @@ fn set_hosts_away_from_a_silent_server_moves_after_the_read_timeout() {
 /// connection: a failed call and a reconnect.
 #[test]
 fn a_move_on_from_a_slow_member_waits_for_its_answer_and_costs_no_reconnect() {
+    second_list_while_moving_to_a_slow_member(false);
+}
+
+/// As above, but the second list keeps the slow member and adds another
+/// (an ensemble that grew: outside attack round 50, F1): the attempt on
+/// the slow member, alone in the first list, waits the whole timeout,
+/// longer than one among two would, so it does not go on; it is waited
+/// for all the same, and its connection, answered while its member is in
+/// the list, used. Broken off at once (before), the session went on with
+/// the other member and the slow one took it over.
+#[test]
+fn a_list_that_grows_while_a_slow_member_connects_keeps_that_connection() {
+    second_list_while_moving_to_a_slow_member(true);
+}
+
+/// The session on member 0 moves to member 1 behind 150 ms of latency
+/// each way, and 20 ms later (its connect written, unanswered) to member 2
+/// alone, or, with `grow`, to members 1 and 2: no call fails afterwards,
+/// and the session ends on member 2, or with `grow` on member 1.
+fn second_list_while_moving_to_a_slow_member(grow: bool) {
     let zk = Cluster::start(ClusterOptions::new().size(3)).expect("ensemble");
     zk.wait_quorum(Duration::from_secs(60)).expect("quorum");
     let slow = Proxy::start_with_latency(zk.client_addr(1), Duration::from_millis(150)).unwrap();
@@ -930,11 +950,15 @@ fn a_move_on_from_a_slow_member_waits_for_its_answer_and_costs_no_reconnect() {
         })
         .await;
         tokio::time::sleep(Duration::from_millis(20)).await;
-        s.set_hosts(&addr(2)).unwrap();
-        match next_event(&mut events, 10).await {
-            SessionEvent::Connected(c) => assert_eq!(c.server, zk.client_addr(2)),
+        let (second, on) = match grow {
+            true => (format!("{},{}", slow.addr(), addr(2)), slow.addr()),
+            false => (addr(2), zk.client_addr(2)),
+        };
+        s.set_hosts(&second).unwrap();
+        let server = match next_event(&mut events, 10).await {
+            SessionEvent::Connected(c) => c.server,
             other => panic!("{other:?}"),
-        }
+        };
         // The slow member read the connect long ago.
         tokio::time::sleep(Duration::from_millis(1_000)).await;
         for i in 0..10 {
@@ -946,6 +970,7 @@ fn a_move_on_from_a_slow_member_waits_for_its_answer_and_costs_no_reconnect() {
         if let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
             panic!("after the move: {e:?}");
         }
+        assert_eq!(server, on);
         assert_eq!(s.id(), id);
         let stat = s.exists(&node).await.unwrap().value.expect("the ephemeral node stays");
         assert_eq!(stat.ephemeral_owner, id);
