@@ -157,8 +157,8 @@
 //! tried out of the list (the attempt's; between attempts, the last
 //! connection's): the attempt is left if its connect was written (waited
 //! for up to `Reconnect::left_wait`, closed unused), else broken off, as
-//! `RoundRobin::set_hosts` says for a server the new list does not keep,
-//! and the rounds go on over the new list (a quarter of the random runs again: a move at any
+//! `RoundRobin::set_hosts` says for an attempt that does not go on, and
+//! the rounds go on over the new list (a quarter of the random runs again: a move at any
 //! moment of an outage of the own address, with a healthy address left,
 //! among stalls, refusals and a server slow to answer connects).
 //!
@@ -183,12 +183,13 @@
 //! done.
 //!
 //! Some runs move twice a moment apart, the first time to a slow address
-//! (`double_move_runs`): the attempt there is left, not broken off, by the
-//! second move (its connect was written), waited for up to
-//! `Reconnect::left_wait` and closed unused, so its server's read of the
-//! connect comes before the next one's (**owned**);
-//! `a_second_move_waits_for_the_left_attempt` finds round 49's F1 in them
-//! with the attempt broken off at once (`Run::break_off_left`).
+//! (`double_move_runs`), the second dropping it or growing the list: the
+//! attempt there, if it does not go on, is left, not broken off (its
+//! connect was written), waited for up to `Reconnect::left_wait` and used
+//! if its server is in the list, else closed unused, so its server's read
+//! of the connect comes before the next one's (**owned**);
+//! `a_second_move_waits_for_the_left_attempt` finds rounds 49's and 50's
+//! F1 in them with the attempt broken off at once (`Run::break_off_left`).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
 //! session's owner only as above, a member stalled apart from the others
@@ -318,6 +319,9 @@ struct Run {
     /// A second move this long after [`Run::move_at`]: while the client
     /// reconnects, it takes the server being tried out of the list.
     move_again: Option<Duration>,
+    /// The second move adds every address the list lacks instead (an
+    /// ensemble that grew: outside attack round 50, F1).
+    again_grows: bool,
     /// Address `a`'s messages take `d` more each way (a member behind a
     /// slow network or a busy proxy; the server otherwise the same).
     slow_addr: Option<(usize, Duration)>,
@@ -359,6 +363,7 @@ impl Run {
             move_at: None,
             old_held_stamps: false,
             move_again: None,
+            again_grows: false,
             slow_addr: None,
             break_off_left: false,
             owned: false,
@@ -949,10 +954,20 @@ impl World {
                 // While reconnecting: a list without the server being
                 // tried (the attempt's; between attempts, the last
                 // connection's), which breaks that attempt off.
-                State::Connecting(c) if self.order.len() > 1 => {
-                    let attempt = c.attempt.filter(|_| !c.left);
-                    let from = self.order[attempt.map_or(self.host_at, |(_, host, _)| host)];
+                State::Connecting(c) if self.order.len() > 1 && !self.run.again_grows => {
+                    let from = match c.attempt {
+                        Some((conn, _, _)) => self.conn_addr[conn as usize].0,
+                        None => self.order[self.host_at],
+                    };
                     let order = self.order.iter().copied().filter(|&a| a != from).collect();
+                    MOVES_CONNECTING.with(|n| n.set(n.get() + 1));
+                    self.set_list(order);
+                },
+                // Or ([`Run::again_grows`]) the list with every address
+                // it lacks added behind it (an ensemble that grew).
+                State::Connecting(_) if self.run.again_grows => {
+                    let mut order = self.order.clone();
+                    order.extend((0..self.run.hosts).filter(|a| !self.order.contains(a)));
                     MOVES_CONNECTING.with(|n| n.set(n.get() + 1));
                     self.set_list(order);
                 },
@@ -1193,6 +1208,11 @@ impl World {
                     return;
                 }
                 c.attempt = None;
+                // A left attempt's server in the list as it is now (its
+                // connection is used if answered then), and where.
+                let listed = self.order.iter().position(|&a| a == self.conn_addr[conn as usize].0);
+                let host = if c.left { listed.unwrap_or(host) } else { host };
+                let gone = c.left && listed.is_none();
                 if !alive && c.left {
                     // A left attempt's word is not the new list's: one of
                     // its servers is asked.
@@ -1226,8 +1246,8 @@ impl World {
                         self.send(conn, Req::Auth(step + 1));
                         return;
                     }
-                    if c.left {
-                        // Left: closed unused.
+                    if gone {
+                        // Left, its server gone: closed unused.
                         self.left_answered(conn, answered);
                         return;
                     }
@@ -1241,8 +1261,9 @@ impl World {
                     self.close_on = Some((conn, true));
                     return;
                 }
-                if c.left {
-                    // Left: closed unused, without its login steps.
+                if gone {
+                    // Left, its server gone: closed unused, without its
+                    // login steps.
                     self.left_answered(conn, self.now);
                     return;
                 }
@@ -1392,10 +1413,10 @@ impl World {
     /// The client sets the server list to `order` (addresses), as the
     /// session layer's `set_hosts` does while it is not moving a connected
     /// session: while reconnecting, an attempt on a server the new list
-    /// keeps goes on unless its wait is too long (then it is broken off);
-    /// one on a server the list no longer has is left if its connect was
-    /// written (its answer waited for up to `Reconnect::left_wait`, its
-    /// connection then closed unused), else broken off.
+    /// keeps goes on unless its wait is too long; one that does not go on
+    /// is left if its connect was written (its answer waited for up to
+    /// `Reconnect::left_wait`, its connection used if its server is in the
+    /// list then, else closed unused), else broken off.
     fn set_list(&mut self, order: Vec<usize>) {
         let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
         self.host_at = kept[self.host_at].unwrap_or(0);
@@ -1421,11 +1442,8 @@ impl World {
                     return;
                 }
                 match c.attempt {
-                    // On a server gone from the list, its connect written:
-                    // left, not broken off.
-                    Some((conn, host, _))
-                        if kept[host].is_none() && self.handshaken[conn as usize] && !self.run.break_off_left =>
-                    {
+                    // Its connect written: left, not broken off.
+                    Some((conn, _, _)) if self.handshaken[conn as usize] && !self.run.break_off_left => {
                         LEFT.with(|n| n.set((n.get().0 + 1, n.get().1)));
                         c.left = true;
                         let cut = now + c.rounds.rules().left_wait();
@@ -2048,10 +2066,13 @@ fn move_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::cloc
 /// Two moves a moment apart (outside attack round 49, F1): the first to
 /// the next address, which is slow by `T/200` to `T/25` each way, the
 /// second (1 or 2 ms, or `T/100`, later, while the client connects to it)
-/// to the last; three or four addresses, no fault: every server healthy,
-/// so no request may be refused as moved (**owned**). With
-/// `break_off_left` the attempt on the slow address is broken off at once
-/// (the session layer before the fix).
+/// to the last (three or four addresses), or to every address (two or
+/// three: an ensemble that grew, round 50's F1; with two the attempt on
+/// the slow address, alone in its list, waits longer than one among two
+/// would, and does not go on); no fault: every server healthy, so no
+/// request may be refused as moved (**owned**). With `break_off_left` an
+/// attempt that does not go on is broken off at once (the session layer
+/// before the fixes).
 fn double_move_runs(
     bugs: zklock_proto::reconnect::Bugs,
     clock_bugs: zklock_proto::clock::Bugs,
@@ -2062,12 +2083,13 @@ fn double_move_runs(
         let t = Duration::from_millis(timeout_ms);
         for phase in 0..8u32 {
             let at = t * 3 / 2 + t / 8 * phase / 8;
-            for hosts in [3usize, 4] {
+            for (hosts, again_grows) in [(3usize, false), (4, false), (2, true), (3, true)] {
                 for slow in [t / 200, t / 100, t / 50, t / 25] {
                     for again in [Duration::from_millis(1), Duration::from_millis(2), t / 100] {
                         runs.push(Run {
                             move_at: Some(at),
                             move_again: Some(again),
+                            again_grows,
                             slow_addr: Some((1, slow)),
                             break_off_left,
                             owned: true,
@@ -2515,20 +2537,25 @@ fn a_write_held_through_a_move_credits_the_reconnect() {
     }
 }
 
-/// Round 49's F1 in the model: two moves a moment apart, the first to a
-/// slow address; with the attempt on it broken off at once (the session
-/// layer before the fix) its connect is read after the next address's, the
-/// session's owner moves there and a request on the client's connection
-/// is refused; left and waited for (the fix), none is, in every run.
+/// Rounds 49's and 50's F1 in the model: two moves a moment apart, the
+/// first to a slow address, the second dropping it or growing the list;
+/// with the attempt on it broken off at once (the session layer before the
+/// fixes) its connect is read after the next address's, the session's
+/// owner moves there and a request on the client's connection is refused
+/// (in both forms); left and waited for (the fixes), none is, in every
+/// run.
 #[test]
 fn a_second_move_waits_for_the_left_attempt() {
     for old in [false, true] {
-        let (mut refused, mut runs) = (0, 0);
+        let (mut refused, mut grown, mut runs) = (0, 0, 0);
         for run in double_move_runs(Default::default(), Default::default(), old) {
             runs += 1;
             match simulate(&run) {
                 Ok(()) => {},
-                Err(("owned", _)) if old => refused += 1,
+                Err(("owned", _)) if old => {
+                    refused += 1;
+                    grown += u32::from(run.again_grows);
+                },
                 Err((kind, what)) => panic!("broken off {old}: {kind}: {what}\nrun: {run:?}"),
             }
         }
@@ -2538,6 +2565,7 @@ fn a_second_move_waits_for_the_left_attempt() {
              answered)"
         );
         assert_eq!(refused > 0, old, "broken off {old}: {refused} of {runs}");
+        assert_eq!(grown > 0, old, "broken off {old}: {grown} grown lists of {refused}");
         assert_eq!(answered > 0, !old, "left and answered: {answered}");
     }
 }
