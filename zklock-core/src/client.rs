@@ -1286,10 +1286,11 @@ impl Client {
     /// so calling this again and again neither puts the reconnect off, nor
     /// asks a hung server again before the others, nor opens connections
     /// to a server it keeps. A server written twice counts once. Never
-    /// blocks. An attempt on a server the new list drops, whose connect was
-    /// written, is waited for (up to a tenth of the session timeout) and
-    /// its connection closed unused before the next server is asked: its
-    /// server, if it reads the connect, does so first. One that a stalled
+    /// blocks. An attempt the new list does not let go on (its server
+    /// dropped, or its wait cut), whose connect was written, is waited for
+    /// (up to a tenth of the session timeout), and its connection used if
+    /// its server is in the list then, else closed unused before the next
+    /// server is asked: its server, if it reads the connect, does so first. One that a stalled
     /// server reads later (when it runs again) takes the session over: the
     /// next write on the connection the session went on with is refused
     /// and that connection closed, its calls in flight failing with
