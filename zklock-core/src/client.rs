@@ -1288,9 +1288,10 @@ impl Client {
     /// to a server it keeps. A server written twice counts once. Never
     /// blocks. An attempt the new list does not let go on (its server
     /// dropped, or its wait cut), whose connect was written, is waited for
-    /// (up to a tenth of the session timeout), and its connection used if
-    /// its server is in the list then, else closed unused before the next
-    /// server is asked: its server, if it reads the connect, does so first. One that a stalled
+    /// until a tenth of the session timeout after it began, and its
+    /// connection used if its server is in the list then, else closed
+    /// unused before the next server is asked: its server, if it reads the
+    /// connect, does so first. One that a stalled
     /// server reads later (when it runs again) takes the session over: the
     /// next write on the connection the session went on with is refused
     /// and that connection closed, its calls in flight failing with

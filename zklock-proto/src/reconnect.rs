@@ -284,9 +284,10 @@ impl Reconnect {
         self.hosts = hosts.max(1);
     }
 
-    /// How long an attempt a new server list left ([`RoundRobin::set_hosts`]
-    /// said it does not go on) is still waited for once its connect was
-    /// written: `T/10` (never past the attempt's own wait). Its server
+    /// How long after it started an attempt a new server list left
+    /// ([`RoundRobin::set_hosts`] said it does not go on) is still waited
+    /// for once its connect was written: `T/10` (never past the attempt's
+    /// own wait; [`RoundRobin::left_until`]). Its server
     /// reads the connect whether or not the client waits: answered, its
     /// revalidation of the session came first, and the next server's
     /// makes that one the session's owner; broken off at once, a server a
@@ -699,6 +700,8 @@ pub struct RoundRobin<R> {
     /// The server that said the session is expired, while the others are
     /// asked ([`RoundRobin::said_expired`]).
     said_expired: Option<usize>,
+    /// Set by [`RoundRobin::set_hosts`]: [`RoundRobin::left_until`].
+    left_until: Option<Instant>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -724,12 +727,28 @@ impl<R: Rules> RoundRobin<R> {
             waiting_since: None,
             expected: None,
             said_expired: None,
+            left_until: None,
         }
     }
 
     /// The rules.
     pub fn rules(&self) -> &R {
         &self.rules
+    }
+
+    /// After a [`RoundRobin::set_hosts`] that did not let the attempt in
+    /// progress go on: until when the caller still waits for its answer,
+    /// if its connect was written: [`Reconnect::left_wait`] after it
+    /// started, and, if the new list keeps its server (its wait cut), no
+    /// later than a fresh attempt on the new list, started then, would
+    /// have waited; `None` if that has passed (or no attempt was in
+    /// progress): it is broken off at once. (From its start, not from the
+    /// new list: one unanswered that long is likely hung, and each moment
+    /// more on it is one less for the servers the list added: waited for
+    /// `T/10` from the new list, a hung one cost a session the reconnect
+    /// search expected to survive.)
+    pub fn left_until(&self) -> Option<Instant> {
+        self.left_until
     }
 
     /// The server of the attempt last handed out (where a new list that
@@ -914,10 +933,11 @@ impl RoundRobin<Reconnect> {
     /// answer read the connects of attempts a refreshed list broke off).
     ///
     /// An attempt that does not go on, whose connect was written, is left
-    /// rather than broken off: the caller still waits for its answer, up to
-    /// [`Reconnect::left_wait`] (not past its own wait); answered while its
-    /// server is in the list (as it is then), its connection is used;
-    /// else the caller closes it unused and tells how it ended
+    /// rather than broken off at once: the caller still waits for its
+    /// answer until [`RoundRobin::left_until`] (none: not at all; never
+    /// past its own wait); answered while its
+    /// server is in the list (as it is then), its connection is used; else
+    /// the caller closes it unused and tells how it ended
     /// ([`RoundRobin::left_ended`]) before it asks for the next. (Round 50,
     /// F1: an attempt on a one-server list that grew, its wait cut, was
     /// broken off at once, and its server, slow, read the connect after
@@ -932,6 +952,7 @@ impl RoundRobin<Reconnect> {
     /// deadline stays, and servers that went unanswered stay marked.
     pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) -> bool {
         let hosts = hosts.max(1);
+        self.left_until = None;
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
         if self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
             // The policy before round 29's O2: from the new list's first,
@@ -965,11 +986,20 @@ impl RoundRobin<Reconnect> {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
                 let any_wait = self.rules.bugs.on(|b| b.set_hosts_keeps_any_wait);
-                (any_wait || until <= fresh.max(now)).then_some(at)
+                let goes_on = any_wait || until <= fresh.max(now);
+                if !goes_on {
+                    self.left_until = Some(fresh.min(started + self.rules.left_wait()));
+                }
+                goes_on.then_some(at)
             },
             _ => None,
         };
         if going_on.is_none() && self.waiting_until.take().is_some() {
+            if let (Some((started, _)), None) = (self.waiting_since, self.left_until) {
+                // Its server dropped.
+                self.left_until = Some(started + self.rules.left_wait());
+            }
+            self.left_until = self.left_until.filter(|&until| until > now);
             self.waiting_since = None;
             self.rules.unanswered(now);
         }
@@ -1238,6 +1268,33 @@ mod tests {
         let mut one = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let _ = one.next(t0, 0.0);
         assert!(one.said_expired(t0), "no other server to ask");
+    }
+
+    /// Rounds 49's and 50's F1: an attempt a new list does not let go on
+    /// is waited for until `T/10` after it started, a kept server's no
+    /// longer than a fresh attempt on the new list would have been; one
+    /// older than that is broken off at once (likely hung: the time is the
+    /// added servers').
+    #[test]
+    fn an_attempt_that_does_not_go_on_is_waited_for_until_a_tenth_after_it_started() {
+        let t0 = Instant::now();
+        // Its server dropped.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
+        let _ = rr.next(t0, 0.0);
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], t0 + T / 100), "does not go on");
+        assert_eq!(rr.left_until(), Some(t0 + T / 10), "a tenth after it started");
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
+        let _ = rr.next(t0, 0.0);
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], t0 + T / 5), "does not go on");
+        assert_eq!(rr.left_until(), None, "older than that: broken off");
+        // Kept, its wait cut (one server alone, grown to two).
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
+        let _ = rr.next(t0, 0.0);
+        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 100), "its wait is cut");
+        assert_eq!(rr.left_until(), Some(t0 + T / 10));
+        // Between attempts, nothing to wait for.
+        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], t0 + T / 50));
+        assert_eq!(rr.left_until(), None);
     }
 
     /// Round 35's F2: servers added to a list whose only server hangs are

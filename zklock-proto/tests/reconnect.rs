@@ -1441,13 +1441,19 @@ impl World {
                     // A second list: the first one's wait goes on.
                     return;
                 }
-                match c.attempt {
-                    // Its connect written: left, not broken off.
+                // Its connect written: left, not broken off, and waited for
+                // until `RoundRobin::left_until`, if that is still to come.
+                let left_until = match c.attempt {
                     Some((conn, _, _)) if self.handshaken[conn as usize] && !self.run.break_off_left => {
+                        c.rounds.left_until()
+                    },
+                    _ => None,
+                };
+                match c.attempt {
+                    Some((conn, _, _)) if left_until.is_some() => {
                         LEFT.with(|n| n.set((n.get().0 + 1, n.get().1)));
                         c.left = true;
-                        let cut = now + c.rounds.rules().left_wait();
-                        self.at(cut, What::LeftCut { conn });
+                        self.at(left_until.unwrap_or(now), What::LeftCut { conn });
                         return;
                     },
                     Some((conn, _, _)) => {

@@ -640,9 +640,11 @@ impl Session {
     /// new list has goes on, on its own connection and with its own wait,
     /// unless that wait is longer than one on the new list would be, or its
     /// server is not in the new list: then it is closed at once if its
-    /// connect was not written yet, else its answer is waited for (up to
-    /// [`Reconnect::left_wait`]), and its connection used if its server is
-    /// in the list then, else closed unused, so that its server's
+    /// connect was not written yet or it started more than
+    /// [`Reconnect::left_wait`] before, else its answer is waited for until
+    /// then ([`RoundRobin::left_until`]), and its connection used if its
+    /// server is in the list then, else closed
+    /// unused, so that its server's
     /// revalidation of the session comes before the next one's (else the
     /// next server refuses the session's next write: `SessionMoved`); the
     /// servers this round has not asked yet follow in the new list's order.
@@ -1465,11 +1467,12 @@ impl Task {
                             // has goes on, on its connection (unless its wait
                             // is longer than the new list's); any other is
                             // broken off if its connect was not written, else
-                            // left: its answer is waited for a while, and its
-                            // connection used if its server is in the list
-                            // then, else closed unused (`RoundRobin::set_hosts`,
-                            // `Reconnect::left_wait`: outside attack rounds 49
-                            // and 50, F1); the round goes on over the new list.
+                            // left: its answer is waited for a while
+                            // (`RoundRobin::left_until`), and its connection
+                            // used if its server is in the list then, else
+                            // closed unused (`RoundRobin::set_hosts`: outside
+                            // attack rounds 49 and 50, F1); the round goes on
+                            // over the new list.
                             Some(Cmd::SetHosts(hosts)) => {
                                 let mut rounds = lock(&shared);
                                 let kept: Vec<Option<usize>> =
@@ -1480,7 +1483,9 @@ impl Task {
                                 let gone = rounds.attempting.as_ref().is_none_or(|h| !hosts.contains(h));
                                 progress.gone.store(gone, Ordering::SeqCst);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
-                                let wait = rounds.rounds.rules().left_wait();
+                                // How long a written connect that does not go
+                                // on is still waited for.
+                                let left_until = rounds.rounds.left_until().map(tokio::time::Instant::from_std);
                                 rounds.hosts = hosts.clone();
                                 drop(rounds);
                                 self.host_at = None;
@@ -1488,9 +1493,11 @@ impl Task {
                                 self.hosts = hosts;
                                 if goes_on || progress.left.load(Ordering::SeqCst) {
                                     // (A second list keeps the first's wait.)
-                                } else if progress.written.load(Ordering::SeqCst) {
+                                } else if let Some(until) =
+                                    left_until.filter(|_| progress.written.load(Ordering::SeqCst))
+                                {
                                     progress.left.store(true, Ordering::SeqCst);
-                                    cut = Some(now + wait);
+                                    cut = Some(until);
                                 } else {
                                     break None;
                                 }
