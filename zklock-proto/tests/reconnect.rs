@@ -1261,18 +1261,18 @@ impl World {
                     self.close_on = Some((conn, true));
                     return;
                 }
-                if gone {
-                    // Left, its server gone: closed unused, without its
-                    // login steps.
-                    self.left_answered(conn, self.now);
-                    return;
-                }
                 if self.run.auth > 0 {
                     // The login steps: the connection is used once the
-                    // last is answered.
+                    // last is answered (or, left and its server gone,
+                    // closed unused then).
                     c.attempt = Some((attempt, host, sent));
                     c.answered = Some(self.now);
                     self.send(conn, Req::Auth(1));
+                    return;
+                }
+                if gone {
+                    // Left, its server gone: closed unused.
+                    self.left_answered(conn, self.now);
                     return;
                 }
                 self.use_connection(conn, host, sent, self.now);

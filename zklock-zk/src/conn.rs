@@ -97,13 +97,6 @@ pub(crate) enum Failure {
     /// behind it was not: it may not have reached the server, as a close
     /// lost with its connection ([`zklock_proto::reconnect::Closing`]).
     CloseLost,
-    /// The connect was answered, at `answered`, after a new server list
-    /// left the attempt and dropped its server ([`Progress::left`],
-    /// [`Progress::gone`]): not used (no login steps).
-    Left {
-        /// When the connect's answer was read.
-        answered: Instant,
-    },
 }
 
 /// An attempt's progress, shared with the session task while it runs.
@@ -117,8 +110,6 @@ pub(crate) struct Progress {
     /// waited for a while, and its connection used only if its server is
     /// in the list then.
     pub left: AtomicBool,
-    /// Its server is not in the list (as the last new one has it).
-    pub gone: AtomicBool,
 }
 
 /// Whether the session's close was asked while it reconnects. An attempt
@@ -166,8 +157,7 @@ pub(crate) struct Attach {
 }
 
 /// Tries `host` until `deadline`, telling `progress` when its connect is
-/// written and ending with [`Failure::Left`] once it is answered if
-/// `progress` says a new list left it and dropped its server meanwhile.
+/// written (whether a new list left it is the caller's to act on).
 pub(crate) async fn attempt(
     cfg: &Config,
     host: &Host,
@@ -293,9 +283,6 @@ pub(crate) async fn attempt(
     }
     if response.read_only {
         return Err(Failure::Transient("the server is read-only".to_string()));
-    }
-    if progress.left.load(Ordering::SeqCst) && progress.gone.load(Ordering::SeqCst) {
-        return Err(Failure::Left { answered });
     }
     // A valid answer: the server renewed the session when it read the
     // connect. Its login steps it answers itself (ZooKeeper 3.8's

@@ -333,7 +333,7 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts, attempting: None });
+        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts });
         let ready = connect_round_robin(&config, &shared, &attach, None, &Progress::default()).await;
         let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
@@ -985,8 +985,6 @@ enum RoundsEnd {
 struct Rounds<R> {
     hosts: Vec<Host>,
     rounds: RoundRobin<R>,
-    /// The server of the attempt in progress.
-    attempting: Option<Host>,
 }
 
 fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
@@ -1036,12 +1034,9 @@ async fn connect_round_robin<R: Rules>(
                 };
                 progress.written.store(false, Ordering::SeqCst);
                 progress.left.store(false, Ordering::SeqCst);
-                progress.gone.store(false, Ordering::SeqCst);
-                lock(shared).attempting = Some(host.clone());
                 let deadline = tokio::time::Instant::from_std(until);
                 let result = attempt(cfg, &host, attach, deadline, close, progress).await;
                 progress.written.store(false, Ordering::SeqCst);
-                lock(shared).attempting = None;
                 if progress.left.swap(false, Ordering::SeqCst) {
                     // Left by a new list: answered while its server is in
                     // the list (as it is now), its connection is used;
@@ -1052,9 +1047,7 @@ async fn connect_round_robin<R: Rules>(
                             Some(at) => return Ok((r, at)),
                             None => Ended::AnsweredThenFailed(r.answered),
                         },
-                        Err(Failure::Left { answered } | Failure::AnsweredThenFailed { answered, .. }) => {
-                            Ended::AnsweredThenFailed(answered)
-                        },
+                        Err(Failure::AnsweredThenFailed { answered, .. }) => Ended::AnsweredThenFailed(answered),
                         Err(Failure::Closed) => return Err(RoundsEnd::Closed),
                         Err(Failure::CloseLost) => {
                             lock(shared).rounds.left_ended(Ended::Unanswered(now));
@@ -1107,8 +1100,6 @@ async fn connect_round_robin<R: Rules>(
                         failed(Some(why));
                         Ended::Unanswered(tokio::time::Instant::now().into_std())
                     },
-                    // Only when left (above).
-                    Err(Failure::Left { answered }) => Ended::AnsweredThenFailed(answered),
                     Err(Failure::AnsweredThenFailed { answered, why }) => {
                         failed(Some(why));
                         Ended::AnsweredThenFailed(answered)
@@ -1419,7 +1410,7 @@ impl Task {
         // next one after a silence ([`RoundRobin::after_loss`]); over a new
         // server list (`set_hosts`) with the same deadline.
         let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std(), in_flight);
-        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds, attempting: None });
+        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
         self.close_asked
@@ -1478,10 +1469,6 @@ impl Task {
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                                 let now = tokio::time::Instant::now();
-                                // Whether the attempt's server (if one is in
-                                // progress) is gone from the list.
-                                let gone = rounds.attempting.as_ref().is_none_or(|h| !hosts.contains(h));
-                                progress.gone.store(gone, Ordering::SeqCst);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
                                 // How long a written connect that does not go
                                 // on is still waited for.
