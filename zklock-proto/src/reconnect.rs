@@ -174,6 +174,23 @@ pub struct Bugs {
     /// list whose only server hangs are asked only after that server's
     /// wait of the whole session timeout, and the session expires.
     pub set_hosts_keeps_any_wait: bool,
+    /// A kept attempt's wait is measured against a fresh attempt's in the
+    /// round as it stands, also when the new list added servers (the
+    /// policy before outside attack round 51, F1): with the list
+    /// alternating between a hung server alone and it with a healthy one,
+    /// each list of the hung one alone ended a round, its next attempt's
+    /// wait doubled up to the whole timeout, and a fresh attempt in the
+    /// next list waited as long: the added server was never asked in time
+    /// and the session expired.
+    pub added_wait_doubled: bool,
+    /// Every attempt a new list does not let go on is waited for up to
+    /// [`Reconnect::left_wait`] (the policy of session 42, before the
+    /// reconnect search's alternating lists): with the list alternating
+    /// between a hung server alone and it with a healthy one every `T/20`,
+    /// each wait for a hung attempt ended in a list of the hung one alone,
+    /// the next attempt went to it again, and the next list's cut waited
+    /// for that one too: the healthy server was never asked.
+    pub left_waited_again: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -335,6 +352,12 @@ impl Reconnect {
         }
         let wait = share.saturating_mul(1 << self.round.min(16)).min(self.timeout.max(share));
         self.give_up_at().min(now + wait)
+    }
+
+    /// Until when an attempt started at `now` would wait in a first round
+    /// (its share among the servers, not doubled by rounds that ended).
+    fn first_round_until(&self, now: Instant) -> Instant {
+        Reconnect { round: 0, ..*self }.attempt_until(now)
     }
 
     /// A round of attempts over every server ended without a connection:
@@ -702,6 +725,12 @@ pub struct RoundRobin<R> {
     said_expired: Option<usize>,
     /// Set by [`RoundRobin::set_hosts`]: [`RoundRobin::left_until`].
     left_until: Option<Instant>,
+    /// The server (in the list as it is) of an attempt a list left, not
+    /// ended yet (`None` also when a list dropped it).
+    left: Option<usize>,
+    /// By server: an attempt on it that a list left went unanswered until
+    /// its wait ended, in this reconnect.
+    left_unanswered: Vec<bool>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -728,6 +757,8 @@ impl<R: Rules> RoundRobin<R> {
             expected: None,
             said_expired: None,
             left_until: None,
+            left: None,
+            left_unanswered: vec![false; hosts],
         }
     }
 
@@ -741,8 +772,9 @@ impl<R: Rules> RoundRobin<R> {
     /// if its connect was written: [`Reconnect::left_wait`] after it
     /// started, and, if the new list keeps its server (its wait cut), no
     /// later than a fresh attempt on the new list, started then, would
-    /// have waited; `None` if that has passed (or no attempt was in
-    /// progress): it is broken off at once. (From its start, not from the
+    /// have waited; `None` if that has passed, if an attempt on its server
+    /// that a list left went unanswered before in this reconnect, or if no
+    /// attempt was in progress: it is broken off at once. (From its start, not from the
     /// new list: one unanswered that long is likely hung, and each moment
     /// more on it is one less for the servers the list added: waited for
     /// `T/10` from the new list, a hung one cost a session the reconnect
@@ -840,9 +872,15 @@ impl<R: Rules> RoundRobin<R> {
     /// connect unanswered until the wait for it ended may be read later
     /// ([`Ended::Unanswered`]); the others touched nothing.
     pub fn left_ended(&mut self, how: Ended) {
+        let left = self.left.take();
         match how {
             Ended::AnsweredThenFailed(at) => self.rules.answered(at),
-            Ended::Unanswered(at) => self.rules.unanswered(at),
+            Ended::Unanswered(at) => {
+                self.rules.unanswered(at);
+                if let Some(server) = left {
+                    self.left_unanswered[server] = true;
+                }
+            },
             _ => {},
         }
     }
@@ -925,7 +963,12 @@ impl RoundRobin<Reconnect> {
     /// open it one connection per call, each read when it wakes: round 31,
     /// O2), unless its wait is longer than a fresh attempt's on the new
     /// list would have been when it started (servers were added to a list
-    /// whose only one hangs: round 35, F2). Otherwise (`false`) the attempt
+    /// whose only one hangs: round 35, F2; with servers added, a fresh
+    /// attempt's of a first round, its share not doubled by the rounds that
+    /// ended: rounds over a hung server alone double its wait to the whole
+    /// timeout, and a list alternating between it alone and it with others
+    /// held the others back behind it until the session expired, outside
+    /// attack round 51, F1). Otherwise (`false`) the attempt
     /// in progress, if any, is broken off: it counts as unanswered now (its
     /// connect may have been sent, and a server reads it and touches the
     /// session: giving up is put off as for any unanswered connect; the
@@ -941,7 +984,12 @@ impl RoundRobin<Reconnect> {
     /// ([`RoundRobin::left_ended`]) before it asks for the next. (Round 50,
     /// F1: an attempt on a one-server list that grew, its wait cut, was
     /// broken off at once, and its server, slow, read the connect after
-    /// the next one's.)
+    /// the next one's.) Once an attempt left on a server went unanswered
+    /// until its wait ended, that server had its wait in this reconnect:
+    /// a later attempt on it that a list does not let go on is broken off
+    /// at once (with the list alternating between a hung server alone and
+    /// it with others, each wait for it ended in a list of it alone, and
+    /// the others were never asked: the reconnect search).
     ///
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them) in the new list's order,
@@ -959,6 +1007,8 @@ impl RoundRobin<Reconnect> {
             // with fresh waits, nothing marked.
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
+            self.left_unanswered = vec![false; hosts];
+            self.left = None;
             self.own_first = false;
             self.said_expired = None;
             self.rules.set_hosts(hosts);
@@ -969,11 +1019,14 @@ impl RoundRobin<Reconnect> {
             return false;
         }
         let mut unanswered = vec![false; hosts];
-        for (old, &was) in self.unanswered.iter().enumerate() {
-            if let (true, Some(new)) = (was, to_new(old)) {
-                unanswered[new] = true;
+        let mut left_unanswered = vec![false; hosts];
+        for old in 0..self.hosts {
+            if let Some(new) = to_new(old) {
+                unanswered[new] = self.unanswered[old];
+                left_unanswered[new] = self.left_unanswered[old];
             }
         }
+        self.left = self.left.and_then(to_new);
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
         let tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
@@ -981,7 +1034,18 @@ impl RoundRobin<Reconnect> {
         self.rules.set_hosts(hosts);
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
             (Some(until), Some((started, own_first)), Some(at)) => {
-                let mut fresh = self.rules.attempt_until(started);
+                // With servers the old list lacked, against a first
+                // round's wait: rounds that ended on the kept server alone
+                // (one server, one attempt a round) doubled its wait, and
+                // the added ones would wait behind it (outside attack
+                // round 51, F1). A list that adds nobody keeps the doubling
+                // that servers slow to answer need.
+                let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
+                let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
+                    self.rules.first_round_until(started)
+                } else {
+                    self.rules.attempt_until(started)
+                };
                 if own_first {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
@@ -999,13 +1063,24 @@ impl RoundRobin<Reconnect> {
                 // Its server dropped.
                 self.left_until = Some(started + self.rules.left_wait());
             }
-            self.left_until = self.left_until.filter(|&until| until > now);
+            // A server whose left attempt went unanswered in this
+            // reconnect had its wait: one unanswered for `T/10` is likely
+            // hung, and waited for again at each list that cuts an attempt
+            // on it, the lists alternating with it alone and with others,
+            // each wait ended in a list of it alone and the others were
+            // never asked (the reconnect search's alternating lists).
+            let again = self.left_unanswered[self.current] && !self.rules.bugs.on(|b| b.left_waited_again);
+            self.left_until = self.left_until.filter(|&until| until > now && !again);
+            if self.left_until.is_some() {
+                self.left = to_new(self.current);
+            }
             self.waiting_since = None;
             self.rules.unanswered(now);
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
+        self.left_unanswered = left_unanswered;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
@@ -1295,6 +1370,56 @@ mod tests {
         // Between attempts, nothing to wait for.
         assert!(!rr.set_hosts(2, &[Some(0), Some(1)], t0 + T / 50));
         assert_eq!(rr.left_until(), None);
+    }
+
+    /// Outside attack round 51, F1: a list that adds a server cuts a kept
+    /// attempt whose wait rounds on its server alone doubled (to the whole
+    /// timeout), measured against a first round's wait; the added server
+    /// is not held back behind it. A list that adds nobody keeps the
+    /// doubled wait.
+    #[test]
+    fn a_server_added_is_not_held_behind_a_wait_doubled_by_rounds() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
+        let mut now = t0;
+        for _ in 0..2 {
+            let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("its one server") };
+            rr.ended(Ended::Unanswered(until));
+            now = until;
+            let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause between rounds") };
+            now = until;
+        }
+        let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("its one server") };
+        assert_eq!(until, rr.rules().give_up_at().min(now + T), "the whole timeout");
+        let mut same = rr.clone();
+        assert!(same.set_hosts(1, &[Some(0)], now + T / 50), "the same list: goes on");
+        assert!(!rr.set_hosts(2, &[Some(0)], now + T / 50), "a server added: cut");
+        assert_eq!(rr.left_until(), Some(now + T / 10), "its answer waited for a tenth");
+    }
+
+    /// The reconnect search's alternating lists: a server whose attempt a
+    /// list left went unanswered until the wait for it ended had that
+    /// wait; a later attempt on it that a list cuts is broken off at once.
+    #[test]
+    fn a_server_left_unanswered_is_not_waited_for_again() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
+        let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("its one server") };
+        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 50), "a server added: cut");
+        assert_eq!(rr.left_until(), Some(t0 + T / 10));
+        // The list is its server alone again when the wait ends.
+        assert!(!rr.set_hosts(1, &[Some(0), None], t0 + T / 20));
+        rr.left_ended(Ended::Unanswered(t0 + T / 10));
+        let now = t0 + T / 10;
+        let start = match rr.next(now, 0.0) {
+            Next::Pause { until } => until,
+            Next::Try { .. } => now,
+            Next::GiveUp | Next::Unreachable => panic!("gave up"),
+        };
+        let Next::Try { host: 0, .. } = rr.next(start, 0.0) else { panic!("its one server") };
+        assert!(!rr.set_hosts(2, &[Some(0)], start + T / 50), "a server added: cut");
+        assert_eq!(rr.left_until(), None, "broken off at once");
+        assert!(matches!(rr.next(start + T / 50, 0.0), Next::Try { host: 1, .. }), "the added server next");
     }
 
     /// Round 35's F2: servers added to a list whose only server hangs are

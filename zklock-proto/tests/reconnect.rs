@@ -109,8 +109,9 @@
 //!   server at most once before it has a connection or ends (outside
 //!   attack round 38, F1: with the others refusing, the one reachable
 //!   server was asked about 40 times and its true word taken `4/3 T`
-//!   late). Counted from a new list again, if one comes (each of its
-//!   servers once, if it dropped the one that said it).
+//!   late). Counted from a new list again, if one comes; not at all once
+//!   a list dropped the one that said it (the rounds forget its word
+//!   until a server says it again; the give-up time it set stands).
 //! - **owned** (runs with two moves a moment apart and every server
 //!   healthy): no request is refused as moved (outside attack round 49,
 //!   F1: the session layer broke the first move's attempt off, and its
@@ -190,6 +191,18 @@
 //! of the connect comes before the next one's (**owned**);
 //! `a_second_move_waits_for_the_left_attempt` finds rounds 49's and 50's
 //! F1 in them with the attempt broken off at once (`Run::break_off_left`).
+//!
+//! Some runs set **lists that alternate** (`Run::lists`) between hung
+//! address 1 alone and it with a healthy one, every 100, 200 or 500 ms or
+//! `T/20` for `2 T` after a move to it (`alternating_list_runs`: the
+//! session must survive), and an eighth of the random runs again with
+//! phases of `T/50` to `T/5` among the server's faults; a list without the
+//! connection's address moves it (outside attack round 51, F1: the
+//! session stayed on the hung address until it expired).
+//! `finds_added_wait_doubled` and `finds_left_waited_again` find its two
+//! causes (a kept attempt's wait doubled by the rounds of the hung address
+//! alone; a hung address's attempts waited for again at each cut, each
+//! wait ending in a list of it alone).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
 //! session's owner only as above, a member stalled apart from the others
@@ -322,6 +335,10 @@ struct Run {
     /// The second move adds every address the list lacks instead (an
     /// ensemble that grew: outside attack round 50, F1).
     again_grows: bool,
+    /// Server lists (addresses, in order) the client sets at these times,
+    /// connected (a list without the connection's address is a move) or
+    /// reconnecting (outside attack round 51, F1).
+    lists: Vec<(Duration, Vec<usize>)>,
     /// Address `a`'s messages take `d` more each way (a member behind a
     /// slow network or a busy proxy; the server otherwise the same).
     slow_addr: Option<(usize, Duration)>,
@@ -364,6 +381,7 @@ impl Run {
             old_held_stamps: false,
             move_again: None,
             again_grows: false,
+            lists: Vec::new(),
             slow_addr: None,
             break_off_left: false,
             owned: false,
@@ -397,6 +415,8 @@ enum What {
     LeftCut {
         conn: u64,
     },
+    /// The client sets the list [`Run::lists`]`[i]`.
+    SetList(usize),
     /// The server's close of `conn` (after refusing a request as moved)
     /// reaches the client.
     ServerClosed {
@@ -567,7 +587,8 @@ struct World {
     /// When the client first heard "expired" in this reconnect and went on
     /// asking.
     heard_expired: Option<Instant>,
-    /// The address that said it last.
+    /// The address that said it last (`None` once a new list dropped it:
+    /// the rounds forget its word).
     expired_from: Option<usize>,
     /// Attempts handed out since then (since the last new list, if later).
     asked_after_expired: usize,
@@ -599,7 +620,9 @@ impl World {
             Fault::Slow { at, delay } => Some((base + at, delay)),
             _ => None,
         });
-        let last_fault_end = run.faults.iter().map(|f| f.span().1).max().unwrap_or_default();
+        // The last list set counts as a fault's end.
+        let last_fault_end =
+            run.faults.iter().map(|f| f.span().1).chain(run.lists.last().map(|l| l.0)).max().unwrap_or_default();
         // With slow answers, rounds of attempts shorter than the delay come
         // first (T in all with three servers, then 2 T), then the answers
         // (with room to spare: a connect was once asked twice).
@@ -675,6 +698,9 @@ impl World {
         let first_fault = w.run.faults.iter().map(|f| f.span().0).min();
         if let (Some(every), Some(from)) = (w.run.refresh, first_fault) {
             w.at(base + from + every, What::Refresh);
+        }
+        for (i, (at, _)) in w.run.lists.clone().into_iter().enumerate() {
+            w.at(base + at, What::SetList(i));
         }
         if let Some(at) = w.run.move_at {
             w.at(base + at, What::Move);
@@ -1031,6 +1057,40 @@ impl World {
                         }
                         self.next_attempt();
                     }
+                }
+            },
+            What::SetList(i) => {
+                let list = self.run.lists[i].1.clone();
+                match self.state {
+                    State::Connected { conn, .. } => {
+                        match list.iter().position(|&a| a == self.conn_addr[conn as usize].0) {
+                            // With the connection's address: a move under way
+                            // is called off, the calls held meanwhile sent on
+                            // the connection (as the session layer does).
+                            Some(at) => {
+                                self.order = list;
+                                self.host_at = at;
+                                if std::mem::take(&mut self.moving) {
+                                    let sent_ns = (self.now - self.base).as_nanos() as u64;
+                                    for write in std::mem::take(&mut self.held_beats) {
+                                        self.send(conn, Req::Beat { sent_ns, write, held: true });
+                                        self.outstanding[conn as usize] += 1;
+                                    }
+                                }
+                            },
+                            // Without it: a move, as [`What::Move`].
+                            None => {
+                                self.order = list;
+                                self.host_at = 0;
+                                self.moving = true;
+                                if self.outstanding[conn as usize] == 0 {
+                                    self.lose(conn);
+                                }
+                            },
+                        }
+                    },
+                    State::Ended => {},
+                    State::Connecting(_) => self.set_list(list),
                 }
             },
             What::ServerClosed { conn } => {
@@ -1420,6 +1480,7 @@ impl World {
     fn set_list(&mut self, order: Vec<usize>) {
         let kept: Vec<Option<usize>> = self.order.iter().map(|a| order.iter().position(|b| b == a)).collect();
         self.host_at = kept[self.host_at].unwrap_or(0);
+        self.expired_from = self.expired_from.filter(|a| order.contains(a));
         self.order = order;
         let now = self.now;
         if let State::Connecting(c) = &mut self.state {
@@ -1479,12 +1540,13 @@ impl World {
         let State::Connecting(c) = &mut self.state else { return };
         loop {
             let next = c.rounds.next(now, 0.0);
-            if matches!(next, Next::Try { .. }) && self.heard_expired.is_some() {
+            // Each other server once, unless a new list dropped the one
+            // that said it: the rounds forget its word then (until a
+            // server says it again), and only the rules' bound on giving
+            // up stands.
+            if matches!(next, Next::Try { .. }) && self.heard_expired.is_some() && self.expired_from.is_some() {
                 self.asked_after_expired += 1;
-                // Each other server once: every one, if a new list dropped
-                // the one that said it (the rounds forget its word then).
-                let said_it = self.expired_from.is_some_and(|a| self.order.contains(&a));
-                if self.asked_after_expired > self.order.len() - usize::from(said_it) && self.asked_again.is_none() {
+                if self.asked_after_expired > self.order.len() - 1 && self.asked_again.is_none() {
                     self.asked_again = Some((now, self.asked_after_expired));
                 }
             }
@@ -1859,7 +1921,11 @@ fn search(
             }
         }
     }
-    for run in move_runs(bugs, clock_bugs).into_iter().chain(double_move_runs(bugs, clock_bugs, false)) {
+    for run in move_runs(bugs, clock_bugs)
+        .into_iter()
+        .chain(double_move_runs(bugs, clock_bugs, false))
+        .chain(alternating_list_runs(bugs, clock_bugs))
+    {
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -2004,6 +2070,32 @@ fn search(
             return (made, Some(found));
         }
     }
+    // An eighth as many again with the list alternating between hung
+    // address 1 alone and it with the healthy others, its phases `T/50` to
+    // `T/5` long, from a moment before or among the server's stalls,
+    // refusals and resets (outside attack round 51, F1): every promise
+    // the faults leave (the session may be lost to them).
+    let mut rng = fastrand::Rng::with_seed(0xa17e);
+    for _ in 0..random / 8 {
+        let t = Duration::from_millis(rng.u64(1_000..=12_000));
+        let (faults, at) = random_faults(&mut rng, t);
+        let hosts = rng.usize(3..=4);
+        let alone = ms_upto(&mut rng, t / 5).max(t / 50);
+        let with_others = ms_upto(&mut rng, t / 5).max(t / 50);
+        let mut when = t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64));
+        let until = when + ms_upto(&mut rng, t * 2);
+        let mut lists = Vec::new();
+        while when < until {
+            lists.push((when, vec![1]));
+            lists.push((when + alone, (1..hosts).collect()));
+            when += alone + with_others;
+        }
+        let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
+        let run = Run { close_at, lists, bugs, clock_bugs, ..Run::new(t, hosts, 1, faults) };
+        if let Some(found) = check(run) {
+            return (made, Some(found));
+        }
+    }
     // A quarter as many again with the own address a stale member for a
     // while, among the server's stalls, refusals and resets.
     let mut rng = fastrand::Rng::with_seed(0x57a1e);
@@ -2107,6 +2199,36 @@ fn double_move_runs(
                         });
                     }
                 }
+            }
+        }
+    }
+    runs
+}
+
+/// A move off the own address to address 1 alone, hung from the start
+/// (accepting, never answering), then lists alternating between it alone
+/// and it with healthy address 2 every `every` (100 to 500 ms, or `T/20`)
+/// for `2 T`, at 8 phases against the heartbeats (outside attack round 51,
+/// F1): the client follows each list as it stands (a list without the
+/// connection's server moves it) and must reach address 2 in time, the
+/// session surviving.
+fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for timeout_ms in [2_000u64, 3_000, 6_000, 10_000] {
+        let t = Duration::from_millis(timeout_ms);
+        for phase in 0..8u32 {
+            let at = t * 3 / 2 + t / 8 * phase / 8;
+            let periods = [100u64, 200, 500].map(Duration::from_millis);
+            for every in periods.into_iter().chain([t / 20]) {
+                let mut lists = vec![(at, vec![1])];
+                let mut when = at + Duration::from_millis(10);
+                while when < at + t * 2 {
+                    lists.push((when, vec![1, 2]));
+                    lists.push((when + every, vec![1]));
+                    when += every * 2;
+                }
+                lists.push((when, vec![1, 2]));
+                runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 1, vec![]) });
             }
         }
     }
@@ -2636,4 +2758,30 @@ fn finds_fixed_grid() {
         silent_outages_on_a_slow_network(zklock_proto::clock::Bugs { fixed_grid: true, ..Default::default() });
     eprintln!("fixed grid: {} of {runs} ran the clock out", lost.len());
     assert!(!lost.is_empty(), "none of {runs}");
+}
+
+/// Outside attack round 51, F1 (`added_wait_doubled`): lists alternating
+/// between a hung server alone and it with a healthy one every 200 ms;
+/// each list of the hung one alone ended a round and doubled the next
+/// attempt's wait, a fresh attempt in the next list waited as long, so
+/// the kept attempt went on and the healthy server was not asked in time.
+#[cfg(feature = "history")]
+#[test]
+fn finds_added_wait_doubled() {
+    let bugs = zklock_proto::reconnect::Bugs { added_wait_doubled: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(!run.lists.is_empty(), "{run:?}");
+}
+
+/// The reconnect search's alternating lists (`left_waited_again`): every
+/// attempt a list cut was waited for up to `T/10`; with the list
+/// alternating every `T/20`, each wait for the hung server ended in a list
+/// of it alone, the next attempt went to it again, and the healthy server
+/// was never asked.
+#[cfg(feature = "history")]
+#[test]
+fn finds_left_waited_again() {
+    let bugs = zklock_proto::reconnect::Bugs { left_waited_again: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(!run.lists.is_empty(), "{run:?}");
 }

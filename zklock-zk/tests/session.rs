@@ -978,6 +978,74 @@ fn second_list_while_moving_to_a_slow_member(grow: bool) {
     });
 }
 
+/// A server list alternating every 100 ms between a hung member alone and
+/// it with a healthy one, for twice the session timeout (6 s), after a move
+/// to the hung member (outside attack round 51, F1): the client follows
+/// each list as it stands, and the session lives (by ZooKeeper's record:
+/// its ephemeral node, read by another session, is still its own), the
+/// healthy member reached in time each time. Before the fix the rounds on
+/// the hung member alone doubled its wait to the whole timeout, the next
+/// list with both let that wait go on, and the session expired on it.
+#[test]
+fn a_list_alternating_between_a_hung_member_alone_and_it_with_another_keeps_the_session() {
+    alternating_lists(Duration::from_secs(6), Duration::from_millis(100));
+}
+
+/// As above with the list alternating every 500 ms at a 10 s timeout (its
+/// phase as long as the wait for an attempt a list left, `T/10`): a hung
+/// member's attempt left unanswered is not waited for again at the next
+/// cut. Before the fix each wait for it ended in a list of it alone, the
+/// next attempt went to it again, and the healthy one was never asked.
+#[test]
+fn a_list_alternating_in_step_with_the_wait_for_a_left_attempt_keeps_the_session() {
+    alternating_lists(Duration::from_secs(10), Duration::from_millis(500));
+}
+
+/// The session on a server moves to a hung (blackholed) proxy to it, and
+/// then the list alternates every `every` between that proxy alone and it
+/// with a healthy one, for `2 T`, and ends with both: a write then is
+/// answered, no `Ended` event came, the session id is the same, and its
+/// ephemeral node, read by another session, is still its own.
+fn alternating_lists(timeout: Duration, every: Duration) {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let hung = Proxy::start(zk.client_addr(0)).unwrap();
+    let healthy = Proxy::start(zk.client_addr(0)).unwrap();
+    hung.blackhole();
+    run(async {
+        let cfg = Config::new(&zk.client_addr(0).to_string()).unwrap().session_timeout(timeout);
+        let s = Session::connect(cfg).await.unwrap();
+        let observer = connect(&zk.client_addr(0).to_string()).await;
+        let id = s.id();
+        let (node, _) = s.create("/alternating", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
+        let mut events = s.events();
+        let alone = hung.addr().to_string();
+        let both = format!("{},{}", hung.addr(), healthy.addr());
+        s.set_hosts(&alone).unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let end = Instant::now() + timeout * 2;
+        while Instant::now() < end {
+            s.set_hosts(&both).unwrap();
+            tokio::time::sleep(every).await;
+            s.set_hosts(&alone).unwrap();
+            tokio::time::sleep(every).await;
+        }
+        s.set_hosts(&both).unwrap();
+        let write = s.set_data(&node, b"after", -1);
+        if let Err(e) = within(timeout.as_secs() * 2, "a write after the lists", write).await {
+            panic!("a write after the lists: {e}");
+        }
+        while let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+            assert!(!matches!(e, SessionEvent::Ended(_)), "{e:?}");
+        }
+        assert_eq!(s.id(), id);
+        let stat = observer.exists(&node).await.unwrap().value.expect("the ephemeral node lives");
+        assert_eq!(stat.ephemeral_owner, id, "still the session's");
+        println!("healthy member: {} connections", healthy.accepted());
+        s.close().await;
+        observer.close().await;
+    });
+}
+
 /// A connect that a new server list left unanswered on a stalled member,
 /// read by that member when it runs again (outside attack round 49, F1):
 /// ZooKeeper makes that member the session's owner, and the member the

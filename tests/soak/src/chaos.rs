@@ -371,10 +371,12 @@ impl Chaos<'_> {
 
     /// Moves `holder`'s client off the member it is connected through
     /// (`move-holder`): connected (in half of those twice, a moment apart,
-    /// each time to one other member), or while it reconnects (every member
-    /// silent past its read timeout, by up to the session timeout more:
-    /// the session expires in most), then back to the whole list. The
-    /// fault's start, or `None` if the holder was not connected.
+    /// each time to one other member; in half of the others with the list
+    /// alternating between a silent member alone and it with the third),
+    /// or while it reconnects (every member silent past its read timeout,
+    /// by up to the session timeout more: the session expires in most),
+    /// then back to the whole list. The fault's start, or `None` if the
+    /// holder was not connected.
     fn move_holder(&self, holder: u32, rng: &mut Rng) -> Result<Option<u64>, String> {
         let Some(group) = self.groups.get(holder as usize) else { return Ok(None) };
         let proxies = group.proxies();
@@ -387,6 +389,12 @@ impl Chaos<'_> {
         // a moment later (while the first move connects) to another, whose
         // list drops the first one's (outside attack round 49, F1).
         let double = !reconnecting && others.len() >= 2 && rng.range(0, 1) == 1;
+        // Connected, half the others alternate: one other member silent
+        // (blackholed), the list set to it alone and to it with the third
+        // in turn, every 100 to 300 ms for up to twice the session timeout
+        // (outside attack round 51, F1: the session stayed on the silent
+        // one until it expired).
+        let alternate = !reconnecting && !double && others.len() >= 2 && rng.range(0, 1) == 1;
         let start = mono_ns();
         if reconnecting {
             // Every member silent past the read timeout (2/3 of the
@@ -397,7 +405,25 @@ impl Chaos<'_> {
             let beyond = rng.range(50, self.session_timeout.as_millis() as u64);
             std::thread::sleep(self.session_timeout * 2 / 3 + Duration::from_millis(beyond));
         }
-        self.move_client(holder, &if double { others.join("\n") } else { others.join(",") })?;
+        if alternate {
+            let silent = proxies.iter().position(|p| p.addr().to_string() == others[0]).unwrap_or(member);
+            proxies[silent].blackhole();
+            let every = Duration::from_millis(rng.range(100, 300));
+            let until =
+                Instant::now() + Duration::from_millis(rng.range(0, self.session_timeout.as_millis() as u64 * 2));
+            loop {
+                self.move_client(holder, &others[0])?;
+                std::thread::sleep(every);
+                self.move_client(holder, &others.join(","))?;
+                if Instant::now() >= until {
+                    break;
+                }
+                std::thread::sleep(every);
+            }
+            proxies[silent].heal();
+        } else {
+            self.move_client(holder, &if double { others.join("\n") } else { others.join(",") })?;
+        }
         if reconnecting {
             std::thread::sleep(Duration::from_millis(rng.range(20, 300)));
             proxies.iter().enumerate().filter(|&(i, _)| i != member).for_each(|(_, p)| p.heal());
