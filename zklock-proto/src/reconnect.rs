@@ -186,10 +186,11 @@ pub struct Bugs {
     /// Every attempt a new list does not let go on is waited for up to
     /// [`Reconnect::left_wait`] (the policy of session 42, before the
     /// reconnect search's alternating lists): with the list alternating
-    /// between a hung server alone and it with a healthy one every `T/20`,
-    /// each wait for a hung attempt ended in a list of the hung one alone,
-    /// the next attempt went to it again, and the next list's cut waited
-    /// for that one too: the healthy server was never asked.
+    /// between a hung server alone and a healthy one (alone, or with the
+    /// hung one) every `T/20`, each wait for a hung attempt ended in a list
+    /// of the hung one alone, the next attempt went to it again, and the
+    /// next list's cut waited for that one too: the healthy server was
+    /// never asked.
     pub left_waited_again: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
@@ -725,12 +726,9 @@ pub struct RoundRobin<R> {
     said_expired: Option<usize>,
     /// Set by [`RoundRobin::set_hosts`]: [`RoundRobin::left_until`].
     left_until: Option<Instant>,
-    /// The server (in the list as it is) of an attempt a list left, not
-    /// ended yet (`None` also when a list dropped it).
-    left: Option<usize>,
-    /// By server: an attempt on it that a list left went unanswered until
-    /// its wait ended, in this reconnect.
-    left_unanswered: Vec<bool>,
+    /// An attempt a list left went unanswered until the wait for it
+    /// ended, in this reconnect.
+    left_unanswered: bool,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -757,8 +755,7 @@ impl<R: Rules> RoundRobin<R> {
             expected: None,
             said_expired: None,
             left_until: None,
-            left: None,
-            left_unanswered: vec![false; hosts],
+            left_unanswered: false,
         }
     }
 
@@ -772,9 +769,9 @@ impl<R: Rules> RoundRobin<R> {
     /// if its connect was written: [`Reconnect::left_wait`] after it
     /// started, and, if the new list keeps its server (its wait cut), no
     /// later than a fresh attempt on the new list, started then, would
-    /// have waited; `None` if that has passed, if an attempt on its server
-    /// that a list left went unanswered before in this reconnect, or if no
-    /// attempt was in progress: it is broken off at once. (From its start, not from the
+    /// have waited; `None` if that has passed, if an attempt a list left
+    /// went unanswered before in this reconnect, or if no attempt was in
+    /// progress: it is broken off at once. (From its start, not from the
     /// new list: one unanswered that long is likely hung, and each moment
     /// more on it is one less for the servers the list added: waited for
     /// `T/10` from the new list, a hung one cost a session the reconnect
@@ -872,14 +869,11 @@ impl<R: Rules> RoundRobin<R> {
     /// connect unanswered until the wait for it ended may be read later
     /// ([`Ended::Unanswered`]); the others touched nothing.
     pub fn left_ended(&mut self, how: Ended) {
-        let left = self.left.take();
         match how {
             Ended::AnsweredThenFailed(at) => self.rules.answered(at),
             Ended::Unanswered(at) => {
                 self.rules.unanswered(at);
-                if let Some(server) = left {
-                    self.left_unanswered[server] = true;
-                }
+                self.left_unanswered = true;
             },
             _ => {},
         }
@@ -984,12 +978,14 @@ impl RoundRobin<Reconnect> {
     /// ([`RoundRobin::left_ended`]) before it asks for the next. (Round 50,
     /// F1: an attempt on a one-server list that grew, its wait cut, was
     /// broken off at once, and its server, slow, read the connect after
-    /// the next one's.) Once an attempt left on a server went unanswered
-    /// until its wait ended, that server had its wait in this reconnect:
-    /// a later attempt on it that a list does not let go on is broken off
-    /// at once (with the list alternating between a hung server alone and
-    /// it with others, each wait for it ended in a list of it alone, and
-    /// the others were never asked: the reconnect search).
+    /// the next one's.) Once a left attempt went unanswered until its wait
+    /// ended, no other is waited for in this reconnect: a later attempt
+    /// that a list does not let go on is broken off at once (with the list
+    /// alternating between a hung server alone and a healthy one, alone or
+    /// with it, each wait for the hung one ended in a list of it alone, and
+    /// the healthy one was never asked: the reconnect search; a server
+    /// slow rather than hung may then read a connect late and cost a
+    /// reconnect).
     ///
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them) in the new list's order,
@@ -1007,8 +1003,6 @@ impl RoundRobin<Reconnect> {
             // with fresh waits, nothing marked.
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
-            self.left_unanswered = vec![false; hosts];
-            self.left = None;
             self.own_first = false;
             self.said_expired = None;
             self.rules.set_hosts(hosts);
@@ -1019,14 +1013,11 @@ impl RoundRobin<Reconnect> {
             return false;
         }
         let mut unanswered = vec![false; hosts];
-        let mut left_unanswered = vec![false; hosts];
-        for old in 0..self.hosts {
-            if let Some(new) = to_new(old) {
-                unanswered[new] = self.unanswered[old];
-                left_unanswered[new] = self.left_unanswered[old];
+        for (old, &was) in self.unanswered.iter().enumerate() {
+            if let (true, Some(new)) = (was, to_new(old)) {
+                unanswered[new] = true;
             }
         }
-        self.left = self.left.and_then(to_new);
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
         let tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
@@ -1063,24 +1054,23 @@ impl RoundRobin<Reconnect> {
                 // Its server dropped.
                 self.left_until = Some(started + self.rules.left_wait());
             }
-            // A server whose left attempt went unanswered in this
-            // reconnect had its wait: one unanswered for `T/10` is likely
-            // hung, and waited for again at each list that cuts an attempt
-            // on it, the lists alternating with it alone and with others,
-            // each wait ended in a list of it alone and the others were
-            // never asked (the reconnect search's alternating lists).
-            let again = self.left_unanswered[self.current] && !self.rules.bugs.on(|b| b.left_waited_again);
+            // Once a left attempt went unanswered in this reconnect (its
+            // server likely hung), no other is waited for: with lists
+            // alternating between a hung server alone (or with others)
+            // and a healthy one, each wait for the hung one ended in a
+            // list of it alone, the next attempt went to it again, and
+            // the healthy one was never asked (the reconnect search's
+            // alternating lists). The time left is the session's; a
+            // server slow rather than hung may then read a connect late
+            // and cost a reconnect.
+            let again = self.left_unanswered && !self.rules.bugs.on(|b| b.left_waited_again);
             self.left_until = self.left_until.filter(|&until| until > now && !again);
-            if self.left_until.is_some() {
-                self.left = to_new(self.current);
-            }
             self.waiting_since = None;
             self.rules.unanswered(now);
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
-        self.left_unanswered = left_unanswered;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
@@ -1397,11 +1387,11 @@ mod tests {
         assert_eq!(rr.left_until(), Some(now + T / 10), "its answer waited for a tenth");
     }
 
-    /// The reconnect search's alternating lists: a server whose attempt a
-    /// list left went unanswered until the wait for it ended had that
-    /// wait; a later attempt on it that a list cuts is broken off at once.
+    /// The reconnect search's alternating lists: once an attempt a list
+    /// left went unanswered until the wait for it ended, a later attempt
+    /// that a list cuts is broken off at once.
     #[test]
-    fn a_server_left_unanswered_is_not_waited_for_again() {
+    fn after_a_left_attempt_went_unanswered_no_other_is_waited_for() {
         let t0 = Instant::now();
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("its one server") };
@@ -1420,6 +1410,17 @@ mod tests {
         assert!(!rr.set_hosts(2, &[Some(0)], start + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
         assert!(matches!(rr.next(start + T / 50, 0.0), Next::Try { host: 1, .. }), "the added server next");
+        // Another server's attempt, too: the first one's server dropped.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
+        let Next::Try { host: first, .. } = rr.next(t0, 0.0) else { panic!("a server") };
+        let kept = if first == 0 { [None, Some(0)] } else { [Some(0), None] };
+        assert!(!rr.set_hosts(1, &kept, t0 + T / 50), "its server dropped");
+        assert_eq!(rr.left_until(), Some(t0 + T / 10));
+        rr.left_ended(Ended::Unanswered(t0 + T / 10));
+        let now = t0 + T / 10;
+        let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("the other server") };
+        assert!(!rr.set_hosts(2, &[Some(0)], now + T / 50), "a server added: cut");
+        assert_eq!(rr.left_until(), None, "broken off at once");
     }
 
     /// Round 35's F2: servers added to a list whose only server hangs are

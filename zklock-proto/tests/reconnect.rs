@@ -193,15 +193,16 @@
 //! F1 in them with the attempt broken off at once (`Run::break_off_left`).
 //!
 //! Some runs set **lists that alternate** (`Run::lists`) between hung
-//! address 1 alone and it with a healthy one, every 100, 200 or 500 ms or
-//! `T/20` for `2 T` after a move to it (`alternating_list_runs`: the
-//! session must survive), and an eighth of the random runs again with
+//! address 1 alone and a healthy one with it or alone, every 50, 100, 200
+//! or 500 ms, `T/20` or `T/40`, for `2 T` after a move to it
+//! (`alternating_list_runs`: the session must survive), and an eighth of
+//! the random runs again with
 //! phases of `T/50` to `T/5` among the server's faults; a list without the
 //! connection's address moves it (outside attack round 51, F1: the
 //! session stayed on the hung address until it expired).
 //! `finds_added_wait_doubled` and `finds_left_waited_again` find its two
 //! causes (a kept attempt's wait doubled by the rounds of the hung address
-//! alone; a hung address's attempts waited for again at each cut, each
+//! alone; attempts on the hung address waited for again at each cut, each
 //! wait ending in a list of it alone).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
@@ -2071,7 +2072,7 @@ fn search(
         }
     }
     // An eighth as many again with the list alternating between hung
-    // address 1 alone and it with the healthy others, its phases `T/50` to
+    // address 1 alone and the healthy others (with it, or alone), its phases `T/50` to
     // `T/5` long, from a moment before or among the server's stalls,
     // refusals and resets (outside attack round 51, F1): every promise
     // the faults leave (the session may be lost to them).
@@ -2084,10 +2085,12 @@ fn search(
         let with_others = ms_upto(&mut rng, t / 5).max(t / 50);
         let mut when = t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64));
         let until = when + ms_upto(&mut rng, t * 2);
+        // The healthy ones with the hung one, or alone.
+        let others: Vec<usize> = if rng.bool() { (1..hosts).collect() } else { (2..hosts).collect() };
         let mut lists = Vec::new();
         while when < until {
             lists.push((when, vec![1]));
-            lists.push((when + alone, (1..hosts).collect()));
+            lists.push((when + alone, others.clone()));
             when += alone + with_others;
         }
         let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
@@ -2207,28 +2210,30 @@ fn double_move_runs(
 
 /// A move off the own address to address 1 alone, hung from the start
 /// (accepting, never answering), then lists alternating between it alone
-/// and it with healthy address 2 every `every` (100 to 500 ms, or `T/20`)
-/// for `2 T`, at 8 phases against the heartbeats (outside attack round 51,
-/// F1): the client follows each list as it stands (a list without the
-/// connection's server moves it) and must reach address 2 in time, the
-/// session surviving.
+/// and healthy address 2 with it (outside attack round 51, F1) or alone,
+/// every `every` (50 to 500 ms, `T/20` or `T/40`) for `2 T`, then both, at
+/// 8 phases against the heartbeats: the client follows each list as it
+/// stands (a list without the connection's server moves it) and must
+/// reach address 2 in time, the session surviving.
 fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
     let mut runs = Vec::new();
     for timeout_ms in [2_000u64, 3_000, 6_000, 10_000] {
         let t = Duration::from_millis(timeout_ms);
         for phase in 0..8u32 {
             let at = t * 3 / 2 + t / 8 * phase / 8;
-            let periods = [100u64, 200, 500].map(Duration::from_millis);
-            for every in periods.into_iter().chain([t / 20]) {
-                let mut lists = vec![(at, vec![1])];
-                let mut when = at + Duration::from_millis(10);
-                while when < at + t * 2 {
+            let periods = [50u64, 100, 200, 500].map(Duration::from_millis);
+            for every in periods.into_iter().chain([t / 20, t / 40]) {
+                for healthy in [vec![1, 2], vec![2]] {
+                    let mut lists = vec![(at, vec![1])];
+                    let mut when = at + Duration::from_millis(10);
+                    while when < at + t * 2 {
+                        lists.push((when, healthy.clone()));
+                        lists.push((when + every, vec![1]));
+                        when += every * 2;
+                    }
                     lists.push((when, vec![1, 2]));
-                    lists.push((when + every, vec![1]));
-                    when += every * 2;
+                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 1, vec![]) });
                 }
-                lists.push((when, vec![1, 2]));
-                runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 1, vec![]) });
             }
         }
     }

@@ -988,7 +988,7 @@ fn second_list_while_moving_to_a_slow_member(grow: bool) {
 /// list with both let that wait go on, and the session expired on it.
 #[test]
 fn a_list_alternating_between_a_hung_member_alone_and_it_with_another_keeps_the_session() {
-    alternating_lists(Duration::from_secs(6), Duration::from_millis(100));
+    alternating_lists(Duration::from_secs(6), Duration::from_millis(100), true);
 }
 
 /// As above with the list alternating every 500 ms at a 10 s timeout (its
@@ -998,15 +998,27 @@ fn a_list_alternating_between_a_hung_member_alone_and_it_with_another_keeps_the_
 /// next attempt went to it again, and the healthy one was never asked.
 #[test]
 fn a_list_alternating_in_step_with_the_wait_for_a_left_attempt_keeps_the_session() {
-    alternating_lists(Duration::from_secs(10), Duration::from_millis(500));
+    alternating_lists(Duration::from_secs(10), Duration::from_millis(500), true);
+}
+
+/// As above with the list swapping every 300 ms between the hung member
+/// alone and the healthy one alone, at a 6 s timeout: once the wait for
+/// an attempt a list left (on the hung member) ended unanswered, no other
+/// is waited for in that reconnect. Before, each wait for the hung member
+/// (its server dropped by the healthy one's list) ended in a list of it
+/// alone, and the healthy one was never asked.
+#[test]
+fn a_list_swapping_between_a_hung_member_and_a_healthy_one_keeps_the_session() {
+    alternating_lists(Duration::from_secs(6), Duration::from_millis(300), false);
 }
 
 /// The session on a server moves to a hung (blackholed) proxy to it, and
-/// then the list alternates every `every` between that proxy alone and it
-/// with a healthy one, for `2 T`, and ends with both: a write then is
-/// answered, no `Ended` event came, the session id is the same, and its
-/// ephemeral node, read by another session, is still its own.
-fn alternating_lists(timeout: Duration, every: Duration) {
+/// then the list alternates every `every` between that proxy alone and a
+/// healthy one (with the hung one, if `with_hung`), for `2 T`, and ends
+/// with both: a write then is answered, no `Ended` event came, the session
+/// id is the same, and its ephemeral node, read by another session, is
+/// still its own.
+fn alternating_lists(timeout: Duration, every: Duration, with_hung: bool) {
     let zk = Cluster::standalone().expect("zookeeper");
     let hung = Proxy::start(zk.client_addr(0)).unwrap();
     let healthy = Proxy::start(zk.client_addr(0)).unwrap();
@@ -1020,11 +1032,12 @@ fn alternating_lists(timeout: Duration, every: Duration) {
         let mut events = s.events();
         let alone = hung.addr().to_string();
         let both = format!("{},{}", hung.addr(), healthy.addr());
+        let other = if with_hung { both.clone() } else { healthy.addr().to_string() };
         s.set_hosts(&alone).unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
         let end = Instant::now() + timeout * 2;
         while Instant::now() < end {
-            s.set_hosts(&both).unwrap();
+            s.set_hosts(&other).unwrap();
             tokio::time::sleep(every).await;
             s.set_hosts(&alone).unwrap();
             tokio::time::sleep(every).await;
