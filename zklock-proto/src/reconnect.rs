@@ -178,10 +178,11 @@ pub struct Bugs {
     /// round as it stands, also when the new list added servers (the
     /// policy before outside attack round 51, F1): with the list
     /// alternating between a hung server alone and it with a healthy one,
-    /// each list of the hung one alone ended a round, its next attempt's
-    /// wait doubled up to the whole timeout, and a fresh attempt in the
-    /// next list waited as long: the added server was never asked in time
-    /// and the session expired.
+    /// an attempt on the hung one alone waited the whole timeout (a
+    /// one-server list's share), each such list ended a round, and a fresh
+    /// attempt's wait on the grown list, doubled with the rounds, reached
+    /// the whole timeout too: the kept attempt went on, the added server
+    /// was never asked in time, and the session expired.
     pub added_wait_doubled: bool,
     /// Every attempt a new list does not let go on is waited for up to
     /// [`Reconnect::left_wait`] (the policy of session 42, before the
@@ -192,6 +193,12 @@ pub struct Bugs {
     /// next list's cut waited for that one too: the healthy server was
     /// never asked.
     pub left_waited_again: bool,
+    /// Servers new to a list are asked in the list's order among those
+    /// the round has not tried (the policy before outside attack round 52,
+    /// F2): with two hung servers alone in turn with them and a healthy
+    /// one, the healthy one's turn came in a list without it, round after
+    /// round, and the session expired.
+    pub added_asked_in_order: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -959,10 +966,13 @@ impl RoundRobin<Reconnect> {
     /// list would have been when it started (servers were added to a list
     /// whose only one hangs: round 35, F2; with servers added, a fresh
     /// attempt's of a first round, its share not doubled by the rounds that
-    /// ended: rounds over a hung server alone double its wait to the whole
-    /// timeout, and a list alternating between it alone and it with others
-    /// held the others back behind it until the session expired, outside
-    /// attack round 51, F1). Otherwise (`false`) the attempt
+    /// ended: an attempt on a hung server alone waits the whole timeout,
+    /// rounds over it advance the round count, and with the fresh wait
+    /// doubled by them to the whole timeout too, a list alternating
+    /// between it alone and it with others held the others back behind it
+    /// until the session expired, outside attack round 51, F1; this cuts
+    /// any later round's attempt whose wait is longer than a first round's
+    /// when servers are added, a slow healthy one's too). Otherwise (`false`) the attempt
     /// in progress, if any, is broken off: it counts as unanswered now (its
     /// connect may have been sent, and a server reads it and touches the
     /// session: giving up is put off as for any unanswered connect; the
@@ -987,9 +997,13 @@ impl RoundRobin<Reconnect> {
     /// slow rather than hung may then read a connect late and cost a
     /// reconnect).
     ///
-    /// The round goes on over the new list: the servers it has not tried
-    /// yet (servers new to the list among them) in the new list's order,
-    /// from the one that was next (else from its first); a server the round
+    /// The round goes on over the new list: the servers new to the list
+    /// first (the ones it had are those the reconnect is failing on:
+    /// outside attack round 52, F2, two hung servers alone in turn with
+    /// them and a healthy one, whose turn came in a list without it round
+    /// after round), then those of the old list it has not tried yet, each
+    /// in the new list's order from the one that was next (else from its
+    /// first); a server the round
     /// tried is not asked again before the next round, however often the
     /// list is refreshed (round 35, F1: refreshes every `T/50` asked a hung
     /// first server again and again before the healthy last one). The
@@ -1026,11 +1040,12 @@ impl RoundRobin<Reconnect> {
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
             (Some(until), Some((started, own_first)), Some(at)) => {
                 // With servers the old list lacked, against a first
-                // round's wait: rounds that ended on the kept server alone
-                // (one server, one attempt a round) doubled its wait, and
-                // the added ones would wait behind it (outside attack
-                // round 51, F1). A list that adds nobody keeps the doubling
-                // that servers slow to answer need.
+                // round's wait: the rounds that ended doubled a fresh
+                // attempt's, and the added servers would wait behind a
+                // kept attempt as long (a hung server alone: the whole
+                // timeout; outside attack round 51, F1). A list that adds
+                // nobody keeps the doubling that servers slow to answer
+                // need.
                 let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
                 let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
                     self.rules.first_round_until(started)
@@ -1075,6 +1090,16 @@ impl RoundRobin<Reconnect> {
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
+        if !self.rules.bugs.on(|b| b.added_asked_in_order) {
+            // Servers new to the list first: the ones the list had are
+            // those the reconnect is failing on (outside attack round 52,
+            // F2: two hung servers alone in turn with them and a healthy
+            // one; asked in the list's order, the healthy one's turn came
+            // in a list without it, round after round).
+            let (added, had): (VecDeque<usize>, VecDeque<usize>) =
+                self.queue.iter().partition(|&&n| !kept.contains(&Some(n)));
+            self.queue = added.into_iter().chain(had).collect();
+        }
         if self.rules.bugs.on(|b| b.set_hosts_restarts_round) {
             // The policy before round 35's F1: a new round, from the
             // attempt going on (the round's first) or the list's first.
@@ -1362,11 +1387,12 @@ mod tests {
         assert_eq!(rr.left_until(), None);
     }
 
-    /// Outside attack round 51, F1: a list that adds a server cuts a kept
-    /// attempt whose wait rounds on its server alone doubled (to the whole
-    /// timeout), measured against a first round's wait; the added server
-    /// is not held back behind it. A list that adds nobody keeps the
-    /// doubled wait.
+    /// Outside attack round 51, F1: after two rounds on one server, its
+    /// attempt waits the whole timeout; a list that adds a server measures
+    /// that against a first round's wait among them (not one doubled by
+    /// the two rounds, which is the whole timeout too) and cuts it: the
+    /// added server is not held back behind it. The same list again keeps
+    /// the wait.
     #[test]
     fn a_server_added_is_not_held_behind_a_wait_doubled_by_rounds() {
         let t0 = Instant::now();
@@ -1472,14 +1498,17 @@ mod tests {
         rr.ended(Ended::Unusable);
         let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("one round of two") };
         // A new list without the server of the attempt: the round goes on
-        // from the server that was next, then the new one.
+        // with the servers new to the list (outside attack round 52, F2),
+        // then the one that was next.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
-        let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
+        let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("a server new to the list") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         rr.ended(Ended::Unusable);
-        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }), "then the new list's others");
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 1, .. }), "the other new one");
+        rr.ended(Ended::Unusable);
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 2, .. }), "then the one that was next");
         // Between attempts (none in progress): the server that was next.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);

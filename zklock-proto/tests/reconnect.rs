@@ -111,7 +111,9 @@
 //!   server was asked about 40 times and its true word taken `4/3 T`
 //!   late). Counted from a new list again, if one comes; not at all once
 //!   a list dropped the one that said it (the rounds forget its word
-//!   until a server says it again; the give-up time it set stands).
+//!   until a server says it again); and however the lists change, no
+//!   attempt starts after the give-up time as it stood at the first word
+//!   (at least `T/3` after it).
 //! - **owned** (runs with two moves a moment apart and every server
 //!   healthy): no request is refused as moved (outside attack round 49,
 //!   F1: the session layer broke the first move's attempt off, and its
@@ -193,17 +195,21 @@
 //! F1 in them with the attempt broken off at once (`Run::break_off_left`).
 //!
 //! Some runs set **lists that alternate** (`Run::lists`) between hung
-//! address 1 alone and a healthy one with it or alone, every 50, 100, 200
-//! or 500 ms, `T/20` or `T/40`, for `2 T` after a move to it
+//! address 1 alone and a healthy one with it or alone, or hung addresses
+//! 1 and 2 and them with healthy 3, every 50, 100, 200 or 500 ms, `T/20`
+//! or `T/40`, for `2 T` after a move to the hung ones
 //! (`alternating_list_runs`: the session must survive), and an eighth of
 //! the random runs again with
 //! phases of `T/50` to `T/5` among the server's faults; a list without the
 //! connection's address moves it (outside attack round 51, F1: the
 //! session stayed on the hung address until it expired).
-//! `finds_added_wait_doubled` and `finds_left_waited_again` find its two
-//! causes (a kept attempt's wait doubled by the rounds of the hung address
-//! alone; attempts on the hung address waited for again at each cut, each
-//! wait ending in a list of it alone).
+//! `finds_added_wait_doubled`, `finds_left_waited_again` and
+//! `finds_added_asked_in_order` find its three causes (a kept attempt's
+//! whole-timeout wait on the hung address alone measured against a fresh
+//! one doubled by the rounds; attempts on the hung address waited for
+//! again at each cut, each wait ending in a list of it alone; with two
+//! hung, the healthy one asked in the list's order, its turn coming in a
+//! list without it: round 52, F2).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
 //! session's owner only as above, a member stalled apart from the others
@@ -588,6 +594,10 @@ struct World {
     /// When the client first heard "expired" in this reconnect and went on
     /// asking.
     heard_expired: Option<Instant>,
+    /// The give-up time (at least `T/3` on) when the client first heard it
+    /// in this reconnect: no attempt starts after it, however the lists
+    /// change.
+    told_by: Option<Instant>,
     /// The address that said it last (`None` once a new list dropped it:
     /// the rounds forget its word).
     expired_from: Option<usize>,
@@ -675,6 +685,7 @@ impl World {
             safe_log: Vec::new(),
             gave_up_at: None,
             heard_expired: None,
+            told_by: None,
             expired_from: None,
             asked_after_expired: 0,
             asked_again: None,
@@ -973,10 +984,7 @@ impl World {
                     let from = self.order[self.host_at];
                     self.order.retain(|&a| a != from);
                     self.host_at = 0;
-                    self.moving = true;
-                    if self.outstanding[conn as usize] == 0 {
-                        self.lose(conn);
-                    }
+                    self.start_move(conn);
                 },
                 // While reconnecting: a list without the server being
                 // tried (the attempt's; between attempts, the last
@@ -1083,10 +1091,7 @@ impl World {
                             None => {
                                 self.order = list;
                                 self.host_at = 0;
-                                self.moving = true;
-                                if self.outstanding[conn as usize] == 0 {
-                                    self.lose(conn);
-                                }
+                                self.start_move(conn);
                             },
                         }
                     },
@@ -1293,6 +1298,9 @@ impl World {
                         return;
                     }
                     self.heard_expired.get_or_insert(self.now);
+                    // The rules' bound: the give-up time as it stands, at
+                    // least `T/3` on.
+                    self.told_by.get_or_insert(c.rounds.rules().give_up_at().max(self.now + t / 3));
                     self.expired_from = Some(self.conn_addr[conn as usize].0);
                     self.asked_after_expired = 0;
                     self.server_open[conn as usize] = false;
@@ -1377,6 +1385,7 @@ impl World {
     /// `sent` and answered at `answered`) is done: the session goes on there.
     fn use_connection(&mut self, conn: u64, host: usize, sent: Instant, answered: Instant) {
         self.heard_expired = None;
+        self.told_by = None;
         self.host_at = host;
         self.state = State::Connected { conn, connect_sent: sent, connect_answered: answered };
         self.heard();
@@ -1471,6 +1480,19 @@ impl World {
         self.next_attempt();
     }
 
+    /// A list without the address of connection `conn` came: the session
+    /// moves once every reply is in, unless a close is in flight on it (the
+    /// session layer waits for the close's answer there).
+    fn start_move(&mut self, conn: u64) {
+        if self.close == Close::Sent(conn) {
+            return;
+        }
+        self.moving = true;
+        if self.outstanding[conn as usize] == 0 {
+            self.lose(conn);
+        }
+    }
+
     /// The client sets the server list to `order` (addresses), as the
     /// session layer's `set_hosts` does while it is not moving a connected
     /// session: while reconnecting, an attempt on a server the new list
@@ -1545,6 +1567,10 @@ impl World {
             // that said it: the rounds forget its word then (until a
             // server says it again), and only the rules' bound on giving
             // up stands.
+            if matches!(next, Next::Try { .. }) && self.told_by.is_some_and(|by| now > by) && self.asked_again.is_none()
+            {
+                self.asked_again = Some((now, usize::MAX));
+            }
             if matches!(next, Next::Try { .. }) && self.heard_expired.is_some() && self.expired_from.is_some() {
                 self.asked_after_expired += 1;
                 if self.asked_after_expired > self.order.len() - 1 && self.asked_again.is_none() {
@@ -1728,14 +1754,21 @@ impl World {
             ));
         }
         if let Some((at, n)) = self.asked_again {
-            return Err((
-                "told",
-                format!(
+            let what = match (n, self.told_by) {
+                (usize::MAX, Some(by)) => {
+                    format!(
+                        "at {:.1} ms, an attempt past the give-up time {:.1} ms a server's \"expired\" set",
+                        ms(at),
+                        ms(by)
+                    )
+                },
+                _ => format!(
                     "at {:.1} ms, attempt {n} since a server said the session is expired, of {} servers",
                     ms(at),
                     self.order.len()
                 ),
-            ));
+            };
+            return Err(("told", what));
         }
         if let Some((at, want)) = self.late_credit {
             return Err((
@@ -2210,29 +2243,39 @@ fn double_move_runs(
 
 /// A move off the own address to address 1 alone, hung from the start
 /// (accepting, never answering), then lists alternating between it alone
-/// and healthy address 2 with it (outside attack round 51, F1) or alone,
-/// every `every` (50 to 500 ms, `T/20` or `T/40`) for `2 T`, then both, at
-/// 8 phases against the heartbeats: the client follows each list as it
-/// stands (a list without the connection's server moves it) and must
-/// reach address 2 in time, the session surviving.
+/// and healthy address 2 with it (outside attack round 51, F1) or alone
+/// (round 52, F1), every `every` (50 to 500 ms, `T/20` or `T/40`) for
+/// `2 T`, then both, at 8 phases against the heartbeats; and with two hung
+/// addresses (1 and 2) alternating with them and healthy address 3, in
+/// four orders (round 52, F2). The client follows each list as it stands
+/// (a list without the connection's server moves it) and must reach the
+/// healthy address in time, the session surviving.
 fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
     let mut runs = Vec::new();
+    let shapes: [(usize, Vec<usize>, Vec<usize>); 6] = [
+        (1, vec![1], vec![1, 2]),
+        (1, vec![1], vec![2]),
+        (2, vec![1, 2], vec![1, 2, 3]),
+        (2, vec![2, 1], vec![2, 1, 3]),
+        (2, vec![1, 2], vec![3, 1, 2]),
+        (2, vec![1, 2], vec![1, 3, 2]),
+    ];
     for timeout_ms in [2_000u64, 3_000, 6_000, 10_000] {
         let t = Duration::from_millis(timeout_ms);
         for phase in 0..8u32 {
             let at = t * 3 / 2 + t / 8 * phase / 8;
             let periods = [50u64, 100, 200, 500].map(Duration::from_millis);
             for every in periods.into_iter().chain([t / 20, t / 40]) {
-                for healthy in [vec![1, 2], vec![2]] {
-                    let mut lists = vec![(at, vec![1])];
+                for (hung, alone, with) in &shapes {
+                    let mut lists = vec![(at, alone.clone())];
                     let mut when = at + Duration::from_millis(10);
                     while when < at + t * 2 {
-                        lists.push((when, healthy.clone()));
-                        lists.push((when + every, vec![1]));
+                        lists.push((when, with.clone()));
+                        lists.push((when + every, alone.clone()));
                         when += every * 2;
                     }
-                    lists.push((when, vec![1, 2]));
-                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 1, vec![]) });
+                    lists.push((when, (1..=hung + 1).collect()));
+                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, hung + 2, *hung, vec![]) });
                 }
             }
         }
@@ -2766,10 +2809,11 @@ fn finds_fixed_grid() {
 }
 
 /// Outside attack round 51, F1 (`added_wait_doubled`): lists alternating
-/// between a hung server alone and it with a healthy one every 200 ms;
-/// each list of the hung one alone ended a round and doubled the next
-/// attempt's wait, a fresh attempt in the next list waited as long, so
-/// the kept attempt went on and the healthy server was not asked in time.
+/// between a hung server alone and it with a healthy one; each list of
+/// the hung one alone ended a round, a fresh attempt's wait in the next
+/// list, doubled with the rounds, reached the kept attempt's (the whole
+/// timeout, a one-server list's), so the kept attempt went on and the
+/// healthy server was not asked in time.
 #[cfg(feature = "history")]
 #[test]
 fn finds_added_wait_doubled() {
@@ -2789,4 +2833,16 @@ fn finds_left_waited_again() {
     let bugs = zklock_proto::reconnect::Bugs { left_waited_again: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(!run.lists.is_empty(), "{run:?}");
+}
+
+/// Outside attack round 52, F2 (`added_asked_in_order`): two hung servers
+/// alone in turn with them and a healthy one; asked in the list's order
+/// among the servers the round had not tried, the healthy one's turn came
+/// in a list without it, round after round.
+#[cfg(feature = "history")]
+#[test]
+fn finds_added_asked_in_order() {
+    let bugs = zklock_proto::reconnect::Bugs { added_asked_in_order: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(!run.lists.is_empty() && run.hung == 2, "{run:?}");
 }

@@ -638,16 +638,20 @@ impl Session {
     /// timeout). While reconnecting, the attempts go on over the new list
     /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
     /// new list has goes on, on its own connection and with its own wait,
-    /// unless that wait is longer than one on the new list would be, or its
-    /// server is not in the new list: then it is closed at once if its
-    /// connect was not written yet or it started more than
-    /// [`Reconnect::left_wait`] before, else its answer is waited for until
-    /// then ([`RoundRobin::left_until`]), and its connection used if its
+    /// unless that wait is longer than one on the new list would be (a
+    /// first round's, if the list added servers), or its server is not in
+    /// the new list: then it is closed at once if its connect was not
+    /// written yet, if it started more than [`Reconnect::left_wait`]
+    /// before, or if an earlier attempt left so in this reconnect went
+    /// unanswered until then (its server likely hung: the time left is the
+    /// session's), else its answer is waited for until then
+    /// ([`RoundRobin::left_until`]), and its connection used if its
     /// server is in the list then, else closed
     /// unused, so that its server's
     /// revalidation of the session comes before the next one's (else the
     /// next server refuses the session's next write: `SessionMoved`); the
-    /// servers this round has not asked yet follow in the new list's order.
+    /// servers this round has not asked yet follow, those new to the list
+    /// first, in the new list's order.
     ///
     /// # Errors
     ///
@@ -1457,7 +1461,8 @@ impl Task {
                             // An attempt in progress on a server the new list
                             // has goes on, on its connection (unless its wait
                             // is longer than the new list's); any other is
-                            // broken off if its connect was not written, else
+                            // broken off if its connect was not written (or
+                            // `RoundRobin::left_until` says so), else
                             // left: its answer is waited for a while
                             // (`RoundRobin::left_until`), and its connection
                             // used if its server is in the list then, else
