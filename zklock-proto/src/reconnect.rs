@@ -193,12 +193,6 @@ pub struct Bugs {
     /// next list's cut waited for that one too: the healthy server was
     /// never asked.
     pub left_waited_again: bool,
-    /// Servers new to a list are asked in the list's order among those
-    /// the round has not tried (the policy before outside attack round 52,
-    /// F2): with two hung servers alone in turn with them and a healthy
-    /// one, the healthy one's turn came in a list without it, round after
-    /// round, and the session expired.
-    pub added_asked_in_order: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -997,13 +991,9 @@ impl RoundRobin<Reconnect> {
     /// slow rather than hung may then read a connect late and cost a
     /// reconnect).
     ///
-    /// The round goes on over the new list: the servers new to the list
-    /// first (the ones it had are those the reconnect is failing on:
-    /// outside attack round 52, F2, two hung servers alone in turn with
-    /// them and a healthy one, whose turn came in a list without it round
-    /// after round), then those of the old list it has not tried yet, each
-    /// in the new list's order from the one that was next (else from its
-    /// first); a server the round
+    /// The round goes on over the new list: the servers it has not tried
+    /// yet (servers new to the list among them) in the new list's order,
+    /// from the one that was next (else from its first); a server the round
     /// tried is not asked again before the next round, however often the
     /// list is refreshed (round 35, F1: refreshes every `T/50` asked a hung
     /// first server again and again before the healthy last one). The
@@ -1090,16 +1080,6 @@ impl RoundRobin<Reconnect> {
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
-        if !self.rules.bugs.on(|b| b.added_asked_in_order) {
-            // Servers new to the list first: the ones the list had are
-            // those the reconnect is failing on (outside attack round 52,
-            // F2: two hung servers alone in turn with them and a healthy
-            // one; asked in the list's order, the healthy one's turn came
-            // in a list without it, round after round).
-            let (added, had): (VecDeque<usize>, VecDeque<usize>) =
-                self.queue.iter().partition(|&&n| !kept.contains(&Some(n)));
-            self.queue = added.into_iter().chain(had).collect();
-        }
         if self.rules.bugs.on(|b| b.set_hosts_restarts_round) {
             // The policy before round 35's F1: a new round, from the
             // attempt going on (the round's first) or the list's first.
@@ -1498,17 +1478,14 @@ mod tests {
         rr.ended(Ended::Unusable);
         let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("one round of two") };
         // A new list without the server of the attempt: the round goes on
-        // with the servers new to the list (outside attack round 52, F2),
-        // then the one that was next.
+        // from the server that was next, then the new one.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
-        let Next::Try { host: 0, until } = rr.next(later, 0.0) else { panic!("a server new to the list") };
+        let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         rr.ended(Ended::Unusable);
-        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 1, .. }), "the other new one");
-        rr.ended(Ended::Unusable);
-        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 2, .. }), "then the one that was next");
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }), "then the new list's others");
         // Between attempts (none in progress): the server that was next.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);

@@ -650,8 +650,7 @@ impl Session {
     /// unused, so that its server's
     /// revalidation of the session comes before the next one's (else the
     /// next server refuses the session's next write: `SessionMoved`); the
-    /// servers this round has not asked yet follow, those new to the list
-    /// first, in the new list's order.
+    /// servers this round has not asked yet follow in the new list's order.
     ///
     /// # Errors
     ///

@@ -1013,25 +1013,6 @@ fn a_list_swapping_between_a_hung_member_and_a_healthy_one_keeps_the_session() {
     alternating_lists(Duration::from_secs(6), Duration::from_millis(300), false);
 }
 
-/// Two hung members alone in turn with them and a healthy one, every
-/// 500 ms at a 4 s timeout, six sessions (outside attack round 52, F2):
-/// the healthy one, new to each list that has it, is asked before the hung
-/// one the round has not tried. Before, asked in the list's order (each
-/// session shuffles it), its turn came in a list without it round after
-/// round, and a session expired (the attacker: 7 of 15 runs at 150-200
-/// ms; here 2 of 6 single sessions at 500 ms).
-#[test]
-fn a_list_alternating_between_two_hung_members_and_them_with_another_keeps_the_session() {
-    let zk = Cluster::standalone().expect("zookeeper");
-    let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
-    let healthy = Proxy::start(zk.client_addr(0)).unwrap();
-    hung.iter().for_each(Proxy::blackhole);
-    let timeout = Duration::from_secs(4);
-    let alone = format!("{},{}", hung[0].addr(), hung[1].addr());
-    let with = format!("{alone},{}", healthy.addr());
-    alternate(&zk, timeout, Duration::from_millis(500), (&alone, &with), 6, &healthy);
-}
-
 /// The session on a server moves to a hung (blackholed) proxy to it, and
 /// then the list alternates every `every` between that proxy alone and a
 /// healthy one (with the hung one, if `with_hung`), as [`alternate`].
