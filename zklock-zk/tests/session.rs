@@ -1015,63 +1015,49 @@ fn a_list_swapping_between_a_hung_member_and_a_healthy_one_keeps_the_session() {
 
 /// The session on a server moves to a hung (blackholed) proxy to it, and
 /// then the list alternates every `every` between that proxy alone and a
-/// healthy one (with the hung one, if `with_hung`), as [`alternate`].
+/// healthy one (with the hung one, if `with_hung`), for `2 T`, and ends
+/// with the healthy one's list: a write then is answered, no `Ended` event
+/// came, the session id is the same, and its ephemeral node, read by
+/// another session, is still its own.
 fn alternating_lists(timeout: Duration, every: Duration, with_hung: bool) {
     let zk = Cluster::standalone().expect("zookeeper");
     let hung = Proxy::start(zk.client_addr(0)).unwrap();
     let healthy = Proxy::start(zk.client_addr(0)).unwrap();
     hung.blackhole();
     let alone = hung.addr().to_string();
-    let both = format!("{},{}", hung.addr(), healthy.addr());
-    let other = if with_hung { both } else { healthy.addr().to_string() };
-    alternate(&zk, timeout, every, (&alone, &other), 1, &healthy);
-}
-
-/// `sessions` sessions (timeout `timeout`) on `zk`'s server move to the
-/// list `alone` (hung servers), then alternate every `every` between
-/// `other` and `alone` for `2 T`, and end with `other`: a write on each is
-/// then answered, no `Ended` event came, each session's id is the same,
-/// and its ephemeral node, read by another session, is still its own.
-/// (Several sessions: each shuffles its lists its own way.)
-fn alternate(zk: &Cluster, timeout: Duration, every: Duration, lists: (&str, &str), sessions: usize, healthy: &Proxy) {
-    let (alone, other) = lists;
+    let other = match with_hung {
+        true => format!("{},{}", hung.addr(), healthy.addr()),
+        false => healthy.addr().to_string(),
+    };
     run(async {
+        let cfg = Config::new(&zk.client_addr(0).to_string()).unwrap().session_timeout(timeout);
+        let s = Session::connect(cfg).await.unwrap();
         let observer = connect(&zk.client_addr(0).to_string()).await;
-        let mut all = Vec::new();
-        for i in 0..sessions {
-            let cfg = Config::new(&zk.client_addr(0).to_string()).unwrap().session_timeout(timeout);
-            let s = Session::connect(cfg).await.unwrap();
-            let path = format!("/alternating-{i}");
-            let (node, _) = s.create(&path, b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
-            let events = s.events();
-            s.set_hosts(alone).unwrap();
-            all.push((s, node, events));
-        }
+        let id = s.id();
+        let (node, _) = s.create("/alternating", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
+        let mut events = s.events();
+        s.set_hosts(&alone).unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
         let end = Instant::now() + timeout * 2;
-        let set = |list: &str| all.iter().for_each(|(s, _, _)| s.set_hosts(list).unwrap());
         while Instant::now() < end {
-            set(other);
+            s.set_hosts(&other).unwrap();
             tokio::time::sleep(every).await;
-            set(alone);
+            s.set_hosts(&alone).unwrap();
             tokio::time::sleep(every).await;
         }
-        set(other);
-        for (i, (s, node, events)) in all.iter_mut().enumerate() {
-            let write = s.set_data(node, b"after", -1);
-            if let Err(e) = within(timeout.as_secs() * 2, "a write after the lists", write).await {
-                panic!("session {i}: a write after the lists: {e}");
-            }
-            while let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
-                assert!(!matches!(e, SessionEvent::Ended(_)), "session {i}: {e:?}");
-            }
-            let stat = observer.exists(node).await.unwrap().value.expect("the ephemeral node lives");
-            assert_eq!(stat.ephemeral_owner, s.id(), "session {i}'s node is still its own");
+        s.set_hosts(&other).unwrap();
+        let write = s.set_data(&node, b"after", -1);
+        if let Err(e) = within(timeout.as_secs() * 2, "a write after the lists", write).await {
+            panic!("a write after the lists: {e}");
         }
+        while let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+            assert!(!matches!(e, SessionEvent::Ended(_)), "{e:?}");
+        }
+        assert_eq!(s.id(), id);
+        let stat = observer.exists(&node).await.unwrap().value.expect("the ephemeral node lives");
+        assert_eq!(stat.ephemeral_owner, id, "still the session's");
         println!("healthy member: {} connections", healthy.accepted());
-        for (s, _, _) in all {
-            s.close().await;
-        }
+        s.close().await;
         observer.close().await;
     });
 }
