@@ -406,7 +406,8 @@ impl Chaos<'_> {
             std::thread::sleep(self.session_timeout * 2 / 3 + Duration::from_millis(beyond));
         }
         if alternate {
-            let silent = proxies.iter().position(|p| p.addr().to_string() == others[0]).unwrap_or(member);
+            // The first other member (`others[0]`).
+            let silent = usize::from(member == 0);
             proxies[silent].blackhole();
             let every = Duration::from_millis(rng.range(100, 300));
             let until =
