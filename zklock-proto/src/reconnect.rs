@@ -193,6 +193,13 @@ pub struct Bugs {
     /// next list's cut waited for that one too: the healthy server was
     /// never asked.
     pub left_waited_again: bool,
+    /// The servers a new list's round has still to try are asked in the
+    /// list's order from the one that was next, not those waited on least
+    /// in the reconnect first (the policy before outside attack round 52,
+    /// F2): with two hung servers alone in turn with them and a healthy
+    /// one, the healthy one came after them in each round, its turn came in
+    /// a list without it, round after round, and the session expired.
+    pub waited_in_list_order: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -687,6 +694,57 @@ pub enum Ended {
     AnsweredThenFailed(Instant),
 }
 
+/// How long a reconnect has waited on each server, by the caller's name
+/// for it (an address): what [`RoundRobin::set_hosts`] orders a new list's
+/// servers by, kept apart from the rounds because a server a list drops
+/// has no index there and may come back. An attempt counts from its start
+/// until the next one starts (a pause between rounds, or the wait for an
+/// attempt a list left, goes to the server asked last).
+#[derive(Clone, Debug)]
+pub struct Waited<H> {
+    done: Vec<(H, Duration)>,
+    current: Option<(H, Instant)>,
+}
+
+impl<H: PartialEq + Clone> Waited<H> {
+    /// Nothing waited on yet.
+    pub fn new() -> Waited<H> {
+        Waited { done: Vec::new(), current: None }
+    }
+
+    /// An attempt on `host` starts at `now` (the one before it is over).
+    pub fn ask(&mut self, host: &H, now: Instant) {
+        if let Some((last, since)) = self.current.take() {
+            let spent = now.saturating_duration_since(since);
+            match self.done.iter_mut().find(|(h, _)| *h == last) {
+                Some((_, d)) => *d += spent,
+                None => self.done.push((last, spent)),
+            }
+        }
+        self.current = Some((host.clone(), now));
+    }
+
+    /// How long each of `hosts` has been waited on until `now`.
+    pub fn of(&self, hosts: &[H], now: Instant) -> Vec<Duration> {
+        hosts
+            .iter()
+            .map(|h| {
+                let done = self.done.iter().find(|(d, _)| d == h).map_or(Duration::ZERO, |&(_, d)| d);
+                match &self.current {
+                    Some((c, since)) if c == h => done + now.saturating_duration_since(*since),
+                    _ => done,
+                }
+            })
+            .collect()
+    }
+}
+
+impl<H: PartialEq + Clone> Default for Waited<H> {
+    fn default() -> Waited<H> {
+        Waited::new()
+    }
+}
+
 /// The attempts of one connect: servers tried round robin from a start,
 /// rounds paused apart (from 50 ms, doubling up to the rules' longest),
 /// each attempt given the time the rules say, until they give up. The
@@ -992,13 +1050,26 @@ impl RoundRobin<Reconnect> {
     /// reconnect).
     ///
     /// The round goes on over the new list: the servers it has not tried
-    /// yet (servers new to the list among them) in the new list's order,
-    /// from the one that was next (else from its first); a server the round
-    /// tried is not asked again before the next round, however often the
-    /// list is refreshed (round 35, F1: refreshes every `T/50` asked a hung
-    /// first server again and again before the healthy last one). The
-    /// deadline stays, and servers that went unanswered stay marked.
-    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], now: Instant) -> bool {
+    /// yet (servers new to the list among them), those this reconnect has
+    /// waited on least first (`waited[n]`: how long it has waited on the
+    /// new list's server `n` so far, under this list and earlier ones; an
+    /// index past its end: not at all), ties in the new list's order from
+    /// the one that was next (else from its first). (Outside attack round
+    /// 52, F2: with two hung servers alone in turn with them and a healthy
+    /// one, the healthy one came after them in each round and its turn
+    /// came in a list without it, round after round. Not servers new to
+    /// the list first: a healthy server in every list beside hung ones
+    /// swapped in turn was never asked when each list's hung one went
+    /// first as new, round 53, F1. Nor the least recently asked first: an
+    /// attempt on the healthy one that a list cut a moment after it
+    /// started made it the most recently asked, behind the hung ones. A
+    /// server a list drops has no index here, so the caller keeps how long
+    /// each was waited on, by address.) A server the round tried is not
+    /// asked again before the next round, however often the list is
+    /// refreshed (round 35, F1: refreshes every `T/50` asked a hung first
+    /// server again and again before the healthy last one). The deadline
+    /// stays, and servers that went unanswered stay marked.
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], waited: &[Duration], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
@@ -1080,6 +1151,11 @@ impl RoundRobin<Reconnect> {
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
+        if !self.rules.bugs.on(|b| b.waited_in_list_order) {
+            // Those waited on least first (a stable sort: ties in the
+            // list's order; round 52, F2).
+            self.queue.make_contiguous().sort_by_key(|&n| waited.get(n).copied().unwrap_or_default());
+        }
         if self.rules.bugs.on(|b| b.set_hosts_restarts_round) {
             // The policy before round 35's F1: a new round, from the
             // attempt going on (the round's first) or the list's first.
@@ -1286,10 +1362,11 @@ mod tests {
         while asked.len() < 4 {
             let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a try") };
             asked.push(host);
-            assert!(rr.set_hosts(4, &same, now + Duration::from_millis(1)), "goes on");
+            let was: Vec<Duration> = (0..4).map(|n| if asked.contains(&n) { T / 10 } else { Duration::ZERO }).collect();
+            assert!(rr.set_hosts(4, &same, &was, now + Duration::from_millis(1)), "goes on");
             now = until;
             rr.ended(Ended::Unanswered(now));
-            assert!(!rr.set_hosts(4, &same, now), "between attempts");
+            assert!(!rr.set_hosts(4, &same, &was, now), "between attempts");
         }
         assert_eq!(asked, [0, 1, 2, 3]);
     }
@@ -1351,19 +1428,25 @@ mod tests {
         // Its server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], t0 + T / 100), "does not go on");
+        assert!(
+            !rr.set_hosts(2, &[None, Some(0), Some(1)], &[Duration::ZERO, Duration::ZERO], t0 + T / 100),
+            "does not go on"
+        );
         assert_eq!(rr.left_until(), Some(t0 + T / 10), "a tenth after it started");
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], t0 + T / 5), "does not go on");
+        assert!(
+            !rr.set_hosts(2, &[None, Some(0), Some(1)], &[Duration::ZERO, Duration::ZERO], t0 + T / 5),
+            "does not go on"
+        );
         assert_eq!(rr.left_until(), None, "older than that: broken off");
         // Kept, its wait cut (one server alone, grown to two).
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 100), "its wait is cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 100), "its wait is cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // Between attempts, nothing to wait for.
-        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], t0 + T / 50));
+        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], &[T / 10, Duration::ZERO], t0 + T / 50));
         assert_eq!(rr.left_until(), None);
     }
 
@@ -1388,8 +1471,8 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("its one server") };
         assert_eq!(until, rr.rules().give_up_at().min(now + T), "the whole timeout");
         let mut same = rr.clone();
-        assert!(same.set_hosts(1, &[Some(0)], now + T / 50), "the same list: goes on");
-        assert!(!rr.set_hosts(2, &[Some(0)], now + T / 50), "a server added: cut");
+        assert!(same.set_hosts(1, &[Some(0)], &[T / 10], now + T / 50), "the same list: goes on");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(now + T / 10), "its answer waited for a tenth");
     }
 
@@ -1401,10 +1484,10 @@ mod tests {
         let t0 = Instant::now();
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // The list is its server alone again when the wait ends.
-        assert!(!rr.set_hosts(1, &[Some(0), None], t0 + T / 20));
+        assert!(!rr.set_hosts(1, &[Some(0), None], &[T / 10], t0 + T / 20));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let start = match rr.next(now, 0.0) {
@@ -1413,19 +1496,19 @@ mod tests {
             Next::GiveUp | Next::Unreachable => panic!("gave up"),
         };
         let Next::Try { host: 0, .. } = rr.next(start, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], start + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], start + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
         assert!(matches!(rr.next(start + T / 50, 0.0), Next::Try { host: 1, .. }), "the added server next");
         // Another server's attempt, too: the first one's server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
         let Next::Try { host: first, .. } = rr.next(t0, 0.0) else { panic!("a server") };
         let kept = if first == 0 { [None, Some(0)] } else { [Some(0), None] };
-        assert!(!rr.set_hosts(1, &kept, t0 + T / 50), "its server dropped");
+        assert!(!rr.set_hosts(1, &kept, &[Duration::ZERO], t0 + T / 50), "its server dropped");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("the other server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], now + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
     }
 
@@ -1439,14 +1522,22 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T, "the whole timeout with one server");
-        assert!(!rr.set_hosts(2, &[Some(0)], t0 + T / 20), "broken off");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 20), "broken off");
         assert!(matches!(rr.next(t0 + T / 20, 0.0), Next::Try { host: 1, .. }), "the new server next");
         // The same list refreshed keeps an own server's first wait.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0, false);
         let Next::Try { host: 2, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T / 3, "a reset's own server waits T/3");
         let same: Vec<Option<usize>> = (0..5).map(Some).collect();
-        assert!(rr.set_hosts(5, &same, t0 + T / 20), "goes on");
+        assert!(
+            rr.set_hosts(
+                5,
+                &same,
+                &[Duration::ZERO, Duration::ZERO, T / 10, Duration::ZERO, Duration::ZERO],
+                t0 + T / 20
+            ),
+            "goes on"
+        );
     }
 
     #[test]
@@ -1456,8 +1547,77 @@ mod tests {
         rr.next(t0, 0.0);
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
-        assert!(!rr.set_hosts(2, &[Some(1), None, Some(0)], t0 + T / 3), "its server is not in the new list");
+        assert!(
+            !rr.set_hosts(2, &[Some(1), None, Some(0)], &[Duration::ZERO, T / 10], t0 + T / 3),
+            "its server is not in the new list"
+        );
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "the server that was next");
+    }
+
+    /// Each attempt counts from its start until the next one starts; the
+    /// one in progress until now.
+    #[test]
+    fn waited_sums_each_servers_attempts() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut w = Waited::new();
+        assert_eq!(w.of(&["a", "b"], t0), [Duration::ZERO, Duration::ZERO]);
+        w.ask(&"a", t0);
+        w.ask(&"b", t0 + ms(300));
+        w.ask(&"a", t0 + ms(400));
+        assert_eq!(w.of(&["b", "a", "c"], t0 + ms(450)), [ms(100), ms(350), Duration::ZERO]);
+    }
+
+    /// Outside attack round 52, F2: the servers a new list's round has
+    /// still to try are asked those waited on least first (two hung
+    /// servers waited on in every round, a healthy one added behind them);
+    /// by how long this reconnect has waited on each, not whether it is
+    /// new to the list (round 53, F1: a hung server back in the list does
+    /// not go before a healthy one) or when it was last asked (an attempt
+    /// on the healthy one cut at once does not put it last).
+    #[test]
+    fn the_servers_waited_on_least_come_first() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // [B, X], both asked in the first round and B in the second, then
+        // [B, X, C]: C (never asked) before X.
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
+        for host in [0, 1] {
+            assert!(matches!(rr.next(t0, 0.0), Next::Try { host: h, .. } if h == host));
+            rr.ended(Ended::Unusable);
+        }
+        let Next::Pause { until } = rr.next(t0, 0.0) else { panic!("a pause between rounds") };
+        let Next::Try { host: 0, .. } = rr.next(until, 0.0) else { panic!("B again") };
+        rr.ended(Ended::Unusable);
+        let mut again = rr.clone();
+        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &[ms(900), ms(500)], until));
+        let Next::Try { host: 2, .. } = rr.next(until, 0.0) else { panic!("C, never asked") };
+        rr.ended(Ended::Unusable);
+        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 1, .. }), "then X");
+        // ... and C asked last, but cut at once: C still first.
+        assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[ms(900), ms(500), ms(2)], until));
+        assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, waited on least");
+        // [C, X], X asked; then [C, Y], Y waited on under an earlier
+        // list, C never: C first (as new to the list, Y would be).
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 1);
+        let Next::Try { host: 1, .. } = rr.next(t0, 0.0) else { panic!("X") };
+        rr.ended(Ended::Unusable);
+        assert!(!rr.set_hosts(2, &[Some(0), None], &[Duration::ZERO, ms(500)], t0));
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "C");
+        // Ties in the list's order from the one that was next.
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
+        let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("the first") };
+        rr.ended(Ended::Unusable);
+        let same: Vec<Option<usize>> = (0..3).map(Some).collect();
+        assert!(!rr.set_hosts(5, &same, &[ms(1), Duration::ZERO, ms(1), Duration::ZERO, ms(1)], t0));
+        let asked: Vec<usize> = (0..4)
+            .map(|_| {
+                let Next::Try { host, .. } = rr.next(t0, 0.0) else { panic!("a try") };
+                rr.ended(Ended::Unusable);
+                host
+            })
+            .collect();
+        assert_eq!(asked, [1, 3, 2, 4], "not waited on from the one next, then the others by how long");
     }
 
     /// Round 29's O2 and round 31's O2: a new server list while an attempt
@@ -1471,8 +1631,11 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
-        assert!(rr.set_hosts(2, &[Some(1), Some(0)], later), "the attempt goes on");
-        assert!(rr.set_hosts(2, &[Some(0), Some(1)], later), "again (the same list refreshed)");
+        assert!(rr.set_hosts(2, &[Some(1), Some(0)], &[Duration::ZERO, T / 10], later), "the attempt goes on");
+        assert!(
+            rr.set_hosts(2, &[Some(0), Some(1)], &[Duration::ZERO, T / 10], later),
+            "again (the same list refreshed)"
+        );
         rr.ended(Ended::Unanswered(until));
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
         rr.ended(Ended::Unusable);
@@ -1481,7 +1644,10 @@ mod tests {
         // from the server that was next, then the new one.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(3, &[None, Some(2)], later), "broken off");
+        assert!(
+            !rr.set_hosts(3, &[None, Some(2)], &[Duration::ZERO, Duration::ZERO, Duration::ZERO], later),
+            "broken off"
+        );
         let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         rr.ended(Ended::Unusable);
@@ -1490,7 +1656,7 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
-        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], later), "nothing to go on");
+        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], &[Duration::ZERO, T / 10], later), "nothing to go on");
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

@@ -219,7 +219,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
-use zklock_proto::reconnect::{read_timeout, Closing, Ended, Next, Reconnect, RoundRobin};
+use zklock_proto::reconnect::{read_timeout, Closing, Ended, Next, Reconnect, RoundRobin, Waited};
 
 /// One way on loopback.
 const WIRE: Duration = Duration::from_micros(200);
@@ -523,6 +523,9 @@ struct Connecting {
     /// `What::LeftCut`, the connection is not used, and how it ended is
     /// told with `RoundRobin::left_ended`.
     left: bool,
+    /// How long this reconnect waited on each address, under any list (as
+    /// the session layer keeps it for `RoundRobin::set_hosts`).
+    waited: Waited<usize>,
 }
 
 struct World {
@@ -1464,8 +1467,14 @@ impl World {
         // with the list's first.
         let from = (!std::mem::take(&mut self.moving)).then_some(self.host_at);
         let rounds = RoundRobin::after_loss(policy, self.order.len(), from, self.now, in_flight);
-        self.state =
-            State::Connecting(Box::new(Connecting { rounds, round: 0, attempt: None, answered: None, left: false }));
+        self.state = State::Connecting(Box::new(Connecting {
+            rounds,
+            round: 0,
+            attempt: None,
+            answered: None,
+            left: false,
+            waited: Waited::new(),
+        }));
         self.next_attempt();
     }
 
@@ -1511,7 +1520,8 @@ impl World {
             // broken off (its connection closed: a server reads what
             // it had) and the rounds go on over the new list.
             self.asked_after_expired = 0;
-            if c.rounds.set_hosts(self.order.len(), &kept, now) {
+            let waited = c.waited.of(&self.order, now);
+            if c.rounds.set_hosts(self.order.len(), &kept, &waited, now) {
                 if let Some((conn, host, sent)) = c.attempt {
                     c.attempt = Some((conn, kept[host].expect("kept"), sent));
                 }
@@ -1575,6 +1585,9 @@ impl World {
                 if self.asked_after_expired > self.order.len() - 1 && self.asked_again.is_none() {
                     self.asked_again = Some((now, self.asked_after_expired));
                 }
+            }
+            if let Next::Try { host, .. } = next {
+                c.waited.ask(&self.order[host], now);
             }
             match next {
                 Next::GiveUp | Next::Unreachable => {
@@ -2104,29 +2117,31 @@ fn search(
         }
     }
     // An eighth as many again with the list alternating between hung
-    // address 1 alone and the healthy others (with it, or alone), its phases `T/50` to
-    // `T/5` long, from a moment before or among the server's stalls,
-    // refusals and resets (outside attack round 51, F1): every promise
-    // the faults leave (the session may be lost to them).
+    // address 1 (or hung 1 and 2) alone and the healthy others (with them,
+    // or alone), its phases `T/50` to `T/5` long, from a moment before or
+    // among the server's stalls, refusals and resets (outside attack
+    // rounds 51, F1, and 52, F2): every promise the faults leave (the
+    // session may be lost to them).
     let mut rng = fastrand::Rng::with_seed(0xa17e);
     for _ in 0..random / 8 {
         let t = Duration::from_millis(rng.u64(1_000..=12_000));
         let (faults, at) = random_faults(&mut rng, t);
-        let hosts = rng.usize(3..=4);
+        let hosts = rng.usize(3..=5);
+        let hung = if hosts > 3 && rng.bool() { 2 } else { 1 };
         let alone = ms_upto(&mut rng, t / 5).max(t / 50);
         let with_others = ms_upto(&mut rng, t / 5).max(t / 50);
         let mut when = t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64));
         let until = when + ms_upto(&mut rng, t * 2);
-        // The healthy ones with the hung one, or alone.
-        let others: Vec<usize> = if rng.bool() { (1..hosts).collect() } else { (2..hosts).collect() };
+        // The healthy ones with the hung ones, or alone.
+        let others: Vec<usize> = if rng.bool() { (1..hosts).collect() } else { (hung + 1..hosts).collect() };
         let mut lists = Vec::new();
         while when < until {
-            lists.push((when, vec![1]));
+            lists.push((when, (1..=hung).collect()));
             lists.push((when + alone, others.clone()));
             when += alone + with_others;
         }
         let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
-        let run = Run { close_at, lists, bugs, clock_bugs, ..Run::new(t, hosts, 1, faults) };
+        let run = Run { close_at, lists, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -2244,29 +2259,42 @@ fn double_move_runs(
 /// (accepting, never answering), then lists alternating between it alone
 /// and healthy address 2 with it (outside attack round 51, F1) or alone
 /// (round 52, F1), every `every` (50 to 500 ms, `T/20` or `T/40`) for
-/// `2 T`, then both, at 8 phases against the heartbeats. The client
+/// `2 T`, then every address, at 8 phases against the heartbeats; and with
+/// two hung addresses (1 and 2) alternating with them and healthy address
+/// 3, in four orders (round 52, F2), and the healthy one in every list
+/// beside one hung one and then the other (round 53, F1). The client
 /// follows each list as it stands (a list without the connection's server
 /// moves it) and must reach the healthy address in time, the session
-/// surviving. (Two hung addresses alternating with them and a healthy one,
-/// round 52's F2, are not here: the session still expires in some.)
+/// surviving.
 fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
     let mut runs = Vec::new();
+    // (hung addresses, the list with them only (or the healthy one
+    // after them), the other list).
+    let shapes: [(usize, Vec<usize>, Vec<usize>); 7] = [
+        (1, vec![1], vec![1, 2]),
+        (1, vec![1], vec![2]),
+        (2, vec![1, 2], vec![1, 2, 3]),
+        (2, vec![2, 1], vec![2, 1, 3]),
+        (2, vec![1, 2], vec![3, 1, 2]),
+        (2, vec![1, 2], vec![1, 3, 2]),
+        (2, vec![1, 3], vec![2, 3]),
+    ];
     for timeout_ms in [2_000u64, 3_000, 6_000, 10_000] {
         let t = Duration::from_millis(timeout_ms);
         for phase in 0..8u32 {
             let at = t * 3 / 2 + t / 8 * phase / 8;
             let periods = [50u64, 100, 200, 500].map(Duration::from_millis);
             for every in periods.into_iter().chain([t / 20, t / 40]) {
-                for healthy in [vec![1, 2], vec![2]] {
-                    let mut lists = vec![(at, vec![1])];
+                for (hung, alone, with) in &shapes {
+                    let mut lists = vec![(at, alone.clone())];
                     let mut when = at + Duration::from_millis(10);
                     while when < at + t * 2 {
-                        lists.push((when, healthy.clone()));
-                        lists.push((when + every, vec![1]));
+                        lists.push((when, with.clone()));
+                        lists.push((when + every, alone.clone()));
                         when += every * 2;
                     }
-                    lists.push((when, vec![1, 2]));
-                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 1, vec![]) });
+                    lists.push((when, (1..=hung + 1).collect()));
+                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, hung + 2, *hung, vec![]) });
                 }
             }
         }
@@ -2824,4 +2852,16 @@ fn finds_left_waited_again() {
     let bugs = zklock_proto::reconnect::Bugs { left_waited_again: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(!run.lists.is_empty(), "{run:?}");
+}
+
+/// Outside attack round 52, F2 (`waited_in_list_order`): two hung servers
+/// alone in turn with them and a healthy one; asked in the list's order
+/// from the one that was next, the healthy one came after them in each
+/// round and its turn came in a list without it, round after round.
+#[cfg(feature = "history")]
+#[test]
+fn finds_waited_in_list_order() {
+    let bugs = zklock_proto::reconnect::Bugs { waited_in_list_order: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(!run.lists.is_empty() && run.hung == 2, "{run:?}");
 }

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, CloseAsked, Failure, Progress, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
-use zklock_proto::reconnect::{self, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
+use zklock_proto::reconnect::{self, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules, Waited};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,7 +333,8 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts });
+        let shared =
+            Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts, waited: Waited::new() });
         let ready = connect_round_robin(&config, &shared, &attach, None, &Progress::default()).await;
         let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
@@ -650,7 +651,9 @@ impl Session {
     /// unused, so that its server's
     /// revalidation of the session comes before the next one's (else the
     /// next server refuses the session's next write: `SessionMoved`); the
-    /// servers this round has not asked yet follow in the new list's order.
+    /// servers this round has not asked yet follow, those the reconnect has
+    /// waited on least first (by address, under any list), ties in the new
+    /// list's order.
     ///
     /// # Errors
     ///
@@ -988,6 +991,9 @@ enum RoundsEnd {
 struct Rounds<R> {
     hosts: Vec<Host>,
     rounds: RoundRobin<R>,
+    /// How long these rounds waited on each server, under any list (for
+    /// [`RoundRobin::set_hosts`]).
+    waited: Waited<Host>,
 }
 
 fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
@@ -1024,7 +1030,12 @@ async fn connect_round_robin<R: Rules>(
         let next = lock(shared).rounds.next(now.into_std(), fastrand::f64());
         match next {
             Next::Try { host: i, until } => {
-                let host = lock(shared).hosts[i].clone();
+                let host = {
+                    let mut rounds = lock(shared);
+                    let host = rounds.hosts[i].clone();
+                    rounds.waited.ask(&host, now.into_std());
+                    host
+                };
                 let mut failed = |why: Option<String>| {
                     match last.iter_mut().find(|(h, _)| *h == host) {
                         Some(l) => l.1 = why.clone(),
@@ -1413,7 +1424,7 @@ impl Task {
         // next one after a silence ([`RoundRobin::after_loss`]); over a new
         // server list (`set_hosts`) with the same deadline.
         let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std(), in_flight);
-        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds });
+        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds, waited: Waited::new() });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
         self.close_asked
@@ -1473,7 +1484,8 @@ impl Task {
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                                 let now = tokio::time::Instant::now();
-                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, now.into_std());
+                                let waited = rounds.waited.of(&hosts, now.into_std());
+                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &waited, now.into_std());
                                 // How long a written connect that does not go
                                 // on is still waited for.
                                 let left_until = rounds.rounds.left_until().map(tokio::time::Instant::from_std);

@@ -1013,12 +1013,43 @@ fn a_list_swapping_between_a_hung_member_and_a_healthy_one_keeps_the_session() {
     alternating_lists(Duration::from_secs(6), Duration::from_millis(300), false);
 }
 
+/// Two hung members alone in turn with them and a healthy one, every
+/// 500 ms at a 4 s timeout, six sessions (outside attack round 52, F2):
+/// the healthy one, never asked, goes before the hung one the round has
+/// not tried. Before, asked in the list's order (each session shuffles
+/// it), its turn came in a list without it round after round, and a
+/// session expired (the attacker: 7 of 15 runs at 150-200 ms).
+#[test]
+fn a_list_alternating_between_two_hung_members_and_them_with_another_keeps_the_session() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
+    let healthy = Proxy::start(zk.client_addr(0)).unwrap();
+    hung.iter().for_each(Proxy::blackhole);
+    let alone = format!("{},{}", hung[0].addr(), hung[1].addr());
+    let with = format!("{alone},{}", healthy.addr());
+    alternate(&zk, Duration::from_secs(3), Duration::from_millis(500), (&alone, &with), 6, &healthy);
+}
+
+/// A healthy member in every list beside one hung member and then another,
+/// swapped every second at a 4 s timeout, six sessions (outside attack
+/// round 53, F1, against a rule taken back: servers new to a list first
+/// made each list's hung member go first, and the healthy one was never
+/// asked): by when each was last asked, the healthy one, never asked,
+/// goes first.
+#[test]
+fn a_healthy_member_beside_hung_ones_swapped_in_turn_keeps_the_session() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
+    let healthy = Proxy::start(zk.client_addr(0)).unwrap();
+    hung.iter().for_each(Proxy::blackhole);
+    let first = format!("{},{}", healthy.addr(), hung[0].addr());
+    let second = format!("{},{}", healthy.addr(), hung[1].addr());
+    alternate(&zk, Duration::from_secs(4), Duration::from_secs(1), (&first, &second), 6, &healthy);
+}
+
 /// The session on a server moves to a hung (blackholed) proxy to it, and
 /// then the list alternates every `every` between that proxy alone and a
-/// healthy one (with the hung one, if `with_hung`), for `2 T`, and ends
-/// with the healthy one's list: a write then is answered, no `Ended` event
-/// came, the session id is the same, and its ephemeral node, read by
-/// another session, is still its own.
+/// healthy one (with the hung one, if `with_hung`), as [`alternate`].
 fn alternating_lists(timeout: Duration, every: Duration, with_hung: bool) {
     let zk = Cluster::standalone().expect("zookeeper");
     let hung = Proxy::start(zk.client_addr(0)).unwrap();
@@ -1029,35 +1060,54 @@ fn alternating_lists(timeout: Duration, every: Duration, with_hung: bool) {
         true => format!("{},{}", hung.addr(), healthy.addr()),
         false => healthy.addr().to_string(),
     };
+    alternate(&zk, timeout, every, (&alone, &other), 1, &healthy);
+}
+
+/// `sessions` sessions (timeout `timeout`) on `zk`'s server move to the
+/// list `first`, then alternate every `every` between `second` and
+/// `first` for `2 T`, and end with `second`: a write on each is then
+/// answered, no `Ended` event came, each session's id is the same, and its
+/// ephemeral node, read by another session, is still its own. (Several
+/// sessions: each shuffles its lists its own way.)
+fn alternate(zk: &Cluster, timeout: Duration, every: Duration, lists: (&str, &str), sessions: usize, healthy: &Proxy) {
+    let (first, second) = lists;
     run(async {
-        let cfg = Config::new(&zk.client_addr(0).to_string()).unwrap().session_timeout(timeout);
-        let s = Session::connect(cfg).await.unwrap();
         let observer = connect(&zk.client_addr(0).to_string()).await;
-        let id = s.id();
-        let (node, _) = s.create("/alternating", b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
-        let mut events = s.events();
-        s.set_hosts(&alone).unwrap();
+        let mut all = Vec::new();
+        for i in 0..sessions {
+            let cfg = Config::new(&zk.client_addr(0).to_string()).unwrap().session_timeout(timeout);
+            let s = Session::connect(cfg).await.unwrap();
+            let path = format!("/alternating-{i}");
+            let (node, _) = s.create(&path, b"", &Acl::open(), CreateMode::Ephemeral).await.unwrap().value;
+            let events = s.events();
+            all.push((s, node, events));
+        }
+        let set = |list: &str| all.iter().for_each(|(s, _, _)| s.set_hosts(list).unwrap());
+        set(first);
         tokio::time::sleep(Duration::from_millis(10)).await;
         let end = Instant::now() + timeout * 2;
         while Instant::now() < end {
-            s.set_hosts(&other).unwrap();
+            set(second);
             tokio::time::sleep(every).await;
-            s.set_hosts(&alone).unwrap();
+            set(first);
             tokio::time::sleep(every).await;
         }
-        s.set_hosts(&other).unwrap();
-        let write = s.set_data(&node, b"after", -1);
-        if let Err(e) = within(timeout.as_secs() * 2, "a write after the lists", write).await {
-            panic!("a write after the lists: {e}");
+        set(second);
+        for (i, (s, node, events)) in all.iter_mut().enumerate() {
+            let write = s.set_data(node, b"after", -1);
+            if let Err(e) = within(timeout.as_secs() * 2, "a write after the lists", write).await {
+                panic!("session {i}: a write after the lists: {e}");
+            }
+            while let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
+                assert!(!matches!(e, SessionEvent::Ended(_)), "session {i}: {e:?}");
+            }
+            let stat = observer.exists(node).await.unwrap().value.expect("the ephemeral node lives");
+            assert_eq!(stat.ephemeral_owner, s.id(), "session {i}'s node is still its own");
         }
-        while let Ok(Some(e)) = tokio::time::timeout(Duration::ZERO, events.next()).await {
-            assert!(!matches!(e, SessionEvent::Ended(_)), "{e:?}");
-        }
-        assert_eq!(s.id(), id);
-        let stat = observer.exists(&node).await.unwrap().value.expect("the ephemeral node lives");
-        assert_eq!(stat.ephemeral_owner, id, "still the session's");
         println!("healthy member: {} connections", healthy.accepted());
-        s.close().await;
+        for (s, _, _) in all {
+            s.close().await;
+        }
         observer.close().await;
     });
 }
