@@ -1282,8 +1282,11 @@ impl Client {
     /// one waiting on a server the new list keeps goes on, on its own
     /// connection (unless servers were added and its wait is longer than
     /// one among them would be: then the new ones are asked at once), and
-    /// the servers the round has not asked yet follow, each once per round,
-    /// so calling this again and again neither puts the reconnect off, nor
+    /// the servers the round has not asked yet follow, each once per round
+    /// (those the reconnect has waited on least first, under any list: a
+    /// server never tried before all, as every later round asks them), so
+    /// calling this again and again
+    /// neither puts the reconnect off, nor
     /// asks a hung server again before the others, nor opens connections
     /// to a server it keeps. A server written twice counts once. Never
     /// blocks. An attempt the new list does not let go on (its server

@@ -195,8 +195,8 @@ pub struct Bugs {
     pub left_waited_again: bool,
     /// The servers a new list's round has still to try are asked in the
     /// list's order from the one that was next, not those waited on least
-    /// in the reconnect first (the policy before outside attack round 52,
-    /// F2): with two hung servers alone in turn with them and a healthy
+    /// in the reconnect first, nor is a new round (the policy before
+    /// outside attack round 52, F2): with two hung servers alone in turn with them and a healthy
     /// one, the healthy one came after them in each round, its turn came in
     /// a list without it, round after round, and the session expired.
     pub waited_in_list_order: bool,
@@ -694,10 +694,10 @@ pub enum Ended {
     AnsweredThenFailed(Instant),
 }
 
-/// How long a reconnect has waited on each server, by the caller's name
-/// for it (an address): what [`RoundRobin::set_hosts`] orders a new list's
-/// servers by, kept apart from the rounds because a server a list drops
-/// has no index there and may come back. An attempt counts from its start
+/// How long a reconnect has waited on each server, by a name for it: what
+/// [`RoundRobin`] orders each later round's servers by, and (kept by the
+/// caller, by address, since a server a list drops has no index in the
+/// rounds and may come back) a new list's ([`RoundRobin::set_hosts`]). An attempt counts from its start
 /// until the next one starts (a pause between rounds, or the wait for an
 /// attempt a list left, goes to the server asked last).
 #[derive(Clone, Debug)]
@@ -745,8 +745,11 @@ impl<H: PartialEq + Clone> Default for Waited<H> {
     }
 }
 
-/// The attempts of one connect: servers tried round robin from a start,
-/// rounds paused apart (from 50 ms, doubling up to the rules' longest),
+/// The attempts of one connect: servers tried round robin from a start
+/// (each round after the first asks those waited on least first, ties
+/// from the start: a server that refused or reset before one whose
+/// connect went unanswered; [`Waited`]), rounds paused apart (from 50 ms,
+/// doubling up to the rules' longest),
 /// each attempt given the time the rules say, until they give up. The
 /// caller makes the connections and reads the clock; this says what to do
 /// at each instant it is given. `zklock-zk`'s session layer and the
@@ -788,6 +791,9 @@ pub struct RoundRobin<R> {
     /// An attempt a list left went unanswered until the wait for it
     /// ended, in this reconnect.
     left_unanswered: bool,
+    /// How long these rounds waited on each server, by index: each round
+    /// after the first asks those waited on least first.
+    waited: Waited<usize>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -815,6 +821,7 @@ impl<R: Rules> RoundRobin<R> {
             said_expired: None,
             left_until: None,
             left_unanswered: false,
+            waited: Waited::new(),
         }
     }
 
@@ -867,6 +874,16 @@ impl<R: Rules> RoundRobin<R> {
             self.all_unusable = true;
             self.refused_last = std::mem::take(&mut self.refused);
             self.queue = self.round();
+            if !self.rules.bugs().on(|b| b.waited_in_list_order) {
+                // Those waited on least first (ties from `start`): with
+                // two hung servers first from it, a new round went back
+                // to them, each waiting the whole timeout, before servers
+                // that had refused while a whole ensemble was down (the
+                // reconnect search).
+                let all: Vec<usize> = (0..self.hosts).collect();
+                let waited = self.waited.of(&all, now);
+                self.queue.make_contiguous().sort_by_key(|&n| waited[n]);
+            }
             let give_up = self.rules.give_up_at();
             if now >= give_up {
                 return Next::GiveUp;
@@ -882,6 +899,7 @@ impl<R: Rules> RoundRobin<R> {
             return Next::GiveUp;
         }
         self.current = self.queue.pop_front().unwrap_or(self.start);
+        self.waited.ask(&self.current, now);
         let mut until = give_up.min(self.rules.attempt_until(now));
         let own_first = std::mem::take(&mut self.own_first);
         if own_first {
@@ -1054,7 +1072,9 @@ impl RoundRobin<Reconnect> {
     /// waited on least first (`waited[n]`: how long it has waited on the
     /// new list's server `n` so far, under this list and earlier ones; an
     /// index past its end: not at all), ties in the new list's order from
-    /// the one that was next (else from its first). (Outside attack round
+    /// the one that was next (else from the one after the attempt's, else
+    /// from its first), as each later round asks them ([`RoundRobin`]).
+    /// (Outside attack round
     /// 52, F2: with two hung servers alone in turn with them and a healthy
     /// one, the healthy one came after them in each round and its turn
     /// came in a list without it, round after round. Not servers new to
@@ -1145,6 +1165,12 @@ impl RoundRobin<Reconnect> {
             self.rules.unanswered(now);
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
+        // The caller's count, by address across lists; the server asked
+        // last (if the new list has it) counts on from now.
+        self.waited = Waited {
+            done: (0..hosts).map(|n| (n, waited.get(n).copied().unwrap_or_default())).collect(),
+            current: to_new(self.current).filter(|_| self.waited.current.is_some()).map(|c| (c, now)),
+        };
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.said_expired = self.said_expired.and_then(to_new);
@@ -1574,7 +1600,10 @@ mod tests {
     /// by how long this reconnect has waited on each, not whether it is
     /// new to the list (round 53, F1: a hung server back in the list does
     /// not go before a healthy one) or when it was last asked (an attempt
-    /// on the healthy one cut at once does not put it last).
+    /// on the healthy one cut at once does not put it last); the next
+    /// round asks by the same count. (The third part holds in the
+    /// list's order too: it guards against servers new to the list
+    /// first.)
     #[test]
     fn the_servers_waited_on_least_come_first() {
         let t0 = Instant::now();
@@ -1594,6 +1623,9 @@ mod tests {
         let Next::Try { host: 2, .. } = rr.next(until, 0.0) else { panic!("C, never asked") };
         rr.ended(Ended::Unusable);
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 1, .. }), "then X");
+        rr.ended(Ended::Unusable);
+        let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause between rounds") };
+        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 2, .. }), "the next round from C");
         // ... and C asked last, but cut at once: C still first.
         assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[ms(900), ms(500), ms(2)], until));
         assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, waited on least");

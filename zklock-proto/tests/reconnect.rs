@@ -195,18 +195,21 @@
 //! F1 in them with the attempt broken off at once (`Run::break_off_left`).
 //!
 //! Some runs set **lists that alternate** (`Run::lists`) between hung
-//! address 1 alone and a healthy one with it or alone, every 50, 100, 200
-//! or 500 ms, `T/20` or `T/40`, for `2 T` after a move to the hung one
-//! (`alternating_list_runs`: the session must survive), and an eighth of
-//! the random runs again with
-//! phases of `T/50` to `T/5` among the server's faults; a list without the
-//! connection's address moves it (outside attack round 51, F1: the
-//! session stayed on the hung address until it expired).
-//! `finds_added_wait_doubled` and `finds_left_waited_again` find its two
-//! causes (a kept attempt's whole-timeout wait on the hung address alone
-//! measured against a fresh one doubled by the rounds; attempts on the
-//! hung address waited for again at each cut, each wait ending in a list
-//! of it alone).
+//! address 1 alone and a healthy one with it or alone, or hung addresses
+//! 1 and 2 and them with healthy 3, or 3 beside 1 and then beside 2,
+//! every 50, 100, 200 or 500 ms, `T/20` or `T/40`, for `2 T` after a move
+//! to the hung ones (`alternating_list_runs`: the session must survive),
+//! and an eighth of the random runs again with phases of `T/50` to `T/5`
+//! among the server's faults; a list without the connection's address
+//! moves it (outside attack round 51, F1: the session stayed on the hung
+//! address until it expired). `finds_added_wait_doubled`,
+//! `finds_left_waited_again` and `finds_waited_in_list_order` find its
+//! three causes (a kept attempt's whole-timeout wait on the hung address
+//! alone measured against a fresh one doubled by the rounds; attempts on
+//! the hung address waited for again at each cut, each wait ending in a
+//! list of it alone; with two hung, a new list's servers asked in its
+//! order, the healthy one's turn coming in a list without it: round 52,
+//! F2).
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
 //! session's owner only as above, a member stalled apart from the others
@@ -2259,7 +2262,8 @@ fn double_move_runs(
 /// (accepting, never answering), then lists alternating between it alone
 /// and healthy address 2 with it (outside attack round 51, F1) or alone
 /// (round 52, F1), every `every` (50 to 500 ms, `T/20` or `T/40`) for
-/// `2 T`, then every address, at 8 phases against the heartbeats; and with
+/// `2 T`, then the hung ones and the healthy one, at 8 phases against the
+/// heartbeats; and with
 /// two hung addresses (1 and 2) alternating with them and healthy address
 /// 3, in four orders (round 52, F2), and the healthy one in every list
 /// beside one hung one and then the other (round 53, F1). The client
@@ -2268,8 +2272,8 @@ fn double_move_runs(
 /// surviving.
 fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
     let mut runs = Vec::new();
-    // (hung addresses, the list with them only (or the healthy one
-    // after them), the other list).
+    // (hung addresses, the first list (the hung ones, or the healthy one
+    // beside one), the other list).
     let shapes: [(usize, Vec<usize>, Vec<usize>); 7] = [
         (1, vec![1], vec![1, 2]),
         (1, vec![1], vec![2]),
@@ -2864,4 +2868,23 @@ fn finds_waited_in_list_order() {
     let bugs = zklock_proto::reconnect::Bugs { waited_in_list_order: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(!run.lists.is_empty() && run.hung == 2, "{run:?}");
+}
+
+/// Found by the search's random alternating lists with two hung addresses:
+/// the whole server down, a close asked, and a list adding healthy
+/// addresses 3 and 4 to hung 1 and 2 between rounds. Asked those waited
+/// on least first, 3 and 4 refused (down), then the hung ones waited the
+/// whole timeout each, and the next round went back to hung 1 first (the
+/// list's order from its start): the close was still held `3 T` after the
+/// outage. Each later round asks those waited on least first too.
+#[test]
+fn a_new_round_asks_the_servers_waited_on_least_first() {
+    let ms = Duration::from_millis;
+    let run = Run {
+        faults: vec![Fault::Down { at: ms(5091), len: ms(3851) }],
+        close_at: Some(ms(6347)),
+        lists: vec![(ms(6457), vec![1, 2]), (ms(7237), vec![1, 2, 3, 4])],
+        ..Run::new(ms(4650), 5, 2, vec![])
+    };
+    assert_eq!(simulate(&run), Ok(()));
 }

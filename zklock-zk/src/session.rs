@@ -653,7 +653,7 @@ impl Session {
     /// next server refuses the session's next write: `SessionMoved`); the
     /// servers this round has not asked yet follow, those the reconnect has
     /// waited on least first (by address, under any list), ties in the new
-    /// list's order.
+    /// list's order (as every later round of a reconnect asks them).
     ///
     /// # Errors
     ///
