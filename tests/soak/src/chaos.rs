@@ -372,7 +372,9 @@ impl Chaos<'_> {
     /// Moves `holder`'s client off the member it is connected through
     /// (`move-holder`): connected (in half of those twice, a moment apart,
     /// each time to one other member; in half of the others with the list
-    /// alternating between a silent member alone and it with the third),
+    /// alternating between a silent member alone and it with the third,
+    /// in half of those with a silent address that is no member beside
+    /// the silent member in every list),
     /// or while it reconnects (every member silent past its read timeout,
     /// by up to the session timeout more: the session expires in most),
     /// then back to the whole list. The fault's start, or `None` if the
@@ -393,8 +395,19 @@ impl Chaos<'_> {
         // (blackholed), the list set to it alone and to it with the third
         // in turn, every 100 to 300 ms for up to twice the session timeout
         // (outside attack round 51, F1: the session stayed on the silent
-        // one until it expired).
+        // one until it expired); in half of those a silent address (a
+        // blackholed proxy of its own) beside it in every list (round 52,
+        // F2: two hung servers, the healthy one's turn in a list without
+        // it round after round).
         let alternate = !reconnecting && !double && others.len() >= 2 && rng.range(0, 1) == 1;
+        let hung = match alternate && rng.range(0, 1) == 1 {
+            true => {
+                let p = io("starting a silent address", zklock_harness::Proxy::start(proxies[member].upstream()))?;
+                p.blackhole();
+                Some(p)
+            },
+            false => None,
+        };
         let start = mono_ns();
         if reconnecting {
             // Every member silent past the read timeout (2/3 of the
@@ -412,10 +425,13 @@ impl Chaos<'_> {
             let every = Duration::from_millis(rng.range(100, 300));
             let until =
                 Instant::now() + Duration::from_millis(rng.range(0, self.session_timeout.as_millis() as u64 * 2));
+            let mut alone = vec![others[0].clone()];
+            alone.extend(hung.as_ref().map(|p| p.addr().to_string()));
+            let with = [alone.clone(), others[1..].to_vec()].concat();
             loop {
-                self.move_client(holder, &others[0])?;
+                self.move_client(holder, &alone.join(","))?;
                 std::thread::sleep(every);
-                self.move_client(holder, &others.join(","))?;
+                self.move_client(holder, &with.join(","))?;
                 if Instant::now() >= until {
                     break;
                 }
