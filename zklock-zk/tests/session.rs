@@ -1022,13 +1022,9 @@ fn a_list_swapping_between_a_hung_member_and_a_healthy_one_keeps_the_session() {
 /// each of 7 runs without the rule, at 4 s in none of 3).
 #[test]
 fn a_list_alternating_between_two_hung_members_and_them_with_another_keeps_the_session() {
-    let zk = Cluster::standalone().expect("zookeeper");
-    let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
-    let healthy = Proxy::start(zk.client_addr(0)).unwrap();
-    hung.iter().for_each(Proxy::blackhole);
-    let alone = format!("{},{}", hung[0].addr(), hung[1].addr());
-    let with = format!("{alone},{}", healthy.addr());
-    alternate(&zk, Duration::from_secs(3), Duration::from_millis(500), (&alone, &with), 6, &healthy);
+    two_hung_and_a_healthy_member(Duration::from_secs(3), Duration::from_millis(500), |x, y, c| {
+        (format!("{x},{y}"), format!("{x},{y},{c}"))
+    });
 }
 
 /// A healthy member in every list beside one hung member and then another,
@@ -1039,13 +1035,25 @@ fn a_list_alternating_between_two_hung_members_and_them_with_another_keeps_the_s
 /// (It passes in the list's order too.)
 #[test]
 fn a_healthy_member_beside_hung_ones_swapped_in_turn_keeps_the_session() {
+    two_hung_and_a_healthy_member(Duration::from_secs(4), Duration::from_secs(1), |x, y, c| {
+        (format!("{c},{x}"), format!("{c},{y}"))
+    });
+}
+
+/// Two hung (blackholed) proxies `x` and `y` and a healthy one `c` to a
+/// standalone server; six sessions alternate between the two lists
+/// `lists(x, y, c)` gives, as [`alternate`].
+fn two_hung_and_a_healthy_member(
+    timeout: Duration,
+    every: Duration,
+    lists: fn(std::net::SocketAddr, std::net::SocketAddr, std::net::SocketAddr) -> (String, String),
+) {
     let zk = Cluster::standalone().expect("zookeeper");
     let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
     let healthy = Proxy::start(zk.client_addr(0)).unwrap();
     hung.iter().for_each(Proxy::blackhole);
-    let first = format!("{},{}", healthy.addr(), hung[0].addr());
-    let second = format!("{},{}", healthy.addr(), hung[1].addr());
-    alternate(&zk, Duration::from_secs(4), Duration::from_secs(1), (&first, &second), 6, &healthy);
+    let (first, second) = lists(hung[0].addr(), hung[1].addr(), healthy.addr());
+    alternate(&zk, timeout, every, (&first, &second), 6, &healthy);
 }
 
 /// The session on a server moves to a hung (blackholed) proxy to it, and
