@@ -313,8 +313,9 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Connects a new session, trying the servers in a random order until
-    /// one answers or the connect timeout passes.
+    /// Connects a new session, trying the servers in a random order (each
+    /// round after the first: those waited on least first) until one
+    /// answers or the connect timeout passes.
     ///
     /// # Errors
     ///
