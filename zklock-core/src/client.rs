@@ -1283,9 +1283,9 @@ impl Client {
     /// connection (unless servers were added and its wait is longer than
     /// one among them would be: then the new ones are asked at once), and
     /// the servers the round has not asked yet follow, each once per round
-    /// (those the reconnect has waited on least first, under any list: a
-    /// server never tried before all, as every later round asks them), so
-    /// calling this again and again
+    /// (by address: a server a list dropped and brought back counts as
+    /// asked), the least recently asked first (a server never asked before
+    /// all, as every later round asks them), so calling this again and again
     /// neither puts the reconnect off, nor
     /// asks a hung server again before the others, nor opens connections
     /// to a server it keeps. A server written twice counts once. Never

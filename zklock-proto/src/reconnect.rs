@@ -193,13 +193,20 @@ pub struct Bugs {
     /// next list's cut waited for that one too: the healthy server was
     /// never asked.
     pub left_waited_again: bool,
-    /// The servers a new list's round has still to try are asked in the
-    /// list's order from the one that was next, not those waited on least
-    /// in the reconnect first, nor is a new round (the policy before
-    /// outside attack round 52, F2): with two hung servers alone in turn with them and a healthy
-    /// one, the healthy one came after them in each round, its turn came in
-    /// a list without it, round after round, and the session expired.
-    pub waited_in_list_order: bool,
+    /// The servers a new list's round has still to try, and each round's,
+    /// are asked in the list's order (from the one that was next; from
+    /// the start), not the least recently asked first (the policy before
+    /// outside attack round 52, F2): with two hung servers alone in turn
+    /// with them and a healthy one, the healthy one came after them in
+    /// each round, its turn came in a list without it, round after round,
+    /// and the session expired.
+    pub asked_in_list_order: bool,
+    /// A server a list dropped and brought back counts as not tried in the
+    /// round (the policy before outside attack round 54, F1): with lists
+    /// swapping two hung servers beside a healthy one that the round had
+    /// tried (hung a moment, or slow), each hung one came back as untried,
+    /// the round never ended, and the healthy one was never asked again.
+    pub tried_by_index: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -694,61 +701,76 @@ pub enum Ended {
     AnsweredThenFailed(Instant),
 }
 
-/// How long a reconnect has waited on each server, by a name for it: what
-/// [`RoundRobin`] orders each later round's servers by, and (kept by the
-/// caller, by address, since a server a list drops has no index in the
-/// rounds and may come back) a new list's ([`RoundRobin::set_hosts`]). An attempt counts from its start
-/// until the next one starts (a pause between rounds, or the wait for an
-/// attempt a list left, goes to the server asked last).
+/// When a reconnect last asked each server, by the caller's name for it
+/// (an address), for [`RoundRobin::set_hosts`]: a server a list drops has
+/// no index in the rounds and may come back. An attempt counts once its
+/// connect is written (one broken off before counts as not made: the
+/// server never saw it).
 #[derive(Clone, Debug)]
-pub struct Waited<H> {
-    done: Vec<(H, Duration)>,
-    current: Option<(H, Instant)>,
+pub struct Asked<H> {
+    last: Vec<(H, Instant)>,
+    /// The attempt in progress: its server, and when that was asked before.
+    current: Option<(H, Option<Instant>)>,
 }
 
-impl<H: PartialEq + Clone> Waited<H> {
-    /// Nothing waited on yet.
-    pub fn new() -> Waited<H> {
-        Waited { done: Vec::new(), current: None }
+impl<H: PartialEq + Clone> Asked<H> {
+    /// None asked yet.
+    pub fn new() -> Asked<H> {
+        Asked { last: Vec::new(), current: None }
     }
 
-    /// An attempt on `host` starts at `now` (the one before it is over).
+    /// An attempt on `host` starts at `now`.
     pub fn ask(&mut self, host: &H, now: Instant) {
-        if let Some((last, since)) = self.current.take() {
-            let spent = now.saturating_duration_since(since);
-            match self.done.iter_mut().find(|(h, _)| *h == last) {
-                Some((_, d)) => *d += spent,
-                None => self.done.push((last, spent)),
+        let before = self.at(host);
+        self.last.retain(|(h, _)| h != host);
+        self.last.push((host.clone(), now));
+        self.current = Some((host.clone(), before));
+    }
+
+    /// The attempt in progress is over (it counts, written or not: a
+    /// refusal is an answer of a kind).
+    pub fn ended(&mut self) {
+        self.current = None;
+    }
+
+    /// The attempt in progress has not written its connect (a list breaks
+    /// it off): it does not count.
+    pub fn unwritten(&mut self) {
+        if let Some((host, before)) = self.current.take() {
+            self.last.retain(|(h, _)| *h != host);
+            if let Some(at) = before {
+                self.last.push((host, at));
             }
         }
-        self.current = Some((host.clone(), now));
     }
 
-    /// How long each of `hosts` has been waited on until `now`.
-    pub fn of(&self, hosts: &[H], now: Instant) -> Vec<Duration> {
+    fn at(&self, host: &H) -> Option<Instant> {
+        self.last.iter().find(|(h, _)| h == host).map(|&(_, at)| at)
+    }
+
+    /// When each of `hosts` was last asked (`None`: never); the attempt
+    /// in progress counts only if its connect is `written`.
+    pub fn of(&self, hosts: &[H], written: bool) -> Vec<Option<Instant>> {
         hosts
             .iter()
-            .map(|h| {
-                let done = self.done.iter().find(|(d, _)| d == h).map_or(Duration::ZERO, |&(_, d)| d);
-                match &self.current {
-                    Some((c, since)) if c == h => done + now.saturating_duration_since(*since),
-                    _ => done,
-                }
+            .map(|h| match &self.current {
+                Some((c, before)) if c == h && !written => *before,
+                _ => self.at(h),
             })
             .collect()
     }
 }
 
-impl<H: PartialEq + Clone> Default for Waited<H> {
-    fn default() -> Waited<H> {
-        Waited::new()
+impl<H: PartialEq + Clone> Default for Asked<H> {
+    fn default() -> Asked<H> {
+        Asked::new()
     }
 }
 
 /// The attempts of one connect: servers tried round robin from a start
-/// (each round after the first asks those waited on least first, ties
-/// from the start: a server that refused or reset before one whose
-/// connect went unanswered; [`Waited`]), rounds paused apart (from 50 ms,
+/// (each round after the first asks the least recently asked first, ties
+/// from the start: over a list that did not change, the same order),
+/// rounds paused apart (from 50 ms,
 /// doubling up to the rules' longest),
 /// each attempt given the time the rules say, until they give up. The
 /// caller makes the connections and reads the clock; this says what to do
@@ -791,9 +813,12 @@ pub struct RoundRobin<R> {
     /// An attempt a list left went unanswered until the wait for it
     /// ended, in this reconnect.
     left_unanswered: bool,
-    /// How long these rounds waited on each server, by index: each round
-    /// after the first asks those waited on least first.
-    waited: Waited<usize>,
+    /// When this round began (`None`: the first round, begun before any
+    /// attempt): a server asked since is tried in it, under any list.
+    round_started: Option<Instant>,
+    /// By server: when it was last asked in this reconnect (by a new list:
+    /// when its connect was last written, [`Asked`]).
+    asked: Vec<Option<Instant>>,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -821,7 +846,8 @@ impl<R: Rules> RoundRobin<R> {
             said_expired: None,
             left_until: None,
             left_unanswered: false,
-            waited: Waited::new(),
+            round_started: None,
+            asked: vec![None; hosts],
         }
     }
 
@@ -874,15 +900,18 @@ impl<R: Rules> RoundRobin<R> {
             self.all_unusable = true;
             self.refused_last = std::mem::take(&mut self.refused);
             self.queue = self.round();
-            if !self.rules.bugs().on(|b| b.waited_in_list_order) {
-                // Those waited on least first (ties from `start`): with
-                // two hung servers first from it, a new round went back
-                // to them, each waiting the whole timeout, before servers
-                // that had refused while a whole ensemble was down (the
-                // reconnect search).
-                let all: Vec<usize> = (0..self.hosts).collect();
-                let waited = self.waited.of(&all, now);
-                self.queue.make_contiguous().sort_by_key(|&n| waited[n]);
+            self.round_started = Some(now);
+            if !self.rules.bugs().on(|b| b.asked_in_list_order) {
+                // The least recently asked first (ties from the start; a
+                // round over a list that did not change asks in the same
+                // order as from the start): a new list's order may have
+                // ended the round elsewhere (the reconnect search: with a
+                // whole ensemble down, the servers a list added, refusing,
+                // asked first and two hung ones after them, a new round
+                // from the start went back to the hung ones, each waiting
+                // the whole timeout again).
+                let asked = &self.asked;
+                self.queue.make_contiguous().sort_by_key(|&n| asked[n]);
             }
             let give_up = self.rules.give_up_at();
             if now >= give_up {
@@ -899,7 +928,9 @@ impl<R: Rules> RoundRobin<R> {
             return Next::GiveUp;
         }
         self.current = self.queue.pop_front().unwrap_or(self.start);
-        self.waited.ask(&self.current, now);
+        if let Some(a) = self.asked.get_mut(self.current) {
+            *a = Some(now);
+        }
         let mut until = give_up.min(self.rules.attempt_until(now));
         let own_first = std::mem::take(&mut self.own_first);
         if own_first {
@@ -1068,28 +1099,34 @@ impl RoundRobin<Reconnect> {
     /// reconnect).
     ///
     /// The round goes on over the new list: the servers it has not tried
-    /// yet (servers new to the list among them), those this reconnect has
-    /// waited on least first (`waited[n]`: how long it has waited on the
-    /// new list's server `n` so far, under this list and earlier ones; an
-    /// index past its end: not at all), ties in the new list's order from
-    /// the one that was next (else from the one after the attempt's, else
-    /// from its first), as each later round asks them ([`RoundRobin`]).
-    /// (Outside attack round
+    /// yet (servers new to the list among them), the least recently asked
+    /// first (`asked[n]`: when this reconnect last asked the new list's
+    /// server `n`, under this list or an earlier one, counted once its
+    /// connect was written, [`Asked`]; `None`, or an index past its end:
+    /// never), ties in the new list's order from the one that was next
+    /// (else from the one after the attempt's, else from its first), as
+    /// each later round asks them ([`RoundRobin`]). (Outside attack round
     /// 52, F2: with two hung servers alone in turn with them and a healthy
     /// one, the healthy one came after them in each round and its turn
     /// came in a list without it, round after round. Not servers new to
     /// the list first: a healthy server in every list beside hung ones
     /// swapped in turn was never asked when each list's hung one went
-    /// first as new, round 53, F1. Nor the least recently asked first: an
-    /// attempt on the healthy one that a list cut a moment after it
-    /// started made it the most recently asked, behind the hung ones. A
-    /// server a list drops has no index here, so the caller keeps how long
-    /// each was waited on, by address.) A server the round tried is not
-    /// asked again before the next round, however often the list is
-    /// refreshed (round 35, F1: refreshes every `T/50` asked a hung first
-    /// server again and again before the healthy last one). The deadline
-    /// stays, and servers that went unanswered stay marked.
-    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], waited: &[Duration], now: Instant) -> bool {
+    /// first as new, round 53, F1. Not the least waited on: a healthy
+    /// server whose one wait ran out went behind hung ones whose attempts
+    /// the lists cut sooner. An attempt counts once its connect is
+    /// written: one on the healthy server that a list cut 2 ms after it
+    /// started, unwritten, made it the most recently asked.) A server the
+    /// round tried is not asked again before the next round, however
+    /// often the list is refreshed (round 35, F1: refreshes every `T/50`
+    /// asked a hung first server again and again before the healthy last
+    /// one), counted by address too (`asked[n]` in this round: outside
+    /// attack round 54, F1, lists swapping hung servers beside a healthy
+    /// one the round had tried brought each hung one back untried, the
+    /// round never ended, and the healthy one was never asked again; a
+    /// server a list drops has no index here, so the caller keeps when
+    /// each was asked, by address). The deadline stays, and servers that
+    /// went unanswered stay marked.
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Option<Instant>], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
@@ -1103,6 +1140,7 @@ impl RoundRobin<Reconnect> {
             self.rules.set_hosts(hosts);
             self.start = 0;
             self.queue = self.round();
+            self.asked = vec![None; hosts];
             self.waiting_until = None;
             self.waiting_since = None;
             return false;
@@ -1115,7 +1153,19 @@ impl RoundRobin<Reconnect> {
         }
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
-        let tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
+        let mut tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
+        if !self.rules.bugs.on(|b| b.tried_by_index) {
+            // ... and by address: a server a list dropped and brought
+            // back since, asked in this round (outside attack round 54,
+            // F1: with lists swapping hung servers beside a healthy one
+            // the round had tried, each hung one came back as untried,
+            // the round never ended, and the healthy one was never asked
+            // again).
+            let round = self.round_started;
+            tried.extend(
+                (0..hosts).filter(|&n| asked.get(n).copied().flatten().is_some_and(|at| round.is_none_or(|r| at > r))),
+            );
+        }
         let next = self.queue.iter().find_map(|&i| to_new(i));
         self.rules.set_hosts(hosts);
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
@@ -1165,22 +1215,18 @@ impl RoundRobin<Reconnect> {
             self.rules.unanswered(now);
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
-        // The caller's count, by address across lists; the server asked
-        // last (if the new list has it) counts on from now.
-        self.waited = Waited {
-            done: (0..hosts).map(|n| (n, waited.get(n).copied().unwrap_or_default())).collect(),
-            current: to_new(self.current).filter(|_| self.waited.current.is_some()).map(|c| (c, now)),
-        };
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
-        if !self.rules.bugs.on(|b| b.waited_in_list_order) {
-            // Those waited on least first (a stable sort: ties in the
+        self.asked = (0..hosts).map(|n| asked.get(n).copied().flatten()).collect();
+        if !self.rules.bugs.on(|b| b.asked_in_list_order) {
+            // The least recently asked first (a stable sort: ties in the
             // list's order; round 52, F2).
-            self.queue.make_contiguous().sort_by_key(|&n| waited.get(n).copied().unwrap_or_default());
+            let asked = &self.asked;
+            self.queue.make_contiguous().sort_by_key(|&n| asked[n]);
         }
         if self.rules.bugs.on(|b| b.set_hosts_restarts_round) {
             // The policy before round 35's F1: a new round, from the
@@ -1388,7 +1434,7 @@ mod tests {
         while asked.len() < 4 {
             let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a try") };
             asked.push(host);
-            let was: Vec<Duration> = (0..4).map(|n| if asked.contains(&n) { T / 10 } else { Duration::ZERO }).collect();
+            let was: Vec<Option<Instant>> = (0..4).map(|n| asked.contains(&n).then_some(t0)).collect();
             assert!(rr.set_hosts(4, &same, &was, now + Duration::from_millis(1)), "goes on");
             now = until;
             rr.ended(Ended::Unanswered(now));
@@ -1454,25 +1500,19 @@ mod tests {
         // Its server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(
-            !rr.set_hosts(2, &[None, Some(0), Some(1)], &[Duration::ZERO, Duration::ZERO], t0 + T / 100),
-            "does not go on"
-        );
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &[None, None], t0 + T / 100), "does not go on");
         assert_eq!(rr.left_until(), Some(t0 + T / 10), "a tenth after it started");
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(
-            !rr.set_hosts(2, &[None, Some(0), Some(1)], &[Duration::ZERO, Duration::ZERO], t0 + T / 5),
-            "does not go on"
-        );
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &[None, None], t0 + T / 5), "does not go on");
         assert_eq!(rr.left_until(), None, "older than that: broken off");
         // Kept, its wait cut (one server alone, grown to two).
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 100), "its wait is cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 100), "its wait is cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // Between attempts, nothing to wait for.
-        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], &[T / 10, Duration::ZERO], t0 + T / 50));
+        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], &[Some(t0), None], t0 + T / 50));
         assert_eq!(rr.left_until(), None);
     }
 
@@ -1497,8 +1537,8 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("its one server") };
         assert_eq!(until, rr.rules().give_up_at().min(now + T), "the whole timeout");
         let mut same = rr.clone();
-        assert!(same.set_hosts(1, &[Some(0)], &[T / 10], now + T / 50), "the same list: goes on");
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], now + T / 50), "a server added: cut");
+        assert!(same.set_hosts(1, &[Some(0)], &[Some(t0)], now + T / 50), "the same list: goes on");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(now + T / 10), "its answer waited for a tenth");
     }
 
@@ -1510,10 +1550,10 @@ mod tests {
         let t0 = Instant::now();
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // The list is its server alone again when the wait ends.
-        assert!(!rr.set_hosts(1, &[Some(0), None], &[T / 10], t0 + T / 20));
+        assert!(!rr.set_hosts(1, &[Some(0), None], &[Some(t0)], t0 + T / 20));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let start = match rr.next(now, 0.0) {
@@ -1522,19 +1562,19 @@ mod tests {
             Next::GiveUp | Next::Unreachable => panic!("gave up"),
         };
         let Next::Try { host: 0, .. } = rr.next(start, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], start + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], start + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
         assert!(matches!(rr.next(start + T / 50, 0.0), Next::Try { host: 1, .. }), "the added server next");
         // Another server's attempt, too: the first one's server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
         let Next::Try { host: first, .. } = rr.next(t0, 0.0) else { panic!("a server") };
         let kept = if first == 0 { [None, Some(0)] } else { [Some(0), None] };
-        assert!(!rr.set_hosts(1, &kept, &[Duration::ZERO], t0 + T / 50), "its server dropped");
+        assert!(!rr.set_hosts(1, &kept, &[None], t0 + T / 50), "its server dropped");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("the other server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], now + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
     }
 
@@ -1548,22 +1588,14 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T, "the whole timeout with one server");
-        assert!(!rr.set_hosts(2, &[Some(0)], &[T / 10, Duration::ZERO], t0 + T / 20), "broken off");
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 20), "broken off");
         assert!(matches!(rr.next(t0 + T / 20, 0.0), Next::Try { host: 1, .. }), "the new server next");
         // The same list refreshed keeps an own server's first wait.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0, false);
         let Next::Try { host: 2, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T / 3, "a reset's own server waits T/3");
         let same: Vec<Option<usize>> = (0..5).map(Some).collect();
-        assert!(
-            rr.set_hosts(
-                5,
-                &same,
-                &[Duration::ZERO, Duration::ZERO, T / 10, Duration::ZERO, Duration::ZERO],
-                t0 + T / 20
-            ),
-            "goes on"
-        );
+        assert!(rr.set_hosts(5, &same, &[None, None, Some(t0), None, None], t0 + T / 20), "goes on");
     }
 
     #[test]
@@ -1574,40 +1606,49 @@ mod tests {
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
         assert!(
-            !rr.set_hosts(2, &[Some(1), None, Some(0)], &[Duration::ZERO, T / 10], t0 + T / 3),
+            !rr.set_hosts(2, &[Some(1), None, Some(0)], &[None, Some(t0)], t0 + T / 3),
             "its server is not in the new list"
         );
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "the server that was next");
     }
 
-    /// Each attempt counts from its start until the next one starts; the
-    /// one in progress until now.
+    /// An attempt counts from its start, unless a list broke it off before
+    /// its connect was written.
     #[test]
-    fn waited_sums_each_servers_attempts() {
+    fn asked_counts_an_attempt_unless_its_connect_was_not_written() {
         let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        let mut w = Waited::new();
-        assert_eq!(w.of(&["a", "b"], t0), [Duration::ZERO, Duration::ZERO]);
-        w.ask(&"a", t0);
-        w.ask(&"b", t0 + ms(300));
-        w.ask(&"a", t0 + ms(400));
-        assert_eq!(w.of(&["b", "a", "c"], t0 + ms(450)), [ms(100), ms(350), Duration::ZERO]);
+        let at = |n| Some(t0 + Duration::from_millis(n));
+        let mut a = Asked::new();
+        assert_eq!(a.of(&["a", "b"], true), [None, None]);
+        a.ask(&"a", t0);
+        a.ended();
+        a.ask(&"b", t0 + Duration::from_millis(300));
+        a.ended();
+        a.ask(&"a", t0 + Duration::from_millis(400));
+        assert_eq!(a.of(&["b", "a", "c"], true), [at(300), at(400), None]);
+        assert_eq!(a.of(&["b", "a", "c"], false), [at(300), Some(t0), None], "not written yet");
+        a.unwritten();
+        assert_eq!(a.of(&["a"], true), [Some(t0)], "broken off before it was written");
+        a.ask(&"c", t0 + Duration::from_millis(500));
+        a.unwritten();
+        assert_eq!(a.of(&["c"], true), [None]);
+        // Between attempts, `written` says nothing.
+        a.ask(&"b", t0 + Duration::from_millis(600));
+        a.ended();
+        assert_eq!(a.of(&["b"], false), [at(600)]);
     }
 
     /// Outside attack round 52, F2: the servers a new list's round has
-    /// still to try are asked those waited on least first (two hung
-    /// servers waited on in every round, a healthy one added behind them);
-    /// by how long this reconnect has waited on each, not whether it is
-    /// new to the list (round 53, F1: a hung server back in the list does
-    /// not go before a healthy one) or when it was last asked (an attempt
-    /// on the healthy one cut at once does not put it last); the next
-    /// round asks by the same count. (The third part holds in the
-    /// list's order too: it guards against servers new to the list
-    /// first.)
+    /// still to try are asked the least recently asked first (two hung
+    /// servers asked in every round, a healthy one added behind them); by
+    /// when each was asked in this reconnect (by address), not whether it
+    /// is new to the list (round 53, F1: a hung server back in the list
+    /// does not go before a healthy one asked longer ago); and each later
+    /// round the same way.
     #[test]
-    fn the_servers_waited_on_least_come_first() {
+    fn the_servers_least_recently_asked_come_first() {
         let t0 = Instant::now();
-        let ms = Duration::from_millis;
+        let at = |n| Some(t0 + Duration::from_millis(n));
         // [B, X], both asked in the first round and B in the second, then
         // [B, X, C]: C (never asked) before X.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
@@ -1619,29 +1660,38 @@ mod tests {
         let Next::Try { host: 0, .. } = rr.next(until, 0.0) else { panic!("B again") };
         rr.ended(Ended::Unusable);
         let mut again = rr.clone();
-        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &[ms(900), ms(500)], until));
-        let Next::Try { host: 2, .. } = rr.next(until, 0.0) else { panic!("C, never asked") };
+        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &[Some(until), Some(t0), None], until));
+        let ms = |n| until + Duration::from_millis(n);
+        let Next::Try { host: 2, .. } = rr.next(ms(1), 0.0) else { panic!("C, never asked") };
         rr.ended(Ended::Unusable);
-        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 1, .. }), "then X");
+        assert!(matches!(rr.next(ms(2), 0.0), Next::Try { host: 1, .. }), "then X");
         rr.ended(Ended::Unusable);
-        let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause between rounds") };
-        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 2, .. }), "the next round from C");
-        // ... and C asked last, but cut at once: C still first.
-        assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[ms(900), ms(500), ms(2)], until));
-        assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, waited on least");
-        // [C, X], X asked; then [C, Y], Y waited on under an earlier
-        // list, C never: C first (as new to the list, Y would be).
+        // The next round: B, C, X were asked in that order.
+        let Next::Pause { until: next } = rr.next(ms(3), 0.0) else { panic!("a pause between rounds") };
+        let order: Vec<usize> = (0..3)
+            .map(|_| {
+                let Next::Try { host, .. } = rr.next(next, 0.0) else { panic!("a try") };
+                rr.ended(Ended::Unusable);
+                host
+            })
+            .collect();
+        assert_eq!(order, [0, 2, 1], "the least recently asked first");
+        // ... C asked once, before B and X: C still first.
+        assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[Some(until), at(1), Some(t0)], until));
+        assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, asked longest ago");
+        // [C, X], X asked; then [C, Y], Y asked under an earlier list, C
+        // never: C first (as new to the list, Y would be).
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 1);
         let Next::Try { host: 1, .. } = rr.next(t0, 0.0) else { panic!("X") };
         rr.ended(Ended::Unusable);
-        assert!(!rr.set_hosts(2, &[Some(0), None], &[Duration::ZERO, ms(500)], t0));
+        assert!(!rr.set_hosts(2, &[Some(0), None], &[None, Some(t0)], t0));
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "C");
         // Ties in the list's order from the one that was next.
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("the first") };
         rr.ended(Ended::Unusable);
         let same: Vec<Option<usize>> = (0..3).map(Some).collect();
-        assert!(!rr.set_hosts(5, &same, &[ms(1), Duration::ZERO, ms(1), Duration::ZERO, ms(1)], t0));
+        assert!(!rr.set_hosts(5, &same, &[Some(t0), None, None, None, None], t0));
         let asked: Vec<usize> = (0..4)
             .map(|_| {
                 let Next::Try { host, .. } = rr.next(t0, 0.0) else { panic!("a try") };
@@ -1649,7 +1699,30 @@ mod tests {
                 host
             })
             .collect();
-        assert_eq!(asked, [1, 3, 2, 4], "not waited on from the one next, then the others by how long");
+        assert_eq!(asked, [1, 2, 3, 4], "never asked, from the one next");
+    }
+
+    /// Outside attack round 54, F1: a healthy server S in every list, its
+    /// attempt once ended unanswered (hung a moment), hung h0 and h1
+    /// swapped beside it: a hung one brought back counts as tried in the
+    /// round (by address), so the round ends and the next asks S first;
+    /// by index, each came back untried and S was never asked again.
+    #[test]
+    fn a_server_brought_back_by_a_list_counts_as_tried_in_the_round() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
+        let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("S") };
+        // [S, h0]: S's whole-timeout wait cut, left, unanswered.
+        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 50));
+        rr.left_ended(Ended::Unanswered(t0 + T / 10));
+        let Next::Try { host: 1, .. } = rr.next(t0 + T / 10, 0.0) else { panic!("h0") };
+        // [S, h1]: h0's attempt broken off; h1 asked.
+        assert!(!rr.set_hosts(2, &[Some(0), None], &[Some(t0), None], t0 + T / 4));
+        let Next::Try { host: 1, .. } = rr.next(t0 + T / 4, 0.0) else { panic!("h1") };
+        // [S, h0] again: h0 was asked in this round.
+        assert!(!rr.set_hosts(2, &[Some(0), None], &[Some(t0), Some(t0 + T / 10)], t0 + T * 2 / 5));
+        let Next::Pause { until } = rr.next(t0 + T * 2 / 5, 0.0) else { panic!("the round is over") };
+        assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "S, asked longest ago");
     }
 
     /// Round 29's O2 and round 31's O2: a new server list while an attempt
@@ -1663,11 +1736,8 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
-        assert!(rr.set_hosts(2, &[Some(1), Some(0)], &[Duration::ZERO, T / 10], later), "the attempt goes on");
-        assert!(
-            rr.set_hosts(2, &[Some(0), Some(1)], &[Duration::ZERO, T / 10], later),
-            "again (the same list refreshed)"
-        );
+        assert!(rr.set_hosts(2, &[Some(1), Some(0)], &[None, Some(t0)], later), "the attempt goes on");
+        assert!(rr.set_hosts(2, &[Some(0), Some(1)], &[None, Some(t0)], later), "again (the same list refreshed)");
         rr.ended(Ended::Unanswered(until));
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
         rr.ended(Ended::Unusable);
@@ -1676,10 +1746,7 @@ mod tests {
         // from the server that was next, then the new one.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
-        assert!(
-            !rr.set_hosts(3, &[None, Some(2)], &[Duration::ZERO, Duration::ZERO, Duration::ZERO], later),
-            "broken off"
-        );
+        assert!(!rr.set_hosts(3, &[None, Some(2)], &[None, None, None], later), "broken off");
         let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         rr.ended(Ended::Unusable);
@@ -1688,7 +1755,7 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
-        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], &[Duration::ZERO, T / 10], later), "nothing to go on");
+        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], &[None, Some(t0)], later), "nothing to go on");
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

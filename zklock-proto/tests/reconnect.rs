@@ -203,13 +203,16 @@
 //! among the server's faults; a list without the connection's address
 //! moves it (outside attack round 51, F1: the session stayed on the hung
 //! address until it expired). `finds_added_wait_doubled`,
-//! `finds_left_waited_again` and `finds_waited_in_list_order` find its
+//! `finds_left_waited_again` and `finds_asked_in_list_order` find its
 //! three causes (a kept attempt's whole-timeout wait on the hung address
 //! alone measured against a fresh one doubled by the rounds; attempts on
 //! the hung address waited for again at each cut, each wait ending in a
 //! list of it alone; with two hung, a new list's servers asked in its
 //! order, the healthy one's turn coming in a list without it: round 52,
-//! F2).
+//! F2). The grid also hangs the own address for `T/6` as lists swap hung
+//! addresses 1 and 2 beside it (round 54, F1: each hung one came back as
+//! not asked in the round, the round never ended, and the own address,
+//! healthy again, was never asked); `finds_tried_by_index` finds it.
 //!
 //! Not modelled: an ensemble (followers' reports, leader changes; the
 //! session's owner only as above, a member stalled apart from the others
@@ -222,7 +225,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use zklock_proto::clock::{Clock, Heartbeat};
-use zklock_proto::reconnect::{read_timeout, Closing, Ended, Next, Reconnect, RoundRobin, Waited};
+use zklock_proto::reconnect::{read_timeout, Asked, Closing, Ended, Next, Reconnect, RoundRobin};
 
 /// One way on loopback.
 const WIRE: Duration = Duration::from_micros(200);
@@ -526,9 +529,9 @@ struct Connecting {
     /// `What::LeftCut`, the connection is not used, and how it ended is
     /// told with `RoundRobin::left_ended`.
     left: bool,
-    /// How long this reconnect waited on each address, under any list (as
+    /// When this reconnect last asked each address, under any list (as
     /// the session layer keeps it for `RoundRobin::set_hosts`).
-    waited: Waited<usize>,
+    asked: Asked<usize>,
 }
 
 struct World {
@@ -1476,7 +1479,7 @@ impl World {
             attempt: None,
             answered: None,
             left: false,
-            waited: Waited::new(),
+            asked: Asked::new(),
         }));
         self.next_attempt();
     }
@@ -1523,8 +1526,15 @@ impl World {
             // broken off (its connection closed: a server reads what
             // it had) and the rounds go on over the new list.
             self.asked_after_expired = 0;
-            let waited = c.waited.of(&self.order, now);
-            if c.rounds.set_hosts(self.order.len(), &kept, &waited, now) {
+            // The attempt in progress counts once its connect is written
+            // (after its TLS handshake).
+            let written = c.attempt.is_none_or(|(conn, _, _)| self.handshaken[conn as usize]);
+            let asked = c.asked.of(&self.order, written);
+            let goes_on = c.rounds.set_hosts(self.order.len(), &kept, &asked, now);
+            if !goes_on && !written {
+                c.asked.unwritten();
+            }
+            if goes_on {
                 if let Some((conn, host, sent)) = c.attempt {
                     c.attempt = Some((conn, kept[host].expect("kept"), sent));
                 }
@@ -1590,7 +1600,7 @@ impl World {
                 }
             }
             if let Next::Try { host, .. } = next {
-                c.waited.ask(&self.order[host], now);
+                c.asked.ask(&self.order[host], now);
             }
             match next {
                 Next::GiveUp | Next::Unreachable => {
@@ -2266,7 +2276,9 @@ fn double_move_runs(
 /// heartbeats; and with
 /// two hung addresses (1 and 2) alternating with them and healthy address
 /// 3, in four orders (round 52, F2), and the healthy one in every list
-/// beside one hung one and then the other (round 53, F1). The client
+/// beside one hung one and then the other (round 53, F1); and the own
+/// address hung for `T/6` as lists swap hung 1 and 2 beside it (round 54,
+/// F1). The client
 /// follows each list as it stands (a list without the connection's server
 /// moves it) and must reach the healthy address in time, the session
 /// surviving.
@@ -2299,6 +2311,25 @@ fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock
                     }
                     lists.push((when, (1..=hung + 1).collect()));
                     runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, hung + 2, *hung, vec![]) });
+                }
+            }
+            // The own address hung for `T/6` (reset first, or silent) as
+            // the lists begin to swap hung addresses 1 and 2 beside it
+            // (outside attack round 54, F1: its attempt ran out or was
+            // cut, each hung address came back as untried, and it was
+            // never asked again).
+            for every in [Duration::from_millis(200), Duration::from_millis(500), t / 10, t / 4] {
+                for reset in [false, true] {
+                    let mut lists = Vec::new();
+                    let mut when = at + Duration::from_millis(10);
+                    while when < at + t * 2 {
+                        lists.push((when, vec![0, 1]));
+                        lists.push((when + every, vec![0, 2]));
+                        when += every * 2;
+                    }
+                    lists.push((when, vec![0, 1, 2]));
+                    let hang = Fault::Hang { at, len: t / 6, reset };
+                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 2, vec![hang]) });
                 }
             }
         }
@@ -2858,27 +2889,27 @@ fn finds_left_waited_again() {
     assert!(!run.lists.is_empty(), "{run:?}");
 }
 
-/// Outside attack round 52, F2 (`waited_in_list_order`): two hung servers
+/// Outside attack round 52, F2 (`asked_in_list_order`): two hung servers
 /// alone in turn with them and a healthy one; asked in the list's order
 /// from the one that was next, the healthy one came after them in each
 /// round and its turn came in a list without it, round after round.
 #[cfg(feature = "history")]
 #[test]
-fn finds_waited_in_list_order() {
-    let bugs = zklock_proto::reconnect::Bugs { waited_in_list_order: true, ..Default::default() };
+fn finds_asked_in_list_order() {
+    let bugs = zklock_proto::reconnect::Bugs { asked_in_list_order: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(!run.lists.is_empty() && run.hung == 2, "{run:?}");
 }
 
 /// Found by the search's random alternating lists with two hung addresses:
 /// the whole server down, a close asked, and a list adding healthy
-/// addresses 3 and 4 to hung 1 and 2 between rounds. Asked those waited
-/// on least first, 3 and 4 refused (down), then the hung ones waited the
-/// whole timeout each, and the next round went back to hung 1 first (the
-/// list's order from its start): the close was still held `3 T` after the
-/// outage. Each later round asks those waited on least first too.
+/// addresses 3 and 4 to hung 1 and 2 between rounds. Asked first (never
+/// asked), 3 and 4 refused (down), then the hung ones waited the whole
+/// timeout each, and the next round went back to hung 1 first (the list's
+/// order from its start): the close was still held `3 T` after the
+/// outage. Each later round asks the least recently asked first too.
 #[test]
-fn a_new_round_asks_the_servers_waited_on_least_first() {
+fn a_new_round_asks_the_least_recently_asked_first() {
     let ms = Duration::from_millis;
     let run = Run {
         faults: vec![Fault::Down { at: ms(5091), len: ms(3851) }],
@@ -2887,4 +2918,16 @@ fn a_new_round_asks_the_servers_waited_on_least_first() {
         ..Run::new(ms(4650), 5, 2, vec![])
     };
     assert_eq!(simulate(&run), Ok(()));
+}
+
+/// Outside attack round 54, F1 (`tried_by_index`): the own address hung a
+/// moment as the lists swap hung addresses beside it; a hung one a list
+/// dropped and brought back counted as untried in the round, the round
+/// never ended, and the own address (healthy again) was never asked.
+#[cfg(feature = "history")]
+#[test]
+fn finds_tried_by_index() {
+    let bugs = zklock_proto::reconnect::Bugs { tried_by_index: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.faults.iter().any(|f| matches!(f, Fault::Hang { .. })) && !run.lists.is_empty(), "{run:?}");
 }

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::conn::{attempt, Attach, CloseAsked, Failure, Progress, Ready, Stream, Unusable};
 use crate::error::Error;
 use crate::hosts::{strip_chroot, Host};
-use zklock_proto::reconnect::{self, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules, Waited};
+use zklock_proto::reconnect::{self, Asked, Closing, Ended, NewSession, Next, Reconnect, RoundRobin, Rules};
 
 /// A reply with the facts the safety clock needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -314,8 +314,8 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// Connects a new session, trying the servers in a random order (each
-    /// round after the first: those waited on least first) until one
-    /// answers or the connect timeout passes.
+    /// round in the same order) until one answers or the connect timeout
+    /// passes.
     ///
     /// # Errors
     ///
@@ -334,8 +334,7 @@ impl Session {
         fastrand::shuffle(&mut hosts);
         let attach = Attach { session_id: 0, password: vec![0; 16], last_zxid: 0, next_xid: 1 };
         let rules = NewSession::new(started.into_std(), config.connect_timeout, config.session_timeout, hosts.len());
-        let shared =
-            Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts, waited: Waited::new() });
+        let shared = Mutex::new(Rounds { rounds: RoundRobin::new(rules, hosts.len(), 0), hosts, asked: Asked::new() });
         let ready = connect_round_robin(&config, &shared, &attach, None, &Progress::default()).await;
         let hosts = shared.into_inner().unwrap_or_else(PoisonError::into_inner).hosts;
         let (ready, at) = match ready {
@@ -652,9 +651,11 @@ impl Session {
     /// unused, so that its server's
     /// revalidation of the session comes before the next one's (else the
     /// next server refuses the session's next write: `SessionMoved`); the
-    /// servers this round has not asked yet follow, those the reconnect has
-    /// waited on least first (by address, under any list), ties in the new
-    /// list's order (as every later round of a reconnect asks them).
+    /// servers this round has not asked yet (by address: a server a list
+    /// dropped and brought back counts as asked) follow, the least recently
+    /// asked in this reconnect first (by address, under any list; an
+    /// attempt counts once its connect is written), ties in the new list's
+    /// order, as every later round of the reconnect asks them.
     ///
     /// # Errors
     ///
@@ -992,9 +993,9 @@ enum RoundsEnd {
 struct Rounds<R> {
     hosts: Vec<Host>,
     rounds: RoundRobin<R>,
-    /// How long these rounds waited on each server, under any list (for
+    /// When these rounds last asked each server, under any list (for
     /// [`RoundRobin::set_hosts`]).
-    waited: Waited<Host>,
+    asked: Asked<Host>,
 }
 
 fn lock<R>(shared: &Mutex<Rounds<R>>) -> std::sync::MutexGuard<'_, Rounds<R>> {
@@ -1034,7 +1035,7 @@ async fn connect_round_robin<R: Rules>(
                 let host = {
                     let mut rounds = lock(shared);
                     let host = rounds.hosts[i].clone();
-                    rounds.waited.ask(&host, now.into_std());
+                    rounds.asked.ask(&host, now.into_std());
                     host
                 };
                 let mut failed = |why: Option<String>| {
@@ -1051,6 +1052,7 @@ async fn connect_round_robin<R: Rules>(
                 progress.left.store(false, Ordering::SeqCst);
                 let deadline = tokio::time::Instant::from_std(until);
                 let result = attempt(cfg, &host, attach, deadline, close, progress).await;
+                lock(shared).asked.ended();
                 progress.written.store(false, Ordering::SeqCst);
                 if progress.left.swap(false, Ordering::SeqCst) {
                     // Left by a new list: answered while its server is in
@@ -1425,7 +1427,7 @@ impl Task {
         // next one after a silence ([`RoundRobin::after_loss`]); over a new
         // server list (`set_hosts`) with the same deadline.
         let rounds = RoundRobin::after_loss(policy, self.hosts.len(), self.host_at, now.into_std(), in_flight);
-        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds, waited: Waited::new() });
+        let shared = Mutex::new(Rounds { hosts: self.hosts.clone(), rounds, asked: Asked::new() });
         // A close held already (sent again after its connection was lost)
         // goes behind the connect requests too.
         self.close_asked
@@ -1485,8 +1487,14 @@ impl Task {
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                                 let now = tokio::time::Instant::now();
-                                let waited = rounds.waited.of(&hosts, now.into_std());
-                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &waited, now.into_std());
+                                // The attempt in progress counts once its
+                                // connect is written.
+                                let written = progress.written.load(Ordering::SeqCst);
+                                let asked = rounds.asked.of(&hosts, written);
+                                let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &asked, now.into_std());
+                                if !goes_on && !written {
+                                    rounds.asked.unwritten();
+                                }
                                 // How long a written connect that does not go
                                 // on is still waited for.
                                 let left_until = rounds.rounds.left_until().map(tokio::time::Instant::from_std);
