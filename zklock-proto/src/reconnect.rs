@@ -1668,14 +1668,7 @@ mod tests {
         rr.ended(Ended::Unusable);
         // The next round: B, C, X were asked in that order.
         let Next::Pause { until: next } = rr.next(ms(3), 0.0) else { panic!("a pause between rounds") };
-        let order: Vec<usize> = (0..3)
-            .map(|_| {
-                let Next::Try { host, .. } = rr.next(next, 0.0) else { panic!("a try") };
-                rr.ended(Ended::Unusable);
-                host
-            })
-            .collect();
-        assert_eq!(order, [0, 2, 1], "the least recently asked first");
+        assert_eq!(refused(&mut rr, next, 3), [0, 2, 1], "the least recently asked first");
         // ... C asked once, before B and X: C still first.
         assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[Some(until), at(1), Some(t0)], until));
         assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, asked longest ago");
@@ -1692,14 +1685,18 @@ mod tests {
         rr.ended(Ended::Unusable);
         let same: Vec<Option<usize>> = (0..3).map(Some).collect();
         assert!(!rr.set_hosts(5, &same, &[Some(t0), None, None, None, None], t0));
-        let asked: Vec<usize> = (0..4)
+        assert_eq!(refused(&mut rr, t0, 4), [1, 2, 3, 4], "never asked, from the one next");
+    }
+
+    /// The servers of the next `n` attempts at `now`, each refused.
+    fn refused(rr: &mut RoundRobin<Reconnect>, now: Instant, n: usize) -> Vec<usize> {
+        (0..n)
             .map(|_| {
-                let Next::Try { host, .. } = rr.next(t0, 0.0) else { panic!("a try") };
+                let Next::Try { host, .. } = rr.next(now, 0.0) else { panic!("a try") };
                 rr.ended(Ended::Unusable);
                 host
             })
-            .collect();
-        assert_eq!(asked, [1, 2, 3, 4], "never asked, from the one next");
+            .collect()
     }
 
     /// Outside attack round 54, F1: a healthy server S in every list, its
