@@ -703,14 +703,25 @@ pub enum Ended {
 
 /// When a reconnect last asked each server, by the caller's name for it
 /// (an address), for [`RoundRobin::set_hosts`]: a server a list drops has
-/// no index in the rounds and may come back. An attempt counts once its
-/// connect is written (one broken off before counts as not made: the
-/// server never saw it).
+/// no index in the rounds and may come back.
 #[derive(Clone, Debug)]
 pub struct Asked<H> {
-    last: Vec<(H, Instant)>,
-    /// The attempt in progress: its server, and when that was asked before.
+    last: Vec<(H, Ask)>,
+    /// The attempt in progress: its server, and its [`Ask::counted`] before.
     current: Option<(H, Option<Instant>)>,
+}
+
+/// When a reconnect asked one server ([`Asked::of`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ask {
+    /// When its last attempt started (`None`: never): whether it was
+    /// tried in a round.
+    pub started: Option<Instant>,
+    /// When its last attempt that counts started: one that reached it (its
+    /// TCP connection accepted) or ended (refused, unanswered); one a list
+    /// broke off before that does not (the server never saw it): the order
+    /// of the servers a round has still to try.
+    pub counted: Option<Instant>,
 }
 
 impl<H: PartialEq + Clone> Asked<H> {
@@ -719,11 +730,22 @@ impl<H: PartialEq + Clone> Asked<H> {
         Asked { last: Vec::new(), current: None }
     }
 
+    fn entry(&mut self, host: &H) -> &mut Ask {
+        let at = match self.last.iter().position(|(h, _)| h == host) {
+            Some(at) => at,
+            None => {
+                self.last.push((host.clone(), Ask::default()));
+                self.last.len() - 1
+            },
+        };
+        &mut self.last[at].1
+    }
+
     /// An attempt on `host` starts at `now`.
     pub fn ask(&mut self, host: &H, now: Instant) {
-        let before = self.at(host);
-        self.last.retain(|(h, _)| h != host);
-        self.last.push((host.clone(), now));
+        let ask = self.entry(host);
+        let before = ask.counted;
+        *ask = Ask { started: Some(now), counted: Some(now) };
         self.current = Some((host.clone(), before));
     }
 
@@ -733,29 +755,28 @@ impl<H: PartialEq + Clone> Asked<H> {
         self.current = None;
     }
 
-    /// The attempt in progress has not written its connect (a list breaks
-    /// it off): it does not count.
-    pub fn unwritten(&mut self) {
+    /// The attempt in progress has not reached its server (a list breaks
+    /// it off before its TCP connection was accepted): it does not count
+    /// in the order (it was still tried).
+    pub fn unreached(&mut self) {
         if let Some((host, before)) = self.current.take() {
-            self.last.retain(|(h, _)| *h != host);
-            if let Some(at) = before {
-                self.last.push((host, at));
-            }
+            self.entry(&host).counted = before;
         }
     }
 
-    fn at(&self, host: &H) -> Option<Instant> {
-        self.last.iter().find(|(h, _)| h == host).map(|&(_, at)| at)
-    }
-
-    /// When each of `hosts` was last asked (`None`: never); the attempt
-    /// in progress counts only if its connect is `written`.
-    pub fn of(&self, hosts: &[H], written: bool) -> Vec<Option<Instant>> {
+    /// What is known of each of `hosts`; the attempt in progress counts in
+    /// the order only if it `reached` its server.
+    pub fn of(&self, hosts: &[H], reached: bool) -> Vec<Ask> {
         hosts
             .iter()
-            .map(|h| match &self.current {
-                Some((c, before)) if c == h && !written => *before,
-                _ => self.at(h),
+            .map(|h| {
+                let mut ask = self.last.iter().find(|(a, _)| a == h).map_or(Ask::default(), |&(_, a)| a);
+                if let Some((c, before)) = &self.current {
+                    if c == h && !reached {
+                        ask.counted = *before;
+                    }
+                }
+                ask
             })
             .collect()
     }
@@ -1013,6 +1034,9 @@ impl<R: Rules> RoundRobin<R> {
             None => {
                 self.said_expired = Some(self.current);
                 self.all_unusable = false;
+                // Every other server once from now: one asked before is
+                // not tried in this (a new list keeps it to ask).
+                self.round_started = Some(now);
                 if self.rules.bugs().on(|b| b.expired_asked_again) {
                     return false;
                 }
@@ -1101,9 +1125,9 @@ impl RoundRobin<Reconnect> {
     /// The round goes on over the new list: the servers it has not tried
     /// yet (servers new to the list among them), the least recently asked
     /// first (`asked[n]`: when this reconnect last asked the new list's
-    /// server `n`, under this list or an earlier one, counted once its
-    /// connect was written, [`Asked`]; `None`, or an index past its end:
-    /// never), ties in the new list's order from the one that was next
+    /// server `n`, under this list or an earlier one, [`Asked`]: its
+    /// [`Ask::counted`] orders, `None` or an index past its end: never),
+    /// ties in the new list's order from the one that was next
     /// (else from the one after the attempt's, else from its first), as
     /// each later round asks them ([`RoundRobin`]). (Outside attack round
     /// 52, F2: with two hung servers alone in turn with them and a healthy
@@ -1113,20 +1137,22 @@ impl RoundRobin<Reconnect> {
     /// swapped in turn was never asked when each list's hung one went
     /// first as new, round 53, F1. Not the least waited on: a healthy
     /// server whose one wait ran out went behind hung ones whose attempts
-    /// the lists cut sooner. An attempt counts once its connect is
-    /// written: one on the healthy server that a list cut 2 ms after it
-    /// started, unwritten, made it the most recently asked.) A server the
+    /// the lists cut sooner. An attempt counts once it reached its server:
+    /// one on the healthy server that a list cut 2 ms after it started,
+    /// before its TCP connection was accepted, made it the most recently
+    /// asked; counted only once its connect was written, a server hung in
+    /// the TLS handshake stayed never asked and went first every time.) A server the
     /// round tried is not asked again before the next round, however
     /// often the list is refreshed (round 35, F1: refreshes every `T/50`
     /// asked a hung first server again and again before the healthy last
-    /// one), counted by address too (`asked[n]` in this round: outside
+    /// one), counted by address too ([`Ask::started`] in this round: outside
     /// attack round 54, F1, lists swapping hung servers beside a healthy
     /// one the round had tried brought each hung one back untried, the
     /// round never ended, and the healthy one was never asked again; a
     /// server a list drops has no index here, so the caller keeps when
     /// each was asked, by address). The deadline stays, and servers that
     /// went unanswered stay marked.
-    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Option<Instant>], now: Instant) -> bool {
+    pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Ask], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
@@ -1163,7 +1189,8 @@ impl RoundRobin<Reconnect> {
             // again).
             let round = self.round_started;
             tried.extend(
-                (0..hosts).filter(|&n| asked.get(n).copied().flatten().is_some_and(|at| round.is_none_or(|r| at > r))),
+                (0..hosts)
+                    .filter(|&n| asked.get(n).and_then(|a| a.started).is_some_and(|at| round.is_none_or(|r| at > r))),
             );
         }
         let next = self.queue.iter().find_map(|&i| to_new(i));
@@ -1221,7 +1248,12 @@ impl RoundRobin<Reconnect> {
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
-        self.asked = (0..hosts).map(|n| asked.get(n).copied().flatten()).collect();
+        self.asked = (0..hosts).map(|n| asked.get(n).and_then(|a| a.counted)).collect();
+        if let (Some(at), Some((started, _))) = (going_on, self.waiting_since) {
+            // The attempt going on counts (the caller may not count it
+            // yet: its server not reached).
+            self.asked[at] = self.asked[at].max(Some(started));
+        }
         if !self.rules.bugs.on(|b| b.asked_in_list_order) {
             // The least recently asked first (a stable sort: ties in the
             // list's order; round 52, F2).
@@ -1250,6 +1282,11 @@ mod tests {
     use super::*;
 
     const T: Duration = Duration::from_secs(4);
+
+    /// Servers whose last attempts started at these instants, each counted.
+    fn asked_at(at: &[Option<Instant>]) -> Vec<Ask> {
+        at.iter().map(|&at| Ask { started: at, counted: at }).collect()
+    }
 
     #[test]
     fn an_attempt_waits_the_timeouts_share_never_beyond_giving_up() {
@@ -1435,10 +1472,10 @@ mod tests {
             let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a try") };
             asked.push(host);
             let was: Vec<Option<Instant>> = (0..4).map(|n| asked.contains(&n).then_some(t0)).collect();
-            assert!(rr.set_hosts(4, &same, &was, now + Duration::from_millis(1)), "goes on");
+            assert!(rr.set_hosts(4, &same, &asked_at(&was), now + Duration::from_millis(1)), "goes on");
             now = until;
             rr.ended(Ended::Unanswered(now));
-            assert!(!rr.set_hosts(4, &same, &was, now), "between attempts");
+            assert!(!rr.set_hosts(4, &same, &asked_at(&was), now), "between attempts");
         }
         assert_eq!(asked, [0, 1, 2, 3]);
     }
@@ -1500,19 +1537,19 @@ mod tests {
         // Its server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &[None, None], t0 + T / 100), "does not go on");
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &asked_at(&[None, None]), t0 + T / 100), "does not go on");
         assert_eq!(rr.left_until(), Some(t0 + T / 10), "a tenth after it started");
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 3, t0), 3, Some(0), t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &[None, None], t0 + T / 5), "does not go on");
+        assert!(!rr.set_hosts(2, &[None, Some(0), Some(1)], &asked_at(&[None, None]), t0 + T / 5), "does not go on");
         assert_eq!(rr.left_until(), None, "older than that: broken off");
         // Kept, its wait cut (one server alone, grown to two).
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let _ = rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 100), "its wait is cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 100), "its wait is cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // Between attempts, nothing to wait for.
-        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], &[Some(t0), None], t0 + T / 50));
+        assert!(!rr.set_hosts(2, &[Some(0), Some(1)], &asked_at(&[Some(t0), None]), t0 + T / 50));
         assert_eq!(rr.left_until(), None);
     }
 
@@ -1537,8 +1574,8 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("its one server") };
         assert_eq!(until, rr.rules().give_up_at().min(now + T), "the whole timeout");
         let mut same = rr.clone();
-        assert!(same.set_hosts(1, &[Some(0)], &[Some(t0)], now + T / 50), "the same list: goes on");
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], now + T / 50), "a server added: cut");
+        assert!(same.set_hosts(1, &[Some(0)], &asked_at(&[Some(t0)]), now + T / 50), "the same list: goes on");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(now + T / 10), "its answer waited for a tenth");
     }
 
@@ -1550,10 +1587,10 @@ mod tests {
         let t0 = Instant::now();
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         // The list is its server alone again when the wait ends.
-        assert!(!rr.set_hosts(1, &[Some(0), None], &[Some(t0)], t0 + T / 20));
+        assert!(!rr.set_hosts(1, &[Some(0), None], &asked_at(&[Some(t0)]), t0 + T / 20));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let start = match rr.next(now, 0.0) {
@@ -1562,19 +1599,19 @@ mod tests {
             Next::GiveUp | Next::Unreachable => panic!("gave up"),
         };
         let Next::Try { host: 0, .. } = rr.next(start, 0.0) else { panic!("its one server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], start + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), start + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
         assert!(matches!(rr.next(start + T / 50, 0.0), Next::Try { host: 1, .. }), "the added server next");
         // Another server's attempt, too: the first one's server dropped.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, None, t0, false);
         let Next::Try { host: first, .. } = rr.next(t0, 0.0) else { panic!("a server") };
         let kept = if first == 0 { [None, Some(0)] } else { [Some(0), None] };
-        assert!(!rr.set_hosts(1, &kept, &[None], t0 + T / 50), "its server dropped");
+        assert!(!rr.set_hosts(1, &kept, &asked_at(&[None]), t0 + T / 50), "its server dropped");
         assert_eq!(rr.left_until(), Some(t0 + T / 10));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let now = t0 + T / 10;
         let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("the other server") };
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], now + T / 50), "a server added: cut");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), now + T / 50), "a server added: cut");
         assert_eq!(rr.left_until(), None, "broken off at once");
     }
 
@@ -1588,14 +1625,14 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, Some(0), t0, false);
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T, "the whole timeout with one server");
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 20), "broken off");
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 20), "broken off");
         assert!(matches!(rr.next(t0 + T / 20, 0.0), Next::Try { host: 1, .. }), "the new server next");
         // The same list refreshed keeps an own server's first wait.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 5, t0), 5, Some(2), t0, false);
         let Next::Try { host: 2, until } = rr.next(t0, 0.0) else { panic!("its own server") };
         assert_eq!(until, t0 + T / 3, "a reset's own server waits T/3");
         let same: Vec<Option<usize>> = (0..5).map(Some).collect();
-        assert!(rr.set_hosts(5, &same, &[None, None, Some(t0), None, None], t0 + T / 20), "goes on");
+        assert!(rr.set_hosts(5, &same, &asked_at(&[None, None, Some(t0), None, None]), t0 + T / 20), "goes on");
     }
 
     #[test]
@@ -1606,36 +1643,39 @@ mod tests {
         rr.ended(Ended::Transient);
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
         assert!(
-            !rr.set_hosts(2, &[Some(1), None, Some(0)], &[None, Some(t0)], t0 + T / 3),
+            !rr.set_hosts(2, &[Some(1), None, Some(0)], &asked_at(&[None, Some(t0)]), t0 + T / 3),
             "its server is not in the new list"
         );
         assert!(matches!(rr.next(t0 + T / 3, 0.0), Next::Try { host: 0, .. }), "the server that was next");
     }
 
     /// An attempt counts from its start, unless a list broke it off before
-    /// its connect was written.
+    /// it reached its server.
     #[test]
-    fn asked_counts_an_attempt_unless_its_connect_was_not_written() {
+    fn asked_counts_an_attempt_unless_it_did_not_reach_its_server() {
         let t0 = Instant::now();
         let at = |n| Some(t0 + Duration::from_millis(n));
+        let counted = |asks: Vec<Ask>| asks.iter().map(|a| a.counted).collect::<Vec<_>>();
+        let started = |asks: Vec<Ask>| asks.iter().map(|a| a.started).collect::<Vec<_>>();
         let mut a = Asked::new();
-        assert_eq!(a.of(&["a", "b"], true), [None, None]);
+        assert_eq!(a.of(&["a", "b"], true), [Ask::default(), Ask::default()]);
         a.ask(&"a", t0);
         a.ended();
         a.ask(&"b", t0 + Duration::from_millis(300));
         a.ended();
         a.ask(&"a", t0 + Duration::from_millis(400));
-        assert_eq!(a.of(&["b", "a", "c"], true), [at(300), at(400), None]);
-        assert_eq!(a.of(&["b", "a", "c"], false), [at(300), Some(t0), None], "not written yet");
-        a.unwritten();
-        assert_eq!(a.of(&["a"], true), [Some(t0)], "broken off before it was written");
+        assert_eq!(counted(a.of(&["b", "a", "c"], true)), [at(300), at(400), None]);
+        assert_eq!(counted(a.of(&["b", "a", "c"], false)), [at(300), Some(t0), None], "not reached yet");
+        assert_eq!(started(a.of(&["a"], false)), [at(400)], "started all the same");
+        a.unreached();
+        assert_eq!(a.of(&["a"], true), [Ask { started: at(400), counted: Some(t0) }], "broken off unreached");
         a.ask(&"c", t0 + Duration::from_millis(500));
-        a.unwritten();
-        assert_eq!(a.of(&["c"], true), [None]);
-        // Between attempts, `written` says nothing.
+        a.unreached();
+        assert_eq!(a.of(&["c"], true), [Ask { started: at(500), counted: None }]);
+        // Between attempts, `reached` says nothing.
         a.ask(&"b", t0 + Duration::from_millis(600));
         a.ended();
-        assert_eq!(a.of(&["b"], false), [at(600)]);
+        assert_eq!(counted(a.of(&["b"], false)), [at(600)]);
     }
 
     /// Outside attack round 52, F2: the servers a new list's round has
@@ -1660,7 +1700,7 @@ mod tests {
         let Next::Try { host: 0, .. } = rr.next(until, 0.0) else { panic!("B again") };
         rr.ended(Ended::Unusable);
         let mut again = rr.clone();
-        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &[Some(until), Some(t0), None], until));
+        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &asked_at(&[Some(until), Some(t0), None]), until));
         let ms = |n| until + Duration::from_millis(n);
         let Next::Try { host: 2, .. } = rr.next(ms(1), 0.0) else { panic!("C, never asked") };
         rr.ended(Ended::Unusable);
@@ -1670,21 +1710,21 @@ mod tests {
         let Next::Pause { until: next } = rr.next(ms(3), 0.0) else { panic!("a pause between rounds") };
         assert_eq!(refused(&mut rr, next, 3), [0, 2, 1], "the least recently asked first");
         // ... C asked once, before B and X: C still first.
-        assert!(!again.set_hosts(3, &[Some(0), Some(1)], &[Some(until), at(1), Some(t0)], until));
+        assert!(!again.set_hosts(3, &[Some(0), Some(1)], &asked_at(&[Some(until), at(1), Some(t0)]), until));
         assert!(matches!(again.next(until, 0.0), Next::Try { host: 2, .. }), "C, asked longest ago");
         // [C, X], X asked; then [C, Y], Y asked under an earlier list, C
         // never: C first (as new to the list, Y would be).
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 1);
         let Next::Try { host: 1, .. } = rr.next(t0, 0.0) else { panic!("X") };
         rr.ended(Ended::Unusable);
-        assert!(!rr.set_hosts(2, &[Some(0), None], &[None, Some(t0)], t0));
+        assert!(!rr.set_hosts(2, &[Some(0), None], &asked_at(&[None, Some(t0)]), t0));
         assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 0, .. }), "C");
         // Ties in the list's order from the one that was next.
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("the first") };
         rr.ended(Ended::Unusable);
         let same: Vec<Option<usize>> = (0..3).map(Some).collect();
-        assert!(!rr.set_hosts(5, &same, &[Some(t0), None, None, None, None], t0));
+        assert!(!rr.set_hosts(5, &same, &asked_at(&[Some(t0), None, None, None, None]), t0));
         assert_eq!(refused(&mut rr, t0, 4), [1, 2, 3, 4], "never asked, from the one next");
     }
 
@@ -1710,16 +1750,22 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 1, t0), 1, None, t0, false);
         let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("S") };
         // [S, h0]: S's whole-timeout wait cut, left, unanswered.
-        assert!(!rr.set_hosts(2, &[Some(0)], &[Some(t0), None], t0 + T / 50));
+        assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 50));
         rr.left_ended(Ended::Unanswered(t0 + T / 10));
         let Next::Try { host: 1, .. } = rr.next(t0 + T / 10, 0.0) else { panic!("h0") };
         // [S, h1]: h0's attempt broken off; h1 asked.
-        assert!(!rr.set_hosts(2, &[Some(0), None], &[Some(t0), None], t0 + T / 4));
+        assert!(!rr.set_hosts(2, &[Some(0), None], &asked_at(&[Some(t0), None]), t0 + T / 4));
         let Next::Try { host: 1, .. } = rr.next(t0 + T / 4, 0.0) else { panic!("h1") };
         // [S, h0] again: h0 was asked in this round.
-        assert!(!rr.set_hosts(2, &[Some(0), None], &[Some(t0), Some(t0 + T / 10)], t0 + T * 2 / 5));
+        let mut unreached = rr.clone();
+        assert!(!rr.set_hosts(2, &[Some(0), None], &asked_at(&[Some(t0), Some(t0 + T / 10)]), t0 + T * 2 / 5));
         let Next::Pause { until } = rr.next(t0 + T * 2 / 5, 0.0) else { panic!("the round is over") };
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "S, asked longest ago");
+        // The same with h0's attempt broken off before it reached h0 (a host
+        // that drops SYNs): tried all the same.
+        let h0 = Ask { started: Some(t0 + T / 10), counted: None };
+        assert!(!unreached.set_hosts(2, &[Some(0), None], &[asked_at(&[Some(t0)])[0], h0], t0 + T * 2 / 5));
+        assert!(matches!(unreached.next(t0 + T * 2 / 5, 0.0), Next::Pause { .. }), "the round is over");
     }
 
     /// Round 29's O2 and round 31's O2: a new server list while an attempt
@@ -1733,8 +1779,11 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("its own server first") };
         let later = t0 + T / 20;
         // The same server now second in the list.
-        assert!(rr.set_hosts(2, &[Some(1), Some(0)], &[None, Some(t0)], later), "the attempt goes on");
-        assert!(rr.set_hosts(2, &[Some(0), Some(1)], &[None, Some(t0)], later), "again (the same list refreshed)");
+        assert!(rr.set_hosts(2, &[Some(1), Some(0)], &asked_at(&[None, Some(t0)]), later), "the attempt goes on");
+        assert!(
+            rr.set_hosts(2, &[Some(0), Some(1)], &asked_at(&[None, Some(t0)]), later),
+            "again (the same list refreshed)"
+        );
         rr.ended(Ended::Unanswered(until));
         assert!(matches!(rr.next(until, 0.0), Next::Try { host: 0, .. }), "then the other");
         rr.ended(Ended::Unusable);
@@ -1743,7 +1792,7 @@ mod tests {
         // from the server that was next, then the new one.
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
-        assert!(!rr.set_hosts(3, &[None, Some(2)], &[None, None, None], later), "broken off");
+        assert!(!rr.set_hosts(3, &[None, Some(2)], &asked_at(&[None, None, None]), later), "broken off");
         let Next::Try { host: 2, until } = rr.next(later, 0.0) else { panic!("the server that was next") };
         assert_eq!(until, later + T / 3, "a fresh wait for a server not waited on");
         rr.ended(Ended::Unusable);
@@ -1752,7 +1801,7 @@ mod tests {
         let mut rr = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0, false);
         rr.next(t0, 0.0);
         rr.ended(Ended::Unusable);
-        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], &[None, Some(t0)], later), "nothing to go on");
+        assert!(!rr.set_hosts(2, &[Some(1), Some(0)], &asked_at(&[None, Some(t0)]), later), "nothing to go on");
         assert!(matches!(rr.next(later, 0.0), Next::Try { host: 0, .. }));
     }
 }

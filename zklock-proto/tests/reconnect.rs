@@ -1526,15 +1526,10 @@ impl World {
             // broken off (its connection closed: a server reads what
             // it had) and the rounds go on over the new list.
             self.asked_after_expired = 0;
-            // The attempt in progress counts once its connect is written
-            // (after its TLS handshake).
-            let written = c.attempt.is_none_or(|(conn, _, _)| self.handshaken[conn as usize]);
-            let asked = c.asked.of(&self.order, written);
-            let goes_on = c.rounds.set_hosts(self.order.len(), &kept, &asked, now);
-            if !goes_on && !written {
-                c.asked.unwritten();
-            }
-            if goes_on {
+            // Every attempt reached its server (the TCP connection is
+            // accepted at once, here: hung servers accept too).
+            let asked = c.asked.of(&self.order, true);
+            if c.rounds.set_hosts(self.order.len(), &kept, &asked, now) {
                 if let Some((conn, host, sent)) = c.attempt {
                     c.attempt = Some((conn, kept[host].expect("kept"), sent));
                 }
@@ -2310,7 +2305,17 @@ fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock
                         when += every * 2;
                     }
                     lists.push((when, (1..=hung + 1).collect()));
-                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, hung + 2, *hung, vec![]) });
+                    // Over TLS in every other phase: a hung server never
+                    // answers the handshake, the connect is never written.
+                    let tls = phase % 2 == 1;
+                    runs.push(Run {
+                        lists,
+                        survives: true,
+                        tls,
+                        bugs,
+                        clock_bugs,
+                        ..Run::new(t, hung + 2, *hung, vec![])
+                    });
                 }
             }
             // The own address hung for `T/6` (reset first, or silent) as
@@ -2329,7 +2334,8 @@ fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock
                     }
                     lists.push((when, vec![0, 1, 2]));
                     let hang = Fault::Hang { at, len: t / 6, reset };
-                    runs.push(Run { lists, survives: true, bugs, clock_bugs, ..Run::new(t, 3, 2, vec![hang]) });
+                    let tls = phase % 2 == 1;
+                    runs.push(Run { lists, survives: true, tls, bugs, clock_bugs, ..Run::new(t, 3, 2, vec![hang]) });
                 }
             }
         }

@@ -102,6 +102,9 @@ pub(crate) enum Failure {
 /// An attempt's progress, shared with the session task while it runs.
 #[derive(Default)]
 pub(crate) struct Progress {
+    /// Its server accepted the TCP connection (the attempt reached it:
+    /// `zklock_proto::reconnect::Asked`).
+    pub reached: AtomicBool,
     /// Its connect was handed to the socket: from then on its server may
     /// read it.
     pub written: AtomicBool,
@@ -200,6 +203,7 @@ pub(crate) async fn attempt(
         });
     };
     // Our own socket only: replies must not wait for Nagle.
+    progress.reached.store(true, Ordering::SeqCst);
     tcp.set_nodelay(true).map_err(|e| Failure::Transient(format!("TCP_NODELAY: {e}")))?;
     let mut stream = match &cfg.tls {
         None => Stream::Plain(tcp),

@@ -654,7 +654,8 @@ impl Session {
     /// servers this round has not asked yet (by address: a server a list
     /// dropped and brought back counts as asked) follow, the least recently
     /// asked in this reconnect first (by address, under any list; an
-    /// attempt counts once its connect is written), ties in the new list's
+    /// attempt broken off before its server accepted the TCP connection
+    /// does not count), ties in the new list's
     /// order, as every later round of the reconnect asks them.
     ///
     /// # Errors
@@ -1048,6 +1049,7 @@ async fn connect_round_robin<R: Rules>(
                         Some(why) => other.push((host.clone(), why)),
                     }
                 };
+                progress.reached.store(false, Ordering::SeqCst);
                 progress.written.store(false, Ordering::SeqCst);
                 progress.left.store(false, Ordering::SeqCst);
                 let deadline = tokio::time::Instant::from_std(until);
@@ -1487,13 +1489,14 @@ impl Task {
                                 let kept: Vec<Option<usize>> =
                                     rounds.hosts.iter().map(|h| hosts.iter().position(|x| x == h)).collect();
                                 let now = tokio::time::Instant::now();
-                                // The attempt in progress counts once its
-                                // connect is written.
-                                let written = progress.written.load(Ordering::SeqCst);
-                                let asked = rounds.asked.of(&hosts, written);
+                                // The attempt in progress counts in the
+                                // order once its server accepted the TCP
+                                // connection.
+                                let reached = progress.reached.load(Ordering::SeqCst);
+                                let asked = rounds.asked.of(&hosts, reached);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &asked, now.into_std());
-                                if !goes_on && !written {
-                                    rounds.asked.unwritten();
+                                if !goes_on && !reached {
+                                    rounds.asked.unreached();
                                 }
                                 // How long a written connect that does not go
                                 // on is still waited for.
