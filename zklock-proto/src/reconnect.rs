@@ -207,6 +207,51 @@ pub struct Bugs {
     /// tried (hung a moment, or slow), each hung one came back as untried,
     /// the round never ended, and the healthy one was never asked again.
     pub tried_by_index: bool,
+    /// A server counts as tried in the round, by address, only if an
+    /// attempt there reached it (its TCP connection accepted), as the
+    /// order counts it (session 44's first form of the round-54 fix,
+    /// before its review): an attempt a list broke off before the server
+    /// accepted its connection (a host that drops SYNs) was forgotten, the
+    /// server came back untried at each list that brought it back, and a
+    /// healthy server beside it was never asked again.
+    pub tried_when_reached: bool,
+    /// An attempt a new list lets go on counts in the order only as the
+    /// caller reports it (session 44's first form, before its review): one
+    /// that had not reached its server yet (a host that drops SYNs) was
+    /// counted as never asked, and went first again in the next round.
+    pub going_on_uncounted: bool,
+    /// An attempt that never reached its server counts in the order only
+    /// if it ran its wait out, however long a list let it wait before it
+    /// broke it off (session 44's final form): hosts that drop SYNs,
+    /// swapped in turn beside the own server hung a moment, stayed never
+    /// asked, went first in every round, and the own server, healthy
+    /// again, was not asked before the session expired (the reconnect
+    /// search's grid).
+    pub unreached_never_counted: bool,
+    /// An attempt whose TCP connect or TLS handshake ran its time out
+    /// counts as a refusal, its server not as unanswered (the session
+    /// layer before session 45): beside a host that drops SYNs, a server
+    /// slow to answer connects got only a brief wait in every round (as
+    /// after a refusal), and was not reached before the session expired
+    /// (the reconnect search).
+    pub unsent_as_refused: bool,
+    /// An attempt on a server whose last one ended before its connect was
+    /// written waits as the rounds lengthen it, up to the whole timeout
+    /// (the session layer before session 45): with a host that drops SYNs
+    /// (or a server hung in the TLS handshake) beside a server answering
+    /// connects `0.38 T` late, each wait on the first left the second less
+    /// than that before the give-up time (put off by its late-read
+    /// connects), round after round: the reconnect never ended, a close
+    /// held for ever (the reconnect search).
+    pub unsent_waits_doubled: bool,
+    /// A list that adds servers lets an attempt on a server already silent
+    /// in this reconnect go on when its wait is no longer than a first
+    /// round's (before session 45): with waits on a server that never took
+    /// a connect kept to a first round's, an attempt on a hung one went on
+    /// while lists alternating between the hung ones and them with a
+    /// healthy one added and dropped the healthy one, round after round
+    /// (the reconnect search, over TLS).
+    pub silent_kept_beside_added: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -495,6 +540,8 @@ pub trait Rules {
     /// Until when an attempt started at `now` waits for its connect's
     /// answer.
     fn attempt_until(&self, now: Instant) -> Instant;
+    /// ... in a first round (not lengthened by the rounds that ended).
+    fn first_round_until(&self, now: Instant) -> Instant;
     /// The longest pause between two rounds.
     fn max_backoff(&self) -> Duration;
     /// A round over every server ended without a connection.
@@ -539,6 +586,9 @@ impl Rules for Reconnect {
     }
     fn attempt_until(&self, now: Instant) -> Instant {
         Reconnect::attempt_until(self, now)
+    }
+    fn first_round_until(&self, now: Instant) -> Instant {
+        Reconnect::first_round_until(self, now)
     }
     fn max_backoff(&self) -> Duration {
         Reconnect::max_backoff(self)
@@ -632,6 +682,9 @@ impl Rules for NewSession {
     fn attempt_until(&self, now: Instant) -> Instant {
         self.deadline.min(now + self.per_attempt)
     }
+    fn first_round_until(&self, now: Instant) -> Instant {
+        self.attempt_until(now)
+    }
     fn max_backoff(&self) -> Duration {
         Duration::from_secs(1)
     }
@@ -692,6 +745,14 @@ pub enum Ended {
     /// Its connect was sent and went unanswered until the attempt's end,
     /// at this instant, with the connection open.
     Unanswered(Instant),
+    /// Its wait ran out before its connect was written: the TCP connect or
+    /// the TLS handshake went unanswered (a host that drops SYNs, a server
+    /// hung). Marked unanswered for the rounds (likely hung, not
+    /// restarting: it waits briefly while another refuses), and no refusal
+    /// (a slow server beside a host that drops SYNs, counted as refused,
+    /// got only brief waits round after round: the reconnect search);
+    /// giving up is not put off (nothing the server could read).
+    Unsent,
     /// Its connect was answered, and the handshake failed after it (a
     /// reset during the SASL or `addAuth` step, a reply it could not use,
     /// no answer in time); the instant is the connect's answer (the server
@@ -718,9 +779,10 @@ pub struct Ask {
     /// tried in a round.
     pub started: Option<Instant>,
     /// When its last attempt that counts started: one that reached it (its
-    /// TCP connection accepted) or ended (refused, unanswered); one a list
-    /// broke off before that does not (the server never saw it): the order
-    /// of the servers a round has still to try.
+    /// TCP connection accepted), ended (refused, unanswered), or waited
+    /// [`Reconnect::left_wait`]; one a list broke off before any of that
+    /// does not (the server never saw it: [`RoundRobin::counts`]): the
+    /// order of the servers a round has still to try.
     pub counted: Option<Instant>,
 }
 
@@ -755,9 +817,9 @@ impl<H: PartialEq + Clone> Asked<H> {
         self.current = None;
     }
 
-    /// The attempt in progress has not reached its server (a list breaks
-    /// it off before its TCP connection was accepted): it does not count
-    /// in the order (it was still tried).
+    /// The attempt in progress, which a list breaks off, does not count in
+    /// the order ([`RoundRobin::counts`]: it had not reached its server nor
+    /// waited long for it); it was still tried.
     pub fn unreached(&mut self) {
         if let Some((host, before)) = self.current.take() {
             self.entry(&host).counted = before;
@@ -765,14 +827,14 @@ impl<H: PartialEq + Clone> Asked<H> {
     }
 
     /// What is known of each of `hosts`; the attempt in progress counts in
-    /// the order only if it `reached` its server.
-    pub fn of(&self, hosts: &[H], reached: bool) -> Vec<Ask> {
+    /// the order only if it `counts` ([`RoundRobin::counts`]).
+    pub fn of(&self, hosts: &[H], counts: bool) -> Vec<Ask> {
         hosts
             .iter()
             .map(|h| {
                 let mut ask = self.last.iter().find(|(a, _)| a == h).map_or(Ask::default(), |&(_, a)| a);
                 if let Some((c, before)) = &self.current {
-                    if c == h && !reached {
+                    if c == h && !counts {
                         ask.counted = *before;
                     }
                 }
@@ -812,6 +874,9 @@ pub struct RoundRobin<R> {
     all_unusable: bool,
     /// By server: its connect went unanswered in this reconnect.
     unanswered: Vec<bool>,
+    /// By server: its last attempt ended before its connect was written
+    /// ([`Ended::Unsent`]): its next waits no longer than a first round's.
+    unsent: Vec<bool>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
     refused_last: bool,
@@ -858,6 +923,7 @@ impl<R: Rules> RoundRobin<R> {
             first_round: true,
             all_unusable: true,
             unanswered: vec![false; hosts],
+            unsent: vec![false; hosts],
             refused: false,
             refused_last: false,
             own_first: false,
@@ -962,6 +1028,16 @@ impl<R: Rules> RoundRobin<R> {
                 until = until.min(now + short);
             }
         }
+        if self.unsent.get(self.current).is_some_and(|&u| u) && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
+            // The rounds lengthen the waits for servers slow to answer a
+            // connect; one that never took it (a host that drops SYNs, a
+            // server hung in the TLS handshake) answers at once when it
+            // can, and a wait of the whole timeout on it left a server
+            // slow to answer, asked after it, too little before the
+            // give-up time, round after round: the reconnect never ended
+            // (the reconnect search).
+            until = until.min(self.rules.first_round_until(now));
+        }
         self.waiting_until = Some(until);
         self.waiting_since = Some((now, own_first));
         self.expected = Some(until);
@@ -972,13 +1048,21 @@ impl<R: Rules> RoundRobin<R> {
     pub fn ended(&mut self, how: Ended) {
         self.waiting_until = None;
         self.waiting_since = None;
-        if !matches!(how, Ended::Unanswered(_)) {
+        let how = match how {
+            Ended::Unsent if self.rules.bugs().on(|b| b.unsent_as_refused) => Ended::Transient,
+            how => how,
+        };
+        if let Some(u) = self.unsent.get_mut(self.current) {
+            *u = how == Ended::Unsent;
+        }
+        if !matches!(how, Ended::Unanswered(_) | Ended::Unsent) {
             self.refused = true;
         } else if let Some(u) = self.unanswered.get_mut(self.current) {
             *u = true;
         }
         match how {
             Ended::Unusable => {},
+            Ended::Unsent => self.all_unusable = false,
             Ended::Transient => self.all_unusable = false,
             Ended::AnsweredThenFailed(at) => {
                 self.all_unusable = false;
@@ -1054,6 +1138,23 @@ impl<R: Rules> RoundRobin<R> {
 }
 
 impl RoundRobin<Reconnect> {
+    /// Whether the attempt in progress counts at `now` in the order of the
+    /// servers a round has still to try ([`Ask::counted`]; the caller's
+    /// [`Asked::of`] and [`Asked::unreached`]): once it `reached` its server
+    /// (its TCP connection accepted), or once it has waited
+    /// [`Reconnect::left_wait`] without reaching it (a host that drops
+    /// SYNs had its turn: counted only if it ran its wait out, such hosts
+    /// swapped in turn beside a server hung a moment went first in every
+    /// round, and that server, healthy again, was not asked in time: the
+    /// reconnect search). Not before: a healthy server's attempt that a
+    /// list broke off 2 ms after it started (session 44) must not put it
+    /// behind hung ones.
+    pub fn counts(&self, reached: bool, now: Instant) -> bool {
+        reached
+            || (!self.rules.bugs.on(|b| b.unreached_never_counted)
+                && self.waiting_since.is_some_and(|(started, _)| now >= started + self.rules.left_wait()))
+    }
+
     /// The rounds of a reconnect from a connection to server `from` (of
     /// `hosts`; `None`: a server no longer in the list, which moved) lost at
     /// `at` ([`Reconnect::lost`]). Lost to its read timeout (silent), they
@@ -1097,7 +1198,10 @@ impl RoundRobin<Reconnect> {
     /// between it alone and it with others held the others back behind it
     /// until the session expired, outside attack round 51, F1; this cuts
     /// any later round's attempt whose wait is longer than a first round's
-    /// when servers are added, a slow healthy one's too). Otherwise (`false`) the attempt
+    /// when servers are added, a slow healthy one's too), or unless the list
+    /// added servers and the attempt's server went unanswered before in this
+    /// reconnect (whatever its wait: [`Ended::Unsent`] keeps a server's
+    /// waits to a first round's). Otherwise (`false`) the attempt
     /// in progress, if any, is broken off: it counts as unanswered now (its
     /// connect may have been sent, and a server reads it and touches the
     /// session: giving up is put off as for any unanswered connect; the
@@ -1141,7 +1245,9 @@ impl RoundRobin<Reconnect> {
     /// one on the healthy server that a list cut 2 ms after it started,
     /// before its TCP connection was accepted, made it the most recently
     /// asked; counted only once its connect was written, a server hung in
-    /// the TLS handshake stayed never asked and went first every time.) A server the
+    /// the TLS handshake stayed never asked and went first every time; one
+    /// that never reached its server counts once it waited
+    /// [`Reconnect::left_wait`], [`RoundRobin::counts`].) A server the
     /// round tried is not asked again before the next round, however
     /// often the list is refreshed (round 35, F1: refreshes every `T/50`
     /// asked a hung first server again and again before the healthy last
@@ -1161,6 +1267,7 @@ impl RoundRobin<Reconnect> {
             // with fresh waits, nothing marked.
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
+            self.unsent = vec![false; hosts];
             self.own_first = false;
             self.said_expired = None;
             self.rules.set_hosts(hosts);
@@ -1172,9 +1279,11 @@ impl RoundRobin<Reconnect> {
             return false;
         }
         let mut unanswered = vec![false; hosts];
-        for (old, &was) in self.unanswered.iter().enumerate() {
-            if let (true, Some(new)) = (was, to_new(old)) {
-                unanswered[new] = true;
+        let mut unsent = vec![false; hosts];
+        for old in 0..self.hosts {
+            if let Some(new) = to_new(old) {
+                unanswered[new] = self.unanswered.get(old).is_some_and(|&u| u);
+                unsent[new] = self.unsent.get(old).is_some_and(|&u| u);
             }
         }
         // This round's servers tried so far (the attempt in progress among
@@ -1188,10 +1297,11 @@ impl RoundRobin<Reconnect> {
             // the round never ended, and the healthy one was never asked
             // again).
             let round = self.round_started;
-            tried.extend(
-                (0..hosts)
-                    .filter(|&n| asked.get(n).and_then(|a| a.started).is_some_and(|at| round.is_none_or(|r| at > r))),
-            );
+            let reached_only = self.rules.bugs.on(|b| b.tried_when_reached);
+            tried.extend((0..hosts).filter(|&n| {
+                let at = asked.get(n).and_then(|a| if reached_only { a.counted } else { a.started });
+                at.is_some_and(|at| round.is_none_or(|r| at > r))
+            }));
         }
         let next = self.queue.iter().find_map(|&i| to_new(i));
         self.rules.set_hosts(hosts);
@@ -1214,7 +1324,17 @@ impl RoundRobin<Reconnect> {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
                 let any_wait = self.rules.bugs.on(|b| b.set_hosts_keeps_any_wait);
-                let goes_on = any_wait || until <= fresh.max(now);
+                // A server silent before in this reconnect does not hold
+                // servers the list added behind it: with its waits no
+                // longer than a first round's (it never took a connect),
+                // a hung server's kept attempt went on while the lists
+                // added a healthy one and dropped it again, round after
+                // round (the reconnect search's alternating lists, over
+                // TLS).
+                let silent_before = added
+                    && self.unanswered.get(self.current).is_some_and(|&u| u)
+                    && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
+                let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
                 if !goes_on {
                     self.left_until = Some(fresh.min(started + self.rules.left_wait()));
                 }
@@ -1244,12 +1364,14 @@ impl RoundRobin<Reconnect> {
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
+        self.unsent = unsent;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
         self.asked = (0..hosts).map(|n| asked.get(n).and_then(|a| a.counted)).collect();
-        if let (Some(at), Some((started, _))) = (going_on, self.waiting_since) {
+        let counted = !self.rules.bugs.on(|b| b.going_on_uncounted);
+        if let (Some(at), Some((started, _)), true) = (going_on, self.waiting_since, counted) {
             // The attempt going on counts (the caller may not count it
             // yet: its server not reached).
             self.asked[at] = self.asked[at].max(Some(started));
@@ -1729,6 +1851,86 @@ mod tests {
     }
 
     /// The servers of the next `n` attempts at `now`, each refused.
+    /// An attempt that never took its connect (a TCP connect or TLS
+    /// handshake unanswered: a host that drops SYNs) is no refusal: a
+    /// server unanswered before still gets its whole wait in the next
+    /// round; it puts giving up off no more than a refusal; and its own
+    /// next wait is a first round's, not lengthened by the rounds.
+    #[test]
+    fn an_attempt_that_never_took_its_connect_is_unanswered_without_touching() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unanswered(until));
+        let give_up = rr.rules().give_up_at();
+        let Next::Try { host: 1, until } = rr.next(until, 0.0) else { panic!("server 1") };
+        assert_eq!(until, t0 + T * 2 / 3, "a first round's share each");
+        rr.ended(Ended::Unsent);
+        assert_eq!(rr.rules().give_up_at(), give_up, "nothing it could read: giving up not put off");
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0") };
+        assert_eq!(until, now + T * 2 / 3, "no refusal: the unanswered one waits as the rounds lengthen it");
+        rr.ended(Ended::Unanswered(until));
+        let Next::Try { host: 1, until: unsent } = rr.next(until, 0.0) else { panic!("server 1") };
+        assert_eq!(unsent, until + T / 3, "a first round's share, not lengthened");
+        // Counted as a refusal, it gave the other a brief wait.
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        rr.rules.bugs.unsent_as_refused = true;
+        let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unanswered(until));
+        let Next::Try { until, .. } = rr.next(until, 0.0) else { panic!("server 1") };
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0") };
+        if cfg!(feature = "history") {
+            assert_eq!(until, now + rr.rules().max_backoff(), "the bug: a brief wait, as after a refusal");
+        }
+    }
+
+    /// An attempt a list breaks off before it reached its server counts in
+    /// the order once it waited `T/10` for it (a host that drops SYNs had
+    /// its turn), not before (a healthy server cut a moment after it was
+    /// asked keeps its place).
+    #[test]
+    fn an_unreached_attempt_counts_once_it_waited() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
+        assert!(!rr.counts(false, t0) && rr.counts(true, t0), "no attempt: as the caller says");
+        let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+        assert!(rr.counts(true, t0), "reached");
+        assert!(!rr.counts(false, t0 + T / 10 - Duration::from_millis(1)), "not reached, not yet long");
+        assert!(rr.counts(false, t0 + T / 10), "waited T/10");
+    }
+
+    /// A list that adds servers cuts an attempt on a server that went
+    /// unanswered before in this reconnect, whatever its wait (round 52's
+    /// F2 over TLS, in the reconnect search).
+    #[test]
+    fn a_list_adding_servers_cuts_an_attempt_on_a_server_silent_before() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unsent);
+        let Next::Try { host: 1, until } = rr.next(until, 0.0) else { panic!("server 1") };
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
+        let later = now + Duration::from_millis(10);
+        let asked = asked_at(&[Some(now), Some(t0 + T / 3), None]);
+        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &asked, later), "cut: 0 was silent before");
+        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 2, .. }), "the added server");
+        // The same list again (nothing added) lets it go on.
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unsent);
+        let Next::Try { until, .. } = rr.next(until, 0.0) else { panic!("server 1") };
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        rr.next(now, 0.0);
+        let asked = asked_at(&[Some(now), Some(t0 + T / 3)]);
+        assert!(rr.set_hosts(2, &[Some(0), Some(1)], &asked, now + Duration::from_millis(10)), "goes on");
+    }
+
     fn refused(rr: &mut RoundRobin<Reconnect>, now: Instant, n: usize) -> Vec<usize> {
         (0..n)
             .map(|_| {

@@ -323,6 +323,13 @@ struct Run {
     /// runs again) before the connect is written: an attempt given up
     /// before its handshake is done sent nothing the server could read.
     tls: bool,
+    /// The hung addresses drop connection requests (SYNs) instead of
+    /// accepting them (a host behind a firewall that drops, a cut route):
+    /// an attempt there never reaches a server, writes nothing, and ends
+    /// when its wait runs out as a TCP connect that took too long
+    /// ([`Ended::Unsent`]); a list that does not keep it breaks it off
+    /// uncounted in the order ([`Asked::unreached`]).
+    syn_drop: bool,
     /// The handshake's login steps after the connect's answer (0: none;
     /// `addAuth` takes one, SASL DIGEST-MD5 two): requests the server reads
     /// (touching the session) and answers, one after the other, before the
@@ -386,6 +393,7 @@ impl Run {
             known: hosts,
             in_order: false,
             tls: false,
+            syn_drop: false,
             auth: 0,
             move_at: None,
             old_held_stamps: false,
@@ -400,6 +408,14 @@ impl Run {
             bugs: Default::default(),
             clock_bugs: Default::default(),
         }
+    }
+}
+
+impl Run {
+    /// Whether a connection to `addr` reaches a server at all (TCP
+    /// accepted): not to a hung address that drops SYNs ([`Run::syn_drop`]).
+    fn reaches(&self, addr: usize) -> bool {
+        !(self.syn_drop && (1..=self.hung).contains(&addr))
     }
 }
 
@@ -1056,6 +1072,9 @@ impl World {
                         let close_lost = self.close_on == Some((a, true));
                         let how = match c.answered {
                             Some(at) if !close_lost => Ended::AnsweredThenFailed(at),
+                            // The TCP connect or the TLS handshake took
+                            // too long: the connect never written.
+                            _ if !self.handshaken[a as usize] => Ended::Unsent,
                             _ => Ended::Unanswered(self.now),
                         };
                         if std::mem::take(&mut c.left) {
@@ -1520,16 +1539,28 @@ impl World {
         self.expired_from = self.expired_from.filter(|a| order.contains(a));
         self.order = order;
         let now = self.now;
+        // An attempt reached its server at once (the TCP connection
+        // accepted: hung servers accept too), unless its address drops
+        // SYNs ([`Run::syn_drop`]).
+        let reached = match &self.state {
+            State::Connecting(c) => {
+                c.attempt.is_none_or(|(conn, _, _)| self.run.reaches(self.conn_addr[conn as usize].0))
+            },
+            _ => true,
+        };
         if let State::Connecting(c) = &mut self.state {
             // As the session task does: an attempt on a server the
             // new list keeps goes on (on its connection); else it is
             // broken off (its connection closed: a server reads what
             // it had) and the rounds go on over the new list.
             self.asked_after_expired = 0;
-            // Every attempt reached its server (the TCP connection is
-            // accepted at once, here: hung servers accept too).
-            let asked = c.asked.of(&self.order, true);
-            if c.rounds.set_hosts(self.order.len(), &kept, &asked, now) {
+            let counts = c.rounds.counts(reached, now);
+            let asked = c.asked.of(&self.order, counts);
+            let goes_on = c.rounds.set_hosts(self.order.len(), &kept, &asked, now);
+            if !goes_on && !counts {
+                c.asked.unreached();
+            }
+            if goes_on {
                 if let Some((conn, host, sent)) = c.attempt {
                     c.attempt = Some((conn, kept[host].expect("kept"), sent));
                 }
@@ -1620,13 +1651,16 @@ impl World {
                     self.known.push(false);
                     self.conn_addr.push((self.order[host], now));
                     self.outstanding.push(0);
-                    self.handshaken.push(!self.run.tls);
+                    let reaches = self.run.reaches(self.order[host]);
+                    self.handshaken.push(!self.run.tls && reaches);
                     let conn = (self.server_open.len() - 1) as u64;
                     c.attempt = Some((conn, host, now));
                     c.answered = None;
                     c.left = false;
                     self.at(until, What::AttemptOver { conn });
-                    if self.run.tls {
+                    if !reaches {
+                        // Its TCP connect waits until the attempt's time.
+                    } else if self.run.tls {
                         self.handshake(conn);
                     } else {
                         self.send_connect(conn);
@@ -2007,6 +2041,9 @@ fn search(
             exit_after: close_at.filter(|c| c.as_millis() % 2 == 0).map(|_| t / 2),
             // A quarter (by the timeout's millisecond: no draw) over TLS.
             tls: t.as_millis() % 4 == 1,
+            // A third (by the timeout's millisecond: no draw) with the
+            // hung addresses dropping SYNs.
+            syn_drop: t.as_millis() % 3 == 2,
             refresh,
             bugs,
             clock_bugs,
@@ -2029,8 +2066,19 @@ fn search(
         let in_order = rng.bool();
         let close_at = (rng.u8(0..4) == 0).then(|| at + ms_upto(&mut rng, t));
         let survives = faults.len() == 1 && len >= t && hang_survives(t, hosts, hung, reset, known, refresh);
-        let run =
-            Run { close_at, refresh, known, in_order, survives, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
+        // A third (no draw) with the hung addresses dropping SYNs.
+        let syn_drop = t.as_millis() % 3 == 2;
+        let run = Run {
+            close_at,
+            refresh,
+            known,
+            in_order,
+            survives,
+            syn_drop,
+            bugs,
+            clock_bugs,
+            ..Run::new(t, hosts, hung, faults)
+        };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -2090,7 +2138,8 @@ fn search(
         let refresh = rng.bool().then(|| ms_upto(&mut rng, t / 2).max(Duration::from_millis(20)));
         let move_at = Some(at + ms_upto(&mut rng, t * 2));
         let close_at = (rng.u8(0..4) == 0).then(|| at + ms_upto(&mut rng, t));
-        let run = Run { close_at, refresh, move_at, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
+        let syn_drop = t.as_millis() % 3 == 2;
+        let run = Run { close_at, refresh, move_at, syn_drop, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -2149,7 +2198,8 @@ fn search(
             when += alone + with_others;
         }
         let close_at = (rng.u8(0..4) == 0).then(|| t + Duration::from_millis(rng.u64(0..=(at - t).as_millis() as u64)));
-        let run = Run { close_at, lists, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
+        let syn_drop = t.as_millis() % 3 == 2;
+        let run = Run { close_at, lists, syn_drop, bugs, clock_bugs, ..Run::new(t, hosts, hung, faults) };
         if let Some(found) = check(run) {
             return (made, Some(found));
         }
@@ -2340,6 +2390,11 @@ fn alternating_list_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock
             }
         }
     }
+    // In the phases without TLS, each again with hung addresses that drop
+    // SYNs: an attempt there never reaches a server, and one a list breaks
+    // off does not count in the order (it was still tried).
+    let dropping: Vec<Run> = runs.iter().filter(|r| !r.tls).map(|r| Run { syn_drop: true, ..r.clone() }).collect();
+    runs.extend(dropping);
     runs
 }
 
@@ -2873,11 +2928,19 @@ fn finds_fixed_grid() {
 /// the hung one alone ended a round, a fresh attempt's wait in the next
 /// list, doubled with the rounds, reached the kept attempt's (the whole
 /// timeout, a one-server list's), so the kept attempt went on and the
-/// healthy server was not asked in time.
+/// healthy server was not asked in time. With `silent_kept_beside_added`
+/// too: since session 45 a list that adds servers also cuts an attempt on
+/// a server silent before in the reconnect, whatever its wait, which
+/// covers the hung server of these lists after the first round (the two
+/// rules guard the same shape; without either it is found).
 #[cfg(feature = "history")]
 #[test]
 fn finds_added_wait_doubled() {
-    let bugs = zklock_proto::reconnect::Bugs { added_wait_doubled: true, ..Default::default() };
+    let bugs = zklock_proto::reconnect::Bugs {
+        added_wait_doubled: true,
+        silent_kept_beside_added: true,
+        ..Default::default()
+    };
     let run = finds(bugs, &["expired"]);
     assert!(!run.lists.is_empty(), "{run:?}");
 }
@@ -2936,4 +2999,88 @@ fn finds_tried_by_index() {
     let bugs = zklock_proto::reconnect::Bugs { tried_by_index: true, ..Default::default() };
     let run = finds(bugs, &["expired"]);
     assert!(run.faults.iter().any(|f| matches!(f, Fault::Hang { .. })) && !run.lists.is_empty(), "{run:?}");
+}
+
+/// Found by the grid's SYN-dropping hung addresses swapped beside the own
+/// one: each attempt on a hung one broken off by a list before it reached
+/// its server, it came back untried at the next list that brought it, and
+/// the own address, healthy again, was never asked.
+#[cfg(feature = "history")]
+#[test]
+fn finds_tried_when_reached() {
+    let bugs = zklock_proto::reconnect::Bugs { tried_when_reached: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.syn_drop && !run.lists.is_empty(), "{run:?}");
+}
+
+/// Found by the grid's SYN-dropping hung addresses: `T = 2 s`, the own
+/// address reset and hung `T/6`, lists swapping `[0, 1]` / `[0, 2]` every
+/// 500 ms. The own attempt, opened in the hang, ran its wait out; hung 2
+/// and then 1 were each broken off by the next list after 343 and 500 ms,
+/// never having reached a server, so they stayed never asked, went first
+/// in the next round, and the own address, healthy since `T/6`, was not
+/// asked before the session expired. An attempt that waited
+/// `Reconnect::left_wait` counts, reached or not.
+#[test]
+fn hosts_dropping_syns_count_once_they_waited() {
+    let t = Duration::from_secs(2);
+    let mut lists = Vec::new();
+    for k in 0..8u64 {
+        lists.push((Duration::from_millis(3010 + 500 * k), if k % 2 == 0 { vec![0, 1] } else { vec![0, 2] }));
+    }
+    lists.push((Duration::from_millis(7010), vec![0, 1, 2]));
+    let hang = Fault::Hang { at: Duration::from_secs(3), len: t / 6, reset: true };
+    let run = Run { lists, survives: true, syn_drop: true, ..Run::new(t, 3, 2, vec![hang]) };
+    assert_eq!(simulate(&run), Ok(()));
+}
+
+/// The same run with unreached attempts never counted fails
+/// ([`hosts_dropping_syns_count_once_they_waited`]), and the search finds
+/// it.
+#[cfg(feature = "history")]
+#[test]
+fn finds_unreached_never_counted() {
+    let bugs = zklock_proto::reconnect::Bugs { unreached_never_counted: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.syn_drop && !run.lists.is_empty(), "{run:?}");
+}
+
+/// Found by the search (a third of its runs have hung addresses that drop
+/// SYNs): `T = 11.1 s`, two addresses, the server answering connects
+/// `4.27 s` (`0.38 T`) late after a reset, hung address 1 dropping SYNs,
+/// over TLS. Counted as a refusal (`unsent_as_refused`), each attempt on
+/// 1 gave the slow server only a brief wait in the next round; counted
+/// unanswered but waited for as the rounds lengthen it
+/// (`unsent_waits_doubled`), each wait of the whole timeout on 1 left the
+/// slow server less than its answer before the give-up time (put off by
+/// its own connects, read late): the reconnect never ended, and a close
+/// was held for ever.
+#[cfg(feature = "history")]
+#[test]
+fn finds_unsent_as_refused() {
+    let bugs = zklock_proto::reconnect::Bugs { unsent_as_refused: true, ..Default::default() };
+    let run = finds(bugs, &["closed", "expired"]);
+    assert!(run.syn_drop || run.tls, "{run:?}");
+}
+
+/// See [`finds_unsent_as_refused`].
+#[cfg(feature = "history")]
+#[test]
+fn finds_unsent_waits_doubled() {
+    let bugs = zklock_proto::reconnect::Bugs { unsent_waits_doubled: true, ..Default::default() };
+    let run = finds(bugs, &["closed", "expired"]);
+    assert!(run.syn_drop || run.tls, "{run:?}");
+}
+
+/// Found by the grid over TLS: round 52's F2 lists (hung 1 and 2 alone, and
+/// with healthy 3, every 100 ms, `T = 2 s`). With waits on a server that
+/// never took a connect kept to a first round's, the second attempt on
+/// hung 1 went on while the lists added 3 and dropped it again: 3 was
+/// asked `T` after the move, too late.
+#[cfg(feature = "history")]
+#[test]
+fn finds_silent_kept_beside_added() {
+    let bugs = zklock_proto::reconnect::Bugs { silent_kept_beside_added: true, ..Default::default() };
+    let run = finds(bugs, &["expired"]);
+    assert!(run.tls && !run.lists.is_empty(), "{run:?}");
 }

@@ -67,6 +67,11 @@ pub(crate) enum Failure {
     Unusable(Unusable),
     /// It may work on another try (timeout, reset, server not serving).
     Transient(String),
+    /// The TCP connect or the TLS handshake went unanswered until the
+    /// attempt's end: the connect request was never written (a host that
+    /// drops SYNs, a server hung)
+    /// ([`zklock_proto::reconnect::Ended::Unsent`]).
+    Unsent(String),
     /// The connect request was sent, and neither its answer nor the
     /// server's close or reset came in time (or, after its answer, a login
     /// step's): the server (or one stalled with the request in its socket,
@@ -170,6 +175,7 @@ pub(crate) async fn attempt(
     progress: &Progress,
 ) -> Result<Ready, Failure> {
     let late = |what: &str| Failure::Transient(format!("{what} took longer than the attempt's time"));
+    let unsent = |what: &str| Failure::Unsent(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
         match timeout_at(deadline, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
             Err(_) => return Err(late("name lookup")),
@@ -183,7 +189,7 @@ pub(crate) async fn attempt(
     let mut tcp = None;
     for addr in &addrs {
         match timeout_at(deadline, TcpStream::connect(addr)).await {
-            Err(_) => return Err(late("TCP connect")),
+            Err(_) => return Err(unsent("TCP connect")),
             Ok(Ok(s)) => {
                 tcp = Some((s, *addr));
                 break;
@@ -214,7 +220,7 @@ pub(crate) async fn attempt(
             })?;
             let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
             match timeout_at(deadline, connector.connect(name, tcp)).await {
-                Err(_) => return Err(late("TLS handshake")),
+                Err(_) => return Err(unsent("TLS handshake")),
                 Ok(Ok(s)) => Stream::Tls(Box::new(s)),
                 Ok(Err(e)) => return Err(tls_failure(host, &tls.ca_name, e)),
             }

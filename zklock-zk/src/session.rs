@@ -1076,7 +1076,9 @@ async fn connect_round_robin<R: Rules>(
                         Err(Failure::Unanswered(_)) => Ended::Unanswered(now),
                         // Its word on the session, or its failure, is not
                         // the new list's: a server of it is asked.
-                        Err(Failure::Expired | Failure::Transient(_) | Failure::Unusable(_)) => Ended::Transient,
+                        Err(Failure::Expired | Failure::Transient(_) | Failure::Unsent(_) | Failure::Unusable(_)) => {
+                            Ended::Transient
+                        },
                     };
                     lock(shared).rounds.left_ended(how);
                     continue;
@@ -1118,6 +1120,10 @@ async fn connect_round_robin<R: Rules>(
                     Err(Failure::Unanswered(why)) => {
                         failed(Some(why));
                         Ended::Unanswered(tokio::time::Instant::now().into_std())
+                    },
+                    Err(Failure::Unsent(why)) => {
+                        failed(Some(why));
+                        Ended::Unsent
                     },
                     Err(Failure::AnsweredThenFailed { answered, why }) => {
                         failed(Some(why));
@@ -1491,11 +1497,13 @@ impl Task {
                                 let now = tokio::time::Instant::now();
                                 // The attempt in progress counts in the
                                 // order once its server accepted the TCP
-                                // connection.
+                                // connection, or once it waited long
+                                // enough for that (`RoundRobin::counts`).
                                 let reached = progress.reached.load(Ordering::SeqCst);
-                                let asked = rounds.asked.of(&hosts, reached);
+                                let counts = rounds.rounds.counts(reached, now.into_std());
+                                let asked = rounds.asked.of(&hosts, counts);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &asked, now.into_std());
-                                if !goes_on && !reached {
+                                if !goes_on && !counts {
                                     rounds.asked.unreached();
                                 }
                                 // How long a written connect that does not go
