@@ -1063,6 +1063,53 @@ fn a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session() {
     alternate_after(&zk, Duration::from_secs(4), timing, (&first, &second), 6, &member, heal);
 }
 
+/// Round 54's F1 ([`a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session`])
+/// with addresses that drop SYNs instead of hung proxies (a firewall that
+/// drops, a cut route), swapped every 1.25 s: an attempt there never
+/// reaches a server. Each one that a list broke off counted as never asked
+/// before, so they went first in every round, and the member was asked
+/// again only `5 s` after the move (the reconnect search found it); now an
+/// attempt counts once it waited `T/10`, reached or not, and the second
+/// round asks the member first.
+#[test]
+fn a_member_hung_a_moment_beside_hosts_dropping_syns_swapped_in_turn_keeps_the_session() {
+    let zk = Cluster::standalone().expect("zookeeper");
+    let dropping = [SynDrop::start(), SynDrop::start()];
+    let member = Proxy::start(zk.client_addr(0)).unwrap();
+    member.blackhole();
+    let (s, x, y) = (member.addr(), dropping[0].addr, dropping[1].addr);
+    let alone = s.to_string();
+    let (first, second) = (format!("{s},{x}"), format!("{s},{y}"));
+    let before = [(alone.as_str(), Duration::from_millis(50)), (first.as_str(), Duration::from_millis(1200))];
+    let timing = (&before[..], Duration::from_millis(1250));
+    let heal = Some((&member, Duration::from_millis(650)));
+    alternate_after(&zk, Duration::from_secs(4), timing, (&first, &second), 6, &member, heal);
+}
+
+/// An address on loopback that drops SYNs: a listener with a backlog of
+/// none, whose one place a connection of its own fills (Linux drops the
+/// SYNs of a full accept queue), never accepted.
+struct SynDrop {
+    addr: std::net::SocketAddr,
+    _listener: std::net::TcpListener,
+    _filler: std::net::TcpStream,
+}
+
+impl SynDrop {
+    fn start() -> SynDrop {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+        socket.listen(0).unwrap();
+        let listener: std::net::TcpListener = socket.into();
+        let addr = listener.local_addr().unwrap();
+        let filler = std::net::TcpStream::connect(addr).unwrap();
+        // The next connect waits (its SYN dropped): checked, not assumed.
+        let probe = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300));
+        assert!(probe.is_err(), "{addr} took a second connection");
+        SynDrop { addr, _listener: listener, _filler: filler }
+    }
+}
+
 /// Two hung (blackholed) proxies `x` and `y` and a healthy one `c` to a
 /// standalone server; six sessions alternate between the two lists
 /// `lists(x, y, c)` gives, as [`alternate`].
