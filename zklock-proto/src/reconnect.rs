@@ -215,11 +215,6 @@ pub struct Bugs {
     /// server came back untried at each list that brought it back, and a
     /// healthy server beside it was never asked again.
     pub tried_when_reached: bool,
-    /// An attempt a new list lets go on counts in the order only as the
-    /// caller reports it (session 44's first form, before its review): one
-    /// that had not reached its server yet (a host that drops SYNs) was
-    /// counted as never asked, and went first again in the next round.
-    pub going_on_uncounted: bool,
     /// An attempt that never reached its server counts in the order only
     /// if it ran its wait out, however long a list let it wait before it
     /// broke it off (session 44's final form): hosts that drop SYNs,
@@ -242,16 +237,10 @@ pub struct Bugs {
     /// connects `0.38 T` late, each wait on the first left the second less
     /// than that before the give-up time (put off by its late-read
     /// connects), round after round: the reconnect never ended, a close
-    /// held for ever (the reconnect search).
+    /// held for ever (the reconnect search). (Kept to a first round's
+    /// share, two such hosts beside a server answering `0.9 T` late did
+    /// the same.)
     pub unsent_waits_doubled: bool,
-    /// A list that adds servers lets an attempt on a server already silent
-    /// in this reconnect go on when its wait is no longer than a first
-    /// round's (before session 45): with waits on a server that never took
-    /// a connect kept to a first round's, an attempt on a hung one went on
-    /// while lists alternating between the hung ones and them with a
-    /// healthy one added and dropped the healthy one, round after round
-    /// (the reconnect search, over TLS).
-    pub silent_kept_beside_added: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -540,8 +529,6 @@ pub trait Rules {
     /// Until when an attempt started at `now` waits for its connect's
     /// answer.
     fn attempt_until(&self, now: Instant) -> Instant;
-    /// ... in a first round (not lengthened by the rounds that ended).
-    fn first_round_until(&self, now: Instant) -> Instant;
     /// The longest pause between two rounds.
     fn max_backoff(&self) -> Duration;
     /// A round over every server ended without a connection.
@@ -586,9 +573,6 @@ impl Rules for Reconnect {
     }
     fn attempt_until(&self, now: Instant) -> Instant {
         Reconnect::attempt_until(self, now)
-    }
-    fn first_round_until(&self, now: Instant) -> Instant {
-        Reconnect::first_round_until(self, now)
     }
     fn max_backoff(&self) -> Duration {
         Reconnect::max_backoff(self)
@@ -682,9 +666,6 @@ impl Rules for NewSession {
     fn attempt_until(&self, now: Instant) -> Instant {
         self.deadline.min(now + self.per_attempt)
     }
-    fn first_round_until(&self, now: Instant) -> Instant {
-        self.attempt_until(now)
-    }
     fn max_backoff(&self) -> Duration {
         Duration::from_secs(1)
     }
@@ -747,11 +728,11 @@ pub enum Ended {
     Unanswered(Instant),
     /// Its wait ran out before its connect was written: the TCP connect or
     /// the TLS handshake went unanswered (a host that drops SYNs, a server
-    /// hung). Marked unanswered for the rounds (likely hung, not
-    /// restarting: it waits briefly while another refuses), and no refusal
-    /// (a slow server beside a host that drops SYNs, counted as refused,
-    /// got only brief waits round after round: the reconnect search);
-    /// giving up is not put off (nothing the server could read).
+    /// hung). Marked unanswered for the rounds, and no refusal (a slow
+    /// server beside a host that drops SYNs, counted as refused, got only
+    /// brief waits round after round: the reconnect search); giving up is
+    /// not put off (nothing the server could read); the server's next
+    /// attempt waits only briefly (it answers at once when it can).
     Unsent,
     /// Its connect was answered, and the handshake failed after it (a
     /// reset during the SASL or `addAuth` step, a reply it could not use,
@@ -875,7 +856,8 @@ pub struct RoundRobin<R> {
     /// By server: its connect went unanswered in this reconnect.
     unanswered: Vec<bool>,
     /// By server: its last attempt ended before its connect was written
-    /// ([`Ended::Unsent`]): its next waits no longer than a first round's.
+    /// ([`Ended::Unsent`]): its next waits only the longest pause between
+    /// rounds.
     unsent: Vec<bool>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
@@ -1032,11 +1014,13 @@ impl<R: Rules> RoundRobin<R> {
             // The rounds lengthen the waits for servers slow to answer a
             // connect; one that never took it (a host that drops SYNs, a
             // server hung in the TLS handshake) answers at once when it
-            // can, and a wait of the whole timeout on it left a server
-            // slow to answer, asked after it, too little before the
-            // give-up time, round after round: the reconnect never ended
-            // (the reconnect search).
-            until = until.min(self.rules.first_round_until(now));
+            // can: it waits briefly, as a server unanswered while another
+            // refuses. Waited for as the rounds lengthen it, and then for
+            // a first round's share, such servers left a server slow to
+            // answer, asked after them, too little before the give-up
+            // time (put off by its own connects, read late), round after
+            // round: the reconnect never ended (the reconnect search).
+            until = until.min(now + self.rules.max_backoff());
         }
         self.waiting_until = Some(until);
         self.waiting_since = Some((now, own_first));
@@ -1198,10 +1182,7 @@ impl RoundRobin<Reconnect> {
     /// between it alone and it with others held the others back behind it
     /// until the session expired, outside attack round 51, F1; this cuts
     /// any later round's attempt whose wait is longer than a first round's
-    /// when servers are added, a slow healthy one's too), or unless the list
-    /// added servers and the attempt's server went unanswered before in this
-    /// reconnect (whatever its wait: [`Ended::Unsent`] keeps a server's
-    /// waits to a first round's). Otherwise (`false`) the attempt
+    /// when servers are added, a slow healthy one's too). Otherwise (`false`) the attempt
     /// in progress, if any, is broken off: it counts as unanswered now (its
     /// connect may have been sent, and a server reads it and touches the
     /// session: giving up is put off as for any unanswered connect; the
@@ -1324,17 +1305,7 @@ impl RoundRobin<Reconnect> {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
                 let any_wait = self.rules.bugs.on(|b| b.set_hosts_keeps_any_wait);
-                // A server silent before in this reconnect does not hold
-                // servers the list added behind it: with its waits no
-                // longer than a first round's (it never took a connect),
-                // a hung server's kept attempt went on while the lists
-                // added a healthy one and dropped it again, round after
-                // round (the reconnect search's alternating lists, over
-                // TLS).
-                let silent_before = added
-                    && self.unanswered.get(self.current).is_some_and(|&u| u)
-                    && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
-                let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
+                let goes_on = any_wait || until <= fresh.max(now);
                 if !goes_on {
                     self.left_until = Some(fresh.min(started + self.rules.left_wait()));
                 }
@@ -1370,8 +1341,7 @@ impl RoundRobin<Reconnect> {
         self.start = to_new(self.start).unwrap_or(0);
         self.queue = (0..hosts).map(|k| (from + k) % hosts).filter(|n| !tried.contains(n)).collect();
         self.asked = (0..hosts).map(|n| asked.get(n).and_then(|a| a.counted)).collect();
-        let counted = !self.rules.bugs.on(|b| b.going_on_uncounted);
-        if let (Some(at), Some((started, _)), true) = (going_on, self.waiting_since, counted) {
+        if let (Some(at), Some((started, _))) = (going_on, self.waiting_since) {
             // The attempt going on counts (the caller may not count it
             // yet: its server not reached).
             self.asked[at] = self.asked[at].max(Some(started));
@@ -1855,7 +1825,7 @@ mod tests {
     /// handshake unanswered: a host that drops SYNs) is no refusal: a
     /// server unanswered before still gets its whole wait in the next
     /// round; it puts giving up off no more than a refusal; and its own
-    /// next wait is a first round's, not lengthened by the rounds.
+    /// next wait is brief, not lengthened by the rounds.
     #[test]
     fn an_attempt_that_never_took_its_connect_is_unanswered_without_touching() {
         let t0 = Instant::now();
@@ -1872,7 +1842,7 @@ mod tests {
         assert_eq!(until, now + T * 2 / 3, "no refusal: the unanswered one waits as the rounds lengthen it");
         rr.ended(Ended::Unanswered(until));
         let Next::Try { host: 1, until: unsent } = rr.next(until, 0.0) else { panic!("server 1") };
-        assert_eq!(unsent, until + T / 3, "a first round's share, not lengthened");
+        assert_eq!(unsent, until + rr.rules().max_backoff(), "briefly: it answers at once when it can");
         // Counted as a refusal, it gave the other a brief wait.
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
         rr.rules.bugs.unsent_as_refused = true;
@@ -1902,33 +1872,30 @@ mod tests {
         assert!(rr.counts(false, t0 + T / 10), "waited T/10");
     }
 
-    /// A list that adds servers cuts an attempt on a server that went
-    /// unanswered before in this reconnect, whatever its wait (round 52's
-    /// F2 over TLS, in the reconnect search).
+    /// An attempt a new list lets go on counts in the next round's order
+    /// from its start, though the caller does not count it yet (it has not
+    /// reached its server): it goes after the servers asked before it.
     #[test]
-    fn a_list_adding_servers_cuts_an_attempt_on_a_server_silent_before() {
+    fn an_attempt_going_on_across_a_list_counts_from_its_start() {
         let t0 = Instant::now();
-        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
-        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
-        rr.ended(Ended::Unsent);
-        let Next::Try { host: 1, until } = rr.next(until, 0.0) else { panic!("server 1") };
-        rr.ended(Ended::Unsent);
-        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
-        let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
-        let later = now + Duration::from_millis(10);
-        let asked = asked_at(&[Some(now), Some(t0 + T / 3), None]);
-        assert!(!rr.set_hosts(3, &[Some(0), Some(1)], &asked, later), "cut: 0 was silent before");
-        assert!(matches!(rr.next(later, 0.0), Next::Try { host: 2, .. }), "the added server");
-        // The same list again (nothing added) lets it go on.
-        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
-        let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
-        rr.ended(Ended::Unsent);
-        let Next::Try { until, .. } = rr.next(until, 0.0) else { panic!("server 1") };
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 1);
+        assert!(matches!(rr.next(t0, 0.0), Next::Try { host: 1, .. }));
+        rr.ended(Ended::Unusable);
+        assert!(matches!(rr.next(ms(10), 0.0), Next::Try { host: 2, .. }));
+        rr.ended(Ended::Unusable);
+        let Next::Try { host: 0, until } = rr.next(ms(20), 0.0) else { panic!("server 0") };
+        let same = [Some(0), Some(1), Some(2)];
+        let asked = [
+            Ask::default(),
+            Ask { started: Some(t0), counted: Some(t0) },
+            Ask { started: Some(ms(10)), counted: Some(ms(10)) },
+        ];
+        assert!(rr.set_hosts(3, &same, &asked, ms(30)), "goes on");
         rr.ended(Ended::Unsent);
         let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
-        rr.next(now, 0.0);
-        let asked = asked_at(&[Some(now), Some(t0 + T / 3)]);
-        assert!(rr.set_hosts(2, &[Some(0), Some(1)], &asked, now + Duration::from_millis(10)), "goes on");
+        let Next::Try { host, .. } = rr.next(now, 0.0) else { panic!("a try") };
+        assert_eq!(host, 1, "asked longest ago; 0 was asked last, though unreached");
     }
 
     fn refused(rr: &mut RoundRobin<Reconnect>, now: Instant, n: usize) -> Vec<usize> {
