@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use zklock_harness::{Cluster, ClusterOptions, Proxy};
+use zklock_harness::{Cluster, ClusterOptions, Proxy, SynDrop};
 use zklock_zk::{Acl, Code, Config, CreateMode, Error, EventType, MultiOp, MultiResult, Session, SessionEvent, State};
 
 fn run<F: Future>(f: F) -> F::Output {
@@ -1074,40 +1074,16 @@ fn a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session() {
 #[test]
 fn a_member_hung_a_moment_beside_hosts_dropping_syns_swapped_in_turn_keeps_the_session() {
     let zk = Cluster::standalone().expect("zookeeper");
-    let dropping = [SynDrop::start(), SynDrop::start()];
+    let dropping = [SynDrop::start().unwrap(), SynDrop::start().unwrap()];
     let member = Proxy::start(zk.client_addr(0)).unwrap();
     member.blackhole();
-    let (s, x, y) = (member.addr(), dropping[0].addr, dropping[1].addr);
+    let (s, x, y) = (member.addr(), dropping[0].addr(), dropping[1].addr());
     let alone = s.to_string();
     let (first, second) = (format!("{s},{x}"), format!("{s},{y}"));
     let before = [(alone.as_str(), Duration::from_millis(50)), (first.as_str(), Duration::from_millis(1200))];
     let timing = (&before[..], Duration::from_millis(1250));
     let heal = Some((&member, Duration::from_millis(650)));
     alternate_after(&zk, Duration::from_secs(4), timing, (&first, &second), 6, &member, heal);
-}
-
-/// An address on loopback that drops SYNs: a listener with a backlog of
-/// none, whose one place a connection of its own fills (Linux drops the
-/// SYNs of a full accept queue), never accepted.
-struct SynDrop {
-    addr: std::net::SocketAddr,
-    _listener: std::net::TcpListener,
-    _filler: std::net::TcpStream,
-}
-
-impl SynDrop {
-    fn start() -> SynDrop {
-        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
-        socket.listen(0).unwrap();
-        let listener: std::net::TcpListener = socket.into();
-        let addr = listener.local_addr().unwrap();
-        let filler = std::net::TcpStream::connect(addr).unwrap();
-        // The next connect waits (its SYN dropped): checked, not assumed.
-        let probe = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300));
-        assert!(probe.is_err(), "{addr} took a second connection");
-        SynDrop { addr, _listener: listener, _filler: filler }
-    }
 }
 
 /// Two hung (blackholed) proxies `x` and `y` and a healthy one `c` to a

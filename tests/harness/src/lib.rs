@@ -27,6 +27,8 @@
 //!   switchable faults: blackhole, heal, drop every connection, "execute
 //!   the next create on the server but drop its reply", and "hold a
 //!   connection's replies from the next create's reply on, until released".
+//! * [`SynDrop`]: an address on loopback that drops connection requests
+//!   (SYNs), as a firewall that drops does.
 //! * [`four_letter_word`]: send a ZooKeeper four-letter word (`srvr`, `wchc`, ...)
 //!   to any address.
 //!
@@ -66,7 +68,7 @@ mod util;
 
 pub use cluster::{Cluster, ClusterOptions};
 pub use install::{ensure_zookeeper, java_command, SLF4J_SIMPLE_JAR, ZOOKEEPER_JAR};
-pub use proxy::{Proxy, ProxyGroup};
+pub use proxy::{Proxy, ProxyGroup, SynDrop};
 pub use release::{ServerRelease, UnknownRelease};
 pub use tls::TestCerts;
 pub use util::{four_letter_word, parse_mode, process_alive, wait_for};

@@ -1385,3 +1385,41 @@ impl ProxyGroup {
         self.proxies.iter().map(Proxy::connections).sum()
     }
 }
+
+/// An address on loopback that drops connection requests (SYNs), as a
+/// firewall that drops or a cut route does: a listener whose accept queue
+/// (a backlog of none) one connection of its own fills, never accepted.
+/// Linux drops the SYNs of a full accept queue, so a connect there waits
+/// until its own timeout, reaching no server. Dropping it closes the
+/// listener.
+pub struct SynDrop {
+    addr: SocketAddr,
+    _listener: std::net::TcpListener,
+    _filler: TcpStream,
+}
+
+impl SynDrop {
+    /// A new such address; checks that a connect there does wait (300 ms).
+    ///
+    /// # Errors
+    /// The listener could not be made, or a connect was taken.
+    pub fn start() -> io::Result<SynDrop> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        // Listening again sets the backlog on Linux.
+        // SAFETY: valid listening socket fd owned by `listener`.
+        if unsafe { libc::listen(listener.as_raw_fd(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let addr = listener.local_addr()?;
+        let filler = TcpStream::connect(addr)?;
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
+            return Err(io::Error::other(format!("{addr} took a second connection: SYNs are not dropped")));
+        }
+        Ok(SynDrop { addr, _listener: listener, _filler: filler })
+    }
+
+    /// The address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}

@@ -374,7 +374,8 @@ impl Chaos<'_> {
     /// each time to one other member; in half of the others with the list
     /// alternating between a silent member alone and it with the third,
     /// in half of those with a silent address that is no member beside
-    /// the silent member in every list),
+    /// the silent member in every list, a blackholed proxy or, in half,
+    /// an address that drops SYNs),
     /// or while it reconnects (every member silent past its read timeout,
     /// by up to the session timeout more: the session expires in most),
     /// then back to the whole list. The fault's start, or `None` if the
@@ -400,14 +401,19 @@ impl Chaos<'_> {
         // F2: two hung servers, the healthy one's turn in a list without
         // it round after round).
         let alternate = !reconnecting && !double && others.len() >= 2 && rng.range(0, 1) == 1;
-        let hung = match alternate && rng.range(0, 1) == 1 {
-            true => {
+        // (In half of those, an address that drops SYNs instead: an
+        // attempt there never reaches a server.)
+        let (mut hung, mut dropping) = (None, None);
+        if alternate && rng.range(0, 1) == 1 {
+            if rng.range(0, 1) == 1 {
+                dropping = Some(io("starting an address that drops SYNs", zklock_harness::SynDrop::start())?);
+            } else {
                 let p = io("starting a silent address", zklock_harness::Proxy::start(proxies[member].upstream()))?;
                 p.blackhole();
-                Some(p)
-            },
-            false => None,
-        };
+                hung = Some(p);
+            }
+        }
+        let silent_addr = hung.as_ref().map(|p| p.addr()).or(dropping.as_ref().map(|d| d.addr()));
         let start = mono_ns();
         if reconnecting {
             // Every member silent past the read timeout (2/3 of the
@@ -426,7 +432,7 @@ impl Chaos<'_> {
             let until =
                 Instant::now() + Duration::from_millis(rng.range(0, self.session_timeout.as_millis() as u64 * 2));
             let mut alone = vec![others[0].clone()];
-            alone.extend(hung.as_ref().map(|p| p.addr().to_string()));
+            alone.extend(silent_addr.map(|a| a.to_string()));
             let with = [alone.clone(), others[1..].to_vec()].concat();
             loop {
                 self.move_client(holder, &alone.join(","))?;
