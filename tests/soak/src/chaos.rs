@@ -375,7 +375,8 @@ impl Chaos<'_> {
     /// alternating between a silent member alone and it with the third,
     /// in half of those with a silent address that is no member beside
     /// the silent member in every list, a blackholed proxy or, in half,
-    /// an address that drops SYNs),
+    /// an address that drops SYNs; in half of those with the third member
+    /// silent a moment and then beside the other two in turn),
     /// or while it reconnects (every member silent past its read timeout,
     /// by up to the session timeout more: the session expires in most),
     /// then back to the whole list. The fault's start, or `None` if the
@@ -433,10 +434,29 @@ impl Chaos<'_> {
                 Instant::now() + Duration::from_millis(rng.range(0, self.session_timeout.as_millis() as u64 * 2));
             let mut alone = vec![others[0].clone()];
             alone.extend(silent_addr.map(|a| a.to_string()));
-            let with = [alone.clone(), others[1..].to_vec()].concat();
+            let mut with = [alone.clone(), others[1..].to_vec()].concat();
+            // With a silent address, in half: the third member, silent for
+            // the first list only, in every list beside the silent member
+            // and then the silent address, swapped in turn (outside attack
+            // round 54, F1: each silent one came back as not asked in the
+            // round, and the member, once waited on, was never asked
+            // again).
+            let third = proxies.iter().enumerate().filter(|&(i, _)| i != member).nth(1).map(|(i, _)| i);
+            let swap = match (silent_addr, third) {
+                (Some(extra), Some(third)) if rng.range(0, 1) == 1 => {
+                    proxies[third].blackhole();
+                    alone = vec![others[1].clone(), others[0].clone()];
+                    with = vec![others[1].clone(), extra.to_string()];
+                    Some(third)
+                },
+                _ => None,
+            };
             loop {
                 self.move_client(holder, &alone.join(","))?;
                 std::thread::sleep(every);
+                if let Some(third) = swap {
+                    proxies[third].heal();
+                }
                 self.move_client(holder, &with.join(","))?;
                 if Instant::now() >= until {
                     break;
