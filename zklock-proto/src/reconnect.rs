@@ -241,6 +241,17 @@ pub struct Bugs {
     /// share, two such hosts beside a server answering `0.9 T` late did
     /// the same.)
     pub unsent_waits_doubled: bool,
+    /// ... waits only the longest pause between rounds (`T/40`, a version
+    /// of session 45): a server stalled past its first wait as its
+    /// connection was reset, over TLS on a network with round trips of
+    /// `0.05 T`, never had its handshake answered in time again
+    /// (`a_server_stalled_past_its_first_wait_is_reached_over_a_slow_network`).
+    pub unsent_wait_brief: bool,
+    /// An attempt shortened to [`Rules::unsent_wait`] that ended before its
+    /// connect was written shortens the next on its server too (a version
+    /// of session 45): a server that takes a connection more slowly than
+    /// that (a loaded one, a slow network) was never reached again.
+    pub unsent_capped_again: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -531,6 +542,10 @@ pub trait Rules {
     fn attempt_until(&self, now: Instant) -> Instant;
     /// The longest pause between two rounds.
     fn max_backoff(&self) -> Duration;
+    /// How long an attempt waits, at most, on a server whose last attempt
+    /// ended before its connect was written ([`Ended::Unsent`]; `None`:
+    /// as any other).
+    fn unsent_wait(&self) -> Option<Duration>;
     /// A round over every server ended without a connection.
     fn round_over(&mut self);
     /// An attempt whose connect was sent ended unanswered at `ended`.
@@ -595,6 +610,23 @@ impl Rules for Reconnect {
     fn short_wait(&self, now: Instant) -> Option<Duration> {
         (now < self.lost_at + self.timeout && !self.bugs.on(|b| b.full_share_for_unanswered))
             .then(|| self.max_backoff())
+    }
+    /// [`Reconnect::left_wait`] (`T/10`): a TCP connect and a TLS
+    /// handshake, a round trip each, on a network as slow as the clock
+    /// covers (round trips up to `0.05 T`). Such a server answers at once
+    /// when it can, so a longer wait gains nothing; waited for as the
+    /// rounds lengthen it (up to `T`), or for a first round's share, such
+    /// servers left a server slow to answer connects, asked after them,
+    /// too little before the give-up time (put off by its own connects,
+    /// read late), round after round: the reconnect never ended (the
+    /// reconnect search). Not `T/40`: a server stalled past its first
+    /// wait was then never reached over a network with round trips over
+    /// `T/40` (the search's slow networks).
+    fn unsent_wait(&self) -> Option<Duration> {
+        if self.bugs.on(|b| b.unsent_wait_brief) {
+            return Some(self.max_backoff());
+        }
+        Some(self.left_wait())
     }
     /// `T/3` (the share with three servers), also with more: the server
     /// answered until a moment ago, so it is likely slow or stalled for a
@@ -679,6 +711,10 @@ impl Rules for NewSession {
     fn own_server_wait(&self) -> Duration {
         Duration::ZERO
     }
+    /// None: the connect timeout is the caller's bound.
+    fn unsent_wait(&self) -> Option<Duration> {
+        None
+    }
     fn unreachable_ends(&self) -> bool {
         true
     }
@@ -726,13 +762,15 @@ pub enum Ended {
     /// Its connect was sent and went unanswered until the attempt's end,
     /// at this instant, with the connection open.
     Unanswered(Instant),
-    /// Its wait ran out before its connect was written: the TCP connect or
-    /// the TLS handshake went unanswered (a host that drops SYNs, a server
-    /// hung). Marked unanswered for the rounds, and no refusal (a slow
-    /// server beside a host that drops SYNs, counted as refused, got only
-    /// brief waits round after round: the reconnect search); giving up is
-    /// not put off (nothing the server could read); the server's next
-    /// attempt waits only briefly (it answers at once when it can).
+    /// Its wait ran out before its connect was written: the name lookup,
+    /// the TCP connect or the TLS handshake went unanswered (a host that
+    /// drops SYNs, a server hung). Marked unanswered for the rounds, and no
+    /// refusal (a dead address in a connect string, counted as refused,
+    /// was not marked unanswered and waited on twice its share while the
+    /// ensemble was back: outside attack round 55, F2); giving up is not
+    /// put off (nothing the server could read); the server's next attempt
+    /// waits no longer than [`Rules::unsent_wait`], unless this one was
+    /// shortened so (a connection's round trips, once it can answer).
     Unsent,
     /// Its connect was answered, and the handshake failed after it (a
     /// reset during the SASL or `addAuth` step, a reply it could not use,
@@ -856,8 +894,8 @@ pub struct RoundRobin<R> {
     /// By server: its connect went unanswered in this reconnect.
     unanswered: Vec<bool>,
     /// By server: its last attempt ended before its connect was written
-    /// ([`Ended::Unsent`]): its next waits only the longest pause between
-    /// rounds.
+    /// ([`Ended::Unsent`]): its next waits no longer than
+    /// [`Rules::unsent_wait`].
     unsent: Vec<bool>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
@@ -870,6 +908,12 @@ pub struct RoundRobin<R> {
     /// ... and when it started, and whether it was a reset's first attempt
     /// on its own server (which waits longer).
     waiting_since: Option<(Instant, bool)>,
+    /// The attempt in progress waits no longer than [`Rules::unsent_wait`]
+    /// because of it.
+    waiting_capped: bool,
+    /// The attempt in progress has written nothing a server could read
+    /// ([`RoundRobin::unwritten`]).
+    waiting_unwritten: bool,
     /// When the last wait handed out (an attempt's or a pause's) ended:
     /// the next call comes by then, unless the client's process stalled.
     expected: Option<Instant>,
@@ -911,6 +955,8 @@ impl<R: Rules> RoundRobin<R> {
             own_first: false,
             waiting_until: None,
             waiting_since: None,
+            waiting_capped: false,
+            waiting_unwritten: false,
             expected: None,
             said_expired: None,
             left_until: None,
@@ -1010,18 +1056,18 @@ impl<R: Rules> RoundRobin<R> {
                 until = until.min(now + short);
             }
         }
+        self.waiting_capped = false;
         if self.unsent.get(self.current).is_some_and(|&u| u) && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
             // The rounds lengthen the waits for servers slow to answer a
             // connect; one that never took it (a host that drops SYNs, a
-            // server hung in the TLS handshake) answers at once when it
-            // can: it waits briefly, as a server unanswered while another
-            // refuses. Waited for as the rounds lengthen it, and then for
-            // a first round's share, such servers left a server slow to
-            // answer, asked after them, too little before the give-up
-            // time (put off by its own connects, read late), round after
-            // round: the reconnect never ended (the reconnect search).
-            until = until.min(now + self.rules.max_backoff());
+            // server hung in the TLS handshake) needs only a connection's
+            // round trips once it can answer ([`Rules::unsent_wait`]).
+            if let Some(wait) = self.rules.unsent_wait().filter(|&w| now + w < until) {
+                until = now + wait;
+                self.waiting_capped = true;
+            }
         }
+        self.waiting_unwritten = false;
         self.waiting_until = Some(until);
         self.waiting_since = Some((now, own_first));
         self.expected = Some(until);
@@ -1037,7 +1083,12 @@ impl<R: Rules> RoundRobin<R> {
             how => how,
         };
         if let Some(u) = self.unsent.get_mut(self.current) {
-            *u = how == Ended::Unsent;
+            // Not again after a wait this rule shortened: the next is the
+            // rounds' own (a server slower to take a connection than
+            // [`Rules::unsent_wait`], a loaded one, or over a slow network,
+            // is reached then; capped each time, it never was).
+            let again = !std::mem::take(&mut self.waiting_capped) || self.rules.bugs().on(|b| b.unsent_capped_again);
+            *u = how == Ended::Unsent && again;
         }
         if !matches!(how, Ended::Unanswered(_) | Ended::Unsent) {
             self.refused = true;
@@ -1137,6 +1188,17 @@ impl RoundRobin<Reconnect> {
         reached
             || (!self.rules.bugs.on(|b| b.unreached_never_counted)
                 && self.waiting_since.is_some_and(|(started, _)| now >= started + self.rules.left_wait()))
+    }
+
+    /// The attempt in progress has written nothing a server could read (its
+    /// TCP connect or TLS handshake goes on): a list that breaks it off
+    /// puts giving up off no more than [`Ended::Unsent`] does (with lists
+    /// swapping dead addresses, each broken off, put off giving up, and
+    /// the reconnect would not end while the lists changed).
+    pub fn unwritten(&mut self) {
+        if self.waiting_until.is_some() {
+            self.waiting_unwritten = true;
+        }
     }
 
     /// The rounds of a reconnect from a connection to server `from` (of
@@ -1242,6 +1304,8 @@ impl RoundRobin<Reconnect> {
     pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Ask], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
+        // (Said for this list only: [`RoundRobin::unwritten`].)
+        let unwritten = std::mem::take(&mut self.waiting_unwritten);
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
         if self.rules.bugs.on(|b| b.set_hosts_restarts_wait) {
             // The policy before round 29's O2: from the new list's first,
@@ -1330,7 +1394,9 @@ impl RoundRobin<Reconnect> {
             let again = self.left_unanswered && !self.rules.bugs.on(|b| b.left_waited_again);
             self.left_until = self.left_until.filter(|&until| until > now && !again);
             self.waiting_since = None;
-            self.rules.unanswered(now);
+            if !unwritten {
+                self.rules.unanswered(now);
+            }
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
@@ -1820,12 +1886,11 @@ mod tests {
         assert_eq!(refused(&mut rr, t0, 4), [1, 2, 3, 4], "never asked, from the one next");
     }
 
-    /// The servers of the next `n` attempts at `now`, each refused.
     /// An attempt that never took its connect (a TCP connect or TLS
     /// handshake unanswered: a host that drops SYNs) is no refusal: a
     /// server unanswered before still gets its whole wait in the next
     /// round; it puts giving up off no more than a refusal; and its own
-    /// next wait is brief, not lengthened by the rounds.
+    /// next wait is `T/10`, not lengthened by the rounds.
     #[test]
     fn an_attempt_that_never_took_its_connect_is_unanswered_without_touching() {
         let t0 = Instant::now();
@@ -1842,7 +1907,7 @@ mod tests {
         assert_eq!(until, now + T * 2 / 3, "no refusal: the unanswered one waits as the rounds lengthen it");
         rr.ended(Ended::Unanswered(until));
         let Next::Try { host: 1, until: unsent } = rr.next(until, 0.0) else { panic!("server 1") };
-        assert_eq!(unsent, until + rr.rules().max_backoff(), "briefly: it answers at once when it can");
+        assert_eq!(unsent, until + T / 10, "T/10: a connection's round trips, once it can answer");
         // Counted as a refusal, it gave the other a brief wait.
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
         rr.rules.bugs.unsent_as_refused = true;
@@ -1854,6 +1919,44 @@ mod tests {
         let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0") };
         if cfg!(feature = "history") {
             assert_eq!(until, now + rr.rules().max_backoff(), "the bug: a brief wait, as after a refusal");
+        }
+    }
+
+    /// A wait shortened to `T/10` because the server's last attempt never
+    /// took its connect, if it ends so again, does not shorten the next:
+    /// a server slower than that to take a connection is reached then.
+    #[test]
+    fn a_shortened_wait_that_ends_unsent_does_not_shorten_the_next() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
+        let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("a try") };
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { until, .. } = rr.next(now, 0.0) else { panic!("a try") };
+        assert_eq!(until, now + T / 10, "shortened");
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { until, .. } = rr.next(now, 0.0) else { panic!("a try") };
+        assert!(until > now + T / 10, "the rounds' own wait");
+    }
+
+    /// A list that breaks off an attempt that wrote nothing a server could
+    /// read (its TCP connect or TLS handshake going on) does not put giving
+    /// up off; one whose connect was written does.
+    #[test]
+    fn an_attempt_broken_off_unwritten_puts_nothing_off() {
+        let t0 = Instant::now();
+        for written in [false, true] {
+            let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+            let give_up = rr.rules().give_up_at();
+            let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+            if !written {
+                rr.unwritten();
+            }
+            let later = t0 + T / 2;
+            assert!(!rr.set_hosts(1, &[None, Some(0)], &asked_at(&[None]), later), "its server dropped");
+            let put_off = later + T * 4 / 3;
+            assert_eq!(rr.rules().give_up_at(), if written { put_off } else { give_up }, "written: {written}");
         }
     }
 
@@ -1898,6 +2001,7 @@ mod tests {
         assert_eq!(host, 1, "asked longest ago; 0 was asked last, though unreached");
     }
 
+    /// The servers of the next `n` attempts at `now`, each refused.
     fn refused(rr: &mut RoundRobin<Reconnect>, now: Instant, n: usize) -> Vec<usize> {
         (0..n)
             .map(|_| {

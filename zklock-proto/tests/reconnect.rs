@@ -1555,10 +1555,18 @@ impl World {
             // it had) and the rounds go on over the new list.
             self.asked_after_expired = 0;
             let counts = c.rounds.counts(reached, now);
+            // (As the session layer's `progress.written`: the connect
+            // written once the TLS handshake is done, at once without TLS,
+            // never to an address that drops SYNs.)
+            if c.attempt.is_some_and(|(conn, _, _)| !self.handshaken[conn as usize]) {
+                c.rounds.unwritten();
+            }
             let asked = c.asked.of(&self.order, counts);
             let goes_on = c.rounds.set_hosts(self.order.len(), &kept, &asked, now);
-            if !goes_on && !counts {
-                c.asked.unreached();
+            match (goes_on, counts) {
+                (true, _) => {},
+                (false, true) => c.asked.ended(),
+                (false, false) => c.asked.unreached(),
             }
             if goes_on {
                 if let Some((conn, host, sent)) = c.attempt {
@@ -3032,11 +3040,15 @@ fn hosts_dropping_syns_count_once_they_waited() {
     let hang = Fault::Hang { at: Duration::from_secs(3), len: t / 6, reset: true };
     let run = Run { lists, survives: true, syn_drop: true, ..Run::new(t, 3, 2, vec![hang]) };
     assert_eq!(simulate(&run), Ok(()));
+    #[cfg(feature = "history")]
+    {
+        let bugs = zklock_proto::reconnect::Bugs { unreached_never_counted: true, ..Default::default() };
+        assert_eq!(simulate(&Run { bugs, ..run }).map_err(|(kind, _)| kind), Err("expired"));
+    }
 }
 
-/// The same run with unreached attempts never counted fails
-/// ([`hosts_dropping_syns_count_once_they_waited`]), and the search finds
-/// it.
+/// Unreached attempts never counted: the search finds it (the run of
+/// [`hosts_dropping_syns_count_once_they_waited`] fails with it too).
 #[cfg(feature = "history")]
 #[test]
 fn finds_unreached_never_counted() {
@@ -3075,4 +3087,35 @@ fn finds_unsent_waits_doubled() {
     let bugs = zklock_proto::reconnect::Bugs { unsent_waits_doubled: true, ..Default::default() };
     let run = finds(bugs, &["closed", "expired"]);
     assert!(run.syn_drop || run.tls, "{run:?}");
+}
+
+/// A server stalled for `0.45 T` as its connection is reset, over TLS on a
+/// network whose round trips take `0.05 T` (as slow as the clock covers),
+/// beside a hung address: its first attempt (`T/3`) ends before the
+/// handshake's answer ([`Ended::Unsent`]), and so does the hung one's.
+/// The next attempt on it waits `T/10`, long enough for the handshake.
+/// Waited only `T/40` each time (`unsent_wait_brief` and
+/// `unsent_capped_again`: versions of session 45), it never was, and the
+/// session expired; with `T/40` alone, the attempt after a shortened one
+/// waits as the rounds say, and reaches it.
+#[test]
+fn a_server_stalled_past_its_first_wait_is_reached_over_a_slow_network() {
+    let t = Duration::from_secs(4);
+    let stall = Fault::Stall { at: t * 3 / 2, len: t * 45 / 100, reset: Some(0.0) };
+    let run = Run {
+        tls: true,
+        latency: Some(t / 40),
+        slow_from_start: true,
+        survives: true,
+        ..Run::new(t, 2, 1, vec![stall])
+    };
+    assert_eq!(simulate(&run), Ok(()));
+    #[cfg(feature = "history")]
+    {
+        use zklock_proto::reconnect::Bugs;
+        let brief = Bugs { unsent_wait_brief: true, ..Default::default() };
+        assert_eq!(simulate(&Run { bugs: brief, ..run.clone() }), Ok(()), "the next wait the rounds' own");
+        let again = Bugs { unsent_capped_again: true, ..brief };
+        assert_eq!(simulate(&Run { bugs: again, ..run }).map_err(|(kind, _)| kind), Err("expired"));
+    }
 }

@@ -67,9 +67,10 @@ pub(crate) enum Failure {
     Unusable(Unusable),
     /// It may work on another try (timeout, reset, server not serving).
     Transient(String),
-    /// The TCP connect or the TLS handshake went unanswered until the
-    /// attempt's end: the connect request was never written (a host that
-    /// drops SYNs, a server hung)
+    /// The name lookup, the TCP connect or the TLS handshake went unanswered
+    /// until the attempt's end: the connect request was never written (a
+    /// name server that does not answer, a host that drops SYNs, a server
+    /// hung)
     /// ([`zklock_proto::reconnect::Ended::Unsent`]).
     Unsent(String),
     /// The connect request was sent, and neither its answer nor the
@@ -174,11 +175,10 @@ pub(crate) async fn attempt(
     close: Option<&CloseAsked>,
     progress: &Progress,
 ) -> Result<Ready, Failure> {
-    let late = |what: &str| Failure::Transient(format!("{what} took longer than the attempt's time"));
     let unsent = |what: &str| Failure::Unsent(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
         match timeout_at(deadline, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
-            Err(_) => return Err(late("name lookup")),
+            Err(_) => return Err(unsent("name lookup")),
             Ok(Err(e)) => return Err(Failure::Unusable(Unusable::Why(format!("the name does not resolve ({e})")))),
             Ok(Ok(a)) => a.collect(),
         };

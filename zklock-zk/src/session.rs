@@ -1501,10 +1501,17 @@ impl Task {
                                 // enough for that (`RoundRobin::counts`).
                                 let reached = progress.reached.load(Ordering::SeqCst);
                                 let counts = rounds.rounds.counts(reached, now.into_std());
+                                if !progress.written.load(Ordering::SeqCst) {
+                                    rounds.rounds.unwritten();
+                                }
                                 let asked = rounds.asked.of(&hosts, counts);
                                 let goes_on = rounds.rounds.set_hosts(hosts.len(), &kept, &asked, now.into_std());
-                                if !goes_on && !counts {
-                                    rounds.asked.unreached();
+                                // Broken off (or left): counted as it
+                                // stands now, for every later list.
+                                match (goes_on, counts) {
+                                    (true, _) => {},
+                                    (false, true) => rounds.asked.ended(),
+                                    (false, false) => rounds.asked.unreached(),
                                 }
                                 // How long a written connect that does not go
                                 // on is still waited for.

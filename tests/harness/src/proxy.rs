@@ -1412,8 +1412,11 @@ impl SynDrop {
         }
         let addr = listener.local_addr()?;
         let filler = TcpStream::connect(addr)?;
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok() {
-            return Err(io::Error::other(format!("{addr} took a second connection: SYNs are not dropped")));
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {},
+            other => {
+                return Err(io::Error::other(format!("{addr}: a second connect did not wait ({other:?})")));
+            },
         }
         Ok(SynDrop { addr, _listener: listener, _filler: filler })
     }
