@@ -247,10 +247,10 @@ pub struct Bugs {
     /// `0.05 T`, never had its handshake answered in time again
     /// (`a_server_stalled_past_its_first_wait_is_reached_over_a_slow_network`).
     pub unsent_wait_brief: bool,
-    /// An attempt shortened to [`Rules::unsent_wait`] that ended before its
-    /// connect was written shortens the next on its server too (a version
-    /// of session 45): a server that takes a connection more slowly than
-    /// that (a loaded one, a slow network) was never reached again.
+    /// Every round shortens such waits, not every other (a version of
+    /// session 45): a server that takes a connection more slowly than
+    /// [`Rules::unsent_wait`] (a loaded one, a slow network) was never
+    /// reached again.
     pub unsent_capped_again: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
@@ -769,8 +769,8 @@ pub enum Ended {
     /// was not marked unanswered and waited on twice its share while the
     /// ensemble was back: outside attack round 55, F2); giving up is not
     /// put off (nothing the server could read); the server's next attempt
-    /// waits no longer than [`Rules::unsent_wait`], unless this one was
-    /// shortened so (a connection's round trips, once it can answer).
+    /// waits no longer than [`Rules::unsent_wait`] in every other round (a
+    /// connection's round trips, once it can answer).
     Unsent,
     /// Its connect was answered, and the handshake failed after it (a
     /// reset during the SASL or `addAuth` step, a reply it could not use,
@@ -895,7 +895,7 @@ pub struct RoundRobin<R> {
     unanswered: Vec<bool>,
     /// By server: its last attempt ended before its connect was written
     /// ([`Ended::Unsent`]): its next waits no longer than
-    /// [`Rules::unsent_wait`].
+    /// [`Rules::unsent_wait`] in every other round.
     unsent: Vec<bool>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
@@ -908,9 +908,8 @@ pub struct RoundRobin<R> {
     /// ... and when it started, and whether it was a reset's first attempt
     /// on its own server (which waits longer).
     waiting_since: Option<(Instant, bool)>,
-    /// The attempt in progress waits no longer than [`Rules::unsent_wait`]
-    /// because of it.
-    waiting_capped: bool,
+    /// Rounds ended so far in this reconnect.
+    rounds_ended: u32,
     /// The attempt in progress has written nothing a server could read
     /// ([`RoundRobin::unwritten`]).
     waiting_unwritten: bool,
@@ -955,7 +954,7 @@ impl<R: Rules> RoundRobin<R> {
             own_first: false,
             waiting_until: None,
             waiting_since: None,
-            waiting_capped: false,
+            rounds_ended: 0,
             waiting_unwritten: false,
             expected: None,
             said_expired: None,
@@ -1008,6 +1007,7 @@ impl<R: Rules> RoundRobin<R> {
         }
         if self.queue.is_empty() {
             self.rules.round_over();
+            self.rounds_ended = self.rounds_ended.saturating_add(1);
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
                 return Next::Unreachable;
             }
@@ -1056,15 +1056,24 @@ impl<R: Rules> RoundRobin<R> {
                 until = until.min(now + short);
             }
         }
-        self.waiting_capped = false;
-        if self.unsent.get(self.current).is_some_and(|&u| u) && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
-            // The rounds lengthen the waits for servers slow to answer a
-            // connect; one that never took it (a host that drops SYNs, a
-            // server hung in the TLS handshake) needs only a connection's
-            // round trips once it can answer ([`Rules::unsent_wait`]).
-            if let Some(wait) = self.rules.unsent_wait().filter(|&w| now + w < until) {
-                until = now + wait;
-                self.waiting_capped = true;
+        // The rounds lengthen the waits for servers slow to answer a
+        // connect; one that never took it (a host that drops SYNs, a server
+        // hung in the TLS handshake) needs only a connection's round trips
+        // once it can answer ([`Rules::unsent_wait`]), in every other
+        // round: in the others a server slower than that to take a
+        // connection (a loaded one, a slow network) is reached (shortened
+        // each time, it never was). Every other round for all of them
+        // alike: shortened in turn one by one, a hung one's whole wait in
+        // each round left a server slow to answer connects too little
+        // before the give-up time, round after round (the reconnect
+        // search).
+        let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
+        if self.unsent.get(self.current).is_some_and(|&u| u)
+            && every_other
+            && !self.rules.bugs().on(|b| b.unsent_waits_doubled)
+        {
+            if let Some(wait) = self.rules.unsent_wait() {
+                until = until.min(now + wait);
             }
         }
         self.waiting_unwritten = false;
@@ -1083,12 +1092,7 @@ impl<R: Rules> RoundRobin<R> {
             how => how,
         };
         if let Some(u) = self.unsent.get_mut(self.current) {
-            // Not again after a wait this rule shortened: the next is the
-            // rounds' own (a server slower to take a connection than
-            // [`Rules::unsent_wait`], a loaded one, or over a slow network,
-            // is reached then; capped each time, it never was).
-            let again = !std::mem::take(&mut self.waiting_capped) || self.rules.bugs().on(|b| b.unsent_capped_again);
-            *u = how == Ended::Unsent && again;
+            *u = how == Ended::Unsent;
         }
         if !matches!(how, Ended::Unanswered(_) | Ended::Unsent) {
             self.refused = true;
@@ -1922,11 +1926,11 @@ mod tests {
         }
     }
 
-    /// A wait shortened to `T/10` because the server's last attempt never
-    /// took its connect, if it ends so again, does not shorten the next:
-    /// a server slower than that to take a connection is reached then.
+    /// A server whose last attempt never took its connect waits `T/10` in
+    /// every other round only: a server slower than that to take a
+    /// connection is reached in the others.
     #[test]
-    fn a_shortened_wait_that_ends_unsent_does_not_shorten_the_next() {
+    fn an_unsent_servers_wait_is_shortened_in_every_other_round() {
         let t0 = Instant::now();
         let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
         let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("a try") };

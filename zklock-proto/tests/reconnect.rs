@@ -3119,3 +3119,21 @@ fn a_server_stalled_past_its_first_wait_is_reached_over_a_slow_network() {
         assert_eq!(simulate(&Run { bugs: again, ..run }).map_err(|(kind, _)| kind), Err("expired"));
     }
 }
+
+/// Found by the 2M search with each server's wait after an unsent attempt
+/// shortened in turn (a version of session 45): `T = 6.7 s`, the server
+/// answering connects `4.47 s` (`0.67 T`) late, two addresses hung over
+/// TLS, a close asked while reconnecting (read by the server, its answer
+/// after the attempt ended). The hung ones shortened out of step, one of
+/// them waited the whole timeout in each round, the slow server got less
+/// than its answer before the give-up time (put off by its own connects),
+/// and the reconnect never ended. Shortened in the same rounds, they leave
+/// it enough every other round.
+#[test]
+fn a_server_answering_connects_late_beside_two_hung_over_tls_ends_the_reconnect() {
+    let t = Duration::from_millis(6685);
+    let stall = Fault::Stall { at: Duration::from_millis(9399), len: Duration::from_micros(1195667), reset: Some(0.0) };
+    let slow = Fault::Slow { at: t, delay: Duration::from_millis(4470) };
+    let run = Run { close_at: Some(Duration::from_millis(8903)), tls: true, ..Run::new(t, 3, 2, vec![stall, slow]) };
+    assert_eq!(simulate(&run), Ok(()));
+}
