@@ -1052,15 +1052,23 @@ fn a_healthy_member_beside_hung_ones_swapped_in_turn_keeps_the_session() {
 fn a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session() {
     let zk = Cluster::standalone().expect("zookeeper");
     let hung = [Proxy::start(zk.client_addr(0)).unwrap(), Proxy::start(zk.client_addr(0)).unwrap()];
+    hung.iter().for_each(Proxy::blackhole);
+    hung_a_moment_beside(&zk, (hung[0].addr(), hung[1].addr()), Duration::from_secs(1));
+}
+
+/// Six sessions (`T = 4 s`) on `zk`'s server move to a member (a proxy to
+/// it) blackholed for its first 0.65 s, then to it with `x`, and then
+/// lists of it with `y` and with `x` swap every `every`, as
+/// [`alternate_after`].
+fn hung_a_moment_beside(zk: &Cluster, (x, y): (std::net::SocketAddr, std::net::SocketAddr), every: Duration) {
     let member = Proxy::start(zk.client_addr(0)).unwrap();
-    hung.iter().chain([&member]).for_each(Proxy::blackhole);
-    let (s, x, y) = (member.addr(), hung[0].addr(), hung[1].addr());
+    member.blackhole();
+    let s = member.addr();
     let alone = s.to_string();
     let (first, second) = (format!("{s},{x}"), format!("{s},{y}"));
-    let before = [(alone.as_str(), Duration::from_millis(50)), (first.as_str(), Duration::from_millis(950))];
-    let timing = (&before[..], Duration::from_secs(1));
+    let before = [(alone.as_str(), Duration::from_millis(50)), (first.as_str(), every - Duration::from_millis(50))];
     let heal = Some((&member, Duration::from_millis(650)));
-    alternate_after(&zk, Duration::from_secs(4), timing, (&first, &second), 6, &member, heal);
+    alternate_after(zk, Duration::from_secs(4), (&before[..], every), (&first, &second), 6, &member, heal);
 }
 
 /// Round 54's F1 ([`a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session`])
@@ -1075,15 +1083,7 @@ fn a_member_hung_a_moment_beside_hung_ones_swapped_in_turn_keeps_the_session() {
 fn a_member_hung_a_moment_beside_hosts_dropping_syns_swapped_in_turn_keeps_the_session() {
     let zk = Cluster::standalone().expect("zookeeper");
     let dropping = [SynDrop::start().unwrap(), SynDrop::start().unwrap()];
-    let member = Proxy::start(zk.client_addr(0)).unwrap();
-    member.blackhole();
-    let (s, x, y) = (member.addr(), dropping[0].addr(), dropping[1].addr());
-    let alone = s.to_string();
-    let (first, second) = (format!("{s},{x}"), format!("{s},{y}"));
-    let before = [(alone.as_str(), Duration::from_millis(50)), (first.as_str(), Duration::from_millis(1200))];
-    let timing = (&before[..], Duration::from_millis(1250));
-    let heal = Some((&member, Duration::from_millis(650)));
-    alternate_after(&zk, Duration::from_secs(4), timing, (&first, &second), 6, &member, heal);
+    hung_a_moment_beside(&zk, (dropping[0].addr(), dropping[1].addr()), Duration::from_millis(1250));
 }
 
 /// Two hung (blackholed) proxies `x` and `y` and a healthy one `c` to a
