@@ -1051,8 +1051,19 @@ impl<R: Rules> RoundRobin<R> {
         if own_first {
             until = give_up.min(until.max(now + self.rules.own_server_wait()));
         }
+        let unsent = self.unsent.get(self.current).is_some_and(|&u| u);
         if self.refused_last && self.unanswered[self.current] {
             if let Some(short) = self.rules.short_wait(now) {
+                // One that never took its connect, no shorter than a
+                // connection's round trips ([`Rules::unsent_wait`]): at
+                // `T/40`, members that had dropped SYNs while their
+                // connections were reset were never reached again over a
+                // network with round trips over `T/40` (outside attack
+                // round 56, F2).
+                let short = match self.rules.unsent_wait() {
+                    Some(wait) if unsent && !self.rules.bugs().on(|b| b.unsent_wait_brief) => short.max(wait),
+                    _ => short,
+                };
                 until = until.min(now + short);
             }
         }
@@ -1068,10 +1079,7 @@ impl<R: Rules> RoundRobin<R> {
         // before the give-up time, round after round (the reconnect
         // search).
         let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
-        if self.unsent.get(self.current).is_some_and(|&u| u)
-            && every_other
-            && !self.rules.bugs().on(|b| b.unsent_waits_doubled)
-        {
+        if unsent && every_other && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
             if let Some(wait) = self.rules.unsent_wait() {
                 until = until.min(now + wait);
             }
@@ -1942,6 +1950,29 @@ mod tests {
         let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
         let Next::Try { until, .. } = rr.next(now, 0.0) else { panic!("a try") };
         assert!(until > now + T / 10, "the rounds' own wait");
+    }
+
+    /// While another refuses, a server whose last attempt never took its
+    /// connect waits `T/10`, not `T/40`: long enough for a connection's
+    /// round trips on a network as slow as the clock covers (outside
+    /// attack round 56, F2: members that dropped SYNs during an outage,
+    /// 60 ms away at `T = 2 s`, were never reached again).
+    #[test]
+    fn while_another_refuses_an_unsent_server_waits_for_a_connection() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let mut now = t0;
+        for round in 0..3 {
+            let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
+            rr.ended(Ended::Unusable);
+            let Next::Try { host: 1, until } = rr.next(now, 0.0) else { panic!("server 1") };
+            if round > 0 {
+                assert_eq!(until, now + T / 10, "round {round}");
+            }
+            rr.ended(Ended::Unsent);
+            let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause") };
+            now = until;
+        }
     }
 
     /// A list that breaks off an attempt that wrote nothing a server could
