@@ -1986,34 +1986,27 @@ mod tests {
     /// 60 ms away at `T = 2 s`, were never reached again).
     #[test]
     fn while_another_refuses_an_unsent_server_waits_for_a_connection() {
-        let t0 = Instant::now();
+        // Server 0 refuses each round; server 1 ends `how`, and from the
+        // second round on waits `wait` (`now` to the wait's end).
+        let rounds = |how: fn(Instant) -> Ended, wait: fn(&RoundRobin<Reconnect>, Instant) -> Instant| {
+            let t0 = Instant::now();
+            let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+            let mut now = t0;
+            for round in 0..3 {
+                let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
+                rr.ended(Ended::Unusable);
+                let Next::Try { host: 1, until } = rr.next(now, 0.0) else { panic!("server 1") };
+                if round > 0 {
+                    assert_eq!(until, wait(&rr, now), "round {round}");
+                }
+                rr.ended(how(until));
+                let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause") };
+                now = until;
+            }
+        };
         // A server whose connect was written and went unanswered: `T/40`.
-        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
-        let mut now = t0;
-        for round in 0..3 {
-            let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
-            rr.ended(Ended::Unusable);
-            let Next::Try { host: 1, until } = rr.next(now, 0.0) else { panic!("server 1") };
-            if round > 0 {
-                assert_eq!(until, now + rr.rules().max_backoff(), "written, round {round}");
-            }
-            rr.ended(Ended::Unanswered(until));
-            let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause") };
-            now = until;
-        }
-        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
-        let mut now = t0;
-        for round in 0..3 {
-            let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0") };
-            rr.ended(Ended::Unusable);
-            let Next::Try { host: 1, until } = rr.next(now, 0.0) else { panic!("server 1") };
-            if round > 0 {
-                assert_eq!(until, now + T / 10, "round {round}");
-            }
-            rr.ended(Ended::Unsent);
-            let Next::Pause { until } = rr.next(until, 0.0) else { panic!("a pause") };
-            now = until;
-        }
+        rounds(Ended::Unanswered, |rr, now| now + rr.rules().max_backoff());
+        rounds(|_| Ended::Unsent, |_, now| now + T / 10);
     }
 
     /// A list that breaks off an attempt that wrote nothing a server could
