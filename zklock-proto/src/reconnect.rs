@@ -258,6 +258,14 @@ pub struct Bugs {
     /// [`Rules::unsent_wait`] (a loaded one, a slow network) was never
     /// reached again.
     pub unsent_capped_again: bool,
+    /// The give-up time cuts every attempt's wait, also on a server whose
+    /// last connect was written and went unanswered (the policy before
+    /// session 46): beside two hosts dropping SYNs, a server answering
+    /// connects `0.26 T` late had each attempt cut at `0.21 T` (each of its
+    /// ends put giving up off by `4/3 T`, and one whole wait on a dead host
+    /// came between any two), round after round: the reconnect never ended,
+    /// a close held for ever (the reconnect search, run 3,239,900).
+    pub written_unanswered_cut: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -422,9 +430,10 @@ impl Reconnect {
     }
 
     /// Until when an attempt started at `now` would wait in a first round
-    /// (its share among the servers, not doubled by rounds that ended).
-    fn first_round_until(&self, now: Instant) -> Instant {
-        Reconnect { round: 0, ..*self }.attempt_until(now)
+    /// (its share among the servers, not doubled by rounds that ended;
+    /// [`Rules::attempt_until`]).
+    fn first_round_until(&self, now: Instant, written_unanswered: bool) -> Instant {
+        Rules::attempt_until(&Reconnect { round: 0, ..*self }, now, written_unanswered)
     }
 
     /// A round of attempts over every server ended without a connection:
@@ -544,8 +553,9 @@ pub trait Rules {
     /// When to give up.
     fn give_up_at(&self) -> Instant;
     /// Until when an attempt started at `now` waits for its connect's
-    /// answer.
-    fn attempt_until(&self, now: Instant) -> Instant;
+    /// answer; on a server whose last connect was written and went
+    /// unanswered if `written_unanswered`.
+    fn attempt_until(&self, now: Instant, written_unanswered: bool) -> Instant;
     /// The longest pause between two rounds.
     fn max_backoff(&self) -> Duration;
     /// How long an attempt waits, at most, on a server whose last attempt
@@ -594,7 +604,28 @@ impl Rules for Reconnect {
     fn give_up_at(&self) -> Instant {
         Reconnect::give_up_at(self)
     }
-    fn attempt_until(&self, now: Instant) -> Instant {
+    /// [`Reconnect::attempt_until`]; on a server whose last connect was
+    /// written and went unanswered, not cut by the give-up time (only by a
+    /// server's "expired": [`Rules::said_expired`]): such a server may be
+    /// reading connects late (slow to answer them, or stalled), each read
+    /// renewing the session and each unanswered end putting giving up off
+    /// by `4/3 T`; cut by the give-up time, a server answering connects
+    /// `0.26 T` late, asked each time with less than that left (one whole
+    /// wait on a host dropping SYNs came between any two of its attempts),
+    /// never had an answer read: the reconnect never ended, a close held
+    /// for ever (the reconnect search). Its answer ends the reconnect one
+    /// way or the other: a connection, or "expired". A hung one (which
+    /// never reads them) already keeps a reconnect going, its unanswered
+    /// ends putting giving up off: this only lets it wait out its wait
+    /// (at most `T`). No attempt starts past the give-up time
+    /// ([`RoundRobin::next`]).
+    fn attempt_until(&self, now: Instant, written_unanswered: bool) -> Instant {
+        // (Not under the policies before the reconnect search, whose
+        // unanswered ends put nothing off.)
+        let cut = self.bugs.on(|b| b.written_unanswered_cut || b.quick_retries || b.fixed_share);
+        if written_unanswered && !cut {
+            return Reconnect { give_up_at: now + self.timeout * 2, ..*self }.attempt_until(now);
+        }
         Reconnect::attempt_until(self, now)
     }
     fn max_backoff(&self) -> Duration {
@@ -706,7 +737,9 @@ impl Rules for NewSession {
     fn give_up_at(&self) -> Instant {
         self.deadline
     }
-    fn attempt_until(&self, now: Instant) -> Instant {
+    /// Its share, never past the connect timeout (the caller's bound),
+    /// whatever the server did before.
+    fn attempt_until(&self, now: Instant, _: bool) -> Instant {
         self.deadline.min(now + self.per_attempt)
     }
     fn max_backoff(&self) -> Duration {
@@ -908,6 +941,10 @@ pub struct RoundRobin<R> {
     /// ([`Ended::Unsent`]): its next waits no longer than
     /// [`Rules::unsent_wait`] in every other round.
     unsent: Vec<bool>,
+    /// By server: its last attempt's connect was written and went
+    /// unanswered ([`Ended::Unanswered`]): its next is not cut by the
+    /// give-up time ([`Rules::attempt_until`]).
+    written_unanswered: Vec<bool>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
     refused_last: bool,
@@ -960,6 +997,7 @@ impl<R: Rules> RoundRobin<R> {
             all_unusable: true,
             unanswered: vec![false; hosts],
             unsent: vec![false; hosts],
+            written_unanswered: vec![false; hosts],
             refused: false,
             refused_last: false,
             own_first: false,
@@ -1057,10 +1095,11 @@ impl<R: Rules> RoundRobin<R> {
         if let Some(a) = self.asked.get_mut(self.current) {
             *a = Some(now);
         }
-        let mut until = give_up.min(self.rules.attempt_until(now));
+        let written_unanswered = self.written_unanswered.get(self.current).is_some_and(|&w| w);
+        let mut until = self.rules.attempt_until(now, written_unanswered);
         let own_first = std::mem::take(&mut self.own_first);
         if own_first {
-            until = give_up.min(until.max(now + self.rules.own_server_wait()));
+            until = until.max(give_up.min(now + self.rules.own_server_wait()));
         }
         let unsent = self.unsent.get(self.current).is_some_and(|&u| u);
         if self.refused_last && self.unanswered[self.current] {
@@ -1112,6 +1151,9 @@ impl<R: Rules> RoundRobin<R> {
         };
         if let Some(u) = self.unsent.get_mut(self.current) {
             *u = how == Ended::Unsent;
+        }
+        if let Some(w) = self.written_unanswered.get_mut(self.current) {
+            *w = matches!(how, Ended::Unanswered(_));
         }
         if !matches!(how, Ended::Unanswered(_) | Ended::Unsent) {
             self.refused = true;
@@ -1337,6 +1379,7 @@ impl RoundRobin<Reconnect> {
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
             self.unsent = vec![false; hosts];
+            self.written_unanswered = vec![false; hosts];
             self.own_first = false;
             self.said_expired = None;
             self.rules.set_hosts(hosts);
@@ -1349,10 +1392,12 @@ impl RoundRobin<Reconnect> {
         }
         let mut unanswered = vec![false; hosts];
         let mut unsent = vec![false; hosts];
+        let mut written_unanswered = vec![false; hosts];
         for old in 0..self.hosts {
             if let Some(new) = to_new(old) {
                 unanswered[new] = self.unanswered.get(old).is_some_and(|&u| u);
                 unsent[new] = self.unsent.get(old).is_some_and(|&u| u);
+                written_unanswered[new] = self.written_unanswered.get(old).is_some_and(|&w| w);
             }
         }
         // This round's servers tried so far (the attempt in progress among
@@ -1384,10 +1429,11 @@ impl RoundRobin<Reconnect> {
                 // nobody keeps the doubling that servers slow to answer
                 // need.
                 let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
+                let late = self.written_unanswered.get(self.current).is_some_and(|&w| w);
                 let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
-                    self.rules.first_round_until(started)
+                    self.rules.first_round_until(started, late)
                 } else {
-                    self.rules.attempt_until(started)
+                    Rules::attempt_until(&self.rules, started, late)
                 };
                 if own_first {
                     fresh = fresh.max(started + self.rules.own_server_wait());
@@ -1426,6 +1472,7 @@ impl RoundRobin<Reconnect> {
         self.hosts = hosts;
         self.unanswered = unanswered;
         self.unsent = unsent;
+        self.written_unanswered = written_unanswered;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
@@ -1944,6 +1991,57 @@ mod tests {
         if cfg!(feature = "history") {
             assert_eq!(until, now + rr.rules().max_backoff(), "the bug: a brief wait, as after a refusal");
         }
+    }
+
+    /// An attempt on a server whose last connect was written and went
+    /// unanswered (it may read connects late) waits its wait past the
+    /// give-up time; one on a server that never took its connect is cut
+    /// by it; after a server's "expired", neither waits past the bound the
+    /// word set.
+    #[test]
+    fn a_server_that_left_a_connect_unanswered_is_waited_for_past_giving_up() {
+        let t0 = Instant::now();
+        for cut in [false, true] {
+            // Server 0 takes its connects and never answers; 1 never takes one.
+            let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+            rr.rules.bugs.written_unanswered_cut = cut;
+            let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
+            rr.ended(Ended::Unanswered(until));
+            let Next::Try { host: 1, until } = rr.next(until, 0.0) else { panic!("server 1") };
+            rr.ended(Ended::Unsent);
+            let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("a pause") };
+            // Asked a moment before giving up (the process stalled).
+            let give_up = rr.rules().give_up_at();
+            let late = give_up - T / 10;
+            let Next::Try { host: 0, until } = rr.next(late, 0.0) else { panic!("server 0 again") };
+            if cut && cfg!(feature = "history") {
+                assert_eq!(until, give_up, "the bug: cut by giving up");
+                continue;
+            }
+            assert_eq!(until, late + T * 2 / 3, "its whole wait (the second round's)");
+            assert!(until > give_up);
+            rr.ended(Ended::Unanswered(until));
+            let give_up = rr.rules().give_up_at();
+            assert_eq!(give_up, until + T * 4 / 3, "put off by its end");
+            let late = give_up - T / 20;
+            let Next::Try { host: 1, until } = rr.next(late, 0.0) else { panic!("server 1 again") };
+            assert_eq!(until, give_up, "never written: cut by giving up");
+        }
+        // Server 1 takes its connect and never answers; 0, asked late, says
+        // "expired": 1 is asked once more, until the bound that set.
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unsent);
+        let Next::Try { host: 1, until } = rr.next(until, 0.0) else { panic!("server 1") };
+        rr.ended(Ended::Unanswered(until));
+        let Next::Pause { .. } = rr.next(until, 0.0) else { panic!("a pause") };
+        let late = rr.rules().give_up_at() - T / 5;
+        let Next::Try { host: 0, .. } = rr.next(late, 0.0) else { panic!("server 0 again") };
+        assert!(!rr.said_expired(late), "another to ask");
+        let Next::Try { host: 1, until } = rr.next(late, 0.0) else { panic!("server 1 again") };
+        assert_eq!(until, late + T / 3, "the word's bound (T/3 on), not its whole wait");
+        rr.ended(Ended::Unanswered(until));
+        assert_eq!(rr.next(until, 0.0), Next::GiveUp, "the word stands");
     }
 
     /// A server whose last attempt never took its connect waits `T/10` in

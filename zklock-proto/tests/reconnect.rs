@@ -3084,7 +3084,11 @@ fn finds_unsent_as_refused() {
 #[cfg(feature = "history")]
 #[test]
 fn finds_unsent_waits_doubled() {
-    let bugs = zklock_proto::reconnect::Bugs { unsent_waits_doubled: true, ..Default::default() };
+    let bugs = zklock_proto::reconnect::Bugs {
+        unsent_waits_doubled: true,
+        written_unanswered_cut: true,
+        ..Default::default()
+    };
     let run = finds(bugs, &["closed", "expired"]);
     assert!(run.syn_drop || run.tls, "{run:?}");
 }
@@ -3136,4 +3140,35 @@ fn a_server_answering_connects_late_beside_two_hung_over_tls_ends_the_reconnect(
     let slow = Fault::Slow { at: t, delay: Duration::from_millis(4470) };
     let run = Run { close_at: Some(Duration::from_millis(8903)), tls: true, ..Run::new(t, 3, 2, vec![stall, slow]) };
     assert_eq!(simulate(&run), Ok(()));
+}
+
+/// Found by the 2M search (run 3,239,900, session 45's engine): `T =
+/// 5.87 s`, four addresses, two of them dropping SYNs, the own one hung
+/// (and moved from), the server answering connects `1.54 s` (`0.26 T`)
+/// late, refusing and stalled a while, a close asked while reconnecting
+/// (read by the server, its answer after the attempt ended). Each of the
+/// slow server's unanswered ends put giving up off by `4/3 T`, and one
+/// whole wait on a host dropping SYNs came between any two of its attempts
+/// (whatever the rounds' parity: its window spans a round's end), so each
+/// was cut by the give-up time at `1.22 s`, less than its answer: the
+/// reconnect never ended, the close held for ever. Not cut by the give-up
+/// time (its last connect was written and went unanswered), its next
+/// attempt reads the answer ("expired": the close was read).
+#[test]
+fn a_server_answering_connects_late_between_hosts_dropping_syns_is_not_cut_by_giving_up() {
+    let ms = Duration::from_millis;
+    let t = ms(5873);
+    let faults = vec![
+        Fault::Hang { at: ms(9777), len: Duration::from_micros(16_654_250), reset: false },
+        Fault::Stall { at: ms(17287), len: ms(3575), reset: None },
+        Fault::Down { at: ms(14455), len: ms(4335) },
+        Fault::Slow { at: t, delay: ms(1542) },
+    ];
+    let run = Run { close_at: Some(ms(9978)), move_at: Some(ms(12402)), syn_drop: true, ..Run::new(t, 4, 2, faults) };
+    assert_eq!(simulate(&run), Ok(()));
+    #[cfg(feature = "history")]
+    {
+        let cut = zklock_proto::reconnect::Bugs { written_unanswered_cut: true, ..Default::default() };
+        assert_eq!(simulate(&Run { bugs: cut, ..run }).map_err(|(kind, _)| kind), Err("closed"));
+    }
 }
