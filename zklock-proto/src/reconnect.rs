@@ -266,6 +266,12 @@ pub struct Bugs {
     /// came between any two), round after round: the reconnect never ended,
     /// a close held for ever (the reconnect search, run 3,239,900).
     pub written_unanswered_cut: bool,
+    /// ... and that wait past the give-up time also holds for the attempt's
+    /// name lookup, TCP connect and TLS handshake (the first version of
+    /// session 46's rule, before review): a member that answered late,
+    /// then dropped SYNs, held the reconnect up to `T` past giving up
+    /// though no connect was written that it could answer.
+    pub unwritten_past_giving_up: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -617,8 +623,11 @@ impl Rules for Reconnect {
     /// way or the other: a connection, or "expired". A hung one (which
     /// never reads them) already keeps a reconnect going, its unanswered
     /// ends putting giving up off: this only lets it wait out its wait
-    /// (at most `T`). No attempt starts past the give-up time
-    /// ([`RoundRobin::next`]).
+    /// (at most `T`). Only once its connect is written: its name lookup,
+    /// TCP connect and TLS handshake still end by the give-up time
+    /// ([`RoundRobin::write_by`]; a server that answered late and then
+    /// dropped SYNs held a reconnect up to `T` past it, review of session
+    /// 46). No attempt starts past the give-up time ([`RoundRobin::next`]).
     fn attempt_until(&self, now: Instant, written_unanswered: bool) -> Instant {
         // (Not under the policies before the reconnect search, whose
         // unanswered ends put nothing off.)
@@ -942,9 +951,13 @@ pub struct RoundRobin<R> {
     /// [`Rules::unsent_wait`] in every other round.
     unsent: Vec<bool>,
     /// By server: its last attempt's connect was written and went
-    /// unanswered ([`Ended::Unanswered`]): its next is not cut by the
-    /// give-up time ([`Rules::attempt_until`]).
+    /// unanswered ([`Ended::Unanswered`], a written attempt a list broke
+    /// off, a connection lost silent): its next is not cut by the give-up
+    /// time ([`Rules::attempt_until`]) once its connect is written.
     written_unanswered: Vec<bool>,
+    /// The attempt handed out last: by when it writes its connect
+    /// ([`RoundRobin::write_by`]).
+    write_by: Option<Instant>,
     /// A server refused or reset in this round / the last one.
     refused: bool,
     refused_last: bool,
@@ -998,6 +1011,7 @@ impl<R: Rules> RoundRobin<R> {
             unanswered: vec![false; hosts],
             unsent: vec![false; hosts],
             written_unanswered: vec![false; hosts],
+            write_by: None,
             refused: false,
             refused_last: false,
             own_first: false,
@@ -1033,6 +1047,16 @@ impl<R: Rules> RoundRobin<R> {
     /// search expected to survive.)
     pub fn left_until(&self) -> Option<Instant> {
         self.left_until
+    }
+
+    /// By when the attempt handed out last must have written its connect
+    /// (its name lookup, TCP connect and TLS handshake done): its wait, but
+    /// no later than the give-up time as it stood when it started (past
+    /// it only an attempt whose connect a server may read waits on,
+    /// [`Rules::attempt_until`]). One that has not written it by then
+    /// ends [`Ended::Unsent`]. `None` before the first attempt.
+    pub fn write_by(&self) -> Option<Instant> {
+        self.write_by
     }
 
     /// The server of the attempt last handed out (where a new list that
@@ -1134,6 +1158,8 @@ impl<R: Rules> RoundRobin<R> {
                 until = until.min(now + wait);
             }
         }
+        let cut_unwritten = !self.rules.bugs().on(|b| b.unwritten_past_giving_up);
+        self.write_by = Some(if cut_unwritten { until.min(give_up) } else { until });
         self.waiting_unwritten = false;
         self.waiting_until = Some(until);
         self.waiting_since = Some((now, own_first));
@@ -1288,6 +1314,10 @@ impl RoundRobin<Reconnect> {
         let next = silent || rules.bugs.on(|b| b.next_first_after_reset);
         let mut rounds = RoundRobin::new(rules, hosts, if next { host + 1 } else { host });
         rounds.own_first = !next;
+        if let (true, Some(w)) = (silent, rounds.written_unanswered.get_mut(host)) {
+            // Its requests went unanswered: it may be reading them late.
+            *w = true;
+        }
         rounds
     }
 
@@ -1466,6 +1496,11 @@ impl RoundRobin<Reconnect> {
             self.waiting_since = None;
             if !unwritten {
                 self.rules.unanswered(now);
+                // Its connect may be read late: not cut by giving up next
+                // time either.
+                if let Some(n) = to_new(self.current) {
+                    written_unanswered[n] = true;
+                }
             }
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
@@ -1995,9 +2030,10 @@ mod tests {
 
     /// An attempt on a server whose last connect was written and went
     /// unanswered (it may read connects late) waits its wait past the
-    /// give-up time; one on a server that never took its connect is cut
-    /// by it; after a server's "expired", neither waits past the bound the
-    /// word set.
+    /// give-up time (its connect to be written by then); one on a server
+    /// that never took its connect is cut by it; after a server's
+    /// "expired", the first waits until the bound the word set (at least
+    /// `T/3` on), not past it.
     #[test]
     fn a_server_that_left_a_connect_unanswered_is_waited_for_past_giving_up() {
         let t0 = Instant::now();
@@ -2020,6 +2056,7 @@ mod tests {
             }
             assert_eq!(until, late + T * 2 / 3, "its whole wait (the second round's)");
             assert!(until > give_up);
+            assert_eq!(rr.write_by(), Some(give_up), "its connect written by giving up, though");
             rr.ended(Ended::Unanswered(until));
             let give_up = rr.rules().give_up_at();
             assert_eq!(give_up, until + T * 4 / 3, "put off by its end");
@@ -2075,6 +2112,36 @@ mod tests {
             let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause after round {round}") };
             now = until;
         }
+    }
+
+    /// A server whose connect may be read late is marked so on every path:
+    /// an attempt ended unanswered, a written attempt a list broke off, a
+    /// connection lost silent; not one a list broke off unwritten, nor the
+    /// server of a connection reset.
+    #[test]
+    fn a_server_that_may_read_a_connect_late_is_marked_on_every_path() {
+        let t0 = Instant::now();
+        for unwritten in [false, true] {
+            let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
+            let Next::Try { host: 0, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+            if unwritten {
+                rr.unwritten();
+            }
+            // A server added: the attempt's whole timeout is cut.
+            assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 100));
+            assert_eq!(rr.written_unanswered, [!unwritten, false], "broken off, unwritten: {unwritten}");
+        }
+        let lost = t0 + read_timeout(T);
+        let silent = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), lost, false);
+        assert_eq!(silent.written_unanswered, [true, false], "lost silent");
+        let reset = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0 + T / 10, false);
+        assert_eq!(reset.written_unanswered, [false, false], "reset");
+        let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
+        let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unanswered(until));
+        let Next::Try { host: 1, .. } = rr.next(until, 0.0) else { panic!("server 1") };
+        rr.ended(Ended::Unsent);
+        assert_eq!(rr.written_unanswered, [true, false], "ended unanswered / unsent");
     }
 
     /// While another refuses, a server whose last attempt never took its

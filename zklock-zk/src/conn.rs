@@ -165,19 +165,23 @@ pub(crate) struct Attach {
     pub next_xid: i32,
 }
 
-/// Tries `host` until `deadline`, telling `progress` when its connect is
-/// written (whether a new list left it is the caller's to act on).
+/// Tries `host` until `deadline`, its connect written by `write_by` (its
+/// name lookup, TCP connect and TLS handshake done; no later than
+/// `deadline`) or [`Failure::Unsent`], telling `progress` when its connect
+/// is written (whether a new list left it is the caller's to act on).
 pub(crate) async fn attempt(
     cfg: &Config,
     host: &Host,
     attach: &Attach,
     deadline: tokio::time::Instant,
+    write_by: tokio::time::Instant,
     close: Option<&CloseAsked>,
     progress: &Progress,
 ) -> Result<Ready, Failure> {
+    let write_by = write_by.min(deadline);
     let unsent = |what: &str| Failure::Unsent(format!("{what} took longer than the attempt's time"));
     let addrs: Vec<SocketAddr> =
-        match timeout_at(deadline, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
+        match timeout_at(write_by, tokio::net::lookup_host((host.name.as_str(), host.port))).await {
             Err(_) => return Err(unsent("name lookup")),
             Ok(Err(e)) => return Err(Failure::Unusable(Unusable::Why(format!("the name does not resolve ({e})")))),
             Ok(Ok(a)) => a.collect(),
@@ -188,7 +192,7 @@ pub(crate) async fn attempt(
     let mut last = None;
     let mut tcp = None;
     for addr in &addrs {
-        match timeout_at(deadline, TcpStream::connect(addr)).await {
+        match timeout_at(write_by, TcpStream::connect(addr)).await {
             Err(_) => return Err(unsent("TCP connect")),
             Ok(Ok(s)) => {
                 tcp = Some((s, *addr));
@@ -219,7 +223,7 @@ pub(crate) async fn attempt(
                 Failure::Unusable(Unusable::Why(format!("{name:?} is no name a certificate can be checked against")))
             })?;
             let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
-            match timeout_at(deadline, connector.connect(name, tcp)).await {
+            match timeout_at(write_by, connector.connect(name, tcp)).await {
                 Err(_) => return Err(unsent("TLS handshake")),
                 Ok(Ok(s)) => Stream::Tls(Box::new(s)),
                 Ok(Err(e)) => return Err(tls_failure(host, &tls.ca_name, e)),

@@ -1053,7 +1053,8 @@ async fn connect_round_robin<R: Rules>(
                 progress.written.store(false, Ordering::SeqCst);
                 progress.left.store(false, Ordering::SeqCst);
                 let deadline = tokio::time::Instant::from_std(until);
-                let result = attempt(cfg, &host, attach, deadline, close, progress).await;
+                let write_by = lock(shared).rounds.write_by().map_or(deadline, tokio::time::Instant::from_std);
+                let result = attempt(cfg, &host, attach, deadline, write_by, close, progress).await;
                 lock(shared).asked.ended();
                 progress.written.store(false, Ordering::SeqCst);
                 if progress.left.swap(false, Ordering::SeqCst) {
