@@ -3195,7 +3195,6 @@ fn a_server_answering_connects_late_between_hosts_dropping_syns_is_not_cut_by_gi
     }
 }
 
-
 /// Found by the 4M search (run 6,757,536, session 46): five addresses of a
 /// server answering connects `0.885 T` late, a move while connected. The
 /// rounds reach it once their waits pass the delay (the fourth round), and
