@@ -990,6 +990,7 @@ pub struct RoundRobin<R> {
     /// The attempt in progress has written nothing a server could read
     /// ([`RoundRobin::unwritten`]).
     waiting_unwritten: bool,
+
     /// When the last wait handed out (an attempt's or a pause's) ended:
     /// the next call comes by then, unless the client's process stalled.
     expected: Option<Instant>,
@@ -1355,7 +1356,11 @@ impl RoundRobin<Reconnect> {
     /// between it alone and it with others held the others back behind it
     /// until the session expired, outside attack round 51, F1; this cuts
     /// any later round's attempt whose wait is longer than a first round's
-    /// when servers are added, a slow healthy one's too). Otherwise (`false`) the attempt
+    /// when servers are added, a slow healthy one's too), or, when servers
+    /// are added, if it has not written its connect yet
+    /// ([`RoundRobin::unwritten`]) and its server's last attempt never did
+    /// either (likely dead: the added ones are asked; one that has written
+    /// it is no longer counted so). Otherwise (`false`) the attempt
     /// in progress, if any, is broken off: it counts as unanswered now (its
     /// connect may have been sent, and a server reads it and touches the
     /// session: giving up is put off as for any unanswered connect, unless
@@ -1446,6 +1451,13 @@ impl RoundRobin<Reconnect> {
                 written_unanswered[new] = self.written_unanswered.get(old).is_some_and(|&w| w);
             }
         }
+        if let (Some(new), Some(_), false) = (to_new(self.current), self.waiting_until, unwritten) {
+            // The attempt in progress wrote its connect: its server took it
+            // (review of session 46: marked until an attempt on it ended, a
+            // healthy one whose attempts lists kept breaking off stayed
+            // "silent" for every later list).
+            unsent[new] = false;
+        }
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
         let mut tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
@@ -1485,14 +1497,16 @@ impl RoundRobin<Reconnect> {
                     fresh = fresh.max(started + self.rules.own_server_wait());
                 }
                 let any_wait = self.rules.bugs.on(|b| b.set_hosts_keeps_any_wait);
-                // Nor, with servers added, one on a server whose last
-                // attempt never wrote its connect (likely dead): with lists
+                // Nor, with servers added, one that has not written its
+                // connect yet ([`RoundRobin::unwritten`]), on a server whose
+                // last attempt never wrote it either (likely dead): with lists
                 // alternating between two such alone and with a healthy one
                 // added, each attempt on them went on and ended while the
                 // healthy one was out of the list, and the session expired
                 // (the reconnect search, once its TCP connects took their
                 // round trip and such waits were `T/8`).
                 let silent_before = added
+                    && unwritten
                     && self.unsent.get(self.current).is_some_and(|&u| u)
                     && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
                 let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
@@ -2039,7 +2053,7 @@ mod tests {
         assert_eq!(until, now + T * 2 / 3, "no refusal: the unanswered one waits as the rounds lengthen it");
         rr.ended(Ended::Unanswered(until));
         let Next::Try { host: 1, until: unsent } = rr.next(until, 0.0) else { panic!("server 1") };
-        assert_eq!(unsent, until + T / 8, "T/8: a connection's round trips, once it can answer");
+        assert_eq!(unsent, until + T / 8, "T/8: a TCP connect and a TLS handshake at 0.05 T, and the connect");
         // Counted as a refusal, it gave the other a brief wait.
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
         rr.rules.bugs.unsent_as_refused = true;
@@ -2155,9 +2169,19 @@ mod tests {
             // In the second round its wait is T/8, within a first round's share.
             let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0 again") };
             assert_eq!(until, now + T / 8);
+            rr.unwritten();
             let goes_on = rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(now), None]), now + T / 100);
             assert_eq!(goes_on, kept && cfg!(feature = "history"), "the bug: kept beside the added one");
         }
+        // Once the attempt wrote its connect it goes on, and its server no
+        // longer counts as one that never took a connect.
+        let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
+        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
+        rr.ended(Ended::Unsent);
+        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
+        let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0 again") };
+        assert!(rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(now), None]), now + T / 100), "written: goes on");
+        assert_eq!(rr.unsent, [false, false]);
     }
 
     /// A server whose connect may be read late is marked so on every path:

@@ -640,7 +640,9 @@ impl Session {
     /// as [`RoundRobin::set_hosts`] says: one in progress on a server the
     /// new list has goes on, on its own connection and with its own wait,
     /// unless that wait is longer than one on the new list would be (a
-    /// first round's, if the list added servers), or its server is not in
+    /// first round's, if the list added servers), or the list added servers
+    /// and it has not written its connect, nor had its server's last
+    /// attempt (likely dead), or its server is not in
     /// the new list: then it is closed at once if its connect was not
     /// written yet, if it started more than [`Reconnect::left_wait`]
     /// before, or if an earlier attempt left so in this reconnect went
