@@ -938,6 +938,25 @@ impl<H: PartialEq + Clone> Default for Asked<H> {
     }
 }
 
+/// How a server's last attempt in a reconnect ended, as its next one
+/// weighs it ([`RoundRobin`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Last {
+    /// Answered, refused, or not asked yet.
+    #[default]
+    Other,
+    /// Before its connect was written ([`Ended::Unsent`]; until an attempt
+    /// on it writes one): its next waits no longer than
+    /// [`Rules::unsent_wait`] in every other round, and a list that adds
+    /// servers breaks it off before it writes its connect.
+    Unsent,
+    /// Its connect written and unanswered ([`Ended::Unanswered`], a
+    /// written attempt a list broke off, a connection lost silent): its
+    /// next is not cut by the give-up time ([`Rules::attempt_until`]) once
+    /// its connect is written.
+    WrittenUnanswered,
+}
+
 /// The attempts of one connect: servers tried round robin from a start
 /// (each round after the first asks the least recently asked first, ties
 /// from the start: over a list that did not change, the same order),
@@ -962,15 +981,9 @@ pub struct RoundRobin<R> {
     all_unusable: bool,
     /// By server: its connect went unanswered in this reconnect.
     unanswered: Vec<bool>,
-    /// By server: its last attempt ended before its connect was written
-    /// ([`Ended::Unsent`]): its next waits no longer than
-    /// [`Rules::unsent_wait`] in every other round.
-    unsent: Vec<bool>,
-    /// By server: its last attempt's connect was written and went
-    /// unanswered ([`Ended::Unanswered`], a written attempt a list broke
-    /// off, a connection lost silent): its next is not cut by the give-up
-    /// time ([`Rules::attempt_until`]) once its connect is written.
-    written_unanswered: Vec<bool>,
+    /// By server: how its last attempt ended, as the next one weighs it
+    /// ([`Last`]).
+    last: Vec<Last>,
     /// The attempt handed out last: by when it writes its connect
     /// ([`RoundRobin::write_by`]).
     write_by: Option<Instant>,
@@ -1026,8 +1039,7 @@ impl<R: Rules> RoundRobin<R> {
             first_round: true,
             all_unusable: true,
             unanswered: vec![false; hosts],
-            unsent: vec![false; hosts],
-            written_unanswered: vec![false; hosts],
+            last: vec![Last::Other; hosts],
             write_by: None,
             refused: false,
             refused_last: false,
@@ -1136,13 +1148,12 @@ impl<R: Rules> RoundRobin<R> {
         if let Some(a) = self.asked.get_mut(self.current) {
             *a = Some(now);
         }
-        let written_unanswered = self.written_unanswered.get(self.current).is_some_and(|&w| w);
-        let mut until = self.rules.attempt_until(now, written_unanswered);
+        let mut until = self.rules.attempt_until(now, self.last_was(Last::WrittenUnanswered));
         let own_first = std::mem::take(&mut self.own_first);
         if own_first {
             until = until.max(give_up.min(now + self.rules.own_server_wait()));
         }
-        let unsent = self.unsent.get(self.current).is_some_and(|&u| u);
+        let unsent = self.last_was(Last::Unsent);
         if self.refused_last && self.unanswered[self.current] {
             if let Some(short) = self.rules.short_wait(now) {
                 // One that never took its connect, no shorter than a
@@ -1192,11 +1203,12 @@ impl<R: Rules> RoundRobin<R> {
             Ended::Unsent if self.rules.bugs().on(|b| b.unsent_as_refused) => Ended::Transient,
             how => how,
         };
-        if let Some(u) = self.unsent.get_mut(self.current) {
-            *u = how == Ended::Unsent;
-        }
-        if let Some(w) = self.written_unanswered.get_mut(self.current) {
-            *w = matches!(how, Ended::Unanswered(_));
+        if let Some(last) = self.last.get_mut(self.current) {
+            *last = match how {
+                Ended::Unsent => Last::Unsent,
+                Ended::Unanswered(_) => Last::WrittenUnanswered,
+                _ => Last::Other,
+            };
         }
         if !matches!(how, Ended::Unanswered(_) | Ended::Unsent) {
             self.refused = true;
@@ -1274,6 +1286,12 @@ impl<R: Rules> RoundRobin<R> {
         }
     }
 
+    /// Whether the last attempt on the server of the attempt handed out
+    /// last ended `how`.
+    fn last_was(&self, how: Last) -> bool {
+        self.last.get(self.current) == Some(&how)
+    }
+
     /// A whole round's servers, from `start`.
     fn round(&self) -> VecDeque<usize> {
         (0..self.hosts).map(|k| (self.start + k) % self.hosts).collect()
@@ -1331,9 +1349,9 @@ impl RoundRobin<Reconnect> {
         let next = silent || rules.bugs.on(|b| b.next_first_after_reset);
         let mut rounds = RoundRobin::new(rules, hosts, if next { host + 1 } else { host });
         rounds.own_first = !next;
-        if let (true, Some(w)) = (silent, rounds.written_unanswered.get_mut(host)) {
+        if let (true, Some(last)) = (silent, rounds.last.get_mut(host)) {
             // Its requests went unanswered: it may be reading them late.
-            *w = true;
+            *last = Last::WrittenUnanswered;
         }
         rounds
     }
@@ -1429,8 +1447,7 @@ impl RoundRobin<Reconnect> {
             // with fresh waits, nothing marked.
             self.hosts = hosts;
             self.unanswered = vec![false; hosts];
-            self.unsent = vec![false; hosts];
-            self.written_unanswered = vec![false; hosts];
+            self.last = vec![Last::Other; hosts];
             self.own_first = false;
             self.said_expired = None;
             self.rules.set_hosts(hosts);
@@ -1442,13 +1459,11 @@ impl RoundRobin<Reconnect> {
             return false;
         }
         let mut unanswered = vec![false; hosts];
-        let mut unsent = vec![false; hosts];
-        let mut written_unanswered = vec![false; hosts];
+        let mut last = vec![Last::Other; hosts];
         for old in 0..self.hosts {
             if let Some(new) = to_new(old) {
                 unanswered[new] = self.unanswered.get(old).is_some_and(|&u| u);
-                unsent[new] = self.unsent.get(old).is_some_and(|&u| u);
-                written_unanswered[new] = self.written_unanswered.get(old).is_some_and(|&w| w);
+                last[new] = self.last.get(old).copied().unwrap_or_default();
             }
         }
         if let (Some(new), Some(_), false) = (to_new(self.current), self.waiting_until, unwritten) {
@@ -1456,7 +1471,9 @@ impl RoundRobin<Reconnect> {
             // (review of session 46: marked until an attempt on it ended, a
             // healthy one whose attempts lists kept breaking off stayed
             // "silent" for every later list).
-            unsent[new] = false;
+            if last[new] == Last::Unsent {
+                last[new] = Last::Other;
+            }
         }
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
@@ -1487,7 +1504,7 @@ impl RoundRobin<Reconnect> {
                 // nobody keeps the doubling that servers slow to answer
                 // need.
                 let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
-                let late = self.written_unanswered.get(self.current).is_some_and(|&w| w);
+                let late = self.last_was(Last::WrittenUnanswered);
                 let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
                     self.rules.first_round_until(started, late)
                 } else {
@@ -1507,7 +1524,7 @@ impl RoundRobin<Reconnect> {
                 // round trip and such waits were `T/8`).
                 let silent_before = added
                     && unwritten
-                    && self.unsent.get(self.current).is_some_and(|&u| u)
+                    && self.last_was(Last::Unsent)
                     && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
                 let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
                 if !goes_on {
@@ -1539,15 +1556,14 @@ impl RoundRobin<Reconnect> {
                 // Its connect may be read late: not cut by giving up next
                 // time either.
                 if let Some(n) = to_new(self.current) {
-                    written_unanswered[n] = true;
+                    last[n] = Last::WrittenUnanswered;
                 }
             }
         }
         let from = next.or_else(|| to_new(self.current).map(|c| (c + 1) % hosts)).unwrap_or(0);
         self.hosts = hosts;
         self.unanswered = unanswered;
-        self.unsent = unsent;
-        self.written_unanswered = written_unanswered;
+        self.last = last;
         self.said_expired = self.said_expired.and_then(to_new);
         self.own_first = false;
         self.start = to_new(self.start).unwrap_or(0);
@@ -2160,7 +2176,8 @@ mod tests {
     #[test]
     fn an_attempt_on_a_silent_server_does_not_go_on_beside_added_ones() {
         let t0 = Instant::now();
-        for kept in [false, true] {
+        // (the bug on, the attempt's connect written)
+        for (kept, written) in [(false, false), (true, false), (false, true)] {
             let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
             rr.rules.bugs.silent_kept_beside_added = kept;
             let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
@@ -2169,19 +2186,19 @@ mod tests {
             // In the second round its wait is T/8, within a first round's share.
             let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0 again") };
             assert_eq!(until, now + T / 8);
-            rr.unwritten();
+            if !written {
+                rr.unwritten();
+            }
             let goes_on = rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(now), None]), now + T / 100);
-            assert_eq!(goes_on, kept && cfg!(feature = "history"), "the bug: kept beside the added one");
+            if written {
+                // Once the attempt wrote its connect it goes on, and its
+                // server no longer counts as one that never took a connect.
+                assert!(goes_on, "written: goes on");
+                assert_eq!(rr.last, [Last::Other, Last::Other]);
+            } else {
+                assert_eq!(goes_on, kept && cfg!(feature = "history"), "the bug: kept beside the added one");
+            }
         }
-        // Once the attempt wrote its connect it goes on, and its server no
-        // longer counts as one that never took a connect.
-        let mut rr = RoundRobin::new(Reconnect::new(T, 1, t0), 1, 0);
-        let Next::Try { host: 0, until } = rr.next(t0, 0.0) else { panic!("server 0") };
-        rr.ended(Ended::Unsent);
-        let Next::Pause { until: now } = rr.next(until, 0.0) else { panic!("a pause") };
-        let Next::Try { host: 0, .. } = rr.next(now, 0.0) else { panic!("server 0 again") };
-        assert!(rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(now), None]), now + T / 100), "written: goes on");
-        assert_eq!(rr.unsent, [false, false]);
     }
 
     /// A server whose connect may be read late is marked so on every path:
@@ -2199,19 +2216,20 @@ mod tests {
             }
             // A server added: the attempt's whole timeout is cut.
             assert!(!rr.set_hosts(2, &[Some(0)], &asked_at(&[Some(t0), None]), t0 + T / 100));
-            assert_eq!(rr.written_unanswered, [!unwritten, false], "broken off, unwritten: {unwritten}");
+            let broken_off = if unwritten { Last::Other } else { Last::WrittenUnanswered };
+            assert_eq!(rr.last, [broken_off, Last::Other], "broken off, unwritten: {unwritten}");
         }
         let lost = t0 + read_timeout(T);
         let silent = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), lost, false);
-        assert_eq!(silent.written_unanswered, [true, false], "lost silent");
+        assert_eq!(silent.last, [Last::WrittenUnanswered, Last::Other], "lost silent");
         let reset = RoundRobin::after_loss(Reconnect::new(T, 2, t0), 2, Some(0), t0 + T / 10, false);
-        assert_eq!(reset.written_unanswered, [false, false], "reset");
+        assert_eq!(reset.last, [Last::Other, Last::Other], "reset");
         let mut rr = RoundRobin::new(Reconnect::new(T, 2, t0), 2, 0);
         let Next::Try { until, .. } = rr.next(t0, 0.0) else { panic!("server 0") };
         rr.ended(Ended::Unanswered(until));
         let Next::Try { host: 1, .. } = rr.next(until, 0.0) else { panic!("server 1") };
         rr.ended(Ended::Unsent);
-        assert_eq!(rr.written_unanswered, [true, false], "ended unanswered / unsent");
+        assert_eq!(rr.last, [Last::WrittenUnanswered, Last::Unsent], "ended unanswered / unsent");
     }
 
     /// While another refuses, a server whose last attempt never took its
