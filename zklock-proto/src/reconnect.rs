@@ -280,6 +280,15 @@ pub struct Bugs {
     /// then dropped SYNs, held the reconnect up to `T` past giving up
     /// though no connect was written that it could answer.
     pub unwritten_past_giving_up: bool,
+    /// No server whose connect was written and went unanswered is asked
+    /// again by the time it falls due ([`Rules::renewal`]): rounds whose
+    /// waits double ask each server again up to `2 T` after its last
+    /// connect (the policy before session 47): moved to two hung addresses
+    /// and a member answering connects later than its share of the first
+    /// round, the member's connects were read (renewing the session) but
+    /// it was asked again only after the session expired (outside attack
+    /// round 57, F1: 15 of 15 lost).
+    pub renewals_skipped: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -576,6 +585,13 @@ pub trait Rules {
     /// ended before its connect was written ([`Ended::Unsent`]; `None`:
     /// as any other).
     fn unsent_wait(&self) -> Option<Duration>;
+    /// How soon a server whose connect was written and went unanswered is
+    /// asked again at the latest (after its last attempt started), and how
+    /// long such a brief attempt waits (`None`: no such renewals;
+    /// [`RoundRobin::next`]).
+    fn renewal(&self) -> Option<(Duration, Duration)> {
+        None
+    }
     /// A round over every server ended without a connection.
     fn round_over(&mut self);
     /// An attempt whose connect was sent ended unanswered at `ended`.
@@ -647,6 +663,17 @@ impl Rules for Reconnect {
     }
     fn max_backoff(&self) -> Duration {
         Reconnect::max_backoff(self)
+    }
+    /// Within `15/16 T` of its last attempt's start, briefly (`T/8`, as
+    /// [`Rules::unsent_wait`]: a TCP connect, a TLS handshake and the
+    /// connect written, on a network as slow as the clock covers). A
+    /// server whose connect was written may have read it (however late it
+    /// answers), and so be what keeps the session alive: the session then
+    /// expires `T` after it read the last one, and a connect written as
+    /// long after its attempt started is read as late. The `T/16` spare
+    /// covers a pause in progress and jitter in that delay.
+    fn renewal(&self) -> Option<(Duration, Duration)> {
+        (!self.bugs.on(|b| b.renewals_skipped)).then(|| (self.timeout * 15 / 16, self.timeout / 8))
     }
     fn round_over(&mut self) {
         Reconnect::round_over(self)
@@ -1021,6 +1048,18 @@ pub struct RoundRobin<R> {
     /// By server: when it was last asked in this reconnect (by a new list:
     /// when its connect was last written, [`Asked`]).
     asked: Vec<Option<Instant>>,
+    /// The servers to ask briefly before the next in the round
+    /// ([`Rules::renewal`]), earliest due first, planned at the time given
+    /// for that next server.
+    renew: VecDeque<usize>,
+    renew_planned: Option<(usize, Instant)>,
+    /// A wait in this round was held under its rounds' wait so that the
+    /// others are asked by their due times / such a round ended: no more
+    /// renewals ([`RoundRobin::renewal_due`]).
+    renew_limited: bool,
+    renewals_over: bool,
+    /// The attempt in progress is such a brief one.
+    renewing: bool,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -1054,6 +1093,11 @@ impl<R: Rules> RoundRobin<R> {
             left_unanswered: false,
             round_started: None,
             asked: vec![None; hosts],
+            renew: VecDeque::new(),
+            renew_planned: None,
+            renew_limited: false,
+            renewals_over: false,
+            renewing: false,
         }
     }
 
@@ -1110,6 +1154,7 @@ impl<R: Rules> RoundRobin<R> {
         if self.queue.is_empty() {
             self.rules.round_over();
             self.rounds_ended = self.rounds_ended.saturating_add(1);
+            self.renewals_over |= std::mem::take(&mut self.renew_limited);
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
                 return Next::Unreachable;
             }
@@ -1136,7 +1181,7 @@ impl<R: Rules> RoundRobin<R> {
             }
             let pause = self.backoff + self.backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0);
             self.backoff = (self.backoff * 2).min(self.rules.max_backoff());
-            let until = give_up.min(now + pause);
+            let until = give_up.min(now + pause).min(self.earliest_due(usize::MAX, now).unwrap_or(give_up).max(now));
             self.expected = Some(until);
             return Next::Pause { until };
         }
@@ -1144,47 +1189,23 @@ impl<R: Rules> RoundRobin<R> {
         if now >= give_up {
             return Next::GiveUp;
         }
+        if let Some(host) = self.renewal_due(now) {
+            return self.renew(host, now, give_up);
+        }
         self.current = self.queue.pop_front().unwrap_or(self.start);
+        self.renewing = false;
+        self.renew_planned = None;
+        self.renew.clear();
         if let Some(a) = self.asked.get_mut(self.current) {
             *a = Some(now);
         }
-        let mut until = self.rules.attempt_until(now, self.last_was(Last::WrittenUnanswered));
         let own_first = std::mem::take(&mut self.own_first);
-        if own_first {
-            until = until.max(give_up.min(now + self.rules.own_server_wait()));
-        }
-        let unsent = self.last_was(Last::Unsent);
-        if self.refused_last && self.unanswered[self.current] {
-            if let Some(short) = self.rules.short_wait(now) {
-                // One that never took its connect, no shorter than a
-                // connection's round trips ([`Rules::unsent_wait`]): at
-                // `T/40`, members that had dropped SYNs while their
-                // connections were reset were never reached again over a
-                // network with round trips over `T/40` (outside attack
-                // round 56, F2).
-                let short = match self.rules.unsent_wait() {
-                    Some(wait) if unsent && !self.rules.bugs().on(|b| b.unsent_wait_brief) => short.max(wait),
-                    _ => short,
-                };
-                until = until.min(now + short);
-            }
-        }
-        // The rounds lengthen the waits for servers slow to answer a
-        // connect; one that never took it (a host that drops SYNs, a server
-        // hung in the TLS handshake) needs only a connection's round trips
-        // once it can answer ([`Rules::unsent_wait`]), in every other
-        // round: in the others a server slower than that to take a
-        // connection (a loaded one, a slow network) is reached (shortened
-        // each time, it never was). Every other round for all of them
-        // alike: shortened in turn one by one, a hung one's whole wait in
-        // each round left a server slow to answer connects too little
-        // before the give-up time, round after round (the reconnect
-        // search).
-        let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
-        if unsent && every_other && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
-            if let Some(wait) = self.rules.unsent_wait() {
-                until = until.min(now + wait);
-            }
+        let mut until = self.until_on(self.current, now, give_up, own_first);
+        // Not past another's renewal ([`Rules::renewal`]): the attempts
+        // before this one asked those due in its wait.
+        if let Some(due) = self.earliest_due(self.current, now) {
+            let least = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief / 2);
+            until = until.min(due.max(now + least));
         }
         let cut_unwritten = !self.rules.bugs().on(|b| b.unwritten_past_giving_up);
         self.write_by = Some(if cut_unwritten { until.min(give_up) } else { until });
@@ -1284,6 +1305,165 @@ impl<R: Rules> RoundRobin<R> {
                 false
             },
         }
+    }
+
+    /// Until when an attempt on `host` started at `now` waits (the first
+    /// of a reconnect after a reset on its own server if `own_first`), by
+    /// the rules and how its last attempts ended (not yet held under the
+    /// others' renewals: [`RoundRobin::next`]).
+    fn until_on(&self, host: usize, now: Instant, give_up: Instant, own_first: bool) -> Instant {
+        let mut until = self.rules.attempt_until(now, self.last.get(host) == Some(&Last::WrittenUnanswered));
+        if own_first {
+            until = until.max(give_up.min(now + self.rules.own_server_wait()));
+        }
+        let unsent = self.last.get(host) == Some(&Last::Unsent);
+        if self.refused_last && self.unanswered.get(host) == Some(&true) {
+            if let Some(short) = self.rules.short_wait(now) {
+                // One that never took its connect, no shorter than a
+                // connection's round trips ([`Rules::unsent_wait`]): at
+                // `T/40`, members that had dropped SYNs while their
+                // connections were reset were never reached again over a
+                // network with round trips over `T/40` (outside attack
+                // round 56, F2).
+                let short = match self.rules.unsent_wait() {
+                    Some(wait) if unsent && !self.rules.bugs().on(|b| b.unsent_wait_brief) => short.max(wait),
+                    _ => short,
+                };
+                until = until.min(now + short);
+            }
+        }
+        // The rounds lengthen the waits for servers slow to answer a
+        // connect; one that never took it (a host that drops SYNs, a server
+        // hung in the TLS handshake) needs only a connection's round trips
+        // once it can answer ([`Rules::unsent_wait`]), in every other
+        // round: in the others a server slower than that to take a
+        // connection (a loaded one, a slow network) is reached (shortened
+        // each time, it never was). Every other round for all of them
+        // alike: shortened in turn one by one, a hung one's whole wait in
+        // each round left a server slow to answer connects too little
+        // before the give-up time, round after round (the reconnect
+        // search).
+        let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
+        if unsent && every_other && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
+            if let Some(wait) = self.rules.unsent_wait() {
+                until = until.min(now + wait);
+            }
+        }
+        until
+    }
+
+    /// When the server `host` falls due to be asked again: its connect was
+    /// written and went unanswered ([`Rules::renewal`]), and, at `now`,
+    /// not so long ago that a session it kept alive has expired since
+    /// (`T` after the attempt started: the client's process stalled).
+    fn due(&self, host: usize, now: Instant) -> Option<Instant> {
+        let (within, _) = self.rules.renewal()?;
+        if self.last.get(host) != Some(&Last::WrittenUnanswered) || self.said_expired.is_some() || self.renewals_over
+            // (While another refuses, such servers wait briefly anyway:
+            // [`Rules::short_wait`].)
+            || self.refused_last
+        {
+            return None;
+        }
+        let due = self.asked.get(host).copied().flatten()? + within;
+        (due + within / 15 >= now).then_some(due)
+    }
+
+    /// The earliest a server but `except` falls due.
+    fn earliest_due(&self, except: usize, now: Instant) -> Option<Instant> {
+        (0..self.hosts).filter(|&n| n != except).filter_map(|n| self.due(n, now)).min()
+    }
+
+    /// The server to ask briefly at `now` before the next in the round, if
+    /// any: one due within such a brief wait; else, in the rounds after
+    /// the first (whose waits double), those that would fall due during
+    /// the next one's wait, earliest due first, so that the next one can
+    /// wait its whole wait (asked one by one as each fell due, they cut
+    /// every wait to a first round's share, in step: a server answering
+    /// later than that was never reached, its session kept alive for
+    /// ever).
+    fn renewal_due(&mut self, now: Instant) -> Option<usize> {
+        let (within, brief) = self.rules.renewal()?;
+        let next = *self.queue.front()?;
+        let mut dues: Vec<(Instant, usize)> =
+            (0..self.hosts).filter(|&n| n != next).filter_map(|n| self.due(n, now).map(|d| (d, n))).collect();
+        dues.sort();
+        // Only before one asked before that did not answer (its connect
+        // unanswered, or never taken): one not asked yet (or refused) is
+        // likely to answer at once if it can, its wait held under the
+        // others' due times instead (no shorter than `T/16`, the due
+        // times' spare: [`RoundRobin::next`]); asking others first, a
+        // healthy server asked last in a first round after three hung
+        // was reached after the session expired (the reconnect search),
+        // and one a list added was lost to a list that dropped it a moment
+        // later.
+        if self.last.get(next).is_none_or(|&last| last == Last::Other) {
+            return None;
+        }
+        if self.rounds_ended >= 1 && self.renew_planned.is_none_or(|(n, _)| n != next) {
+            let give_up = self.rules.give_up_at();
+            let wait = self.until_on(next, now, give_up, self.own_first).saturating_duration_since(now);
+            // Those that would fall due before its wait ends, itself after
+            // them: as many as that takes.
+            let mut needed = 0;
+            loop {
+                let burst = brief * needed as u32;
+                let held = wait.min(within.saturating_sub(burst));
+                let more = dues.iter().filter(|&&(due, _)| due < now + burst + held).count();
+                if more <= needed {
+                    if held < wait && needed > 0 {
+                        self.renew_limited = true;
+                    }
+                    break;
+                }
+                needed = more;
+            }
+            let mut renew: Vec<(Instant, usize)> = dues.iter().copied().take(needed).collect();
+            // The next one itself first if it would fall due before the
+            // others are asked (its whole wait comes after them).
+            if let Some(due) = self.due(next, now).filter(|&due| due < now + brief * (renew.len() as u32 + 1)) {
+                if !renew.is_empty() {
+                    renew.push((due, next));
+                    renew.sort();
+                }
+            }
+            self.renew = renew.into_iter().map(|(_, n)| n).collect();
+            self.renew_planned = Some((next, now));
+        }
+        let planned = self.renew_planned.map(|(_, at)| at);
+        while let Some(host) = self.renew.pop_front() {
+            // (Not one asked since, as it fell due.)
+            if self.asked.get(host).copied().flatten() < planned && self.due(host, now).is_some() {
+                return Some(host);
+            }
+        }
+        // One falling due within a brief wait, unless the next one falls
+        // due first (it is asked now, its wait held under the other's due
+        // time: renewed first, a server answering connects late, next
+        // and due itself, was asked after its session expired).
+        let (due, host) = *dues.first()?;
+        (due <= now + brief && self.due(next, now).is_none_or(|own| own > due)).then_some(host)
+    }
+
+    /// A brief attempt on `host` at `now` ([`RoundRobin::renewal_due`]),
+    /// before the next in the round.
+    fn renew(&mut self, host: usize, now: Instant, give_up: Instant) -> Next {
+        let brief = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief);
+        self.current = host;
+        if let Some(a) = self.asked.get_mut(host) {
+            *a = Some(now);
+        }
+        self.renewing = true;
+        let mut until = self.until_on(host, now, give_up, false).min(now + brief);
+        if let Some(due) = self.earliest_due(host, now) {
+            until = until.min(due.max(now + brief / 2));
+        }
+        self.write_by = Some(until.min(give_up));
+        self.waiting_unwritten = false;
+        self.waiting_until = Some(until);
+        self.waiting_since = Some((now, false));
+        self.expected = Some(until);
+        Next::Try { host, until }
     }
 
     /// Whether the last attempt on the server of the attempt handed out
@@ -1439,6 +1619,8 @@ impl RoundRobin<Reconnect> {
     pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Ask], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
+        self.renew.clear();
+        self.renew_planned = None;
         // (Said for this list only: [`RoundRobin::unwritten`].)
         let unwritten = std::mem::take(&mut self.waiting_unwritten);
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
@@ -1494,6 +1676,14 @@ impl RoundRobin<Reconnect> {
         }
         let next = self.queue.iter().find_map(|&i| to_new(i));
         self.rules.set_hosts(hosts);
+        let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
+        // A brief attempt asked only to write its connect
+        // ([`RoundRobin::renewal_due`]) is broken off at once by a list
+        // that adds servers: one of them may be what answers, and the
+        // attempt is not there for its own answer (going on, it held a
+        // healthy server added to a list back until the list dropped it
+        // again: the reconnect search's alternating lists).
+        let renewal_broken = std::mem::take(&mut self.renewing) && added;
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
             (Some(until), Some((started, own_first)), Some(at)) => {
                 // With servers the old list lacked, against a first
@@ -1503,7 +1693,6 @@ impl RoundRobin<Reconnect> {
                 // timeout; outside attack round 51, F1). A list that adds
                 // nobody keeps the doubling that servers slow to answer
                 // need.
-                let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
                 let late = self.last_was(Last::WrittenUnanswered);
                 let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
                     self.rules.first_round_until(started, late)
@@ -1526,7 +1715,7 @@ impl RoundRobin<Reconnect> {
                     && unwritten
                     && self.last_was(Last::Unsent)
                     && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
-                let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
+                let goes_on = (any_wait || (until <= fresh.max(now) && !silent_before)) && !renewal_broken;
                 if !goes_on {
                     self.left_until = Some(fresh.min(started + self.rules.left_wait()));
                 }
@@ -1549,7 +1738,7 @@ impl RoundRobin<Reconnect> {
             // server slow rather than hung may then read a connect late
             // and cost a reconnect.
             let again = self.left_unanswered && !self.rules.bugs.on(|b| b.left_waited_again);
-            self.left_until = self.left_until.filter(|&until| until > now && !again);
+            self.left_until = self.left_until.filter(|&until| until > now && !again && !renewal_broken);
             self.waiting_since = None;
             if !unwritten {
                 self.rules.unanswered(now);
@@ -2145,29 +2334,117 @@ mod tests {
         let t0 = Instant::now();
         // Server 0 never takes its connect; 1 and 2 take theirs and never
         // answer (so giving up is put off, round after round).
+        // (With brief attempts on 1 and 2 as they fall due, unanswered:
+        // `Rules::renewal`.)
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         let mut now = t0;
         for round in 0..4 {
-            let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0, round {round}") };
-            match round {
-                0 => {},
-                1 | 3 => assert_eq!(until, now + T / 8, "shortened in round {round}"),
-                _ => {
-                    assert_eq!(until, rr.rules().attempt_until(now), "the rounds' own wait in round {round}");
-                    assert!(until > now + T / 8);
-                },
+            let mut asked = 0;
+            loop {
+                match rr.next(now, 0.0) {
+                    Next::Try { host: 0, until } => {
+                        asked += 1;
+                        match round {
+                            0 => {},
+                            1 | 3 => assert_eq!(until, now + T / 8, "shortened in round {round}"),
+                            _ => {
+                                assert!(until <= rr.rules().attempt_until(now), "the rounds' wait in round {round}");
+                                assert!(until > now + T / 8);
+                            },
+                        }
+                        rr.ended(Ended::Unsent);
+                        now = until;
+                    },
+                    Next::Try { until, .. } => {
+                        rr.ended(Ended::Unanswered(until));
+                        now = until;
+                    },
+                    Next::Pause { until } => {
+                        now = until;
+                        break;
+                    },
+                    next => panic!("{next:?} in round {round}"),
+                }
             }
-            rr.ended(Ended::Unsent);
-            now = until;
-            for host in [1, 2] {
-                let Next::Try { host: h, until } = rr.next(now, 0.0) else { panic!("server {host}") };
-                assert_eq!(h, host);
-                rr.ended(Ended::Unanswered(until));
-                now = until;
+            assert_eq!(asked, 1, "server 0 once in round {round}");
+        }
+    }
+
+    /// Two hung servers (taking connects, never answering) and one that
+    /// reads each connect at once (renewing the session) and answers it
+    /// `0.45 T` later, asked last: each server whose connect was written is
+    /// asked again within `15/16 T` of its last attempt, so the session the
+    /// slow one keeps never expires, and once the waits double past its
+    /// delay it is reached (outside attack round 57, F1). Without the
+    /// renewals the rounds' doubled waits on the hung ones put it `2 T`
+    /// apart.
+    #[test]
+    fn a_server_whose_connect_was_written_is_asked_again_before_the_session_expires() {
+        let t0 = Instant::now();
+        for skipped in [false, true] {
+            let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
+            rr.rules.bugs.renewals_skipped = skipped;
+            let (mut now, mut read, mut widest) = (t0, None, Duration::ZERO);
+            let reached = loop {
+                match rr.next(now, 0.0) {
+                    Next::Try { host, until } => {
+                        if host == 2 {
+                            widest = widest.max(read.map_or(Duration::ZERO, |r| now - r));
+                            read = Some(now);
+                            if until - now >= T * 45 / 100 {
+                                break now;
+                            }
+                        }
+                        rr.ended(Ended::Unanswered(until));
+                        now = until;
+                    },
+                    Next::Pause { until } => now = until,
+                    next => panic!("{next:?}"),
+                }
+            };
+            if skipped && cfg!(feature = "history") {
+                assert!(widest > T, "the bug: asked {widest:?} apart");
+                continue;
             }
-            let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause after round {round}") };
+            assert!(widest <= T * 15 / 16, "asked {widest:?} apart");
+            assert!(reached < t0 + T * 4, "reached at {:?}", reached - t0);
+        }
+    }
+
+    /// A server not asked yet is asked with no brief attempt before it,
+    /// its wait held under the due time of one whose connect was written
+    /// (a healthy one answers at once); a brief attempt is broken off at
+    /// once by a list that adds servers (not waited for: it is not there
+    /// for its answer).
+    #[test]
+    fn renewals_wait_for_no_server_not_asked_yet_nor_for_a_list_that_adds_servers() {
+        let t0 = Instant::now();
+        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
+        let mut now = t0;
+        let mut asked = vec![None; 4];
+        for (host, at) in asked.iter_mut().enumerate().take(3) {
+            let Next::Try { host: h, until } = rr.next(now, 0.0) else { panic!("server {host}") };
+            assert_eq!(h, host, "in order, none renewed first");
+            *at = Some(now);
+            if host == 2 {
+                assert_eq!(until, t0 + T * 15 / 16, "held under server 0's due time");
+            }
+            rr.ended(Ended::Unanswered(until));
             now = until;
         }
+        let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause") };
+        now = until;
+        // The second round: server 0's wait doubles past the due times, so
+        // those due in it are asked briefly first (0 itself first: its own
+        // falls due before they are done).
+        let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a brief attempt") };
+        assert!(until <= now + T / 8, "a brief attempt on {host}, until {:?}", until - now);
+        asked[host] = Some(now);
+        let later = now + Duration::from_millis(1);
+        let kept = [Some(0), Some(1), Some(2)];
+        assert!(!rr.set_hosts(4, &kept, &asked_at(&asked), later), "broken off by a list adding server 3");
+        assert_eq!(rr.left_until(), None, "not waited for");
+        let Next::Try { host: 3, .. } = rr.next(later, 0.0) else { panic!("the added server next") };
     }
 
     /// A list that adds servers does not let an attempt go on on a server
