@@ -671,7 +671,11 @@ impl Rules for Reconnect {
     /// answers), and so be what keeps the session alive: the session then
     /// expires `T` after it read the last one, and a connect written as
     /// long after its attempt started is read as late. The `T/16` spare
-    /// covers a pause in progress and jitter in that delay.
+    /// covers the `T/32` an attempt is held at least past another's due
+    /// time ([`RoundRobin::next`]) and jitter in that delay (held `T/16`,
+    /// an attempt on a server not asked yet used the whole spare: asked
+    /// exactly `T` apart, review of session 47; at `7/8 T` the brief
+    /// attempts cut into a first round's shares).
     fn renewal(&self) -> Option<(Duration, Duration)> {
         (!self.bugs.on(|b| b.renewals_skipped)).then(|| (self.timeout * 15 / 16, self.timeout / 8))
     }
@@ -1052,12 +1056,15 @@ pub struct RoundRobin<R> {
     /// ([`Rules::renewal`]), earliest due first, planned at the time given
     /// for that next server.
     renew: VecDeque<usize>,
-    renew_planned: Option<(usize, Instant)>,
-    /// A wait in this round was held under its rounds' wait so that the
-    /// others are asked by their due times / such a round ended: no more
-    /// renewals ([`RoundRobin::renewal_due`]).
-    renew_limited: bool,
-    renewals_over: bool,
+    /// ... and whether that server's wait is held under its rounds' own.
+    renew_planned: Option<(usize, Instant, bool)>,
+    /// By server: a wait planned for it was held under its rounds' wait
+    /// so that the others are asked by their due times
+    /// ([`RoundRobin::renewal_due`]). Once every server whose connect was
+    /// written has had one, no more renewals in this reconnect (until a
+    /// new list): one slower to answer than such a wait is reached as the
+    /// rounds lengthen the waits on without them.
+    bounded: Vec<bool>,
     /// The attempt in progress is such a brief one.
     renewing: bool,
 }
@@ -1095,8 +1102,7 @@ impl<R: Rules> RoundRobin<R> {
             asked: vec![None; hosts],
             renew: VecDeque::new(),
             renew_planned: None,
-            renew_limited: false,
-            renewals_over: false,
+            bounded: vec![false; hosts],
             renewing: false,
         }
     }
@@ -1154,7 +1160,6 @@ impl<R: Rules> RoundRobin<R> {
         if self.queue.is_empty() {
             self.rules.round_over();
             self.rounds_ended = self.rounds_ended.saturating_add(1);
-            self.renewals_over |= std::mem::take(&mut self.renew_limited);
             if self.first_round && self.all_unusable && self.rules.unreachable_ends() {
                 return Next::Unreachable;
             }
@@ -1194,6 +1199,13 @@ impl<R: Rules> RoundRobin<R> {
         }
         self.current = self.queue.pop_front().unwrap_or(self.start);
         self.renewing = false;
+        if let Some((_, _, true)) = self.renew_planned.filter(|&(n, _, _)| n == self.current) {
+            // (Marked as its wait is handed out: marked when planned, the
+            // last one's own renewal was dropped with the rest before it.)
+            if let Some(b) = self.bounded.get_mut(self.current) {
+                *b = true;
+            }
+        }
         self.renew_planned = None;
         self.renew.clear();
         if let Some(a) = self.asked.get_mut(self.current) {
@@ -1204,7 +1216,7 @@ impl<R: Rules> RoundRobin<R> {
         // Not past another's renewal ([`Rules::renewal`]): the attempts
         // before this one asked those due in its wait.
         if let Some(due) = self.earliest_due(self.current, now) {
-            let least = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief / 2);
+            let least = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief / 4);
             until = until.min(due.max(now + least));
         }
         let cut_unwritten = !self.rules.bugs().on(|b| b.unwritten_past_giving_up);
@@ -1358,15 +1370,45 @@ impl<R: Rules> RoundRobin<R> {
     /// (`T` after the attempt started: the client's process stalled).
     fn due(&self, host: usize, now: Instant) -> Option<Instant> {
         let (within, _) = self.rules.renewal()?;
-        if self.last.get(host) != Some(&Last::WrittenUnanswered) || self.said_expired.is_some() || self.renewals_over
-            // (While another refuses, such servers wait briefly anyway:
-            // [`Rules::short_wait`].)
-            || self.refused_last
+        let short = self.refused_last && self.rules.short_wait(now).is_some();
+        if self.last.get(host) != Some(&Last::WrittenUnanswered)
+            || self.said_expired.is_some()
+            || self.renewals_over()
+            // (While another refuses, such servers wait briefly anyway, in
+            // the reconnect's first `T`: [`Rules::short_wait`].)
+            || short
+            || !self.renewals_fit()
         {
             return None;
         }
         let due = self.asked.get(host).copied().flatten()? + within;
         (due + within / 15 >= now).then_some(due)
+    }
+
+    /// Whether the servers whose connect was written and went unanswered
+    /// are few enough to be asked again in time: briefly, each but one,
+    /// in two thirds of the time they must be asked within at most
+    /// (six of them: `T/8` each but one, `5/8 T` of `15/16 T`, the rest
+    /// for the one whose turn it is). With more, brief attempts
+    /// on them one after the other as each fell due never let the next
+    /// server's turn come (seven hung: the reconnect never ended, a server
+    /// that came back never asked; review of session 47), and the waits
+    /// they leave would be shorter than a first round's share anyway.
+    fn renewals_fit(&self) -> bool {
+        let Some((within, brief)) = self.rules.renewal() else { return false };
+        let written = self.last.iter().filter(|&&last| last == Last::WrittenUnanswered).count();
+        brief * written.saturating_sub(1) as u32 <= within * 2 / 3
+    }
+
+    /// Whether every server whose connect was written and went unanswered
+    /// had a wait held under its rounds' wait for the others' renewals
+    /// ([`RoundRobin::bounded`]; until then a later one may answer within
+    /// such a wait: review of session 47, renewals ended after one such
+    /// wait on a hung server, before the late one had its turn).
+    fn renewals_over(&self) -> bool {
+        let written = |n: &usize| self.last.get(*n) == Some(&Last::WrittenUnanswered);
+        let mut them = (0..self.hosts).filter(written).peekable();
+        them.peek().is_some() && them.all(|n| self.bounded.get(n) == Some(&true))
     }
 
     /// The earliest a server but `except` falls due.
@@ -1391,33 +1433,33 @@ impl<R: Rules> RoundRobin<R> {
         // Only before one asked before that did not answer (its connect
         // unanswered, or never taken): one not asked yet (or refused) is
         // likely to answer at once if it can, its wait held under the
-        // others' due times instead (no shorter than `T/16`, the due
+        // others' due times instead (no shorter than `T/32`, half the due
         // times' spare: [`RoundRobin::next`]); asking others first, a
         // healthy server asked last in a first round after three hung
         // was reached after the session expired (the reconnect search),
         // and one a list added was lost to a list that dropped it a moment
         // later.
         if self.last.get(next).is_none_or(|&last| last == Last::Other) {
-            return None;
+            // (Unless one falls due within the least it is held: asked
+            // first then.)
+            let (due, host) = *dues.first()?;
+            return (due <= now + brief / 4).then_some(host);
         }
-        if self.rounds_ended >= 1 && self.renew_planned.is_none_or(|(n, _)| n != next) {
+        if self.rounds_ended >= 1 && self.renew_planned.is_none_or(|(n, _, _)| n != next) {
             let give_up = self.rules.give_up_at();
             let wait = self.until_on(next, now, give_up, self.own_first).saturating_duration_since(now);
             // Those that would fall due before its wait ends, itself after
             // them: as many as that takes.
             let mut needed = 0;
-            loop {
+            let held_under = loop {
                 let burst = brief * needed as u32;
                 let held = wait.min(within.saturating_sub(burst));
                 let more = dues.iter().filter(|&&(due, _)| due < now + burst + held).count();
                 if more <= needed {
-                    if held < wait && needed > 0 {
-                        self.renew_limited = true;
-                    }
-                    break;
+                    break held < wait && needed > 0;
                 }
                 needed = more;
-            }
+            };
             let mut renew: Vec<(Instant, usize)> = dues.iter().copied().take(needed).collect();
             // The next one itself first if it would fall due before the
             // others are asked (its whole wait comes after them).
@@ -1428,9 +1470,9 @@ impl<R: Rules> RoundRobin<R> {
                 }
             }
             self.renew = renew.into_iter().map(|(_, n)| n).collect();
-            self.renew_planned = Some((next, now));
+            self.renew_planned = Some((next, now, held_under));
         }
-        let planned = self.renew_planned.map(|(_, at)| at);
+        let planned = self.renew_planned.map(|(_, at, _)| at);
         while let Some(host) = self.renew.pop_front() {
             // (Not one asked since, as it fell due.)
             if self.asked.get(host).copied().flatten() < planned && self.due(host, now).is_some() {
@@ -1456,7 +1498,7 @@ impl<R: Rules> RoundRobin<R> {
         self.renewing = true;
         let mut until = self.until_on(host, now, give_up, false).min(now + brief);
         if let Some(due) = self.earliest_due(host, now) {
-            until = until.min(due.max(now + brief / 2));
+            until = until.min(due.max(now + brief / 4));
         }
         self.write_by = Some(until.min(give_up));
         self.waiting_unwritten = false;
@@ -1660,6 +1702,7 @@ impl RoundRobin<Reconnect> {
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
         let mut tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
+        let waiting: Vec<usize> = self.queue.iter().filter_map(|&i| to_new(i)).collect();
         if !self.rules.bugs.on(|b| b.tried_by_index) {
             // ... and by address: a server a list dropped and brought
             // back since, asked in this round (outside attack round 54,
@@ -1671,7 +1714,11 @@ impl RoundRobin<Reconnect> {
             let reached_only = self.rules.bugs.on(|b| b.tried_when_reached);
             tried.extend((0..hosts).filter(|&n| {
                 let at = asked.get(n).and_then(|a| if reached_only { a.counted } else { a.started });
-                at.is_some_and(|at| round.is_none_or(|r| at > r))
+                // (Not one still waiting for its turn in the round: a
+                // brief attempt on it is not its turn; counted, a list
+                // refreshed after it took the turn away, and the renewals'
+                // server never had its doubled wait: review of session 47.)
+                !waiting.contains(&n) && at.is_some_and(|at| round.is_none_or(|r| at > r))
             }));
         }
         let next = self.queue.iter().find_map(|&i| to_new(i));
@@ -1683,7 +1730,9 @@ impl RoundRobin<Reconnect> {
         // attempt is not there for its own answer (going on, it held a
         // healthy server added to a list back until the list dropped it
         // again: the reconnect search's alternating lists).
-        let renewal_broken = std::mem::take(&mut self.renewing) && added;
+        let renewing = std::mem::take(&mut self.renewing);
+        let renewal_broken = renewing && added;
+        self.bounded = vec![false; hosts];
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
             (Some(until), Some((started, own_first)), Some(at)) => {
                 // With servers the old list lacked, against a first
@@ -1781,6 +1830,7 @@ impl RoundRobin<Reconnect> {
         self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
         if let Some(at) = going_on {
             self.current = at;
+            self.renewing = renewing;
         }
         going_on.is_some()
     }
@@ -2409,6 +2459,169 @@ mod tests {
             assert!(widest <= T * 15 / 16, "asked {widest:?} apart");
             assert!(reached < t0 + T * 4, "reached at {:?}", reached - t0);
         }
+    }
+
+    /// How a server in [`drive`] answers.
+    #[derive(Clone, Copy)]
+    enum Server {
+        /// Takes connects, never answers.
+        Hung,
+        /// Refuses at once.
+        Refuses,
+        /// Never takes a connect ([`Ended::Unsent`]).
+        Silent,
+        /// Reads each connect at once (renewing the session) and answers
+        /// it this late.
+        Late(Duration),
+    }
+
+    /// Runs the rounds over `servers` from `t0` until `end`: when each
+    /// server was asked, and when a [`Server::Late`] one answered (if it
+    /// did).
+    fn drive(
+        rr: &mut RoundRobin<Reconnect>,
+        servers: &[Server],
+        t0: Instant,
+        end: Instant,
+    ) -> (Vec<Vec<Instant>>, Option<Instant>) {
+        drive_refreshed(rr, servers, t0, end, None)
+    }
+
+    /// [`drive`], the same list set again every `refresh` (as the session
+    /// layer does it: an attempt in progress goes on, or is broken off and
+    /// ends unanswered then, its connect written).
+    fn drive_refreshed(
+        rr: &mut RoundRobin<Reconnect>,
+        servers: &[Server],
+        t0: Instant,
+        end: Instant,
+        refresh: Option<Duration>,
+    ) -> (Vec<Vec<Instant>>, Option<Instant>) {
+        let hosts: Vec<usize> = (0..servers.len()).collect();
+        let same: Vec<Option<usize>> = hosts.iter().map(|&n| Some(n)).collect();
+        let mut tracked = Asked::new();
+        let mut asked = vec![Vec::new(); servers.len()];
+        let mut next_refresh = refresh.map(|r| t0 + r);
+        let mut now = t0;
+        while now < end {
+            let (host, mut until) = match rr.next(now, 0.0) {
+                Next::Try { host, until } => (host, until),
+                Next::Pause { until } => {
+                    now = until;
+                    continue;
+                },
+                _ => break,
+            };
+            asked[host].push(now);
+            tracked.ask(&host, now);
+            let mut broken = false;
+            while let Some(at) = next_refresh.filter(|&at| at < until) {
+                next_refresh = refresh.map(|r| at + r);
+                if !rr.set_hosts(servers.len(), &same, &tracked.of(&hosts, true), at) {
+                    broken = true;
+                    until = at;
+                    break;
+                }
+            }
+            tracked.ended();
+            let answered = match servers[host] {
+                Server::Late(d) if until >= now + d => return (asked, Some(now + d)),
+                Server::Refuses => Ended::Transient,
+                Server::Silent => Ended::Unsent,
+                Server::Late(_) | Server::Hung => Ended::Unanswered(until),
+            };
+            if broken {
+                rr.left_ended(answered);
+            } else {
+                rr.ended(answered);
+            }
+            now = if matches!(servers[host], Server::Refuses) { now + Duration::from_millis(1) } else { until };
+        }
+        (asked, None)
+    }
+
+    /// The widest gap between two instants in order.
+    fn widest(at: &[Instant]) -> Duration {
+        at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
+    }
+
+    /// A server that refuses beside two hung ones and one answering
+    /// connects `0.4 T` late: once the reconnect is `T` old (the short
+    /// waits over), the late one is asked again within `15/16 T` of its
+    /// last attempt, in every order (review of session 47: renewals were
+    /// off whenever another refused, and it was asked `2 T` apart).
+    #[test]
+    fn a_server_refusing_beside_hung_ones_leaves_renewals_on() {
+        let t0 = Instant::now();
+        let servers = [Server::Late(T * 2 / 5), Server::Hung, Server::Hung, Server::Refuses];
+        for start in 0..4 {
+            let mut rr = RoundRobin::new(Reconnect::new(T, 4, t0), 4, start);
+            let (asked, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
+            assert!(widest(&asked[0]) <= T * 15 / 16 + T / 32, "from {start}: asked {:?} apart", widest(&asked[0]));
+            assert!(reached.is_some(), "from {start}: never reached");
+        }
+    }
+
+    /// The same list set again every `T/50` to `T/3` while one server
+    /// answering connects `0.4 T` late is asked beside two hung ones:
+    /// asked again within `15/16 T` of its last attempt all the same, in
+    /// every order (review of session 47: a list set after a brief attempt
+    /// on a server still waiting for its turn took that turn away, and it
+    /// was asked `2.13 T` apart).
+    #[test]
+    fn a_refreshed_list_keeps_renewals_on_time() {
+        let t0 = Instant::now();
+        let servers = [Server::Late(T * 2 / 5), Server::Hung, Server::Hung];
+        for refresh in [T / 50, T / 10, T / 7, T / 3] {
+            for start in 0..3 {
+                let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, start);
+                let (asked, reached) = drive_refreshed(&mut rr, &servers, t0, t0 + T * 20, Some(refresh));
+                let gap = widest(&asked[0]);
+                assert!(gap <= T * 15 / 16 + T / 32, "every {refresh:?}, from {start}: asked {gap:?} apart");
+                assert!(reached.is_some(), "every {refresh:?}, from {start}: never reached");
+            }
+        }
+    }
+
+    /// A server reset beside three or four hung ones, answering connects
+    /// later than its own first wait (`T/3`) and within the longest wait
+    /// renewals leave it: asked again within `15/16 T` and `T/32` of its
+    /// last attempt (review of session 47: an attempt on a server not
+    /// asked yet was held at least `T/16` past the due time, the whole
+    /// spare, and it was asked `T` apart).
+    #[test]
+    fn holds_past_a_due_time_leave_the_spare() {
+        let t0 = Instant::now();
+        for hung in 3..=4 {
+            for late in [T * 34 / 100, T * 2 / 5] {
+                let mut servers = vec![Server::Hung; hung + 1];
+                servers[0] = Server::Late(late);
+                let mut rr = RoundRobin::after_loss(Reconnect::new(T, hung + 1, t0), hung + 1, Some(0), t0, false);
+                let (asked, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
+                let gap = widest(&asked[0]);
+                assert!(gap <= T * 15 / 16 + T / 32, "beside {hung} hung, {late:?} late: asked {gap:?} apart");
+                assert!(reached.is_some(), "beside {hung} hung, {late:?} late: never reached");
+            }
+        }
+    }
+
+    /// Seven hung servers beside one that never takes a connect (or one
+    /// reset and answering connects `0.3 T` late): renewals of seven
+    /// cannot all fit, so there are none, and the other server is asked
+    /// round after round (review of session 47: asked once in `40 T`, the
+    /// reconnect never ending).
+    #[test]
+    fn renewals_of_seven_hung_servers_starve_no_other() {
+        let t0 = Instant::now();
+        let mut servers = vec![Server::Hung; 8];
+        servers[0] = Server::Silent;
+        let mut rr = RoundRobin::new(Reconnect::new(T, 8, t0), 8, 0);
+        let (asked, _) = drive(&mut rr, &servers, t0, t0 + T * 40);
+        assert!(asked[0].len() >= 8, "the silent one asked {} times in 40 T", asked[0].len());
+        servers[0] = Server::Late(T * 3 / 10);
+        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 8, t0), 8, Some(0), t0, false);
+        let (_, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
+        assert!(reached.is_some(), "the late one never reached");
     }
 
     /// A server not asked yet is asked with no brief attempt before it,

@@ -2495,7 +2495,9 @@ fn double_move_runs(
 /// (accepting, never answering) and the member behind the last address,
 /// which answers connects `d` late (it reads them at once, renewing the
 /// session: [`Fault::Slow`]), at every position in the list, at four
-/// phases (outside attack round 57, F1). The session survives when `d` is
+/// phases (outside attack round 57, F1), at two phases also with the
+/// same list set again every `T/10` or `T/3` for `3 T`. The session
+/// survives when `d` is
 /// under the longest wait the rounds can give a server while asking each
 /// other one whose connect was written again within `15/16 T` of its last
 /// ([`Rules::renewal`]: `15/16 T` less `T/8` for each other, less a
@@ -2516,13 +2518,31 @@ fn late_member_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_prot
                         let at = t * 3 / 2 + t / 8 * phase / 4;
                         let mut order: Vec<usize> = (1..=k).collect();
                         order.insert(pos, k + 1);
-                        runs.push(Run {
-                            lists: vec![(at + Duration::from_millis(1), order)],
-                            survives: fits && d <= longest.saturating_sub(t / 32),
-                            bugs,
-                            clock_bugs,
-                            ..Run::new(t, k + 2, k, vec![Fault::Slow { at, delay: d }])
-                        });
+                        // The same list set again every `T/10` or `T/3`
+                        // for `3 T` too (at two phases): a refresh must
+                        // change nothing (review of session 47: one after a
+                        // brief attempt took its server's turn in the
+                        // round).
+                        let every: &[Option<Duration>] =
+                            if phase % 2 == 0 { &[None, Some(t / 10), Some(t / 3)] } else { &[None] };
+                        for &refresh in every {
+                            let moved = at + Duration::from_millis(1);
+                            let lists = match refresh {
+                                None => vec![(moved, order.clone())],
+                                Some(r) => (0..)
+                                    .map(|n| moved + r * n)
+                                    .take_while(|&when| when < moved + t * 3)
+                                    .map(|when| (when, order.clone()))
+                                    .collect(),
+                            };
+                            runs.push(Run {
+                                lists,
+                                survives: fits && d <= longest.saturating_sub(t / 32),
+                                bugs,
+                                clock_bugs,
+                                ..Run::new(t, k + 2, k, vec![Fault::Slow { at, delay: d }])
+                            });
+                        }
                     }
                 }
             }
