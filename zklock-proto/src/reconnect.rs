@@ -280,15 +280,6 @@ pub struct Bugs {
     /// then dropped SYNs, held the reconnect up to `T` past giving up
     /// though no connect was written that it could answer.
     pub unwritten_past_giving_up: bool,
-    /// No server whose connect was written and went unanswered is asked
-    /// again by the time it falls due ([`Rules::renewal`]): rounds whose
-    /// waits double ask each server again up to `2 T` after its last
-    /// connect (the policy before session 47): moved to two hung addresses
-    /// and a member answering connects later than its share of the first
-    /// round, the member's connects were read (renewing the session) but
-    /// it was asked again only after the session expired (outside attack
-    /// round 57, F1: 15 of 15 lost).
-    pub renewals_skipped: bool,
     /// A client whose process stalled past the give-up time gives up at
     /// once when it runs again, without asking a server (the policy before
     /// session 32): a session a new leader extended meanwhile is given up
@@ -585,13 +576,6 @@ pub trait Rules {
     /// ended before its connect was written ([`Ended::Unsent`]; `None`:
     /// as any other).
     fn unsent_wait(&self) -> Option<Duration>;
-    /// How soon a server whose connect was written and went unanswered is
-    /// asked again at the latest (after its last attempt started), and how
-    /// long such a brief attempt waits (`None`: no such renewals;
-    /// [`RoundRobin::next`]).
-    fn renewal(&self) -> Option<(Duration, Duration)> {
-        None
-    }
     /// A round over every server ended without a connection.
     fn round_over(&mut self);
     /// An attempt whose connect was sent ended unanswered at `ended`.
@@ -663,21 +647,6 @@ impl Rules for Reconnect {
     }
     fn max_backoff(&self) -> Duration {
         Reconnect::max_backoff(self)
-    }
-    /// Within `15/16 T` of its last attempt's start, briefly (`T/8`, as
-    /// [`Rules::unsent_wait`]: a TCP connect, a TLS handshake and the
-    /// connect written, on a network as slow as the clock covers). A
-    /// server whose connect was written may have read it (however late it
-    /// answers), and so be what keeps the session alive: the session then
-    /// expires `T` after it read the last one, and a connect written as
-    /// long after its attempt started is read as late. The `T/16` spare
-    /// covers the `T/32` an attempt is held at least past another's due
-    /// time ([`RoundRobin::next`]) and jitter in that delay (held `T/16`,
-    /// an attempt on a server not asked yet used the whole spare: asked
-    /// exactly `T` apart, review of session 47; at `7/8 T` the brief
-    /// attempts cut into a first round's shares).
-    fn renewal(&self) -> Option<(Duration, Duration)> {
-        (!self.bugs.on(|b| b.renewals_skipped)).then(|| (self.timeout * 15 / 16, self.timeout / 8))
     }
     fn round_over(&mut self) {
         Reconnect::round_over(self)
@@ -1052,21 +1021,6 @@ pub struct RoundRobin<R> {
     /// By server: when it was last asked in this reconnect (by a new list:
     /// when its connect was last written, [`Asked`]).
     asked: Vec<Option<Instant>>,
-    /// The servers to ask briefly before the next in the round
-    /// ([`Rules::renewal`]), earliest due first, planned at the time given
-    /// for that next server.
-    renew: VecDeque<usize>,
-    /// ... and whether that server's wait is held under its rounds' own.
-    renew_planned: Option<(usize, Instant, bool)>,
-    /// By server: a wait planned for it was held under its rounds' wait
-    /// so that the others are asked by their due times
-    /// ([`RoundRobin::renewal_due`]). Once every server whose connect was
-    /// written has had one, no more renewals in this reconnect (until a
-    /// new list): one slower to answer than such a wait is reached as the
-    /// rounds lengthen the waits on without them.
-    bounded: Vec<bool>,
-    /// The attempt in progress is such a brief one.
-    renewing: bool,
 }
 
 impl<R: Rules> RoundRobin<R> {
@@ -1100,10 +1054,6 @@ impl<R: Rules> RoundRobin<R> {
             left_unanswered: false,
             round_started: None,
             asked: vec![None; hosts],
-            renew: VecDeque::new(),
-            renew_planned: None,
-            bounded: vec![false; hosts],
-            renewing: false,
         }
     }
 
@@ -1186,7 +1136,7 @@ impl<R: Rules> RoundRobin<R> {
             }
             let pause = self.backoff + self.backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0);
             self.backoff = (self.backoff * 2).min(self.rules.max_backoff());
-            let until = give_up.min(now + pause).min(self.earliest_due(usize::MAX, now).unwrap_or(give_up).max(now));
+            let until = give_up.min(now + pause);
             self.expected = Some(until);
             return Next::Pause { until };
         }
@@ -1194,30 +1144,47 @@ impl<R: Rules> RoundRobin<R> {
         if now >= give_up {
             return Next::GiveUp;
         }
-        if let Some(host) = self.renewal_due(now) {
-            return self.renew(host, now, give_up);
-        }
         self.current = self.queue.pop_front().unwrap_or(self.start);
-        self.renewing = false;
-        if let Some((_, _, true)) = self.renew_planned.filter(|&(n, _, _)| n == self.current) {
-            // (Marked as its wait is handed out: marked when planned, the
-            // last one's own renewal was dropped with the rest before it.)
-            if let Some(b) = self.bounded.get_mut(self.current) {
-                *b = true;
-            }
-        }
-        self.renew_planned = None;
-        self.renew.clear();
         if let Some(a) = self.asked.get_mut(self.current) {
             *a = Some(now);
         }
+        let mut until = self.rules.attempt_until(now, self.last_was(Last::WrittenUnanswered));
         let own_first = std::mem::take(&mut self.own_first);
-        let mut until = self.until_on(self.current, now, give_up, own_first);
-        // Not past another's renewal ([`Rules::renewal`]): the attempts
-        // before this one asked those due in its wait.
-        if let Some(due) = self.earliest_due(self.current, now) {
-            let least = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief / 4);
-            until = until.min(due.max(now + least));
+        if own_first {
+            until = until.max(give_up.min(now + self.rules.own_server_wait()));
+        }
+        let unsent = self.last_was(Last::Unsent);
+        if self.refused_last && self.unanswered[self.current] {
+            if let Some(short) = self.rules.short_wait(now) {
+                // One that never took its connect, no shorter than a
+                // connection's round trips ([`Rules::unsent_wait`]): at
+                // `T/40`, members that had dropped SYNs while their
+                // connections were reset were never reached again over a
+                // network with round trips over `T/40` (outside attack
+                // round 56, F2).
+                let short = match self.rules.unsent_wait() {
+                    Some(wait) if unsent && !self.rules.bugs().on(|b| b.unsent_wait_brief) => short.max(wait),
+                    _ => short,
+                };
+                until = until.min(now + short);
+            }
+        }
+        // The rounds lengthen the waits for servers slow to answer a
+        // connect; one that never took it (a host that drops SYNs, a server
+        // hung in the TLS handshake) needs only a connection's round trips
+        // once it can answer ([`Rules::unsent_wait`]), in every other
+        // round: in the others a server slower than that to take a
+        // connection (a loaded one, a slow network) is reached (shortened
+        // each time, it never was). Every other round for all of them
+        // alike: shortened in turn one by one, a hung one's whole wait in
+        // each round left a server slow to answer connects too little
+        // before the give-up time, round after round (the reconnect
+        // search).
+        let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
+        if unsent && every_other && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
+            if let Some(wait) = self.rules.unsent_wait() {
+                until = until.min(now + wait);
+            }
         }
         let cut_unwritten = !self.rules.bugs().on(|b| b.unwritten_past_giving_up);
         self.write_by = Some(if cut_unwritten { until.min(give_up) } else { until });
@@ -1317,195 +1284,6 @@ impl<R: Rules> RoundRobin<R> {
                 false
             },
         }
-    }
-
-    /// Until when an attempt on `host` started at `now` waits (the first
-    /// of a reconnect after a reset on its own server if `own_first`), by
-    /// the rules and how its last attempts ended (not yet held under the
-    /// others' renewals: [`RoundRobin::next`]).
-    fn until_on(&self, host: usize, now: Instant, give_up: Instant, own_first: bool) -> Instant {
-        let mut until = self.rules.attempt_until(now, self.last.get(host) == Some(&Last::WrittenUnanswered));
-        if own_first {
-            until = until.max(give_up.min(now + self.rules.own_server_wait()));
-        }
-        let unsent = self.last.get(host) == Some(&Last::Unsent);
-        if self.refused_last && self.unanswered.get(host) == Some(&true) {
-            if let Some(short) = self.rules.short_wait(now) {
-                // One that never took its connect, no shorter than a
-                // connection's round trips ([`Rules::unsent_wait`]): at
-                // `T/40`, members that had dropped SYNs while their
-                // connections were reset were never reached again over a
-                // network with round trips over `T/40` (outside attack
-                // round 56, F2).
-                let short = match self.rules.unsent_wait() {
-                    Some(wait) if unsent && !self.rules.bugs().on(|b| b.unsent_wait_brief) => short.max(wait),
-                    _ => short,
-                };
-                until = until.min(now + short);
-            }
-        }
-        // The rounds lengthen the waits for servers slow to answer a
-        // connect; one that never took it (a host that drops SYNs, a server
-        // hung in the TLS handshake) needs only a connection's round trips
-        // once it can answer ([`Rules::unsent_wait`]), in every other
-        // round: in the others a server slower than that to take a
-        // connection (a loaded one, a slow network) is reached (shortened
-        // each time, it never was). Every other round for all of them
-        // alike: shortened in turn one by one, a hung one's whole wait in
-        // each round left a server slow to answer connects too little
-        // before the give-up time, round after round (the reconnect
-        // search).
-        let every_other = self.rounds_ended % 2 == 1 || self.rules.bugs().on(|b| b.unsent_capped_again);
-        if unsent && every_other && !self.rules.bugs().on(|b| b.unsent_waits_doubled) {
-            if let Some(wait) = self.rules.unsent_wait() {
-                until = until.min(now + wait);
-            }
-        }
-        until
-    }
-
-    /// When the server `host` falls due to be asked again: its connect was
-    /// written and went unanswered ([`Rules::renewal`]), and, at `now`,
-    /// not so long ago that a session it kept alive has expired since
-    /// (`T` after the attempt started: the client's process stalled).
-    fn due(&self, host: usize, now: Instant) -> Option<Instant> {
-        let (within, _) = self.rules.renewal()?;
-        let short = self.refused_last && self.rules.short_wait(now).is_some();
-        if self.last.get(host) != Some(&Last::WrittenUnanswered)
-            || self.said_expired.is_some()
-            || self.renewals_over()
-            // (While another refuses, such servers wait briefly anyway, in
-            // the reconnect's first `T`: [`Rules::short_wait`].)
-            || short
-            || !self.renewals_fit()
-        {
-            return None;
-        }
-        let due = self.asked.get(host).copied().flatten()? + within;
-        (due + within / 15 >= now).then_some(due)
-    }
-
-    /// Whether the servers whose connect was written and went unanswered
-    /// are few enough to be asked again in time: briefly, each but one,
-    /// in two thirds of the time they must be asked within at most
-    /// (six of them: `T/8` each but one, `5/8 T` of `15/16 T`, the rest
-    /// for the one whose turn it is). With more, brief attempts
-    /// on them one after the other as each fell due never let the next
-    /// server's turn come (seven hung: the reconnect never ended, a server
-    /// that came back never asked; review of session 47), and the waits
-    /// they leave would be shorter than a first round's share anyway.
-    fn renewals_fit(&self) -> bool {
-        let Some((within, brief)) = self.rules.renewal() else { return false };
-        let written = self.last.iter().filter(|&&last| last == Last::WrittenUnanswered).count();
-        brief * written.saturating_sub(1) as u32 <= within * 2 / 3
-    }
-
-    /// Whether every server whose connect was written and went unanswered
-    /// had a wait held under its rounds' wait for the others' renewals
-    /// ([`RoundRobin::bounded`]; until then a later one may answer within
-    /// such a wait: review of session 47, renewals ended after one such
-    /// wait on a hung server, before the late one had its turn).
-    fn renewals_over(&self) -> bool {
-        let written = |n: &usize| self.last.get(*n) == Some(&Last::WrittenUnanswered);
-        let mut them = (0..self.hosts).filter(written).peekable();
-        them.peek().is_some() && them.all(|n| self.bounded.get(n) == Some(&true))
-    }
-
-    /// The earliest a server but `except` falls due.
-    fn earliest_due(&self, except: usize, now: Instant) -> Option<Instant> {
-        (0..self.hosts).filter(|&n| n != except).filter_map(|n| self.due(n, now)).min()
-    }
-
-    /// The server to ask briefly at `now` before the next in the round, if
-    /// any: one due within such a brief wait; else, in the rounds after
-    /// the first (whose waits double), those that would fall due during
-    /// the next one's wait, earliest due first, so that the next one can
-    /// wait its whole wait (asked one by one as each fell due, they cut
-    /// every wait to a first round's share, in step: a server answering
-    /// later than that was never reached, its session kept alive for
-    /// ever).
-    fn renewal_due(&mut self, now: Instant) -> Option<usize> {
-        let (within, brief) = self.rules.renewal()?;
-        let next = *self.queue.front()?;
-        let mut dues: Vec<(Instant, usize)> =
-            (0..self.hosts).filter(|&n| n != next).filter_map(|n| self.due(n, now).map(|d| (d, n))).collect();
-        dues.sort();
-        // Only before one asked before that did not answer (its connect
-        // unanswered, or never taken): one not asked yet (or refused) is
-        // likely to answer at once if it can, its wait held under the
-        // others' due times instead (no shorter than `T/32`, half the due
-        // times' spare: [`RoundRobin::next`]); asking others first, a
-        // healthy server asked last in a first round after three hung
-        // was reached after the session expired (the reconnect search),
-        // and one a list added was lost to a list that dropped it a moment
-        // later.
-        if self.last.get(next).is_none_or(|&last| last == Last::Other) {
-            // (Unless one falls due within the least it is held: asked
-            // first then.)
-            let (due, host) = *dues.first()?;
-            return (due <= now + brief / 4).then_some(host);
-        }
-        if self.rounds_ended >= 1 && self.renew_planned.is_none_or(|(n, _, _)| n != next) {
-            let give_up = self.rules.give_up_at();
-            let wait = self.until_on(next, now, give_up, self.own_first).saturating_duration_since(now);
-            // Those that would fall due before its wait ends, itself after
-            // them: as many as that takes.
-            let mut needed = 0;
-            let held_under = loop {
-                let burst = brief * needed as u32;
-                let held = wait.min(within.saturating_sub(burst));
-                let more = dues.iter().filter(|&&(due, _)| due < now + burst + held).count();
-                if more <= needed {
-                    break held < wait && needed > 0;
-                }
-                needed = more;
-            };
-            let mut renew: Vec<(Instant, usize)> = dues.iter().copied().take(needed).collect();
-            // The next one itself first if it would fall due before the
-            // others are asked (its whole wait comes after them).
-            if let Some(due) = self.due(next, now).filter(|&due| due < now + brief * (renew.len() as u32 + 1)) {
-                if !renew.is_empty() {
-                    renew.push((due, next));
-                    renew.sort();
-                }
-            }
-            self.renew = renew.into_iter().map(|(_, n)| n).collect();
-            self.renew_planned = Some((next, now, held_under));
-        }
-        let planned = self.renew_planned.map(|(_, at, _)| at);
-        while let Some(host) = self.renew.pop_front() {
-            // (Not one asked since, as it fell due.)
-            if self.asked.get(host).copied().flatten() < planned && self.due(host, now).is_some() {
-                return Some(host);
-            }
-        }
-        // One falling due within a brief wait, unless the next one falls
-        // due first (it is asked now, its wait held under the other's due
-        // time: renewed first, a server answering connects late, next
-        // and due itself, was asked after its session expired).
-        let (due, host) = *dues.first()?;
-        (due <= now + brief && self.due(next, now).is_none_or(|own| own > due)).then_some(host)
-    }
-
-    /// A brief attempt on `host` at `now` ([`RoundRobin::renewal_due`]),
-    /// before the next in the round.
-    fn renew(&mut self, host: usize, now: Instant, give_up: Instant) -> Next {
-        let brief = self.rules.renewal().map_or(Duration::ZERO, |(_, brief)| brief);
-        self.current = host;
-        if let Some(a) = self.asked.get_mut(host) {
-            *a = Some(now);
-        }
-        self.renewing = true;
-        let mut until = self.until_on(host, now, give_up, false).min(now + brief);
-        if let Some(due) = self.earliest_due(host, now) {
-            until = until.min(due.max(now + brief / 4));
-        }
-        self.write_by = Some(until.min(give_up));
-        self.waiting_unwritten = false;
-        self.waiting_until = Some(until);
-        self.waiting_since = Some((now, false));
-        self.expected = Some(until);
-        Next::Try { host, until }
     }
 
     /// Whether the last attempt on the server of the attempt handed out
@@ -1661,8 +1439,6 @@ impl RoundRobin<Reconnect> {
     pub fn set_hosts(&mut self, hosts: usize, kept: &[Option<usize>], asked: &[Ask], now: Instant) -> bool {
         let hosts = hosts.max(1);
         self.left_until = None;
-        self.renew.clear();
-        self.renew_planned = None;
         // (Said for this list only: [`RoundRobin::unwritten`].)
         let unwritten = std::mem::take(&mut self.waiting_unwritten);
         let to_new = |old: usize| kept.get(old).copied().flatten().filter(|&n| n < hosts);
@@ -1702,7 +1478,6 @@ impl RoundRobin<Reconnect> {
         // This round's servers tried so far (the attempt in progress among
         // them), and the one that was to come next, in the new list.
         let mut tried: Vec<usize> = (0..self.hosts).filter(|i| !self.queue.contains(i)).filter_map(to_new).collect();
-        let waiting: Vec<usize> = self.queue.iter().filter_map(|&i| to_new(i)).collect();
         if !self.rules.bugs.on(|b| b.tried_by_index) {
             // ... and by address: a server a list dropped and brought
             // back since, asked in this round (outside attack round 54,
@@ -1714,25 +1489,11 @@ impl RoundRobin<Reconnect> {
             let reached_only = self.rules.bugs.on(|b| b.tried_when_reached);
             tried.extend((0..hosts).filter(|&n| {
                 let at = asked.get(n).and_then(|a| if reached_only { a.counted } else { a.started });
-                // (Not one still waiting for its turn in the round: a
-                // brief attempt on it is not its turn; counted, a list
-                // refreshed after it took the turn away, and the renewals'
-                // server never had its doubled wait: review of session 47.)
-                !waiting.contains(&n) && at.is_some_and(|at| round.is_none_or(|r| at > r))
+                at.is_some_and(|at| round.is_none_or(|r| at > r))
             }));
         }
         let next = self.queue.iter().find_map(|&i| to_new(i));
         self.rules.set_hosts(hosts);
-        let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
-        // A brief attempt asked only to write its connect
-        // ([`RoundRobin::renewal_due`]) is broken off at once by a list
-        // that adds servers: one of them may be what answers, and the
-        // attempt is not there for its own answer (going on, it held a
-        // healthy server added to a list back until the list dropped it
-        // again: the reconnect search's alternating lists).
-        let renewing = std::mem::take(&mut self.renewing);
-        let renewal_broken = renewing && added;
-        self.bounded = vec![false; hosts];
         let going_on = match (self.waiting_until, self.waiting_since, to_new(self.current)) {
             (Some(until), Some((started, own_first)), Some(at)) => {
                 // With servers the old list lacked, against a first
@@ -1742,6 +1503,7 @@ impl RoundRobin<Reconnect> {
                 // timeout; outside attack round 51, F1). A list that adds
                 // nobody keeps the doubling that servers slow to answer
                 // need.
+                let added = (0..hosts).any(|n| !kept.contains(&Some(n)));
                 let late = self.last_was(Last::WrittenUnanswered);
                 let mut fresh = if added && !self.rules.bugs.on(|b| b.added_wait_doubled) {
                     self.rules.first_round_until(started, late)
@@ -1764,7 +1526,7 @@ impl RoundRobin<Reconnect> {
                     && unwritten
                     && self.last_was(Last::Unsent)
                     && !self.rules.bugs.on(|b| b.silent_kept_beside_added);
-                let goes_on = (any_wait || (until <= fresh.max(now) && !silent_before)) && !renewal_broken;
+                let goes_on = any_wait || (until <= fresh.max(now) && !silent_before);
                 if !goes_on {
                     self.left_until = Some(fresh.min(started + self.rules.left_wait()));
                 }
@@ -1787,7 +1549,7 @@ impl RoundRobin<Reconnect> {
             // server slow rather than hung may then read a connect late
             // and cost a reconnect.
             let again = self.left_unanswered && !self.rules.bugs.on(|b| b.left_waited_again);
-            self.left_until = self.left_until.filter(|&until| until > now && !again && !renewal_broken);
+            self.left_until = self.left_until.filter(|&until| until > now && !again);
             self.waiting_since = None;
             if !unwritten {
                 self.rules.unanswered(now);
@@ -1830,7 +1592,6 @@ impl RoundRobin<Reconnect> {
         self.backoff = Duration::from_millis(50).min(self.rules.max_backoff());
         if let Some(at) = going_on {
             self.current = at;
-            self.renewing = renewing;
         }
         going_on.is_some()
     }
@@ -2384,280 +2145,29 @@ mod tests {
         let t0 = Instant::now();
         // Server 0 never takes its connect; 1 and 2 take theirs and never
         // answer (so giving up is put off, round after round).
-        // (With brief attempts on 1 and 2 as they fall due, unanswered:
-        // `Rules::renewal`.)
         let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
         let mut now = t0;
         for round in 0..4 {
-            let mut asked = 0;
-            loop {
-                match rr.next(now, 0.0) {
-                    Next::Try { host: 0, until } => {
-                        asked += 1;
-                        match round {
-                            0 => {},
-                            1 | 3 => assert_eq!(until, now + T / 8, "shortened in round {round}"),
-                            _ => {
-                                assert!(until <= rr.rules().attempt_until(now), "the rounds' wait in round {round}");
-                                assert!(until > now + T / 8);
-                            },
-                        }
-                        rr.ended(Ended::Unsent);
-                        now = until;
-                    },
-                    Next::Try { until, .. } => {
-                        rr.ended(Ended::Unanswered(until));
-                        now = until;
-                    },
-                    Next::Pause { until } => {
-                        now = until;
-                        break;
-                    },
-                    next => panic!("{next:?} in round {round}"),
-                }
-            }
-            assert_eq!(asked, 1, "server 0 once in round {round}");
-        }
-    }
-
-    /// Two hung servers (taking connects, never answering) and one that
-    /// reads each connect at once (renewing the session) and answers it
-    /// `0.45 T` later, asked last: each server whose connect was written is
-    /// asked again within `15/16 T` of its last attempt, so the session the
-    /// slow one keeps never expires, and once the waits double past its
-    /// delay it is reached (outside attack round 57, F1). Without the
-    /// renewals the rounds' doubled waits on the hung ones put it `2 T`
-    /// apart.
-    #[test]
-    fn a_server_whose_connect_was_written_is_asked_again_before_the_session_expires() {
-        let t0 = Instant::now();
-        for skipped in [false, true] {
-            let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
-            rr.rules.bugs.renewals_skipped = skipped;
-            let (mut now, mut read, mut widest) = (t0, None, Duration::ZERO);
-            let reached = loop {
-                match rr.next(now, 0.0) {
-                    Next::Try { host, until } => {
-                        if host == 2 {
-                            widest = widest.max(read.map_or(Duration::ZERO, |r| now - r));
-                            read = Some(now);
-                            if until - now >= T * 45 / 100 {
-                                break now;
-                            }
-                        }
-                        rr.ended(Ended::Unanswered(until));
-                        now = until;
-                    },
-                    Next::Pause { until } => now = until,
-                    next => panic!("{next:?}"),
-                }
-            };
-            if skipped && cfg!(feature = "history") {
-                assert!(widest > T, "the bug: asked {widest:?} apart");
-                continue;
-            }
-            assert!(widest <= T * 15 / 16, "asked {widest:?} apart");
-            assert!(reached < t0 + T * 4, "reached at {:?}", reached - t0);
-        }
-    }
-
-    /// How a server in [`drive`] answers.
-    #[derive(Clone, Copy)]
-    enum Server {
-        /// Takes connects, never answers.
-        Hung,
-        /// Refuses at once.
-        Refuses,
-        /// Never takes a connect ([`Ended::Unsent`]).
-        Silent,
-        /// Reads each connect at once (renewing the session) and answers
-        /// it this late.
-        Late(Duration),
-    }
-
-    /// Runs the rounds over `servers` from `t0` until `end`: when each
-    /// server was asked, and when a [`Server::Late`] one answered (if it
-    /// did).
-    fn drive(
-        rr: &mut RoundRobin<Reconnect>,
-        servers: &[Server],
-        t0: Instant,
-        end: Instant,
-    ) -> (Vec<Vec<Instant>>, Option<Instant>) {
-        drive_refreshed(rr, servers, t0, end, None)
-    }
-
-    /// [`drive`], the same list set again every `refresh` (as the session
-    /// layer does it: an attempt in progress goes on, or is broken off and
-    /// ends unanswered then, its connect written).
-    fn drive_refreshed(
-        rr: &mut RoundRobin<Reconnect>,
-        servers: &[Server],
-        t0: Instant,
-        end: Instant,
-        refresh: Option<Duration>,
-    ) -> (Vec<Vec<Instant>>, Option<Instant>) {
-        let hosts: Vec<usize> = (0..servers.len()).collect();
-        let same: Vec<Option<usize>> = hosts.iter().map(|&n| Some(n)).collect();
-        let mut tracked = Asked::new();
-        let mut asked = vec![Vec::new(); servers.len()];
-        let mut next_refresh = refresh.map(|r| t0 + r);
-        let mut now = t0;
-        while now < end {
-            let (host, mut until) = match rr.next(now, 0.0) {
-                Next::Try { host, until } => (host, until),
-                Next::Pause { until } => {
-                    now = until;
-                    continue;
+            let Next::Try { host: 0, until } = rr.next(now, 0.0) else { panic!("server 0, round {round}") };
+            match round {
+                0 => {},
+                1 | 3 => assert_eq!(until, now + T / 8, "shortened in round {round}"),
+                _ => {
+                    assert_eq!(until, rr.rules().attempt_until(now), "the rounds' own wait in round {round}");
+                    assert!(until > now + T / 8);
                 },
-                _ => break,
-            };
-            asked[host].push(now);
-            tracked.ask(&host, now);
-            let mut broken = false;
-            while let Some(at) = next_refresh.filter(|&at| at < until) {
-                next_refresh = refresh.map(|r| at + r);
-                if !rr.set_hosts(servers.len(), &same, &tracked.of(&hosts, true), at) {
-                    broken = true;
-                    until = at;
-                    break;
-                }
             }
-            tracked.ended();
-            let answered = match servers[host] {
-                Server::Late(d) if until >= now + d => return (asked, Some(now + d)),
-                Server::Refuses => Ended::Transient,
-                Server::Silent => Ended::Unsent,
-                Server::Late(_) | Server::Hung => Ended::Unanswered(until),
-            };
-            if broken {
-                rr.left_ended(answered);
-            } else {
-                rr.ended(answered);
+            rr.ended(Ended::Unsent);
+            now = until;
+            for host in [1, 2] {
+                let Next::Try { host: h, until } = rr.next(now, 0.0) else { panic!("server {host}") };
+                assert_eq!(h, host);
+                rr.ended(Ended::Unanswered(until));
+                now = until;
             }
-            now = if matches!(servers[host], Server::Refuses) { now + Duration::from_millis(1) } else { until };
-        }
-        (asked, None)
-    }
-
-    /// The widest gap between two instants in order.
-    fn widest(at: &[Instant]) -> Duration {
-        at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
-    }
-
-    /// A server that refuses beside two hung ones and one answering
-    /// connects `0.4 T` late: once the reconnect is `T` old (the short
-    /// waits over), the late one is asked again within `15/16 T` of its
-    /// last attempt, in every order (review of session 47: renewals were
-    /// off whenever another refused, and it was asked `2 T` apart).
-    #[test]
-    fn a_server_refusing_beside_hung_ones_leaves_renewals_on() {
-        let t0 = Instant::now();
-        let servers = [Server::Late(T * 2 / 5), Server::Hung, Server::Hung, Server::Refuses];
-        for start in 0..4 {
-            let mut rr = RoundRobin::new(Reconnect::new(T, 4, t0), 4, start);
-            let (asked, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
-            assert!(widest(&asked[0]) <= T * 15 / 16 + T / 32, "from {start}: asked {:?} apart", widest(&asked[0]));
-            assert!(reached.is_some(), "from {start}: never reached");
-        }
-    }
-
-    /// The same list set again every `T/50` to `T/3` while one server
-    /// answering connects `0.4 T` late is asked beside two hung ones:
-    /// asked again within `15/16 T` of its last attempt all the same, in
-    /// every order (review of session 47: a list set after a brief attempt
-    /// on a server still waiting for its turn took that turn away, and it
-    /// was asked `2.13 T` apart).
-    #[test]
-    fn a_refreshed_list_keeps_renewals_on_time() {
-        let t0 = Instant::now();
-        let servers = [Server::Late(T * 2 / 5), Server::Hung, Server::Hung];
-        for refresh in [T / 50, T / 10, T / 7, T / 3] {
-            for start in 0..3 {
-                let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, start);
-                let (asked, reached) = drive_refreshed(&mut rr, &servers, t0, t0 + T * 20, Some(refresh));
-                let gap = widest(&asked[0]);
-                assert!(gap <= T * 15 / 16 + T / 32, "every {refresh:?}, from {start}: asked {gap:?} apart");
-                assert!(reached.is_some(), "every {refresh:?}, from {start}: never reached");
-            }
-        }
-    }
-
-    /// A server reset beside three or four hung ones, answering connects
-    /// later than its own first wait (`T/3`) and within the longest wait
-    /// renewals leave it: asked again within `15/16 T` and `T/32` of its
-    /// last attempt (review of session 47: an attempt on a server not
-    /// asked yet was held at least `T/16` past the due time, the whole
-    /// spare, and it was asked `T` apart).
-    #[test]
-    fn holds_past_a_due_time_leave_the_spare() {
-        let t0 = Instant::now();
-        for hung in 3..=4 {
-            for late in [T * 34 / 100, T * 2 / 5] {
-                let mut servers = vec![Server::Hung; hung + 1];
-                servers[0] = Server::Late(late);
-                let mut rr = RoundRobin::after_loss(Reconnect::new(T, hung + 1, t0), hung + 1, Some(0), t0, false);
-                let (asked, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
-                let gap = widest(&asked[0]);
-                assert!(gap <= T * 15 / 16 + T / 32, "beside {hung} hung, {late:?} late: asked {gap:?} apart");
-                assert!(reached.is_some(), "beside {hung} hung, {late:?} late: never reached");
-            }
-        }
-    }
-
-    /// Seven hung servers beside one that never takes a connect (or one
-    /// reset and answering connects `0.3 T` late): renewals of seven
-    /// cannot all fit, so there are none, and the other server is asked
-    /// round after round (review of session 47: asked once in `40 T`, the
-    /// reconnect never ending).
-    #[test]
-    fn renewals_of_seven_hung_servers_starve_no_other() {
-        let t0 = Instant::now();
-        let mut servers = vec![Server::Hung; 8];
-        servers[0] = Server::Silent;
-        let mut rr = RoundRobin::new(Reconnect::new(T, 8, t0), 8, 0);
-        let (asked, _) = drive(&mut rr, &servers, t0, t0 + T * 40);
-        assert!(asked[0].len() >= 8, "the silent one asked {} times in 40 T", asked[0].len());
-        servers[0] = Server::Late(T * 3 / 10);
-        let mut rr = RoundRobin::after_loss(Reconnect::new(T, 8, t0), 8, Some(0), t0, false);
-        let (_, reached) = drive(&mut rr, &servers, t0, t0 + T * 20);
-        assert!(reached.is_some(), "the late one never reached");
-    }
-
-    /// A server not asked yet is asked with no brief attempt before it,
-    /// its wait held under the due time of one whose connect was written
-    /// (a healthy one answers at once); a brief attempt is broken off at
-    /// once by a list that adds servers (not waited for: it is not there
-    /// for its answer).
-    #[test]
-    fn renewals_wait_for_no_server_not_asked_yet_nor_for_a_list_that_adds_servers() {
-        let t0 = Instant::now();
-        let mut rr = RoundRobin::new(Reconnect::new(T, 3, t0), 3, 0);
-        let mut now = t0;
-        let mut asked = vec![None; 4];
-        for (host, at) in asked.iter_mut().enumerate().take(3) {
-            let Next::Try { host: h, until } = rr.next(now, 0.0) else { panic!("server {host}") };
-            assert_eq!(h, host, "in order, none renewed first");
-            *at = Some(now);
-            if host == 2 {
-                assert_eq!(until, t0 + T * 15 / 16, "held under server 0's due time");
-            }
-            rr.ended(Ended::Unanswered(until));
+            let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause after round {round}") };
             now = until;
         }
-        let Next::Pause { until } = rr.next(now, 0.0) else { panic!("a pause") };
-        now = until;
-        // The second round: server 0's wait doubles past the due times, so
-        // those due in it are asked briefly first (0 itself first: its own
-        // falls due before they are done).
-        let Next::Try { host, until } = rr.next(now, 0.0) else { panic!("a brief attempt") };
-        assert!(until <= now + T / 8, "a brief attempt on {host}, until {:?}", until - now);
-        asked[host] = Some(now);
-        let later = now + Duration::from_millis(1);
-        let kept = [Some(0), Some(1), Some(2)];
-        assert!(!rr.set_hosts(4, &kept, &asked_at(&asked), later), "broken off by a list adding server 3");
-        assert_eq!(rr.left_until(), None, "not waited for");
-        let Next::Try { host: 3, .. } = rr.next(later, 0.0) else { panic!("the added server next") };
     }
 
     /// A list that adds servers does not let an attempt go on on a server

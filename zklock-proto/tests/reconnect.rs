@@ -100,9 +100,7 @@
 //!   hung or none; with several hung, a reset alone): the clock never runs
 //!   out (protocol section 5).
 //! - **survives** (runs with one outage of up to `T/2`, `0.3 T` with
-//!   several addresses hung, a reset, or connects up to `0.22 T` late;
-//!   a move to `k` hung addresses beside a member answering connects up
-//!   to `15/16 T - k T/8 - T/32` late, `late_member_runs`):
+//!   several addresses hung, a reset, or connects up to `0.22 T` late):
 //!   the server never expires the session (the client is back in time).
 //! - **back**: `3 T` after the faults end, the client is connected and its
 //!   clock is safe, unless the server expired the session (or an address
@@ -2384,13 +2382,6 @@ fn search(
             return (made, Some(found));
         }
     }
-    // (After the random runs: a policy without renewals fails these first,
-    // and the tests of the bugs before them look for their own findings.)
-    for run in late_member_runs(bugs, clock_bugs) {
-        if let Some(found) = check(run) {
-            return (made, Some(found));
-        }
-    }
     (made, None)
 }
 
@@ -2483,66 +2474,6 @@ fn double_move_runs(
                             clock_bugs,
                             ..Run::new(t, hosts, 0, vec![])
                         });
-                    }
-                }
-            }
-        }
-    }
-    runs
-}
-
-/// A reset and, a moment later, a move to `k` (1 to 5) hung addresses
-/// (accepting, never answering) and the member behind the last address,
-/// which answers connects `d` late (it reads them at once, renewing the
-/// session: [`Fault::Slow`]), at every position in the list, at four
-/// phases (outside attack round 57, F1), at two phases also with the
-/// same list set again every `T/10` or `T/3` for `3 T`. The session
-/// survives when `d` is
-/// under the longest wait the rounds can give a server while asking each
-/// other one whose connect was written again within `15/16 T` of its last
-/// ([`Rules::renewal`]: `15/16 T` less `T/8` for each other, less a
-/// `T/32` margin), and every server's first-round share (with the `500 ms`
-/// floor) fits a timeout; beyond that bound the runs are made too (every
-/// other promise holds), with `d` up to `0.7 T`.
-fn late_member_runs(bugs: zklock_proto::reconnect::Bugs, clock_bugs: zklock_proto::clock::Bugs) -> Vec<Run> {
-    let mut runs = Vec::new();
-    for timeout_ms in [2_000u64, 4_000, 10_000] {
-        let t = Duration::from_millis(timeout_ms);
-        for k in 1..=5usize {
-            let share = Reconnect::new(t, k + 1, Instant::now()).attempt_until(Instant::now()) - Instant::now();
-            let longest = (t * 15 / 16).saturating_sub(t / 8 * k as u32);
-            let fits = share * (k as u32 + 1) <= t;
-            for d in [share * 9 / 10, (share + longest) / 2, longest.saturating_sub(t / 32), t * 7 / 10] {
-                for pos in 0..=k {
-                    for phase in 0..4u32 {
-                        let at = t * 3 / 2 + t / 8 * phase / 4;
-                        let mut order: Vec<usize> = (1..=k).collect();
-                        order.insert(pos, k + 1);
-                        // The same list set again every `T/10` or `T/3`
-                        // for `3 T` too (at two phases): a refresh must
-                        // change nothing (review of session 47: one after a
-                        // brief attempt took its server's turn in the
-                        // round).
-                        let every: &[Option<Duration>] =
-                            if phase % 2 == 0 { &[None, Some(t / 10), Some(t / 3)] } else { &[None] };
-                        for &refresh in every {
-                            let moved = at + Duration::from_millis(1);
-                            let lists = match refresh {
-                                None => vec![(moved, order.clone())],
-                                Some(r) => (0..)
-                                    .map(|n| moved + r * n)
-                                    .take_while(|&when| when < moved + t * 3)
-                                    .map(|when| (when, order.clone()))
-                                    .collect(),
-                            };
-                            runs.push(Run {
-                                lists,
-                                survives: fits && d <= longest.saturating_sub(t / 32),
-                                bugs,
-                                clock_bugs,
-                                ..Run::new(t, k + 2, k, vec![Fault::Slow { at, delay: d }])
-                            });
-                        }
                     }
                 }
             }
@@ -3314,7 +3245,6 @@ fn finds_unsent_waits_doubled() {
     let bugs = zklock_proto::reconnect::Bugs {
         unsent_waits_doubled: true,
         written_unanswered_cut: true,
-        renewals_skipped: true,
         ..Default::default()
     };
     let run = finds(bugs, &["closed", "expired"]);
@@ -3396,11 +3326,7 @@ fn a_server_answering_connects_late_between_hosts_dropping_syns_is_not_cut_by_gi
     assert_eq!(simulate(&run), Ok(()));
     #[cfg(feature = "history")]
     {
-        let cut = zklock_proto::reconnect::Bugs {
-            written_unanswered_cut: true,
-            renewals_skipped: true,
-            ..Default::default()
-        };
+        let cut = zklock_proto::reconnect::Bugs { written_unanswered_cut: true, ..Default::default() };
         assert_eq!(simulate(&Run { bugs: cut, ..run }).map_err(|(kind, _)| kind), Err("closed"));
     }
 }
@@ -3466,19 +3392,4 @@ fn a_close_after_two_moves_to_a_slow_address_late_in_the_run_is_done() {
         ..Run::new(t, 3, 0, vec![Fault::Reset { at: ms(7357) }, Fault::Reset { at: ms(18518) }])
     };
     assert_eq!(simulate(&run), Ok(()));
-}
-
-/// Rounds whose waits double asked a server whose connect was written
-/// again up to `2 T` after its last (`renewals_skipped`, the policy before
-/// session 47): after a move to two or more hung addresses and a member
-/// answering connects later than its first-round share, the member read
-/// each connect (renewing the session) but was asked again only after the
-/// session expired (outside attack round 57, F1: 15 of 15 lost; the grid
-/// of [`late_member_runs`]).
-#[cfg(feature = "history")]
-#[test]
-fn finds_renewals_skipped() {
-    let bugs = zklock_proto::reconnect::Bugs { renewals_skipped: true, ..Default::default() };
-    let run = finds(bugs, &["expired"]);
-    assert!(!run.lists.is_empty() && run.hung >= 1, "{run:?}");
 }
